@@ -1,0 +1,309 @@
+import { GregorErrorCode, ProtocolError } from './errors.js';
+
+const ZERO_UUID = '00000000000000000000000000000000';
+
+/** An unknown tagged field, kept verbatim so that it survives a decode → encode round trip. */
+export interface TaggedField {
+  tag: number;
+  data: Buffer;
+}
+
+/**
+ * A cursor over a Buffer with a sticky error. The first malformed or truncated read records a
+ * ProtocolError and moves the cursor to the end; every later read returns a zero value, so decoders
+ * never loop on garbage. Call `finish()` (or check `error`) once the message is read.
+ */
+export class Reader {
+  readonly buf: Buffer;
+  offset: number;
+  readonly end: number;
+  error: ProtocolError | undefined;
+
+  constructor(buf: Buffer, offset = 0, end = buf.length) {
+    this.buf = buf;
+    this.offset = offset;
+    this.end = end;
+    this.error = undefined;
+  }
+
+  get remaining(): number {
+    return this.end - this.offset;
+  }
+
+  /** Records the first error; later reads return zero values. Returns false for convenient chaining. */
+  fail(code: GregorErrorCode, message: string): false {
+    if (this.error === undefined) this.error = new ProtocolError(code, `${message} at offset ${this.offset}`);
+    this.offset = this.end;
+    return false;
+  }
+
+  /** Throws the sticky error if one was recorded. */
+  check(): void {
+    if (this.error !== undefined) throw this.error;
+  }
+
+  /** Throws the sticky error, or an error if unread bytes remain and `exact` is set. */
+  finish(exact = false): void {
+    this.check();
+    if (exact && this.offset !== this.end) {
+      throw new ProtocolError(GregorErrorCode.TRAILING_BYTES, `${this.end - this.offset} unread bytes`);
+    }
+  }
+
+  private need(n: number): boolean {
+    if (this.end - this.offset >= n) return true;
+    return this.fail(GregorErrorCode.TRUNCATED, `need ${n} bytes, have ${this.end - this.offset}`);
+  }
+
+  int8(): number {
+    if (!this.need(1)) return 0;
+    return this.buf.readInt8(this.offset++);
+  }
+
+  uint8(): number {
+    if (!this.need(1)) return 0;
+    return this.buf[this.offset++] ?? 0;
+  }
+
+  bool(): boolean {
+    return this.int8() !== 0;
+  }
+
+  int16(): number {
+    if (!this.need(2)) return 0;
+    const v = this.buf.readInt16BE(this.offset);
+    this.offset += 2;
+    return v;
+  }
+
+  uint16(): number {
+    if (!this.need(2)) return 0;
+    const v = this.buf.readUInt16BE(this.offset);
+    this.offset += 2;
+    return v;
+  }
+
+  int32(): number {
+    if (!this.need(4)) return 0;
+    const v = this.buf.readInt32BE(this.offset);
+    this.offset += 4;
+    return v;
+  }
+
+  uint32(): number {
+    if (!this.need(4)) return 0;
+    const v = this.buf.readUInt32BE(this.offset);
+    this.offset += 4;
+    return v;
+  }
+
+  int64(): bigint {
+    if (!this.need(8)) return 0n;
+    const v = this.buf.readBigInt64BE(this.offset);
+    this.offset += 8;
+    return v;
+  }
+
+  float64(): number {
+    if (!this.need(8)) return 0;
+    const v = this.buf.readDoubleBE(this.offset);
+    this.offset += 8;
+    return v;
+  }
+
+  /** A UUID as 32 lowercase hex digits. */
+  uuid(): string {
+    if (!this.need(16)) return ZERO_UUID;
+    const v = this.buf.toString('hex', this.offset, this.offset + 16);
+    this.offset += 16;
+    return v;
+  }
+
+  /** Unsigned LEB128 varint of at most 5 bytes (32 bits). */
+  uvarint(): number {
+    let result = 0;
+    let shift = 0;
+    for (let i = 0; i < 5; i++) {
+      if (!this.need(1)) return 0;
+      const b = this.buf[this.offset++] ?? 0;
+      result += (b & 0x7f) * 2 ** shift;
+      if ((b & 0x80) === 0) {
+        if (result <= 0xffffffff) return result;
+        this.fail(GregorErrorCode.VARINT_TOO_LONG, 'uvarint over 32 bits');
+        return 0;
+      }
+      shift += 7;
+    }
+    this.fail(GregorErrorCode.VARINT_TOO_LONG, 'uvarint longer than 5 bytes');
+    return 0;
+  }
+
+  /** Zigzag-encoded signed varint (record fields), 32 bits. */
+  varint(): number {
+    const u = this.uvarint();
+    return u % 2 === 0 ? u / 2 : -(u + 1) / 2;
+  }
+
+  /** Zigzag-encoded signed varlong (record fields), 64 bits. */
+  varlong(): bigint {
+    let result = 0n;
+    let shift = 0n;
+    for (let i = 0; i < 10; i++) {
+      if (!this.need(1)) return 0n;
+      const b = this.buf[this.offset++] ?? 0;
+      result |= BigInt(b & 0x7f) << shift;
+      if ((b & 0x80) === 0) return (result >> 1n) ^ -(result & 1n);
+      shift += 7n;
+    }
+    this.fail(GregorErrorCode.VARINT_TOO_LONG, 'varlong longer than 10 bytes');
+    return 0n;
+  }
+
+  /** Takes `n` bytes as a view (no copy). Fails before allocating when `n` exceeds what remains. */
+  raw(n: number): Buffer {
+    if (n < 0) {
+      this.fail(GregorErrorCode.NEGATIVE_LENGTH, `negative length ${n}`);
+      return Buffer.alloc(0);
+    }
+    if (n > this.end - this.offset) {
+      this.fail(GregorErrorCode.LENGTH_EXCEEDS_FRAME, `length ${n} exceeds the ${this.end - this.offset} remaining bytes`);
+      return Buffer.alloc(0);
+    }
+    const v = this.buf.subarray(this.offset, this.offset + n);
+    this.offset += n;
+    return v;
+  }
+
+  private utf8(n: number): string {
+    if (n > this.end - this.offset) {
+      this.fail(GregorErrorCode.LENGTH_EXCEEDS_FRAME, `string length ${n} exceeds the ${this.end - this.offset} remaining bytes`);
+      return '';
+    }
+    const v = this.buf.toString('utf8', this.offset, this.offset + n);
+    this.offset += n;
+    return v;
+  }
+
+  /** int16-length string; -1 is null. */
+  nullableString(): string | null {
+    const n = this.int16();
+    if (n === -1) return null;
+    if (n < 0) {
+      this.fail(GregorErrorCode.NEGATIVE_LENGTH, `negative string length ${n}`);
+      return '';
+    }
+    return this.utf8(n);
+  }
+
+  string(): string {
+    const v = this.nullableString();
+    if (v === null) {
+      this.fail(GregorErrorCode.NULL_NOT_ALLOWED, 'null string in a non-nullable field');
+      return '';
+    }
+    return v;
+  }
+
+  /** Compact string: uvarint N+1, 0 is null. */
+  compactNullableString(): string | null {
+    const n = this.uvarint();
+    if (n === 0) return null;
+    return this.utf8(n - 1);
+  }
+
+  compactString(): string {
+    const v = this.compactNullableString();
+    if (v === null) {
+      this.fail(GregorErrorCode.NULL_NOT_ALLOWED, 'null compact string in a non-nullable field');
+      return '';
+    }
+    return v;
+  }
+
+  /** int32-length bytes (a view); -1 is null. */
+  nullableBytes(): Buffer | null {
+    const n = this.int32();
+    if (n === -1) return null;
+    return this.raw(n);
+  }
+
+  bytes(): Buffer {
+    const v = this.nullableBytes();
+    if (v === null) {
+      this.fail(GregorErrorCode.NULL_NOT_ALLOWED, 'null bytes in a non-nullable field');
+      return Buffer.alloc(0);
+    }
+    return v;
+  }
+
+  compactNullableBytes(): Buffer | null {
+    const n = this.uvarint();
+    if (n === 0) return null;
+    return this.raw(n - 1);
+  }
+
+  compactBytes(): Buffer {
+    const v = this.compactNullableBytes();
+    if (v === null) {
+      this.fail(GregorErrorCode.NULL_NOT_ALLOWED, 'null compact bytes in a non-nullable field');
+      return Buffer.alloc(0);
+    }
+    return v;
+  }
+
+  /**
+   * Array length (int32, -1 null) checked against the bytes that remain: every element takes at least
+   * one byte on the wire in every schema we read, so a count larger than the remaining bytes is refused
+   * before any array is allocated. Returns -1 for null.
+   */
+  arrayLength(): number {
+    const n = this.int32();
+    return this.checkCount(n);
+  }
+
+  /** Compact array length (uvarint N+1, 0 null); -1 for null. */
+  compactArrayLength(): number {
+    const n = this.uvarint() - 1;
+    return this.checkCount(n);
+  }
+
+  private checkCount(n: number): number {
+    if (n < -1) {
+      this.fail(GregorErrorCode.NEGATIVE_LENGTH, `negative array length ${n}`);
+      return 0;
+    }
+    if (n > this.end - this.offset) {
+      this.fail(GregorErrorCode.LENGTH_EXCEEDS_FRAME, `array length ${n} exceeds the ${this.end - this.offset} remaining bytes`);
+      return 0;
+    }
+    return n;
+  }
+
+  /**
+   * Reads a tagged-field section, handing each known tag to `onTag` (which reads the value through
+   * this reader, bounded to the field's size) and returning the unknown ones verbatim.
+   */
+  taggedFields(onTag?: (tag: number, r: Reader) => boolean): TaggedField[] | undefined {
+    const count = this.uvarint();
+    let unknown: TaggedField[] | undefined;
+    for (let i = 0; i < count && this.error === undefined; i++) {
+      const tag = this.uvarint();
+      const size = this.uvarint();
+      const data = this.raw(size);
+      if (this.error !== undefined) break;
+      if (onTag !== undefined) {
+        const sub = new Reader(data);
+        if (onTag(tag, sub)) {
+          if (sub.error !== undefined) {
+            this.fail(sub.error.code, `tagged field ${tag}: ${sub.error.message}`);
+          }
+          continue;
+        }
+      }
+      (unknown ??= []).push({ tag, data });
+    }
+    return unknown;
+  }
+}
+
+export { ZERO_UUID };

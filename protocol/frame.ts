@@ -1,0 +1,141 @@
+/**
+ * Whole frames: request/response header + body, for any API and version. Frames here exclude the 4-byte
+ * size prefix unless `sizePrefix` is asked for.
+ */
+import { GregorErrorCode, ProtocolError } from './codec/errors.js';
+import { Reader, type TaggedField } from './codec/reader.js';
+import { Writer } from './codec/writer.js';
+import { requestHeaderVersion, responseHeaderVersion } from './generated/api-keys.js';
+import { readRequestHeader, sizeRequestHeader, writeRequestHeader } from './generated/data/request-header.js';
+import { readResponseHeader, sizeResponseHeader, writeResponseHeader } from './generated/data/response-header.js';
+import { API_CODECS, type ApiCodec } from './generated/index.js';
+
+export interface RequestHeaderInfo {
+  apiKey: number;
+  apiVersion: number;
+  correlationId: number;
+  clientId: string | null;
+  /** Request header version used on the wire (0, 1 or 2). */
+  headerVersion: number;
+  taggedFields?: TaggedField[];
+}
+
+export interface DecodedRequest {
+  header: RequestHeaderInfo;
+  body: unknown;
+}
+
+export interface DecodedResponse {
+  correlationId: number;
+  headerVersion: number;
+  taggedFields?: TaggedField[];
+  body: unknown;
+}
+
+/** The first fields of any request header, readable before the API is known. Null when under 8 bytes. */
+export function peekRequestHeader(frame: Buffer): { apiKey: number; apiVersion: number; correlationId: number } | null {
+  if (frame.length < 8) return null;
+  return { apiKey: frame.readInt16BE(0), apiVersion: frame.readInt16BE(2), correlationId: frame.readInt32BE(4) };
+}
+
+export function apiCodec(apiKey: number): ApiCodec | undefined {
+  return API_CODECS.get(apiKey);
+}
+
+function codecFor(apiKey: number, apiVersion: number): ApiCodec {
+  const codec = API_CODECS.get(apiKey);
+  if (codec === undefined) throw new ProtocolError(GregorErrorCode.UNKNOWN_API_KEY, `unknown API key ${apiKey}`);
+  if (apiVersion < codec.minVersion || apiVersion > codec.maxVersion) {
+    throw new ProtocolError(GregorErrorCode.UNSUPPORTED_VERSION, `${codec.name} v${apiVersion} is outside ${codec.minVersion}-${codec.maxVersion}`);
+  }
+  return codec;
+}
+
+/** Reads the request header; returns it and a reader positioned at the body. */
+export function readRequestHeaderFrom(frame: Buffer): { header: RequestHeaderInfo; reader: Reader } {
+  const peek = peekRequestHeader(frame);
+  if (peek === null) throw new ProtocolError(GregorErrorCode.TRUNCATED, `request frame of ${frame.length} bytes has no header`);
+  const hv = requestHeaderVersion(peek.apiKey, peek.apiVersion);
+  const r = new Reader(frame);
+  const h = readRequestHeader(r, hv);
+  r.check();
+  const header: RequestHeaderInfo = {
+    apiKey: h.requestApiKey,
+    apiVersion: h.requestApiVersion,
+    correlationId: h.correlationId,
+    clientId: h.clientId ?? null,
+    headerVersion: hv,
+  };
+  if (h._unknownTaggedFields !== undefined) header.taggedFields = h._unknownTaggedFields;
+  return { header, reader: r };
+}
+
+/** Decodes a whole request frame. Unknown APIs and versions raise UNKNOWN_API_KEY / UNSUPPORTED_VERSION. */
+export function decodeRequest(frame: Buffer): DecodedRequest {
+  const { header, reader } = readRequestHeaderFrom(frame);
+  const codec = codecFor(header.apiKey, header.apiVersion);
+  const body = codec.request.read(reader, header.apiVersion);
+  reader.finish(true);
+  return { header, body };
+}
+
+export interface EncodeRequestHeader {
+  apiKey: number;
+  apiVersion: number;
+  correlationId: number;
+  clientId: string | null;
+  taggedFields?: TaggedField[];
+}
+
+/** Encodes a request frame (header + body), optionally with the 4-byte size prefix. */
+export function encodeRequest(header: EncodeRequestHeader, body: unknown, opts: { sizePrefix?: boolean } = {}): Buffer {
+  const codec = codecFor(header.apiKey, header.apiVersion);
+  const hv = requestHeaderVersion(header.apiKey, header.apiVersion);
+  const h = {
+    requestApiKey: header.apiKey,
+    requestApiVersion: header.apiVersion,
+    correlationId: header.correlationId,
+    clientId: header.clientId,
+    ...(header.taggedFields !== undefined ? { _unknownTaggedFields: header.taggedFields } : {}),
+  };
+  const prefix = opts.sizePrefix === true ? 4 : 0;
+  const size = sizeRequestHeader(h, hv) + codec.request.size(body as never, header.apiVersion);
+  const w = Writer.alloc(prefix + size);
+  if (prefix !== 0) w.int32(size);
+  writeRequestHeader(w, h, hv);
+  codec.request.write(w, body as never, header.apiVersion);
+  return w.done();
+}
+
+/** Decodes a response frame for a known API and version. */
+export function decodeResponse(apiKey: number, apiVersion: number, frame: Buffer): DecodedResponse {
+  const codec = codecFor(apiKey, apiVersion);
+  const hv = responseHeaderVersion(apiKey, apiVersion);
+  const r = new Reader(frame);
+  const h = readResponseHeader(r, hv);
+  const body = codec.response.read(r, apiVersion);
+  r.finish(true);
+  const out: DecodedResponse = { correlationId: h.correlationId, headerVersion: hv, body };
+  if (h._unknownTaggedFields !== undefined) out.taggedFields = h._unknownTaggedFields;
+  return out;
+}
+
+/** Encodes a response frame, optionally with the 4-byte size prefix (what goes on the socket). */
+export function encodeResponse(
+  apiKey: number,
+  apiVersion: number,
+  correlationId: number,
+  body: unknown,
+  opts: { sizePrefix?: boolean; taggedFields?: TaggedField[] } = {},
+): Buffer {
+  const codec = codecFor(apiKey, apiVersion);
+  const hv = responseHeaderVersion(apiKey, apiVersion);
+  const h = { correlationId, ...(opts.taggedFields !== undefined ? { _unknownTaggedFields: opts.taggedFields } : {}) };
+  const prefix = opts.sizePrefix === true ? 4 : 0;
+  const size = sizeResponseHeader(h, hv) + codec.response.size(body as never, apiVersion);
+  const w = Writer.alloc(prefix + size);
+  if (prefix !== 0) w.int32(size);
+  writeResponseHeader(w, h, hv);
+  codec.response.write(w, body as never, apiVersion);
+  return w.done();
+}

@@ -1,0 +1,424 @@
+/** Emits the TypeScript for one message: interfaces, defaults, read/write/size per struct. */
+import { type Field, type Message, type VersionRange, PRIMITIVES, cond, intersect } from './protocol-model.js';
+
+interface Struct {
+  tsName: string;
+  fields: Field[];
+}
+
+interface Ctx {
+  msg: Message;
+  valid: VersionRange;
+  structs: Map<string, Struct>; // schema struct name → struct
+}
+
+const NUMERIC = new Set(['int8', 'int16', 'uint16', 'int32', 'uint32', 'float64']);
+
+function isArray(t: string): boolean {
+  return t.startsWith('[]');
+}
+
+function elemType(t: string): string {
+  return t.slice(2);
+}
+
+function isStructType(t: string): boolean {
+  return !PRIMITIVES.has(t);
+}
+
+/** Picks a or b when c is constant, else a conditional expression. */
+function choose(c: string, a: string, b: string): string {
+  if (c === 'true') return a;
+  if (c === 'false') return b;
+  if (a === b) return a;
+  return `(${c} ? ${a} : ${b})`;
+}
+
+/** Picks statement a or b when c is constant, else an if/else. */
+function chooseStmt(c: string, a: string, b: string): string {
+  if (c === 'true') return a;
+  if (c === 'false') return b;
+  if (a === b) return a;
+  return `if (${c}) { ${a} } else { ${b} }`;
+}
+
+function and(a: string, b: string): string {
+  if (a === 'false' || b === 'false') return 'false';
+  if (a === 'true') return b;
+  if (b === 'true') return a;
+  return `(${a}) && (${b})`;
+}
+
+function not(a: string): string {
+  if (a === 'true') return 'false';
+  if (a === 'false') return 'true';
+  return `!(${a})`;
+}
+
+function collectStructs(ctx: Ctx, fields: Field[]): void {
+  for (const f of fields) {
+    const base = isArray(f.type) ? elemType(f.type) : f.type;
+    if (!isStructType(base)) continue;
+    const own = f.fields ?? ctx.msg.commonStructs.get(base);
+    if (own === undefined) throw new Error(`${ctx.msg.name}.${f.name}: unknown struct type ${base}`);
+    const existing = ctx.structs.get(base);
+    if (existing !== undefined) {
+      if (f.fields !== undefined && existing.fields !== f.fields && JSON.stringify(existing.fields) !== JSON.stringify(f.fields)) {
+        throw new Error(`${ctx.msg.name}: struct ${base} defined twice with different fields`);
+      }
+      continue;
+    }
+    ctx.structs.set(base, { tsName: `${ctx.msg.name}${base}`, fields: own });
+    collectStructs(ctx, own);
+  }
+}
+
+function structOf(ctx: Ctx, t: string): Struct {
+  const s = ctx.structs.get(isArray(t) ? elemType(t) : t);
+  if (s === undefined) throw new Error(`no struct ${t}`);
+  return s;
+}
+
+/** The versions in which a field exists (within the message's valid versions). */
+function fieldRange(ctx: Ctx, f: Field): VersionRange {
+  return intersect(ctx.valid, f.versions) ?? ctx.valid;
+}
+
+function flexCond(ctx: Ctx, f: Field | undefined): string {
+  const range = f === undefined ? ctx.valid : fieldRange(ctx, f);
+  const msgFlex = cond(ctx.msg.flexibleVersions, range);
+  if (f === undefined || f.flexibleVersions === undefined) return msgFlex;
+  return and(msgFlex, cond(f.flexibleVersions, range));
+}
+
+function nullCond(ctx: Ctx, f: Field): string {
+  return cond(f.nullableVersions, fieldRange(ctx, f));
+}
+
+function baseTsType(ctx: Ctx, t: string): string {
+  if (t === 'bool') return 'boolean';
+  if (NUMERIC.has(t)) return 'number';
+  if (t === 'int64') return 'bigint';
+  if (t === 'uuid' || t === 'string') return 'string';
+  if (t === 'bytes' || t === 'records') return 'Buffer';
+  if (isArray(t)) return `${baseTsType(ctx, elemType(t))}[]`;
+  return structOf(ctx, t).tsName;
+}
+
+function tsType(ctx: Ctx, f: Field): string {
+  const t = baseTsType(ctx, f.type);
+  return f.nullableVersions !== null ? `${t} | null` : t;
+}
+
+function defaultExpr(ctx: Ctx, f: Field): string {
+  const d = f.default;
+  const t = f.type;
+  if (d === 'null') return 'null';
+  if (isArray(t)) return '[]';
+  if (t === 'bool') return d === 'true' ? 'true' : 'false';
+  if (t === 'int64') return `${d === undefined || d === '' ? '0' : BigInt(d).toString()}n`;
+  if (NUMERIC.has(t)) return d === undefined || d === '' ? '0' : String(Number(d));
+  if (t === 'string') return JSON.stringify(d ?? '');
+  if (t === 'uuid') return "'00000000000000000000000000000000'";
+  if (t === 'bytes') return 'RT.EMPTY_BUFFER';
+  if (t === 'records') return f.nullableVersions !== null ? 'null' : 'RT.EMPTY_BUFFER';
+  return `default${structOf(ctx, t).tsName}()`;
+}
+
+/** Expression reading one value of type t. */
+function readExpr(ctx: Ctx, t: string, F: string, N: string, r: string): string {
+  switch (t) {
+    case 'bool':
+    case 'int8':
+    case 'int16':
+    case 'uint16':
+    case 'int32':
+    case 'uint32':
+    case 'int64':
+    case 'float64':
+    case 'uuid':
+      return `${r}.${t}()`;
+    case 'string':
+      return choose(F, choose(N, `${r}.compactNullableString()`, `${r}.compactString()`), choose(N, `${r}.nullableString()`, `${r}.string()`));
+    case 'bytes':
+    case 'records':
+      return choose(F, choose(N, `${r}.compactNullableBytes()`, `${r}.compactBytes()`), choose(N, `${r}.nullableBytes()`, `${r}.bytes()`));
+  }
+  if (isArray(t)) {
+    const item = `(ir: Reader) => ${readExpr(ctx, elemType(t), F, 'false', 'ir')}`;
+    return N === 'false' ? `RT.readArrayNonNull(${r}, ${F}, ${item})` : `RT.readArray(${r}, ${F}, ${N}, ${item})`;
+  }
+  const s = structOf(ctx, t);
+  if (N === 'false') return `read${s.tsName}(${r}, v)`;
+  return N === 'true' ? `(${r}.int8() < 0 ? null : read${s.tsName}(${r}, v))` : `((${N}) && ${r}.int8() < 0 ? null : read${s.tsName}(${r}, v))`;
+}
+
+/** Statements writing value x of type t. */
+function writeStmt(ctx: Ctx, t: string, F: string, N: string, x: string, w: string, depth = 0): string {
+  switch (t) {
+    case 'bool':
+    case 'int8':
+    case 'int16':
+    case 'uint16':
+    case 'int32':
+    case 'uint32':
+    case 'int64':
+    case 'float64':
+    case 'uuid':
+      return `${w}.${t}(${x});`;
+    case 'string':
+      return chooseStmt(F, `${w}.compactString(${x});`, `${w}.string(${x});`);
+    case 'bytes':
+    case 'records':
+      return chooseStmt(F, `${w}.compactBytes(${x});`, `${w}.bytes(${x});`);
+  }
+  if (isArray(t)) {
+    const len = `${x} === null ? null : ${x}.length`;
+    const head = chooseStmt(F, `${w}.compactArrayLength(${len});`, `${w}.arrayLength(${len});`);
+    const it = `e${depth}`;
+    const body = writeStmt(ctx, elemType(t), F, 'false', it, w, depth + 1);
+    return `${head} if (${x} !== null) for (const ${it} of ${x}) { ${body} }`;
+  }
+  const s = structOf(ctx, t);
+  const plain = `write${s.tsName}(${w}, ${x}!, v);`;
+  if (N === 'false') return `write${s.tsName}(${w}, ${x}, v);`;
+  return chooseStmt(N, `if (${x} === null) ${w}.int8(-1); else { ${w}.int8(1); write${s.tsName}(${w}, ${x}, v); }`, plain);
+}
+
+/** Expression for the encoded size of value x of type t. */
+function sizeExpr(ctx: Ctx, t: string, F: string, N: string, x: string, depth = 0): string {
+  switch (t) {
+    case 'bool':
+    case 'int8':
+      return '1';
+    case 'int16':
+    case 'uint16':
+      return '2';
+    case 'int32':
+    case 'uint32':
+      return '4';
+    case 'int64':
+    case 'float64':
+      return '8';
+    case 'uuid':
+      return '16';
+    case 'string':
+      return choose(F, `W.sizeCompactString(${x})`, `W.sizeString(${x})`);
+    case 'bytes':
+    case 'records':
+      return choose(F, `W.sizeCompactBytes(${x})`, `W.sizeBytes(${x})`);
+  }
+  if (isArray(t)) {
+    const head = choose(F, `W.sizeCompactArrayLength(${x} === null ? -1 : ${x}.length)`, '4');
+    const e = elemType(t);
+    const fixed = sizeExpr(ctx, e, F, 'false', 'EL', depth + 1);
+    if (/^\d+$/.test(fixed)) return `(${head} + (${x} === null ? 0 : ${x}.length * ${fixed}))`;
+    const it = `e${depth}`;
+    const inner = sizeExpr(ctx, e, F, 'false', it, depth + 1);
+    return `(${head} + (${x} === null ? 0 : ${x}.reduce((acc: number, ${it}) => acc + ${inner}, 0)))`;
+  }
+  const s = structOf(ctx, t);
+  if (N === 'false') return `size${s.tsName}(${x}, v)`;
+  return choose(N, `(${x} === null ? 1 : 1 + size${s.tsName}(${x}, v))`, `size${s.tsName}(${x}!, v)`);
+}
+
+function nullCheck(ctx: Ctx, f: Field, s: Struct, x: string): string {
+  if (f.nullableVersions === null) return '';
+  const N = nullCond(ctx, f);
+  if (N === 'true') return '';
+  return `if (${x} === null && ${not(N)}) throw RT.nullNotAllowed('${s.tsName}', '${f.prop}', v); `;
+}
+
+function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
+  const { valid } = ctx;
+  const hasFlex = ctx.msg.flexibleVersions !== null;
+  const F0 = flexCond(ctx, undefined);
+  const out: string[] = [];
+  const required = (f: Field) => cond(f.versions, valid) === 'true' && f.taggedVersions === null;
+
+  // Interface.
+  out.push(`export interface ${s.tsName} {`);
+  for (const f of s.fields) out.push(`  ${f.prop}${required(f) ? '' : '?'}: ${tsType(ctx, f)};`);
+  if (hasFlex) out.push('  _unknownTaggedFields?: TaggedField[];');
+  out.push('}\n');
+
+  // Default.
+  out.push(`export function default${s.tsName}(): ${s.tsName} {`);
+  out.push(`  return { ${s.fields.map((f) => `${f.prop}: ${defaultExpr(ctx, f)}`).join(', ')} };`);
+  out.push('}\n');
+
+  const tagged = s.fields.filter((f) => f.taggedVersions !== null).sort((a, b) => (a.tag ?? 0) - (b.tag ?? 0));
+  const access = (f: Field) => (required(f) ? `m.${f.prop}` : `(m.${f.prop} === undefined ? ${defaultExpr(ctx, f)} : m.${f.prop})`);
+
+  // Read.
+  out.push(`${exported ? 'export ' : ''}function read${s.tsName}(r: Reader, v: number): ${s.tsName} {`);
+  for (const f of s.fields) {
+    const exists = cond(f.versions, valid);
+    const isTagged = cond(f.taggedVersions, valid);
+    const regular = and(exists, not(isTagged));
+    const F = flexCond(ctx, f);
+    const N = nullCond(ctx, f);
+    const decl = f.taggedVersions !== null ? 'let' : 'const';
+    const typeAnn = `: ${tsType(ctx, f)}`;
+    out.push(`  ${decl} f_${f.prop}${typeAnn} = ${choose(regular, readExpr(ctx, f.type, F, N, 'r'), defaultExpr(ctx, f))};`);
+  }
+  if (hasFlex) {
+    out.push(`  let u: TaggedField[] | undefined;`);
+    if (tagged.length === 0) {
+      out.push(`  if (${F0}) u = r.taggedFields();`);
+    } else {
+      out.push(`  if (${F0}) u = r.taggedFields((tag, tr) => {`);
+      out.push('    switch (tag) {');
+      for (const f of tagged) {
+        const T = cond(f.taggedVersions, valid);
+        out.push(`      case ${f.tag}: if (${T}) { f_${f.prop} = ${readExpr(ctx, f.type, flexCond(ctx, f), nullCond(ctx, f), 'tr')}; return true; } return false;`);
+      }
+      out.push('    }\n    return false;\n  });');
+    }
+  }
+  out.push(`  const m: ${s.tsName} = { ${s.fields.map((f) => `${f.prop}: f_${f.prop}`).join(', ')} };`);
+  if (hasFlex) out.push('  if (u !== undefined) m._unknownTaggedFields = u;');
+  out.push('  return m;\n}\n');
+
+  // Tagged-field section builder (known tags encoded, merged with unknown ones).
+  if (hasFlex && tagged.length > 0) {
+    out.push(`function tagged${s.tsName}(m: ${s.tsName}, v: number): TaggedField[] | undefined {`);
+    out.push('  const t: TaggedField[] = [];');
+    for (const f of tagged) {
+      const T = cond(f.taggedVersions, valid);
+      const F = flexCond(ctx, f);
+      const N = nullCond(ctx, f);
+      out.push(`  if (${T}) { const x = ${access(f)}; if (!RT.isDefaultValue(x, ${defaultExpr(ctx, f)})) {`);
+      out.push(`    const tw = W.Writer.alloc(${sizeExpr(ctx, f.type, F, N, 'x')}); ${writeStmt(ctx, f.type, F, N, 'x', 'tw')} t.push({ tag: ${f.tag}, data: tw.done() }); } }`);
+    }
+    out.push('  return RT.mergeTagged(t, m._unknownTaggedFields);\n}\n');
+  }
+  const taggedCall = tagged.length > 0 ? `tagged${s.tsName}(m, v)` : 'RT.sortedTagged(m._unknownTaggedFields)';
+
+  // Write.
+  out.push(`${exported ? 'export ' : ''}function write${s.tsName}(w: W.Writer, m: ${s.tsName}, v: number): void {`);
+  for (const f of s.fields) {
+    const exists = cond(f.versions, valid);
+    const regular = and(exists, not(cond(f.taggedVersions, valid)));
+    const F = flexCond(ctx, f);
+    const N = nullCond(ctx, f);
+    const absentCheck = f.ignorable
+      ? ''
+      : `if (!RT.isDefaultValue(m.${f.prop}, ${defaultExpr(ctx, f)})) throw RT.fieldNotInVersion('${s.tsName}', '${f.prop}', v);`;
+    const body = `{ const x = ${access(f)}; ${nullCheck(ctx, f, s, 'x')}${writeStmt(ctx, f.type, F, N, 'x', 'w')} }`;
+    if (exists === 'true' && regular === 'true') out.push(`  ${body}`);
+    else if (exists === 'false') out.push(absentCheck === '' ? '' : `  ${absentCheck}`);
+    else if (regular === 'false') {
+      if (absentCheck !== '' && exists !== 'true') out.push(`  if (${not(exists)}) ${absentCheck}`);
+    } else {
+      out.push(`  if (${regular}) ${body}`);
+      if (absentCheck !== '') out.push(regular === exists ? `  else ${absentCheck}` : `  else if (${not(exists)}) ${absentCheck}`);
+    }
+  }
+  if (hasFlex) out.push(`  if (${F0}) w.taggedFields(${taggedCall});`);
+  out.push('}\n');
+
+  // Size.
+  out.push(`${exported ? 'export ' : ''}function size${s.tsName}(m: ${s.tsName}, v: number): number {`);
+  out.push('  let n = 0;');
+  for (const f of s.fields) {
+    const regular = and(cond(f.versions, valid), not(cond(f.taggedVersions, valid)));
+    if (regular === 'false') continue;
+    const F = flexCond(ctx, f);
+    const N = nullCond(ctx, f);
+    const se = sizeExpr(ctx, f.type, F, N, 'x');
+    const stmt = /\bx\b/.test(se) ? `{ const x = ${access(f)}; n += ${se}; }` : `n += ${se};`;
+    out.push(regular === 'true' ? `  ${stmt}` : `  if (${regular}) ${stmt}`);
+  }
+  if (hasFlex) out.push(`  if (${F0}) n += W.sizeTaggedFields(${taggedCall});`);
+  out.push('  return n;\n}\n');
+  return unusedVersionParams(out.filter((l) => l !== '').join('\n')) + '\n';
+}
+
+/** Renames the version parameter to `_v` in functions whose body never reads it (noUnusedParameters). */
+function unusedVersionParams(code: string): string {
+  const fns = code.split(/\n(?=(?:export )?function )/);
+  return fns
+    .map((fn) => {
+      const open = fn.indexOf('{');
+      const head = fn.slice(0, open);
+      const body = fn.slice(open);
+      let h = head;
+      if (/\bv: number\b/.test(h) && !/\bv\b/.test(body)) h = h.replace(/\bv: number\b/, '_v: number');
+      if (/\(m: /.test(h) && !/\bm\b/.test(body)) h = h.replace(/\(m: /, '(_m: ');
+      return h + body;
+    })
+    .join('\n');
+}
+
+export function emitMessageCode(msg: Message, _up = ''): string {
+  const ctx: Ctx = { msg, valid: msg.validVersions, structs: new Map() };
+  collectStructs(ctx, msg.fields);
+  let s = `// ${msg.name}: versions ${msg.validVersions.lo}-${msg.validVersions.hi}, flexible ${msg.flexibleVersions === null ? 'none' : `${msg.flexibleVersions.lo}+`}\n\n`;
+  s += emitStruct(ctx, { tsName: msg.name, fields: msg.fields }, true);
+  for (const st of ctx.structs.values()) s += emitStruct(ctx, st, true);
+  return s;
+}
+
+/** A field as the tests see it: facts only, with struct types resolved to their TypeScript names. */
+export interface FieldDescriptor {
+  prop: string;
+  type: string; // primitive, '[]primitive', struct tsName, or '[]' + struct tsName
+  versions: [number, number] | null;
+  nullable: [number, number] | null;
+  tagged: [number, number] | null;
+  tag?: number;
+  ignorable: boolean;
+  flexible?: [number, number] | null; // field-level override of the message's flexible versions
+}
+
+export interface MessageDescriptor {
+  kind: string;
+  apiKey?: number;
+  valid: [number, number];
+  flexible: [number, number] | null;
+  root: string;
+  structs: Record<string, FieldDescriptor[]>;
+}
+
+const MAX_VERSION = 32767;
+
+function rangeOut(r: VersionRange | null): [number, number] | null {
+  return r === null ? null : [r.lo, r.hi === Infinity ? MAX_VERSION : r.hi];
+}
+
+export function describeMessage(msg: Message): MessageDescriptor {
+  const ctx: Ctx = { msg, valid: msg.validVersions, structs: new Map() };
+  collectStructs(ctx, msg.fields);
+  const resolve = (t: string): string => {
+    const arr = isArray(t);
+    const base = arr ? elemType(t) : t;
+    const name = isStructType(base) ? structOf(ctx, base).tsName : base;
+    return arr ? `[]${name}` : name;
+  };
+  const fields = (fs: Field[]): FieldDescriptor[] =>
+    fs.map((f) => {
+      const d: FieldDescriptor = {
+        prop: f.prop,
+        type: resolve(f.type),
+        versions: rangeOut(f.versions),
+        nullable: rangeOut(f.nullableVersions),
+        tagged: rangeOut(f.taggedVersions),
+        ignorable: f.ignorable,
+      };
+      if (f.tag !== undefined) d.tag = f.tag;
+      if (f.flexibleVersions !== undefined) d.flexible = rangeOut(f.flexibleVersions);
+      return d;
+    });
+  const structs: Record<string, FieldDescriptor[]> = { [msg.name]: fields(msg.fields) };
+  for (const s of ctx.structs.values()) structs[s.tsName] = fields(s.fields);
+  const out: MessageDescriptor = {
+    kind: msg.kind,
+    valid: [msg.validVersions.lo, msg.validVersions.hi === Infinity ? MAX_VERSION : msg.validVersions.hi],
+    flexible: rangeOut(msg.flexibleVersions),
+    root: msg.name,
+    structs,
+  };
+  if (msg.apiKey !== undefined) out.apiKey = msg.apiKey;
+  return out;
+}

@@ -72,8 +72,10 @@ export function readRequestHeaderFrom(frame: Buffer): { header: RequestHeaderInf
 
 /** Decodes a whole request frame. Unknown APIs and versions raise UNKNOWN_API_KEY / UNSUPPORTED_VERSION. */
 export function decodeRequest(frame: Buffer): DecodedRequest {
+  const peek = peekRequestHeader(frame);
+  if (peek === null) throw new ProtocolError(GregorErrorCode.TRUNCATED, `request frame of ${frame.length} bytes has no header`);
+  const codec = codecFor(peek.apiKey, peek.apiVersion);
   const { header, reader } = readRequestHeaderFrom(frame);
-  const codec = codecFor(header.apiKey, header.apiVersion);
   const body = codec.request.read(reader, header.apiVersion);
   reader.finish(true);
   return { header, body };

@@ -1,0 +1,224 @@
+import { expect } from 'chai';
+import { GregorErrorCode, ProtocolError } from '../../protocol/codec/errors.js';
+import { Reader } from '../../protocol/codec/reader.js';
+import { Writer, sizeUvarint, sizeVarint, sizeVarlong } from '../../protocol/codec/writer.js';
+import {
+  decodeRequest,
+  decodeResponse,
+  encodeRequest,
+  encodeResponse,
+  peekRequestHeader,
+} from '../../protocol/frame.js';
+import { ApiKey, requestHeaderVersion, responseHeaderVersion } from '../../protocol/generated/api-keys.js';
+import { readApiVersionsResponse, writeApiVersionsResponse, sizeApiVersionsResponse, type ApiVersionsResponse } from '../../protocol/generated/api-versions.js';
+import { ErrorCode, isRetriable } from '../../protocol/generated/error-codes.js';
+import { readProduceRequest, type ProduceRequest } from '../../protocol/generated/produce.js';
+import { readFetchRequest, sizeFetchRequest, writeFetchRequest, defaultFetchRequest } from '../../protocol/generated/fetch.js';
+import { sizeMetadataRequest, writeMetadataRequest } from '../../protocol/generated/metadata.js';
+import {
+  readConsumerGroupHeartbeatResponse,
+  sizeConsumerGroupHeartbeatResponse,
+  writeConsumerGroupHeartbeatResponse,
+  type ConsumerGroupHeartbeatResponse,
+} from '../../protocol/generated/consumer-group-heartbeat.js';
+
+function expectProtocolError(fn: () => unknown, code: string): void {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).to.be.instanceOf(ProtocolError);
+    expect((e as ProtocolError).code).to.equal(code);
+    return;
+  }
+  expect.fail(`expected ProtocolError ${code}`);
+}
+
+describe('codec primitives', () => {
+  it('unsigned varints round-trip and size exactly, up to 32 bits', () => {
+    for (const v of [0, 1, 127, 128, 16383, 16384, 2 ** 21, 2 ** 28 - 1, 2 ** 28, 2 ** 32 - 1]) {
+      const w = Writer.alloc(sizeUvarint(v));
+      w.uvarint(v);
+      const r = new Reader(w.done());
+      expect(r.uvarint()).to.equal(v);
+      r.finish(true);
+    }
+  });
+
+  it('zigzag varints and varlongs round-trip', () => {
+    for (const v of [0, -1, 1, -64, 63, -65, 2 ** 30, -(2 ** 31), 2 ** 31 - 1]) {
+      const w = Writer.alloc(sizeVarint(v));
+      w.varint(v);
+      expect(new Reader(w.done()).varint()).to.equal(v);
+    }
+    for (const v of [0n, -1n, 1n, 9223372036854775807n, -9223372036854775808n, 1234567890123n]) {
+      const w = Writer.alloc(sizeVarlong(v));
+      w.varlong(v);
+      expect(new Reader(w.done()).varlong()).to.equal(v);
+    }
+  });
+
+  it('compact strings encode length+1 and 0 for null', () => {
+    const w = Writer.alloc(1 + 1 + 4);
+    w.compactString(null);
+    w.compactString('');
+    w.compactString('abc');
+    const buf = w.done();
+    expect([...buf]).to.deep.equal([0, 1, 4, 0x61, 0x62, 0x63]);
+    const r = new Reader(buf);
+    expect(r.compactNullableString()).to.equal(null);
+    expect(r.compactString()).to.equal('');
+    expect(r.compactString()).to.equal('abc');
+  });
+
+  it('a truncated read is a sticky ProtocolError, never a RangeError', () => {
+    const r = new Reader(Buffer.from([0, 0, 0]));
+    expect(r.int32()).to.equal(0);
+    expect(r.int64()).to.equal(0n);
+    expect(r.error).to.be.instanceOf(ProtocolError);
+    expect(r.error?.code).to.equal(GregorErrorCode.TRUNCATED);
+    expect(() => r.finish()).to.throw(ProtocolError);
+  });
+
+  it('refuses a declared length larger than the frame before allocating', () => {
+    const huge = Buffer.from([0x7f, 0xff, 0xff, 0xff, 1, 2, 3]);
+    const r = new Reader(huge);
+    const b = r.bytes();
+    expect(b.length).to.equal(0);
+    expect(r.error?.code).to.equal(GregorErrorCode.LENGTH_EXCEEDS_FRAME);
+    const arr = new Reader(huge);
+    expect(arr.arrayLength()).to.equal(0);
+    expect(arr.error?.code).to.equal(GregorErrorCode.LENGTH_EXCEEDS_FRAME);
+  });
+});
+
+describe('generated message semantics', () => {
+  it('reads a non-nullable null string as NULL_NOT_ALLOWED', () => {
+    const r = new Reader(Buffer.from([0xff, 0xff]));
+    r.string();
+    expect(r.error?.code).to.equal(GregorErrorCode.NULL_NOT_ALLOWED);
+  });
+
+  it('keeps records as a view into the frame (no copy)', () => {
+    const records = Buffer.from('0123456789abcdef');
+    const frame = encodeRequest(
+      { apiKey: ApiKey.Produce, apiVersion: 7, correlationId: 9, clientId: 'c' },
+      { transactionalId: null, acks: 1, timeoutMs: 1000, topicData: [{ name: 't', partitionData: [{ index: 0, records }] }] } satisfies ProduceRequest,
+    );
+    const { body } = decodeRequest(frame);
+    const got = (body as ProduceRequest).topicData[0]?.partitionData[0]?.records;
+    expect(got?.equals(records)).to.equal(true);
+    expect(got?.buffer).to.equal(frame.buffer);
+    void readProduceRequest;
+  });
+
+  it('int64 fields are bigints', () => {
+    const m = defaultFetchRequest();
+    m.topics = [{ topic: 't', topicId: '0'.repeat(32), partitions: [{ partition: 0, fetchOffset: 2n ** 62n, partitionMaxBytes: 1 }] }];
+    const w = Writer.alloc(sizeFetchRequest(m, 11));
+    writeFetchRequest(w, m, 11);
+    const back = readFetchRequest(new Reader(w.done()), 11);
+    expect(back.topics[0]?.partitions[0]?.fetchOffset).to.equal(2n ** 62n);
+  });
+
+  it('writing a non-default value in a version without the field throws, unless the field is ignorable', () => {
+    // allowAutoTopicCreation (v4+) is not ignorable: false at v3 cannot be expressed.
+    const m = { topics: null, allowAutoTopicCreation: false };
+    expectProtocolError(() => writeMetadataRequest(Writer.alloc(sizeMetadataRequest(m, 3)), m, 3), GregorErrorCode.FIELD_NOT_IN_VERSION);
+    // Its default (true) is fine.
+    const ok = { topics: null, allowAutoTopicCreation: true };
+    writeMetadataRequest(Writer.alloc(sizeMetadataRequest(ok, 3)), ok, 3);
+    // isolationLevel (Fetch v4+) is ignorable: dropped silently at v3.
+    const f = defaultFetchRequest();
+    f.isolationLevel = 1;
+    const w = Writer.alloc(sizeFetchRequest(f, 3));
+    writeFetchRequest(w, f, 3);
+    expect(readFetchRequest(new Reader(w.done()), 3).isolationLevel).to.equal(0);
+  });
+
+  it('reads tagged fields in any order, keeps unknown ones, writes ascending', () => {
+    const base: ApiVersionsResponse = { errorCode: 0, apiKeys: [{ apiKey: 0, minVersion: 0, maxVersion: 11 }], throttleTimeMs: 0 };
+    const plain = Writer.alloc(sizeApiVersionsResponse(base, 3));
+    writeApiVersionsResponse(plain, base, 3);
+    const body = plain.done().subarray(0, -1); // drop the empty tagged section
+    // Tagged section by hand, descending order: unknown tag 9, ZkMigrationReady (tag 3) = true, FinalizedFeaturesEpoch (tag 1) = 7.
+    const tagged = Buffer.from([3, 9, 2, 0xaa, 0xbb, 3, 1, 1, 1, 8, 0, 0, 0, 0, 0, 0, 0, 7]);
+    const r = new Reader(Buffer.concat([body, tagged]));
+    const m = readApiVersionsResponse(r, 3);
+    r.finish(true);
+    expect(m.zkMigrationReady).to.equal(true);
+    expect(m.finalizedFeaturesEpoch).to.equal(7n);
+    expect(m._unknownTaggedFields).to.have.length(1);
+    expect(m._unknownTaggedFields?.[0]?.tag).to.equal(9);
+    const w = Writer.alloc(sizeApiVersionsResponse(m, 3));
+    writeApiVersionsResponse(w, m, 3);
+    const out = w.done();
+    const section = out.subarray(body.length);
+    expect([...section]).to.deep.equal([3, 1, 8, 0, 0, 0, 0, 0, 0, 0, 7, 3, 1, 1, 9, 2, 0xaa, 0xbb]);
+  });
+
+  it('nullable structs use a -1/1 marker byte', () => {
+    const m: ConsumerGroupHeartbeatResponse = {
+      throttleTimeMs: 0, errorCode: 0, errorMessage: null, memberId: 'm', memberEpoch: 1, heartbeatIntervalMs: 5000, assignment: null,
+    };
+    const w = Writer.alloc(sizeConsumerGroupHeartbeatResponse(m, 0));
+    writeConsumerGroupHeartbeatResponse(w, m, 0);
+    const bytes = w.done();
+    expect(bytes[bytes.length - 2]).to.equal(0xff);
+    expect(readConsumerGroupHeartbeatResponse(new Reader(bytes), 0).assignment).to.equal(null);
+    const withA = { ...m, assignment: { topicPartitions: [{ topicId: 'ab'.repeat(16), partitions: [0, 2] }] } };
+    const w2 = Writer.alloc(sizeConsumerGroupHeartbeatResponse(withA, 0));
+    writeConsumerGroupHeartbeatResponse(w2, withA, 0);
+    expect(readConsumerGroupHeartbeatResponse(new Reader(w2.done()), 0).assignment?.topicPartitions[0]?.partitions).to.deep.equal([0, 2]);
+  });
+});
+
+describe('headers', () => {
+  it('uses request header v1 for classic and v2 for flexible versions, v0 only for ControlledShutdown v0', () => {
+    expect(requestHeaderVersion(ApiKey.Produce, 8)).to.equal(1);
+    expect(requestHeaderVersion(ApiKey.Produce, 9)).to.equal(2);
+    expect(requestHeaderVersion(ApiKey.ControlledShutdown, 0)).to.equal(0);
+    expect(responseHeaderVersion(ApiKey.Fetch, 12)).to.equal(1);
+    expect(responseHeaderVersion(ApiKey.Fetch, 11)).to.equal(0);
+  });
+
+  it('never writes ClientId as a compact string, even in header v2', () => {
+    const frame = encodeRequest({ apiKey: ApiKey.Metadata, apiVersion: 12, correlationId: 5, clientId: 'abc' }, {
+      topics: null, allowAutoTopicCreation: true, includeTopicAuthorizedOperations: false,
+    });
+    expect(frame.readInt16BE(8)).to.equal(3); // int16 length, not a varint
+    expect(frame.toString('utf8', 10, 13)).to.equal('abc');
+    expect(frame[13]).to.equal(0); // header tagged fields
+    const d = decodeRequest(frame);
+    expect(d.header.clientId).to.equal('abc');
+    expect(d.header.headerVersion).to.equal(2);
+    expect(peekRequestHeader(frame)).to.deep.equal({ apiKey: 3, apiVersion: 12, correlationId: 5 });
+  });
+
+  it('answers ApiVersions v3+ with response header v0 (no tagged fields)', () => {
+    expect(responseHeaderVersion(ApiKey.ApiVersions, 3)).to.equal(0);
+    const body: ApiVersionsResponse = { errorCode: 0, apiKeys: [], throttleTimeMs: 0 };
+    const frame = encodeResponse(ApiKey.ApiVersions, 3, 77, body, { sizePrefix: true });
+    expect(frame.readInt32BE(0)).to.equal(frame.length - 4);
+    expect(frame.readInt32BE(4)).to.equal(77);
+    expect(frame[8]).to.equal(0); // error code high byte follows the correlation id directly
+    const back = decodeResponse(ApiKey.ApiVersions, 3, frame.subarray(4));
+    expect(back.correlationId).to.equal(77);
+  });
+
+  it('rejects unknown API keys and versions with stable codes', () => {
+    const bad = Buffer.from([0x7f, 0x00, 0, 0, 0, 0, 0, 1, 0xff, 0xff]);
+    expectProtocolError(() => decodeRequest(bad), GregorErrorCode.UNKNOWN_API_KEY);
+    const badVersion = Buffer.from([0, 0, 0x00, 0x63, 0, 0, 0, 1, 0xff, 0xff]);
+    expectProtocolError(() => decodeRequest(badVersion), GregorErrorCode.UNSUPPORTED_VERSION);
+  });
+});
+
+describe('error codes', () => {
+  it('carries Kafka names, codes and retriable flags', () => {
+    expect(ErrorCode.UNSUPPORTED_VERSION).to.equal(35);
+    expect(ErrorCode.NOT_LEADER_OR_FOLLOWER).to.equal(6);
+    expect(isRetriable(ErrorCode.NOT_LEADER_OR_FOLLOWER)).to.equal(true);
+    expect(isRetriable(ErrorCode.TOPIC_ALREADY_EXISTS)).to.equal(false);
+    expect(ErrorCode.UNKNOWN_SERVER_ERROR).to.equal(-1);
+  });
+});

@@ -1,6 +1,7 @@
 import zlib from 'node:zlib';
 import { compressSync as snappyCompress, uncompressSync as snappyUncompress } from 'snappy';
 import { Decoder as ZstdDecoder, Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
+import { Decompress as ZstdStream } from 'fzstd';
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
 import { lz4FrameCompress, lz4FrameDecompress } from './lz4-frame.js';
 import { zstdDecompressedBound } from './zstd-bound.js';
@@ -127,20 +128,56 @@ export function decompress(codec: number, data: Buffer, opts: DecompressOptions)
         throw failed('lz4', err);
       }
     case CompressionCodec.ZSTD: {
-      const bound = zstdDecompressedBound(data);
-      if (bound > limit) throw tooLarge('zstd', bound, limit);
-      let out: Buffer;
-      try {
-        out = new ZstdDecoder().decodeSync(data);
-      } catch (err) {
-        throw failed('zstd', err);
+      const { bound, maxWindow } = zstdDecompressedBound(data);
+      // Fast path: the framing proves the output fits, so the native one-shot decoder is safe.
+      if (bound <= limit) {
+        let out: Buffer;
+        try {
+          out = new ZstdDecoder().decodeSync(data);
+        } catch (err) {
+          throw failed('zstd', err);
+        }
+        if (out.length > limit) throw tooLarge('zstd', out.length, limit);
+        return out;
       }
-      if (out.length > limit) throw tooLarge('zstd', out.length, limit);
-      return out;
+      return zstdStreamBounded(data, limit, maxWindow);
     }
     default:
       throw unsupported(codec);
   }
+}
+
+/** Largest window the streaming fallback allocates beyond the output limit itself. */
+const ZSTD_STREAM_WINDOW_CAP = 8 << 20;
+
+/**
+ * Slow path for zstd data whose block headers alone cannot prove it fits (compressed blocks only
+ * bound their output by the block maximum): a pure-JS streaming decoder, stopped as soon as the
+ * output passes the limit.
+ */
+function zstdStreamBounded(data: Buffer, limit: number, maxWindow: number): Buffer {
+  if (maxWindow > Math.max(limit, ZSTD_STREAM_WINDOW_CAP)) {
+    throw new ProtocolError(GregorErrorCode.COMPRESSION_FAILED, `zstd: window of ${maxWindow} bytes is over the limit`);
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const stream = new ZstdStream((chunk: Uint8Array) => {
+    total += chunk.length;
+    if (total > limit) throw tooLarge('zstd', total, limit);
+    if (chunk.length > 0) chunks.push(chunk.slice());
+  });
+  try {
+    stream.push(data, true);
+  } catch (err) {
+    throw failed('zstd', err);
+  }
+  const out = Buffer.allocUnsafe(total);
+  let p = 0;
+  for (const c of chunks) {
+    out.set(c, p);
+    p += c.length;
+  }
+  return out;
 }
 
 /** Length prefix of a raw snappy block (uvarint), or -1 when malformed. */

@@ -20,10 +20,18 @@ function fail(message: string): never {
   throw new ProtocolError(GregorErrorCode.COMPRESSION_FAILED, `zstd: ${message}`);
 }
 
+export interface ZstdBound {
+  /** Upper bound of the decompressed size. */
+  bound: number;
+  /** Largest window any frame declares (what a streaming decoder allocates). */
+  maxWindow: number;
+}
+
 /** Upper bound of the decompressed size of `input` (one or more frames). Throws on malformed framing. */
-export function zstdDecompressedBound(input: Buffer): number {
+export function zstdDecompressedBound(input: Buffer): ZstdBound {
   let p = 0;
   let total = 0;
+  let maxWindow = 0;
   let frames = 0;
   while (p < input.length || frames === 0) {
     if (input.length - p < 4) fail('truncated frame magic');
@@ -63,6 +71,7 @@ export function zstdDecompressedBound(input: Buffer): number {
     else if (fcsBytes === 8) contentSize = Number(input.readBigUInt64LE(p));
     p += fcsBytes;
     if (singleSegment) windowSize = contentSize;
+    if (windowSize > maxWindow) maxWindow = windowSize;
     const blockMax = Math.min(windowSize, BLOCK_MAX);
     let frameBound = 0;
     for (;;) {
@@ -87,5 +96,5 @@ export function zstdDecompressedBound(input: Buffer): number {
     if (contentSize >= 0 && contentSize > frameBound) fail('declared content size exceeds what the blocks can hold');
     total += frameBound;
   }
-  return total;
+  return { bound: total, maxWindow };
 }

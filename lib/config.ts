@@ -1,0 +1,367 @@
+/**
+ * Broker and topic configuration with Kafka's keys, types and defaults. Unknown or invalid keys fail fast
+ * (GREGOR_ERR_CONFIG) with a message naming the key. Sources, lowest to highest precedence: defaults,
+ * a server.properties file, KAFKA_* environment variables (Apache image mapping), --override k=v.
+ */
+import { readFileSync } from 'node:fs';
+
+export type ConfigType = 'string' | 'int' | 'long' | 'boolean' | 'list' | 'double';
+export type ConfigValue = string | number | bigint | boolean | string[] | null;
+
+export interface ConfigDef {
+  type: ConfigType;
+  default: ConfigValue;
+  /** Extra validation; returns an error message or undefined. */
+  validate?: (v: ConfigValue) => string | undefined;
+  /** Accepted for compatibility with Kafka but without effect in gregor. */
+  inert?: boolean;
+}
+
+export class ConfigError extends Error {
+  readonly code = 'GREGOR_ERR_CONFIG';
+  constructor(message: string) {
+    super(`GREGOR_ERR_CONFIG: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const atLeast = (min: number) => (v: ConfigValue) => (typeof v === 'number' && v < min ? `must be >= ${min}` : undefined);
+const oneOf = (...xs: string[]) => (v: ConfigValue) => (typeof v === 'string' && !xs.includes(v) ? `must be one of ${xs.join(', ')}` : undefined);
+const COMPRESSION = ['producer', 'uncompressed', 'gzip', 'snappy', 'lz4', 'zstd'];
+const TIMESTAMP_TYPES = ['CreateTime', 'LogAppendTime'];
+const LONG_MAX = 9223372036854775807n;
+
+/** Broker-level keys (server.properties). */
+export const BROKER_CONFIG: Record<string, ConfigDef> = {
+  'listeners': { type: 'list', default: ['PLAINTEXT://127.0.0.1:9092'] },
+  'advertised.listeners': { type: 'list', default: null },
+  'listener.security.protocol.map': { type: 'list', default: ['PLAINTEXT:PLAINTEXT', 'SSL:SSL', 'SASL_PLAINTEXT:SASL_PLAINTEXT', 'SASL_SSL:SASL_SSL'] },
+  'inter.broker.listener.name': { type: 'string', default: null, inert: true },
+  'node.id': { type: 'int', default: -1 },
+  'broker.id': { type: 'int', default: -1 },
+  'broker.rack': { type: 'string', default: null },
+  'cluster.id': { type: 'string', default: null },
+  'process.roles': { type: 'list', default: null, inert: true },
+  'controller.quorum.voters': { type: 'list', default: null, inert: true },
+  'controller.listener.names': { type: 'list', default: null, inert: true },
+  'log.dirs': { type: 'list', default: null },
+  'log.dir': { type: 'string', default: './data' },
+  'num.partitions': { type: 'int', default: 1, validate: atLeast(1) },
+  'default.replication.factor': { type: 'int', default: 1, validate: atLeast(1) },
+  'auto.create.topics.enable': { type: 'boolean', default: true },
+  'delete.topic.enable': { type: 'boolean', default: true },
+  'num.network.threads': { type: 'int', default: 3, inert: true },
+  'num.io.threads': { type: 'int', default: 8, inert: true },
+  'num.recovery.threads.per.data.dir': { type: 'int', default: 1, inert: true },
+  'offsets.topic.replication.factor': { type: 'int', default: 1, validate: atLeast(1) },
+  'offsets.topic.num.partitions': { type: 'int', default: 50, validate: atLeast(1) },
+  'transaction.state.log.replication.factor': { type: 'int', default: 1 },
+  'transaction.state.log.min.isr': { type: 'int', default: 1 },
+  'group.initial.rebalance.delay.ms': { type: 'int', default: 3000, validate: atLeast(0) },
+  'socket.send.buffer.bytes': { type: 'int', default: 102400, validate: atLeast(-1) },
+  'socket.receive.buffer.bytes': { type: 'int', default: 102400, validate: atLeast(-1) },
+  'socket.request.max.bytes': { type: 'int', default: 104857600, validate: atLeast(1) },
+  'connections.max.idle.ms': { type: 'long', default: 600000 },
+  'max.connections': { type: 'int', default: 2147483647, validate: atLeast(0) },
+  'max.connections.per.ip': { type: 'int', default: 2147483647, validate: atLeast(0) },
+  'queued.max.requests': { type: 'int', default: 500, validate: atLeast(1) },
+  'message.max.bytes': { type: 'int', default: 1048588, validate: atLeast(0) },
+  'replica.fetch.max.bytes': { type: 'int', default: 1048576 },
+  'fetch.max.bytes': { type: 'int', default: 57671680, validate: atLeast(1024) },
+  'log.segment.bytes': { type: 'int', default: 1073741824, validate: atLeast(14) },
+  'log.roll.ms': { type: 'long', default: null },
+  'log.roll.hours': { type: 'int', default: 168, validate: atLeast(1) },
+  'log.retention.ms': { type: 'long', default: null },
+  'log.retention.minutes': { type: 'int', default: null },
+  'log.retention.hours': { type: 'int', default: 168 },
+  'log.retention.bytes': { type: 'long', default: -1 },
+  'log.retention.check.interval.ms': { type: 'long', default: 300000 },
+  'log.index.interval.bytes': { type: 'int', default: 4096, validate: atLeast(0) },
+  'log.index.size.max.bytes': { type: 'int', default: 10485760, validate: atLeast(4) },
+  'log.flush.interval.messages': { type: 'long', default: LONG_MAX },
+  'log.flush.interval.ms': { type: 'long', default: null },
+  'log.flush.scheduler.interval.ms': { type: 'long', default: LONG_MAX },
+  'log.flush.policy': { type: 'string', default: 'default', validate: oneOf('default', 'always') },
+  'log.cleanup.policy': { type: 'list', default: ['delete'] },
+  'log.cleaner.enable': { type: 'boolean', default: true },
+  'log.cleaner.delete.retention.ms': { type: 'long', default: 86400000 },
+  'log.cleaner.min.compaction.lag.ms': { type: 'long', default: 0 },
+  'log.segment.delete.delay.ms': { type: 'long', default: 60000 },
+  'log.message.timestamp.type': { type: 'string', default: 'CreateTime', validate: oneOf(...TIMESTAMP_TYPES) },
+  'log.message.timestamp.difference.max.ms': { type: 'long', default: LONG_MAX },
+  'log.message.timestamp.before.max.ms': { type: 'long', default: LONG_MAX },
+  'log.message.timestamp.after.max.ms': { type: 'long', default: LONG_MAX },
+  'log.message.format.version': { type: 'string', default: '3.0-IV1' },
+  'log.message.downconversion.enable': { type: 'boolean', default: true },
+  'compression.type': { type: 'string', default: 'producer', validate: oneOf(...COMPRESSION) },
+  'compression.gzip.level': { type: 'int', default: -1 },
+  'compression.lz4.level': { type: 'int', default: 9 },
+  'compression.zstd.level': { type: 'int', default: 3 },
+  'min.insync.replicas': { type: 'int', default: 1, validate: atLeast(1) },
+  'unclean.leader.election.enable': { type: 'boolean', default: false },
+  'replica.lag.time.max.ms': { type: 'long', default: 30000 },
+  'group.min.session.timeout.ms': { type: 'int', default: 6000 },
+  'group.max.session.timeout.ms': { type: 'int', default: 1800000 },
+  'group.max.size': { type: 'int', default: 2147483647, validate: atLeast(1) },
+  'offsets.retention.minutes': { type: 'int', default: 10080, validate: atLeast(1) },
+  'offsets.retention.check.interval.ms': { type: 'long', default: 600000 },
+  'offset.metadata.max.bytes': { type: 'int', default: 4096 },
+  'fetch.purgatory.purge.interval.requests': { type: 'int', default: 1000, inert: true },
+  'producer.purgatory.purge.interval.requests': { type: 'int', default: 1000, inert: true },
+  'zookeeper.connect': { type: 'string', default: null, inert: true },
+  // gregor's own keys.
+  'broker.version.emulate': { type: 'string', default: null },
+  'validation.deep': { type: 'boolean', default: false },
+  'num.append.workers': { type: 'int', default: -1, validate: atLeast(-1) },
+  'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },
+};
+
+/** Topic-level keys and the broker key each one inherits its default from. */
+export const TOPIC_CONFIG: Record<string, { def: ConfigDef; brokerKey?: string }> = {
+  'cleanup.policy': { def: { type: 'list', default: ['delete'] }, brokerKey: 'log.cleanup.policy' },
+  'compression.type': { def: { type: 'string', default: 'producer', validate: oneOf(...COMPRESSION) }, brokerKey: 'compression.type' },
+  'compression.gzip.level': { def: { type: 'int', default: -1 }, brokerKey: 'compression.gzip.level' },
+  'compression.lz4.level': { def: { type: 'int', default: 9 }, brokerKey: 'compression.lz4.level' },
+  'compression.zstd.level': { def: { type: 'int', default: 3 }, brokerKey: 'compression.zstd.level' },
+  'delete.retention.ms': { def: { type: 'long', default: 86400000 }, brokerKey: 'log.cleaner.delete.retention.ms' },
+  'file.delete.delay.ms': { def: { type: 'long', default: 60000 }, brokerKey: 'log.segment.delete.delay.ms' },
+  'flush.messages': { def: { type: 'long', default: LONG_MAX }, brokerKey: 'log.flush.interval.messages' },
+  'flush.ms': { def: { type: 'long', default: LONG_MAX }, brokerKey: 'log.flush.interval.ms' },
+  'index.interval.bytes': { def: { type: 'int', default: 4096 }, brokerKey: 'log.index.interval.bytes' },
+  'max.message.bytes': { def: { type: 'int', default: 1048588, validate: atLeast(0) }, brokerKey: 'message.max.bytes' },
+  'message.downconversion.enable': { def: { type: 'boolean', default: true }, brokerKey: 'log.message.downconversion.enable' },
+  'message.format.version': { def: { type: 'string', default: '3.0-IV1' }, brokerKey: 'log.message.format.version' },
+  'message.timestamp.type': { def: { type: 'string', default: 'CreateTime', validate: oneOf(...TIMESTAMP_TYPES) }, brokerKey: 'log.message.timestamp.type' },
+  'message.timestamp.difference.max.ms': { def: { type: 'long', default: LONG_MAX }, brokerKey: 'log.message.timestamp.difference.max.ms' },
+  'message.timestamp.before.max.ms': { def: { type: 'long', default: LONG_MAX }, brokerKey: 'log.message.timestamp.before.max.ms' },
+  'message.timestamp.after.max.ms': { def: { type: 'long', default: LONG_MAX }, brokerKey: 'log.message.timestamp.after.max.ms' },
+  'min.cleanable.dirty.ratio': { def: { type: 'double', default: 0.5 } },
+  'min.compaction.lag.ms': { def: { type: 'long', default: 0 }, brokerKey: 'log.cleaner.min.compaction.lag.ms' },
+  'min.insync.replicas': { def: { type: 'int', default: 1, validate: atLeast(1) }, brokerKey: 'min.insync.replicas' },
+  'preallocate': { def: { type: 'boolean', default: false } },
+  'retention.bytes': { def: { type: 'long', default: -1 }, brokerKey: 'log.retention.bytes' },
+  'retention.ms': { def: { type: 'long', default: 604800000 } },
+  'segment.bytes': { def: { type: 'int', default: 1073741824, validate: atLeast(14) }, brokerKey: 'log.segment.bytes' },
+  'segment.index.bytes': { def: { type: 'int', default: 10485760, validate: atLeast(4) }, brokerKey: 'log.index.size.max.bytes' },
+  'segment.jitter.ms': { def: { type: 'long', default: 0 } },
+  'segment.ms': { def: { type: 'long', default: 604800000 } },
+  'unclean.leader.election.enable': { def: { type: 'boolean', default: false }, brokerKey: 'unclean.leader.election.enable' },
+  'validation.deep': { def: { type: 'boolean', default: false }, brokerKey: 'validation.deep' },
+};
+
+export function parseValue(key: string, def: ConfigDef, raw: string | ConfigValue): ConfigValue {
+  if (raw === null) return null;
+  if (typeof raw !== 'string') return raw;
+  const s = raw.trim();
+  switch (def.type) {
+    case 'string':
+      return s;
+    case 'boolean':
+      if (s.toLowerCase() === 'true') return true;
+      if (s.toLowerCase() === 'false') return false;
+      throw new ConfigError(`${key}=${raw}: expected true or false`);
+    case 'int': {
+      if (!/^-?\d+$/.test(s)) throw new ConfigError(`${key}=${raw}: expected an integer`);
+      const n = Number(s);
+      if (n > 2147483647 || n < -2147483648) throw new ConfigError(`${key}=${raw}: out of int range`);
+      return n;
+    }
+    case 'long': {
+      if (!/^-?\d+$/.test(s)) throw new ConfigError(`${key}=${raw}: expected an integer`);
+      const n = BigInt(s);
+      if (n > LONG_MAX || n < -LONG_MAX - 1n) throw new ConfigError(`${key}=${raw}: out of long range`);
+      return Number.isSafeInteger(Number(n)) ? Number(n) : n;
+    }
+    case 'double': {
+      const n = Number(s);
+      if (s === '' || Number.isNaN(n)) throw new ConfigError(`${key}=${raw}: expected a number`);
+      return n;
+    }
+    case 'list':
+      return s === '' ? [] : s.split(',').map((x) => x.trim());
+  }
+}
+
+function validated(key: string, def: ConfigDef, v: ConfigValue): ConfigValue {
+  const msg = v === null ? undefined : def.validate?.(v);
+  if (msg !== undefined) throw new ConfigError(`${key}=${String(v)}: ${msg}`);
+  return v;
+}
+
+/** Parses Java-properties text (key=value or key: value, # and ! comments, \ continuations). */
+export function parseProperties(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const lines = text.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    let line = (lines[i] ?? '').trim();
+    if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
+    while (line.endsWith('\\') && i + 1 < lines.length) line = line.slice(0, -1) + (lines[++i] ?? '').trim();
+    const m = /^([^=:\s]+)\s*[=:\s]\s*(.*)$/.exec(line);
+    if (m === null || m[1] === undefined) throw new ConfigError(`cannot parse properties line: ${line}`);
+    out.set(m[1], m[2] ?? '');
+  }
+  return out;
+}
+
+/** KAFKA_FOO_BAR → foo.bar with the Apache image's escapes: ___ → -, __ → _, _ → . */
+export function envKeyToConfigKey(envName: string): string {
+  return envName
+    .slice('KAFKA_'.length)
+    .toLowerCase()
+    .replace(/___/g, '\u0000')
+    .replace(/__/g, '\u0001')
+    .replace(/_/g, '.')
+    .replace(/\u0000/g, '-')
+    .replace(/\u0001/g, '_');
+}
+
+/** Environment variables that are not configs even though they start with KAFKA_. */
+const ENV_IGNORED = new Set(['KAFKA_HEAP_OPTS', 'KAFKA_OPTS', 'KAFKA_JMX_OPTS', 'KAFKA_LOG4J_OPTS', 'KAFKA_DEBUG', 'KAFKA_VERSION', 'KAFKA_HOME']);
+
+export interface ConfigSources {
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  overrides?: Record<string, string | ConfigValue>;
+}
+
+export class BrokerConfig {
+  private readonly values = new Map<string, ConfigValue>();
+  /** Keys set explicitly by a source (not defaults). */
+  readonly explicit = new Set<string>();
+
+  constructor(sources: ConfigSources = {}) {
+    for (const [k, d] of Object.entries(BROKER_CONFIG)) this.values.set(k, d.default);
+    if (sources.file !== undefined) {
+      const props = parseProperties(readFileSync(sources.file, 'utf8'));
+      for (const [k, v] of props) this.set(k, v);
+    }
+    for (const [name, value] of Object.entries(sources.env ?? {})) {
+      if (!name.startsWith('KAFKA_') || ENV_IGNORED.has(name) || value === undefined) continue;
+      this.set(envKeyToConfigKey(name), value);
+    }
+    for (const [k, v] of Object.entries(sources.overrides ?? {})) this.set(k, v);
+    this.checkConsistency();
+  }
+
+  set(key: string, raw: string | ConfigValue): void {
+    const def = BROKER_CONFIG[key] ?? TOPIC_CONFIG[key]?.def;
+    if (def === undefined) throw new ConfigError(`unknown config key '${key}'`);
+    if (BROKER_CONFIG[key] === undefined) throw new ConfigError(`'${key}' is a topic config; the broker key is '${brokerKeyFor(key) ?? '(none)'}'`);
+    this.values.set(key, validated(key, def, parseValue(key, def, raw)));
+    this.explicit.add(key);
+  }
+
+  private checkConsistency(): void {
+    const nodeId = this.int('node.id');
+    const brokerId = this.int('broker.id');
+    if (nodeId >= 0 && brokerId >= 0 && nodeId !== brokerId) throw new ConfigError(`node.id=${nodeId} and broker.id=${brokerId} disagree`);
+    for (const l of this.list('listeners')) parseListener(l);
+    for (const l of this.list('advertised.listeners') ?? []) parseListener(l);
+  }
+
+  get(key: string): ConfigValue {
+    if (!this.values.has(key)) throw new ConfigError(`unknown config key '${key}'`);
+    return this.values.get(key) ?? null;
+  }
+
+  int(key: string): number {
+    const v = this.get(key);
+    return typeof v === 'number' ? v : Number(v ?? 0);
+  }
+
+  /** A long as a number, saturating at Number.MAX_SAFE_INTEGER (Long.MAX means "never"). */
+  long(key: string): number | null {
+    const v = this.get(key);
+    if (v === null) return null;
+    if (typeof v === 'bigint') return v > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(v);
+    return Number(v);
+  }
+
+  bool(key: string): boolean {
+    return this.get(key) === true;
+  }
+
+  string(key: string): string | null {
+    const v = this.get(key);
+    return v === null ? null : String(v);
+  }
+
+  list(key: string): string[] {
+    const v = this.get(key);
+    return Array.isArray(v) ? v : [];
+  }
+
+  get nodeId(): number {
+    const n = this.int('node.id');
+    if (n >= 0) return n;
+    const b = this.int('broker.id');
+    return b >= 0 ? b : 0;
+  }
+
+  get logDirs(): string[] {
+    const dirs = this.get('log.dirs');
+    if (Array.isArray(dirs) && dirs.length > 0) return dirs;
+    return [this.string('log.dir') ?? './data'];
+  }
+
+  /** log.retention.ms, else minutes, else hours (Kafka's precedence); -1 means forever. */
+  get retentionMs(): number {
+    const ms = this.long('log.retention.ms');
+    if (ms !== null) return ms;
+    const min = this.get('log.retention.minutes');
+    if (typeof min === 'number') return min * 60000;
+    return this.int('log.retention.hours') * 3600000;
+  }
+
+  get rollMs(): number {
+    const ms = this.long('log.roll.ms');
+    return ms !== null ? ms : this.int('log.roll.hours') * 3600000;
+  }
+
+  /** Topic-level default for `key` from the broker config. */
+  topicDefault(key: string): ConfigValue {
+    if (key === 'retention.ms') return this.retentionMs;
+    if (key === 'segment.ms') return this.rollMs;
+    if (key === 'flush.ms') return this.long('log.flush.interval.ms') ?? Number.MAX_SAFE_INTEGER;
+    const t = TOPIC_CONFIG[key];
+    if (t === undefined) throw new ConfigError(`unknown topic config '${key}'`);
+    if (t.brokerKey !== undefined) return this.get(t.brokerKey);
+    return t.def.default;
+  }
+
+  /** Every key with its effective value, for the start-up log line. */
+  effective(): Record<string, ConfigValue> {
+    const out: Record<string, ConfigValue> = {};
+    for (const [k, v] of [...this.values.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
+      out[k] = typeof v === 'bigint' ? v.toString() : v;
+    }
+    return out;
+  }
+}
+
+function brokerKeyFor(topicKey: string): string | undefined {
+  return TOPIC_CONFIG[topicKey]?.brokerKey;
+}
+
+/** Validates and normalises a topic-level config value (CreateTopics, AlterConfigs). */
+export function parseTopicConfig(key: string, raw: string | null): ConfigValue {
+  const t = TOPIC_CONFIG[key];
+  if (t === undefined) throw new ConfigError(`unknown topic config '${key}'`);
+  return validated(key, t.def, parseValue(key, t.def, raw));
+}
+
+export interface Listener {
+  name: string;
+  host: string;
+  port: number;
+}
+
+export function parseListener(spec: string): Listener {
+  const m = /^([A-Za-z0-9_]+):\/\/(\[[^\]]*\]|[^:]*):(\d+)$/.exec(spec.trim());
+  if (m === null || m[1] === undefined || m[2] === undefined || m[3] === undefined) {
+    throw new ConfigError(`listener '${spec}' is not NAME://host:port`);
+  }
+  const port = Number(m[3]);
+  if (port > 65535) throw new ConfigError(`listener '${spec}' has an invalid port`);
+  return { name: m[1].toUpperCase(), host: m[2].replace(/^\[|\]$/g, ''), port };
+}

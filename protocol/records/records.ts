@@ -40,8 +40,10 @@ export const MIN_RECORD_SIZE = 7;
  * `logAppendTime` replaces every record timestamp when the batch uses LogAppendTime.
  */
 export function readRecord(r: Reader, baseOffset: bigint, baseTimestamp: bigint, logAppendTime: bigint | null): Record {
-  const length = r.varint();
-  if (r.error !== undefined) return invalid(r, 'truncated record length');
+  const lr = new Reader(r.buf, r.offset, r.end);
+  const length = lr.varint();
+  if (lr.error !== undefined) return invalid(r, `bad record length: ${lr.error.message}`);
+  r.offset = lr.offset;
   if (length < MIN_RECORD_SIZE - 1 || length > r.remaining) {
     return invalid(r, `record length ${length} with ${r.remaining} bytes remaining`);
   }

@@ -1,7 +1,7 @@
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
 import { BatchField, LOG_OVERHEAD, RecordBatch } from './batch.js';
 import type { DecodeRecordsOptions, PartialTail } from './batch.js';
-import { LegacyMessage } from './message-set.js';
+import { LegacyMessage, MESSAGE_OVERHEAD } from './message-set.js';
 import type { Record } from './records.js';
 
 /**
@@ -21,8 +21,8 @@ export function* logEntries(buf: Buffer, start = 0, end = buf.length): Generator
   while (p < end) {
     const available = end - p;
     const size = available >= LOG_OVERHEAD ? view.readInt32BE(p + BatchField.BATCH_LENGTH) : -1;
-    if (available >= LOG_OVERHEAD && size < 0) {
-      throw new ProtocolError(GregorErrorCode.CORRUPT_RECORD, `negative entry size ${size} at position ${p}`);
+    if (available >= LOG_OVERHEAD && size < MESSAGE_OVERHEAD[0]) {
+      throw new ProtocolError(GregorErrorCode.CORRUPT_RECORD, `entry size ${size} at position ${p} is below the minimum`);
     }
     if (available <= BatchField.MAGIC || LOG_OVERHEAD + size > available) {
       yield { kind: 'partial', start: p, partial: { start: p, available, declaredSize: size < 0 ? null : LOG_OVERHEAD + size } };

@@ -1,0 +1,184 @@
+/**
+ * A Kafka listener: one net.Server, connection limits (max.connections, max.connections.per.ip
+ * and its overrides), socket buffer sizes, and a graceful close that lets in-flight requests
+ * answer before the sockets end.
+ */
+import net from 'node:net';
+import type { Logger } from '../observability/logger.js';
+import { Connection, type Dispatch } from './connection.js';
+import { applyBufferSizes } from './socket-buffers.js';
+
+export type { ConnectionInfo, Dispatch, DispatchResult } from './connection.js';
+
+export interface ListenerOptions {
+  /** listener name, e.g. PLAINTEXT */
+  name: string;
+  host: string;
+  /** 0 = ephemeral */
+  port: number;
+  /** socket.send.buffer.bytes; -1 = OS default */
+  socketSendBufferBytes: number;
+  /** socket.receive.buffer.bytes; -1 = OS default */
+  socketReceiveBufferBytes: number;
+  /** socket.request.max.bytes */
+  socketRequestMaxBytes: number;
+  /** connections.max.idle.ms */
+  connectionsMaxIdleMs: number;
+  /** max.connections (this listener) */
+  maxConnections: number;
+  /** max.connections.per.ip */
+  maxConnectionsPerIp: number;
+  /** max.connections.per.ip.overrides: address → limit */
+  maxConnectionsPerIpOverrides?: Map<string, number>;
+  /** requests waiting behind the in-flight one before reading pauses (default 16) */
+  maxQueuedRequests?: number;
+  /** bytes of waiting requests before reading pauses (default 16 MiB) */
+  maxQueuedBytes?: number;
+}
+
+const DEFAULT_GRACE_MS = 30_000;
+/** at most one rejection warning per listener per this long; the rest are counted */
+const REJECT_LOG_INTERVAL_MS = 10_000;
+
+export class KafkaServer {
+  private readonly server: net.Server;
+  private readonly conns = new Map<string, Connection>();
+  private readonly perIp = new Map<string, number>();
+  private readonly logger: Logger;
+  private nextIndex = 0;
+  private closing: Promise<void> | null = null;
+  private lastRejectLog = 0;
+  private suppressedRejects = 0;
+
+  constructor(
+    private readonly opts: ListenerOptions,
+    private readonly dispatch: Dispatch,
+    logger: Logger,
+  ) {
+    this.logger = logger.child({ listener: opts.name });
+    // Kafka sets TCP_NODELAY and SO_KEEPALIVE on accepted sockets.
+    this.server = net.createServer({ noDelay: true, keepAlive: true, allowHalfOpen: false }, (s) => this.onConnection(s));
+    this.server.on('error', (err) => this.logger.error({ err: err.message }, 'listener error'));
+  }
+
+  /** Binds and starts accepting; resolves with the bound address (the real port when 0 was asked). */
+  listen(): Promise<{ host: string; port: number }> {
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      this.server.once('error', onError);
+      this.server.listen({ host: this.opts.host, port: this.opts.port }, () => {
+        this.server.off('error', onError);
+        // Accepted sockets inherit SO_RCVBUF from the listening one: set it there too so the TCP
+        // window scale in the handshake already reflects it (Kafka does the same).
+        applyBufferSizes(this.server, -1, this.opts.socketReceiveBufferBytes, this.logger);
+        const addr = this.server.address() as net.AddressInfo;
+        this.logger.info({ host: addr.address, port: addr.port }, 'listening');
+        resolve({ host: addr.address, port: addr.port });
+      });
+    });
+  }
+
+  get connectionCount(): number {
+    return this.conns.size;
+  }
+
+  /** Live connections by id (for metrics, admin and tests). */
+  get connections(): ReadonlyMap<string, Connection> {
+    return this.conns;
+  }
+
+  /**
+   * Stops accepting; lets in-flight (and already received) requests finish and their responses
+   * flush, then ends the sockets. Sockets still open after graceMs are destroyed.
+   */
+  close(graceMs: number = DEFAULT_GRACE_MS): Promise<void> {
+    this.closing ??= this.doClose(graceMs);
+    return this.closing;
+  }
+
+  private async doClose(graceMs: number): Promise<void> {
+    const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const conns = [...this.conns.values()];
+    for (const c of conns) c.beginClose();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), graceMs);
+    });
+    const outcome = await Promise.race([Promise.all(conns.map((c) => c.closed)).then(() => 'done' as const), deadline]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      const left = [...this.conns.values()];
+      if (left.length > 0) this.logger.warn({ connections: left.length, graceMs }, 'grace period over: destroying connections');
+      for (const c of left) c.destroy();
+      await Promise.all(left.map((c) => c.closed));
+    }
+    await serverClosed;
+    this.logger.info('listener closed');
+  }
+
+  private onConnection(socket: net.Socket): void {
+    const remoteAddress = normalizeAddress(socket.remoteAddress ?? '');
+    const remotePort = socket.remotePort ?? 0;
+    socket.on('error', () => {}); // until the Connection takes over (rejected sockets too)
+    if (this.closing !== null) {
+      socket.destroy();
+      return;
+    }
+    const reject = this.rejection(remoteAddress);
+    if (reject !== null) {
+      socket.destroy();
+      this.logReject(remoteAddress, reject);
+      return;
+    }
+    applyBufferSizes(socket, this.opts.socketSendBufferBytes, this.opts.socketReceiveBufferBytes, this.logger);
+
+    const local = `${socket.localAddress ?? ''}:${socket.localPort ?? 0}`;
+    const id = `${local}-${remoteAddress}:${remotePort}-${this.nextIndex++}`;
+    const conn = new Connection(
+      socket,
+      { id, remoteAddress, remotePort, listenerName: this.opts.name },
+      this.dispatch,
+      {
+        socketRequestMaxBytes: this.opts.socketRequestMaxBytes,
+        connectionsMaxIdleMs: this.opts.connectionsMaxIdleMs,
+        maxQueuedRequests: this.opts.maxQueuedRequests ?? 16,
+        maxQueuedBytes: this.opts.maxQueuedBytes ?? 16 * 1024 * 1024,
+      },
+      this.logger,
+    );
+    this.conns.set(id, conn);
+    this.perIp.set(remoteAddress, (this.perIp.get(remoteAddress) ?? 0) + 1);
+    conn.info.logger.debug({ remoteAddress, remotePort }, 'connection accepted');
+    socket.once('close', () => {
+      this.conns.delete(id);
+      const n = (this.perIp.get(remoteAddress) ?? 1) - 1;
+      if (n <= 0) this.perIp.delete(remoteAddress);
+      else this.perIp.set(remoteAddress, n);
+    });
+  }
+
+  /** Why a new connection from `ip` must be refused, or null. */
+  private rejection(ip: string): { limit: string; max: number } | null {
+    if (this.conns.size >= this.opts.maxConnections) return { limit: 'max.connections', max: this.opts.maxConnections };
+    const max = this.opts.maxConnectionsPerIpOverrides?.get(ip) ?? this.opts.maxConnectionsPerIp;
+    if ((this.perIp.get(ip) ?? 0) >= max) return { limit: 'max.connections.per.ip', max };
+    return null;
+  }
+
+  private logReject(ip: string, r: { limit: string; max: number }): void {
+    const now = Date.now();
+    if (now - this.lastRejectLog < REJECT_LOG_INTERVAL_MS) {
+      this.suppressedRejects++;
+      return;
+    }
+    this.lastRejectLog = now;
+    const suppressed = this.suppressedRejects;
+    this.suppressedRejects = 0;
+    this.logger.warn({ remoteAddress: ip, [r.limit]: r.max, suppressed }, `rejected connection: ${r.limit} reached`);
+  }
+}
+
+/** IPv4 clients of a dual-stack listener show up as ::ffff:a.b.c.d; count them by a.b.c.d. */
+function normalizeAddress(addr: string): string {
+  return addr.startsWith('::ffff:') && addr.includes('.') ? addr.slice(7) : addr;
+}

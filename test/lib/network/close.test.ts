@@ -1,0 +1,74 @@
+import { expect } from 'chai';
+import net from 'node:net';
+import { Client, Mode, request, sleep, startServer, type Harness } from './helpers.js';
+
+describe('network: graceful close', () => {
+  let h: Harness;
+  const clients: Client[] = [];
+  const connect = async (): Promise<Client> => {
+    const c = await Client.connect(h.port);
+    clients.push(c);
+    return c;
+  };
+  beforeEach(async () => {
+    h = await startServer();
+  });
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.destroy();
+    await h.server.close(100);
+  });
+
+  it('waits for an in-flight slow request, writes its response, then ends the sockets', async () => {
+    const slow = await connect();
+    const idle = await connect();
+    slow.send(request(1, { delayMs: 300, payload: Buffer.alloc(100_000, 7) }));
+    await sleep(30);
+    const t0 = Date.now();
+    await h.server.close(5000);
+    expect(Date.now() - t0).to.be.within(200, 3000);
+    const rs = await slow.waitFor(1);
+    expect(rs[0]!.correlationId).to.equal(1);
+    expect(rs[0]!.payload.length).to.equal(100_000);
+    await slow.waitClosed();
+    await idle.waitClosed();
+    expect(h.server.connectionCount).to.equal(0);
+  });
+
+  it('answers requests already received behind the in-flight one', async () => {
+    const c = await connect();
+    c.send(Buffer.concat([request(1, { delayMs: 100 }), request(2), request(3, { delayMs: 20 })]));
+    await sleep(30);
+    await h.server.close(5000);
+    expect(c.responses.map((r) => r.correlationId)).to.deep.equal([1, 2, 3]);
+    await c.waitClosed();
+  });
+
+  it('destroys connections still busy after graceMs', async () => {
+    const c = await connect();
+    c.send(request(1, { mode: Mode.HANG }));
+    await sleep(30);
+    const t0 = Date.now();
+    await h.server.close(200);
+    expect(Date.now() - t0).to.be.within(150, 1500);
+    await c.waitClosed();
+    expect(c.responses).to.have.length(0);
+  });
+
+  it('stops accepting new connections', async () => {
+    await h.server.close(100);
+    const err = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port: h.port });
+      s.on('connect', () => {
+        s.destroy();
+        resolve(null);
+      });
+      s.on('error', (e) => resolve(e));
+    });
+    expect(err?.code).to.equal('ECONNREFUSED');
+  });
+
+  it('close() is idempotent', async () => {
+    await Promise.all([h.server.close(100), h.server.close(100)]);
+    await h.server.close(100);
+  });
+});

@@ -278,8 +278,9 @@ export class Connection {
   }
 
   private onIdle(): void {
-    if (this.state === 'open' && this.busy) {
-      // A long-polling request is in flight: that is not idleness. Re-arm.
+    if (this.state === 'open' && this.inFlight) {
+      // A long-polling request is in flight: that is not idleness. Re-arm. (Requests queued
+      // behind a client that stopped reading its responses do not count: that client is stalled.)
       this.socket.setTimeout(this.limits.connectionsMaxIdleMs);
       return;
     }

@@ -119,6 +119,14 @@ describe('network: limits and bad clients', () => {
       expect(r!.correlationId).to.equal(1);
       await c.waitClosed(2000); // then idle again
     });
+
+    it('closes a client that stopped reading its responses', async () => {
+      h = await startServer({ connectionsMaxIdleMs: 300 });
+      const c = await connect();
+      c.socket.pause();
+      for (let i = 0; i < 32; i++) c.send(request(i, { payload: Buffer.alloc(1024 * 1024) }));
+      await eventually(() => h!.server.connectionCount === 0, 5000, 'stalled connection closed');
+    });
   });
 
   describe('max.connections.per.ip and max.connections', () => {

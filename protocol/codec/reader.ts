@@ -119,33 +119,76 @@ export class Reader {
     return v;
   }
 
-  /** Unsigned LEB128 varint of at most 5 bytes (32 bits). */
+  /**
+   * Unsigned LEB128 varint of at most 5 bytes (32 bits). The first four bytes (28 bits) are combined
+   * with int32 bit operations; only the fifth byte needs float arithmetic.
+   */
   uvarint(): number {
+    const buf = this.buf;
+    const end = this.end;
+    let off = this.offset;
     let result = 0;
-    let shift = 0;
-    for (let i = 0; i < 5; i++) {
-      if (!this.need(1)) return 0;
-      const b = this.buf[this.offset++] ?? 0;
-      result += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) {
-        if (result <= 0xffffffff) return result;
-        this.fail(GregorErrorCode.VARINT_TOO_LONG, 'uvarint over 32 bits');
+    for (let shift = 0; shift < 28; shift += 7) {
+      if (off >= end) {
+        this.offset = off;
+        this.need(1);
         return 0;
       }
-      shift += 7;
+      const b = buf[off++] as number;
+      result |= (b & 0x7f) << shift;
+      if (b < 0x80) {
+        this.offset = off;
+        return result;
+      }
     }
-    this.fail(GregorErrorCode.VARINT_TOO_LONG, 'uvarint longer than 5 bytes');
+    if (off >= end) {
+      this.offset = off;
+      this.need(1);
+      return 0;
+    }
+    const b = buf[off++] as number;
+    this.offset = off;
+    if (b >= 0x80) {
+      this.fail(GregorErrorCode.VARINT_TOO_LONG, 'uvarint longer than 5 bytes');
+      return 0;
+    }
+    const v = result + b * 0x10000000;
+    if (v <= 0xffffffff) return v;
+    this.fail(GregorErrorCode.VARINT_TOO_LONG, 'uvarint over 32 bits');
     return 0;
   }
 
   /** Zigzag-encoded signed varint (record fields), 32 bits. */
   varint(): number {
     const u = this.uvarint();
-    return u % 2 === 0 ? u / 2 : -(u + 1) / 2;
+    // u is at most 0xffffffff, so >>> keeps every bit and the result is the int32 zigzag decoding.
+    return (u >>> 1) ^ -(u & 1);
   }
 
-  /** Zigzag-encoded signed varlong (record fields), 64 bits. */
+  /**
+   * Zigzag-encoded signed varlong (record fields), 64 bits. Values of up to 7 bytes (49 bits) are
+   * decoded with float arithmetic, which is exact there, and converted to a bigint once.
+   */
   varlong(): bigint {
+    const buf = this.buf;
+    const end = this.end;
+    let off = this.offset;
+    let result = 0;
+    let scale = 1;
+    for (let i = 0; i < 7; i++) {
+      if (off >= end) break;
+      const b = buf[off++] as number;
+      result += (b & 0x7f) * scale;
+      if (b < 0x80) {
+        this.offset = off;
+        return BigInt(result % 2 === 0 ? result / 2 : -(result + 1) / 2);
+      }
+      scale *= 128;
+    }
+    return this.varlongSlow();
+  }
+
+  private varlongSlow(): bigint {
     let result = 0n;
     let shift = 0n;
     for (let i = 0; i < 10; i++) {
@@ -169,7 +212,8 @@ export class Reader {
       this.fail(GregorErrorCode.LENGTH_EXCEEDS_FRAME, `length ${n} exceeds the ${this.end - this.offset} remaining bytes`);
       return Buffer.alloc(0);
     }
-    const v = this.buf.subarray(this.offset, this.offset + n);
+    // Same view as subarray(), built directly over the ArrayBuffer: markedly cheaper per call on Node 20.
+    const v = Buffer.from(this.buf.buffer, this.buf.byteOffset + this.offset, n);
     this.offset += n;
     return v;
   }

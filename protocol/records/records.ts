@@ -40,10 +40,25 @@ export const MIN_RECORD_SIZE = 7;
  * `logAppendTime` replaces every record timestamp when the batch uses LogAppendTime.
  */
 export function readRecord(r: Reader, baseOffset: bigint, baseTimestamp: bigint, logAppendTime: bigint | null): Record {
-  const lr = new Reader(r.buf, r.offset, r.end);
-  const length = lr.varint();
-  if (lr.error !== undefined) return invalid(r, `bad record length: ${lr.error.message}`);
-  r.offset = lr.offset;
+  // The length varint: one or two bytes inline (records under 8 KiB), the general reader otherwise.
+  const buf = r.buf;
+  const p = r.offset;
+  const b0 = p < r.end ? (buf[p] as number) : 0x80;
+  const b1 = p + 1 < r.end ? (buf[p + 1] as number) : 0x80;
+  let length: number;
+  if (b0 < 0x80) {
+    length = (b0 >>> 1) ^ -(b0 & 1);
+    r.offset = p + 1;
+  } else if (b1 < 0x80) {
+    const u = (b0 & 0x7f) | (b1 << 7);
+    length = (u >>> 1) ^ -(u & 1);
+    r.offset = p + 2;
+  } else {
+    const lr = new Reader(buf, p, r.end);
+    length = lr.varint();
+    if (lr.error !== undefined) return invalid(r, `bad record length: ${lr.error.message}`);
+    r.offset = lr.offset;
+  }
   if (length < MIN_RECORD_SIZE - 1 || length > r.remaining) {
     return invalid(r, `record length ${length} with ${r.remaining} bytes remaining`);
   }
@@ -66,7 +81,7 @@ export function readRecord(r: Reader, baseOffset: bigint, baseTimestamp: bigint,
       break;
     }
     if (keyLength > sub.remaining) return invalid(r, `header key length ${keyLength} exceeds the record`);
-    const headerKey = sub.buf.toString('utf8', sub.offset, sub.offset + keyLength);
+    const headerKey = headerKeyString(sub.buf, sub.offset, keyLength, i & (KEY_CACHE_SLOTS - 1));
     sub.offset += keyLength;
     headers.push({ key: headerKey, value: varBytes(sub) });
   }
@@ -80,6 +95,35 @@ export function readRecord(r: Reader, baseOffset: bigint, baseTimestamp: bigint,
     headers,
     attributes,
   };
+}
+
+/**
+ * Header keys repeat from record to record, so the last key decoded at each header position (mod
+ * KEY_CACHE_SLOTS) is kept with a copy of its bytes: equal bytes give the same string without a
+ * UTF-8 decode. Only short keys are cached.
+ */
+const KEY_CACHE_SLOTS = 4;
+const KEY_CACHE_MAX = 64;
+const keyCacheBytes: Buffer[] = [];
+const keyCacheStrings: string[] = [];
+for (let i = 0; i < KEY_CACHE_SLOTS; i++) {
+  keyCacheBytes.push(Buffer.alloc(0));
+  keyCacheStrings.push('');
+}
+
+function headerKeyString(buf: Buffer, start: number, n: number, slot: number): string {
+  const cached = keyCacheBytes[slot] as Buffer;
+  if (cached.length === n) {
+    let i = 0;
+    while (i < n && buf[start + i] === cached[i]) i++;
+    if (i === n) return keyCacheStrings[slot] as string;
+  }
+  const s = buf.toString('utf8', start, start + n);
+  if (n <= KEY_CACHE_MAX) {
+    keyCacheBytes[slot] = Buffer.from(buf.subarray(start, start + n));
+    keyCacheStrings[slot] = s;
+  }
+  return s;
 }
 
 function varBytes(r: Reader): Buffer | null {

@@ -1,0 +1,172 @@
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+
+/** fsync a directory so a rename or create in it survives a crash. */
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes `data` to `file` atomically: tmp → fsync → rename → fsync(dir). */
+export async function writeFileAtomic(file: string, data: string | Buffer): Promise<void> {
+  const tmp = `${file}.tmp`;
+  const fh = await fsp.open(tmp, 'w');
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await fsp.rename(tmp, file);
+  await fsyncDir(path.dirname(file));
+}
+
+/**
+ * A Kafka-style text checkpoint: version line, entry count line, then one entry per line with
+ * space-separated fields. Writes are serialised and coalesced: only the newest content is written.
+ */
+export class CheckpointFile {
+  readonly file: string;
+  private next: string | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(file: string) {
+    this.file = file;
+  }
+
+  static format(entries: readonly (readonly (string | number | bigint)[])[], version = 0): string {
+    return `${version}\n${entries.length}\n${entries.map((e) => e.join(' ')).join('\n')}${entries.length > 0 ? '\n' : ''}`;
+  }
+
+  /** Parses the file; null when missing. Throws on a malformed file. */
+  readSync(): string[][] | null {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    const lines = text.split('\n').filter((l) => l.trim() !== '');
+    const version = Number(lines[0]);
+    const count = Number(lines[1]);
+    if (version !== 0 || !Number.isInteger(count) || count < 0 || lines.length - 2 !== count) {
+      throw new Error(`malformed checkpoint file ${this.file}`);
+    }
+    return lines.slice(2).map((l) => l.trim().split(/\s+/));
+  }
+
+  /** Queues `entries` to be written; resolves once they (or newer content) are durable. */
+  write(entries: readonly (readonly (string | number | bigint)[])[]): Promise<void> {
+    this.next = CheckpointFile.format(entries);
+    if (this.running === null) this.running = this.drain();
+    return this.running;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.next !== null) {
+        const content = this.next;
+        this.next = null;
+        await writeFileAtomic(this.file, content);
+      }
+    } finally {
+      this.running = null;
+    }
+  }
+
+  /** Waits for queued writes. */
+  async settle(): Promise<void> {
+    while (this.running !== null) await this.running.catch(() => undefined);
+  }
+}
+
+export interface EpochEntry {
+  epoch: number;
+  startOffset: bigint;
+}
+
+/**
+ * Leader epoch → start offset, as Kafka's LeaderEpochFileCache, persisted in `leader-epoch-checkpoint`.
+ */
+export class LeaderEpochCache {
+  private entries: EpochEntry[] = [];
+  private readonly checkpoint: CheckpointFile;
+  onError: (err: unknown) => void = () => undefined;
+
+  constructor(file: string) {
+    this.checkpoint = new CheckpointFile(file);
+  }
+
+  load(): void {
+    const rows = this.checkpoint.readSync() ?? [];
+    this.entries = rows.map(([e, o]) => ({ epoch: Number(e), startOffset: BigInt(o ?? '0') }));
+  }
+
+  get all(): readonly EpochEntry[] {
+    return this.entries;
+  }
+  get latestEpoch(): number {
+    return this.entries[this.entries.length - 1]?.epoch ?? -1;
+  }
+
+  /** Records that `epoch` starts at `startOffset` (newer epochs only; drops entries it contradicts). */
+  assign(epoch: number, startOffset: bigint): boolean {
+    if (epoch < 0) return false;
+    const last = this.entries[this.entries.length - 1];
+    if (last !== undefined && last.epoch === epoch) return false;
+    this.entries = this.entries.filter((e) => e.epoch < epoch && e.startOffset < startOffset);
+    this.entries.push({ epoch, startOffset });
+    this.flush();
+    return true;
+  }
+
+  /** Drops entries starting at or after `endOffset` (log truncated there). */
+  truncateFromEnd(endOffset: bigint): void {
+    const kept = this.entries.filter((e) => e.startOffset < endOffset);
+    if (kept.length === this.entries.length) return;
+    this.entries = kept;
+    this.flush();
+  }
+
+  /** The log now starts at `startOffset`: the epoch covering it starts there, older ones go. */
+  truncateFromStart(startOffset: bigint): void {
+    let i = -1;
+    for (let k = 0; k < this.entries.length; k++) if ((this.entries[k]?.startOffset ?? 0n) <= startOffset) i = k;
+    const floor = this.entries[i];
+    if (floor === undefined || (i === 0 && floor.startOffset === startOffset)) return;
+    this.entries = [{ epoch: floor.epoch, startOffset }, ...this.entries.slice(i + 1)];
+    this.flush();
+  }
+
+  /** Kafka's endOffsetFor: the end offset of `requested` (the start of the next higher epoch). */
+  endOffsetFor(requested: number, logEndOffset: bigint): { leaderEpoch: number; endOffset: bigint } {
+    const undef = { leaderEpoch: -1, endOffset: -1n };
+    if (requested < 0 || this.entries.length === 0) return undef;
+    if (requested === this.latestEpoch) return { leaderEpoch: requested, endOffset: logEndOffset };
+    const higher = this.entries.find((e) => e.epoch > requested);
+    if (higher === undefined) return undef;
+    let floor: EpochEntry | undefined;
+    for (const e of this.entries) if (e.epoch <= requested) floor = e;
+    return { leaderEpoch: floor === undefined ? requested : floor.epoch, endOffset: higher.startOffset };
+  }
+
+  /** Epoch of the batch holding `offset` (-1 if unknown). */
+  epochForOffset(offset: bigint): number {
+    let epoch = -1;
+    for (const e of this.entries) if (e.startOffset <= offset) epoch = e.epoch;
+    return epoch;
+  }
+
+  private flush(): void {
+    this.checkpoint.write(this.entries.map((e) => [e.epoch, e.startOffset])).catch((err: unknown) => this.onError(err));
+  }
+  settle(): Promise<void> {
+    return this.checkpoint.settle();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Opening a partition directory: clean-up of leftovers, index loading, tail scans and (after an
+ * unclean shutdown) recovery by truncation at the first invalid entry.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { GregorLogErrorCode, LogError } from './errors.js';
+import type { LogConfig } from './log-config.js';
+import { DELETED_SUFFIX, LogSegment } from './segment.js';
+import type { EntryHeader, IoStats } from './segment.js';
+
+export interface LogLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export const NOOP_LOGGER: LogLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export interface LoadResult {
+  segments: LogSegment[];
+  /** Entries scanned in the last segment (recovery re-derives leader epochs from them). */
+  tail: EntryHeader[];
+  /** Bytes cut off by recovery. */
+  truncatedBytes: number;
+}
+
+const LEFTOVER = [DELETED_SUFFIX, '.tmp', '.cleaned', '.swap'];
+
+function corrupt(dir: string, message: string): LogError {
+  return new LogError(ErrorCode.KAFKA_STORAGE_ERROR, `${dir}: ${message}`, GregorLogErrorCode.CORRUPT);
+}
+
+/** Loads every segment of `dir`. Throws LogError(GREGOR_ERR_LOG_CORRUPT) for corruption it must not cut. */
+export async function loadSegments(dir: string, config: LogConfig, recover: boolean, now: number, stats: IoStats, logger: LogLogger): Promise<LoadResult> {
+  const names = await fsp.readdir(dir);
+  const bases: bigint[] = [];
+  const logs = new Set<string>();
+  for (const name of names) {
+    if (LEFTOVER.some((s) => name.endsWith(s))) {
+      await fsp.rm(path.join(dir, name), { force: true });
+      continue;
+    }
+    const m = /^(\d{20})\.log$/.exec(name);
+    if (m?.[1] !== undefined) {
+      bases.push(BigInt(m[1]));
+      logs.add(m[1]);
+    }
+  }
+  for (const name of names) {
+    const m = /^(\d{20})\.(index|timeindex)$/.exec(name);
+    if (m?.[1] !== undefined && !logs.has(m[1])) await fsp.rm(path.join(dir, name), { force: true });
+  }
+  bases.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+
+  const segments: LogSegment[] = [];
+  for (const base of bases) {
+    try {
+      segments.push(await openSegment(dir, base, config, now, stats));
+    } catch (err) {
+      for (const s of segments) await s.close();
+      throw err;
+    }
+  }
+  let tail: EntryHeader[] = [];
+  let truncatedBytes = 0;
+  try {
+    let prevNext = -1n;
+    for (let i = 0; i < segments.length; i++) {
+      const seg = segments[i] as LogSegment;
+      const isLast = i === segments.length - 1;
+      if (seg.baseOffset < prevNext) throw corrupt(dir, `segment ${seg.baseOffset} overlaps the previous one, which ends at ${prevNext}`);
+      const res = await scanSegment(seg, config, recover && isLast, recover, logger, dir);
+      if (res.problem !== null) {
+        const laterData = segments.slice(i + 1).some((s) => s.size > 0);
+        if (laterData) {
+          throw corrupt(dir, `segment ${seg.baseOffset}: ${res.problem}, followed by valid data in later segments; refusing to truncate`);
+        }
+        truncatedBytes += seg.size - res.validEnd;
+        logger.warn({ dir, segment: seg.baseOffset.toString(), position: res.validEnd, dropped: seg.size - res.validEnd, problem: res.problem }, 'truncating log tail');
+        await seg.truncateTo(res.validEnd);
+        // later segments are all empty: they go, this one becomes the active segment
+        for (const s of segments.splice(i + 1)) await s.destroy();
+      }
+      seg.timeIndex.truncateToOffset(seg.nextOffset);
+      if (i < segments.length - 1) seg.onBecomeInactive();
+      prevNext = seg.nextOffset;
+      if (i === segments.length - 1) tail = res.entries;
+    }
+    // empty segments before the last one hold nothing: drop them
+    for (let i = segments.length - 2; i >= 0; i--) {
+      const s = segments[i] as LogSegment;
+      if (s.size === 0) {
+        segments.splice(i, 1);
+        await s.destroy();
+      }
+    }
+    for (const s of segments) await s.persistIndexes();
+  } catch (err) {
+    for (const s of segments) await s.close();
+    throw err;
+  }
+  return { segments, tail, truncatedBytes };
+}
+
+async function openSegment(dir: string, base: bigint, config: LogConfig, now: number, stats: IoStats): Promise<LogSegment> {
+  const { segment, indexesValid } = await LogSegment.open(dir, base, config.segmentIndexBytes, now, stats);
+  if (!indexesValid) segment.resetIndexes();
+  return segment;
+}
+
+/**
+ * Scans a segment's tail from its last index entry, or all of it when `full` or its index is
+ * missing; `checkCrc` during recovery.
+ */
+async function scanSegment(seg: LogSegment, config: LogConfig, full: boolean, checkCrc: boolean, logger: LogLogger, dir: string) {
+  const indexed = seg.indexesLoaded;
+  const last = seg.offsetIndex.last();
+  if (!full && indexed && last !== null) {
+    const res = await seg.scan(last.position, checkCrc, config.indexIntervalBytes, seg.baseOffset);
+    if (res.entries[0]?.lastOffset === last.offset) return res;
+    logger.warn({ dir, segment: seg.baseOffset.toString() }, 'index does not match the log; rebuilding it');
+  } else if (!indexed && seg.size > 0) {
+    logger.info({ dir, segment: seg.baseOffset.toString() }, 'rebuilding missing or invalid index');
+  }
+  seg.resetIndexes();
+  return seg.scan(0, checkCrc, config.indexIntervalBytes, seg.baseOffset);
+}

@@ -1,0 +1,184 @@
+/** Reading stored entries: from segments (via the sparse index) and from the recent-batches cache. */
+import { logEntries } from '../../protocol/records/index.js';
+import type { Record } from '../../protocol/records/index.js';
+import { HEADER_BYTES, parseEntryHeader } from './segment.js';
+import type { EntryHeader, LogSegment } from './segment.js';
+
+export interface ReadResult {
+  /** Stored bytes, one Buffer per whole entry (batch or legacy message). */
+  records: Buffer[];
+  size: number;
+}
+
+export const EMPTY_READ: ReadResult = { records: [], size: 0 };
+
+export interface ReadLimits {
+  fetchOffset: bigint;
+  maxBytes: number;
+  minOneMessage: boolean;
+  /** Entries whose last offset reaches this are not returned (exclusive bound, e.g. the high watermark). */
+  maxOffset: bigint;
+}
+
+/** Decides which entries of a run to return: whole entries from the one containing fetchOffset. */
+class Picker {
+  size = 0;
+  count = 0;
+  done = false;
+  constructor(private readonly lim: ReadLimits) {}
+  /** 'skip' before fetchOffset, 'take', or 'stop'. */
+  consider(lastOffset: bigint, size: number): 'skip' | 'take' | 'stop' {
+    if (lastOffset < this.lim.fetchOffset) return 'skip';
+    if (lastOffset >= this.lim.maxOffset) return 'stop';
+    if (this.size + size > this.lim.maxBytes && !(this.count === 0 && this.lim.minOneMessage)) return 'stop';
+    this.size += size;
+    this.count++;
+    if (this.size >= this.lim.maxBytes) this.done = true;
+    return 'take';
+  }
+}
+
+/**
+ * Reads whole entries from `seg` starting at `startPosition` (from the index). Returns the entries
+ * (possibly none) and whether the read ended inside this segment (so later segments are not needed).
+ */
+export async function readSegment(seg: LogSegment, startPosition: number, lim: ReadLimits, indexIntervalBytes: number): Promise<ReadResult & { ended: boolean }> {
+  const end = seg.size;
+  const windowSize = Math.max(64 << 10, Math.min(lim.maxBytes + 2 * indexIntervalBytes, 8 << 20));
+  let win: Buffer = Buffer.alloc(0);
+  let winStart = startPosition;
+  const picker = new Picker(lim);
+  let first = -1;
+  let p = startPosition;
+  const sizes: number[] = [];
+  while (p < end && !picker.done) {
+    if (p + Math.min(HEADER_BYTES, end - p) > winStart + win.length) {
+      win = await seg.read(p, Math.min(windowSize, end - p));
+      winStart = p;
+    }
+    const off = p - winStart;
+    const h = parseEntryHeader(win, off, win.length - off, p);
+    if (h === null || typeof h === 'string') break; // a tail being truncated or a torn file: stop here
+    const verdict = picker.consider(h.lastOffset, h.size);
+    if (verdict === 'stop') return finish(true);
+    if (verdict === 'take') {
+      if (first < 0) first = p;
+      sizes.push(h.size);
+    }
+    p += h.size;
+  }
+  return finish(p < end || picker.done);
+
+  async function finish(ended: boolean): Promise<ReadResult & { ended: boolean }> {
+    if (first < 0) return { records: [], size: 0, ended };
+    const total = picker.size;
+    const inWindow = first >= winStart && first + total <= winStart + win.length;
+    const data = inWindow ? win.subarray(first - winStart, first - winStart + total) : await seg.read(first, total);
+    const records: Buffer[] = [];
+    let q = 0;
+    for (const s of sizes) {
+      if (q + s > data.length) break;
+      records.push(data.subarray(q, q + s));
+      q += s;
+    }
+    return { records, size: q, ended };
+  }
+}
+
+/** Synchronously walks the entries of `seg` from `position`, calling `visit` until it returns true. */
+export function walkSegmentSync(seg: LogSegment, position: number, visit: (h: EntryHeader, bytes: () => Buffer) => boolean): void {
+  const end = seg.size;
+  let win: Buffer = Buffer.alloc(0);
+  let winStart = position;
+  let p = position;
+  while (p < end) {
+    if (p + Math.min(HEADER_BYTES, end - p) > winStart + win.length) {
+      win = seg.readSync(p, Math.min(256 << 10, end - p));
+      winStart = p;
+    }
+    const off = p - winStart;
+    const h = parseEntryHeader(win, off, win.length - off, p);
+    if (h === null || typeof h === 'string') return;
+    const at = p;
+    const bytes = (): Buffer => (at + h.size <= winStart + win.length ? win.subarray(at - winStart, at - winStart + h.size) : seg.readSync(at, h.size));
+    if (visit(h, bytes)) return;
+    p += h.size;
+  }
+}
+
+/** Every record of one stored entry (decompressing when needed), with absolute offsets. */
+export function entryRecords(bytes: Buffer, maxOutput: number): { records: Record[]; leaderEpoch: number } {
+  for (const e of logEntries(bytes)) {
+    if (e.kind === 'batch') return { records: e.batch.records({ maxOutput }), leaderEpoch: e.batch.partitionLeaderEpoch };
+    if (e.kind === 'message') return { records: e.message.records({ maxOutput, checkCrcs: false }), leaderEpoch: -1 };
+  }
+  return { records: [], leaderEpoch: -1 };
+}
+
+interface CachedEntry {
+  firstOffset: bigint;
+  lastOffset: bigint;
+  buf: Buffer;
+}
+
+/**
+ * The most recently appended entries, contiguous up to the log end offset, within a byte budget:
+ * tailing consumers are served from here without touching the segment files.
+ */
+export class RecentCache {
+  private entries: CachedEntry[] = [];
+  private head = 0;
+  private bytes = 0;
+  readonly budget: number;
+
+  constructor(budget: number) {
+    this.budget = budget;
+  }
+
+  add(firstOffset: bigint, lastOffset: bigint, buf: Buffer): void {
+    if (this.budget <= 0) return;
+    this.entries.push({ firstOffset, lastOffset, buf });
+    this.bytes += buf.length;
+    while (this.bytes > this.budget && this.entries.length - this.head > 1) {
+      this.bytes -= this.entries[this.head]?.buf.length ?? 0;
+      this.entries[this.head++] = undefined as unknown as CachedEntry;
+    }
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /** Whether the cache holds fetchOffset and everything after it. */
+  covers(offset: bigint): boolean {
+    const first = this.entries[this.head];
+    return first !== undefined && first.firstOffset <= offset;
+  }
+
+  read(lim: ReadLimits): ReadResult {
+    let lo = this.head;
+    let hi = this.entries.length - 1;
+    let i = this.entries.length;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.entries[mid]?.lastOffset ?? -1n) >= lim.fetchOffset) {
+        i = mid;
+        hi = mid - 1;
+      } else lo = mid + 1;
+    }
+    const picker = new Picker(lim);
+    const records: Buffer[] = [];
+    for (; i < this.entries.length && !picker.done; i++) {
+      const e = this.entries[i];
+      if (e === undefined || picker.consider(e.lastOffset, e.buf.length) !== 'take') break;
+      records.push(e.buf);
+    }
+    return { records, size: picker.size };
+  }
+
+  clear(): void {
+    this.entries = [];
+    this.head = 0;
+    this.bytes = 0;
+  }
+}

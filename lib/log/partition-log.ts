@@ -1,0 +1,565 @@
+/**
+ * The log of one partition (Kafka's UnifiedLog, one node): validated appends with offsets assigned
+ * synchronously, coalesced page-cache writes, reads by offset and timestamp, leader epochs,
+ * retention, DeleteRecords and crash recovery.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { CheckpointFile, LeaderEpochCache } from './checkpoint.js';
+import { LogError, closedError, storageError } from './errors.js';
+import type { LogConfig } from './log-config.js';
+import { NOOP_LOGGER, loadSegments } from './log-loader.js';
+import type { LogLogger } from './log-loader.js';
+import { EMPTY_READ, RecentCache, entryRecords, readSegment, walkSegmentSync } from './log-read.js';
+import type { ReadLimits, ReadResult } from './log-read.js';
+import { LogSegment } from './segment.js';
+import type { IoStats } from './segment.js';
+import { assignOffsets, decompressLimit, fromProtocolError, validateRecords } from './validator.js';
+import type { ConvertHook } from './validator.js';
+
+export { LogError } from './errors.js';
+export type { LogLogger } from './log-loader.js';
+
+export interface AppendInfo {
+  firstOffset: bigint;
+  lastOffset: bigint;
+  /** The broker time stamped on the records under LogAppendTime, else -1n. */
+  logAppendTime: bigint;
+  logStartOffset: bigint;
+  recordCount: number;
+  maxTimestamp: bigint;
+}
+
+export interface PartitionLogOptions {
+  /** Scan and repair the tail (the data dir had no clean-shutdown marker). */
+  recover: boolean;
+  logger?: LogLogger;
+  /** Format conversion / recompression hook, applied after validation (not implemented here). */
+  convert?: ConvertHook;
+  /** Budget of the recent-batches cache (default 1 MiB; 0 disables it). */
+  recentCacheBytes?: number;
+  /** Called when the high watermark moves (after appended data reached the kernel, or disk). */
+  onHighWatermark?: (highWatermark: bigint) => void;
+}
+
+export interface TimestampOffset {
+  offset: bigint;
+  timestamp: bigint;
+  leaderEpoch: number;
+}
+
+/** ListOffsets special timestamps. */
+export const ListOffsetsTimestamp = { LATEST: -1n, EARLIEST: -2n, MAX_TIMESTAMP: -3n, EARLIEST_LOCAL: -4n } as const;
+
+interface WriteGroup {
+  endOffset: bigint;
+  messages: number;
+  segments: Set<LogSegment>;
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+const noop = (): void => undefined;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export class PartitionLog {
+  readonly topic: string;
+  readonly partition: number;
+  /** `<dataDir>/<topic>-<partition>`. */
+  readonly dir: string;
+  readonly stats: IoStats = { writes: 0, syncs: 0 };
+  private config: LogConfig;
+  private readonly logger: LogLogger;
+  private readonly opts: PartitionLogOptions;
+  private segments: LogSegment[] = [];
+  private _logStartOffset = 0n;
+  private _logEndOffset = 0n;
+  private _highWatermark = 0n;
+  private readonly epochs: LeaderEpochCache;
+  private readonly startCheckpoint: CheckpointFile;
+  private readonly cache: RecentCache;
+  private group: WriteGroup | null = null;
+  private lastGroup: Promise<void> = Promise.resolve();
+  private draining = false;
+  private drainScheduled = false;
+  private unflushedMessages = 0;
+  private lastFlushTime = Date.now();
+  private flushTimer: NodeJS.Timeout | null = null;
+  private offline: LogError | null = null;
+  private closed = false;
+  private readonly background = new Set<Promise<unknown>>();
+  private readonly pendingDeletes = new Map<LogSegment, { timer: NodeJS.Timeout; done: () => void }>();
+
+  private constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions) {
+    this.topic = topic;
+    this.partition = partition;
+    this.dir = path.join(dataDir, `${topic}-${partition}`);
+    this.config = config;
+    this.opts = opts;
+    this.logger = opts.logger ?? NOOP_LOGGER;
+    this.epochs = new LeaderEpochCache(path.join(this.dir, 'leader-epoch-checkpoint'));
+    this.epochs.onError = (err) => this.logger.error({ err, dir: this.dir }, 'writing leader-epoch-checkpoint failed');
+    this.startCheckpoint = new CheckpointFile(path.join(this.dir, 'log-start-offset-checkpoint'));
+    this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20);
+  }
+
+  /** Opens (creating if needed) the log in `<dataDir>/<topic>-<partition>`. */
+  static async open(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions): Promise<PartitionLog> {
+    const log = new PartitionLog(dataDir, topic, partition, config, opts);
+    await fsp.mkdir(log.dir, { recursive: true });
+    await log.load();
+    return log;
+  }
+
+  private async load(): Promise<void> {
+    const now = Date.now();
+    const loaded = await loadSegments(this.dir, this.config, this.opts.recover, now, this.stats, this.logger);
+    let checkpointed: bigint | null = null;
+    try {
+      const row = this.startCheckpoint.readSync()?.[0];
+      if (row?.[2] !== undefined) checkpointed = BigInt(row[2]);
+      this.epochs.load();
+    } catch (err) {
+      this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable checkpoint');
+    }
+    this.segments = loaded.segments;
+    if (this.segments.length === 0) this.segments = [LogSegment.create(this.dir, checkpointed ?? 0n, this.config.segmentIndexBytes, now, this.stats)];
+    this._logEndOffset = this.active.nextOffset;
+    let start = this.segments[0]?.baseOffset ?? 0n;
+    if (checkpointed !== null && checkpointed > start) start = checkpointed;
+    if (start > this._logEndOffset) start = this._logEndOffset;
+    this._logStartOffset = start;
+    if (this.opts.recover) for (const h of loaded.tail) if (h.magic === 2) this.epochs.assign(h.partitionLeaderEpoch, h.baseOffset);
+    this.epochs.truncateFromEnd(this._logEndOffset);
+    this.epochs.truncateFromStart(this._logStartOffset);
+    this._highWatermark = this._logEndOffset;
+    if (checkpointed !== start) this.persistLogStartOffset();
+    if (loaded.truncatedBytes > 0 || this.opts.recover) {
+      this.logger.info({ dir: this.dir, logEndOffset: this._logEndOffset.toString(), truncatedBytes: loaded.truncatedBytes }, 'log recovered');
+    }
+  }
+
+  private get active(): LogSegment {
+    return this.segments[this.segments.length - 1] as LogSegment;
+  }
+  get logStartOffset(): bigint {
+    return this._logStartOffset;
+  }
+  get logEndOffset(): bigint {
+    return this._logEndOffset;
+  }
+  get highWatermark(): bigint {
+    return this._highWatermark;
+  }
+  get latestEpoch(): number {
+    return this.epochs.latestEpoch;
+  }
+  /** Bytes in all segments. */
+  get size(): number {
+    return this.segments.reduce((n, s) => n + s.size, 0);
+  }
+  get segmentBaseOffsets(): bigint[] {
+    return this.segments.map((s) => s.baseOffset);
+  }
+  /** A write failed: the log refuses appends until reopened. */
+  get isOffline(): boolean {
+    return this.offline !== null;
+  }
+  get currentConfig(): LogConfig {
+    return this.config;
+  }
+
+  private ensureWritable(): void {
+    if (this.closed) throw closedError(this.dir);
+    if (this.offline !== null) throw this.offline;
+  }
+
+  /**
+   * Validates and appends `records` (one produce request's partition data). Offsets are assigned
+   * now, in call order; the data is readable on return; `written` resolves once it is in the
+   * kernel (and on disk under flush.policy=always or flush.messages).
+   */
+  append(records: Buffer, opts: { leaderEpoch: number; now?: number }): { info: AppendInfo; written: Promise<void> } {
+    this.ensureWritable();
+    const now = opts.now ?? Date.now();
+    const config = this.config;
+    let v = validateRecords(records, config, now);
+    if (this.opts.convert !== undefined) v = this.opts.convert(v, config) ?? v;
+    const logAppendTime = config.messageTimestampType === 'LogAppendTime' ? BigInt(now) : -1n;
+    if (v.entries.length === 0) {
+      const info = { firstOffset: -1n, lastOffset: -1n, logAppendTime, logStartOffset: this._logStartOffset, recordCount: 0, maxTimestamp: -1n };
+      return { info, written: Promise.resolve() };
+    }
+    const firstOffset = this._logEndOffset;
+    let assigned;
+    try {
+      assigned = assignOffsets(v, firstOffset, opts.leaderEpoch, config, now);
+    } catch (err) {
+      throw fromProtocolError(err);
+    }
+    let bytes = 0;
+    let maxTimestamp = -1n;
+    for (const e of assigned) {
+      bytes += e.buf.length;
+      if (e.maxTimestamp > maxTimestamp) maxTimestamp = e.maxTimestamp;
+    }
+    const lastOffset = firstOffset + BigInt(v.recordCount - 1);
+    this.maybeRoll(bytes, lastOffset, maxTimestamp, now);
+    const seg = this.active;
+    for (const e of assigned) {
+      seg.append(e.buf, e.lastOffset, e.maxTimestamp, config.indexIntervalBytes, now);
+      this.cache.add(e.firstOffset, e.lastOffset, e.buf);
+      if (e.magic === 2) this.epochs.assign(e.partitionLeaderEpoch, e.firstOffset);
+    }
+    this._logEndOffset = lastOffset + 1n;
+    const written = this.enqueueWrite(seg, v.recordCount);
+    const info = { firstOffset, lastOffset, logAppendTime, logStartOffset: this._logStartOffset, recordCount: v.recordCount, maxTimestamp };
+    return { info, written };
+  }
+
+  /** Kafka's shouldRoll: size, time (by record timestamps), full indexes, relative offset overflow. */
+  private maybeRoll(bytes: number, lastOffset: bigint, maxTimestamp: bigint, now: number): void {
+    const seg = this.active;
+    if (seg.isEmpty) return;
+    const c = this.config;
+    const base = seg.rollBaseTimestamp;
+    const waited = base !== null && maxTimestamp >= 0n ? Number(maxTimestamp) - base : now - seg.created;
+    if (seg.size > c.segmentBytes - bytes || waited > c.segmentMs || seg.offsetIndex.isFull || seg.timeIndex.isFull || !seg.canHold(lastOffset)) {
+      this.roll(now);
+    }
+  }
+
+  private roll(now: number): void {
+    const old = this.active;
+    old.onBecomeInactive();
+    this.segments.push(LogSegment.create(this.dir, this._logEndOffset, this.config.segmentIndexBytes, now, this.stats));
+    // the old segment's tail is written by the pending groups; then its indexes and data go to disk
+    const wait = this.lastGroup.catch(noop);
+    this.track(wait.then(() => old.persistIndexes()).then(() => old.sync()), 'finishing a rolled segment');
+    this.logger.info({ dir: this.dir, segment: this._logEndOffset.toString() }, 'rolled segment');
+  }
+
+  private enqueueWrite(seg: LogSegment, messages: number): Promise<void> {
+    let g = this.group;
+    if (g === null) {
+      let resolve: () => void = noop;
+      let reject: (err: unknown) => void = noop;
+      const promise = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      promise.catch(noop); // callers see the rejection; nobody is forced to listen
+      g = { endOffset: 0n, messages: 0, segments: new Set(), promise, resolve, reject };
+      this.group = g;
+      this.lastGroup = promise;
+    }
+    g.segments.add(seg);
+    g.messages += messages;
+    g.endOffset = this._logEndOffset;
+    if (!this.draining && !this.drainScheduled) {
+      this.drainScheduled = true;
+      setImmediate(() => {
+        this.drainScheduled = false;
+        void this.drain();
+      });
+    }
+    return g.promise;
+  }
+
+  /** Writes groups one after another; appends made meanwhile join the next group (one writev each). */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.group !== null) {
+        const g = this.group;
+        this.group = null;
+        await this.writeGroup(g);
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async writeGroup(g: WriteGroup): Promise<void> {
+    if (this.offline !== null) {
+      g.reject(this.offline);
+      return;
+    }
+    try {
+      for (const seg of g.segments) await seg.writePending();
+      this.unflushedMessages += g.messages;
+      if (this.config.flushPolicy === 'always' || this.unflushedMessages >= this.config.flushMessages) await this.syncAll();
+      else this.armFlushTimer();
+      this.advanceHighWatermark(g.endOffset);
+      g.resolve();
+    } catch (err) {
+      this.offline = storageError(`writing ${this.dir} failed: ${(err as Error).message}`, err);
+      this.logger.error({ err, dir: this.dir }, 'log write failed; the partition is offline');
+      g.reject(this.offline);
+    }
+  }
+
+  private advanceHighWatermark(offset: bigint): void {
+    if (offset <= this._highWatermark) return;
+    this._highWatermark = offset;
+    this.opts.onHighWatermark?.(offset);
+  }
+
+  private async syncAll(): Promise<void> {
+    this.unflushedMessages = 0;
+    this.lastFlushTime = Date.now();
+    if (this.flushTimer !== null) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    for (const s of this.segments) await s.sync();
+  }
+
+  private armFlushTimer(): void {
+    if (this.flushTimer !== null || this.unflushedMessages === 0 || this.config.flushMs >= MAX_TIMER_MS) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      if (!this.closed) this.track(this.flush(), 'flush by flush.ms');
+    }, Math.max(0, this.config.flushMs));
+    this.flushTimer.unref();
+  }
+
+  private track(p: Promise<unknown>, what: string): void {
+    const q = p.catch((err: unknown) => this.logger.error({ err, dir: this.dir }, `${what} failed`));
+    this.background.add(q);
+    void q.finally(() => this.background.delete(q));
+  }
+
+  /** Whole stored entries from the one holding fetchOffset, up to maxBytes (KIP-74 with minOneMessage). */
+  async read(fetchOffset: bigint, maxBytes: number, opts: { minOneMessage: boolean; maxOffset?: bigint }): Promise<ReadResult> {
+    if (this.closed) throw closedError(this.dir);
+    if (fetchOffset < this._logStartOffset || fetchOffset > this._logEndOffset) {
+      throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `offset ${fetchOffset} is outside [${this._logStartOffset}, ${this._logEndOffset}] of ${this.dir}`);
+    }
+    const limit = opts.maxOffset === undefined || opts.maxOffset > this._logEndOffset ? this._logEndOffset : opts.maxOffset;
+    if (fetchOffset >= limit) return EMPTY_READ;
+    const lim: ReadLimits = { fetchOffset, maxBytes, minOneMessage: opts.minOneMessage, maxOffset: limit };
+    if (this.cache.covers(fetchOffset)) return this.cache.read(lim);
+    const segs = this.segments;
+    for (let i = this.segmentFor(segs, fetchOffset); i < segs.length; i++) {
+      const seg = segs[i] as LogSegment;
+      if (seg.nextOffset <= fetchOffset) continue;
+      const start = fetchOffset > seg.baseOffset ? seg.offsetIndex.lookup(fetchOffset).position : 0;
+      const r = await readSegment(seg, start, lim, this.config.indexIntervalBytes);
+      if (r.records.length > 0 || r.ended) return { records: r.records, size: r.size };
+    }
+    return EMPTY_READ;
+  }
+
+  /** Index of the last segment whose base offset is <= offset (0 when none). */
+  private segmentFor(segs: LogSegment[], offset: bigint): number {
+    let lo = 0;
+    let hi = segs.length - 1;
+    let found = 0;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((segs[mid]?.baseOffset ?? 0n) <= offset) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+
+  /**
+   * ListOffsets: the first record with timestamp >= `timestamp`, or the special -1 (latest), -2
+   * (earliest), -3 (max timestamp), -4 (earliest local). Null when no record qualifies.
+   */
+  offsetForTimestamp(timestamp: bigint): TimestampOffset | null {
+    if (this.closed) throw closedError(this.dir);
+    if (timestamp === ListOffsetsTimestamp.EARLIEST || timestamp === ListOffsetsTimestamp.EARLIEST_LOCAL) {
+      return { offset: this._logStartOffset, timestamp: -1n, leaderEpoch: this.epochs.epochForOffset(this._logStartOffset) };
+    }
+    if (timestamp === ListOffsetsTimestamp.LATEST) return { offset: this._logEndOffset, timestamp: -1n, leaderEpoch: this.epochs.latestEpoch };
+    if (timestamp === ListOffsetsTimestamp.MAX_TIMESTAMP) {
+      let best: LogSegment | null = null;
+      for (const s of this.segments) if (s.maxTimestamp >= 0n && (best === null || s.maxTimestamp > best.maxTimestamp)) best = s;
+      return best === null ? null : this.searchTimestamp(best.maxTimestamp, [best]);
+    }
+    if (timestamp < 0n) return null;
+    return this.searchTimestamp(timestamp, this.segments);
+  }
+
+  private searchTimestamp(target: bigint, segs: LogSegment[]): TimestampOffset | null {
+    const start = this._logStartOffset;
+    const maxOutput = decompressLimit(this.config);
+    for (const seg of segs) {
+      if (seg.maxTimestamp < target || seg.nextOffset <= start) continue;
+      const fromOffset = seg.timeIndex.lookup(target).offset;
+      const from = fromOffset > start ? fromOffset : start;
+      const position = from > seg.baseOffset ? seg.offsetIndex.lookup(from).position : 0;
+      let found: TimestampOffset | null = null;
+      try {
+        walkSegmentSync(seg, position, (h, bytes) => {
+          if (h.maxTimestamp < target || h.lastOffset < start) return false;
+          const { records, leaderEpoch } = entryRecords(bytes(), maxOutput);
+          const r = records.find((x) => x.timestamp >= target && x.offset >= start);
+          if (r !== undefined) found = { offset: r.offset, timestamp: r.timestamp, leaderEpoch };
+          return found !== null;
+        });
+      } catch (err) {
+        throw err instanceof LogError ? err : storageError(`reading ${seg.logPath} by timestamp failed: ${(err as Error).message}`, err);
+      }
+      if (found !== null) return found;
+    }
+    return null;
+  }
+
+  /** OffsetForLeaderEpoch: the end offset of `leaderEpoch` (start of the next higher epoch, or LEO). */
+  endOffsetForEpoch(leaderEpoch: number): { leaderEpoch: number; endOffset: bigint } {
+    return this.epochs.endOffsetFor(leaderEpoch, this._logEndOffset);
+  }
+
+  /** DeleteRecords: moves the log start offset (-1 means the high watermark); returns the new one. */
+  deleteRecordsBefore(offset: bigint): bigint {
+    this.ensureWritable();
+    const target = offset === -1n ? this._highWatermark : offset;
+    if (target < 0n || target > this._highWatermark) {
+      throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `cannot delete records before ${offset}: the high watermark is ${this._highWatermark}`);
+    }
+    if (target > this._logStartOffset) {
+      this.setLogStartOffset(target);
+      this.deleteOldSegments(Date.now(), false);
+    }
+    return this._logStartOffset;
+  }
+
+  private setLogStartOffset(offset: bigint): void {
+    this._logStartOffset = offset;
+    this.epochs.truncateFromStart(offset);
+    this.persistLogStartOffset();
+  }
+
+  private persistLogStartOffset(): void {
+    this.track(this.startCheckpoint.write([[this.topic, this.partition, this._logStartOffset]]), 'writing log-start-offset-checkpoint');
+  }
+
+  updateConfig(c: LogConfig): void {
+    const flushChanged = c.flushMs !== this.config.flushMs;
+    this.config = c;
+    if (flushChanged && this.flushTimer !== null) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+      this.armFlushTimer();
+    }
+  }
+
+  /** Periodic work: roll by segment.ms, retention by time and size, flush by flush.ms. */
+  async maintenance(now: number): Promise<void> {
+    if (this.closed || this.offline !== null) return;
+    const seg = this.active;
+    if (!seg.isEmpty && now - seg.created > this.config.segmentMs) this.roll(now);
+    this.deleteOldSegments(now, true);
+    if (this.unflushedMessages > 0 && now - this.lastFlushTime >= this.config.flushMs) await this.flush();
+  }
+
+  /**
+   * Deletes whole segments from the oldest: those below the log start offset, and (with
+   * cleanup.policy=delete and `retention`) those past retention.ms / beyond retention.bytes.
+   * Never the active segment, never data above the high watermark.
+   */
+  private deleteOldSegments(now: number, retention: boolean): void {
+    const segs = this.segments;
+    const c = this.config;
+    let i = 0;
+    const eligible = (k: number): boolean => k < segs.length - 1 && (segs[k] as LogSegment).nextOffset <= this._highWatermark;
+    while (eligible(i) && (segs[i + 1] as LogSegment).baseOffset <= this._logStartOffset) i++;
+    if (retention && c.cleanupPolicy.includes('delete')) {
+      if (c.retentionMs >= 0) {
+        const age = (s: LogSegment): number => now - (s.maxTimestamp >= 0n ? Number(s.maxTimestamp) : s.lastModified);
+        while (eligible(i) && age(segs[i] as LogSegment) > c.retentionMs) i++;
+      }
+      if (c.retentionBytes >= 0) {
+        let diff = this.size - c.retentionBytes;
+        for (let k = 0; k < i; k++) diff -= (segs[k] as LogSegment).size;
+        while (eligible(i) && diff - (segs[i] as LogSegment).size >= 0) diff -= (segs[i++] as LogSegment).size;
+      }
+    }
+    if (i === 0) return;
+    const victims = segs.slice(0, i);
+    this.segments = segs.slice(i);
+    const first = (this.segments[0] as LogSegment).baseOffset;
+    if (first > this._logStartOffset) this.setLogStartOffset(first);
+    this.logger.info({ dir: this.dir, segments: victims.map((s) => s.baseOffset.toString()), logStartOffset: this._logStartOffset.toString() }, 'deleting segments');
+    for (const s of victims) this.scheduleDelete(s);
+  }
+
+  private scheduleDelete(seg: LogSegment): void {
+    const delay = this.config.fileDeleteDelayMs;
+    const p = seg.markDeleted().then(async () => {
+      if (delay <= 0 || this.closed) return seg.destroy();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.pendingDeletes.delete(seg);
+          seg.destroy().then(resolve, resolve);
+        }, Math.min(delay, MAX_TIMER_MS));
+        timer.unref();
+        this.pendingDeletes.set(seg, { timer, done: resolve });
+      });
+    });
+    this.track(p, 'deleting a segment');
+  }
+
+  /** Writes out everything appended so far and fsyncs data and indexes. */
+  async flush(): Promise<void> {
+    await this.lastGroup.catch(noop);
+    if (this.offline !== null) throw this.offline;
+    await this.syncAll();
+    for (const s of this.segments) await s.persistIndexes();
+  }
+
+  private async settle(): Promise<void> {
+    let p: Promise<void>;
+    do {
+      p = this.lastGroup;
+      await p.catch(noop);
+    } while (p !== this.lastGroup || this.group !== null || this.draining);
+  }
+
+  private async shutdownIo(): Promise<void> {
+    this.closed = true;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    await this.settle();
+    for (const [seg, d] of this.pendingDeletes) {
+      clearTimeout(d.timer);
+      await seg.destroy().catch(noop);
+      d.done();
+    }
+    this.pendingDeletes.clear();
+    while (this.background.size > 0) await Promise.all([...this.background]);
+    await this.epochs.settle();
+    await this.startCheckpoint.settle();
+  }
+
+  /** Flushes and closes; the log can be reopened afterwards. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.shutdownIo();
+    this.active.onBecomeInactive();
+    try {
+      if (this.offline === null) {
+        for (const s of this.segments) await s.sync();
+        for (const s of this.segments) await s.persistIndexes();
+      }
+    } finally {
+      for (const s of this.segments) await s.close();
+      this.cache.clear();
+    }
+  }
+
+  /** Closes and removes the partition directory. */
+  async delete(): Promise<void> {
+    if (!this.closed) await this.shutdownIo();
+    for (const s of this.segments) await s.close();
+    this.cache.clear();
+    await fsp.rm(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,417 @@
+/**
+ * One log segment: `<base>.log` with its `.index` and `.timeindex`. Appends land in memory
+ * (`pending`) synchronously and reach the file when the partition log drains its write queue;
+ * reads see both, so data is readable as soon as it is appended.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { crc32, crc32c } from '@node-rs/crc32';
+import { BatchField, LOG_OVERHEAD, MESSAGE_OVERHEAD, MessageField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
+import { OffsetIndex, TimeIndex } from './indexes.js';
+
+export const LOG_SUFFIX = '.log';
+export const INDEX_SUFFIX = '.index';
+export const TIME_INDEX_SUFFIX = '.timeindex';
+export const DELETED_SUFFIX = '.deleted';
+const INT32_MAX = 2147483647n;
+const SCAN_CHUNK = 1 << 20;
+/** Bytes of an entry needed to know its offsets and timestamps (the whole v2 header). */
+export const HEADER_BYTES = RECORD_BATCH_OVERHEAD;
+
+export function segmentFileName(baseOffset: bigint, suffix: string): string {
+  return baseOffset.toString().padStart(20, '0') + suffix;
+}
+
+/** Counters shared by a log's segments (tests use them to check write coalescing). */
+export interface IoStats {
+  writes: number;
+  syncs: number;
+}
+
+/** What the header of a stored entry (v2 batch or magic 0/1 message) says. */
+export interface EntryHeader {
+  position: number;
+  size: number;
+  magic: number;
+  /** v2: baseOffset; magic 0/1: the message offset (for a wrapper, its last inner offset). */
+  baseOffset: bigint;
+  lastOffset: bigint;
+  maxTimestamp: bigint;
+  partitionLeaderEpoch: number;
+}
+
+/**
+ * Parses the entry header at `p` (`avail` bytes present from p). Returns null when more bytes are
+ * needed, or a string describing why the bytes cannot be an entry.
+ */
+export function parseEntryHeader(buf: Buffer, p: number, avail: number, position: number): EntryHeader | null | string {
+  if (avail < LOG_OVERHEAD) return null;
+  const length = buf.readInt32BE(p + BatchField.BATCH_LENGTH);
+  if (avail <= BatchField.MAGIC) return null;
+  const magic = buf.readInt8(p + BatchField.MAGIC);
+  if (magic === 2) {
+    if (length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) return `batch length ${length} below the minimum`;
+    if (avail < HEADER_BYTES) return null;
+    const base = buf.readBigInt64BE(p);
+    const delta = buf.readInt32BE(p + BatchField.LAST_OFFSET_DELTA);
+    if (delta < 0) return `negative lastOffsetDelta ${delta}`;
+    return {
+      position,
+      size: LOG_OVERHEAD + length,
+      magic,
+      baseOffset: base,
+      lastOffset: base + BigInt(delta),
+      maxTimestamp: buf.readBigInt64BE(p + BatchField.MAX_TIMESTAMP),
+      partitionLeaderEpoch: buf.readInt32BE(p + BatchField.PARTITION_LEADER_EPOCH),
+    };
+  }
+  if (magic === 0 || magic === 1) {
+    if (length < MESSAGE_OVERHEAD[magic]) return `message size ${length} below the minimum`;
+    if (magic === 1 && avail < MessageField.TIMESTAMP + 8) return null;
+    const offset = buf.readBigInt64BE(p);
+    const ts = magic === 1 ? buf.readBigInt64BE(p + MessageField.TIMESTAMP) : -1n;
+    return { position, size: LOG_OVERHEAD + length, magic, baseOffset: offset, lastOffset: offset, maxTimestamp: ts, partitionLeaderEpoch: -1 };
+  }
+  return `unknown magic ${magic}`;
+}
+
+/** Checks the CRC of a whole stored entry. */
+export function entryCrcValid(buf: Buffer, p: number, size: number, magic: number): boolean {
+  if (magic === 2) return crc32c(buf.subarray(p + BatchField.ATTRIBUTES, p + size)) >>> 0 === buf.readUInt32BE(p + BatchField.CRC);
+  return crc32(buf.subarray(p + MessageField.MAGIC, p + size)) >>> 0 === buf.readUInt32BE(p + MessageField.CRC);
+}
+
+export interface ScanResult {
+  /** Position after the last valid entry. */
+  validEnd: number;
+  /** Why scanning stopped before the end of the file, if it did. */
+  problem: string | null;
+  entries: EntryHeader[];
+}
+
+export class LogSegment {
+  readonly baseOffset: bigint;
+  readonly logPath: string;
+  readonly indexPath: string;
+  readonly timeIndexPath: string;
+  private fh: FileHandle | null = null;
+  private opening: Promise<FileHandle> | null = null;
+  /** Logical size, pending bytes included. */
+  size = 0;
+  /** Bytes handed to the kernel. */
+  writtenSize = 0;
+  private pending: Buffer[] = [];
+  unsynced = false;
+  offsetIndex: OffsetIndex;
+  timeIndex: TimeIndex;
+  nextOffset: bigint;
+  maxTimestamp = -1n;
+  offsetOfMaxTimestamp = -1n;
+  /** Max timestamp of the first entry (Kafka rolls by it), else null. */
+  rollBaseTimestamp: number | null = null;
+  created: number;
+  lastModified: number;
+  private bytesSinceLastIndexEntry = 0;
+  deleted = false;
+  /** Whether open() found sane index files. */
+  indexesLoaded = false;
+  private readonly stats: IoStats;
+
+  private constructor(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats) {
+    this.baseOffset = baseOffset;
+    this.logPath = path.join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
+    this.indexPath = path.join(dir, segmentFileName(baseOffset, INDEX_SUFFIX));
+    this.timeIndexPath = path.join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX));
+    this.offsetIndex = new OffsetIndex(baseOffset, Math.floor(maxIndexBytes / 8));
+    this.timeIndex = new TimeIndex(baseOffset, Math.floor(maxIndexBytes / 12));
+    this.nextOffset = baseOffset;
+    this.created = now;
+    this.lastModified = now;
+    this.stats = stats;
+  }
+
+  /** A new, empty segment; its file is created in the background (writes wait for it). */
+  static create(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats): LogSegment {
+    const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
+    seg.opening = fsp.open(seg.logPath, 'w+');
+    seg.opening.catch(() => undefined);
+    for (const f of [seg.indexPath, seg.timeIndexPath]) fs.rm(f, { force: true }, () => undefined);
+    return seg;
+  }
+
+  /** Opens an existing segment and loads its index files (null indexes when missing or not sane). */
+  static async open(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats): Promise<{ segment: LogSegment; indexesValid: boolean }> {
+    const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
+    seg.fh = await fsp.open(seg.logPath, 'r+');
+    const st = await seg.fh.stat();
+    seg.size = st.size;
+    seg.writtenSize = st.size;
+    seg.lastModified = st.mtimeMs;
+    const read = async (f: string): Promise<Buffer | null> => fsp.readFile(f).catch(() => null);
+    const [ib, tb] = await Promise.all([read(seg.indexPath), read(seg.timeIndexPath)]);
+    const oi = ib === null ? null : OffsetIndex.parse(ib, baseOffset, Math.floor(maxIndexBytes / 8), st.size);
+    const ti = tb === null ? null : TimeIndex.parse(tb, baseOffset, Math.floor(maxIndexBytes / 12), null);
+    const indexesValid = oi !== null && ti !== null && (st.size === 0 || ib !== null);
+    seg.indexesLoaded = indexesValid;
+    if (oi !== null && ti !== null) {
+      seg.offsetIndex = oi;
+      seg.timeIndex = ti;
+      const last = ti.last();
+      if (last !== null) {
+        seg.maxTimestamp = last.timestamp;
+        seg.offsetOfMaxTimestamp = last.offset;
+      }
+    }
+    return { segment: seg, indexesValid };
+  }
+
+  private handle(): Promise<FileHandle> {
+    if (this.fh !== null) return Promise.resolve(this.fh);
+    if (this.opening === null) this.opening = fsp.open(this.logPath, 'r+');
+    return this.opening.then((fh) => {
+      this.fh = fh;
+      return fh;
+    });
+  }
+
+  get isEmpty(): boolean {
+    return this.size === 0;
+  }
+  get hasPending(): boolean {
+    return this.pending.length > 0;
+  }
+
+  /** Whether an entry ending at `lastOffset` still fits the relative-offset range of this segment. */
+  canHold(lastOffset: bigint): boolean {
+    return lastOffset - this.baseOffset <= INT32_MAX;
+  }
+
+  /** Updates indexes and trackers for an entry at `position` (Kafka's LogSegment.append bookkeeping). */
+  private track(lastOffset: bigint, maxTimestamp: bigint, position: number, size: number, indexIntervalBytes: number): void {
+    if (maxTimestamp > this.maxTimestamp) {
+      this.maxTimestamp = maxTimestamp;
+      this.offsetOfMaxTimestamp = lastOffset;
+    }
+    if (this.bytesSinceLastIndexEntry > indexIntervalBytes) {
+      this.offsetIndex.append(lastOffset, position);
+      this.timeIndex.maybeAppend(this.maxTimestamp, this.offsetOfMaxTimestamp);
+      this.bytesSinceLastIndexEntry = 0;
+    }
+    this.bytesSinceLastIndexEntry += size;
+    this.nextOffset = lastOffset + 1n;
+  }
+
+  /** Appends one entry in memory; returns its position. */
+  append(buf: Buffer, lastOffset: bigint, maxTimestamp: bigint, indexIntervalBytes: number, now: number): number {
+    const position = this.size;
+    if (position === 0 && this.rollBaseTimestamp === null && maxTimestamp >= 0n) this.rollBaseTimestamp = Number(maxTimestamp);
+    this.track(lastOffset, maxTimestamp, position, buf.length, indexIntervalBytes);
+    this.pending.push(buf);
+    this.size += buf.length;
+    this.lastModified = now;
+    return position;
+  }
+
+  /** Writes everything pending with one positional writev. */
+  async writePending(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const bufs = this.pending.slice();
+    let bytes = 0;
+    for (const b of bufs) bytes += b.length;
+    const fh = await this.handle();
+    let done = 0;
+    let rest = bufs;
+    while (done < bytes) {
+      const { bytesWritten } = await fh.writev(rest, this.writtenSize + done);
+      this.stats.writes++;
+      if (bytesWritten <= 0) throw new Error(`writev wrote nothing to ${this.logPath}`);
+      done += bytesWritten;
+      rest = skipBytes(rest, bytesWritten);
+    }
+    this.pending.splice(0, bufs.length);
+    this.writtenSize += bytes;
+    this.unsynced = true;
+  }
+
+  async sync(): Promise<void> {
+    if (!this.unsynced || this.fh === null) return;
+    this.unsynced = false;
+    this.stats.syncs++;
+    await this.fh.sync();
+  }
+
+  /** Writes new index entries (or rewrites the files after a truncation). */
+  async persistIndexes(): Promise<void> {
+    for (const [idx, file] of [
+      [this.offsetIndex, this.indexPath],
+      [this.timeIndex, this.timeIndexPath],
+    ] as const) {
+      if (!idx.needsRewrite && idx.persisted === idx.entries && fs.existsSync(file)) continue;
+      const from = idx.needsRewrite ? 0 : idx.persisted;
+      const data = idx.serialize(from);
+      const fh = await fsp.open(file, idx.needsRewrite || from === 0 ? 'w' : 'r+');
+      try {
+        await fh.write(data, 0, data.length, from * idx.entrySize);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      idx.persisted = idx.entries;
+      idx.needsRewrite = false;
+    }
+  }
+
+  /** Called when a newer segment takes over: the time index gets the final max timestamp. */
+  onBecomeInactive(): void {
+    if (this.maxTimestamp >= 0n) this.timeIndex.maybeAppend(this.maxTimestamp, this.offsetOfMaxTimestamp, true);
+  }
+
+  /** Bytes [pos, pos+len) clipped to the segment: the file part from disk, the pending part from memory. */
+  async read(pos: number, len: number): Promise<Buffer> {
+    const { out, fileEnd } = this.prepareRead(pos, len);
+    if (fileEnd > pos) {
+      const fh = await this.handle();
+      let got = 0;
+      while (got < fileEnd - pos) {
+        const { bytesRead } = await fh.read(out, got, fileEnd - pos - got, pos + got);
+        if (bytesRead === 0) return out.subarray(0, got);
+        got += bytesRead;
+      }
+    }
+    return out;
+  }
+
+  /** Synchronous read (ListOffsets by timestamp needs one); same contract as read(). */
+  readSync(pos: number, len: number): Buffer {
+    const { out, fileEnd } = this.prepareRead(pos, len);
+    if (fileEnd > pos) {
+      const fd = this.fh?.fd ?? -1;
+      if (fd < 0) throw new Error(`segment ${this.logPath} is not open`);
+      let got = 0;
+      while (got < fileEnd - pos) {
+        const n = fs.readSync(fd, out, got, fileEnd - pos - got, pos + got);
+        if (n === 0) return out.subarray(0, got);
+        got += n;
+      }
+    }
+    return out;
+  }
+
+  private prepareRead(pos: number, len: number): { out: Buffer; fileEnd: number } {
+    const end = Math.min(pos + len, this.size);
+    const out = Buffer.allocUnsafe(Math.max(0, end - pos));
+    const fileEnd = Math.min(end, this.writtenSize);
+    let p = this.writtenSize;
+    for (const b of this.pending) {
+      if (p >= end) break;
+      const from = Math.max(pos, p);
+      const to = Math.min(end, p + b.length);
+      if (to > from) b.copy(out, from - pos, from - p, to - p);
+      p += b.length;
+    }
+    return { out, fileEnd };
+  }
+
+  /**
+   * Walks entries from `from` to the end of the file, checking structure, offsets and (optionally)
+   * CRCs, and feeds each valid one to the indexes. Stops at the first invalid or partial entry.
+   */
+  async scan(from: number, checkCrc: boolean, indexIntervalBytes: number, minOffset: bigint): Promise<ScanResult> {
+    const entries: EntryHeader[] = [];
+    let p = from;
+    let expected = minOffset;
+    const end = this.writtenSize;
+    this.bytesSinceLastIndexEntry = 0;
+    let chunk: Buffer = Buffer.alloc(0);
+    let chunkStart = 0;
+    while (p < end) {
+      let off = p - chunkStart;
+      if (off < 0 || chunk.length - off < HEADER_BYTES) {
+        chunk = await this.read(p, Math.min(SCAN_CHUNK, end - p));
+        chunkStart = p;
+        off = 0;
+      }
+      const h = parseEntryHeader(chunk, off, chunk.length - off, p);
+      if (h === null) return { validEnd: p, problem: `partial entry at position ${p}`, entries };
+      if (typeof h === 'string') return { validEnd: p, problem: `${h} at position ${p}`, entries };
+      if (p + h.size > end) return { validEnd: p, problem: `entry at position ${p} of ${h.size} bytes is cut short`, entries };
+      if (h.baseOffset < expected || h.baseOffset < this.baseOffset || !this.canHold(h.lastOffset)) {
+        return { validEnd: p, problem: `offset ${h.baseOffset} at position ${p} is out of order (expected >= ${expected})`, entries };
+      }
+      if (checkCrc) {
+        if (chunk.length - off < h.size) {
+          chunk = await this.read(p, Math.max(h.size, Math.min(SCAN_CHUNK, end - p)));
+          chunkStart = p;
+          off = 0;
+        }
+        if (!entryCrcValid(chunk, off, h.size, h.magic)) return { validEnd: p, problem: `CRC mismatch at position ${p}`, entries };
+      }
+      if (p === 0 && h.maxTimestamp >= 0n) this.rollBaseTimestamp = Number(h.maxTimestamp);
+      this.track(h.lastOffset, h.maxTimestamp, p, h.size, indexIntervalBytes);
+      entries.push(h);
+      expected = h.lastOffset + 1n;
+      p += h.size;
+    }
+    return { validEnd: p, problem: null, entries };
+  }
+
+  /** Forgets indexes and trackers, so a scan from 0 rebuilds them. */
+  resetIndexes(): void {
+    this.offsetIndex.clear();
+    this.timeIndex.clear();
+    this.maxTimestamp = -1n;
+    this.offsetOfMaxTimestamp = -1n;
+    this.nextOffset = this.baseOffset;
+  }
+
+  /** Cuts the file at `position` (recovery only: nothing may be pending). */
+  async truncateTo(position: number): Promise<void> {
+    const fh = await this.handle();
+    await fh.truncate(position);
+    await fh.sync();
+    this.size = position;
+    this.writtenSize = position;
+    this.offsetIndex.truncateToPosition(position);
+    this.timeIndex.truncateToOffset(this.nextOffset);
+  }
+
+  /** Renames the files to `*.deleted` so they are gone from the log before they are unlinked. */
+  async markDeleted(): Promise<void> {
+    this.deleted = true;
+    for (const f of [this.logPath, this.indexPath, this.timeIndexPath]) {
+      await fsp.rename(f, f + DELETED_SUFFIX).catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    const fh = this.fh ?? (this.opening !== null ? await this.opening.catch(() => null) : null);
+    this.fh = null;
+    this.opening = null;
+    if (fh !== null) await fh.close();
+  }
+
+  /** Closes and unlinks the files (renamed or not). */
+  async destroy(): Promise<void> {
+    await this.close();
+    for (const f of [this.logPath, this.indexPath, this.timeIndexPath]) {
+      await fsp.rm(f, { force: true });
+      await fsp.rm(f + DELETED_SUFFIX, { force: true });
+    }
+  }
+}
+
+function skipBytes(bufs: Buffer[], n: number): Buffer[] {
+  const out: Buffer[] = [];
+  let left = n;
+  for (const b of bufs) {
+    if (left >= b.length) {
+      left -= b.length;
+      continue;
+    }
+    out.push(left > 0 ? b.subarray(left) : b);
+    left = 0;
+  }
+  return out;
+}

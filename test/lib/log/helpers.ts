@@ -1,0 +1,94 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { buildMessageSet, buildRecordBatch } from '../../../protocol/records/index.js';
+import type { BuildBatchOptions, BuildMessageSetOptions, RecordInput } from '../../../protocol/records/index.js';
+import { LogError } from '../../../lib/log/errors.js';
+import { defaultLogConfig } from '../../../lib/log/log-config.js';
+import type { LogConfig } from '../../../lib/log/log-config.js';
+import { PartitionLog } from '../../../lib/log/partition-log.js';
+
+export const T0 = 1_700_000_000_000n;
+
+export function tmpDir(name = 'log'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `gregor-${name}-`));
+}
+
+export function rmDir(dir: string): void {
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+export function records(n: number, opts: { prefix?: string; ts?: bigint; size?: number } = {}): RecordInput[] {
+  return Array.from({ length: n }, (_, i) => ({
+    key: Buffer.from(`${opts.prefix ?? 'k'}-${i}`),
+    value: Buffer.alloc(opts.size ?? 20, `${opts.prefix ?? 'v'}-${i}`),
+    timestamp: (opts.ts ?? T0) + BigInt(i),
+  }));
+}
+
+export function v2(n: number, opts: BuildBatchOptions & { prefix?: string; ts?: bigint; size?: number } = {}): Buffer {
+  const { prefix, ts, size, ...rest } = opts;
+  return buildRecordBatch(records(n, { ...(prefix === undefined ? {} : { prefix }), ...(ts === undefined ? {} : { ts }), ...(size === undefined ? {} : { size }) }), rest);
+}
+
+export function legacy(n: number, opts: BuildMessageSetOptions & { ts?: bigint }): Buffer {
+  const ts = opts.ts ?? T0;
+  return buildMessageSet(
+    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k-${i}`), value: Buffer.from(`value-${i}`), timestamp: ts + BigInt(i) })),
+    opts,
+  );
+}
+
+export function config(over: Partial<LogConfig> = {}): LogConfig {
+  return defaultLogConfig({ fileDeleteDelayMs: 0, ...over });
+}
+
+export async function openLog(dir: string, over: Partial<LogConfig> = {}, recover = false, extra: { recentCacheBytes?: number } = {}): Promise<PartitionLog> {
+  return PartitionLog.open(dir, 'topic', 0, config(over), { recover, ...extra });
+}
+
+export function expectLogError(fn: () => unknown, errorCode: number): LogError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err, String(err)).to.be.instanceOf(LogError);
+    expect((err as LogError).errorCode, (err as Error).message).to.equal(errorCode);
+    return err as LogError;
+  }
+  expect.fail(`expected LogError ${errorCode}`);
+}
+
+export async function expectLogErrorAsync(p: Promise<unknown>, errorCode: number): Promise<LogError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err, String(err)).to.be.instanceOf(LogError);
+    expect((err as LogError).errorCode, (err as Error).message).to.equal(errorCode);
+    return err as LogError;
+  }
+  expect.fail(`expected LogError ${errorCode}`);
+}
+
+/** Reads everything from `from` to the end, in order. */
+export async function readAll(log: PartitionLog, from = log.logStartOffset): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  let offset = from;
+  while (offset < log.logEndOffset) {
+    const r = await log.read(offset, 1 << 20, { minOneMessage: true });
+    if (r.records.length === 0) break;
+    out.push(...r.records);
+    offset = lastOffsetOf(r.records[r.records.length - 1] as Buffer) + 1n;
+  }
+  return out;
+}
+
+/** Last offset of a stored entry (v2 batch or magic 0/1 message). */
+export function lastOffsetOf(entry: Buffer): bigint {
+  const magic = entry.readInt8(16);
+  return magic === 2 ? entry.readBigInt64BE(0) + BigInt(entry.readInt32BE(23)) : entry.readBigInt64BE(0);
+}
+
+export function segmentFiles(dir: string): string[] {
+  return fs.readdirSync(path.join(dir, 'topic-0')).sort();
+}

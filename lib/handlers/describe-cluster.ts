@@ -1,0 +1,64 @@
+/**
+ * DescribeCluster (key 60) v0–1: this node as the only broker and as the controller clients see.
+ * v1 asks for broker (1) or controller (2) endpoints; a broker serves only the former.
+ */
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { DescribeClusterRequest, DescribeClusterResponse } from '../../protocol/generated/describe-cluster.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { defineHandler } from './types.js';
+
+export const EndpointType = { UNKNOWN: 0, BROKER: 1, CONTROLLER: 2 } as const;
+
+/** Sentinel for "authorized operations not requested". */
+const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
+
+/**
+ * Without an authorizer every operation a CLUSTER resource supports is allowed: CREATE(5), ALTER(7),
+ * DESCRIBE(8), CLUSTER_ACTION(9), DESCRIBE_CONFIGS(10), ALTER_CONFIGS(11), IDEMPOTENT_WRITE(12).
+ */
+export const CLUSTER_OPERATIONS = [5, 7, 8, 9, 10, 11, 12].reduce((bits, op) => bits | (1 << op), 0);
+
+export const describeClusterHandler = defineHandler<DescribeClusterRequest, DescribeClusterResponse>({
+  apiKey: ApiKey.DescribeCluster,
+  minVersion: 0,
+  maxVersion: 1,
+  handle(req, ctx) {
+    const s = ctx.services;
+    const v = ctx.apiVersion;
+    const endpointType = v >= 1 ? (req.endpointType ?? EndpointType.BROKER) : EndpointType.BROKER;
+    const res: DescribeClusterResponse = {
+      throttleTimeMs: 0,
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      clusterId: s.clusterId,
+      controllerId: s.nodeId,
+      brokers: [],
+      clusterAuthorizedOperations: req.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
+    };
+    if (v >= 1) res.endpointType = endpointType;
+    if (endpointType !== EndpointType.BROKER) {
+      res.errorCode = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE;
+      const wanted = endpointType === EndpointType.CONTROLLER ? 'CONTROLLER' : 'UNKNOWN';
+      res.errorMessage = `The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type ${wanted}`;
+      res.controllerId = -1;
+      res.clusterAuthorizedOperations = AUTHORIZED_OPERATIONS_OMITTED;
+      return res;
+    }
+    const listener = s.advertisedListener(ctx.conn.listenerName);
+    if (listener !== undefined) res.brokers.push({ brokerId: s.nodeId, host: listener.host, port: listener.port, rack: s.config.string('broker.rack') });
+    return res;
+  },
+  errorResponse(req, errorCode, ctx) {
+    const res: DescribeClusterResponse = {
+      throttleTimeMs: 0,
+      errorCode,
+      errorMessage: null,
+      clusterId: ctx.services.clusterId,
+      controllerId: -1,
+      brokers: [],
+      clusterAuthorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+    };
+    if (ctx.apiVersion >= 1) res.endpointType = req.endpointType ?? EndpointType.BROKER;
+    return res;
+  },
+});

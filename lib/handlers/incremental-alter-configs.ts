@@ -1,0 +1,113 @@
+/**
+ * IncrementalAlterConfigs (key 44) v0–1: per-key SET / DELETE / APPEND / SUBTRACT on a topic's overrides.
+ * APPEND and SUBTRACT work on list keys, starting from the effective value (override or default).
+ * Broker resources are refused: gregor has no dynamic broker configs.
+ */
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type {
+  IncrementalAlterConfigsRequest,
+  IncrementalAlterConfigsRequestAlterableConfig,
+  IncrementalAlterConfigsResponse,
+  IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
+} from '../../protocol/generated/incremental-alter-configs.js';
+import { TOPIC_CONFIG } from '../config.js';
+import type { TopicRecord } from '../metadata/local-store.js';
+import type { BrokerServices } from '../services.js';
+import {
+  BROKER_ALTER_UNSUPPORTED,
+  checkBrokerResource,
+  ConfigResourceType,
+  duplicateResources,
+  replaceTopicConfigs,
+  ResourceError,
+  resourceFailure,
+  resourceKey,
+  topicConfigEntry,
+  topicResource,
+  unsupportedResource,
+} from './config-resources.js';
+import { defineHandler } from './types.js';
+
+export const AlterConfigOp = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const;
+const OP_NAMES = ['SET', 'DELETE', 'APPEND', 'SUBTRACT'];
+
+/** The topic's overrides after applying `ops` in order; throws ResourceError on a bad operation. */
+export function applyOps(s: BrokerServices, t: TopicRecord, ops: readonly IncrementalAlterConfigsRequestAlterableConfig[]): Record<string, string | null> {
+  const next: Record<string, string | null> = { ...t.configs };
+  const seen = new Set<string>();
+  for (const op of ops) {
+    if (seen.has(op.name)) throw new ResourceError(ErrorCode.INVALID_REQUEST, 'Error due to duplicate config keys');
+    seen.add(op.name);
+  }
+  for (const op of ops) {
+    const def = TOPIC_CONFIG[op.name];
+    if (def === undefined) throw new ResourceError(ErrorCode.INVALID_CONFIG, `Unknown topic config name: ${op.name}`);
+    switch (op.configOperation) {
+      case AlterConfigOp.SET:
+        next[op.name] = op.value;
+        break;
+      case AlterConfigOp.DELETE:
+        delete next[op.name];
+        break;
+      case AlterConfigOp.APPEND:
+      case AlterConfigOp.SUBTRACT: {
+        if (def.def.type !== 'list') {
+          throw new ResourceError(ErrorCode.INVALID_CONFIG, `Can't ${OP_NAMES[op.configOperation]} to key ${op.name} because its type is not LIST.`);
+        }
+        const current = next[op.name] ?? topicConfigEntry(s.config, {}, op.name).value ?? '';
+        const parts = current === '' ? [] : current.split(',').map((x) => x.trim());
+        const values = (op.value ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+        if (op.configOperation === AlterConfigOp.APPEND) {
+          for (const x of values) if (!parts.includes(x)) parts.push(x);
+        } else {
+          for (const x of values) {
+            const i = parts.indexOf(x);
+            if (i >= 0) parts.splice(i, 1);
+          }
+        }
+        next[op.name] = parts.join(',');
+        break;
+      }
+      default:
+        throw new ResourceError(ErrorCode.INVALID_REQUEST, `Unknown alter config operation ${op.configOperation} for key ${op.name}`);
+    }
+  }
+  return next;
+}
+
+export const incrementalAlterConfigsHandler = defineHandler<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>({
+  apiKey: ApiKey.IncrementalAlterConfigs,
+  minVersion: 0,
+  maxVersion: 1,
+  async handle(req, ctx) {
+    const s = ctx.services;
+    const dups = duplicateResources(req.resources);
+    const responses: IncrementalAlterConfigsResponseAlterConfigsResourceResponse[] = [];
+    for (const r of req.resources) {
+      const base = { resourceType: r.resourceType, resourceName: r.resourceName };
+      try {
+        if (dups.has(resourceKey(r))) throw new ResourceError(ErrorCode.INVALID_REQUEST, 'Duplicate resource.');
+        if (r.resourceType === ConfigResourceType.TOPIC) {
+          const t = topicResource(s, r.resourceName);
+          await replaceTopicConfigs(s, r.resourceName, applyOps(s, t, r.configs), req.validateOnly);
+        } else if (r.resourceType === ConfigResourceType.BROKER) {
+          checkBrokerResource(s, r.resourceName);
+          throw new ResourceError(ErrorCode.INVALID_REQUEST, BROKER_ALTER_UNSUPPORTED);
+        } else {
+          throw unsupportedResource(r.resourceType);
+        }
+        responses.push({ errorCode: ErrorCode.NONE, errorMessage: null, ...base });
+      } catch (e) {
+        responses.push({ ...resourceFailure(e), ...base });
+      }
+    }
+    return { throttleTimeMs: 0, responses };
+  },
+  errorResponse(req, errorCode) {
+    return {
+      throttleTimeMs: 0,
+      responses: req.resources.map((r) => ({ errorCode, errorMessage: null, resourceType: r.resourceType, resourceName: r.resourceName })),
+    };
+  },
+});

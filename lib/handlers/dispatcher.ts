@@ -1,0 +1,81 @@
+/**
+ * Turns a request frame into a response frame: header checks, the ApiVersions special cases, the
+ * handler call, UNKNOWN_SERVER_ERROR for anything a handler throws. Unknown APIs, unsupported versions
+ * and undecodable requests close the connection, as Kafka does.
+ */
+import type { Logger } from 'pino';
+import { ProtocolError } from '../../protocol/codec/errors.js';
+import { decodeRequest, encodeResponse, peekRequestHeader } from '../../protocol/frame.js';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { BrokerServices } from '../services.js';
+import { type ConnectionDetails, type Handler, NO_RESPONSE, type RequestContext } from './types.js';
+
+export type DispatchResult = { response: Buffer | Buffer[] } | { noResponse: true } | { close: string };
+
+export class Dispatcher {
+  private readonly handlers = new Map<number, Handler<never, unknown>>();
+  private readonly advertised = new Map<number, { minVersion: number; maxVersion: number }>();
+
+  constructor(
+    handlers: readonly Handler<never, unknown>[],
+    private readonly services: () => BrokerServices,
+  ) {
+    for (const h of handlers) this.handlers.set(h.apiKey, h);
+  }
+
+  /** Sets the ranges served (from the registry, or narrowed by version emulation). */
+  setAdvertised(ranges: readonly { apiKey: number; minVersion: number; maxVersion: number }[]): void {
+    this.advertised.clear();
+    for (const r of ranges) this.advertised.set(r.apiKey, { minVersion: r.minVersion, maxVersion: r.maxVersion });
+  }
+
+  async dispatch(frame: Buffer, conn: ConnectionDetails, logger: Logger): Promise<DispatchResult> {
+    const peek = peekRequestHeader(frame);
+    if (peek === null) return { close: `request of ${frame.length} bytes is too short for a header` };
+    const { apiKey, apiVersion, correlationId } = peek;
+    const range = this.advertised.get(apiKey);
+    const handler = this.handlers.get(apiKey);
+    if (apiKey === ApiKey.ApiVersions && range !== undefined && (apiVersion < range.minVersion || apiVersion > range.maxVersion)) {
+      // Unsupported ApiVersions: a v0 body with UNSUPPORTED_VERSION and the key list, so the client can retry lower.
+      const body = { errorCode: ErrorCode.UNSUPPORTED_VERSION, apiKeys: this.services().apiVersions.map((a) => ({ ...a })), throttleTimeMs: 0 };
+      return { response: encodeResponse(ApiKey.ApiVersions, 0, correlationId, body, { sizePrefix: true }) };
+    }
+    if (handler === undefined || range === undefined) return { close: `unsupported API key ${apiKey}` };
+    if (apiVersion < range.minVersion || apiVersion > range.maxVersion) {
+      return { close: `unsupported version ${apiVersion} of API key ${apiKey} (served ${range.minVersion}-${range.maxVersion})` };
+    }
+    let decoded;
+    try {
+      decoded = decodeRequest(frame);
+    } catch (e) {
+      if (e instanceof ProtocolError) return { close: `malformed request (API ${apiKey} v${apiVersion}): ${e.message}` };
+      throw e;
+    }
+    const ctx: RequestContext = {
+      apiKey,
+      apiVersion,
+      correlationId,
+      clientId: decoded.header.clientId,
+      conn,
+      services: this.services(),
+      logger,
+    };
+    let body: unknown;
+    try {
+      const res = await handler.handle(decoded.body as never, ctx);
+      if (res === NO_RESPONSE) return { noResponse: true };
+      body = res;
+    } catch (e) {
+      logger.error({ err: e, apiKey, apiVersion, correlationId }, 'request handler failed: answering UNKNOWN_SERVER_ERROR');
+      body = handler.errorResponse(decoded.body as never, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
+    }
+    try {
+      return { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };
+    } catch (e) {
+      logger.error({ err: e, apiKey, apiVersion, correlationId }, 'response encoding failed: answering UNKNOWN_SERVER_ERROR');
+      const fallback = handler.errorResponse(decoded.body as never, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
+      return { response: encodeResponse(apiKey, apiVersion, correlationId, fallback, { sizePrefix: true }) };
+    }
+  }
+}

@@ -1,0 +1,54 @@
+/** The handler registry: drives both dispatch and what ApiVersions advertises. */
+import { ConfigError } from '../config.js';
+import type { ApiVersionRange } from '../services.js';
+import { EMULATED_RELEASES, emulatedMaxVersions } from '../version-emulation.js';
+import { apiVersionsHandler } from './api-versions.js';
+import { fetchHandler } from './fetch.js';
+import { listOffsetsHandler } from './list-offsets.js';
+import { metadataHandler } from './metadata.js';
+import { offsetForLeaderEpochHandler } from './offset-for-leader-epoch.js';
+import { produceHandler } from './produce.js';
+import { alterConfigsHandler } from './alter-configs.js';
+import { createPartitionsHandler } from './create-partitions.js';
+import { createTopicsHandler } from './create-topics.js';
+import { deleteRecordsHandler } from './delete-records.js';
+import { deleteTopicsHandler } from './delete-topics.js';
+import { describeClusterHandler } from './describe-cluster.js';
+import { describeConfigsHandler } from './describe-configs.js';
+import { incrementalAlterConfigsHandler } from './incremental-alter-configs.js';
+import type { Handler } from './types.js';
+
+export const HANDLERS: readonly Handler<never, unknown>[] = [
+  produceHandler,
+  fetchHandler,
+  listOffsetsHandler,
+  metadataHandler,
+  offsetForLeaderEpochHandler,
+  apiVersionsHandler,
+  createTopicsHandler,
+  deleteTopicsHandler,
+  deleteRecordsHandler,
+  describeConfigsHandler,
+  alterConfigsHandler,
+  createPartitionsHandler,
+  incrementalAlterConfigsHandler,
+  describeClusterHandler,
+] as unknown as Handler<never, unknown>[];
+
+/** The ranges to advertise: every handler's, or those an emulated Kafka release had. */
+export function advertisedVersions(handlers: readonly Handler<never, unknown>[], emulate: string | null): ApiVersionRange[] {
+  const all = handlers.map((h) => ({ apiKey: h.apiKey, minVersion: h.minVersion, maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey);
+  if (emulate === null || emulate === '' || emulate === 'latest' || /^3\.9(\.|$)/.test(emulate)) return all;
+  const maxes = emulatedMaxVersions(emulate);
+  if (maxes === undefined) {
+    throw new ConfigError(`broker.version.emulate=${emulate}: unknown release (known: ${EMULATED_RELEASES.join(', ')}, 3.9)`);
+  }
+  const out: ApiVersionRange[] = [];
+  for (const a of all) {
+    const max = maxes.get(a.apiKey);
+    if (max === undefined) continue;
+    const hi = Math.min(max, a.maxVersion);
+    if (hi >= a.minVersion) out.push({ apiKey: a.apiKey, minVersion: a.minVersion, maxVersion: hi });
+  }
+  return out;
+}

@@ -1,0 +1,59 @@
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type {
+  ListOffsetsRequest,
+  ListOffsetsResponse,
+  ListOffsetsResponseListOffsetsPartitionResponse,
+} from '../../protocol/generated/list-offsets.js';
+import { defineHandler } from './types.js';
+
+/** Special timestamps of ListOffsets. */
+export const OffsetSpec = { LATEST: -1n, EARLIEST: -2n, MAX_TIMESTAMP: -3n, EARLIEST_LOCAL: -4n, LATEST_TIERED: -5n } as const;
+
+function failed(partitionIndex: number, errorCode: number): ListOffsetsResponseListOffsetsPartitionResponse {
+  return { partitionIndex, errorCode, oldStyleOffsets: [], timestamp: -1n, offset: -1n };
+}
+
+export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsResponse>({
+  apiKey: ApiKey.ListOffsets,
+  minVersion: 0,
+  maxVersion: 9,
+  handle(req, ctx) {
+    const s = ctx.services;
+    return {
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => {
+          const log = s.topics.partition(t.name, p.partitionIndex);
+          if (log === undefined) return failed(p.partitionIndex, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+          let found: { offset: bigint; timestamp: bigint; leaderEpoch: number } | null;
+          switch (p.timestamp) {
+            case OffsetSpec.LATEST:
+            case OffsetSpec.LATEST_TIERED:
+              found = { offset: log.highWatermark, timestamp: -1n, leaderEpoch: 0 };
+              break;
+            case OffsetSpec.EARLIEST:
+            case OffsetSpec.EARLIEST_LOCAL:
+              found = { offset: log.logStartOffset, timestamp: -1n, leaderEpoch: 0 };
+              break;
+            default:
+              if (p.timestamp < OffsetSpec.LATEST_TIERED) return failed(p.partitionIndex, ErrorCode.UNSUPPORTED_VERSION);
+              found = log.offsetForTimestamp(p.timestamp);
+          }
+          if (ctx.apiVersion === 0) {
+            // v0 answers a list of offsets; Kafka gives the one asked for (bounded by max_num_offsets).
+            const offsets = found === null || (p.maxNumOffsets ?? 1) < 1 ? [] : [found.offset];
+            return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.NONE, oldStyleOffsets: offsets };
+          }
+          const epoch = ctx.apiVersion >= 4 && found !== null ? { leaderEpoch: found.leaderEpoch } : {};
+          if (found === null) return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n };
+          return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.NONE, timestamp: found.timestamp, offset: found.offset, ...epoch };
+        }),
+      })),
+    };
+  },
+  errorResponse(req, errorCode) {
+    return { throttleTimeMs: 0, topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => failed(p.partitionIndex, errorCode)) })) };
+  },
+});

@@ -1,0 +1,33 @@
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse } from '../../protocol/generated/offset-for-leader-epoch.js';
+import { defineHandler } from './types.js';
+
+/** The current leader epoch of every partition on a single node. */
+const CURRENT_EPOCH = 0;
+
+export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>({
+  apiKey: ApiKey.OffsetForLeaderEpoch,
+  minVersion: 2,
+  maxVersion: 4,
+  handle(req, ctx) {
+    return {
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => ({
+        topic: t.topic,
+        partitions: t.partitions.map((p) => {
+          const log = ctx.services.topics.partition(t.topic, p.partition);
+          if (log === undefined) return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+          const current = p.currentLeaderEpoch ?? -1;
+          if (current > CURRENT_EPOCH) return { errorCode: ErrorCode.UNKNOWN_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+          if (current !== -1 && current < CURRENT_EPOCH) return { errorCode: ErrorCode.FENCED_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+          const r = log.endOffsetForEpoch(p.leaderEpoch);
+          return { errorCode: ErrorCode.NONE, partition: p.partition, leaderEpoch: r.leaderEpoch, endOffset: r.endOffset };
+        }),
+      })),
+    };
+  },
+  errorResponse(req, errorCode) {
+    return { throttleTimeMs: 0, topics: req.topics.map((t) => ({ topic: t.topic, partitions: t.partitions.map((p) => ({ errorCode, partition: p.partition, leaderEpoch: -1, endOffset: -1n })) })) };
+  },
+});

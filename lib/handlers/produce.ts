@@ -1,0 +1,86 @@
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type {
+  ProduceRequest,
+  ProduceResponse,
+  ProduceResponsePartitionProduceResponse,
+} from '../../protocol/generated/produce.js';
+import { LogError } from '../log/partition-log.js';
+import { defineHandler, NO_RESPONSE, type RequestContext } from './types.js';
+
+/** Byte offset of the magic in both a v2 batch and a v0/v1 message (after offset, length and epoch/crc). */
+const MAGIC_OFFSET = 16;
+const ZSTD = 4;
+
+function failed(index: number, errorCode: number, errorMessage: string | null = null): ProduceResponsePartitionProduceResponse {
+  return { index, errorCode, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage };
+}
+
+/** Kafka's per-version checks of a produce payload before it reaches the log. */
+function checkRecordsForVersion(records: Buffer, version: number): { errorCode: number; message: string } | undefined {
+  if (records.length <= MAGIC_OFFSET) return undefined; // the log's own validation reports truncation
+  const magic = records.readInt8(MAGIC_OFFSET);
+  if (version >= 3 && magic !== 2) return { errorCode: ErrorCode.INVALID_RECORD, message: `Produce v${version} requires record batches (magic 2), got magic ${magic}` };
+  if (magic === 2 && version < 7 && records.length >= 23 && (records.readInt16BE(21) & 0x07) === ZSTD) {
+    return { errorCode: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, message: `zstd needs Produce v7 or later, got v${version}` };
+  }
+  return undefined;
+}
+
+function minInsyncReplicas(ctx: RequestContext, topic: string): number {
+  const v = ctx.services.metadata.topic(topic)?.configs['min.insync.replicas'];
+  return v !== undefined ? Number(v) : ctx.services.config.int('min.insync.replicas');
+}
+
+export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
+  apiKey: ApiKey.Produce,
+  minVersion: 0,
+  maxVersion: 11,
+  async handle(req, ctx) {
+    const s = ctx.services;
+    const validAcks = req.acks === -1 || req.acks === 0 || req.acks === 1;
+    const writes: Promise<void>[] = [];
+    const responses = req.topicData.map((td) => ({
+      name: td.name,
+      partitionResponses: td.partitionData.map((pd) => {
+        if (!validAcks) return failed(pd.index, ErrorCode.INVALID_REQUIRED_ACKS);
+        const log = s.topics.partition(td.name, pd.index);
+        if (log === undefined) return failed(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+        if (pd.records === null || pd.records.length === 0) return failed(pd.index, ErrorCode.CORRUPT_MESSAGE, 'empty produce payload');
+        const bad = checkRecordsForVersion(pd.records, ctx.apiVersion);
+        if (bad !== undefined) return failed(pd.index, bad.errorCode, bad.message);
+        if (req.acks === -1 && minInsyncReplicas(ctx, td.name) > 1) {
+          return failed(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS, 'The size of the current ISR 1 is insufficient to satisfy min.isr');
+        }
+        try {
+          const { info, written } = log.append(pd.records, { leaderEpoch: 0 });
+          writes.push(written.then(() => s.notifyAppend(td.name, pd.index, pd.records?.length ?? 0)));
+          return {
+            index: pd.index,
+            errorCode: ErrorCode.NONE,
+            baseOffset: info.firstOffset,
+            logAppendTimeMs: info.logAppendTime,
+            logStartOffset: info.logStartOffset,
+            recordErrors: [],
+            errorMessage: null,
+          };
+        } catch (e) {
+          if (e instanceof LogError) {
+            ctx.logger.debug({ topic: td.name, partition: pd.index, errorCode: e.errorCode, msg: e.message }, 'produce rejected');
+            return failed(pd.index, e.errorCode, e.message);
+          }
+          throw e;
+        }
+      }),
+    }));
+    await Promise.all(writes);
+    if (req.acks === 0) return NO_RESPONSE;
+    return { responses, throttleTimeMs: 0 };
+  },
+  errorResponse(req, errorCode) {
+    return {
+      responses: req.topicData.map((td) => ({ name: td.name, partitionResponses: td.partitionData.map((pd) => failed(pd.index, errorCode)) })),
+      throttleTimeMs: 0,
+    };
+  },
+});

@@ -1,0 +1,39 @@
+/** The contract every API handler implements; one file per API under lib/handlers/. */
+import type { Logger } from 'pino';
+import type { BrokerServices } from '../services.js';
+
+/** Returned by a handler when Kafka sends no response (Produce with acks=0). */
+export const NO_RESPONSE: unique symbol = Symbol('no-response');
+export type NoResponse = typeof NO_RESPONSE;
+
+export interface ConnectionDetails {
+  id: string;
+  remoteAddress: string;
+  remotePort: number;
+  listenerName: string;
+}
+
+export interface RequestContext {
+  apiKey: number;
+  apiVersion: number;
+  correlationId: number;
+  clientId: string | null;
+  conn: ConnectionDetails;
+  services: BrokerServices;
+  logger: Logger;
+}
+
+export interface Handler<Req = never, Res = unknown> {
+  readonly apiKey: number;
+  /** Versions this handler serves (and so the broker advertises). */
+  readonly minVersion: number;
+  readonly maxVersion: number;
+  handle(req: Req, ctx: RequestContext): Res | NoResponse | Promise<Res | NoResponse>;
+  /** The response Kafka gives when the whole request fails with `errorCode`. */
+  errorResponse(req: Req, errorCode: number, ctx: RequestContext): Res;
+}
+
+/** Lets handler modules declare their request/response types and still sit in one registry. */
+export function defineHandler<Req, Res>(h: Handler<Req, Res>): Handler<Req, Res> {
+  return h;
+}

@@ -1,0 +1,3 @@
+/** gregor's embedded API: `const broker = await startBroker({ port: 0 }); … await broker.stop()`. */
+export { Broker, type BrokerOptions, startBroker } from './broker.js';
+export { BrokerConfig, ConfigError } from './config.js';

@@ -1,0 +1,30 @@
+/** What handlers can reach: the broker's state owners and settings. Built once by broker.ts. */
+import type { Logger } from 'pino';
+import type { BrokerConfig, Listener } from './config.js';
+import type { LocalMetadataStore } from './metadata/local-store.js';
+import type { Purgatory } from './replica/purgatory.js';
+import type { TopicManager } from './topics.js';
+
+export interface ApiVersionRange {
+  apiKey: number;
+  minVersion: number;
+  maxVersion: number;
+}
+
+export interface BrokerServices {
+  readonly config: BrokerConfig;
+  readonly nodeId: number;
+  readonly clusterId: string;
+  readonly metadata: LocalMetadataStore;
+  readonly topics: TopicManager;
+  readonly purgatory: Purgatory;
+  readonly logger: Logger;
+  /** Advertised endpoint per listener name (after binding, so port 0 is resolved). */
+  advertisedListener(name: string): Listener | undefined;
+  /** The API ranges this broker advertises (all handlers, or an emulated release's). */
+  readonly apiVersions: readonly ApiVersionRange[];
+  /** Bytes appended per partition key since start; delayed fetches use it for min_bytes. */
+  appendedBytes(key: string): number;
+  /** Called after every append: wakes delayed fetches on that partition. */
+  notifyAppend(topic: string, partition: number, bytes: number): void;
+}

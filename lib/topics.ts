@@ -1,0 +1,198 @@
+/**
+ * Topic lifecycle on one node: create (with validation and configs), delete, add partitions, alter
+ * configs. Owns the link between the metadata store (what exists) and the partition logs (the data).
+ */
+import type { Logger } from 'pino';
+import { ErrorCode } from '../protocol/generated/error-codes.js';
+import { type BrokerConfig, ConfigError, parseTopicConfig, TOPIC_CONFIG } from './config.js';
+import { logConfigFrom, type LogConfig } from './log/log-config.js';
+import type { LogManager } from './log/log-manager.js';
+import type { PartitionLog } from './log/partition-log.js';
+import { invalidTopicName, type LocalMetadataStore, type TopicRecord } from './metadata/local-store.js';
+
+export class TopicError extends Error {
+  readonly errorCode: number;
+  constructor(errorCode: number, message: string) {
+    super(message);
+    this.errorCode = errorCode;
+  }
+}
+
+export interface CreateTopicSpec {
+  name: string;
+  numPartitions: number; // -1: broker default
+  replicationFactor: number; // -1: broker default
+  configs: Record<string, string | null>;
+  assignments?: number[][];
+}
+
+/** Internal topics the broker owns; clients cannot create or delete them. */
+export const INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_state']);
+
+type PartitionListener = (topic: string, partition: number, log: PartitionLog) => void;
+
+export class TopicManager {
+  private readonly logs = new Map<string, PartitionLog[]>();
+  private readonly opening = new Map<string, Promise<PartitionLog[]>>();
+  private readonly listeners: PartitionListener[] = [];
+
+  constructor(
+    private readonly config: BrokerConfig,
+    private readonly metadata: LocalMetadataStore,
+    private readonly logManager: LogManager,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Opens the logs of every known topic (at start-up). */
+  async loadAll(): Promise<void> {
+    for (const t of this.metadata.topics()) await this.openLogs(t);
+  }
+
+  onPartitionOpened(l: PartitionListener): void {
+    this.listeners.push(l);
+  }
+
+  logConfig(t: TopicRecord): LogConfig {
+    const overrides = new Map<string, string | number | bigint | boolean | string[] | null>();
+    for (const [k, v] of Object.entries(t.configs)) overrides.set(k, parseTopicConfig(k, v));
+    return logConfigFrom(this.config, overrides);
+  }
+
+  private async openLogs(t: TopicRecord): Promise<PartitionLog[]> {
+    const existing = this.logs.get(t.name);
+    if (existing !== undefined && existing.length === t.partitions) return existing;
+    const pending = this.opening.get(t.name);
+    if (pending !== undefined) return pending;
+    const p = (async () => {
+      const cfg = this.logConfig(t);
+      const logs = existing ?? [];
+      for (let i = logs.length; i < t.partitions; i++) {
+        const log = await this.logManager.getOrCreate(t.name, i, cfg);
+        logs.push(log);
+        for (const l of this.listeners) l(t.name, i, log);
+      }
+      this.logs.set(t.name, logs);
+      return logs;
+    })();
+    this.opening.set(t.name, p);
+    try {
+      return await p;
+    } finally {
+      this.opening.delete(t.name);
+    }
+  }
+
+  /** The partition's log, or undefined when the topic or partition does not exist (yet). */
+  partition(topic: string, partition: number): PartitionLog | undefined {
+    return this.logs.get(topic)?.[partition];
+  }
+
+  /** Waits until the logs of `topic` are open (right after creation they may still be opening). */
+  async ready(topic: string): Promise<PartitionLog[] | undefined> {
+    const t = this.metadata.topic(topic);
+    if (t === undefined) return undefined;
+    return this.openLogs(t);
+  }
+
+  private validateConfigs(configs: Record<string, string | null>): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(configs)) {
+      if (TOPIC_CONFIG[k] === undefined) throw new TopicError(ErrorCode.INVALID_CONFIG, `Unknown topic config name: ${k}`);
+      try {
+        parseTopicConfig(k, v);
+      } catch (e) {
+        throw new TopicError(ErrorCode.INVALID_CONFIG, e instanceof ConfigError ? e.message.replace(/^GREGOR_ERR_CONFIG: /, '') : String(e));
+      }
+      if (v !== null) out[k] = v;
+    }
+    return out;
+  }
+
+  /** Validates a creation; returns the record that would be created. Throws TopicError. */
+  checkCreate(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): Omit<TopicRecord, 'topicId'> {
+    const bad = invalidTopicName(spec.name);
+    if (bad !== undefined) throw new TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, bad);
+    if (this.metadata.topic(spec.name) !== undefined) throw new TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${spec.name}' already exists.`);
+    if (INTERNAL_TOPICS.has(spec.name) && opts.internal !== true) {
+      throw new TopicError(ErrorCode.INVALID_REQUEST, `Creation of internal topic ${spec.name} is prohibited.`);
+    }
+    const assignments = spec.assignments ?? [];
+    if (assignments.length > 0 && (spec.numPartitions !== -1 || spec.replicationFactor !== -1)) {
+      throw new TopicError(ErrorCode.INVALID_REQUEST, 'Both numPartitions or replicationFactor and replicasAssignments were set.');
+    }
+    const partitions = assignments.length > 0 ? assignments.length : spec.numPartitions === -1 ? this.config.int('num.partitions') : spec.numPartitions;
+    if (partitions <= 0) throw new TopicError(ErrorCode.INVALID_PARTITIONS, 'Number of partitions must be larger than 0.');
+    const rf = assignments.length > 0 ? (assignments[0]?.length ?? 0) : spec.replicationFactor === -1 ? this.config.int('default.replication.factor') : spec.replicationFactor;
+    if (rf <= 0) throw new TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, 'Replication factor must be larger than 0.');
+    if (rf > 1) {
+      throw new TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, `Replication factor: ${rf} larger than available brokers: 1.`);
+    }
+    for (const a of assignments) {
+      if (a.length !== rf || a.some((b) => b !== this.metadata.nodeId)) {
+        throw new TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, `Replica assignment ${JSON.stringify(a)} names unknown brokers.`);
+      }
+    }
+    const configs = this.validateConfigs(spec.configs);
+    return { name: spec.name, partitions, replicationFactor: rf, configs, internal: INTERNAL_TOPICS.has(spec.name) };
+  }
+
+  async create(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): Promise<TopicRecord> {
+    const rec = this.metadata.createTopic(this.checkCreate(spec, opts));
+    this.logger.info({ topic: rec.name, partitions: rec.partitions, topicId: rec.topicId }, 'topic created');
+    await this.metadata.persisted();
+    await this.openLogs(rec);
+    return rec;
+  }
+
+  /** Creates the topic with broker defaults when auto-creation is on and the name is valid. */
+  async autoCreate(name: string): Promise<TopicRecord | TopicError> {
+    try {
+      return await this.create({ name, numPartitions: -1, replicationFactor: -1, configs: {} });
+    } catch (e) {
+      if (e instanceof TopicError) return e;
+      throw e;
+    }
+  }
+
+  async delete(name: string): Promise<void> {
+    const t = this.metadata.topic(name);
+    if (t === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 'This server does not host this topic-partition.');
+    if (t.internal) throw new TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, `Deletion of internal topic ${name} is not allowed.`);
+    if (!this.config.bool('delete.topic.enable')) throw new TopicError(ErrorCode.TOPIC_DELETION_DISABLED, 'Topic deletion is disabled.');
+    this.metadata.deleteTopic(name);
+    this.logs.delete(name);
+    await this.metadata.persisted();
+    await this.logManager.deleteTopic(name);
+    this.logger.info({ topic: name }, 'topic deleted');
+  }
+
+  checkAddPartitions(name: string, count: number): TopicRecord {
+    const t = this.metadata.topic(name);
+    if (t === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 'This server does not host this topic-partition.');
+    if (count < t.partitions) {
+      throw new TopicError(ErrorCode.INVALID_PARTITIONS, `Topic currently has ${t.partitions} partitions, which is higher than the requested ${count}.`);
+    }
+    if (count === t.partitions) throw new TopicError(ErrorCode.INVALID_PARTITIONS, `Topic already has ${t.partitions} partitions.`);
+    return t;
+  }
+
+  async addPartitions(name: string, count: number): Promise<void> {
+    const t = this.checkAddPartitions(name, count);
+    this.metadata.setPartitionCount(name, count);
+    await this.metadata.persisted();
+    await this.openLogs(t);
+  }
+
+  /** Replaces (incremental=false) or patches the topic's configs; null values delete a key. */
+  async alterConfigs(name: string, changes: Record<string, string | null>, opts: { incremental: boolean; validateOnly: boolean }): Promise<void> {
+    const t = this.metadata.topic(name);
+    if (t === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic ${name} does not exist.`);
+    const merged: Record<string, string | null> = opts.incremental ? { ...t.configs, ...changes } : { ...changes };
+    const next = this.validateConfigs(merged);
+    if (opts.validateOnly) return;
+    this.metadata.setConfigs(name, next);
+    await this.metadata.persisted();
+    const cfg = this.logConfig(t);
+    for (const log of this.logs.get(name) ?? []) log.updateConfig(cfg);
+  }
+}

@@ -1,0 +1,67 @@
+/** Starts real gregor brokers for integration tests: in-process, or as a child process that can be killed. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Broker, startBroker } from '../../lib/broker.js';
+import type { ConfigValue } from '../../lib/config.js';
+import { silentLogger, createLogger } from '../../lib/observability/logger.js';
+import { PROJECT_ROOT } from './project.js';
+
+export function tempDir(prefix = 'gregor-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface TestBroker {
+  broker: Broker;
+  bootstrap: string;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/** An in-process broker on a free port with a fresh data dir (removed on stop unless keepData). */
+export async function startTestBroker(config: Record<string, string | ConfigValue> = {}, opts: { dataDir?: string; keepData?: boolean } = {}): Promise<TestBroker> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const logger = process.env['TEST_LOG'] !== undefined ? createLogger({ level: process.env['TEST_LOG'] }) : silentLogger();
+  const broker = await startBroker({ port: 0, dataDir, config: { 'group.initial.rebalance.delay.ms': 0, ...config }, logger });
+  return {
+    broker,
+    bootstrap: broker.bootstrapServers,
+    dataDir,
+    async stop() {
+      await broker.stop();
+      if (opts.keepData !== true && opts.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface ChildBroker {
+  child: ChildProcess;
+  bootstrap: string;
+  port: number;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+/** Runs `gregor start` as a child process on `port` (0: pick one) and waits until it listens. */
+export async function startChildBroker(dataDir: string, port = 0, overrides: Record<string, string> = {}): Promise<ChildBroker> {
+  const args = [join(PROJECT_ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', String(port)];
+  for (const [k, v] of Object.entries(overrides)) args.push('--override', `${k}=${v}`);
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let out = '';
+  const bootstrap = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`broker did not start:\n${out}`)), 20000);
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"bootstrap":"([^"]+)"/.exec(out);
+      if (m?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('exit', (code) => reject(new Error(`broker exited with ${code}:\n${out}`)));
+  });
+  return { child, bootstrap, port: Number(bootstrap.split(':').pop()), exited };
+}

@@ -1,0 +1,84 @@
+/**
+ * kafkajs has no assign()-style consumer (its consumer always joins a group), so partition reads go
+ * through kafkajs's own cluster and broker code: real kafkajs Fetch requests and decoding, no group.
+ */
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+
+export interface KjsMessage {
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  timestamp: string;
+  headers: Record<string, Buffer | Buffer[] | undefined>;
+}
+
+interface KjsBroker {
+  fetch(args: {
+    replicaId?: number;
+    isolationLevel?: number;
+    maxWaitTime?: number;
+    minBytes?: number;
+    maxBytes?: number;
+    topics: { topic: string; partitions: { partition: number; fetchOffset: string; maxBytes: number }[] }[];
+  }): Promise<{ responses: { topicName: string; partitions: { partition: number; errorCode: number; highWatermark: string; messages: KjsMessage[] }[] }[] }>;
+}
+
+interface KjsCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  refreshMetadata(): Promise<void>;
+  findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
+  findBroker(b: { nodeId: string }): Promise<KjsBroker>;
+}
+
+export class KafkajsPartitionReader {
+  private readonly cluster: KjsCluster;
+
+  constructor(brokers: string[]) {
+    const Cluster = require('kafkajs/src/cluster') as new (opts: object) => KjsCluster;
+    const { createLogger, LEVELS } = require('kafkajs/src/loggers') as { createLogger: (o: object) => object; LEVELS: Record<string, number> };
+    const socketFactory = (require('kafkajs/src/network/socketFactory') as () => unknown)();
+    const logger = createLogger({ level: LEVELS['NOTHING'], logCreator: () => () => undefined });
+    this.cluster = new Cluster({ brokers, clientId: 'gregor-test-reader', logger, socketFactory, connectionTimeout: 5000, requestTimeout: 30000, retry: { retries: 3 } });
+  }
+
+  async connect(topic: string): Promise<void> {
+    await this.cluster.connect();
+    await this.cluster.addTargetTopic(topic);
+  }
+
+  /** Reads partition `partition` of `topic` from `from` until `until` (exclusive). */
+  async readAll(topic: string, partition: number, from: bigint, until: bigint, opts: { maxWaitTime?: number } = {}): Promise<KjsMessage[]> {
+    const leaders = this.cluster.findLeaderForPartitions(topic, [partition]);
+    const nodeId = Object.keys(leaders)[0];
+    if (nodeId === undefined) throw new Error(`no leader for ${topic}-${partition}`);
+    const broker = await this.cluster.findBroker({ nodeId });
+    const out: KjsMessage[] = [];
+    let next = from;
+    while (next < until) {
+      const res = await broker.fetch({
+        isolationLevel: 1,
+        maxWaitTime: opts.maxWaitTime ?? 100,
+        minBytes: 1,
+        maxBytes: 1 << 20,
+        topics: [{ topic, partitions: [{ partition, fetchOffset: next.toString(), maxBytes: 1 << 20 }] }],
+      });
+      const p = res.responses[0]?.partitions[0];
+      if (p === undefined) throw new Error('empty fetch response');
+      if (p.errorCode !== 0) throw new Error(`fetch error ${p.errorCode}`);
+      for (const m of p.messages) {
+        if (BigInt(m.offset) < next || BigInt(m.offset) >= until) continue;
+        out.push(m);
+        next = BigInt(m.offset) + 1n;
+      }
+    }
+    return out;
+  }
+
+  async disconnect(): Promise<void> {
+    await this.cluster.disconnect();
+  }
+}

@@ -23,6 +23,8 @@ export interface RequestHeaderInfo {
 export interface DecodedRequest {
   header: RequestHeaderInfo;
   body: unknown;
+  /** Bytes left after the body (tolerated, as Kafka does). */
+  trailingBytes: number;
 }
 
 export interface DecodedResponse {
@@ -77,8 +79,10 @@ export function decodeRequest(frame: Buffer): DecodedRequest {
   const codec = codecFor(peek.apiKey, peek.apiVersion);
   const { header, reader } = readRequestHeaderFrom(frame);
   const body = codec.request.read(reader, header.apiVersion);
-  reader.finish(true);
-  return { header, body };
+  // Kafka ignores bytes after a complete request body, and some clients rely on it (librdkafka 2.15 sends
+  // Metadata v9+ "all topics" requests with a 4-byte placeholder where a 1-byte compact null belongs).
+  reader.finish(false);
+  return { header, body, trailingBytes: reader.remaining };
 }
 
 export interface EncodeRequestHeader {

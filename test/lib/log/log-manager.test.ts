@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { BrokerConfig } from '../../../lib/config.js';
+import { logConfigFrom } from '../../../lib/log/log-config.js';
+import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.js';
+import { config, rmDir, tmpDir, v2 } from './helpers.js';
+
+function capture(): { lines: string[]; logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void } } {
+  const lines: string[] = [];
+  const push = (_: object, m?: string): void => void lines.push(m ?? '');
+  return { lines, logger: { info: push, warn: push, error: push } };
+}
+
+describe('lib/log LogManager', () => {
+  let dir: string;
+  const broker = new BrokerConfig({ overrides: { 'log.retention.bytes': '-1' } });
+  beforeEach(() => {
+    dir = tmpDir('mgr');
+  });
+  afterEach(() => rmDir(dir));
+
+  it('writes the clean-shutdown marker on shutdown and removes it while running', async () => {
+    const c1 = capture();
+    let mgr = await LogManager.open(dir, broker, c1.logger);
+    expect(mgr.hadCleanShutdown).to.equal(false);
+    const [a, b] = await Promise.all([mgr.getOrCreate('my-topic', 3, config()), mgr.getOrCreate('my-topic', 3, config())]);
+    expect(a).to.equal(b);
+    await a?.append(v2(3), { leaderEpoch: 0 }).written;
+    await mgr.shutdown();
+    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(true);
+
+    const c2 = capture();
+    mgr = await LogManager.open(dir, broker, c2.logger);
+    expect(mgr.hadCleanShutdown).to.equal(true);
+    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(false);
+    expect(await mgr.listPartitions()).to.deep.equal([{ topic: 'my-topic', partition: 3 }]);
+    const log = await mgr.getOrCreate('my-topic', 3, config());
+    expect(log.logEndOffset).to.equal(3n);
+    expect(c2.lines).to.not.include('log recovered');
+    expect(mgr.get('my-topic', 3)).to.equal(log);
+    // "crash": no shutdown, so the next start recovers
+    await log.flush();
+    const c3 = capture();
+    const mgr3 = await LogManager.open(dir, broker, c3.logger);
+    expect(mgr3.hadCleanShutdown).to.equal(false);
+    const again = await mgr3.getOrCreate('my-topic', 3, config());
+    expect(again.logEndOffset).to.equal(3n);
+    expect(c3.lines).to.include('log recovered');
+    await mgr3.shutdown();
+    await log.close();
+  });
+
+  it('deletes topics and runs retention on one maintenance timer', async () => {
+    const mgr = await LogManager.open(dir, broker);
+    const cfg = logConfigFrom(new BrokerConfig({ overrides: { 'log.segment.bytes': '1000', 'log.retention.bytes': '1500', 'log.segment.delete.delay.ms': '0' } }), new Map());
+    expect(cfg.segmentBytes).to.equal(1000);
+    const keep = await mgr.getOrCreate('keep', 0, cfg);
+    const gone = await mgr.getOrCreate('gone', 0, cfg);
+    await mgr.getOrCreate('gone', 1, cfg);
+    for (let i = 0; i < 40; i++) keep.append(v2(2, { size: 30 }), { leaderEpoch: 0 });
+    await keep.flush();
+    gone.append(v2(1), { leaderEpoch: 0 });
+    await mgr.deleteTopic('gone');
+    expect(mgr.get('gone', 0)).to.equal(undefined);
+    expect(fs.readdirSync(dir).filter((n) => n.startsWith('gone'))).to.deep.equal([]);
+    const before = keep.segmentBaseOffsets.length;
+    mgr.startMaintenance(10);
+    for (let i = 0; i < 50 && keep.segmentBaseOffsets.length === before; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(keep.segmentBaseOffsets.length).to.be.lessThan(before);
+    expect(keep.size).to.be.at.most(1500 + 1000);
+    await mgr.shutdown();
+    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(true);
+  });
+
+  it('resolves LogConfig from topic overrides over broker defaults', () => {
+    const b = new BrokerConfig({ overrides: { 'log.retention.hours': '1', 'message.max.bytes': '5000', 'log.message.timestamp.difference.max.ms': '777' } });
+    const c = logConfigFrom(b, new Map<string, string | number | boolean | string[] | bigint | null>([['max.message.bytes', 100], ['cleanup.policy', ['compact', 'delete']], ['message.timestamp.type', 'LogAppendTime']]));
+    expect(c.retentionMs).to.equal(3600000);
+    expect(c.maxMessageBytes).to.equal(100);
+    expect(c.cleanupPolicy).to.deep.equal(['compact', 'delete']);
+    expect(c.messageTimestampType).to.equal('LogAppendTime');
+    expect(c.timestampBeforeMaxMs).to.equal(777);
+    expect(c.timestampAfterMaxMs).to.equal(777);
+    expect(c.flushMessages).to.equal(Number.MAX_SAFE_INTEGER);
+    expect(c.segmentMs).to.equal(168 * 3600000);
+    expect(logConfigFrom(new BrokerConfig(), new Map()).retentionBytes).to.equal(-1);
+  });
+});

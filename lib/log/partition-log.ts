@@ -17,6 +17,8 @@ import { LogSegment } from './segment.js';
 import type { IoStats } from './segment.js';
 import { assignOffsets, decompressLimit, fromProtocolError, validateRecords } from './validator.js';
 import type { ConvertHook } from './validator.js';
+import { WriteQueue } from './write-queue.js';
+import type { WriteGroup } from './write-queue.js';
 
 export { LogError } from './errors.js';
 export type { LogLogger } from './log-loader.js';
@@ -52,15 +54,6 @@ export interface TimestampOffset {
 /** ListOffsets special timestamps. */
 export const ListOffsetsTimestamp = { LATEST: -1n, EARLIEST: -2n, MAX_TIMESTAMP: -3n, EARLIEST_LOCAL: -4n } as const;
 
-interface WriteGroup {
-  endOffset: bigint;
-  messages: number;
-  segments: Set<LogSegment>;
-  promise: Promise<void>;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
 const noop = (): void => undefined;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -80,10 +73,7 @@ export class PartitionLog {
   private readonly epochs: LeaderEpochCache;
   private readonly startCheckpoint: CheckpointFile;
   private readonly cache: RecentCache;
-  private group: WriteGroup | null = null;
-  private lastGroup: Promise<void> = Promise.resolve();
-  private draining = false;
-  private drainScheduled = false;
+  private readonly queue = new WriteQueue((g) => this.writeGroup(g));
   private unflushedMessages = 0;
   private lastFlushTime = Date.now();
   private flushTimer: NodeJS.Timeout | null = null;
@@ -214,7 +204,7 @@ export class PartitionLog {
       if (e.magic === 2) this.epochs.assign(e.partitionLeaderEpoch, e.firstOffset);
     }
     this._logEndOffset = lastOffset + 1n;
-    const written = this.enqueueWrite(seg, v.recordCount);
+    const written = this.queue.add(seg, v.recordCount, this._logEndOffset);
     const info = { firstOffset, lastOffset, logAppendTime, logStartOffset: this._logStartOffset, recordCount: v.recordCount, maxTimestamp };
     return { info, written };
   }
@@ -236,50 +226,9 @@ export class PartitionLog {
     old.onBecomeInactive();
     this.segments.push(LogSegment.create(this.dir, this._logEndOffset, this.config.segmentIndexBytes, now, this.stats));
     // the old segment's tail is written by the pending groups; then its indexes and data go to disk
-    const wait = this.lastGroup.catch(noop);
+    const wait = this.queue.written();
     this.track(wait.then(() => old.persistIndexes()).then(() => old.sync()), 'finishing a rolled segment');
     this.logger.info({ dir: this.dir, segment: this._logEndOffset.toString() }, 'rolled segment');
-  }
-
-  private enqueueWrite(seg: LogSegment, messages: number): Promise<void> {
-    let g = this.group;
-    if (g === null) {
-      let resolve: () => void = noop;
-      let reject: (err: unknown) => void = noop;
-      const promise = new Promise<void>((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      promise.catch(noop); // callers see the rejection; nobody is forced to listen
-      g = { endOffset: 0n, messages: 0, segments: new Set(), promise, resolve, reject };
-      this.group = g;
-      this.lastGroup = promise;
-    }
-    g.segments.add(seg);
-    g.messages += messages;
-    g.endOffset = this._logEndOffset;
-    if (!this.draining && !this.drainScheduled) {
-      this.drainScheduled = true;
-      setImmediate(() => {
-        this.drainScheduled = false;
-        void this.drain();
-      });
-    }
-    return g.promise;
-  }
-
-  /** Writes groups one after another; appends made meanwhile join the next group (one writev each). */
-  private async drain(): Promise<void> {
-    this.draining = true;
-    try {
-      while (this.group !== null) {
-        const g = this.group;
-        this.group = null;
-        await this.writeGroup(g);
-      }
-    } finally {
-      this.draining = false;
-    }
   }
 
   private async writeGroup(g: WriteGroup): Promise<void> {
@@ -347,7 +296,14 @@ export class PartitionLog {
       const seg = segs[i] as LogSegment;
       if (seg.nextOffset <= fetchOffset) continue;
       const start = fetchOffset > seg.baseOffset ? seg.offsetIndex.lookup(fetchOffset).position : 0;
-      const r = await readSegment(seg, start, lim, this.config.indexIntervalBytes);
+      let r;
+      try {
+        r = await readSegment(seg, start, lim, this.config.indexIntervalBytes);
+      } catch (err) {
+        // retention may have removed the segment under the read
+        if (seg.deleted) throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `offset ${fetchOffset} was deleted from ${this.dir}`);
+        throw storageError(`reading ${seg.logPath} failed: ${(err as Error).message}`, err);
+      }
       if (r.records.length > 0 || r.ended) return { records: r.records, size: r.size };
     }
     return EMPTY_READ;
@@ -509,25 +465,17 @@ export class PartitionLog {
 
   /** Writes out everything appended so far and fsyncs data and indexes. */
   async flush(): Promise<void> {
-    await this.lastGroup.catch(noop);
+    await this.queue.written();
     if (this.offline !== null) throw this.offline;
     await this.syncAll();
     for (const s of this.segments) await s.persistIndexes();
-  }
-
-  private async settle(): Promise<void> {
-    let p: Promise<void>;
-    do {
-      p = this.lastGroup;
-      await p.catch(noop);
-    } while (p !== this.lastGroup || this.group !== null || this.draining);
   }
 
   private async shutdownIo(): Promise<void> {
     this.closed = true;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    await this.settle();
+    await this.queue.idle();
     for (const [seg, d] of this.pendingDeletes) {
       clearTimeout(d.timer);
       await seg.destroy().catch(noop);

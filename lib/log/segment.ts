@@ -118,6 +118,7 @@ export class LogSegment {
   /** Whether open() found sane index files. */
   indexesLoaded = false;
   private readonly stats: IoStats;
+  private indexWrites: Promise<void> = Promise.resolve();
 
   private constructor(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats) {
     this.baseOffset = baseOffset;
@@ -242,8 +243,15 @@ export class LogSegment {
     await this.fh.sync();
   }
 
-  /** Writes new index entries (or rewrites the files after a truncation). */
-  async persistIndexes(): Promise<void> {
+  /** Writes new index entries (or rewrites the files after a truncation); calls are serialised. */
+  persistIndexes(): Promise<void> {
+    const p = this.indexWrites.then(() => this.writeIndexes());
+    this.indexWrites = p.catch(() => undefined);
+    return p;
+  }
+
+  private async writeIndexes(): Promise<void> {
+    if (this.deleted) return;
     for (const [idx, file] of [
       [this.offsetIndex, this.indexPath],
       [this.timeIndex, this.timeIndexPath],

@@ -136,9 +136,9 @@ export class LogSegment {
   /** A new, empty segment; its file is created in the background (writes wait for it). */
   static create(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats): LogSegment {
     const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
-    seg.opening = fsp.open(seg.logPath, 'w+');
+    // stale index files of an earlier segment with this base offset go before anything is written
+    seg.opening = Promise.all([fsp.rm(seg.indexPath, { force: true }), fsp.rm(seg.timeIndexPath, { force: true })]).then(() => fsp.open(seg.logPath, 'w+'));
     seg.opening.catch(() => undefined);
-    for (const f of [seg.indexPath, seg.timeIndexPath]) fs.rm(f, { force: true }, () => undefined);
     return seg;
   }
 
@@ -251,6 +251,8 @@ export class LogSegment {
   }
 
   private async writeIndexes(): Promise<void> {
+    if (this.deleted) return;
+    await this.handle();
     if (this.deleted) return;
     for (const [idx, file] of [
       [this.offsetIndex, this.indexPath],

@@ -21,6 +21,9 @@ function checkRecordsForVersion(records: Buffer, version: number): { errorCode: 
   if (records.length <= MAGIC_OFFSET) return undefined; // the log's own validation reports truncation
   const magic = records.readInt8(MAGIC_OFFSET);
   if (version >= 3 && magic !== 2) return { errorCode: ErrorCode.INVALID_RECORD, message: `Produce v${version} requires record batches (magic 2), got magic ${magic}` };
+  if (version >= 3 && records.length >= 12 && records.readInt32BE(8) + 12 < records.length) {
+    return { errorCode: ErrorCode.INVALID_RECORD, message: `Produce v${version} carries exactly one record batch per partition` };
+  }
   if (magic === 2 && version < 7 && records.length >= 23 && (records.readInt16BE(21) & 0x07) === ZSTD) {
     return { errorCode: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, message: `zstd needs Produce v7 or later, got v${version}` };
   }

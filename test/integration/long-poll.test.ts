@@ -1,0 +1,145 @@
+/**
+ * Fetch long polling through the purgatory: a fetch waiting at the log end returns as soon as an
+ * append satisfies min_bytes (not at max_wait), returns empty at max_wait when nothing arrives, and
+ * keeps waiting while the appended bytes stay under min_bytes. Raw Fetch v11 frames on one connection,
+ * produces on another; the broker runs as a child process so its timers are not shared with the test.
+ */
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import { buildRecordBatch, decodeRecords } from '../../protocol/records/index.js';
+import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
+import { FETCH_V, fetchBody, RawClient, rawCreateTopics, rawListOffset, rawProduce, type RawFetchPartition } from '../helpers/raw-client.js';
+
+const TOPIC = 'long-poll';
+const MAX_WAIT = 500;
+
+function batch(n: number, tag: string, valueSize = 10): Buffer {
+  const now = BigInt(Date.now());
+  return buildRecordBatch(Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`${tag}-${i}`), value: Buffer.alloc(valueSize, 120), timestamp: now })));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('long-poll fetch (purgatory woken by appends)', function () {
+  this.timeout(60_000);
+  let dataDir: string;
+  let b: ChildBroker;
+  let fetcher: RawClient;
+  let producer: RawClient;
+
+  before(async () => {
+    dataDir = tempDir('gregor-long-poll-');
+    b = await startChildBroker(dataDir, 0, {});
+    producer = await RawClient.connect(b.bootstrap);
+    fetcher = await RawClient.connect(b.bootstrap);
+    await rawCreateTopics(producer, [{ name: TOPIC, partitions: 3 }]);
+    // warm both connections and the partitions' logs
+    for (let p = 0; p < 3; p++) expect((await rawProduce(producer, TOPIC, [[p, batch(1, 'warm')]]))[0]?.errorCode).to.equal(0);
+  });
+
+  after(async () => {
+    fetcher?.destroy();
+    producer?.destroy();
+    if (b !== undefined) {
+      b.child.kill('SIGKILL');
+      await b.exited;
+    }
+    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Sends a fetch at `offset` and returns a promise of [partition data, ms after sending]. */
+  async function startFetch(partition: number, offset: bigint, minBytes: number): Promise<{ t0: number; done: Promise<{ p: RawFetchPartition; at: number }> }> {
+    const want = fetcher.responses.length + 1;
+    const t0 = performance.now();
+    const cid = await fetcher.send(1, FETCH_V, fetchBody(TOPIC, [{ partition, fetchOffset: offset }], { maxWaitMs: MAX_WAIT, minBytes }));
+    const done = fetcher.waitResponses(want, 10_000).then((rs) => {
+      const r = rs[want - 1]!;
+      const decoded = fetcher.decode(want - 1, 1, FETCH_V);
+      expect(decoded.correlationId).to.equal(cid);
+      const p = (decoded.body as { responses: { partitions: RawFetchPartition[] }[] }).responses[0]?.partitions[0];
+      if (p === undefined) throw new Error('empty fetch response');
+      return { p, at: r.at };
+    });
+    return { t0, done };
+  }
+
+  it('returns within a few ms of a produce landing, well before max_wait', async () => {
+    const samples: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const end = await rawListOffset(producer, TOPIC, 0);
+      const { t0, done } = await startFetch(0, end, 1);
+      await sleep(100);
+      const tp = performance.now();
+      const res = await rawProduce(producer, TOPIC, [[0, batch(3, `lp${round}`)]]);
+      expect(res[0]?.errorCode).to.equal(0);
+      const { p, at } = await done;
+      expect(p.errorCode).to.equal(0);
+      const recs = decodeRecords(p.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records;
+      expect(recs.map((r) => r.key?.toString())).to.deep.equal([`lp${round}-0`, `lp${round}-1`, `lp${round}-2`]);
+      expect(recs[0]?.offset).to.equal(end);
+      // the fetch must not have returned before the produce was sent...
+      expect(at).to.be.above(tp);
+      // ...and must return soon after it, far from the 500 ms timeout (generous for CI noise)
+      expect(at - tp, 'fetch returned ms after the produce').to.be.below(100);
+      expect(at - t0, 'fetch returned ms after it was sent').to.be.below(MAX_WAIT - 150);
+      samples.push(at - tp);
+    }
+    // typical case: a few ms
+    expect(Math.min(...samples)).to.be.below(30);
+  });
+
+  it('returns empty at max_wait when nothing is produced (not before ~450 ms)', async () => {
+    const end = await rawListOffset(producer, TOPIC, 1);
+    const { t0, done } = await startFetch(1, end, 1);
+    const { p, at } = await done;
+    expect(p.errorCode).to.equal(0);
+    expect(p.records === null || p.records.length === 0, 'no records').to.equal(true);
+    expect(at - t0).to.be.within(MAX_WAIT - 50, MAX_WAIT + 1000);
+    expect(p.highWatermark).to.equal(end);
+  });
+
+  it('min_bytes larger than the appended data waits for more, then returns soon after min_bytes is reached', async () => {
+    const end = await rawListOffset(producer, TOPIC, 2);
+    const small = batch(1, 'small'); // ~80 bytes
+    const large = batch(20, 'large', 100); // ~2.4 KB
+    const minBytes = small.length + 500;
+    expect(large.length + small.length).to.be.above(minBytes);
+    const { t0, done } = await startFetch(2, end, minBytes);
+    let returned = false;
+    void done.then(() => (returned = true));
+    await sleep(100);
+    await rawProduce(producer, TOPIC, [[2, small]]);
+    await sleep(150);
+    expect(returned, 'returned before min_bytes were available').to.equal(false);
+    const tp = performance.now();
+    await rawProduce(producer, TOPIC, [[2, large]]);
+    const { p, at } = await done;
+    expect(at - tp, 'fetch returned ms after the second produce').to.be.below(100);
+    expect(at - t0).to.be.below(MAX_WAIT - 50);
+    const recs = decodeRecords(p.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records;
+    expect(recs).to.have.length(21);
+    expect(recs[0]?.key?.toString()).to.equal('small-0');
+    expect(recs[20]?.offset).to.equal(end + 20n);
+  });
+
+  it('min_bytes never reached: returns what there is at max_wait', async () => {
+    const end = await rawListOffset(producer, TOPIC, 2);
+    const { t0, done } = await startFetch(2, end, 1 << 20);
+    await sleep(100);
+    await rawProduce(producer, TOPIC, [[2, batch(2, 'under')]]);
+    const { p, at } = await done;
+    expect(at - t0).to.be.within(MAX_WAIT - 50, MAX_WAIT + 1000);
+    const recs = decodeRecords(p.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records;
+    expect(recs.map((r) => r.key?.toString())).to.deep.equal(['under-0', 'under-1']);
+  });
+
+  it('a produce to another partition does not complete the fetch', async () => {
+    const end = await rawListOffset(producer, TOPIC, 1);
+    const { t0, done } = await startFetch(1, end, 1);
+    await sleep(100);
+    await rawProduce(producer, TOPIC, [[0, batch(1, 'elsewhere')]]);
+    const { p, at } = await done;
+    expect(at - t0).to.be.within(MAX_WAIT - 50, MAX_WAIT + 1000);
+    expect(p.records === null || p.records.length === 0).to.equal(true);
+  });
+});

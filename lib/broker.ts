@@ -5,6 +5,7 @@
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { BrokerConfig, type ConfigValue, type Listener, parseListener } from './config.js';
+import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogManager } from './log/log-manager.js';
@@ -78,6 +79,7 @@ export class Broker {
     const purgatory = new Purgatory();
     const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger);
     const appended = this.appended;
+    const groups = createGroupCoordinator({ config: this.config, logger: this.logger, purgatory, topics, metadata: this.metadata, notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b) });
     this.services = {
       config: this.config,
       nodeId: this.config.nodeId,
@@ -85,6 +87,7 @@ export class Broker {
       metadata: this.metadata,
       topics,
       purgatory,
+      groups,
       logger: this.logger,
       apiVersions,
       advertisedListener: (name) => this.advertised.get(name),
@@ -96,6 +99,7 @@ export class Broker {
       },
     };
     await topics.loadAll();
+    await groups.startup();
     this.logManager.startMaintenance(this.config.long('log.retention.check.interval.ms') ?? 300000);
 
     const dispatcher = new Dispatcher(HANDLERS, () => this.services);
@@ -136,6 +140,7 @@ export class Broker {
   /** Stops accepting, lets in-flight requests finish, flushes the logs and writes the clean-shutdown marker. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      this.services?.groups.shutdown();
       this.services?.purgatory.expireAll();
       await Promise.all(this.servers.map((s) => s.server.close(10_000)));
       this.services?.purgatory.expireAll();

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig, Listener } from './config.js';
 import type { LocalMetadataStore } from './metadata/local-store.js';
+import type { GroupCoordinator } from './group/coordinator.js';
 import type { Purgatory } from './replica/purgatory.js';
 import type { TopicManager } from './topics.js';
 
@@ -18,6 +19,8 @@ export interface BrokerServices {
   readonly metadata: LocalMetadataStore;
   readonly topics: TopicManager;
   readonly purgatory: Purgatory;
+  /** Consumer groups and committed offsets (on __consumer_offsets). */
+  readonly groups: GroupCoordinator;
   readonly logger: Logger;
   /** Advertised endpoint per listener name (after binding, so port 0 is resolved). */
   advertisedListener(name: string): Listener | undefined;

@@ -16,6 +16,19 @@ import { deleteTopicsHandler } from './delete-topics.js';
 import { describeClusterHandler } from './describe-cluster.js';
 import { describeConfigsHandler } from './describe-configs.js';
 import { incrementalAlterConfigsHandler } from './incremental-alter-configs.js';
+import { consumerGroupDescribeHandler } from './consumer-group-describe.js';
+import { consumerGroupHeartbeatHandler } from './consumer-group-heartbeat.js';
+import { deleteGroupsHandler } from './delete-groups.js';
+import { describeGroupsHandler } from './describe-groups.js';
+import { findCoordinatorHandler } from './find-coordinator.js';
+import { heartbeatHandler } from './heartbeat.js';
+import { joinGroupHandler } from './join-group.js';
+import { leaveGroupHandler } from './leave-group.js';
+import { listGroupsHandler } from './list-groups.js';
+import { offsetCommitHandler } from './offset-commit.js';
+import { offsetDeleteHandler } from './offset-delete.js';
+import { offsetFetchHandler } from './offset-fetch.js';
+import { syncGroupHandler } from './sync-group.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler<never, unknown>[] = [
@@ -25,6 +38,19 @@ export const HANDLERS: readonly Handler<never, unknown>[] = [
   metadataHandler,
   offsetForLeaderEpochHandler,
   apiVersionsHandler,
+  findCoordinatorHandler,
+  joinGroupHandler,
+  syncGroupHandler,
+  heartbeatHandler,
+  leaveGroupHandler,
+  offsetCommitHandler,
+  offsetFetchHandler,
+  describeGroupsHandler,
+  listGroupsHandler,
+  deleteGroupsHandler,
+  offsetDeleteHandler,
+  consumerGroupHeartbeatHandler,
+  consumerGroupDescribeHandler,
   createTopicsHandler,
   deleteTopicsHandler,
   deleteRecordsHandler,

@@ -1,0 +1,326 @@
+/**
+ * KIP-848 ConsumerGroupHeartbeat (Kafka's GroupMetadataManager.consumerGroupHeartbeat): members join
+ * with epoch 0, the broker computes a target assignment whenever the group epoch moves, and each
+ * member is reconciled towards it one heartbeat at a time. One session timer per member, and a
+ * rebalance timer while a member still holds partitions it must give up.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse } from '../../protocol/generated/consumer-group-heartbeat.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { ASSIGNORS, type Assignment, DEFAULT_ASSIGNOR, uniformAssignor } from './assignors.js';
+import { assignmentsEqual, cloneAssignment, ConsumerGroup, ConsumerGroupMember, MemberState } from './consumer-group.js';
+import {
+  consumerGroupCurrentMemberRecord,
+  consumerGroupMemberRecord,
+  consumerGroupMetadataRecord,
+  consumerGroupTargetMemberRecord,
+  consumerGroupTargetMetadataRecord,
+  type CoordinatorRecord,
+} from './records.js';
+
+export const LEAVE_GROUP_MEMBER_EPOCH = -1;
+export const LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2;
+
+export interface ConsumerSettings {
+  heartbeatIntervalMs: number;
+  sessionTimeoutMs: number;
+  maxSize: number;
+}
+
+export interface ConsumerContext {
+  readonly settings: ConsumerSettings;
+  readonly logger: Logger;
+  /** The consumer group; creates it (replacing an empty classic group) when asked. Error code when not possible. */
+  consumerGroup(groupId: string, create: boolean): ConsumerGroup | number;
+  write(groupId: string, records: CoordinatorRecord[]): Promise<number>;
+  topicByName(name: string): { topicId: string; partitions: number } | undefined;
+  topicName(topicId: string): string | undefined;
+}
+
+export type HeartbeatResult = Omit<ConsumerGroupHeartbeatResponse, 'throttleTimeMs'>;
+
+function fail(errorCode: number, errorMessage: string | null = null): HeartbeatResult {
+  return { errorCode, errorMessage, memberId: null, memberEpoch: -1, heartbeatIntervalMs: 0, assignment: null };
+}
+
+export function toAssignment(tps: readonly { topicId: string; partitions: number[] }[]): Assignment {
+  const a: Assignment = new Map();
+  for (const tp of tps) a.set(tp.topicId, new Set([...(a.get(tp.topicId) ?? []), ...tp.partitions]));
+  return a;
+}
+
+export function fromAssignment(a: Assignment): { topicId: string; partitions: number[] }[] {
+  return [...a].filter(([, s]) => s.size > 0).map(([topicId, s]) => ({ topicId, partitions: [...s].sort((x, y) => x - y) }));
+}
+
+/** A 22-character base64url id, as Kafka's Uuid.toString gives. */
+function newMemberId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+export class ConsumerCoordinator {
+  constructor(private readonly ctx: ConsumerContext) {}
+
+  private validate(req: ConsumerGroupHeartbeatRequest, apiVersion: number): HeartbeatResult | null {
+    const bad = (m: string) => fail(ErrorCode.INVALID_REQUEST, m);
+    if (req.groupId === '') return bad("GroupId can't be empty.");
+    if (req.instanceId === '') return bad("InstanceId can't be empty.");
+    if (req.rackId === '') return bad("RackId can't be empty.");
+    if (apiVersion >= 1 && req.memberId === '' && req.memberEpoch !== 0) return bad("MemberId can't be empty.");
+    if (req.memberEpoch > 0 || req.memberEpoch === LEAVE_GROUP_MEMBER_EPOCH) {
+      if (req.memberId === '') return bad("MemberId can't be empty.");
+    } else if (req.memberEpoch === 0) {
+      if (req.rebalanceTimeoutMs === -1) return bad('RebalanceTimeoutMs must be provided in first request.');
+      if (req.topicPartitions === null || req.topicPartitions.length > 0) return bad('TopicPartitions must be empty when (re-)joining.');
+      const names = req.subscribedTopicNames !== null && req.subscribedTopicNames.length > 0;
+      const regex = req.subscribedTopicRegex !== undefined && req.subscribedTopicRegex !== null && req.subscribedTopicRegex !== '';
+      if (!names && !regex) return bad('SubscribedTopicNames or SubscribedTopicRegex must be set in first request.');
+    } else if (req.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
+      if (req.memberId === '') return bad("MemberId can't be empty.");
+      if (req.instanceId === null) return bad("InstanceId can't be null.");
+    } else {
+      return bad('MemberEpoch is invalid.');
+    }
+    if (req.serverAssignor !== null && !ASSIGNORS.has(req.serverAssignor)) {
+      return fail(ErrorCode.UNSUPPORTED_ASSIGNOR, `ServerAssignor ${req.serverAssignor} is not supported. Supported assignors: ${[...ASSIGNORS.keys()].join(', ')}.`);
+    }
+    return null;
+  }
+
+  async heartbeat(req: ConsumerGroupHeartbeatRequest, apiVersion: number, clientId: string, clientHost: string): Promise<HeartbeatResult> {
+    const invalid = this.validate(req, apiVersion);
+    if (invalid !== null) return invalid;
+    if (req.memberEpoch < 0) return this.leave(req);
+    const found = this.ctx.consumerGroup(req.groupId, req.memberEpoch === 0);
+    if (typeof found === 'number') return fail(found);
+    const group = found;
+    const records: CoordinatorRecord[] = [];
+    let member = req.memberId === '' ? undefined : group.members.get(req.memberId);
+    let bump = false;
+    if (req.memberEpoch === 0) {
+      if (member === undefined) {
+        if (group.members.size >= this.ctx.settings.maxSize) return fail(ErrorCode.GROUP_MAX_SIZE_REACHED, `The consumer group has reached its maximum capacity of ${this.ctx.settings.maxSize} members.`);
+        const previous = req.instanceId === null ? undefined : group.staticMember(req.instanceId);
+        if (previous !== undefined && previous.memberEpoch !== LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
+          return fail(ErrorCode.UNRELEASED_INSTANCE_ID, `Static member ${req.instanceId} is still active with member id ${previous.memberId}.`);
+        }
+        member = new ConsumerGroupMember(req.memberId === '' ? newMemberId() : req.memberId);
+        if (previous !== undefined) {
+          // A static member coming back takes over its previous assignment and epoch.
+          group.removeMember(previous.memberId);
+          this.cancelTimers(previous);
+          const target = group.targetAssignment.get(previous.memberId);
+          if (target !== undefined) group.targetAssignment.set(member.memberId, target);
+          group.members.set(member.memberId, member);
+          group.updateAssignment(member, { ...previous, memberEpoch: previous.previousMemberEpoch, previousMemberEpoch: previous.previousMemberEpoch });
+          records.push(consumerGroupCurrentMemberRecord(group.groupId, previous.memberId, null), consumerGroupTargetMemberRecord(group.groupId, previous.memberId, null), consumerGroupMemberRecord(group.groupId, previous.memberId, null));
+        } else {
+          group.members.set(member.memberId, member);
+          bump = true;
+        }
+        this.ctx.logger.info({ group: group.groupId, member: member.memberId }, 'member joins the consumer group');
+      }
+    } else {
+      if (member === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${req.memberId} is not a member of group ${req.groupId}.`);
+      const owned = req.topicPartitions === null ? null : toAssignment(req.topicPartitions);
+      if (req.memberEpoch > member.memberEpoch) {
+        return fail(ErrorCode.FENCED_MEMBER_EPOCH, `The consumer group member has a greater member epoch (${req.memberEpoch}) than the one known by the group coordinator (${member.memberEpoch}). The member must abandon all its partitions and rejoin.`);
+      }
+      if (req.memberEpoch < member.memberEpoch && (req.memberEpoch !== member.previousMemberEpoch || (owned !== null && !isSubsetOf(owned, member.assignedPartitions)))) {
+        return fail(ErrorCode.FENCED_MEMBER_EPOCH, `The consumer group member has a smaller member epoch (${req.memberEpoch}) than the one known by the group coordinator (${member.memberEpoch}). The member must abandon all its partitions and rejoin.`);
+      }
+    }
+    const before = cloneAssignment(member.assignedPartitions);
+
+    // 1. Member fields; a new subscription bumps the group epoch.
+    const subs = req.subscribedTopicNames === null ? member.subscribedTopicNames : [...req.subscribedTopicNames].sort();
+    if (subs.join('\0') !== member.subscribedTopicNames.join('\0')) bump = true;
+    if (req.serverAssignor !== null && req.serverAssignor !== member.serverAssignor) bump = true;
+    const regex = req.subscribedTopicRegex ?? null;
+    if (regex !== null && regex !== member.subscribedTopicRegex) bump = true;
+    const changed = bump || member.instanceId !== (req.instanceId ?? member.instanceId) || member.clientId !== clientId || (req.rebalanceTimeoutMs !== -1 && req.rebalanceTimeoutMs !== member.rebalanceTimeoutMs);
+    member.subscribedTopicNames = subs;
+    if (regex !== null) member.subscribedTopicRegex = regex === '' ? null : regex;
+    if (req.instanceId !== null) member.instanceId = req.instanceId;
+    if (req.rackId !== null) member.rackId = req.rackId;
+    if (req.rebalanceTimeoutMs !== -1) member.rebalanceTimeoutMs = req.rebalanceTimeoutMs;
+    if (req.serverAssignor !== null) member.serverAssignor = req.serverAssignor;
+    member.clientId = clientId;
+    member.clientHost = clientHost;
+    if (changed) records.push(consumerGroupMemberRecord(group.groupId, member.memberId, this.memberValue(member)));
+
+    // Topics appearing or growing also move the group epoch.
+    const meta = this.subscriptionMetadata(group);
+    if (meta !== group.subscriptionMetadata) {
+      group.subscriptionMetadata = meta;
+      bump = true;
+    }
+    if (bump) {
+      group.groupEpoch++;
+      records.push(consumerGroupMetadataRecord(group.groupId, group.groupEpoch));
+      this.ctx.logger.info({ group: group.groupId, epoch: group.groupEpoch }, 'bumped consumer group epoch');
+    }
+
+    // 2. A new target assignment when the group epoch moved past it.
+    if (group.groupEpoch > group.assignmentEpoch) records.push(...this.updateTargetAssignment(group));
+
+    // 3. Reconcile this member towards the target.
+    const owned = req.topicPartitions === null ? null : toAssignment(req.topicPartitions);
+    if (!(member.memberEpoch === group.assignmentEpoch && member.state === MemberState.STABLE)) {
+      const next = group.reconcile(member, owned);
+      const moved = next.memberEpoch !== member.memberEpoch || next.state !== member.state || !assignmentsEqual(next.assignedPartitions, member.assignedPartitions) || !assignmentsEqual(next.partitionsPendingRevocation, member.partitionsPendingRevocation);
+      if (moved) {
+        group.updateAssignment(member, next);
+        records.push(consumerGroupCurrentMemberRecord(group.groupId, member.memberId, this.currentValue(member)));
+        if (member.state === MemberState.UNREVOKED_PARTITIONS) this.scheduleRebalanceTimeout(group, member);
+        else this.cancelRebalanceTimeout(member);
+      }
+    }
+    this.scheduleSessionTimeout(group, member);
+    const error = records.length === 0 ? ErrorCode.NONE : await this.ctx.write(group.groupId, records);
+    if (error !== ErrorCode.NONE) return fail(error);
+    const full = req.memberEpoch === 0 || (req.rebalanceTimeoutMs !== -1 && req.subscribedTopicNames !== null && req.topicPartitions !== null);
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      memberId: member.memberId,
+      memberEpoch: member.memberEpoch,
+      heartbeatIntervalMs: this.ctx.settings.heartbeatIntervalMs,
+      assignment: full || !assignmentsEqual(before, member.assignedPartitions) ? { topicPartitions: fromAssignment(member.assignedPartitions) } : null,
+    };
+  }
+
+  private async leave(req: ConsumerGroupHeartbeatRequest): Promise<HeartbeatResult> {
+    const found = this.ctx.consumerGroup(req.groupId, false);
+    if (typeof found === 'number') return fail(found);
+    const member = found.members.get(req.memberId) ?? (req.instanceId === null ? undefined : found.staticMember(req.instanceId));
+    if (member === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${req.memberId} is not a member of group ${req.groupId}.`);
+    let error: number;
+    if (req.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
+      // A static member leaving temporarily keeps its assignment until it returns or its session ends.
+      member.previousMemberEpoch = member.memberEpoch;
+      member.memberEpoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
+      this.scheduleSessionTimeout(found, member);
+      error = await this.ctx.write(found.groupId, [consumerGroupCurrentMemberRecord(found.groupId, member.memberId, this.currentValue(member))]);
+    } else {
+      error = await this.fenceMember(found, member, 'left the group');
+    }
+    if (error !== ErrorCode.NONE) return fail(error);
+    return { errorCode: ErrorCode.NONE, errorMessage: null, memberId: member.memberId, memberEpoch: req.memberEpoch, heartbeatIntervalMs: 0, assignment: null };
+  }
+
+  /** Removes the member, frees its partitions and moves the group epoch so the others rebalance. */
+  fenceMember(group: ConsumerGroup, member: ConsumerGroupMember, why: string): Promise<number> {
+    if (group.members.get(member.memberId) !== member) return Promise.resolve(ErrorCode.NONE);
+    this.cancelTimers(member);
+    group.removeMember(member.memberId);
+    group.groupEpoch++;
+    group.subscriptionMetadata = this.subscriptionMetadata(group);
+    this.ctx.logger.info({ group: group.groupId, member: member.memberId, epoch: group.groupEpoch, why }, 'member removed from consumer group');
+    return this.ctx.write(group.groupId, [
+      consumerGroupCurrentMemberRecord(group.groupId, member.memberId, null),
+      consumerGroupTargetMemberRecord(group.groupId, member.memberId, null),
+      consumerGroupMemberRecord(group.groupId, member.memberId, null),
+      consumerGroupMetadataRecord(group.groupId, group.groupEpoch),
+    ]);
+  }
+
+  private subscriptionMetadata(group: ConsumerGroup): string {
+    const parts: string[] = [];
+    for (const name of [...group.subscribedTopicNames()].sort()) {
+      const t = this.ctx.topicByName(name);
+      if (t !== undefined) parts.push(`${name}:${t.topicId}:${t.partitions}`);
+    }
+    return parts.join(',');
+  }
+
+  private updateTargetAssignment(group: ConsumerGroup): CoordinatorRecord[] {
+    const counts = new Map<string, number>();
+    const members = [...group.members.values()].map((m) => {
+      const ids = new Set<string>();
+      for (const name of m.subscribedTopicNames) {
+        const t = this.ctx.topicByName(name);
+        if (t !== undefined) {
+          ids.add(t.topicId);
+          counts.set(t.topicId, t.partitions);
+        }
+      }
+      return { memberId: m.memberId, subscribedTopicIds: ids, current: group.targetAssignment.get(m.memberId) ?? new Map() };
+    });
+    const assignor = ASSIGNORS.get(group.preferredAssignor(DEFAULT_ASSIGNOR)) ?? uniformAssignor;
+    const target = assignor.assign(members, counts);
+    const records: CoordinatorRecord[] = [];
+    for (const [memberId, a] of target) {
+      const old = group.targetAssignment.get(memberId);
+      group.targetAssignment.set(memberId, a);
+      if (old === undefined || !assignmentsEqual(old, a)) {
+        records.push(consumerGroupTargetMemberRecord(group.groupId, memberId, { topicPartitions: fromAssignment(a) }));
+      }
+    }
+    group.assignmentEpoch = group.groupEpoch;
+    records.push(consumerGroupTargetMetadataRecord(group.groupId, group.assignmentEpoch));
+    this.ctx.logger.info({ group: group.groupId, epoch: group.assignmentEpoch, assignor: assignor.name, members: members.length }, 'computed new target assignment');
+    return records;
+  }
+
+  memberValue(m: ConsumerGroupMember) {
+    return {
+      instanceId: m.instanceId,
+      rackId: m.rackId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      subscribedTopicNames: m.subscribedTopicNames,
+      subscribedTopicRegex: m.subscribedTopicRegex,
+      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+      serverAssignor: m.serverAssignor,
+    };
+  }
+
+  currentValue(m: ConsumerGroupMember) {
+    return {
+      memberEpoch: m.memberEpoch,
+      previousMemberEpoch: m.previousMemberEpoch,
+      state: m.state,
+      assignedPartitions: fromAssignment(m.assignedPartitions),
+      partitionsPendingRevocation: fromAssignment(m.partitionsPendingRevocation),
+    };
+  }
+
+  // ---- timers ----
+
+  scheduleSessionTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
+    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
+    member.sessionTimer = setTimeout(() => {
+      member.sessionTimer = undefined;
+      void this.fenceMember(group, member, 'session timeout expired');
+    }, this.ctx.settings.sessionTimeoutMs);
+    member.sessionTimer.unref();
+  }
+
+  private scheduleRebalanceTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
+    this.cancelRebalanceTimeout(member);
+    const epoch = member.memberEpoch;
+    member.rebalanceTimer = setTimeout(() => {
+      member.rebalanceTimer = undefined;
+      if (member.memberEpoch === epoch && member.state === MemberState.UNREVOKED_PARTITIONS) void this.fenceMember(group, member, 'did not revoke partitions within the rebalance timeout');
+    }, Math.max(member.rebalanceTimeoutMs, 0));
+    member.rebalanceTimer.unref();
+  }
+
+  private cancelRebalanceTimeout(member: ConsumerGroupMember): void {
+    if (member.rebalanceTimer !== undefined) clearTimeout(member.rebalanceTimer);
+    member.rebalanceTimer = undefined;
+  }
+
+  cancelTimers(member: ConsumerGroupMember): void {
+    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
+    member.sessionTimer = undefined;
+    this.cancelRebalanceTimeout(member);
+  }
+}
+
+function isSubsetOf(owned: Assignment, of: Assignment): boolean {
+  for (const [t, s] of owned) for (const p of s) if (of.get(t)?.has(p) !== true) return false;
+  return true;
+}

@@ -1,0 +1,198 @@
+/**
+ * A KIP-848 consumer group's state (Kafka's ConsumerGroup / ConsumerGroupMember): group epoch, target
+ * assignment and epoch, members with their current assignment, and which member epoch owns each
+ * partition. `reconcile` is Kafka's CurrentAssignmentBuilder: revoke first, then assign what others
+ * have released.
+ */
+import type { Assignment } from './assignors.js';
+
+export const ConsumerGroupState = { EMPTY: 'Empty', ASSIGNING: 'Assigning', RECONCILING: 'Reconciling', STABLE: 'Stable', DEAD: 'Dead' } as const;
+export type ConsumerGroupState = (typeof ConsumerGroupState)[keyof typeof ConsumerGroupState];
+
+/** Member states as numbered in ConsumerGroupCurrentMemberAssignmentValue. */
+export const MemberState = { UNREVOKED_PARTITIONS: 0, UNRELEASED_PARTITIONS: 1, STABLE: 2 } as const;
+export type MemberState = (typeof MemberState)[keyof typeof MemberState];
+
+export class ConsumerGroupMember {
+  instanceId: string | null = null;
+  rackId: string | null = null;
+  clientId = '';
+  clientHost = '';
+  subscribedTopicNames: string[] = [];
+  subscribedTopicRegex: string | null = null;
+  rebalanceTimeoutMs = -1;
+  serverAssignor: string | null = null;
+  memberEpoch = 0;
+  previousMemberEpoch = -1;
+  state: MemberState = MemberState.STABLE;
+  assignedPartitions: Assignment = new Map();
+  partitionsPendingRevocation: Assignment = new Map();
+  sessionTimer: NodeJS.Timeout | undefined;
+  rebalanceTimer: NodeJS.Timeout | undefined;
+
+  constructor(readonly memberId: string) {}
+}
+
+export function cloneAssignment(a: Assignment): Assignment {
+  return new Map([...a].map(([t, s]) => [t, new Set(s)]));
+}
+
+export function assignmentsEqual(a: Assignment, b: Assignment): boolean {
+  const nonEmpty = (x: Assignment) => [...x].filter(([, s]) => s.size > 0);
+  const ea = nonEmpty(a);
+  if (ea.length !== nonEmpty(b).length) return false;
+  return ea.every(([t, s]) => {
+    const o = b.get(t);
+    return o !== undefined && o.size === s.size && [...s].every((p) => o.has(p));
+  });
+}
+
+export function isSubset(owned: Assignment, of: Assignment): boolean {
+  for (const [t, s] of owned) {
+    const o = of.get(t);
+    for (const p of s) if (o === undefined || !o.has(p)) return false;
+  }
+  return true;
+}
+
+export class ConsumerGroup {
+  readonly type = 'consumer' as const;
+  groupEpoch = 0;
+  assignmentEpoch = 0;
+  readonly members = new Map<string, ConsumerGroupMember>();
+  readonly targetAssignment = new Map<string, Assignment>();
+  /** topicId → partition → epoch of the member that holds it (assigned or pending revocation). */
+  private readonly partitionEpochs = new Map<string, Map<number, number>>();
+  /** Sorted "topic:partitions" of what the members subscribe to, to notice topic changes. */
+  subscriptionMetadata = '';
+  dead = false;
+
+  constructor(readonly groupId: string) {}
+
+  get state(): ConsumerGroupState {
+    if (this.dead) return ConsumerGroupState.DEAD;
+    if (this.members.size === 0) return ConsumerGroupState.EMPTY;
+    if (this.groupEpoch > this.assignmentEpoch) return ConsumerGroupState.ASSIGNING;
+    for (const m of this.members.values()) {
+      if (m.memberEpoch !== this.assignmentEpoch || m.state !== MemberState.STABLE) return ConsumerGroupState.RECONCILING;
+    }
+    return ConsumerGroupState.STABLE;
+  }
+
+  currentPartitionEpoch(topicId: string, partition: number): number {
+    return this.partitionEpochs.get(topicId)?.get(partition) ?? -1;
+  }
+
+  private setEpochs(m: ConsumerGroupMember, epoch: number | null): void {
+    for (const a of [m.assignedPartitions, m.partitionsPendingRevocation]) {
+      for (const [t, parts] of a) {
+        let byP = this.partitionEpochs.get(t);
+        if (byP === undefined) this.partitionEpochs.set(t, (byP = new Map()));
+        for (const p of parts) {
+          if (epoch === null) byP.delete(p);
+          else byP.set(p, epoch);
+        }
+        if (byP.size === 0) this.partitionEpochs.delete(t);
+      }
+    }
+  }
+
+  /** Replaces the member's assignment state, keeping the partition-epoch index right. */
+  updateAssignment(m: ConsumerGroupMember, next: Pick<ConsumerGroupMember, 'memberEpoch' | 'previousMemberEpoch' | 'state' | 'assignedPartitions' | 'partitionsPendingRevocation'>): void {
+    this.setEpochs(m, null);
+    m.memberEpoch = next.memberEpoch;
+    m.previousMemberEpoch = next.previousMemberEpoch;
+    m.state = next.state;
+    m.assignedPartitions = next.assignedPartitions;
+    m.partitionsPendingRevocation = next.partitionsPendingRevocation;
+    this.setEpochs(m, m.memberEpoch);
+  }
+
+  removeMember(memberId: string): ConsumerGroupMember | undefined {
+    const m = this.members.get(memberId);
+    if (m === undefined) return undefined;
+    this.setEpochs(m, null);
+    this.members.delete(memberId);
+    this.targetAssignment.delete(memberId);
+    return m;
+  }
+
+  staticMember(instanceId: string): ConsumerGroupMember | undefined {
+    for (const m of this.members.values()) if (m.instanceId === instanceId) return m;
+    return undefined;
+  }
+
+  /** The assignor most members asked for, else `fallback`. */
+  preferredAssignor(fallback: string): string {
+    const votes = new Map<string, number>();
+    for (const m of this.members.values()) if (m.serverAssignor !== null) votes.set(m.serverAssignor, (votes.get(m.serverAssignor) ?? 0) + 1);
+    let best = fallback;
+    let n = 0;
+    for (const [name, v] of votes) if (v > n) [best, n] = [name, v];
+    return best;
+  }
+
+  subscribedTopicNames(): Set<string> {
+    const out = new Set<string>();
+    for (const m of this.members.values()) for (const t of m.subscribedTopicNames) out.add(t);
+    return out;
+  }
+
+  /**
+   * Moves the member towards the target assignment (Kafka's CurrentAssignmentBuilder). `owned` is what the
+   * member reported owning (null: not reported). Returns the next assignment state.
+   */
+  reconcile(m: ConsumerGroupMember, owned: Assignment | null): Pick<ConsumerGroupMember, 'memberEpoch' | 'previousMemberEpoch' | 'state' | 'assignedPartitions' | 'partitionsPendingRevocation'> {
+    const same = { memberEpoch: m.memberEpoch, previousMemberEpoch: m.previousMemberEpoch, state: m.state, assignedPartitions: m.assignedPartitions, partitionsPendingRevocation: m.partitionsPendingRevocation };
+    switch (m.state) {
+      case MemberState.STABLE:
+        return m.memberEpoch !== this.assignmentEpoch ? this.nextAssignment(m, m.memberEpoch) : same;
+      case MemberState.UNREVOKED_PARTITIONS: {
+        if (owned === null) return same;
+        for (const [t, parts] of m.partitionsPendingRevocation) for (const p of parts) if (owned.get(t)?.has(p) === true) return same;
+        return this.nextAssignment(m, Math.min(m.memberEpoch + 1, this.assignmentEpoch));
+      }
+      default:
+        return this.nextAssignment(m, m.memberEpoch);
+    }
+  }
+
+  private nextAssignment(m: ConsumerGroupMember, memberEpoch: number): ReturnType<ConsumerGroup['reconcile']> {
+    const target = this.targetAssignment.get(m.memberId) ?? new Map<string, Set<number>>();
+    const assigned: Assignment = new Map();
+    const revoke: Assignment = new Map();
+    const pending: Assignment = new Map();
+    let unreleased = false;
+    for (const t of new Set([...target.keys(), ...m.assignedPartitions.keys()])) {
+      const want = target.get(t) ?? new Set<number>();
+      const have = m.assignedPartitions.get(t) ?? new Set<number>();
+      const keep = new Set([...have].filter((p) => want.has(p)));
+      const rev = new Set([...have].filter((p) => !keep.has(p)));
+      const add = new Set<number>();
+      for (const p of want) {
+        if (keep.has(p)) continue;
+        if (this.currentPartitionEpoch(t, p) !== -1) unreleased = true;
+        else add.add(p);
+      }
+      if (keep.size > 0) assigned.set(t, keep);
+      if (rev.size > 0) revoke.set(t, rev);
+      if (add.size > 0) pending.set(t, add);
+    }
+    if (revoke.size > 0) {
+      // Revoke first; the member keeps its epoch until it confirms.
+      return { memberEpoch, previousMemberEpoch: m.memberEpoch, state: MemberState.UNREVOKED_PARTITIONS, assignedPartitions: assigned, partitionsPendingRevocation: revoke };
+    }
+    for (const [t, ps] of pending) {
+      const s = assigned.get(t) ?? new Set<number>();
+      for (const p of ps) s.add(p);
+      assigned.set(t, s);
+    }
+    return {
+      memberEpoch: this.assignmentEpoch,
+      previousMemberEpoch: m.memberEpoch,
+      state: unreleased ? MemberState.UNRELEASED_PARTITIONS : MemberState.STABLE,
+      assignedPartitions: assigned,
+      partitionsPendingRevocation: new Map(),
+    };
+  }
+}

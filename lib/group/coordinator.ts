@@ -1,0 +1,316 @@
+/**
+ * The group coordinator of this node: owns every group (classic and KIP-848) and every committed
+ * offset, partitioned by `__consumer_offsets` partition (Java hash of the group id). Writes each
+ * change as records to that partition and answers only once they are written; replays the topic at
+ * start (COORDINATOR_LOAD_IN_PROGRESS meanwhile). Requests for offsets live in offset-manager.ts.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { buildRecordBatch } from '../../protocol/records/index.js';
+import type { BrokerConfig } from '../config.js';
+import { LogError } from '../log/errors.js';
+import type { Purgatory } from '../replica/purgatory.js';
+import { ClassicCoordinator, type GroupSettings } from './classic-coordinator.js';
+import { ClassicGroup, ClassicGroupState } from './classic-group.js';
+import { ConsumerCoordinator, type ConsumerSettings } from './consumer-coordinator.js';
+import { ConsumerGroup } from './consumer-group.js';
+import { buildConsumerGroup, loadPartition, type OffsetsLog } from './loader.js';
+import { OffsetStore } from './offsets.js';
+import { consumerGroupMetadataRecord, type CoordinatorRecord, groupMetadataRecord, offsetCommitRecord, OFFSETS_TOPIC, partitionFor } from './records.js';
+
+export type Group = ClassicGroup | ConsumerGroup;
+
+/** Which API validates a group id: offset APIs, DescribeGroups and DeleteGroups accept "". */
+export type GroupApi = 'join' | 'sync' | 'heartbeat' | 'leave' | 'commit' | 'fetch' | 'describe' | 'delete' | 'consumer';
+
+export interface CoordinatorDeps {
+  config: BrokerConfig;
+  logger: Logger;
+  purgatory: Purgatory;
+  /** Creates `__consumer_offsets` if missing (internal, compacted) and waits until its logs are open. */
+  ensureOffsetsTopic(numPartitions: number): Promise<void>;
+  offsetsLog(partition: number): OffsetsLog | undefined;
+  topicByName(name: string): { topicId: string; partitions: number } | undefined;
+  topicName(topicId: string): string | undefined;
+  notifyAppend(topic: string, partition: number, bytes: number): void;
+  now?: () => number;
+}
+
+/** A broker config key gregor may not define yet: its value, or the fallback. */
+function optionalInt(config: BrokerConfig, key: string, fallback: number): number {
+  try {
+    const v = config.get(key);
+    return v === null ? fallback : Number(v);
+  } catch {
+    return fallback;
+  }
+}
+
+/** Kafka's mapping of append errors to what a group request answers. */
+export function storeErrorFor(errorCode: number, forOffsets: boolean): number {
+  switch (errorCode) {
+    case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+    case ErrorCode.NOT_ENOUGH_REPLICAS:
+    case ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    case ErrorCode.NOT_LEADER_OR_FOLLOWER:
+    case ErrorCode.KAFKA_STORAGE_ERROR:
+      return ErrorCode.NOT_COORDINATOR;
+    case ErrorCode.REQUEST_TIMED_OUT:
+      return forOffsets ? ErrorCode.REQUEST_TIMED_OUT : ErrorCode.REBALANCE_IN_PROGRESS;
+    case ErrorCode.MESSAGE_TOO_LARGE:
+    case ErrorCode.RECORD_LIST_TOO_LARGE:
+    case ErrorCode.INVALID_FETCH_SIZE:
+      return forOffsets ? ErrorCode.INVALID_COMMIT_OFFSET_SIZE : ErrorCode.UNKNOWN_SERVER_ERROR;
+    default:
+      return errorCode;
+  }
+}
+
+export class GroupCoordinator {
+  readonly groups = new Map<string, Group>();
+  readonly offsets = new OffsetStore();
+  readonly classic: ClassicCoordinator;
+  readonly consumer: ConsumerCoordinator;
+  readonly numPartitions: number;
+  readonly settings: GroupSettings & { offsetsRetentionMs: number; retentionCheckIntervalMs: number; offsetMetadataMaxBytes: number };
+  readonly consumerSettings: ConsumerSettings;
+  readonly now: () => number;
+  private readonly loading = new Set<number>();
+  private active = false;
+  private loaded: Promise<void> = Promise.resolve();
+  private retentionTimer: NodeJS.Timeout | undefined;
+
+  constructor(readonly deps: CoordinatorDeps) {
+    const c = deps.config;
+    this.now = deps.now ?? Date.now;
+    this.numPartitions = c.int('offsets.topic.num.partitions');
+    this.settings = {
+      initialRebalanceDelayMs: c.int('group.initial.rebalance.delay.ms'),
+      minSessionTimeoutMs: c.int('group.min.session.timeout.ms'),
+      maxSessionTimeoutMs: c.int('group.max.session.timeout.ms'),
+      maxSize: c.int('group.max.size'),
+      offsetsRetentionMs: c.int('offsets.retention.minutes') * 60_000,
+      retentionCheckIntervalMs: c.long('offsets.retention.check.interval.ms') ?? 600_000,
+      offsetMetadataMaxBytes: c.int('offset.metadata.max.bytes'),
+    };
+    this.consumerSettings = {
+      heartbeatIntervalMs: optionalInt(c, 'group.consumer.heartbeat.interval.ms', 5000),
+      sessionTimeoutMs: optionalInt(c, 'group.consumer.session.timeout.ms', 45000),
+      maxSize: optionalInt(c, 'group.consumer.max.size', c.int('group.max.size')),
+    };
+    const self = this;
+    this.classic = new ClassicCoordinator({
+      purgatory: deps.purgatory,
+      settings: this.settings,
+      logger: deps.logger,
+      now: this.now,
+      storeGroup: (group, assignment) => this.storeGroup(group, assignment),
+      classicGroup: (groupId, create) => this.classicGroup(groupId, create),
+    });
+    this.consumer = new ConsumerCoordinator({
+      get settings() {
+        return self.consumerSettings;
+      },
+      logger: deps.logger,
+      consumerGroup: (groupId, create) => this.consumerGroup(groupId, create),
+      write: (groupId, records) => this.write(groupId, records).then((e) => storeErrorFor(e, false)),
+      topicByName: deps.topicByName,
+      topicName: deps.topicName,
+    });
+  }
+
+  get logger(): Logger {
+    return this.deps.logger;
+  }
+
+  // ---- lifecycle ----
+
+  /** Creates the offsets topic and starts replaying it; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS. */
+  async startup(): Promise<void> {
+    await this.deps.ensureOffsetsTopic(this.numPartitions);
+    for (let p = 0; p < this.numPartitions; p++) this.loading.add(p);
+    this.active = true;
+    this.loaded = this.loadAll();
+    this.retentionTimer = setInterval(() => void this.cleanupGroupMetadata(), this.settings.retentionCheckIntervalMs);
+    this.retentionTimer.unref();
+  }
+
+  /** Resolves when every partition has been replayed. */
+  whenLoaded(): Promise<void> {
+    return this.loaded;
+  }
+
+  private async loadAll(): Promise<void> {
+    const started = this.now();
+    let groups = 0;
+    let offsets = 0;
+    for (let p = 0; p < this.numPartitions; p++) {
+      const log = this.deps.offsetsLog(p);
+      try {
+        if (log !== undefined && log.logEndOffset > log.logStartOffset) {
+          const n = this.applyLoaded(await loadPartition(log));
+          groups += n.groups;
+          offsets += n.offsets;
+        }
+      } catch (e) {
+        this.logger.error({ err: e, partition: p, code: 'GREGOR_ERR_GROUP_LOAD' }, `failed to load ${OFFSETS_TOPIC}-${p}`);
+      } finally {
+        this.loading.delete(p);
+      }
+      if (!this.active) return;
+    }
+    this.logger.info({ groups, offsets, ms: this.now() - started }, 'group coordinator loaded');
+  }
+
+  private applyLoaded(l: Awaited<ReturnType<typeof loadPartition>>): { groups: number; offsets: number } {
+    let offsets = 0;
+    for (const o of l.offsets.values()) {
+      if (o.value === null) continue;
+      this.offsets.put(o.group, o.topic, o.partition, o.value);
+      offsets++;
+    }
+    for (const [groupId, v] of l.classic) {
+      if (v === null) continue;
+      const g = ClassicGroup.load(groupId, v, this.now);
+      this.groups.set(groupId, g);
+      for (const m of g.members.values()) this.classic.scheduleHeartbeat(g, m);
+    }
+    for (const [groupId, r] of l.consumer) {
+      if (r.epoch === null) continue;
+      const g = buildConsumerGroup(groupId, r);
+      this.groups.set(groupId, g);
+      for (const m of g.members.values()) this.consumer.scheduleSessionTimeout(g, m);
+    }
+    // Groups known only by their offsets are simple (assign-based) groups.
+    for (const groupId of this.offsets.groups()) if (!this.groups.has(groupId)) this.groups.set(groupId, new ClassicGroup(groupId, this.now));
+    return { groups: this.groups.size, offsets };
+  }
+
+  /** Answers everyone waiting with NOT_COORDINATOR and stops every timer. */
+  shutdown(): void {
+    this.active = false;
+    if (this.retentionTimer !== undefined) clearInterval(this.retentionTimer);
+    for (const g of this.groups.values()) {
+      if (g.type === 'classic') {
+        this.classic.unload(g, ErrorCode.NOT_COORDINATOR);
+        g.state = ClassicGroupState.DEAD;
+      } else {
+        for (const m of g.members.values()) this.consumer.cancelTimers(m);
+        g.dead = true;
+      }
+    }
+    this.groups.clear();
+  }
+
+  // ---- routing and validation ----
+
+  partitionFor(groupId: string): number {
+    return partitionFor(groupId, this.numPartitions);
+  }
+
+  validateGroupStatus(groupId: string | null, api: GroupApi): number {
+    const emptyOk = api === 'commit' || api === 'fetch' || api === 'describe' || api === 'delete';
+    if (groupId === null || (!emptyOk && groupId === '')) return ErrorCode.INVALID_GROUP_ID;
+    if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (this.loading.has(this.partitionFor(groupId))) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    return ErrorCode.NONE;
+  }
+
+  get isActive(): boolean {
+    return this.active;
+  }
+
+  private classicGroup(groupId: string, create: boolean): ClassicGroup | number | undefined {
+    const g = this.groups.get(groupId);
+    if (g?.type === 'classic') return g;
+    if (g !== undefined) {
+      // An empty consumer group may be taken over by the classic protocol; a live one may not.
+      if (!create || g.members.size > 0) return ErrorCode.GROUP_ID_NOT_FOUND;
+      g.dead = true;
+      void this.write(groupId, [consumerGroupMetadataRecord(groupId, null)]);
+    }
+    if (!create) return undefined;
+    const created = new ClassicGroup(groupId, this.now);
+    this.groups.set(groupId, created);
+    return created;
+  }
+
+  private consumerGroup(groupId: string, create: boolean): ConsumerGroup | number {
+    const g = this.groups.get(groupId);
+    if (g?.type === 'consumer') return g;
+    if (g !== undefined && !g.is(ClassicGroupState.EMPTY)) return ErrorCode.GROUP_ID_NOT_FOUND;
+    if (!create) return ErrorCode.GROUP_ID_NOT_FOUND;
+    if (g !== undefined) {
+      g.state = ClassicGroupState.DEAD;
+      if (g.protocolType !== null) void this.write(groupId, [groupMetadataRecord(groupId, null)]);
+    }
+    const created = new ConsumerGroup(groupId);
+    this.groups.set(groupId, created);
+    return created;
+  }
+
+  // ---- persistence ----
+
+  /** Appends the records to the group's partition; resolves with a Kafka error code once written. */
+  async write(groupId: string, records: CoordinatorRecord[]): Promise<number> {
+    if (records.length === 0) return ErrorCode.NONE;
+    const p = this.partitionFor(groupId);
+    const log = this.deps.offsetsLog(p);
+    if (log === undefined) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    const ts = BigInt(this.now());
+    const batch = buildRecordBatch(records.map((r) => ({ key: r.key, value: r.value, timestamp: ts })));
+    try {
+      const { written } = log.append(batch, { leaderEpoch: 0 });
+      await written;
+      this.deps.notifyAppend(OFFSETS_TOPIC, p, batch.length);
+      return ErrorCode.NONE;
+    } catch (e) {
+      this.logger.warn({ err: e, group: groupId, partition: p, code: 'GREGOR_ERR_GROUP_WRITE' }, `failed to write to ${OFFSETS_TOPIC}`);
+      return e instanceof LogError ? e.errorCode : ErrorCode.UNKNOWN_SERVER_ERROR;
+    }
+  }
+
+  async storeGroup(group: ClassicGroup, assignment: ReadonlyMap<string, Buffer>): Promise<number> {
+    return storeErrorFor(await this.write(group.groupId, [groupMetadataRecord(group.groupId, group.toRecordValue(assignment))]), false);
+  }
+
+  // ---- retention ----
+
+  /** Kafka's cleanupGroupMetadata: drops expired offsets, then empty groups without offsets. */
+  async cleanupGroupMetadata(): Promise<number> {
+    const now = this.now();
+    const retention = this.settings.offsetsRetentionMs;
+    let removed = 0;
+    for (const [groupId, g] of [...this.groups]) {
+      const subscribed = g.type === 'classic' ? g.subscribedTopics : g.subscribedTopicNames();
+      const empty = g.type === 'classic' ? g.is(ClassicGroupState.EMPTY) : g.members.size === 0;
+      let base: ((commitTs: number) => number) | null = null;
+      if (g.type === 'classic' && g.protocolType === null) base = (ts) => ts;
+      else if (empty) base = (ts) => (g.type === 'classic' ? (g.currentStateTimestamp ?? ts) : ts);
+      else if (g.type === 'classic' && g.is(ClassicGroupState.STABLE) && subscribed !== null) base = (ts) => ts;
+      const records: CoordinatorRecord[] = [];
+      const expired: { topic: string; partition: number }[] = [];
+      if (base !== null) {
+        for (const { topic, partition, offset } of this.offsets.all(groupId)) {
+          if (!empty && subscribed?.has(topic) === true) continue;
+          const gone = offset.expireTimestamp !== null ? now >= offset.expireTimestamp : now - base(offset.commitTimestamp) >= retention;
+          if (gone) expired.push({ topic, partition });
+        }
+      }
+      for (const e of expired) {
+        this.offsets.remove(groupId, e.topic, e.partition);
+        records.push(offsetCommitRecord(groupId, e.topic, e.partition, null));
+      }
+      removed += expired.length;
+      if (g.type === 'classic' && g.is(ClassicGroupState.EMPTY) && !this.offsets.hasOffsets(groupId)) {
+        g.transitionTo(ClassicGroupState.DEAD);
+        this.groups.delete(groupId);
+        records.push(groupMetadataRecord(groupId, null));
+      }
+      if (records.length > 0) await this.write(groupId, records);
+    }
+    if (removed > 0) this.logger.info({ removed }, 'removed expired offsets');
+    return removed;
+  }
+}

@@ -1,0 +1,44 @@
+/** The group coordinator wired to the broker's topics: `createGroupCoordinator` is what broker.ts calls. */
+import type { Logger } from 'pino';
+import type { BrokerConfig } from '../config.js';
+import type { LocalMetadataStore } from '../metadata/local-store.js';
+import type { Purgatory } from '../replica/purgatory.js';
+import type { TopicManager } from '../topics.js';
+import { GroupCoordinator } from './coordinator.js';
+import { OFFSETS_TOPIC } from './records.js';
+
+export { GroupCoordinator } from './coordinator.js';
+export { OFFSETS_TOPIC, partitionFor } from './records.js';
+
+export interface GroupCoordinatorWiring {
+  config: BrokerConfig;
+  logger: Logger;
+  purgatory: Purgatory;
+  topics: TopicManager;
+  metadata: LocalMetadataStore;
+  notifyAppend(topic: string, partition: number, bytes: number): void;
+}
+
+export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordinator {
+  return new GroupCoordinator({
+    config: w.config,
+    logger: w.logger.child({ component: 'group-coordinator' }),
+    purgatory: w.purgatory,
+    async ensureOffsetsTopic(numPartitions) {
+      if (w.metadata.topic(OFFSETS_TOPIC) === undefined) {
+        await w.topics.create(
+          { name: OFFSETS_TOPIC, numPartitions, replicationFactor: -1, configs: { 'cleanup.policy': 'compact', 'compression.type': 'producer', 'segment.bytes': '104857600' } },
+          { internal: true },
+        );
+      }
+      await w.topics.ready(OFFSETS_TOPIC);
+    },
+    offsetsLog: (p) => w.topics.partition(OFFSETS_TOPIC, p),
+    topicByName(name) {
+      const t = w.metadata.topic(name);
+      return t === undefined ? undefined : { topicId: t.topicId, partitions: t.partitions };
+    },
+    topicName: (id) => w.metadata.topicById(id)?.name,
+    notifyAppend: (t, p, b) => w.notifyAppend(t, p, b),
+  });
+}

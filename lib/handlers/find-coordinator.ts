@@ -1,0 +1,52 @@
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../../protocol/generated/find-coordinator.js';
+import { defineHandler, type RequestContext } from './types.js';
+
+/** Key types of FindCoordinator. */
+export const CoordinatorType = { GROUP: 0, TRANSACTION: 1 } as const;
+
+interface Found {
+  key: string;
+  nodeId: number;
+  host: string;
+  port: number;
+  errorCode: number;
+  errorMessage: string | null;
+}
+
+const MESSAGES: Record<number, string> = {
+  [ErrorCode.COORDINATOR_NOT_AVAILABLE]: 'The coordinator is not available.',
+  [ErrorCode.INVALID_REQUEST]: 'Unknown coordinator key type.',
+};
+
+function lookup(key: string, keyType: number, ctx: RequestContext): Found {
+  const s = ctx.services;
+  const listener = s.advertisedListener(ctx.conn.listenerName);
+  let errorCode: number = ErrorCode.NONE;
+  // Transactions have no coordinator yet; any other key type is invalid.
+  if (keyType === CoordinatorType.TRANSACTION) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  else if (keyType !== CoordinatorType.GROUP) errorCode = ErrorCode.INVALID_REQUEST;
+  else if (listener === undefined || !s.groups.isActive) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  if (errorCode !== ErrorCode.NONE || listener === undefined) return { key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: MESSAGES[errorCode] ?? null };
+  return { key, nodeId: s.nodeId, host: listener.host, port: listener.port, errorCode, errorMessage: null };
+}
+
+/** One node coordinates every group: answer this broker for every group key. */
+export const findCoordinatorHandler = defineHandler<FindCoordinatorRequest, FindCoordinatorResponse>({
+  apiKey: ApiKey.FindCoordinator,
+  minVersion: 0,
+  maxVersion: 6,
+  handle(req, ctx) {
+    const keyType = req.keyType ?? CoordinatorType.GROUP;
+    if (ctx.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: (req.coordinatorKeys ?? []).map((k) => lookup(k, keyType, ctx)) };
+    const f = lookup(req.key ?? '', keyType, ctx);
+    const res: FindCoordinatorResponse = { throttleTimeMs: 0, errorCode: f.errorCode, nodeId: f.nodeId, host: f.host, port: f.port };
+    if (ctx.apiVersion >= 1) res.errorMessage = f.errorMessage;
+    return res;
+  },
+  errorResponse(req, errorCode, ctx) {
+    if (ctx.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: (req.coordinatorKeys ?? []).map((key) => ({ key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: null })) };
+    return { throttleTimeMs: 0, errorCode, nodeId: -1, host: '', port: -1 };
+  },
+});

@@ -1,0 +1,40 @@
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { OffsetCommitRequest, OffsetCommitResponse } from '../../protocol/generated/offset-commit.js';
+import { commitOffsets } from '../group/offset-manager.js';
+import { defineHandler } from './types.js';
+
+export const offsetCommitHandler = defineHandler<OffsetCommitRequest, OffsetCommitResponse>({
+  apiKey: ApiKey.OffsetCommit,
+  minVersion: 0,
+  maxVersion: 9,
+  async handle(req, ctx) {
+    const s = ctx.services;
+    const v = ctx.apiVersion;
+    const topics = await commitOffsets(
+      s.groups,
+      {
+        groupId: req.groupId,
+        memberId: req.memberId ?? '',
+        groupInstanceId: req.groupInstanceId ?? null,
+        generationIdOrMemberEpoch: v === 0 ? -1 : (req.generationIdOrMemberEpoch ?? -1),
+        retentionTimeMs: Number(req.retentionTimeMs ?? -1n),
+        apiVersion: v,
+        topics: req.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            committedOffset: p.committedOffset,
+            committedLeaderEpoch: p.committedLeaderEpoch ?? -1,
+            commitTimestamp: v === 1 ? Number(p.commitTimestamp ?? -1n) : -1,
+            committedMetadata: p.committedMetadata,
+          })),
+        })),
+      },
+      (topic, partition) => s.topics.partition(topic, partition) !== undefined,
+    );
+    return { throttleTimeMs: 0, topics };
+  },
+  errorResponse(req, errorCode) {
+    return { throttleTimeMs: 0, topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })) };
+  },
+});

@@ -89,7 +89,8 @@ export class ClassicCoordinator {
     }
     const isUnknownMember = p.memberId === '';
     const found = this.ctx.classicGroup(p.groupId, isUnknownMember);
-    if (typeof found === 'number') return callback(joinError(p.memberId, found));
+    // A KIP-848 group with members cannot be joined with the classic protocol.
+    if (typeof found === 'number') return callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
     if (found === undefined) return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
     const group = found;
     if (!this.acceptJoiningMember(group, p.memberId)) {

@@ -1,0 +1,88 @@
+/**
+ * Drives kafka-python 2.0.2 (Debian python3-kafka, importable only by /usr/bin/python3) through
+ * test/helpers/py/produce_consume.py: JSON in on stdin, JSON lines out. Asynchronous, because the
+ * broker under test usually runs in this same process.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from './project.js';
+
+export const PYTHON = '/usr/bin/python3';
+export const PRODUCE_CONSUME_SCRIPT = join(PROJECT_ROOT, 'test/helpers/py/produce_consume.py');
+
+/** One record to produce; key, value and header values hex-encoded (so any bytes pass through JSON). */
+export interface PyRecord {
+  p: number;
+  k: string;
+  v: string;
+  ts: number;
+  /** Omitted: no headers argument at all (required for magic 0/1). */
+  h?: [string, string][];
+}
+
+export interface PyRun {
+  topic: string;
+  codec: 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
+  records: PyRecord[];
+}
+
+export interface PyInput {
+  bootstrap: string;
+  /** null: kafka-python probes the broker; e.g. [0, 10, 0] forces that protocol generation. */
+  api_version: number[] | null;
+  acks: number;
+  runs: PyRun[];
+}
+
+/** [partition, offset, timestamp] per record, in input order, from the producer's RecordMetadata. */
+export type PySent = [number, number, number][];
+/** [partition, offset, timestamp, timestamp_type, key hex, value hex, [[name, hex], ...]] per ConsumerRecord. */
+export type PyRead = [number, number, number, number, string | null, string | null, [string, string | null][]][];
+
+export interface PyResult {
+  sent: PySent;
+  read: PyRead;
+}
+
+/** Runs one python process for all runs; resolves per topic with what it produced and read back. */
+export function runKafkaPython(input: PyInput, timeoutMs = 170_000): Promise<Map<string, PyResult>> {
+  if (!existsSync(PYTHON)) return Promise.reject(new Error(`${PYTHON} is missing: kafka-python tests need Debian's python3 with python3-kafka`));
+  return new Promise((resolve, reject) => {
+    const child = spawn(PYTHON, [PRODUCE_CONSUME_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let err = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`kafka-python timed out after ${timeoutMs} ms; stderr:\n${err.slice(-4000)}`));
+    }, timeoutMs);
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (code !== 0) {
+        const hint = /No module named 'kafka'/.test(err) ? ` (${PYTHON} lacks kafka-python: install python3-kafka)` : '';
+        reject(new Error(`kafka-python exited with ${code}${hint}; stderr:\n${err.slice(-4000)}`));
+        return;
+      }
+      const results = new Map<string, PyResult>();
+      for (const line of Buffer.concat(out).toString().split('\n')) {
+        if (line.trim() === '') continue;
+        const msg = JSON.parse(line) as { topic: string; phase: 'sent'; meta: PySent } | { topic: string; phase: 'read'; records: PyRead };
+        const r = results.get(msg.topic) ?? { sent: [], read: [] };
+        if (msg.phase === 'sent') r.sent = msg.meta;
+        else r.read = msg.records;
+        results.set(msg.topic, r);
+      }
+      resolve(results);
+    });
+    child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
+    child.stdin.end(JSON.stringify(input));
+  });
+}
+
+export const hex = (b: Buffer | string): string => (typeof b === 'string' ? Buffer.from(b) : b).toString('hex');

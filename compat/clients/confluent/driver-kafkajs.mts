@@ -1,0 +1,130 @@
+/**
+ * Column "confluent-kjs": @confluentinc/kafka-javascript's KafkaJS-style API (`KafkaJS.Kafka`). Its
+ * consumer always joins a group (no assign), so plain reads use the package's native consumer with
+ * assign() (same librdkafka underneath); its group consumer is what the groups scenario drives.
+ */
+import { sleep } from '../../lib/records.js';
+import type { Client, GroupObservation, GroupSpec, TestRecord } from '../../lib/types.js';
+import { type Any, ck, ckUnavailable, ckVersions, readByAssign, readCommitted } from './native.mjs';
+
+const NO_CONFIGS = 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no describeConfigs/alterConfigs';
+
+function kafka(bootstrap: string, kafkaJS: Record<string, unknown> = {}): Any {
+  const { Kafka, logLevel } = ck().KafkaJS;
+  return new Kafka({ kafkaJS: { brokers: bootstrap.split(','), clientId: 'gregor-compat-confluent-kjs', logLevel: logLevel.NOTHING, ...kafkaJS } });
+}
+
+const messages = (records: TestRecord[]) => records.map((r) => ({ partition: r.partition, key: r.key, value: r.value, headers: Object.fromEntries(r.headers), timestamp: String(r.timestamp) }));
+
+async function withAdmin<T>(bootstrap: string, fn: (a: Any) => Promise<T>): Promise<T> {
+  const admin = kafka(bootstrap).admin();
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservation> {
+  const all = Array.from({ length: spec.partitions }, (_, i) => i);
+  const live: Any[] = [];
+  const member = async () => {
+    const c = kafka(bootstrap).consumer({ kafkaJS: { groupId: spec.groupId, fromBeginning: true, autoCommit: false, sessionTimeout: 10000, heartbeatInterval: 500 } });
+    const first = new Map<number, number>();
+    const seen = new Map<number, number>();
+    await c.connect();
+    await c.subscribe({ topics: [spec.topic] });
+    await c.run({
+      eachMessage: async ({ partition, message }: Any) => {
+        if (!first.has(partition)) first.set(partition, Number(message.offset));
+        seen.set(partition, Number(message.offset) + 1);
+      },
+    });
+    live.push(c);
+    const assigned = (): number[] => (c.assignment() as Any[]).filter((a) => a.topic === spec.topic).flatMap((a) => a.partitions ?? [a.partition]).sort();
+    return { c, first, seen, assigned };
+  };
+  const until = async (what: string, cond: () => boolean) => {
+    const deadline = Date.now() + spec.timeoutMs;
+    while (!cond()) {
+      if (Date.now() > deadline) throw new Error(`KafkaJS-style group: timed out waiting for ${what}`);
+      await sleep(50);
+    }
+  };
+  try {
+    const a = await member();
+    await until('member A to get every partition and read them', () => a.assigned().length === spec.partitions && all.every((p) => (a.seen.get(p) ?? 0) >= spec.commitAt));
+    const firstAssignment = a.assigned();
+    await a.c.commitOffsets(all.map((p) => ({ topic: spec.topic, partition: p, offset: String(spec.commitAt) })));
+    const b = await member();
+    await until('the rebalance to split the partitions', () => a.assigned().length > 0 && b.assigned().length > 0 && a.assigned().length + b.assigned().length === spec.partitions);
+    const rebalanced = [a.assigned(), b.assigned()];
+    await Promise.all(live.splice(0).map((c) => c.disconnect()));
+    const c = await member();
+    await until('a fresh member to resume every partition', () => all.every((p) => c.first.has(p)));
+    return { firstAssignment, rebalanced, committed: Object.fromEntries(all.map((p) => [p, spec.commitAt])), resumed: Object.fromEntries(c.first) };
+  } finally {
+    await Promise.all(live.map((c) => c.disconnect().catch(() => undefined)));
+  }
+}
+
+export const confluentKjsClient: Client = {
+  id: 'confluent-kjs',
+  title: 'confluent (KafkaJS API)',
+  description: '@confluentinc/kafka-javascript 1.10.1, librdkafka 2.15.1, KafkaJS-compatible API (KafkaJS.Kafka producer/consumer/admin); reads by partition via the native consumer',
+  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: true, headers: 'per-record', idempotence: true },
+  unsupported: { describeConfigs: NO_CONFIGS, alterConfigs: NO_CONFIGS, createPartitions: 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no createPartitions' },
+  unavailable: async () => ckUnavailable(),
+  versions: async () => ckVersions(),
+  ops: {
+    metadata: (bootstrap, topics) =>
+      withAdmin(bootstrap, async (a) => {
+        const md: Any[] = await a.fetchTopicMetadata({ topics });
+        const brokers = new Map<number, { nodeId: number; host: string; port: number }>();
+        for (const t of md) for (const p of t.partitions) if (p.leaderNode) brokers.set(p.leaderNode.id, { nodeId: p.leaderNode.id, host: p.leaderNode.host, port: p.leaderNode.port });
+        return { brokers: [...brokers.values()], topics: md.map((t) => ({ name: t.name, partitions: t.partitions.map((p: Any) => ({ partition: p.partitionId, leader: p.leader })) })) };
+      }),
+    async produce(bootstrap, spec) {
+      const { CompressionTypes } = ck().KafkaJS;
+      const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD }[spec.codec];
+      const producer = kafka(bootstrap).producer({ kafkaJS: { acks: spec.acks, compression, ...(spec.idempotent === true ? { idempotent: true } : {}) } });
+      await producer.connect();
+      try {
+        await producer.send({ topic: spec.topic, messages: messages(spec.records) });
+      } finally {
+        await producer.disconnect();
+      }
+    },
+    consume: (bootstrap, spec) => readByAssign(bootstrap, spec),
+    offsetForTime: (bootstrap, topic, partition, timestamp) =>
+      withAdmin(bootstrap, async (a) => {
+        const res: Any[] = await a.fetchTopicOffsetsByTimestamp(topic, timestamp);
+        return Number(res.find((r) => r.partition === partition).offset);
+      }),
+    createTopic: (b, topic, partitions) => withAdmin(b, async (a) => void (await a.createTopics({ topics: [{ topic, numPartitions: partitions }] }))),
+    deleteTopic: (b, topic) => withAdmin(b, async (a) => void (await a.deleteTopics({ topics: [topic] }))),
+    deleteRecords: (b, topic, partition, before) =>
+      withAdmin(b, async (a) => {
+        await a.fetchTopicMetadata({ topics: [topic] });
+        const res: Any[] = await a.deleteTopicRecords({ topic, partitions: [{ partition, offset: String(before) }] });
+        return Number(res[0].lowWatermark);
+      }),
+    group,
+    async transactions(bootstrap, spec) {
+      const producer = kafka(bootstrap).producer({ kafkaJS: { transactionalId: spec.transactionalId, idempotent: true, acks: -1, maxInFlightRequests: 1 } });
+      await producer.connect();
+      try {
+        const aborted = await producer.transaction();
+        await aborted.send({ topic: spec.topic, messages: messages(spec.aborted) });
+        await aborted.abort();
+        const committed = await producer.transaction();
+        await committed.send({ topic: spec.topic, messages: messages(spec.committed) });
+        await committed.commit();
+      } finally {
+        await producer.disconnect();
+      }
+      return readCommitted(bootstrap, spec.topic, [...new Set([...spec.aborted, ...spec.committed].map((r) => r.partition))]);
+    },
+  },
+};

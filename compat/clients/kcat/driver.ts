@@ -1,0 +1,168 @@
+/**
+ * kcat 1.7.1 (Debian, librdkafka 2.0.2) driven as a subprocess: -P to produce (tab-separated key and
+ * value on stdin, headers with -H per call), -C -J to read, -L -J for metadata, -Q for offsets by
+ * time, -G for the balanced consumer, -X transactional.id for transactions.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { sleep } from '../../lib/records.js';
+import type { Client, GroupObservation, GroupSpec, ReadRecord, TestRecord } from '../../lib/types.js';
+
+const KCAT = process.env['KCAT'] ?? '/usr/bin/kcat';
+const NO_ADMIN = 'kcat has no admin mode (only -L metadata and -Q offset queries)';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs kcat; `input` goes to stdin; killed after `timeoutMs`. `onStart` may write more/close stdin itself. */
+function kcat(args: string[], opts: { input?: string; timeoutMs?: number; killSignal?: NodeJS.Signals; keepStdin?: (child: ReturnType<typeof spawn>) => Promise<void> } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(KCAT, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const t = setTimeout(() => child.kill(opts.killSignal ?? 'SIGKILL'), opts.timeoutMs ?? 30000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+    if (opts.keepStdin !== undefined) void opts.keepStdin(child);
+    else child.stdin.end(opts.input ?? '');
+  });
+}
+
+function ok(what: string, r: Run): Run {
+  if (r.code !== 0) throw new Error(`kcat ${what} exited with ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  return r;
+}
+
+const lines = (records: TestRecord[]) => records.map((r) => (r.key === null ? r.value : `${r.key}\t${r.value}`)).join('\n') + '\n';
+
+/** Groups consecutive records that share a partition and header set (one kcat call each). */
+function runsOf(records: TestRecord[]): TestRecord[][] {
+  const out: TestRecord[][] = [];
+  for (const r of records) {
+    const last = out[out.length - 1];
+    const same = last?.[0] !== undefined && last[0].partition === r.partition && JSON.stringify(last[0].headers) === JSON.stringify(r.headers);
+    if (same) last.push(r);
+    else out.push([r]);
+  }
+  return out;
+}
+
+function parseJson(out: string): ReadRecord[] {
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => {
+      const j = JSON.parse(l) as { partition: number; offset: number; ts: number; headers?: string[]; key: string | null; payload: string | null };
+      const headers: [string, string][] = [];
+      for (let i = 0; i + 1 < (j.headers?.length ?? 0); i += 2) headers.push([j.headers![i]!, j.headers![i + 1]!]);
+      return { partition: j.partition, offset: j.offset, key: j.key, value: j.payload, headers, timestamp: j.ts };
+    });
+}
+
+function produceArgs(bootstrap: string, topic: string, partition: number, headers: [string, string][], extra: string[]): string[] {
+  return ['-P', '-b', bootstrap, '-t', topic, '-p', String(partition), '-K', '\t', ...headers.flatMap(([k, v]) => ['-H', `${k}=${v}`]), ...extra];
+}
+
+async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservation> {
+  // kcat -G prints "% Group <g> rebalanced ... assigned: <topic> [0], <topic> [1]" on stderr.
+  const all = Array.from({ length: spec.partitions }, (_, i) => i);
+  const assignedIn = (stderr: string): number[] => {
+    const m = [...stderr.matchAll(/assigned: (.*)/g)].pop()?.[1] ?? '';
+    return [...m.matchAll(/\[(\d+)\]/g)].map((x) => Number(x[1])).sort();
+  };
+  const common = ['-b', bootstrap, '-G', spec.groupId, '-J', '-X', 'session.timeout.ms=10000', '-X', 'heartbeat.interval.ms=500', '-X', 'auto.offset.reset=earliest', '-X', 'partition.assignment.strategy=range'];
+  // 1. member A alone reads commitAt × partitions records and commits them (auto commit on exit);
+  //    kcat cannot choose which partitions they come from, so the committed offsets are what it read.
+  const a = ok('-G (first member)', await kcat([...common, '-c', String(spec.commitAt * spec.partitions), '-X', 'enable.auto.commit=true', spec.topic], { timeoutMs: spec.timeoutMs }));
+  const firstAssignment = assignedIn(a.stderr);
+  const readA = parseJson(a.stdout);
+  const committed = Object.fromEntries(all.map((p) => [p, readA.filter((r) => r.partition === p).reduce((n, r) => Math.max(n, r.offset + 1), 0)]));
+  // 2. two members together for 8 s: each should end up with part of the topic (no commits); SIGTERM
+  //    makes kcat leave the group cleanly, so the next member does not wait for a session timeout.
+  const both = ['B1', 'B2'].map(() => kcat([...common, '-X', 'enable.auto.commit=false', '-X', 'enable.auto.offset.store=false', spec.topic], { timeoutMs: 8000, killSignal: 'SIGTERM' }));
+  const [b1, b2] = await Promise.all(both);
+  const rebalanced = [assignedIn(b1!.stderr), assignedIn(b2!.stderr)];
+  // 3. a fresh member resumes at the committed offsets.
+  const left = spec.perPartition * spec.partitions - readA.length;
+  const c = await kcat([...common, '-c', String(Math.max(1, left)), '-X', 'enable.auto.commit=false', spec.topic], { timeoutMs: 15000, killSignal: 'SIGTERM' });
+  const resumed: Record<number, number> = {};
+  for (const r of parseJson(c.stdout)) if (resumed[r.partition] === undefined) resumed[r.partition] = r.offset;
+  return { firstAssignment, rebalanced, committed, resumed };
+}
+
+export const kcatClient: Client = {
+  id: 'kcat',
+  title: 'kcat',
+  description: 'kcat 1.7.1 (Debian), librdkafka 2.0.2, as a subprocess',
+  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: false, headers: 'per-call', idempotence: true },
+  unsupported: { createTopic: NO_ADMIN, deleteTopic: NO_ADMIN, createPartitions: NO_ADMIN, describeConfigs: NO_ADMIN, alterConfigs: NO_ADMIN, deleteRecords: NO_ADMIN },
+  async unavailable() {
+    return existsSync(KCAT) ? null : `${KCAT} is missing (apt-get install kcat)`;
+  },
+  async versions() {
+    const r = await kcat(['-V']);
+    const m = /Version (\S+) .*librdkafka (\S+)/.exec(r.stdout + r.stderr);
+    return { kcat: m?.[1] ?? 'unknown', librdkafka: m?.[2] ?? 'unknown' };
+  },
+  ops: {
+    async metadata(bootstrap, topics) {
+      const out = { brokers: [] as { nodeId: number; host: string; port: number }[], topics: [] as { name: string; partitions: { partition: number; leader: number }[] }[] };
+      for (const topic of topics) {
+        const r = ok('-L', await kcat(['-L', '-J', '-b', bootstrap, '-t', topic]));
+        const j = JSON.parse(r.stdout) as { brokers: { id: number; name: string }[]; topics: { topic: string; partitions: { partition: number; leader: number }[] }[] };
+        out.brokers = j.brokers.map((b) => ({ nodeId: b.id, host: b.name.slice(0, b.name.lastIndexOf(':')), port: Number(b.name.slice(b.name.lastIndexOf(':') + 1)) }));
+        for (const t of j.topics) out.topics.push({ name: t.topic, partitions: t.partitions.map((p) => ({ partition: p.partition, leader: p.leader })) });
+      }
+      return out;
+    },
+    async produce(bootstrap, spec) {
+      const extra = ['-X', `compression.codec=${spec.codec}`, '-X', `acks=${spec.acks}`, ...(spec.idempotent === true ? ['-X', 'enable.idempotence=true'] : [])];
+      for (const run of runsOf(spec.records)) {
+        ok('-P', await kcat(produceArgs(bootstrap, spec.topic, run[0]!.partition, run[0]!.headers, extra), { input: lines(run) }));
+      }
+    },
+    async consume(bootstrap, spec) {
+      const out: ReadRecord[] = [];
+      for (const p of spec.partitions) {
+        const r = ok('-C', await kcat(['-C', '-J', '-b', bootstrap, '-t', spec.topic, '-p', String(p.partition), '-o', String(p.from), '-c', String(p.count), '-X', 'fetch.wait.max.ms=100'], { timeoutMs: spec.timeoutMs }));
+        out.push(...parseJson(r.stdout));
+      }
+      return out;
+    },
+    async offsetForTime(bootstrap, topic, partition, timestamp) {
+      const r = ok('-Q', await kcat(['-Q', '-b', bootstrap, '-t', `${topic}:${partition}:${timestamp}`]));
+      const m = /\[\d+\] offset (-?\d+)/.exec(r.stdout);
+      if (m?.[1] === undefined) throw new Error(`kcat -Q printed no offset: ${r.stdout.trim()} ${r.stderr.trim()}`);
+      return Number(m[1]);
+    },
+    group,
+    async transactions(bootstrap, spec) {
+      // Aborted: kcat aborts an open transaction when interrupted, so feed it and then SIGINT it.
+      const partitionOf = (rs: TestRecord[]) => rs[0]?.partition ?? 0;
+      const txn = ['-X', `transactional.id=${spec.transactionalId}`, '-X', 'acks=all'];
+      await kcat(produceArgs(bootstrap, spec.topic, partitionOf(spec.aborted), [], txn), {
+        keepStdin: async (child) => {
+          child.stdin?.write(lines(spec.aborted));
+          await sleep(2000);
+          child.kill('SIGINT');
+        },
+      });
+      ok('-P (transaction)', await kcat(produceArgs(bootstrap, spec.topic, partitionOf(spec.committed), [], txn), { input: lines(spec.committed) }));
+      const parts = [...new Set([...spec.aborted, ...spec.committed].map((r) => r.partition))];
+      const out: ReadRecord[] = [];
+      for (const p of parts) {
+        const r = ok('-C', await kcat(['-C', '-J', '-e', '-b', bootstrap, '-t', spec.topic, '-p', String(p), '-o', 'beginning', '-X', 'isolation.level=read_committed']));
+        out.push(...parseJson(r.stdout));
+      }
+      return out;
+    },
+  },
+};

@@ -1,0 +1,198 @@
+/**
+ * A minimal Kafka connection built on the project's own protocol codec. The runner uses it for what no
+ * client under test should do for itself: probing ApiVersions, seeding topics, reading stored bytes to
+ * check what a client really wrote, and sending bad input on purpose.
+ */
+import net from 'node:net';
+import { decodeResponse, encodeRequest } from '../../protocol/frame.js';
+import { API_KEYS } from '../../protocol/generated/api-keys.js';
+import { buildRecordBatch } from '../../protocol/records/index.js';
+
+export interface ApiRange {
+  apiKey: number;
+  name: string;
+  minVersion: number;
+  maxVersion: number;
+}
+
+export function splitHostPort(bootstrap: string): { host: string; port: number } {
+  const first = bootstrap.split(',')[0] ?? bootstrap;
+  const i = first.lastIndexOf(':');
+  return { host: first.slice(0, i), port: Number(first.slice(i + 1)) };
+}
+
+export class RawConnection {
+  private buf: Buffer = Buffer.alloc(0);
+  private readonly frames: Buffer[] = [];
+  private waiter: (() => void) | null = null;
+  private correlation = 0;
+  closed = false;
+
+  private constructor(readonly socket: net.Socket) {
+    socket.on('data', (d: Buffer) => {
+      this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+      while (this.buf.length >= 4 && this.buf.length >= 4 + this.buf.readInt32BE(0)) {
+        const size = this.buf.readInt32BE(0);
+        this.frames.push(this.buf.subarray(4, 4 + size));
+        this.buf = this.buf.subarray(4 + size);
+      }
+      this.waiter?.();
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      this.closed = true;
+      this.waiter?.();
+    });
+  }
+
+  static connect(bootstrap: string, timeoutMs = 5000): Promise<RawConnection> {
+    const { host, port } = splitHostPort(bootstrap);
+    return new Promise((resolve, reject) => {
+      const s = net.connect({ host, port });
+      const t = setTimeout(() => {
+        s.destroy();
+        reject(new Error(`connect to ${bootstrap} timed out`));
+      }, timeoutMs);
+      s.once('connect', () => {
+        clearTimeout(t);
+        s.removeAllListeners('error');
+        resolve(new RawConnection(s));
+      });
+      s.once('error', (e) => {
+        clearTimeout(t);
+        reject(e);
+      });
+    });
+  }
+
+  write(bytes: Buffer): Promise<void> {
+    return new Promise((resolve) => (this.socket.destroyed ? resolve() : this.socket.write(bytes, () => resolve())));
+  }
+
+  /** Waits for the next response frame, or null if the connection closed (or `timeoutMs` passed). */
+  async next(timeoutMs = 10000): Promise<Buffer | null> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.frames.length === 0 && !this.closed && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, deadline - Date.now());
+        this.waiter = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      this.waiter = null;
+    }
+    return this.frames.shift() ?? null;
+  }
+
+  /** Resolves true once the broker closed the connection within `timeoutMs`. */
+  async waitClosed(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.closed && Date.now() < deadline) await this.next(deadline - Date.now());
+    return this.closed;
+  }
+
+  async request<T>(apiKey: number, apiVersion: number, body: unknown, timeoutMs = 15000): Promise<T> {
+    const correlationId = ++this.correlation;
+    await this.write(encodeRequest({ apiKey, apiVersion, correlationId, clientId: 'gregor-compat' }, body, { sizePrefix: true }));
+    const frame = await this.next(timeoutMs);
+    if (frame === null) throw new Error(`no response to ${API_KEYS.get(apiKey)?.name ?? apiKey} v${apiVersion} (connection ${this.closed ? 'closed' : 'timed out'})`);
+    const res = decodeResponse(apiKey, apiVersion, frame);
+    if (res.correlationId !== correlationId) throw new Error(`correlation id ${res.correlationId}, expected ${correlationId}`);
+    return res.body as T;
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+/** One request on a fresh connection. */
+export async function rawRequest<T>(bootstrap: string, apiKey: number, apiVersion: number, body: unknown): Promise<T> {
+  const c = await RawConnection.connect(bootstrap);
+  try {
+    return await c.request<T>(apiKey, apiVersion, body);
+  } finally {
+    c.close();
+  }
+}
+
+/** The broker's advertised API ranges (ApiVersions v0, which every broker answers). */
+export async function probeApiVersions(bootstrap: string): Promise<ApiRange[]> {
+  const res = await rawRequest<{ errorCode: number; apiKeys: { apiKey: number; minVersion: number; maxVersion: number }[] }>(bootstrap, 18, 0, {});
+  if (res.errorCode !== 0) throw new Error(`ApiVersions error ${res.errorCode}`);
+  return res.apiKeys.map((k) => ({ ...k, name: API_KEYS.get(k.apiKey)?.name ?? `api-${k.apiKey}` })).sort((a, b) => a.apiKey - b.apiKey);
+}
+
+/** Highest version both we and the broker speak for `apiKey`, capped at `cap`; throws when none. */
+export function pickVersion(ranges: ApiRange[], apiKey: number, cap: number): number {
+  const r = ranges.find((x) => x.apiKey === apiKey);
+  if (r === undefined || r.minVersion > cap) throw new Error(`broker does not offer ${API_KEYS.get(apiKey)?.name ?? apiKey} at v${cap} or lower`);
+  return Math.min(r.maxVersion, cap);
+}
+
+/** Creates a topic with CreateTopics v1 (in Kafka since 0.10.1); an existing topic is fine. */
+export async function rawCreateTopic(bootstrap: string, name: string, partitions: number, configs: Record<string, string> = {}): Promise<void> {
+  const res = await rawRequest<{ topics: { name: string; errorCode: number; errorMessage?: string | null }[] }>(bootstrap, 19, 1, {
+    topics: [{ name, numPartitions: partitions, replicationFactor: 1, assignments: [], configs: Object.entries(configs).map(([n, value]) => ({ name: n, value })) }],
+    timeoutMs: 30000,
+    validateOnly: false,
+  });
+  for (const t of res.topics) if (t.errorCode !== 0 && t.errorCode !== 36) throw new Error(`CreateTopics ${t.name}: error ${t.errorCode} ${t.errorMessage ?? ''}`);
+  await waitForTopic(bootstrap, name, partitions);
+}
+
+/** Polls Metadata v1 until `topic` shows `partitions` partitions with leaders. */
+export async function waitForTopic(bootstrap: string, topic: string, partitions: number, timeoutMs = 10000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const md = await rawRequest<{ topics: { name: string; errorCode: number; partitions: { errorCode: number; leaderId: number }[] }[] }>(bootstrap, 3, 1, { topics: [{ name: topic }] });
+    const t = md.topics.find((x) => x.name === topic);
+    if (t !== undefined && t.errorCode === 0 && t.partitions.length === partitions && t.partitions.every((p) => p.errorCode === 0 && p.leaderId >= 0)) return;
+    if (Date.now() > deadline) throw new Error(`topic ${topic} not ready with ${partitions} partitions`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Writes records with the project's own encoder (Produce v3, one batch per partition, acks=all). */
+export async function rawProduce(bootstrap: string, topic: string, records: { partition: number; key: string | null; value: string; timestamp: number }[]): Promise<void> {
+  const byPartition = new Map<number, typeof records>();
+  for (const r of records) byPartition.set(r.partition, [...(byPartition.get(r.partition) ?? []), r]);
+  const partitionData = [...byPartition].map(([index, rs]) => ({
+    index,
+    records: buildRecordBatch(rs.map((r) => ({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(r.value), timestamp: BigInt(r.timestamp) }))),
+  }));
+  const res = await rawRequest<{ responses: { partitionResponses: { index: number; errorCode: number }[] }[] }>(bootstrap, 0, 3, {
+    transactionalId: null,
+    acks: -1,
+    timeoutMs: 10000,
+    topicData: [{ name: topic, partitionData }],
+  });
+  for (const p of res.responses.flatMap((t) => t.partitionResponses)) if (p.errorCode !== 0) throw new Error(`seed produce to ${topic}-${p.index}: error ${p.errorCode}`);
+}
+
+/** ListOffsets v1: earliest (-2), latest (-1) or by timestamp. */
+export async function rawListOffset(bootstrap: string, topic: string, partition: number, timestamp: number): Promise<number> {
+  const res = await rawRequest<{ topics: { partitions: { errorCode: number; offset: bigint }[] }[] }>(bootstrap, 2, 1, {
+    replicaId: -1,
+    topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp: BigInt(timestamp) }] }],
+  });
+  const p = res.topics[0]?.partitions[0];
+  if (p === undefined || p.errorCode !== 0) throw new Error(`ListOffsets ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
+  return Number(p.offset);
+}
+
+/** The raw record bytes of a partition from offset 0 (Fetch v4: stored bytes, no down-conversion). */
+export async function rawFetchBytes(bootstrap: string, topic: string, partition: number): Promise<Buffer> {
+  const res = await rawRequest<{ responses: { partitions: { errorCode: number; records: Buffer | null }[] }[] }>(bootstrap, 1, 4, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 16 << 20,
+    isolationLevel: 0,
+    topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
+  });
+  const p = res.responses[0]?.partitions[0];
+  if (p === undefined || p.errorCode !== 0) throw new Error(`Fetch ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
+  return p.records ?? Buffer.alloc(0);
+}

@@ -1,0 +1,66 @@
+/** results.json: the schema written by every run, and the machine details it records. */
+import { cpus, totalmem, type as osType, release, platform, arch } from 'node:os';
+import type { Scenario } from '../scenarios/context.js';
+import type { ApiRange } from './raw.js';
+import type { CellResult, Client } from './types.js';
+
+export const RESULTS_SCHEMA = 'gregor-compat-results/1';
+
+export interface MachineInfo {
+  node: string;
+  os: { type: string; platform: string; release: string; arch: string };
+  cpu: { model: string; cores: number };
+  memoryBytes: number;
+}
+
+export interface BrokerInfo {
+  /** "gregor" when the suite started it, "external" with --bootstrap */
+  kind: 'gregor' | 'external';
+  bootstrap: string;
+  /** gregor's package version and commit; "unknown" for external brokers */
+  version: string;
+  apiVersions: ApiRange[];
+  /** the emulate=0.10.0 gregor used by the format-v1 scenario, when started */
+  legacy?: { bootstrap: string; emulate: string; apiVersions: ApiRange[] };
+}
+
+export interface ResultsFile {
+  schema: typeof RESULTS_SCHEMA;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  machine: MachineInfo;
+  broker: BrokerInfo;
+  clients: { id: string; title: string; description: string; versions: Record<string, string> }[];
+  scenarios: { id: string; title: string; description: string }[];
+  cells: CellResult[];
+  summary: Record<CellResult['outcome'], number>;
+}
+
+export function machineInfo(): MachineInfo {
+  const c = cpus();
+  return { node: process.version, os: { type: osType(), platform: platform(), release: release(), arch: arch() }, cpu: { model: c[0]?.model.trim() ?? 'unknown', cores: c.length }, memoryBytes: totalmem() };
+}
+
+export function summarize(cells: CellResult[]): ResultsFile['summary'] {
+  const s = { pass: 0, fail: 0, 'unsupported-client': 0, 'unsupported-broker': 0, 'needs-gregor': 0 };
+  for (const c of cells) s[c.outcome]++;
+  return s;
+}
+
+export async function clientInfo(clients: Client[]): Promise<ResultsFile['clients']> {
+  return Promise.all(
+    clients.map(async (c) => ({ id: c.id, title: c.title, description: c.description, versions: (await c.unavailable()) === null ? await c.versions().catch((e: Error) => ({ error: e.message })) : { unavailable: 'yes' } })),
+  );
+}
+
+export function scenarioInfo(scenarios: Scenario[]): ResultsFile['scenarios'] {
+  return scenarios.map((s) => ({ id: s.id, title: s.title, description: s.description }));
+}
+
+/** Reads a results.json, refusing other schemas. */
+export function parseResults(text: string, from: string): ResultsFile {
+  const r = JSON.parse(text) as ResultsFile;
+  if (r.schema !== RESULTS_SCHEMA) throw new Error(`${from}: schema ${String(r.schema)}, expected ${RESULTS_SCHEMA}`);
+  return r;
+}

@@ -1,0 +1,9 @@
+/** The matrix rows, in report order. */
+import { adminScenarios } from './admin.js';
+import { badInput } from './bad-input.js';
+import type { Scenario } from './context.js';
+import { groupTxnScenarios } from './groups-txn.js';
+import { legacyFormat } from './legacy.js';
+import { produceConsumeScenarios } from './produce-consume.js';
+
+export const SCENARIOS: Scenario[] = [...produceConsumeScenarios, legacyFormat, ...adminScenarios, ...groupTxnScenarios, badInput];

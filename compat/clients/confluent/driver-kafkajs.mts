@@ -86,8 +86,9 @@ export const confluentKjsClient: Client = {
         return { brokers: [...brokers.values()], topics: md.map((t) => ({ name: t.name, partitions: t.partitions.map((p: Any) => ({ partition: p.partitionId, leader: p.leader })) })) };
       }),
     async produce(bootstrap, spec) {
+      // this package spells kafkajs's CompressionTypes.Snappy as SNAPPY
       const { CompressionTypes } = ck().KafkaJS;
-      const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD }[spec.codec];
+      const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.SNAPPY, lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD }[spec.codec];
       const producer = kafka(bootstrap).producer({ kafkaJS: { acks: spec.acks, compression, ...(spec.idempotent === true ? { idempotent: true } : {}) } });
       await producer.connect();
       try {

@@ -288,7 +288,8 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
       const T = cond(f.taggedVersions, valid);
       const F = flexCond(ctx, f);
       const N = nullCond(ctx, f);
-      out.push(`  if (${T}) { const x = ${access(f)}; if (!RT.isDefaultValue(x, ${defaultExpr(ctx, f)})) {`);
+      // Absent (undefined) means default: skip before building a default value to compare against.
+      out.push(`  if (${T} && m.${f.prop} !== undefined) { const x = m.${f.prop}; if (!RT.isDefaultValue(x, ${defaultExpr(ctx, f)})) {`);
       out.push(`    const tw = W.Writer.alloc(${sizeExpr(ctx, f.type, F, N, 'x')}); ${writeStmt(ctx, f.type, F, N, 'x', 'tw')} t.push({ tag: ${f.tag}, data: tw.done() }); } }`);
     }
     out.push('  return RT.mergeTagged(t, m._unknownTaggedFields);\n}\n');

@@ -85,13 +85,13 @@ export function readApiVersionsResponse(r: Reader, v: number): ApiVersionsRespon
 
 function taggedApiVersionsResponse(m: ApiVersionsResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 3) { const x = (m.supportedFeatures === undefined ? [] : m.supportedFeatures); if (!RT.isDefaultValue(x, [])) {
+  if (v >= 3 && m.supportedFeatures !== undefined) { const x = m.supportedFeatures; if (!RT.isDefaultValue(x, [])) {
     const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeApiVersionsResponseSupportedFeatureKey(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeApiVersionsResponseSupportedFeatureKey(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
-  if (v >= 3) { const x = (m.finalizedFeaturesEpoch === undefined ? -1n : m.finalizedFeaturesEpoch); if (!RT.isDefaultValue(x, -1n)) {
+  if (v >= 3 && m.finalizedFeaturesEpoch !== undefined) { const x = m.finalizedFeaturesEpoch; if (!RT.isDefaultValue(x, -1n)) {
     const tw = W.Writer.alloc(8); tw.int64(x); t.push({ tag: 1, data: tw.done() }); } }
-  if (v >= 3) { const x = (m.finalizedFeatures === undefined ? [] : m.finalizedFeatures); if (!RT.isDefaultValue(x, [])) {
+  if (v >= 3 && m.finalizedFeatures !== undefined) { const x = m.finalizedFeatures; if (!RT.isDefaultValue(x, [])) {
     const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeApiVersionsResponseFinalizedFeatureKey(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeApiVersionsResponseFinalizedFeatureKey(tw, e0, v); } t.push({ tag: 2, data: tw.done() }); } }
-  if (v >= 3) { const x = (m.zkMigrationReady === undefined ? false : m.zkMigrationReady); if (!RT.isDefaultValue(x, false)) {
+  if (v >= 3 && m.zkMigrationReady !== undefined) { const x = m.zkMigrationReady; if (!RT.isDefaultValue(x, false)) {
     const tw = W.Writer.alloc(1); tw.bool(x); t.push({ tag: 3, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

@@ -44,7 +44,7 @@ export function readBrokerHeartbeatRequest(r: Reader, v: number): BrokerHeartbea
 
 function taggedBrokerHeartbeatRequest(m: BrokerHeartbeatRequest, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 1) { const x = (m.offlineLogDirs === undefined ? [] : m.offlineLogDirs); if (!RT.isDefaultValue(x, [])) {
+  if (v >= 1 && m.offlineLogDirs !== undefined) { const x = m.offlineLogDirs; if (!RT.isDefaultValue(x, [])) {
     const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 16))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { tw.uuid(e0); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

@@ -237,7 +237,7 @@ export function readCreateTopicsResponseCreatableTopicResult(r: Reader, v: numbe
 
 function taggedCreateTopicsResponseCreatableTopicResult(m: CreateTopicsResponseCreatableTopicResult, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 5) { const x = (m.topicConfigErrorCode === undefined ? 0 : m.topicConfigErrorCode); if (!RT.isDefaultValue(x, 0)) {
+  if (v >= 5 && m.topicConfigErrorCode !== undefined) { const x = m.topicConfigErrorCode; if (!RT.isDefaultValue(x, 0)) {
     const tw = W.Writer.alloc(2); tw.int16(x); t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

@@ -235,7 +235,7 @@ export function readEndQuorumEpochResponse(r: Reader, v: number): EndQuorumEpoch
 
 function taggedEndQuorumEpochResponse(m: EndQuorumEpochResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 1) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); if (!RT.isDefaultValue(x, [])) {
+  if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
     const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeEndQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

@@ -40,7 +40,7 @@ export function readFetchSnapshotRequest(r: Reader, v: number): FetchSnapshotReq
 
 function taggedFetchSnapshotRequest(m: FetchSnapshotRequest, _v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (true) { const x = (m.clusterId === undefined ? null : m.clusterId); if (!RT.isDefaultValue(x, null)) {
+  if (true && m.clusterId !== undefined) { const x = m.clusterId; if (!RT.isDefaultValue(x, null)) {
     const tw = W.Writer.alloc(W.sizeCompactString(x)); tw.compactString(x); t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
@@ -128,7 +128,7 @@ export function readFetchSnapshotRequestPartitionSnapshot(r: Reader, v: number):
 
 function taggedFetchSnapshotRequestPartitionSnapshot(m: FetchSnapshotRequestPartitionSnapshot, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 1) { const x = (m.replicaDirectoryId === undefined ? '00000000000000000000000000000000' : m.replicaDirectoryId); if (!RT.isDefaultValue(x, '00000000000000000000000000000000')) {
+  if (v >= 1 && m.replicaDirectoryId !== undefined) { const x = m.replicaDirectoryId; if (!RT.isDefaultValue(x, '00000000000000000000000000000000')) {
     const tw = W.Writer.alloc(16); tw.uuid(x); t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
@@ -220,7 +220,7 @@ export function readFetchSnapshotResponse(r: Reader, v: number): FetchSnapshotRe
 
 function taggedFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 1) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); if (!RT.isDefaultValue(x, [])) {
+  if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
     const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchSnapshotResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchSnapshotResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
@@ -315,7 +315,7 @@ export function readFetchSnapshotResponsePartitionSnapshot(r: Reader, v: number)
 
 function taggedFetchSnapshotResponsePartitionSnapshot(m: FetchSnapshotResponsePartitionSnapshot, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (true) { const x = (m.currentLeader === undefined ? defaultFetchSnapshotResponseLeaderIdAndEpoch() : m.currentLeader); if (!RT.isDefaultValue(x, defaultFetchSnapshotResponseLeaderIdAndEpoch())) {
+  if (true && m.currentLeader !== undefined) { const x = m.currentLeader; if (!RT.isDefaultValue(x, defaultFetchSnapshotResponseLeaderIdAndEpoch())) {
     const tw = W.Writer.alloc(sizeFetchSnapshotResponseLeaderIdAndEpoch(x, v)); writeFetchSnapshotResponseLeaderIdAndEpoch(tw, x, v); t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

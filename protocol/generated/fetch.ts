@@ -57,9 +57,9 @@ export function readFetchRequest(r: Reader, v: number): FetchRequest {
 
 function taggedFetchRequest(m: FetchRequest, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 12) { const x = (m.clusterId === undefined ? null : m.clusterId); if (!RT.isDefaultValue(x, null)) {
+  if (v >= 12 && m.clusterId !== undefined) { const x = m.clusterId; if (!RT.isDefaultValue(x, null)) {
     const tw = W.Writer.alloc(W.sizeCompactString(x)); tw.compactString(x); t.push({ tag: 0, data: tw.done() }); } }
-  if (v >= 15) { const x = (m.replicaState === undefined ? defaultFetchRequestReplicaState() : m.replicaState); if (!RT.isDefaultValue(x, defaultFetchRequestReplicaState())) {
+  if (v >= 15 && m.replicaState !== undefined) { const x = m.replicaState; if (!RT.isDefaultValue(x, defaultFetchRequestReplicaState())) {
     const tw = W.Writer.alloc(sizeFetchRequestReplicaState(x, v)); writeFetchRequestReplicaState(tw, x, v); t.push({ tag: 1, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
@@ -212,7 +212,7 @@ export function readFetchRequestFetchPartition(r: Reader, v: number): FetchReque
 
 function taggedFetchRequestFetchPartition(m: FetchRequestFetchPartition, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 17) { const x = (m.replicaDirectoryId === undefined ? '00000000000000000000000000000000' : m.replicaDirectoryId); if (!RT.isDefaultValue(x, '00000000000000000000000000000000')) {
+  if (v >= 17 && m.replicaDirectoryId !== undefined) { const x = m.replicaDirectoryId; if (!RT.isDefaultValue(x, '00000000000000000000000000000000')) {
     const tw = W.Writer.alloc(16); tw.uuid(x); t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
@@ -316,7 +316,7 @@ export function readFetchResponse(r: Reader, v: number): FetchResponse {
 
 function taggedFetchResponse(m: FetchResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 16) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); if (!RT.isDefaultValue(x, [])) {
+  if (v >= 16 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
     const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
@@ -428,11 +428,11 @@ export function readFetchResponsePartitionData(r: Reader, v: number): FetchRespo
 
 function taggedFetchResponsePartitionData(m: FetchResponsePartitionData, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 12) { const x = (m.divergingEpoch === undefined ? defaultFetchResponseEpochEndOffset() : m.divergingEpoch); if (!RT.isDefaultValue(x, defaultFetchResponseEpochEndOffset())) {
+  if (v >= 12 && m.divergingEpoch !== undefined) { const x = m.divergingEpoch; if (!RT.isDefaultValue(x, defaultFetchResponseEpochEndOffset())) {
     const tw = W.Writer.alloc(sizeFetchResponseEpochEndOffset(x, v)); writeFetchResponseEpochEndOffset(tw, x, v); t.push({ tag: 0, data: tw.done() }); } }
-  if (v >= 12) { const x = (m.currentLeader === undefined ? defaultFetchResponseLeaderIdAndEpoch() : m.currentLeader); if (!RT.isDefaultValue(x, defaultFetchResponseLeaderIdAndEpoch())) {
+  if (v >= 12 && m.currentLeader !== undefined) { const x = m.currentLeader; if (!RT.isDefaultValue(x, defaultFetchResponseLeaderIdAndEpoch())) {
     const tw = W.Writer.alloc(sizeFetchResponseLeaderIdAndEpoch(x, v)); writeFetchResponseLeaderIdAndEpoch(tw, x, v); t.push({ tag: 1, data: tw.done() }); } }
-  if (v >= 12) { const x = (m.snapshotId === undefined ? defaultFetchResponseSnapshotId() : m.snapshotId); if (!RT.isDefaultValue(x, defaultFetchResponseSnapshotId())) {
+  if (v >= 12 && m.snapshotId !== undefined) { const x = m.snapshotId; if (!RT.isDefaultValue(x, defaultFetchResponseSnapshotId())) {
     const tw = W.Writer.alloc(sizeFetchResponseSnapshotId(x, v)); writeFetchResponseSnapshotId(tw, x, v); t.push({ tag: 2, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

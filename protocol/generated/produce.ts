@@ -151,7 +151,7 @@ export function readProduceResponse(r: Reader, v: number): ProduceResponse {
 
 function taggedProduceResponse(m: ProduceResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 10) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); if (!RT.isDefaultValue(x, [])) {
+  if (v >= 10 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
     const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeProduceResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeProduceResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
@@ -246,7 +246,7 @@ export function readProduceResponsePartitionProduceResponse(r: Reader, v: number
 
 function taggedProduceResponsePartitionProduceResponse(m: ProduceResponsePartitionProduceResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 10) { const x = (m.currentLeader === undefined ? defaultProduceResponseLeaderIdAndEpoch() : m.currentLeader); if (!RT.isDefaultValue(x, defaultProduceResponseLeaderIdAndEpoch())) {
+  if (v >= 10 && m.currentLeader !== undefined) { const x = m.currentLeader; if (!RT.isDefaultValue(x, defaultProduceResponseLeaderIdAndEpoch())) {
     const tw = W.Writer.alloc(sizeProduceResponseLeaderIdAndEpoch(x, v)); writeProduceResponseLeaderIdAndEpoch(tw, x, v); t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

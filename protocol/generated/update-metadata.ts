@@ -48,7 +48,7 @@ export function readUpdateMetadataRequest(r: Reader, v: number): UpdateMetadataR
 
 function taggedUpdateMetadataRequest(m: UpdateMetadataRequest, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 8) { const x = (m.type === undefined ? 0 : m.type); if (!RT.isDefaultValue(x, 0)) {
+  if (v >= 8 && m.type !== undefined) { const x = m.type; if (!RT.isDefaultValue(x, 0)) {
     const tw = W.Writer.alloc(1); tw.int8(x); t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

@@ -162,7 +162,7 @@ export function readUpdateRaftVoterResponse(r: Reader, v: number): UpdateRaftVot
 
 function taggedUpdateRaftVoterResponse(m: UpdateRaftVoterResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (true) { const x = (m.currentLeader === undefined ? defaultUpdateRaftVoterResponseCurrentLeader() : m.currentLeader); if (!RT.isDefaultValue(x, defaultUpdateRaftVoterResponseCurrentLeader())) {
+  if (true && m.currentLeader !== undefined) { const x = m.currentLeader; if (!RT.isDefaultValue(x, defaultUpdateRaftVoterResponseCurrentLeader())) {
     const tw = W.Writer.alloc(sizeUpdateRaftVoterResponseCurrentLeader(x, v)); writeUpdateRaftVoterResponseCurrentLeader(tw, x, v); t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

@@ -50,7 +50,7 @@ export function readConsumerGroupMemberMetadataValue(r: Reader, v: number): Cons
 
 function taggedConsumerGroupMemberMetadataValue(m: ConsumerGroupMemberMetadataValue, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (true) { const x = (m.classicMemberMetadata === undefined ? null : m.classicMemberMetadata); if (!RT.isDefaultValue(x, null)) {
+  if (true && m.classicMemberMetadata !== undefined) { const x = m.classicMemberMetadata; if (!RT.isDefaultValue(x, null)) {
     const tw = W.Writer.alloc((x === null ? 1 : 1 + sizeConsumerGroupMemberMetadataValueClassicMemberMetadata(x, v))); if (x === null) tw.int8(-1); else { tw.int8(1); writeConsumerGroupMemberMetadataValueClassicMemberMetadata(tw, x, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

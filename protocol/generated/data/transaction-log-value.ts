@@ -54,11 +54,11 @@ export function readTransactionLogValue(r: Reader, v: number): TransactionLogVal
 
 function taggedTransactionLogValue(m: TransactionLogValue, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
-  if (v >= 1) { const x = (m.previousProducerId === undefined ? -1n : m.previousProducerId); if (!RT.isDefaultValue(x, -1n)) {
+  if (v >= 1 && m.previousProducerId !== undefined) { const x = m.previousProducerId; if (!RT.isDefaultValue(x, -1n)) {
     const tw = W.Writer.alloc(8); tw.int64(x); t.push({ tag: 0, data: tw.done() }); } }
-  if (v >= 1) { const x = (m.nextProducerId === undefined ? -1n : m.nextProducerId); if (!RT.isDefaultValue(x, -1n)) {
+  if (v >= 1 && m.nextProducerId !== undefined) { const x = m.nextProducerId; if (!RT.isDefaultValue(x, -1n)) {
     const tw = W.Writer.alloc(8); tw.int64(x); t.push({ tag: 1, data: tw.done() }); } }
-  if (v >= 1) { const x = (m.clientTransactionVersion === undefined ? 0 : m.clientTransactionVersion); if (!RT.isDefaultValue(x, 0)) {
+  if (v >= 1 && m.clientTransactionVersion !== undefined) { const x = m.clientTransactionVersion; if (!RT.isDefaultValue(x, 0)) {
     const tw = W.Writer.alloc(2); tw.int16(x); t.push({ tag: 2, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }

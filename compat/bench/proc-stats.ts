@@ -1,0 +1,183 @@
+/**
+ * Shared pieces of the compat benchmarks: process CPU and RSS from /proc, the machine details each
+ * result carries, writing `gregor-bench/1` files, small statistics, and loading the librdkafka
+ * client (@confluentinc/kafka-javascript from compat/clients/confluent).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { BENCH_SCHEMA, type BenchFile, validateBench } from '../lib/bench.js';
+import { ROOT } from '../lib/paths.js';
+import { machineInfo, type MachineInfo } from '../lib/results.js';
+
+let ticks: number | undefined;
+/** Clock ticks per second (utime/stime unit of /proc/<pid>/stat). */
+export function clkTck(): number {
+  if (ticks === undefined) {
+    try {
+      ticks = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+    } catch {
+      ticks = 100;
+    }
+  }
+  return ticks;
+}
+
+/** utime + stime of a process (all its threads), in seconds, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // comm (field 2) may hold spaces and parentheses: the fields after it start after the last ')'
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // rest[0] is field 3 (state); utime is field 14, stime field 15
+  return (Number(rest[14 - 3]) + Number(rest[15 - 3])) / clkTck();
+}
+
+/** VmRSS of a process in bytes, from /proc/<pid>/status. */
+export function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (m?.[1] === undefined) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+/** VmHWM (peak RSS) of a process in bytes. */
+export function peakRssBytes(pid: number): number {
+  const m = /VmHWM:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m?.[1] === undefined ? NaN : Number(m[1]) * 1024;
+}
+
+/** CPU and wall time of a process between start() and the returned stop(). */
+export function cpuMeter(pid: number): () => { cpuSeconds: number; wallSeconds: number; cpuPercent: number } {
+  const c0 = cpuSeconds(pid);
+  const t0 = performance.now();
+  return () => {
+    const cpu = cpuSeconds(pid) - c0;
+    const wall = (performance.now() - t0) / 1000;
+    return { cpuSeconds: cpu, wallSeconds: wall, cpuPercent: (cpu / wall) * 100 };
+  };
+}
+
+export interface BenchMachine extends MachineInfo {
+  loadavg: number[];
+  clkTck: number;
+}
+
+export function benchMachine(): BenchMachine {
+  return { ...machineInfo(), loadavg: loadavg().map((x) => round(x, 2)), clkTck: clkTck() };
+}
+
+/** Validates and writes `<outDir>/<id>.json`; returns the path. Throws on an invalid shape. */
+export function writeBench(outDir: string, bench: Omit<BenchFile, 'schema' | 'machine'> & { machine?: MachineInfo }, extra: Record<string, unknown> = {}): string {
+  const file: BenchFile & Record<string, unknown> = { schema: BENCH_SCHEMA, ...bench, machine: bench.machine ?? benchMachine(), ...extra };
+  const problems = validateBench(file);
+  if (problems.length > 0) throw new Error(`bench ${bench.id}: ${problems.join('; ')}`);
+  mkdirSync(outDir, { recursive: true });
+  const path = join(outDir, `${bench.id}.json`);
+  writeFileSync(path, JSON.stringify(file, null, 2) + '\n');
+  return path;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export function round(x: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** Nearest-rank percentile of unsorted values. */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
+}
+
+export function mean(xs: readonly number[]): number {
+  return xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
+/** Short human form: 1234567 -> "1.23M", 12345 -> "12.3k". */
+export function si(x: number): string {
+  if (!Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  if (a >= 1e9) return `${(x / 1e9).toPrecision(3)}G`;
+  if (a >= 1e6) return `${(x / 1e6).toPrecision(3)}M`;
+  if (a >= 1e3) return `${(x / 1e3).toPrecision(3)}k`;
+  return x.toPrecision(3);
+}
+
+/** Reads an integer knob from the environment. */
+export function envInt(name: string, dflt: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`${name}=${v} is not a number`);
+  return n;
+}
+
+// ---- @confluentinc/kafka-javascript (librdkafka), installed in compat/clients/confluent ----------
+
+/* The package is CommonJS without types we can use under exactOptionalPropertyTypes; the few
+   shapes used are declared here. */
+export interface RdMessage {
+  value: Buffer | null;
+  size: number;
+  topic: string;
+  partition: number;
+  offset: number;
+  timestamp?: number;
+}
+export interface RdKafkaConsumer {
+  connect(opts: { timeout?: number }, cb: (err: unknown) => void): void;
+  assign(tps: { topic: string; partition: number; offset?: number }[]): void;
+  consume(n: number, cb: (err: unknown, msgs: RdMessage[]) => void): void;
+  consume(): void;
+  on(ev: 'data', fn: (m: RdMessage) => void): void;
+  on(ev: string, fn: (...a: unknown[]) => void): void;
+  setDefaultConsumeTimeout(ms: number): void;
+  disconnect(cb: () => void): void;
+}
+export interface RdProducer {
+  connect(opts: { timeout?: number }, cb: (err: unknown) => void): void;
+  produce(topic: string, partition: number | null, value: Buffer | null, key?: Buffer | null, timestamp?: number | null, opaque?: unknown): void;
+  setPollInterval(ms: number): void;
+  setPollInBackground(on: boolean): void;
+  poll(): void;
+  flush(timeoutMs: number, cb: (err: unknown) => void): void;
+  on(ev: 'delivery-report', fn: (err: unknown, report: { partition: number; offset: number; opaque?: unknown }) => void): void;
+  on(ev: string, fn: (...a: unknown[]) => void): void;
+  disconnect(cb: () => void): void;
+}
+export interface RdKafkaModule {
+  librdkafkaVersion: string;
+  KafkaConsumer: new (conf: Record<string, unknown>, topicConf: Record<string, unknown>) => RdKafkaConsumer;
+  Producer: new (conf: Record<string, unknown>, topicConf?: Record<string, unknown>) => RdProducer;
+}
+
+let rd: RdKafkaModule | undefined;
+export function rdkafka(): RdKafkaModule {
+  rd ??= createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript') as RdKafkaModule;
+  return rd;
+}
+
+export function confluentVersion(): string {
+  try {
+    return (createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript/package.json') as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function connectRd(c: { connect(opts: { timeout?: number }, cb: (err: unknown) => void): void }, timeoutMs = 30_000): Promise<void> {
+  return new Promise((resolve, reject) => c.connect({ timeout: timeoutMs }, (e) => (e ? reject(e instanceof Error ? e : new Error(String((e as { message?: string }).message ?? e))) : resolve())));
+}
+
+export function disconnectRd(c: { disconnect(cb: () => void): void }, timeoutMs = 10_000): Promise<void> {
+  return Promise.race([new Promise<void>((resolve) => c.disconnect(() => resolve())), sleep(timeoutMs)]);
+}
+
+export function flushRd(p: RdProducer, timeoutMs = 60_000): Promise<void> {
+  return new Promise((resolve, reject) => p.flush(timeoutMs, (e) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve())));
+}
+
+export const ROOT_DIR = ROOT;

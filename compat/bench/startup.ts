@@ -1,0 +1,210 @@
+/**
+ * Benchmark 4: start-up and memory. `node bin/gregor.js start` on a fresh data dir and a free port;
+ * a raw client retries connecting every 2 ms, asks Metadata for a new topic (auto-created), and
+ * produces one record (Produce v8, acks=1) until it succeeds: spawn -> listening -> first
+ * successful produce, BENCH_STARTUP_RUNS times (default 5, median reported). Then, on one more
+ * broker: RSS idle, after BENCH_RSS_RECORDS records (default 1,000,000, 100 bytes, librdkafka
+ * acks=1), and after a 5 s settle, plus the peak (VmHWM).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildRecordBatch } from '../../protocol/records/index.js';
+import type { BenchContext } from '../lib/suite.js';
+import { RawClient, rawProduce } from '../../test/helpers/raw-client.js';
+import { connectRd, disconnectRd, envInt, peakRssBytes, type RdProducer, rdkafka, ROOT_DIR, round, rssBytes, sleep, writeBench } from './proc-stats.js';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface Started {
+  child: ChildProcess;
+  dataDir: string;
+  bootstrap: string;
+  spawnedAt: number;
+  listeningMs: number;
+  producedMs: number;
+  stop(): Promise<void>;
+}
+
+async function tryConnect(port: number): Promise<RawClient | null> {
+  try {
+    return await RawClient.connect(`127.0.0.1:${port}`);
+  } catch {
+    return null;
+  }
+}
+
+/** Spawns gregor and measures until the first successful produce. */
+async function startAndProduce(): Promise<Started> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gregor-startup-'));
+  const port = await freePort();
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [join(ROOT_DIR, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const deadline = spawnedAt + 30_000;
+    let c: RawClient | null = null;
+    while (c === null) {
+      if (child.exitCode !== null) throw new Error(`gregor exited with ${child.exitCode}: ${stderr}`);
+      if (performance.now() > deadline) throw new Error('gregor did not listen within 30 s');
+      c = await tryConnect(port);
+      if (c === null) await sleep(2);
+    }
+    const listeningMs = performance.now() - spawnedAt;
+    const topic = 'startup';
+    const batch = buildRecordBatch([{ key: null, value: Buffer.alloc(100, 'x'), timestamp: BigInt(Date.now()) }]);
+    for (;;) {
+      if (performance.now() > deadline) throw new Error('no successful produce within 30 s');
+      const md = await c.request<{ topics: { name: string; errorCode: number; partitions: { errorCode: number; leaderId: number }[] }[] }>(3, 4, { topics: [{ name: topic }], allowAutoTopicCreation: true }, 10_000);
+      const t = md.topics.find((x) => x.name === topic);
+      if (t !== undefined && t.errorCode === 0 && t.partitions.length > 0 && t.partitions.every((p) => p.errorCode === 0 && p.leaderId >= 0)) {
+        const res = await rawProduce(c, topic, [[0, batch]], 1);
+        if (res[0]?.errorCode === 0) break;
+      }
+      await sleep(2);
+    }
+    const producedMs = performance.now() - spawnedAt;
+    c.destroy();
+    return { child, dataDir, bootstrap: `127.0.0.1:${port}`, spawnedAt, listeningMs, producedMs, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+async function produceMany(bootstrap: string, topic: string, n: number): Promise<number> {
+  const p: RdProducer = new (rdkafka().Producer)({ 'bootstrap.servers': bootstrap, acks: 1, 'linger.ms': 5, 'batch.size': 1000000, 'queue.buffering.max.messages': 500000, dr_cb: true, log_level: 0 });
+  await connectRd(p);
+  let done = 0;
+  let failed = 0;
+  let resolveAll: () => void = () => undefined;
+  const all = new Promise<void>((r) => (resolveAll = r));
+  p.on('delivery-report', (err) => {
+    if (err) failed++;
+    else done++;
+    if (done + failed === n) resolveAll();
+  });
+  p.setPollInterval(5);
+  const value = Buffer.alloc(100, 'v');
+  const t0 = performance.now();
+  for (let i = 0; i < n; ) {
+    try {
+      p.produce(topic, 0, value, null);
+      i++;
+    } catch (e) {
+      if (!/full/i.test(String((e as Error).message))) throw e;
+      p.poll();
+      await sleep(1);
+    }
+  }
+  await Promise.race([all, sleep(120_000)]);
+  const secs = (performance.now() - t0) / 1000;
+  await disconnectRd(p);
+  if (done !== n) throw new Error(`${done}/${n} records delivered (${failed} failed)`);
+  return secs;
+}
+
+export async function startup(ctx: BenchContext): Promise<void> {
+  const runs = envInt('BENCH_STARTUP_RUNS', 5);
+  const nRecords = envInt('BENCH_RSS_RECORDS', 1_000_000);
+  const times: { listeningMs: number; producedMs: number }[] = [];
+  for (let i = 0; i < runs; i++) {
+    const s = await startAndProduce();
+    times.push({ listeningMs: round(s.listeningMs, 1), producedMs: round(s.producedMs, 1) });
+    await s.stop();
+  }
+  const med = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : ((s[s.length / 2 - 1] ?? 0) + (s[s.length / 2] ?? 0)) / 2;
+  };
+  const listenMed = round(med(times.map((t) => t.listeningMs)), 1);
+  const prodMed = round(med(times.map((t) => t.producedMs)), 1);
+  ctx.log(`  start -> listening ${listenMed} ms, -> first produce ${prodMed} ms (median of ${runs})`);
+
+  const s = await startAndProduce();
+  const pid = s.child.pid ?? -1;
+  let rssIdle = NaN;
+  let rssAfter = NaN;
+  let rssSettled = NaN;
+  let peak = NaN;
+  let produceSecs = NaN;
+  try {
+    await sleep(5000);
+    rssIdle = rssBytes(pid);
+    const c = await RawClient.connect(s.bootstrap);
+    await c.request(19, 4, { topics: [{ name: 'rss', numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 30000, validateOnly: false }, 30_000);
+    c.destroy();
+    produceSecs = await produceMany(s.bootstrap, 'rss', nRecords);
+    rssAfter = rssBytes(pid);
+    await sleep(5000);
+    rssSettled = rssBytes(pid);
+    peak = peakRssBytes(pid);
+  } finally {
+    await s.stop();
+  }
+  const mb = (b: number) => round(b / 1048576, 1);
+  ctx.log(`  RSS idle ${mb(rssIdle)} MB, after ${nRecords} records ${mb(rssAfter)} MB (${mb(rssSettled)} MB 5 s later, peak ${mb(peak)} MB)`);
+  writeBench(ctx.outDir, {
+    id: 'startup',
+    title: 'Start-up time and memory',
+    description:
+      `\`node bin/gregor.js start\` with a fresh data dir and a free port, ${runs} times. A raw client retries connecting every 2 ms, then asks Metadata (v4, auto-create) for a new topic and produces one 100-byte record (Produce v8, acks=1) until it succeeds. ` +
+      `Memory: VmRSS of the broker process from /proc/<pid>/status, idle 5 s after start-up, then right after ${nRecords.toLocaleString('en-US')} 100-byte records produced by librdkafka (acks=1, one partition) and 5 s later.`,
+    headline: [`process start → first successful produce: ${prodMed} ms (median of ${runs}; listening after ${listenMed} ms)`, `RSS idle ${mb(rssIdle)} MB; after ${nRecords.toLocaleString('en-US')} records ${mb(rssAfter)} MB (peak ${mb(peak)} MB)`],
+    charts: [
+      {
+        kind: 'bar',
+        title: 'Start-up (ms)',
+        xLabel: 'run',
+        yLabel: 'ms',
+        series: [
+          { name: 'listening', points: times.map((t, i) => ({ x: String(i + 1), y: t.listeningMs })) },
+          { name: 'first produce acknowledged', points: times.map((t, i) => ({ x: String(i + 1), y: t.producedMs })) },
+        ],
+      },
+      {
+        kind: 'bar',
+        title: 'Broker RSS (MB)',
+        xLabel: 'when',
+        yLabel: 'MB',
+        series: [{ name: 'VmRSS', points: [{ x: 'idle', y: mb(rssIdle) }, { x: `after ${nRecords / 1e6}M records`, y: mb(rssAfter) }, { x: '+5 s', y: mb(rssSettled) }, { x: 'peak (VmHWM)', y: mb(peak) }] }],
+      },
+    ],
+    table: {
+      columns: ['measure', 'value'],
+      rows: [
+        ['start → listening, median ms', listenMed],
+        ['start → first successful produce, median ms', prodMed],
+        ['start → first produce, each run (ms)', times.map((t) => t.producedMs).join(', ')],
+        ['RSS idle, MB', mb(rssIdle)],
+        [`RSS after ${nRecords.toLocaleString('en-US')} records, MB`, mb(rssAfter)],
+        ['RSS 5 s later, MB', mb(rssSettled)],
+        ['peak RSS (VmHWM), MB', mb(peak)],
+        [`time to produce ${nRecords.toLocaleString('en-US')} records, s`, round(produceSecs, 2)],
+      ],
+    },
+    notes: ['The start-up time includes Node.js itself starting (node bin/gregor.js from a fresh process), loading the compiled broker, opening the fresh data dir and auto-creating the topic.'],
+  });
+}

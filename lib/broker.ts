@@ -4,6 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { AppendPool } from './append/pool.js';
 import { BrokerConfig, type ConfigValue, type Listener, parseListener } from './config.js';
 import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
@@ -41,6 +42,7 @@ export class Broker {
   private services!: BrokerServices;
   private logManager!: LogManager;
   private metadata!: LocalMetadataStore;
+  private appendPool: AppendPool | null = null;
   private stopping: Promise<void> | null = null;
 
   constructor(opts: BrokerOptions = {}) {
@@ -77,7 +79,8 @@ export class Broker {
     this.metadata = await LocalMetadataStore.open(dataDir, { nodeId: this.config.nodeId, clusterId: this.config.string('cluster.id') });
     this.logManager = await LogManager.open(dataDir, this.config, this.logger);
     const purgatory = new Purgatory();
-    const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger);
+    this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);
+    const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger, this.appendPool);
     const appended = this.appended;
     const groups = createGroupCoordinator({ config: this.config, logger: this.logger, purgatory, topics, metadata: this.metadata, notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b) });
     this.services = {
@@ -146,6 +149,7 @@ export class Broker {
       this.services?.purgatory.expireAll();
       await this.metadata?.persisted();
       await this.logManager?.shutdown();
+      await this.appendPool?.stop();
       this.logger.info('gregor stopped');
       this.logger.flush?.();
     })();

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/generated/error-codes.js';
 import { type BrokerConfig, ConfigError, parseTopicConfig, TOPIC_CONFIG } from './config.js';
 import { logConfigFrom, type LogConfig } from './log/log-config.js';
+import type { ConversionRunner } from './log/convert.js';
 import type { LogManager } from './log/log-manager.js';
 import type { PartitionLog } from './log/partition-log.js';
 import { invalidTopicName, type LocalMetadataStore, type TopicRecord } from './metadata/local-store.js';
@@ -41,6 +42,8 @@ export class TopicManager {
     private readonly metadata: LocalMetadataStore,
     private readonly logManager: LogManager,
     private readonly logger: Logger,
+    /** Runs recompression / format conversion for the partition logs (the append worker pool). */
+    private readonly converter?: ConversionRunner,
   ) {}
 
   /** Opens the logs of every known topic (at start-up). */
@@ -67,7 +70,7 @@ export class TopicManager {
       const cfg = this.logConfig(t);
       const logs = existing ?? [];
       for (let i = logs.length; i < t.partitions; i++) {
-        const log = await this.logManager.getOrCreate(t.name, i, cfg);
+        const log = await this.logManager.getOrCreate(t.name, i, cfg, this.converter === undefined ? {} : { converter: this.converter });
         logs.push(log);
         for (const l of this.listeners) l(t.name, i, log);
       }

@@ -3,6 +3,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchResponse, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { partitionKey, waitFor } from '../replica/purgatory.js';
+import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { defineHandler, type RequestContext } from './types.js';
 
 const READ_COMMITTED = 1;
@@ -64,7 +65,7 @@ function resolve(req: FetchRequest, ctx: RequestContext): TopicOut[] {
 }
 
 /** Reads every partition within the byte limits; returns the response parts and the bytes read. */
-async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boolean, readCommitted: boolean) {
+async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boolean, readCommitted: boolean, apiVersion: number) {
   let budget = maxBytes;
   let total = 0;
   let errors = 0;
@@ -77,11 +78,24 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
         partitions.push(partitionResult(w, readCommitted, w.errorCode, EMPTY));
         continue;
       }
+      const versionError = fetchVersionError(w.log, apiVersion);
+      if (versionError !== ErrorCode.NONE) {
+        errors++;
+        partitions.push(partitionResult(w, readCommitted, versionError, EMPTY));
+        continue;
+      }
       try {
         const limit = Math.max(0, Math.min(w.partitionMaxBytes, budget));
         const { records, size } = await w.log.read(w.fetchOffset, limit, { minOneMessage: allowOversized && total === 0, maxOffset: w.log.highWatermark });
         budget -= size;
         total += size;
+        if (apiVersion <= 3) {
+          // old readers get magic 0/1 (down-converted on the append pool when stored newer)
+          const r = await recordsForFetchVersion(w.log, records, apiVersion, w.fetchOffset);
+          if (r.errorCode !== ErrorCode.NONE) errors++;
+          partitions.push(partitionResult(w, readCommitted, r.errorCode, r.records));
+          continue;
+        }
         const bytes = records.length === 0 ? EMPTY : records.length === 1 ? (records[0] ?? EMPTY) : Buffer.concat(records, size);
         partitions.push(partitionResult(w, readCommitted, ErrorCode.NONE, bytes));
       } catch (e) {
@@ -109,14 +123,14 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
     const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
     const allowOversized = ctx.apiVersion >= 3;
     const readCommitted = (req.isolationLevel ?? 0) === READ_COMMITTED;
-    let result = await readAll(topics, maxBytes, allowOversized, readCommitted);
+    let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
     if (result.total < req.minBytes && req.maxWaitMs > 0 && result.errors === 0) {
       // Long poll: wait in the purgatory until enough bytes were appended to the partitions asked for.
       const keys = [...new Set(topics.flatMap((t) => t.wanted.map((w) => partitionKey(t.topic, w.partition))))];
       const start = keys.map((k) => s.appendedBytes(k));
       const needed = req.minBytes - result.total;
       await waitFor(s.purgatory, keys, req.maxWaitMs, () => keys.reduce((acc, k, i) => acc + s.appendedBytes(k) - (start[i] ?? 0), 0) >= needed);
-      result = await readAll(topics, maxBytes, allowOversized, readCommitted);
+      result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
     }
     return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, sessionId: 0, responses: result.responses };
   },

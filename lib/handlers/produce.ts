@@ -43,39 +43,46 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
     const s = ctx.services;
     const validAcks = req.acks === -1 || req.acks === 0 || req.acks === 1;
     const writes: Promise<void>[] = [];
-    const responses = req.topicData.map((td) => ({
-      name: td.name,
-      partitionResponses: td.partitionData.map((pd) => {
-        if (!validAcks) return failed(pd.index, ErrorCode.INVALID_REQUIRED_ACKS);
-        const log = s.topics.partition(td.name, pd.index);
-        if (log === undefined) return failed(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
-        if (pd.records === null || pd.records.length === 0) return failed(pd.index, ErrorCode.CORRUPT_MESSAGE, 'empty produce payload');
-        const bad = checkRecordsForVersion(pd.records, ctx.apiVersion);
-        if (bad !== undefined) return failed(pd.index, bad.errorCode, bad.message);
-        if (req.acks === -1 && minInsyncReplicas(ctx, td.name) > 1) {
-          return failed(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS, 'The size of the current ISR 1 is insufficient to satisfy min.isr');
-        }
-        try {
-          const { info, written } = log.append(pd.records, { leaderEpoch: 0 });
-          writes.push(written.then(() => s.notifyAppend(td.name, pd.index, pd.records?.length ?? 0)));
-          return {
-            index: pd.index,
-            errorCode: ErrorCode.NONE,
-            baseOffset: info.firstOffset,
-            logAppendTimeMs: info.logAppendTime,
-            logStartOffset: info.logStartOffset,
-            recordErrors: [],
-            errorMessage: null,
-          };
-        } catch (e) {
-          if (e instanceof LogError) {
-            ctx.logger.debug({ topic: td.name, partition: pd.index, errorCode: e.errorCode, msg: e.message }, 'produce rejected');
-            return failed(pd.index, e.errorCode, e.message);
-          }
-          throw e;
-        }
-      }),
-    }));
+    // Partitions are appended in request order: each appendAsync call reserves its offsets (or
+    // commits a fast-path batch) synchronously, before the next partition's call.
+    const responses = await Promise.all(
+      req.topicData.map(async (td) => ({
+        name: td.name,
+        partitionResponses: await Promise.all(
+          td.partitionData.map(async (pd): Promise<ProduceResponsePartitionProduceResponse> => {
+            if (!validAcks) return failed(pd.index, ErrorCode.INVALID_REQUIRED_ACKS);
+            const log = s.topics.partition(td.name, pd.index);
+            if (log === undefined) return failed(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+            if (pd.records === null || pd.records.length === 0) return failed(pd.index, ErrorCode.CORRUPT_MESSAGE, 'empty produce payload');
+            const bad = checkRecordsForVersion(pd.records, ctx.apiVersion);
+            if (bad !== undefined) return failed(pd.index, bad.errorCode, bad.message);
+            if (req.acks === -1 && minInsyncReplicas(ctx, td.name) > 1) {
+              return failed(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS, 'The size of the current ISR 1 is insufficient to satisfy min.isr');
+            }
+            const size = pd.records.length;
+            try {
+              const { info, written } = await log.appendAsync(pd.records, { leaderEpoch: 0 });
+              writes.push(written.then(() => s.notifyAppend(td.name, pd.index, size)));
+              return {
+                index: pd.index,
+                errorCode: ErrorCode.NONE,
+                baseOffset: info.firstOffset,
+                logAppendTimeMs: info.logAppendTime,
+                logStartOffset: info.logStartOffset,
+                recordErrors: [],
+                errorMessage: null,
+              };
+            } catch (e) {
+              if (e instanceof LogError) {
+                ctx.logger.debug({ topic: td.name, partition: pd.index, errorCode: e.errorCode, msg: e.message }, 'produce rejected');
+                return failed(pd.index, e.errorCode, e.message);
+              }
+              throw e;
+            }
+          }),
+        ),
+      })),
+    );
     await Promise.all(writes);
     if (req.acks === 0) return NO_RESPONSE;
     return { responses, throttleTimeMs: 0 };

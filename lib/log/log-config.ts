@@ -21,6 +21,15 @@ export interface LogConfig {
   compressionType: string;
   validationDeep: boolean;
   fileDeleteDelayMs: number;
+  /** compression.gzip.level / .lz4.level / .zstd.level (used when the broker recompresses). */
+  compressionLevels?: { gzip: number; lz4: number; zstd: number };
+  /**
+   * Effective message.format.version (topic, else log.message.format.version, else the release of
+   * broker.version.emulate, else 3.0-IV1): decides the magic stored ("0.10.x" → 1, older → 0).
+   */
+  messageFormatVersion?: string;
+  /** message.downconversion.enable (Fetch v0-3 readers); default true. */
+  downConversionEnable?: boolean;
 }
 
 /** Long configs saturate at MAX_SAFE_INTEGER ("never"). */
@@ -63,6 +72,16 @@ export function logConfigFrom(broker: BrokerConfig, topicOverrides: ReadonlyMap<
     compressionType: String(get('compression.type') ?? 'producer'),
     validationDeep: get('validation.deep') === true,
     fileDeleteDelayMs: num(get('file.delete.delay.ms'), 60000),
+    compressionLevels: {
+      gzip: num(get('compression.gzip.level'), -1),
+      lz4: num(get('compression.lz4.level'), 9),
+      zstd: num(get('compression.zstd.level'), 3),
+    },
+    messageFormatVersion:
+      topicOverrides.has('message.format.version') || broker.explicit.has('log.message.format.version')
+        ? String(get('message.format.version') ?? '3.0-IV1')
+        : (broker.string('broker.version.emulate') ?? String(get('message.format.version') ?? '3.0-IV1')),
+    downConversionEnable: get('message.downconversion.enable') !== false,
   };
 }
 

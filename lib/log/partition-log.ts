@@ -15,8 +15,10 @@ import { EMPTY_READ, RecentCache, entryRecords, readSegment, walkSegmentSync } f
 import type { ReadLimits, ReadResult } from './log-read.js';
 import { LogSegment } from './segment.js';
 import type { IoStats } from './segment.js';
+import { convertForAppend, planAppend, rebaseConverted } from './convert.js';
+import type { ConversionRunner, ConvertedAppend } from './convert.js';
 import { assignOffsets, decompressLimit, fromProtocolError, validateRecords } from './validator.js';
-import type { ConvertHook } from './validator.js';
+import type { AssignedEntry, ConvertHook } from './validator.js';
 import { WriteQueue } from './write-queue.js';
 import type { WriteGroup } from './write-queue.js';
 
@@ -37,8 +39,13 @@ export interface PartitionLogOptions {
   /** Scan and repair the tail (the data dir had no clean-shutdown marker). */
   recover: boolean;
   logger?: LogLogger;
-  /** Format conversion / recompression hook, applied after validation (not implemented here). */
+  /** Synchronous hook applied to fast-path appends after validation (conversion proper is `converter`'s). */
   convert?: ConvertHook;
+  /**
+   * Where recompression, format conversion and deep validation run (the append worker pool).
+   * Absent: inline on the calling thread.
+   */
+  converter?: ConversionRunner;
   /** Budget of the recent-batches cache (default 1 MiB; 0 disables it). */
   recentCacheBytes?: number;
   /** Called when the high watermark moves (after appended data reached the kernel, or disk). */
@@ -56,6 +63,28 @@ export const ListOffsetsTimestamp = { LATEST: -1n, EARLIEST: -2n, MAX_TIMESTAMP:
 
 const noop = (): void => undefined;
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export interface AppendResult {
+  info: AppendInfo;
+  written: Promise<void>;
+}
+
+/**
+ * A place in the commit order (KAFKA-1933's reserve → parallel → commit): offsets [base, base+count)
+ * are reserved when the append arrives; `assign` is set when its CPU work is done (or at once for a
+ * fast-path append queued behind pool work) and gives the entries at their final base.
+ */
+interface Reservation {
+  base: bigint;
+  count: number;
+  now: number;
+  leaderEpoch: number;
+  done: boolean;
+  assign: ((finalBase: bigint) => { entries: AssignedEntry[]; recordCount: number }) | null;
+  error: unknown;
+  resolve: (r: AppendResult) => void;
+  reject: (err: unknown) => void;
+}
 
 export class PartitionLog {
   readonly topic: string;
@@ -81,6 +110,12 @@ export class PartitionLog {
   private closed = false;
   private readonly background = new Set<Promise<unknown>>();
   private readonly pendingDeletes = new Map<LogSegment, { timer: NodeJS.Timeout; done: () => void }>();
+  /** Appends waiting for their CPU work or for an earlier one, in reservation (= commit) order. */
+  private readonly reservations: Reservation[] = [];
+  /** End of the reserved offsets: the log end offset plus what the reservations are expected to take. */
+  private reservedEnd = 0n;
+  /** Settles when the latest reservation did (they settle in order). */
+  private lastReservation: Promise<unknown> = Promise.resolve();
 
   private constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions) {
     this.topic = topic;
@@ -166,36 +201,170 @@ export class PartitionLog {
     if (this.offline !== null) throw this.offline;
   }
 
+  /** The runner of conversion work given to this log (the fetch path's down-conversion uses it too). */
+  get converter(): ConversionRunner | undefined {
+    return this.opts.converter;
+  }
+
+  /** Appends reserved and not yet committed (waiting for the worker pool or an earlier append). */
+  get pendingAppends(): number {
+    return this.reservations.length;
+  }
+
   /**
-   * Validates and appends `records` (one produce request's partition data). Offsets are assigned
-   * now, in call order; the data is readable on return; `written` resolves once it is in the
-   * kernel (and on disk under flush.policy=always or flush.messages).
+   * Validates and appends `records` (one produce request's partition data) synchronously: offsets
+   * are assigned now, in call order; the data is readable on return; `written` resolves once it is
+   * in the kernel (and on disk under flush.policy=always or flush.messages). Conversion the topic
+   * needs (compression.type, message format, validation.deep) runs inline here; the broker's
+   * produce path uses `appendAsync`, which runs it on the worker pool. Refused with a retriable
+   * REQUEST_TIMED_OUT while pool work for this partition is pending, since the offsets could not
+   * be given now.
    */
-  append(records: Buffer, opts: { leaderEpoch: number; now?: number }): { info: AppendInfo; written: Promise<void> } {
+  append(records: Buffer, opts: { leaderEpoch: number; now?: number }): AppendResult {
     this.ensureWritable();
+    if (this.reservations.length > 0) {
+      throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} has ${this.reservations.length} appends in the conversion pipeline; retry`);
+    }
     const now = opts.now ?? Date.now();
+    const config = this.config;
+    if (planAppend(records, config) !== null) {
+      const c = convertForAppend(records, config, this._logEndOffset, now);
+      return this.commitEntries(rebaseConverted(c, this._logEndOffset, opts.leaderEpoch, config), c.recordCount, now);
+    }
+    const v = this.validateFast(records, now);
+    if (v.entries.length === 0) return this.commitEntries([], 0, now);
+    return this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now);
+  }
+
+  /**
+   * The produce path's append. Whatever needs no conversion is validated and committed before this
+   * returns (as `append`), unless earlier appends of this partition are still in the pipeline: then
+   * it queues behind them. What needs conversion gets its offsets reserved now, in arrival order,
+   * its CPU work runs on the converter (worker pool), and it is committed strictly in reservation
+   * order. Rejects with a LogError (Kafka error code) when the records are refused; a refused
+   * append writes nothing and leaves no gap: the appends reserved after it move down at commit.
+   */
+  appendAsync(records: Buffer, opts: { leaderEpoch: number; now?: number }): Promise<AppendResult> {
+    try {
+      this.ensureWritable();
+      const now = opts.now ?? Date.now();
+      const config = this.config;
+      const plan = planAppend(records, config);
+      if (plan === null) {
+        const v = this.validateFast(records, now);
+        if (this.reservations.length === 0) {
+          if (v.entries.length === 0) return Promise.resolve(this.commitEntries([], 0, now));
+          return Promise.resolve(this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now));
+        }
+        const r = this.reserve(v.recordCount, now, opts.leaderEpoch);
+        r.assign = (base) => ({ entries: v.entries.length === 0 ? [] : this.assignFast(v, base, opts.leaderEpoch, now), recordCount: v.recordCount });
+        r.done = true;
+        return this.settleReservation(r);
+      }
+      const r = this.reserve(plan.count, now, opts.leaderEpoch);
+      const promise = this.settleReservation(r);
+      const runner = this.opts.converter;
+      if (runner === undefined) {
+        try {
+          this.completeReservation(r, convertForAppend(records, config, r.base, now), config);
+        } catch (err) {
+          this.failReservation(r, err);
+        }
+      } else {
+        runner.convertForAppend(records, config, r.base, now).then(
+          (c) => this.completeReservation(r, c, config),
+          (err: unknown) => this.failReservation(r, err),
+        );
+      }
+      return promise;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private validateFast(records: Buffer, now: number) {
     const config = this.config;
     let v = validateRecords(records, config, now);
     if (this.opts.convert !== undefined) v = this.opts.convert(v, config) ?? v;
+    return v;
+  }
+
+  private assignFast(v: ReturnType<typeof validateRecords>, base: bigint, leaderEpoch: number, now: number): AssignedEntry[] {
+    try {
+      return assignOffsets(v, base, leaderEpoch, this.config, now);
+    } catch (err) {
+      throw fromProtocolError(err);
+    }
+  }
+
+  private reserve(count: number, now: number, leaderEpoch: number): Reservation {
+    if (this.reservations.length === 0) this.reservedEnd = this._logEndOffset;
+    const r: Reservation = { base: this.reservedEnd, count, now, leaderEpoch, done: false, assign: null, error: null, resolve: noop, reject: noop };
+    this.reservedEnd += BigInt(count);
+    this.reservations.push(r);
+    return r;
+  }
+
+  private settleReservation(r: Reservation): Promise<AppendResult> {
+    const p = new Promise<AppendResult>((resolve, reject) => {
+      r.resolve = resolve;
+      r.reject = reject;
+    });
+    this.lastReservation = p.catch(noop);
+    return p;
+  }
+
+  private completeReservation(r: Reservation, c: ConvertedAppend, config: LogConfig): void {
+    r.assign = (base) => ({ entries: rebaseConverted(c, base, r.leaderEpoch, config), recordCount: c.recordCount });
+    r.done = true;
+    this.commitReady();
+  }
+
+  private failReservation(r: Reservation, err: unknown): void {
+    r.error = err instanceof LogError ? err : fromProtocolError(err);
+    r.done = true;
+    this.commitReady();
+  }
+
+  /** Commits (or refuses) the completed reservations at the head of the queue, in order. */
+  private commitReady(): void {
+    while (this.reservations.length > 0 && (this.reservations[0] as Reservation).done) {
+      const r = this.reservations.shift() as Reservation;
+      if (r.error !== null || r.assign === null) {
+        // nothing written: the reservations behind this one move down by its count at their commit
+        this.reservedEnd -= BigInt(r.count);
+        r.reject(r.error);
+        continue;
+      }
+      try {
+        if (this.offline !== null) throw this.offline;
+        const { entries, recordCount } = r.assign(this._logEndOffset);
+        this.reservedEnd += BigInt(recordCount - r.count);
+        r.resolve(this.commitEntries(entries, recordCount, r.now));
+      } catch (err) {
+        this.reservedEnd -= BigInt(r.count);
+        r.reject(err instanceof LogError ? err : fromProtocolError(err));
+      }
+    }
+    if (this.reservations.length === 0) this.reservedEnd = this._logEndOffset;
+  }
+
+  /** Puts assigned entries (offsets from the log end offset, in order) into the active segment. */
+  private commitEntries(assigned: AssignedEntry[], recordCount: number, now: number): AppendResult {
+    const config = this.config;
     const logAppendTime = config.messageTimestampType === 'LogAppendTime' ? BigInt(now) : -1n;
-    if (v.entries.length === 0) {
+    if (assigned.length === 0) {
       const info = { firstOffset: -1n, lastOffset: -1n, logAppendTime, logStartOffset: this._logStartOffset, recordCount: 0, maxTimestamp: -1n };
       return { info, written: Promise.resolve() };
     }
     const firstOffset = this._logEndOffset;
-    let assigned;
-    try {
-      assigned = assignOffsets(v, firstOffset, opts.leaderEpoch, config, now);
-    } catch (err) {
-      throw fromProtocolError(err);
-    }
     let bytes = 0;
     let maxTimestamp = -1n;
     for (const e of assigned) {
       bytes += e.buf.length;
       if (e.maxTimestamp > maxTimestamp) maxTimestamp = e.maxTimestamp;
     }
-    const lastOffset = firstOffset + BigInt(v.recordCount - 1);
+    const lastOffset = firstOffset + BigInt(recordCount - 1);
     this.maybeRoll(bytes, lastOffset, maxTimestamp, now);
     const seg = this.active;
     for (const e of assigned) {
@@ -204,8 +373,8 @@ export class PartitionLog {
       if (e.magic === 2) this.epochs.assign(e.partitionLeaderEpoch, e.firstOffset);
     }
     this._logEndOffset = lastOffset + 1n;
-    const written = this.queue.add(seg, v.recordCount, this._logEndOffset);
-    const info = { firstOffset, lastOffset, logAppendTime, logStartOffset: this._logStartOffset, recordCount: v.recordCount, maxTimestamp };
+    const written = this.queue.add(seg, recordCount, this._logEndOffset);
+    const info = { firstOffset, lastOffset, logAppendTime, logStartOffset: this._logStartOffset, recordCount, maxTimestamp };
     return { info, written };
   }
 
@@ -475,6 +644,8 @@ export class PartitionLog {
     this.closed = true;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
+    // reserved appends still commit (or fail) in order before the files close
+    while (this.reservations.length > 0) await this.lastReservation;
     await this.queue.idle();
     for (const [seg, d] of this.pendingDeletes) {
       clearTimeout(d.timer);

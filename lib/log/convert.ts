@@ -1,0 +1,435 @@
+/**
+ * Format conversion and recompression on append, and down-conversion for old fetchers (Kafka's
+ * LogValidator conversion paths and RecordsUtil.downConvert). Everything here is pure CPU work over
+ * buffers, so it runs unchanged on a worker thread (lib/append) or inline on the main thread.
+ *
+ * - `planAppend` (main thread, header-level, no decompression): does this request need the work?
+ * - `convertForAppend` (worker): full validation (deep when configured), conversion to the topic's
+ *   magic and codec, offsets assigned from a tentative base; output packed into one buffer.
+ * - `rebaseConverted` (main thread, at commit): moves the tentative offsets to the final ones and sets
+ *   the leader epoch; O(1) per entry except for magic-0 wrappers (absolute inner offsets).
+ * - `downConvert` (worker): stored entries → magic 0/1 for Fetch v0-3.
+ */
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import {
+  CompressionCodec,
+  LegacyMessage,
+  RecordBatch,
+  TimestampType,
+  buildMessageSet,
+  buildRecordBatch,
+  compress,
+  encodeMessage,
+  logEntries,
+} from '../../protocol/records/index.js';
+import type { LegacyRecordInput, Record as LogRecord, RecordInput } from '../../protocol/records/index.js';
+import { LogError } from './errors.js';
+import type { LogConfig } from './log-config.js';
+import { assignOffsets, decompressLimit, fromProtocolError, validateRecords } from './validator.js';
+import type { AssignedEntry, ValidatedEntry, ValidatedRecords } from './validator.js';
+
+export type Magic = 0 | 1 | 2;
+
+/**
+ * What the topic stores: its magic (null: whatever arrives — a LogConfig without a format version,
+ * as tools and unit tests build it), its codec ('producer' keeps the batch's), deep checks.
+ */
+export interface ConversionTarget {
+  magic: Magic | null;
+  codec: number | 'producer';
+  deep: boolean;
+}
+
+const CODEC_BY_NAME: Readonly<Record<string, number>> = {
+  uncompressed: CompressionCodec.NONE,
+  none: CompressionCodec.NONE,
+  gzip: CompressionCodec.GZIP,
+  snappy: CompressionCodec.SNAPPY,
+  lz4: CompressionCodec.LZ4,
+  zstd: CompressionCodec.ZSTD,
+};
+
+/** Magic a message.format.version stores: < 0.10.0 → 0, 0.10.x → 1, 0.11.0 and later → 2; null for none. */
+export function formatMagic(version: string | undefined): Magic | null {
+  if (version === undefined) return null;
+  const m = /^(\d+)\.(\d+)/.exec(version.trim());
+  if (m === null) return 2;
+  const major = Number(m[1]);
+  const minor = Number(m[2]);
+  if (major > 0 || minor >= 11) return 2;
+  return minor >= 10 ? 1 : 0;
+}
+
+export function conversionTarget(config: LogConfig): ConversionTarget {
+  const type = config.compressionType.toLowerCase();
+  const codec = type === 'producer' ? 'producer' : (CODEC_BY_NAME[type] ?? 'producer');
+  return { magic: formatMagic(config.messageFormatVersion), codec, deep: config.validationDeep };
+}
+
+/** The topic's level for `codec` where the codec takes one here (gzip, zstd; -1 = codec default). */
+function levelFor(codec: number, config: LogConfig): number | undefined {
+  const l = config.compressionLevels;
+  if (l === undefined) return undefined;
+  if (codec === CompressionCodec.GZIP) return l.gzip === -1 ? undefined : l.gzip;
+  if (codec === CompressionCodec.ZSTD) return l.zstd;
+  return undefined; // snappy has no levels; our LZ4 frame encoder has one speed
+}
+
+export interface AppendPlan {
+  /** Records the request is expected to take (exact for v2; estimated for compressed magic 0/1). */
+  count: number;
+}
+
+/**
+ * Header-level look at a produce payload (no CRC, no decompression): null when it can be stored as
+ * it came (the fast path, which then validates it), else the plan for the conversion pipeline. A
+ * structural problem also answers null so that the fast path's validation reports it at once.
+ */
+export function planAppend(records: Buffer, config: LogConfig): AppendPlan | null {
+  const t = conversionTarget(config);
+  let count = 0;
+  let convert = t.deep;
+  try {
+    for (const e of logEntries(records)) {
+      if (e.kind === 'partial') return null;
+      let magic: Magic;
+      let codec: number;
+      if (e.kind === 'batch') {
+        magic = 2;
+        codec = e.batch.compression;
+        const n = e.batch.recordCount;
+        if (n <= 0) return null;
+        count += n;
+      } else {
+        const m = e.message;
+        magic = m.magic;
+        codec = m.compression;
+        if (codec === CompressionCodec.NONE) count += 1;
+        else {
+          // producers set the wrapper's offset to the last inner (relative) offset: a good estimate
+          const last = m.offset;
+          count += last >= 0n && last < 1_000_000n ? Number(last) + 1 : 1;
+        }
+      }
+      if ((t.magic !== null && magic !== t.magic) || (t.codec !== 'producer' && codec !== t.codec)) convert = true;
+    }
+  } catch {
+    return null;
+  }
+  return convert && count > 0 ? { count } : null;
+}
+
+/** One converted entry inside `ConvertedAppend.buf`. */
+export interface ConvertedEntry {
+  start: number;
+  end: number;
+  magic: Magic;
+  firstOffset: bigint;
+  lastOffset: bigint;
+  maxTimestamp: bigint;
+  /** Compression codec of the entry (needed to rebuild a magic-0 wrapper). */
+  codec: number;
+}
+
+/** The result of the CPU work: entries with offsets from the tentative base, packed in one buffer. */
+export interface ConvertedAppend {
+  buf: Buffer;
+  entries: ConvertedEntry[];
+  recordCount: number;
+  /** Whether conversion happened (false: deep validation only, bytes as sent). */
+  converted: boolean;
+}
+
+function fail(errorCode: number, message: string): LogError {
+  return new LogError(errorCode, message);
+}
+
+function entryCodec(e: ValidatedEntry): number {
+  return e.batch !== undefined ? e.batch.compression : (e.message?.compression ?? CompressionCodec.NONE);
+}
+
+function needsConversion(v: ValidatedRecords, t: ConversionTarget): boolean {
+  return v.entries.some((e) => (t.magic !== null && e.magic !== t.magic) || (t.codec !== 'producer' && entryCodec(e) !== t.codec));
+}
+
+/** Per-record checks Kafka makes whenever it rebuilds: sequential offsets, timestamps, keys of compacted topics. */
+function checkRecords(records: LogRecord[], base: bigint, config: LogConfig, now: number, checkTimestamps: boolean, sequential: boolean): void {
+  const compacted = config.cleanupPolicy.includes('compact');
+  const n = BigInt(now);
+  const min = n - BigInt(config.timestampBeforeMaxMs);
+  const max = n + BigInt(config.timestampAfterMaxMs);
+  const checkTs = checkTimestamps && config.messageTimestampType === 'CreateTime';
+  records.forEach((r, i) => {
+    if (sequential && r.offset !== base + BigInt(i)) throw fail(ErrorCode.INVALID_RECORD, `record ${i} has offset delta ${r.offset - base}; inner offsets must be sequential`);
+    if (compacted && r.key === null) throw fail(ErrorCode.INVALID_RECORD, 'compacted topic cannot accept a record without a key');
+    if (checkTs && r.timestamp !== -1n && (r.timestamp < min || r.timestamp > max)) {
+      throw fail(ErrorCode.INVALID_TIMESTAMP, `timestamp ${r.timestamp} of record ${i} is out of range [${min}, ${max}]`);
+    }
+  });
+}
+
+/** Builds the packed output from separately built entries. */
+function pack(parts: { buf: Buffer; meta: Omit<ConvertedEntry, 'start' | 'end'> }[], converted: boolean): ConvertedAppend {
+  let total = 0;
+  for (const p of parts) total += p.buf.length;
+  // its own ArrayBuffer (never the shared pool of Buffer.allocUnsafe), so it can be transferred
+  const buf = Buffer.allocUnsafeSlow(total);
+  const entries: ConvertedEntry[] = [];
+  let pos = 0;
+  let recordCount = 0;
+  for (const p of parts) {
+    p.buf.copy(buf, pos);
+    entries.push({ start: pos, end: pos + p.buf.length, ...p.meta });
+    recordCount += Number(p.meta.lastOffset - p.meta.firstOffset) + 1;
+    pos += p.buf.length;
+  }
+  return { buf, entries, recordCount, converted };
+}
+
+function assignedParts(assigned: AssignedEntry[], v: ValidatedRecords): { buf: Buffer; meta: Omit<ConvertedEntry, 'start' | 'end'> }[] {
+  return assigned.map((a, i) => ({
+    buf: a.buf,
+    meta: { magic: a.magic, firstOffset: a.firstOffset, lastOffset: a.lastOffset, maxTimestamp: a.maxTimestamp, codec: v.entries[i] === undefined ? 0 : entryCodec(v.entries[i] as ValidatedEntry) },
+  }));
+}
+
+/**
+ * The append's CPU work: validates `records` fully (deep when the topic says so), converts them to
+ * the topic's magic and codec when needed, and assigns offsets from `base` (LogAppendTime from
+ * `now`). Throws LogError with the Kafka error code. Leader epochs are set at commit.
+ */
+export function convertForAppend(records: Buffer, config: LogConfig, base: bigint, now: number): ConvertedAppend {
+  const v = validateRecords(records, config, now);
+  const t = conversionTarget(config);
+  if (v.entries.length === 0) return pack([], false);
+  if (!needsConversion(v, t)) {
+    let assigned: AssignedEntry[];
+    try {
+      assigned = assignOffsets(v, base, -1, config, now);
+    } catch (err) {
+      throw fromProtocolError(err);
+    }
+    return pack(assignedParts(assigned, v), false);
+  }
+  try {
+    const toMagic = t.magic ?? v.magic;
+    return toMagic === 2 ? toV2(v, t, config, base, now) : toLegacy(v, toMagic, t, config, base, now);
+  } catch (err) {
+    throw fromProtocolError(err);
+  }
+}
+
+function targetCodec(source: number, t: ConversionTarget): number {
+  return t.codec === 'producer' ? source : t.codec;
+}
+
+/** Up-conversion (magic 0/1 → one v2 batch, as Kafka builds it) or recompression of v2 batches. */
+function toV2(v: ValidatedRecords, t: ConversionTarget, config: LogConfig, base: bigint, now: number): ConvertedAppend {
+  const maxOutput = decompressLimit(config);
+  const logAppend = config.messageTimestampType === 'LogAppendTime';
+  const tsOpts = logAppend ? { timestampType: TimestampType.LOG_APPEND_TIME, logAppendTime: BigInt(now) } : { timestampType: TimestampType.CREATE_TIME };
+  const parts: { buf: Buffer; meta: Omit<ConvertedEntry, 'start' | 'end'> }[] = [];
+  let next = base;
+  const emit = (recs: RecordInput[], codec: number, extra: Parameters<typeof buildRecordBatch>[1]): void => {
+    const level = levelFor(codec, config);
+    const buf = buildRecordBatch(recs, { ...extra, ...tsOpts, baseOffset: next, compression: codec, ...(level === undefined ? {} : { compressionLevel: level }) });
+    const b = RecordBatch.at(buf);
+    parts.push({ buf, meta: { magic: 2, firstOffset: next, lastOffset: b.lastOffset, maxTimestamp: b.maxTimestamp, codec } });
+    next = b.lastOffset + 1n;
+  };
+  if (v.magic === 2) {
+    for (const e of v.entries) {
+      const b = e.batch as RecordBatch;
+      const recs = b.records({ maxOutput });
+      checkRecords(recs, b.baseOffset, config, now, b.timestampType === TimestampType.CREATE_TIME, true);
+      const codec = targetCodec(b.compression, t);
+      emit(recs, codec, {
+        isTransactional: b.isTransactional,
+        producerId: b.producerId,
+        producerEpoch: b.producerEpoch,
+        baseSequence: b.baseSequence,
+        baseTimestamp: b.baseTimestamp,
+      });
+    }
+  } else {
+    // magic 0/1: every record of the request goes into one batch (validateRecords checked the inner
+    // CRCs, timestamps and keys of wrappers)
+    const all: RecordInput[] = [];
+    let sourceCodec: number = CompressionCodec.NONE;
+    for (const e of v.entries) {
+      const m = e.message as LegacyMessage;
+      if (m.isCompressed) sourceCodec = m.compression;
+      for (const r of m.records({ maxOutput, checkCrcs: false })) all.push({ key: r.key, value: r.value, timestamp: v.magic === 0 ? -1n : r.timestamp });
+    }
+    emit(all, targetCodec(sourceCodec, t), {});
+  }
+  return pack(parts, true);
+}
+
+/** Down-conversion on produce (a v2 batch into a topic held at format 0/1), or a legacy recompression. */
+function toLegacy(v: ValidatedRecords, magic: 0 | 1, t: ConversionTarget, config: LogConfig, base: bigint, now: number): ConvertedAppend {
+  const maxOutput = decompressLimit(config);
+  const all: LegacyRecordInput[] = [];
+  let sourceCodec: number = CompressionCodec.NONE;
+  for (const e of v.entries) {
+    if (e.batch !== undefined) {
+      const b = e.batch;
+      if (b.producerId >= 0n || b.isTransactional) {
+        throw fail(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, `idempotent or transactional records cannot be written with message format magic ${magic}`);
+      }
+      const recs = b.records({ maxOutput });
+      checkRecords(recs, b.baseOffset, config, now, b.timestampType === TimestampType.CREATE_TIME, true);
+      for (const r of recs) {
+        if (r.headers.length > 0) throw fail(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, `record headers need message format magic 2; the topic stores magic ${magic}`);
+        all.push({ key: r.key, value: r.value, timestamp: r.timestamp });
+      }
+      if (b.compression !== CompressionCodec.NONE) sourceCodec = b.compression;
+    } else {
+      const m = e.message as LegacyMessage;
+      if (m.isCompressed) sourceCodec = m.compression;
+      for (const r of m.records({ maxOutput, checkCrcs: false })) all.push({ key: r.key, value: r.value, timestamp: r.timestamp });
+    }
+  }
+  const codec = targetCodec(sourceCodec, t);
+  if (codec === CompressionCodec.ZSTD) throw fail(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, `zstd needs message format magic 2; the topic stores magic ${magic}`);
+  const logAppend = magic === 1 && config.messageTimestampType === 'LogAppendTime';
+  const level = levelFor(codec, config);
+  const set = buildMessageSet(all, {
+    magic,
+    compression: codec,
+    baseOffset: base,
+    ...(logAppend ? { timestampType: TimestampType.LOG_APPEND_TIME, logAppendTime: BigInt(now) } : {}),
+    ...(level === undefined ? {} : { compressionLevel: level }),
+  });
+  const parts: { buf: Buffer; meta: Omit<ConvertedEntry, 'start' | 'end'> }[] = [];
+  if (codec === CompressionCodec.NONE) {
+    for (const e of logEntries(set)) {
+      if (e.kind !== 'message') continue;
+      const m = e.message;
+      parts.push({ buf: m.bytes, meta: { magic, firstOffset: m.offset, lastOffset: m.offset, maxTimestamp: m.timestamp, codec } });
+    }
+  } else {
+    const w = LegacyMessage.at(set, 0);
+    parts.push({ buf: set, meta: { magic, firstOffset: base, lastOffset: w.offset, maxTimestamp: magic === 0 ? -1n : w.timestamp, codec } });
+  }
+  return pack(parts, true);
+}
+
+/**
+ * At commit: entries of `c` as AssignedEntry views with offsets moved from their tentative base to
+ * `finalBase` (different only when an earlier reservation failed or an estimate was off) and the
+ * leader epoch set. v2 and magic-1 offsets sit outside the CRCs; a magic-0 wrapper holds absolute
+ * inner offsets and is rebuilt (the rare case: an earlier failure in a format-0 topic).
+ */
+export function rebaseConverted(c: ConvertedAppend, finalBase: bigint, leaderEpoch: number, config: LogConfig): AssignedEntry[] {
+  const first = c.entries[0];
+  const delta = first === undefined ? 0n : finalBase - first.firstOffset;
+  const maxOutput = decompressLimit(config);
+  return c.entries.map((e) => {
+    let buf = c.buf.subarray(e.start, e.end);
+    const firstOffset = e.firstOffset + delta;
+    const lastOffset = e.lastOffset + delta;
+    if (e.magic === 2) {
+      const b = RecordBatch.at(buf);
+      if (delta !== 0n) b.setBaseOffset(firstOffset);
+      b.setPartitionLeaderEpoch(leaderEpoch);
+    } else if (delta !== 0n) {
+      const m = LegacyMessage.at(buf);
+      if (m.magic === 0 && m.isCompressed) {
+        const inner = m.innerMessages({ maxOutput, checkCrcs: false });
+        inner.forEach((im, i) => im.setOffset(firstOffset + BigInt(i)));
+        const data = inner[0]?.buf ?? Buffer.alloc(0);
+        buf = encodeMessage(lastOffset, 0, m.attributes, -1n, m.key, compress(m.compression, data, { magic: 0 }));
+      } else {
+        m.setOffset(lastOffset);
+      }
+    }
+    return { buf, magic: e.magic, firstOffset, lastOffset, maxTimestamp: e.maxTimestamp, partitionLeaderEpoch: e.magic === 2 ? leaderEpoch : -1 };
+  });
+}
+
+// ---- down-conversion for Fetch v0-3 ----
+
+/** Magic a Fetch version reads: v0-1 → 0, v2-3 → 1, v4+ → 2 (stored bytes as they are). */
+export function fetchMagic(apiVersion: number): Magic {
+  return apiVersion <= 1 ? 0 : apiVersion <= 3 ? 1 : 2;
+}
+
+/** Whether any stored entry in `records` has a magic above `toMagic`. */
+export function needsDownConversion(records: readonly Buffer[], toMagic: Magic): boolean {
+  for (const r of records) if (r.length > 16 && r.readInt8(16) > toMagic) return true;
+  return false;
+}
+
+/**
+ * Kafka's RecordsUtil.downConvert: entries at or below `toMagic` pass unchanged; control batches are
+ * dropped; each other batch becomes one magic-0/1 entry set with its codec (one wrapper) or one
+ * message per record (uncompressed, where records below `fetchOffset` are trimmed as Kafka does),
+ * keeping offsets and timestamps (LogAppendTime batches keep their time), dropping headers.
+ */
+export function downConvert(data: Buffer, toMagic: 0 | 1, fetchOffset: bigint, maxOutput: number): Buffer {
+  const out: Buffer[] = [];
+  try {
+    for (const e of logEntries(data)) {
+      if (e.kind === 'partial') break;
+      if (e.kind === 'message') {
+        if (e.message.magic <= toMagic) out.push(e.message.bytes);
+        else out.push(legacyToMagic0(e.message, fetchOffset, maxOutput));
+        continue;
+      }
+      const b = e.batch;
+      if (b.isControl) continue;
+      const codec = b.compression;
+      let recs = b.records({ maxOutput });
+      if (codec === CompressionCodec.NONE) recs = recs.filter((r) => r.offset >= fetchOffset);
+      if (recs.length === 0) continue;
+      if (codec === CompressionCodec.ZSTD) throw fail(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, 'zstd-compressed data cannot be down-converted to message format magic 0/1');
+      const logAppend = b.timestampType === TimestampType.LOG_APPEND_TIME;
+      out.push(buildAtOffsets(recs, toMagic, codec, logAppend ? b.maxTimestamp : null));
+    }
+  } catch (err) {
+    throw fromProtocolError(err);
+  }
+  return out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out);
+}
+
+/** Magic-1 entry → magic 0 (for Fetch v0-1 readers of data stored at format 1). */
+function legacyToMagic0(m: LegacyMessage, fetchOffset: bigint, maxOutput: number): Buffer {
+  let recs = m.records({ maxOutput, checkCrcs: false });
+  if (!m.isCompressed) recs = recs.filter((r) => r.offset >= fetchOffset);
+  if (recs.length === 0) return Buffer.alloc(0);
+  return buildAtOffsets(recs, 0, m.compression, null);
+}
+
+/** A message set holding `recs` at their own offsets (they are contiguous in what we store). */
+function buildAtOffsets(recs: LogRecord[], magic: 0 | 1, codec: number, logAppendTime: bigint | null): Buffer {
+  const first = recs[0] as LogRecord;
+  const contiguous = recs.every((r, i) => r.offset === first.offset + BigInt(i));
+  const inputs = recs.map((r) => ({ key: r.key, value: r.value, timestamp: r.timestamp }));
+  const tsOpts = magic === 1 && logAppendTime !== null ? { timestampType: TimestampType.LOG_APPEND_TIME, logAppendTime } : {};
+  if (contiguous || codec !== CompressionCodec.NONE) {
+    // compacted data can have holes inside a compressed batch: offsets are then rewritten below
+    const set = buildMessageSet(inputs, { magic, compression: codec, baseOffset: first.offset, ...tsOpts });
+    if (contiguous) return set;
+    return withInnerOffsets(set, recs, magic);
+  }
+  return Buffer.concat(recs.map((r) => buildMessageSet([{ key: r.key, value: r.value, timestamp: r.timestamp }], { magic, baseOffset: r.offset, ...tsOpts })));
+}
+
+/** Rewrites a wrapper's inner offsets to the records' own (sparse after compaction). */
+function withInnerOffsets(set: Buffer, recs: LogRecord[], magic: 0 | 1): Buffer {
+  const w = LegacyMessage.at(set, 0);
+  const inner = w.innerMessages({ maxOutput: 2 ** 30, checkCrcs: false });
+  const last = recs[recs.length - 1] as LogRecord;
+  inner.forEach((im, i) => im.setOffset(magic === 0 ? (recs[i] as LogRecord).offset : (recs[i] as LogRecord).offset - last.offset + BigInt(inner.length - 1)));
+  const data = inner[0]?.buf ?? Buffer.alloc(0);
+  return encodeMessage(last.offset, magic, w.attributes, w.timestamp, w.key, compress(w.compression, data, { magic }));
+}
+
+/** Runs the CPU work somewhere: a worker pool (lib/append) or inline. Partition logs take one. */
+export interface ConversionRunner {
+  /** `convertForAppend` on `records` (the runner may transfer a copy to another thread). */
+  convertForAppend(records: Buffer, config: LogConfig, base: bigint, now: number): Promise<ConvertedAppend>;
+  /** `downConvert` of stored entries. */
+  downConvert(data: Buffer, toMagic: 0 | 1, fetchOffset: bigint, maxOutput: number): Promise<Buffer>;
+}

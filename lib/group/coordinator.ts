@@ -37,15 +37,6 @@ export interface CoordinatorDeps {
 }
 
 /** A broker config key gregor may not define yet: its value, or the fallback. */
-function optionalInt(config: BrokerConfig, key: string, fallback: number): number {
-  try {
-    const v = config.get(key);
-    return v === null ? fallback : Number(v);
-  } catch {
-    return fallback;
-  }
-}
-
 /** Kafka's mapping of append errors to what a group request answers. */
 export function storeErrorFor(errorCode: number, forOffsets: boolean): number {
   switch (errorCode) {
@@ -95,9 +86,9 @@ export class GroupCoordinator {
       offsetMetadataMaxBytes: c.int('offset.metadata.max.bytes'),
     };
     this.consumerSettings = {
-      heartbeatIntervalMs: optionalInt(c, 'group.consumer.heartbeat.interval.ms', 5000),
-      sessionTimeoutMs: optionalInt(c, 'group.consumer.session.timeout.ms', 45000),
-      maxSize: optionalInt(c, 'group.consumer.max.size', c.int('group.max.size')),
+      heartbeatIntervalMs: c.int('group.consumer.heartbeat.interval.ms'),
+      sessionTimeoutMs: c.int('group.consumer.session.timeout.ms'),
+      maxSize: c.explicit.has('group.consumer.max.size') ? c.int('group.consumer.max.size') : c.int('group.max.size'),
     };
     const self = this;
     this.classic = new ClassicCoordinator({

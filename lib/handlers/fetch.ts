@@ -84,6 +84,12 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
         partitions.push(partitionResult(w, readCommitted, versionError, EMPTY));
         continue;
       }
+      const log = w.log;
+      if (w.fetchOffset >= log.highWatermark && w.fetchOffset <= log.logEndOffset && w.fetchOffset >= log.logStartOffset) {
+        // Caught up: nothing to read, so no read call (an idle consumer on thousands of partitions is all this).
+        partitions.push(partitionResult(w, readCommitted, ErrorCode.NONE, EMPTY));
+        continue;
+      }
       try {
         const limit = Math.max(0, Math.min(w.partitionMaxBytes, budget));
         const { records, size } = await w.log.read(w.fetchOffset, limit, { minOneMessage: allowOversized && total === 0, maxOffset: w.log.highWatermark });
@@ -126,11 +132,14 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
     let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
     if (result.total < req.minBytes && req.maxWaitMs > 0 && result.errors === 0) {
       // Long poll: wait in the purgatory until enough bytes were appended to the partitions asked for.
-      const keys = [...new Set(topics.flatMap((t) => t.wanted.map((w) => partitionKey(t.topic, w.partition))))];
+      const keys: string[] = [];
+      for (const t of topics) for (const w of t.wanted) keys.push(partitionKey(t.topic, w.partition));
       const start = keys.map((k) => s.appendedBytes(k));
+      const appended = () => keys.reduce((acc, k, i) => acc + s.appendedBytes(k) - (start[i] ?? 0), 0);
       const needed = req.minBytes - result.total;
-      await waitFor(s.purgatory, keys, req.maxWaitMs, () => keys.reduce((acc, k, i) => acc + s.appendedBytes(k) - (start[i] ?? 0), 0) >= needed);
-      result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
+      await waitFor(s.purgatory, keys, req.maxWaitMs, () => appended() >= needed);
+      // Nothing appended while waiting: the first read still holds (no second pass over every partition).
+      if (appended() > 0) result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
     }
     return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, sessionId: 0, responses: result.responses };
   },

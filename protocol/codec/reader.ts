@@ -99,6 +99,14 @@ export class Reader {
 
   int64(): bigint {
     if (!this.need(8)) return 0n;
+    const hi = this.buf.readInt32BE(this.offset);
+    // Offsets, timestamps and ids mostly fit in 53 bits: one BigInt instead of the several
+    // readBigInt64BE allocates.
+    if (hi >= -0x200000 && hi < 0x200000) {
+      const v = BigInt(hi * 0x100000000 + this.buf.readUInt32BE(this.offset + 4));
+      this.offset += 8;
+      return v;
+    }
     const v = this.buf.readBigInt64BE(this.offset);
     this.offset += 8;
     return v;

@@ -107,7 +107,15 @@ export class Writer {
   }
 
   int64(v: bigint): void {
-    this.buf.writeBigInt64BE(v, this.offset);
+    const n = Number(v);
+    if (Number.isSafeInteger(n)) {
+      // Split a safe integer into two int32 halves without BigInt arithmetic.
+      const hi = Math.floor(n / 0x100000000);
+      this.buf.writeInt32BE(hi, this.offset);
+      this.buf.writeUInt32BE(n - hi * 0x100000000, this.offset + 4);
+    } else {
+      this.buf.writeBigInt64BE(v, this.offset);
+    }
     this.offset += 8;
   }
 

@@ -14,6 +14,7 @@ import { connectRd, cpuMeter, disconnectRd, envInt, percentile, type RdKafkaCons
 
 const PER_TOPIC = 100;
 const MAX_WAIT_MS = 500;
+const STATS_MS = 5000;
 
 interface SizeResult {
   partitions: number;
@@ -84,19 +85,26 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
         'enable.auto.commit': false,
         'enable.auto.offset.store': false,
         'fetch.wait.max.ms': MAX_WAIT_MS,
-        'statistics.interval.ms': 1000,
+        'statistics.interval.ms': STATS_MS,
         log_level: 0,
       },
       {},
     );
-    let stats: RdStats = {};
+    // librdkafka's own statistics count its Fetch requests; the CPU window runs from one
+    // statistics event to a later one, so CPU and request counts cover the same interval
+    let statsWaiter: ((fetches: number) => void) | null = null;
+    const fetchesOf = (st: RdStats) => Object.values(st.brokers ?? {}).reduce((a, b) => a + ((b.nodeid ?? -1) >= 0 ? (b.req?.['Fetch'] ?? 0) : 0), 0);
     consumer.on('event.stats', (ev: unknown) => {
+      const w = statsWaiter;
+      if (w === null) return;
+      statsWaiter = null;
       try {
-        stats = JSON.parse((ev as { message: string }).message) as RdStats;
+        w(fetchesOf(JSON.parse((ev as { message: string }).message) as RdStats));
       } catch {
-        // ignore
+        w(NaN);
       }
     });
+    const nextStats = () => new Promise<number>((r) => (statsWaiter = r));
     await connectRd(consumer);
     consumer.assign(topics.flatMap((topic) => Array.from({ length: PER_TOPIC }, (_, partition) => ({ topic, partition, offset: 0 }))));
     let consumed = 0;
@@ -107,23 +115,22 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
         consumed += batch.length;
       }
     })();
-    const fetches = () => Object.values(stats.brokers ?? {}).reduce((a, b) => a + ((b.nodeid ?? -1) >= 0 ? (b.req?.['Fetch'] ?? 0) : 0), 0);
     await sleep(settleS * 1000);
-    ctx.log(`  ${partitions} partitions: librdkafka consumer window ${windowS} s`);
-    const f0 = fetches();
+    const intervals = Math.max(1, Math.round(windowS / (STATS_MS / 1000)));
+    ctx.log(`  ${partitions} partitions: librdkafka consumer window ${(intervals * STATS_MS) / 1000} s`);
+    const f0 = await nextStats();
     const u0 = process.cpuUsage();
     const cm = cpuMeter(pid);
-    await sleep(windowS * 1000);
+    let f1 = f0;
+    for (let i = 0; i < intervals; i++) f1 = await nextStats();
     const withConsumer = cm();
     const u = process.cpuUsage(u0);
-    await sleep(1100); // one more statistics event
-    const f1 = fetches();
     const rssConsumer = rssBytes(pid);
     consuming = false;
     await loop;
     await disconnectRd(consumer);
     if (consumed !== 0) throw new Error(`consumed ${consumed} records from empty topics`);
-    const fetchRequests = f1 > f0 ? f1 - f0 : null;
+    const fetchRequests = Number.isFinite(f1 - f0) && f1 >= f0 ? f1 - f0 : null;
     return {
       partitions,
       createSeconds: round(createSeconds, 2),
@@ -194,7 +201,8 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
       rows: results.map((r) => [r.partitions, r.createSeconds, r.idleCpuPercent, r.consumerCpuPercent, r.fetchRequests, r.brokerCpuMsPerFetch, r.clientCpuPercent, r.metadataP50Ms, r.metadataP90Ms, r.metadataMaxMs, r.metadataResponseKB, r.rssMBIdle, r.rssMBConsumer]),
     },
     notes: [
-      'CPU % is of one core (100% = one core busy). Fetch requests are counted from librdkafka\'s own statistics (statistics.interval.ms=1000, req.Fetch of the broker), so the count is accurate to about one statistics interval.',
+      `CPU % is of one core (100% = one core busy); the kernel counts CPU in clock ticks (10 ms), so 0 means less than one tick in the window (< ${round(1 / windowS, 2)}%).`,
+      `Fetch requests are counted from librdkafka\'s own statistics (statistics.interval.ms=${STATS_MS}, req.Fetch of the broker); the consumer window runs from one statistics event to the one ${windowS} s later, so CPU and the count cover the same interval. "consumer process CPU" is the benchmark process (librdkafka\'s threads and the statistics JSON parsing).`,
       'librdkafka sends full Fetch requests naming every assigned partition (no incremental fetch sessions), so each long poll carries all partitions.',
     ],
   });

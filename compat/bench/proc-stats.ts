@@ -69,7 +69,10 @@ export function benchMachine(): BenchMachine {
 
 /** Validates and writes `<outDir>/<id>.json`; returns the path. Throws on an invalid shape. */
 export function writeBench(outDir: string, bench: Omit<BenchFile, 'schema' | 'machine'> & { machine?: MachineInfo }, extra: Record<string, unknown> = {}): string {
-  const file: BenchFile & Record<string, unknown> = { schema: BENCH_SCHEMA, ...bench, machine: bench.machine ?? benchMachine(), ...extra };
+  const machine = bench.machine ?? benchMachine();
+  // other work on the machine shows in the figures: say how busy it was
+  const notes = [...(bench.notes ?? []), `Load average when written: ${loadavg().map((x) => x.toFixed(2)).join(', ')} (1/5/15 min) on ${machine.cpu.cores} cores.`];
+  const file: BenchFile & Record<string, unknown> = { schema: BENCH_SCHEMA, ...bench, notes, machine, ...extra };
   const problems = validateBench(file);
   if (problems.length > 0) throw new Error(`bench ${bench.id}: ${problems.join('; ')}`);
   mkdirSync(outDir, { recursive: true });

@@ -9,10 +9,11 @@
  * (default: all). BENCH_ONLY=id,id selects benchmarks under `npm run compat -- --bench` too.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startGregor } from '../lib/broker-process.js';
+import { type BenchFile, validateBench } from '../lib/bench.js';
 import { ROOT } from '../lib/paths.js';
 import type { BenchContext } from '../lib/suite.js';
 import { e2eLatency } from './e2e-latency.js';
@@ -31,7 +32,8 @@ const HERE = dirname(fileURLToPath(import.meta.url));
  * when compiled. A module that exports `runBenchmark(ctx)` (or a default export / `run`) is
  * imported and called. A module that is a script (runs on import, writes its own JSON to
  * compat/results/ and prints "wrote <path>") is run as a child process instead, with `env` as
- * defaults for its knobs, and its JSON is turned into a `gregor-bench/1` file for the report.
+ * defaults for its knobs; its JSON is copied into the run when it is `gregor-bench/1` already,
+ * otherwise its array of result rows becomes a report table.
  */
 function external(id: string, env: Record<string, string> = {}): Bench | null {
   const path = join(HERE, `${id}.js`);
@@ -62,8 +64,17 @@ function external(id: string, env: Record<string, string> = {}): Bench | null {
     if (code !== 0 || wrote?.[1] === undefined) throw new Error(`${id}.js exited with ${code}${wrote === null ? ' without writing its JSON' : ''}:\n${out.slice(-3000)}`);
     const file = resolve(ROOT, wrote[1]);
     const data = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-    writeBench(ctx.outDir, scriptResultToBench(id, data, out, knobs));
-    ctx.log(`  ${id}: converted ${wrote[1]}`);
+    if (validateBench(data).length === 0) {
+      // already a gregor-bench/1 file: shown as it is
+      const bench = data as unknown as BenchFile;
+      mkdirSync(ctx.outDir, { recursive: true });
+      const notes = [...(bench.notes ?? []), `Run by the suite as a script${Object.keys(knobs).length > 0 ? ` with ${Object.entries(knobs).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''} (source: ${wrote[1]}).`];
+      writeFileSync(join(ctx.outDir, `${bench.id}.json`), JSON.stringify({ ...bench, notes }, null, 2) + '\n');
+      ctx.log(`  ${id}: copied ${wrote[1]}`);
+    } else {
+      writeBench(ctx.outDir, scriptResultToBench(id, data, out, knobs));
+      ctx.log(`  ${id}: converted ${wrote[1]}`);
+    }
   };
 }
 

@@ -10,11 +10,12 @@ import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogManager } from './log/log-manager.js';
+import type { PartitionLog } from './log/partition-log.js';
 import { LocalMetadataStore } from './metadata/local-store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { KafkaServer } from './network/server.js';
 import { createLogger, type Logger } from './observability/logger.js';
-import { Purgatory, partitionKey } from './replica/purgatory.js';
+import { Purgatory } from './replica/purgatory.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { TopicManager } from './topics.js';
 
@@ -38,7 +39,7 @@ export class Broker {
   readonly logger: Logger;
   private readonly servers: { listener: Listener; server: KafkaServer }[] = [];
   private readonly advertised = new Map<string, Listener>();
-  private readonly appended = new Map<string, number>();
+  private readonly appended = new WeakMap<PartitionLog, number>();
   private services!: BrokerServices;
   private logManager!: LogManager;
   private metadata!: LocalMetadataStore;
@@ -94,9 +95,10 @@ export class Broker {
       logger: this.logger,
       apiVersions,
       advertisedListener: (name) => this.advertised.get(name),
-      appendedBytes: (key) => appended.get(key) ?? 0,
+      appendedBytes: (log) => appended.get(log) ?? 0,
       notifyAppend: (topic, partition, bytes) => {
-        const key = partitionKey(topic, partition);
+        const key = topics.partition(topic, partition);
+        if (key === undefined) return;
         appended.set(key, (appended.get(key) ?? 0) + bytes);
         purgatory.checkAndComplete(key);
       },

@@ -2,7 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchResponse, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
-import { partitionKey, waitFor } from '../replica/purgatory.js';
+import { waitFor } from '../replica/purgatory.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { defineHandler, type RequestContext } from './types.js';
 
@@ -129,17 +129,31 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
     const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
     const allowOversized = ctx.apiVersion >= 3;
     const readCommitted = (req.isolationLevel ?? 0) === READ_COMMITTED;
+    const logs: PartitionLog[] = [];
+    let caughtUp = true;
+    for (const t of topics) {
+      for (const w of t.wanted) {
+        if (w.log === undefined || w.errorCode !== ErrorCode.NONE) caughtUp = false;
+        else {
+          logs.push(w.log);
+          if (w.fetchOffset < w.log.highWatermark || w.fetchOffset > w.log.logEndOffset || w.fetchOffset < w.log.logStartOffset) caughtUp = false;
+        }
+      }
+    }
+    const longPoll = req.maxWaitMs > 0 && req.minBytes > 0;
+    // Long poll: wait in the purgatory until enough bytes were appended to the partitions asked for.
+    // A consumer that is caught up everywhere waits before any response is built, so an idle consumer
+    // on thousands of partitions holds no response objects across the wait.
+    const waitForBytes = async (needed: number) => {
+      const start = logs.map((l) => s.appendedBytes(l));
+      const appended = () => logs.reduce((acc, l, i) => acc + s.appendedBytes(l) - (start[i] ?? 0), 0);
+      await waitFor(s.purgatory, logs, req.maxWaitMs, () => appended() >= needed);
+    };
+    if (longPoll && caughtUp) await waitForBytes(req.minBytes);
     let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
-    if (result.total < req.minBytes && req.maxWaitMs > 0 && result.errors === 0) {
-      // Long poll: wait in the purgatory until enough bytes were appended to the partitions asked for.
-      const keys: string[] = [];
-      for (const t of topics) for (const w of t.wanted) keys.push(partitionKey(t.topic, w.partition));
-      const start = keys.map((k) => s.appendedBytes(k));
-      const appended = () => keys.reduce((acc, k, i) => acc + s.appendedBytes(k) - (start[i] ?? 0), 0);
-      const needed = req.minBytes - result.total;
-      await waitFor(s.purgatory, keys, req.maxWaitMs, () => appended() >= needed);
-      // Nothing appended while waiting: the first read still holds (no second pass over every partition).
-      if (appended() > 0) result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
+    if (longPoll && !caughtUp && result.total < req.minBytes && result.errors === 0) {
+      await waitForBytes(req.minBytes - result.total);
+      result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
     }
     return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, sessionId: 0, responses: result.responses };
   },

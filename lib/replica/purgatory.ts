@@ -11,15 +11,18 @@ export interface DelayedOperation {
   onComplete(expired: boolean): void;
 }
 
+/** What an operation waits on: a partition's log object, a group key string, … (compared by identity). */
+export type PurgatoryKey = object | string;
+
 interface Watched {
   op: DelayedOperation;
-  keys: readonly string[];
+  keys: readonly PurgatoryKey[];
   timer: NodeJS.Timeout | undefined;
   done: boolean;
 }
 
 export class Purgatory {
-  private readonly watchers = new Map<string, Set<Watched>>();
+  private readonly watchers = new Map<PurgatoryKey, Set<Watched>>();
   private count = 0;
 
   /** Number of operations waiting. */
@@ -28,7 +31,7 @@ export class Purgatory {
   }
 
   /** Completes `op` now if it can; otherwise watches it under `keys` until completion or `timeoutMs`. */
-  tryCompleteElseWatch(op: DelayedOperation, keys: readonly string[], timeoutMs: number): boolean {
+  tryCompleteElseWatch(op: DelayedOperation, keys: readonly PurgatoryKey[], timeoutMs: number): boolean {
     if (op.tryComplete()) {
       op.onComplete(false);
       return true;
@@ -45,11 +48,11 @@ export class Purgatory {
   }
 
   /** Re-checks the operations watching `key`; returns how many completed. */
-  checkAndComplete(key: string): number {
+  checkAndComplete(key: PurgatoryKey): number {
     const set = this.watchers.get(key);
     if (set === undefined) return 0;
     let n = 0;
-    for (const w of [...set]) {
+    for (const w of set.size === 1 ? set : [...set]) {
       if (!w.done && w.op.tryComplete()) {
         this.finish(w, false);
         n++;
@@ -73,7 +76,9 @@ export class Purgatory {
       const set = this.watchers.get(k);
       if (set === undefined) continue;
       set.delete(w);
-      if (set.size === 0) this.watchers.delete(k);
+      // Partition (object) keys are few and reused by every fetch: keep their empty sets. String keys
+      // (groups) come and go, so drop theirs.
+      if (set.size === 0 && typeof k === 'string') this.watchers.delete(k);
     }
     this.count--;
     w.op.onComplete(expired);
@@ -81,12 +86,8 @@ export class Purgatory {
 }
 
 /** Waits until `ready()` holds (re-checked when a key is touched) or `timeoutMs` passes. Resolves true when ready. */
-export function waitFor(purgatory: Purgatory, keys: readonly string[], timeoutMs: number, ready: () => boolean): Promise<boolean> {
+export function waitFor(purgatory: Purgatory, keys: readonly PurgatoryKey[], timeoutMs: number, ready: () => boolean): Promise<boolean> {
   return new Promise((resolve) => {
     purgatory.tryCompleteElseWatch({ tryComplete: ready, onComplete: (expired) => resolve(!expired || ready()) }, keys, timeoutMs);
   });
-}
-
-export function partitionKey(topic: string, partition: number): string {
-  return `${topic}:${partition}`;
 }

@@ -15,14 +15,14 @@
  * ("v2,v1").
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
+import { loadConfluent } from '../lib/confluent-module.js';
 
 type Any = any;
-const ck: Any = createRequire(path.join(PROJECT_ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript');
+const ck: Any = loadConfluent();
 
 const RECORDS = Number(process.env['BENCH_3565_RECORDS'] ?? 1_000_000);
 const CODECS = (process.env['BENCH_3565_CODECS'] ?? 'none,gzip,snappy,lz4,zstd').split(',');

@@ -6,25 +6,15 @@
  */
 import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
 import { type Broker, startBroker } from '../../lib/broker.js';
 import { createLogger, silentLogger } from '../../lib/observability/logger.js';
-import { PROJECT_ROOT } from '../helpers/project.js';
+import { loadConfluent } from '../../compat/lib/confluent-module.js';
 
 type Any = any;
 
-function loadConfluent(): Any {
-  try {
-    return createRequire(join(PROJECT_ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript');
-  } catch (e) {
-    throw new Error(
-      `@confluentinc/kafka-javascript cannot be loaded (${(e as Error).message.split('\n')[0]}); run \`bash scripts/setup-test-deps.sh\` first`,
-    );
-  }
-}
 
 /** Kafka error codes as librdkafka reports them (same numbers). */
 const Err = { UNKNOWN_TOPIC_OR_PARTITION: 3, OFFSET_OUT_OF_RANGE: 1, INVALID_PARTITIONS: 37, INVALID_REPLICATION_FACTOR: 38, INVALID_CONFIG: 40 } as const;

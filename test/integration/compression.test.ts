@@ -10,17 +10,16 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import { CompressionCodec, logEntries } from '../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
-import { PROJECT_ROOT } from '../helpers/project.js';
 import { RawClient, rawCreateTopics, rawFetch } from '../helpers/raw-client.js';
 import { runKcat } from '../helpers/kcat.js';
+import { loadConfluent } from '../../compat/lib/confluent-module.js';
 
 type Any = any;
 const require = createRequire(import.meta.url);
 const { Kafka, CompressionTypes, logLevel } = require('kafkajs') as typeof import('kafkajs');
-const ck: Any = createRequire(join(PROJECT_ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript');
+const ck: Any = loadConfluent();
 
 const N = 150;
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;

@@ -5,15 +5,13 @@
  * the same group.instance.id gets its partitions back without a rebalance); the admin views.
  */
 import { expect } from 'chai';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type { GroupCoordinator } from '../../lib/group/coordinator.js';
 import type { ClassicGroup } from '../../lib/group/classic-group.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
-import { PROJECT_ROOT } from '../helpers/project.js';
+import { loadConfluent } from '../../compat/lib/confluent-module.js';
 
 type Any = any;
-const { KafkaJS } = createRequire(join(PROJECT_ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript') as Any;
+const { KafkaJS } = loadConfluent() as Any;
 
 async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;

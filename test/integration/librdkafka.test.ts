@@ -9,23 +9,13 @@
  */
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { CompressionCodec, LegacyMessage, RecordBatch, logEntries } from '../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
-import { PROJECT_ROOT } from '../helpers/project.js';
+import { loadConfluent } from '../../compat/lib/confluent-module.js';
 
 type Any = any;
 
-function loadConfluent(): Any {
-  try {
-    return createRequire(join(PROJECT_ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript');
-  } catch (e) {
-    throw new Error(
-      `@confluentinc/kafka-javascript cannot be loaded (${(e as Error).message.split('\n')[0]}); run \`bash scripts/setup-test-deps.sh\` first`,
-    );
-  }
-}
 
 const PARTITIONS = 3;
 const COUNT = 10_000;

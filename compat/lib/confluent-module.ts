@@ -1,0 +1,25 @@
+/**
+ * Loads @confluentinc/kafka-javascript (librdkafka 2.15) from compat/clients/confluent, where
+ * scripts/setup-test-deps.sh builds it; fails with the command to run when it is not there.
+ */
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { ROOT } from './paths.js';
+
+// The package has no type declarations that fit every use here; callers treat it as untyped.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ConfluentModule = any;
+
+let cached: ConfluentModule | undefined;
+
+export function loadConfluent(): ConfluentModule {
+  if (cached !== undefined) return cached;
+  try {
+    cached = createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript') as ConfluentModule;
+    return cached;
+  } catch (e) {
+    throw new Error(
+      `@confluentinc/kafka-javascript cannot be loaded (${(e as Error).message.split('\n')[0]}); run \`bash scripts/setup-test-deps.sh\` first`,
+    );
+  }
+}

@@ -12,8 +12,12 @@
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import {
+  COMPRESSION_CODEC_MASK,
   CompressionCodec,
+  LOG_OVERHEAD,
   LegacyMessage,
+  MESSAGE_OVERHEAD,
+  MessageField,
   RecordBatch,
   TimestampType,
   buildMessageSet,
@@ -89,26 +93,44 @@ export function planAppend(records: Buffer, config: LogConfig): AppendPlan | nul
   const t = conversionTarget(config);
   let count = 0;
   let convert = t.deep;
+  const end = records.length;
+  let p = 0;
   try {
-    for (const e of logEntries(records)) {
-      if (e.kind === 'partial') return null;
+    while (p < end) {
       let magic: Magic;
       let codec: number;
-      if (e.kind === 'batch') {
-        magic = 2;
-        codec = e.batch.compression;
-        const n = e.batch.recordCount;
-        if (n <= 0) return null;
-        count += n;
-      } else {
-        const m = e.message;
-        magic = m.magic;
-        codec = m.compression;
+      if (end - p > MessageField.ATTRIBUTES && (records[p + MessageField.MAGIC] === 0 || records[p + MessageField.MAGIC] === 1)) {
+        // magic 0/1 message: its header is all this needs (no object per message); the fast
+        // path's validation reports whatever is wrong with it
+        const size = records.readInt32BE(p + MessageField.MESSAGE_SIZE);
+        if (size < MESSAGE_OVERHEAD[0] || LOG_OVERHEAD + size > end - p) return null;
+        magic = records[p + MessageField.MAGIC] as 0 | 1;
+        codec = (records[p + MessageField.ATTRIBUTES] as number) & COMPRESSION_CODEC_MASK;
         if (codec === CompressionCodec.NONE) count += 1;
         else {
           // producers set the wrapper's offset to the last inner (relative) offset: a good estimate
-          const last = m.offset;
+          const last = records.readBigInt64BE(p);
           count += last >= 0n && last < 1_000_000n ? Number(last) + 1 : 1;
+        }
+        p += LOG_OVERHEAD + size;
+      } else {
+        const it = logEntries(records, p).next();
+        if (it.done === true) break;
+        const e = it.value;
+        if (e.kind === 'partial') return null;
+        if (e.kind === 'batch') {
+          magic = 2;
+          codec = e.batch.compression;
+          const n = e.batch.recordCount;
+          if (n <= 0) return null;
+          count += n;
+          p = e.batch.end;
+        } else {
+          const m = e.message;
+          magic = m.magic;
+          codec = m.compression;
+          count += 1;
+          p = m.end;
         }
       }
       if ((t.magic !== null && magic !== t.magic) || (t.codec !== 'producer' && codec !== t.codec)) convert = true;

@@ -1,11 +1,14 @@
 /** Reading stored entries: from segments (via the sparse index) and from the recent-batches cache. */
-import { logEntries } from '../../protocol/records/index.js';
+import { LOG_OVERHEAD, MessageField, logEntries } from '../../protocol/records/index.js';
 import type { Record } from '../../protocol/records/index.js';
 import { HEADER_BYTES, parseEntryHeader } from './segment.js';
 import type { EntryHeader, LogSegment } from './segment.js';
 
 export interface ReadResult {
-  /** Stored bytes, one Buffer per whole entry (batch or legacy message). */
+  /**
+   * Stored bytes: whole entries (batches or legacy messages), one Buffer per entry or per run of
+   * consecutive entries (uncompressed magic 0/1 messages appended together).
+   */
   records: Buffer[];
   size: number;
 }
@@ -35,6 +38,11 @@ class Picker {
     this.count++;
     if (this.size >= this.lim.maxBytes) this.done = true;
     return 'take';
+  }
+  /** Whether a run of entries [firstOffset, lastOffset] of `size` bytes would be taken whole. */
+  fitsWhole(firstOffset: bigint, lastOffset: bigint, size: number): boolean {
+    if (firstOffset < this.lim.fetchOffset || lastOffset >= this.lim.maxOffset) return false;
+    return this.size + size <= this.lim.maxBytes;
   }
 }
 
@@ -119,6 +127,29 @@ interface CachedEntry {
   firstOffset: bigint;
   lastOffset: bigint;
   buf: Buffer;
+  /** `buf` holds messages firstOffset..lastOffset, one offset each (uncompressed magic 0/1). */
+  run: boolean;
+}
+
+/**
+ * Takes what `picker` allows of a cached run, message by message: from the message holding
+ * fetchOffset, up to maxOffset and maxBytes. Returns the bytes taken (possibly none) and whether
+ * the run was taken to its end (the next entry may follow).
+ */
+function takeFromRun(picker: Picker, e: CachedEntry, lim: ReadLimits): { part: Buffer; complete: boolean } {
+  const buf = e.buf;
+  const skip = lim.fetchOffset > e.firstOffset ? Number(lim.fetchOffset - e.firstOffset) : 0;
+  let p = 0;
+  for (let i = 0; i < skip && p < buf.length; i++) p += LOG_OVERHEAD + buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
+  const from = p;
+  let offset = e.firstOffset + BigInt(skip);
+  while (p < buf.length && !picker.done) {
+    const size = LOG_OVERHEAD + buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
+    if (picker.consider(offset, size) !== 'take') break;
+    p += size;
+    offset++;
+  }
+  return { part: buf.subarray(from, p), complete: p === buf.length };
 }
 
 /**
@@ -135,9 +166,9 @@ export class RecentCache {
     this.budget = budget;
   }
 
-  add(firstOffset: bigint, lastOffset: bigint, buf: Buffer): void {
+  add(firstOffset: bigint, lastOffset: bigint, buf: Buffer, run = false): void {
     if (this.budget <= 0) return;
-    this.entries.push({ firstOffset, lastOffset, buf });
+    this.entries.push({ firstOffset, lastOffset, buf, run });
     this.bytes += buf.length;
     while (this.bytes > this.budget && this.entries.length - this.head > 1) {
       this.bytes -= this.entries[this.head]?.buf.length ?? 0;
@@ -170,7 +201,15 @@ export class RecentCache {
     const records: Buffer[] = [];
     for (; i < this.entries.length && !picker.done; i++) {
       const e = this.entries[i];
-      if (e === undefined || picker.consider(e.lastOffset, e.buf.length) !== 'take') break;
+      if (e === undefined) break;
+      if (e.run && !picker.fitsWhole(e.firstOffset, e.lastOffset, e.buf.length)) {
+        // a read starting, or a limit falling, inside a run: whole messages from the one wanted
+        const { part, complete } = takeFromRun(picker, e, lim);
+        if (part.length > 0) records.push(part);
+        if (!complete) break;
+        continue;
+      }
+      if (picker.consider(e.lastOffset, e.buf.length) !== 'take') break;
       records.push(e.buf);
     }
     return { records, size: picker.size };

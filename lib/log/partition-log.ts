@@ -284,8 +284,10 @@ export class PartitionLog {
 
   private validateFast(records: Buffer, now: number) {
     const config = this.config;
+    // a convert hook sees one entry per message; otherwise uncompressed magic 0/1 messages are runs
+    if (this.opts.convert === undefined) return validateRecords(records, config, now, { legacyRuns: true });
     let v = validateRecords(records, config, now);
-    if (this.opts.convert !== undefined) v = this.opts.convert(v, config) ?? v;
+    v = this.opts.convert(v, config) ?? v;
     return v;
   }
 
@@ -368,8 +370,14 @@ export class PartitionLog {
     this.maybeRoll(bytes, lastOffset, maxTimestamp, now);
     const seg = this.active;
     for (const e of assigned) {
-      seg.append(e.buf, e.lastOffset, e.maxTimestamp, config.indexIntervalBytes, now);
-      this.cache.add(e.firstOffset, e.lastOffset, e.buf);
+      if (e.runOffsetOfMaxTimestamp !== undefined) {
+        // uncompressed magic 0/1 messages: one chunk, indexed at message boundaries
+        seg.appendRun(e.buf, e.firstOffset, e.lastOffset, e.maxTimestamp, e.runOffsetOfMaxTimestamp, config.indexIntervalBytes, now);
+        this.cache.add(e.firstOffset, e.lastOffset, e.buf, e.firstOffset !== e.lastOffset);
+      } else {
+        seg.append(e.buf, e.lastOffset, e.maxTimestamp, config.indexIntervalBytes, now);
+        this.cache.add(e.firstOffset, e.lastOffset, e.buf, false);
+      }
       if (e.magic === 2) this.epochs.assign(e.partitionLeaderEpoch, e.firstOffset);
     }
     this._logEndOffset = lastOffset + 1n;

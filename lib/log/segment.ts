@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32, crc32c } from '@node-rs/crc32';
+import { crc32c } from '@node-rs/crc32';
+import { crc32Range } from '../../protocol/records/crc32.js';
 import { BatchField, LOG_OVERHEAD, MESSAGE_OVERHEAD, MessageField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { OffsetIndex, TimeIndex } from './indexes.js';
 
@@ -80,7 +81,7 @@ export function parseEntryHeader(buf: Buffer, p: number, avail: number, position
 /** Checks the CRC of a whole stored entry. */
 export function entryCrcValid(buf: Buffer, p: number, size: number, magic: number): boolean {
   if (magic === 2) return crc32c(buf.subarray(p + BatchField.ATTRIBUTES, p + size)) >>> 0 === buf.readUInt32BE(p + BatchField.CRC);
-  return crc32(buf.subarray(p + MessageField.MAGIC, p + size)) >>> 0 === buf.readUInt32BE(p + MessageField.CRC);
+  return crc32Range(buf, p + MessageField.MAGIC, p + size) === buf.readUInt32BE(p + MessageField.CRC);
 }
 
 export interface ScanResult {
@@ -209,6 +210,42 @@ export class LogSegment {
     const position = this.size;
     if (position === 0 && this.rollBaseTimestamp === null && maxTimestamp >= 0n) this.rollBaseTimestamp = Number(maxTimestamp);
     this.track(lastOffset, maxTimestamp, position, buf.length, indexIntervalBytes);
+    this.pending.push(buf);
+    this.size += buf.length;
+    this.lastModified = now;
+    return position;
+  }
+
+  /**
+   * Appends a run of uncompressed magic 0/1 messages (offsets firstOffset, firstOffset+1, … in order)
+   * as one chunk. The offset index still gets entries at message boundaries wherever appending the
+   * messages one by one would have put them, so a read inside the chunk starts at (or just before)
+   * the message it wants; the time index gets the chunk's max timestamp. Returns the position.
+   */
+  appendRun(buf: Buffer, firstOffset: bigint, lastOffset: bigint, maxTimestamp: bigint, offsetOfMaxTimestamp: bigint, indexIntervalBytes: number, now: number): number {
+    const position = this.size;
+    if (position === 0 && this.rollBaseTimestamp === null && maxTimestamp >= 0n) this.rollBaseTimestamp = Number(maxTimestamp);
+    if (maxTimestamp > this.maxTimestamp) {
+      this.maxTimestamp = maxTimestamp;
+      this.offsetOfMaxTimestamp = offsetOfMaxTimestamp;
+    }
+    if (this.bytesSinceLastIndexEntry + buf.length > indexIntervalBytes) {
+      let indexed = false;
+      let since = this.bytesSinceLastIndexEntry;
+      for (let p = 0, i = 0; p < buf.length; i++) {
+        const size = LOG_OVERHEAD + buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
+        if (since > indexIntervalBytes) {
+          this.offsetIndex.append(firstOffset + BigInt(i), position + p);
+          indexed = true;
+          since = 0;
+        }
+        since += size;
+        p += size;
+      }
+      this.bytesSinceLastIndexEntry = since;
+      if (indexed) this.timeIndex.maybeAppend(this.maxTimestamp, this.offsetOfMaxTimestamp);
+    } else this.bytesSinceLastIndexEntry += buf.length;
+    this.nextOffset = lastOffset + 1n;
     this.pending.push(buf);
     this.size += buf.length;
     this.lastModified = now;

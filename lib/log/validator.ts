@@ -6,21 +6,32 @@
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { GregorErrorCode, ProtocolError } from '../../protocol/codec/errors.js';
 import {
+  COMPRESSION_CODEC_MASK,
   CompressionCodec,
+  LOG_OVERHEAD,
   LegacyMessage,
+  MESSAGE_OVERHEAD,
   MESSAGE_TIMESTAMP_TYPE,
   MessageField,
   RecordBatch,
   TimestampType,
   compress,
+  decompress,
   encodeMessage,
   isCompressionCodec,
   logEntries,
+  scanMessageSet,
 } from '../../protocol/records/index.js';
+import { crc32Range } from '../../protocol/records/crc32.js';
 import { LogError } from './errors.js';
 import type { LogConfig } from './log-config.js';
 
-export type EntryKind = 'batch' | 'message' | 'wrapper';
+/**
+ * 'run': consecutive uncompressed magic 0/1 messages, validated and stored as one chunk (one segment
+ * write, one recent-cache entry); each message keeps its own offset field and CRC, so readers still
+ * see one "batch" per message.
+ */
+export type EntryKind = 'batch' | 'message' | 'wrapper' | 'run';
 
 export interface ValidatedEntry {
   kind: EntryKind;
@@ -37,6 +48,16 @@ export interface ValidatedEntry {
   inner?: LegacyMessage[];
   /** Deep validation found the header's maxTimestamp wrong: the real one. */
   realMaxTimestamp?: bigint;
+  /** 'run': index (0-based) of the first message holding maxTimestamp (0 when none has one). */
+  maxTimestampIndex?: number;
+}
+
+export interface ValidateOptions {
+  /**
+   * Validate consecutive uncompressed magic 0/1 messages as one 'run' entry (the fast path of the
+   * log). Off for callers that want one entry per message (conversion).
+   */
+  legacyRuns?: boolean;
 }
 
 export interface ValidatedRecords {
@@ -61,6 +82,11 @@ export interface AssignedEntry {
   maxTimestamp: bigint;
   /** v2 only; -1 for magic 0/1. */
   partitionLeaderEpoch: number;
+  /**
+   * Set for a run of uncompressed magic 0/1 messages (offsets firstOffset..lastOffset, one per
+   * message, in order): the offset of the first message with maxTimestamp.
+   */
+  runOffsetOfMaxTimestamp?: bigint;
 }
 
 /** Upper bound on decompressed bytes per entry (compressed data can expand without limit). */
@@ -96,6 +122,9 @@ interface Ctx {
   checkTs: boolean;
   compacted: boolean;
   maxOutput: number;
+  /** minTs / maxTs as numbers, for the per-message checks of runs (exact for safe-integer timestamps). */
+  minTsNum: number;
+  maxTsNum: number;
 }
 
 function checkTimestamp(ctx: Ctx, ts: bigint, where: string): void {
@@ -106,22 +135,46 @@ function checkTimestamp(ctx: Ctx, ts: bigint, where: string): void {
 }
 
 /** Phase 1: checks `records` against `config`; throws LogError (with a Kafka code) on the first problem. */
-export function validateRecords(records: Buffer, config: LogConfig, now: number): ValidatedRecords {
+export function validateRecords(records: Buffer, config: LogConfig, now: number, opts: ValidateOptions = {}): ValidatedRecords {
   const n = BigInt(now);
+  const minTs = n - BigInt(config.timestampBeforeMaxMs);
+  const maxTs = n + BigInt(config.timestampAfterMaxMs);
   const ctx: Ctx = {
     config,
     now: n,
-    minTs: n - BigInt(config.timestampBeforeMaxMs),
-    maxTs: n + BigInt(config.timestampAfterMaxMs),
+    minTs,
+    maxTs,
     checkTs: config.messageTimestampType === 'CreateTime',
     compacted: config.cleanupPolicy.includes('compact'),
     maxOutput: decompressLimit(config),
+    minTsNum: Number(minTs),
+    maxTsNum: Number(maxTs),
   };
+  const runs = opts.legacyRuns === true;
   const entries: ValidatedEntry[] = [];
   let recordCount = 0;
   let firstMagic: 0 | 1 | 2 | null = null;
+  const end = records.length;
+  let p = 0;
   try {
-    for (const e of logEntries(records)) {
+    while (p < end) {
+      if (runs && end - p > MessageField.ATTRIBUTES) {
+        const magic = records[p + MessageField.MAGIC];
+        if ((magic === 0 || magic === 1) && ((records[p + MessageField.ATTRIBUTES] as number) & COMPRESSION_CODEC_MASK) === 0) {
+          if (firstMagic !== null && magic !== firstMagic) {
+            throw fail(ErrorCode.INVALID_RECORD, `entry magic ${magic} differs from the first entry's magic ${firstMagic}`);
+          }
+          firstMagic = magic;
+          const run = scanRun(ctx, records, p, end, magic, 'outer');
+          recordCount += run.count;
+          entries.push(run.entry);
+          p = run.end;
+          continue;
+        }
+      }
+      const it = logEntries(records, p).next();
+      if (it.done === true) break;
+      const e = it.value;
       if (e.kind === 'partial') {
         throw fail(ErrorCode.CORRUPT_MESSAGE, `entry at position ${e.start} is cut short (${e.partial.available} of ${e.partial.declaredSize ?? '?'} bytes)`);
       }
@@ -137,6 +190,7 @@ export function validateRecords(records: Buffer, config: LogConfig, now: number)
       const v = e.kind === 'batch' ? validateBatch(ctx, e.batch) : validateLegacy(ctx, e.message);
       recordCount += v.count;
       entries.push(v);
+      p = e.kind === 'batch' ? e.batch.end : e.message.end;
     }
   } catch (err) {
     throw fromProtocolError(err);
@@ -145,6 +199,96 @@ export function validateRecords(records: Buffer, config: LogConfig, now: number)
     throw fail(ErrorCode.RECORD_LIST_TOO_LARGE, `${records.length} bytes of records exceed segment.bytes ${config.segmentBytes}`);
   }
   return { entries, recordCount, sizeInBytes: records.length, magic: firstMagic ?? 2 };
+}
+
+const TWO_32 = 4294967296;
+
+/**
+ * Validates the uncompressed messages of `magic` from `start` on, without an object per message:
+ * structure (as LegacyMessage.at), CRC-32, max.message.bytes, timestamps, keys of compacted topics.
+ * Stops before the first message that is compressed or of another magic (the caller handles it).
+ * `where` 'inner': the messages of a wrapper (offsets must be checked by the caller, no size limit).
+ * Also reports whether offsets read 0..n-1 (KIP-31 inner offsets).
+ */
+function scanRun(ctx: Ctx, buf: Buffer, start: number, end: number, magic: 0 | 1, where: 'outer' | 'inner') {
+  const outer = where === 'outer';
+  const maxBytes = ctx.config.maxMessageBytes;
+  const checkTs = ctx.checkTs && magic === 1;
+  const minTs = ctx.minTsNum;
+  const maxTs = ctx.maxTsNum;
+  const keyAt = magic === 0 ? MessageField.TIMESTAMP : MessageField.TIMESTAMP + 8;
+  const minSize = MESSAGE_OVERHEAD[magic];
+  let p = start;
+  let count = 0;
+  let max = -1;
+  let maxIndex = 0;
+  let exactMax = true;
+  let sequential = true;
+  while (p < end) {
+    const available = end - p;
+    if (available <= MessageField.ATTRIBUTES) {
+      if (outer) throw fail(ErrorCode.CORRUPT_MESSAGE, `entry at position ${p} is cut short (${available} bytes)`);
+      throw fail(ErrorCode.CORRUPT_MESSAGE, 'compressed message set ends with a partial message');
+    }
+    if (buf[p + MessageField.MAGIC] !== magic || ((buf[p + MessageField.ATTRIBUTES] as number) & COMPRESSION_CODEC_MASK) !== 0) break;
+    const size = buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
+    if (size < minSize) throw fail(ErrorCode.CORRUPT_MESSAGE, `message size ${size} at position ${p} is below the minimum for magic ${magic}`);
+    const msgEnd = p + LOG_OVERHEAD + size;
+    if (msgEnd > end) {
+      if (outer) throw fail(ErrorCode.CORRUPT_MESSAGE, `entry at position ${p} is cut short (${available} of ${LOG_OVERHEAD + size} bytes)`);
+      throw fail(ErrorCode.CORRUPT_MESSAGE, 'compressed message set ends with a partial message');
+    }
+    if (outer && LOG_OVERHEAD + size > maxBytes) {
+      throw fail(ErrorCode.MESSAGE_TOO_LARGE, `entry of ${LOG_OVERHEAD + size} bytes exceeds max.message.bytes ${maxBytes}`);
+    }
+    // key and value lengths fill the message exactly
+    let q = p + keyAt;
+    const keyLength = buf.readInt32BE(q);
+    q += 4;
+    if (keyLength < -1 || (keyLength > 0 && keyLength > msgEnd - q - 4)) throw fail(ErrorCode.CORRUPT_MESSAGE, `invalid message key length ${keyLength}`);
+    if (keyLength > 0) q += keyLength;
+    const valueLength = buf.readInt32BE(q);
+    q += 4;
+    if (valueLength < -1 || (valueLength > 0 && valueLength > msgEnd - q)) throw fail(ErrorCode.CORRUPT_MESSAGE, `invalid message value length ${valueLength}`);
+    if (valueLength > 0) q += valueLength;
+    if (q !== msgEnd) throw fail(ErrorCode.CORRUPT_MESSAGE, `message size ${size} does not match its key and value (${msgEnd - q} bytes over)`);
+    const stored = buf.readUInt32BE(p + MessageField.CRC);
+    const computed = crc32Range(buf, p + MessageField.MAGIC, msgEnd);
+    if (stored !== computed) throw fail(ErrorCode.CORRUPT_MESSAGE, `message at position ${p}: CRC is ${stored}, computed ${computed}`);
+    if (ctx.compacted && keyLength === -1) throw fail(ErrorCode.INVALID_RECORD, 'compacted topic cannot accept a message without a key');
+    if (magic === 1) {
+      const hi = buf.readInt32BE(p + MessageField.TIMESTAMP);
+      const ts = hi * TWO_32 + buf.readUInt32BE(p + MessageField.TIMESTAMP + 4);
+      if (hi < -2097152 || hi >= 2097152) exactMax = false; // beyond 2^53: the slow path redoes it exactly
+      else if (checkTs && ts !== -1 && ((buf[p + MessageField.ATTRIBUTES] as number) & MESSAGE_TIMESTAMP_TYPE) === 0 && (ts < minTs || ts > maxTs)) {
+        throw fail(ErrorCode.INVALID_TIMESTAMP, `timestamp ${ts} of message ${count} is out of range [${ctx.minTs}, ${ctx.maxTs}]`);
+      }
+      if (ts > max) {
+        max = ts;
+        maxIndex = count;
+      }
+    }
+    if (sequential && !outer && (buf.readInt32BE(p) !== 0 || buf.readUInt32BE(p + 4) !== count)) sequential = false;
+    count++;
+    p = msgEnd;
+  }
+  let maxTimestamp = magic === 1 ? BigInt(max) : -1n;
+  if (!exactMax) {
+    // timestamps outside the safe-integer range: check and take the max with bigints
+    let big = -1n;
+    let i = 0;
+    for (let r = start; r < p; r += LOG_OVERHEAD + buf.readInt32BE(r + MessageField.MESSAGE_SIZE), i++) {
+      const ts = buf.readBigInt64BE(r + MessageField.TIMESTAMP);
+      if (checkTs && ((buf[r + MessageField.ATTRIBUTES] as number) & MESSAGE_TIMESTAMP_TYPE) === 0) checkTimestamp(ctx, ts, `message ${i}`);
+      if (ts > big) {
+        big = ts;
+        maxIndex = i;
+      }
+    }
+    maxTimestamp = big;
+  }
+  const entry: ValidatedEntry = { kind: 'run', magic, buf: buf.subarray(start, p), count, maxTimestamp, maxTimestampIndex: maxIndex };
+  return { entry, count, end: p, sequential };
 }
 
 function validateBatch(ctx: Ctx, batch: RecordBatch): ValidatedEntry {
@@ -196,17 +340,19 @@ function validateLegacy(ctx: Ctx, m: LegacyMessage): ValidatedEntry {
     return { kind: 'message', magic: m.magic, buf: m.bytes, count: 1, maxTimestamp: m.timestamp, message: m };
   }
   // decompressed only to validate and count; the payload stays as sent unless offsets need rewriting
-  const inner = m.innerMessages({ maxOutput: ctx.maxOutput, checkCrcs: true });
-  let max = -1n;
-  let sequential = true;
-  inner.forEach((im, i) => {
-    if (ctx.compacted && im.key === null) throw fail(ErrorCode.INVALID_RECORD, 'compacted topic cannot accept a message without a key');
-    if (!appendTime) checkTimestamp(ctx, im.timestamp, `inner message ${i}`);
-    if (im.timestamp > max) max = im.timestamp;
-    if (im.offset !== BigInt(i)) sequential = false;
-  });
-  const entry: ValidatedEntry = { kind: 'wrapper', magic: m.magic, buf: m.bytes, count: inner.length, maxTimestamp: m.magic === 0 ? -1n : max, message: m };
-  if (m.magic === 0 || !sequential) entry.inner = inner;
+  const value = m.value;
+  if (value === null) throw fail(ErrorCode.INVALID_RECORD, 'compressed message has a null value');
+  const data = decompress(codec, value, { maxOutput: ctx.maxOutput, magic: m.magic });
+  const run = scanRun(appendTime ? { ...ctx, checkTs: false } : ctx, data, 0, data.length, m.magic, 'inner');
+  if (run.end < data.length) {
+    const at = run.end;
+    const innerMagic = data[at + MessageField.MAGIC];
+    if (innerMagic !== m.magic) throw fail(ErrorCode.INVALID_RECORD, `inner message magic ${innerMagic} differs from wrapper magic ${m.magic}`);
+    throw fail(ErrorCode.INVALID_RECORD, 'nested compressed message');
+  }
+  if (run.count === 0) throw fail(ErrorCode.INVALID_RECORD, 'compressed message holds no messages');
+  const entry: ValidatedEntry = { kind: 'wrapper', magic: m.magic, buf: m.bytes, count: run.count, maxTimestamp: m.magic === 0 ? -1n : run.entry.maxTimestamp, message: m };
+  if (m.magic === 0 || !run.sequential) entry.inner = scanMessageSet(data).messages;
   return entry;
 }
 
@@ -245,6 +391,10 @@ export function assignOffsets(v: ValidatedRecords, firstOffset: bigint, leaderEp
       out.push({ buf: e.buf, magic: 2, firstOffset: first, lastOffset: last, maxTimestamp: b.maxTimestamp, partitionLeaderEpoch: leaderEpoch });
       continue;
     }
+    if (e.kind === 'run') {
+      out.push(assignRun(e, first, last, logAppend, nowTs));
+      continue;
+    }
     const m = e.message;
     if (m === undefined) throw new Error('validated entry without a batch or message');
     let buf = e.buf;
@@ -272,4 +422,41 @@ export function assignOffsets(v: ValidatedRecords, firstOffset: bigint, leaderEp
     out.push({ buf, magic: m.magic, firstOffset: first, lastOffset: last, maxTimestamp: maxTs, partitionLeaderEpoch: -1 });
   }
   return out;
+}
+
+/**
+ * Offsets of a run of uncompressed messages, written in place (the offset field is outside the
+ * CRC); under LogAppendTime magic 1 messages also get the time and a new CRC, as Kafka does.
+ */
+function assignRun(e: ValidatedEntry, first: bigint, last: bigint, logAppend: boolean, nowTs: bigint): AssignedEntry {
+  const buf = e.buf;
+  const stamp = logAppend && e.magic === 1;
+  const safe = last < 9007199254740992n;
+  const firstNum = safe ? Number(first) : 0;
+  const stampHi = Number(BigInt.asIntN(32, nowTs >> 32n));
+  const stampLo = Number(BigInt.asUintN(32, nowTs));
+  let p = 0;
+  for (let i = 0; p < buf.length; i++) {
+    if (safe) {
+      const off = firstNum + i;
+      const hi = Math.floor(off / TWO_32);
+      buf.writeInt32BE(hi, p);
+      buf.writeUInt32BE(off - hi * TWO_32, p + 4);
+    } else buf.writeBigInt64BE(first + BigInt(i), p);
+    const end = p + LOG_OVERHEAD + buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
+    if (stamp) {
+      const attributes = buf[p + MessageField.ATTRIBUTES] as number;
+      const at = p + MessageField.TIMESTAMP;
+      if ((attributes & MESSAGE_TIMESTAMP_TYPE) === 0 || buf.readInt32BE(at) !== stampHi || buf.readUInt32BE(at + 4) !== stampLo) {
+        buf[p + MessageField.ATTRIBUTES] = attributes | MESSAGE_TIMESTAMP_TYPE;
+        buf.writeInt32BE(stampHi, at);
+        buf.writeUInt32BE(stampLo, at + 4);
+        buf.writeUInt32BE(crc32Range(buf, p + MessageField.MAGIC, end), p + MessageField.CRC);
+      }
+    }
+    p = end;
+  }
+  const maxTimestamp = stamp ? nowTs : e.maxTimestamp;
+  const runOffsetOfMaxTimestamp = stamp ? first : first + BigInt(e.maxTimestampIndex ?? 0);
+  return { buf, magic: e.magic, firstOffset: first, lastOffset: last, maxTimestamp, partitionLeaderEpoch: -1, runOffsetOfMaxTimestamp };
 }

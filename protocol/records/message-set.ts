@@ -1,5 +1,6 @@
 import { crc32 } from '@node-rs/crc32';
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
+import { crc32Range } from './crc32.js';
 import { LOG_OVERHEAD, TimestampType } from './batch.js';
 import type { DecodeRecordsOptions, PartialTail } from './batch.js';
 import { COMPRESSION_CODEC_MASK, CompressionCodec, compress, decompress, isCompressionCodec } from './compression.js';
@@ -126,7 +127,7 @@ export class LegacyMessage {
 
   /** CRC-32 (IEEE) over magic … end. */
   computeCrc(): number {
-    return crc32(this.buf.subarray(this.start + MessageField.MAGIC, this.end)) >>> 0;
+    return crc32Range(this.buf, this.start + MessageField.MAGIC, this.end);
   }
   isValid(): boolean {
     return this.computeCrc() === this.crc;

@@ -77,8 +77,19 @@ export async function readAll(log: PartitionLog, from = log.logStartOffset): Pro
   while (offset < log.logEndOffset) {
     const r = await log.read(offset, 1 << 20, { minOneMessage: true });
     if (r.records.length === 0) break;
-    out.push(...r.records);
-    offset = lastOffsetOf(r.records[r.records.length - 1] as Buffer) + 1n;
+    for (const b of r.records) out.push(...splitEntries(b));
+    offset = lastOffsetOf(out[out.length - 1] as Buffer) + 1n;
+  }
+  return out;
+}
+
+/** A read result's Buffer (one entry, or a run of uncompressed magic 0/1 messages) as whole entries. */
+export function splitEntries(buf: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let p = 0; p + 12 <= buf.length; ) {
+    const end = p + 12 + buf.readInt32BE(p + 8);
+    out.push(buf.subarray(p, end));
+    p = end;
   }
   return out;
 }

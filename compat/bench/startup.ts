@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import type { BenchContext } from '../lib/suite.js';
-import { RawClient, rawProduce } from '../../test/helpers/raw-client.js';
-import { connectRd, disconnectRd, envInt, peakRssBytes, type RdProducer, rdkafka, ROOT_DIR, round, rssBytes, sleep, writeBench } from './proc-stats.js';
+import { RawClient, rawListOffset, rawProduce } from '../../test/helpers/raw-client.js';
+import { connectRd, disconnectRd, envInt, flushRd, peakRssBytes, type RdProducer, rdkafka, ROOT_DIR, round, rssBytes, sleep, writeBench } from './proc-stats.js';
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -95,18 +95,9 @@ async function startAndProduce(): Promise<Started> {
 }
 
 async function produceMany(bootstrap: string, topic: string, n: number): Promise<number> {
-  const p: RdProducer = new (rdkafka().Producer)({ 'bootstrap.servers': bootstrap, acks: 1, 'linger.ms': 5, 'batch.size': 1000000, 'queue.buffering.max.messages': 500000, dr_cb: true, log_level: 0 });
+  const p: RdProducer = new (rdkafka().Producer)({ 'bootstrap.servers': bootstrap, acks: 1, 'linger.ms': 5, 'batch.size': 1000000, 'queue.buffering.max.messages': 500000, log_level: 0 });
   await connectRd(p);
-  let done = 0;
-  let failed = 0;
-  let resolveAll: () => void = () => undefined;
-  const all = new Promise<void>((r) => (resolveAll = r));
-  p.on('delivery-report', (err) => {
-    if (err) failed++;
-    else done++;
-    if (done + failed === n) resolveAll();
-  });
-  p.setPollInterval(5);
+  p.setPollInterval(50);
   const value = Buffer.alloc(100, 'v');
   const t0 = performance.now();
   for (let i = 0; i < n; ) {
@@ -115,14 +106,17 @@ async function produceMany(bootstrap: string, topic: string, n: number): Promise
       i++;
     } catch (e) {
       if (!/full/i.test(String((e as Error).message))) throw e;
-      p.poll();
       await sleep(1);
     }
+    if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
   }
-  await Promise.race([all, sleep(120_000)]);
+  await flushRd(p, 120_000);
   const secs = (performance.now() - t0) / 1000;
   await disconnectRd(p);
-  if (done !== n) throw new Error(`${done}/${n} records delivered (${failed} failed)`);
+  const c = await RawClient.connect(bootstrap);
+  const end = Number(await rawListOffset(c, topic, 0));
+  c.destroy();
+  if (end !== n) throw new Error(`${end} of ${n} records stored`);
   return secs;
 }
 

@@ -203,6 +203,17 @@ export function validateRecords(records: Buffer, config: LogConfig, now: number,
 
 const TWO_32 = 4294967296;
 
+/** Big-endian int32 at p (the caller has checked the bounds; cheaper than Buffer#readInt32BE per message). */
+function i32(b: Buffer, p: number): number {
+  return ((b[p] as number) << 24) | ((b[p + 1] as number) << 16) | ((b[p + 2] as number) << 8) | (b[p + 3] as number);
+}
+function w32(b: Buffer, p: number, v: number): void {
+  b[p] = v >>> 24;
+  b[p + 1] = v >>> 16;
+  b[p + 2] = v >>> 8;
+  b[p + 3] = v;
+}
+
 /**
  * Validates the uncompressed messages of `magic` from `start` on, without an object per message:
  * structure (as LegacyMessage.at), CRC-32, max.message.bytes, timestamps, keys of compacted topics.
@@ -231,7 +242,7 @@ function scanRun(ctx: Ctx, buf: Buffer, start: number, end: number, magic: 0 | 1
       throw fail(ErrorCode.CORRUPT_MESSAGE, 'compressed message set ends with a partial message');
     }
     if (buf[p + MessageField.MAGIC] !== magic || ((buf[p + MessageField.ATTRIBUTES] as number) & COMPRESSION_CODEC_MASK) !== 0) break;
-    const size = buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
+    const size = i32(buf, p + MessageField.MESSAGE_SIZE);
     if (size < minSize) throw fail(ErrorCode.CORRUPT_MESSAGE, `message size ${size} at position ${p} is below the minimum for magic ${magic}`);
     const msgEnd = p + LOG_OVERHEAD + size;
     if (msgEnd > end) {
@@ -243,22 +254,22 @@ function scanRun(ctx: Ctx, buf: Buffer, start: number, end: number, magic: 0 | 1
     }
     // key and value lengths fill the message exactly
     let q = p + keyAt;
-    const keyLength = buf.readInt32BE(q);
+    const keyLength = i32(buf, q);
     q += 4;
     if (keyLength < -1 || (keyLength > 0 && keyLength > msgEnd - q - 4)) throw fail(ErrorCode.CORRUPT_MESSAGE, `invalid message key length ${keyLength}`);
     if (keyLength > 0) q += keyLength;
-    const valueLength = buf.readInt32BE(q);
+    const valueLength = q + 4 <= msgEnd ? i32(buf, q) : -2;
     q += 4;
     if (valueLength < -1 || (valueLength > 0 && valueLength > msgEnd - q)) throw fail(ErrorCode.CORRUPT_MESSAGE, `invalid message value length ${valueLength}`);
     if (valueLength > 0) q += valueLength;
     if (q !== msgEnd) throw fail(ErrorCode.CORRUPT_MESSAGE, `message size ${size} does not match its key and value (${msgEnd - q} bytes over)`);
-    const stored = buf.readUInt32BE(p + MessageField.CRC);
+    const stored = i32(buf, p + MessageField.CRC) >>> 0;
     const computed = crc32Range(buf, p + MessageField.MAGIC, msgEnd);
     if (stored !== computed) throw fail(ErrorCode.CORRUPT_MESSAGE, `message at position ${p}: CRC is ${stored}, computed ${computed}`);
     if (ctx.compacted && keyLength === -1) throw fail(ErrorCode.INVALID_RECORD, 'compacted topic cannot accept a message without a key');
     if (magic === 1) {
-      const hi = buf.readInt32BE(p + MessageField.TIMESTAMP);
-      const ts = hi * TWO_32 + buf.readUInt32BE(p + MessageField.TIMESTAMP + 4);
+      const hi = i32(buf, p + MessageField.TIMESTAMP);
+      const ts = hi * TWO_32 + (i32(buf, p + MessageField.TIMESTAMP + 4) >>> 0);
       if (hi < -2097152 || hi >= 2097152) exactMax = false; // beyond 2^53: the slow path redoes it exactly
       else if (checkTs && ts !== -1 && ((buf[p + MessageField.ATTRIBUTES] as number) & MESSAGE_TIMESTAMP_TYPE) === 0 && (ts < minTs || ts > maxTs)) {
         throw fail(ErrorCode.INVALID_TIMESTAMP, `timestamp ${ts} of message ${count} is out of range [${ctx.minTs}, ${ctx.maxTs}]`);
@@ -268,7 +279,7 @@ function scanRun(ctx: Ctx, buf: Buffer, start: number, end: number, magic: 0 | 1
         maxIndex = count;
       }
     }
-    if (sequential && !outer && (buf.readInt32BE(p) !== 0 || buf.readUInt32BE(p + 4) !== count)) sequential = false;
+    if (sequential && !outer && (i32(buf, p) !== 0 || i32(buf, p + 4) >>> 0 !== count)) sequential = false;
     count++;
     p = msgEnd;
   }
@@ -440,10 +451,10 @@ function assignRun(e: ValidatedEntry, first: bigint, last: bigint, logAppend: bo
     if (safe) {
       const off = firstNum + i;
       const hi = Math.floor(off / TWO_32);
-      buf.writeInt32BE(hi, p);
-      buf.writeUInt32BE(off - hi * TWO_32, p + 4);
+      w32(buf, p, hi);
+      w32(buf, p + 4, off - hi * TWO_32);
     } else buf.writeBigInt64BE(first + BigInt(i), p);
-    const end = p + LOG_OVERHEAD + buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
+    const end = p + LOG_OVERHEAD + i32(buf, p + MessageField.MESSAGE_SIZE);
     if (stamp) {
       const attributes = buf[p + MessageField.ATTRIBUTES] as number;
       const at = p + MessageField.TIMESTAMP;

@@ -10,7 +10,6 @@ import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogManager } from './log/log-manager.js';
-import type { PartitionLog } from './log/partition-log.js';
 import { LocalMetadataStore } from './metadata/local-store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { KafkaServer } from './network/server.js';
@@ -39,7 +38,6 @@ export class Broker {
   readonly logger: Logger;
   private readonly servers: { listener: Listener; server: KafkaServer }[] = [];
   private readonly advertised = new Map<string, Listener>();
-  private readonly appended = new WeakMap<PartitionLog, number>();
   private services!: BrokerServices;
   private logManager!: LogManager;
   private metadata!: LocalMetadataStore;
@@ -82,7 +80,6 @@ export class Broker {
     const purgatory = new Purgatory();
     this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);
     const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger, this.appendPool);
-    const appended = this.appended;
     const groups = createGroupCoordinator({ config: this.config, logger: this.logger, purgatory, topics, metadata: this.metadata, notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b) });
     this.services = {
       config: this.config,
@@ -95,12 +92,10 @@ export class Broker {
       logger: this.logger,
       apiVersions,
       advertisedListener: (name) => this.advertised.get(name),
-      appendedBytes: (log) => appended.get(log) ?? 0,
       notifyAppend: (topic, partition, bytes) => {
         const key = topics.partition(topic, partition);
         if (key === undefined) return;
-        appended.set(key, (appended.get(key) ?? 0) + bytes);
-        purgatory.checkAndComplete(key);
+        purgatory.checkAndComplete(key, bytes);
       },
     };
     await topics.loadAll();

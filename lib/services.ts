@@ -1,7 +1,6 @@
 /** What handlers can reach: the broker's state owners and settings. Built once by broker.ts. */
 import type { Logger } from 'pino';
 import type { BrokerConfig, Listener } from './config.js';
-import type { PartitionLog } from './log/partition-log.js';
 import type { LocalMetadataStore } from './metadata/local-store.js';
 import type { GroupCoordinator } from './group/coordinator.js';
 import type { Purgatory } from './replica/purgatory.js';
@@ -27,8 +26,9 @@ export interface BrokerServices {
   advertisedListener(name: string): Listener | undefined;
   /** The API ranges this broker advertises (all handlers, or an emulated release's). */
   readonly apiVersions: readonly ApiVersionRange[];
-  /** Bytes appended to a partition since start; delayed fetches use it for min_bytes. */
-  appendedBytes(log: PartitionLog): number;
-  /** Called after every append: wakes delayed fetches on that partition (purgatory key: its log). */
+  /**
+   * Called after every append: wakes delayed fetches on that partition (purgatory key: its log; the
+   * appended byte count goes along so each fetch can add up toward its min_bytes).
+   */
   notifyAppend(topic: string, partition: number, bytes: number): void;
 }

@@ -91,6 +91,16 @@ function flexCond(ctx: Ctx, f: Field | undefined): string {
   return and(msgFlex, cond(f.flexibleVersions, range));
 }
 
+/** Versions in which the field is a regular (non-tagged) field, as a condition. */
+function regularCond(ctx: Ctx, f: Field): string {
+  const exists = cond(f.versions, ctx.valid);
+  if (f.taggedVersions === null) return exists;
+  const r = fieldRange(ctx, f);
+  const t = intersect(r, f.taggedVersions);
+  if (t !== null && t.lo <= r.lo && t.hi >= r.hi) return 'false';
+  return and(exists, not(cond(f.taggedVersions, ctx.valid)));
+}
+
 function nullCond(ctx: Ctx, f: Field): string {
   return cond(f.nullableVersions, fieldRange(ctx, f));
 }
@@ -177,7 +187,8 @@ function writeStmt(ctx: Ctx, t: string, F: string, N: string, x: string, w: stri
     const head = chooseStmt(F, `${w}.compactArrayLength(${len});`, `${w}.arrayLength(${len});`);
     const it = `e${depth}`;
     const body = writeStmt(ctx, elemType(t), F, 'false', it, w, depth + 1);
-    return `${head} if (${x} !== null) for (const ${it} of ${x}) { ${body} }`;
+    const i = `i${depth}`;
+    return `${head} if (${x} !== null) for (let ${i} = 0; ${i} < ${x}.length; ${i}++) { const ${it} = ${x}[${i}]!; ${body} }`;
   }
   const s = structOf(ctx, t);
   const plain = `write${s.tsName}(${w}, ${x}!, v);`;
@@ -215,7 +226,7 @@ function sizeExpr(ctx: Ctx, t: string, F: string, N: string, x: string, depth = 
     if (/^\d+$/.test(fixed)) return `(${head} + (${x} === null ? 0 : ${x}.length * ${fixed}))`;
     const it = `e${depth}`;
     const inner = sizeExpr(ctx, e, F, 'false', it, depth + 1);
-    return `(${head} + (${x} === null ? 0 : ${x}.reduce((acc: number, ${it}) => acc + ${inner}, 0)))`;
+    return `(${head} + (${x} === null ? 0 : RT.sumSizes(${x}, (${it}) => ${inner})))`;
   }
   const s = structOf(ctx, t);
   if (N === 'false') return `size${s.tsName}(${x}, v)`;
@@ -253,9 +264,7 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   // Read.
   out.push(`${exported ? 'export ' : ''}function read${s.tsName}(r: Reader, v: number): ${s.tsName} {`);
   for (const f of s.fields) {
-    const exists = cond(f.versions, valid);
-    const isTagged = cond(f.taggedVersions, valid);
-    const regular = and(exists, not(isTagged));
+    const regular = regularCond(ctx, f);
     const F = flexCond(ctx, f);
     const N = nullCond(ctx, f);
     const decl = f.taggedVersions !== null ? 'let' : 'const';
@@ -300,12 +309,12 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   out.push(`${exported ? 'export ' : ''}function write${s.tsName}(w: W.Writer, m: ${s.tsName}, v: number): void {`);
   for (const f of s.fields) {
     const exists = cond(f.versions, valid);
-    const regular = and(exists, not(cond(f.taggedVersions, valid)));
+    const regular = regularCond(ctx, f);
     const F = flexCond(ctx, f);
     const N = nullCond(ctx, f);
     const absentCheck = f.ignorable
       ? ''
-      : `if (!RT.isDefaultValue(m.${f.prop}, ${defaultExpr(ctx, f)})) throw RT.fieldNotInVersion('${s.tsName}', '${f.prop}', v);`;
+      : `if (m.${f.prop} !== undefined && !RT.isDefaultValue(m.${f.prop}, ${defaultExpr(ctx, f)})) throw RT.fieldNotInVersion('${s.tsName}', '${f.prop}', v);`;
     const body = `{ const x = ${access(f)}; ${nullCheck(ctx, f, s, 'x')}${writeStmt(ctx, f.type, F, N, 'x', 'w')} }`;
     if (exists === 'true' && regular === 'true') out.push(`  ${body}`);
     else if (exists === 'false') out.push(absentCheck === '' ? '' : `  ${absentCheck}`);
@@ -323,7 +332,7 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   out.push(`${exported ? 'export ' : ''}function size${s.tsName}(m: ${s.tsName}, v: number): number {`);
   out.push('  let n = 0;');
   for (const f of s.fields) {
-    const regular = and(cond(f.versions, valid), not(cond(f.taggedVersions, valid)));
+    const regular = regularCond(ctx, f);
     if (regular === 'false') continue;
     const F = flexCond(ctx, f);
     const N = nullCond(ctx, f);

@@ -145,9 +145,8 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
     // A consumer that is caught up everywhere waits before any response is built, so an idle consumer
     // on thousands of partitions holds no response objects across the wait.
     const waitForBytes = async (needed: number) => {
-      const start = logs.map((l) => s.appendedBytes(l));
-      const appended = () => logs.reduce((acc, l, i) => acc + s.appendedBytes(l) - (start[i] ?? 0), 0);
-      await waitFor(s.purgatory, logs, req.maxWaitMs, () => appended() >= needed);
+      let appended = 0;
+      await waitFor(s.purgatory, logs, req.maxWaitMs, (bytes) => (appended += bytes ?? 0) >= needed);
     };
     if (longPoll && caughtUp) await waitForBytes(req.minBytes);
     let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);

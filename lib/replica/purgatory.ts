@@ -5,8 +5,11 @@
  */
 
 export interface DelayedOperation {
-  /** Returns true when the operation can complete now. Must be cheap and synchronous. */
-  tryComplete(): boolean;
+  /**
+   * Returns true when the operation can complete now. Must be cheap and synchronous. `change` is what
+   * the caller of checkAndComplete passed along (e.g. the bytes just appended); absent on the first try.
+   */
+  tryComplete(change?: number): boolean;
   /** Runs exactly once, when the operation completes or expires. */
   onComplete(expired: boolean): void;
 }
@@ -48,12 +51,12 @@ export class Purgatory {
   }
 
   /** Re-checks the operations watching `key`; returns how many completed. */
-  checkAndComplete(key: PurgatoryKey): number {
+  checkAndComplete(key: PurgatoryKey, change?: number): number {
     const set = this.watchers.get(key);
     if (set === undefined) return 0;
     let n = 0;
     for (const w of set.size === 1 ? set : [...set]) {
-      if (!w.done && w.op.tryComplete()) {
+      if (!w.done && w.op.tryComplete(change)) {
         this.finish(w, false);
         n++;
       }
@@ -86,7 +89,7 @@ export class Purgatory {
 }
 
 /** Waits until `ready()` holds (re-checked when a key is touched) or `timeoutMs` passes. Resolves true when ready. */
-export function waitFor(purgatory: Purgatory, keys: readonly PurgatoryKey[], timeoutMs: number, ready: () => boolean): Promise<boolean> {
+export function waitFor(purgatory: Purgatory, keys: readonly PurgatoryKey[], timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean> {
   return new Promise((resolve) => {
     purgatory.tryCompleteElseWatch({ tryComplete: ready, onComplete: (expired) => resolve(!expired || ready()) }, keys, timeoutMs);
   });

@@ -36,26 +36,26 @@ export function readAddPartitionsToTxnRequest(r: Reader, v: number): AddPartitio
 }
 
 export function writeAddPartitionsToTxnRequest(w: W.Writer, m: AddPartitionsToTxnRequest, v: number): void {
-  if (v >= 4) { const x = (m.transactions === undefined ? [] : m.transactions); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.transactions, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'transactions', v);
+  if (v >= 4) { const x = (m.transactions === undefined ? [] : m.transactions); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(w, e0, v); } }
+  else if (m.transactions !== undefined && !RT.isDefaultValue(m.transactions, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'transactions', v);
   if (v <= 3) { const x = (m.v3AndBelowTransactionalId === undefined ? "" : m.v3AndBelowTransactionalId); if (v >= 3) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.v3AndBelowTransactionalId, "")) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'v3AndBelowTransactionalId', v);
+  else if (m.v3AndBelowTransactionalId !== undefined && !RT.isDefaultValue(m.v3AndBelowTransactionalId, "")) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'v3AndBelowTransactionalId', v);
   if (v <= 3) { const x = (m.v3AndBelowProducerId === undefined ? 0n : m.v3AndBelowProducerId); w.int64(x); }
-  else if (!RT.isDefaultValue(m.v3AndBelowProducerId, 0n)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'v3AndBelowProducerId', v);
+  else if (m.v3AndBelowProducerId !== undefined && !RT.isDefaultValue(m.v3AndBelowProducerId, 0n)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'v3AndBelowProducerId', v);
   if (v <= 3) { const x = (m.v3AndBelowProducerEpoch === undefined ? 0 : m.v3AndBelowProducerEpoch); w.int16(x); }
-  else if (!RT.isDefaultValue(m.v3AndBelowProducerEpoch, 0)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'v3AndBelowProducerEpoch', v);
-  if (v <= 3) { const x = (m.v3AndBelowTopics === undefined ? [] : m.v3AndBelowTopics); if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.v3AndBelowTopics, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'v3AndBelowTopics', v);
+  else if (m.v3AndBelowProducerEpoch !== undefined && !RT.isDefaultValue(m.v3AndBelowProducerEpoch, 0)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'v3AndBelowProducerEpoch', v);
+  if (v <= 3) { const x = (m.v3AndBelowTopics === undefined ? [] : m.v3AndBelowTopics); if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(w, e0, v); } }
+  else if (m.v3AndBelowTopics !== undefined && !RT.isDefaultValue(m.v3AndBelowTopics, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnRequest', 'v3AndBelowTopics', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAddPartitionsToTxnRequest(m: AddPartitionsToTxnRequest, v: number): number {
   let n = 0;
-  if (v >= 4) { const x = (m.transactions === undefined ? [] : m.transactions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(e0, v), 0))); }
+  if (v >= 4) { const x = (m.transactions === undefined ? [] : m.transactions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(e0, v)))); }
   if (v <= 3) { const x = (m.v3AndBelowTransactionalId === undefined ? "" : m.v3AndBelowTransactionalId); n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 3) n += 8;
   if (v <= 3) n += 2;
-  if (v <= 3) { const x = (m.v3AndBelowTopics === undefined ? [] : m.v3AndBelowTopics); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(e0, v), 0))); }
+  if (v <= 3) { const x = (m.v3AndBelowTopics === undefined ? [] : m.v3AndBelowTopics); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -88,15 +88,15 @@ export function readAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(r: Re
 
 export function writeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(w: W.Writer, m: AddPartitionsToTxnRequestAddPartitionsToTxnTransaction, v: number): void {
   if (v >= 4) { const x = (m.transactionalId === undefined ? "" : m.transactionalId); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.transactionalId, "")) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'transactionalId', v);
+  else if (m.transactionalId !== undefined && !RT.isDefaultValue(m.transactionalId, "")) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'transactionalId', v);
   if (v >= 4) { const x = (m.producerId === undefined ? 0n : m.producerId); w.int64(x); }
-  else if (!RT.isDefaultValue(m.producerId, 0n)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'producerId', v);
+  else if (m.producerId !== undefined && !RT.isDefaultValue(m.producerId, 0n)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'producerId', v);
   if (v >= 4) { const x = (m.producerEpoch === undefined ? 0 : m.producerEpoch); w.int16(x); }
-  else if (!RT.isDefaultValue(m.producerEpoch, 0)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'producerEpoch', v);
+  else if (m.producerEpoch !== undefined && !RT.isDefaultValue(m.producerEpoch, 0)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'producerEpoch', v);
   if (v >= 4) { const x = (m.verifyOnly === undefined ? false : m.verifyOnly); w.bool(x); }
-  else if (!RT.isDefaultValue(m.verifyOnly, false)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'verifyOnly', v);
-  if (v >= 4) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'topics', v);
+  else if (m.verifyOnly !== undefined && !RT.isDefaultValue(m.verifyOnly, false)) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'verifyOnly', v);
+  if (v >= 4) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(w, e0, v); } }
+  else if (m.topics !== undefined && !RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnRequestAddPartitionsToTxnTransaction', 'topics', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -106,7 +106,7 @@ export function sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(m: Ad
   if (v >= 4) n += 8;
   if (v >= 4) n += 2;
   if (v >= 4) n += 1;
-  if (v >= 4) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(e0, v), 0))); }
+  if (v >= 4) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -133,7 +133,7 @@ export function readAddPartitionsToTxnRequestAddPartitionsToTxnTopic(r: Reader, 
 
 export function writeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(w: W.Writer, m: AddPartitionsToTxnRequestAddPartitionsToTxnTopic, v: number): void {
   { const x = m.name; if (v >= 3) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -174,10 +174,10 @@ export function readAddPartitionsToTxnResponse(r: Reader, v: number): AddPartiti
 export function writeAddPartitionsToTxnResponse(w: W.Writer, m: AddPartitionsToTxnResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   if (v >= 4) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  if (v >= 4) { const x = (m.resultsByTransaction === undefined ? [] : m.resultsByTransaction); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAddPartitionsToTxnResponseAddPartitionsToTxnResult(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.resultsByTransaction, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnResponse', 'resultsByTransaction', v);
-  if (v <= 3) { const x = (m.resultsByTopicV3AndBelow === undefined ? [] : m.resultsByTopicV3AndBelow); if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.resultsByTopicV3AndBelow, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnResponse', 'resultsByTopicV3AndBelow', v);
+  if (v >= 4) { const x = (m.resultsByTransaction === undefined ? [] : m.resultsByTransaction); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAddPartitionsToTxnResponseAddPartitionsToTxnResult(w, e0, v); } }
+  else if (m.resultsByTransaction !== undefined && !RT.isDefaultValue(m.resultsByTransaction, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnResponse', 'resultsByTransaction', v);
+  if (v <= 3) { const x = (m.resultsByTopicV3AndBelow === undefined ? [] : m.resultsByTopicV3AndBelow); if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(w, e0, v); } }
+  else if (m.resultsByTopicV3AndBelow !== undefined && !RT.isDefaultValue(m.resultsByTopicV3AndBelow, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnResponse', 'resultsByTopicV3AndBelow', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -185,8 +185,8 @@ export function sizeAddPartitionsToTxnResponse(m: AddPartitionsToTxnResponse, v:
   let n = 0;
   n += 4;
   if (v >= 4) n += 2;
-  if (v >= 4) { const x = (m.resultsByTransaction === undefined ? [] : m.resultsByTransaction); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult(e0, v), 0))); }
-  if (v <= 3) { const x = (m.resultsByTopicV3AndBelow === undefined ? [] : m.resultsByTopicV3AndBelow); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(e0, v), 0))); }
+  if (v >= 4) { const x = (m.resultsByTransaction === undefined ? [] : m.resultsByTransaction); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult(e0, v)))); }
+  if (v <= 3) { const x = (m.resultsByTopicV3AndBelow === undefined ? [] : m.resultsByTopicV3AndBelow); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -213,16 +213,16 @@ export function readAddPartitionsToTxnResponseAddPartitionsToTxnResult(r: Reader
 
 export function writeAddPartitionsToTxnResponseAddPartitionsToTxnResult(w: W.Writer, m: AddPartitionsToTxnResponseAddPartitionsToTxnResult, v: number): void {
   if (v >= 4) { const x = (m.transactionalId === undefined ? "" : m.transactionalId); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.transactionalId, "")) throw RT.fieldNotInVersion('AddPartitionsToTxnResponseAddPartitionsToTxnResult', 'transactionalId', v);
-  if (v >= 4) { const x = (m.topicResults === undefined ? [] : m.topicResults); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topicResults, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnResponseAddPartitionsToTxnResult', 'topicResults', v);
+  else if (m.transactionalId !== undefined && !RT.isDefaultValue(m.transactionalId, "")) throw RT.fieldNotInVersion('AddPartitionsToTxnResponseAddPartitionsToTxnResult', 'transactionalId', v);
+  if (v >= 4) { const x = (m.topicResults === undefined ? [] : m.topicResults); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(w, e0, v); } }
+  else if (m.topicResults !== undefined && !RT.isDefaultValue(m.topicResults, [])) throw RT.fieldNotInVersion('AddPartitionsToTxnResponseAddPartitionsToTxnResult', 'topicResults', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult(m: AddPartitionsToTxnResponseAddPartitionsToTxnResult, v: number): number {
   let n = 0;
   if (v >= 4) { const x = (m.transactionalId === undefined ? "" : m.transactionalId); n += W.sizeCompactString(x); }
-  if (v >= 4) { const x = (m.topicResults === undefined ? [] : m.topicResults); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(e0, v), 0))); }
+  if (v >= 4) { const x = (m.topicResults === undefined ? [] : m.topicResults); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -249,14 +249,14 @@ export function readAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(r: R
 
 export function writeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(w: W.Writer, m: AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult, v: number): void {
   { const x = m.name; if (v >= 3) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.resultsByPartition; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult(w, e0, v); } }
+  { const x = m.resultsByPartition; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult(w, e0, v); } }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(m: AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.resultsByPartition; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult(e0, v), 0))); }
+  { const x = m.resultsByPartition; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

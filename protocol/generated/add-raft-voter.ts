@@ -40,7 +40,7 @@ export function writeAddRaftVoterRequest(w: W.Writer, m: AddRaftVoterRequest, v:
   { const x = m.timeoutMs; w.int32(x); }
   { const x = m.voterId; w.int32(x); }
   { const x = m.voterDirectoryId; w.uuid(x); }
-  { const x = m.listeners; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAddRaftVoterRequestListener(w, e0, v); } }
+  { const x = m.listeners; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAddRaftVoterRequestListener(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -50,7 +50,7 @@ export function sizeAddRaftVoterRequest(m: AddRaftVoterRequest, v: number): numb
   n += 4;
   n += 4;
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAddRaftVoterRequestListener(e0, v), 0))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddRaftVoterRequestListener(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -30,14 +30,14 @@ export function readAlterClientQuotasRequest(r: Reader, v: number): AlterClientQ
 }
 
 export function writeAlterClientQuotasRequest(w: W.Writer, m: AlterClientQuotasRequest, v: number): void {
-  { const x = m.entries; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterClientQuotasRequestEntryData(w, e0, v); } }
+  { const x = m.entries; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterClientQuotasRequestEntryData(w, e0, v); } }
   { const x = m.validateOnly; w.bool(x); }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterClientQuotasRequest(m: AlterClientQuotasRequest, v: number): number {
   let n = 0;
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterClientQuotasRequestEntryData(e0, v), 0))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasRequestEntryData(e0, v)))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -64,15 +64,15 @@ export function readAlterClientQuotasRequestEntryData(r: Reader, v: number): Alt
 }
 
 export function writeAlterClientQuotasRequestEntryData(w: W.Writer, m: AlterClientQuotasRequestEntryData, v: number): void {
-  { const x = m.entity; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterClientQuotasRequestEntityData(w, e0, v); } }
-  { const x = m.ops; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterClientQuotasRequestOpData(w, e0, v); } }
+  { const x = m.entity; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterClientQuotasRequestEntityData(w, e0, v); } }
+  { const x = m.ops; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterClientQuotasRequestOpData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterClientQuotasRequestEntryData(m: AlterClientQuotasRequestEntryData, v: number): number {
   let n = 0;
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterClientQuotasRequestEntityData(e0, v), 0))); }
-  { const x = m.ops; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterClientQuotasRequestOpData(e0, v), 0))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasRequestEntityData(e0, v)))); }
+  { const x = m.ops; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasRequestOpData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -173,14 +173,14 @@ export function readAlterClientQuotasResponse(r: Reader, v: number): AlterClient
 
 export function writeAlterClientQuotasResponse(w: W.Writer, m: AlterClientQuotasResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.entries; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterClientQuotasResponseEntryData(w, e0, v); } }
+  { const x = m.entries; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterClientQuotasResponseEntryData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterClientQuotasResponse(m: AlterClientQuotasResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterClientQuotasResponseEntryData(e0, v), 0))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasResponseEntryData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -210,7 +210,7 @@ export function readAlterClientQuotasResponseEntryData(r: Reader, v: number): Al
 export function writeAlterClientQuotasResponseEntryData(w: W.Writer, m: AlterClientQuotasResponseEntryData, v: number): void {
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.entity; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterClientQuotasResponseEntityData(w, e0, v); } }
+  { const x = m.entity; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterClientQuotasResponseEntityData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -218,7 +218,7 @@ export function sizeAlterClientQuotasResponseEntryData(m: AlterClientQuotasRespo
   let n = 0;
   n += 2;
   { const x = m.errorMessage; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterClientQuotasResponseEntityData(e0, v), 0))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasResponseEntityData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

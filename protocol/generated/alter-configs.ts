@@ -30,14 +30,14 @@ export function readAlterConfigsRequest(r: Reader, v: number): AlterConfigsReque
 }
 
 export function writeAlterConfigsRequest(w: W.Writer, m: AlterConfigsRequest, v: number): void {
-  { const x = m.resources; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterConfigsRequestAlterConfigsResource(w, e0, v); } }
+  { const x = m.resources; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterConfigsRequestAlterConfigsResource(w, e0, v); } }
   { const x = m.validateOnly; w.bool(x); }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterConfigsRequest(m: AlterConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterConfigsRequestAlterConfigsResource(e0, v), 0))); }
+  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterConfigsRequestAlterConfigsResource(e0, v)))); }
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -68,7 +68,7 @@ export function readAlterConfigsRequestAlterConfigsResource(r: Reader, v: number
 export function writeAlterConfigsRequestAlterConfigsResource(w: W.Writer, m: AlterConfigsRequestAlterConfigsResource, v: number): void {
   { const x = m.resourceType; w.int8(x); }
   { const x = m.resourceName; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.configs; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterConfigsRequestAlterableConfig(w, e0, v); } }
+  { const x = m.configs; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterConfigsRequestAlterableConfig(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -76,7 +76,7 @@ export function sizeAlterConfigsRequestAlterConfigsResource(m: AlterConfigsReque
   let n = 0;
   n += 1;
   { const x = m.resourceName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterConfigsRequestAlterableConfig(e0, v), 0))); }
+  { const x = m.configs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterConfigsRequestAlterableConfig(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -139,14 +139,14 @@ export function readAlterConfigsResponse(r: Reader, v: number): AlterConfigsResp
 
 export function writeAlterConfigsResponse(w: W.Writer, m: AlterConfigsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.responses; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterConfigsResponseAlterConfigsResourceResponse(w, e0, v); } }
+  { const x = m.responses; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterConfigsResponseAlterConfigsResourceResponse(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterConfigsResponse(m: AlterConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.responses; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterConfigsResponseAlterConfigsResourceResponse(e0, v), 0))); }
+  { const x = m.responses; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterConfigsResponseAlterConfigsResourceResponse(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

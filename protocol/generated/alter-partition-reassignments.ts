@@ -31,14 +31,14 @@ export function readAlterPartitionReassignmentsRequest(r: Reader, v: number): Al
 
 export function writeAlterPartitionReassignmentsRequest(w: W.Writer, m: AlterPartitionReassignmentsRequest, v: number): void {
   { const x = m.timeoutMs; w.int32(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionReassignmentsRequestReassignableTopic(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionReassignmentsRequestReassignableTopic(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterPartitionReassignmentsRequest(m: AlterPartitionReassignmentsRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionReassignmentsRequestReassignableTopic(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionReassignmentsRequestReassignableTopic(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -65,14 +65,14 @@ export function readAlterPartitionReassignmentsRequestReassignableTopic(r: Reade
 
 export function writeAlterPartitionReassignmentsRequestReassignableTopic(w: W.Writer, m: AlterPartitionReassignmentsRequestReassignableTopic, v: number): void {
   { const x = m.name; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionReassignmentsRequestReassignablePartition(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionReassignmentsRequestReassignablePartition(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterPartitionReassignmentsRequestReassignableTopic(m: AlterPartitionReassignmentsRequestReassignableTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionReassignmentsRequestReassignablePartition(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionReassignmentsRequestReassignablePartition(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -99,7 +99,7 @@ export function readAlterPartitionReassignmentsRequestReassignablePartition(r: R
 
 export function writeAlterPartitionReassignmentsRequestReassignablePartition(w: W.Writer, m: AlterPartitionReassignmentsRequestReassignablePartition, _v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
-  { const x = m.replicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.replicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -141,7 +141,7 @@ export function writeAlterPartitionReassignmentsResponse(w: W.Writer, m: AlterPa
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
-  { const x = m.responses; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionReassignmentsResponseReassignableTopicResponse(w, e0, v); } }
+  { const x = m.responses; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionReassignmentsResponseReassignableTopicResponse(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -150,7 +150,7 @@ export function sizeAlterPartitionReassignmentsResponse(m: AlterPartitionReassig
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionReassignmentsResponseReassignableTopicResponse(e0, v), 0))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionReassignmentsResponseReassignableTopicResponse(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -177,14 +177,14 @@ export function readAlterPartitionReassignmentsResponseReassignableTopicResponse
 
 export function writeAlterPartitionReassignmentsResponseReassignableTopicResponse(w: W.Writer, m: AlterPartitionReassignmentsResponseReassignableTopicResponse, v: number): void {
   { const x = m.name; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionReassignmentsResponseReassignablePartitionResponse(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionReassignmentsResponseReassignablePartitionResponse(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterPartitionReassignmentsResponseReassignableTopicResponse(m: AlterPartitionReassignmentsResponseReassignableTopicResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionReassignmentsResponseReassignablePartitionResponse(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionReassignmentsResponseReassignablePartitionResponse(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -34,7 +34,7 @@ export function readAlterPartitionRequest(r: Reader, v: number): AlterPartitionR
 export function writeAlterPartitionRequest(w: W.Writer, m: AlterPartitionRequest, v: number): void {
   { const x = m.brokerId; w.int32(x); }
   { const x = m.brokerEpoch; w.int64(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionRequestTopicData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionRequestTopicData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -42,7 +42,7 @@ export function sizeAlterPartitionRequest(m: AlterPartitionRequest, v: number): 
   let n = 0;
   n += 4;
   n += 8;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionRequestTopicData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionRequestTopicData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function readAlterPartitionRequestTopicData(r: Reader, v: number): AlterP
 export function writeAlterPartitionRequestTopicData(w: W.Writer, m: AlterPartitionRequestTopicData, v: number): void {
   if (v <= 1) { const x = (m.topicName === undefined ? "" : m.topicName); w.compactString(x); }
   if (v >= 2) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -80,7 +80,7 @@ export function sizeAlterPartitionRequestTopicData(m: AlterPartitionRequestTopic
   let n = 0;
   if (v <= 1) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
   if (v >= 2) n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -116,12 +116,12 @@ export function readAlterPartitionRequestPartitionData(r: Reader, v: number): Al
 export function writeAlterPartitionRequestPartitionData(w: W.Writer, m: AlterPartitionRequestPartitionData, v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.leaderEpoch; w.int32(x); }
-  if (v <= 2) { const x = (m.newIsr === undefined ? [] : m.newIsr); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  else if (!RT.isDefaultValue(m.newIsr, [])) throw RT.fieldNotInVersion('AlterPartitionRequestPartitionData', 'newIsr', v);
-  if (v >= 3) { const x = (m.newIsrWithEpochs === undefined ? [] : m.newIsrWithEpochs); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionRequestBrokerState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.newIsrWithEpochs, [])) throw RT.fieldNotInVersion('AlterPartitionRequestPartitionData', 'newIsrWithEpochs', v);
+  if (v <= 2) { const x = (m.newIsr === undefined ? [] : m.newIsr); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  else if (m.newIsr !== undefined && !RT.isDefaultValue(m.newIsr, [])) throw RT.fieldNotInVersion('AlterPartitionRequestPartitionData', 'newIsr', v);
+  if (v >= 3) { const x = (m.newIsrWithEpochs === undefined ? [] : m.newIsrWithEpochs); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionRequestBrokerState(w, e0, v); } }
+  else if (m.newIsrWithEpochs !== undefined && !RT.isDefaultValue(m.newIsrWithEpochs, [])) throw RT.fieldNotInVersion('AlterPartitionRequestPartitionData', 'newIsrWithEpochs', v);
   if (v >= 1) { const x = (m.leaderRecoveryState === undefined ? 0 : m.leaderRecoveryState); w.int8(x); }
-  else if (!RT.isDefaultValue(m.leaderRecoveryState, 0)) throw RT.fieldNotInVersion('AlterPartitionRequestPartitionData', 'leaderRecoveryState', v);
+  else if (m.leaderRecoveryState !== undefined && !RT.isDefaultValue(m.leaderRecoveryState, 0)) throw RT.fieldNotInVersion('AlterPartitionRequestPartitionData', 'leaderRecoveryState', v);
   { const x = m.partitionEpoch; w.int32(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -131,7 +131,7 @@ export function sizeAlterPartitionRequestPartitionData(m: AlterPartitionRequestP
   n += 4;
   n += 4;
   if (v <= 2) { const x = (m.newIsr === undefined ? [] : m.newIsr); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
-  if (v >= 3) { const x = (m.newIsrWithEpochs === undefined ? [] : m.newIsrWithEpochs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionRequestBrokerState(e0, v), 0))); }
+  if (v >= 3) { const x = (m.newIsrWithEpochs === undefined ? [] : m.newIsrWithEpochs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionRequestBrokerState(e0, v)))); }
   if (v >= 1) n += 1;
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -160,9 +160,9 @@ export function readAlterPartitionRequestBrokerState(r: Reader, v: number): Alte
 
 export function writeAlterPartitionRequestBrokerState(w: W.Writer, m: AlterPartitionRequestBrokerState, v: number): void {
   if (v >= 3) { const x = (m.brokerId === undefined ? 0 : m.brokerId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.brokerId, 0)) throw RT.fieldNotInVersion('AlterPartitionRequestBrokerState', 'brokerId', v);
+  else if (m.brokerId !== undefined && !RT.isDefaultValue(m.brokerId, 0)) throw RT.fieldNotInVersion('AlterPartitionRequestBrokerState', 'brokerId', v);
   if (v >= 3) { const x = (m.brokerEpoch === undefined ? -1n : m.brokerEpoch); w.int64(x); }
-  else if (!RT.isDefaultValue(m.brokerEpoch, -1n)) throw RT.fieldNotInVersion('AlterPartitionRequestBrokerState', 'brokerEpoch', v);
+  else if (m.brokerEpoch !== undefined && !RT.isDefaultValue(m.brokerEpoch, -1n)) throw RT.fieldNotInVersion('AlterPartitionRequestBrokerState', 'brokerEpoch', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -201,7 +201,7 @@ export function readAlterPartitionResponse(r: Reader, v: number): AlterPartition
 export function writeAlterPartitionResponse(w: W.Writer, m: AlterPartitionResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionResponseTopicData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionResponseTopicData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -209,7 +209,7 @@ export function sizeAlterPartitionResponse(m: AlterPartitionResponse, v: number)
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionResponseTopicData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionResponseTopicData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -239,7 +239,7 @@ export function readAlterPartitionResponseTopicData(r: Reader, v: number): Alter
 export function writeAlterPartitionResponseTopicData(w: W.Writer, m: AlterPartitionResponseTopicData, v: number): void {
   if (v <= 1) { const x = (m.topicName === undefined ? "" : m.topicName); w.compactString(x); }
   if (v >= 2) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterPartitionResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterPartitionResponsePartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -247,7 +247,7 @@ export function sizeAlterPartitionResponseTopicData(m: AlterPartitionResponseTop
   let n = 0;
   if (v <= 1) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
   if (v >= 2) n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterPartitionResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionResponsePartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -287,7 +287,7 @@ export function writeAlterPartitionResponsePartitionData(w: W.Writer, m: AlterPa
   { const x = m.errorCode; w.int16(x); }
   { const x = m.leaderId; w.int32(x); }
   { const x = m.leaderEpoch; w.int32(x); }
-  { const x = m.isr; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.isr; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 1) { const x = (m.leaderRecoveryState === undefined ? 0 : m.leaderRecoveryState); w.int8(x); }
   { const x = m.partitionEpoch; w.int32(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));

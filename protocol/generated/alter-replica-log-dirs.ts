@@ -28,13 +28,13 @@ export function readAlterReplicaLogDirsRequest(r: Reader, v: number): AlterRepli
 }
 
 export function writeAlterReplicaLogDirsRequest(w: W.Writer, m: AlterReplicaLogDirsRequest, v: number): void {
-  { const x = m.dirs; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterReplicaLogDirsRequestAlterReplicaLogDir(w, e0, v); } }
+  { const x = m.dirs; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterReplicaLogDirsRequestAlterReplicaLogDir(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterReplicaLogDirsRequest(m: AlterReplicaLogDirsRequest, v: number): number {
   let n = 0;
-  { const x = m.dirs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterReplicaLogDirsRequestAlterReplicaLogDir(e0, v), 0))); }
+  { const x = m.dirs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterReplicaLogDirsRequestAlterReplicaLogDir(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -61,14 +61,14 @@ export function readAlterReplicaLogDirsRequestAlterReplicaLogDir(r: Reader, v: n
 
 export function writeAlterReplicaLogDirsRequestAlterReplicaLogDir(w: W.Writer, m: AlterReplicaLogDirsRequestAlterReplicaLogDir, v: number): void {
   { const x = m.path; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterReplicaLogDirsRequestAlterReplicaLogDir(m: AlterReplicaLogDirsRequestAlterReplicaLogDir, v: number): number {
   let n = 0;
   { const x = m.path; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -95,7 +95,7 @@ export function readAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(r: Reader,
 
 export function writeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(w: W.Writer, m: AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, v: number): void {
   { const x = m.name; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -131,14 +131,14 @@ export function readAlterReplicaLogDirsResponse(r: Reader, v: number): AlterRepl
 
 export function writeAlterReplicaLogDirsResponse(w: W.Writer, m: AlterReplicaLogDirsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(w, e0, v); } }
+  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterReplicaLogDirsResponse(m: AlterReplicaLogDirsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(e0, v), 0))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -165,14 +165,14 @@ export function readAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(r: 
 
 export function writeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(w: W.Writer, m: AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, v: number): void {
   { const x = m.topicName; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(w, e0, v); } }
+  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(m: AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

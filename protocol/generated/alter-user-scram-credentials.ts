@@ -30,15 +30,15 @@ export function readAlterUserScramCredentialsRequest(r: Reader, v: number): Alte
 }
 
 export function writeAlterUserScramCredentialsRequest(w: W.Writer, m: AlterUserScramCredentialsRequest, v: number): void {
-  { const x = m.deletions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterUserScramCredentialsRequestScramCredentialDeletion(w, e0, v); } }
-  { const x = m.upsertions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterUserScramCredentialsRequestScramCredentialUpsertion(w, e0, v); } }
+  { const x = m.deletions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterUserScramCredentialsRequestScramCredentialDeletion(w, e0, v); } }
+  { const x = m.upsertions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterUserScramCredentialsRequestScramCredentialUpsertion(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterUserScramCredentialsRequest(m: AlterUserScramCredentialsRequest, v: number): number {
   let n = 0;
-  { const x = m.deletions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterUserScramCredentialsRequestScramCredentialDeletion(e0, v), 0))); }
-  { const x = m.upsertions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterUserScramCredentialsRequestScramCredentialUpsertion(e0, v), 0))); }
+  { const x = m.deletions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterUserScramCredentialsRequestScramCredentialDeletion(e0, v)))); }
+  { const x = m.upsertions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterUserScramCredentialsRequestScramCredentialUpsertion(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -147,14 +147,14 @@ export function readAlterUserScramCredentialsResponse(r: Reader, v: number): Alt
 
 export function writeAlterUserScramCredentialsResponse(w: W.Writer, m: AlterUserScramCredentialsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAlterUserScramCredentialsResponseAlterUserScramCredentialsResult(w, e0, v); } }
+  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAlterUserScramCredentialsResponseAlterUserScramCredentialsResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAlterUserScramCredentialsResponse(m: AlterUserScramCredentialsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsResult(e0, v), 0))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

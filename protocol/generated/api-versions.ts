@@ -64,10 +64,10 @@ export function readApiVersionsResponse(r: Reader, v: number): ApiVersionsRespon
   const f_errorCode: number = r.int16();
   const f_apiKeys: ApiVersionsResponseApiVersion[] = RT.readArrayNonNull(r, v >= 3, (ir: Reader) => readApiVersionsResponseApiVersion(ir, v));
   const f_throttleTimeMs: number = (v >= 1 ? r.int32() : 0);
-  let f_supportedFeatures: ApiVersionsResponseSupportedFeatureKey[] = ((v >= 3) && (!(v >= 3)) ? RT.readArrayNonNull(r, true, (ir: Reader) => readApiVersionsResponseSupportedFeatureKey(ir, v)) : []);
-  let f_finalizedFeaturesEpoch: bigint = ((v >= 3) && (!(v >= 3)) ? r.int64() : -1n);
-  let f_finalizedFeatures: ApiVersionsResponseFinalizedFeatureKey[] = ((v >= 3) && (!(v >= 3)) ? RT.readArrayNonNull(r, true, (ir: Reader) => readApiVersionsResponseFinalizedFeatureKey(ir, v)) : []);
-  let f_zkMigrationReady: boolean = ((v >= 3) && (!(v >= 3)) ? r.bool() : false);
+  let f_supportedFeatures: ApiVersionsResponseSupportedFeatureKey[] = [];
+  let f_finalizedFeaturesEpoch: bigint = -1n;
+  let f_finalizedFeatures: ApiVersionsResponseFinalizedFeatureKey[] = [];
+  let f_zkMigrationReady: boolean = false;
   let u: TaggedField[] | undefined;
   if (v >= 3) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -86,11 +86,11 @@ export function readApiVersionsResponse(r: Reader, v: number): ApiVersionsRespon
 function taggedApiVersionsResponse(m: ApiVersionsResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
   if (v >= 3 && m.supportedFeatures !== undefined) { const x = m.supportedFeatures; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeApiVersionsResponseSupportedFeatureKey(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeApiVersionsResponseSupportedFeatureKey(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeApiVersionsResponseSupportedFeatureKey(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseSupportedFeatureKey(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   if (v >= 3 && m.finalizedFeaturesEpoch !== undefined) { const x = m.finalizedFeaturesEpoch; if (!RT.isDefaultValue(x, -1n)) {
     const tw = W.Writer.alloc(8); tw.int64(x); t.push({ tag: 1, data: tw.done() }); } }
   if (v >= 3 && m.finalizedFeatures !== undefined) { const x = m.finalizedFeatures; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeApiVersionsResponseFinalizedFeatureKey(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeApiVersionsResponseFinalizedFeatureKey(tw, e0, v); } t.push({ tag: 2, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeApiVersionsResponseFinalizedFeatureKey(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseFinalizedFeatureKey(tw, e0, v); } t.push({ tag: 2, data: tw.done() }); } }
   if (v >= 3 && m.zkMigrationReady !== undefined) { const x = m.zkMigrationReady; if (!RT.isDefaultValue(x, false)) {
     const tw = W.Writer.alloc(1); tw.bool(x); t.push({ tag: 3, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
@@ -98,24 +98,16 @@ function taggedApiVersionsResponse(m: ApiVersionsResponse, v: number): TaggedFie
 
 export function writeApiVersionsResponse(w: W.Writer, m: ApiVersionsResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.apiKeys; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeApiVersionsResponseApiVersion(w, e0, v); } }
+  { const x = m.apiKeys; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseApiVersion(w, e0, v); } }
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  if ((v >= 3) && (!(v >= 3))) { const x = (m.supportedFeatures === undefined ? [] : m.supportedFeatures); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeApiVersionsResponseSupportedFeatureKey(w, e0, v); } }
-  if ((v >= 3) && (!(v >= 3))) { const x = (m.finalizedFeaturesEpoch === undefined ? -1n : m.finalizedFeaturesEpoch); w.int64(x); }
-  if ((v >= 3) && (!(v >= 3))) { const x = (m.finalizedFeatures === undefined ? [] : m.finalizedFeatures); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeApiVersionsResponseFinalizedFeatureKey(w, e0, v); } }
-  if ((v >= 3) && (!(v >= 3))) { const x = (m.zkMigrationReady === undefined ? false : m.zkMigrationReady); w.bool(x); }
   if (v >= 3) w.taggedFields(taggedApiVersionsResponse(m, v));
 }
 
 export function sizeApiVersionsResponse(m: ApiVersionsResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.apiKeys; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeApiVersionsResponseApiVersion(e0, v), 0))); }
+  { const x = m.apiKeys; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeApiVersionsResponseApiVersion(e0, v)))); }
   if (v >= 1) n += 4;
-  if ((v >= 3) && (!(v >= 3))) { const x = (m.supportedFeatures === undefined ? [] : m.supportedFeatures); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeApiVersionsResponseSupportedFeatureKey(e0, v), 0))); }
-  if ((v >= 3) && (!(v >= 3))) n += 8;
-  if ((v >= 3) && (!(v >= 3))) { const x = (m.finalizedFeatures === undefined ? [] : m.finalizedFeatures); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeApiVersionsResponseFinalizedFeatureKey(e0, v), 0))); }
-  if ((v >= 3) && (!(v >= 3))) n += 1;
   if (v >= 3) n += W.sizeTaggedFields(taggedApiVersionsResponse(m, v));
   return n;
 }
@@ -182,11 +174,11 @@ export function readApiVersionsResponseSupportedFeatureKey(r: Reader, v: number)
 
 export function writeApiVersionsResponseSupportedFeatureKey(w: W.Writer, m: ApiVersionsResponseSupportedFeatureKey, v: number): void {
   if (v >= 3) { const x = (m.name === undefined ? "" : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('ApiVersionsResponseSupportedFeatureKey', 'name', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('ApiVersionsResponseSupportedFeatureKey', 'name', v);
   if (v >= 3) { const x = (m.minVersion === undefined ? 0 : m.minVersion); w.int16(x); }
-  else if (!RT.isDefaultValue(m.minVersion, 0)) throw RT.fieldNotInVersion('ApiVersionsResponseSupportedFeatureKey', 'minVersion', v);
+  else if (m.minVersion !== undefined && !RT.isDefaultValue(m.minVersion, 0)) throw RT.fieldNotInVersion('ApiVersionsResponseSupportedFeatureKey', 'minVersion', v);
   if (v >= 3) { const x = (m.maxVersion === undefined ? 0 : m.maxVersion); w.int16(x); }
-  else if (!RT.isDefaultValue(m.maxVersion, 0)) throw RT.fieldNotInVersion('ApiVersionsResponseSupportedFeatureKey', 'maxVersion', v);
+  else if (m.maxVersion !== undefined && !RT.isDefaultValue(m.maxVersion, 0)) throw RT.fieldNotInVersion('ApiVersionsResponseSupportedFeatureKey', 'maxVersion', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -223,11 +215,11 @@ export function readApiVersionsResponseFinalizedFeatureKey(r: Reader, v: number)
 
 export function writeApiVersionsResponseFinalizedFeatureKey(w: W.Writer, m: ApiVersionsResponseFinalizedFeatureKey, v: number): void {
   if (v >= 3) { const x = (m.name === undefined ? "" : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('ApiVersionsResponseFinalizedFeatureKey', 'name', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('ApiVersionsResponseFinalizedFeatureKey', 'name', v);
   if (v >= 3) { const x = (m.maxVersionLevel === undefined ? 0 : m.maxVersionLevel); w.int16(x); }
-  else if (!RT.isDefaultValue(m.maxVersionLevel, 0)) throw RT.fieldNotInVersion('ApiVersionsResponseFinalizedFeatureKey', 'maxVersionLevel', v);
+  else if (m.maxVersionLevel !== undefined && !RT.isDefaultValue(m.maxVersionLevel, 0)) throw RT.fieldNotInVersion('ApiVersionsResponseFinalizedFeatureKey', 'maxVersionLevel', v);
   if (v >= 3) { const x = (m.minVersionLevel === undefined ? 0 : m.minVersionLevel); w.int16(x); }
-  else if (!RT.isDefaultValue(m.minVersionLevel, 0)) throw RT.fieldNotInVersion('ApiVersionsResponseFinalizedFeatureKey', 'minVersionLevel', v);
+  else if (m.minVersionLevel !== undefined && !RT.isDefaultValue(m.minVersionLevel, 0)) throw RT.fieldNotInVersion('ApiVersionsResponseFinalizedFeatureKey', 'minVersionLevel', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

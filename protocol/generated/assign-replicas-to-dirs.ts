@@ -34,7 +34,7 @@ export function readAssignReplicasToDirsRequest(r: Reader, v: number): AssignRep
 export function writeAssignReplicasToDirsRequest(w: W.Writer, m: AssignReplicasToDirsRequest, v: number): void {
   { const x = m.brokerId; w.int32(x); }
   { const x = m.brokerEpoch; w.int64(x); }
-  { const x = m.directories; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAssignReplicasToDirsRequestDirectoryData(w, e0, v); } }
+  { const x = m.directories; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAssignReplicasToDirsRequestDirectoryData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -42,7 +42,7 @@ export function sizeAssignReplicasToDirsRequest(m: AssignReplicasToDirsRequest, 
   let n = 0;
   n += 4;
   n += 8;
-  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAssignReplicasToDirsRequestDirectoryData(e0, v), 0))); }
+  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsRequestDirectoryData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -69,14 +69,14 @@ export function readAssignReplicasToDirsRequestDirectoryData(r: Reader, v: numbe
 
 export function writeAssignReplicasToDirsRequestDirectoryData(w: W.Writer, m: AssignReplicasToDirsRequestDirectoryData, v: number): void {
   { const x = m.id; w.uuid(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAssignReplicasToDirsRequestTopicData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAssignReplicasToDirsRequestTopicData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAssignReplicasToDirsRequestDirectoryData(m: AssignReplicasToDirsRequestDirectoryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAssignReplicasToDirsRequestTopicData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsRequestTopicData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -103,14 +103,14 @@ export function readAssignReplicasToDirsRequestTopicData(r: Reader, v: number): 
 
 export function writeAssignReplicasToDirsRequestTopicData(w: W.Writer, m: AssignReplicasToDirsRequestTopicData, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAssignReplicasToDirsRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAssignReplicasToDirsRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAssignReplicasToDirsRequestTopicData(m: AssignReplicasToDirsRequestTopicData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAssignReplicasToDirsRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,7 +172,7 @@ export function readAssignReplicasToDirsResponse(r: Reader, v: number): AssignRe
 export function writeAssignReplicasToDirsResponse(w: W.Writer, m: AssignReplicasToDirsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.directories; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAssignReplicasToDirsResponseDirectoryData(w, e0, v); } }
+  { const x = m.directories; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAssignReplicasToDirsResponseDirectoryData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -180,7 +180,7 @@ export function sizeAssignReplicasToDirsResponse(m: AssignReplicasToDirsResponse
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAssignReplicasToDirsResponseDirectoryData(e0, v), 0))); }
+  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsResponseDirectoryData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -207,14 +207,14 @@ export function readAssignReplicasToDirsResponseDirectoryData(r: Reader, v: numb
 
 export function writeAssignReplicasToDirsResponseDirectoryData(w: W.Writer, m: AssignReplicasToDirsResponseDirectoryData, v: number): void {
   { const x = m.id; w.uuid(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAssignReplicasToDirsResponseTopicData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAssignReplicasToDirsResponseTopicData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAssignReplicasToDirsResponseDirectoryData(m: AssignReplicasToDirsResponseDirectoryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAssignReplicasToDirsResponseTopicData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsResponseTopicData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -241,14 +241,14 @@ export function readAssignReplicasToDirsResponseTopicData(r: Reader, v: number):
 
 export function writeAssignReplicasToDirsResponseTopicData(w: W.Writer, m: AssignReplicasToDirsResponseTopicData, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeAssignReplicasToDirsResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeAssignReplicasToDirsResponsePartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeAssignReplicasToDirsResponseTopicData(m: AssignReplicasToDirsResponseTopicData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeAssignReplicasToDirsResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsResponsePartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -36,8 +36,8 @@ export function readBeginQuorumEpochRequest(r: Reader, v: number): BeginQuorumEp
 export function writeBeginQuorumEpochRequest(w: W.Writer, m: BeginQuorumEpochRequest, v: number): void {
   { const x = m.clusterId; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
   if (v >= 1) { const x = (m.voterId === undefined ? -1 : m.voterId); w.int32(x); }
-  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeBeginQuorumEpochRequestTopicData(w, e0, v); } }
-  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeBeginQuorumEpochRequestLeaderEndpoint(w, e0, v); } }
+  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochRequestTopicData(w, e0, v); } }
+  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochRequestLeaderEndpoint(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -45,8 +45,8 @@ export function sizeBeginQuorumEpochRequest(m: BeginQuorumEpochRequest, v: numbe
   let n = 0;
   { const x = m.clusterId; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBeginQuorumEpochRequestTopicData(e0, v), 0))); }
-  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBeginQuorumEpochRequestLeaderEndpoint(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochRequestTopicData(e0, v)))); }
+  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochRequestLeaderEndpoint(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,14 +73,14 @@ export function readBeginQuorumEpochRequestTopicData(r: Reader, v: number): Begi
 
 export function writeBeginQuorumEpochRequestTopicData(w: W.Writer, m: BeginQuorumEpochRequestTopicData, v: number): void {
   { const x = m.topicName; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeBeginQuorumEpochRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochRequestPartitionData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeBeginQuorumEpochRequestTopicData(m: BeginQuorumEpochRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBeginQuorumEpochRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochRequestPartitionData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -151,11 +151,11 @@ export function readBeginQuorumEpochRequestLeaderEndpoint(r: Reader, v: number):
 
 export function writeBeginQuorumEpochRequestLeaderEndpoint(w: W.Writer, m: BeginQuorumEpochRequestLeaderEndpoint, v: number): void {
   if (v >= 1) { const x = (m.name === undefined ? "" : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('BeginQuorumEpochRequestLeaderEndpoint', 'name', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('BeginQuorumEpochRequestLeaderEndpoint', 'name', v);
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('BeginQuorumEpochRequestLeaderEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('BeginQuorumEpochRequestLeaderEndpoint', 'host', v);
   if (v >= 1) { const x = (m.port === undefined ? 0 : m.port); w.uint16(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('BeginQuorumEpochRequestLeaderEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('BeginQuorumEpochRequestLeaderEndpoint', 'port', v);
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -184,7 +184,7 @@ export function defaultBeginQuorumEpochResponse(): BeginQuorumEpochResponse {
 export function readBeginQuorumEpochResponse(r: Reader, v: number): BeginQuorumEpochResponse {
   const f_errorCode: number = r.int16();
   const f_topics: BeginQuorumEpochResponseTopicData[] = RT.readArrayNonNull(r, v >= 1, (ir: Reader) => readBeginQuorumEpochResponseTopicData(ir, v));
-  let f_nodeEndpoints: BeginQuorumEpochResponseNodeEndpoint[] = ((v >= 1) && (!(v >= 1)) ? RT.readArrayNonNull(r, true, (ir: Reader) => readBeginQuorumEpochResponseNodeEndpoint(ir, v)) : []);
+  let f_nodeEndpoints: BeginQuorumEpochResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
   if (v >= 1) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -200,23 +200,21 @@ export function readBeginQuorumEpochResponse(r: Reader, v: number): BeginQuorumE
 function taggedBeginQuorumEpochResponse(m: BeginQuorumEpochResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBeginQuorumEpochResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeBeginQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
 export function writeBeginQuorumEpochResponse(w: W.Writer, m: BeginQuorumEpochResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeBeginQuorumEpochResponseTopicData(w, e0, v); } }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeBeginQuorumEpochResponseNodeEndpoint(w, e0, v); } }
-  else if (!(v >= 1)) if (!RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('BeginQuorumEpochResponse', 'nodeEndpoints', v);
+  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochResponseTopicData(w, e0, v); } }
+  if (!(v >= 1)) if (m.nodeEndpoints !== undefined && !RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('BeginQuorumEpochResponse', 'nodeEndpoints', v);
   if (v >= 1) w.taggedFields(taggedBeginQuorumEpochResponse(m, v));
 }
 
 export function sizeBeginQuorumEpochResponse(m: BeginQuorumEpochResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBeginQuorumEpochResponseTopicData(e0, v), 0))); }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBeginQuorumEpochResponseNodeEndpoint(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochResponseTopicData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(taggedBeginQuorumEpochResponse(m, v));
   return n;
 }
@@ -243,14 +241,14 @@ export function readBeginQuorumEpochResponseTopicData(r: Reader, v: number): Beg
 
 export function writeBeginQuorumEpochResponseTopicData(w: W.Writer, m: BeginQuorumEpochResponseTopicData, v: number): void {
   { const x = m.topicName; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeBeginQuorumEpochResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochResponsePartitionData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeBeginQuorumEpochResponseTopicData(m: BeginQuorumEpochResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBeginQuorumEpochResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochResponsePartitionData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -321,11 +319,11 @@ export function readBeginQuorumEpochResponseNodeEndpoint(r: Reader, v: number): 
 
 export function writeBeginQuorumEpochResponseNodeEndpoint(w: W.Writer, m: BeginQuorumEpochResponseNodeEndpoint, v: number): void {
   if (v >= 1) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('BeginQuorumEpochResponseNodeEndpoint', 'nodeId', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('BeginQuorumEpochResponseNodeEndpoint', 'nodeId', v);
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('BeginQuorumEpochResponseNodeEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('BeginQuorumEpochResponseNodeEndpoint', 'host', v);
   if (v >= 1) { const x = (m.port === undefined ? 0 : m.port); w.uint16(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('BeginQuorumEpochResponseNodeEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('BeginQuorumEpochResponseNodeEndpoint', 'port', v);
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -29,7 +29,7 @@ export function readBrokerHeartbeatRequest(r: Reader, v: number): BrokerHeartbea
   const f_currentMetadataOffset: bigint = r.int64();
   const f_wantFence: boolean = r.bool();
   const f_wantShutDown: boolean = r.bool();
-  let f_offlineLogDirs: string[] = ((v >= 1) && (!(v >= 1)) ? RT.readArrayNonNull(r, true, (ir: Reader) => ir.uuid()) : []);
+  let f_offlineLogDirs: string[] = [];
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -45,7 +45,7 @@ export function readBrokerHeartbeatRequest(r: Reader, v: number): BrokerHeartbea
 function taggedBrokerHeartbeatRequest(m: BrokerHeartbeatRequest, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
   if (v >= 1 && m.offlineLogDirs !== undefined) { const x = m.offlineLogDirs; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 16))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { tw.uuid(e0); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 16))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; tw.uuid(e0); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -55,8 +55,7 @@ export function writeBrokerHeartbeatRequest(w: W.Writer, m: BrokerHeartbeatReque
   { const x = m.currentMetadataOffset; w.int64(x); }
   { const x = m.wantFence; w.bool(x); }
   { const x = m.wantShutDown; w.bool(x); }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.offlineLogDirs === undefined ? [] : m.offlineLogDirs); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.uuid(e0); } }
-  else if (!(v >= 1)) if (!RT.isDefaultValue(m.offlineLogDirs, [])) throw RT.fieldNotInVersion('BrokerHeartbeatRequest', 'offlineLogDirs', v);
+  if (!(v >= 1)) if (m.offlineLogDirs !== undefined && !RT.isDefaultValue(m.offlineLogDirs, [])) throw RT.fieldNotInVersion('BrokerHeartbeatRequest', 'offlineLogDirs', v);
   if (true) w.taggedFields(taggedBrokerHeartbeatRequest(m, v));
 }
 
@@ -67,7 +66,6 @@ export function sizeBrokerHeartbeatRequest(m: BrokerHeartbeatRequest, v: number)
   n += 8;
   n += 1;
   n += 1;
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.offlineLogDirs === undefined ? [] : m.offlineLogDirs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 16)); }
   if (true) n += W.sizeTaggedFields(taggedBrokerHeartbeatRequest(m, v));
   return n;
 }

@@ -47,12 +47,12 @@ export function writeBrokerRegistrationRequest(w: W.Writer, m: BrokerRegistratio
   { const x = m.brokerId; w.int32(x); }
   { const x = m.clusterId; w.compactString(x); }
   { const x = m.incarnationId; w.uuid(x); }
-  { const x = m.listeners; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeBrokerRegistrationRequestListener(w, e0, v); } }
-  { const x = m.features; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeBrokerRegistrationRequestFeature(w, e0, v); } }
+  { const x = m.listeners; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBrokerRegistrationRequestListener(w, e0, v); } }
+  { const x = m.features; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBrokerRegistrationRequestFeature(w, e0, v); } }
   { const x = m.rack; w.compactString(x); }
   if (v >= 1) { const x = (m.isMigratingZkBroker === undefined ? false : m.isMigratingZkBroker); w.bool(x); }
-  else if (!RT.isDefaultValue(m.isMigratingZkBroker, false)) throw RT.fieldNotInVersion('BrokerRegistrationRequest', 'isMigratingZkBroker', v);
-  if (v >= 2) { const x = (m.logDirs === undefined ? [] : m.logDirs); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.uuid(e0); } }
+  else if (m.isMigratingZkBroker !== undefined && !RT.isDefaultValue(m.isMigratingZkBroker, false)) throw RT.fieldNotInVersion('BrokerRegistrationRequest', 'isMigratingZkBroker', v);
+  if (v >= 2) { const x = (m.logDirs === undefined ? [] : m.logDirs); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.uuid(e0); } }
   if (v >= 3) { const x = (m.previousBrokerEpoch === undefined ? -1n : m.previousBrokerEpoch); w.int64(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -62,8 +62,8 @@ export function sizeBrokerRegistrationRequest(m: BrokerRegistrationRequest, v: n
   n += 4;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBrokerRegistrationRequestListener(e0, v), 0))); }
-  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeBrokerRegistrationRequestFeature(e0, v), 0))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBrokerRegistrationRequestListener(e0, v)))); }
+  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBrokerRegistrationRequestFeature(e0, v)))); }
   { const x = m.rack; n += W.sizeCompactString(x); }
   if (v >= 1) n += 1;
   if (v >= 2) { const x = (m.logDirs === undefined ? [] : m.logDirs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 16)); }

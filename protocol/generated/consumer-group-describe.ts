@@ -30,14 +30,14 @@ export function readConsumerGroupDescribeRequest(r: Reader, _v: number): Consume
 }
 
 export function writeConsumerGroupDescribeRequest(w: W.Writer, m: ConsumerGroupDescribeRequest, _v: number): void {
-  { const x = m.groupIds; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.groupIds; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   { const x = m.includeAuthorizedOperations; w.bool(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeConsumerGroupDescribeRequest(m: ConsumerGroupDescribeRequest, _v: number): number {
   let n = 0;
-  { const x = m.groupIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.groupIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   n += 1;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -67,14 +67,14 @@ export function readConsumerGroupDescribeResponse(r: Reader, v: number): Consume
 
 export function writeConsumerGroupDescribeResponse(w: W.Writer, m: ConsumerGroupDescribeResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.groups; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupDescribeResponseDescribedGroup(w, e0, v); } }
+  { const x = m.groups; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupDescribeResponseDescribedGroup(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeConsumerGroupDescribeResponse(m: ConsumerGroupDescribeResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupDescribeResponseDescribedGroup(e0, v), 0))); }
+  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupDescribeResponseDescribedGroup(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -121,7 +121,7 @@ export function writeConsumerGroupDescribeResponseDescribedGroup(w: W.Writer, m:
   { const x = m.groupEpoch; w.int32(x); }
   { const x = m.assignmentEpoch; w.int32(x); }
   { const x = m.assignorName; w.compactString(x); }
-  { const x = m.members; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupDescribeResponseMember(w, e0, v); } }
+  { const x = m.members; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupDescribeResponseMember(w, e0, v); } }
   { const x = m.authorizedOperations; w.int32(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -135,7 +135,7 @@ export function sizeConsumerGroupDescribeResponseDescribedGroup(m: ConsumerGroup
   n += 4;
   n += 4;
   { const x = m.assignorName; n += W.sizeCompactString(x); }
-  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupDescribeResponseMember(e0, v), 0))); }
+  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupDescribeResponseMember(e0, v)))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -184,7 +184,7 @@ export function writeConsumerGroupDescribeResponseMember(w: W.Writer, m: Consume
   { const x = m.memberEpoch; w.int32(x); }
   { const x = m.clientId; w.compactString(x); }
   { const x = m.clientHost; w.compactString(x); }
-  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   { const x = m.subscribedTopicRegex; w.compactString(x); }
   { const x = m.assignment; writeConsumerGroupDescribeResponseAssignment(w, x, v); }
   { const x = m.targetAssignment; writeConsumerGroupDescribeResponseAssignment(w, x, v); }
@@ -199,7 +199,7 @@ export function sizeConsumerGroupDescribeResponseMember(m: ConsumerGroupDescribe
   n += 4;
   { const x = m.clientId; n += W.sizeCompactString(x); }
   { const x = m.clientHost; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   { const x = m.subscribedTopicRegex; n += W.sizeCompactString(x); }
   { const x = m.assignment; n += sizeConsumerGroupDescribeResponseAssignment(x, v); }
   { const x = m.targetAssignment; n += sizeConsumerGroupDescribeResponseAssignment(x, v); }
@@ -226,13 +226,13 @@ export function readConsumerGroupDescribeResponseAssignment(r: Reader, v: number
 }
 
 export function writeConsumerGroupDescribeResponseAssignment(w: W.Writer, m: ConsumerGroupDescribeResponseAssignment, v: number): void {
-  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupDescribeResponseTopicPartitions(w, e0, v); } }
+  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupDescribeResponseTopicPartitions(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeConsumerGroupDescribeResponseAssignment(m: ConsumerGroupDescribeResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupDescribeResponseTopicPartitions(e0, v), 0))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupDescribeResponseTopicPartitions(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -262,7 +262,7 @@ export function readConsumerGroupDescribeResponseTopicPartitions(r: Reader, _v: 
 export function writeConsumerGroupDescribeResponseTopicPartitions(w: W.Writer, m: ConsumerGroupDescribeResponseTopicPartitions, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
   { const x = m.topicName; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

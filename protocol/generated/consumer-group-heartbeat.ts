@@ -52,11 +52,11 @@ export function writeConsumerGroupHeartbeatRequest(w: W.Writer, m: ConsumerGroup
   { const x = m.instanceId; w.compactString(x); }
   { const x = m.rackId; w.compactString(x); }
   { const x = m.rebalanceTimeoutMs; w.int32(x); }
-  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   if (v >= 1) { const x = (m.subscribedTopicRegex === undefined ? null : m.subscribedTopicRegex); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.subscribedTopicRegex, null)) throw RT.fieldNotInVersion('ConsumerGroupHeartbeatRequest', 'subscribedTopicRegex', v);
+  else if (m.subscribedTopicRegex !== undefined && !RT.isDefaultValue(m.subscribedTopicRegex, null)) throw RT.fieldNotInVersion('ConsumerGroupHeartbeatRequest', 'subscribedTopicRegex', v);
   { const x = m.serverAssignor; w.compactString(x); }
-  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupHeartbeatRequestTopicPartitions(w, e0, v); } }
+  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupHeartbeatRequestTopicPartitions(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -68,10 +68,10 @@ export function sizeConsumerGroupHeartbeatRequest(m: ConsumerGroupHeartbeatReque
   { const x = m.instanceId; n += W.sizeCompactString(x); }
   { const x = m.rackId; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   if (v >= 1) { const x = (m.subscribedTopicRegex === undefined ? null : m.subscribedTopicRegex); n += W.sizeCompactString(x); }
   { const x = m.serverAssignor; n += W.sizeCompactString(x); }
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupHeartbeatRequestTopicPartitions(e0, v), 0))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupHeartbeatRequestTopicPartitions(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -98,7 +98,7 @@ export function readConsumerGroupHeartbeatRequestTopicPartitions(r: Reader, _v: 
 
 export function writeConsumerGroupHeartbeatRequestTopicPartitions(w: W.Writer, m: ConsumerGroupHeartbeatRequestTopicPartitions, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -185,13 +185,13 @@ export function readConsumerGroupHeartbeatResponseAssignment(r: Reader, v: numbe
 }
 
 export function writeConsumerGroupHeartbeatResponseAssignment(w: W.Writer, m: ConsumerGroupHeartbeatResponseAssignment, v: number): void {
-  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupHeartbeatResponseTopicPartitions(w, e0, v); } }
+  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupHeartbeatResponseTopicPartitions(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeConsumerGroupHeartbeatResponseAssignment(m: ConsumerGroupHeartbeatResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupHeartbeatResponseTopicPartitions(e0, v), 0))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupHeartbeatResponseTopicPartitions(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -218,7 +218,7 @@ export function readConsumerGroupHeartbeatResponseTopicPartitions(r: Reader, _v:
 
 export function writeConsumerGroupHeartbeatResponseTopicPartitions(w: W.Writer, m: ConsumerGroupHeartbeatResponseTopicPartitions, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -67,14 +67,14 @@ export function readControlledShutdownResponse(r: Reader, v: number): Controlled
 
 export function writeControlledShutdownResponse(w: W.Writer, m: ControlledShutdownResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.remainingPartitions; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeControlledShutdownResponseRemainingPartition(w, e0, v); } }
+  { const x = m.remainingPartitions; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeControlledShutdownResponseRemainingPartition(w, e0, v); } }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeControlledShutdownResponse(m: ControlledShutdownResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.remainingPartitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeControlledShutdownResponseRemainingPartition(e0, v), 0))); }
+  { const x = m.remainingPartitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeControlledShutdownResponseRemainingPartition(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -39,8 +39,8 @@ export function writeControllerRegistrationRequest(w: W.Writer, m: ControllerReg
   { const x = m.controllerId; w.int32(x); }
   { const x = m.incarnationId; w.uuid(x); }
   { const x = m.zkMigrationReady; w.bool(x); }
-  { const x = m.listeners; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeControllerRegistrationRequestListener(w, e0, v); } }
-  { const x = m.features; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeControllerRegistrationRequestFeature(w, e0, v); } }
+  { const x = m.listeners; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeControllerRegistrationRequestListener(w, e0, v); } }
+  { const x = m.features; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeControllerRegistrationRequestFeature(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -49,8 +49,8 @@ export function sizeControllerRegistrationRequest(m: ControllerRegistrationReque
   n += 4;
   n += 16;
   n += 1;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeControllerRegistrationRequestListener(e0, v), 0))); }
-  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeControllerRegistrationRequestFeature(e0, v), 0))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeControllerRegistrationRequestListener(e0, v)))); }
+  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeControllerRegistrationRequestFeature(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -28,13 +28,13 @@ export function readCreateAclsRequest(r: Reader, v: number): CreateAclsRequest {
 }
 
 export function writeCreateAclsRequest(w: W.Writer, m: CreateAclsRequest, v: number): void {
-  { const x = m.creations; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreateAclsRequestAclCreation(w, e0, v); } }
+  { const x = m.creations; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreateAclsRequestAclCreation(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeCreateAclsRequest(m: CreateAclsRequest, v: number): number {
   let n = 0;
-  { const x = m.creations; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreateAclsRequestAclCreation(e0, v), 0))); }
+  { const x = m.creations; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateAclsRequestAclCreation(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,7 +73,7 @@ export function writeCreateAclsRequestAclCreation(w: W.Writer, m: CreateAclsRequ
   { const x = m.resourceType; w.int8(x); }
   { const x = m.resourceName; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   if (v >= 1) { const x = (m.resourcePatternType === undefined ? 3 : m.resourcePatternType); w.int8(x); }
-  else if (!RT.isDefaultValue(m.resourcePatternType, 3)) throw RT.fieldNotInVersion('CreateAclsRequestAclCreation', 'resourcePatternType', v);
+  else if (m.resourcePatternType !== undefined && !RT.isDefaultValue(m.resourcePatternType, 3)) throw RT.fieldNotInVersion('CreateAclsRequestAclCreation', 'resourcePatternType', v);
   { const x = m.principal; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.host; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.operation; w.int8(x); }
@@ -118,14 +118,14 @@ export function readCreateAclsResponse(r: Reader, v: number): CreateAclsResponse
 
 export function writeCreateAclsResponse(w: W.Writer, m: CreateAclsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreateAclsResponseAclCreationResult(w, e0, v); } }
+  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreateAclsResponseAclCreationResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeCreateAclsResponse(m: CreateAclsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreateAclsResponseAclCreationResult(e0, v), 0))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateAclsResponseAclCreationResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -35,10 +35,10 @@ export function readCreateDelegationTokenRequest(r: Reader, v: number): CreateDe
 
 export function writeCreateDelegationTokenRequest(w: W.Writer, m: CreateDelegationTokenRequest, v: number): void {
   if (v >= 3) { const x = (m.ownerPrincipalType === undefined ? "" : m.ownerPrincipalType); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.ownerPrincipalType, "")) throw RT.fieldNotInVersion('CreateDelegationTokenRequest', 'ownerPrincipalType', v);
+  else if (m.ownerPrincipalType !== undefined && !RT.isDefaultValue(m.ownerPrincipalType, "")) throw RT.fieldNotInVersion('CreateDelegationTokenRequest', 'ownerPrincipalType', v);
   if (v >= 3) { const x = (m.ownerPrincipalName === undefined ? "" : m.ownerPrincipalName); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.ownerPrincipalName, "")) throw RT.fieldNotInVersion('CreateDelegationTokenRequest', 'ownerPrincipalName', v);
-  { const x = m.renewers; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreateDelegationTokenRequestCreatableRenewers(w, e0, v); } }
+  else if (m.ownerPrincipalName !== undefined && !RT.isDefaultValue(m.ownerPrincipalName, "")) throw RT.fieldNotInVersion('CreateDelegationTokenRequest', 'ownerPrincipalName', v);
+  { const x = m.renewers; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreateDelegationTokenRequestCreatableRenewers(w, e0, v); } }
   { const x = m.maxLifetimeMs; w.int64(x); }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -47,7 +47,7 @@ export function sizeCreateDelegationTokenRequest(m: CreateDelegationTokenRequest
   let n = 0;
   if (v >= 3) { const x = (m.ownerPrincipalType === undefined ? "" : m.ownerPrincipalType); n += W.sizeCompactString(x); }
   if (v >= 3) { const x = (m.ownerPrincipalName === undefined ? "" : m.ownerPrincipalName); n += W.sizeCompactString(x); }
-  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreateDelegationTokenRequestCreatableRenewers(e0, v), 0))); }
+  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateDelegationTokenRequestCreatableRenewers(e0, v)))); }
   n += 8;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -132,9 +132,9 @@ export function writeCreateDelegationTokenResponse(w: W.Writer, m: CreateDelegat
   { const x = m.principalType; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.principalName; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   if (v >= 3) { const x = (m.tokenRequesterPrincipalType === undefined ? "" : m.tokenRequesterPrincipalType); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.tokenRequesterPrincipalType, "")) throw RT.fieldNotInVersion('CreateDelegationTokenResponse', 'tokenRequesterPrincipalType', v);
+  else if (m.tokenRequesterPrincipalType !== undefined && !RT.isDefaultValue(m.tokenRequesterPrincipalType, "")) throw RT.fieldNotInVersion('CreateDelegationTokenResponse', 'tokenRequesterPrincipalType', v);
   if (v >= 3) { const x = (m.tokenRequesterPrincipalName === undefined ? "" : m.tokenRequesterPrincipalName); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.tokenRequesterPrincipalName, "")) throw RT.fieldNotInVersion('CreateDelegationTokenResponse', 'tokenRequesterPrincipalName', v);
+  else if (m.tokenRequesterPrincipalName !== undefined && !RT.isDefaultValue(m.tokenRequesterPrincipalName, "")) throw RT.fieldNotInVersion('CreateDelegationTokenResponse', 'tokenRequesterPrincipalName', v);
   { const x = m.issueTimestampMs; w.int64(x); }
   { const x = m.expiryTimestampMs; w.int64(x); }
   { const x = m.maxTimestampMs; w.int64(x); }

@@ -32,7 +32,7 @@ export function readCreatePartitionsRequest(r: Reader, v: number): CreatePartiti
 }
 
 export function writeCreatePartitionsRequest(w: W.Writer, m: CreatePartitionsRequest, v: number): void {
-  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreatePartitionsRequestCreatePartitionsTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreatePartitionsRequestCreatePartitionsTopic(w, e0, v); } }
   { const x = m.timeoutMs; w.int32(x); }
   { const x = m.validateOnly; w.bool(x); }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -40,7 +40,7 @@ export function writeCreatePartitionsRequest(w: W.Writer, m: CreatePartitionsReq
 
 export function sizeCreatePartitionsRequest(m: CreatePartitionsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreatePartitionsRequestCreatePartitionsTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreatePartitionsRequestCreatePartitionsTopic(e0, v)))); }
   n += 4;
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -72,7 +72,7 @@ export function readCreatePartitionsRequestCreatePartitionsTopic(r: Reader, v: n
 export function writeCreatePartitionsRequestCreatePartitionsTopic(w: W.Writer, m: CreatePartitionsRequestCreatePartitionsTopic, v: number): void {
   { const x = m.name; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.count; w.int32(x); }
-  { const x = m.assignments; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreatePartitionsRequestCreatePartitionsAssignment(w, e0, v); } }
+  { const x = m.assignments; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreatePartitionsRequestCreatePartitionsAssignment(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -80,7 +80,7 @@ export function sizeCreatePartitionsRequestCreatePartitionsTopic(m: CreatePartit
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 4;
-  { const x = m.assignments; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreatePartitionsRequestCreatePartitionsAssignment(e0, v), 0))); }
+  { const x = m.assignments; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreatePartitionsRequestCreatePartitionsAssignment(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -104,7 +104,7 @@ export function readCreatePartitionsRequestCreatePartitionsAssignment(r: Reader,
 }
 
 export function writeCreatePartitionsRequestCreatePartitionsAssignment(w: W.Writer, m: CreatePartitionsRequestCreatePartitionsAssignment, v: number): void {
-  { const x = m.brokerIds; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.brokerIds; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -139,14 +139,14 @@ export function readCreatePartitionsResponse(r: Reader, v: number): CreatePartit
 
 export function writeCreatePartitionsResponse(w: W.Writer, m: CreatePartitionsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreatePartitionsResponseCreatePartitionsTopicResult(w, e0, v); } }
+  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreatePartitionsResponseCreatePartitionsTopicResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeCreatePartitionsResponse(m: CreatePartitionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreatePartitionsResponseCreatePartitionsTopicResult(e0, v), 0))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreatePartitionsResponseCreatePartitionsTopicResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -32,16 +32,16 @@ export function readCreateTopicsRequest(r: Reader, v: number): CreateTopicsReque
 }
 
 export function writeCreateTopicsRequest(w: W.Writer, m: CreateTopicsRequest, v: number): void {
-  { const x = m.topics; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreateTopicsRequestCreatableTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreateTopicsRequestCreatableTopic(w, e0, v); } }
   { const x = m.timeoutMs; w.int32(x); }
   if (v >= 1) { const x = (m.validateOnly === undefined ? false : m.validateOnly); w.bool(x); }
-  else if (!RT.isDefaultValue(m.validateOnly, false)) throw RT.fieldNotInVersion('CreateTopicsRequest', 'validateOnly', v);
+  else if (m.validateOnly !== undefined && !RT.isDefaultValue(m.validateOnly, false)) throw RT.fieldNotInVersion('CreateTopicsRequest', 'validateOnly', v);
   if (v >= 5) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeCreateTopicsRequest(m: CreateTopicsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreateTopicsRequestCreatableTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsRequestCreatableTopic(e0, v)))); }
   n += 4;
   if (v >= 1) n += 1;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -78,8 +78,8 @@ export function writeCreateTopicsRequestCreatableTopic(w: W.Writer, m: CreateTop
   { const x = m.name; if (v >= 5) { w.compactString(x); } else { w.string(x); } }
   { const x = m.numPartitions; w.int32(x); }
   { const x = m.replicationFactor; w.int16(x); }
-  { const x = m.assignments; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreateTopicsRequestCreatableReplicaAssignment(w, e0, v); } }
-  { const x = m.configs; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreateTopicsRequestCreatableTopicConfig(w, e0, v); } }
+  { const x = m.assignments; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreateTopicsRequestCreatableReplicaAssignment(w, e0, v); } }
+  { const x = m.configs; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreateTopicsRequestCreatableTopicConfig(w, e0, v); } }
   if (v >= 5) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -88,8 +88,8 @@ export function sizeCreateTopicsRequestCreatableTopic(m: CreateTopicsRequestCrea
   { const x = m.name; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 4;
   n += 2;
-  { const x = m.assignments; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreateTopicsRequestCreatableReplicaAssignment(e0, v), 0))); }
-  { const x = m.configs; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreateTopicsRequestCreatableTopicConfig(e0, v), 0))); }
+  { const x = m.assignments; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsRequestCreatableReplicaAssignment(e0, v)))); }
+  { const x = m.configs; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsRequestCreatableTopicConfig(e0, v)))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -116,7 +116,7 @@ export function readCreateTopicsRequestCreatableReplicaAssignment(r: Reader, v: 
 
 export function writeCreateTopicsRequestCreatableReplicaAssignment(w: W.Writer, m: CreateTopicsRequestCreatableReplicaAssignment, v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
-  { const x = m.brokerIds; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.brokerIds; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 5) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -186,14 +186,14 @@ export function readCreateTopicsResponse(r: Reader, v: number): CreateTopicsResp
 
 export function writeCreateTopicsResponse(w: W.Writer, m: CreateTopicsResponse, v: number): void {
   if (v >= 2) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  { const x = m.topics; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeCreateTopicsResponseCreatableTopicResult(w, e0, v); } }
+  { const x = m.topics; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreateTopicsResponseCreatableTopicResult(w, e0, v); } }
   if (v >= 5) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeCreateTopicsResponse(m: CreateTopicsResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreateTopicsResponseCreatableTopicResult(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsResponseCreatableTopicResult(e0, v)))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -219,7 +219,7 @@ export function readCreateTopicsResponseCreatableTopicResult(r: Reader, v: numbe
   const f_topicId: string = (v >= 7 ? r.uuid() : '00000000000000000000000000000000');
   const f_errorCode: number = r.int16();
   const f_errorMessage: string | null = (v >= 1 ? (v >= 5 ? r.compactNullableString() : r.nullableString()) : "");
-  let f_topicConfigErrorCode: number = ((v >= 5) && (!(v >= 5)) ? r.int16() : 0);
+  let f_topicConfigErrorCode: number = 0;
   const f_numPartitions: number = (v >= 5 ? r.int32() : -1);
   const f_replicationFactor: number = (v >= 5 ? r.int16() : -1);
   const f_configs: CreateTopicsResponseCreatableTopicConfigs[] | null = (v >= 5 ? RT.readArray(r, true, true, (ir: Reader) => readCreateTopicsResponseCreatableTopicConfigs(ir, v)) : []);
@@ -247,10 +247,9 @@ export function writeCreateTopicsResponseCreatableTopicResult(w: W.Writer, m: Cr
   if (v >= 7) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
   { const x = m.errorCode; w.int16(x); }
   if (v >= 1) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); if (v >= 5) { w.compactString(x); } else { w.string(x); } }
-  if ((v >= 5) && (!(v >= 5))) { const x = (m.topicConfigErrorCode === undefined ? 0 : m.topicConfigErrorCode); w.int16(x); }
   if (v >= 5) { const x = (m.numPartitions === undefined ? -1 : m.numPartitions); w.int32(x); }
   if (v >= 5) { const x = (m.replicationFactor === undefined ? -1 : m.replicationFactor); w.int16(x); }
-  if (v >= 5) { const x = (m.configs === undefined ? [] : m.configs); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeCreateTopicsResponseCreatableTopicConfigs(w, e0, v); } }
+  if (v >= 5) { const x = (m.configs === undefined ? [] : m.configs); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeCreateTopicsResponseCreatableTopicConfigs(w, e0, v); } }
   if (v >= 5) w.taggedFields(taggedCreateTopicsResponseCreatableTopicResult(m, v));
 }
 
@@ -260,10 +259,9 @@ export function sizeCreateTopicsResponseCreatableTopicResult(m: CreateTopicsResp
   if (v >= 7) n += 16;
   n += 2;
   if (v >= 1) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  if ((v >= 5) && (!(v >= 5))) n += 2;
   if (v >= 5) n += 4;
   if (v >= 5) n += 2;
-  if (v >= 5) { const x = (m.configs === undefined ? [] : m.configs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeCreateTopicsResponseCreatableTopicConfigs(e0, v), 0))); }
+  if (v >= 5) { const x = (m.configs === undefined ? [] : m.configs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsResponseCreatableTopicConfigs(e0, v)))); }
   if (v >= 5) n += W.sizeTaggedFields(taggedCreateTopicsResponseCreatableTopicResult(m, v));
   return n;
 }
@@ -296,14 +294,14 @@ export function readCreateTopicsResponseCreatableTopicConfigs(r: Reader, v: numb
 
 export function writeCreateTopicsResponseCreatableTopicConfigs(w: W.Writer, m: CreateTopicsResponseCreatableTopicConfigs, v: number): void {
   if (v >= 5) { const x = (m.name === undefined ? "" : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('CreateTopicsResponseCreatableTopicConfigs', 'name', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('CreateTopicsResponseCreatableTopicConfigs', 'name', v);
   if (v >= 5) { const x = (m.value === undefined ? "" : m.value); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.value, "")) throw RT.fieldNotInVersion('CreateTopicsResponseCreatableTopicConfigs', 'value', v);
+  else if (m.value !== undefined && !RT.isDefaultValue(m.value, "")) throw RT.fieldNotInVersion('CreateTopicsResponseCreatableTopicConfigs', 'value', v);
   if (v >= 5) { const x = (m.readOnly === undefined ? false : m.readOnly); w.bool(x); }
-  else if (!RT.isDefaultValue(m.readOnly, false)) throw RT.fieldNotInVersion('CreateTopicsResponseCreatableTopicConfigs', 'readOnly', v);
+  else if (m.readOnly !== undefined && !RT.isDefaultValue(m.readOnly, false)) throw RT.fieldNotInVersion('CreateTopicsResponseCreatableTopicConfigs', 'readOnly', v);
   if (v >= 5) { const x = (m.configSource === undefined ? -1 : m.configSource); w.int8(x); }
   if (v >= 5) { const x = (m.isSensitive === undefined ? false : m.isSensitive); w.bool(x); }
-  else if (!RT.isDefaultValue(m.isSensitive, false)) throw RT.fieldNotInVersion('CreateTopicsResponseCreatableTopicConfigs', 'isSensitive', v);
+  else if (m.isSensitive !== undefined && !RT.isDefaultValue(m.isSensitive, false)) throw RT.fieldNotInVersion('CreateTopicsResponseCreatableTopicConfigs', 'isSensitive', v);
   if (v >= 5) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

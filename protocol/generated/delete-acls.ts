@@ -28,13 +28,13 @@ export function readDeleteAclsRequest(r: Reader, v: number): DeleteAclsRequest {
 }
 
 export function writeDeleteAclsRequest(w: W.Writer, m: DeleteAclsRequest, v: number): void {
-  { const x = m.filters; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteAclsRequestDeleteAclsFilter(w, e0, v); } }
+  { const x = m.filters; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteAclsRequestDeleteAclsFilter(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteAclsRequest(m: DeleteAclsRequest, v: number): number {
   let n = 0;
-  { const x = m.filters; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteAclsRequestDeleteAclsFilter(e0, v), 0))); }
+  { const x = m.filters; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteAclsRequestDeleteAclsFilter(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,7 +73,7 @@ export function writeDeleteAclsRequestDeleteAclsFilter(w: W.Writer, m: DeleteAcl
   { const x = m.resourceTypeFilter; w.int8(x); }
   { const x = m.resourceNameFilter; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   if (v >= 1) { const x = (m.patternTypeFilter === undefined ? 3 : m.patternTypeFilter); w.int8(x); }
-  else if (!RT.isDefaultValue(m.patternTypeFilter, 3)) throw RT.fieldNotInVersion('DeleteAclsRequestDeleteAclsFilter', 'patternTypeFilter', v);
+  else if (m.patternTypeFilter !== undefined && !RT.isDefaultValue(m.patternTypeFilter, 3)) throw RT.fieldNotInVersion('DeleteAclsRequestDeleteAclsFilter', 'patternTypeFilter', v);
   { const x = m.principalFilter; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.hostFilter; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.operation; w.int8(x); }
@@ -118,14 +118,14 @@ export function readDeleteAclsResponse(r: Reader, v: number): DeleteAclsResponse
 
 export function writeDeleteAclsResponse(w: W.Writer, m: DeleteAclsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.filterResults; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteAclsResponseDeleteAclsFilterResult(w, e0, v); } }
+  { const x = m.filterResults; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteAclsResponseDeleteAclsFilterResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteAclsResponse(m: DeleteAclsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.filterResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteAclsResponseDeleteAclsFilterResult(e0, v), 0))); }
+  { const x = m.filterResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteAclsResponseDeleteAclsFilterResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -155,7 +155,7 @@ export function readDeleteAclsResponseDeleteAclsFilterResult(r: Reader, v: numbe
 export function writeDeleteAclsResponseDeleteAclsFilterResult(w: W.Writer, m: DeleteAclsResponseDeleteAclsFilterResult, v: number): void {
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.matchingAcls; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteAclsResponseDeleteAclsMatchingAcl(w, e0, v); } }
+  { const x = m.matchingAcls; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteAclsResponseDeleteAclsMatchingAcl(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -163,7 +163,7 @@ export function sizeDeleteAclsResponseDeleteAclsFilterResult(m: DeleteAclsRespon
   let n = 0;
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.matchingAcls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteAclsResponseDeleteAclsMatchingAcl(e0, v), 0))); }
+  { const x = m.matchingAcls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteAclsResponseDeleteAclsMatchingAcl(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -208,7 +208,7 @@ export function writeDeleteAclsResponseDeleteAclsMatchingAcl(w: W.Writer, m: Del
   { const x = m.resourceType; w.int8(x); }
   { const x = m.resourceName; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   if (v >= 1) { const x = (m.patternType === undefined ? 3 : m.patternType); w.int8(x); }
-  else if (!RT.isDefaultValue(m.patternType, 3)) throw RT.fieldNotInVersion('DeleteAclsResponseDeleteAclsMatchingAcl', 'patternType', v);
+  else if (m.patternType !== undefined && !RT.isDefaultValue(m.patternType, 3)) throw RT.fieldNotInVersion('DeleteAclsResponseDeleteAclsMatchingAcl', 'patternType', v);
   { const x = m.principal; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.host; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.operation; w.int8(x); }

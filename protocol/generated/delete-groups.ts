@@ -28,13 +28,13 @@ export function readDeleteGroupsRequest(r: Reader, v: number): DeleteGroupsReque
 }
 
 export function writeDeleteGroupsRequest(w: W.Writer, m: DeleteGroupsRequest, v: number): void {
-  { const x = m.groupsNames; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { if (v >= 2) { w.compactString(e0); } else { w.string(e0); } } }
+  { const x = m.groupsNames; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; if (v >= 2) { w.compactString(e0); } else { w.string(e0); } } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteGroupsRequest(m: DeleteGroupsRequest, v: number): number {
   let n = 0;
-  { const x = m.groupsNames; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + (v >= 2 ? W.sizeCompactString(e0) : W.sizeString(e0)), 0))); }
+  { const x = m.groupsNames; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 2 ? W.sizeCompactString(e0) : W.sizeString(e0))))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -63,14 +63,14 @@ export function readDeleteGroupsResponse(r: Reader, v: number): DeleteGroupsResp
 
 export function writeDeleteGroupsResponse(w: W.Writer, m: DeleteGroupsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteGroupsResponseDeletableGroupResult(w, e0, v); } }
+  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteGroupsResponseDeletableGroupResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteGroupsResponse(m: DeleteGroupsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteGroupsResponseDeletableGroupResult(e0, v), 0))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteGroupsResponseDeletableGroupResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -30,14 +30,14 @@ export function readDeleteRecordsRequest(r: Reader, v: number): DeleteRecordsReq
 }
 
 export function writeDeleteRecordsRequest(w: W.Writer, m: DeleteRecordsRequest, v: number): void {
-  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteRecordsRequestDeleteRecordsTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteRecordsRequestDeleteRecordsTopic(w, e0, v); } }
   { const x = m.timeoutMs; w.int32(x); }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteRecordsRequest(m: DeleteRecordsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteRecordsRequestDeleteRecordsTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteRecordsRequestDeleteRecordsTopic(e0, v)))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -65,14 +65,14 @@ export function readDeleteRecordsRequestDeleteRecordsTopic(r: Reader, v: number)
 
 export function writeDeleteRecordsRequestDeleteRecordsTopic(w: W.Writer, m: DeleteRecordsRequestDeleteRecordsTopic, v: number): void {
   { const x = m.name; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteRecordsRequestDeleteRecordsPartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteRecordsRequestDeleteRecordsPartition(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteRecordsRequestDeleteRecordsTopic(m: DeleteRecordsRequestDeleteRecordsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteRecordsRequestDeleteRecordsPartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteRecordsRequestDeleteRecordsPartition(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -135,14 +135,14 @@ export function readDeleteRecordsResponse(r: Reader, v: number): DeleteRecordsRe
 
 export function writeDeleteRecordsResponse(w: W.Writer, m: DeleteRecordsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteRecordsResponseDeleteRecordsTopicResult(w, e0, v); } }
+  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteRecordsResponseDeleteRecordsTopicResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteRecordsResponse(m: DeleteRecordsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteRecordsResponseDeleteRecordsTopicResult(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteRecordsResponseDeleteRecordsTopicResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -169,14 +169,14 @@ export function readDeleteRecordsResponseDeleteRecordsTopicResult(r: Reader, v: 
 
 export function writeDeleteRecordsResponseDeleteRecordsTopicResult(w: W.Writer, m: DeleteRecordsResponseDeleteRecordsTopicResult, v: number): void {
   { const x = m.name; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteRecordsResponseDeleteRecordsPartitionResult(w, e0, v); } }
+  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteRecordsResponseDeleteRecordsPartitionResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteRecordsResponseDeleteRecordsTopicResult(m: DeleteRecordsResponseDeleteRecordsTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteRecordsResponseDeleteRecordsPartitionResult(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteRecordsResponseDeleteRecordsPartitionResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -31,14 +31,14 @@ export function readDeleteShareGroupStateRequest(r: Reader, v: number): DeleteSh
 
 export function writeDeleteShareGroupStateRequest(w: W.Writer, m: DeleteShareGroupStateRequest, v: number): void {
   { const x = m.groupId; w.compactString(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDeleteShareGroupStateRequestDeleteStateData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteShareGroupStateRequestDeleteStateData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteShareGroupStateRequest(m: DeleteShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteShareGroupStateRequestDeleteStateData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteShareGroupStateRequestDeleteStateData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -65,14 +65,14 @@ export function readDeleteShareGroupStateRequestDeleteStateData(r: Reader, v: nu
 
 export function writeDeleteShareGroupStateRequestDeleteStateData(w: W.Writer, m: DeleteShareGroupStateRequestDeleteStateData, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDeleteShareGroupStateRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteShareGroupStateRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteShareGroupStateRequestDeleteStateData(m: DeleteShareGroupStateRequestDeleteStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteShareGroupStateRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteShareGroupStateRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -128,13 +128,13 @@ export function readDeleteShareGroupStateResponse(r: Reader, v: number): DeleteS
 }
 
 export function writeDeleteShareGroupStateResponse(w: W.Writer, m: DeleteShareGroupStateResponse, v: number): void {
-  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDeleteShareGroupStateResponseDeleteStateResult(w, e0, v); } }
+  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteShareGroupStateResponseDeleteStateResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteShareGroupStateResponse(m: DeleteShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteShareGroupStateResponseDeleteStateResult(e0, v), 0))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteShareGroupStateResponseDeleteStateResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -161,14 +161,14 @@ export function readDeleteShareGroupStateResponseDeleteStateResult(r: Reader, v:
 
 export function writeDeleteShareGroupStateResponseDeleteStateResult(w: W.Writer, m: DeleteShareGroupStateResponseDeleteStateResult, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDeleteShareGroupStateResponsePartitionResult(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteShareGroupStateResponsePartitionResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteShareGroupStateResponseDeleteStateResult(m: DeleteShareGroupStateResponseDeleteStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteShareGroupStateResponsePartitionResult(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteShareGroupStateResponsePartitionResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

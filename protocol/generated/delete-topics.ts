@@ -32,17 +32,17 @@ export function readDeleteTopicsRequest(r: Reader, v: number): DeleteTopicsReque
 }
 
 export function writeDeleteTopicsRequest(w: W.Writer, m: DeleteTopicsRequest, v: number): void {
-  if (v >= 6) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDeleteTopicsRequestDeleteTopicState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('DeleteTopicsRequest', 'topics', v);
-  if (v <= 5) { const x = (m.topicNames === undefined ? [] : m.topicNames); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { if (v >= 4) { w.compactString(e0); } else { w.string(e0); } } }
+  if (v >= 6) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteTopicsRequestDeleteTopicState(w, e0, v); } }
+  else if (m.topics !== undefined && !RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('DeleteTopicsRequest', 'topics', v);
+  if (v <= 5) { const x = (m.topicNames === undefined ? [] : m.topicNames); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; if (v >= 4) { w.compactString(e0); } else { w.string(e0); } } }
   { const x = m.timeoutMs; w.int32(x); }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteTopicsRequest(m: DeleteTopicsRequest, v: number): number {
   let n = 0;
-  if (v >= 6) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteTopicsRequestDeleteTopicState(e0, v), 0))); }
-  if (v <= 5) { const x = (m.topicNames === undefined ? [] : m.topicNames); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0)), 0))); }
+  if (v >= 6) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteTopicsRequestDeleteTopicState(e0, v)))); }
+  if (v <= 5) { const x = (m.topicNames === undefined ? [] : m.topicNames); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0))))); }
   n += 4;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -70,9 +70,9 @@ export function readDeleteTopicsRequestDeleteTopicState(r: Reader, v: number): D
 
 export function writeDeleteTopicsRequestDeleteTopicState(w: W.Writer, m: DeleteTopicsRequestDeleteTopicState, v: number): void {
   if (v >= 6) { const x = (m.name === undefined ? null : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, null)) throw RT.fieldNotInVersion('DeleteTopicsRequestDeleteTopicState', 'name', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, null)) throw RT.fieldNotInVersion('DeleteTopicsRequestDeleteTopicState', 'name', v);
   if (v >= 6) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  else if (!RT.isDefaultValue(m.topicId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('DeleteTopicsRequestDeleteTopicState', 'topicId', v);
+  else if (m.topicId !== undefined && !RT.isDefaultValue(m.topicId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('DeleteTopicsRequestDeleteTopicState', 'topicId', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -108,14 +108,14 @@ export function readDeleteTopicsResponse(r: Reader, v: number): DeleteTopicsResp
 
 export function writeDeleteTopicsResponse(w: W.Writer, m: DeleteTopicsResponse, v: number): void {
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  { const x = m.responses; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDeleteTopicsResponseDeletableTopicResult(w, e0, v); } }
+  { const x = m.responses; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDeleteTopicsResponseDeletableTopicResult(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDeleteTopicsResponse(m: DeleteTopicsResponse, v: number): number {
   let n = 0;
   if (v >= 1) n += 4;
-  { const x = m.responses; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDeleteTopicsResponseDeletableTopicResult(e0, v), 0))); }
+  { const x = m.responses; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteTopicsResponseDeletableTopicResult(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -43,7 +43,7 @@ export function writeDescribeAclsRequest(w: W.Writer, m: DescribeAclsRequest, v:
   { const x = m.resourceTypeFilter; w.int8(x); }
   { const x = m.resourceNameFilter; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   if (v >= 1) { const x = (m.patternTypeFilter === undefined ? 3 : m.patternTypeFilter); w.int8(x); }
-  else if (!RT.isDefaultValue(m.patternTypeFilter, 3)) throw RT.fieldNotInVersion('DescribeAclsRequest', 'patternTypeFilter', v);
+  else if (m.patternTypeFilter !== undefined && !RT.isDefaultValue(m.patternTypeFilter, 3)) throw RT.fieldNotInVersion('DescribeAclsRequest', 'patternTypeFilter', v);
   { const x = m.principalFilter; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.hostFilter; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.operation; w.int8(x); }
@@ -94,7 +94,7 @@ export function writeDescribeAclsResponse(w: W.Writer, m: DescribeAclsResponse, 
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.resources; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeAclsResponseDescribeAclsResource(w, e0, v); } }
+  { const x = m.resources; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeAclsResponseDescribeAclsResource(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -103,7 +103,7 @@ export function sizeDescribeAclsResponse(m: DescribeAclsResponse, v: number): nu
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeAclsResponseDescribeAclsResource(e0, v), 0))); }
+  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeAclsResponseDescribeAclsResource(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -136,8 +136,8 @@ export function writeDescribeAclsResponseDescribeAclsResource(w: W.Writer, m: De
   { const x = m.resourceType; w.int8(x); }
   { const x = m.resourceName; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   if (v >= 1) { const x = (m.patternType === undefined ? 3 : m.patternType); w.int8(x); }
-  else if (!RT.isDefaultValue(m.patternType, 3)) throw RT.fieldNotInVersion('DescribeAclsResponseDescribeAclsResource', 'patternType', v);
-  { const x = m.acls; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeAclsResponseAclDescription(w, e0, v); } }
+  else if (m.patternType !== undefined && !RT.isDefaultValue(m.patternType, 3)) throw RT.fieldNotInVersion('DescribeAclsResponseDescribeAclsResource', 'patternType', v);
+  { const x = m.acls; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeAclsResponseAclDescription(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -146,7 +146,7 @@ export function sizeDescribeAclsResponseDescribeAclsResource(m: DescribeAclsResp
   n += 1;
   { const x = m.resourceName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 1;
-  { const x = m.acls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeAclsResponseAclDescription(e0, v), 0))); }
+  { const x = m.acls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeAclsResponseAclDescription(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

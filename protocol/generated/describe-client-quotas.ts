@@ -30,14 +30,14 @@ export function readDescribeClientQuotasRequest(r: Reader, v: number): DescribeC
 }
 
 export function writeDescribeClientQuotasRequest(w: W.Writer, m: DescribeClientQuotasRequest, v: number): void {
-  { const x = m.components; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeClientQuotasRequestComponentData(w, e0, v); } }
+  { const x = m.components; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeClientQuotasRequestComponentData(w, e0, v); } }
   { const x = m.strict; w.bool(x); }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeClientQuotasRequest(m: DescribeClientQuotasRequest, v: number): number {
   let n = 0;
-  { const x = m.components; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeClientQuotasRequestComponentData(e0, v), 0))); }
+  { const x = m.components; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClientQuotasRequestComponentData(e0, v)))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -111,7 +111,7 @@ export function writeDescribeClientQuotasResponse(w: W.Writer, m: DescribeClient
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.entries; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeClientQuotasResponseEntryData(w, e0, v); } }
+  { const x = m.entries; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeClientQuotasResponseEntryData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -120,7 +120,7 @@ export function sizeDescribeClientQuotasResponse(m: DescribeClientQuotasResponse
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeClientQuotasResponseEntryData(e0, v), 0))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClientQuotasResponseEntryData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -146,15 +146,15 @@ export function readDescribeClientQuotasResponseEntryData(r: Reader, v: number):
 }
 
 export function writeDescribeClientQuotasResponseEntryData(w: W.Writer, m: DescribeClientQuotasResponseEntryData, v: number): void {
-  { const x = m.entity; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeClientQuotasResponseEntityData(w, e0, v); } }
-  { const x = m.values; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeClientQuotasResponseValueData(w, e0, v); } }
+  { const x = m.entity; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeClientQuotasResponseEntityData(w, e0, v); } }
+  { const x = m.values; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeClientQuotasResponseValueData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeClientQuotasResponseEntryData(m: DescribeClientQuotasResponseEntryData, v: number): number {
   let n = 0;
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeClientQuotasResponseEntityData(e0, v), 0))); }
-  { const x = m.values; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeClientQuotasResponseValueData(e0, v), 0))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClientQuotasResponseEntityData(e0, v)))); }
+  { const x = m.values; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClientQuotasResponseValueData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -32,7 +32,7 @@ export function readDescribeClusterRequest(r: Reader, v: number): DescribeCluste
 export function writeDescribeClusterRequest(w: W.Writer, m: DescribeClusterRequest, v: number): void {
   { const x = m.includeClusterAuthorizedOperations; w.bool(x); }
   if (v >= 1) { const x = (m.endpointType === undefined ? 1 : m.endpointType); w.int8(x); }
-  else if (!RT.isDefaultValue(m.endpointType, 1)) throw RT.fieldNotInVersion('DescribeClusterRequest', 'endpointType', v);
+  else if (m.endpointType !== undefined && !RT.isDefaultValue(m.endpointType, 1)) throw RT.fieldNotInVersion('DescribeClusterRequest', 'endpointType', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -83,10 +83,10 @@ export function writeDescribeClusterResponse(w: W.Writer, m: DescribeClusterResp
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
   if (v >= 1) { const x = (m.endpointType === undefined ? 1 : m.endpointType); w.int8(x); }
-  else if (!RT.isDefaultValue(m.endpointType, 1)) throw RT.fieldNotInVersion('DescribeClusterResponse', 'endpointType', v);
+  else if (m.endpointType !== undefined && !RT.isDefaultValue(m.endpointType, 1)) throw RT.fieldNotInVersion('DescribeClusterResponse', 'endpointType', v);
   { const x = m.clusterId; w.compactString(x); }
   { const x = m.controllerId; w.int32(x); }
-  { const x = m.brokers; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeClusterResponseDescribeClusterBroker(w, e0, v); } }
+  { const x = m.brokers; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeClusterResponseDescribeClusterBroker(w, e0, v); } }
   { const x = m.clusterAuthorizedOperations; w.int32(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -99,7 +99,7 @@ export function sizeDescribeClusterResponse(m: DescribeClusterResponse, v: numbe
   if (v >= 1) n += 1;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.brokers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeClusterResponseDescribeClusterBroker(e0, v), 0))); }
+  { const x = m.brokers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClusterResponseDescribeClusterBroker(e0, v)))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

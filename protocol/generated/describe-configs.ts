@@ -32,17 +32,17 @@ export function readDescribeConfigsRequest(r: Reader, v: number): DescribeConfig
 }
 
 export function writeDescribeConfigsRequest(w: W.Writer, m: DescribeConfigsRequest, v: number): void {
-  { const x = m.resources; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeConfigsRequestDescribeConfigsResource(w, e0, v); } }
+  { const x = m.resources; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeConfigsRequestDescribeConfigsResource(w, e0, v); } }
   if (v >= 1) { const x = (m.includeSynonyms === undefined ? false : m.includeSynonyms); w.bool(x); }
-  else if (!RT.isDefaultValue(m.includeSynonyms, false)) throw RT.fieldNotInVersion('DescribeConfigsRequest', 'includeSynonyms', v);
+  else if (m.includeSynonyms !== undefined && !RT.isDefaultValue(m.includeSynonyms, false)) throw RT.fieldNotInVersion('DescribeConfigsRequest', 'includeSynonyms', v);
   if (v >= 3) { const x = (m.includeDocumentation === undefined ? false : m.includeDocumentation); w.bool(x); }
-  else if (!RT.isDefaultValue(m.includeDocumentation, false)) throw RT.fieldNotInVersion('DescribeConfigsRequest', 'includeDocumentation', v);
+  else if (m.includeDocumentation !== undefined && !RT.isDefaultValue(m.includeDocumentation, false)) throw RT.fieldNotInVersion('DescribeConfigsRequest', 'includeDocumentation', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeConfigsRequest(m: DescribeConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeConfigsRequestDescribeConfigsResource(e0, v), 0))); }
+  { const x = m.resources; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeConfigsRequestDescribeConfigsResource(e0, v)))); }
   if (v >= 1) n += 1;
   if (v >= 3) n += 1;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -74,7 +74,7 @@ export function readDescribeConfigsRequestDescribeConfigsResource(r: Reader, v: 
 export function writeDescribeConfigsRequestDescribeConfigsResource(w: W.Writer, m: DescribeConfigsRequestDescribeConfigsResource, v: number): void {
   { const x = m.resourceType; w.int8(x); }
   { const x = m.resourceName; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.configurationKeys; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { if (v >= 4) { w.compactString(e0); } else { w.string(e0); } } }
+  { const x = m.configurationKeys; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; if (v >= 4) { w.compactString(e0); } else { w.string(e0); } } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -82,7 +82,7 @@ export function sizeDescribeConfigsRequestDescribeConfigsResource(m: DescribeCon
   let n = 0;
   n += 1;
   { const x = m.resourceName; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configurationKeys; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0)), 0))); }
+  { const x = m.configurationKeys; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0))))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -111,14 +111,14 @@ export function readDescribeConfigsResponse(r: Reader, v: number): DescribeConfi
 
 export function writeDescribeConfigsResponse(w: W.Writer, m: DescribeConfigsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.results; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeConfigsResponseDescribeConfigsResult(w, e0, v); } }
+  { const x = m.results; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeConfigsResponseDescribeConfigsResult(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeConfigsResponse(m: DescribeConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeConfigsResponseDescribeConfigsResult(e0, v), 0))); }
+  { const x = m.results; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeConfigsResponseDescribeConfigsResult(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -154,7 +154,7 @@ export function writeDescribeConfigsResponseDescribeConfigsResult(w: W.Writer, m
   { const x = m.errorMessage; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
   { const x = m.resourceType; w.int8(x); }
   { const x = m.resourceName; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.configs; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeConfigsResponseDescribeConfigsResourceResult(w, e0, v); } }
+  { const x = m.configs; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeConfigsResponseDescribeConfigsResourceResult(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -164,7 +164,7 @@ export function sizeDescribeConfigsResponseDescribeConfigsResult(m: DescribeConf
   { const x = m.errorMessage; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 1;
   { const x = m.resourceName; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeConfigsResponseDescribeConfigsResourceResult(e0, v), 0))); }
+  { const x = m.configs; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeConfigsResponseDescribeConfigsResourceResult(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -208,10 +208,10 @@ export function writeDescribeConfigsResponseDescribeConfigsResourceResult(w: W.W
   { const x = m.value; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
   { const x = m.readOnly; w.bool(x); }
   if (v <= 0) { const x = (m.isDefault === undefined ? false : m.isDefault); w.bool(x); }
-  else if (!RT.isDefaultValue(m.isDefault, false)) throw RT.fieldNotInVersion('DescribeConfigsResponseDescribeConfigsResourceResult', 'isDefault', v);
+  else if (m.isDefault !== undefined && !RT.isDefaultValue(m.isDefault, false)) throw RT.fieldNotInVersion('DescribeConfigsResponseDescribeConfigsResourceResult', 'isDefault', v);
   if (v >= 1) { const x = (m.configSource === undefined ? -1 : m.configSource); w.int8(x); }
   { const x = m.isSensitive; w.bool(x); }
-  if (v >= 1) { const x = (m.synonyms === undefined ? [] : m.synonyms); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeConfigsResponseDescribeConfigsSynonym(w, e0, v); } }
+  if (v >= 1) { const x = (m.synonyms === undefined ? [] : m.synonyms); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeConfigsResponseDescribeConfigsSynonym(w, e0, v); } }
   if (v >= 3) { const x = (m.configType === undefined ? 0 : m.configType); w.int8(x); }
   if (v >= 3) { const x = (m.documentation === undefined ? "" : m.documentation); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -225,7 +225,7 @@ export function sizeDescribeConfigsResponseDescribeConfigsResourceResult(m: Desc
   if (v <= 0) n += 1;
   if (v >= 1) n += 1;
   n += 1;
-  if (v >= 1) { const x = (m.synonyms === undefined ? [] : m.synonyms); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeConfigsResponseDescribeConfigsSynonym(e0, v), 0))); }
+  if (v >= 1) { const x = (m.synonyms === undefined ? [] : m.synonyms); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeConfigsResponseDescribeConfigsSynonym(e0, v)))); }
   if (v >= 3) n += 1;
   if (v >= 3) { const x = (m.documentation === undefined ? "" : m.documentation); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -256,11 +256,11 @@ export function readDescribeConfigsResponseDescribeConfigsSynonym(r: Reader, v: 
 
 export function writeDescribeConfigsResponseDescribeConfigsSynonym(w: W.Writer, m: DescribeConfigsResponseDescribeConfigsSynonym, v: number): void {
   if (v >= 1) { const x = (m.name === undefined ? "" : m.name); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('DescribeConfigsResponseDescribeConfigsSynonym', 'name', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('DescribeConfigsResponseDescribeConfigsSynonym', 'name', v);
   if (v >= 1) { const x = (m.value === undefined ? "" : m.value); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.value, "")) throw RT.fieldNotInVersion('DescribeConfigsResponseDescribeConfigsSynonym', 'value', v);
+  else if (m.value !== undefined && !RT.isDefaultValue(m.value, "")) throw RT.fieldNotInVersion('DescribeConfigsResponseDescribeConfigsSynonym', 'value', v);
   if (v >= 1) { const x = (m.source === undefined ? 0 : m.source); w.int8(x); }
-  else if (!RT.isDefaultValue(m.source, 0)) throw RT.fieldNotInVersion('DescribeConfigsResponseDescribeConfigsSynonym', 'source', v);
+  else if (m.source !== undefined && !RT.isDefaultValue(m.source, 0)) throw RT.fieldNotInVersion('DescribeConfigsResponseDescribeConfigsSynonym', 'source', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

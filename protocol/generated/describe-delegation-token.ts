@@ -28,13 +28,13 @@ export function readDescribeDelegationTokenRequest(r: Reader, v: number): Descri
 }
 
 export function writeDescribeDelegationTokenRequest(w: W.Writer, m: DescribeDelegationTokenRequest, v: number): void {
-  { const x = m.owners; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeDelegationTokenRequestDescribeDelegationTokenOwner(w, e0, v); } }
+  { const x = m.owners; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeDelegationTokenRequestDescribeDelegationTokenOwner(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeDelegationTokenRequest(m: DescribeDelegationTokenRequest, v: number): number {
   let n = 0;
-  { const x = m.owners; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwner(e0, v), 0))); }
+  { const x = m.owners; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwner(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -99,7 +99,7 @@ export function readDescribeDelegationTokenResponse(r: Reader, v: number): Descr
 
 export function writeDescribeDelegationTokenResponse(w: W.Writer, m: DescribeDelegationTokenResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.tokens; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeDelegationTokenResponseDescribedDelegationToken(w, e0, v); } }
+  { const x = m.tokens; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeDelegationTokenResponseDescribedDelegationToken(w, e0, v); } }
   { const x = m.throttleTimeMs; w.int32(x); }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -107,7 +107,7 @@ export function writeDescribeDelegationTokenResponse(w: W.Writer, m: DescribeDel
 export function sizeDescribeDelegationTokenResponse(m: DescribeDelegationTokenResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.tokens; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeDelegationTokenResponseDescribedDelegationToken(e0, v), 0))); }
+  { const x = m.tokens; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeDelegationTokenResponseDescribedDelegationToken(e0, v)))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -153,15 +153,15 @@ export function writeDescribeDelegationTokenResponseDescribedDelegationToken(w: 
   { const x = m.principalType; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.principalName; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   if (v >= 3) { const x = (m.tokenRequesterPrincipalType === undefined ? "" : m.tokenRequesterPrincipalType); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.tokenRequesterPrincipalType, "")) throw RT.fieldNotInVersion('DescribeDelegationTokenResponseDescribedDelegationToken', 'tokenRequesterPrincipalType', v);
+  else if (m.tokenRequesterPrincipalType !== undefined && !RT.isDefaultValue(m.tokenRequesterPrincipalType, "")) throw RT.fieldNotInVersion('DescribeDelegationTokenResponseDescribedDelegationToken', 'tokenRequesterPrincipalType', v);
   if (v >= 3) { const x = (m.tokenRequesterPrincipalName === undefined ? "" : m.tokenRequesterPrincipalName); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.tokenRequesterPrincipalName, "")) throw RT.fieldNotInVersion('DescribeDelegationTokenResponseDescribedDelegationToken', 'tokenRequesterPrincipalName', v);
+  else if (m.tokenRequesterPrincipalName !== undefined && !RT.isDefaultValue(m.tokenRequesterPrincipalName, "")) throw RT.fieldNotInVersion('DescribeDelegationTokenResponseDescribedDelegationToken', 'tokenRequesterPrincipalName', v);
   { const x = m.issueTimestamp; w.int64(x); }
   { const x = m.expiryTimestamp; w.int64(x); }
   { const x = m.maxTimestamp; w.int64(x); }
   { const x = m.tokenId; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.hmac; if (v >= 2) { w.compactBytes(x); } else { w.bytes(x); } }
-  { const x = m.renewers; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeDelegationTokenResponseDescribedDelegationTokenRenewer(w, e0, v); } }
+  { const x = m.renewers; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeDelegationTokenResponseDescribedDelegationTokenRenewer(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -176,7 +176,7 @@ export function sizeDescribeDelegationTokenResponseDescribedDelegationToken(m: D
   n += 8;
   { const x = m.tokenId; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.hmac; n += (v >= 2 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
-  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenewer(e0, v), 0))); }
+  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenewer(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

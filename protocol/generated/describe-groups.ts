@@ -30,15 +30,15 @@ export function readDescribeGroupsRequest(r: Reader, v: number): DescribeGroupsR
 }
 
 export function writeDescribeGroupsRequest(w: W.Writer, m: DescribeGroupsRequest, v: number): void {
-  { const x = m.groups; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { if (v >= 5) { w.compactString(e0); } else { w.string(e0); } } }
+  { const x = m.groups; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; if (v >= 5) { w.compactString(e0); } else { w.string(e0); } } }
   if (v >= 3) { const x = (m.includeAuthorizedOperations === undefined ? false : m.includeAuthorizedOperations); w.bool(x); }
-  else if (!RT.isDefaultValue(m.includeAuthorizedOperations, false)) throw RT.fieldNotInVersion('DescribeGroupsRequest', 'includeAuthorizedOperations', v);
+  else if (m.includeAuthorizedOperations !== undefined && !RT.isDefaultValue(m.includeAuthorizedOperations, false)) throw RT.fieldNotInVersion('DescribeGroupsRequest', 'includeAuthorizedOperations', v);
   if (v >= 5) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeGroupsRequest(m: DescribeGroupsRequest, v: number): number {
   let n = 0;
-  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + (v >= 5 ? W.sizeCompactString(e0) : W.sizeString(e0)), 0))); }
+  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 5 ? W.sizeCompactString(e0) : W.sizeString(e0))))); }
   if (v >= 3) n += 1;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -68,14 +68,14 @@ export function readDescribeGroupsResponse(r: Reader, v: number): DescribeGroups
 
 export function writeDescribeGroupsResponse(w: W.Writer, m: DescribeGroupsResponse, v: number): void {
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  { const x = m.groups; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeGroupsResponseDescribedGroup(w, e0, v); } }
+  { const x = m.groups; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeGroupsResponseDescribedGroup(w, e0, v); } }
   if (v >= 5) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeGroupsResponse(m: DescribeGroupsResponse, v: number): number {
   let n = 0;
   if (v >= 1) n += 4;
-  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeGroupsResponseDescribedGroup(e0, v), 0))); }
+  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeGroupsResponseDescribedGroup(e0, v)))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -116,9 +116,9 @@ export function writeDescribeGroupsResponseDescribedGroup(w: W.Writer, m: Descri
   { const x = m.groupState; if (v >= 5) { w.compactString(x); } else { w.string(x); } }
   { const x = m.protocolType; if (v >= 5) { w.compactString(x); } else { w.string(x); } }
   { const x = m.protocolData; if (v >= 5) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.members; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeGroupsResponseDescribedGroupMember(w, e0, v); } }
+  { const x = m.members; if (v >= 5) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeGroupsResponseDescribedGroupMember(w, e0, v); } }
   if (v >= 3) { const x = (m.authorizedOperations === undefined ? -2147483648 : m.authorizedOperations); w.int32(x); }
-  else if (!RT.isDefaultValue(m.authorizedOperations, -2147483648)) throw RT.fieldNotInVersion('DescribeGroupsResponseDescribedGroup', 'authorizedOperations', v);
+  else if (m.authorizedOperations !== undefined && !RT.isDefaultValue(m.authorizedOperations, -2147483648)) throw RT.fieldNotInVersion('DescribeGroupsResponseDescribedGroup', 'authorizedOperations', v);
   if (v >= 5) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -129,7 +129,7 @@ export function sizeDescribeGroupsResponseDescribedGroup(m: DescribeGroupsRespon
   { const x = m.groupState; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolType; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolData; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.members; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeGroupsResponseDescribedGroupMember(e0, v), 0))); }
+  { const x = m.members; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeGroupsResponseDescribedGroupMember(e0, v)))); }
   if (v >= 3) n += 4;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

@@ -28,13 +28,13 @@ export function readDescribeLogDirsRequest(r: Reader, v: number): DescribeLogDir
 }
 
 export function writeDescribeLogDirsRequest(w: W.Writer, m: DescribeLogDirsRequest, v: number): void {
-  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeLogDirsRequestDescribableLogDirTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeLogDirsRequestDescribableLogDirTopic(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeLogDirsRequest(m: DescribeLogDirsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeLogDirsRequestDescribableLogDirTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeLogDirsRequestDescribableLogDirTopic(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -61,7 +61,7 @@ export function readDescribeLogDirsRequestDescribableLogDirTopic(r: Reader, v: n
 
 export function writeDescribeLogDirsRequestDescribableLogDirTopic(w: W.Writer, m: DescribeLogDirsRequestDescribableLogDirTopic, v: number): void {
   { const x = m.topic; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -100,7 +100,7 @@ export function readDescribeLogDirsResponse(r: Reader, v: number): DescribeLogDi
 export function writeDescribeLogDirsResponse(w: W.Writer, m: DescribeLogDirsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   if (v >= 3) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeLogDirsResponseDescribeLogDirsResult(w, e0, v); } }
+  { const x = m.results; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeLogDirsResponseDescribeLogDirsResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -108,7 +108,7 @@ export function sizeDescribeLogDirsResponse(m: DescribeLogDirsResponse, v: numbe
   let n = 0;
   n += 4;
   if (v >= 3) n += 2;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeLogDirsResponseDescribeLogDirsResult(e0, v), 0))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeLogDirsResponseDescribeLogDirsResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -142,7 +142,7 @@ export function readDescribeLogDirsResponseDescribeLogDirsResult(r: Reader, v: n
 export function writeDescribeLogDirsResponseDescribeLogDirsResult(w: W.Writer, m: DescribeLogDirsResponseDescribeLogDirsResult, v: number): void {
   { const x = m.errorCode; w.int16(x); }
   { const x = m.logDir; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeLogDirsResponseDescribeLogDirsTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeLogDirsResponseDescribeLogDirsTopic(w, e0, v); } }
   if (v >= 4) { const x = (m.totalBytes === undefined ? -1n : m.totalBytes); w.int64(x); }
   if (v >= 4) { const x = (m.usableBytes === undefined ? -1n : m.usableBytes); w.int64(x); }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -152,7 +152,7 @@ export function sizeDescribeLogDirsResponseDescribeLogDirsResult(m: DescribeLogD
   let n = 0;
   n += 2;
   { const x = m.logDir; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeLogDirsResponseDescribeLogDirsTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeLogDirsResponseDescribeLogDirsTopic(e0, v)))); }
   if (v >= 4) n += 8;
   if (v >= 4) n += 8;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -181,14 +181,14 @@ export function readDescribeLogDirsResponseDescribeLogDirsTopic(r: Reader, v: nu
 
 export function writeDescribeLogDirsResponseDescribeLogDirsTopic(w: W.Writer, m: DescribeLogDirsResponseDescribeLogDirsTopic, v: number): void {
   { const x = m.name; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeDescribeLogDirsResponseDescribeLogDirsPartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeLogDirsResponseDescribeLogDirsPartition(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeLogDirsResponseDescribeLogDirsTopic(m: DescribeLogDirsResponseDescribeLogDirsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeLogDirsResponseDescribeLogDirsPartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeLogDirsResponseDescribeLogDirsPartition(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

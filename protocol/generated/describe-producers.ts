@@ -28,13 +28,13 @@ export function readDescribeProducersRequest(r: Reader, v: number): DescribeProd
 }
 
 export function writeDescribeProducersRequest(w: W.Writer, m: DescribeProducersRequest, v: number): void {
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeProducersRequestTopicRequest(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeProducersRequestTopicRequest(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeProducersRequest(m: DescribeProducersRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeProducersRequestTopicRequest(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeProducersRequestTopicRequest(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -61,7 +61,7 @@ export function readDescribeProducersRequestTopicRequest(r: Reader, _v: number):
 
 export function writeDescribeProducersRequestTopicRequest(w: W.Writer, m: DescribeProducersRequestTopicRequest, _v: number): void {
   { const x = m.name; w.compactString(x); }
-  { const x = m.partitionIndexes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitionIndexes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -97,14 +97,14 @@ export function readDescribeProducersResponse(r: Reader, v: number): DescribePro
 
 export function writeDescribeProducersResponse(w: W.Writer, m: DescribeProducersResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeProducersResponseTopicResponse(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeProducersResponseTopicResponse(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeProducersResponse(m: DescribeProducersResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeProducersResponseTopicResponse(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeProducersResponseTopicResponse(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -131,14 +131,14 @@ export function readDescribeProducersResponseTopicResponse(r: Reader, v: number)
 
 export function writeDescribeProducersResponseTopicResponse(w: W.Writer, m: DescribeProducersResponseTopicResponse, v: number): void {
   { const x = m.name; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeProducersResponsePartitionResponse(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeProducersResponsePartitionResponse(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeProducersResponseTopicResponse(m: DescribeProducersResponseTopicResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeProducersResponsePartitionResponse(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeProducersResponsePartitionResponse(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -171,7 +171,7 @@ export function writeDescribeProducersResponsePartitionResponse(w: W.Writer, m: 
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
-  { const x = m.activeProducers; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeProducersResponseProducerState(w, e0, v); } }
+  { const x = m.activeProducers; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeProducersResponseProducerState(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -180,7 +180,7 @@ export function sizeDescribeProducersResponsePartitionResponse(m: DescribeProduc
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.activeProducers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeProducersResponseProducerState(e0, v), 0))); }
+  { const x = m.activeProducers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeProducersResponseProducerState(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -28,13 +28,13 @@ export function readDescribeQuorumRequest(r: Reader, v: number): DescribeQuorumR
 }
 
 export function writeDescribeQuorumRequest(w: W.Writer, m: DescribeQuorumRequest, v: number): void {
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeQuorumRequestTopicData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeQuorumRequestTopicData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeQuorumRequest(m: DescribeQuorumRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeQuorumRequestTopicData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumRequestTopicData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -61,14 +61,14 @@ export function readDescribeQuorumRequestTopicData(r: Reader, v: number): Descri
 
 export function writeDescribeQuorumRequestTopicData(w: W.Writer, m: DescribeQuorumRequestTopicData, v: number): void {
   { const x = m.topicName; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeQuorumRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeQuorumRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeQuorumRequestTopicData(m: DescribeQuorumRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeQuorumRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -132,9 +132,9 @@ export function readDescribeQuorumResponse(r: Reader, v: number): DescribeQuorum
 export function writeDescribeQuorumResponse(w: W.Writer, m: DescribeQuorumResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
   if (v >= 2) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); w.compactString(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeQuorumResponseTopicData(w, e0, v); } }
-  if (v >= 2) { const x = (m.nodes === undefined ? [] : m.nodes); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeQuorumResponseNode(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.nodes, [])) throw RT.fieldNotInVersion('DescribeQuorumResponse', 'nodes', v);
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeQuorumResponseTopicData(w, e0, v); } }
+  if (v >= 2) { const x = (m.nodes === undefined ? [] : m.nodes); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeQuorumResponseNode(w, e0, v); } }
+  else if (m.nodes !== undefined && !RT.isDefaultValue(m.nodes, [])) throw RT.fieldNotInVersion('DescribeQuorumResponse', 'nodes', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -142,8 +142,8 @@ export function sizeDescribeQuorumResponse(m: DescribeQuorumResponse, v: number)
   let n = 0;
   n += 2;
   if (v >= 2) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeQuorumResponseTopicData(e0, v), 0))); }
-  if (v >= 2) { const x = (m.nodes === undefined ? [] : m.nodes); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeQuorumResponseNode(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseTopicData(e0, v)))); }
+  if (v >= 2) { const x = (m.nodes === undefined ? [] : m.nodes); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseNode(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -170,14 +170,14 @@ export function readDescribeQuorumResponseTopicData(r: Reader, v: number): Descr
 
 export function writeDescribeQuorumResponseTopicData(w: W.Writer, m: DescribeQuorumResponseTopicData, v: number): void {
   { const x = m.topicName; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeQuorumResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeQuorumResponsePartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeQuorumResponseTopicData(m: DescribeQuorumResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeQuorumResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponsePartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -221,8 +221,8 @@ export function writeDescribeQuorumResponsePartitionData(w: W.Writer, m: Describ
   { const x = m.leaderId; w.int32(x); }
   { const x = m.leaderEpoch; w.int32(x); }
   { const x = m.highWatermark; w.int64(x); }
-  { const x = m.currentVoters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeQuorumResponseReplicaState(w, e0, v); } }
-  { const x = m.observers; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeQuorumResponseReplicaState(w, e0, v); } }
+  { const x = m.currentVoters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeQuorumResponseReplicaState(w, e0, v); } }
+  { const x = m.observers; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeQuorumResponseReplicaState(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -234,8 +234,8 @@ export function sizeDescribeQuorumResponsePartitionData(m: DescribeQuorumRespons
   n += 4;
   n += 4;
   n += 8;
-  { const x = m.currentVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeQuorumResponseReplicaState(e0, v), 0))); }
-  { const x = m.observers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeQuorumResponseReplicaState(e0, v), 0))); }
+  { const x = m.currentVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseReplicaState(e0, v)))); }
+  { const x = m.observers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseReplicaState(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -269,7 +269,7 @@ export function readDescribeQuorumResponseReplicaState(r: Reader, v: number): De
 export function writeDescribeQuorumResponseReplicaState(w: W.Writer, m: DescribeQuorumResponseReplicaState, v: number): void {
   { const x = m.replicaId; w.int32(x); }
   if (v >= 2) { const x = (m.replicaDirectoryId === undefined ? '00000000000000000000000000000000' : m.replicaDirectoryId); w.uuid(x); }
-  else if (!RT.isDefaultValue(m.replicaDirectoryId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('DescribeQuorumResponseReplicaState', 'replicaDirectoryId', v);
+  else if (m.replicaDirectoryId !== undefined && !RT.isDefaultValue(m.replicaDirectoryId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('DescribeQuorumResponseReplicaState', 'replicaDirectoryId', v);
   { const x = m.logEndOffset; w.int64(x); }
   if (v >= 1) { const x = (m.lastFetchTimestamp === undefined ? -1n : m.lastFetchTimestamp); w.int64(x); }
   if (v >= 1) { const x = (m.lastCaughtUpTimestamp === undefined ? -1n : m.lastCaughtUpTimestamp); w.int64(x); }
@@ -309,16 +309,16 @@ export function readDescribeQuorumResponseNode(r: Reader, v: number): DescribeQu
 
 export function writeDescribeQuorumResponseNode(w: W.Writer, m: DescribeQuorumResponseNode, v: number): void {
   if (v >= 2) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('DescribeQuorumResponseNode', 'nodeId', v);
-  if (v >= 2) { const x = (m.listeners === undefined ? [] : m.listeners); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeQuorumResponseListener(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.listeners, [])) throw RT.fieldNotInVersion('DescribeQuorumResponseNode', 'listeners', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('DescribeQuorumResponseNode', 'nodeId', v);
+  if (v >= 2) { const x = (m.listeners === undefined ? [] : m.listeners); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeQuorumResponseListener(w, e0, v); } }
+  else if (m.listeners !== undefined && !RT.isDefaultValue(m.listeners, [])) throw RT.fieldNotInVersion('DescribeQuorumResponseNode', 'listeners', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeQuorumResponseNode(m: DescribeQuorumResponseNode, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  if (v >= 2) { const x = (m.listeners === undefined ? [] : m.listeners); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeQuorumResponseListener(e0, v), 0))); }
+  if (v >= 2) { const x = (m.listeners === undefined ? [] : m.listeners); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseListener(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -347,11 +347,11 @@ export function readDescribeQuorumResponseListener(r: Reader, v: number): Descri
 
 export function writeDescribeQuorumResponseListener(w: W.Writer, m: DescribeQuorumResponseListener, v: number): void {
   if (v >= 2) { const x = (m.name === undefined ? "" : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('DescribeQuorumResponseListener', 'name', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('DescribeQuorumResponseListener', 'name', v);
   if (v >= 2) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('DescribeQuorumResponseListener', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('DescribeQuorumResponseListener', 'host', v);
   if (v >= 2) { const x = (m.port === undefined ? 0 : m.port); w.uint16(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('DescribeQuorumResponseListener', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('DescribeQuorumResponseListener', 'port', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -32,7 +32,7 @@ export function readDescribeTopicPartitionsRequest(r: Reader, v: number): Descri
 }
 
 export function writeDescribeTopicPartitionsRequest(w: W.Writer, m: DescribeTopicPartitionsRequest, v: number): void {
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeTopicPartitionsRequestTopicRequest(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeTopicPartitionsRequestTopicRequest(w, e0, v); } }
   { const x = m.responsePartitionLimit; w.int32(x); }
   { const x = m.cursor; if (x === null) w.int8(-1); else { w.int8(1); writeDescribeTopicPartitionsRequestCursor(w, x, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -40,7 +40,7 @@ export function writeDescribeTopicPartitionsRequest(w: W.Writer, m: DescribeTopi
 
 export function sizeDescribeTopicPartitionsRequest(m: DescribeTopicPartitionsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeTopicPartitionsRequestTopicRequest(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTopicPartitionsRequestTopicRequest(e0, v)))); }
   n += 4;
   { const x = m.cursor; n += (x === null ? 1 : 1 + sizeDescribeTopicPartitionsRequestCursor(x, v)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -137,7 +137,7 @@ export function readDescribeTopicPartitionsResponse(r: Reader, v: number): Descr
 
 export function writeDescribeTopicPartitionsResponse(w: W.Writer, m: DescribeTopicPartitionsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic(w, e0, v); } }
   { const x = m.nextCursor; if (x === null) w.int8(-1); else { w.int8(1); writeDescribeTopicPartitionsResponseCursor(w, x, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -145,7 +145,7 @@ export function writeDescribeTopicPartitionsResponse(w: W.Writer, m: DescribeTop
 export function sizeDescribeTopicPartitionsResponse(m: DescribeTopicPartitionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic(e0, v)))); }
   { const x = m.nextCursor; n += (x === null ? 1 : 1 + sizeDescribeTopicPartitionsResponseCursor(x, v)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -184,7 +184,7 @@ export function writeDescribeTopicPartitionsResponseDescribeTopicPartitionsRespo
   { const x = m.name; w.compactString(x); }
   { const x = m.topicId; w.uuid(x); }
   { const x = m.isInternal; w.bool(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition(w, e0, v); } }
   { const x = m.topicAuthorizedOperations; w.int32(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -195,7 +195,7 @@ export function sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsRespon
   { const x = m.name; n += W.sizeCompactString(x); }
   n += 16;
   n += 1;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition(e0, v)))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -240,11 +240,11 @@ export function writeDescribeTopicPartitionsResponseDescribeTopicPartitionsRespo
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.leaderId; w.int32(x); }
   { const x = m.leaderEpoch; w.int32(x); }
-  { const x = m.replicaNodes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  { const x = m.isrNodes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  { const x = m.eligibleLeaderReplicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  { const x = m.lastKnownElr; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  { const x = m.offlineReplicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.replicaNodes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  { const x = m.isrNodes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  { const x = m.eligibleLeaderReplicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  { const x = m.lastKnownElr; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  { const x = m.offlineReplicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

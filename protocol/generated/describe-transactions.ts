@@ -28,13 +28,13 @@ export function readDescribeTransactionsRequest(r: Reader, _v: number): Describe
 }
 
 export function writeDescribeTransactionsRequest(w: W.Writer, m: DescribeTransactionsRequest, _v: number): void {
-  { const x = m.transactionalIds; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.transactionalIds; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeTransactionsRequest(m: DescribeTransactionsRequest, _v: number): number {
   let n = 0;
-  { const x = m.transactionalIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.transactionalIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -63,14 +63,14 @@ export function readDescribeTransactionsResponse(r: Reader, v: number): Describe
 
 export function writeDescribeTransactionsResponse(w: W.Writer, m: DescribeTransactionsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.transactionStates; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeTransactionsResponseTransactionState(w, e0, v); } }
+  { const x = m.transactionStates; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeTransactionsResponseTransactionState(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeTransactionsResponse(m: DescribeTransactionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeTransactionsResponseTransactionState(e0, v), 0))); }
+  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTransactionsResponseTransactionState(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -115,7 +115,7 @@ export function writeDescribeTransactionsResponseTransactionState(w: W.Writer, m
   { const x = m.transactionStartTimeMs; w.int64(x); }
   { const x = m.producerId; w.int64(x); }
   { const x = m.producerEpoch; w.int16(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeTransactionsResponseTopicData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeTransactionsResponseTopicData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -128,7 +128,7 @@ export function sizeDescribeTransactionsResponseTransactionState(m: DescribeTran
   n += 8;
   n += 8;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeTransactionsResponseTopicData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTransactionsResponseTopicData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -155,7 +155,7 @@ export function readDescribeTransactionsResponseTopicData(r: Reader, _v: number)
 
 export function writeDescribeTransactionsResponseTopicData(w: W.Writer, m: DescribeTransactionsResponseTopicData, _v: number): void {
   { const x = m.topic; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

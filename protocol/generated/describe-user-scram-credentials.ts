@@ -28,13 +28,13 @@ export function readDescribeUserScramCredentialsRequest(r: Reader, v: number): D
 }
 
 export function writeDescribeUserScramCredentialsRequest(w: W.Writer, m: DescribeUserScramCredentialsRequest, v: number): void {
-  { const x = m.users; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeUserScramCredentialsRequestUserName(w, e0, v); } }
+  { const x = m.users; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeUserScramCredentialsRequestUserName(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeDescribeUserScramCredentialsRequest(m: DescribeUserScramCredentialsRequest, v: number): number {
   let n = 0;
-  { const x = m.users; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeUserScramCredentialsRequestUserName(e0, v), 0))); }
+  { const x = m.users; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeUserScramCredentialsRequestUserName(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -99,7 +99,7 @@ export function writeDescribeUserScramCredentialsResponse(w: W.Writer, m: Descri
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
-  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult(w, e0, v); } }
+  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -108,7 +108,7 @@ export function sizeDescribeUserScramCredentialsResponse(m: DescribeUserScramCre
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult(e0, v), 0))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -141,7 +141,7 @@ export function writeDescribeUserScramCredentialsResponseDescribeUserScramCreden
   { const x = m.user; w.compactString(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
-  { const x = m.credentialInfos; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeDescribeUserScramCredentialsResponseCredentialInfo(w, e0, v); } }
+  { const x = m.credentialInfos; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeDescribeUserScramCredentialsResponseCredentialInfo(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -150,7 +150,7 @@ export function sizeDescribeUserScramCredentialsResponseDescribeUserScramCredent
   { const x = m.user; n += W.sizeCompactString(x); }
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.credentialInfos; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeDescribeUserScramCredentialsResponseCredentialInfo(e0, v), 0))); }
+  { const x = m.credentialInfos; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeUserScramCredentialsResponseCredentialInfo(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -33,8 +33,8 @@ export function readElectLeadersRequest(r: Reader, v: number): ElectLeadersReque
 
 export function writeElectLeadersRequest(w: W.Writer, m: ElectLeadersRequest, v: number): void {
   if (v >= 1) { const x = (m.electionType === undefined ? 0 : m.electionType); w.int8(x); }
-  else if (!RT.isDefaultValue(m.electionType, 0)) throw RT.fieldNotInVersion('ElectLeadersRequest', 'electionType', v);
-  { const x = m.topicPartitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeElectLeadersRequestTopicPartitions(w, e0, v); } }
+  else if (m.electionType !== undefined && !RT.isDefaultValue(m.electionType, 0)) throw RT.fieldNotInVersion('ElectLeadersRequest', 'electionType', v);
+  { const x = m.topicPartitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeElectLeadersRequestTopicPartitions(w, e0, v); } }
   { const x = m.timeoutMs; w.int32(x); }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -42,7 +42,7 @@ export function writeElectLeadersRequest(w: W.Writer, m: ElectLeadersRequest, v:
 export function sizeElectLeadersRequest(m: ElectLeadersRequest, v: number): number {
   let n = 0;
   if (v >= 1) n += 1;
-  { const x = m.topicPartitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeElectLeadersRequestTopicPartitions(e0, v), 0))); }
+  { const x = m.topicPartitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeElectLeadersRequestTopicPartitions(e0, v)))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -70,7 +70,7 @@ export function readElectLeadersRequestTopicPartitions(r: Reader, v: number): El
 
 export function writeElectLeadersRequestTopicPartitions(w: W.Writer, m: ElectLeadersRequestTopicPartitions, v: number): void {
   { const x = m.topic; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -109,8 +109,8 @@ export function readElectLeadersResponse(r: Reader, v: number): ElectLeadersResp
 export function writeElectLeadersResponse(w: W.Writer, m: ElectLeadersResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   if (v >= 1) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  else if (!RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('ElectLeadersResponse', 'errorCode', v);
-  { const x = m.replicaElectionResults; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeElectLeadersResponseReplicaElectionResult(w, e0, v); } }
+  else if (m.errorCode !== undefined && !RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('ElectLeadersResponse', 'errorCode', v);
+  { const x = m.replicaElectionResults; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeElectLeadersResponseReplicaElectionResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -118,7 +118,7 @@ export function sizeElectLeadersResponse(m: ElectLeadersResponse, v: number): nu
   let n = 0;
   n += 4;
   if (v >= 1) n += 2;
-  { const x = m.replicaElectionResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeElectLeadersResponseReplicaElectionResult(e0, v), 0))); }
+  { const x = m.replicaElectionResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeElectLeadersResponseReplicaElectionResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -145,14 +145,14 @@ export function readElectLeadersResponseReplicaElectionResult(r: Reader, v: numb
 
 export function writeElectLeadersResponseReplicaElectionResult(w: W.Writer, m: ElectLeadersResponseReplicaElectionResult, v: number): void {
   { const x = m.topic; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitionResult; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeElectLeadersResponsePartitionResult(w, e0, v); } }
+  { const x = m.partitionResult; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeElectLeadersResponsePartitionResult(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeElectLeadersResponseReplicaElectionResult(m: ElectLeadersResponseReplicaElectionResult, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionResult; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeElectLeadersResponsePartitionResult(e0, v), 0))); }
+  { const x = m.partitionResult; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeElectLeadersResponsePartitionResult(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

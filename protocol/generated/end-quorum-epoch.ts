@@ -33,16 +33,16 @@ export function readEndQuorumEpochRequest(r: Reader, v: number): EndQuorumEpochR
 
 export function writeEndQuorumEpochRequest(w: W.Writer, m: EndQuorumEpochRequest, v: number): void {
   { const x = m.clusterId; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeEndQuorumEpochRequestTopicData(w, e0, v); } }
-  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeEndQuorumEpochRequestLeaderEndpoint(w, e0, v); } }
+  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochRequestTopicData(w, e0, v); } }
+  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochRequestLeaderEndpoint(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeEndQuorumEpochRequest(m: EndQuorumEpochRequest, v: number): number {
   let n = 0;
   { const x = m.clusterId; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochRequestTopicData(e0, v), 0))); }
-  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochRequestLeaderEndpoint(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochRequestTopicData(e0, v)))); }
+  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochRequestLeaderEndpoint(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -69,14 +69,14 @@ export function readEndQuorumEpochRequestTopicData(r: Reader, v: number): EndQuo
 
 export function writeEndQuorumEpochRequestTopicData(w: W.Writer, m: EndQuorumEpochRequestTopicData, v: number): void {
   { const x = m.topicName; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeEndQuorumEpochRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochRequestPartitionData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeEndQuorumEpochRequestTopicData(m: EndQuorumEpochRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochRequestPartitionData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -111,8 +111,8 @@ export function writeEndQuorumEpochRequestPartitionData(w: W.Writer, m: EndQuoru
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.leaderId; w.int32(x); }
   { const x = m.leaderEpoch; w.int32(x); }
-  if (v <= 0) { const x = (m.preferredSuccessors === undefined ? [] : m.preferredSuccessors); w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  if (v >= 1) { const x = (m.preferredCandidates === undefined ? [] : m.preferredCandidates); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeEndQuorumEpochRequestReplicaInfo(w, e0, v); } }
+  if (v <= 0) { const x = (m.preferredSuccessors === undefined ? [] : m.preferredSuccessors); w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  if (v >= 1) { const x = (m.preferredCandidates === undefined ? [] : m.preferredCandidates); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochRequestReplicaInfo(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -122,7 +122,7 @@ export function sizeEndQuorumEpochRequestPartitionData(m: EndQuorumEpochRequestP
   n += 4;
   n += 4;
   if (v <= 0) { const x = (m.preferredSuccessors === undefined ? [] : m.preferredSuccessors); n += (4 + (x === null ? 0 : x.length * 4)); }
-  if (v >= 1) { const x = (m.preferredCandidates === undefined ? [] : m.preferredCandidates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochRequestReplicaInfo(e0, v), 0))); }
+  if (v >= 1) { const x = (m.preferredCandidates === undefined ? [] : m.preferredCandidates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochRequestReplicaInfo(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -149,9 +149,9 @@ export function readEndQuorumEpochRequestReplicaInfo(r: Reader, v: number): EndQ
 
 export function writeEndQuorumEpochRequestReplicaInfo(w: W.Writer, m: EndQuorumEpochRequestReplicaInfo, v: number): void {
   if (v >= 1) { const x = (m.candidateId === undefined ? 0 : m.candidateId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.candidateId, 0)) throw RT.fieldNotInVersion('EndQuorumEpochRequestReplicaInfo', 'candidateId', v);
+  else if (m.candidateId !== undefined && !RT.isDefaultValue(m.candidateId, 0)) throw RT.fieldNotInVersion('EndQuorumEpochRequestReplicaInfo', 'candidateId', v);
   if (v >= 1) { const x = (m.candidateDirectoryId === undefined ? '00000000000000000000000000000000' : m.candidateDirectoryId); w.uuid(x); }
-  else if (!RT.isDefaultValue(m.candidateDirectoryId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('EndQuorumEpochRequestReplicaInfo', 'candidateDirectoryId', v);
+  else if (m.candidateDirectoryId !== undefined && !RT.isDefaultValue(m.candidateDirectoryId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('EndQuorumEpochRequestReplicaInfo', 'candidateDirectoryId', v);
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -187,11 +187,11 @@ export function readEndQuorumEpochRequestLeaderEndpoint(r: Reader, v: number): E
 
 export function writeEndQuorumEpochRequestLeaderEndpoint(w: W.Writer, m: EndQuorumEpochRequestLeaderEndpoint, v: number): void {
   if (v >= 1) { const x = (m.name === undefined ? "" : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('EndQuorumEpochRequestLeaderEndpoint', 'name', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('EndQuorumEpochRequestLeaderEndpoint', 'name', v);
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('EndQuorumEpochRequestLeaderEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('EndQuorumEpochRequestLeaderEndpoint', 'host', v);
   if (v >= 1) { const x = (m.port === undefined ? 0 : m.port); w.uint16(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('EndQuorumEpochRequestLeaderEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('EndQuorumEpochRequestLeaderEndpoint', 'port', v);
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -220,7 +220,7 @@ export function defaultEndQuorumEpochResponse(): EndQuorumEpochResponse {
 export function readEndQuorumEpochResponse(r: Reader, v: number): EndQuorumEpochResponse {
   const f_errorCode: number = r.int16();
   const f_topics: EndQuorumEpochResponseTopicData[] = RT.readArrayNonNull(r, v >= 1, (ir: Reader) => readEndQuorumEpochResponseTopicData(ir, v));
-  let f_nodeEndpoints: EndQuorumEpochResponseNodeEndpoint[] = ((v >= 1) && (!(v >= 1)) ? RT.readArrayNonNull(r, true, (ir: Reader) => readEndQuorumEpochResponseNodeEndpoint(ir, v)) : []);
+  let f_nodeEndpoints: EndQuorumEpochResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
   if (v >= 1) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -236,23 +236,21 @@ export function readEndQuorumEpochResponse(r: Reader, v: number): EndQuorumEpoch
 function taggedEndQuorumEpochResponse(m: EndQuorumEpochResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeEndQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
 export function writeEndQuorumEpochResponse(w: W.Writer, m: EndQuorumEpochResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeEndQuorumEpochResponseTopicData(w, e0, v); } }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeEndQuorumEpochResponseNodeEndpoint(w, e0, v); } }
-  else if (!(v >= 1)) if (!RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('EndQuorumEpochResponse', 'nodeEndpoints', v);
+  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochResponseTopicData(w, e0, v); } }
+  if (!(v >= 1)) if (m.nodeEndpoints !== undefined && !RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('EndQuorumEpochResponse', 'nodeEndpoints', v);
   if (v >= 1) w.taggedFields(taggedEndQuorumEpochResponse(m, v));
 }
 
 export function sizeEndQuorumEpochResponse(m: EndQuorumEpochResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochResponseTopicData(e0, v), 0))); }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochResponseNodeEndpoint(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochResponseTopicData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(taggedEndQuorumEpochResponse(m, v));
   return n;
 }
@@ -279,14 +277,14 @@ export function readEndQuorumEpochResponseTopicData(r: Reader, v: number): EndQu
 
 export function writeEndQuorumEpochResponseTopicData(w: W.Writer, m: EndQuorumEpochResponseTopicData, v: number): void {
   { const x = m.topicName; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeEndQuorumEpochResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochResponsePartitionData(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeEndQuorumEpochResponseTopicData(m: EndQuorumEpochResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeEndQuorumEpochResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochResponsePartitionData(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -357,11 +355,11 @@ export function readEndQuorumEpochResponseNodeEndpoint(r: Reader, v: number): En
 
 export function writeEndQuorumEpochResponseNodeEndpoint(w: W.Writer, m: EndQuorumEpochResponseNodeEndpoint, v: number): void {
   if (v >= 1) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('EndQuorumEpochResponseNodeEndpoint', 'nodeId', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('EndQuorumEpochResponseNodeEndpoint', 'nodeId', v);
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('EndQuorumEpochResponseNodeEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('EndQuorumEpochResponseNodeEndpoint', 'host', v);
   if (v >= 1) { const x = (m.port === undefined ? 0 : m.port); w.uint16(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('EndQuorumEpochResponseNodeEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('EndQuorumEpochResponseNodeEndpoint', 'port', v);
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

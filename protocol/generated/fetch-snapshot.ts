@@ -48,7 +48,7 @@ function taggedFetchSnapshotRequest(m: FetchSnapshotRequest, _v: number): Tagged
 export function writeFetchSnapshotRequest(w: W.Writer, m: FetchSnapshotRequest, v: number): void {
   { const x = m.replicaId; w.int32(x); }
   { const x = m.maxBytes; w.int32(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchSnapshotRequestTopicSnapshot(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotRequestTopicSnapshot(w, e0, v); } }
   if (true) w.taggedFields(taggedFetchSnapshotRequest(m, v));
 }
 
@@ -56,7 +56,7 @@ export function sizeFetchSnapshotRequest(m: FetchSnapshotRequest, v: number): nu
   let n = 0;
   n += 4;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchSnapshotRequestTopicSnapshot(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotRequestTopicSnapshot(e0, v)))); }
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotRequest(m, v));
   return n;
 }
@@ -83,14 +83,14 @@ export function readFetchSnapshotRequestTopicSnapshot(r: Reader, v: number): Fet
 
 export function writeFetchSnapshotRequestTopicSnapshot(w: W.Writer, m: FetchSnapshotRequestTopicSnapshot, v: number): void {
   { const x = m.name; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchSnapshotRequestPartitionSnapshot(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotRequestPartitionSnapshot(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeFetchSnapshotRequestTopicSnapshot(m: FetchSnapshotRequestTopicSnapshot, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchSnapshotRequestPartitionSnapshot(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotRequestPartitionSnapshot(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -113,7 +113,7 @@ export function readFetchSnapshotRequestPartitionSnapshot(r: Reader, v: number):
   const f_currentLeaderEpoch: number = r.int32();
   const f_snapshotId: FetchSnapshotRequestSnapshotId = readFetchSnapshotRequestSnapshotId(r, v);
   const f_position: bigint = r.int64();
-  let f_replicaDirectoryId: string = ((v >= 1) && (!(v >= 1)) ? r.uuid() : '00000000000000000000000000000000');
+  let f_replicaDirectoryId: string = '00000000000000000000000000000000';
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -138,7 +138,6 @@ export function writeFetchSnapshotRequestPartitionSnapshot(w: W.Writer, m: Fetch
   { const x = m.currentLeaderEpoch; w.int32(x); }
   { const x = m.snapshotId; writeFetchSnapshotRequestSnapshotId(w, x, v); }
   { const x = m.position; w.int64(x); }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.replicaDirectoryId === undefined ? '00000000000000000000000000000000' : m.replicaDirectoryId); w.uuid(x); }
   if (true) w.taggedFields(taggedFetchSnapshotRequestPartitionSnapshot(m, v));
 }
 
@@ -148,7 +147,6 @@ export function sizeFetchSnapshotRequestPartitionSnapshot(m: FetchSnapshotReques
   n += 4;
   { const x = m.snapshotId; n += sizeFetchSnapshotRequestSnapshotId(x, v); }
   n += 8;
-  if ((v >= 1) && (!(v >= 1))) n += 16;
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotRequestPartitionSnapshot(m, v));
   return n;
 }
@@ -205,7 +203,7 @@ export function readFetchSnapshotResponse(r: Reader, v: number): FetchSnapshotRe
   const f_throttleTimeMs: number = r.int32();
   const f_errorCode: number = r.int16();
   const f_topics: FetchSnapshotResponseTopicSnapshot[] = RT.readArrayNonNull(r, true, (ir: Reader) => readFetchSnapshotResponseTopicSnapshot(ir, v));
-  let f_nodeEndpoints: FetchSnapshotResponseNodeEndpoint[] = ((v >= 1) && (!(v >= 1)) ? RT.readArrayNonNull(r, true, (ir: Reader) => readFetchSnapshotResponseNodeEndpoint(ir, v)) : []);
+  let f_nodeEndpoints: FetchSnapshotResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -221,16 +219,15 @@ export function readFetchSnapshotResponse(r: Reader, v: number): FetchSnapshotRe
 function taggedFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchSnapshotResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchSnapshotResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
 export function writeFetchSnapshotResponse(w: W.Writer, m: FetchSnapshotResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchSnapshotResponseTopicSnapshot(w, e0, v); } }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchSnapshotResponseNodeEndpoint(w, e0, v); } }
-  else if (!(v >= 1)) if (!RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('FetchSnapshotResponse', 'nodeEndpoints', v);
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponseTopicSnapshot(w, e0, v); } }
+  if (!(v >= 1)) if (m.nodeEndpoints !== undefined && !RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('FetchSnapshotResponse', 'nodeEndpoints', v);
   if (true) w.taggedFields(taggedFetchSnapshotResponse(m, v));
 }
 
@@ -238,8 +235,7 @@ export function sizeFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): 
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchSnapshotResponseTopicSnapshot(e0, v), 0))); }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchSnapshotResponseNodeEndpoint(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotResponseTopicSnapshot(e0, v)))); }
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotResponse(m, v));
   return n;
 }
@@ -266,14 +262,14 @@ export function readFetchSnapshotResponseTopicSnapshot(r: Reader, v: number): Fe
 
 export function writeFetchSnapshotResponseTopicSnapshot(w: W.Writer, m: FetchSnapshotResponseTopicSnapshot, v: number): void {
   { const x = m.name; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchSnapshotResponsePartitionSnapshot(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponsePartitionSnapshot(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeFetchSnapshotResponseTopicSnapshot(m: FetchSnapshotResponseTopicSnapshot, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchSnapshotResponsePartitionSnapshot(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotResponsePartitionSnapshot(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -434,11 +430,11 @@ export function readFetchSnapshotResponseNodeEndpoint(r: Reader, v: number): Fet
 
 export function writeFetchSnapshotResponseNodeEndpoint(w: W.Writer, m: FetchSnapshotResponseNodeEndpoint, v: number): void {
   if (v >= 1) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('FetchSnapshotResponseNodeEndpoint', 'nodeId', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('FetchSnapshotResponseNodeEndpoint', 'nodeId', v);
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('FetchSnapshotResponseNodeEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('FetchSnapshotResponseNodeEndpoint', 'host', v);
   if (v >= 1) { const x = (m.port === undefined ? 0 : m.port); w.uint16(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('FetchSnapshotResponseNodeEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('FetchSnapshotResponseNodeEndpoint', 'port', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -30,9 +30,9 @@ export function defaultFetchRequest(): FetchRequest {
 }
 
 export function readFetchRequest(r: Reader, v: number): FetchRequest {
-  let f_clusterId: string | null = ((v >= 12) && (!(v >= 12)) ? r.compactNullableString() : null);
+  let f_clusterId: string | null = null;
   const f_replicaId: number = (v <= 14 ? r.int32() : -1);
-  let f_replicaState: FetchRequestReplicaState = ((v >= 15) && (!(v >= 15)) ? readFetchRequestReplicaState(r, v) : defaultFetchRequestReplicaState());
+  let f_replicaState: FetchRequestReplicaState = defaultFetchRequestReplicaState();
   const f_maxWaitMs: number = r.int32();
   const f_minBytes: number = r.int32();
   const f_maxBytes: number = (v >= 3 ? r.int32() : 2147483647);
@@ -65,37 +65,33 @@ function taggedFetchRequest(m: FetchRequest, v: number): TaggedField[] | undefin
 }
 
 export function writeFetchRequest(w: W.Writer, m: FetchRequest, v: number): void {
-  if ((v >= 12) && (!(v >= 12))) { const x = (m.clusterId === undefined ? null : m.clusterId); w.compactString(x); }
   if (v <= 14) { const x = (m.replicaId === undefined ? -1 : m.replicaId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.replicaId, -1)) throw RT.fieldNotInVersion('FetchRequest', 'replicaId', v);
-  if ((v >= 15) && (!(v >= 15))) { const x = (m.replicaState === undefined ? defaultFetchRequestReplicaState() : m.replicaState); writeFetchRequestReplicaState(w, x, v); }
-  else if (!(v >= 15)) if (!RT.isDefaultValue(m.replicaState, defaultFetchRequestReplicaState())) throw RT.fieldNotInVersion('FetchRequest', 'replicaState', v);
+  else if (m.replicaId !== undefined && !RT.isDefaultValue(m.replicaId, -1)) throw RT.fieldNotInVersion('FetchRequest', 'replicaId', v);
+  if (!(v >= 15)) if (m.replicaState !== undefined && !RT.isDefaultValue(m.replicaState, defaultFetchRequestReplicaState())) throw RT.fieldNotInVersion('FetchRequest', 'replicaState', v);
   { const x = m.maxWaitMs; w.int32(x); }
   { const x = m.minBytes; w.int32(x); }
   if (v >= 3) { const x = (m.maxBytes === undefined ? 2147483647 : m.maxBytes); w.int32(x); }
   if (v >= 4) { const x = (m.isolationLevel === undefined ? 0 : m.isolationLevel); w.int8(x); }
   if (v >= 7) { const x = (m.sessionId === undefined ? 0 : m.sessionId); w.int32(x); }
   if (v >= 7) { const x = (m.sessionEpoch === undefined ? -1 : m.sessionEpoch); w.int32(x); }
-  { const x = m.topics; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeFetchRequestFetchTopic(w, e0, v); } }
-  if (v >= 7) { const x = (m.forgottenTopicsData === undefined ? [] : m.forgottenTopicsData); if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeFetchRequestForgottenTopic(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.forgottenTopicsData, [])) throw RT.fieldNotInVersion('FetchRequest', 'forgottenTopicsData', v);
+  { const x = m.topics; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchRequestFetchTopic(w, e0, v); } }
+  if (v >= 7) { const x = (m.forgottenTopicsData === undefined ? [] : m.forgottenTopicsData); if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchRequestForgottenTopic(w, e0, v); } }
+  else if (m.forgottenTopicsData !== undefined && !RT.isDefaultValue(m.forgottenTopicsData, [])) throw RT.fieldNotInVersion('FetchRequest', 'forgottenTopicsData', v);
   if (v >= 11) { const x = (m.rackId === undefined ? "" : m.rackId); if (v >= 12) { w.compactString(x); } else { w.string(x); } }
   if (v >= 12) w.taggedFields(taggedFetchRequest(m, v));
 }
 
 export function sizeFetchRequest(m: FetchRequest, v: number): number {
   let n = 0;
-  if ((v >= 12) && (!(v >= 12))) { const x = (m.clusterId === undefined ? null : m.clusterId); n += W.sizeCompactString(x); }
   if (v <= 14) n += 4;
-  if ((v >= 15) && (!(v >= 15))) { const x = (m.replicaState === undefined ? defaultFetchRequestReplicaState() : m.replicaState); n += sizeFetchRequestReplicaState(x, v); }
   n += 4;
   n += 4;
   if (v >= 3) n += 4;
   if (v >= 4) n += 1;
   if (v >= 7) n += 4;
   if (v >= 7) n += 4;
-  { const x = m.topics; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchRequestFetchTopic(e0, v), 0))); }
-  if (v >= 7) { const x = (m.forgottenTopicsData === undefined ? [] : m.forgottenTopicsData); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchRequestForgottenTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchRequestFetchTopic(e0, v)))); }
+  if (v >= 7) { const x = (m.forgottenTopicsData === undefined ? [] : m.forgottenTopicsData); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchRequestForgottenTopic(e0, v)))); }
   if (v >= 11) { const x = (m.rackId === undefined ? "" : m.rackId); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchRequest(m, v));
   return n;
@@ -123,9 +119,9 @@ export function readFetchRequestReplicaState(r: Reader, v: number): FetchRequest
 
 export function writeFetchRequestReplicaState(w: W.Writer, m: FetchRequestReplicaState, v: number): void {
   if (v >= 15) { const x = (m.replicaId === undefined ? -1 : m.replicaId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.replicaId, -1)) throw RT.fieldNotInVersion('FetchRequestReplicaState', 'replicaId', v);
+  else if (m.replicaId !== undefined && !RT.isDefaultValue(m.replicaId, -1)) throw RT.fieldNotInVersion('FetchRequestReplicaState', 'replicaId', v);
   if (v >= 15) { const x = (m.replicaEpoch === undefined ? -1n : m.replicaEpoch); w.int64(x); }
-  else if (!RT.isDefaultValue(m.replicaEpoch, -1n)) throw RT.fieldNotInVersion('FetchRequestReplicaState', 'replicaEpoch', v);
+  else if (m.replicaEpoch !== undefined && !RT.isDefaultValue(m.replicaEpoch, -1n)) throw RT.fieldNotInVersion('FetchRequestReplicaState', 'replicaEpoch', v);
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -162,7 +158,7 @@ export function readFetchRequestFetchTopic(r: Reader, v: number): FetchRequestFe
 export function writeFetchRequestFetchTopic(w: W.Writer, m: FetchRequestFetchTopic, v: number): void {
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); if (v >= 12) { w.compactString(x); } else { w.string(x); } }
   if (v >= 13) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  { const x = m.partitions; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeFetchRequestFetchPartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchRequestFetchPartition(w, e0, v); } }
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -170,7 +166,7 @@ export function sizeFetchRequestFetchTopic(m: FetchRequestFetchTopic, v: number)
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;
-  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchRequestFetchPartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchRequestFetchPartition(e0, v)))); }
   if (v >= 12) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -197,7 +193,7 @@ export function readFetchRequestFetchPartition(r: Reader, v: number): FetchReque
   const f_lastFetchedEpoch: number = (v >= 12 ? r.int32() : -1);
   const f_logStartOffset: bigint = (v >= 5 ? r.int64() : -1n);
   const f_partitionMaxBytes: number = r.int32();
-  let f_replicaDirectoryId: string = ((v >= 17) && (!(v >= 17)) ? r.uuid() : '00000000000000000000000000000000');
+  let f_replicaDirectoryId: string = '00000000000000000000000000000000';
   let u: TaggedField[] | undefined;
   if (v >= 12) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -222,10 +218,9 @@ export function writeFetchRequestFetchPartition(w: W.Writer, m: FetchRequestFetc
   if (v >= 9) { const x = (m.currentLeaderEpoch === undefined ? -1 : m.currentLeaderEpoch); w.int32(x); }
   { const x = m.fetchOffset; w.int64(x); }
   if (v >= 12) { const x = (m.lastFetchedEpoch === undefined ? -1 : m.lastFetchedEpoch); w.int32(x); }
-  else if (!RT.isDefaultValue(m.lastFetchedEpoch, -1)) throw RT.fieldNotInVersion('FetchRequestFetchPartition', 'lastFetchedEpoch', v);
+  else if (m.lastFetchedEpoch !== undefined && !RT.isDefaultValue(m.lastFetchedEpoch, -1)) throw RT.fieldNotInVersion('FetchRequestFetchPartition', 'lastFetchedEpoch', v);
   if (v >= 5) { const x = (m.logStartOffset === undefined ? -1n : m.logStartOffset); w.int64(x); }
   { const x = m.partitionMaxBytes; w.int32(x); }
-  if ((v >= 17) && (!(v >= 17))) { const x = (m.replicaDirectoryId === undefined ? '00000000000000000000000000000000' : m.replicaDirectoryId); w.uuid(x); }
   if (v >= 12) w.taggedFields(taggedFetchRequestFetchPartition(m, v));
 }
 
@@ -237,7 +232,6 @@ export function sizeFetchRequestFetchPartition(m: FetchRequestFetchPartition, v:
   if (v >= 12) n += 4;
   if (v >= 5) n += 8;
   n += 4;
-  if ((v >= 17) && (!(v >= 17))) n += 16;
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchRequestFetchPartition(m, v));
   return n;
 }
@@ -267,8 +261,8 @@ export function readFetchRequestForgottenTopic(r: Reader, v: number): FetchReque
 export function writeFetchRequestForgottenTopic(w: W.Writer, m: FetchRequestForgottenTopic, v: number): void {
   if (v >= 7 && v <= 12) { const x = (m.topic === undefined ? "" : m.topic); if (v >= 12) { w.compactString(x); } else { w.string(x); } }
   if (v >= 13) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  if (v >= 7) { const x = (m.partitions === undefined ? [] : m.partitions); if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  else if (!RT.isDefaultValue(m.partitions, [])) throw RT.fieldNotInVersion('FetchRequestForgottenTopic', 'partitions', v);
+  if (v >= 7) { const x = (m.partitions === undefined ? [] : m.partitions); if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  else if (m.partitions !== undefined && !RT.isDefaultValue(m.partitions, [])) throw RT.fieldNotInVersion('FetchRequestForgottenTopic', 'partitions', v);
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -301,7 +295,7 @@ export function readFetchResponse(r: Reader, v: number): FetchResponse {
   const f_errorCode: number = (v >= 7 ? r.int16() : 0);
   const f_sessionId: number = (v >= 7 ? r.int32() : 0);
   const f_responses: FetchResponseFetchableTopicResponse[] = RT.readArrayNonNull(r, v >= 12, (ir: Reader) => readFetchResponseFetchableTopicResponse(ir, v));
-  let f_nodeEndpoints: FetchResponseNodeEndpoint[] = ((v >= 16) && (!(v >= 16)) ? RT.readArrayNonNull(r, true, (ir: Reader) => readFetchResponseNodeEndpoint(ir, v)) : []);
+  let f_nodeEndpoints: FetchResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
   if (v >= 12) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -317,7 +311,7 @@ export function readFetchResponse(r: Reader, v: number): FetchResponse {
 function taggedFetchResponse(m: FetchResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
   if (v >= 16 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -325,10 +319,9 @@ export function writeFetchResponse(w: W.Writer, m: FetchResponse, v: number): vo
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
   if (v >= 7) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
   if (v >= 7) { const x = (m.sessionId === undefined ? 0 : m.sessionId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.sessionId, 0)) throw RT.fieldNotInVersion('FetchResponse', 'sessionId', v);
-  { const x = m.responses; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeFetchResponseFetchableTopicResponse(w, e0, v); } }
-  if ((v >= 16) && (!(v >= 16))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFetchResponseNodeEndpoint(w, e0, v); } }
-  else if (!(v >= 16)) if (!RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('FetchResponse', 'nodeEndpoints', v);
+  else if (m.sessionId !== undefined && !RT.isDefaultValue(m.sessionId, 0)) throw RT.fieldNotInVersion('FetchResponse', 'sessionId', v);
+  { const x = m.responses; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponseFetchableTopicResponse(w, e0, v); } }
+  if (!(v >= 16)) if (m.nodeEndpoints !== undefined && !RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('FetchResponse', 'nodeEndpoints', v);
   if (v >= 12) w.taggedFields(taggedFetchResponse(m, v));
 }
 
@@ -337,8 +330,7 @@ export function sizeFetchResponse(m: FetchResponse, v: number): number {
   if (v >= 1) n += 4;
   if (v >= 7) n += 2;
   if (v >= 7) n += 4;
-  { const x = m.responses; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchResponseFetchableTopicResponse(e0, v), 0))); }
-  if ((v >= 16) && (!(v >= 16))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchResponseNodeEndpoint(e0, v), 0))); }
+  { const x = m.responses; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchResponseFetchableTopicResponse(e0, v)))); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchResponse(m, v));
   return n;
 }
@@ -368,7 +360,7 @@ export function readFetchResponseFetchableTopicResponse(r: Reader, v: number): F
 export function writeFetchResponseFetchableTopicResponse(w: W.Writer, m: FetchResponseFetchableTopicResponse, v: number): void {
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); if (v >= 12) { w.compactString(x); } else { w.string(x); } }
   if (v >= 13) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  { const x = m.partitions; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeFetchResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponsePartitionData(w, e0, v); } }
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -376,7 +368,7 @@ export function sizeFetchResponseFetchableTopicResponse(m: FetchResponseFetchabl
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;
-  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchResponsePartitionData(e0, v)))); }
   if (v >= 12) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -406,9 +398,9 @@ export function readFetchResponsePartitionData(r: Reader, v: number): FetchRespo
   const f_highWatermark: bigint = r.int64();
   const f_lastStableOffset: bigint = (v >= 4 ? r.int64() : -1n);
   const f_logStartOffset: bigint = (v >= 5 ? r.int64() : -1n);
-  let f_divergingEpoch: FetchResponseEpochEndOffset = ((v >= 12) && (!(v >= 12)) ? readFetchResponseEpochEndOffset(r, v) : defaultFetchResponseEpochEndOffset());
-  let f_currentLeader: FetchResponseLeaderIdAndEpoch = ((v >= 12) && (!(v >= 12)) ? readFetchResponseLeaderIdAndEpoch(r, v) : defaultFetchResponseLeaderIdAndEpoch());
-  let f_snapshotId: FetchResponseSnapshotId = ((v >= 12) && (!(v >= 12)) ? readFetchResponseSnapshotId(r, v) : defaultFetchResponseSnapshotId());
+  let f_divergingEpoch: FetchResponseEpochEndOffset = defaultFetchResponseEpochEndOffset();
+  let f_currentLeader: FetchResponseLeaderIdAndEpoch = defaultFetchResponseLeaderIdAndEpoch();
+  let f_snapshotId: FetchResponseSnapshotId = defaultFetchResponseSnapshotId();
   const f_abortedTransactions: FetchResponseAbortedTransaction[] | null = (v >= 4 ? RT.readArray(r, v >= 12, true, (ir: Reader) => readFetchResponseAbortedTransaction(ir, v)) : []);
   const f_preferredReadReplica: number = (v >= 11 ? r.int32() : -1);
   const f_records: Buffer | null = (v >= 12 ? r.compactNullableBytes() : r.nullableBytes());
@@ -443,15 +435,12 @@ export function writeFetchResponsePartitionData(w: W.Writer, m: FetchResponsePar
   { const x = m.highWatermark; w.int64(x); }
   if (v >= 4) { const x = (m.lastStableOffset === undefined ? -1n : m.lastStableOffset); w.int64(x); }
   if (v >= 5) { const x = (m.logStartOffset === undefined ? -1n : m.logStartOffset); w.int64(x); }
-  if ((v >= 12) && (!(v >= 12))) { const x = (m.divergingEpoch === undefined ? defaultFetchResponseEpochEndOffset() : m.divergingEpoch); writeFetchResponseEpochEndOffset(w, x, v); }
-  else if (!(v >= 12)) if (!RT.isDefaultValue(m.divergingEpoch, defaultFetchResponseEpochEndOffset())) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'divergingEpoch', v);
-  if ((v >= 12) && (!(v >= 12))) { const x = (m.currentLeader === undefined ? defaultFetchResponseLeaderIdAndEpoch() : m.currentLeader); writeFetchResponseLeaderIdAndEpoch(w, x, v); }
-  else if (!(v >= 12)) if (!RT.isDefaultValue(m.currentLeader, defaultFetchResponseLeaderIdAndEpoch())) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'currentLeader', v);
-  if ((v >= 12) && (!(v >= 12))) { const x = (m.snapshotId === undefined ? defaultFetchResponseSnapshotId() : m.snapshotId); writeFetchResponseSnapshotId(w, x, v); }
-  else if (!(v >= 12)) if (!RT.isDefaultValue(m.snapshotId, defaultFetchResponseSnapshotId())) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'snapshotId', v);
-  if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeFetchResponseAbortedTransaction(w, e0, v); } }
+  if (!(v >= 12)) if (m.divergingEpoch !== undefined && !RT.isDefaultValue(m.divergingEpoch, defaultFetchResponseEpochEndOffset())) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'divergingEpoch', v);
+  if (!(v >= 12)) if (m.currentLeader !== undefined && !RT.isDefaultValue(m.currentLeader, defaultFetchResponseLeaderIdAndEpoch())) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'currentLeader', v);
+  if (!(v >= 12)) if (m.snapshotId !== undefined && !RT.isDefaultValue(m.snapshotId, defaultFetchResponseSnapshotId())) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'snapshotId', v);
+  if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponseAbortedTransaction(w, e0, v); } }
   if (v >= 11) { const x = (m.preferredReadReplica === undefined ? -1 : m.preferredReadReplica); w.int32(x); }
-  else if (!RT.isDefaultValue(m.preferredReadReplica, -1)) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'preferredReadReplica', v);
+  else if (m.preferredReadReplica !== undefined && !RT.isDefaultValue(m.preferredReadReplica, -1)) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'preferredReadReplica', v);
   { const x = m.records; if (v >= 12) { w.compactBytes(x); } else { w.bytes(x); } }
   if (v >= 12) w.taggedFields(taggedFetchResponsePartitionData(m, v));
 }
@@ -463,10 +452,7 @@ export function sizeFetchResponsePartitionData(m: FetchResponsePartitionData, v:
   n += 8;
   if (v >= 4) n += 8;
   if (v >= 5) n += 8;
-  if ((v >= 12) && (!(v >= 12))) { const x = (m.divergingEpoch === undefined ? defaultFetchResponseEpochEndOffset() : m.divergingEpoch); n += sizeFetchResponseEpochEndOffset(x, v); }
-  if ((v >= 12) && (!(v >= 12))) { const x = (m.currentLeader === undefined ? defaultFetchResponseLeaderIdAndEpoch() : m.currentLeader); n += sizeFetchResponseLeaderIdAndEpoch(x, v); }
-  if ((v >= 12) && (!(v >= 12))) { const x = (m.snapshotId === undefined ? defaultFetchResponseSnapshotId() : m.snapshotId); n += sizeFetchResponseSnapshotId(x, v); }
-  if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFetchResponseAbortedTransaction(e0, v), 0))); }
+  if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchResponseAbortedTransaction(e0, v)))); }
   if (v >= 11) n += 4;
   { const x = m.records; n += (v >= 12 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchResponsePartitionData(m, v));
@@ -495,9 +481,9 @@ export function readFetchResponseEpochEndOffset(r: Reader, v: number): FetchResp
 
 export function writeFetchResponseEpochEndOffset(w: W.Writer, m: FetchResponseEpochEndOffset, v: number): void {
   if (v >= 12) { const x = (m.epoch === undefined ? -1 : m.epoch); w.int32(x); }
-  else if (!RT.isDefaultValue(m.epoch, -1)) throw RT.fieldNotInVersion('FetchResponseEpochEndOffset', 'epoch', v);
+  else if (m.epoch !== undefined && !RT.isDefaultValue(m.epoch, -1)) throw RT.fieldNotInVersion('FetchResponseEpochEndOffset', 'epoch', v);
   if (v >= 12) { const x = (m.endOffset === undefined ? -1n : m.endOffset); w.int64(x); }
-  else if (!RT.isDefaultValue(m.endOffset, -1n)) throw RT.fieldNotInVersion('FetchResponseEpochEndOffset', 'endOffset', v);
+  else if (m.endOffset !== undefined && !RT.isDefaultValue(m.endOffset, -1n)) throw RT.fieldNotInVersion('FetchResponseEpochEndOffset', 'endOffset', v);
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -531,9 +517,9 @@ export function readFetchResponseLeaderIdAndEpoch(r: Reader, v: number): FetchRe
 
 export function writeFetchResponseLeaderIdAndEpoch(w: W.Writer, m: FetchResponseLeaderIdAndEpoch, v: number): void {
   if (v >= 12) { const x = (m.leaderId === undefined ? -1 : m.leaderId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.leaderId, -1)) throw RT.fieldNotInVersion('FetchResponseLeaderIdAndEpoch', 'leaderId', v);
+  else if (m.leaderId !== undefined && !RT.isDefaultValue(m.leaderId, -1)) throw RT.fieldNotInVersion('FetchResponseLeaderIdAndEpoch', 'leaderId', v);
   if (v >= 12) { const x = (m.leaderEpoch === undefined ? -1 : m.leaderEpoch); w.int32(x); }
-  else if (!RT.isDefaultValue(m.leaderEpoch, -1)) throw RT.fieldNotInVersion('FetchResponseLeaderIdAndEpoch', 'leaderEpoch', v);
+  else if (m.leaderEpoch !== undefined && !RT.isDefaultValue(m.leaderEpoch, -1)) throw RT.fieldNotInVersion('FetchResponseLeaderIdAndEpoch', 'leaderEpoch', v);
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -601,9 +587,9 @@ export function readFetchResponseAbortedTransaction(r: Reader, v: number): Fetch
 
 export function writeFetchResponseAbortedTransaction(w: W.Writer, m: FetchResponseAbortedTransaction, v: number): void {
   if (v >= 4) { const x = (m.producerId === undefined ? 0n : m.producerId); w.int64(x); }
-  else if (!RT.isDefaultValue(m.producerId, 0n)) throw RT.fieldNotInVersion('FetchResponseAbortedTransaction', 'producerId', v);
+  else if (m.producerId !== undefined && !RT.isDefaultValue(m.producerId, 0n)) throw RT.fieldNotInVersion('FetchResponseAbortedTransaction', 'producerId', v);
   if (v >= 4) { const x = (m.firstOffset === undefined ? 0n : m.firstOffset); w.int64(x); }
-  else if (!RT.isDefaultValue(m.firstOffset, 0n)) throw RT.fieldNotInVersion('FetchResponseAbortedTransaction', 'firstOffset', v);
+  else if (m.firstOffset !== undefined && !RT.isDefaultValue(m.firstOffset, 0n)) throw RT.fieldNotInVersion('FetchResponseAbortedTransaction', 'firstOffset', v);
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -641,13 +627,13 @@ export function readFetchResponseNodeEndpoint(r: Reader, v: number): FetchRespon
 
 export function writeFetchResponseNodeEndpoint(w: W.Writer, m: FetchResponseNodeEndpoint, v: number): void {
   if (v >= 16) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('FetchResponseNodeEndpoint', 'nodeId', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('FetchResponseNodeEndpoint', 'nodeId', v);
   if (v >= 16) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('FetchResponseNodeEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('FetchResponseNodeEndpoint', 'host', v);
   if (v >= 16) { const x = (m.port === undefined ? 0 : m.port); w.int32(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('FetchResponseNodeEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('FetchResponseNodeEndpoint', 'port', v);
   if (v >= 16) { const x = (m.rack === undefined ? null : m.rack); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.rack, null)) throw RT.fieldNotInVersion('FetchResponseNodeEndpoint', 'rack', v);
+  else if (m.rack !== undefined && !RT.isDefaultValue(m.rack, null)) throw RT.fieldNotInVersion('FetchResponseNodeEndpoint', 'rack', v);
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

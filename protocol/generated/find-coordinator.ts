@@ -33,11 +33,11 @@ export function readFindCoordinatorRequest(r: Reader, v: number): FindCoordinato
 
 export function writeFindCoordinatorRequest(w: W.Writer, m: FindCoordinatorRequest, v: number): void {
   if (v <= 3) { const x = (m.key === undefined ? "" : m.key); if (v >= 3) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.key, "")) throw RT.fieldNotInVersion('FindCoordinatorRequest', 'key', v);
+  else if (m.key !== undefined && !RT.isDefaultValue(m.key, "")) throw RT.fieldNotInVersion('FindCoordinatorRequest', 'key', v);
   if (v >= 1) { const x = (m.keyType === undefined ? 0 : m.keyType); w.int8(x); }
-  else if (!RT.isDefaultValue(m.keyType, 0)) throw RT.fieldNotInVersion('FindCoordinatorRequest', 'keyType', v);
-  if (v >= 4) { const x = (m.coordinatorKeys === undefined ? [] : m.coordinatorKeys); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
-  else if (!RT.isDefaultValue(m.coordinatorKeys, [])) throw RT.fieldNotInVersion('FindCoordinatorRequest', 'coordinatorKeys', v);
+  else if (m.keyType !== undefined && !RT.isDefaultValue(m.keyType, 0)) throw RT.fieldNotInVersion('FindCoordinatorRequest', 'keyType', v);
+  if (v >= 4) { const x = (m.coordinatorKeys === undefined ? [] : m.coordinatorKeys); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
+  else if (m.coordinatorKeys !== undefined && !RT.isDefaultValue(m.coordinatorKeys, [])) throw RT.fieldNotInVersion('FindCoordinatorRequest', 'coordinatorKeys', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -45,7 +45,7 @@ export function sizeFindCoordinatorRequest(m: FindCoordinatorRequest, v: number)
   let n = 0;
   if (v <= 3) { const x = (m.key === undefined ? "" : m.key); n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 1;
-  if (v >= 4) { const x = (m.coordinatorKeys === undefined ? [] : m.coordinatorKeys); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  if (v >= 4) { const x = (m.coordinatorKeys === undefined ? [] : m.coordinatorKeys); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -85,16 +85,16 @@ export function readFindCoordinatorResponse(r: Reader, v: number): FindCoordinat
 export function writeFindCoordinatorResponse(w: W.Writer, m: FindCoordinatorResponse, v: number): void {
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
   if (v <= 3) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  else if (!RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'errorCode', v);
+  else if (m.errorCode !== undefined && !RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'errorCode', v);
   if (v >= 1 && v <= 3) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); if (v >= 3) { w.compactString(x); } else { w.string(x); } }
   if (v <= 3) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'nodeId', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'nodeId', v);
   if (v <= 3) { const x = (m.host === undefined ? "" : m.host); if (v >= 3) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'host', v);
   if (v <= 3) { const x = (m.port === undefined ? 0 : m.port); w.int32(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'port', v);
-  if (v >= 4) { const x = (m.coordinators === undefined ? [] : m.coordinators); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeFindCoordinatorResponseCoordinator(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.coordinators, [])) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'coordinators', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'port', v);
+  if (v >= 4) { const x = (m.coordinators === undefined ? [] : m.coordinators); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFindCoordinatorResponseCoordinator(w, e0, v); } }
+  else if (m.coordinators !== undefined && !RT.isDefaultValue(m.coordinators, [])) throw RT.fieldNotInVersion('FindCoordinatorResponse', 'coordinators', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -106,7 +106,7 @@ export function sizeFindCoordinatorResponse(m: FindCoordinatorResponse, v: numbe
   if (v <= 3) n += 4;
   if (v <= 3) { const x = (m.host === undefined ? "" : m.host); n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 3) n += 4;
-  if (v >= 4) { const x = (m.coordinators === undefined ? [] : m.coordinators); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeFindCoordinatorResponseCoordinator(e0, v), 0))); }
+  if (v >= 4) { const x = (m.coordinators === undefined ? [] : m.coordinators); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFindCoordinatorResponseCoordinator(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -141,15 +141,15 @@ export function readFindCoordinatorResponseCoordinator(r: Reader, v: number): Fi
 
 export function writeFindCoordinatorResponseCoordinator(w: W.Writer, m: FindCoordinatorResponseCoordinator, v: number): void {
   if (v >= 4) { const x = (m.key === undefined ? "" : m.key); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.key, "")) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'key', v);
+  else if (m.key !== undefined && !RT.isDefaultValue(m.key, "")) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'key', v);
   if (v >= 4) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'nodeId', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'nodeId', v);
   if (v >= 4) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'host', v);
   if (v >= 4) { const x = (m.port === undefined ? 0 : m.port); w.int32(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'port', v);
   if (v >= 4) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  else if (!RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'errorCode', v);
+  else if (m.errorCode !== undefined && !RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('FindCoordinatorResponseCoordinator', 'errorCode', v);
   if (v >= 4) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); w.compactString(x); }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }

@@ -80,11 +80,11 @@ export function writeGetTelemetrySubscriptionsResponse(w: W.Writer, m: GetTeleme
   { const x = m.errorCode; w.int16(x); }
   { const x = m.clientInstanceId; w.uuid(x); }
   { const x = m.subscriptionId; w.int32(x); }
-  { const x = m.acceptedCompressionTypes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int8(e0); } }
+  { const x = m.acceptedCompressionTypes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int8(e0); } }
   { const x = m.pushIntervalMs; w.int32(x); }
   { const x = m.telemetryMaxBytes; w.int32(x); }
   { const x = m.deltaTemporality; w.bool(x); }
-  { const x = m.requestedMetrics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.requestedMetrics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -98,7 +98,7 @@ export function sizeGetTelemetrySubscriptionsResponse(m: GetTelemetrySubscriptio
   n += 4;
   n += 4;
   n += 1;
-  { const x = m.requestedMetrics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.requestedMetrics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

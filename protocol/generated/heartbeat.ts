@@ -38,7 +38,7 @@ export function writeHeartbeatRequest(w: W.Writer, m: HeartbeatRequest, v: numbe
   { const x = m.generationId; w.int32(x); }
   { const x = m.memberId; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('HeartbeatRequest', 'groupInstanceId', v);
+  else if (m.groupInstanceId !== undefined && !RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('HeartbeatRequest', 'groupInstanceId', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

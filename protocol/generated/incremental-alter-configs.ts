@@ -30,14 +30,14 @@ export function readIncrementalAlterConfigsRequest(r: Reader, v: number): Increm
 }
 
 export function writeIncrementalAlterConfigsRequest(w: W.Writer, m: IncrementalAlterConfigsRequest, v: number): void {
-  { const x = m.resources; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeIncrementalAlterConfigsRequestAlterConfigsResource(w, e0, v); } }
+  { const x = m.resources; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeIncrementalAlterConfigsRequestAlterConfigsResource(w, e0, v); } }
   { const x = m.validateOnly; w.bool(x); }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeIncrementalAlterConfigsRequest(m: IncrementalAlterConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeIncrementalAlterConfigsRequestAlterConfigsResource(e0, v), 0))); }
+  { const x = m.resources; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeIncrementalAlterConfigsRequestAlterConfigsResource(e0, v)))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -68,7 +68,7 @@ export function readIncrementalAlterConfigsRequestAlterConfigsResource(r: Reader
 export function writeIncrementalAlterConfigsRequestAlterConfigsResource(w: W.Writer, m: IncrementalAlterConfigsRequestAlterConfigsResource, v: number): void {
   { const x = m.resourceType; w.int8(x); }
   { const x = m.resourceName; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.configs; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeIncrementalAlterConfigsRequestAlterableConfig(w, e0, v); } }
+  { const x = m.configs; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeIncrementalAlterConfigsRequestAlterableConfig(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -76,7 +76,7 @@ export function sizeIncrementalAlterConfigsRequestAlterConfigsResource(m: Increm
   let n = 0;
   n += 1;
   { const x = m.resourceName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeIncrementalAlterConfigsRequestAlterableConfig(e0, v), 0))); }
+  { const x = m.configs; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeIncrementalAlterConfigsRequestAlterableConfig(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -143,14 +143,14 @@ export function readIncrementalAlterConfigsResponse(r: Reader, v: number): Incre
 
 export function writeIncrementalAlterConfigsResponse(w: W.Writer, m: IncrementalAlterConfigsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.responses; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(w, e0, v); } }
+  { const x = m.responses; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeIncrementalAlterConfigsResponse(m: IncrementalAlterConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.responses; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(e0, v), 0))); }
+  { const x = m.responses; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -37,9 +37,9 @@ export function writeInitProducerIdRequest(w: W.Writer, m: InitProducerIdRequest
   { const x = m.transactionalId; if (v >= 2) { w.compactString(x); } else { w.string(x); } }
   { const x = m.transactionTimeoutMs; w.int32(x); }
   if (v >= 3) { const x = (m.producerId === undefined ? -1n : m.producerId); w.int64(x); }
-  else if (!RT.isDefaultValue(m.producerId, -1n)) throw RT.fieldNotInVersion('InitProducerIdRequest', 'producerId', v);
+  else if (m.producerId !== undefined && !RT.isDefaultValue(m.producerId, -1n)) throw RT.fieldNotInVersion('InitProducerIdRequest', 'producerId', v);
   if (v >= 3) { const x = (m.producerEpoch === undefined ? -1 : m.producerEpoch); w.int16(x); }
-  else if (!RT.isDefaultValue(m.producerEpoch, -1)) throw RT.fieldNotInVersion('InitProducerIdRequest', 'producerEpoch', v);
+  else if (m.producerEpoch !== undefined && !RT.isDefaultValue(m.producerEpoch, -1)) throw RT.fieldNotInVersion('InitProducerIdRequest', 'producerEpoch', v);
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -31,14 +31,14 @@ export function readInitializeShareGroupStateRequest(r: Reader, v: number): Init
 
 export function writeInitializeShareGroupStateRequest(w: W.Writer, m: InitializeShareGroupStateRequest, v: number): void {
   { const x = m.groupId; w.compactString(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeInitializeShareGroupStateRequestInitializeStateData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeInitializeShareGroupStateRequestInitializeStateData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeInitializeShareGroupStateRequest(m: InitializeShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeInitializeShareGroupStateRequestInitializeStateData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeInitializeShareGroupStateRequestInitializeStateData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -65,14 +65,14 @@ export function readInitializeShareGroupStateRequestInitializeStateData(r: Reade
 
 export function writeInitializeShareGroupStateRequestInitializeStateData(w: W.Writer, m: InitializeShareGroupStateRequestInitializeStateData, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeInitializeShareGroupStateRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeInitializeShareGroupStateRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeInitializeShareGroupStateRequestInitializeStateData(m: InitializeShareGroupStateRequestInitializeStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeInitializeShareGroupStateRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeInitializeShareGroupStateRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -136,13 +136,13 @@ export function readInitializeShareGroupStateResponse(r: Reader, v: number): Ini
 }
 
 export function writeInitializeShareGroupStateResponse(w: W.Writer, m: InitializeShareGroupStateResponse, v: number): void {
-  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeInitializeShareGroupStateResponseInitializeStateResult(w, e0, v); } }
+  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeInitializeShareGroupStateResponseInitializeStateResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeInitializeShareGroupStateResponse(m: InitializeShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeInitializeShareGroupStateResponseInitializeStateResult(e0, v), 0))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeInitializeShareGroupStateResponseInitializeStateResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -169,14 +169,14 @@ export function readInitializeShareGroupStateResponseInitializeStateResult(r: Re
 
 export function writeInitializeShareGroupStateResponseInitializeStateResult(w: W.Writer, m: InitializeShareGroupStateResponseInitializeStateResult, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeInitializeShareGroupStateResponsePartitionResult(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeInitializeShareGroupStateResponsePartitionResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeInitializeShareGroupStateResponseInitializeStateResult(m: InitializeShareGroupStateResponseInitializeStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeInitializeShareGroupStateResponsePartitionResult(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeInitializeShareGroupStateResponsePartitionResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -47,9 +47,9 @@ export function writeJoinGroupRequest(w: W.Writer, m: JoinGroupRequest, v: numbe
   if (v >= 1) { const x = (m.rebalanceTimeoutMs === undefined ? -1 : m.rebalanceTimeoutMs); w.int32(x); }
   { const x = m.memberId; if (v >= 6) { w.compactString(x); } else { w.string(x); } }
   if (v >= 5) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('JoinGroupRequest', 'groupInstanceId', v);
+  else if (m.groupInstanceId !== undefined && !RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('JoinGroupRequest', 'groupInstanceId', v);
   { const x = m.protocolType; if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.protocols; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeJoinGroupRequestJoinGroupRequestProtocol(w, e0, v); } }
+  { const x = m.protocols; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeJoinGroupRequestJoinGroupRequestProtocol(w, e0, v); } }
   if (v >= 8) { const x = (m.reason === undefined ? null : m.reason); w.compactString(x); }
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -62,7 +62,7 @@ export function sizeJoinGroupRequest(m: JoinGroupRequest, v: number): number {
   { const x = m.memberId; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolType; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.protocols; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeJoinGroupRequestJoinGroupRequestProtocol(e0, v), 0))); }
+  { const x = m.protocols; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeJoinGroupRequestJoinGroupRequestProtocol(e0, v)))); }
   if (v >= 8) { const x = (m.reason === undefined ? null : m.reason); n += W.sizeCompactString(x); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -146,9 +146,9 @@ export function writeJoinGroupResponse(w: W.Writer, m: JoinGroupResponse, v: num
   { const x = m.protocolName; if (x === null && !(v >= 7)) throw RT.nullNotAllowed('JoinGroupResponse', 'protocolName', v); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
   { const x = m.leader; if (v >= 6) { w.compactString(x); } else { w.string(x); } }
   if (v >= 9) { const x = (m.skipAssignment === undefined ? false : m.skipAssignment); w.bool(x); }
-  else if (!RT.isDefaultValue(m.skipAssignment, false)) throw RT.fieldNotInVersion('JoinGroupResponse', 'skipAssignment', v);
+  else if (m.skipAssignment !== undefined && !RT.isDefaultValue(m.skipAssignment, false)) throw RT.fieldNotInVersion('JoinGroupResponse', 'skipAssignment', v);
   { const x = m.memberId; if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.members; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeJoinGroupResponseJoinGroupResponseMember(w, e0, v); } }
+  { const x = m.members; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeJoinGroupResponseJoinGroupResponseMember(w, e0, v); } }
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -162,7 +162,7 @@ export function sizeJoinGroupResponse(m: JoinGroupResponse, v: number): number {
   { const x = m.leader; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 9) n += 1;
   { const x = m.memberId; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.members; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeJoinGroupResponseJoinGroupResponseMember(e0, v), 0))); }
+  { const x = m.members; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeJoinGroupResponseJoinGroupResponseMember(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

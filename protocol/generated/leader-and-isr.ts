@@ -44,16 +44,16 @@ export function readLeaderAndIsrRequest(r: Reader, v: number): LeaderAndIsrReque
 export function writeLeaderAndIsrRequest(w: W.Writer, m: LeaderAndIsrRequest, v: number): void {
   { const x = m.controllerId; w.int32(x); }
   if (v >= 7) { const x = (m.isKRaftController === undefined ? false : m.isKRaftController); w.bool(x); }
-  else if (!RT.isDefaultValue(m.isKRaftController, false)) throw RT.fieldNotInVersion('LeaderAndIsrRequest', 'isKRaftController', v);
+  else if (m.isKRaftController !== undefined && !RT.isDefaultValue(m.isKRaftController, false)) throw RT.fieldNotInVersion('LeaderAndIsrRequest', 'isKRaftController', v);
   { const x = m.controllerEpoch; w.int32(x); }
   if (v >= 2) { const x = (m.brokerEpoch === undefined ? -1n : m.brokerEpoch); w.int64(x); }
   if (v >= 5) { const x = (m.type === undefined ? 0 : m.type); w.int8(x); }
-  else if (!RT.isDefaultValue(m.type, 0)) throw RT.fieldNotInVersion('LeaderAndIsrRequest', 'type', v);
-  if (v <= 1) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeLeaderAndIsrRequestLeaderAndIsrPartitionState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.ungroupedPartitionStates, [])) throw RT.fieldNotInVersion('LeaderAndIsrRequest', 'ungroupedPartitionStates', v);
-  if (v >= 2) { const x = (m.topicStates === undefined ? [] : m.topicStates); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeLeaderAndIsrRequestLeaderAndIsrTopicState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topicStates, [])) throw RT.fieldNotInVersion('LeaderAndIsrRequest', 'topicStates', v);
-  { const x = m.liveLeaders; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeLeaderAndIsrRequestLeaderAndIsrLiveLeader(w, e0, v); } }
+  else if (m.type !== undefined && !RT.isDefaultValue(m.type, 0)) throw RT.fieldNotInVersion('LeaderAndIsrRequest', 'type', v);
+  if (v <= 1) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderAndIsrRequestLeaderAndIsrPartitionState(w, e0, v); } }
+  else if (m.ungroupedPartitionStates !== undefined && !RT.isDefaultValue(m.ungroupedPartitionStates, [])) throw RT.fieldNotInVersion('LeaderAndIsrRequest', 'ungroupedPartitionStates', v);
+  if (v >= 2) { const x = (m.topicStates === undefined ? [] : m.topicStates); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderAndIsrRequestLeaderAndIsrTopicState(w, e0, v); } }
+  else if (m.topicStates !== undefined && !RT.isDefaultValue(m.topicStates, [])) throw RT.fieldNotInVersion('LeaderAndIsrRequest', 'topicStates', v);
+  { const x = m.liveLeaders; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderAndIsrRequestLeaderAndIsrLiveLeader(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -64,9 +64,9 @@ export function sizeLeaderAndIsrRequest(m: LeaderAndIsrRequest, v: number): numb
   n += 4;
   if (v >= 2) n += 8;
   if (v >= 5) n += 1;
-  if (v <= 1) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderAndIsrRequestLeaderAndIsrPartitionState(e0, v), 0))); }
-  if (v >= 2) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderAndIsrRequestLeaderAndIsrTopicState(e0, v), 0))); }
-  { const x = m.liveLeaders; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderAndIsrRequestLeaderAndIsrLiveLeader(e0, v), 0))); }
+  if (v <= 1) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrRequestLeaderAndIsrPartitionState(e0, v)))); }
+  if (v >= 2) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrRequestLeaderAndIsrTopicState(e0, v)))); }
+  { const x = m.liveLeaders; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrRequestLeaderAndIsrLiveLeader(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -117,14 +117,14 @@ export function writeLeaderAndIsrRequestLeaderAndIsrPartitionState(w: W.Writer, 
   { const x = m.controllerEpoch; w.int32(x); }
   { const x = m.leader; w.int32(x); }
   { const x = m.leaderEpoch; w.int32(x); }
-  { const x = m.isr; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.isr; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   { const x = m.partitionEpoch; w.int32(x); }
-  { const x = m.replicas; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  if (v >= 3) { const x = (m.addingReplicas === undefined ? [] : m.addingReplicas); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  if (v >= 3) { const x = (m.removingReplicas === undefined ? [] : m.removingReplicas); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.replicas; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  if (v >= 3) { const x = (m.addingReplicas === undefined ? [] : m.addingReplicas); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  if (v >= 3) { const x = (m.removingReplicas === undefined ? [] : m.removingReplicas); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 1) { const x = (m.isNew === undefined ? false : m.isNew); w.bool(x); }
   if (v >= 6) { const x = (m.leaderRecoveryState === undefined ? 0 : m.leaderRecoveryState); w.int8(x); }
-  else if (!RT.isDefaultValue(m.leaderRecoveryState, 0)) throw RT.fieldNotInVersion('LeaderAndIsrRequestLeaderAndIsrPartitionState', 'leaderRecoveryState', v);
+  else if (m.leaderRecoveryState !== undefined && !RT.isDefaultValue(m.leaderRecoveryState, 0)) throw RT.fieldNotInVersion('LeaderAndIsrRequestLeaderAndIsrPartitionState', 'leaderRecoveryState', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -170,10 +170,10 @@ export function readLeaderAndIsrRequestLeaderAndIsrTopicState(r: Reader, v: numb
 
 export function writeLeaderAndIsrRequestLeaderAndIsrTopicState(w: W.Writer, m: LeaderAndIsrRequestLeaderAndIsrTopicState, v: number): void {
   if (v >= 2) { const x = (m.topicName === undefined ? "" : m.topicName); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.topicName, "")) throw RT.fieldNotInVersion('LeaderAndIsrRequestLeaderAndIsrTopicState', 'topicName', v);
+  else if (m.topicName !== undefined && !RT.isDefaultValue(m.topicName, "")) throw RT.fieldNotInVersion('LeaderAndIsrRequestLeaderAndIsrTopicState', 'topicName', v);
   if (v >= 5) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  if (v >= 2) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeLeaderAndIsrRequestLeaderAndIsrPartitionState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.partitionStates, [])) throw RT.fieldNotInVersion('LeaderAndIsrRequestLeaderAndIsrTopicState', 'partitionStates', v);
+  if (v >= 2) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderAndIsrRequestLeaderAndIsrPartitionState(w, e0, v); } }
+  else if (m.partitionStates !== undefined && !RT.isDefaultValue(m.partitionStates, [])) throw RT.fieldNotInVersion('LeaderAndIsrRequestLeaderAndIsrTopicState', 'partitionStates', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -181,7 +181,7 @@ export function sizeLeaderAndIsrRequestLeaderAndIsrTopicState(m: LeaderAndIsrReq
   let n = 0;
   if (v >= 2) { const x = (m.topicName === undefined ? "" : m.topicName); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) n += 16;
-  if (v >= 2) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderAndIsrRequestLeaderAndIsrPartitionState(e0, v), 0))); }
+  if (v >= 2) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrRequestLeaderAndIsrPartitionState(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -250,18 +250,18 @@ export function readLeaderAndIsrResponse(r: Reader, v: number): LeaderAndIsrResp
 
 export function writeLeaderAndIsrResponse(w: W.Writer, m: LeaderAndIsrResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  if (v <= 4) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeLeaderAndIsrResponseLeaderAndIsrPartitionError(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.partitionErrors, [])) throw RT.fieldNotInVersion('LeaderAndIsrResponse', 'partitionErrors', v);
-  if (v >= 5) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeLeaderAndIsrResponseLeaderAndIsrTopicError(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('LeaderAndIsrResponse', 'topics', v);
+  if (v <= 4) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderAndIsrResponseLeaderAndIsrPartitionError(w, e0, v); } }
+  else if (m.partitionErrors !== undefined && !RT.isDefaultValue(m.partitionErrors, [])) throw RT.fieldNotInVersion('LeaderAndIsrResponse', 'partitionErrors', v);
+  if (v >= 5) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderAndIsrResponseLeaderAndIsrTopicError(w, e0, v); } }
+  else if (m.topics !== undefined && !RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('LeaderAndIsrResponse', 'topics', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeLeaderAndIsrResponse(m: LeaderAndIsrResponse, v: number): number {
   let n = 0;
   n += 2;
-  if (v <= 4) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderAndIsrResponseLeaderAndIsrPartitionError(e0, v), 0))); }
-  if (v >= 5) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderAndIsrResponseLeaderAndIsrTopicError(e0, v), 0))); }
+  if (v <= 4) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrResponseLeaderAndIsrPartitionError(e0, v)))); }
+  if (v >= 5) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrResponseLeaderAndIsrTopicError(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -326,16 +326,16 @@ export function readLeaderAndIsrResponseLeaderAndIsrTopicError(r: Reader, v: num
 
 export function writeLeaderAndIsrResponseLeaderAndIsrTopicError(w: W.Writer, m: LeaderAndIsrResponseLeaderAndIsrTopicError, v: number): void {
   if (v >= 5) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  else if (!RT.isDefaultValue(m.topicId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('LeaderAndIsrResponseLeaderAndIsrTopicError', 'topicId', v);
-  if (v >= 5) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeLeaderAndIsrResponseLeaderAndIsrPartitionError(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.partitionErrors, [])) throw RT.fieldNotInVersion('LeaderAndIsrResponseLeaderAndIsrTopicError', 'partitionErrors', v);
+  else if (m.topicId !== undefined && !RT.isDefaultValue(m.topicId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('LeaderAndIsrResponseLeaderAndIsrTopicError', 'topicId', v);
+  if (v >= 5) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderAndIsrResponseLeaderAndIsrPartitionError(w, e0, v); } }
+  else if (m.partitionErrors !== undefined && !RT.isDefaultValue(m.partitionErrors, [])) throw RT.fieldNotInVersion('LeaderAndIsrResponseLeaderAndIsrTopicError', 'partitionErrors', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeLeaderAndIsrResponseLeaderAndIsrTopicError(m: LeaderAndIsrResponseLeaderAndIsrTopicError, v: number): number {
   let n = 0;
   if (v >= 5) n += 16;
-  if (v >= 5) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderAndIsrResponseLeaderAndIsrPartitionError(e0, v), 0))); }
+  if (v >= 5) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrResponseLeaderAndIsrPartitionError(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

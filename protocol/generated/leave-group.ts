@@ -34,9 +34,9 @@ export function readLeaveGroupRequest(r: Reader, v: number): LeaveGroupRequest {
 export function writeLeaveGroupRequest(w: W.Writer, m: LeaveGroupRequest, v: number): void {
   { const x = m.groupId; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
   if (v <= 2) { const x = (m.memberId === undefined ? "" : m.memberId); w.string(x); }
-  else if (!RT.isDefaultValue(m.memberId, "")) throw RT.fieldNotInVersion('LeaveGroupRequest', 'memberId', v);
-  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeLeaveGroupRequestMemberIdentity(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.members, [])) throw RT.fieldNotInVersion('LeaveGroupRequest', 'members', v);
+  else if (m.memberId !== undefined && !RT.isDefaultValue(m.memberId, "")) throw RT.fieldNotInVersion('LeaveGroupRequest', 'memberId', v);
+  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaveGroupRequestMemberIdentity(w, e0, v); } }
+  else if (m.members !== undefined && !RT.isDefaultValue(m.members, [])) throw RT.fieldNotInVersion('LeaveGroupRequest', 'members', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -44,7 +44,7 @@ export function sizeLeaveGroupRequest(m: LeaveGroupRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 2) { const x = (m.memberId === undefined ? "" : m.memberId); n += W.sizeString(x); }
-  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaveGroupRequestMemberIdentity(e0, v), 0))); }
+  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaveGroupRequestMemberIdentity(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,9 +73,9 @@ export function readLeaveGroupRequestMemberIdentity(r: Reader, v: number): Leave
 
 export function writeLeaveGroupRequestMemberIdentity(w: W.Writer, m: LeaveGroupRequestMemberIdentity, v: number): void {
   if (v >= 3) { const x = (m.memberId === undefined ? "" : m.memberId); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.memberId, "")) throw RT.fieldNotInVersion('LeaveGroupRequestMemberIdentity', 'memberId', v);
+  else if (m.memberId !== undefined && !RT.isDefaultValue(m.memberId, "")) throw RT.fieldNotInVersion('LeaveGroupRequestMemberIdentity', 'memberId', v);
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('LeaveGroupRequestMemberIdentity', 'groupInstanceId', v);
+  else if (m.groupInstanceId !== undefined && !RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('LeaveGroupRequestMemberIdentity', 'groupInstanceId', v);
   if (v >= 5) { const x = (m.reason === undefined ? null : m.reason); w.compactString(x); }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -116,8 +116,8 @@ export function readLeaveGroupResponse(r: Reader, v: number): LeaveGroupResponse
 export function writeLeaveGroupResponse(w: W.Writer, m: LeaveGroupResponse, v: number): void {
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
-  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeLeaveGroupResponseMemberResponse(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.members, [])) throw RT.fieldNotInVersion('LeaveGroupResponse', 'members', v);
+  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaveGroupResponseMemberResponse(w, e0, v); } }
+  else if (m.members !== undefined && !RT.isDefaultValue(m.members, [])) throw RT.fieldNotInVersion('LeaveGroupResponse', 'members', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -125,7 +125,7 @@ export function sizeLeaveGroupResponse(m: LeaveGroupResponse, v: number): number
   let n = 0;
   if (v >= 1) n += 4;
   n += 2;
-  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaveGroupResponseMemberResponse(e0, v), 0))); }
+  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaveGroupResponseMemberResponse(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -154,11 +154,11 @@ export function readLeaveGroupResponseMemberResponse(r: Reader, v: number): Leav
 
 export function writeLeaveGroupResponseMemberResponse(w: W.Writer, m: LeaveGroupResponseMemberResponse, v: number): void {
   if (v >= 3) { const x = (m.memberId === undefined ? "" : m.memberId); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.memberId, "")) throw RT.fieldNotInVersion('LeaveGroupResponseMemberResponse', 'memberId', v);
+  else if (m.memberId !== undefined && !RT.isDefaultValue(m.memberId, "")) throw RT.fieldNotInVersion('LeaveGroupResponseMemberResponse', 'memberId', v);
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? "" : m.groupInstanceId); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.groupInstanceId, "")) throw RT.fieldNotInVersion('LeaveGroupResponseMemberResponse', 'groupInstanceId', v);
+  else if (m.groupInstanceId !== undefined && !RT.isDefaultValue(m.groupInstanceId, "")) throw RT.fieldNotInVersion('LeaveGroupResponseMemberResponse', 'groupInstanceId', v);
   if (v >= 3) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  else if (!RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('LeaveGroupResponseMemberResponse', 'errorCode', v);
+  else if (m.errorCode !== undefined && !RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('LeaveGroupResponseMemberResponse', 'errorCode', v);
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -62,7 +62,7 @@ export function readListClientMetricsResourcesResponse(r: Reader, v: number): Li
 export function writeListClientMetricsResourcesResponse(w: W.Writer, m: ListClientMetricsResourcesResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.clientMetricsResources; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeListClientMetricsResourcesResponseClientMetricsResource(w, e0, v); } }
+  { const x = m.clientMetricsResources; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListClientMetricsResourcesResponseClientMetricsResource(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -70,7 +70,7 @@ export function sizeListClientMetricsResourcesResponse(m: ListClientMetricsResou
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.clientMetricsResources; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListClientMetricsResourcesResponseClientMetricsResource(e0, v), 0))); }
+  { const x = m.clientMetricsResources; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListClientMetricsResourcesResponseClientMetricsResource(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -30,17 +30,17 @@ export function readListGroupsRequest(r: Reader, v: number): ListGroupsRequest {
 }
 
 export function writeListGroupsRequest(w: W.Writer, m: ListGroupsRequest, v: number): void {
-  if (v >= 4) { const x = (m.statesFilter === undefined ? [] : m.statesFilter); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
-  else if (!RT.isDefaultValue(m.statesFilter, [])) throw RT.fieldNotInVersion('ListGroupsRequest', 'statesFilter', v);
-  if (v >= 5) { const x = (m.typesFilter === undefined ? [] : m.typesFilter); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
-  else if (!RT.isDefaultValue(m.typesFilter, [])) throw RT.fieldNotInVersion('ListGroupsRequest', 'typesFilter', v);
+  if (v >= 4) { const x = (m.statesFilter === undefined ? [] : m.statesFilter); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
+  else if (m.statesFilter !== undefined && !RT.isDefaultValue(m.statesFilter, [])) throw RT.fieldNotInVersion('ListGroupsRequest', 'statesFilter', v);
+  if (v >= 5) { const x = (m.typesFilter === undefined ? [] : m.typesFilter); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
+  else if (m.typesFilter !== undefined && !RT.isDefaultValue(m.typesFilter, [])) throw RT.fieldNotInVersion('ListGroupsRequest', 'typesFilter', v);
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeListGroupsRequest(m: ListGroupsRequest, v: number): number {
   let n = 0;
-  if (v >= 4) { const x = (m.statesFilter === undefined ? [] : m.statesFilter); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
-  if (v >= 5) { const x = (m.typesFilter === undefined ? [] : m.typesFilter); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  if (v >= 4) { const x = (m.statesFilter === undefined ? [] : m.statesFilter); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  if (v >= 5) { const x = (m.typesFilter === undefined ? [] : m.typesFilter); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function readListGroupsResponse(r: Reader, v: number): ListGroupsResponse
 export function writeListGroupsResponse(w: W.Writer, m: ListGroupsResponse, v: number): void {
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.groups; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeListGroupsResponseListedGroup(w, e0, v); } }
+  { const x = m.groups; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListGroupsResponseListedGroup(w, e0, v); } }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -80,7 +80,7 @@ export function sizeListGroupsResponse(m: ListGroupsResponse, v: number): number
   let n = 0;
   if (v >= 1) n += 4;
   n += 2;
-  { const x = m.groups; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListGroupsResponseListedGroup(e0, v), 0))); }
+  { const x = m.groups; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListGroupsResponseListedGroup(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

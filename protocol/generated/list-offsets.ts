@@ -36,8 +36,8 @@ export function readListOffsetsRequest(r: Reader, v: number): ListOffsetsRequest
 export function writeListOffsetsRequest(w: W.Writer, m: ListOffsetsRequest, v: number): void {
   { const x = m.replicaId; w.int32(x); }
   if (v >= 2) { const x = (m.isolationLevel === undefined ? 0 : m.isolationLevel); w.int8(x); }
-  else if (!RT.isDefaultValue(m.isolationLevel, 0)) throw RT.fieldNotInVersion('ListOffsetsRequest', 'isolationLevel', v);
-  { const x = m.topics; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeListOffsetsRequestListOffsetsTopic(w, e0, v); } }
+  else if (m.isolationLevel !== undefined && !RT.isDefaultValue(m.isolationLevel, 0)) throw RT.fieldNotInVersion('ListOffsetsRequest', 'isolationLevel', v);
+  { const x = m.topics; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListOffsetsRequestListOffsetsTopic(w, e0, v); } }
   if (v >= 10) { const x = (m.timeoutMs === undefined ? 0 : m.timeoutMs); w.int32(x); }
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -46,7 +46,7 @@ export function sizeListOffsetsRequest(m: ListOffsetsRequest, v: number): number
   let n = 0;
   n += 4;
   if (v >= 2) n += 1;
-  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListOffsetsRequestListOffsetsTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListOffsetsRequestListOffsetsTopic(e0, v)))); }
   if (v >= 10) n += 4;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -74,14 +74,14 @@ export function readListOffsetsRequestListOffsetsTopic(r: Reader, v: number): Li
 
 export function writeListOffsetsRequestListOffsetsTopic(w: W.Writer, m: ListOffsetsRequestListOffsetsTopic, v: number): void {
   { const x = m.name; if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeListOffsetsRequestListOffsetsPartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListOffsetsRequestListOffsetsPartition(w, e0, v); } }
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeListOffsetsRequestListOffsetsTopic(m: ListOffsetsRequestListOffsetsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListOffsetsRequestListOffsetsPartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListOffsetsRequestListOffsetsPartition(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -115,7 +115,7 @@ export function writeListOffsetsRequestListOffsetsPartition(w: W.Writer, m: List
   if (v >= 4) { const x = (m.currentLeaderEpoch === undefined ? -1 : m.currentLeaderEpoch); w.int32(x); }
   { const x = m.timestamp; w.int64(x); }
   if (v <= 0) { const x = (m.maxNumOffsets === undefined ? 1 : m.maxNumOffsets); w.int32(x); }
-  else if (!RT.isDefaultValue(m.maxNumOffsets, 1)) throw RT.fieldNotInVersion('ListOffsetsRequestListOffsetsPartition', 'maxNumOffsets', v);
+  else if (m.maxNumOffsets !== undefined && !RT.isDefaultValue(m.maxNumOffsets, 1)) throw RT.fieldNotInVersion('ListOffsetsRequestListOffsetsPartition', 'maxNumOffsets', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -153,14 +153,14 @@ export function readListOffsetsResponse(r: Reader, v: number): ListOffsetsRespon
 
 export function writeListOffsetsResponse(w: W.Writer, m: ListOffsetsResponse, v: number): void {
   if (v >= 2) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  { const x = m.topics; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeListOffsetsResponseListOffsetsTopicResponse(w, e0, v); } }
+  { const x = m.topics; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListOffsetsResponseListOffsetsTopicResponse(w, e0, v); } }
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeListOffsetsResponse(m: ListOffsetsResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListOffsetsResponseListOffsetsTopicResponse(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListOffsetsResponseListOffsetsTopicResponse(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -187,14 +187,14 @@ export function readListOffsetsResponseListOffsetsTopicResponse(r: Reader, v: nu
 
 export function writeListOffsetsResponseListOffsetsTopicResponse(w: W.Writer, m: ListOffsetsResponseListOffsetsTopicResponse, v: number): void {
   { const x = m.name; if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeListOffsetsResponseListOffsetsPartitionResponse(w, e0, v); } }
+  { const x = m.partitions; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListOffsetsResponseListOffsetsPartitionResponse(w, e0, v); } }
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeListOffsetsResponseListOffsetsTopicResponse(m: ListOffsetsResponseListOffsetsTopicResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListOffsetsResponseListOffsetsPartitionResponse(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListOffsetsResponseListOffsetsPartitionResponse(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -230,14 +230,14 @@ export function readListOffsetsResponseListOffsetsPartitionResponse(r: Reader, v
 export function writeListOffsetsResponseListOffsetsPartitionResponse(w: W.Writer, m: ListOffsetsResponseListOffsetsPartitionResponse, v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
-  if (v <= 0) { const x = (m.oldStyleOffsets === undefined ? [] : m.oldStyleOffsets); w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int64(e0); } }
-  else if (!RT.isDefaultValue(m.oldStyleOffsets, [])) throw RT.fieldNotInVersion('ListOffsetsResponseListOffsetsPartitionResponse', 'oldStyleOffsets', v);
+  if (v <= 0) { const x = (m.oldStyleOffsets === undefined ? [] : m.oldStyleOffsets); w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int64(e0); } }
+  else if (m.oldStyleOffsets !== undefined && !RT.isDefaultValue(m.oldStyleOffsets, [])) throw RT.fieldNotInVersion('ListOffsetsResponseListOffsetsPartitionResponse', 'oldStyleOffsets', v);
   if (v >= 1) { const x = (m.timestamp === undefined ? -1n : m.timestamp); w.int64(x); }
-  else if (!RT.isDefaultValue(m.timestamp, -1n)) throw RT.fieldNotInVersion('ListOffsetsResponseListOffsetsPartitionResponse', 'timestamp', v);
+  else if (m.timestamp !== undefined && !RT.isDefaultValue(m.timestamp, -1n)) throw RT.fieldNotInVersion('ListOffsetsResponseListOffsetsPartitionResponse', 'timestamp', v);
   if (v >= 1) { const x = (m.offset === undefined ? -1n : m.offset); w.int64(x); }
-  else if (!RT.isDefaultValue(m.offset, -1n)) throw RT.fieldNotInVersion('ListOffsetsResponseListOffsetsPartitionResponse', 'offset', v);
+  else if (m.offset !== undefined && !RT.isDefaultValue(m.offset, -1n)) throw RT.fieldNotInVersion('ListOffsetsResponseListOffsetsPartitionResponse', 'offset', v);
   if (v >= 4) { const x = (m.leaderEpoch === undefined ? -1 : m.leaderEpoch); w.int32(x); }
-  else if (!RT.isDefaultValue(m.leaderEpoch, -1)) throw RT.fieldNotInVersion('ListOffsetsResponseListOffsetsPartitionResponse', 'leaderEpoch', v);
+  else if (m.leaderEpoch !== undefined && !RT.isDefaultValue(m.leaderEpoch, -1)) throw RT.fieldNotInVersion('ListOffsetsResponseListOffsetsPartitionResponse', 'leaderEpoch', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

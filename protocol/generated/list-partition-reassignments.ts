@@ -31,14 +31,14 @@ export function readListPartitionReassignmentsRequest(r: Reader, v: number): Lis
 
 export function writeListPartitionReassignmentsRequest(w: W.Writer, m: ListPartitionReassignmentsRequest, v: number): void {
   { const x = m.timeoutMs; w.int32(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeListPartitionReassignmentsRequestListPartitionReassignmentsTopics(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListPartitionReassignmentsRequestListPartitionReassignmentsTopics(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeListPartitionReassignmentsRequest(m: ListPartitionReassignmentsRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListPartitionReassignmentsRequestListPartitionReassignmentsTopics(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListPartitionReassignmentsRequestListPartitionReassignmentsTopics(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -65,7 +65,7 @@ export function readListPartitionReassignmentsRequestListPartitionReassignmentsT
 
 export function writeListPartitionReassignmentsRequestListPartitionReassignmentsTopics(w: W.Writer, m: ListPartitionReassignmentsRequestListPartitionReassignmentsTopics, _v: number): void {
   { const x = m.name; w.compactString(x); }
-  { const x = m.partitionIndexes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitionIndexes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -107,7 +107,7 @@ export function writeListPartitionReassignmentsResponse(w: W.Writer, m: ListPart
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeListPartitionReassignmentsResponseOngoingTopicReassignment(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListPartitionReassignmentsResponseOngoingTopicReassignment(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -116,7 +116,7 @@ export function sizeListPartitionReassignmentsResponse(m: ListPartitionReassignm
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListPartitionReassignmentsResponseOngoingTopicReassignment(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListPartitionReassignmentsResponseOngoingTopicReassignment(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -143,14 +143,14 @@ export function readListPartitionReassignmentsResponseOngoingTopicReassignment(r
 
 export function writeListPartitionReassignmentsResponseOngoingTopicReassignment(w: W.Writer, m: ListPartitionReassignmentsResponseOngoingTopicReassignment, v: number): void {
   { const x = m.name; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeListPartitionReassignmentsResponseOngoingPartitionReassignment(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListPartitionReassignmentsResponseOngoingPartitionReassignment(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeListPartitionReassignmentsResponseOngoingTopicReassignment(m: ListPartitionReassignmentsResponseOngoingTopicReassignment, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListPartitionReassignmentsResponseOngoingPartitionReassignment(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListPartitionReassignmentsResponseOngoingPartitionReassignment(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -181,9 +181,9 @@ export function readListPartitionReassignmentsResponseOngoingPartitionReassignme
 
 export function writeListPartitionReassignmentsResponseOngoingPartitionReassignment(w: W.Writer, m: ListPartitionReassignmentsResponseOngoingPartitionReassignment, _v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
-  { const x = m.replicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  { const x = m.addingReplicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  { const x = m.removingReplicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.replicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  { const x = m.addingReplicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  { const x = m.removingReplicas; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -32,16 +32,16 @@ export function readListTransactionsRequest(r: Reader, v: number): ListTransacti
 }
 
 export function writeListTransactionsRequest(w: W.Writer, m: ListTransactionsRequest, v: number): void {
-  { const x = m.stateFilters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
-  { const x = m.producerIdFilters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int64(e0); } }
+  { const x = m.stateFilters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
+  { const x = m.producerIdFilters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int64(e0); } }
   if (v >= 1) { const x = (m.durationFilter === undefined ? -1n : m.durationFilter); w.int64(x); }
-  else if (!RT.isDefaultValue(m.durationFilter, -1n)) throw RT.fieldNotInVersion('ListTransactionsRequest', 'durationFilter', v);
+  else if (m.durationFilter !== undefined && !RT.isDefaultValue(m.durationFilter, -1n)) throw RT.fieldNotInVersion('ListTransactionsRequest', 'durationFilter', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeListTransactionsRequest(m: ListTransactionsRequest, v: number): number {
   let n = 0;
-  { const x = m.stateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.stateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   { const x = m.producerIdFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 8)); }
   if (v >= 1) n += 8;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -77,8 +77,8 @@ export function readListTransactionsResponse(r: Reader, v: number): ListTransact
 export function writeListTransactionsResponse(w: W.Writer, m: ListTransactionsResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.unknownStateFilters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
-  { const x = m.transactionStates; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeListTransactionsResponseTransactionState(w, e0, v); } }
+  { const x = m.unknownStateFilters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
+  { const x = m.transactionStates; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeListTransactionsResponseTransactionState(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -86,8 +86,8 @@ export function sizeListTransactionsResponse(m: ListTransactionsResponse, v: num
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.unknownStateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
-  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeListTransactionsResponseTransactionState(e0, v), 0))); }
+  { const x = m.unknownStateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListTransactionsResponseTransactionState(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -34,19 +34,19 @@ export function readMetadataRequest(r: Reader, v: number): MetadataRequest {
 }
 
 export function writeMetadataRequest(w: W.Writer, m: MetadataRequest, v: number): void {
-  { const x = m.topics; if (x === null && !(v >= 1)) throw RT.nullNotAllowed('MetadataRequest', 'topics', v); if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeMetadataRequestMetadataRequestTopic(w, e0, v); } }
+  { const x = m.topics; if (x === null && !(v >= 1)) throw RT.nullNotAllowed('MetadataRequest', 'topics', v); if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeMetadataRequestMetadataRequestTopic(w, e0, v); } }
   if (v >= 4) { const x = (m.allowAutoTopicCreation === undefined ? true : m.allowAutoTopicCreation); w.bool(x); }
-  else if (!RT.isDefaultValue(m.allowAutoTopicCreation, true)) throw RT.fieldNotInVersion('MetadataRequest', 'allowAutoTopicCreation', v);
+  else if (m.allowAutoTopicCreation !== undefined && !RT.isDefaultValue(m.allowAutoTopicCreation, true)) throw RT.fieldNotInVersion('MetadataRequest', 'allowAutoTopicCreation', v);
   if (v >= 8 && v <= 10) { const x = (m.includeClusterAuthorizedOperations === undefined ? false : m.includeClusterAuthorizedOperations); w.bool(x); }
-  else if (!RT.isDefaultValue(m.includeClusterAuthorizedOperations, false)) throw RT.fieldNotInVersion('MetadataRequest', 'includeClusterAuthorizedOperations', v);
+  else if (m.includeClusterAuthorizedOperations !== undefined && !RT.isDefaultValue(m.includeClusterAuthorizedOperations, false)) throw RT.fieldNotInVersion('MetadataRequest', 'includeClusterAuthorizedOperations', v);
   if (v >= 8) { const x = (m.includeTopicAuthorizedOperations === undefined ? false : m.includeTopicAuthorizedOperations); w.bool(x); }
-  else if (!RT.isDefaultValue(m.includeTopicAuthorizedOperations, false)) throw RT.fieldNotInVersion('MetadataRequest', 'includeTopicAuthorizedOperations', v);
+  else if (m.includeTopicAuthorizedOperations !== undefined && !RT.isDefaultValue(m.includeTopicAuthorizedOperations, false)) throw RT.fieldNotInVersion('MetadataRequest', 'includeTopicAuthorizedOperations', v);
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeMetadataRequest(m: MetadataRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeMetadataRequestMetadataRequestTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeMetadataRequestMetadataRequestTopic(e0, v)))); }
   if (v >= 4) n += 1;
   if (v >= 8 && v <= 10) n += 1;
   if (v >= 8) n += 1;
@@ -120,22 +120,22 @@ export function readMetadataResponse(r: Reader, v: number): MetadataResponse {
 
 export function writeMetadataResponse(w: W.Writer, m: MetadataResponse, v: number): void {
   if (v >= 3) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  { const x = m.brokers; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeMetadataResponseMetadataResponseBroker(w, e0, v); } }
+  { const x = m.brokers; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeMetadataResponseMetadataResponseBroker(w, e0, v); } }
   if (v >= 2) { const x = (m.clusterId === undefined ? null : m.clusterId); if (v >= 9) { w.compactString(x); } else { w.string(x); } }
   if (v >= 1) { const x = (m.controllerId === undefined ? -1 : m.controllerId); w.int32(x); }
-  { const x = m.topics; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeMetadataResponseMetadataResponseTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeMetadataResponseMetadataResponseTopic(w, e0, v); } }
   if (v >= 8 && v <= 10) { const x = (m.clusterAuthorizedOperations === undefined ? -2147483648 : m.clusterAuthorizedOperations); w.int32(x); }
-  else if (!RT.isDefaultValue(m.clusterAuthorizedOperations, -2147483648)) throw RT.fieldNotInVersion('MetadataResponse', 'clusterAuthorizedOperations', v);
+  else if (m.clusterAuthorizedOperations !== undefined && !RT.isDefaultValue(m.clusterAuthorizedOperations, -2147483648)) throw RT.fieldNotInVersion('MetadataResponse', 'clusterAuthorizedOperations', v);
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeMetadataResponse(m: MetadataResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.brokers; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeMetadataResponseMetadataResponseBroker(e0, v), 0))); }
+  { const x = m.brokers; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeMetadataResponseMetadataResponseBroker(e0, v)))); }
   if (v >= 2) { const x = (m.clusterId === undefined ? null : m.clusterId); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeMetadataResponseMetadataResponseTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeMetadataResponseMetadataResponseTopic(e0, v)))); }
   if (v >= 8 && v <= 10) n += 4;
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -216,9 +216,9 @@ export function writeMetadataResponseMetadataResponseTopic(w: W.Writer, m: Metad
   { const x = m.name; if (x === null && !(v >= 12)) throw RT.nullNotAllowed('MetadataResponseMetadataResponseTopic', 'name', v); if (v >= 9) { w.compactString(x); } else { w.string(x); } }
   if (v >= 10) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
   if (v >= 1) { const x = (m.isInternal === undefined ? false : m.isInternal); w.bool(x); }
-  { const x = m.partitions; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeMetadataResponseMetadataResponsePartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeMetadataResponseMetadataResponsePartition(w, e0, v); } }
   if (v >= 8) { const x = (m.topicAuthorizedOperations === undefined ? -2147483648 : m.topicAuthorizedOperations); w.int32(x); }
-  else if (!RT.isDefaultValue(m.topicAuthorizedOperations, -2147483648)) throw RT.fieldNotInVersion('MetadataResponseMetadataResponseTopic', 'topicAuthorizedOperations', v);
+  else if (m.topicAuthorizedOperations !== undefined && !RT.isDefaultValue(m.topicAuthorizedOperations, -2147483648)) throw RT.fieldNotInVersion('MetadataResponseMetadataResponseTopic', 'topicAuthorizedOperations', v);
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -228,7 +228,7 @@ export function sizeMetadataResponseMetadataResponseTopic(m: MetadataResponseMet
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 10) n += 16;
   if (v >= 1) n += 1;
-  { const x = m.partitions; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeMetadataResponseMetadataResponsePartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeMetadataResponseMetadataResponsePartition(e0, v)))); }
   if (v >= 8) n += 4;
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -269,9 +269,9 @@ export function writeMetadataResponseMetadataResponsePartition(w: W.Writer, m: M
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.leaderId; w.int32(x); }
   if (v >= 7) { const x = (m.leaderEpoch === undefined ? -1 : m.leaderEpoch); w.int32(x); }
-  { const x = m.replicaNodes; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  { const x = m.isrNodes; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  if (v >= 5) { const x = (m.offlineReplicas === undefined ? [] : m.offlineReplicas); if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.replicaNodes; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  { const x = m.isrNodes; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  if (v >= 5) { const x = (m.offlineReplicas === undefined ? [] : m.offlineReplicas); if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

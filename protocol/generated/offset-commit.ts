@@ -42,9 +42,9 @@ export function writeOffsetCommitRequest(w: W.Writer, m: OffsetCommitRequest, v:
   if (v >= 1) { const x = (m.generationIdOrMemberEpoch === undefined ? -1 : m.generationIdOrMemberEpoch); w.int32(x); }
   if (v >= 1) { const x = (m.memberId === undefined ? "" : m.memberId); if (v >= 8) { w.compactString(x); } else { w.string(x); } }
   if (v >= 7) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); if (v >= 8) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('OffsetCommitRequest', 'groupInstanceId', v);
+  else if (m.groupInstanceId !== undefined && !RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('OffsetCommitRequest', 'groupInstanceId', v);
   if (v >= 2 && v <= 4) { const x = (m.retentionTimeMs === undefined ? -1n : m.retentionTimeMs); w.int64(x); }
-  { const x = m.topics; if (v >= 8) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetCommitRequestOffsetCommitRequestTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 8) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetCommitRequestOffsetCommitRequestTopic(w, e0, v); } }
   if (v >= 8) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -55,7 +55,7 @@ export function sizeOffsetCommitRequest(m: OffsetCommitRequest, v: number): numb
   if (v >= 1) { const x = (m.memberId === undefined ? "" : m.memberId); n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 7) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2 && v <= 4) n += 8;
-  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetCommitRequestOffsetCommitRequestTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetCommitRequestOffsetCommitRequestTopic(e0, v)))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -82,14 +82,14 @@ export function readOffsetCommitRequestOffsetCommitRequestTopic(r: Reader, v: nu
 
 export function writeOffsetCommitRequestOffsetCommitRequestTopic(w: W.Writer, m: OffsetCommitRequestOffsetCommitRequestTopic, v: number): void {
   { const x = m.name; if (v >= 8) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 8) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetCommitRequestOffsetCommitRequestPartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 8) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetCommitRequestOffsetCommitRequestPartition(w, e0, v); } }
   if (v >= 8) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetCommitRequestOffsetCommitRequestTopic(m: OffsetCommitRequestOffsetCommitRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetCommitRequestOffsetCommitRequestPartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetCommitRequestOffsetCommitRequestPartition(e0, v)))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -125,7 +125,7 @@ export function writeOffsetCommitRequestOffsetCommitRequestPartition(w: W.Writer
   { const x = m.committedOffset; w.int64(x); }
   if (v >= 6) { const x = (m.committedLeaderEpoch === undefined ? -1 : m.committedLeaderEpoch); w.int32(x); }
   if (v >= 1 && v <= 1) { const x = (m.commitTimestamp === undefined ? -1n : m.commitTimestamp); w.int64(x); }
-  else if (!RT.isDefaultValue(m.commitTimestamp, -1n)) throw RT.fieldNotInVersion('OffsetCommitRequestOffsetCommitRequestPartition', 'commitTimestamp', v);
+  else if (m.commitTimestamp !== undefined && !RT.isDefaultValue(m.commitTimestamp, -1n)) throw RT.fieldNotInVersion('OffsetCommitRequestOffsetCommitRequestPartition', 'commitTimestamp', v);
   { const x = m.committedMetadata; if (v >= 8) { w.compactString(x); } else { w.string(x); } }
   if (v >= 8) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -165,14 +165,14 @@ export function readOffsetCommitResponse(r: Reader, v: number): OffsetCommitResp
 
 export function writeOffsetCommitResponse(w: W.Writer, m: OffsetCommitResponse, v: number): void {
   if (v >= 3) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  { const x = m.topics; if (v >= 8) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetCommitResponseOffsetCommitResponseTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 8) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetCommitResponseOffsetCommitResponseTopic(w, e0, v); } }
   if (v >= 8) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetCommitResponse(m: OffsetCommitResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetCommitResponseOffsetCommitResponseTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetCommitResponseOffsetCommitResponseTopic(e0, v)))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -199,14 +199,14 @@ export function readOffsetCommitResponseOffsetCommitResponseTopic(r: Reader, v: 
 
 export function writeOffsetCommitResponseOffsetCommitResponseTopic(w: W.Writer, m: OffsetCommitResponseOffsetCommitResponseTopic, v: number): void {
   { const x = m.name; if (v >= 8) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 8) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetCommitResponseOffsetCommitResponsePartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 8) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetCommitResponseOffsetCommitResponsePartition(w, e0, v); } }
   if (v >= 8) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetCommitResponseOffsetCommitResponseTopic(m: OffsetCommitResponseOffsetCommitResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetCommitResponseOffsetCommitResponsePartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetCommitResponseOffsetCommitResponsePartition(e0, v)))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -27,13 +27,13 @@ export function readOffsetDeleteRequest(r: Reader, v: number): OffsetDeleteReque
 
 export function writeOffsetDeleteRequest(w: W.Writer, m: OffsetDeleteRequest, v: number): void {
   { const x = m.groupId; w.string(x); }
-  { const x = m.topics; w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetDeleteRequestOffsetDeleteRequestTopic(w, e0, v); } }
+  { const x = m.topics; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetDeleteRequestOffsetDeleteRequestTopic(w, e0, v); } }
 }
 
 export function sizeOffsetDeleteRequest(m: OffsetDeleteRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeString(x); }
-  { const x = m.topics; n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetDeleteRequestOffsetDeleteRequestTopic(e0, v), 0))); }
+  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetDeleteRequestOffsetDeleteRequestTopic(e0, v)))); }
   return n;
 }
 
@@ -55,13 +55,13 @@ export function readOffsetDeleteRequestOffsetDeleteRequestTopic(r: Reader, v: nu
 
 export function writeOffsetDeleteRequestOffsetDeleteRequestTopic(w: W.Writer, m: OffsetDeleteRequestOffsetDeleteRequestTopic, v: number): void {
   { const x = m.name; w.string(x); }
-  { const x = m.partitions; w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetDeleteRequestOffsetDeleteRequestPartition(w, e0, v); } }
+  { const x = m.partitions; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetDeleteRequestOffsetDeleteRequestPartition(w, e0, v); } }
 }
 
 export function sizeOffsetDeleteRequestOffsetDeleteRequestTopic(m: OffsetDeleteRequestOffsetDeleteRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeString(x); }
-  { const x = m.partitions; n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetDeleteRequestOffsetDeleteRequestPartition(e0, v), 0))); }
+  { const x = m.partitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetDeleteRequestOffsetDeleteRequestPartition(e0, v)))); }
   return n;
 }
 
@@ -112,14 +112,14 @@ export function readOffsetDeleteResponse(r: Reader, v: number): OffsetDeleteResp
 export function writeOffsetDeleteResponse(w: W.Writer, m: OffsetDeleteResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.topics; w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetDeleteResponseOffsetDeleteResponseTopic(w, e0, v); } }
+  { const x = m.topics; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetDeleteResponseOffsetDeleteResponseTopic(w, e0, v); } }
 }
 
 export function sizeOffsetDeleteResponse(m: OffsetDeleteResponse, v: number): number {
   let n = 0;
   n += 2;
   n += 4;
-  { const x = m.topics; n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetDeleteResponseOffsetDeleteResponseTopic(e0, v), 0))); }
+  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetDeleteResponseOffsetDeleteResponseTopic(e0, v)))); }
   return n;
 }
 
@@ -141,13 +141,13 @@ export function readOffsetDeleteResponseOffsetDeleteResponseTopic(r: Reader, v: 
 
 export function writeOffsetDeleteResponseOffsetDeleteResponseTopic(w: W.Writer, m: OffsetDeleteResponseOffsetDeleteResponseTopic, v: number): void {
   { const x = m.name; w.string(x); }
-  { const x = m.partitions; w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetDeleteResponseOffsetDeleteResponsePartition(w, e0, v); } }
+  { const x = m.partitions; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetDeleteResponseOffsetDeleteResponsePartition(w, e0, v); } }
 }
 
 export function sizeOffsetDeleteResponseOffsetDeleteResponseTopic(m: OffsetDeleteResponseOffsetDeleteResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeString(x); }
-  { const x = m.partitions; n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetDeleteResponseOffsetDeleteResponsePartition(e0, v), 0))); }
+  { const x = m.partitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetDeleteResponseOffsetDeleteResponsePartition(e0, v)))); }
   return n;
 }
 

@@ -35,21 +35,21 @@ export function readOffsetFetchRequest(r: Reader, v: number): OffsetFetchRequest
 
 export function writeOffsetFetchRequest(w: W.Writer, m: OffsetFetchRequest, v: number): void {
   if (v <= 7) { const x = (m.groupId === undefined ? "" : m.groupId); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.groupId, "")) throw RT.fieldNotInVersion('OffsetFetchRequest', 'groupId', v);
-  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); if (x === null && !(v >= 2)) throw RT.nullNotAllowed('OffsetFetchRequest', 'topics', v); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetFetchRequestOffsetFetchRequestTopic(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('OffsetFetchRequest', 'topics', v);
-  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetFetchRequestOffsetFetchRequestGroup(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.groups, [])) throw RT.fieldNotInVersion('OffsetFetchRequest', 'groups', v);
+  else if (m.groupId !== undefined && !RT.isDefaultValue(m.groupId, "")) throw RT.fieldNotInVersion('OffsetFetchRequest', 'groupId', v);
+  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); if (x === null && !(v >= 2)) throw RT.nullNotAllowed('OffsetFetchRequest', 'topics', v); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetFetchRequestOffsetFetchRequestTopic(w, e0, v); } }
+  else if (m.topics !== undefined && !RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('OffsetFetchRequest', 'topics', v);
+  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetFetchRequestOffsetFetchRequestGroup(w, e0, v); } }
+  else if (m.groups !== undefined && !RT.isDefaultValue(m.groups, [])) throw RT.fieldNotInVersion('OffsetFetchRequest', 'groups', v);
   if (v >= 7) { const x = (m.requireStable === undefined ? false : m.requireStable); w.bool(x); }
-  else if (!RT.isDefaultValue(m.requireStable, false)) throw RT.fieldNotInVersion('OffsetFetchRequest', 'requireStable', v);
+  else if (m.requireStable !== undefined && !RT.isDefaultValue(m.requireStable, false)) throw RT.fieldNotInVersion('OffsetFetchRequest', 'requireStable', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetFetchRequest(m: OffsetFetchRequest, v: number): number {
   let n = 0;
   if (v <= 7) { const x = (m.groupId === undefined ? "" : m.groupId); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetFetchRequestOffsetFetchRequestTopic(e0, v), 0))); }
-  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetFetchRequestOffsetFetchRequestGroup(e0, v), 0))); }
+  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchRequestOffsetFetchRequestTopic(e0, v)))); }
+  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchRequestOffsetFetchRequestGroup(e0, v)))); }
   if (v >= 7) n += 1;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -77,9 +77,9 @@ export function readOffsetFetchRequestOffsetFetchRequestTopic(r: Reader, v: numb
 
 export function writeOffsetFetchRequestOffsetFetchRequestTopic(w: W.Writer, m: OffsetFetchRequestOffsetFetchRequestTopic, v: number): void {
   if (v <= 7) { const x = (m.name === undefined ? "" : m.name); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestTopic', 'name', v);
-  if (v <= 7) { const x = (m.partitionIndexes === undefined ? [] : m.partitionIndexes); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  else if (!RT.isDefaultValue(m.partitionIndexes, [])) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestTopic', 'partitionIndexes', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestTopic', 'name', v);
+  if (v <= 7) { const x = (m.partitionIndexes === undefined ? [] : m.partitionIndexes); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  else if (m.partitionIndexes !== undefined && !RT.isDefaultValue(m.partitionIndexes, [])) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestTopic', 'partitionIndexes', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -117,11 +117,11 @@ export function readOffsetFetchRequestOffsetFetchRequestGroup(r: Reader, v: numb
 
 export function writeOffsetFetchRequestOffsetFetchRequestGroup(w: W.Writer, m: OffsetFetchRequestOffsetFetchRequestGroup, v: number): void {
   if (v >= 8) { const x = (m.groupId === undefined ? "" : m.groupId); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.groupId, "")) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestGroup', 'groupId', v);
+  else if (m.groupId !== undefined && !RT.isDefaultValue(m.groupId, "")) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestGroup', 'groupId', v);
   if (v >= 9) { const x = (m.memberId === undefined ? null : m.memberId); w.compactString(x); }
   if (v >= 9) { const x = (m.memberEpoch === undefined ? -1 : m.memberEpoch); w.int32(x); }
-  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetFetchRequestOffsetFetchRequestTopics(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestGroup', 'topics', v);
+  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetFetchRequestOffsetFetchRequestTopics(w, e0, v); } }
+  else if (m.topics !== undefined && !RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestGroup', 'topics', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -130,7 +130,7 @@ export function sizeOffsetFetchRequestOffsetFetchRequestGroup(m: OffsetFetchRequ
   if (v >= 8) { const x = (m.groupId === undefined ? "" : m.groupId); n += W.sizeCompactString(x); }
   if (v >= 9) { const x = (m.memberId === undefined ? null : m.memberId); n += W.sizeCompactString(x); }
   if (v >= 9) n += 4;
-  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetFetchRequestOffsetFetchRequestTopics(e0, v), 0))); }
+  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchRequestOffsetFetchRequestTopics(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -157,9 +157,9 @@ export function readOffsetFetchRequestOffsetFetchRequestTopics(r: Reader, v: num
 
 export function writeOffsetFetchRequestOffsetFetchRequestTopics(w: W.Writer, m: OffsetFetchRequestOffsetFetchRequestTopics, v: number): void {
   if (v >= 8) { const x = (m.name === undefined ? "" : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestTopics', 'name', v);
-  if (v >= 8) { const x = (m.partitionIndexes === undefined ? [] : m.partitionIndexes); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  else if (!RT.isDefaultValue(m.partitionIndexes, [])) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestTopics', 'partitionIndexes', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestTopics', 'name', v);
+  if (v >= 8) { const x = (m.partitionIndexes === undefined ? [] : m.partitionIndexes); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  else if (m.partitionIndexes !== undefined && !RT.isDefaultValue(m.partitionIndexes, [])) throw RT.fieldNotInVersion('OffsetFetchRequestOffsetFetchRequestTopics', 'partitionIndexes', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -199,20 +199,20 @@ export function readOffsetFetchResponse(r: Reader, v: number): OffsetFetchRespon
 
 export function writeOffsetFetchResponse(w: W.Writer, m: OffsetFetchResponse, v: number): void {
   if (v >= 3) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetFetchResponseOffsetFetchResponseTopic(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('OffsetFetchResponse', 'topics', v);
+  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetFetchResponseOffsetFetchResponseTopic(w, e0, v); } }
+  else if (m.topics !== undefined && !RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('OffsetFetchResponse', 'topics', v);
   if (v >= 2 && v <= 7) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetFetchResponseOffsetFetchResponseGroup(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.groups, [])) throw RT.fieldNotInVersion('OffsetFetchResponse', 'groups', v);
+  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetFetchResponseOffsetFetchResponseGroup(w, e0, v); } }
+  else if (m.groups !== undefined && !RT.isDefaultValue(m.groups, [])) throw RT.fieldNotInVersion('OffsetFetchResponse', 'groups', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetFetchResponse(m: OffsetFetchResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetFetchResponseOffsetFetchResponseTopic(e0, v), 0))); }
+  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponseTopic(e0, v)))); }
   if (v >= 2 && v <= 7) n += 2;
-  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetFetchResponseOffsetFetchResponseGroup(e0, v), 0))); }
+  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponseGroup(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -239,16 +239,16 @@ export function readOffsetFetchResponseOffsetFetchResponseTopic(r: Reader, v: nu
 
 export function writeOffsetFetchResponseOffsetFetchResponseTopic(w: W.Writer, m: OffsetFetchResponseOffsetFetchResponseTopic, v: number): void {
   if (v <= 7) { const x = (m.name === undefined ? "" : m.name); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseTopic', 'name', v);
-  if (v <= 7) { const x = (m.partitions === undefined ? [] : m.partitions); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetFetchResponseOffsetFetchResponsePartition(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.partitions, [])) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseTopic', 'partitions', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseTopic', 'name', v);
+  if (v <= 7) { const x = (m.partitions === undefined ? [] : m.partitions); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetFetchResponseOffsetFetchResponsePartition(w, e0, v); } }
+  else if (m.partitions !== undefined && !RT.isDefaultValue(m.partitions, [])) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseTopic', 'partitions', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetFetchResponseOffsetFetchResponseTopic(m: OffsetFetchResponseOffsetFetchResponseTopic, v: number): number {
   let n = 0;
   if (v <= 7) { const x = (m.name === undefined ? "" : m.name); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  if (v <= 7) { const x = (m.partitions === undefined ? [] : m.partitions); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetFetchResponseOffsetFetchResponsePartition(e0, v), 0))); }
+  if (v <= 7) { const x = (m.partitions === undefined ? [] : m.partitions); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponsePartition(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -281,14 +281,14 @@ export function readOffsetFetchResponseOffsetFetchResponsePartition(r: Reader, v
 
 export function writeOffsetFetchResponseOffsetFetchResponsePartition(w: W.Writer, m: OffsetFetchResponseOffsetFetchResponsePartition, v: number): void {
   if (v <= 7) { const x = (m.partitionIndex === undefined ? 0 : m.partitionIndex); w.int32(x); }
-  else if (!RT.isDefaultValue(m.partitionIndex, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartition', 'partitionIndex', v);
+  else if (m.partitionIndex !== undefined && !RT.isDefaultValue(m.partitionIndex, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartition', 'partitionIndex', v);
   if (v <= 7) { const x = (m.committedOffset === undefined ? 0n : m.committedOffset); w.int64(x); }
-  else if (!RT.isDefaultValue(m.committedOffset, 0n)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartition', 'committedOffset', v);
+  else if (m.committedOffset !== undefined && !RT.isDefaultValue(m.committedOffset, 0n)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartition', 'committedOffset', v);
   if (v >= 5 && v <= 7) { const x = (m.committedLeaderEpoch === undefined ? -1 : m.committedLeaderEpoch); w.int32(x); }
   if (v <= 7) { const x = (m.metadata === undefined ? "" : m.metadata); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.metadata, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartition', 'metadata', v);
+  else if (m.metadata !== undefined && !RT.isDefaultValue(m.metadata, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartition', 'metadata', v);
   if (v <= 7) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  else if (!RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartition', 'errorCode', v);
+  else if (m.errorCode !== undefined && !RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartition', 'errorCode', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -327,18 +327,18 @@ export function readOffsetFetchResponseOffsetFetchResponseGroup(r: Reader, v: nu
 
 export function writeOffsetFetchResponseOffsetFetchResponseGroup(w: W.Writer, m: OffsetFetchResponseOffsetFetchResponseGroup, v: number): void {
   if (v >= 8) { const x = (m.groupId === undefined ? "" : m.groupId); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.groupId, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseGroup', 'groupId', v);
-  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetFetchResponseOffsetFetchResponseTopics(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseGroup', 'topics', v);
+  else if (m.groupId !== undefined && !RT.isDefaultValue(m.groupId, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseGroup', 'groupId', v);
+  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetFetchResponseOffsetFetchResponseTopics(w, e0, v); } }
+  else if (m.topics !== undefined && !RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseGroup', 'topics', v);
   if (v >= 8) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  else if (!RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseGroup', 'errorCode', v);
+  else if (m.errorCode !== undefined && !RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseGroup', 'errorCode', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetFetchResponseOffsetFetchResponseGroup(m: OffsetFetchResponseOffsetFetchResponseGroup, v: number): number {
   let n = 0;
   if (v >= 8) { const x = (m.groupId === undefined ? "" : m.groupId); n += W.sizeCompactString(x); }
-  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetFetchResponseOffsetFetchResponseTopics(e0, v), 0))); }
+  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponseTopics(e0, v)))); }
   if (v >= 8) n += 2;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -366,16 +366,16 @@ export function readOffsetFetchResponseOffsetFetchResponseTopics(r: Reader, v: n
 
 export function writeOffsetFetchResponseOffsetFetchResponseTopics(w: W.Writer, m: OffsetFetchResponseOffsetFetchResponseTopics, v: number): void {
   if (v >= 8) { const x = (m.name === undefined ? "" : m.name); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseTopics', 'name', v);
-  if (v >= 8) { const x = (m.partitions === undefined ? [] : m.partitions); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeOffsetFetchResponseOffsetFetchResponsePartitions(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.partitions, [])) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseTopics', 'partitions', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseTopics', 'name', v);
+  if (v >= 8) { const x = (m.partitions === undefined ? [] : m.partitions); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetFetchResponseOffsetFetchResponsePartitions(w, e0, v); } }
+  else if (m.partitions !== undefined && !RT.isDefaultValue(m.partitions, [])) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponseTopics', 'partitions', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetFetchResponseOffsetFetchResponseTopics(m: OffsetFetchResponseOffsetFetchResponseTopics, v: number): number {
   let n = 0;
   if (v >= 8) { const x = (m.name === undefined ? "" : m.name); n += W.sizeCompactString(x); }
-  if (v >= 8) { const x = (m.partitions === undefined ? [] : m.partitions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetFetchResponseOffsetFetchResponsePartitions(e0, v), 0))); }
+  if (v >= 8) { const x = (m.partitions === undefined ? [] : m.partitions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponsePartitions(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -408,14 +408,14 @@ export function readOffsetFetchResponseOffsetFetchResponsePartitions(r: Reader, 
 
 export function writeOffsetFetchResponseOffsetFetchResponsePartitions(w: W.Writer, m: OffsetFetchResponseOffsetFetchResponsePartitions, v: number): void {
   if (v >= 8) { const x = (m.partitionIndex === undefined ? 0 : m.partitionIndex); w.int32(x); }
-  else if (!RT.isDefaultValue(m.partitionIndex, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartitions', 'partitionIndex', v);
+  else if (m.partitionIndex !== undefined && !RT.isDefaultValue(m.partitionIndex, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartitions', 'partitionIndex', v);
   if (v >= 8) { const x = (m.committedOffset === undefined ? 0n : m.committedOffset); w.int64(x); }
-  else if (!RT.isDefaultValue(m.committedOffset, 0n)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartitions', 'committedOffset', v);
+  else if (m.committedOffset !== undefined && !RT.isDefaultValue(m.committedOffset, 0n)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartitions', 'committedOffset', v);
   if (v >= 8) { const x = (m.committedLeaderEpoch === undefined ? -1 : m.committedLeaderEpoch); w.int32(x); }
   if (v >= 8) { const x = (m.metadata === undefined ? "" : m.metadata); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.metadata, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartitions', 'metadata', v);
+  else if (m.metadata !== undefined && !RT.isDefaultValue(m.metadata, "")) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartitions', 'metadata', v);
   if (v >= 8) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
-  else if (!RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartitions', 'errorCode', v);
+  else if (m.errorCode !== undefined && !RT.isDefaultValue(m.errorCode, 0)) throw RT.fieldNotInVersion('OffsetFetchResponseOffsetFetchResponsePartitions', 'errorCode', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

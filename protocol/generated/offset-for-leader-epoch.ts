@@ -31,14 +31,14 @@ export function readOffsetForLeaderEpochRequest(r: Reader, v: number): OffsetFor
 
 export function writeOffsetForLeaderEpochRequest(w: W.Writer, m: OffsetForLeaderEpochRequest, v: number): void {
   if (v >= 3) { const x = (m.replicaId === undefined ? -2 : m.replicaId); w.int32(x); }
-  { const x = m.topics; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetForLeaderEpochRequestOffsetForLeaderTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetForLeaderEpochRequestOffsetForLeaderTopic(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetForLeaderEpochRequest(m: OffsetForLeaderEpochRequest, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -65,14 +65,14 @@ export function readOffsetForLeaderEpochRequestOffsetForLeaderTopic(r: Reader, v
 
 export function writeOffsetForLeaderEpochRequestOffsetForLeaderTopic(w: W.Writer, m: OffsetForLeaderEpochRequestOffsetForLeaderTopic, v: number): void {
   { const x = m.topic; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetForLeaderEpochRequestOffsetForLeaderPartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetForLeaderEpochRequestOffsetForLeaderPartition(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic(m: OffsetForLeaderEpochRequestOffsetForLeaderTopic, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetForLeaderEpochRequestOffsetForLeaderPartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetForLeaderEpochRequestOffsetForLeaderPartition(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -139,14 +139,14 @@ export function readOffsetForLeaderEpochResponse(r: Reader, v: number): OffsetFo
 
 export function writeOffsetForLeaderEpochResponse(w: W.Writer, m: OffsetForLeaderEpochResponse, v: number): void {
   if (v >= 2) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  { const x = m.topics; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(w, e0, v); } }
+  { const x = m.topics; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetForLeaderEpochResponse(m: OffsetForLeaderEpochResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -173,14 +173,14 @@ export function readOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(r: Re
 
 export function writeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(w: W.Writer, m: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, v: number): void {
   { const x = m.topic; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeOffsetForLeaderEpochResponseEpochEndOffset(w, e0, v); } }
+  { const x = m.partitions; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeOffsetForLeaderEpochResponseEpochEndOffset(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(m: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeOffsetForLeaderEpochResponseEpochEndOffset(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetForLeaderEpochResponseEpochEndOffset(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -35,10 +35,10 @@ export function readProduceRequest(r: Reader, v: number): ProduceRequest {
 
 export function writeProduceRequest(w: W.Writer, m: ProduceRequest, v: number): void {
   if (v >= 3) { const x = (m.transactionalId === undefined ? null : m.transactionalId); if (v >= 9) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.transactionalId, null)) throw RT.fieldNotInVersion('ProduceRequest', 'transactionalId', v);
+  else if (m.transactionalId !== undefined && !RT.isDefaultValue(m.transactionalId, null)) throw RT.fieldNotInVersion('ProduceRequest', 'transactionalId', v);
   { const x = m.acks; w.int16(x); }
   { const x = m.timeoutMs; w.int32(x); }
-  { const x = m.topicData; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeProduceRequestTopicProduceData(w, e0, v); } }
+  { const x = m.topicData; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceRequestTopicProduceData(w, e0, v); } }
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -47,7 +47,7 @@ export function sizeProduceRequest(m: ProduceRequest, v: number): number {
   if (v >= 3) { const x = (m.transactionalId === undefined ? null : m.transactionalId); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 2;
   n += 4;
-  { const x = m.topicData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeProduceRequestTopicProduceData(e0, v), 0))); }
+  { const x = m.topicData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceRequestTopicProduceData(e0, v)))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -74,14 +74,14 @@ export function readProduceRequestTopicProduceData(r: Reader, v: number): Produc
 
 export function writeProduceRequestTopicProduceData(w: W.Writer, m: ProduceRequestTopicProduceData, v: number): void {
   { const x = m.name; if (v >= 9) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitionData; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeProduceRequestPartitionProduceData(w, e0, v); } }
+  { const x = m.partitionData; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceRequestPartitionProduceData(w, e0, v); } }
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeProduceRequestTopicProduceData(m: ProduceRequestTopicProduceData, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeProduceRequestPartitionProduceData(e0, v), 0))); }
+  { const x = m.partitionData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceRequestPartitionProduceData(e0, v)))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -136,7 +136,7 @@ export function defaultProduceResponse(): ProduceResponse {
 export function readProduceResponse(r: Reader, v: number): ProduceResponse {
   const f_responses: ProduceResponseTopicProduceResponse[] = RT.readArrayNonNull(r, v >= 9, (ir: Reader) => readProduceResponseTopicProduceResponse(ir, v));
   const f_throttleTimeMs: number = (v >= 1 ? r.int32() : 0);
-  let f_nodeEndpoints: ProduceResponseNodeEndpoint[] = ((v >= 10) && (!(v >= 10)) ? RT.readArrayNonNull(r, true, (ir: Reader) => readProduceResponseNodeEndpoint(ir, v)) : []);
+  let f_nodeEndpoints: ProduceResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
   if (v >= 9) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -152,23 +152,21 @@ export function readProduceResponse(r: Reader, v: number): ProduceResponse {
 function taggedProduceResponse(m: ProduceResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
   if (v >= 10 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeProduceResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeProduceResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
 export function writeProduceResponse(w: W.Writer, m: ProduceResponse, v: number): void {
-  { const x = m.responses; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeProduceResponseTopicProduceResponse(w, e0, v); } }
+  { const x = m.responses; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceResponseTopicProduceResponse(w, e0, v); } }
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
-  if ((v >= 10) && (!(v >= 10))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeProduceResponseNodeEndpoint(w, e0, v); } }
-  else if (!(v >= 10)) if (!RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('ProduceResponse', 'nodeEndpoints', v);
+  if (!(v >= 10)) if (m.nodeEndpoints !== undefined && !RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('ProduceResponse', 'nodeEndpoints', v);
   if (v >= 9) w.taggedFields(taggedProduceResponse(m, v));
 }
 
 export function sizeProduceResponse(m: ProduceResponse, v: number): number {
   let n = 0;
-  { const x = m.responses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeProduceResponseTopicProduceResponse(e0, v), 0))); }
+  { const x = m.responses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceResponseTopicProduceResponse(e0, v)))); }
   if (v >= 1) n += 4;
-  if ((v >= 10) && (!(v >= 10))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeProduceResponseNodeEndpoint(e0, v), 0))); }
   if (v >= 9) n += W.sizeTaggedFields(taggedProduceResponse(m, v));
   return n;
 }
@@ -195,14 +193,14 @@ export function readProduceResponseTopicProduceResponse(r: Reader, v: number): P
 
 export function writeProduceResponseTopicProduceResponse(w: W.Writer, m: ProduceResponseTopicProduceResponse, v: number): void {
   { const x = m.name; if (v >= 9) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitionResponses; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeProduceResponsePartitionProduceResponse(w, e0, v); } }
+  { const x = m.partitionResponses; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceResponsePartitionProduceResponse(w, e0, v); } }
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeProduceResponseTopicProduceResponse(m: ProduceResponseTopicProduceResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionResponses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeProduceResponsePartitionProduceResponse(e0, v), 0))); }
+  { const x = m.partitionResponses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceResponsePartitionProduceResponse(e0, v)))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -231,7 +229,7 @@ export function readProduceResponsePartitionProduceResponse(r: Reader, v: number
   const f_logStartOffset: bigint = (v >= 5 ? r.int64() : -1n);
   const f_recordErrors: ProduceResponseBatchIndexAndErrorMessage[] = (v >= 8 ? RT.readArrayNonNull(r, v >= 9, (ir: Reader) => readProduceResponseBatchIndexAndErrorMessage(ir, v)) : []);
   const f_errorMessage: string | null = (v >= 8 ? (v >= 9 ? r.compactNullableString() : r.nullableString()) : null);
-  let f_currentLeader: ProduceResponseLeaderIdAndEpoch = ((v >= 10) && (!(v >= 10)) ? readProduceResponseLeaderIdAndEpoch(r, v) : defaultProduceResponseLeaderIdAndEpoch());
+  let f_currentLeader: ProduceResponseLeaderIdAndEpoch = defaultProduceResponseLeaderIdAndEpoch();
   let u: TaggedField[] | undefined;
   if (v >= 9) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -257,10 +255,9 @@ export function writeProduceResponsePartitionProduceResponse(w: W.Writer, m: Pro
   { const x = m.baseOffset; w.int64(x); }
   if (v >= 2) { const x = (m.logAppendTimeMs === undefined ? -1n : m.logAppendTimeMs); w.int64(x); }
   if (v >= 5) { const x = (m.logStartOffset === undefined ? -1n : m.logStartOffset); w.int64(x); }
-  if (v >= 8) { const x = (m.recordErrors === undefined ? [] : m.recordErrors); if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeProduceResponseBatchIndexAndErrorMessage(w, e0, v); } }
+  if (v >= 8) { const x = (m.recordErrors === undefined ? [] : m.recordErrors); if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceResponseBatchIndexAndErrorMessage(w, e0, v); } }
   if (v >= 8) { const x = (m.errorMessage === undefined ? null : m.errorMessage); if (v >= 9) { w.compactString(x); } else { w.string(x); } }
-  if ((v >= 10) && (!(v >= 10))) { const x = (m.currentLeader === undefined ? defaultProduceResponseLeaderIdAndEpoch() : m.currentLeader); writeProduceResponseLeaderIdAndEpoch(w, x, v); }
-  else if (!(v >= 10)) if (!RT.isDefaultValue(m.currentLeader, defaultProduceResponseLeaderIdAndEpoch())) throw RT.fieldNotInVersion('ProduceResponsePartitionProduceResponse', 'currentLeader', v);
+  if (!(v >= 10)) if (m.currentLeader !== undefined && !RT.isDefaultValue(m.currentLeader, defaultProduceResponseLeaderIdAndEpoch())) throw RT.fieldNotInVersion('ProduceResponsePartitionProduceResponse', 'currentLeader', v);
   if (v >= 9) w.taggedFields(taggedProduceResponsePartitionProduceResponse(m, v));
 }
 
@@ -271,9 +268,8 @@ export function sizeProduceResponsePartitionProduceResponse(m: ProduceResponsePa
   n += 8;
   if (v >= 2) n += 8;
   if (v >= 5) n += 8;
-  if (v >= 8) { const x = (m.recordErrors === undefined ? [] : m.recordErrors); n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeProduceResponseBatchIndexAndErrorMessage(e0, v), 0))); }
+  if (v >= 8) { const x = (m.recordErrors === undefined ? [] : m.recordErrors); n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceResponseBatchIndexAndErrorMessage(e0, v)))); }
   if (v >= 8) { const x = (m.errorMessage === undefined ? null : m.errorMessage); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  if ((v >= 10) && (!(v >= 10))) { const x = (m.currentLeader === undefined ? defaultProduceResponseLeaderIdAndEpoch() : m.currentLeader); n += sizeProduceResponseLeaderIdAndEpoch(x, v); }
   if (v >= 9) n += W.sizeTaggedFields(taggedProduceResponsePartitionProduceResponse(m, v));
   return n;
 }
@@ -300,9 +296,9 @@ export function readProduceResponseBatchIndexAndErrorMessage(r: Reader, v: numbe
 
 export function writeProduceResponseBatchIndexAndErrorMessage(w: W.Writer, m: ProduceResponseBatchIndexAndErrorMessage, v: number): void {
   if (v >= 8) { const x = (m.batchIndex === undefined ? 0 : m.batchIndex); w.int32(x); }
-  else if (!RT.isDefaultValue(m.batchIndex, 0)) throw RT.fieldNotInVersion('ProduceResponseBatchIndexAndErrorMessage', 'batchIndex', v);
+  else if (m.batchIndex !== undefined && !RT.isDefaultValue(m.batchIndex, 0)) throw RT.fieldNotInVersion('ProduceResponseBatchIndexAndErrorMessage', 'batchIndex', v);
   if (v >= 8) { const x = (m.batchIndexErrorMessage === undefined ? null : m.batchIndexErrorMessage); if (v >= 9) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.batchIndexErrorMessage, null)) throw RT.fieldNotInVersion('ProduceResponseBatchIndexAndErrorMessage', 'batchIndexErrorMessage', v);
+  else if (m.batchIndexErrorMessage !== undefined && !RT.isDefaultValue(m.batchIndexErrorMessage, null)) throw RT.fieldNotInVersion('ProduceResponseBatchIndexAndErrorMessage', 'batchIndexErrorMessage', v);
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -336,9 +332,9 @@ export function readProduceResponseLeaderIdAndEpoch(r: Reader, v: number): Produ
 
 export function writeProduceResponseLeaderIdAndEpoch(w: W.Writer, m: ProduceResponseLeaderIdAndEpoch, v: number): void {
   if (v >= 10) { const x = (m.leaderId === undefined ? -1 : m.leaderId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.leaderId, -1)) throw RT.fieldNotInVersion('ProduceResponseLeaderIdAndEpoch', 'leaderId', v);
+  else if (m.leaderId !== undefined && !RT.isDefaultValue(m.leaderId, -1)) throw RT.fieldNotInVersion('ProduceResponseLeaderIdAndEpoch', 'leaderId', v);
   if (v >= 10) { const x = (m.leaderEpoch === undefined ? -1 : m.leaderEpoch); w.int32(x); }
-  else if (!RT.isDefaultValue(m.leaderEpoch, -1)) throw RT.fieldNotInVersion('ProduceResponseLeaderIdAndEpoch', 'leaderEpoch', v);
+  else if (m.leaderEpoch !== undefined && !RT.isDefaultValue(m.leaderEpoch, -1)) throw RT.fieldNotInVersion('ProduceResponseLeaderIdAndEpoch', 'leaderEpoch', v);
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -376,13 +372,13 @@ export function readProduceResponseNodeEndpoint(r: Reader, v: number): ProduceRe
 
 export function writeProduceResponseNodeEndpoint(w: W.Writer, m: ProduceResponseNodeEndpoint, v: number): void {
   if (v >= 10) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('ProduceResponseNodeEndpoint', 'nodeId', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('ProduceResponseNodeEndpoint', 'nodeId', v);
   if (v >= 10) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('ProduceResponseNodeEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('ProduceResponseNodeEndpoint', 'host', v);
   if (v >= 10) { const x = (m.port === undefined ? 0 : m.port); w.int32(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('ProduceResponseNodeEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('ProduceResponseNodeEndpoint', 'port', v);
   if (v >= 10) { const x = (m.rack === undefined ? null : m.rack); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.rack, null)) throw RT.fieldNotInVersion('ProduceResponseNodeEndpoint', 'rack', v);
+  else if (m.rack !== undefined && !RT.isDefaultValue(m.rack, null)) throw RT.fieldNotInVersion('ProduceResponseNodeEndpoint', 'rack', v);
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -31,14 +31,14 @@ export function readReadShareGroupStateSummaryRequest(r: Reader, v: number): Rea
 
 export function writeReadShareGroupStateSummaryRequest(w: W.Writer, m: ReadShareGroupStateSummaryRequest, v: number): void {
   { const x = m.groupId; w.compactString(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateSummaryRequestReadStateSummaryData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateSummaryRequestReadStateSummaryData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeReadShareGroupStateSummaryRequest(m: ReadShareGroupStateSummaryRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateSummaryRequestReadStateSummaryData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateSummaryRequestReadStateSummaryData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -65,14 +65,14 @@ export function readReadShareGroupStateSummaryRequestReadStateSummaryData(r: Rea
 
 export function writeReadShareGroupStateSummaryRequestReadStateSummaryData(w: W.Writer, m: ReadShareGroupStateSummaryRequestReadStateSummaryData, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateSummaryRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateSummaryRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeReadShareGroupStateSummaryRequestReadStateSummaryData(m: ReadShareGroupStateSummaryRequestReadStateSummaryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateSummaryRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateSummaryRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -132,13 +132,13 @@ export function readReadShareGroupStateSummaryResponse(r: Reader, v: number): Re
 }
 
 export function writeReadShareGroupStateSummaryResponse(w: W.Writer, m: ReadShareGroupStateSummaryResponse, v: number): void {
-  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateSummaryResponseReadStateSummaryResult(w, e0, v); } }
+  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateSummaryResponseReadStateSummaryResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeReadShareGroupStateSummaryResponse(m: ReadShareGroupStateSummaryResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateSummaryResponseReadStateSummaryResult(e0, v), 0))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateSummaryResponseReadStateSummaryResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -165,14 +165,14 @@ export function readReadShareGroupStateSummaryResponseReadStateSummaryResult(r: 
 
 export function writeReadShareGroupStateSummaryResponseReadStateSummaryResult(w: W.Writer, m: ReadShareGroupStateSummaryResponseReadStateSummaryResult, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateSummaryResponsePartitionResult(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateSummaryResponsePartitionResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeReadShareGroupStateSummaryResponseReadStateSummaryResult(m: ReadShareGroupStateSummaryResponseReadStateSummaryResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateSummaryResponsePartitionResult(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateSummaryResponsePartitionResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

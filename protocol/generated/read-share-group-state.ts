@@ -31,14 +31,14 @@ export function readReadShareGroupStateRequest(r: Reader, v: number): ReadShareG
 
 export function writeReadShareGroupStateRequest(w: W.Writer, m: ReadShareGroupStateRequest, v: number): void {
   { const x = m.groupId; w.compactString(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateRequestReadStateData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateRequestReadStateData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeReadShareGroupStateRequest(m: ReadShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateRequestReadStateData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateRequestReadStateData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -65,14 +65,14 @@ export function readReadShareGroupStateRequestReadStateData(r: Reader, v: number
 
 export function writeReadShareGroupStateRequestReadStateData(w: W.Writer, m: ReadShareGroupStateRequestReadStateData, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeReadShareGroupStateRequestReadStateData(m: ReadShareGroupStateRequestReadStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -132,13 +132,13 @@ export function readReadShareGroupStateResponse(r: Reader, v: number): ReadShare
 }
 
 export function writeReadShareGroupStateResponse(w: W.Writer, m: ReadShareGroupStateResponse, v: number): void {
-  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateResponseReadStateResult(w, e0, v); } }
+  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateResponseReadStateResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeReadShareGroupStateResponse(m: ReadShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateResponseReadStateResult(e0, v), 0))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateResponseReadStateResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -165,14 +165,14 @@ export function readReadShareGroupStateResponseReadStateResult(r: Reader, v: num
 
 export function writeReadShareGroupStateResponseReadStateResult(w: W.Writer, m: ReadShareGroupStateResponseReadStateResult, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateResponsePartitionResult(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateResponsePartitionResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeReadShareGroupStateResponseReadStateResult(m: ReadShareGroupStateResponseReadStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateResponsePartitionResult(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateResponsePartitionResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -211,7 +211,7 @@ export function writeReadShareGroupStateResponsePartitionResult(w: W.Writer, m: 
   { const x = m.errorMessage; w.compactString(x); }
   { const x = m.stateEpoch; w.int32(x); }
   { const x = m.startOffset; w.int64(x); }
-  { const x = m.stateBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeReadShareGroupStateResponseStateBatch(w, e0, v); } }
+  { const x = m.stateBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeReadShareGroupStateResponseStateBatch(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -222,7 +222,7 @@ export function sizeReadShareGroupStateResponsePartitionResult(m: ReadShareGroup
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   n += 4;
   n += 8;
-  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeReadShareGroupStateResponseStateBatch(e0, v), 0))); }
+  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateResponseStateBatch(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -53,13 +53,13 @@ export function readSaslHandshakeResponse(r: Reader, _v: number): SaslHandshakeR
 
 export function writeSaslHandshakeResponse(w: W.Writer, m: SaslHandshakeResponse, _v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.mechanisms; w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.string(e0); } }
+  { const x = m.mechanisms; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.string(e0); } }
 }
 
 export function sizeSaslHandshakeResponse(m: SaslHandshakeResponse, _v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.mechanisms; n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeString(e0), 0))); }
+  { const x = m.mechanisms; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeString(e0)))); }
   return n;
 }
 

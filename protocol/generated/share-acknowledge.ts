@@ -37,7 +37,7 @@ export function writeShareAcknowledgeRequest(w: W.Writer, m: ShareAcknowledgeReq
   { const x = m.groupId; w.compactString(x); }
   { const x = m.memberId; w.compactString(x); }
   { const x = m.shareSessionEpoch; w.int32(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareAcknowledgeRequestAcknowledgeTopic(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeRequestAcknowledgeTopic(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -46,7 +46,7 @@ export function sizeShareAcknowledgeRequest(m: ShareAcknowledgeRequest, v: numbe
   { const x = m.groupId; n += W.sizeCompactString(x); }
   { const x = m.memberId; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareAcknowledgeRequestAcknowledgeTopic(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeRequestAcknowledgeTopic(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,14 +73,14 @@ export function readShareAcknowledgeRequestAcknowledgeTopic(r: Reader, v: number
 
 export function writeShareAcknowledgeRequestAcknowledgeTopic(w: W.Writer, m: ShareAcknowledgeRequestAcknowledgeTopic, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareAcknowledgeRequestAcknowledgePartition(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeRequestAcknowledgePartition(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareAcknowledgeRequestAcknowledgeTopic(m: ShareAcknowledgeRequestAcknowledgeTopic, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareAcknowledgeRequestAcknowledgePartition(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeRequestAcknowledgePartition(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -107,14 +107,14 @@ export function readShareAcknowledgeRequestAcknowledgePartition(r: Reader, v: nu
 
 export function writeShareAcknowledgeRequestAcknowledgePartition(w: W.Writer, m: ShareAcknowledgeRequestAcknowledgePartition, v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
-  { const x = m.acknowledgementBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareAcknowledgeRequestAcknowledgementBatch(w, e0, v); } }
+  { const x = m.acknowledgementBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeRequestAcknowledgementBatch(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareAcknowledgeRequestAcknowledgePartition(m: ShareAcknowledgeRequestAcknowledgePartition, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareAcknowledgeRequestAcknowledgementBatch(e0, v), 0))); }
+  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeRequestAcknowledgementBatch(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -144,7 +144,7 @@ export function readShareAcknowledgeRequestAcknowledgementBatch(r: Reader, _v: n
 export function writeShareAcknowledgeRequestAcknowledgementBatch(w: W.Writer, m: ShareAcknowledgeRequestAcknowledgementBatch, _v: number): void {
   { const x = m.firstOffset; w.int64(x); }
   { const x = m.lastOffset; w.int64(x); }
-  { const x = m.acknowledgeTypes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int8(e0); } }
+  { const x = m.acknowledgeTypes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int8(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -189,8 +189,8 @@ export function writeShareAcknowledgeResponse(w: W.Writer, m: ShareAcknowledgeRe
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
-  { const x = m.responses; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareAcknowledgeResponseShareAcknowledgeTopicResponse(w, e0, v); } }
-  { const x = m.nodeEndpoints; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareAcknowledgeResponseNodeEndpoint(w, e0, v); } }
+  { const x = m.responses; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeResponseShareAcknowledgeTopicResponse(w, e0, v); } }
+  { const x = m.nodeEndpoints; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeResponseNodeEndpoint(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -199,8 +199,8 @@ export function sizeShareAcknowledgeResponse(m: ShareAcknowledgeResponse, v: num
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse(e0, v), 0))); }
-  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareAcknowledgeResponseNodeEndpoint(e0, v), 0))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse(e0, v)))); }
+  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeResponseNodeEndpoint(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -227,14 +227,14 @@ export function readShareAcknowledgeResponseShareAcknowledgeTopicResponse(r: Rea
 
 export function writeShareAcknowledgeResponseShareAcknowledgeTopicResponse(w: W.Writer, m: ShareAcknowledgeResponseShareAcknowledgeTopicResponse, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareAcknowledgeResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeResponsePartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse(m: ShareAcknowledgeResponseShareAcknowledgeTopicResponse, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareAcknowledgeResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeResponsePartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -48,8 +48,8 @@ export function writeShareFetchRequest(w: W.Writer, m: ShareFetchRequest, v: num
   { const x = m.maxWaitMs; w.int32(x); }
   { const x = m.minBytes; w.int32(x); }
   { const x = m.maxBytes; w.int32(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareFetchRequestFetchTopic(w, e0, v); } }
-  { const x = m.forgottenTopicsData; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareFetchRequestForgottenTopic(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchRequestFetchTopic(w, e0, v); } }
+  { const x = m.forgottenTopicsData; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchRequestForgottenTopic(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -61,8 +61,8 @@ export function sizeShareFetchRequest(m: ShareFetchRequest, v: number): number {
   n += 4;
   n += 4;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareFetchRequestFetchTopic(e0, v), 0))); }
-  { const x = m.forgottenTopicsData; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareFetchRequestForgottenTopic(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchRequestFetchTopic(e0, v)))); }
+  { const x = m.forgottenTopicsData; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchRequestForgottenTopic(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -89,14 +89,14 @@ export function readShareFetchRequestFetchTopic(r: Reader, v: number): ShareFetc
 
 export function writeShareFetchRequestFetchTopic(w: W.Writer, m: ShareFetchRequestFetchTopic, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareFetchRequestFetchPartition(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchRequestFetchPartition(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareFetchRequestFetchTopic(m: ShareFetchRequestFetchTopic, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareFetchRequestFetchPartition(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchRequestFetchPartition(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -126,7 +126,7 @@ export function readShareFetchRequestFetchPartition(r: Reader, v: number): Share
 export function writeShareFetchRequestFetchPartition(w: W.Writer, m: ShareFetchRequestFetchPartition, v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.partitionMaxBytes; w.int32(x); }
-  { const x = m.acknowledgementBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareFetchRequestAcknowledgementBatch(w, e0, v); } }
+  { const x = m.acknowledgementBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchRequestAcknowledgementBatch(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -134,7 +134,7 @@ export function sizeShareFetchRequestFetchPartition(m: ShareFetchRequestFetchPar
   let n = 0;
   n += 4;
   n += 4;
-  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareFetchRequestAcknowledgementBatch(e0, v), 0))); }
+  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchRequestAcknowledgementBatch(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -164,7 +164,7 @@ export function readShareFetchRequestAcknowledgementBatch(r: Reader, _v: number)
 export function writeShareFetchRequestAcknowledgementBatch(w: W.Writer, m: ShareFetchRequestAcknowledgementBatch, _v: number): void {
   { const x = m.firstOffset; w.int64(x); }
   { const x = m.lastOffset; w.int64(x); }
-  { const x = m.acknowledgeTypes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int8(e0); } }
+  { const x = m.acknowledgeTypes; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int8(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -199,7 +199,7 @@ export function readShareFetchRequestForgottenTopic(r: Reader, _v: number): Shar
 
 export function writeShareFetchRequestForgottenTopic(w: W.Writer, m: ShareFetchRequestForgottenTopic, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -243,8 +243,8 @@ export function writeShareFetchResponse(w: W.Writer, m: ShareFetchResponse, v: n
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
-  { const x = m.responses; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareFetchResponseShareFetchableTopicResponse(w, e0, v); } }
-  { const x = m.nodeEndpoints; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareFetchResponseNodeEndpoint(w, e0, v); } }
+  { const x = m.responses; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponseShareFetchableTopicResponse(w, e0, v); } }
+  { const x = m.nodeEndpoints; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponseNodeEndpoint(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -253,8 +253,8 @@ export function sizeShareFetchResponse(m: ShareFetchResponse, v: number): number
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareFetchResponseShareFetchableTopicResponse(e0, v), 0))); }
-  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareFetchResponseNodeEndpoint(e0, v), 0))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchResponseShareFetchableTopicResponse(e0, v)))); }
+  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchResponseNodeEndpoint(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -281,14 +281,14 @@ export function readShareFetchResponseShareFetchableTopicResponse(r: Reader, v: 
 
 export function writeShareFetchResponseShareFetchableTopicResponse(w: W.Writer, m: ShareFetchResponseShareFetchableTopicResponse, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareFetchResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponsePartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareFetchResponseShareFetchableTopicResponse(m: ShareFetchResponseShareFetchableTopicResponse, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareFetchResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchResponsePartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -333,7 +333,7 @@ export function writeShareFetchResponsePartitionData(w: W.Writer, m: ShareFetchR
   { const x = m.acknowledgeErrorMessage; w.compactString(x); }
   { const x = m.currentLeader; writeShareFetchResponseLeaderIdAndEpoch(w, x, v); }
   { const x = m.records; w.compactBytes(x); }
-  { const x = m.acquiredRecords; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareFetchResponseAcquiredRecords(w, e0, v); } }
+  { const x = m.acquiredRecords; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponseAcquiredRecords(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -346,7 +346,7 @@ export function sizeShareFetchResponsePartitionData(m: ShareFetchResponsePartiti
   { const x = m.acknowledgeErrorMessage; n += W.sizeCompactString(x); }
   { const x = m.currentLeader; n += sizeShareFetchResponseLeaderIdAndEpoch(x, v); }
   { const x = m.records; n += W.sizeCompactBytes(x); }
-  { const x = m.acquiredRecords; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareFetchResponseAcquiredRecords(e0, v), 0))); }
+  { const x = m.acquiredRecords; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchResponseAcquiredRecords(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -30,14 +30,14 @@ export function readShareGroupDescribeRequest(r: Reader, _v: number): ShareGroup
 }
 
 export function writeShareGroupDescribeRequest(w: W.Writer, m: ShareGroupDescribeRequest, _v: number): void {
-  { const x = m.groupIds; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.groupIds; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   { const x = m.includeAuthorizedOperations; w.bool(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareGroupDescribeRequest(m: ShareGroupDescribeRequest, _v: number): number {
   let n = 0;
-  { const x = m.groupIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.groupIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   n += 1;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -67,14 +67,14 @@ export function readShareGroupDescribeResponse(r: Reader, v: number): ShareGroup
 
 export function writeShareGroupDescribeResponse(w: W.Writer, m: ShareGroupDescribeResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.groups; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareGroupDescribeResponseDescribedGroup(w, e0, v); } }
+  { const x = m.groups; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareGroupDescribeResponseDescribedGroup(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareGroupDescribeResponse(m: ShareGroupDescribeResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareGroupDescribeResponseDescribedGroup(e0, v), 0))); }
+  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupDescribeResponseDescribedGroup(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -121,7 +121,7 @@ export function writeShareGroupDescribeResponseDescribedGroup(w: W.Writer, m: Sh
   { const x = m.groupEpoch; w.int32(x); }
   { const x = m.assignmentEpoch; w.int32(x); }
   { const x = m.assignorName; w.compactString(x); }
-  { const x = m.members; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareGroupDescribeResponseMember(w, e0, v); } }
+  { const x = m.members; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareGroupDescribeResponseMember(w, e0, v); } }
   { const x = m.authorizedOperations; w.int32(x); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -135,7 +135,7 @@ export function sizeShareGroupDescribeResponseDescribedGroup(m: ShareGroupDescri
   n += 4;
   n += 4;
   { const x = m.assignorName; n += W.sizeCompactString(x); }
-  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareGroupDescribeResponseMember(e0, v), 0))); }
+  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupDescribeResponseMember(e0, v)))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -177,7 +177,7 @@ export function writeShareGroupDescribeResponseMember(w: W.Writer, m: ShareGroup
   { const x = m.memberEpoch; w.int32(x); }
   { const x = m.clientId; w.compactString(x); }
   { const x = m.clientHost; w.compactString(x); }
-  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   { const x = m.assignment; writeShareGroupDescribeResponseAssignment(w, x, v); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -189,7 +189,7 @@ export function sizeShareGroupDescribeResponseMember(m: ShareGroupDescribeRespon
   n += 4;
   { const x = m.clientId; n += W.sizeCompactString(x); }
   { const x = m.clientHost; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   { const x = m.assignment; n += sizeShareGroupDescribeResponseAssignment(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -214,13 +214,13 @@ export function readShareGroupDescribeResponseAssignment(r: Reader, v: number): 
 }
 
 export function writeShareGroupDescribeResponseAssignment(w: W.Writer, m: ShareGroupDescribeResponseAssignment, v: number): void {
-  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareGroupDescribeResponseTopicPartitions(w, e0, v); } }
+  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareGroupDescribeResponseTopicPartitions(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareGroupDescribeResponseAssignment(m: ShareGroupDescribeResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareGroupDescribeResponseTopicPartitions(e0, v), 0))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupDescribeResponseTopicPartitions(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -250,7 +250,7 @@ export function readShareGroupDescribeResponseTopicPartitions(r: Reader, _v: num
 export function writeShareGroupDescribeResponseTopicPartitions(w: W.Writer, m: ShareGroupDescribeResponseTopicPartitions, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
   { const x = m.topicName; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

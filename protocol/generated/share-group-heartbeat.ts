@@ -40,7 +40,7 @@ export function writeShareGroupHeartbeatRequest(w: W.Writer, m: ShareGroupHeartb
   { const x = m.memberId; w.compactString(x); }
   { const x = m.memberEpoch; w.int32(x); }
   { const x = m.rackId; w.compactString(x); }
-  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -50,7 +50,7 @@ export function sizeShareGroupHeartbeatRequest(m: ShareGroupHeartbeatRequest, _v
   { const x = m.memberId; n += W.sizeCompactString(x); }
   n += 4;
   { const x = m.rackId; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -130,13 +130,13 @@ export function readShareGroupHeartbeatResponseAssignment(r: Reader, v: number):
 }
 
 export function writeShareGroupHeartbeatResponseAssignment(w: W.Writer, m: ShareGroupHeartbeatResponseAssignment, v: number): void {
-  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareGroupHeartbeatResponseTopicPartitions(w, e0, v); } }
+  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareGroupHeartbeatResponseTopicPartitions(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareGroupHeartbeatResponseAssignment(m: ShareGroupHeartbeatResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareGroupHeartbeatResponseTopicPartitions(e0, v), 0))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupHeartbeatResponseTopicPartitions(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -163,7 +163,7 @@ export function readShareGroupHeartbeatResponseTopicPartitions(r: Reader, _v: nu
 
 export function writeShareGroupHeartbeatResponseTopicPartitions(w: W.Writer, m: ShareGroupHeartbeatResponseTopicPartitions, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -44,17 +44,17 @@ export function readStopReplicaRequest(r: Reader, v: number): StopReplicaRequest
 export function writeStopReplicaRequest(w: W.Writer, m: StopReplicaRequest, v: number): void {
   { const x = m.controllerId; w.int32(x); }
   if (v >= 4) { const x = (m.isKRaftController === undefined ? false : m.isKRaftController); w.bool(x); }
-  else if (!RT.isDefaultValue(m.isKRaftController, false)) throw RT.fieldNotInVersion('StopReplicaRequest', 'isKRaftController', v);
+  else if (m.isKRaftController !== undefined && !RT.isDefaultValue(m.isKRaftController, false)) throw RT.fieldNotInVersion('StopReplicaRequest', 'isKRaftController', v);
   { const x = m.controllerEpoch; w.int32(x); }
   if (v >= 1) { const x = (m.brokerEpoch === undefined ? -1n : m.brokerEpoch); w.int64(x); }
   if (v <= 2) { const x = (m.deletePartitions === undefined ? false : m.deletePartitions); w.bool(x); }
-  else if (!RT.isDefaultValue(m.deletePartitions, false)) throw RT.fieldNotInVersion('StopReplicaRequest', 'deletePartitions', v);
-  if (v <= 0) { const x = (m.ungroupedPartitions === undefined ? [] : m.ungroupedPartitions); w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeStopReplicaRequestStopReplicaPartitionV0(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.ungroupedPartitions, [])) throw RT.fieldNotInVersion('StopReplicaRequest', 'ungroupedPartitions', v);
-  if (v >= 1 && v <= 2) { const x = (m.topics === undefined ? [] : m.topics); if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeStopReplicaRequestStopReplicaTopicV1(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('StopReplicaRequest', 'topics', v);
-  if (v >= 3) { const x = (m.topicStates === undefined ? [] : m.topicStates); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeStopReplicaRequestStopReplicaTopicState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topicStates, [])) throw RT.fieldNotInVersion('StopReplicaRequest', 'topicStates', v);
+  else if (m.deletePartitions !== undefined && !RT.isDefaultValue(m.deletePartitions, false)) throw RT.fieldNotInVersion('StopReplicaRequest', 'deletePartitions', v);
+  if (v <= 0) { const x = (m.ungroupedPartitions === undefined ? [] : m.ungroupedPartitions); w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeStopReplicaRequestStopReplicaPartitionV0(w, e0, v); } }
+  else if (m.ungroupedPartitions !== undefined && !RT.isDefaultValue(m.ungroupedPartitions, [])) throw RT.fieldNotInVersion('StopReplicaRequest', 'ungroupedPartitions', v);
+  if (v >= 1 && v <= 2) { const x = (m.topics === undefined ? [] : m.topics); if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeStopReplicaRequestStopReplicaTopicV1(w, e0, v); } }
+  else if (m.topics !== undefined && !RT.isDefaultValue(m.topics, [])) throw RT.fieldNotInVersion('StopReplicaRequest', 'topics', v);
+  if (v >= 3) { const x = (m.topicStates === undefined ? [] : m.topicStates); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeStopReplicaRequestStopReplicaTopicState(w, e0, v); } }
+  else if (m.topicStates !== undefined && !RT.isDefaultValue(m.topicStates, [])) throw RT.fieldNotInVersion('StopReplicaRequest', 'topicStates', v);
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -65,9 +65,9 @@ export function sizeStopReplicaRequest(m: StopReplicaRequest, v: number): number
   n += 4;
   if (v >= 1) n += 8;
   if (v <= 2) n += 1;
-  if (v <= 0) { const x = (m.ungroupedPartitions === undefined ? [] : m.ungroupedPartitions); n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeStopReplicaRequestStopReplicaPartitionV0(e0, v), 0))); }
-  if (v >= 1 && v <= 2) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeStopReplicaRequestStopReplicaTopicV1(e0, v), 0))); }
-  if (v >= 3) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeStopReplicaRequestStopReplicaTopicState(e0, v), 0))); }
+  if (v <= 0) { const x = (m.ungroupedPartitions === undefined ? [] : m.ungroupedPartitions); n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaRequestStopReplicaPartitionV0(e0, v)))); }
+  if (v >= 1 && v <= 2) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaRequestStopReplicaTopicV1(e0, v)))); }
+  if (v >= 3) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaRequestStopReplicaTopicState(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -94,9 +94,9 @@ export function readStopReplicaRequestStopReplicaPartitionV0(r: Reader, v: numbe
 
 export function writeStopReplicaRequestStopReplicaPartitionV0(w: W.Writer, m: StopReplicaRequestStopReplicaPartitionV0, v: number): void {
   if (v <= 0) { const x = (m.topicName === undefined ? "" : m.topicName); w.string(x); }
-  else if (!RT.isDefaultValue(m.topicName, "")) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionV0', 'topicName', v);
+  else if (m.topicName !== undefined && !RT.isDefaultValue(m.topicName, "")) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionV0', 'topicName', v);
   if (v <= 0) { const x = (m.partitionIndex === undefined ? 0 : m.partitionIndex); w.int32(x); }
-  else if (!RT.isDefaultValue(m.partitionIndex, 0)) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionV0', 'partitionIndex', v);
+  else if (m.partitionIndex !== undefined && !RT.isDefaultValue(m.partitionIndex, 0)) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionV0', 'partitionIndex', v);
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -130,9 +130,9 @@ export function readStopReplicaRequestStopReplicaTopicV1(r: Reader, v: number): 
 
 export function writeStopReplicaRequestStopReplicaTopicV1(w: W.Writer, m: StopReplicaRequestStopReplicaTopicV1, v: number): void {
   if (v >= 1 && v <= 2) { const x = (m.name === undefined ? "" : m.name); if (v >= 2) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaTopicV1', 'name', v);
-  if (v >= 1 && v <= 2) { const x = (m.partitionIndexes === undefined ? [] : m.partitionIndexes); if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  else if (!RT.isDefaultValue(m.partitionIndexes, [])) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaTopicV1', 'partitionIndexes', v);
+  else if (m.name !== undefined && !RT.isDefaultValue(m.name, "")) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaTopicV1', 'name', v);
+  if (v >= 1 && v <= 2) { const x = (m.partitionIndexes === undefined ? [] : m.partitionIndexes); if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  else if (m.partitionIndexes !== undefined && !RT.isDefaultValue(m.partitionIndexes, [])) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaTopicV1', 'partitionIndexes', v);
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -166,16 +166,16 @@ export function readStopReplicaRequestStopReplicaTopicState(r: Reader, v: number
 
 export function writeStopReplicaRequestStopReplicaTopicState(w: W.Writer, m: StopReplicaRequestStopReplicaTopicState, v: number): void {
   if (v >= 3) { const x = (m.topicName === undefined ? "" : m.topicName); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.topicName, "")) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaTopicState', 'topicName', v);
-  if (v >= 3) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeStopReplicaRequestStopReplicaPartitionState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.partitionStates, [])) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaTopicState', 'partitionStates', v);
+  else if (m.topicName !== undefined && !RT.isDefaultValue(m.topicName, "")) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaTopicState', 'topicName', v);
+  if (v >= 3) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeStopReplicaRequestStopReplicaPartitionState(w, e0, v); } }
+  else if (m.partitionStates !== undefined && !RT.isDefaultValue(m.partitionStates, [])) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaTopicState', 'partitionStates', v);
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeStopReplicaRequestStopReplicaTopicState(m: StopReplicaRequestStopReplicaTopicState, v: number): number {
   let n = 0;
   if (v >= 3) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
-  if (v >= 3) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeStopReplicaRequestStopReplicaPartitionState(e0, v), 0))); }
+  if (v >= 3) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaRequestStopReplicaPartitionState(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -204,11 +204,11 @@ export function readStopReplicaRequestStopReplicaPartitionState(r: Reader, v: nu
 
 export function writeStopReplicaRequestStopReplicaPartitionState(w: W.Writer, m: StopReplicaRequestStopReplicaPartitionState, v: number): void {
   if (v >= 3) { const x = (m.partitionIndex === undefined ? 0 : m.partitionIndex); w.int32(x); }
-  else if (!RT.isDefaultValue(m.partitionIndex, 0)) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionState', 'partitionIndex', v);
+  else if (m.partitionIndex !== undefined && !RT.isDefaultValue(m.partitionIndex, 0)) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionState', 'partitionIndex', v);
   if (v >= 3) { const x = (m.leaderEpoch === undefined ? -1 : m.leaderEpoch); w.int32(x); }
-  else if (!RT.isDefaultValue(m.leaderEpoch, -1)) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionState', 'leaderEpoch', v);
+  else if (m.leaderEpoch !== undefined && !RT.isDefaultValue(m.leaderEpoch, -1)) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionState', 'leaderEpoch', v);
   if (v >= 3) { const x = (m.deletePartition === undefined ? false : m.deletePartition); w.bool(x); }
-  else if (!RT.isDefaultValue(m.deletePartition, false)) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionState', 'deletePartition', v);
+  else if (m.deletePartition !== undefined && !RT.isDefaultValue(m.deletePartition, false)) throw RT.fieldNotInVersion('StopReplicaRequestStopReplicaPartitionState', 'deletePartition', v);
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -245,14 +245,14 @@ export function readStopReplicaResponse(r: Reader, v: number): StopReplicaRespon
 
 export function writeStopReplicaResponse(w: W.Writer, m: StopReplicaResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.partitionErrors; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeStopReplicaResponseStopReplicaPartitionError(w, e0, v); } }
+  { const x = m.partitionErrors; if (v >= 2) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeStopReplicaResponseStopReplicaPartitionError(w, e0, v); } }
   if (v >= 2) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeStopReplicaResponse(m: StopReplicaResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.partitionErrors; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeStopReplicaResponseStopReplicaPartitionError(e0, v), 0))); }
+  { const x = m.partitionErrors; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaResponseStopReplicaPartitionError(e0, v)))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

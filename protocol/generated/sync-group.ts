@@ -44,10 +44,10 @@ export function writeSyncGroupRequest(w: W.Writer, m: SyncGroupRequest, v: numbe
   { const x = m.generationId; w.int32(x); }
   { const x = m.memberId; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); if (v >= 4) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('SyncGroupRequest', 'groupInstanceId', v);
+  else if (m.groupInstanceId !== undefined && !RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('SyncGroupRequest', 'groupInstanceId', v);
   if (v >= 5) { const x = (m.protocolType === undefined ? null : m.protocolType); w.compactString(x); }
   if (v >= 5) { const x = (m.protocolName === undefined ? null : m.protocolName); w.compactString(x); }
-  { const x = m.assignments; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeSyncGroupRequestSyncGroupRequestAssignment(w, e0, v); } }
+  { const x = m.assignments; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeSyncGroupRequestSyncGroupRequestAssignment(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -59,7 +59,7 @@ export function sizeSyncGroupRequest(m: SyncGroupRequest, v: number): number {
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) { const x = (m.protocolType === undefined ? null : m.protocolType); n += W.sizeCompactString(x); }
   if (v >= 5) { const x = (m.protocolName === undefined ? null : m.protocolName); n += W.sizeCompactString(x); }
-  { const x = m.assignments; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeSyncGroupRequestSyncGroupRequestAssignment(e0, v), 0))); }
+  { const x = m.assignments; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeSyncGroupRequestSyncGroupRequestAssignment(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

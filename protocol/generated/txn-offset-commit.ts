@@ -47,12 +47,12 @@ export function writeTxnOffsetCommitRequest(w: W.Writer, m: TxnOffsetCommitReque
   { const x = m.producerId; w.int64(x); }
   { const x = m.producerEpoch; w.int16(x); }
   if (v >= 3) { const x = (m.generationId === undefined ? -1 : m.generationId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.generationId, -1)) throw RT.fieldNotInVersion('TxnOffsetCommitRequest', 'generationId', v);
+  else if (m.generationId !== undefined && !RT.isDefaultValue(m.generationId, -1)) throw RT.fieldNotInVersion('TxnOffsetCommitRequest', 'generationId', v);
   if (v >= 3) { const x = (m.memberId === undefined ? "" : m.memberId); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.memberId, "")) throw RT.fieldNotInVersion('TxnOffsetCommitRequest', 'memberId', v);
+  else if (m.memberId !== undefined && !RT.isDefaultValue(m.memberId, "")) throw RT.fieldNotInVersion('TxnOffsetCommitRequest', 'memberId', v);
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('TxnOffsetCommitRequest', 'groupInstanceId', v);
-  { const x = m.topics; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(w, e0, v); } }
+  else if (m.groupInstanceId !== undefined && !RT.isDefaultValue(m.groupInstanceId, null)) throw RT.fieldNotInVersion('TxnOffsetCommitRequest', 'groupInstanceId', v);
+  { const x = m.topics; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(w, e0, v); } }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -65,7 +65,7 @@ export function sizeTxnOffsetCommitRequest(m: TxnOffsetCommitRequest, v: number)
   if (v >= 3) n += 4;
   if (v >= 3) { const x = (m.memberId === undefined ? "" : m.memberId); n += W.sizeCompactString(x); }
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += W.sizeCompactString(x); }
-  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -92,14 +92,14 @@ export function readTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(r: Reader,
 
 export function writeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(w: W.Writer, m: TxnOffsetCommitRequestTxnOffsetCommitRequestTopic, v: number): void {
   { const x = m.name; if (v >= 3) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(w, e0, v); } }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(m: TxnOffsetCommitRequestTxnOffsetCommitRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -170,14 +170,14 @@ export function readTxnOffsetCommitResponse(r: Reader, v: number): TxnOffsetComm
 
 export function writeTxnOffsetCommitResponse(w: W.Writer, m: TxnOffsetCommitResponse, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
-  { const x = m.topics; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(w, e0, v); } }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeTxnOffsetCommitResponse(m: TxnOffsetCommitResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -204,14 +204,14 @@ export function readTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(r: Reade
 
 export function writeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(w: W.Writer, m: TxnOffsetCommitResponseTxnOffsetCommitResponseTopic, v: number): void {
   { const x = m.name; if (v >= 3) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition(w, e0, v); } }
+  { const x = m.partitions; if (v >= 3) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition(w, e0, v); } }
   if (v >= 3) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(m: TxnOffsetCommitResponseTxnOffsetCommitResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition(e0, v)))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -33,16 +33,16 @@ export function readUpdateFeaturesRequest(r: Reader, v: number): UpdateFeaturesR
 
 export function writeUpdateFeaturesRequest(w: W.Writer, m: UpdateFeaturesRequest, v: number): void {
   { const x = m.timeoutMs; w.int32(x); }
-  { const x = m.featureUpdates; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeUpdateFeaturesRequestFeatureUpdateKey(w, e0, v); } }
+  { const x = m.featureUpdates; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeUpdateFeaturesRequestFeatureUpdateKey(w, e0, v); } }
   if (v >= 1) { const x = (m.validateOnly === undefined ? false : m.validateOnly); w.bool(x); }
-  else if (!RT.isDefaultValue(m.validateOnly, false)) throw RT.fieldNotInVersion('UpdateFeaturesRequest', 'validateOnly', v);
+  else if (m.validateOnly !== undefined && !RT.isDefaultValue(m.validateOnly, false)) throw RT.fieldNotInVersion('UpdateFeaturesRequest', 'validateOnly', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeUpdateFeaturesRequest(m: UpdateFeaturesRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.featureUpdates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeUpdateFeaturesRequestFeatureUpdateKey(e0, v), 0))); }
+  { const x = m.featureUpdates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateFeaturesRequestFeatureUpdateKey(e0, v)))); }
   if (v >= 1) n += 1;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -76,9 +76,9 @@ export function writeUpdateFeaturesRequestFeatureUpdateKey(w: W.Writer, m: Updat
   { const x = m.feature; w.compactString(x); }
   { const x = m.maxVersionLevel; w.int16(x); }
   if (v <= 0) { const x = (m.allowDowngrade === undefined ? false : m.allowDowngrade); w.bool(x); }
-  else if (!RT.isDefaultValue(m.allowDowngrade, false)) throw RT.fieldNotInVersion('UpdateFeaturesRequestFeatureUpdateKey', 'allowDowngrade', v);
+  else if (m.allowDowngrade !== undefined && !RT.isDefaultValue(m.allowDowngrade, false)) throw RT.fieldNotInVersion('UpdateFeaturesRequestFeatureUpdateKey', 'allowDowngrade', v);
   if (v >= 1) { const x = (m.upgradeType === undefined ? 1 : m.upgradeType); w.int8(x); }
-  else if (!RT.isDefaultValue(m.upgradeType, 1)) throw RT.fieldNotInVersion('UpdateFeaturesRequestFeatureUpdateKey', 'upgradeType', v);
+  else if (m.upgradeType !== undefined && !RT.isDefaultValue(m.upgradeType, 1)) throw RT.fieldNotInVersion('UpdateFeaturesRequestFeatureUpdateKey', 'upgradeType', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -122,7 +122,7 @@ export function writeUpdateFeaturesResponse(w: W.Writer, m: UpdateFeaturesRespon
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
-  if (v <= 1) { const x = (m.results === undefined ? [] : m.results); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeUpdateFeaturesResponseUpdatableFeatureResult(w, e0, v); } }
+  if (v <= 1) { const x = (m.results === undefined ? [] : m.results); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeUpdateFeaturesResponseUpdatableFeatureResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -131,7 +131,7 @@ export function sizeUpdateFeaturesResponse(m: UpdateFeaturesResponse, v: number)
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  if (v <= 1) { const x = (m.results === undefined ? [] : m.results); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeUpdateFeaturesResponseUpdatableFeatureResult(e0, v), 0))); }
+  if (v <= 1) { const x = (m.results === undefined ? [] : m.results); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateFeaturesResponseUpdatableFeatureResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

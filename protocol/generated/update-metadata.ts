@@ -28,7 +28,7 @@ export function defaultUpdateMetadataRequest(): UpdateMetadataRequest {
 export function readUpdateMetadataRequest(r: Reader, v: number): UpdateMetadataRequest {
   const f_controllerId: number = r.int32();
   const f_isKRaftController: boolean = (v >= 8 ? r.bool() : false);
-  let f_type: number = ((v >= 8) && (!(v >= 8)) ? r.int8() : 0);
+  let f_type: number = 0;
   const f_controllerEpoch: number = r.int32();
   const f_brokerEpoch: bigint = (v >= 5 ? r.int64() : -1n);
   const f_ungroupedPartitionStates: UpdateMetadataRequestUpdateMetadataPartitionState[] = (v <= 4 ? RT.readArrayNonNull(r, false, (ir: Reader) => readUpdateMetadataRequestUpdateMetadataPartitionState(ir, v)) : []);
@@ -56,16 +56,15 @@ function taggedUpdateMetadataRequest(m: UpdateMetadataRequest, v: number): Tagge
 export function writeUpdateMetadataRequest(w: W.Writer, m: UpdateMetadataRequest, v: number): void {
   { const x = m.controllerId; w.int32(x); }
   if (v >= 8) { const x = (m.isKRaftController === undefined ? false : m.isKRaftController); w.bool(x); }
-  else if (!RT.isDefaultValue(m.isKRaftController, false)) throw RT.fieldNotInVersion('UpdateMetadataRequest', 'isKRaftController', v);
-  if ((v >= 8) && (!(v >= 8))) { const x = (m.type === undefined ? 0 : m.type); w.int8(x); }
-  else if (!(v >= 8)) if (!RT.isDefaultValue(m.type, 0)) throw RT.fieldNotInVersion('UpdateMetadataRequest', 'type', v);
+  else if (m.isKRaftController !== undefined && !RT.isDefaultValue(m.isKRaftController, false)) throw RT.fieldNotInVersion('UpdateMetadataRequest', 'isKRaftController', v);
+  if (!(v >= 8)) if (m.type !== undefined && !RT.isDefaultValue(m.type, 0)) throw RT.fieldNotInVersion('UpdateMetadataRequest', 'type', v);
   { const x = m.controllerEpoch; w.int32(x); }
   if (v >= 5) { const x = (m.brokerEpoch === undefined ? -1n : m.brokerEpoch); w.int64(x); }
-  if (v <= 4) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeUpdateMetadataRequestUpdateMetadataPartitionState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.ungroupedPartitionStates, [])) throw RT.fieldNotInVersion('UpdateMetadataRequest', 'ungroupedPartitionStates', v);
-  if (v >= 5) { const x = (m.topicStates === undefined ? [] : m.topicStates); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeUpdateMetadataRequestUpdateMetadataTopicState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.topicStates, [])) throw RT.fieldNotInVersion('UpdateMetadataRequest', 'topicStates', v);
-  { const x = m.liveBrokers; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeUpdateMetadataRequestUpdateMetadataBroker(w, e0, v); } }
+  if (v <= 4) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeUpdateMetadataRequestUpdateMetadataPartitionState(w, e0, v); } }
+  else if (m.ungroupedPartitionStates !== undefined && !RT.isDefaultValue(m.ungroupedPartitionStates, [])) throw RT.fieldNotInVersion('UpdateMetadataRequest', 'ungroupedPartitionStates', v);
+  if (v >= 5) { const x = (m.topicStates === undefined ? [] : m.topicStates); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeUpdateMetadataRequestUpdateMetadataTopicState(w, e0, v); } }
+  else if (m.topicStates !== undefined && !RT.isDefaultValue(m.topicStates, [])) throw RT.fieldNotInVersion('UpdateMetadataRequest', 'topicStates', v);
+  { const x = m.liveBrokers; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeUpdateMetadataRequestUpdateMetadataBroker(w, e0, v); } }
   if (v >= 6) w.taggedFields(taggedUpdateMetadataRequest(m, v));
 }
 
@@ -73,12 +72,11 @@ export function sizeUpdateMetadataRequest(m: UpdateMetadataRequest, v: number): 
   let n = 0;
   n += 4;
   if (v >= 8) n += 1;
-  if ((v >= 8) && (!(v >= 8))) n += 1;
   n += 4;
   if (v >= 5) n += 8;
-  if (v <= 4) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeUpdateMetadataRequestUpdateMetadataPartitionState(e0, v), 0))); }
-  if (v >= 5) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeUpdateMetadataRequestUpdateMetadataTopicState(e0, v), 0))); }
-  { const x = m.liveBrokers; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeUpdateMetadataRequestUpdateMetadataBroker(e0, v), 0))); }
+  if (v <= 4) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataPartitionState(e0, v)))); }
+  if (v >= 5) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataTopicState(e0, v)))); }
+  { const x = m.liveBrokers; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataBroker(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(taggedUpdateMetadataRequest(m, v));
   return n;
 }
@@ -123,10 +121,10 @@ export function writeUpdateMetadataRequestUpdateMetadataPartitionState(w: W.Writ
   { const x = m.controllerEpoch; w.int32(x); }
   { const x = m.leader; w.int32(x); }
   { const x = m.leaderEpoch; w.int32(x); }
-  { const x = m.isr; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.isr; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   { const x = m.zkVersion; w.int32(x); }
-  { const x = m.replicas; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  if (v >= 4) { const x = (m.offlineReplicas === undefined ? [] : m.offlineReplicas); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.replicas; if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  if (v >= 4) { const x = (m.offlineReplicas === undefined ? [] : m.offlineReplicas); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -169,10 +167,10 @@ export function readUpdateMetadataRequestUpdateMetadataTopicState(r: Reader, v: 
 
 export function writeUpdateMetadataRequestUpdateMetadataTopicState(w: W.Writer, m: UpdateMetadataRequestUpdateMetadataTopicState, v: number): void {
   if (v >= 5) { const x = (m.topicName === undefined ? "" : m.topicName); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.topicName, "")) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataTopicState', 'topicName', v);
+  else if (m.topicName !== undefined && !RT.isDefaultValue(m.topicName, "")) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataTopicState', 'topicName', v);
   if (v >= 7) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
-  if (v >= 5) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeUpdateMetadataRequestUpdateMetadataPartitionState(w, e0, v); } }
-  else if (!RT.isDefaultValue(m.partitionStates, [])) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataTopicState', 'partitionStates', v);
+  if (v >= 5) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeUpdateMetadataRequestUpdateMetadataPartitionState(w, e0, v); } }
+  else if (m.partitionStates !== undefined && !RT.isDefaultValue(m.partitionStates, [])) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataTopicState', 'partitionStates', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -180,7 +178,7 @@ export function sizeUpdateMetadataRequestUpdateMetadataTopicState(m: UpdateMetad
   let n = 0;
   if (v >= 5) { const x = (m.topicName === undefined ? "" : m.topicName); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 7) n += 16;
-  if (v >= 5) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeUpdateMetadataRequestUpdateMetadataPartitionState(e0, v), 0))); }
+  if (v >= 5) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataPartitionState(e0, v)))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -215,7 +213,7 @@ export function writeUpdateMetadataRequestUpdateMetadataBroker(w: W.Writer, m: U
   { const x = m.id; w.int32(x); }
   if (v <= 0) { const x = (m.v0Host === undefined ? "" : m.v0Host); w.string(x); }
   if (v <= 0) { const x = (m.v0Port === undefined ? 0 : m.v0Port); w.int32(x); }
-  if (v >= 1) { const x = (m.endpoints === undefined ? [] : m.endpoints); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeUpdateMetadataRequestUpdateMetadataEndpoint(w, e0, v); } }
+  if (v >= 1) { const x = (m.endpoints === undefined ? [] : m.endpoints); if (v >= 6) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeUpdateMetadataRequestUpdateMetadataEndpoint(w, e0, v); } }
   if (v >= 2) { const x = (m.rack === undefined ? "" : m.rack); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -225,7 +223,7 @@ export function sizeUpdateMetadataRequestUpdateMetadataBroker(m: UpdateMetadataR
   n += 4;
   if (v <= 0) { const x = (m.v0Host === undefined ? "" : m.v0Host); n += W.sizeString(x); }
   if (v <= 0) n += 4;
-  if (v >= 1) { const x = (m.endpoints === undefined ? [] : m.endpoints); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeUpdateMetadataRequestUpdateMetadataEndpoint(e0, v), 0))); }
+  if (v >= 1) { const x = (m.endpoints === undefined ? [] : m.endpoints); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataEndpoint(e0, v)))); }
   if (v >= 2) { const x = (m.rack === undefined ? "" : m.rack); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -257,12 +255,12 @@ export function readUpdateMetadataRequestUpdateMetadataEndpoint(r: Reader, v: nu
 
 export function writeUpdateMetadataRequestUpdateMetadataEndpoint(w: W.Writer, m: UpdateMetadataRequestUpdateMetadataEndpoint, v: number): void {
   if (v >= 1) { const x = (m.port === undefined ? 0 : m.port); w.int32(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataEndpoint', 'port', v);
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataEndpoint', 'host', v);
   if (v >= 3) { const x = (m.listener === undefined ? "" : m.listener); if (v >= 6) { w.compactString(x); } else { w.string(x); } }
   if (v >= 1) { const x = (m.securityProtocol === undefined ? 0 : m.securityProtocol); w.int16(x); }
-  else if (!RT.isDefaultValue(m.securityProtocol, 0)) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataEndpoint', 'securityProtocol', v);
+  else if (m.securityProtocol !== undefined && !RT.isDefaultValue(m.securityProtocol, 0)) throw RT.fieldNotInVersion('UpdateMetadataRequestUpdateMetadataEndpoint', 'securityProtocol', v);
   if (v >= 6) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -42,7 +42,7 @@ export function writeUpdateRaftVoterRequest(w: W.Writer, m: UpdateRaftVoterReque
   { const x = m.currentLeaderEpoch; w.int32(x); }
   { const x = m.voterId; w.int32(x); }
   { const x = m.voterDirectoryId; w.uuid(x); }
-  { const x = m.listeners; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeUpdateRaftVoterRequestListener(w, e0, v); } }
+  { const x = m.listeners; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeUpdateRaftVoterRequestListener(w, e0, v); } }
   { const x = m.kRaftVersionFeature; writeUpdateRaftVoterRequestKRaftVersionFeature(w, x, v); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -53,7 +53,7 @@ export function sizeUpdateRaftVoterRequest(m: UpdateRaftVoterRequest, v: number)
   n += 4;
   n += 4;
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeUpdateRaftVoterRequestListener(e0, v), 0))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateRaftVoterRequestListener(e0, v)))); }
   { const x = m.kRaftVersionFeature; n += sizeUpdateRaftVoterRequestKRaftVersionFeature(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

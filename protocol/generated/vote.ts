@@ -34,7 +34,7 @@ export function readVoteRequest(r: Reader, v: number): VoteRequest {
 export function writeVoteRequest(w: W.Writer, m: VoteRequest, v: number): void {
   { const x = m.clusterId; w.compactString(x); }
   if (v >= 1) { const x = (m.voterId === undefined ? -1 : m.voterId); w.int32(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeVoteRequestTopicData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteRequestTopicData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -42,7 +42,7 @@ export function sizeVoteRequest(m: VoteRequest, v: number): number {
   let n = 0;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeVoteRequestTopicData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteRequestTopicData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -69,14 +69,14 @@ export function readVoteRequestTopicData(r: Reader, v: number): VoteRequestTopic
 
 export function writeVoteRequestTopicData(w: W.Writer, m: VoteRequestTopicData, v: number): void {
   { const x = m.topicName; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeVoteRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeVoteRequestTopicData(m: VoteRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeVoteRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -151,7 +151,7 @@ export function defaultVoteResponse(): VoteResponse {
 export function readVoteResponse(r: Reader, v: number): VoteResponse {
   const f_errorCode: number = r.int16();
   const f_topics: VoteResponseTopicData[] = RT.readArrayNonNull(r, true, (ir: Reader) => readVoteResponseTopicData(ir, v));
-  let f_nodeEndpoints: VoteResponseNodeEndpoint[] = ((v >= 1) && (!(v >= 1)) ? RT.readArrayNonNull(r, true, (ir: Reader) => readVoteResponseNodeEndpoint(ir, v)) : []);
+  let f_nodeEndpoints: VoteResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields((tag, tr) => {
     switch (tag) {
@@ -167,23 +167,21 @@ export function readVoteResponse(r: Reader, v: number): VoteResponse {
 function taggedVoteResponse(m: VoteResponse, v: number): TaggedField[] | undefined {
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeVoteResponseNodeEndpoint(e0, v), 0)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeVoteResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
 export function writeVoteResponse(w: W.Writer, m: VoteResponse, v: number): void {
   { const x = m.errorCode; w.int16(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeVoteResponseTopicData(w, e0, v); } }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeVoteResponseNodeEndpoint(w, e0, v); } }
-  else if (!(v >= 1)) if (!RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('VoteResponse', 'nodeEndpoints', v);
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteResponseTopicData(w, e0, v); } }
+  if (!(v >= 1)) if (m.nodeEndpoints !== undefined && !RT.isDefaultValue(m.nodeEndpoints, [])) throw RT.fieldNotInVersion('VoteResponse', 'nodeEndpoints', v);
   if (true) w.taggedFields(taggedVoteResponse(m, v));
 }
 
 export function sizeVoteResponse(m: VoteResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeVoteResponseTopicData(e0, v), 0))); }
-  if ((v >= 1) && (!(v >= 1))) { const x = (m.nodeEndpoints === undefined ? [] : m.nodeEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeVoteResponseNodeEndpoint(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteResponseTopicData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(taggedVoteResponse(m, v));
   return n;
 }
@@ -210,14 +208,14 @@ export function readVoteResponseTopicData(r: Reader, v: number): VoteResponseTop
 
 export function writeVoteResponseTopicData(w: W.Writer, m: VoteResponseTopicData, v: number): void {
   { const x = m.topicName; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeVoteResponsePartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteResponsePartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeVoteResponseTopicData(m: VoteResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeVoteResponsePartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteResponsePartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -292,11 +290,11 @@ export function readVoteResponseNodeEndpoint(r: Reader, v: number): VoteResponse
 
 export function writeVoteResponseNodeEndpoint(w: W.Writer, m: VoteResponseNodeEndpoint, v: number): void {
   if (v >= 1) { const x = (m.nodeId === undefined ? 0 : m.nodeId); w.int32(x); }
-  else if (!RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('VoteResponseNodeEndpoint', 'nodeId', v);
+  else if (m.nodeId !== undefined && !RT.isDefaultValue(m.nodeId, 0)) throw RT.fieldNotInVersion('VoteResponseNodeEndpoint', 'nodeId', v);
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); w.compactString(x); }
-  else if (!RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('VoteResponseNodeEndpoint', 'host', v);
+  else if (m.host !== undefined && !RT.isDefaultValue(m.host, "")) throw RT.fieldNotInVersion('VoteResponseNodeEndpoint', 'host', v);
   if (v >= 1) { const x = (m.port === undefined ? 0 : m.port); w.uint16(x); }
-  else if (!RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('VoteResponseNodeEndpoint', 'port', v);
+  else if (m.port !== undefined && !RT.isDefaultValue(m.port, 0)) throw RT.fieldNotInVersion('VoteResponseNodeEndpoint', 'port', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

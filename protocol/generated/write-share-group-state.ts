@@ -31,14 +31,14 @@ export function readWriteShareGroupStateRequest(r: Reader, v: number): WriteShar
 
 export function writeWriteShareGroupStateRequest(w: W.Writer, m: WriteShareGroupStateRequest, v: number): void {
   { const x = m.groupId; w.compactString(x); }
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeWriteShareGroupStateRequestWriteStateData(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteShareGroupStateRequestWriteStateData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeWriteShareGroupStateRequest(m: WriteShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteShareGroupStateRequestWriteStateData(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateRequestWriteStateData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -65,14 +65,14 @@ export function readWriteShareGroupStateRequestWriteStateData(r: Reader, v: numb
 
 export function writeWriteShareGroupStateRequestWriteStateData(w: W.Writer, m: WriteShareGroupStateRequestWriteStateData, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeWriteShareGroupStateRequestPartitionData(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteShareGroupStateRequestPartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeWriteShareGroupStateRequestWriteStateData(m: WriteShareGroupStateRequestWriteStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteShareGroupStateRequestPartitionData(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateRequestPartitionData(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -108,7 +108,7 @@ export function writeWriteShareGroupStateRequestPartitionData(w: W.Writer, m: Wr
   { const x = m.stateEpoch; w.int32(x); }
   { const x = m.leaderEpoch; w.int32(x); }
   { const x = m.startOffset; w.int64(x); }
-  { const x = m.stateBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeWriteShareGroupStateRequestStateBatch(w, e0, v); } }
+  { const x = m.stateBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteShareGroupStateRequestStateBatch(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -118,7 +118,7 @@ export function sizeWriteShareGroupStateRequestPartitionData(m: WriteShareGroupS
   n += 4;
   n += 4;
   n += 8;
-  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteShareGroupStateRequestStateBatch(e0, v), 0))); }
+  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateRequestStateBatch(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -186,13 +186,13 @@ export function readWriteShareGroupStateResponse(r: Reader, v: number): WriteSha
 }
 
 export function writeWriteShareGroupStateResponse(w: W.Writer, m: WriteShareGroupStateResponse, v: number): void {
-  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeWriteShareGroupStateResponseWriteStateResult(w, e0, v); } }
+  { const x = m.results; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteShareGroupStateResponseWriteStateResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeWriteShareGroupStateResponse(m: WriteShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteShareGroupStateResponseWriteStateResult(e0, v), 0))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateResponseWriteStateResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -219,14 +219,14 @@ export function readWriteShareGroupStateResponseWriteStateResult(r: Reader, v: n
 
 export function writeWriteShareGroupStateResponseWriteStateResult(w: W.Writer, m: WriteShareGroupStateResponseWriteStateResult, v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeWriteShareGroupStateResponsePartitionResult(w, e0, v); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteShareGroupStateResponsePartitionResult(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeWriteShareGroupStateResponseWriteStateResult(m: WriteShareGroupStateResponseWriteStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteShareGroupStateResponsePartitionResult(e0, v), 0))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateResponsePartitionResult(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

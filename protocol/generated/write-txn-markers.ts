@@ -28,13 +28,13 @@ export function readWriteTxnMarkersRequest(r: Reader, v: number): WriteTxnMarker
 }
 
 export function writeWriteTxnMarkersRequest(w: W.Writer, m: WriteTxnMarkersRequest, v: number): void {
-  { const x = m.markers; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeWriteTxnMarkersRequestWritableTxnMarker(w, e0, v); } }
+  { const x = m.markers; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteTxnMarkersRequestWritableTxnMarker(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeWriteTxnMarkersRequest(m: WriteTxnMarkersRequest, v: number): number {
   let n = 0;
-  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteTxnMarkersRequestWritableTxnMarker(e0, v), 0))); }
+  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersRequestWritableTxnMarker(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -69,7 +69,7 @@ export function writeWriteTxnMarkersRequestWritableTxnMarker(w: W.Writer, m: Wri
   { const x = m.producerId; w.int64(x); }
   { const x = m.producerEpoch; w.int16(x); }
   { const x = m.transactionResult; w.bool(x); }
-  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeWriteTxnMarkersRequestWritableTxnMarkerTopic(w, e0, v); } }
+  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteTxnMarkersRequestWritableTxnMarkerTopic(w, e0, v); } }
   { const x = m.coordinatorEpoch; w.int32(x); }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -79,7 +79,7 @@ export function sizeWriteTxnMarkersRequestWritableTxnMarker(m: WriteTxnMarkersRe
   n += 8;
   n += 2;
   n += 1;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteTxnMarkersRequestWritableTxnMarkerTopic(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersRequestWritableTxnMarkerTopic(e0, v)))); }
   n += 4;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -107,7 +107,7 @@ export function readWriteTxnMarkersRequestWritableTxnMarkerTopic(r: Reader, v: n
 
 export function writeWriteTxnMarkersRequestWritableTxnMarkerTopic(w: W.Writer, m: WriteTxnMarkersRequestWritableTxnMarkerTopic, v: number): void {
   { const x = m.name; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitionIndexes; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitionIndexes; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -140,13 +140,13 @@ export function readWriteTxnMarkersResponse(r: Reader, v: number): WriteTxnMarke
 }
 
 export function writeWriteTxnMarkersResponse(w: W.Writer, m: WriteTxnMarkersResponse, v: number): void {
-  { const x = m.markers; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeWriteTxnMarkersResponseWritableTxnMarkerResult(w, e0, v); } }
+  { const x = m.markers; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteTxnMarkersResponseWritableTxnMarkerResult(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeWriteTxnMarkersResponse(m: WriteTxnMarkersResponse, v: number): number {
   let n = 0;
-  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteTxnMarkersResponseWritableTxnMarkerResult(e0, v), 0))); }
+  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersResponseWritableTxnMarkerResult(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -173,14 +173,14 @@ export function readWriteTxnMarkersResponseWritableTxnMarkerResult(r: Reader, v:
 
 export function writeWriteTxnMarkersResponseWritableTxnMarkerResult(w: W.Writer, m: WriteTxnMarkersResponseWritableTxnMarkerResult, v: number): void {
   { const x = m.producerId; w.int64(x); }
-  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(w, e0, v); } }
+  { const x = m.topics; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeWriteTxnMarkersResponseWritableTxnMarkerResult(m: WriteTxnMarkersResponseWritableTxnMarkerResult, v: number): number {
   let n = 0;
   n += 8;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(e0, v), 0))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -207,14 +207,14 @@ export function readWriteTxnMarkersResponseWritableTxnMarkerTopicResult(r: Reade
 
 export function writeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(w: W.Writer, m: WriteTxnMarkersResponseWritableTxnMarkerTopicResult, v: number): void {
   { const x = m.name; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult(w, e0, v); } }
+  { const x = m.partitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult(w, e0, v); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(m: WriteTxnMarkersResponseWritableTxnMarkerTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult(e0, v), 0))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult(e0, v)))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

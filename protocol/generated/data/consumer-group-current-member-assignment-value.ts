@@ -39,8 +39,8 @@ export function writeConsumerGroupCurrentMemberAssignmentValue(w: W.Writer, m: C
   { const x = m.memberEpoch; w.int32(x); }
   { const x = m.previousMemberEpoch; w.int32(x); }
   { const x = m.state; w.int8(x); }
-  { const x = m.assignedPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(w, e0, v); } }
-  { const x = m.partitionsPendingRevocation; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(w, e0, v); } }
+  { const x = m.assignedPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(w, e0, v); } }
+  { const x = m.partitionsPendingRevocation; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -49,8 +49,8 @@ export function sizeConsumerGroupCurrentMemberAssignmentValue(m: ConsumerGroupCu
   n += 4;
   n += 4;
   n += 1;
-  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(e0, v), 0))); }
-  { const x = m.partitionsPendingRevocation; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(e0, v), 0))); }
+  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(e0, v)))); }
+  { const x = m.partitionsPendingRevocation; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -77,7 +77,7 @@ export function readConsumerGroupCurrentMemberAssignmentValueTopicPartitions(r: 
 
 export function writeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(w: W.Writer, m: ConsumerGroupCurrentMemberAssignmentValueTopicPartitions, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

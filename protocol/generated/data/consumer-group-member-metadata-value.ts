@@ -60,7 +60,7 @@ export function writeConsumerGroupMemberMetadataValue(w: W.Writer, m: ConsumerGr
   { const x = m.rackId; w.compactString(x); }
   { const x = m.clientId; w.compactString(x); }
   { const x = m.clientHost; w.compactString(x); }
-  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   { const x = m.subscribedTopicRegex; w.compactString(x); }
   { const x = m.rebalanceTimeoutMs; w.int32(x); }
   { const x = m.serverAssignor; w.compactString(x); }
@@ -73,7 +73,7 @@ export function sizeConsumerGroupMemberMetadataValue(m: ConsumerGroupMemberMetad
   { const x = m.rackId; n += W.sizeCompactString(x); }
   { const x = m.clientId; n += W.sizeCompactString(x); }
   { const x = m.clientHost; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   { const x = m.subscribedTopicRegex; n += W.sizeCompactString(x); }
   n += 4;
   { const x = m.serverAssignor; n += W.sizeCompactString(x); }
@@ -103,14 +103,14 @@ export function readConsumerGroupMemberMetadataValueClassicMemberMetadata(r: Rea
 
 export function writeConsumerGroupMemberMetadataValueClassicMemberMetadata(w: W.Writer, m: ConsumerGroupMemberMetadataValueClassicMemberMetadata, v: number): void {
   { const x = m.sessionTimeoutMs; w.int32(x); }
-  { const x = m.supportedProtocols; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupMemberMetadataValueClassicProtocol(w, e0, v); } }
+  { const x = m.supportedProtocols; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupMemberMetadataValueClassicProtocol(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeConsumerGroupMemberMetadataValueClassicMemberMetadata(m: ConsumerGroupMemberMetadataValueClassicMemberMetadata, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.supportedProtocols; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupMemberMetadataValueClassicProtocol(e0, v), 0))); }
+  { const x = m.supportedProtocols; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupMemberMetadataValueClassicProtocol(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

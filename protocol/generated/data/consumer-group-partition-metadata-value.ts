@@ -28,13 +28,13 @@ export function readConsumerGroupPartitionMetadataValue(r: Reader, v: number): C
 }
 
 export function writeConsumerGroupPartitionMetadataValue(w: W.Writer, m: ConsumerGroupPartitionMetadataValue, v: number): void {
-  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupPartitionMetadataValueTopicMetadata(w, e0, v); } }
+  { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupPartitionMetadataValueTopicMetadata(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeConsumerGroupPartitionMetadataValue(m: ConsumerGroupPartitionMetadataValue, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupPartitionMetadataValueTopicMetadata(e0, v), 0))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupPartitionMetadataValueTopicMetadata(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -67,7 +67,7 @@ export function writeConsumerGroupPartitionMetadataValueTopicMetadata(w: W.Write
   { const x = m.topicId; w.uuid(x); }
   { const x = m.topicName; w.compactString(x); }
   { const x = m.numPartitions; w.int32(x); }
-  { const x = m.partitionMetadata; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerGroupPartitionMetadataValuePartitionMetadata(w, e0, v); } }
+  { const x = m.partitionMetadata; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerGroupPartitionMetadataValuePartitionMetadata(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -76,7 +76,7 @@ export function sizeConsumerGroupPartitionMetadataValueTopicMetadata(m: Consumer
   n += 16;
   { const x = m.topicName; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerGroupPartitionMetadataValuePartitionMetadata(e0, v), 0))); }
+  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupPartitionMetadataValuePartitionMetadata(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -103,14 +103,14 @@ export function readConsumerGroupPartitionMetadataValuePartitionMetadata(r: Read
 
 export function writeConsumerGroupPartitionMetadataValuePartitionMetadata(w: W.Writer, m: ConsumerGroupPartitionMetadataValuePartitionMetadata, _v: number): void {
   { const x = m.partition; w.int32(x); }
-  { const x = m.racks; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.racks; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeConsumerGroupPartitionMetadataValuePartitionMetadata(m: ConsumerGroupPartitionMetadataValuePartitionMetadata, _v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.racks; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.racks; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

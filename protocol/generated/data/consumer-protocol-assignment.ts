@@ -26,13 +26,13 @@ export function readConsumerProtocolAssignment(r: Reader, v: number): ConsumerPr
 }
 
 export function writeConsumerProtocolAssignment(w: W.Writer, m: ConsumerProtocolAssignment, v: number): void {
-  { const x = m.assignedPartitions; w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerProtocolAssignmentTopicPartition(w, e0, v); } }
+  { const x = m.assignedPartitions; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerProtocolAssignmentTopicPartition(w, e0, v); } }
   { const x = m.userData; w.bytes(x); }
 }
 
 export function sizeConsumerProtocolAssignment(m: ConsumerProtocolAssignment, v: number): number {
   let n = 0;
-  { const x = m.assignedPartitions; n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerProtocolAssignmentTopicPartition(e0, v), 0))); }
+  { const x = m.assignedPartitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerProtocolAssignmentTopicPartition(e0, v)))); }
   { const x = m.userData; n += W.sizeBytes(x); }
   return n;
 }
@@ -55,7 +55,7 @@ export function readConsumerProtocolAssignmentTopicPartition(r: Reader, _v: numb
 
 export function writeConsumerProtocolAssignmentTopicPartition(w: W.Writer, m: ConsumerProtocolAssignmentTopicPartition, _v: number): void {
   { const x = m.topic; w.string(x); }
-  { const x = m.partitions; w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
 }
 
 export function sizeConsumerProtocolAssignmentTopicPartition(m: ConsumerProtocolAssignmentTopicPartition, _v: number): number {

@@ -32,18 +32,18 @@ export function readConsumerProtocolSubscription(r: Reader, v: number): Consumer
 }
 
 export function writeConsumerProtocolSubscription(w: W.Writer, m: ConsumerProtocolSubscription, v: number): void {
-  { const x = m.topics; w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.string(e0); } }
+  { const x = m.topics; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.string(e0); } }
   { const x = m.userData; w.bytes(x); }
-  if (v >= 1) { const x = (m.ownedPartitions === undefined ? [] : m.ownedPartitions); w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeConsumerProtocolSubscriptionTopicPartition(w, e0, v); } }
+  if (v >= 1) { const x = (m.ownedPartitions === undefined ? [] : m.ownedPartitions); w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeConsumerProtocolSubscriptionTopicPartition(w, e0, v); } }
   if (v >= 2) { const x = (m.generationId === undefined ? -1 : m.generationId); w.int32(x); }
   if (v >= 3) { const x = (m.rackId === undefined ? null : m.rackId); w.string(x); }
 }
 
 export function sizeConsumerProtocolSubscription(m: ConsumerProtocolSubscription, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeString(e0), 0))); }
+  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeString(e0)))); }
   { const x = m.userData; n += W.sizeBytes(x); }
-  if (v >= 1) { const x = (m.ownedPartitions === undefined ? [] : m.ownedPartitions); n += (4 + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeConsumerProtocolSubscriptionTopicPartition(e0, v), 0))); }
+  if (v >= 1) { const x = (m.ownedPartitions === undefined ? [] : m.ownedPartitions); n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerProtocolSubscriptionTopicPartition(e0, v)))); }
   if (v >= 2) n += 4;
   if (v >= 3) { const x = (m.rackId === undefined ? null : m.rackId); n += W.sizeString(x); }
   return n;
@@ -67,9 +67,9 @@ export function readConsumerProtocolSubscriptionTopicPartition(r: Reader, v: num
 
 export function writeConsumerProtocolSubscriptionTopicPartition(w: W.Writer, m: ConsumerProtocolSubscriptionTopicPartition, v: number): void {
   if (v >= 1) { const x = (m.topic === undefined ? "" : m.topic); w.string(x); }
-  else if (!RT.isDefaultValue(m.topic, "")) throw RT.fieldNotInVersion('ConsumerProtocolSubscriptionTopicPartition', 'topic', v);
-  if (v >= 1) { const x = (m.partitions === undefined ? [] : m.partitions); w.arrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
-  else if (!RT.isDefaultValue(m.partitions, [])) throw RT.fieldNotInVersion('ConsumerProtocolSubscriptionTopicPartition', 'partitions', v);
+  else if (m.topic !== undefined && !RT.isDefaultValue(m.topic, "")) throw RT.fieldNotInVersion('ConsumerProtocolSubscriptionTopicPartition', 'topic', v);
+  if (v >= 1) { const x = (m.partitions === undefined ? [] : m.partitions); w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
+  else if (m.partitions !== undefined && !RT.isDefaultValue(m.partitions, [])) throw RT.fieldNotInVersion('ConsumerProtocolSubscriptionTopicPartition', 'partitions', v);
 }
 
 export function sizeConsumerProtocolSubscriptionTopicPartition(m: ConsumerProtocolSubscriptionTopicPartition, v: number): number {

@@ -43,7 +43,7 @@ export function writeGroupMetadataValue(w: W.Writer, m: GroupMetadataValue, v: n
   { const x = m.protocol; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
   { const x = m.leader; if (v >= 4) { w.compactString(x); } else { w.string(x); } }
   if (v >= 2) { const x = (m.currentStateTimestamp === undefined ? -1n : m.currentStateTimestamp); w.int64(x); }
-  { const x = m.members; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeGroupMetadataValueMemberMetadata(w, e0, v); } }
+  { const x = m.members; if (v >= 4) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeGroupMetadataValueMemberMetadata(w, e0, v); } }
   if (v >= 4) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -54,7 +54,7 @@ export function sizeGroupMetadataValue(m: GroupMetadataValue, v: number): number
   { const x = m.protocol; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.leader; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += 8;
-  { const x = m.members; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeGroupMetadataValueMemberMetadata(e0, v), 0))); }
+  { const x = m.members; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeGroupMetadataValueMemberMetadata(e0, v)))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

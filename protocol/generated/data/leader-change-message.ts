@@ -36,8 +36,8 @@ export function readLeaderChangeMessage(r: Reader, v: number): LeaderChangeMessa
 export function writeLeaderChangeMessage(w: W.Writer, m: LeaderChangeMessage, v: number): void {
   { const x = m.version; w.int16(x); }
   { const x = m.leaderId; w.int32(x); }
-  { const x = m.voters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeLeaderChangeMessageVoter(w, e0, v); } }
-  { const x = m.grantingVoters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeLeaderChangeMessageVoter(w, e0, v); } }
+  { const x = m.voters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderChangeMessageVoter(w, e0, v); } }
+  { const x = m.grantingVoters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeLeaderChangeMessageVoter(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -45,8 +45,8 @@ export function sizeLeaderChangeMessage(m: LeaderChangeMessage, v: number): numb
   let n = 0;
   n += 2;
   n += 4;
-  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderChangeMessageVoter(e0, v), 0))); }
-  { const x = m.grantingVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeLeaderChangeMessageVoter(e0, v), 0))); }
+  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderChangeMessageVoter(e0, v)))); }
+  { const x = m.grantingVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderChangeMessageVoter(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -74,7 +74,7 @@ export function readLeaderChangeMessageVoter(r: Reader, v: number): LeaderChange
 export function writeLeaderChangeMessageVoter(w: W.Writer, m: LeaderChangeMessageVoter, v: number): void {
   { const x = m.voterId; w.int32(x); }
   if (v >= 1) { const x = (m.voterDirectoryId === undefined ? '00000000000000000000000000000000' : m.voterDirectoryId); w.uuid(x); }
-  else if (!RT.isDefaultValue(m.voterDirectoryId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('LeaderChangeMessageVoter', 'voterDirectoryId', v);
+  else if (m.voterDirectoryId !== undefined && !RT.isDefaultValue(m.voterDirectoryId, '00000000000000000000000000000000')) throw RT.fieldNotInVersion('LeaderChangeMessageVoter', 'voterDirectoryId', v);
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

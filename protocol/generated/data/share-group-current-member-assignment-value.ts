@@ -37,7 +37,7 @@ export function writeShareGroupCurrentMemberAssignmentValue(w: W.Writer, m: Shar
   { const x = m.memberEpoch; w.int32(x); }
   { const x = m.previousMemberEpoch; w.int32(x); }
   { const x = m.state; w.int8(x); }
-  { const x = m.assignedPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareGroupCurrentMemberAssignmentValueTopicPartitions(w, e0, v); } }
+  { const x = m.assignedPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareGroupCurrentMemberAssignmentValueTopicPartitions(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -46,7 +46,7 @@ export function sizeShareGroupCurrentMemberAssignmentValue(m: ShareGroupCurrentM
   n += 4;
   n += 4;
   n += 1;
-  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareGroupCurrentMemberAssignmentValueTopicPartitions(e0, v), 0))); }
+  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupCurrentMemberAssignmentValueTopicPartitions(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,7 +73,7 @@ export function readShareGroupCurrentMemberAssignmentValueTopicPartitions(r: Rea
 
 export function writeShareGroupCurrentMemberAssignmentValueTopicPartitions(w: W.Writer, m: ShareGroupCurrentMemberAssignmentValueTopicPartitions, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -37,7 +37,7 @@ export function writeShareGroupMemberMetadataValue(w: W.Writer, m: ShareGroupMem
   { const x = m.rackId; w.compactString(x); }
   { const x = m.clientId; w.compactString(x); }
   { const x = m.clientHost; w.compactString(x); }
-  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.compactString(e0); } }
+  { const x = m.subscribedTopicNames; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.compactString(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
@@ -46,7 +46,7 @@ export function sizeShareGroupMemberMetadataValue(m: ShareGroupMemberMetadataVal
   { const x = m.rackId; n += W.sizeCompactString(x); }
   { const x = m.clientId; n += W.sizeCompactString(x); }
   { const x = m.clientHost; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + W.sizeCompactString(e0), 0))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

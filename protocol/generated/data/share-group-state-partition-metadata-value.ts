@@ -30,15 +30,15 @@ export function readShareGroupStatePartitionMetadataValue(r: Reader, v: number):
 }
 
 export function writeShareGroupStatePartitionMetadataValue(w: W.Writer, m: ShareGroupStatePartitionMetadataValue, v: number): void {
-  { const x = m.initializedTopics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareGroupStatePartitionMetadataValueTopicPartitionsInfo(w, e0, v); } }
-  { const x = m.deletingTopics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareGroupStatePartitionMetadataValueTopicInfo(w, e0, v); } }
+  { const x = m.initializedTopics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareGroupStatePartitionMetadataValueTopicPartitionsInfo(w, e0, v); } }
+  { const x = m.deletingTopics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareGroupStatePartitionMetadataValueTopicInfo(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareGroupStatePartitionMetadataValue(m: ShareGroupStatePartitionMetadataValue, v: number): number {
   let n = 0;
-  { const x = m.initializedTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfo(e0, v), 0))); }
-  { const x = m.deletingTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareGroupStatePartitionMetadataValueTopicInfo(e0, v), 0))); }
+  { const x = m.initializedTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfo(e0, v)))); }
+  { const x = m.deletingTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupStatePartitionMetadataValueTopicInfo(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -68,7 +68,7 @@ export function readShareGroupStatePartitionMetadataValueTopicPartitionsInfo(r: 
 export function writeShareGroupStatePartitionMetadataValueTopicPartitionsInfo(w: W.Writer, m: ShareGroupStatePartitionMetadataValueTopicPartitionsInfo, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
   { const x = m.topicName; w.compactString(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

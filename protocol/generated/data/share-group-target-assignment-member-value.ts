@@ -28,13 +28,13 @@ export function readShareGroupTargetAssignmentMemberValue(r: Reader, v: number):
 }
 
 export function writeShareGroupTargetAssignmentMemberValue(w: W.Writer, m: ShareGroupTargetAssignmentMemberValue, v: number): void {
-  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeShareGroupTargetAssignmentMemberValueTopicPartition(w, e0, v); } }
+  { const x = m.topicPartitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareGroupTargetAssignmentMemberValueTopicPartition(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareGroupTargetAssignmentMemberValue(m: ShareGroupTargetAssignmentMemberValue, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeShareGroupTargetAssignmentMemberValueTopicPartition(e0, v), 0))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupTargetAssignmentMemberValueTopicPartition(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -61,7 +61,7 @@ export function readShareGroupTargetAssignmentMemberValueTopicPartition(r: Reade
 
 export function writeShareGroupTargetAssignmentMemberValueTopicPartition(w: W.Writer, m: ShareGroupTargetAssignmentMemberValueTopicPartition, _v: number): void {
   { const x = m.topicId; w.uuid(x); }
-  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

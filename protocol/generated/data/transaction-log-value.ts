@@ -66,17 +66,17 @@ function taggedTransactionLogValue(m: TransactionLogValue, v: number): TaggedFie
 export function writeTransactionLogValue(w: W.Writer, m: TransactionLogValue, v: number): void {
   { const x = m.producerId; w.int64(x); }
   if (!(v >= 1)) { const x = (m.previousProducerId === undefined ? -1n : m.previousProducerId); w.int64(x); }
-  else if (false) if (!RT.isDefaultValue(m.previousProducerId, -1n)) throw RT.fieldNotInVersion('TransactionLogValue', 'previousProducerId', v);
+  else if (false) if (m.previousProducerId !== undefined && !RT.isDefaultValue(m.previousProducerId, -1n)) throw RT.fieldNotInVersion('TransactionLogValue', 'previousProducerId', v);
   if (!(v >= 1)) { const x = (m.nextProducerId === undefined ? -1n : m.nextProducerId); w.int64(x); }
-  else if (false) if (!RT.isDefaultValue(m.nextProducerId, -1n)) throw RT.fieldNotInVersion('TransactionLogValue', 'nextProducerId', v);
+  else if (false) if (m.nextProducerId !== undefined && !RT.isDefaultValue(m.nextProducerId, -1n)) throw RT.fieldNotInVersion('TransactionLogValue', 'nextProducerId', v);
   { const x = m.producerEpoch; w.int16(x); }
   { const x = m.transactionTimeoutMs; w.int32(x); }
   { const x = m.transactionStatus; w.int8(x); }
-  { const x = m.transactionPartitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { writeTransactionLogValuePartitionsSchema(w, e0, v); } }
+  { const x = m.transactionPartitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeTransactionLogValuePartitionsSchema(w, e0, v); } }
   { const x = m.transactionLastUpdateTimestampMs; w.int64(x); }
   { const x = m.transactionStartTimestampMs; w.int64(x); }
   if (!(v >= 1)) { const x = (m.clientTransactionVersion === undefined ? 0 : m.clientTransactionVersion); w.int16(x); }
-  else if (false) if (!RT.isDefaultValue(m.clientTransactionVersion, 0)) throw RT.fieldNotInVersion('TransactionLogValue', 'clientTransactionVersion', v);
+  else if (false) if (m.clientTransactionVersion !== undefined && !RT.isDefaultValue(m.clientTransactionVersion, 0)) throw RT.fieldNotInVersion('TransactionLogValue', 'clientTransactionVersion', v);
   if (v >= 1) w.taggedFields(taggedTransactionLogValue(m, v));
 }
 
@@ -88,7 +88,7 @@ export function sizeTransactionLogValue(m: TransactionLogValue, v: number): numb
   n += 2;
   n += 4;
   n += 1;
-  { const x = m.transactionPartitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeTransactionLogValuePartitionsSchema(e0, v), 0))); }
+  { const x = m.transactionPartitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTransactionLogValuePartitionsSchema(e0, v)))); }
   n += 8;
   n += 8;
   if (!(v >= 1)) n += 2;
@@ -118,7 +118,7 @@ export function readTransactionLogValuePartitionsSchema(r: Reader, v: number): T
 
 export function writeTransactionLogValuePartitionsSchema(w: W.Writer, m: TransactionLogValuePartitionsSchema, v: number): void {
   { const x = m.topic; if (v >= 1) { w.compactString(x); } else { w.string(x); } }
-  { const x = m.partitionIds; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (const e0 of x) { w.int32(e0); } }
+  { const x = m.partitionIds; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.int32(e0); } }
   if (v >= 1) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 

@@ -31,14 +31,14 @@ export function readVotersRecord(r: Reader, v: number): VotersRecord {
 
 export function writeVotersRecord(w: W.Writer, m: VotersRecord, v: number): void {
   { const x = m.version; w.int16(x); }
-  { const x = m.voters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeVotersRecordVoter(w, e0, v); } }
+  { const x = m.voters; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVotersRecordVoter(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeVotersRecord(m: VotersRecord, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeVotersRecordVoter(e0, v), 0))); }
+  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVotersRecordVoter(e0, v)))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -70,7 +70,7 @@ export function readVotersRecordVoter(r: Reader, v: number): VotersRecordVoter {
 export function writeVotersRecordVoter(w: W.Writer, m: VotersRecordVoter, v: number): void {
   { const x = m.voterId; w.int32(x); }
   { const x = m.voterDirectoryId; w.uuid(x); }
-  { const x = m.endpoints; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (const e0 of x) { writeVotersRecordEndpoint(w, e0, v); } }
+  { const x = m.endpoints; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVotersRecordEndpoint(w, e0, v); } }
   { const x = m.kRaftVersionFeature; writeVotersRecordKRaftVersionFeature(w, x, v); }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -79,7 +79,7 @@ export function sizeVotersRecordVoter(m: VotersRecordVoter, v: number): number {
   let n = 0;
   n += 4;
   n += 16;
-  { const x = m.endpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.reduce((acc: number, e0) => acc + sizeVotersRecordEndpoint(e0, v), 0))); }
+  { const x = m.endpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVotersRecordEndpoint(e0, v)))); }
   { const x = m.kRaftVersionFeature; n += sizeVotersRecordKRaftVersionFeature(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

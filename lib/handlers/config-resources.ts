@@ -227,3 +227,43 @@ export function resourceFailure(e: unknown): { errorCode: number; errorMessage: 
   }
   throw e;
 }
+
+export interface AlterResourceResult {
+  errorCode: number;
+  errorMessage: string | null;
+  resourceType: number;
+  resourceName: string;
+}
+
+/**
+ * The per-resource loop AlterConfigs and IncrementalAlterConfigs share: refuses duplicate resources,
+ * computes a topic's new overrides with `next` and stores them; broker and other resources are refused.
+ */
+export async function alterConfigResources<R extends { resourceType: number; resourceName: string }>(
+  s: BrokerServices,
+  resources: readonly R[],
+  validateOnly: boolean,
+  next: (r: R, topic: TopicRecord) => Record<string, string | null>,
+): Promise<AlterResourceResult[]> {
+  const dups = duplicateResources(resources);
+  const out: AlterResourceResult[] = [];
+  for (const r of resources) {
+    const base = { resourceType: r.resourceType, resourceName: r.resourceName };
+    try {
+      if (dups.has(resourceKey(r))) throw new ResourceError(ErrorCode.INVALID_REQUEST, 'Duplicate resource.');
+      if (r.resourceType === ConfigResourceType.TOPIC) {
+        const t = topicResource(s, r.resourceName);
+        await replaceTopicConfigs(s, r.resourceName, next(r, t), validateOnly);
+      } else if (r.resourceType === ConfigResourceType.BROKER) {
+        checkBrokerResource(s, r.resourceName);
+        throw new ResourceError(ErrorCode.INVALID_REQUEST, BROKER_ALTER_UNSUPPORTED);
+      } else {
+        throw unsupportedResource(r.resourceType);
+      }
+      out.push({ errorCode: ErrorCode.NONE, errorMessage: null, ...base });
+    } catch (e) {
+      out.push({ ...resourceFailure(e), ...base });
+    }
+  }
+  return out;
+}

@@ -9,24 +9,11 @@ import type {
   IncrementalAlterConfigsRequest,
   IncrementalAlterConfigsRequestAlterableConfig,
   IncrementalAlterConfigsResponse,
-  IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
 } from '../../protocol/generated/incremental-alter-configs.js';
 import { TOPIC_CONFIG } from '../config.js';
 import type { TopicRecord } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
-import {
-  BROKER_ALTER_UNSUPPORTED,
-  checkBrokerResource,
-  ConfigResourceType,
-  duplicateResources,
-  replaceTopicConfigs,
-  ResourceError,
-  resourceFailure,
-  resourceKey,
-  topicConfigEntry,
-  topicResource,
-  unsupportedResource,
-} from './config-resources.js';
+import { alterConfigResources, ResourceError, topicConfigEntry } from './config-resources.js';
 import { defineHandler } from './types.js';
 
 export const AlterConfigOp = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const;
@@ -82,26 +69,7 @@ export const incrementalAlterConfigsHandler = defineHandler<IncrementalAlterConf
   maxVersion: 1,
   async handle(req, ctx) {
     const s = ctx.services;
-    const dups = duplicateResources(req.resources);
-    const responses: IncrementalAlterConfigsResponseAlterConfigsResourceResponse[] = [];
-    for (const r of req.resources) {
-      const base = { resourceType: r.resourceType, resourceName: r.resourceName };
-      try {
-        if (dups.has(resourceKey(r))) throw new ResourceError(ErrorCode.INVALID_REQUEST, 'Duplicate resource.');
-        if (r.resourceType === ConfigResourceType.TOPIC) {
-          const t = topicResource(s, r.resourceName);
-          await replaceTopicConfigs(s, r.resourceName, applyOps(s, t, r.configs), req.validateOnly);
-        } else if (r.resourceType === ConfigResourceType.BROKER) {
-          checkBrokerResource(s, r.resourceName);
-          throw new ResourceError(ErrorCode.INVALID_REQUEST, BROKER_ALTER_UNSUPPORTED);
-        } else {
-          throw unsupportedResource(r.resourceType);
-        }
-        responses.push({ errorCode: ErrorCode.NONE, errorMessage: null, ...base });
-      } catch (e) {
-        responses.push({ ...resourceFailure(e), ...base });
-      }
-    }
+    const responses = await alterConfigResources(s, req.resources, req.validateOnly, (r, t) => applyOps(s, t, r.configs));
     return { throttleTimeMs: 0, responses };
   },
   errorResponse(req, errorCode) {

@@ -37,8 +37,10 @@ const fixtures: Fixture[] = readdirSync(DIR)
   .map((d) => JSON.parse(readFileSync(join(DIR, d, 'frames.json'), 'utf8')) as Fixture);
 
 describe('golden frames from real clients', () => {
-  it('has fixtures from kafkajs, librdkafka 2.15, kcat and kafka-python (auto and 0.10)', () => {
-    expect(fixtures.map((f) => f.client).sort()).to.deep.equal(['confluent', 'kafka-python-0.10', 'kafka-python-auto', 'kafkajs', 'kcat']);
+  it('has fixtures from kafkajs, librdkafka 2.15, kcat and kafka-python (auto and 0.10), and kafkajs and librdkafka 2.15 against gregor', () => {
+    expect(fixtures.map((f) => f.client).sort()).to.deep.equal([
+      'confluent', 'gregor-confluent', 'gregor-kafkajs', 'kafka-python-0.10', 'kafka-python-auto', 'kafkajs', 'kcat',
+    ]);
   });
 
   for (const fx of fixtures) {
@@ -54,7 +56,16 @@ describe('golden frames from real clients', () => {
               { apiKey: d.header.apiKey, apiVersion: d.header.apiVersion, correlationId: d.header.correlationId, clientId: d.header.clientId, ...(d.header.taggedFields ? { taggedFields: d.header.taggedFields } : {}) },
               d.body,
             );
-            expect(again.toString('hex'), where).to.equal(f.hex);
+            // Known librdkafka quirk (2.15 here, gregor-confluent): a Metadata v9+ request for all topics
+            // (topics = null) carries 3 stray bytes `010000` after the body's tagged-field section. Brokers
+            // stop reading at the end of the body and ignore them; our decoder does the same, so such a
+            // frame cannot re-encode identically: compare without the 3 bytes and check they are exactly those.
+            const stray =
+              f.apiKey === 3 && f.apiVersion >= 9 && fx.client.endsWith('confluent') && (d.body as { topics: unknown }).topics === null
+                ? 3
+                : 0;
+            expect(again.toString('hex') + f.hex.slice(f.hex.length - 2 * stray), where).to.equal(f.hex);
+            if (stray) expect(f.hex.slice(-2 * stray), where).to.equal('010000');
           } else {
             // librdkafka's mock answers an unsupported ApiVersions v3 with a body that is valid in no version
             // (the fixture README explains); its clients read only the error code. Nothing to re-encode there.

@@ -1,6 +1,6 @@
 // Capture driver against gregor: @confluentinc/kafka-javascript 1.10.1 (librdkafka 2.15.x), from
 // compat/clients/confluent. Env: CAPTURE_BOOTSTRAP, CAPTURE_PLAN (see capture-gregor.mjs).
-// KafkaJS-style admin (createTopics, fetchTopicOffsets, deleteTopicRecords, describeGroups,
+// KafkaJS-style admin (createTopics, fetchTopicOffsets(+ByTimestamp), fetchTopicMetadata, listTopics, deleteTopicRecords, describeGroups,
 // listGroups, fetchOffsets, deleteGroups, deleteTopics), node-rdkafka-style AdminClient
 // createPartitions, one producer per plan batch (codec), a classic group consumer, and a second
 // consumer with group.protocol=consumer (KIP-848).
@@ -76,6 +76,9 @@ for (const batch of plan.batches) {
 }
 
 await step('fetchTopicOffsets', () => admin.fetchTopicOffsets(plan.topic));
+await step('fetchTopicOffsetsByTimestamp', () => admin.fetchTopicOffsetsByTimestamp(plan.topic, Date.now() - 60_000));
+await step('fetchTopicMetadata', () => admin.fetchTopicMetadata({ topics: [plan.topic] }));
+await step('listTopics', () => admin.listTopics());
 await step('deleteTopicRecords', () => admin.deleteTopicRecords({ topic: scratch, partitions: [{ partition: 0, offset: '1' }] }));
 
 const expected = plan.batches.reduce((n, b) => n + b.records.length, 0);

@@ -23,8 +23,10 @@ const key = (topic: string, partition: number): string => `${topic}-${partition}
 
 export class LogManager {
   readonly dataDir: string;
-  /** Whether the previous run ended with a clean shutdown (no recovery needed). */
+  /** Whether the previous run ended with a clean shutdown (the marker was there). */
   readonly hadCleanShutdown: boolean;
+  /** Whether logs opened now must be recovered: no marker, and the dir already held logs. */
+  private readonly recover: boolean;
   private readonly broker: BrokerConfig;
   private readonly logger: LogLogger;
   private readonly logs = new Map<string, PartitionLog>();
@@ -33,10 +35,11 @@ export class LogManager {
   private tick: Promise<void> | null = null;
   private closed = false;
 
-  private constructor(dataDir: string, broker: BrokerConfig, clean: boolean, logger: LogLogger) {
+  private constructor(dataDir: string, broker: BrokerConfig, clean: boolean, recover: boolean, logger: LogLogger) {
     this.dataDir = dataDir;
     this.broker = broker;
     this.hadCleanShutdown = clean;
+    this.recover = recover;
     this.logger = logger;
   }
 
@@ -44,14 +47,16 @@ export class LogManager {
   static async open(dataDir: string, broker: BrokerConfig, logger: LogLogger = NOOP_LOGGER): Promise<LogManager> {
     await fsp.mkdir(dataDir, { recursive: true });
     const marker = path.join(dataDir, CLEAN_SHUTDOWN_MARKER);
-    const clean = fs.existsSync(marker);
-    if (clean) {
+    const marked = fs.existsSync(marker);
+    // A data dir without partitions (first start) has nothing to recover.
+    const hasLogs = (await fsp.readdir(dataDir)).some((n) => PARTITION_DIR.test(n));
+    if (marked) {
       await fsp.rm(marker);
       await fsyncDir(dataDir);
-    } else if ((await fsp.readdir(dataDir)).some((n) => PARTITION_DIR.test(n))) {
+    } else if (hasLogs) {
       logger.warn({ dataDir }, 'no clean-shutdown marker: logs will be recovered as they are opened');
     }
-    const mgr = new LogManager(dataDir, broker, clean, logger);
+    const mgr = new LogManager(dataDir, broker, marked, !marked && hasLogs, logger);
     for (const name of await fsp.readdir(dataDir)) {
       if (DELETE_DIR.test(name)) await fsp.rm(path.join(dataDir, name), { recursive: true, force: true });
     }
@@ -77,7 +82,7 @@ export class LogManager {
     if (open !== undefined) return Promise.resolve(open);
     const pending = this.opening.get(k);
     if (pending !== undefined) return pending;
-    const p = PartitionLog.open(this.dataDir, topic, partition, config, { logger: this.logger, ...opts, recover: !this.hadCleanShutdown })
+    const p = PartitionLog.open(this.dataDir, topic, partition, config, { logger: this.logger, ...opts, recover: this.recover })
       .then((log) => {
         this.logs.set(k, log);
         return log;

@@ -20,6 +20,16 @@ describe('lib/log LogManager', () => {
   });
   afterEach(() => rmDir(dir));
 
+  it('a fresh data dir (first start) recovers nothing and warns about nothing', async () => {
+    const c = capture();
+    const mgr = await LogManager.open(dir, broker, c.logger);
+    const log = await mgr.getOrCreate('fresh', 0, config());
+    await log.append(v2(2), { leaderEpoch: 0 }).written;
+    expect(c.lines).to.not.include('log recovered');
+    expect(c.lines.some((l) => l.startsWith('no clean-shutdown marker'))).to.equal(false);
+    await mgr.shutdown();
+  });
+
   it('writes the clean-shutdown marker on shutdown and removes it while running', async () => {
     const c1 = capture();
     let mgr = await LogManager.open(dir, broker, c1.logger);

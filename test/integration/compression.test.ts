@@ -126,6 +126,7 @@ function producePython(bootstrap: string, combos: Combo[]): Promise<void> {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('close', (code) => (code === 0 && out.includes('ok') ? resolve() : reject(new Error(`kafka-python producer failed (${code}): ${err}`))));
+    child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
     child.stdin.end(JSON.stringify({ bootstrap, byCodec }));
   });
 }

@@ -66,6 +66,7 @@ function pyRead(bootstrap: string, topics: string[], count: number, from = 0): P
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`kafka-python reader failed (${code}): ${err}`))));
+    child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
     child.stdin.end(JSON.stringify({ bootstrap, topics, count, from }));
   });
 }

@@ -33,6 +33,7 @@ function python(cmd: object, timeoutMs = 60000): Promise<unknown> {
       if (res.error === undefined) resolve(res.ok);
       else reject(res.notSupported === true ? new NotSupportedError(res.error) : new Error(res.error));
     });
+    child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
     child.stdin.end(JSON.stringify(cmd));
   });
 }

@@ -27,6 +27,8 @@ function kcat(args: string[], opts: { input?: string; timeoutMs?: number; killSi
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const t = setTimeout(() => child.kill(opts.killSignal ?? 'SIGKILL'), opts.timeoutMs ?? 30000);
     child.on('error', reject);
+    // kcat may exit before reading stdin (e.g. -V): that shows in the exit code, not as an EPIPE.
+    child.stdin.on('error', () => {});
     child.on('close', (code) => {
       clearTimeout(t);
       resolve({ code, stdout, stderr });

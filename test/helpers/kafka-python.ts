@@ -3,7 +3,7 @@
  * test/helpers/py/produce_consume.py: JSON in on stdin, JSON lines out. Asynchronous, because the
  * broker under test usually runs in this same process.
  */
-import { spawn } from 'node:child_process';
+import { runProcess } from './process.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from './project.js';
@@ -46,43 +46,23 @@ export interface PyResult {
 }
 
 /** Runs one python process for all runs; resolves per topic with what it produced and read back. */
-export function runKafkaPython(input: PyInput, timeoutMs = 170_000): Promise<Map<string, PyResult>> {
-  if (!existsSync(PYTHON)) return Promise.reject(new Error(`${PYTHON} is missing: kafka-python tests need Debian's python3 with python3-kafka`));
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [PRODUCE_CONSUME_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    let err = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`kafka-python timed out after ${timeoutMs} ms; stderr:\n${err.slice(-4000)}`));
-    }, timeoutMs);
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (code !== 0) {
-        const hint = /No module named 'kafka'/.test(err) ? ` (${PYTHON} lacks kafka-python: install python3-kafka)` : '';
-        reject(new Error(`kafka-python exited with ${code}${hint}; stderr:\n${err.slice(-4000)}`));
-        return;
-      }
-      const results = new Map<string, PyResult>();
-      for (const line of Buffer.concat(out).toString().split('\n')) {
-        if (line.trim() === '') continue;
-        const msg = JSON.parse(line) as { topic: string; phase: 'sent'; meta: PySent } | { topic: string; phase: 'read'; records: PyRead };
-        const r = results.get(msg.topic) ?? { sent: [], read: [] };
-        if (msg.phase === 'sent') r.sent = msg.meta;
-        else r.read = msg.records;
-        results.set(msg.topic, r);
-      }
-      resolve(results);
-    });
-    child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
-    child.stdin.end(JSON.stringify(input));
-  });
+export async function runKafkaPython(input: PyInput, timeoutMs = 170_000): Promise<Map<string, PyResult>> {
+  if (!existsSync(PYTHON)) throw new Error(`${PYTHON} is missing: kafka-python tests need Debian's python3 with python3-kafka`);
+  const r = await runProcess(PYTHON, [PRODUCE_CONSUME_SCRIPT], JSON.stringify(input), timeoutMs);
+  if (r.code !== 0) {
+    const hint = /No module named 'kafka'/.test(r.stderr) ? ` (${PYTHON} lacks kafka-python: install python3-kafka)` : '';
+    throw new Error(`kafka-python exited with ${r.code}${hint}; stderr:\n${r.stderr.slice(-4000)}`);
+  }
+  const results = new Map<string, PyResult>();
+  for (const line of r.stdout.toString().split('\n')) {
+    if (line.trim() === '') continue;
+    const msg = JSON.parse(line) as { topic: string; phase: 'sent'; meta: PySent } | { topic: string; phase: 'read'; records: PyRead };
+    const res = results.get(msg.topic) ?? { sent: [], read: [] };
+    if (msg.phase === 'sent') res.sent = msg.meta;
+    else res.read = msg.records;
+    results.set(msg.topic, res);
+  }
+  return results;
 }
 
 export const hex = (b: Buffer | string): string => (typeof b === 'string' ? Buffer.from(b) : b).toString('hex');

@@ -2,41 +2,17 @@
  * Drives kcat 1.7.1 (Debian, librdkafka 2.0.2) as a child process. Always asynchronous: the broker
  * under test usually runs in this same process, so a synchronous spawn would starve it.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { type ProcessResult, runProcess } from './process.js';
 
 export const KCAT = '/usr/bin/kcat';
 
-export interface KcatResult {
-  code: number | null;
-  stdout: Buffer;
-  stderr: string;
-}
+export type KcatResult = ProcessResult;
 
 /** Runs kcat with `args`, feeding `input` on stdin; rejects when it cannot start or times out. */
 export function runKcat(args: string[], input: string | Buffer = '', timeoutMs = 60_000): Promise<KcatResult> {
   if (!existsSync(KCAT)) return Promise.reject(new Error(`${KCAT} is missing: install kcat (Debian package kcat 1.7.1)`));
-  return new Promise((resolve, reject) => {
-    const child = spawn(KCAT, args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    let err = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`kcat ${args.join(' ')} timed out after ${timeoutMs} ms; stderr:\n${err}`));
-    }, timeoutMs);
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: Buffer.concat(out), stderr: err });
-    });
-    child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
-    child.stdin.end(input);
-  });
+  return runProcess(KCAT, args, input, timeoutMs);
 }
 
 /**

@@ -9,20 +9,14 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CompressionCodec, logEntries, type LogEntry } from '../../protocol/records/index.js';
+import { logEntries, type LogEntry } from '../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { hex, runKafkaPython, type PyRecord, type PyResult, type PyRun } from '../helpers/kafka-python.js';
+import { CODEC_ID } from '../helpers/codecs.js';
 
 const PARTITIONS = 3;
 const COUNT = 10_000;
 type Codec = PyRun['codec'];
-const CODEC_ID: Record<Codec, number> = {
-  none: CompressionCodec.NONE,
-  gzip: CompressionCodec.GZIP,
-  snappy: CompressionCodec.SNAPPY,
-  lz4: CompressionCodec.LZ4,
-  zstd: CompressionCodec.ZSTD,
-};
 
 /** Record n: partition n % 3, a value with non-ASCII text and binary bytes, headers when allowed. */
 function makeRecords(topic: string, base: number, withHeaders: boolean): PyRecord[] {

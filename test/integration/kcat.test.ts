@@ -12,18 +12,10 @@ import { join } from 'node:path';
 import { CompressionCodec, logEntries, type RecordBatch } from '../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { KCAT_FORMAT, parseKcatOutput, runKcat, type KcatRecord } from '../helpers/kcat.js';
+import { CODEC_ID, CODECS, type Codec } from '../helpers/codecs.js';
 
 const PARTITIONS = 3;
 const COUNT = 10_000;
-const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
-type Codec = (typeof CODECS)[number];
-const CODEC_ID: Record<Codec, number> = {
-  none: CompressionCodec.NONE,
-  gzip: CompressionCodec.GZIP,
-  snappy: CompressionCodec.SNAPPY,
-  lz4: CompressionCodec.LZ4,
-  zstd: CompressionCodec.ZSTD,
-};
 
 interface Line {
   n: number;

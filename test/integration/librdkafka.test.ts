@@ -13,21 +13,13 @@ import { join } from 'node:path';
 import { CompressionCodec, LegacyMessage, RecordBatch, logEntries } from '../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
+import { CODEC_ID, CODECS, type Codec } from '../helpers/codecs.js';
 
 type Any = any;
 
 
 const PARTITIONS = 3;
 const COUNT = 10_000;
-const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
-type Codec = (typeof CODECS)[number];
-const CODEC_ID: Record<Codec, number> = {
-  none: CompressionCodec.NONE,
-  gzip: CompressionCodec.GZIP,
-  snappy: CompressionCodec.SNAPPY,
-  lz4: CompressionCodec.LZ4,
-  zstd: CompressionCodec.ZSTD,
-};
 
 /**
  * librdkafka enables lz4 only when the broker advertises FindCoordinator (its "LZ4" feature stands for

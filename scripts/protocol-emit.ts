@@ -226,7 +226,10 @@ function sizeExpr(ctx: Ctx, t: string, F: string, N: string, x: string, depth = 
     if (/^\d+$/.test(fixed)) return `(${head} + (${x} === null ? 0 : ${x}.length * ${fixed}))`;
     const it = `e${depth}`;
     const inner = sizeExpr(ctx, e, F, 'false', it, depth + 1);
-    return `(${head} + (${x} === null ? 0 : RT.sumSizes(${x}, (${it}) => ${inner})))`;
+    // A plain call on the element is passed as the function itself: no closure per array sized.
+    const call = new RegExp(`^([\\w.]+)\\(${it}(, v)?\\)$`).exec(inner);
+    if (call !== null) return `(${head} + (${x} === null ? 0 : RT.sumSizes(${x}, ${call[1]}, v)))`;
+    return `(${head} + (${x} === null ? 0 : RT.sumSizes(${x}, (${it}) => ${inner}, v)))`;
   }
   const s = structOf(ctx, t);
   if (N === 'false') return `size${s.tsName}(${x}, v)`;
@@ -276,13 +279,14 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
     if (tagged.length === 0) {
       out.push(`  if (${F0}) u = r.taggedFields();`);
     } else {
-      out.push(`  if (${F0}) u = r.taggedFields((tag, tr) => {`);
+      // The callback is only built when the section holds fields (it is usually empty).
+      out.push(`  if (${F0}) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {`);
       out.push('    switch (tag) {');
       for (const f of tagged) {
         const T = cond(f.taggedVersions, valid);
         out.push(`      case ${f.tag}: if (${T}) { f_${f.prop} = ${readExpr(ctx, f.type, flexCond(ctx, f), nullCond(ctx, f), 'tr')}; return true; } return false;`);
       }
-      out.push('    }\n    return false;\n  });');
+      out.push('    }\n    return false;\n  }); }');
     }
   }
   out.push(`  const m: ${s.tsName} = { ${s.fields.map((f) => `${f.prop}: f_${f.prop}`).join(', ')} };`);
@@ -292,6 +296,8 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   // Tagged-field section builder (known tags encoded, merged with unknown ones).
   if (hasFlex && tagged.length > 0) {
     out.push(`function tagged${s.tsName}(m: ${s.tsName}, v: number): TaggedField[] | undefined {`);
+    // Nothing set (the common case): no list is built.
+    out.push(`  if (${tagged.map((f) => `m.${f.prop} === undefined`).join(' && ')} && m._unknownTaggedFields === undefined) return undefined;`);
     out.push('  const t: TaggedField[] = [];');
     for (const f of tagged) {
       const T = cond(f.taggedVersions, valid);

@@ -18,12 +18,19 @@ export class Reader {
   offset: number;
   readonly end: number;
   error: ProtocolError | undefined;
+  // Fixed-width fields go through a DataView (inlined by V8; int64 without BigInt arithmetic).
+  private dv: DataView | undefined;
 
   constructor(buf: Buffer, offset = 0, end = buf.length) {
     this.buf = buf;
     this.offset = offset;
     this.end = end;
     this.error = undefined;
+    this.dv = undefined;
+  }
+
+  private get view(): DataView {
+    return (this.dv ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength));
   }
 
   get remaining(): number {
@@ -71,50 +78,42 @@ export class Reader {
 
   int16(): number {
     if (!this.need(2)) return 0;
-    const v = this.buf.readInt16BE(this.offset);
+    const v = this.view.getInt16(this.offset);
     this.offset += 2;
     return v;
   }
 
   uint16(): number {
     if (!this.need(2)) return 0;
-    const v = this.buf.readUInt16BE(this.offset);
+    const v = this.view.getUint16(this.offset);
     this.offset += 2;
     return v;
   }
 
   int32(): number {
     if (!this.need(4)) return 0;
-    const v = this.buf.readInt32BE(this.offset);
+    const v = this.view.getInt32(this.offset);
     this.offset += 4;
     return v;
   }
 
   uint32(): number {
     if (!this.need(4)) return 0;
-    const v = this.buf.readUInt32BE(this.offset);
+    const v = this.view.getUint32(this.offset);
     this.offset += 4;
     return v;
   }
 
   int64(): bigint {
     if (!this.need(8)) return 0n;
-    const hi = this.buf.readInt32BE(this.offset);
-    // Offsets, timestamps and ids mostly fit in 53 bits: one BigInt instead of the several
-    // readBigInt64BE allocates.
-    if (hi >= -0x200000 && hi < 0x200000) {
-      const v = BigInt(hi * 0x100000000 + this.buf.readUInt32BE(this.offset + 4));
-      this.offset += 8;
-      return v;
-    }
-    const v = this.buf.readBigInt64BE(this.offset);
+    const v = this.view.getBigInt64(this.offset);
     this.offset += 8;
     return v;
   }
 
   float64(): number {
     if (!this.need(8)) return 0;
-    const v = this.buf.readDoubleBE(this.offset);
+    const v = this.view.getFloat64(this.offset);
     this.offset += 8;
     return v;
   }
@@ -336,7 +335,14 @@ export class Reader {
    * this reader, bounded to the field's size) and returning the unknown ones verbatim.
    */
   taggedFields(onTag?: (tag: number, r: Reader) => boolean): TaggedField[] | undefined {
-    const count = this.uvarint();
+    return this.taggedFieldsOf(this.uvarint(), onTag);
+  }
+
+  /**
+   * The same after the section's field count was read (the generated readers check for an empty
+   * section, by far the common case, before they build an `onTag` callback).
+   */
+  taggedFieldsOf(count: number, onTag?: (tag: number, r: Reader) => boolean): TaggedField[] | undefined {
     let unknown: TaggedField[] | undefined;
     for (let i = 0; i < count && this.error === undefined; i++) {
       const tag = this.uvarint();

@@ -79,8 +79,8 @@ export function sortedTagged(unknown: readonly TaggedField[] | undefined): reado
 }
 
 /** Sum of the encoded sizes of an array's items (an index loop: no iterator per call). */
-export function sumSizes<T>(items: readonly T[], size: (item: T) => number): number {
+export function sumSizes<T>(items: readonly T[], size: (item: T, v: number) => number, v: number): number {
   let n = 0;
-  for (let i = 0; i < items.length; i++) n += size(items[i] as T);
+  for (let i = 0; i < items.length; i++) n += size(items[i] as T, v);
   return n;
 }

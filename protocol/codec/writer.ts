@@ -58,17 +58,32 @@ export function sizeTaggedFields(fields: readonly TaggedField[] | undefined): nu
   return size;
 }
 
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+function outOfRange(kind: string, v: number | bigint): RangeError {
+  return new RangeError(`${String(v)} is out of range for ${kind}`);
+}
+
 export class Writer {
   readonly buf: Buffer;
   offset: number;
+  // Fixed-width fields go through a DataView: V8 inlines its accessors, and int64 needs no BigInt
+  // arithmetic (Buffer's writers are JS with argument checks, several times slower per field).
+  private dv: DataView | undefined;
 
   constructor(buf: Buffer, offset = 0) {
     this.buf = buf;
     this.offset = offset;
+    this.dv = undefined;
   }
 
   static alloc(size: number): Writer {
     return new Writer(Buffer.allocUnsafe(size));
+  }
+
+  private get view(): DataView {
+    return (this.dv ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength));
   }
 
   int8(v: number): void {
@@ -87,40 +102,37 @@ export class Writer {
   }
 
   int16(v: number): void {
-    this.buf.writeInt16BE(v, this.offset);
+    if ((v << 16) >> 16 !== v) throw outOfRange('int16', v);
+    this.view.setInt16(this.offset, v);
     this.offset += 2;
   }
 
   uint16(v: number): void {
-    this.buf.writeUInt16BE(v, this.offset);
+    if ((v & 0xffff) !== v) throw outOfRange('uint16', v);
+    this.view.setUint16(this.offset, v);
     this.offset += 2;
   }
 
   int32(v: number): void {
-    this.buf.writeInt32BE(v, this.offset);
+    if ((v | 0) !== v) throw outOfRange('int32', v);
+    this.view.setInt32(this.offset, v);
     this.offset += 4;
   }
 
   uint32(v: number): void {
-    this.buf.writeUInt32BE(v, this.offset);
+    if (v >>> 0 !== v) throw outOfRange('uint32', v);
+    this.view.setUint32(this.offset, v);
     this.offset += 4;
   }
 
   int64(v: bigint): void {
-    const n = Number(v);
-    if (Number.isSafeInteger(n)) {
-      // Split a safe integer into two int32 halves without BigInt arithmetic.
-      const hi = Math.floor(n / 0x100000000);
-      this.buf.writeInt32BE(hi, this.offset);
-      this.buf.writeUInt32BE(n - hi * 0x100000000, this.offset + 4);
-    } else {
-      this.buf.writeBigInt64BE(v, this.offset);
-    }
+    if (v < INT64_MIN || v > INT64_MAX) throw outOfRange('int64', v);
+    this.view.setBigInt64(this.offset, v);
     this.offset += 8;
   }
 
   float64(v: number): void {
-    this.buf.writeDoubleBE(v, this.offset);
+    this.view.setFloat64(this.offset, v);
     this.offset += 8;
   }
 

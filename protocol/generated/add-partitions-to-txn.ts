@@ -51,11 +51,11 @@ export function writeAddPartitionsToTxnRequest(w: W.Writer, m: AddPartitionsToTx
 
 export function sizeAddPartitionsToTxnRequest(m: AddPartitionsToTxnRequest, v: number): number {
   let n = 0;
-  if (v >= 4) { const x = (m.transactions === undefined ? [] : m.transactions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(e0, v)))); }
+  if (v >= 4) { const x = (m.transactions === undefined ? [] : m.transactions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction, v))); }
   if (v <= 3) { const x = (m.v3AndBelowTransactionalId === undefined ? "" : m.v3AndBelowTransactionalId); n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 3) n += 8;
   if (v <= 3) n += 2;
-  if (v <= 3) { const x = (m.v3AndBelowTopics === undefined ? [] : m.v3AndBelowTopics); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(e0, v)))); }
+  if (v <= 3) { const x = (m.v3AndBelowTopics === undefined ? [] : m.v3AndBelowTopics); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -106,7 +106,7 @@ export function sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(m: Ad
   if (v >= 4) n += 8;
   if (v >= 4) n += 2;
   if (v >= 4) n += 1;
-  if (v >= 4) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(e0, v)))); }
+  if (v >= 4) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -185,8 +185,8 @@ export function sizeAddPartitionsToTxnResponse(m: AddPartitionsToTxnResponse, v:
   let n = 0;
   n += 4;
   if (v >= 4) n += 2;
-  if (v >= 4) { const x = (m.resultsByTransaction === undefined ? [] : m.resultsByTransaction); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult(e0, v)))); }
-  if (v <= 3) { const x = (m.resultsByTopicV3AndBelow === undefined ? [] : m.resultsByTopicV3AndBelow); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(e0, v)))); }
+  if (v >= 4) { const x = (m.resultsByTransaction === undefined ? [] : m.resultsByTransaction); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult, v))); }
+  if (v <= 3) { const x = (m.resultsByTopicV3AndBelow === undefined ? [] : m.resultsByTopicV3AndBelow); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -222,7 +222,7 @@ export function writeAddPartitionsToTxnResponseAddPartitionsToTxnResult(w: W.Wri
 export function sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult(m: AddPartitionsToTxnResponseAddPartitionsToTxnResult, v: number): number {
   let n = 0;
   if (v >= 4) { const x = (m.transactionalId === undefined ? "" : m.transactionalId); n += W.sizeCompactString(x); }
-  if (v >= 4) { const x = (m.topicResults === undefined ? [] : m.topicResults); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(e0, v)))); }
+  if (v >= 4) { const x = (m.topicResults === undefined ? [] : m.topicResults); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -256,7 +256,7 @@ export function writeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(w: 
 export function sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(m: AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.resultsByPartition; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult(e0, v)))); }
+  { const x = m.resultsByPartition; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -50,7 +50,7 @@ export function sizeAddRaftVoterRequest(m: AddRaftVoterRequest, v: number): numb
   n += 4;
   n += 4;
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAddRaftVoterRequestListener(e0, v)))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddRaftVoterRequestListener, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -37,7 +37,7 @@ export function writeAlterClientQuotasRequest(w: W.Writer, m: AlterClientQuotasR
 
 export function sizeAlterClientQuotasRequest(m: AlterClientQuotasRequest, v: number): number {
   let n = 0;
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasRequestEntryData(e0, v)))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasRequestEntryData, v))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -71,8 +71,8 @@ export function writeAlterClientQuotasRequestEntryData(w: W.Writer, m: AlterClie
 
 export function sizeAlterClientQuotasRequestEntryData(m: AlterClientQuotasRequestEntryData, v: number): number {
   let n = 0;
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasRequestEntityData(e0, v)))); }
-  { const x = m.ops; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasRequestOpData(e0, v)))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasRequestEntityData, v))); }
+  { const x = m.ops; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasRequestOpData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -180,7 +180,7 @@ export function writeAlterClientQuotasResponse(w: W.Writer, m: AlterClientQuotas
 export function sizeAlterClientQuotasResponse(m: AlterClientQuotasResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasResponseEntryData(e0, v)))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasResponseEntryData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -218,7 +218,7 @@ export function sizeAlterClientQuotasResponseEntryData(m: AlterClientQuotasRespo
   let n = 0;
   n += 2;
   { const x = m.errorMessage; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterClientQuotasResponseEntityData(e0, v)))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasResponseEntityData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

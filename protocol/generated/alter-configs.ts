@@ -37,7 +37,7 @@ export function writeAlterConfigsRequest(w: W.Writer, m: AlterConfigsRequest, v:
 
 export function sizeAlterConfigsRequest(m: AlterConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterConfigsRequestAlterConfigsResource(e0, v)))); }
+  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterConfigsRequestAlterConfigsResource, v))); }
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -76,7 +76,7 @@ export function sizeAlterConfigsRequestAlterConfigsResource(m: AlterConfigsReque
   let n = 0;
   n += 1;
   { const x = m.resourceName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterConfigsRequestAlterableConfig(e0, v)))); }
+  { const x = m.configs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterConfigsRequestAlterableConfig, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -146,7 +146,7 @@ export function writeAlterConfigsResponse(w: W.Writer, m: AlterConfigsResponse, 
 export function sizeAlterConfigsResponse(m: AlterConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.responses; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterConfigsResponseAlterConfigsResourceResponse(e0, v)))); }
+  { const x = m.responses; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterConfigsResponseAlterConfigsResourceResponse, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -38,7 +38,7 @@ export function writeAlterPartitionReassignmentsRequest(w: W.Writer, m: AlterPar
 export function sizeAlterPartitionReassignmentsRequest(m: AlterPartitionReassignmentsRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionReassignmentsRequestReassignableTopic(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionReassignmentsRequestReassignableTopic, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function writeAlterPartitionReassignmentsRequestReassignableTopic(w: W.Wr
 export function sizeAlterPartitionReassignmentsRequestReassignableTopic(m: AlterPartitionReassignmentsRequestReassignableTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionReassignmentsRequestReassignablePartition(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionReassignmentsRequestReassignablePartition, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -150,7 +150,7 @@ export function sizeAlterPartitionReassignmentsResponse(m: AlterPartitionReassig
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionReassignmentsResponseReassignableTopicResponse(e0, v)))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionReassignmentsResponseReassignableTopicResponse, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -184,7 +184,7 @@ export function writeAlterPartitionReassignmentsResponseReassignableTopicRespons
 export function sizeAlterPartitionReassignmentsResponseReassignableTopicResponse(m: AlterPartitionReassignmentsResponseReassignableTopicResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionReassignmentsResponseReassignablePartitionResponse(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionReassignmentsResponseReassignablePartitionResponse, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -42,7 +42,7 @@ export function sizeAlterPartitionRequest(m: AlterPartitionRequest, v: number): 
   let n = 0;
   n += 4;
   n += 8;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionRequestTopicData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionRequestTopicData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -80,7 +80,7 @@ export function sizeAlterPartitionRequestTopicData(m: AlterPartitionRequestTopic
   let n = 0;
   if (v <= 1) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
   if (v >= 2) n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -131,7 +131,7 @@ export function sizeAlterPartitionRequestPartitionData(m: AlterPartitionRequestP
   n += 4;
   n += 4;
   if (v <= 2) { const x = (m.newIsr === undefined ? [] : m.newIsr); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
-  if (v >= 3) { const x = (m.newIsrWithEpochs === undefined ? [] : m.newIsrWithEpochs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionRequestBrokerState(e0, v)))); }
+  if (v >= 3) { const x = (m.newIsrWithEpochs === undefined ? [] : m.newIsrWithEpochs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionRequestBrokerState, v))); }
   if (v >= 1) n += 1;
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -209,7 +209,7 @@ export function sizeAlterPartitionResponse(m: AlterPartitionResponse, v: number)
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionResponseTopicData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionResponseTopicData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -247,7 +247,7 @@ export function sizeAlterPartitionResponseTopicData(m: AlterPartitionResponseTop
   let n = 0;
   if (v <= 1) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
   if (v >= 2) n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterPartitionResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionResponsePartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

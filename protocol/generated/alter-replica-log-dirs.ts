@@ -34,7 +34,7 @@ export function writeAlterReplicaLogDirsRequest(w: W.Writer, m: AlterReplicaLogD
 
 export function sizeAlterReplicaLogDirsRequest(m: AlterReplicaLogDirsRequest, v: number): number {
   let n = 0;
-  { const x = m.dirs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterReplicaLogDirsRequestAlterReplicaLogDir(e0, v)))); }
+  { const x = m.dirs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterReplicaLogDirsRequestAlterReplicaLogDir, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -68,7 +68,7 @@ export function writeAlterReplicaLogDirsRequestAlterReplicaLogDir(w: W.Writer, m
 export function sizeAlterReplicaLogDirsRequestAlterReplicaLogDir(m: AlterReplicaLogDirsRequestAlterReplicaLogDir, v: number): number {
   let n = 0;
   { const x = m.path; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -138,7 +138,7 @@ export function writeAlterReplicaLogDirsResponse(w: W.Writer, m: AlterReplicaLog
 export function sizeAlterReplicaLogDirsResponse(m: AlterReplicaLogDirsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(e0, v)))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,7 +172,7 @@ export function writeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(w:
 export function sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(m: AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

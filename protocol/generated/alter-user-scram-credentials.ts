@@ -37,8 +37,8 @@ export function writeAlterUserScramCredentialsRequest(w: W.Writer, m: AlterUserS
 
 export function sizeAlterUserScramCredentialsRequest(m: AlterUserScramCredentialsRequest, v: number): number {
   let n = 0;
-  { const x = m.deletions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterUserScramCredentialsRequestScramCredentialDeletion(e0, v)))); }
-  { const x = m.upsertions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterUserScramCredentialsRequestScramCredentialUpsertion(e0, v)))); }
+  { const x = m.deletions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterUserScramCredentialsRequestScramCredentialDeletion, v))); }
+  { const x = m.upsertions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterUserScramCredentialsRequestScramCredentialUpsertion, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -154,7 +154,7 @@ export function writeAlterUserScramCredentialsResponse(w: W.Writer, m: AlterUser
 export function sizeAlterUserScramCredentialsResponse(m: AlterUserScramCredentialsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsResult(e0, v)))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -69,7 +69,7 @@ export function readApiVersionsResponse(r: Reader, v: number): ApiVersionsRespon
   let f_finalizedFeatures: ApiVersionsResponseFinalizedFeatureKey[] = [];
   let f_zkMigrationReady: boolean = false;
   let u: TaggedField[] | undefined;
-  if (v >= 3) u = r.taggedFields((tag, tr) => {
+  if (v >= 3) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 3) { f_supportedFeatures = RT.readArrayNonNull(tr, true, (ir: Reader) => readApiVersionsResponseSupportedFeatureKey(ir, v)); return true; } return false;
       case 1: if (v >= 3) { f_finalizedFeaturesEpoch = tr.int64(); return true; } return false;
@@ -77,20 +77,21 @@ export function readApiVersionsResponse(r: Reader, v: number): ApiVersionsRespon
       case 3: if (v >= 3) { f_zkMigrationReady = tr.bool(); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: ApiVersionsResponse = { errorCode: f_errorCode, apiKeys: f_apiKeys, throttleTimeMs: f_throttleTimeMs, supportedFeatures: f_supportedFeatures, finalizedFeaturesEpoch: f_finalizedFeaturesEpoch, finalizedFeatures: f_finalizedFeatures, zkMigrationReady: f_zkMigrationReady };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedApiVersionsResponse(m: ApiVersionsResponse, v: number): TaggedField[] | undefined {
+  if (m.supportedFeatures === undefined && m.finalizedFeaturesEpoch === undefined && m.finalizedFeatures === undefined && m.zkMigrationReady === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 3 && m.supportedFeatures !== undefined) { const x = m.supportedFeatures; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeApiVersionsResponseSupportedFeatureKey(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseSupportedFeatureKey(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeApiVersionsResponseSupportedFeatureKey, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseSupportedFeatureKey(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   if (v >= 3 && m.finalizedFeaturesEpoch !== undefined) { const x = m.finalizedFeaturesEpoch; if (!RT.isDefaultValue(x, -1n)) {
     const tw = W.Writer.alloc(8); tw.int64(x); t.push({ tag: 1, data: tw.done() }); } }
   if (v >= 3 && m.finalizedFeatures !== undefined) { const x = m.finalizedFeatures; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeApiVersionsResponseFinalizedFeatureKey(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseFinalizedFeatureKey(tw, e0, v); } t.push({ tag: 2, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeApiVersionsResponseFinalizedFeatureKey, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseFinalizedFeatureKey(tw, e0, v); } t.push({ tag: 2, data: tw.done() }); } }
   if (v >= 3 && m.zkMigrationReady !== undefined) { const x = m.zkMigrationReady; if (!RT.isDefaultValue(x, false)) {
     const tw = W.Writer.alloc(1); tw.bool(x); t.push({ tag: 3, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
@@ -106,7 +107,7 @@ export function writeApiVersionsResponse(w: W.Writer, m: ApiVersionsResponse, v:
 export function sizeApiVersionsResponse(m: ApiVersionsResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.apiKeys; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeApiVersionsResponseApiVersion(e0, v)))); }
+  { const x = m.apiKeys; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeApiVersionsResponseApiVersion, v))); }
   if (v >= 1) n += 4;
   if (v >= 3) n += W.sizeTaggedFields(taggedApiVersionsResponse(m, v));
   return n;

@@ -42,7 +42,7 @@ export function sizeAssignReplicasToDirsRequest(m: AssignReplicasToDirsRequest, 
   let n = 0;
   n += 4;
   n += 8;
-  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsRequestDirectoryData(e0, v)))); }
+  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsRequestDirectoryData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,7 +76,7 @@ export function writeAssignReplicasToDirsRequestDirectoryData(w: W.Writer, m: As
 export function sizeAssignReplicasToDirsRequestDirectoryData(m: AssignReplicasToDirsRequestDirectoryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsRequestTopicData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsRequestTopicData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -110,7 +110,7 @@ export function writeAssignReplicasToDirsRequestTopicData(w: W.Writer, m: Assign
 export function sizeAssignReplicasToDirsRequestTopicData(m: AssignReplicasToDirsRequestTopicData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -180,7 +180,7 @@ export function sizeAssignReplicasToDirsResponse(m: AssignReplicasToDirsResponse
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsResponseDirectoryData(e0, v)))); }
+  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsResponseDirectoryData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -214,7 +214,7 @@ export function writeAssignReplicasToDirsResponseDirectoryData(w: W.Writer, m: A
 export function sizeAssignReplicasToDirsResponseDirectoryData(m: AssignReplicasToDirsResponseDirectoryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsResponseTopicData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsResponseTopicData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -248,7 +248,7 @@ export function writeAssignReplicasToDirsResponseTopicData(w: W.Writer, m: Assig
 export function sizeAssignReplicasToDirsResponseTopicData(m: AssignReplicasToDirsResponseTopicData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeAssignReplicasToDirsResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsResponsePartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -45,8 +45,8 @@ export function sizeBeginQuorumEpochRequest(m: BeginQuorumEpochRequest, v: numbe
   let n = 0;
   { const x = m.clusterId; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochRequestTopicData(e0, v)))); }
-  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochRequestLeaderEndpoint(e0, v)))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochRequestTopicData, v))); }
+  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochRequestLeaderEndpoint, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -80,7 +80,7 @@ export function writeBeginQuorumEpochRequestTopicData(w: W.Writer, m: BeginQuoru
 export function sizeBeginQuorumEpochRequestTopicData(m: BeginQuorumEpochRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochRequestPartitionData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -186,21 +186,22 @@ export function readBeginQuorumEpochResponse(r: Reader, v: number): BeginQuorumE
   const f_topics: BeginQuorumEpochResponseTopicData[] = RT.readArrayNonNull(r, v >= 1, (ir: Reader) => readBeginQuorumEpochResponseTopicData(ir, v));
   let f_nodeEndpoints: BeginQuorumEpochResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
-  if (v >= 1) u = r.taggedFields((tag, tr) => {
+  if (v >= 1) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 1) { f_nodeEndpoints = RT.readArrayNonNull(tr, true, (ir: Reader) => readBeginQuorumEpochResponseNodeEndpoint(ir, v)); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: BeginQuorumEpochResponse = { errorCode: f_errorCode, topics: f_topics, nodeEndpoints: f_nodeEndpoints };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedBeginQuorumEpochResponse(m: BeginQuorumEpochResponse, v: number): TaggedField[] | undefined {
+  if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -214,7 +215,7 @@ export function writeBeginQuorumEpochResponse(w: W.Writer, m: BeginQuorumEpochRe
 export function sizeBeginQuorumEpochResponse(m: BeginQuorumEpochResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochResponseTopicData(e0, v)))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochResponseTopicData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(taggedBeginQuorumEpochResponse(m, v));
   return n;
 }
@@ -248,7 +249,7 @@ export function writeBeginQuorumEpochResponseTopicData(w: W.Writer, m: BeginQuor
 export function sizeBeginQuorumEpochResponseTopicData(m: BeginQuorumEpochResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBeginQuorumEpochResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochResponsePartitionData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

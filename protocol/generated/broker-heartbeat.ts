@@ -31,18 +31,19 @@ export function readBrokerHeartbeatRequest(r: Reader, v: number): BrokerHeartbea
   const f_wantShutDown: boolean = r.bool();
   let f_offlineLogDirs: string[] = [];
   let u: TaggedField[] | undefined;
-  if (true) u = r.taggedFields((tag, tr) => {
+  if (true) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 1) { f_offlineLogDirs = RT.readArrayNonNull(tr, true, (ir: Reader) => ir.uuid()); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: BrokerHeartbeatRequest = { brokerId: f_brokerId, brokerEpoch: f_brokerEpoch, currentMetadataOffset: f_currentMetadataOffset, wantFence: f_wantFence, wantShutDown: f_wantShutDown, offlineLogDirs: f_offlineLogDirs };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedBrokerHeartbeatRequest(m: BrokerHeartbeatRequest, v: number): TaggedField[] | undefined {
+  if (m.offlineLogDirs === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.offlineLogDirs !== undefined) { const x = m.offlineLogDirs; if (!RT.isDefaultValue(x, [])) {
     const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 16))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; tw.uuid(e0); } t.push({ tag: 0, data: tw.done() }); } }

@@ -62,8 +62,8 @@ export function sizeBrokerRegistrationRequest(m: BrokerRegistrationRequest, v: n
   n += 4;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBrokerRegistrationRequestListener(e0, v)))); }
-  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeBrokerRegistrationRequestFeature(e0, v)))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeBrokerRegistrationRequestListener, v))); }
+  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeBrokerRegistrationRequestFeature, v))); }
   { const x = m.rack; n += W.sizeCompactString(x); }
   if (v >= 1) n += 1;
   if (v >= 2) { const x = (m.logDirs === undefined ? [] : m.logDirs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 16)); }

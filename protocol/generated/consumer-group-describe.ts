@@ -35,9 +35,9 @@ export function writeConsumerGroupDescribeRequest(w: W.Writer, m: ConsumerGroupD
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeConsumerGroupDescribeRequest(m: ConsumerGroupDescribeRequest, _v: number): number {
+export function sizeConsumerGroupDescribeRequest(m: ConsumerGroupDescribeRequest, v: number): number {
   let n = 0;
-  { const x = m.groupIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.groupIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   n += 1;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -74,7 +74,7 @@ export function writeConsumerGroupDescribeResponse(w: W.Writer, m: ConsumerGroup
 export function sizeConsumerGroupDescribeResponse(m: ConsumerGroupDescribeResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupDescribeResponseDescribedGroup(e0, v)))); }
+  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupDescribeResponseDescribedGroup, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -135,7 +135,7 @@ export function sizeConsumerGroupDescribeResponseDescribedGroup(m: ConsumerGroup
   n += 4;
   n += 4;
   { const x = m.assignorName; n += W.sizeCompactString(x); }
-  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupDescribeResponseMember(e0, v)))); }
+  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupDescribeResponseMember, v))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -199,7 +199,7 @@ export function sizeConsumerGroupDescribeResponseMember(m: ConsumerGroupDescribe
   n += 4;
   { const x = m.clientId; n += W.sizeCompactString(x); }
   { const x = m.clientHost; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   { const x = m.subscribedTopicRegex; n += W.sizeCompactString(x); }
   { const x = m.assignment; n += sizeConsumerGroupDescribeResponseAssignment(x, v); }
   { const x = m.targetAssignment; n += sizeConsumerGroupDescribeResponseAssignment(x, v); }
@@ -232,7 +232,7 @@ export function writeConsumerGroupDescribeResponseAssignment(w: W.Writer, m: Con
 
 export function sizeConsumerGroupDescribeResponseAssignment(m: ConsumerGroupDescribeResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupDescribeResponseTopicPartitions(e0, v)))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupDescribeResponseTopicPartitions, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -68,10 +68,10 @@ export function sizeConsumerGroupHeartbeatRequest(m: ConsumerGroupHeartbeatReque
   { const x = m.instanceId; n += W.sizeCompactString(x); }
   { const x = m.rackId; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (v >= 1) { const x = (m.subscribedTopicRegex === undefined ? null : m.subscribedTopicRegex); n += W.sizeCompactString(x); }
   { const x = m.serverAssignor; n += W.sizeCompactString(x); }
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupHeartbeatRequestTopicPartitions(e0, v)))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupHeartbeatRequestTopicPartitions, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -191,7 +191,7 @@ export function writeConsumerGroupHeartbeatResponseAssignment(w: W.Writer, m: Co
 
 export function sizeConsumerGroupHeartbeatResponseAssignment(m: ConsumerGroupHeartbeatResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupHeartbeatResponseTopicPartitions(e0, v)))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupHeartbeatResponseTopicPartitions, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -74,7 +74,7 @@ export function writeControlledShutdownResponse(w: W.Writer, m: ControlledShutdo
 export function sizeControlledShutdownResponse(m: ControlledShutdownResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.remainingPartitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeControlledShutdownResponseRemainingPartition(e0, v)))); }
+  { const x = m.remainingPartitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeControlledShutdownResponseRemainingPartition, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -34,7 +34,7 @@ export function writeCreateAclsRequest(w: W.Writer, m: CreateAclsRequest, v: num
 
 export function sizeCreateAclsRequest(m: CreateAclsRequest, v: number): number {
   let n = 0;
-  { const x = m.creations; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateAclsRequestAclCreation(e0, v)))); }
+  { const x = m.creations; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateAclsRequestAclCreation, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -125,7 +125,7 @@ export function writeCreateAclsResponse(w: W.Writer, m: CreateAclsResponse, v: n
 export function sizeCreateAclsResponse(m: CreateAclsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateAclsResponseAclCreationResult(e0, v)))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateAclsResponseAclCreationResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

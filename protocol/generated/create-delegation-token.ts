@@ -47,7 +47,7 @@ export function sizeCreateDelegationTokenRequest(m: CreateDelegationTokenRequest
   let n = 0;
   if (v >= 3) { const x = (m.ownerPrincipalType === undefined ? "" : m.ownerPrincipalType); n += W.sizeCompactString(x); }
   if (v >= 3) { const x = (m.ownerPrincipalName === undefined ? "" : m.ownerPrincipalName); n += W.sizeCompactString(x); }
-  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateDelegationTokenRequestCreatableRenewers(e0, v)))); }
+  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateDelegationTokenRequestCreatableRenewers, v))); }
   n += 8;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

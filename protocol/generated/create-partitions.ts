@@ -40,7 +40,7 @@ export function writeCreatePartitionsRequest(w: W.Writer, m: CreatePartitionsReq
 
 export function sizeCreatePartitionsRequest(m: CreatePartitionsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreatePartitionsRequestCreatePartitionsTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreatePartitionsRequestCreatePartitionsTopic, v))); }
   n += 4;
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -80,7 +80,7 @@ export function sizeCreatePartitionsRequestCreatePartitionsTopic(m: CreatePartit
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 4;
-  { const x = m.assignments; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreatePartitionsRequestCreatePartitionsAssignment(e0, v)))); }
+  { const x = m.assignments; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreatePartitionsRequestCreatePartitionsAssignment, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -146,7 +146,7 @@ export function writeCreatePartitionsResponse(w: W.Writer, m: CreatePartitionsRe
 export function sizeCreatePartitionsResponse(m: CreatePartitionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreatePartitionsResponseCreatePartitionsTopicResult(e0, v)))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreatePartitionsResponseCreatePartitionsTopicResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -41,7 +41,7 @@ export function writeCreateTopicsRequest(w: W.Writer, m: CreateTopicsRequest, v:
 
 export function sizeCreateTopicsRequest(m: CreateTopicsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsRequestCreatableTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsRequestCreatableTopic, v))); }
   n += 4;
   if (v >= 1) n += 1;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -88,8 +88,8 @@ export function sizeCreateTopicsRequestCreatableTopic(m: CreateTopicsRequestCrea
   { const x = m.name; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 4;
   n += 2;
-  { const x = m.assignments; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsRequestCreatableReplicaAssignment(e0, v)))); }
-  { const x = m.configs; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsRequestCreatableTopicConfig(e0, v)))); }
+  { const x = m.assignments; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsRequestCreatableReplicaAssignment, v))); }
+  { const x = m.configs; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsRequestCreatableTopicConfig, v))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -193,7 +193,7 @@ export function writeCreateTopicsResponse(w: W.Writer, m: CreateTopicsResponse, 
 export function sizeCreateTopicsResponse(m: CreateTopicsResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsResponseCreatableTopicResult(e0, v)))); }
+  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsResponseCreatableTopicResult, v))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -224,18 +224,19 @@ export function readCreateTopicsResponseCreatableTopicResult(r: Reader, v: numbe
   const f_replicationFactor: number = (v >= 5 ? r.int16() : -1);
   const f_configs: CreateTopicsResponseCreatableTopicConfigs[] | null = (v >= 5 ? RT.readArray(r, true, true, (ir: Reader) => readCreateTopicsResponseCreatableTopicConfigs(ir, v)) : []);
   let u: TaggedField[] | undefined;
-  if (v >= 5) u = r.taggedFields((tag, tr) => {
+  if (v >= 5) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 5) { f_topicConfigErrorCode = tr.int16(); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: CreateTopicsResponseCreatableTopicResult = { name: f_name, topicId: f_topicId, errorCode: f_errorCode, errorMessage: f_errorMessage, topicConfigErrorCode: f_topicConfigErrorCode, numPartitions: f_numPartitions, replicationFactor: f_replicationFactor, configs: f_configs };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedCreateTopicsResponseCreatableTopicResult(m: CreateTopicsResponseCreatableTopicResult, v: number): TaggedField[] | undefined {
+  if (m.topicConfigErrorCode === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 5 && m.topicConfigErrorCode !== undefined) { const x = m.topicConfigErrorCode; if (!RT.isDefaultValue(x, 0)) {
     const tw = W.Writer.alloc(2); tw.int16(x); t.push({ tag: 0, data: tw.done() }); } }
@@ -261,7 +262,7 @@ export function sizeCreateTopicsResponseCreatableTopicResult(m: CreateTopicsResp
   if (v >= 1) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) n += 4;
   if (v >= 5) n += 2;
-  if (v >= 5) { const x = (m.configs === undefined ? [] : m.configs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeCreateTopicsResponseCreatableTopicConfigs(e0, v)))); }
+  if (v >= 5) { const x = (m.configs === undefined ? [] : m.configs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsResponseCreatableTopicConfigs, v))); }
   if (v >= 5) n += W.sizeTaggedFields(taggedCreateTopicsResponseCreatableTopicResult(m, v));
   return n;
 }

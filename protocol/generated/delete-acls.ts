@@ -34,7 +34,7 @@ export function writeDeleteAclsRequest(w: W.Writer, m: DeleteAclsRequest, v: num
 
 export function sizeDeleteAclsRequest(m: DeleteAclsRequest, v: number): number {
   let n = 0;
-  { const x = m.filters; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteAclsRequestDeleteAclsFilter(e0, v)))); }
+  { const x = m.filters; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteAclsRequestDeleteAclsFilter, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -125,7 +125,7 @@ export function writeDeleteAclsResponse(w: W.Writer, m: DeleteAclsResponse, v: n
 export function sizeDeleteAclsResponse(m: DeleteAclsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.filterResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteAclsResponseDeleteAclsFilterResult(e0, v)))); }
+  { const x = m.filterResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteAclsResponseDeleteAclsFilterResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -163,7 +163,7 @@ export function sizeDeleteAclsResponseDeleteAclsFilterResult(m: DeleteAclsRespon
   let n = 0;
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.matchingAcls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteAclsResponseDeleteAclsMatchingAcl(e0, v)))); }
+  { const x = m.matchingAcls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteAclsResponseDeleteAclsMatchingAcl, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -34,7 +34,7 @@ export function writeDeleteGroupsRequest(w: W.Writer, m: DeleteGroupsRequest, v:
 
 export function sizeDeleteGroupsRequest(m: DeleteGroupsRequest, v: number): number {
   let n = 0;
-  { const x = m.groupsNames; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 2 ? W.sizeCompactString(e0) : W.sizeString(e0))))); }
+  { const x = m.groupsNames; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 2 ? W.sizeCompactString(e0) : W.sizeString(e0)), v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -70,7 +70,7 @@ export function writeDeleteGroupsResponse(w: W.Writer, m: DeleteGroupsResponse, 
 export function sizeDeleteGroupsResponse(m: DeleteGroupsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteGroupsResponseDeletableGroupResult(e0, v)))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteGroupsResponseDeletableGroupResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -37,7 +37,7 @@ export function writeDeleteRecordsRequest(w: W.Writer, m: DeleteRecordsRequest, 
 
 export function sizeDeleteRecordsRequest(m: DeleteRecordsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteRecordsRequestDeleteRecordsTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteRecordsRequestDeleteRecordsTopic, v))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -72,7 +72,7 @@ export function writeDeleteRecordsRequestDeleteRecordsTopic(w: W.Writer, m: Dele
 export function sizeDeleteRecordsRequestDeleteRecordsTopic(m: DeleteRecordsRequestDeleteRecordsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteRecordsRequestDeleteRecordsPartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteRecordsRequestDeleteRecordsPartition, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -142,7 +142,7 @@ export function writeDeleteRecordsResponse(w: W.Writer, m: DeleteRecordsResponse
 export function sizeDeleteRecordsResponse(m: DeleteRecordsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteRecordsResponseDeleteRecordsTopicResult(e0, v)))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteRecordsResponseDeleteRecordsTopicResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -176,7 +176,7 @@ export function writeDeleteRecordsResponseDeleteRecordsTopicResult(w: W.Writer, 
 export function sizeDeleteRecordsResponseDeleteRecordsTopicResult(m: DeleteRecordsResponseDeleteRecordsTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteRecordsResponseDeleteRecordsPartitionResult(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteRecordsResponseDeleteRecordsPartitionResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -38,7 +38,7 @@ export function writeDeleteShareGroupStateRequest(w: W.Writer, m: DeleteShareGro
 export function sizeDeleteShareGroupStateRequest(m: DeleteShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteShareGroupStateRequestDeleteStateData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteShareGroupStateRequestDeleteStateData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function writeDeleteShareGroupStateRequestDeleteStateData(w: W.Writer, m:
 export function sizeDeleteShareGroupStateRequestDeleteStateData(m: DeleteShareGroupStateRequestDeleteStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteShareGroupStateRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteShareGroupStateRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -134,7 +134,7 @@ export function writeDeleteShareGroupStateResponse(w: W.Writer, m: DeleteShareGr
 
 export function sizeDeleteShareGroupStateResponse(m: DeleteShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteShareGroupStateResponseDeleteStateResult(e0, v)))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteShareGroupStateResponseDeleteStateResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -168,7 +168,7 @@ export function writeDeleteShareGroupStateResponseDeleteStateResult(w: W.Writer,
 export function sizeDeleteShareGroupStateResponseDeleteStateResult(m: DeleteShareGroupStateResponseDeleteStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteShareGroupStateResponsePartitionResult(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteShareGroupStateResponsePartitionResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

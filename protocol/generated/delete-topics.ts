@@ -41,8 +41,8 @@ export function writeDeleteTopicsRequest(w: W.Writer, m: DeleteTopicsRequest, v:
 
 export function sizeDeleteTopicsRequest(m: DeleteTopicsRequest, v: number): number {
   let n = 0;
-  if (v >= 6) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteTopicsRequestDeleteTopicState(e0, v)))); }
-  if (v <= 5) { const x = (m.topicNames === undefined ? [] : m.topicNames); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0))))); }
+  if (v >= 6) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteTopicsRequestDeleteTopicState, v))); }
+  if (v <= 5) { const x = (m.topicNames === undefined ? [] : m.topicNames); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0)), v))); }
   n += 4;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -115,7 +115,7 @@ export function writeDeleteTopicsResponse(w: W.Writer, m: DeleteTopicsResponse, 
 export function sizeDeleteTopicsResponse(m: DeleteTopicsResponse, v: number): number {
   let n = 0;
   if (v >= 1) n += 4;
-  { const x = m.responses; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDeleteTopicsResponseDeletableTopicResult(e0, v)))); }
+  { const x = m.responses; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteTopicsResponseDeletableTopicResult, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

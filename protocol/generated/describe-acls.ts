@@ -103,7 +103,7 @@ export function sizeDescribeAclsResponse(m: DescribeAclsResponse, v: number): nu
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeAclsResponseDescribeAclsResource(e0, v)))); }
+  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeAclsResponseDescribeAclsResource, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -146,7 +146,7 @@ export function sizeDescribeAclsResponseDescribeAclsResource(m: DescribeAclsResp
   n += 1;
   { const x = m.resourceName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 1;
-  { const x = m.acls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeAclsResponseAclDescription(e0, v)))); }
+  { const x = m.acls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeAclsResponseAclDescription, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -37,7 +37,7 @@ export function writeDescribeClientQuotasRequest(w: W.Writer, m: DescribeClientQ
 
 export function sizeDescribeClientQuotasRequest(m: DescribeClientQuotasRequest, v: number): number {
   let n = 0;
-  { const x = m.components; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClientQuotasRequestComponentData(e0, v)))); }
+  { const x = m.components; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClientQuotasRequestComponentData, v))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -120,7 +120,7 @@ export function sizeDescribeClientQuotasResponse(m: DescribeClientQuotasResponse
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClientQuotasResponseEntryData(e0, v)))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClientQuotasResponseEntryData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -153,8 +153,8 @@ export function writeDescribeClientQuotasResponseEntryData(w: W.Writer, m: Descr
 
 export function sizeDescribeClientQuotasResponseEntryData(m: DescribeClientQuotasResponseEntryData, v: number): number {
   let n = 0;
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClientQuotasResponseEntityData(e0, v)))); }
-  { const x = m.values; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClientQuotasResponseValueData(e0, v)))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClientQuotasResponseEntityData, v))); }
+  { const x = m.values; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClientQuotasResponseValueData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -99,7 +99,7 @@ export function sizeDescribeClusterResponse(m: DescribeClusterResponse, v: numbe
   if (v >= 1) n += 1;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.brokers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeClusterResponseDescribeClusterBroker(e0, v)))); }
+  { const x = m.brokers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClusterResponseDescribeClusterBroker, v))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

@@ -42,7 +42,7 @@ export function writeDescribeConfigsRequest(w: W.Writer, m: DescribeConfigsReque
 
 export function sizeDescribeConfigsRequest(m: DescribeConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeConfigsRequestDescribeConfigsResource(e0, v)))); }
+  { const x = m.resources; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeConfigsRequestDescribeConfigsResource, v))); }
   if (v >= 1) n += 1;
   if (v >= 3) n += 1;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -82,7 +82,7 @@ export function sizeDescribeConfigsRequestDescribeConfigsResource(m: DescribeCon
   let n = 0;
   n += 1;
   { const x = m.resourceName; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configurationKeys; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0))))); }
+  { const x = m.configurationKeys; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0)), v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -118,7 +118,7 @@ export function writeDescribeConfigsResponse(w: W.Writer, m: DescribeConfigsResp
 export function sizeDescribeConfigsResponse(m: DescribeConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeConfigsResponseDescribeConfigsResult(e0, v)))); }
+  { const x = m.results; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeConfigsResponseDescribeConfigsResult, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -164,7 +164,7 @@ export function sizeDescribeConfigsResponseDescribeConfigsResult(m: DescribeConf
   { const x = m.errorMessage; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 1;
   { const x = m.resourceName; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeConfigsResponseDescribeConfigsResourceResult(e0, v)))); }
+  { const x = m.configs; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeConfigsResponseDescribeConfigsResourceResult, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -225,7 +225,7 @@ export function sizeDescribeConfigsResponseDescribeConfigsResourceResult(m: Desc
   if (v <= 0) n += 1;
   if (v >= 1) n += 1;
   n += 1;
-  if (v >= 1) { const x = (m.synonyms === undefined ? [] : m.synonyms); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeConfigsResponseDescribeConfigsSynonym(e0, v)))); }
+  if (v >= 1) { const x = (m.synonyms === undefined ? [] : m.synonyms); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeConfigsResponseDescribeConfigsSynonym, v))); }
   if (v >= 3) n += 1;
   if (v >= 3) { const x = (m.documentation === undefined ? "" : m.documentation); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));

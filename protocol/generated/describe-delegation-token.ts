@@ -34,7 +34,7 @@ export function writeDescribeDelegationTokenRequest(w: W.Writer, m: DescribeDele
 
 export function sizeDescribeDelegationTokenRequest(m: DescribeDelegationTokenRequest, v: number): number {
   let n = 0;
-  { const x = m.owners; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwner(e0, v)))); }
+  { const x = m.owners; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwner, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -107,7 +107,7 @@ export function writeDescribeDelegationTokenResponse(w: W.Writer, m: DescribeDel
 export function sizeDescribeDelegationTokenResponse(m: DescribeDelegationTokenResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.tokens; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeDelegationTokenResponseDescribedDelegationToken(e0, v)))); }
+  { const x = m.tokens; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeDelegationTokenResponseDescribedDelegationToken, v))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -176,7 +176,7 @@ export function sizeDescribeDelegationTokenResponseDescribedDelegationToken(m: D
   n += 8;
   { const x = m.tokenId; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.hmac; n += (v >= 2 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
-  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenewer(e0, v)))); }
+  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenewer, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

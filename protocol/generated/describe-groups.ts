@@ -38,7 +38,7 @@ export function writeDescribeGroupsRequest(w: W.Writer, m: DescribeGroupsRequest
 
 export function sizeDescribeGroupsRequest(m: DescribeGroupsRequest, v: number): number {
   let n = 0;
-  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 5 ? W.sizeCompactString(e0) : W.sizeString(e0))))); }
+  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 5 ? W.sizeCompactString(e0) : W.sizeString(e0)), v))); }
   if (v >= 3) n += 1;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -75,7 +75,7 @@ export function writeDescribeGroupsResponse(w: W.Writer, m: DescribeGroupsRespon
 export function sizeDescribeGroupsResponse(m: DescribeGroupsResponse, v: number): number {
   let n = 0;
   if (v >= 1) n += 4;
-  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeGroupsResponseDescribedGroup(e0, v)))); }
+  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeGroupsResponseDescribedGroup, v))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -129,7 +129,7 @@ export function sizeDescribeGroupsResponseDescribedGroup(m: DescribeGroupsRespon
   { const x = m.groupState; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolType; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolData; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.members; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeGroupsResponseDescribedGroupMember(e0, v)))); }
+  { const x = m.members; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeGroupsResponseDescribedGroupMember, v))); }
   if (v >= 3) n += 4;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

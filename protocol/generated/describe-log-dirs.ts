@@ -34,7 +34,7 @@ export function writeDescribeLogDirsRequest(w: W.Writer, m: DescribeLogDirsReque
 
 export function sizeDescribeLogDirsRequest(m: DescribeLogDirsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeLogDirsRequestDescribableLogDirTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeLogDirsRequestDescribableLogDirTopic, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -108,7 +108,7 @@ export function sizeDescribeLogDirsResponse(m: DescribeLogDirsResponse, v: numbe
   let n = 0;
   n += 4;
   if (v >= 3) n += 2;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeLogDirsResponseDescribeLogDirsResult(e0, v)))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeLogDirsResponseDescribeLogDirsResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -152,7 +152,7 @@ export function sizeDescribeLogDirsResponseDescribeLogDirsResult(m: DescribeLogD
   let n = 0;
   n += 2;
   { const x = m.logDir; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeLogDirsResponseDescribeLogDirsTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeLogDirsResponseDescribeLogDirsTopic, v))); }
   if (v >= 4) n += 8;
   if (v >= 4) n += 8;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -188,7 +188,7 @@ export function writeDescribeLogDirsResponseDescribeLogDirsTopic(w: W.Writer, m:
 export function sizeDescribeLogDirsResponseDescribeLogDirsTopic(m: DescribeLogDirsResponseDescribeLogDirsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeLogDirsResponseDescribeLogDirsPartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeLogDirsResponseDescribeLogDirsPartition, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -34,7 +34,7 @@ export function writeDescribeQuorumRequest(w: W.Writer, m: DescribeQuorumRequest
 
 export function sizeDescribeQuorumRequest(m: DescribeQuorumRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumRequestTopicData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumRequestTopicData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -68,7 +68,7 @@ export function writeDescribeQuorumRequestTopicData(w: W.Writer, m: DescribeQuor
 export function sizeDescribeQuorumRequestTopicData(m: DescribeQuorumRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -142,8 +142,8 @@ export function sizeDescribeQuorumResponse(m: DescribeQuorumResponse, v: number)
   let n = 0;
   n += 2;
   if (v >= 2) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseTopicData(e0, v)))); }
-  if (v >= 2) { const x = (m.nodes === undefined ? [] : m.nodes); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseNode(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseTopicData, v))); }
+  if (v >= 2) { const x = (m.nodes === undefined ? [] : m.nodes); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseNode, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -177,7 +177,7 @@ export function writeDescribeQuorumResponseTopicData(w: W.Writer, m: DescribeQuo
 export function sizeDescribeQuorumResponseTopicData(m: DescribeQuorumResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponsePartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -234,8 +234,8 @@ export function sizeDescribeQuorumResponsePartitionData(m: DescribeQuorumRespons
   n += 4;
   n += 4;
   n += 8;
-  { const x = m.currentVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseReplicaState(e0, v)))); }
-  { const x = m.observers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseReplicaState(e0, v)))); }
+  { const x = m.currentVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseReplicaState, v))); }
+  { const x = m.observers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseReplicaState, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -318,7 +318,7 @@ export function writeDescribeQuorumResponseNode(w: W.Writer, m: DescribeQuorumRe
 export function sizeDescribeQuorumResponseNode(m: DescribeQuorumResponseNode, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  if (v >= 2) { const x = (m.listeners === undefined ? [] : m.listeners); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeQuorumResponseListener(e0, v)))); }
+  if (v >= 2) { const x = (m.listeners === undefined ? [] : m.listeners); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseListener, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -40,7 +40,7 @@ export function writeDescribeTopicPartitionsRequest(w: W.Writer, m: DescribeTopi
 
 export function sizeDescribeTopicPartitionsRequest(m: DescribeTopicPartitionsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTopicPartitionsRequestTopicRequest(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTopicPartitionsRequestTopicRequest, v))); }
   n += 4;
   { const x = m.cursor; n += (x === null ? 1 : 1 + sizeDescribeTopicPartitionsRequestCursor(x, v)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -145,7 +145,7 @@ export function writeDescribeTopicPartitionsResponse(w: W.Writer, m: DescribeTop
 export function sizeDescribeTopicPartitionsResponse(m: DescribeTopicPartitionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic, v))); }
   { const x = m.nextCursor; n += (x === null ? 1 : 1 + sizeDescribeTopicPartitionsResponseCursor(x, v)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -195,7 +195,7 @@ export function sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsRespon
   { const x = m.name; n += W.sizeCompactString(x); }
   n += 16;
   n += 1;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition, v))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

@@ -32,9 +32,9 @@ export function writeDescribeTransactionsRequest(w: W.Writer, m: DescribeTransac
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeDescribeTransactionsRequest(m: DescribeTransactionsRequest, _v: number): number {
+export function sizeDescribeTransactionsRequest(m: DescribeTransactionsRequest, v: number): number {
   let n = 0;
-  { const x = m.transactionalIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.transactionalIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -70,7 +70,7 @@ export function writeDescribeTransactionsResponse(w: W.Writer, m: DescribeTransa
 export function sizeDescribeTransactionsResponse(m: DescribeTransactionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTransactionsResponseTransactionState(e0, v)))); }
+  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTransactionsResponseTransactionState, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -128,7 +128,7 @@ export function sizeDescribeTransactionsResponseTransactionState(m: DescribeTran
   n += 8;
   n += 8;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeTransactionsResponseTopicData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTransactionsResponseTopicData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

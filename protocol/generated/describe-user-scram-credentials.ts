@@ -34,7 +34,7 @@ export function writeDescribeUserScramCredentialsRequest(w: W.Writer, m: Describ
 
 export function sizeDescribeUserScramCredentialsRequest(m: DescribeUserScramCredentialsRequest, v: number): number {
   let n = 0;
-  { const x = m.users; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeUserScramCredentialsRequestUserName(e0, v)))); }
+  { const x = m.users; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeUserScramCredentialsRequestUserName, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -108,7 +108,7 @@ export function sizeDescribeUserScramCredentialsResponse(m: DescribeUserScramCre
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult(e0, v)))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -150,7 +150,7 @@ export function sizeDescribeUserScramCredentialsResponseDescribeUserScramCredent
   { const x = m.user; n += W.sizeCompactString(x); }
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.credentialInfos; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeDescribeUserScramCredentialsResponseCredentialInfo(e0, v)))); }
+  { const x = m.credentialInfos; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeUserScramCredentialsResponseCredentialInfo, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -42,7 +42,7 @@ export function writeElectLeadersRequest(w: W.Writer, m: ElectLeadersRequest, v:
 export function sizeElectLeadersRequest(m: ElectLeadersRequest, v: number): number {
   let n = 0;
   if (v >= 1) n += 1;
-  { const x = m.topicPartitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeElectLeadersRequestTopicPartitions(e0, v)))); }
+  { const x = m.topicPartitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeElectLeadersRequestTopicPartitions, v))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -118,7 +118,7 @@ export function sizeElectLeadersResponse(m: ElectLeadersResponse, v: number): nu
   let n = 0;
   n += 4;
   if (v >= 1) n += 2;
-  { const x = m.replicaElectionResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeElectLeadersResponseReplicaElectionResult(e0, v)))); }
+  { const x = m.replicaElectionResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeElectLeadersResponseReplicaElectionResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -152,7 +152,7 @@ export function writeElectLeadersResponseReplicaElectionResult(w: W.Writer, m: E
 export function sizeElectLeadersResponseReplicaElectionResult(m: ElectLeadersResponseReplicaElectionResult, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionResult; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeElectLeadersResponsePartitionResult(e0, v)))); }
+  { const x = m.partitionResult; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeElectLeadersResponsePartitionResult, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -41,8 +41,8 @@ export function writeEndQuorumEpochRequest(w: W.Writer, m: EndQuorumEpochRequest
 export function sizeEndQuorumEpochRequest(m: EndQuorumEpochRequest, v: number): number {
   let n = 0;
   { const x = m.clusterId; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochRequestTopicData(e0, v)))); }
-  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochRequestLeaderEndpoint(e0, v)))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochRequestTopicData, v))); }
+  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochRequestLeaderEndpoint, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,7 +76,7 @@ export function writeEndQuorumEpochRequestTopicData(w: W.Writer, m: EndQuorumEpo
 export function sizeEndQuorumEpochRequestTopicData(m: EndQuorumEpochRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochRequestPartitionData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -122,7 +122,7 @@ export function sizeEndQuorumEpochRequestPartitionData(m: EndQuorumEpochRequestP
   n += 4;
   n += 4;
   if (v <= 0) { const x = (m.preferredSuccessors === undefined ? [] : m.preferredSuccessors); n += (4 + (x === null ? 0 : x.length * 4)); }
-  if (v >= 1) { const x = (m.preferredCandidates === undefined ? [] : m.preferredCandidates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochRequestReplicaInfo(e0, v)))); }
+  if (v >= 1) { const x = (m.preferredCandidates === undefined ? [] : m.preferredCandidates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochRequestReplicaInfo, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -222,21 +222,22 @@ export function readEndQuorumEpochResponse(r: Reader, v: number): EndQuorumEpoch
   const f_topics: EndQuorumEpochResponseTopicData[] = RT.readArrayNonNull(r, v >= 1, (ir: Reader) => readEndQuorumEpochResponseTopicData(ir, v));
   let f_nodeEndpoints: EndQuorumEpochResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
-  if (v >= 1) u = r.taggedFields((tag, tr) => {
+  if (v >= 1) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 1) { f_nodeEndpoints = RT.readArrayNonNull(tr, true, (ir: Reader) => readEndQuorumEpochResponseNodeEndpoint(ir, v)); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: EndQuorumEpochResponse = { errorCode: f_errorCode, topics: f_topics, nodeEndpoints: f_nodeEndpoints };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedEndQuorumEpochResponse(m: EndQuorumEpochResponse, v: number): TaggedField[] | undefined {
+  if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -250,7 +251,7 @@ export function writeEndQuorumEpochResponse(w: W.Writer, m: EndQuorumEpochRespon
 export function sizeEndQuorumEpochResponse(m: EndQuorumEpochResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochResponseTopicData(e0, v)))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochResponseTopicData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(taggedEndQuorumEpochResponse(m, v));
   return n;
 }
@@ -284,7 +285,7 @@ export function writeEndQuorumEpochResponseTopicData(w: W.Writer, m: EndQuorumEp
 export function sizeEndQuorumEpochResponseTopicData(m: EndQuorumEpochResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeEndQuorumEpochResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochResponsePartitionData, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -27,18 +27,19 @@ export function readFetchSnapshotRequest(r: Reader, v: number): FetchSnapshotReq
   const f_maxBytes: number = r.int32();
   const f_topics: FetchSnapshotRequestTopicSnapshot[] = RT.readArrayNonNull(r, true, (ir: Reader) => readFetchSnapshotRequestTopicSnapshot(ir, v));
   let u: TaggedField[] | undefined;
-  if (true) u = r.taggedFields((tag, tr) => {
+  if (true) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (true) { f_clusterId = tr.compactNullableString(); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: FetchSnapshotRequest = { clusterId: f_clusterId, replicaId: f_replicaId, maxBytes: f_maxBytes, topics: f_topics };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedFetchSnapshotRequest(m: FetchSnapshotRequest, _v: number): TaggedField[] | undefined {
+  if (m.clusterId === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (true && m.clusterId !== undefined) { const x = m.clusterId; if (!RT.isDefaultValue(x, null)) {
     const tw = W.Writer.alloc(W.sizeCompactString(x)); tw.compactString(x); t.push({ tag: 0, data: tw.done() }); } }
@@ -56,7 +57,7 @@ export function sizeFetchSnapshotRequest(m: FetchSnapshotRequest, v: number): nu
   let n = 0;
   n += 4;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotRequestTopicSnapshot(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotRequestTopicSnapshot, v))); }
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotRequest(m, v));
   return n;
 }
@@ -90,7 +91,7 @@ export function writeFetchSnapshotRequestTopicSnapshot(w: W.Writer, m: FetchSnap
 export function sizeFetchSnapshotRequestTopicSnapshot(m: FetchSnapshotRequestTopicSnapshot, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotRequestPartitionSnapshot(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotRequestPartitionSnapshot, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -115,18 +116,19 @@ export function readFetchSnapshotRequestPartitionSnapshot(r: Reader, v: number):
   const f_position: bigint = r.int64();
   let f_replicaDirectoryId: string = '00000000000000000000000000000000';
   let u: TaggedField[] | undefined;
-  if (true) u = r.taggedFields((tag, tr) => {
+  if (true) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 1) { f_replicaDirectoryId = tr.uuid(); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: FetchSnapshotRequestPartitionSnapshot = { partition: f_partition, currentLeaderEpoch: f_currentLeaderEpoch, snapshotId: f_snapshotId, position: f_position, replicaDirectoryId: f_replicaDirectoryId };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedFetchSnapshotRequestPartitionSnapshot(m: FetchSnapshotRequestPartitionSnapshot, v: number): TaggedField[] | undefined {
+  if (m.replicaDirectoryId === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.replicaDirectoryId !== undefined) { const x = m.replicaDirectoryId; if (!RT.isDefaultValue(x, '00000000000000000000000000000000')) {
     const tw = W.Writer.alloc(16); tw.uuid(x); t.push({ tag: 0, data: tw.done() }); } }
@@ -205,21 +207,22 @@ export function readFetchSnapshotResponse(r: Reader, v: number): FetchSnapshotRe
   const f_topics: FetchSnapshotResponseTopicSnapshot[] = RT.readArrayNonNull(r, true, (ir: Reader) => readFetchSnapshotResponseTopicSnapshot(ir, v));
   let f_nodeEndpoints: FetchSnapshotResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
-  if (true) u = r.taggedFields((tag, tr) => {
+  if (true) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 1) { f_nodeEndpoints = RT.readArrayNonNull(tr, true, (ir: Reader) => readFetchSnapshotResponseNodeEndpoint(ir, v)); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: FetchSnapshotResponse = { throttleTimeMs: f_throttleTimeMs, errorCode: f_errorCode, topics: f_topics, nodeEndpoints: f_nodeEndpoints };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): TaggedField[] | undefined {
+  if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -235,7 +238,7 @@ export function sizeFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): 
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotResponseTopicSnapshot(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotResponseTopicSnapshot, v))); }
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotResponse(m, v));
   return n;
 }
@@ -269,7 +272,7 @@ export function writeFetchSnapshotResponseTopicSnapshot(w: W.Writer, m: FetchSna
 export function sizeFetchSnapshotResponseTopicSnapshot(m: FetchSnapshotResponseTopicSnapshot, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchSnapshotResponsePartitionSnapshot(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotResponsePartitionSnapshot, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -298,18 +301,19 @@ export function readFetchSnapshotResponsePartitionSnapshot(r: Reader, v: number)
   const f_position: bigint = r.int64();
   const f_unalignedRecords: Buffer = r.compactBytes();
   let u: TaggedField[] | undefined;
-  if (true) u = r.taggedFields((tag, tr) => {
+  if (true) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (true) { f_currentLeader = readFetchSnapshotResponseLeaderIdAndEpoch(tr, v); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: FetchSnapshotResponsePartitionSnapshot = { index: f_index, errorCode: f_errorCode, snapshotId: f_snapshotId, currentLeader: f_currentLeader, size: f_size, position: f_position, unalignedRecords: f_unalignedRecords };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedFetchSnapshotResponsePartitionSnapshot(m: FetchSnapshotResponsePartitionSnapshot, v: number): TaggedField[] | undefined {
+  if (m.currentLeader === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (true && m.currentLeader !== undefined) { const x = m.currentLeader; if (!RT.isDefaultValue(x, defaultFetchSnapshotResponseLeaderIdAndEpoch())) {
     const tw = W.Writer.alloc(sizeFetchSnapshotResponseLeaderIdAndEpoch(x, v)); writeFetchSnapshotResponseLeaderIdAndEpoch(tw, x, v); t.push({ tag: 0, data: tw.done() }); } }

@@ -43,19 +43,20 @@ export function readFetchRequest(r: Reader, v: number): FetchRequest {
   const f_forgottenTopicsData: FetchRequestForgottenTopic[] = (v >= 7 ? RT.readArrayNonNull(r, v >= 12, (ir: Reader) => readFetchRequestForgottenTopic(ir, v)) : []);
   const f_rackId: string = (v >= 11 ? (v >= 12 ? r.compactString() : r.string()) : "");
   let u: TaggedField[] | undefined;
-  if (v >= 12) u = r.taggedFields((tag, tr) => {
+  if (v >= 12) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 12) { f_clusterId = tr.compactNullableString(); return true; } return false;
       case 1: if (v >= 15) { f_replicaState = readFetchRequestReplicaState(tr, v); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: FetchRequest = { clusterId: f_clusterId, replicaId: f_replicaId, replicaState: f_replicaState, maxWaitMs: f_maxWaitMs, minBytes: f_minBytes, maxBytes: f_maxBytes, isolationLevel: f_isolationLevel, sessionId: f_sessionId, sessionEpoch: f_sessionEpoch, topics: f_topics, forgottenTopicsData: f_forgottenTopicsData, rackId: f_rackId };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedFetchRequest(m: FetchRequest, v: number): TaggedField[] | undefined {
+  if (m.clusterId === undefined && m.replicaState === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 12 && m.clusterId !== undefined) { const x = m.clusterId; if (!RT.isDefaultValue(x, null)) {
     const tw = W.Writer.alloc(W.sizeCompactString(x)); tw.compactString(x); t.push({ tag: 0, data: tw.done() }); } }
@@ -90,8 +91,8 @@ export function sizeFetchRequest(m: FetchRequest, v: number): number {
   if (v >= 4) n += 1;
   if (v >= 7) n += 4;
   if (v >= 7) n += 4;
-  { const x = m.topics; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchRequestFetchTopic(e0, v)))); }
-  if (v >= 7) { const x = (m.forgottenTopicsData === undefined ? [] : m.forgottenTopicsData); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchRequestForgottenTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchRequestFetchTopic, v))); }
+  if (v >= 7) { const x = (m.forgottenTopicsData === undefined ? [] : m.forgottenTopicsData); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchRequestForgottenTopic, v))); }
   if (v >= 11) { const x = (m.rackId === undefined ? "" : m.rackId); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchRequest(m, v));
   return n;
@@ -166,7 +167,7 @@ export function sizeFetchRequestFetchTopic(m: FetchRequestFetchTopic, v: number)
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;
-  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchRequestFetchPartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchRequestFetchPartition, v))); }
   if (v >= 12) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -195,18 +196,19 @@ export function readFetchRequestFetchPartition(r: Reader, v: number): FetchReque
   const f_partitionMaxBytes: number = r.int32();
   let f_replicaDirectoryId: string = '00000000000000000000000000000000';
   let u: TaggedField[] | undefined;
-  if (v >= 12) u = r.taggedFields((tag, tr) => {
+  if (v >= 12) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 17) { f_replicaDirectoryId = tr.uuid(); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: FetchRequestFetchPartition = { partition: f_partition, currentLeaderEpoch: f_currentLeaderEpoch, fetchOffset: f_fetchOffset, lastFetchedEpoch: f_lastFetchedEpoch, logStartOffset: f_logStartOffset, partitionMaxBytes: f_partitionMaxBytes, replicaDirectoryId: f_replicaDirectoryId };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedFetchRequestFetchPartition(m: FetchRequestFetchPartition, v: number): TaggedField[] | undefined {
+  if (m.replicaDirectoryId === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 17 && m.replicaDirectoryId !== undefined) { const x = m.replicaDirectoryId; if (!RT.isDefaultValue(x, '00000000000000000000000000000000')) {
     const tw = W.Writer.alloc(16); tw.uuid(x); t.push({ tag: 0, data: tw.done() }); } }
@@ -297,21 +299,22 @@ export function readFetchResponse(r: Reader, v: number): FetchResponse {
   const f_responses: FetchResponseFetchableTopicResponse[] = RT.readArrayNonNull(r, v >= 12, (ir: Reader) => readFetchResponseFetchableTopicResponse(ir, v));
   let f_nodeEndpoints: FetchResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
-  if (v >= 12) u = r.taggedFields((tag, tr) => {
+  if (v >= 12) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 16) { f_nodeEndpoints = RT.readArrayNonNull(tr, true, (ir: Reader) => readFetchResponseNodeEndpoint(ir, v)); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: FetchResponse = { throttleTimeMs: f_throttleTimeMs, errorCode: f_errorCode, sessionId: f_sessionId, responses: f_responses, nodeEndpoints: f_nodeEndpoints };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedFetchResponse(m: FetchResponse, v: number): TaggedField[] | undefined {
+  if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 16 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -330,7 +333,7 @@ export function sizeFetchResponse(m: FetchResponse, v: number): number {
   if (v >= 1) n += 4;
   if (v >= 7) n += 2;
   if (v >= 7) n += 4;
-  { const x = m.responses; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchResponseFetchableTopicResponse(e0, v)))); }
+  { const x = m.responses; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchResponseFetchableTopicResponse, v))); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchResponse(m, v));
   return n;
 }
@@ -368,7 +371,7 @@ export function sizeFetchResponseFetchableTopicResponse(m: FetchResponseFetchabl
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;
-  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchResponsePartitionData, v))); }
   if (v >= 12) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -405,20 +408,21 @@ export function readFetchResponsePartitionData(r: Reader, v: number): FetchRespo
   const f_preferredReadReplica: number = (v >= 11 ? r.int32() : -1);
   const f_records: Buffer | null = (v >= 12 ? r.compactNullableBytes() : r.nullableBytes());
   let u: TaggedField[] | undefined;
-  if (v >= 12) u = r.taggedFields((tag, tr) => {
+  if (v >= 12) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 12) { f_divergingEpoch = readFetchResponseEpochEndOffset(tr, v); return true; } return false;
       case 1: if (v >= 12) { f_currentLeader = readFetchResponseLeaderIdAndEpoch(tr, v); return true; } return false;
       case 2: if (v >= 12) { f_snapshotId = readFetchResponseSnapshotId(tr, v); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: FetchResponsePartitionData = { partitionIndex: f_partitionIndex, errorCode: f_errorCode, highWatermark: f_highWatermark, lastStableOffset: f_lastStableOffset, logStartOffset: f_logStartOffset, divergingEpoch: f_divergingEpoch, currentLeader: f_currentLeader, snapshotId: f_snapshotId, abortedTransactions: f_abortedTransactions, preferredReadReplica: f_preferredReadReplica, records: f_records };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedFetchResponsePartitionData(m: FetchResponsePartitionData, v: number): TaggedField[] | undefined {
+  if (m.divergingEpoch === undefined && m.currentLeader === undefined && m.snapshotId === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 12 && m.divergingEpoch !== undefined) { const x = m.divergingEpoch; if (!RT.isDefaultValue(x, defaultFetchResponseEpochEndOffset())) {
     const tw = W.Writer.alloc(sizeFetchResponseEpochEndOffset(x, v)); writeFetchResponseEpochEndOffset(tw, x, v); t.push({ tag: 0, data: tw.done() }); } }
@@ -452,7 +456,7 @@ export function sizeFetchResponsePartitionData(m: FetchResponsePartitionData, v:
   n += 8;
   if (v >= 4) n += 8;
   if (v >= 5) n += 8;
-  if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFetchResponseAbortedTransaction(e0, v)))); }
+  if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchResponseAbortedTransaction, v))); }
   if (v >= 11) n += 4;
   { const x = m.records; n += (v >= 12 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchResponsePartitionData(m, v));

@@ -45,7 +45,7 @@ export function sizeFindCoordinatorRequest(m: FindCoordinatorRequest, v: number)
   let n = 0;
   if (v <= 3) { const x = (m.key === undefined ? "" : m.key); n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 1;
-  if (v >= 4) { const x = (m.coordinatorKeys === undefined ? [] : m.coordinatorKeys); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  if (v >= 4) { const x = (m.coordinatorKeys === undefined ? [] : m.coordinatorKeys); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -106,7 +106,7 @@ export function sizeFindCoordinatorResponse(m: FindCoordinatorResponse, v: numbe
   if (v <= 3) n += 4;
   if (v <= 3) { const x = (m.host === undefined ? "" : m.host); n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 3) n += 4;
-  if (v >= 4) { const x = (m.coordinators === undefined ? [] : m.coordinators); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeFindCoordinatorResponseCoordinator(e0, v)))); }
+  if (v >= 4) { const x = (m.coordinators === undefined ? [] : m.coordinators); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFindCoordinatorResponseCoordinator, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -88,7 +88,7 @@ export function writeGetTelemetrySubscriptionsResponse(w: W.Writer, m: GetTeleme
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeGetTelemetrySubscriptionsResponse(m: GetTelemetrySubscriptionsResponse, _v: number): number {
+export function sizeGetTelemetrySubscriptionsResponse(m: GetTelemetrySubscriptionsResponse, v: number): number {
   let n = 0;
   n += 4;
   n += 2;
@@ -98,7 +98,7 @@ export function sizeGetTelemetrySubscriptionsResponse(m: GetTelemetrySubscriptio
   n += 4;
   n += 4;
   n += 1;
-  { const x = m.requestedMetrics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.requestedMetrics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

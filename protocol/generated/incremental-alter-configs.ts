@@ -37,7 +37,7 @@ export function writeIncrementalAlterConfigsRequest(w: W.Writer, m: IncrementalA
 
 export function sizeIncrementalAlterConfigsRequest(m: IncrementalAlterConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeIncrementalAlterConfigsRequestAlterConfigsResource(e0, v)))); }
+  { const x = m.resources; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeIncrementalAlterConfigsRequestAlterConfigsResource, v))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -76,7 +76,7 @@ export function sizeIncrementalAlterConfigsRequestAlterConfigsResource(m: Increm
   let n = 0;
   n += 1;
   { const x = m.resourceName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeIncrementalAlterConfigsRequestAlterableConfig(e0, v)))); }
+  { const x = m.configs; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeIncrementalAlterConfigsRequestAlterableConfig, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -150,7 +150,7 @@ export function writeIncrementalAlterConfigsResponse(w: W.Writer, m: Incremental
 export function sizeIncrementalAlterConfigsResponse(m: IncrementalAlterConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.responses; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(e0, v)))); }
+  { const x = m.responses; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponse, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -38,7 +38,7 @@ export function writeInitializeShareGroupStateRequest(w: W.Writer, m: Initialize
 export function sizeInitializeShareGroupStateRequest(m: InitializeShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeInitializeShareGroupStateRequestInitializeStateData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeInitializeShareGroupStateRequestInitializeStateData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function writeInitializeShareGroupStateRequestInitializeStateData(w: W.Wr
 export function sizeInitializeShareGroupStateRequestInitializeStateData(m: InitializeShareGroupStateRequestInitializeStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeInitializeShareGroupStateRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeInitializeShareGroupStateRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -142,7 +142,7 @@ export function writeInitializeShareGroupStateResponse(w: W.Writer, m: Initializ
 
 export function sizeInitializeShareGroupStateResponse(m: InitializeShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeInitializeShareGroupStateResponseInitializeStateResult(e0, v)))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeInitializeShareGroupStateResponseInitializeStateResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -176,7 +176,7 @@ export function writeInitializeShareGroupStateResponseInitializeStateResult(w: W
 export function sizeInitializeShareGroupStateResponseInitializeStateResult(m: InitializeShareGroupStateResponseInitializeStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeInitializeShareGroupStateResponsePartitionResult(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeInitializeShareGroupStateResponsePartitionResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -62,7 +62,7 @@ export function sizeJoinGroupRequest(m: JoinGroupRequest, v: number): number {
   { const x = m.memberId; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolType; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.protocols; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeJoinGroupRequestJoinGroupRequestProtocol(e0, v)))); }
+  { const x = m.protocols; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeJoinGroupRequestJoinGroupRequestProtocol, v))); }
   if (v >= 8) { const x = (m.reason === undefined ? null : m.reason); n += W.sizeCompactString(x); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -162,7 +162,7 @@ export function sizeJoinGroupResponse(m: JoinGroupResponse, v: number): number {
   { const x = m.leader; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 9) n += 1;
   { const x = m.memberId; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.members; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeJoinGroupResponseJoinGroupResponseMember(e0, v)))); }
+  { const x = m.members; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeJoinGroupResponseJoinGroupResponseMember, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

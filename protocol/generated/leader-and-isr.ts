@@ -64,9 +64,9 @@ export function sizeLeaderAndIsrRequest(m: LeaderAndIsrRequest, v: number): numb
   n += 4;
   if (v >= 2) n += 8;
   if (v >= 5) n += 1;
-  if (v <= 1) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrRequestLeaderAndIsrPartitionState(e0, v)))); }
-  if (v >= 2) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrRequestLeaderAndIsrTopicState(e0, v)))); }
-  { const x = m.liveLeaders; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrRequestLeaderAndIsrLiveLeader(e0, v)))); }
+  if (v <= 1) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrRequestLeaderAndIsrPartitionState, v))); }
+  if (v >= 2) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrRequestLeaderAndIsrTopicState, v))); }
+  { const x = m.liveLeaders; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrRequestLeaderAndIsrLiveLeader, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -181,7 +181,7 @@ export function sizeLeaderAndIsrRequestLeaderAndIsrTopicState(m: LeaderAndIsrReq
   let n = 0;
   if (v >= 2) { const x = (m.topicName === undefined ? "" : m.topicName); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) n += 16;
-  if (v >= 2) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrRequestLeaderAndIsrPartitionState(e0, v)))); }
+  if (v >= 2) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrRequestLeaderAndIsrPartitionState, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -260,8 +260,8 @@ export function writeLeaderAndIsrResponse(w: W.Writer, m: LeaderAndIsrResponse, 
 export function sizeLeaderAndIsrResponse(m: LeaderAndIsrResponse, v: number): number {
   let n = 0;
   n += 2;
-  if (v <= 4) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrResponseLeaderAndIsrPartitionError(e0, v)))); }
-  if (v >= 5) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrResponseLeaderAndIsrTopicError(e0, v)))); }
+  if (v <= 4) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrResponseLeaderAndIsrPartitionError, v))); }
+  if (v >= 5) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrResponseLeaderAndIsrTopicError, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -335,7 +335,7 @@ export function writeLeaderAndIsrResponseLeaderAndIsrTopicError(w: W.Writer, m: 
 export function sizeLeaderAndIsrResponseLeaderAndIsrTopicError(m: LeaderAndIsrResponseLeaderAndIsrTopicError, v: number): number {
   let n = 0;
   if (v >= 5) n += 16;
-  if (v >= 5) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderAndIsrResponseLeaderAndIsrPartitionError(e0, v)))); }
+  if (v >= 5) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrResponseLeaderAndIsrPartitionError, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

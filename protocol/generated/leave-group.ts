@@ -44,7 +44,7 @@ export function sizeLeaveGroupRequest(m: LeaveGroupRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 2) { const x = (m.memberId === undefined ? "" : m.memberId); n += W.sizeString(x); }
-  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaveGroupRequestMemberIdentity(e0, v)))); }
+  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaveGroupRequestMemberIdentity, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -125,7 +125,7 @@ export function sizeLeaveGroupResponse(m: LeaveGroupResponse, v: number): number
   let n = 0;
   if (v >= 1) n += 4;
   n += 2;
-  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaveGroupResponseMemberResponse(e0, v)))); }
+  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaveGroupResponseMemberResponse, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

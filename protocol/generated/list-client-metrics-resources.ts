@@ -70,7 +70,7 @@ export function sizeListClientMetricsResourcesResponse(m: ListClientMetricsResou
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.clientMetricsResources; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListClientMetricsResourcesResponseClientMetricsResource(e0, v)))); }
+  { const x = m.clientMetricsResources; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListClientMetricsResourcesResponseClientMetricsResource, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

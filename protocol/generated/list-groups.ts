@@ -39,8 +39,8 @@ export function writeListGroupsRequest(w: W.Writer, m: ListGroupsRequest, v: num
 
 export function sizeListGroupsRequest(m: ListGroupsRequest, v: number): number {
   let n = 0;
-  if (v >= 4) { const x = (m.statesFilter === undefined ? [] : m.statesFilter); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
-  if (v >= 5) { const x = (m.typesFilter === undefined ? [] : m.typesFilter); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  if (v >= 4) { const x = (m.statesFilter === undefined ? [] : m.statesFilter); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
+  if (v >= 5) { const x = (m.typesFilter === undefined ? [] : m.typesFilter); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -80,7 +80,7 @@ export function sizeListGroupsResponse(m: ListGroupsResponse, v: number): number
   let n = 0;
   if (v >= 1) n += 4;
   n += 2;
-  { const x = m.groups; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListGroupsResponseListedGroup(e0, v)))); }
+  { const x = m.groups; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListGroupsResponseListedGroup, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

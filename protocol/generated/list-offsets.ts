@@ -46,7 +46,7 @@ export function sizeListOffsetsRequest(m: ListOffsetsRequest, v: number): number
   let n = 0;
   n += 4;
   if (v >= 2) n += 1;
-  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListOffsetsRequestListOffsetsTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListOffsetsRequestListOffsetsTopic, v))); }
   if (v >= 10) n += 4;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -81,7 +81,7 @@ export function writeListOffsetsRequestListOffsetsTopic(w: W.Writer, m: ListOffs
 export function sizeListOffsetsRequestListOffsetsTopic(m: ListOffsetsRequestListOffsetsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListOffsetsRequestListOffsetsPartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListOffsetsRequestListOffsetsPartition, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -160,7 +160,7 @@ export function writeListOffsetsResponse(w: W.Writer, m: ListOffsetsResponse, v:
 export function sizeListOffsetsResponse(m: ListOffsetsResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListOffsetsResponseListOffsetsTopicResponse(e0, v)))); }
+  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListOffsetsResponseListOffsetsTopicResponse, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -194,7 +194,7 @@ export function writeListOffsetsResponseListOffsetsTopicResponse(w: W.Writer, m:
 export function sizeListOffsetsResponseListOffsetsTopicResponse(m: ListOffsetsResponseListOffsetsTopicResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListOffsetsResponseListOffsetsPartitionResponse(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListOffsetsResponseListOffsetsPartitionResponse, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -38,7 +38,7 @@ export function writeListPartitionReassignmentsRequest(w: W.Writer, m: ListParti
 export function sizeListPartitionReassignmentsRequest(m: ListPartitionReassignmentsRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListPartitionReassignmentsRequestListPartitionReassignmentsTopics(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListPartitionReassignmentsRequestListPartitionReassignmentsTopics, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -116,7 +116,7 @@ export function sizeListPartitionReassignmentsResponse(m: ListPartitionReassignm
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListPartitionReassignmentsResponseOngoingTopicReassignment(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListPartitionReassignmentsResponseOngoingTopicReassignment, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -150,7 +150,7 @@ export function writeListPartitionReassignmentsResponseOngoingTopicReassignment(
 export function sizeListPartitionReassignmentsResponseOngoingTopicReassignment(m: ListPartitionReassignmentsResponseOngoingTopicReassignment, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListPartitionReassignmentsResponseOngoingPartitionReassignment(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListPartitionReassignmentsResponseOngoingPartitionReassignment, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

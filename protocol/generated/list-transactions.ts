@@ -41,7 +41,7 @@ export function writeListTransactionsRequest(w: W.Writer, m: ListTransactionsReq
 
 export function sizeListTransactionsRequest(m: ListTransactionsRequest, v: number): number {
   let n = 0;
-  { const x = m.stateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.stateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   { const x = m.producerIdFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 8)); }
   if (v >= 1) n += 8;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -86,8 +86,8 @@ export function sizeListTransactionsResponse(m: ListTransactionsResponse, v: num
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.unknownStateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
-  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeListTransactionsResponseTransactionState(e0, v)))); }
+  { const x = m.unknownStateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
+  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListTransactionsResponseTransactionState, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

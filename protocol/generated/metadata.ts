@@ -46,7 +46,7 @@ export function writeMetadataRequest(w: W.Writer, m: MetadataRequest, v: number)
 
 export function sizeMetadataRequest(m: MetadataRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeMetadataRequestMetadataRequestTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeMetadataRequestMetadataRequestTopic, v))); }
   if (v >= 4) n += 1;
   if (v >= 8 && v <= 10) n += 1;
   if (v >= 8) n += 1;
@@ -132,10 +132,10 @@ export function writeMetadataResponse(w: W.Writer, m: MetadataResponse, v: numbe
 export function sizeMetadataResponse(m: MetadataResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.brokers; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeMetadataResponseMetadataResponseBroker(e0, v)))); }
+  { const x = m.brokers; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeMetadataResponseMetadataResponseBroker, v))); }
   if (v >= 2) { const x = (m.clusterId === undefined ? null : m.clusterId); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeMetadataResponseMetadataResponseTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeMetadataResponseMetadataResponseTopic, v))); }
   if (v >= 8 && v <= 10) n += 4;
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -228,7 +228,7 @@ export function sizeMetadataResponseMetadataResponseTopic(m: MetadataResponseMet
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 10) n += 16;
   if (v >= 1) n += 1;
-  { const x = m.partitions; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeMetadataResponseMetadataResponsePartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeMetadataResponseMetadataResponsePartition, v))); }
   if (v >= 8) n += 4;
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

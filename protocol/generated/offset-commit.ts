@@ -55,7 +55,7 @@ export function sizeOffsetCommitRequest(m: OffsetCommitRequest, v: number): numb
   if (v >= 1) { const x = (m.memberId === undefined ? "" : m.memberId); n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 7) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2 && v <= 4) n += 8;
-  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetCommitRequestOffsetCommitRequestTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetCommitRequestOffsetCommitRequestTopic, v))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -89,7 +89,7 @@ export function writeOffsetCommitRequestOffsetCommitRequestTopic(w: W.Writer, m:
 export function sizeOffsetCommitRequestOffsetCommitRequestTopic(m: OffsetCommitRequestOffsetCommitRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetCommitRequestOffsetCommitRequestPartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetCommitRequestOffsetCommitRequestPartition, v))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,7 +172,7 @@ export function writeOffsetCommitResponse(w: W.Writer, m: OffsetCommitResponse, 
 export function sizeOffsetCommitResponse(m: OffsetCommitResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetCommitResponseOffsetCommitResponseTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetCommitResponseOffsetCommitResponseTopic, v))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -206,7 +206,7 @@ export function writeOffsetCommitResponseOffsetCommitResponseTopic(w: W.Writer, 
 export function sizeOffsetCommitResponseOffsetCommitResponseTopic(m: OffsetCommitResponseOffsetCommitResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetCommitResponseOffsetCommitResponsePartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetCommitResponseOffsetCommitResponsePartition, v))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -33,7 +33,7 @@ export function writeOffsetDeleteRequest(w: W.Writer, m: OffsetDeleteRequest, v:
 export function sizeOffsetDeleteRequest(m: OffsetDeleteRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeString(x); }
-  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetDeleteRequestOffsetDeleteRequestTopic(e0, v)))); }
+  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeOffsetDeleteRequestOffsetDeleteRequestTopic, v))); }
   return n;
 }
 
@@ -61,7 +61,7 @@ export function writeOffsetDeleteRequestOffsetDeleteRequestTopic(w: W.Writer, m:
 export function sizeOffsetDeleteRequestOffsetDeleteRequestTopic(m: OffsetDeleteRequestOffsetDeleteRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeString(x); }
-  { const x = m.partitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetDeleteRequestOffsetDeleteRequestPartition(e0, v)))); }
+  { const x = m.partitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeOffsetDeleteRequestOffsetDeleteRequestPartition, v))); }
   return n;
 }
 
@@ -119,7 +119,7 @@ export function sizeOffsetDeleteResponse(m: OffsetDeleteResponse, v: number): nu
   let n = 0;
   n += 2;
   n += 4;
-  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetDeleteResponseOffsetDeleteResponseTopic(e0, v)))); }
+  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeOffsetDeleteResponseOffsetDeleteResponseTopic, v))); }
   return n;
 }
 
@@ -147,7 +147,7 @@ export function writeOffsetDeleteResponseOffsetDeleteResponseTopic(w: W.Writer, 
 export function sizeOffsetDeleteResponseOffsetDeleteResponseTopic(m: OffsetDeleteResponseOffsetDeleteResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeString(x); }
-  { const x = m.partitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetDeleteResponseOffsetDeleteResponsePartition(e0, v)))); }
+  { const x = m.partitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeOffsetDeleteResponseOffsetDeleteResponsePartition, v))); }
   return n;
 }
 

@@ -48,8 +48,8 @@ export function writeOffsetFetchRequest(w: W.Writer, m: OffsetFetchRequest, v: n
 export function sizeOffsetFetchRequest(m: OffsetFetchRequest, v: number): number {
   let n = 0;
   if (v <= 7) { const x = (m.groupId === undefined ? "" : m.groupId); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchRequestOffsetFetchRequestTopic(e0, v)))); }
-  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchRequestOffsetFetchRequestGroup(e0, v)))); }
+  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchRequestOffsetFetchRequestTopic, v))); }
+  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchRequestOffsetFetchRequestGroup, v))); }
   if (v >= 7) n += 1;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -130,7 +130,7 @@ export function sizeOffsetFetchRequestOffsetFetchRequestGroup(m: OffsetFetchRequ
   if (v >= 8) { const x = (m.groupId === undefined ? "" : m.groupId); n += W.sizeCompactString(x); }
   if (v >= 9) { const x = (m.memberId === undefined ? null : m.memberId); n += W.sizeCompactString(x); }
   if (v >= 9) n += 4;
-  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchRequestOffsetFetchRequestTopics(e0, v)))); }
+  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchRequestOffsetFetchRequestTopics, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -210,9 +210,9 @@ export function writeOffsetFetchResponse(w: W.Writer, m: OffsetFetchResponse, v:
 export function sizeOffsetFetchResponse(m: OffsetFetchResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponseTopic(e0, v)))); }
+  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponseTopic, v))); }
   if (v >= 2 && v <= 7) n += 2;
-  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponseGroup(e0, v)))); }
+  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponseGroup, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -248,7 +248,7 @@ export function writeOffsetFetchResponseOffsetFetchResponseTopic(w: W.Writer, m:
 export function sizeOffsetFetchResponseOffsetFetchResponseTopic(m: OffsetFetchResponseOffsetFetchResponseTopic, v: number): number {
   let n = 0;
   if (v <= 7) { const x = (m.name === undefined ? "" : m.name); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  if (v <= 7) { const x = (m.partitions === undefined ? [] : m.partitions); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponsePartition(e0, v)))); }
+  if (v <= 7) { const x = (m.partitions === undefined ? [] : m.partitions); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponsePartition, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -338,7 +338,7 @@ export function writeOffsetFetchResponseOffsetFetchResponseGroup(w: W.Writer, m:
 export function sizeOffsetFetchResponseOffsetFetchResponseGroup(m: OffsetFetchResponseOffsetFetchResponseGroup, v: number): number {
   let n = 0;
   if (v >= 8) { const x = (m.groupId === undefined ? "" : m.groupId); n += W.sizeCompactString(x); }
-  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponseTopics(e0, v)))); }
+  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponseTopics, v))); }
   if (v >= 8) n += 2;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -375,7 +375,7 @@ export function writeOffsetFetchResponseOffsetFetchResponseTopics(w: W.Writer, m
 export function sizeOffsetFetchResponseOffsetFetchResponseTopics(m: OffsetFetchResponseOffsetFetchResponseTopics, v: number): number {
   let n = 0;
   if (v >= 8) { const x = (m.name === undefined ? "" : m.name); n += W.sizeCompactString(x); }
-  if (v >= 8) { const x = (m.partitions === undefined ? [] : m.partitions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetFetchResponseOffsetFetchResponsePartitions(e0, v)))); }
+  if (v >= 8) { const x = (m.partitions === undefined ? [] : m.partitions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponsePartitions, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -38,7 +38,7 @@ export function writeOffsetForLeaderEpochRequest(w: W.Writer, m: OffsetForLeader
 export function sizeOffsetForLeaderEpochRequest(m: OffsetForLeaderEpochRequest, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function writeOffsetForLeaderEpochRequestOffsetForLeaderTopic(w: W.Writer
 export function sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic(m: OffsetForLeaderEpochRequestOffsetForLeaderTopic, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetForLeaderEpochRequestOffsetForLeaderPartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetForLeaderEpochRequestOffsetForLeaderPartition, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -146,7 +146,7 @@ export function writeOffsetForLeaderEpochResponse(w: W.Writer, m: OffsetForLeade
 export function sizeOffsetForLeaderEpochResponse(m: OffsetForLeaderEpochResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(e0, v)))); }
+  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -180,7 +180,7 @@ export function writeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(w: W
 export function sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(m: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeOffsetForLeaderEpochResponseEpochEndOffset(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetForLeaderEpochResponseEpochEndOffset, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -47,7 +47,7 @@ export function sizeProduceRequest(m: ProduceRequest, v: number): number {
   if (v >= 3) { const x = (m.transactionalId === undefined ? null : m.transactionalId); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 2;
   n += 4;
-  { const x = m.topicData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceRequestTopicProduceData(e0, v)))); }
+  { const x = m.topicData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceRequestTopicProduceData, v))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -81,7 +81,7 @@ export function writeProduceRequestTopicProduceData(w: W.Writer, m: ProduceReque
 export function sizeProduceRequestTopicProduceData(m: ProduceRequestTopicProduceData, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceRequestPartitionProduceData(e0, v)))); }
+  { const x = m.partitionData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceRequestPartitionProduceData, v))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -138,21 +138,22 @@ export function readProduceResponse(r: Reader, v: number): ProduceResponse {
   const f_throttleTimeMs: number = (v >= 1 ? r.int32() : 0);
   let f_nodeEndpoints: ProduceResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
-  if (v >= 9) u = r.taggedFields((tag, tr) => {
+  if (v >= 9) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 10) { f_nodeEndpoints = RT.readArrayNonNull(tr, true, (ir: Reader) => readProduceResponseNodeEndpoint(ir, v)); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: ProduceResponse = { responses: f_responses, throttleTimeMs: f_throttleTimeMs, nodeEndpoints: f_nodeEndpoints };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedProduceResponse(m: ProduceResponse, v: number): TaggedField[] | undefined {
+  if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 10 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeProduceResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -165,7 +166,7 @@ export function writeProduceResponse(w: W.Writer, m: ProduceResponse, v: number)
 
 export function sizeProduceResponse(m: ProduceResponse, v: number): number {
   let n = 0;
-  { const x = m.responses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceResponseTopicProduceResponse(e0, v)))); }
+  { const x = m.responses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceResponseTopicProduceResponse, v))); }
   if (v >= 1) n += 4;
   if (v >= 9) n += W.sizeTaggedFields(taggedProduceResponse(m, v));
   return n;
@@ -200,7 +201,7 @@ export function writeProduceResponseTopicProduceResponse(w: W.Writer, m: Produce
 export function sizeProduceResponseTopicProduceResponse(m: ProduceResponseTopicProduceResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionResponses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceResponsePartitionProduceResponse(e0, v)))); }
+  { const x = m.partitionResponses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceResponsePartitionProduceResponse, v))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -231,18 +232,19 @@ export function readProduceResponsePartitionProduceResponse(r: Reader, v: number
   const f_errorMessage: string | null = (v >= 8 ? (v >= 9 ? r.compactNullableString() : r.nullableString()) : null);
   let f_currentLeader: ProduceResponseLeaderIdAndEpoch = defaultProduceResponseLeaderIdAndEpoch();
   let u: TaggedField[] | undefined;
-  if (v >= 9) u = r.taggedFields((tag, tr) => {
+  if (v >= 9) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 10) { f_currentLeader = readProduceResponseLeaderIdAndEpoch(tr, v); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: ProduceResponsePartitionProduceResponse = { index: f_index, errorCode: f_errorCode, baseOffset: f_baseOffset, logAppendTimeMs: f_logAppendTimeMs, logStartOffset: f_logStartOffset, recordErrors: f_recordErrors, errorMessage: f_errorMessage, currentLeader: f_currentLeader };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedProduceResponsePartitionProduceResponse(m: ProduceResponsePartitionProduceResponse, v: number): TaggedField[] | undefined {
+  if (m.currentLeader === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 10 && m.currentLeader !== undefined) { const x = m.currentLeader; if (!RT.isDefaultValue(x, defaultProduceResponseLeaderIdAndEpoch())) {
     const tw = W.Writer.alloc(sizeProduceResponseLeaderIdAndEpoch(x, v)); writeProduceResponseLeaderIdAndEpoch(tw, x, v); t.push({ tag: 0, data: tw.done() }); } }
@@ -268,7 +270,7 @@ export function sizeProduceResponsePartitionProduceResponse(m: ProduceResponsePa
   n += 8;
   if (v >= 2) n += 8;
   if (v >= 5) n += 8;
-  if (v >= 8) { const x = (m.recordErrors === undefined ? [] : m.recordErrors); n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeProduceResponseBatchIndexAndErrorMessage(e0, v)))); }
+  if (v >= 8) { const x = (m.recordErrors === undefined ? [] : m.recordErrors); n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceResponseBatchIndexAndErrorMessage, v))); }
   if (v >= 8) { const x = (m.errorMessage === undefined ? null : m.errorMessage); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 9) n += W.sizeTaggedFields(taggedProduceResponsePartitionProduceResponse(m, v));
   return n;

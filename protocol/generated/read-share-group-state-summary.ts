@@ -38,7 +38,7 @@ export function writeReadShareGroupStateSummaryRequest(w: W.Writer, m: ReadShare
 export function sizeReadShareGroupStateSummaryRequest(m: ReadShareGroupStateSummaryRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateSummaryRequestReadStateSummaryData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateSummaryRequestReadStateSummaryData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function writeReadShareGroupStateSummaryRequestReadStateSummaryData(w: W.
 export function sizeReadShareGroupStateSummaryRequestReadStateSummaryData(m: ReadShareGroupStateSummaryRequestReadStateSummaryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateSummaryRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateSummaryRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -138,7 +138,7 @@ export function writeReadShareGroupStateSummaryResponse(w: W.Writer, m: ReadShar
 
 export function sizeReadShareGroupStateSummaryResponse(m: ReadShareGroupStateSummaryResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateSummaryResponseReadStateSummaryResult(e0, v)))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateSummaryResponseReadStateSummaryResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,7 +172,7 @@ export function writeReadShareGroupStateSummaryResponseReadStateSummaryResult(w:
 export function sizeReadShareGroupStateSummaryResponseReadStateSummaryResult(m: ReadShareGroupStateSummaryResponseReadStateSummaryResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateSummaryResponsePartitionResult(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateSummaryResponsePartitionResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -38,7 +38,7 @@ export function writeReadShareGroupStateRequest(w: W.Writer, m: ReadShareGroupSt
 export function sizeReadShareGroupStateRequest(m: ReadShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateRequestReadStateData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateRequestReadStateData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function writeReadShareGroupStateRequestReadStateData(w: W.Writer, m: Rea
 export function sizeReadShareGroupStateRequestReadStateData(m: ReadShareGroupStateRequestReadStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -138,7 +138,7 @@ export function writeReadShareGroupStateResponse(w: W.Writer, m: ReadShareGroupS
 
 export function sizeReadShareGroupStateResponse(m: ReadShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateResponseReadStateResult(e0, v)))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateResponseReadStateResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,7 +172,7 @@ export function writeReadShareGroupStateResponseReadStateResult(w: W.Writer, m: 
 export function sizeReadShareGroupStateResponseReadStateResult(m: ReadShareGroupStateResponseReadStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateResponsePartitionResult(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateResponsePartitionResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -222,7 +222,7 @@ export function sizeReadShareGroupStateResponsePartitionResult(m: ReadShareGroup
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   n += 4;
   n += 8;
-  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeReadShareGroupStateResponseStateBatch(e0, v)))); }
+  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateResponseStateBatch, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -56,10 +56,10 @@ export function writeSaslHandshakeResponse(w: W.Writer, m: SaslHandshakeResponse
   { const x = m.mechanisms; w.arrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; w.string(e0); } }
 }
 
-export function sizeSaslHandshakeResponse(m: SaslHandshakeResponse, _v: number): number {
+export function sizeSaslHandshakeResponse(m: SaslHandshakeResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.mechanisms; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeString(e0)))); }
+  { const x = m.mechanisms; n += (4 + (x === null ? 0 : RT.sumSizes(x, W.sizeString, v))); }
   return n;
 }
 

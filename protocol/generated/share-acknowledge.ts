@@ -46,7 +46,7 @@ export function sizeShareAcknowledgeRequest(m: ShareAcknowledgeRequest, v: numbe
   { const x = m.groupId; n += W.sizeCompactString(x); }
   { const x = m.memberId; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeRequestAcknowledgeTopic(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeRequestAcknowledgeTopic, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -80,7 +80,7 @@ export function writeShareAcknowledgeRequestAcknowledgeTopic(w: W.Writer, m: Sha
 export function sizeShareAcknowledgeRequestAcknowledgeTopic(m: ShareAcknowledgeRequestAcknowledgeTopic, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeRequestAcknowledgePartition(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeRequestAcknowledgePartition, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -114,7 +114,7 @@ export function writeShareAcknowledgeRequestAcknowledgePartition(w: W.Writer, m:
 export function sizeShareAcknowledgeRequestAcknowledgePartition(m: ShareAcknowledgeRequestAcknowledgePartition, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeRequestAcknowledgementBatch(e0, v)))); }
+  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeRequestAcknowledgementBatch, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -199,8 +199,8 @@ export function sizeShareAcknowledgeResponse(m: ShareAcknowledgeResponse, v: num
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse(e0, v)))); }
-  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeResponseNodeEndpoint(e0, v)))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse, v))); }
+  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeResponseNodeEndpoint, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -234,7 +234,7 @@ export function writeShareAcknowledgeResponseShareAcknowledgeTopicResponse(w: W.
 export function sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse(m: ShareAcknowledgeResponseShareAcknowledgeTopicResponse, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareAcknowledgeResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeResponsePartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -61,8 +61,8 @@ export function sizeShareFetchRequest(m: ShareFetchRequest, v: number): number {
   n += 4;
   n += 4;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchRequestFetchTopic(e0, v)))); }
-  { const x = m.forgottenTopicsData; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchRequestForgottenTopic(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchRequestFetchTopic, v))); }
+  { const x = m.forgottenTopicsData; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchRequestForgottenTopic, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -96,7 +96,7 @@ export function writeShareFetchRequestFetchTopic(w: W.Writer, m: ShareFetchReque
 export function sizeShareFetchRequestFetchTopic(m: ShareFetchRequestFetchTopic, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchRequestFetchPartition(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchRequestFetchPartition, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -134,7 +134,7 @@ export function sizeShareFetchRequestFetchPartition(m: ShareFetchRequestFetchPar
   let n = 0;
   n += 4;
   n += 4;
-  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchRequestAcknowledgementBatch(e0, v)))); }
+  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchRequestAcknowledgementBatch, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -253,8 +253,8 @@ export function sizeShareFetchResponse(m: ShareFetchResponse, v: number): number
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchResponseShareFetchableTopicResponse(e0, v)))); }
-  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchResponseNodeEndpoint(e0, v)))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchResponseShareFetchableTopicResponse, v))); }
+  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchResponseNodeEndpoint, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -288,7 +288,7 @@ export function writeShareFetchResponseShareFetchableTopicResponse(w: W.Writer, 
 export function sizeShareFetchResponseShareFetchableTopicResponse(m: ShareFetchResponseShareFetchableTopicResponse, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchResponsePartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -346,7 +346,7 @@ export function sizeShareFetchResponsePartitionData(m: ShareFetchResponsePartiti
   { const x = m.acknowledgeErrorMessage; n += W.sizeCompactString(x); }
   { const x = m.currentLeader; n += sizeShareFetchResponseLeaderIdAndEpoch(x, v); }
   { const x = m.records; n += W.sizeCompactBytes(x); }
-  { const x = m.acquiredRecords; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareFetchResponseAcquiredRecords(e0, v)))); }
+  { const x = m.acquiredRecords; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchResponseAcquiredRecords, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

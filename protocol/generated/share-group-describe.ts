@@ -35,9 +35,9 @@ export function writeShareGroupDescribeRequest(w: W.Writer, m: ShareGroupDescrib
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeShareGroupDescribeRequest(m: ShareGroupDescribeRequest, _v: number): number {
+export function sizeShareGroupDescribeRequest(m: ShareGroupDescribeRequest, v: number): number {
   let n = 0;
-  { const x = m.groupIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.groupIds; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   n += 1;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -74,7 +74,7 @@ export function writeShareGroupDescribeResponse(w: W.Writer, m: ShareGroupDescri
 export function sizeShareGroupDescribeResponse(m: ShareGroupDescribeResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupDescribeResponseDescribedGroup(e0, v)))); }
+  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupDescribeResponseDescribedGroup, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -135,7 +135,7 @@ export function sizeShareGroupDescribeResponseDescribedGroup(m: ShareGroupDescri
   n += 4;
   n += 4;
   { const x = m.assignorName; n += W.sizeCompactString(x); }
-  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupDescribeResponseMember(e0, v)))); }
+  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupDescribeResponseMember, v))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -189,7 +189,7 @@ export function sizeShareGroupDescribeResponseMember(m: ShareGroupDescribeRespon
   n += 4;
   { const x = m.clientId; n += W.sizeCompactString(x); }
   { const x = m.clientHost; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   { const x = m.assignment; n += sizeShareGroupDescribeResponseAssignment(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -220,7 +220,7 @@ export function writeShareGroupDescribeResponseAssignment(w: W.Writer, m: ShareG
 
 export function sizeShareGroupDescribeResponseAssignment(m: ShareGroupDescribeResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupDescribeResponseTopicPartitions(e0, v)))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupDescribeResponseTopicPartitions, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -44,13 +44,13 @@ export function writeShareGroupHeartbeatRequest(w: W.Writer, m: ShareGroupHeartb
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeShareGroupHeartbeatRequest(m: ShareGroupHeartbeatRequest, _v: number): number {
+export function sizeShareGroupHeartbeatRequest(m: ShareGroupHeartbeatRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
   { const x = m.memberId; n += W.sizeCompactString(x); }
   n += 4;
   { const x = m.rackId; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -136,7 +136,7 @@ export function writeShareGroupHeartbeatResponseAssignment(w: W.Writer, m: Share
 
 export function sizeShareGroupHeartbeatResponseAssignment(m: ShareGroupHeartbeatResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupHeartbeatResponseTopicPartitions(e0, v)))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupHeartbeatResponseTopicPartitions, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -65,9 +65,9 @@ export function sizeStopReplicaRequest(m: StopReplicaRequest, v: number): number
   n += 4;
   if (v >= 1) n += 8;
   if (v <= 2) n += 1;
-  if (v <= 0) { const x = (m.ungroupedPartitions === undefined ? [] : m.ungroupedPartitions); n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaRequestStopReplicaPartitionV0(e0, v)))); }
-  if (v >= 1 && v <= 2) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaRequestStopReplicaTopicV1(e0, v)))); }
-  if (v >= 3) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaRequestStopReplicaTopicState(e0, v)))); }
+  if (v <= 0) { const x = (m.ungroupedPartitions === undefined ? [] : m.ungroupedPartitions); n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaRequestStopReplicaPartitionV0, v))); }
+  if (v >= 1 && v <= 2) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaRequestStopReplicaTopicV1, v))); }
+  if (v >= 3) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaRequestStopReplicaTopicState, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -175,7 +175,7 @@ export function writeStopReplicaRequestStopReplicaTopicState(w: W.Writer, m: Sto
 export function sizeStopReplicaRequestStopReplicaTopicState(m: StopReplicaRequestStopReplicaTopicState, v: number): number {
   let n = 0;
   if (v >= 3) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
-  if (v >= 3) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaRequestStopReplicaPartitionState(e0, v)))); }
+  if (v >= 3) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaRequestStopReplicaPartitionState, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -252,7 +252,7 @@ export function writeStopReplicaResponse(w: W.Writer, m: StopReplicaResponse, v:
 export function sizeStopReplicaResponse(m: StopReplicaResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.partitionErrors; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeStopReplicaResponseStopReplicaPartitionError(e0, v)))); }
+  { const x = m.partitionErrors; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaResponseStopReplicaPartitionError, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -59,7 +59,7 @@ export function sizeSyncGroupRequest(m: SyncGroupRequest, v: number): number {
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) { const x = (m.protocolType === undefined ? null : m.protocolType); n += W.sizeCompactString(x); }
   if (v >= 5) { const x = (m.protocolName === undefined ? null : m.protocolName); n += W.sizeCompactString(x); }
-  { const x = m.assignments; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeSyncGroupRequestSyncGroupRequestAssignment(e0, v)))); }
+  { const x = m.assignments; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeSyncGroupRequestSyncGroupRequestAssignment, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

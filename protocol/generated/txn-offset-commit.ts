@@ -65,7 +65,7 @@ export function sizeTxnOffsetCommitRequest(m: TxnOffsetCommitRequest, v: number)
   if (v >= 3) n += 4;
   if (v >= 3) { const x = (m.memberId === undefined ? "" : m.memberId); n += W.sizeCompactString(x); }
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += W.sizeCompactString(x); }
-  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -99,7 +99,7 @@ export function writeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(w: W.Writ
 export function sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(m: TxnOffsetCommitRequestTxnOffsetCommitRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -177,7 +177,7 @@ export function writeTxnOffsetCommitResponse(w: W.Writer, m: TxnOffsetCommitResp
 export function sizeTxnOffsetCommitResponse(m: TxnOffsetCommitResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -211,7 +211,7 @@ export function writeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(w: W.Wr
 export function sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(m: TxnOffsetCommitResponseTxnOffsetCommitResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

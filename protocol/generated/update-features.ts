@@ -42,7 +42,7 @@ export function writeUpdateFeaturesRequest(w: W.Writer, m: UpdateFeaturesRequest
 export function sizeUpdateFeaturesRequest(m: UpdateFeaturesRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.featureUpdates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateFeaturesRequestFeatureUpdateKey(e0, v)))); }
+  { const x = m.featureUpdates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateFeaturesRequestFeatureUpdateKey, v))); }
   if (v >= 1) n += 1;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -131,7 +131,7 @@ export function sizeUpdateFeaturesResponse(m: UpdateFeaturesResponse, v: number)
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  if (v <= 1) { const x = (m.results === undefined ? [] : m.results); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateFeaturesResponseUpdatableFeatureResult(e0, v)))); }
+  if (v <= 1) { const x = (m.results === undefined ? [] : m.results); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateFeaturesResponseUpdatableFeatureResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

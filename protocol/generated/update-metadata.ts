@@ -35,18 +35,19 @@ export function readUpdateMetadataRequest(r: Reader, v: number): UpdateMetadataR
   const f_topicStates: UpdateMetadataRequestUpdateMetadataTopicState[] = (v >= 5 ? RT.readArrayNonNull(r, v >= 6, (ir: Reader) => readUpdateMetadataRequestUpdateMetadataTopicState(ir, v)) : []);
   const f_liveBrokers: UpdateMetadataRequestUpdateMetadataBroker[] = RT.readArrayNonNull(r, v >= 6, (ir: Reader) => readUpdateMetadataRequestUpdateMetadataBroker(ir, v));
   let u: TaggedField[] | undefined;
-  if (v >= 6) u = r.taggedFields((tag, tr) => {
+  if (v >= 6) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 8) { f_type = tr.int8(); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: UpdateMetadataRequest = { controllerId: f_controllerId, isKRaftController: f_isKRaftController, type: f_type, controllerEpoch: f_controllerEpoch, brokerEpoch: f_brokerEpoch, ungroupedPartitionStates: f_ungroupedPartitionStates, topicStates: f_topicStates, liveBrokers: f_liveBrokers };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedUpdateMetadataRequest(m: UpdateMetadataRequest, v: number): TaggedField[] | undefined {
+  if (m.type === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 8 && m.type !== undefined) { const x = m.type; if (!RT.isDefaultValue(x, 0)) {
     const tw = W.Writer.alloc(1); tw.int8(x); t.push({ tag: 0, data: tw.done() }); } }
@@ -74,9 +75,9 @@ export function sizeUpdateMetadataRequest(m: UpdateMetadataRequest, v: number): 
   if (v >= 8) n += 1;
   n += 4;
   if (v >= 5) n += 8;
-  if (v <= 4) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataPartitionState(e0, v)))); }
-  if (v >= 5) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataTopicState(e0, v)))); }
-  { const x = m.liveBrokers; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataBroker(e0, v)))); }
+  if (v <= 4) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataPartitionState, v))); }
+  if (v >= 5) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataTopicState, v))); }
+  { const x = m.liveBrokers; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataBroker, v))); }
   if (v >= 6) n += W.sizeTaggedFields(taggedUpdateMetadataRequest(m, v));
   return n;
 }
@@ -178,7 +179,7 @@ export function sizeUpdateMetadataRequestUpdateMetadataTopicState(m: UpdateMetad
   let n = 0;
   if (v >= 5) { const x = (m.topicName === undefined ? "" : m.topicName); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 7) n += 16;
-  if (v >= 5) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataPartitionState(e0, v)))); }
+  if (v >= 5) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataPartitionState, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -223,7 +224,7 @@ export function sizeUpdateMetadataRequestUpdateMetadataBroker(m: UpdateMetadataR
   n += 4;
   if (v <= 0) { const x = (m.v0Host === undefined ? "" : m.v0Host); n += W.sizeString(x); }
   if (v <= 0) n += 4;
-  if (v >= 1) { const x = (m.endpoints === undefined ? [] : m.endpoints); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateMetadataRequestUpdateMetadataEndpoint(e0, v)))); }
+  if (v >= 1) { const x = (m.endpoints === undefined ? [] : m.endpoints); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataEndpoint, v))); }
   if (v >= 2) { const x = (m.rack === undefined ? "" : m.rack); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

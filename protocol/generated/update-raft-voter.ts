@@ -53,7 +53,7 @@ export function sizeUpdateRaftVoterRequest(m: UpdateRaftVoterRequest, v: number)
   n += 4;
   n += 4;
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeUpdateRaftVoterRequestListener(e0, v)))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateRaftVoterRequestListener, v))); }
   { const x = m.kRaftVersionFeature; n += sizeUpdateRaftVoterRequestKRaftVersionFeature(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -149,18 +149,19 @@ export function readUpdateRaftVoterResponse(r: Reader, v: number): UpdateRaftVot
   const f_errorCode: number = r.int16();
   let f_currentLeader: UpdateRaftVoterResponseCurrentLeader = defaultUpdateRaftVoterResponseCurrentLeader();
   let u: TaggedField[] | undefined;
-  if (true) u = r.taggedFields((tag, tr) => {
+  if (true) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (true) { f_currentLeader = readUpdateRaftVoterResponseCurrentLeader(tr, v); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: UpdateRaftVoterResponse = { throttleTimeMs: f_throttleTimeMs, errorCode: f_errorCode, currentLeader: f_currentLeader };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedUpdateRaftVoterResponse(m: UpdateRaftVoterResponse, v: number): TaggedField[] | undefined {
+  if (m.currentLeader === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (true && m.currentLeader !== undefined) { const x = m.currentLeader; if (!RT.isDefaultValue(x, defaultUpdateRaftVoterResponseCurrentLeader())) {
     const tw = W.Writer.alloc(sizeUpdateRaftVoterResponseCurrentLeader(x, v)); writeUpdateRaftVoterResponseCurrentLeader(tw, x, v); t.push({ tag: 0, data: tw.done() }); } }

@@ -42,7 +42,7 @@ export function sizeVoteRequest(m: VoteRequest, v: number): number {
   let n = 0;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteRequestTopicData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteRequestTopicData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,7 +76,7 @@ export function writeVoteRequestTopicData(w: W.Writer, m: VoteRequestTopicData, 
 export function sizeVoteRequestTopicData(m: VoteRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -153,21 +153,22 @@ export function readVoteResponse(r: Reader, v: number): VoteResponse {
   const f_topics: VoteResponseTopicData[] = RT.readArrayNonNull(r, true, (ir: Reader) => readVoteResponseTopicData(ir, v));
   let f_nodeEndpoints: VoteResponseNodeEndpoint[] = [];
   let u: TaggedField[] | undefined;
-  if (true) u = r.taggedFields((tag, tr) => {
+  if (true) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 1) { f_nodeEndpoints = RT.readArrayNonNull(tr, true, (ir: Reader) => readVoteResponseNodeEndpoint(ir, v)); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: VoteResponse = { errorCode: f_errorCode, topics: f_topics, nodeEndpoints: f_nodeEndpoints };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedVoteResponse(m: VoteResponse, v: number): TaggedField[] | undefined {
+  if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteResponseNodeEndpoint(e0, v))))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -181,7 +182,7 @@ export function writeVoteResponse(w: W.Writer, m: VoteResponse, v: number): void
 export function sizeVoteResponse(m: VoteResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteResponseTopicData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteResponseTopicData, v))); }
   if (true) n += W.sizeTaggedFields(taggedVoteResponse(m, v));
   return n;
 }
@@ -215,7 +216,7 @@ export function writeVoteResponseTopicData(w: W.Writer, m: VoteResponseTopicData
 export function sizeVoteResponseTopicData(m: VoteResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVoteResponsePartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteResponsePartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -38,7 +38,7 @@ export function writeWriteShareGroupStateRequest(w: W.Writer, m: WriteShareGroup
 export function sizeWriteShareGroupStateRequest(m: WriteShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateRequestWriteStateData(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateRequestWriteStateData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,7 +72,7 @@ export function writeWriteShareGroupStateRequestWriteStateData(w: W.Writer, m: W
 export function sizeWriteShareGroupStateRequestWriteStateData(m: WriteShareGroupStateRequestWriteStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateRequestPartitionData(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateRequestPartitionData, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -118,7 +118,7 @@ export function sizeWriteShareGroupStateRequestPartitionData(m: WriteShareGroupS
   n += 4;
   n += 4;
   n += 8;
-  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateRequestStateBatch(e0, v)))); }
+  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateRequestStateBatch, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -192,7 +192,7 @@ export function writeWriteShareGroupStateResponse(w: W.Writer, m: WriteShareGrou
 
 export function sizeWriteShareGroupStateResponse(m: WriteShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateResponseWriteStateResult(e0, v)))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateResponseWriteStateResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -226,7 +226,7 @@ export function writeWriteShareGroupStateResponseWriteStateResult(w: W.Writer, m
 export function sizeWriteShareGroupStateResponseWriteStateResult(m: WriteShareGroupStateResponseWriteStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteShareGroupStateResponsePartitionResult(e0, v)))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateResponsePartitionResult, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -34,7 +34,7 @@ export function writeWriteTxnMarkersRequest(w: W.Writer, m: WriteTxnMarkersReque
 
 export function sizeWriteTxnMarkersRequest(m: WriteTxnMarkersRequest, v: number): number {
   let n = 0;
-  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersRequestWritableTxnMarker(e0, v)))); }
+  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersRequestWritableTxnMarker, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -79,7 +79,7 @@ export function sizeWriteTxnMarkersRequestWritableTxnMarker(m: WriteTxnMarkersRe
   n += 8;
   n += 2;
   n += 1;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersRequestWritableTxnMarkerTopic(e0, v)))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersRequestWritableTxnMarkerTopic, v))); }
   n += 4;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -146,7 +146,7 @@ export function writeWriteTxnMarkersResponse(w: W.Writer, m: WriteTxnMarkersResp
 
 export function sizeWriteTxnMarkersResponse(m: WriteTxnMarkersResponse, v: number): number {
   let n = 0;
-  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersResponseWritableTxnMarkerResult(e0, v)))); }
+  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersResponseWritableTxnMarkerResult, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -180,7 +180,7 @@ export function writeWriteTxnMarkersResponseWritableTxnMarkerResult(w: W.Writer,
 export function sizeWriteTxnMarkersResponseWritableTxnMarkerResult(m: WriteTxnMarkersResponseWritableTxnMarkerResult, v: number): number {
   let n = 0;
   n += 8;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(e0, v)))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -214,7 +214,7 @@ export function writeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(w: W.Wr
 export function sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(m: WriteTxnMarkersResponseWritableTxnMarkerTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult(e0, v)))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -49,8 +49,8 @@ export function sizeConsumerGroupCurrentMemberAssignmentValue(m: ConsumerGroupCu
   n += 4;
   n += 4;
   n += 1;
-  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(e0, v)))); }
-  { const x = m.partitionsPendingRevocation; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(e0, v)))); }
+  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions, v))); }
+  { const x = m.partitionsPendingRevocation; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -37,18 +37,19 @@ export function readConsumerGroupMemberMetadataValue(r: Reader, v: number): Cons
   const f_serverAssignor: string | null = r.compactNullableString();
   let f_classicMemberMetadata: ConsumerGroupMemberMetadataValueClassicMemberMetadata | null = null;
   let u: TaggedField[] | undefined;
-  if (true) u = r.taggedFields((tag, tr) => {
+  if (true) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (true) { f_classicMemberMetadata = (tr.int8() < 0 ? null : readConsumerGroupMemberMetadataValueClassicMemberMetadata(tr, v)); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: ConsumerGroupMemberMetadataValue = { instanceId: f_instanceId, rackId: f_rackId, clientId: f_clientId, clientHost: f_clientHost, subscribedTopicNames: f_subscribedTopicNames, subscribedTopicRegex: f_subscribedTopicRegex, rebalanceTimeoutMs: f_rebalanceTimeoutMs, serverAssignor: f_serverAssignor, classicMemberMetadata: f_classicMemberMetadata };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedConsumerGroupMemberMetadataValue(m: ConsumerGroupMemberMetadataValue, v: number): TaggedField[] | undefined {
+  if (m.classicMemberMetadata === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (true && m.classicMemberMetadata !== undefined) { const x = m.classicMemberMetadata; if (!RT.isDefaultValue(x, null)) {
     const tw = W.Writer.alloc((x === null ? 1 : 1 + sizeConsumerGroupMemberMetadataValueClassicMemberMetadata(x, v))); if (x === null) tw.int8(-1); else { tw.int8(1); writeConsumerGroupMemberMetadataValueClassicMemberMetadata(tw, x, v); } t.push({ tag: 0, data: tw.done() }); } }
@@ -73,7 +74,7 @@ export function sizeConsumerGroupMemberMetadataValue(m: ConsumerGroupMemberMetad
   { const x = m.rackId; n += W.sizeCompactString(x); }
   { const x = m.clientId; n += W.sizeCompactString(x); }
   { const x = m.clientHost; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   { const x = m.subscribedTopicRegex; n += W.sizeCompactString(x); }
   n += 4;
   { const x = m.serverAssignor; n += W.sizeCompactString(x); }
@@ -110,7 +111,7 @@ export function writeConsumerGroupMemberMetadataValueClassicMemberMetadata(w: W.
 export function sizeConsumerGroupMemberMetadataValueClassicMemberMetadata(m: ConsumerGroupMemberMetadataValueClassicMemberMetadata, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.supportedProtocols; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupMemberMetadataValueClassicProtocol(e0, v)))); }
+  { const x = m.supportedProtocols; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupMemberMetadataValueClassicProtocol, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

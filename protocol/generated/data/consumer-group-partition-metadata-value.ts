@@ -34,7 +34,7 @@ export function writeConsumerGroupPartitionMetadataValue(w: W.Writer, m: Consume
 
 export function sizeConsumerGroupPartitionMetadataValue(m: ConsumerGroupPartitionMetadataValue, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupPartitionMetadataValueTopicMetadata(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupPartitionMetadataValueTopicMetadata, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,7 +76,7 @@ export function sizeConsumerGroupPartitionMetadataValueTopicMetadata(m: Consumer
   n += 16;
   { const x = m.topicName; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupPartitionMetadataValuePartitionMetadata(e0, v)))); }
+  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupPartitionMetadataValuePartitionMetadata, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -107,10 +107,10 @@ export function writeConsumerGroupPartitionMetadataValuePartitionMetadata(w: W.W
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeConsumerGroupPartitionMetadataValuePartitionMetadata(m: ConsumerGroupPartitionMetadataValuePartitionMetadata, _v: number): number {
+export function sizeConsumerGroupPartitionMetadataValuePartitionMetadata(m: ConsumerGroupPartitionMetadataValuePartitionMetadata, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.racks; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.racks; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -34,7 +34,7 @@ export function writeConsumerGroupTargetAssignmentMemberValue(w: W.Writer, m: Co
 
 export function sizeConsumerGroupTargetAssignmentMemberValue(m: ConsumerGroupTargetAssignmentMemberValue, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerGroupTargetAssignmentMemberValueTopicPartition(e0, v)))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupTargetAssignmentMemberValueTopicPartition, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -32,7 +32,7 @@ export function writeConsumerProtocolAssignment(w: W.Writer, m: ConsumerProtocol
 
 export function sizeConsumerProtocolAssignment(m: ConsumerProtocolAssignment, v: number): number {
   let n = 0;
-  { const x = m.assignedPartitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerProtocolAssignmentTopicPartition(e0, v)))); }
+  { const x = m.assignedPartitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeConsumerProtocolAssignmentTopicPartition, v))); }
   { const x = m.userData; n += W.sizeBytes(x); }
   return n;
 }

@@ -41,9 +41,9 @@ export function writeConsumerProtocolSubscription(w: W.Writer, m: ConsumerProtoc
 
 export function sizeConsumerProtocolSubscription(m: ConsumerProtocolSubscription, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeString(e0)))); }
+  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, W.sizeString, v))); }
   { const x = m.userData; n += W.sizeBytes(x); }
-  if (v >= 1) { const x = (m.ownedPartitions === undefined ? [] : m.ownedPartitions); n += (4 + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeConsumerProtocolSubscriptionTopicPartition(e0, v)))); }
+  if (v >= 1) { const x = (m.ownedPartitions === undefined ? [] : m.ownedPartitions); n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeConsumerProtocolSubscriptionTopicPartition, v))); }
   if (v >= 2) n += 4;
   if (v >= 3) { const x = (m.rackId === undefined ? null : m.rackId); n += W.sizeString(x); }
   return n;

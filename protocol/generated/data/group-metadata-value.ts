@@ -54,7 +54,7 @@ export function sizeGroupMetadataValue(m: GroupMetadataValue, v: number): number
   { const x = m.protocol; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.leader; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += 8;
-  { const x = m.members; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeGroupMetadataValueMemberMetadata(e0, v)))); }
+  { const x = m.members; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeGroupMetadataValueMemberMetadata, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

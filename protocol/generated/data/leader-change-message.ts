@@ -45,8 +45,8 @@ export function sizeLeaderChangeMessage(m: LeaderChangeMessage, v: number): numb
   let n = 0;
   n += 2;
   n += 4;
-  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderChangeMessageVoter(e0, v)))); }
-  { const x = m.grantingVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeLeaderChangeMessageVoter(e0, v)))); }
+  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderChangeMessageVoter, v))); }
+  { const x = m.grantingVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderChangeMessageVoter, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -46,7 +46,7 @@ export function sizeShareGroupCurrentMemberAssignmentValue(m: ShareGroupCurrentM
   n += 4;
   n += 4;
   n += 1;
-  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupCurrentMemberAssignmentValueTopicPartitions(e0, v)))); }
+  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupCurrentMemberAssignmentValueTopicPartitions, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

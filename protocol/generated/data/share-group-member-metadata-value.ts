@@ -41,12 +41,12 @@ export function writeShareGroupMemberMetadataValue(w: W.Writer, m: ShareGroupMem
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeShareGroupMemberMetadataValue(m: ShareGroupMemberMetadataValue, _v: number): number {
+export function sizeShareGroupMemberMetadataValue(m: ShareGroupMemberMetadataValue, v: number): number {
   let n = 0;
   { const x = m.rackId; n += W.sizeCompactString(x); }
   { const x = m.clientId; n += W.sizeCompactString(x); }
   { const x = m.clientHost; n += W.sizeCompactString(x); }
-  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -34,7 +34,7 @@ export function writeShareGroupPartitionMetadataValue(w: W.Writer, m: ShareGroup
 
 export function sizeShareGroupPartitionMetadataValue(m: ShareGroupPartitionMetadataValue, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupPartitionMetadataValueTopicMetadata(e0, v)))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupPartitionMetadataValueTopicMetadata, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,7 +76,7 @@ export function sizeShareGroupPartitionMetadataValueTopicMetadata(m: ShareGroupP
   n += 16;
   { const x = m.topicName; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupPartitionMetadataValuePartitionMetadata(e0, v)))); }
+  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupPartitionMetadataValuePartitionMetadata, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -107,10 +107,10 @@ export function writeShareGroupPartitionMetadataValuePartitionMetadata(w: W.Writ
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeShareGroupPartitionMetadataValuePartitionMetadata(m: ShareGroupPartitionMetadataValuePartitionMetadata, _v: number): number {
+export function sizeShareGroupPartitionMetadataValuePartitionMetadata(m: ShareGroupPartitionMetadataValuePartitionMetadata, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.racks; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => W.sizeCompactString(e0)))); }
+  { const x = m.racks; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

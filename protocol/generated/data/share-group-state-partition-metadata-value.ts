@@ -37,8 +37,8 @@ export function writeShareGroupStatePartitionMetadataValue(w: W.Writer, m: Share
 
 export function sizeShareGroupStatePartitionMetadataValue(m: ShareGroupStatePartitionMetadataValue, v: number): number {
   let n = 0;
-  { const x = m.initializedTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfo(e0, v)))); }
-  { const x = m.deletingTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupStatePartitionMetadataValueTopicInfo(e0, v)))); }
+  { const x = m.initializedTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfo, v))); }
+  { const x = m.deletingTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupStatePartitionMetadataValueTopicInfo, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

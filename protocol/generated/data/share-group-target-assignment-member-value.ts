@@ -34,7 +34,7 @@ export function writeShareGroupTargetAssignmentMemberValue(w: W.Writer, m: Share
 
 export function sizeShareGroupTargetAssignmentMemberValue(m: ShareGroupTargetAssignmentMemberValue, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeShareGroupTargetAssignmentMemberValueTopicPartition(e0, v)))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupTargetAssignmentMemberValueTopicPartition, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }

@@ -39,20 +39,21 @@ export function readTransactionLogValue(r: Reader, v: number): TransactionLogVal
   const f_transactionStartTimestampMs: bigint = r.int64();
   let f_clientTransactionVersion: number = (!(v >= 1) ? r.int16() : 0);
   let u: TaggedField[] | undefined;
-  if (v >= 1) u = r.taggedFields((tag, tr) => {
+  if (v >= 1) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
       case 0: if (v >= 1) { f_previousProducerId = tr.int64(); return true; } return false;
       case 1: if (v >= 1) { f_nextProducerId = tr.int64(); return true; } return false;
       case 2: if (v >= 1) { f_clientTransactionVersion = tr.int16(); return true; } return false;
     }
     return false;
-  });
+  }); }
   const m: TransactionLogValue = { producerId: f_producerId, previousProducerId: f_previousProducerId, nextProducerId: f_nextProducerId, producerEpoch: f_producerEpoch, transactionTimeoutMs: f_transactionTimeoutMs, transactionStatus: f_transactionStatus, transactionPartitions: f_transactionPartitions, transactionLastUpdateTimestampMs: f_transactionLastUpdateTimestampMs, transactionStartTimestampMs: f_transactionStartTimestampMs, clientTransactionVersion: f_clientTransactionVersion };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 function taggedTransactionLogValue(m: TransactionLogValue, v: number): TaggedField[] | undefined {
+  if (m.previousProducerId === undefined && m.nextProducerId === undefined && m.clientTransactionVersion === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.previousProducerId !== undefined) { const x = m.previousProducerId; if (!RT.isDefaultValue(x, -1n)) {
     const tw = W.Writer.alloc(8); tw.int64(x); t.push({ tag: 0, data: tw.done() }); } }
@@ -88,7 +89,7 @@ export function sizeTransactionLogValue(m: TransactionLogValue, v: number): numb
   n += 2;
   n += 4;
   n += 1;
-  { const x = m.transactionPartitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeTransactionLogValuePartitionsSchema(e0, v)))); }
+  { const x = m.transactionPartitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTransactionLogValuePartitionsSchema, v))); }
   n += 8;
   n += 8;
   if (!(v >= 1)) n += 2;

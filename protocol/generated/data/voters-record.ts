@@ -38,7 +38,7 @@ export function writeVotersRecord(w: W.Writer, m: VotersRecord, v: number): void
 export function sizeVotersRecord(m: VotersRecord, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVotersRecordVoter(e0, v)))); }
+  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVotersRecordVoter, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -79,7 +79,7 @@ export function sizeVotersRecordVoter(m: VotersRecordVoter, v: number): number {
   let n = 0;
   n += 4;
   n += 16;
-  { const x = m.endpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, (e0) => sizeVotersRecordEndpoint(e0, v)))); }
+  { const x = m.endpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVotersRecordEndpoint, v))); }
   { const x = m.kRaftVersionFeature; n += sizeVotersRecordKRaftVersionFeature(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;

@@ -2,7 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchResponse, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
-import { waitFor } from '../replica/purgatory.js';
+import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { defineHandler, type RequestContext } from './types.js';
 
@@ -141,12 +141,13 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
       }
     }
     const longPoll = req.maxWaitMs > 0 && req.minBytes > 0;
-    // Long poll: wait in the purgatory until enough bytes were appended to the partitions asked for.
-    // A consumer that is caught up everywhere waits before any response is built, so an idle consumer
-    // on thousands of partitions holds no response objects across the wait.
+    // Long poll: wait in the purgatory (on the connection's standing watch of these partitions) until
+    // enough bytes were appended to them. A consumer that is caught up everywhere waits before any
+    // response is built, so an idle consumer on thousands of partitions holds no response objects
+    // across the wait.
     const waitForBytes = async (needed: number) => {
       let appended = 0;
-      await waitFor(s.purgatory, logs, req.maxWaitMs, (bytes) => (appended += bytes ?? 0) >= needed);
+      await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (bytes) => (appended += bytes ?? 0) >= needed);
     };
     if (longPoll && caughtUp) await waitForBytes(req.minBytes);
     let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);

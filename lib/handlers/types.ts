@@ -11,6 +11,8 @@ export interface ConnectionDetails {
   remoteAddress: string;
   remotePort: number;
   listenerName: string;
+  /** Resolves once the connection has closed: per-connection state a handler keeps is released then. */
+  readonly closed: Promise<void>;
 }
 
 export interface RequestContext {

@@ -13,6 +13,8 @@ export interface ConnectionInfo {
   remotePort: number;
   listenerName: string;
   logger: Logger;
+  /** resolves once the socket has closed */
+  closed: Promise<void>;
 }
 
 /**
@@ -63,13 +65,13 @@ export class Connection {
 
   constructor(
     readonly socket: Socket,
-    info: Omit<ConnectionInfo, 'logger'>,
+    info: Omit<ConnectionInfo, 'logger' | 'closed'>,
     private readonly dispatch: Dispatch,
     private readonly limits: ConnectionLimits,
     logger: Logger,
   ) {
-    this.info = { ...info, logger: logger.child({ conn: info.id }) };
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+    this.info = { ...info, logger: logger.child({ conn: info.id }), closed: this.closed };
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => this.pump());
     socket.on('error', (err: NodeJS.ErrnoException) => {

@@ -19,9 +19,11 @@ export type PurgatoryKey = object | string;
 
 interface Watched {
   op: DelayedOperation;
-  keys: readonly PurgatoryKey[];
+  keys: Iterable<PurgatoryKey>;
   timer: NodeJS.Timeout | undefined;
   done: boolean;
+  /** a standing watch: never finishes, only closes */
+  standing: boolean;
 }
 
 export class Purgatory {
@@ -39,12 +41,8 @@ export class Purgatory {
       op.onComplete(false);
       return true;
     }
-    const w: Watched = { op, keys, timer: undefined, done: false };
-    for (const k of keys) {
-      let set = this.watchers.get(k);
-      if (set === undefined) this.watchers.set(k, (set = new Set()));
-      set.add(w);
-    }
+    const w: Watched = { op, keys, timer: undefined, done: false, standing: false };
+    for (const k of keys) this.watchKey(w, k);
     this.count++;
     w.timer = setTimeout(() => this.finish(w, true), Math.max(0, timeoutMs));
     return false;
@@ -64,10 +62,35 @@ export class Purgatory {
     return n;
   }
 
-  /** Completes every waiting operation as expired (shutdown). */
+  /** Registers a standing watch (see StandingWatch); it does not count in `size`. */
+  standing(onChange: (change?: number) => void): StandingWatch {
+    let current = new Set<PurgatoryKey>();
+    const w: Watched = { op: { tryComplete: (change) => (onChange(change), false), onComplete: () => {} }, keys: current, timer: undefined, done: false, standing: true };
+    const unregister = (keys: Iterable<PurgatoryKey>) => {
+      for (const k of keys) this.unwatchKey(w, k);
+    };
+    return {
+      setKeys: (keys) => {
+        if (w.done) return;
+        if (keys.length === current.size && keys.every((k) => current.has(k))) return;
+        const next = new Set(keys);
+        unregister([...current].filter((k) => !next.has(k)));
+        for (const k of next) if (!current.has(k)) this.watchKey(w, k);
+        w.keys = current = next;
+      },
+      close: () => {
+        if (w.done) return;
+        w.done = true;
+        unregister(current);
+        current.clear();
+      },
+    };
+  }
+
+  /** Completes every waiting operation as expired (shutdown); standing watches stay. */
   expireAll(): void {
     const all = new Set<Watched>();
-    for (const set of this.watchers.values()) for (const w of set) all.add(w);
+    for (const set of this.watchers.values()) for (const w of set) if (!w.standing) all.add(w);
     for (const w of all) this.finish(w, true);
   }
 
@@ -75,17 +98,36 @@ export class Purgatory {
     if (w.done) return;
     w.done = true;
     if (w.timer !== undefined) clearTimeout(w.timer);
-    for (const k of w.keys) {
-      const set = this.watchers.get(k);
-      if (set === undefined) continue;
-      set.delete(w);
-      // Partition (object) keys are few and reused by every fetch: keep their empty sets. String keys
-      // (groups) come and go, so drop theirs.
-      if (set.size === 0 && typeof k === 'string') this.watchers.delete(k);
-    }
+    for (const k of w.keys) this.unwatchKey(w, k);
     this.count--;
     w.op.onComplete(expired);
   }
+
+  private watchKey(w: Watched, k: PurgatoryKey): void {
+    let set = this.watchers.get(k);
+    if (set === undefined) this.watchers.set(k, (set = new Set()));
+    set.add(w);
+  }
+
+  private unwatchKey(w: Watched, k: PurgatoryKey): void {
+    const set = this.watchers.get(k);
+    if (set === undefined) return;
+    set.delete(w);
+    // Partition (object) keys are few and reused by every fetch: keep their empty sets. String keys
+    // (groups) come and go, so drop theirs.
+    if (set.size === 0 && typeof k === 'string') this.watchers.delete(k);
+  }
+}
+
+/**
+ * A watcher that stays: `onChange(change)` runs on every checkAndComplete of any of its keys until it
+ * is closed, and it never expires. Its keys can be replaced (the registrations are only touched when
+ * they do change).
+ */
+export interface StandingWatch {
+  /** Makes `keys` the watched set; a no-op when it already is (same keys, any order). */
+  setKeys(keys: readonly PurgatoryKey[]): void;
+  close(): void;
 }
 
 /** Waits until `ready()` holds (re-checked when a key is touched) or `timeoutMs` passes. Resolves true when ready. */

@@ -133,6 +133,30 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
     expect(recs.map((r) => r.key?.toString())).to.deep.equal(['under-0', 'under-1']);
   });
 
+  it('a fetch naming the same partitions in a rotated order (as librdkafka does) is woken by a produce to any of them', async () => {
+    // The connection keeps one standing watch over the partitions it fetches: a changed order must
+    // leave it in place, a changed set must move it.
+    const orders = [[0, 1, 2], [1, 2, 0], [2, 0, 1]];
+    for (const [round, order] of orders.entries()) {
+      const target = order[order.length - 1]!;
+      const ends: bigint[] = [];
+      for (const p of order) ends.push(await rawListOffset(producer, TOPIC, p));
+      const want = fetcher.responses.length + 1;
+      const body = fetchBody(TOPIC, order.map((partition, i) => ({ partition, fetchOffset: ends[i]! })), { maxWaitMs: MAX_WAIT, minBytes: 1 });
+      await fetcher.send(1, FETCH_V, body);
+      const done = fetcher.waitResponses(want, 10_000);
+      await sleep(100);
+      const tp = performance.now();
+      await rawProduce(producer, TOPIC, [[target, batch(1, `rot${round}`)]]);
+      const at = (await done)[want - 1]!.at;
+      expect(at - tp, `round ${round}: fetch returned ms after the produce`).to.be.below(100);
+      const parts = (fetcher.decode(want - 1, 1, FETCH_V).body as { responses: { partitions: RawFetchPartition[] }[] }).responses[0]!.partitions;
+      expect(parts.map((p) => p.partitionIndex)).to.deep.equal(order);
+      const got = parts.find((p) => p.partitionIndex === target)!;
+      expect(decodeRecords(got.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((r) => r.key?.toString())).to.deep.equal([`rot${round}-0`]);
+    }
+  });
+
   it('a produce to another partition does not complete the fetch', async () => {
     const end = await rawListOffset(producer, TOPIC, 1);
     const { t0, done } = await startFetch(1, end, 1);

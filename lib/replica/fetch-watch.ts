@@ -1,0 +1,45 @@
+/**
+ * What a connection's long-polling fetches wait on. A client without fetch sessions (librdkafka,
+ * kafkajs, kafka-python) names every assigned partition in every Fetch; registering a delayed
+ * operation under each of them on every poll is most of what an idle consumer on thousands of
+ * partitions costs. Instead each connection keeps one standing watch under the partitions it last
+ * fetched, replaced only when that set changes, and a waiting fetch registers under the
+ * connection's key alone: an unchanged idle poll touches one registration, not thousands.
+ */
+import type { PartitionLog } from '../log/partition-log.js';
+import { type Purgatory, type StandingWatch, waitFor } from './purgatory.js';
+
+export class FetchWatch {
+  private readonly standing: StandingWatch;
+
+  constructor(private readonly purgatory: Purgatory) {
+    // A change to any watched partition re-checks the fetch waiting on this connection, if any.
+    this.standing = purgatory.standing((change) => purgatory.checkAndComplete(this, change));
+  }
+
+  /**
+   * Waits until `ready(appendedBytes)` holds after an append to one of `logs`, or `timeoutMs` passes;
+   * resolves true when ready.
+   */
+  wait(logs: readonly PartitionLog[], timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean> {
+    this.standing.setKeys(logs);
+    return waitFor(this.purgatory, [this], timeoutMs, ready);
+  }
+
+  close(): void {
+    this.standing.close();
+  }
+}
+
+const watches = new WeakMap<object, FetchWatch>();
+
+/** The fetch watch of a connection, made on first use and closed with the connection. */
+export function fetchWatchFor(purgatory: Purgatory, conn: { readonly closed: Promise<void> }): FetchWatch {
+  let w = watches.get(conn);
+  if (w === undefined) {
+    const watch = new FetchWatch(purgatory);
+    watches.set(conn, (w = watch));
+    void conn.closed.then(() => watch.close());
+  }
+  return w;
+}

@@ -1,0 +1,77 @@
+/** The purgatory's standing watches (what a connection's long-polling fetches wait behind). */
+import { expect } from 'chai';
+import { Purgatory, waitFor } from '../../../lib/replica/purgatory.js';
+
+describe('purgatory: standing watches', () => {
+  const a = { name: 'a' };
+  const b = { name: 'b' };
+  const c = { name: 'c' };
+
+  it('is told of every change to its keys until closed, and never counts as waiting', () => {
+    const p = new Purgatory();
+    const seen: (number | undefined)[] = [];
+    const s = p.standing((change) => seen.push(change));
+    s.setKeys([a, b]);
+    expect(p.size).to.equal(0);
+    p.checkAndComplete(a, 10);
+    p.checkAndComplete(b, 20);
+    p.checkAndComplete(c, 30);
+    p.checkAndComplete(a, 40);
+    expect(seen).to.deep.equal([10, 20, 40]);
+    s.close();
+    p.checkAndComplete(a, 50);
+    expect(seen).to.deep.equal([10, 20, 40]);
+  });
+
+  it('setKeys replaces the watched set; the same keys in another order change nothing', () => {
+    const p = new Purgatory();
+    const seen: number[] = [];
+    const s = p.standing((change) => seen.push(change ?? -1));
+    s.setKeys([a, b]);
+    s.setKeys([b, a]);
+    p.checkAndComplete(a, 1);
+    expect(seen).to.deep.equal([1]);
+    s.setKeys([c]);
+    p.checkAndComplete(a, 2);
+    p.checkAndComplete(b, 3);
+    p.checkAndComplete(c, 4);
+    expect(seen).to.deep.equal([1, 4]);
+    s.setKeys([c, a, a]);
+    p.checkAndComplete(a, 5);
+    p.checkAndComplete(c, 6);
+    expect(seen).to.deep.equal([1, 4, 5, 6]);
+  });
+
+  it('forwards changes to an operation waiting on its own key, which completes once and stops watching', async () => {
+    const p = new Purgatory();
+    const conn = { name: 'connection' };
+    const s = p.standing((change) => p.checkAndComplete(conn, change));
+    s.setKeys([a, b]);
+    let total = 0;
+    const done = waitFor(p, [conn], 10_000, (bytes) => (total += bytes ?? 0) >= 100);
+    expect(p.size).to.equal(1);
+    p.checkAndComplete(c, 500); // not watched
+    p.checkAndComplete(a, 60);
+    expect(p.size).to.equal(1);
+    p.checkAndComplete(b, 60);
+    expect(await done).to.equal(true);
+    expect(p.size).to.equal(0);
+    expect(total).to.equal(120);
+    p.checkAndComplete(a, 1000); // nothing waits now: no error, nothing counted
+    expect(total).to.equal(120);
+  });
+
+  it('expireAll expires waiting operations and leaves standing watches in place', async () => {
+    const p = new Purgatory();
+    const seen: number[] = [];
+    const s = p.standing((change) => seen.push(change ?? -1));
+    s.setKeys([a]);
+    const waiting = waitFor(p, [b], 10_000, () => false);
+    p.expireAll();
+    expect(await waiting).to.equal(false);
+    expect(p.size).to.equal(0);
+    p.checkAndComplete(a, 7);
+    expect(seen).to.deep.equal([7]);
+    s.close();
+  });
+});

@@ -90,6 +90,11 @@ export class TopicManager {
     return this.logs.get(topic)?.[partition];
   }
 
+  /** The open logs of `topic` by partition index (one lookup for a request naming many partitions). */
+  logsOf(topic: string): readonly PartitionLog[] | undefined {
+    return this.logs.get(topic);
+  }
+
   /** Waits until the logs of `topic` are open (right after creation they may still be opening). */
   async ready(topic: string): Promise<PartitionLog[] | undefined> {
     const t = this.metadata.topic(topic);

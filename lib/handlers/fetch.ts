@@ -1,6 +1,6 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import type { FetchRequest, FetchResponse, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
+import type { FetchRequest, FetchRequestFetchPartition, FetchResponse, FetchResponseAbortedTransaction, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
@@ -11,10 +11,7 @@ const ZERO_UUID = '0'.repeat(32);
 const EMPTY = Buffer.alloc(0);
 
 interface Wanted {
-  topicIndex: number;
-  partition: number;
-  fetchOffset: bigint;
-  partitionMaxBytes: number;
+  req: FetchRequestFetchPartition;
   log: PartitionLog | undefined;
   errorCode: number;
 }
@@ -25,43 +22,54 @@ interface TopicOut {
   wanted: Wanted[];
 }
 
+/** Shared by every read_committed partition result (the encoder only reads it): no transactions yet. */
+const NO_ABORTED: FetchResponseAbortedTransaction[] = [];
+
 function partitionResult(w: Wanted, readCommitted: boolean, errorCode: number, records: Buffer): FetchResponsePartitionData {
   const hw = w.log?.highWatermark ?? -1n;
   return {
-    partitionIndex: w.partition,
+    partitionIndex: w.req.partition,
     errorCode,
     highWatermark: hw,
     lastStableOffset: hw,
     logStartOffset: w.log?.logStartOffset ?? -1n,
-    abortedTransactions: readCommitted ? [] : null,
+    abortedTransactions: readCommitted ? NO_ABORTED : null,
     preferredReadReplica: -1,
     records,
   };
 }
 
-function resolve(req: FetchRequest, ctx: RequestContext): TopicOut[] {
+/** At the high watermark (inside the log): nothing to read yet. */
+function caughtUp(fetchOffset: bigint, log: PartitionLog): boolean {
+  return fetchOffset >= log.highWatermark && fetchOffset <= log.logEndOffset && fetchOffset >= log.logStartOffset;
+}
+
+/** The topics and partitions asked for with their logs (one pass), and whether all are caught up. */
+function resolve(req: FetchRequest, ctx: RequestContext) {
   const s = ctx.services;
-  return req.topics.map((t, topicIndex) => {
-    const byId = ctx.apiVersion >= 13;
+  const byId = ctx.apiVersion >= 13;
+  const missing = byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+  const topics: TopicOut[] = [];
+  const logs: PartitionLog[] = [];
+  let allCaughtUp = true;
+  for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
-    const missing = byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
-    const name = rec?.name ?? t.topic ?? '';
-    return {
-      topic: name,
-      topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID,
-      wanted: t.partitions.map((p) => {
-        const log = rec === undefined ? undefined : s.topics.partition(rec.name, p.partition);
-        return {
-          topicIndex,
-          partition: p.partition,
-          fetchOffset: p.fetchOffset,
-          partitionMaxBytes: p.partitionMaxBytes,
-          log,
-          errorCode: rec === undefined ? missing : log === undefined ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION : ErrorCode.NONE,
-        };
-      }),
-    };
-  });
+    const partitionLogs = rec === undefined ? undefined : s.topics.logsOf(rec.name);
+    const wanted: Wanted[] = [];
+    for (const p of t.partitions) {
+      const log = partitionLogs?.[p.partition];
+      if (log === undefined) {
+        allCaughtUp = false;
+        wanted.push({ req: p, log, errorCode: rec === undefined ? missing : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION });
+        continue;
+      }
+      logs.push(log);
+      if (allCaughtUp && !caughtUp(p.fetchOffset, log)) allCaughtUp = false;
+      wanted.push({ req: p, log, errorCode: ErrorCode.NONE });
+    }
+    topics.push({ topic: rec?.name ?? t.topic ?? '', topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID, wanted });
+  }
+  return { topics, logs, allCaughtUp };
 }
 
 /** Reads every partition within the byte limits; returns the response parts and the bytes read. */
@@ -84,20 +92,19 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
         partitions.push(partitionResult(w, readCommitted, versionError, EMPTY));
         continue;
       }
-      const log = w.log;
-      if (w.fetchOffset >= log.highWatermark && w.fetchOffset <= log.logEndOffset && w.fetchOffset >= log.logStartOffset) {
+      if (caughtUp(w.req.fetchOffset, w.log)) {
         // Caught up: nothing to read, so no read call (an idle consumer on thousands of partitions is all this).
         partitions.push(partitionResult(w, readCommitted, ErrorCode.NONE, EMPTY));
         continue;
       }
       try {
-        const limit = Math.max(0, Math.min(w.partitionMaxBytes, budget));
-        const { records, size } = await w.log.read(w.fetchOffset, limit, { minOneMessage: allowOversized && total === 0, maxOffset: w.log.highWatermark });
+        const limit = Math.max(0, Math.min(w.req.partitionMaxBytes, budget));
+        const { records, size } = await w.log.read(w.req.fetchOffset, limit, { minOneMessage: allowOversized && total === 0, maxOffset: w.log.highWatermark });
         budget -= size;
         total += size;
         if (apiVersion <= 3) {
           // old readers get magic 0/1 (down-converted on the append pool when stored newer)
-          const r = await recordsForFetchVersion(w.log, records, apiVersion, w.fetchOffset);
+          const r = await recordsForFetchVersion(w.log, records, apiVersion, w.req.fetchOffset);
           if (r.errorCode !== ErrorCode.NONE) errors++;
           partitions.push(partitionResult(w, readCommitted, r.errorCode, r.records));
           continue;
@@ -125,21 +132,10 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
       // No fetch sessions yet: an incremental fetch names a session we never created.
       return { throttleTimeMs: 0, errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
     }
-    const topics = resolve(req, ctx);
+    const { topics, logs, allCaughtUp } = resolve(req, ctx);
     const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
     const allowOversized = ctx.apiVersion >= 3;
     const readCommitted = (req.isolationLevel ?? 0) === READ_COMMITTED;
-    const logs: PartitionLog[] = [];
-    let caughtUp = true;
-    for (const t of topics) {
-      for (const w of t.wanted) {
-        if (w.log === undefined || w.errorCode !== ErrorCode.NONE) caughtUp = false;
-        else {
-          logs.push(w.log);
-          if (w.fetchOffset < w.log.highWatermark || w.fetchOffset > w.log.logEndOffset || w.fetchOffset < w.log.logStartOffset) caughtUp = false;
-        }
-      }
-    }
     const longPoll = req.maxWaitMs > 0 && req.minBytes > 0;
     // Long poll: wait in the purgatory (on the connection's standing watch of these partitions) until
     // enough bytes were appended to them. A consumer that is caught up everywhere waits before any
@@ -149,9 +145,9 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
       let appended = 0;
       await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (bytes) => (appended += bytes ?? 0) >= needed);
     };
-    if (longPoll && caughtUp) await waitForBytes(req.minBytes);
+    if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);
     let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
-    if (longPoll && !caughtUp && result.total < req.minBytes && result.errors === 0) {
+    if (longPoll && !allCaughtUp && result.total < req.minBytes && result.errors === 0) {
       await waitForBytes(req.minBytes - result.total);
       result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
     }

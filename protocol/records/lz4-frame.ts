@@ -1,11 +1,13 @@
-import { compressSync as lz4CompressBlock } from 'lz4-napi';
+import { compressSync as lz4CompressBlock, uncompressSync as lz4UncompressBlock } from 'lz4-napi';
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
 import { xxhash32 } from './xxhash32.js';
 
 /**
- * The LZ4 frame format as Kafka uses it, around raw LZ4 blocks. Reading is done here in JS so that
- * the output is bounded by the caller's limit (the native one-shot decoder trusts a size prefix and
- * allocates it). Compression of each block is native.
+ * The LZ4 frame format as Kafka uses it, around raw LZ4 blocks. The frame is parsed here; blocks are
+ * compressed and decompressed natively. The native block decoder takes the output size from a 4-byte
+ * prefix and allocates it, so each block is handed over with a prefix of at most the frame's block
+ * maximum and the room left under the caller's limit: output stays bounded, a block that would
+ * exceed it fails.
  *
  * Kafka's pre-0.10 writer (message format magic 0) computed the header checksum over the 4 magic
  * bytes plus the descriptor instead of the descriptor alone (KAFKA-1493): we accept that form when
@@ -18,8 +20,6 @@ const SKIPPABLE_MAGIC = 0x184d2a50;
 const BLOCK_SIZES: Record<number, number> = { 4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20 };
 const WRITE_BLOCK_SIZE = 64 << 10;
 const WRITE_BD = 0x40; // 64 KiB blocks, as Kafka's Java writer uses
-/** Literal runs and matches shorter than this are copied byte by byte (cheaper than Buffer#copy). */
-const SHORT_COPY = 64;
 
 function fail(message: string): never {
   throw new ProtocolError(GregorErrorCode.COMPRESSION_FAILED, `lz4: ${message}`);
@@ -45,65 +45,29 @@ class Output {
   }
 }
 
+/** How far back an LZ4 match may reach: a linked block's dictionary is this much of the output before it. */
+const WINDOW = 64 << 10;
+
 /**
- * Decodes one raw LZ4 block from `src[start, end)` into `out`, at most `maxBlock` bytes. Back
- * references may reach into earlier output (dependent blocks).
+ * Decodes one raw LZ4 block natively into `out`. `linked`: back references may reach into the
+ * output of earlier blocks of the frame (from `frameStart` on).
  */
-function decodeBlock(src: Buffer, start: number, end: number, out: Output, maxBlock: number): void {
-  let s = start;
-  const blockStart = out.pos;
-  while (s < end) {
-    const token = src[s++] ?? 0;
-    let lit = token >>> 4;
-    if (lit === 15) {
-      let b = 255;
-      while (b === 255) {
-        if (s >= end) fail('truncated literal length');
-        b = src[s++] ?? 0;
-        lit += b;
-      }
-    }
-    if (lit > end - s) fail('literal run past the end of the block');
-    if (out.pos - blockStart + lit > maxBlock) fail('block larger than its declared maximum');
-    out.ensure(lit);
-    if (lit < SHORT_COPY) {
-      // Buffer#copy costs ~100 ns a call: short runs (most of them) are copied here
-      const o = out.buf;
-      for (let i = 0; i < lit; i++) o[out.pos + i] = src[s + i] as number;
-    } else src.copy(out.buf, out.pos, s, s + lit);
-    out.pos += lit;
-    s += lit;
-    if (s === end) return; // the last sequence carries literals only
-    if (end - s < 2) fail('truncated match offset');
-    const dist = (src[s] ?? 0) | ((src[s + 1] ?? 0) << 8);
-    s += 2;
-    if (dist === 0 || dist > out.pos) fail('match offset out of range');
-    let len = token & 15;
-    if (len === 15) {
-      let b = 255;
-      while (b === 255) {
-        if (s >= end) fail('truncated match length');
-        b = src[s++] ?? 0;
-        len += b;
-      }
-    }
-    len += 4;
-    if (out.pos - blockStart + len > maxBlock) fail('block larger than its declared maximum');
-    out.ensure(len);
-    const o = out.buf;
-    let from = out.pos - dist;
-    if (dist >= len && len >= SHORT_COPY) {
-      o.copy(o, out.pos, from, from + len);
-      out.pos += len;
-    } else {
-      // overlapping copy repeats the last `dist` bytes; short ones are cheaper here than Buffer#copy
-      let p = out.pos;
-      const stop = p + len;
-      while (p < stop) o[p++] = o[from++] ?? 0;
-      out.pos = stop;
-    }
+function decodeBlock(src: Buffer, start: number, end: number, out: Output, maxBlock: number, linked: boolean, frameStart: number): void {
+  const room = Math.min(maxBlock, out.limit - out.pos);
+  const prefixed = Buffer.allocUnsafe(4 + end - start);
+  prefixed.writeUInt32LE(room, 0);
+  src.copy(prefixed, 4, start, end);
+  let block: Buffer;
+  try {
+    block = linked && out.pos > frameStart ? lz4UncompressBlock(prefixed, out.buf.subarray(Math.max(frameStart, out.pos - WINDOW), out.pos)) : lz4UncompressBlock(prefixed);
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    fail(room < maxBlock ? `block corrupt or over the limit of ${out.limit} decompressed bytes (${why})` : `block corrupt or larger than its declared maximum (${why})`);
   }
-  fail('empty block');
+  if (block.length === 0) fail('empty block');
+  out.ensure(block.length);
+  block.copy(out.buf, out.pos);
+  out.pos += block.length;
 }
 
 function u32(buf: Buffer, p: number): number {
@@ -143,6 +107,7 @@ function readFrame(input: Buffer, frameStart: number, out: Output, magic: number
   const blockChecksum = (flg & 0x10) !== 0;
   const hasContentSize = (flg & 0x08) !== 0;
   const contentChecksum = (flg & 0x04) !== 0;
+  const linked = (flg & 0x20) === 0;
   if ((flg & 0x01) !== 0) fail('dictionary ids are not supported');
   const maxBlock = BLOCK_SIZES[(bd >>> 4) & 7];
   if (maxBlock === undefined) fail(`unsupported block size code ${(bd >>> 4) & 7}`);
@@ -176,7 +141,7 @@ function readFrame(input: Buffer, frameStart: number, out: Output, magic: number
       input.copy(out.buf, out.pos, p, p + size);
       out.pos += size;
     } else {
-      decodeBlock(input, p, p + size, out, maxBlock);
+      decodeBlock(input, p, p + size, out, maxBlock, linked, contentStart);
     }
     p += size + (blockChecksum ? 4 : 0);
   }

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { randomBytes } from 'node:crypto';
 import zlib from 'node:zlib';
+import { compressSync as lz4Block } from 'lz4-napi';
 import { compressSync as snappyRaw } from 'snappy';
 import { Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
 import { GregorErrorCode, ProtocolError } from '../../../protocol/codec/errors.js';
@@ -178,6 +179,29 @@ describe('records/compression', () => {
       badBlock[22] = (badBlock[22] ?? 0) ^ 1; // inside the payload: block checksum fails first
       expectProtocolError(() => decompress(CompressionCodec.LZ4, badBlock, { maxOutput: 100 }), GregorErrorCode.COMPRESSION_FAILED);
       expectProtocolError(() => decompress(CompressionCodec.LZ4, frame, { maxOutput: 10 }), GregorErrorCode.COMPRESSION_FAILED);
+    });
+    it('reads linked (dependent) blocks, whose matches reach into the previous block', () => {
+      // two 64 KiB blocks, the second compressed against the first as its dictionary (FLG bit 5 clear)
+      const text = Buffer.from(Array.from({ length: 4000 }, (_, i) => `record ${i % 997} of a kafka log; `).join(''));
+      const first = text.subarray(0, 64 << 10);
+      const second = text.subarray(64 << 10, 128 << 10);
+      const b1 = lz4Block(first).subarray(4);
+      const b2 = lz4Block(second, first).subarray(4);
+      expect(b2.length, 'the dictionary helps').to.be.below(lz4Block(second).length - 4);
+      const desc = Buffer.from([0x40, 0x40]);
+      const size = (n: number) => {
+        const b = Buffer.alloc(4);
+        b.writeUInt32LE(n);
+        return b;
+      };
+      const frame = Buffer.concat([Buffer.from([0x04, 0x22, 0x4d, 0x18]), desc, Buffer.from([(xxhash32(desc) >>> 8) & 0xff]), size(b1.length), b1, size(b2.length), b2, Buffer.alloc(4)]);
+      const out = decompress(CompressionCodec.LZ4, frame, { maxOutput: MB });
+      expect(out.equals(Buffer.concat([first, second]))).to.equal(true);
+      // the same blocks declared independent: the second cannot be decoded alone
+      const independent = Buffer.from(frame);
+      independent[4] = 0x60;
+      independent[6] = (xxhash32(independent, 4, 6) >>> 8) & 0xff;
+      expectProtocolError(() => decompress(CompressionCodec.LZ4, independent, { maxOutput: MB }), GregorErrorCode.COMPRESSION_FAILED);
     });
     it('bounds an lz4 bomb', () => {
       const frame = compress(CompressionCodec.LZ4, Buffer.alloc(8 * MB));

@@ -23,6 +23,7 @@ import { buildRecordBatch, decodeRecords, logEntries } from '../../protocol/reco
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
 import { RawClient, rawCreateTopics, rawFetch, rawProduce } from '../../test/helpers/raw-client.js';
+import { mainThreadCpuSeconds } from './proc-stats.js';
 
 const PRODUCERS = 5;
 const RECORD_BYTES = 6200;
@@ -66,6 +67,10 @@ interface RunResult {
   bytes: number;
   wallSeconds: number;
   brokerCpuSeconds: number;
+  /** the broker's main thread alone: the serial part of the pipeline */
+  brokerMainThreadCpuSeconds: number;
+  /** the bench process (5 producers + latency probe) */
+  clientCpuSeconds: number;
   mbPerSecond: number;
   latencyMs: { samples: number; p50: number; p99: number; max: number };
   verified: { contiguous: boolean; perProducerOrder: boolean; values: boolean; storedCodec: string; storedBytes: number };
@@ -123,6 +128,8 @@ async function run(codec: string, workers: number, values: Buffer[]): Promise<Ru
     const probe = latencyProbe(broker.bootstrap, () => done);
     await new Promise((r) => setTimeout(r, 200));
     const cpu0 = cpuSeconds(pid);
+    const main0 = mainThreadCpuSeconds(pid);
+    const self0 = process.cpuUsage();
     const t0 = performance.now();
     await Promise.all(
       clients.map(async (c, p) => {
@@ -134,6 +141,8 @@ async function run(codec: string, workers: number, values: Buffer[]): Promise<Ru
     );
     const wall = (performance.now() - t0) / 1000;
     const cpu = cpuSeconds(pid) - cpu0;
+    const mainCpu = mainThreadCpuSeconds(pid) - main0;
+    const self = process.cpuUsage(self0);
     done = true;
     const lat = await probe;
     for (const c of clients) c.destroy();
@@ -172,6 +181,8 @@ async function run(codec: string, workers: number, values: Buffer[]): Promise<Ru
       bytes,
       wallSeconds: wall,
       brokerCpuSeconds: cpu,
+      brokerMainThreadCpuSeconds: mainCpu,
+      clientCpuSeconds: (self.user + self.system) / 1e6,
       mbPerSecond: bytes / 1e6 / wall,
       latencyMs: { samples: lat.length, p50: percentile(lat, 50), p99: percentile(lat, 99), max: Math.max(...lat) },
       verified: { contiguous, perProducerOrder, values: valuesOk, storedCodec: [...codecs].map((c) => ['none', 'gzip', 'snappy', 'lz4', 'zstd'][c]).join(','), storedBytes },
@@ -218,7 +229,7 @@ function benchFile(rows: Row[], settings: object, timestamp: string, mach: objec
       { kind: 'bar', title: 'e2e latency p99 of a 100-byte record on another topic, ms', xLabel: 'num.append.workers', yLabel: 'ms', series: series((r) => r.latencyMs.p99) },
     ],
     table: {
-      columns: ['codec', 'workers', 'wall s', 'speed-up', 'MB/s', 'broker CPU s', 'e2e p50 ms', 'e2e p99 ms', 'verified'],
+      columns: ['codec', 'workers', 'wall s', 'speed-up', 'MB/s', 'broker CPU s', 'broker main thread CPU s', 'client CPU s', 'e2e p50 ms', 'e2e p99 ms', 'verified'],
       rows: rows.map((r) => [
         r.codec,
         r.workers,
@@ -226,6 +237,8 @@ function benchFile(rows: Row[], settings: object, timestamp: string, mach: objec
         r.speedup === null ? null : Number(r.speedup.toFixed(2)),
         Number(r.mbPerSecond.toFixed(1)),
         Number(r.brokerCpuSeconds.toFixed(2)),
+        Number((r.brokerMainThreadCpuSeconds ?? NaN).toFixed(2)),
+        Number((r.clientCpuSeconds ?? NaN).toFixed(2)),
         Number(r.latencyMs.p50.toFixed(2)),
         Number(r.latencyMs.p99.toFixed(2)),
         r.verified.contiguous && r.verified.perProducerOrder && r.verified.values ? `ok (${r.verified.storedCodec})` : 'FAILED',
@@ -243,11 +256,11 @@ function benchFile(rows: Row[], settings: object, timestamp: string, mach: objec
 
 function printTable(rows: Row[], bytes: number): void {
   console.log(`\nKAFKA-1933: ${PRODUCERS} producers, ${RECORD_BYTES}-byte records, batches of ${BATCH}, ${bytes / 1e6} MB timed per run, 1 partition\n`);
-  console.log('codec  workers  wall s  speed-up  MB/s   broker CPU s  e2e p50 ms  e2e p99 ms  verified');
+  console.log('codec  workers  wall s  speed-up  MB/s   broker CPU s  (main)  client CPU s  e2e p50 ms  e2e p99 ms  verified');
   for (const r of rows) {
     const ok = r.verified.contiguous && r.verified.perProducerOrder && r.verified.values ? `ok (${r.verified.storedCodec})` : `FAILED ${JSON.stringify(r.verified)}`;
     console.log(
-      `${r.codec.padEnd(6)} ${String(r.workers).padStart(7)}  ${r.wallSeconds.toFixed(2).padStart(6)}  ${(r.speedup ?? NaN).toFixed(2).padStart(8)}  ${r.mbPerSecond.toFixed(1).padStart(5)}  ${r.brokerCpuSeconds.toFixed(2).padStart(12)}  ${r.latencyMs.p50.toFixed(2).padStart(10)}  ${r.latencyMs.p99.toFixed(2).padStart(10)}  ${ok}`,
+      `${r.codec.padEnd(6)} ${String(r.workers).padStart(7)}  ${r.wallSeconds.toFixed(2).padStart(6)}  ${(r.speedup ?? NaN).toFixed(2).padStart(8)}  ${r.mbPerSecond.toFixed(1).padStart(5)}  ${r.brokerCpuSeconds.toFixed(2).padStart(12)}  ${(r.brokerMainThreadCpuSeconds ?? NaN).toFixed(2).padStart(6)}  ${(r.clientCpuSeconds ?? NaN).toFixed(2).padStart(12)}  ${r.latencyMs.p50.toFixed(2).padStart(10)}  ${r.latencyMs.p99.toFixed(2).padStart(10)}  ${ok}`,
     );
   }
 }

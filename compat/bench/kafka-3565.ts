@@ -11,7 +11,7 @@
  * a child process; the producer shares the machine with it. Values are 100 random uppercase
  * letters (what Kafka's ProducerPerformance sends), so they compress about 40%.
  *
- * Knobs (environment): BENCH_3565_RECORDS (default 1000000), BENCH_3565_CODECS, BENCH_3565_MODES
+ * Knobs (environment): BENCH_3565_RECORDS (default 3000000), BENCH_3565_CODECS, BENCH_3565_MODES
  * ("v2,v1").
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,11 +20,12 @@ import path from 'node:path';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
 import { loadConfluent } from '../lib/confluent-module.js';
+import { mainThreadCpuSeconds, threadCpu } from './proc-stats.js';
 
 type Any = any;
 const ck: Any = loadConfluent();
 
-const RECORDS = Number(process.env['BENCH_3565_RECORDS'] ?? 1_000_000);
+const RECORDS = Number(process.env['BENCH_3565_RECORDS'] ?? 3_000_000);
 const CODECS = (process.env['BENCH_3565_CODECS'] ?? 'none,gzip,snappy,lz4,zstd').split(',');
 const MODES = (process.env['BENCH_3565_MODES'] ?? 'v2,v1').split(',');
 const VALUE_BYTES = 100;
@@ -99,7 +100,24 @@ interface Row {
   mbPerSecond: number;
   brokerCpuSecondsPerMillion: number;
   producerCpuSecondsPerMillion: number;
+  /** the broker's main thread alone (the rest: append workers, libuv, GC helpers) */
+  brokerMainThreadCpuSecondsPerMillion: number;
+  /**
+   * Busiest producer-process threads over the timed window, % of one core: the JS thread that calls
+   * produce() ("node") and librdkafka's own ("rdk:broker…" builds, compresses and sends the batches).
+   */
+  producerThreads: { name: string; busyPercent: number }[];
   highWatermark: number;
+}
+
+/** CPU seconds per thread name (threads of one name summed). */
+function threadsByName(pid: number): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const t of threadCpu(pid)) {
+    const name = t.tid === pid ? 'node (JS)' : t.comm;
+    m.set(name, (m.get(name) ?? 0) + t.cpuSeconds);
+  }
+  return m;
 }
 
 async function runMode(mode: string, vals: Buffer[]): Promise<Row[]> {
@@ -118,12 +136,19 @@ async function runMode(mode: string, vals: Buffer[]): Promise<Row[]> {
       try {
         await produce(p, topic, WARMUP, vals); // creates the topic, warms up both sides
         const cpu0 = cpuSeconds(pid);
+        const main0 = mainThreadCpuSeconds(pid);
+        const threads0 = threadsByName(process.pid);
         const self0 = selfCpuSeconds();
         const t0 = performance.now();
         await produce(p, topic, RECORDS, vals);
         const seconds = (performance.now() - t0) / 1000;
         const cpu = cpuSeconds(pid) - cpu0;
+        const mainCpu = mainThreadCpuSeconds(pid) - main0;
         const self = selfCpuSeconds() - self0;
+        const producerThreads = [...threadsByName(process.pid)]
+          .map(([name, c]) => ({ name, busyPercent: Math.round(((c - (threads0.get(name) ?? 0)) / seconds) * 100) }))
+          .filter((t) => t.busyPercent >= 5)
+          .sort((a, b) => b.busyPercent - a.busyPercent);
         const hw = await highWatermark(p, topic);
         rows.push({
           mode: mode === 'v1' ? 'format 1 (0.10.0, Produce v2)' : 'format 2 (Produce v7+)',
@@ -134,6 +159,8 @@ async function runMode(mode: string, vals: Buffer[]): Promise<Row[]> {
           mbPerSecond: (RECORDS * VALUE_BYTES) / 1e6 / seconds,
           brokerCpuSecondsPerMillion: (cpu / RECORDS) * 1e6,
           producerCpuSecondsPerMillion: (self / RECORDS) * 1e6,
+          brokerMainThreadCpuSecondsPerMillion: (mainCpu / RECORDS) * 1e6,
+          producerThreads,
           highWatermark: hw,
         });
         if (hw !== WARMUP + RECORDS) throw new Error(`${topic}: high watermark ${hw}, expected ${WARMUP + RECORDS}`);
@@ -186,10 +213,20 @@ function benchFile(rows: Row[], timestamp: string) {
       { kind: 'bar', title: 'broker CPU seconds per million records', xLabel: 'codec', yLabel: 'CPU s / M', series: modes.map((m) => ({ name: m, points: rows.filter((r) => r.mode === m).map((r) => ({ x: r.codec, y: Number(r.brokerCpuSecondsPerMillion.toFixed(3)) })) })) },
     ],
     table: {
-      columns: ['format', 'codec', 'records/s', 'MB/s', 'vs none', 'broker CPU s/M', 'producer CPU s/M'],
+      columns: ['format', 'codec', 'records/s', 'MB/s', 'vs none', 'broker CPU s/M', 'broker main thread CPU s/M', 'producer CPU s/M', 'busiest producer threads, % of a core'],
       rows: rows.map((r) => {
         const base = none(r.mode);
-        return [r.mode, r.codec, Math.round(r.recordsPerSecond), Number(r.mbPerSecond.toFixed(1)), base === undefined ? null : Number((r.recordsPerSecond / base.recordsPerSecond).toFixed(2)), Number(r.brokerCpuSecondsPerMillion.toFixed(2)), Number(r.producerCpuSecondsPerMillion.toFixed(2))];
+        return [
+          r.mode,
+          r.codec,
+          Math.round(r.recordsPerSecond),
+          Number(r.mbPerSecond.toFixed(1)),
+          base === undefined ? null : Number((r.recordsPerSecond / base.recordsPerSecond).toFixed(2)),
+          Number(r.brokerCpuSecondsPerMillion.toFixed(2)),
+          Number(r.brokerMainThreadCpuSecondsPerMillion.toFixed(2)),
+          Number(r.producerCpuSecondsPerMillion.toFixed(2)),
+          r.producerThreads.map((t) => `${t.name} ${t.busyPercent}`).join(', '),
+        ];
       }),
     },
     notes: [
@@ -210,10 +247,10 @@ async function main(): Promise<void> {
   for (const mode of MODES) rows.push(...(await runMode(mode, vals)));
   const report = benchFile(rows, new Date().toISOString());
   console.log(`\nKAFKA-3565: librdkafka ${ck.librdkafkaVersion ?? ''} producer, ${VALUE_BYTES}-byte records, acks=1, 1 partition, ${RECORDS} records per run\n`);
-  console.log('format                          codec    records/s     MB/s   vs none   broker CPU s/M   producer CPU s/M');
+  console.log('format                          codec    records/s     MB/s   vs none   broker CPU s/M  (main)   producer CPU s/M   busiest producer threads (% of a core)');
   for (const r of report.table.rows) {
-    const [mode, codec, rps, mbs, vs, bcpu, pcpu] = r as [string, string, number, number, number | null, number, number];
-    console.log(`${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(15)}  ${pcpu.toFixed(2).padStart(17)}`);
+    const [mode, codec, rps, mbs, vs, bcpu, mcpu, pcpu, threads] = r as [string, string, number, number, number | null, number, number, number, string];
+    console.log(`${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(14)}  ${mcpu.toFixed(2).padStart(6)}  ${pcpu.toFixed(2).padStart(17)}   ${threads}`);
   }
   for (const h of report.headline) console.log(`  ${h}`);
   const dir = path.join(PROJECT_ROOT, 'compat/results');

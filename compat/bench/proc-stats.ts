@@ -4,7 +4,7 @@
  * client (@confluentinc/kafka-javascript from compat/clients/confluent).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +32,27 @@ export function cpuSeconds(pid: number): number {
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // rest[0] is field 3 (state); utime is field 14, stime field 15
   return (Number(rest[14 - 3]) + Number(rest[15 - 3])) / clkTck();
+}
+
+/** utime + stime of each thread of a process, with its name (librdkafka names its threads "rdk:broker1", …). */
+export function threadCpu(pid: number): { tid: number; comm: string; cpuSeconds: number }[] {
+  const out: { tid: number; comm: string; cpuSeconds: number }[] = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.push({ tid: Number(tid), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpuSeconds: (Number(rest[14 - 3]) + Number(rest[15 - 3])) / clkTck() });
+  }
+  return out;
+}
+
+/** CPU seconds of a process's main thread (the one whose id is the process id). */
+export function mainThreadCpuSeconds(pid: number): number {
+  return threadCpu(pid).find((t) => t.tid === pid)?.cpuSeconds ?? NaN;
 }
 
 /** VmRSS of a process in bytes, from /proc/<pid>/status. */

@@ -26,7 +26,11 @@ type Any = any;
 const ck: Any = loadConfluent();
 
 const RECORDS = Number(process.env['BENCH_3565_RECORDS'] ?? 3_000_000);
-const CODECS = (process.env['BENCH_3565_CODECS'] ?? 'none,gzip,snappy,lz4,zstd').split(',');
+/**
+ * Codecs to run; `codec@level` also sets the producer's compression.level (gzip@1: librdkafka's
+ * fastest gzip, to tell the broker's share from the producer's compressor at the default level 6).
+ */
+const CODECS = (process.env['BENCH_3565_CODECS'] ?? 'none,gzip,gzip@1,snappy,lz4,zstd').split(',');
 const MODES = (process.env['BENCH_3565_MODES'] ?? 'v2,v1').split(',');
 const VALUE_BYTES = 100;
 const WARMUP = 50_000;
@@ -64,8 +68,9 @@ function selfCpuSeconds(): number {
   return (u.user + u.system) / 1e6;
 }
 
-async function connect(bootstrap: string, codec: string): Promise<Any> {
-  const p = new ck.Producer({ 'bootstrap.servers': bootstrap, 'compression.codec': codec, log_level: 0, ...PRODUCER_CONFIG });
+async function connect(bootstrap: string, codecSpec: string): Promise<Any> {
+  const [codec, level] = codecSpec.split('@');
+  const p = new ck.Producer({ 'bootstrap.servers': bootstrap, 'compression.codec': codec, ...(level === undefined ? {} : { 'compression.level': Number(level) }), log_level: 0, ...PRODUCER_CONFIG });
   await new Promise<void>((resolve, reject) => p.connect({}, (e: Any) => (e ? reject(e) : resolve())));
   p.setPollInterval(50);
   return p;
@@ -131,7 +136,7 @@ async function runMode(mode: string, vals: Buffer[]): Promise<Row[]> {
     for (const codec of CODECS) {
       if (mode === 'v1' && codec === 'zstd') continue; // zstd needs Produce v7 / magic 2
       process.stderr.write(`kafka-3565: format ${mode === 'v1' ? '1 (emulate 0.10.0)' : '2'}, ${codec} …\n`);
-      const topic = `perf-${codec}`;
+      const topic = `perf-${codec.replace('@', '-level-')}`;
       const p = await connect(broker.bootstrap, codec);
       try {
         await produce(p, topic, WARMUP, vals); // creates the topic, warms up both sides

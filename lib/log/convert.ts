@@ -22,11 +22,12 @@ import {
   TimestampType,
   buildMessageSet,
   buildRecordBatch,
+  buildRecordBatchOf,
   compress,
   encodeMessage,
   logEntries,
 } from '../../protocol/records/index.js';
-import type { LegacyRecordInput, Record as LogRecord, RecordInput } from '../../protocol/records/index.js';
+import type { BuildBatchOptions, LegacyRecordInput, Record as LogRecord, RecordInput } from '../../protocol/records/index.js';
 import { LogError } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import { assignOffsets, decompressLimit, fromProtocolError, validateRecords } from './validator.js';
@@ -252,26 +253,30 @@ function toV2(v: ValidatedRecords, t: ConversionTarget, config: LogConfig, base:
   const tsOpts = logAppend ? { timestampType: TimestampType.LOG_APPEND_TIME, logAppendTime: BigInt(now) } : { timestampType: TimestampType.CREATE_TIME };
   const parts: { buf: Buffer; meta: Omit<ConvertedEntry, 'start' | 'end'> }[] = [];
   let next = base;
-  const emit = (recs: RecordInput[], codec: number, extra: Parameters<typeof buildRecordBatch>[1]): void => {
+  const opts = (codec: number, extra: BuildBatchOptions): BuildBatchOptions => {
     const level = levelFor(codec, config);
-    const buf = buildRecordBatch(recs, { ...extra, ...tsOpts, baseOffset: next, compression: codec, ...(level === undefined ? {} : { compressionLevel: level }) });
+    return { ...extra, ...tsOpts, baseOffset: next, compression: codec, ...(level === undefined ? {} : { compressionLevel: level }) };
+  };
+  const push = (buf: Buffer, codec: number): void => {
     const b = RecordBatch.at(buf);
     parts.push({ buf, meta: { magic: 2, firstOffset: next, lastOffset: b.lastOffset, maxTimestamp: b.maxTimestamp, codec } });
     next = b.lastOffset + 1n;
   };
+  const emit = (recs: RecordInput[], codec: number, extra: BuildBatchOptions): void => push(buildRecordBatch(recs, opts(codec, extra)), codec);
   if (v.magic === 2) {
     for (const e of v.entries) {
       const b = e.batch as RecordBatch;
-      const recs = b.records({ maxOutput });
+      const section = b.decompressedRecords({ maxOutput });
+      const recs = b.recordsOf(section);
       checkRecords(recs, b.baseOffset, config, now, b.timestampType === TimestampType.CREATE_TIME, true);
       const codec = targetCodec(b.compression, t);
-      emit(recs, codec, {
-        isTransactional: b.isTransactional,
-        producerId: b.producerId,
-        producerEpoch: b.producerEpoch,
-        baseSequence: b.baseSequence,
-        baseTimestamp: b.baseTimestamp,
-      });
+      // Recompression: the records' bytes do not depend on the codec (offset deltas 0..n-1 were just
+      // checked, timestamp deltas stay with the same base), so the section is compressed as it is.
+      let maxTimestamp = -1n;
+      for (const r of recs) if (r.timestamp > maxTimestamp) maxTimestamp = r.timestamp;
+      const info = { records: recs.length, lastOffsetDelta: recs.length - 1, baseTimestamp: b.baseTimestamp, maxTimestamp };
+      const extra = { isTransactional: b.isTransactional, producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence };
+      push(buildRecordBatchOf(section, info, opts(codec, extra)), codec);
     }
   } else {
     // magic 0/1: every record of the request goes into one batch (validateRecords checked the inner

@@ -227,9 +227,13 @@ export class RecordBatch {
    * match the header's count or leave bytes over. Does not check the CRC.
    */
   records(opts: DecodeRecordsOptions): Record[] {
+    return this.recordsOf(this.decompressedRecords(opts));
+  }
+
+  /** Decodes the records from `data`, this batch's records section already decompressed (see records()). */
+  recordsOf(data: Buffer): Record[] {
     const count = this.recordCount;
     if (count < 0) throw new ProtocolError(GregorErrorCode.INVALID_RECORD, `negative record count ${count}`);
-    const data = this.decompressedRecords(opts);
     if (count > data.length / MIN_RECORD_SIZE) {
       throw new ProtocolError(GregorErrorCode.INVALID_RECORD, `record count ${count} does not fit in ${data.length} bytes`);
     }
@@ -305,8 +309,6 @@ export interface BuildBatchOptions {
 
 /** Encodes `records` as one v2 batch with a valid CRC-32C. */
 export function buildRecordBatch(records: readonly RecordInput[], opts: BuildBatchOptions = {}): Buffer {
-  const codec = opts.compression ?? CompressionCodec.NONE;
-  if (!isCompressionCodec(codec)) throw new ProtocolError(GregorErrorCode.UNSUPPORTED_COMPRESSION, `unknown compression codec ${codec}`);
   const first = records[0];
   const baseTimestamp = opts.baseTimestamp ?? (first === undefined ? -1n : first.timestamp);
   const deltas = records.map((_, i) => opts.offsetDeltas?.[i] ?? i);
@@ -323,9 +325,31 @@ export function buildRecordBatch(records: readonly RecordInput[], opts: BuildBat
   records.forEach((rec, i) => {
     writeRecord(w, rec, deltas[i] ?? i, rec.timestamp - baseTimestamp, sizes[i] ?? 0, opts.recordAttributes ?? 0);
   });
-  const level = opts.compressionLevel;
-  const payload = compress(codec, w.done(), level === undefined ? { magic: CURRENT_MAGIC } : { magic: CURRENT_MAGIC, level });
+  const lastOffsetDelta = opts.lastOffsetDelta ?? (deltas.length === 0 ? -1 : (deltas[deltas.length - 1] ?? 0));
+  return buildRecordBatchOf(w.done(), { records: records.length, lastOffsetDelta, baseTimestamp, maxTimestamp }, opts);
+}
 
+/** What the header of a batch says of the records it holds. */
+export interface RecordsSectionInfo {
+  records: number;
+  lastOffsetDelta: number;
+  baseTimestamp: bigint;
+  /** the records' largest timestamp (a LogAppendTime batch carries opts.logAppendTime instead) */
+  maxTimestamp: bigint;
+}
+
+/**
+ * Builds one v2 batch around `section`, records already encoded (uncompressed, deltas from
+ * `info.baseTimestamp` and offset 0), compressed with `opts.compression`: what recompression needs,
+ * since a record's bytes do not depend on the batch codec.
+ */
+export function buildRecordBatchOf(section: Buffer, info: RecordsSectionInfo, opts: BuildBatchOptions = {}): Buffer {
+  const codec = opts.compression ?? CompressionCodec.NONE;
+  if (!isCompressionCodec(codec)) throw new ProtocolError(GregorErrorCode.UNSUPPORTED_COMPRESSION, `unknown compression codec ${codec}`);
+  const level = opts.compressionLevel;
+  const payload = compress(codec, section, level === undefined ? { magic: CURRENT_MAGIC } : { magic: CURRENT_MAGIC, level });
+  const { baseTimestamp } = info;
+  let maxTimestamp = info.maxTimestamp;
   const logAppend = opts.timestampType === TimestampType.LOG_APPEND_TIME;
   if (logAppend) maxTimestamp = opts.logAppendTime ?? BigInt(Date.now());
   let attributes = codec;
@@ -340,13 +364,13 @@ export function buildRecordBatch(records: readonly RecordInput[], opts: BuildBat
   out.writeInt32BE(opts.partitionLeaderEpoch ?? -1, BatchField.PARTITION_LEADER_EPOCH);
   out.writeInt8(CURRENT_MAGIC, BatchField.MAGIC);
   out.writeInt16BE(attributes, BatchField.ATTRIBUTES);
-  out.writeInt32BE(opts.lastOffsetDelta ?? (deltas.length === 0 ? -1 : (deltas[deltas.length - 1] ?? 0)), BatchField.LAST_OFFSET_DELTA);
+  out.writeInt32BE(info.lastOffsetDelta, BatchField.LAST_OFFSET_DELTA);
   out.writeBigInt64BE(baseTimestamp, BatchField.BASE_TIMESTAMP);
   out.writeBigInt64BE(maxTimestamp, BatchField.MAX_TIMESTAMP);
   out.writeBigInt64BE(opts.producerId ?? -1n, BatchField.PRODUCER_ID);
   out.writeInt16BE(opts.producerEpoch ?? -1, BatchField.PRODUCER_EPOCH);
   out.writeInt32BE(opts.baseSequence ?? -1, BatchField.BASE_SEQUENCE);
-  out.writeInt32BE(records.length, BatchField.RECORD_COUNT);
+  out.writeInt32BE(info.records, BatchField.RECORD_COUNT);
   payload.copy(out, BatchField.RECORDS);
   out.writeUInt32BE(crc32c(out.subarray(BatchField.ATTRIBUTES)) >>> 0, BatchField.CRC);
   return out;

@@ -7,9 +7,10 @@ export {
   RecordBatch,
   TimestampType,
   buildRecordBatch,
+  buildRecordBatchOf,
   scanBatches,
 } from './batch.js';
-export type { BuildBatchOptions, DecodeRecordsOptions, PartialTail } from './batch.js';
+export type { BuildBatchOptions, DecodeRecordsOptions, PartialTail, RecordsSectionInfo } from './batch.js';
 export {
   COMPRESSION_CODEC_MASK,
   CompressionCodec,

@@ -1,5 +1,7 @@
 /** The purgatory's standing watches (what a connection's long-polling fetches wait behind). */
 import { expect } from 'chai';
+import type { PartitionLog } from '../../../lib/log/partition-log.js';
+import { fetchWatchFor } from '../../../lib/replica/fetch-watch.js';
 import { Purgatory, waitFor } from '../../../lib/replica/purgatory.js';
 
 describe('purgatory: standing watches', () => {
@@ -73,5 +75,26 @@ describe('purgatory: standing watches', () => {
     p.checkAndComplete(a, 7);
     expect(seen).to.deep.equal([7]);
     s.close();
+  });
+});
+
+describe('fetch watch (per connection)', () => {
+  it('wakes the connection\'s waiting fetch on an append to any partition it fetched, until the connection closes', async () => {
+    const p = new Purgatory();
+    let close!: () => void;
+    const conn = { closed: new Promise<void>((r) => (close = r)) };
+    const logA = {} as PartitionLog;
+    const logB = {} as PartitionLog;
+    const watch = fetchWatchFor(p, conn);
+    expect(fetchWatchFor(p, conn), 'one watch per connection').to.equal(watch);
+    const woken = watch.wait([logA, logB], 10_000, (bytes) => (bytes ?? 0) > 0);
+    p.checkAndComplete(logB, 10);
+    expect(await woken).to.equal(true);
+    close();
+    await conn.closed;
+    // closed: appends no longer reach anything waiting under the connection's key
+    const after = waitFor(p, [watch], 50, (bytes) => (bytes ?? 0) > 0);
+    p.checkAndComplete(logA, 10);
+    expect(await after, 'expired, not woken').to.equal(false);
   });
 });

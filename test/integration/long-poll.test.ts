@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { buildRecordBatch, decodeRecords } from '../../protocol/records/index.js';
 import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
+import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { FETCH_V, fetchBody, RawClient, rawCreateTopics, rawListOffset, rawProduce, type RawFetchPartition } from '../helpers/raw-client.js';
 
 const TOPIC = 'long-poll';
@@ -19,6 +20,19 @@ function batch(n: number, tag: string, valueSize = 10): Buffer {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The bits of @confluentinc/kafka-javascript's node-rdkafka-style consumer used here. */
+interface RdMessage {
+  topic: string;
+  partition: number;
+  key?: Buffer;
+}
+interface RdConsumer {
+  connect(opts: { timeout: number }, cb: (e: unknown) => void): void;
+  assign(assignments: { topic: string; partition: number; offset: number }[]): void;
+  consume(n: number, cb: (e: unknown, messages: RdMessage[]) => void): void;
+  disconnect(cb: () => void): void;
+}
 
 describe('long-poll fetch (purgatory woken by appends)', function () {
   this.timeout(60_000);
@@ -154,6 +168,35 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
       expect(parts.map((p) => p.partitionIndex)).to.deep.equal(order);
       const got = parts.find((p) => p.partitionIndex === target)!;
       expect(decodeRecords(got.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((r) => r.key?.toString())).to.deep.equal([`rot${round}-0`]);
+    }
+  });
+
+  it('librdkafka long-polling 300 partitions (fetch.wait.max.ms=3000) gets a record produced to any of them well before max wait', async () => {
+    // librdkafka names every assigned partition in each Fetch, starting one later each time: the
+    // connection's standing watch must follow it and wake the parked fetch on the append.
+    const topics = ['lp-many-0', 'lp-many-1', 'lp-many-2'];
+    await rawCreateTopics(producer, topics.map((name) => ({ name, partitions: 100 })));
+    const ck = loadConfluent() as unknown as { KafkaConsumer: new (conf: object, topicConf: object) => RdConsumer };
+    const c = new ck.KafkaConsumer({ 'bootstrap.servers': b.bootstrap, 'group.id': 'long-poll-many', 'enable.auto.commit': false, 'fetch.wait.max.ms': 3000, log_level: 0 }, {});
+    await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: unknown) => (e ? reject(e) : resolve())));
+    try {
+      c.assign(topics.flatMap((topic) => Array.from({ length: 100 }, (_, partition) => ({ topic, partition, offset: 0 }))));
+      const consume = (): Promise<RdMessage[]> => new Promise((resolve, reject) => c.consume(100, (e, m) => (e ? reject(e) : resolve(m))));
+      // let it settle into idle long polls (several rotated requests)
+      const settle = Date.now() + 4000;
+      while (Date.now() < settle) expect(await consume()).to.have.length(0);
+      for (const [round, [topic, partition]] of ([['lp-many-0', 57], ['lp-many-2', 3], ['lp-many-1', 99]] as const).entries()) {
+        await sleep(300);
+        const tp = performance.now();
+        expect((await rawProduce(producer, topic, [[partition, batch(1, `many${round}`)]]))[0]?.errorCode).to.equal(0);
+        const got: RdMessage[] = [];
+        while (got.length === 0 && performance.now() - tp < 10_000) got.push(...(await consume()));
+        const ms = performance.now() - tp;
+        expect(got.map((m) => [m.topic, m.partition, m.key?.toString()])).to.deep.equal([[topic, partition, `many${round}-0`]]);
+        expect(ms, `round ${round}: ms from produce to the consumer having the record`).to.be.below(1500);
+      }
+    } finally {
+      await new Promise<void>((resolve) => c.disconnect(() => resolve()));
     }
   });
 

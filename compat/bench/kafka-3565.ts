@@ -1,6 +1,7 @@
 /**
- * KAFKA-3565 table: producer throughput with librdkafka (@confluentinc/kafka-javascript 1.x, its
- * node-rdkafka-style Producer), 100-byte records, acks=1, one partition, for none, gzip, snappy, lz4
+ * KAFKA-3565 table: producer throughput with librdkafka (by default a small C program on the
+ * librdkafka built for @confluentinc/kafka-javascript, compat/bench/native/rdkafka-produce.c; with
+ * BENCH_3565_CLIENT=js, kafka-javascript's node-rdkafka-style Producer), 100-byte records, acks=1, one partition, for none, gzip, snappy, lz4
  * and zstd — against gregor with message format 2 (Produce v7+, magic 2 batches stored as sent), and
  * the same against `broker.version.emulate=0.10.0` (librdkafka speaks Produce v2 and writes magic 1
  * message sets, which a 0.10.0 topic stores as they are; zstd does not exist there). Not a test:
@@ -9,10 +10,13 @@
  * Figures per run: records/s, MB/s of record values, and broker CPU seconds per million records
  * (utime+stime of the broker child process from /proc over the timed window). The broker runs as
  * a child process; the producer shares the machine with it. Values are 100 random uppercase
- * letters (what Kafka's ProducerPerformance sends), so they compress about 40%.
+ * letters, in two shapes (BENCH_3565_VALUES): `perf`, one value for every record, as Kafka's
+ * ProducerPerformance sends (and KAFKA-3565 measured); `random`, 20,000 distinct values, so that no
+ * value repeats within a batch: an entropy coder (gzip, zstd) shrinks them to ~57%, lz4 and snappy
+ * hardly at all.
  *
  * Knobs (environment): BENCH_3565_RECORDS (default 3000000), BENCH_3565_CODECS, BENCH_3565_MODES
- * ("v2,v1").
+ * ("v2,v1"), BENCH_3565_CLIENT ("c" or "js").
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -20,6 +24,7 @@ import path from 'node:path';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
 import { loadConfluent } from '../lib/confluent-module.js';
+import { startNativeProducer } from './native-producer.js';
 import { mainThreadCpuSeconds, threadCpu } from './proc-stats.js';
 
 type Any = any;
@@ -32,7 +37,28 @@ const RECORDS = Number(process.env['BENCH_3565_RECORDS'] ?? 3_000_000);
  */
 const CODECS = (process.env['BENCH_3565_CODECS'] ?? 'none,gzip,gzip@1,snappy,lz4,zstd').split(',');
 const MODES = (process.env['BENCH_3565_MODES'] ?? 'v2,v1').split(',');
+/**
+ * Producer application: `c` (default) — compat/bench/native/rdkafka-produce.c, a C program on the
+ * same librdkafka, whose produce() loop costs next to nothing; `js` — @confluentinc/kafka-javascript,
+ * whose JS thread calling produce() once per record takes about a core on its own.
+ */
+const CLIENT = process.env['BENCH_3565_CLIENT'] ?? 'c';
+/**
+ * Rounds: every round runs each shape x codec once (interleaved, so slow drift on a shared machine
+ * hits all codecs alike); a row reports the round with the median records/s.
+ */
+const ROUNDS = Number(process.env['BENCH_3565_ROUNDS'] ?? 3);
+if (CLIENT !== 'c' && CLIENT !== 'js') throw new Error(`BENCH_3565_CLIENT must be c or js, not ${CLIENT}`);
 const VALUE_BYTES = 100;
+/**
+ * Value shapes to run: `perf` — every record carries the same 100 random letters, as Kafka's
+ * ProducerPerformance sends (what KAFKA-3565's figures were measured with; compresses very well);
+ * `random` — 20,000 distinct values, more than a batch holds (batch.num.messages), so no codec finds
+ * a value twice in one batch: only an entropy coder (gzip, zstd) gains anything, ~1.75:1.
+ */
+const SHAPES = (process.env['BENCH_3565_VALUES'] ?? 'perf,random').split(',');
+const DISTINCT: Record<string, number> = { perf: 1, random: 20_000 };
+for (const shape of SHAPES) if (DISTINCT[shape] === undefined) throw new Error(`BENCH_3565_VALUES: unknown shape ${shape} (perf, random)`);
 const WARMUP = 50_000;
 
 const PRODUCER_CONFIG = {
@@ -46,12 +72,17 @@ const PRODUCER_CONFIG = {
   'enable.idempotence': false,
 };
 
+/**
+ * `n` distinct values of random uppercase letters (the C producer generates the same ones). The
+ * arithmetic is 32-bit (Math.imul): in doubles the product loses its low bits and the sequence falls
+ * into a short cycle, which made earlier runs' values compress about 11:1 instead of ~1.75:1.
+ */
 function values(n: number): Buffer[] {
   let x = 987654321;
   return Array.from({ length: n }, () => {
     const b = Buffer.allocUnsafe(VALUE_BYTES);
     for (let i = 0; i < VALUE_BYTES; i++) {
-      x = (x * 1103515245 + 12345) & 0x7fffffff;
+      x = (Math.imul(x, 1103515245) + 12345) & 0x7fffffff;
       b[i] = 65 + (x % 26);
     }
     return b;
@@ -97,6 +128,8 @@ function highWatermark(p: Any, topic: string): Promise<number> {
 }
 
 interface Row {
+  /** value shape: perf (one value, as ProducerPerformance) or random (20,000 distinct) */
+  values: string;
   mode: string;
   codec: string;
   records: number;
@@ -113,19 +146,81 @@ interface Row {
    */
   producerThreads: { name: string; busyPercent: number }[];
   highWatermark: number;
+  /** records/s of every round of this shape, format and codec (the row is the median one) */
+  roundsRecordsPerSecond?: number[];
 }
 
 /** CPU seconds per thread name (threads of one name summed). */
-function threadsByName(pid: number): Map<string, number> {
+function threadsByName(pid: number, mainName = 'node (JS)'): Map<string, number> {
   const m = new Map<string, number>();
   for (const t of threadCpu(pid)) {
-    const name = t.tid === pid ? 'node (JS)' : t.comm;
+    const name = t.tid === pid ? mainName : t.comm;
     m.set(name, (m.get(name) ?? 0) + t.cpuSeconds);
   }
   return m;
 }
 
-async function runMode(mode: string, vals: Buffer[]): Promise<Row[]> {
+interface Measured {
+  seconds: number;
+  brokerCpu: number;
+  brokerMainCpu: number;
+  producerCpu: number;
+  producerThreads: { name: string; busyPercent: number }[];
+  highWatermark: number;
+}
+
+function busiest(after: Map<string, number>, before: Map<string, number>, seconds: number): { name: string; busyPercent: number }[] {
+  return [...after]
+    .map(([name, c]) => ({ name, busyPercent: Math.round(((c - (before.get(name) ?? 0)) / seconds) * 100) }))
+    .filter((t) => t.busyPercent >= 5)
+    .sort((a, b) => b.busyPercent - a.busyPercent);
+}
+
+/** One codec with the JavaScript client in this process. */
+async function measureJs(bootstrap: string, brokerPid: number, topic: string, codec: string, vals: Buffer[]): Promise<Measured> {
+  const p = await connect(bootstrap, codec);
+  try {
+    await produce(p, topic, WARMUP, vals); // creates the topic, warms up both sides
+    const cpu0 = cpuSeconds(brokerPid);
+    const main0 = mainThreadCpuSeconds(brokerPid);
+    const threads0 = threadsByName(process.pid);
+    const self0 = selfCpuSeconds();
+    const t0 = performance.now();
+    await produce(p, topic, RECORDS, vals);
+    const seconds = (performance.now() - t0) / 1000;
+    const brokerCpu = cpuSeconds(brokerPid) - cpu0;
+    const brokerMainCpu = mainThreadCpuSeconds(brokerPid) - main0;
+    const producerCpu = selfCpuSeconds() - self0;
+    const producerThreads = busiest(threadsByName(process.pid), threads0, seconds);
+    return { seconds, brokerCpu, brokerMainCpu, producerCpu, producerThreads, highWatermark: await highWatermark(p, topic) };
+  } finally {
+    await new Promise<void>((resolve) => p.disconnect(() => resolve()));
+  }
+}
+
+/** One codec with the C producer as a child process (its threads read from /proc). */
+async function measureC(bootstrap: string, brokerPid: number, topic: string, codecSpec: string, distinct: number): Promise<Measured> {
+  const [codec, level] = codecSpec.split('@');
+  const config: Record<string, string | number | boolean> = { 'compression.codec': codec ?? 'none', ...(level === undefined ? {} : { 'compression.level': Number(level) }), log_level: 0, ...PRODUCER_CONFIG };
+  const p = await startNativeProducer(bootstrap, topic, WARMUP, RECORDS, distinct, config);
+  try {
+    const cpu0 = cpuSeconds(brokerPid);
+    const main0 = mainThreadCpuSeconds(brokerPid);
+    const threads0 = threadsByName(p.pid, 'main');
+    const self0 = cpuSeconds(p.pid);
+    const { seconds, failed } = await p.timed();
+    const brokerCpu = cpuSeconds(brokerPid) - cpu0;
+    const brokerMainCpu = mainThreadCpuSeconds(brokerPid) - main0;
+    const producerCpu = cpuSeconds(p.pid) - self0;
+    const producerThreads = busiest(threadsByName(p.pid, 'main'), threads0, seconds);
+    if (failed > 0) throw new Error(`${topic}: ${failed} records failed delivery`);
+    return { seconds, brokerCpu, brokerMainCpu, producerCpu, producerThreads, highWatermark: await p.highWatermark() };
+  } finally {
+    await p.end();
+  }
+}
+
+async function runMode(mode: string): Promise<Row[]> {
   const dataDir = tempDir('gregor-3565-');
   const overrides: Record<string, string> = { 'num.partitions': '1', 'log.retention.check.interval.ms': '3600000' };
   if (mode === 'v1') overrides['broker.version.emulate'] = '0.10.0';
@@ -133,52 +228,48 @@ async function runMode(mode: string, vals: Buffer[]): Promise<Row[]> {
   const pid = broker.child.pid as number;
   const rows: Row[] = [];
   try {
-    for (const codec of CODECS) {
+    for (let round = 1; round <= ROUNDS; round++) for (const shape of SHAPES) for (const codec of CODECS) {
       if (mode === 'v1' && codec === 'zstd') continue; // zstd needs Produce v7 / magic 2
-      process.stderr.write(`kafka-3565: format ${mode === 'v1' ? '1 (emulate 0.10.0)' : '2'}, ${codec} …\n`);
-      const topic = `perf-${codec.replace('@', '-level-')}`;
-      const p = await connect(broker.bootstrap, codec);
-      try {
-        await produce(p, topic, WARMUP, vals); // creates the topic, warms up both sides
-        const cpu0 = cpuSeconds(pid);
-        const main0 = mainThreadCpuSeconds(pid);
-        const threads0 = threadsByName(process.pid);
-        const self0 = selfCpuSeconds();
-        const t0 = performance.now();
-        await produce(p, topic, RECORDS, vals);
-        const seconds = (performance.now() - t0) / 1000;
-        const cpu = cpuSeconds(pid) - cpu0;
-        const mainCpu = mainThreadCpuSeconds(pid) - main0;
-        const self = selfCpuSeconds() - self0;
-        const producerThreads = [...threadsByName(process.pid)]
-          .map(([name, c]) => ({ name, busyPercent: Math.round(((c - (threads0.get(name) ?? 0)) / seconds) * 100) }))
-          .filter((t) => t.busyPercent >= 5)
-          .sort((a, b) => b.busyPercent - a.busyPercent);
-        const hw = await highWatermark(p, topic);
-        rows.push({
-          mode: mode === 'v1' ? 'format 1 (0.10.0, Produce v2)' : 'format 2 (Produce v7+)',
-          codec,
-          records: RECORDS,
-          seconds,
-          recordsPerSecond: RECORDS / seconds,
-          mbPerSecond: (RECORDS * VALUE_BYTES) / 1e6 / seconds,
-          brokerCpuSecondsPerMillion: (cpu / RECORDS) * 1e6,
-          producerCpuSecondsPerMillion: (self / RECORDS) * 1e6,
-          brokerMainThreadCpuSecondsPerMillion: (mainCpu / RECORDS) * 1e6,
-          producerThreads,
-          highWatermark: hw,
-        });
-        if (hw !== WARMUP + RECORDS) throw new Error(`${topic}: high watermark ${hw}, expected ${WARMUP + RECORDS}`);
-      } finally {
-        await new Promise<void>((resolve) => p.disconnect(() => resolve()));
-      }
+      process.stderr.write(`kafka-3565: round ${round}/${ROUNDS}, format ${mode === 'v1' ? '1 (emulate 0.10.0)' : '2'}, ${shape} values, ${codec} …\n`);
+      const topic = `perf-${shape}-${codec.replace('@', '-level-')}-${round}`;
+      const distinct = DISTINCT[shape] as number;
+      const m = CLIENT === 'c' ? await measureC(broker.bootstrap, pid, topic, codec, distinct) : await measureJs(broker.bootstrap, pid, topic, codec, values(distinct));
+      rows.push({
+        values: shape,
+        mode: mode === 'v1' ? 'format 1 (0.10.0, Produce v2)' : 'format 2 (Produce v7+)',
+        codec,
+        records: RECORDS,
+        seconds: m.seconds,
+        recordsPerSecond: RECORDS / m.seconds,
+        mbPerSecond: (RECORDS * VALUE_BYTES) / 1e6 / m.seconds,
+        brokerCpuSecondsPerMillion: (m.brokerCpu / RECORDS) * 1e6,
+        producerCpuSecondsPerMillion: (m.producerCpu / RECORDS) * 1e6,
+        brokerMainThreadCpuSecondsPerMillion: (m.brokerMainCpu / RECORDS) * 1e6,
+        producerThreads: m.producerThreads,
+        highWatermark: m.highWatermark,
+      });
+      if (m.highWatermark !== WARMUP + RECORDS) throw new Error(`${topic}: high watermark ${m.highWatermark}, expected ${WARMUP + RECORDS}`);
     }
   } finally {
     broker.child.kill('SIGTERM');
     await broker.exited;
     rmSync(dataDir, { recursive: true, force: true });
   }
-  return rows;
+  return medianRows(rows);
+}
+
+/** One row per shape x codec: the round with the median records/s, with every round's figure. */
+function medianRows(rows: Row[]): Row[] {
+  const groups = new Map<string, Row[]>();
+  for (const r of rows) {
+    const k = `${r.values}|${r.codec}`;
+    groups.set(k, [...(groups.get(k) ?? []), r]);
+  }
+  return [...groups.values()].map((g) => {
+    const sorted = [...g].sort((a, b) => a.recordsPerSecond - b.recordsPerSecond);
+    const median = sorted[Math.floor((sorted.length - 1) / 2)] as Row;
+    return { ...median, roundsRecordsPerSecond: g.map((r) => Math.round(r.recordsPerSecond)) };
+  });
 }
 
 function machine() {
@@ -193,17 +284,24 @@ function machine() {
 
 /** The report in the compat suite's `gregor-bench/1` shape (compat/README.md), raw results kept. */
 function benchFile(rows: Row[], timestamp: string) {
-  const none = (mode: string): Row | undefined => rows.find((r) => r.mode === mode && r.codec === 'none');
+  const none = (r: Row): Row | undefined => rows.find((x) => x.values === r.values && x.mode === r.mode && x.codec === 'none');
   const ratios = rows
     .filter((r) => r.mode.startsWith('format 1'))
     .map((r) => {
-      const v2 = rows.find((x) => x.mode.startsWith('format 2') && x.codec === r.codec);
-      return { codec: r.codec, format1OverFormat2: v2 === undefined ? null : r.recordsPerSecond / v2.recordsPerSecond };
+      const v2 = rows.find((x) => x.values === r.values && x.mode.startsWith('format 2') && x.codec === r.codec);
+      return { values: r.values, codec: r.codec, format1OverFormat2: v2 === undefined ? null : r.recordsPerSecond / v2.recordsPerSecond };
     });
-  const modes = [...new Set(rows.map((r) => r.mode))];
+  // one series per value shape and format
+  const series = [...new Set(rows.map((r) => `${r.values}|${r.mode}`))].map((k) => {
+    const [values, mode] = k.split('|') as [string, string];
+    return { name: `${mode}, ${values} values`, rows: rows.filter((r) => r.values === values && r.mode === mode) };
+  });
   const headline = [
-    ...modes.map((m) => `${m}: ${rows.filter((r) => r.mode === m).map((r) => `${r.codec} ${Math.round(r.recordsPerSecond / 1000)}k/s`).join(', ')}`),
-    ...(ratios.length > 0 ? [`format 1 / format 2: ${ratios.map((r) => `${r.codec} ${(r.format1OverFormat2 ?? NaN).toFixed(2)}`).join(', ')}`] : []),
+    ...series.map((s) => `${s.name}: ${s.rows.map((r) => `${r.codec} ${Math.round(r.recordsPerSecond / 1000)}k/s`).join(', ')}`),
+    ...SHAPES.flatMap((shape) => {
+      const rs = ratios.filter((r) => r.values === shape);
+      return rs.length > 0 ? [`format 1 / format 2, ${shape} values: ${rs.map((r) => `${r.codec} ${(r.format1OverFormat2 ?? NaN).toFixed(2)}`).join(', ')}`] : [];
+    }),
   ];
   return {
     schema: 'gregor-bench/1',
@@ -214,14 +312,15 @@ function benchFile(rows: Row[], timestamp: string) {
     machine: machine(),
     headline,
     charts: [
-      { kind: 'bar', title: 'records/s', xLabel: 'codec', yLabel: 'records/s', series: modes.map((m) => ({ name: m, points: rows.filter((r) => r.mode === m).map((r) => ({ x: r.codec, y: Math.round(r.recordsPerSecond) })) })) },
-      { kind: 'bar', title: 'broker CPU seconds per million records', xLabel: 'codec', yLabel: 'CPU s / M', series: modes.map((m) => ({ name: m, points: rows.filter((r) => r.mode === m).map((r) => ({ x: r.codec, y: Number(r.brokerCpuSecondsPerMillion.toFixed(3)) })) })) },
+      { kind: 'bar', title: 'records/s', xLabel: 'codec', yLabel: 'records/s', series: series.map((s) => ({ name: s.name, points: s.rows.map((r) => ({ x: r.codec, y: Math.round(r.recordsPerSecond) })) })) },
+      { kind: 'bar', title: 'broker CPU seconds per million records', xLabel: 'codec', yLabel: 'CPU s / M', series: series.map((s) => ({ name: s.name, points: s.rows.map((r) => ({ x: r.codec, y: Number(r.brokerCpuSecondsPerMillion.toFixed(3)) })) })) },
     ],
     table: {
-      columns: ['format', 'codec', 'records/s', 'MB/s', 'vs none', 'broker CPU s/M', 'broker main thread CPU s/M', 'producer CPU s/M', 'busiest producer threads, % of a core'],
+      columns: ['values', 'format', 'codec', 'records/s', 'MB/s', 'vs none', 'broker CPU s/M', 'broker main thread CPU s/M', 'producer CPU s/M', 'busiest producer threads, % of a core', 'records/s per round (k)'],
       rows: rows.map((r) => {
-        const base = none(r.mode);
+        const base = none(r);
         return [
+          r.values,
           r.mode,
           r.codec,
           Math.round(r.recordsPerSecond),
@@ -231,31 +330,34 @@ function benchFile(rows: Row[], timestamp: string) {
           Number(r.brokerMainThreadCpuSecondsPerMillion.toFixed(2)),
           Number(r.producerCpuSecondsPerMillion.toFixed(2)),
           r.producerThreads.map((t) => `${t.name} ${t.busyPercent}`).join(', '),
+          (r.roundsRecordsPerSecond ?? []).map((x) => Math.round(x / 1000)).join(' / '),
         ];
       }),
     },
     notes: [
-      'The broker is a child process sharing the machine with the producer; CPU seconds come from /proc/<pid>/stat (broker) and process.cpuUsage() (producer process) over the timed window.',
+      CLIENT === 'c'
+        ? 'Producer: compat/bench/native/rdkafka-produce.c, a C program on the same librdkafka (its produce() loop costs next to nothing). The broker and the producer are child processes sharing the machine; CPU seconds come from /proc/<pid>/stat of each over the timed window.'
+        : 'Producer: @confluentinc/kafka-javascript in the benchmark process (its JS thread calls produce() once per record). The broker is a child process sharing the machine with it; CPU seconds come from /proc/<pid>/stat (broker) and process.cpuUsage() (producer process) over the timed window.',
       `Producer settings: ${JSON.stringify(PRODUCER_CONFIG)}; ${WARMUP} warm-up records first, then ${RECORDS} timed; the high watermark is checked to hold them all.`,
+      `${ROUNDS} rounds, each running every shape and codec once in turn; each row is the round with the median records/s (results[].roundsRecordsPerSecond has them all).`,
     ],
     timestamp,
-    client: { library: '@confluentinc/kafka-javascript', librdkafka: ck.librdkafkaVersion ?? null, config: PRODUCER_CONFIG },
-    settings: { records: RECORDS, warmupRecords: WARMUP, valueBytes: VALUE_BYTES, partitions: 1 },
+    client: { library: CLIENT === 'c' ? 'librdkafka (C, compat/bench/native/rdkafka-produce.c)' : '@confluentinc/kafka-javascript', librdkafka: ck.librdkafkaVersion ?? null, config: PRODUCER_CONFIG },
+    settings: { records: RECORDS, warmupRecords: WARMUP, rounds: ROUNDS, valueBytes: VALUE_BYTES, partitions: 1, valueShapes: Object.fromEntries(SHAPES.map((s) => [s, { distinctValues: DISTINCT[s] }])) },
     results: rows,
     format1OverFormat2: ratios,
   };
 }
 
 async function main(): Promise<void> {
-  const vals = values(1000);
   const rows: Row[] = [];
-  for (const mode of MODES) rows.push(...(await runMode(mode, vals)));
+  for (const mode of MODES) rows.push(...(await runMode(mode)));
   const report = benchFile(rows, new Date().toISOString());
-  console.log(`\nKAFKA-3565: librdkafka ${ck.librdkafkaVersion ?? ''} producer, ${VALUE_BYTES}-byte records, acks=1, 1 partition, ${RECORDS} records per run\n`);
-  console.log('format                          codec    records/s     MB/s   vs none   broker CPU s/M  (main)   producer CPU s/M   busiest producer threads (% of a core)');
+  console.log(`\nKAFKA-3565: librdkafka ${ck.librdkafkaVersion ?? ''} producer (${CLIENT === 'c' ? 'C program' : 'kafka-javascript'}), ${VALUE_BYTES}-byte records, acks=1, 1 partition, ${RECORDS} records per run\n`);
+  console.log('values  format                          codec    records/s     MB/s   vs none   broker CPU s/M  (main)   producer CPU s/M   busiest producer threads (% of a core)   records/s per round (k)');
   for (const r of report.table.rows) {
-    const [mode, codec, rps, mbs, vs, bcpu, mcpu, pcpu, threads] = r as [string, string, number, number, number | null, number, number, number, string];
-    console.log(`${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(14)}  ${mcpu.toFixed(2).padStart(6)}  ${pcpu.toFixed(2).padStart(17)}   ${threads}`);
+    const [shape, mode, codec, rps, mbs, vs, bcpu, mcpu, pcpu, threads, perRound] = r as [string, string, string, number, number, number | null, number, number, number, string, string];
+    console.log(`${shape.padEnd(7)} ${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(14)}  ${mcpu.toFixed(2).padStart(6)}  ${pcpu.toFixed(2).padStart(17)}   ${threads.padEnd(30)} ${perRound}`);
   }
   for (const h of report.headline) console.log(`  ${h}`);
   const dir = path.join(PROJECT_ROOT, 'compat/results');

@@ -87,8 +87,10 @@ export interface AppendPlan {
 
 /**
  * Header-level look at a produce payload (no CRC, no decompression): null when it can be stored as
- * it came (the fast path, which then validates it), else the plan for the conversion pipeline. A
- * structural problem also answers null so that the fast path's validation reports it at once.
+ * it came without decompressing anything (the fast path, which then validates it), else the plan
+ * for the conversion pipeline — conversion, deep validation, or a compressed magic 0/1 wrapper, which
+ * is decompressed to be counted and validated. A structural problem also answers null so that the
+ * fast path's validation reports it at once.
  */
 export function planAppend(records: Buffer, config: LogConfig): AppendPlan | null {
   const t = conversionTarget(config);
@@ -112,6 +114,9 @@ export function planAppend(records: Buffer, config: LogConfig): AppendPlan | nul
           // producers set the wrapper's offset to the last inner (relative) offset: a good estimate
           const last = records.readBigInt64BE(p);
           count += last >= 0n && last < 1_000_000n ? Number(last) + 1 : 1;
+          // validating a compressed wrapper means decompressing it: CPU work for the pool, even
+          // when its bytes are then stored as they came
+          convert = true;
         }
         p += LOG_OVERHEAD + size;
       } else {

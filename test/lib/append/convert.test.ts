@@ -83,9 +83,13 @@ describe('lib/log/convert: planning, recompression, format conversion, down-conv
     expect(planAppend(gz, cfg({ validationDeep: true }))).to.deep.equal({ count: 7 });
     expect(planAppend(gz, cfg({ messageFormatVersion: '0.10.2' }))).to.deep.equal({ count: 7 });
     const m1 = buildMessageSet(recs(4), { magic: 1, compression: CompressionCodec.SNAPPY });
-    expect(planAppend(m1, cfg({ messageFormatVersion: '0.10.0' }))).to.equal(null);
-    expect(planAppend(m1, cfg())).to.deep.equal({ count: 4 }); // up-conversion; wrapper offset gives the count
-    expect(planAppend(m1, defaultLogConfig())).to.equal(null); // no format policy: stored as sent
+    // a compressed magic 0/1 wrapper is decompressed to be validated and counted: pipeline work,
+    // whether or not it is then converted (the wrapper offset gives the count)
+    expect(planAppend(m1, cfg({ messageFormatVersion: '0.10.0' }))).to.deep.equal({ count: 4 });
+    expect(planAppend(m1, cfg())).to.deep.equal({ count: 4 }); // up-conversion
+    expect(planAppend(m1, defaultLogConfig())).to.deep.equal({ count: 4 }); // no format policy
+    const m1plain = buildMessageSet(recs(4), { magic: 1 });
+    expect(planAppend(m1plain, cfg({ messageFormatVersion: '0.10.0' }))).to.equal(null);
     // a broken payload goes to the fast path, whose validation reports it
     expect(planAppend(gz.subarray(0, 30), cfg({ compressionType: 'lz4' }))).to.equal(null);
   });
@@ -180,6 +184,14 @@ describe('lib/log/convert: planning, recompression, format conversion, down-conv
     expect(c.converted).to.equal(false);
     expect(c.buf.subarray(17).equals(ok.subarray(17))).to.equal(true);
     expect(RecordBatch.at(c.buf).baseOffset).to.equal(9n);
+    // a compressed magic-1 wrapper into a format-1 topic: validated in the pipeline, stored as sent
+    // with the wrapper's offset set to the last absolute offset (outside its CRC)
+    const w = buildMessageSet(recs(4), { magic: 1, compression: CompressionCodec.SNAPPY });
+    const cw = convertForAppend(Buffer.from(w), cfg({ messageFormatVersion: '0.10.0' }), 9n, Number(T0));
+    expect(cw.converted).to.equal(false);
+    expect(cw.recordCount).to.equal(4);
+    expect(cw.buf.subarray(8).equals(w.subarray(8))).to.equal(true);
+    expect(cw.buf.readBigInt64BE(0)).to.equal(12n);
   });
 
   it('corrupt compressed data fails with CORRUPT_MESSAGE when it must be recompressed', () => {

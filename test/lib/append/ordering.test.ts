@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
-import { CompressionCodec, RecordBatch, buildRecordBatch, decodeRecords } from '../../../protocol/records/index.js';
+import { CompressionCodec, RecordBatch, buildMessageSet, buildRecordBatch, decodeRecords } from '../../../protocol/records/index.js';
 import { AppendPool } from '../../../lib/append/pool.js';
 import { convertForAppend, downConvert } from '../../../lib/log/convert.js';
 import type { ConversionRunner, ConvertedAppend } from '../../../lib/log/convert.js';
@@ -162,6 +162,33 @@ describe('lib/append: reserve → parallel → commit in PartitionLog.appendAsyn
     expect(runner.calls).to.equal(1); // the gzip batch never went to the runner
     expect(log.pendingAppends).to.equal(0);
     expect(log.append(batch(3, 0, 1, CompressionCodec.GZIP), { leaderEpoch: 0 }).info.firstOffset).to.equal(8n);
+    await log.close();
+  });
+
+  it('compressed magic 1 sets into a format-1 topic are validated on the runner, not the main thread, and stored as sent', async () => {
+    const runner = new DelayedRunner((i) => [30, 0, 10][i] ?? 0);
+    const log = await PartitionLog.open(dir, 'topic', 0, config({ messageFormatVersion: '0.10.0' }), { recover: false, converter: runner });
+    const set = (n: number, tag: string, codec: number): Buffer =>
+      buildMessageSet(Array.from({ length: n }, (_, i) => ({ key: null, value: Buffer.from(`${tag}-${i}`), timestamp: T0 + BigInt(i) })), { magic: 1, compression: codec });
+    const sent = [set(5, 'a', CompressionCodec.GZIP), set(3, 'b', CompressionCodec.SNAPPY), set(4, 'c', CompressionCodec.LZ4)];
+    // a producer that sets the wrapper offset wrongly: the count estimate is off, the commit corrects it
+    (sent[1] as Buffer).writeBigInt64BE(0n, 0);
+    const plain = buildMessageSet([{ key: null, value: Buffer.from('plain'), timestamp: T0 }], { magic: 1 });
+    const results = await Promise.all([...sent.map((b) => log.appendAsync(Buffer.from(b), { leaderEpoch: 0 })), log.appendAsync(plain, { leaderEpoch: 0 })]);
+    expect(runner.calls).to.equal(3); // the uncompressed set stayed on the fast path
+    expect(results.map((r) => [r.info.firstOffset, r.info.lastOffset])).to.deep.equal([
+      [0n, 4n],
+      [5n, 7n],
+      [8n, 11n],
+      [12n, 12n],
+    ]);
+    const stored = await readAll(log);
+    expect(stored).to.have.length(4);
+    stored.slice(0, 3).forEach((b, i) => {
+      // the wrapper's bytes after its offset are the producer's, unchanged (no recompression)
+      expect(b.subarray(8).equals((sent[i] as Buffer).subarray(8))).to.equal(true);
+      expect(b.readBigInt64BE(0)).to.equal(results[i]?.info.lastOffset);
+    });
     await log.close();
   });
 

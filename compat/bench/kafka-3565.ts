@@ -282,6 +282,33 @@ function machine() {
   };
 }
 
+/**
+ * The issue's two goals per row: compressed throughput at least that of `none` (same shape and
+ * format), and format 1 within 10% of format 2 (same shape and codec).
+ */
+function goals(rows: Row[], ratios: { values: string; codec: string; format1OverFormat2: number | null }[]) {
+  const compressed = rows
+    .filter((r) => r.codec !== 'none')
+    .map((r) => {
+      const base = rows.find((x) => x.values === r.values && x.mode === r.mode && x.codec === 'none');
+      const vsNone = base === undefined ? null : Number((r.recordsPerSecond / base.recordsPerSecond).toFixed(2));
+      return { values: r.values, mode: r.mode, codec: r.codec, vsNone, met: vsNone !== null && vsNone >= 1 };
+    });
+  const format1 = ratios.map((r) => {
+    const ratio = r.format1OverFormat2 === null ? null : Number(r.format1OverFormat2.toFixed(2));
+    return { values: r.values, codec: r.codec, format1OverFormat2: ratio, met: ratio !== null && ratio >= 0.9 };
+  });
+  const line = (name: string, all: number, missed: string[]): string => `${name}: ${all - missed.length}/${all} met${missed.length > 0 ? `; missed: ${missed.join(', ')}` : ''}`;
+  return {
+    compressedAtLeastUncompressed: compressed,
+    format1Within10Percent: format1,
+    summary: [
+      line('compressed >= none', compressed.length, compressed.filter((x) => !x.met).map((x) => `${x.values} ${x.mode.slice(0, 8)} ${x.codec} ${x.vsNone}`)),
+      line('format 1 within 10% of format 2', format1.length, format1.filter((x) => !x.met).map((x) => `${x.values} ${x.codec} ${x.format1OverFormat2}`)),
+    ],
+  };
+}
+
 /** The report in the compat suite's `gregor-bench/1` shape (compat/README.md), raw results kept. */
 function benchFile(rows: Row[], timestamp: string) {
   const none = (r: Row): Row | undefined => rows.find((x) => x.values === r.values && x.mode === r.mode && x.codec === 'none');
@@ -346,6 +373,7 @@ function benchFile(rows: Row[], timestamp: string) {
     settings: { records: RECORDS, warmupRecords: WARMUP, rounds: ROUNDS, valueBytes: VALUE_BYTES, partitions: 1, valueShapes: Object.fromEntries(SHAPES.map((s) => [s, { distinctValues: DISTINCT[s] }])) },
     results: rows,
     format1OverFormat2: ratios,
+    goals: goals(rows, ratios),
   };
 }
 
@@ -360,6 +388,7 @@ async function main(): Promise<void> {
     console.log(`${shape.padEnd(7)} ${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(14)}  ${mcpu.toFixed(2).padStart(6)}  ${pcpu.toFixed(2).padStart(17)}   ${threads.padEnd(30)} ${perRound}`);
   }
   for (const h of report.headline) console.log(`  ${h}`);
+  for (const g of report.goals.summary) console.log(`  goal ${g}`);
   const dir = path.join(PROJECT_ROOT, 'compat/results');
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `kafka-3565-${report.timestamp.replace(/:/g, '-')}.json`);

@@ -145,6 +145,8 @@ interface Row {
    * produce() ("node") and librdkafka's own ("rdk:broker…" builds, compresses and sends the batches).
    */
   producerThreads: { name: string; busyPercent: number }[];
+  /** Busiest broker threads, % of one core ("main" is its event loop; libuv's pool writes the log). */
+  brokerThreads: { name: string; busyPercent: number }[];
   highWatermark: number;
   /** records/s of every round of this shape, format and codec (the row is the median one) */
   roundsRecordsPerSecond?: number[];
@@ -166,6 +168,7 @@ interface Measured {
   brokerMainCpu: number;
   producerCpu: number;
   producerThreads: { name: string; busyPercent: number }[];
+  brokerThreads: { name: string; busyPercent: number }[];
   highWatermark: number;
 }
 
@@ -184,6 +187,7 @@ async function measureJs(bootstrap: string, brokerPid: number, topic: string, co
     const cpu0 = cpuSeconds(brokerPid);
     const main0 = mainThreadCpuSeconds(brokerPid);
     const threads0 = threadsByName(process.pid);
+    const broker0 = threadsByName(brokerPid, 'main');
     const self0 = selfCpuSeconds();
     const t0 = performance.now();
     await produce(p, topic, RECORDS, vals);
@@ -192,7 +196,8 @@ async function measureJs(bootstrap: string, brokerPid: number, topic: string, co
     const brokerMainCpu = mainThreadCpuSeconds(brokerPid) - main0;
     const producerCpu = selfCpuSeconds() - self0;
     const producerThreads = busiest(threadsByName(process.pid), threads0, seconds);
-    return { seconds, brokerCpu, brokerMainCpu, producerCpu, producerThreads, highWatermark: await highWatermark(p, topic) };
+    const brokerThreads = busiest(threadsByName(brokerPid, 'main'), broker0, seconds);
+    return { seconds, brokerCpu, brokerMainCpu, producerCpu, producerThreads, brokerThreads, highWatermark: await highWatermark(p, topic) };
   } finally {
     await new Promise<void>((resolve) => p.disconnect(() => resolve()));
   }
@@ -207,14 +212,16 @@ async function measureC(bootstrap: string, brokerPid: number, topic: string, cod
     const cpu0 = cpuSeconds(brokerPid);
     const main0 = mainThreadCpuSeconds(brokerPid);
     const threads0 = threadsByName(p.pid, 'main');
+    const broker0 = threadsByName(brokerPid, 'main');
     const self0 = cpuSeconds(p.pid);
     const { seconds, failed } = await p.timed();
     const brokerCpu = cpuSeconds(brokerPid) - cpu0;
     const brokerMainCpu = mainThreadCpuSeconds(brokerPid) - main0;
     const producerCpu = cpuSeconds(p.pid) - self0;
     const producerThreads = busiest(threadsByName(p.pid, 'main'), threads0, seconds);
+    const brokerThreads = busiest(threadsByName(brokerPid, 'main'), broker0, seconds);
     if (failed > 0) throw new Error(`${topic}: ${failed} records failed delivery`);
-    return { seconds, brokerCpu, brokerMainCpu, producerCpu, producerThreads, highWatermark: await p.highWatermark() };
+    return { seconds, brokerCpu, brokerMainCpu, producerCpu, producerThreads, brokerThreads, highWatermark: await p.highWatermark() };
   } finally {
     await p.end();
   }
@@ -246,6 +253,7 @@ async function runMode(mode: string): Promise<Row[]> {
         producerCpuSecondsPerMillion: (m.producerCpu / RECORDS) * 1e6,
         brokerMainThreadCpuSecondsPerMillion: (m.brokerMainCpu / RECORDS) * 1e6,
         producerThreads: m.producerThreads,
+        brokerThreads: m.brokerThreads,
         highWatermark: m.highWatermark,
       });
       if (m.highWatermark !== WARMUP + RECORDS) throw new Error(`${topic}: high watermark ${m.highWatermark}, expected ${WARMUP + RECORDS}`);
@@ -343,7 +351,7 @@ function benchFile(rows: Row[], timestamp: string) {
       { kind: 'bar', title: 'broker CPU seconds per million records', xLabel: 'codec', yLabel: 'CPU s / M', series: series.map((s) => ({ name: s.name, points: s.rows.map((r) => ({ x: r.codec, y: Number(r.brokerCpuSecondsPerMillion.toFixed(3)) })) })) },
     ],
     table: {
-      columns: ['values', 'format', 'codec', 'records/s', 'MB/s', 'vs none', 'broker CPU s/M', 'broker main thread CPU s/M', 'producer CPU s/M', 'busiest producer threads, % of a core', 'records/s per round (k)'],
+      columns: ['values', 'format', 'codec', 'records/s', 'MB/s', 'vs none', 'broker CPU s/M', 'broker main thread CPU s/M', 'producer CPU s/M', 'busiest producer threads, % of a core', 'busiest broker threads, % of a core', 'records/s per round (k)'],
       rows: rows.map((r) => {
         const base = none(r);
         return [
@@ -357,6 +365,7 @@ function benchFile(rows: Row[], timestamp: string) {
           Number(r.brokerMainThreadCpuSecondsPerMillion.toFixed(2)),
           Number(r.producerCpuSecondsPerMillion.toFixed(2)),
           r.producerThreads.map((t) => `${t.name} ${t.busyPercent}`).join(', '),
+          r.brokerThreads.map((t) => `${t.name} ${t.busyPercent}`).join(', '),
           (r.roundsRecordsPerSecond ?? []).map((x) => Math.round(x / 1000)).join(' / '),
         ];
       }),
@@ -382,10 +391,10 @@ async function main(): Promise<void> {
   for (const mode of MODES) rows.push(...(await runMode(mode)));
   const report = benchFile(rows, new Date().toISOString());
   console.log(`\nKAFKA-3565: librdkafka ${ck.librdkafkaVersion ?? ''} producer (${CLIENT === 'c' ? 'C program' : 'kafka-javascript'}), ${VALUE_BYTES}-byte records, acks=1, 1 partition, ${RECORDS} records per run\n`);
-  console.log('values  format                          codec    records/s     MB/s   vs none   broker CPU s/M  (main)   producer CPU s/M   busiest producer threads (% of a core)   records/s per round (k)');
+  console.log('values  format                          codec    records/s     MB/s   vs none   broker CPU s/M  (main)   producer CPU s/M   busiest producer threads (% of a core)   busiest broker threads (% of a core)     records/s per round (k)');
   for (const r of report.table.rows) {
-    const [shape, mode, codec, rps, mbs, vs, bcpu, mcpu, pcpu, threads, perRound] = r as [string, string, string, number, number, number | null, number, number, number, string, string];
-    console.log(`${shape.padEnd(7)} ${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(14)}  ${mcpu.toFixed(2).padStart(6)}  ${pcpu.toFixed(2).padStart(17)}   ${threads.padEnd(30)} ${perRound}`);
+    const [shape, mode, codec, rps, mbs, vs, bcpu, mcpu, pcpu, threads, bthreads, perRound] = r as [string, string, string, number, number, number | null, number, number, number, string, string, string];
+    console.log(`${shape.padEnd(7)} ${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(14)}  ${mcpu.toFixed(2).padStart(6)}  ${pcpu.toFixed(2).padStart(17)}   ${threads.padEnd(30)} ${bthreads.padEnd(40)} ${perRound}`);
   }
   for (const h of report.headline) console.log(`  ${h}`);
   for (const g of report.goals.summary) console.log(`  goal ${g}`);

@@ -18,14 +18,14 @@
  * Knobs (environment): BENCH_3565_RECORDS (default 3000000), BENCH_3565_CODECS, BENCH_3565_MODES
  * ("v2,v1"), BENCH_3565_CLIENT ("c" or "js").
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
 import { loadConfluent } from '../lib/confluent-module.js';
 import { startNativeProducer } from './native-producer.js';
-import { mainThreadCpuSeconds, threadCpu } from './proc-stats.js';
+import { cpuSeconds, mainThreadCpuSeconds, threadCpu } from './proc-stats.js';
 
 type Any = any;
 const ck: Any = loadConfluent();
@@ -89,11 +89,6 @@ function values(n: number): Buffer[] {
   });
 }
 
-function cpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
 function selfCpuSeconds(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1e6;
@@ -127,6 +122,12 @@ function highWatermark(p: Any, topic: string): Promise<number> {
   return new Promise((resolve, reject) => p.queryWatermarkOffsets(topic, 0, 10_000, (e: Any, o: Any) => (e ? reject(e) : resolve(o.highOffset))));
 }
 
+/** A thread (threads of one name summed) and how busy it was over the timed window, % of one core. */
+interface ThreadBusy {
+  name: string;
+  busyPercent: number;
+}
+
 interface Row {
   /** value shape: perf (one value, as ProducerPerformance) or random (20,000 distinct) */
   values: string;
@@ -144,16 +145,16 @@ interface Row {
    * Busiest producer-process threads over the timed window, % of one core: the JS thread that calls
    * produce() ("node") and librdkafka's own ("rdk:broker…" builds, compresses and sends the batches).
    */
-  producerThreads: { name: string; busyPercent: number }[];
+  producerThreads: ThreadBusy[];
   /** Busiest broker threads, % of one core ("main" is its event loop; libuv's pool writes the log). */
-  brokerThreads: { name: string; busyPercent: number }[];
+  brokerThreads: ThreadBusy[];
   highWatermark: number;
   /** records/s of every round of this shape, format and codec (the row is the median one) */
   roundsRecordsPerSecond?: number[];
 }
 
 /** CPU seconds per thread name (threads of one name summed). */
-function threadsByName(pid: number, mainName = 'node (JS)'): Map<string, number> {
+function threadsByName(pid: number, mainName: string): Map<string, number> {
   const m = new Map<string, number>();
   for (const t of threadCpu(pid)) {
     const name = t.tid === pid ? mainName : t.comm;
@@ -162,21 +163,44 @@ function threadsByName(pid: number, mainName = 'node (JS)'): Map<string, number>
   return m;
 }
 
-interface Measured {
-  seconds: number;
+/** CPU over one timed window: the broker's (all threads, main thread, busiest threads) and the producer's. */
+interface WindowCpu {
   brokerCpu: number;
   brokerMainCpu: number;
   producerCpu: number;
-  producerThreads: { name: string; busyPercent: number }[];
-  brokerThreads: { name: string; busyPercent: number }[];
+  producerThreads: ThreadBusy[];
+  brokerThreads: ThreadBusy[];
+}
+
+interface Measured extends WindowCpu {
+  seconds: number;
   highWatermark: number;
 }
 
-function busiest(after: Map<string, number>, before: Map<string, number>, seconds: number): { name: string; busyPercent: number }[] {
+function busiest(after: Map<string, number>, before: Map<string, number>, seconds: number): ThreadBusy[] {
   return [...after]
     .map(([name, c]) => ({ name, busyPercent: Math.round(((c - (before.get(name) ?? 0)) / seconds) * 100) }))
     .filter((t) => t.busyPercent >= 5)
     .sort((a, b) => b.busyPercent - a.busyPercent);
+}
+
+/**
+ * Starts reading CPU counters for a timed window; the returned function ends it after `seconds`.
+ * `producerPid`'s main thread is named `producerMain`; `producerCpu` reads the producer's total.
+ */
+function cpuWindow(brokerPid: number, producerPid: number, producerMain: string, producerCpu: () => number): (seconds: number) => WindowCpu {
+  const cpu0 = cpuSeconds(brokerPid);
+  const main0 = mainThreadCpuSeconds(brokerPid);
+  const threads0 = threadsByName(producerPid, producerMain);
+  const broker0 = threadsByName(brokerPid, 'main');
+  const self0 = producerCpu();
+  return (seconds) => ({
+    brokerCpu: cpuSeconds(brokerPid) - cpu0,
+    brokerMainCpu: mainThreadCpuSeconds(brokerPid) - main0,
+    producerCpu: producerCpu() - self0,
+    producerThreads: busiest(threadsByName(producerPid, producerMain), threads0, seconds),
+    brokerThreads: busiest(threadsByName(brokerPid, 'main'), broker0, seconds),
+  });
 }
 
 /** One codec with the JavaScript client in this process. */
@@ -184,20 +208,11 @@ async function measureJs(bootstrap: string, brokerPid: number, topic: string, co
   const p = await connect(bootstrap, codec);
   try {
     await produce(p, topic, WARMUP, vals); // creates the topic, warms up both sides
-    const cpu0 = cpuSeconds(brokerPid);
-    const main0 = mainThreadCpuSeconds(brokerPid);
-    const threads0 = threadsByName(process.pid);
-    const broker0 = threadsByName(brokerPid, 'main');
-    const self0 = selfCpuSeconds();
+    const end = cpuWindow(brokerPid, process.pid, 'node (JS)', selfCpuSeconds);
     const t0 = performance.now();
     await produce(p, topic, RECORDS, vals);
     const seconds = (performance.now() - t0) / 1000;
-    const brokerCpu = cpuSeconds(brokerPid) - cpu0;
-    const brokerMainCpu = mainThreadCpuSeconds(brokerPid) - main0;
-    const producerCpu = selfCpuSeconds() - self0;
-    const producerThreads = busiest(threadsByName(process.pid), threads0, seconds);
-    const brokerThreads = busiest(threadsByName(brokerPid, 'main'), broker0, seconds);
-    return { seconds, brokerCpu, brokerMainCpu, producerCpu, producerThreads, brokerThreads, highWatermark: await highWatermark(p, topic) };
+    return { seconds, ...end(seconds), highWatermark: await highWatermark(p, topic) };
   } finally {
     await new Promise<void>((resolve) => p.disconnect(() => resolve()));
   }
@@ -209,19 +224,11 @@ async function measureC(bootstrap: string, brokerPid: number, topic: string, cod
   const config: Record<string, string | number | boolean> = { 'compression.codec': codec ?? 'none', ...(level === undefined ? {} : { 'compression.level': Number(level) }), log_level: 0, ...PRODUCER_CONFIG };
   const p = await startNativeProducer(bootstrap, topic, WARMUP, RECORDS, distinct, config);
   try {
-    const cpu0 = cpuSeconds(brokerPid);
-    const main0 = mainThreadCpuSeconds(brokerPid);
-    const threads0 = threadsByName(p.pid, 'main');
-    const broker0 = threadsByName(brokerPid, 'main');
-    const self0 = cpuSeconds(p.pid);
+    const end = cpuWindow(brokerPid, p.pid, 'main', () => cpuSeconds(p.pid));
     const { seconds, failed } = await p.timed();
-    const brokerCpu = cpuSeconds(brokerPid) - cpu0;
-    const brokerMainCpu = mainThreadCpuSeconds(brokerPid) - main0;
-    const producerCpu = cpuSeconds(p.pid) - self0;
-    const producerThreads = busiest(threadsByName(p.pid, 'main'), threads0, seconds);
-    const brokerThreads = busiest(threadsByName(brokerPid, 'main'), broker0, seconds);
+    const cpu = end(seconds);
     if (failed > 0) throw new Error(`${topic}: ${failed} records failed delivery`);
-    return { seconds, brokerCpu, brokerMainCpu, producerCpu, producerThreads, brokerThreads, highWatermark: await p.highWatermark() };
+    return { seconds, ...cpu, highWatermark: await p.highWatermark() };
   } finally {
     await p.end();
   }
@@ -302,9 +309,11 @@ function goals(rows: Row[], ratios: { values: string; codec: string; format1Over
       const vsNone = base === undefined ? null : Number((r.recordsPerSecond / base.recordsPerSecond).toFixed(2));
       return { values: r.values, mode: r.mode, codec: r.codec, vsNone, met: vsNone !== null && vsNone >= 1 };
     });
-  const format1 = ratios.map((r) => {
-    const ratio = r.format1OverFormat2 === null ? null : Number(r.format1OverFormat2.toFixed(2));
-    return { values: r.values, codec: r.codec, format1OverFormat2: ratio, met: ratio !== null && ratio >= 0.9 };
+  // only where both formats ran
+  const format1 = ratios.flatMap((r) => {
+    if (r.format1OverFormat2 === null) return [];
+    const ratio = Number(r.format1OverFormat2.toFixed(2));
+    return [{ values: r.values, codec: r.codec, format1OverFormat2: ratio, met: ratio >= 0.9 }];
   });
   const line = (name: string, all: number, missed: string[]): string => `${name}: ${all - missed.length}/${all} met${missed.length > 0 ? `; missed: ${missed.join(', ')}` : ''}`;
   return {

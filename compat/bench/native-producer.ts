@@ -31,8 +31,9 @@ export function nativeProducerBinary(): string {
 /** A running C producer, stopped at its first "warm" line. */
 export interface NativeProducer {
   pid: number;
-  /** Starts the timed part; resolves with its seconds and the high watermark the producer saw. */
+  /** Starts the timed part; resolves with its seconds and the number of failed deliveries. */
   timed(): Promise<{ seconds: number; failed: number }>;
+  /** Partition 0's high watermark, as the producer queried it after the timed part. */
   highWatermark(): Promise<number>;
   /** Lets the process exit (call after reading its thread counters). */
   end(): Promise<void>;

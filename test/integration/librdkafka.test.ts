@@ -340,7 +340,13 @@ describe('librdkafka 2.15 against broker.version.emulate=0.10.0: Produce v2 with
     it(`${codec}, CreateTime: 10,000 keyed records stored as magic 1, read back with producer timestamps and offsets`, async () => {
       const topic = `rd010-${codec}`;
       const sent = makeRecords(topic, Date.now() - 3_600_000, false);
+      const pool = (b.broker as unknown as { appendPool: { stats: { jobs: number } } }).appendPool;
+      const jobsBefore = pool.stats.jobs;
       const res = await produceKafkaJS(ck, b.bootstrap, topic, sent, { 'compression.type': codec, acks: -1 });
+      // compressed sets are decompressed to be validated on the append pool, never on the event loop;
+      // uncompressed ones stay on the fast path
+      if (codec === 'none') expect(pool.stats.jobs).to.equal(jobsBefore);
+      else expect(pool.stats.jobs).to.be.greaterThan(jobsBefore);
       expect(res.map((r: Any) => [r.partition, r.errorCode, r.baseOffset, r.logAppendTime]).sort()).to.deep.equal([
         [0, 0, '0', '-1'],
         [1, 0, '0', '-1'],

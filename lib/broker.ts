@@ -12,6 +12,7 @@ import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogManager } from './log/log-manager.js';
 import { LocalMetadataStore } from './metadata/local-store.js';
 import type { ConnectionInfo } from './network/connection.js';
+import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { Purgatory } from './replica/purgatory.js';
@@ -36,6 +37,8 @@ export interface BrokerOptions {
 export class Broker {
   readonly config: BrokerConfig;
   readonly logger: Logger;
+  /** Fault-injection rules for tests (per-API errors, delays, dropped connections): lib/network/faults.ts. */
+  readonly faults = new FaultInjector();
   private readonly servers: { listener: Listener; server: KafkaServer }[] = [];
   private readonly advertised = new Map<string, Listener>();
   private services!: BrokerServices;
@@ -102,7 +105,7 @@ export class Broker {
     await groups.startup();
     this.logManager.startMaintenance(this.config.long('log.retention.check.interval.ms') ?? 300000);
 
-    const dispatcher = new Dispatcher(HANDLERS, () => this.services);
+    const dispatcher = new Dispatcher(HANDLERS, () => this.services, this.faults);
     dispatcher.setAdvertised(apiVersions);
     const dispatch = (frame: Buffer, conn: ConnectionInfo) => dispatcher.dispatch(frame, conn, conn.logger);
     const advertisedSpecs = new Map(this.config.list('advertised.listeners').map((s) => parseListener(s)).map((l) => [l.name, l]));

@@ -1,13 +1,16 @@
 /**
  * Turns a request frame into a response frame: header checks, the ApiVersions special cases, the
  * handler call, UNKNOWN_SERVER_ERROR for anything a handler throws. Unknown APIs, unsupported versions
- * and undecodable requests close the connection, as Kafka does.
+ * and undecodable requests close the connection, as Kafka does. An optional FaultInjector (tests) is
+ * consulted once the request is decoded: see lib/network/faults.ts.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ProtocolError } from '../../protocol/codec/errors.js';
 import { decodeRequest, encodeResponse, peekRequestHeader } from '../../protocol/frame.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { FaultInjector, PickedFault } from '../network/faults.js';
 import type { BrokerServices } from '../services.js';
 import { type ConnectionDetails, type Handler, NO_RESPONSE, type RequestContext } from './types.js';
 
@@ -20,6 +23,7 @@ export class Dispatcher {
   constructor(
     handlers: readonly Handler<never, unknown>[],
     private readonly services: () => BrokerServices,
+    private readonly faults: FaultInjector | null = null,
   ) {
     for (const h of handlers) this.handlers.set(h.apiKey, h);
   }
@@ -61,6 +65,10 @@ export class Dispatcher {
       services: this.services(),
       logger,
     };
+    if (this.faults !== null) {
+      const fault = this.faults.pick(apiKey, decoded.body, ctx);
+      if (fault !== null) return this.dispatchFault(fault, handler, decoded.body as never, ctx);
+    }
     let body: unknown;
     try {
       const res = await handler.handle(decoded.body as never, ctx);
@@ -70,11 +78,54 @@ export class Dispatcher {
       logger.error({ err: e, apiKey, apiVersion, correlationId }, 'request handler failed: answering UNKNOWN_SERVER_ERROR');
       body = handler.errorResponse(decoded.body as never, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
     }
+    return this.encode(handler, decoded.body as never, body, ctx);
+  }
+
+  /** The request under an injected fault (when 'before': the handler may never run; 'after': it ran). */
+  private async dispatchFault(fault: PickedFault, handler: Handler<never, unknown>, req: never, ctx: RequestContext): Promise<DispatchResult> {
+    const { apiKey, apiVersion, correlationId, logger } = ctx;
+    const what = `${fault.action} ${fault.when} API ${apiKey} v${apiVersion}`;
+    logger.debug(
+      { apiKey, apiVersion, correlationId, action: fault.action, when: fault.when, errorCode: fault.errorCode, delayMs: fault.delayMs, applied: fault.applied },
+      `fault injection: ${what}`,
+    );
+    if (fault.when === 'before') {
+      if (fault.action === 'close') return { close: `fault injection: ${what} (handler not run)` };
+      if (fault.action === 'error') {
+        // A request Kafka never answers (Produce acks=0) gets nothing back: it is simply not handled.
+        if (apiKey === ApiKey.Produce && (req as { acks?: unknown }).acks === 0) return { noResponse: true };
+        return this.encode(handler, req, handler.errorResponse(req, fault.errorCode, ctx), ctx);
+      }
+      await sleep(fault.delayMs);
+    }
+    let body: unknown;
+    try {
+      const res = await handler.handle(req, ctx);
+      if (res === NO_RESPONSE) {
+        if (fault.when === 'after' && fault.action === 'close') return { close: `fault injection: ${what} (handler ran, no response)` };
+        if (fault.when === 'after' && fault.action === 'delay') await sleep(fault.delayMs);
+        return { noResponse: true };
+      }
+      body = res;
+    } catch (e) {
+      logger.error({ err: e, apiKey, apiVersion, correlationId }, 'request handler failed: answering UNKNOWN_SERVER_ERROR');
+      body = handler.errorResponse(req, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
+    }
+    if (fault.when === 'after') {
+      if (fault.action === 'close') return { close: `fault injection: ${what} (handler ran, response dropped)` };
+      if (fault.action === 'error') body = handler.errorResponse(req, fault.errorCode, ctx);
+      else await sleep(fault.delayMs);
+    }
+    return this.encode(handler, req, body, ctx);
+  }
+
+  private encode(handler: Handler<never, unknown>, req: never, body: unknown, ctx: RequestContext): DispatchResult {
+    const { apiKey, apiVersion, correlationId } = ctx;
     try {
       return { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };
     } catch (e) {
-      logger.error({ err: e, apiKey, apiVersion, correlationId }, 'response encoding failed: answering UNKNOWN_SERVER_ERROR');
-      const fallback = handler.errorResponse(decoded.body as never, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
+      ctx.logger.error({ err: e, apiKey, apiVersion, correlationId }, 'response encoding failed: answering UNKNOWN_SERVER_ERROR');
+      const fallback = handler.errorResponse(req, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
       return { response: encodeResponse(apiKey, apiVersion, correlationId, fallback, { sizePrefix: true }) };
     }
   }

@@ -49,7 +49,7 @@ export async function loadSegments(dir: string, config: LogConfig, recover: bool
     }
   }
   for (const name of names) {
-    const m = /^(\d{20})\.(index|timeindex)$/.exec(name);
+    const m = /^(\d{20})\.(index|timeindex|txnindex)$/.exec(name);
     if (m?.[1] !== undefined && !logs.has(m[1])) await fsp.rm(path.join(dir, name), { force: true });
   }
   bases.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

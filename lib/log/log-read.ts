@@ -93,8 +93,11 @@ export async function readSegment(seg: LogSegment, startPosition: number, lim: R
   }
 }
 
-/** Synchronously walks the entries of `seg` from `position`, calling `visit` until it returns true. */
-export function walkSegmentSync(seg: LogSegment, position: number, visit: (h: EntryHeader, bytes: () => Buffer) => boolean): void {
+/**
+ * Synchronously walks the entries of `seg` from `position`, calling `visit` until it returns true.
+ * `head` is a view of the entry's first bytes (the whole v2 header, or the entry when shorter).
+ */
+export function walkSegmentSync(seg: LogSegment, position: number, visit: (h: EntryHeader, bytes: () => Buffer, head: Buffer) => boolean): void {
   const end = seg.size;
   let win: Buffer = Buffer.alloc(0);
   let winStart = position;
@@ -109,7 +112,7 @@ export function walkSegmentSync(seg: LogSegment, position: number, visit: (h: En
     if (h === null || typeof h === 'string') return;
     const at = p;
     const bytes = (): Buffer => (at + h.size <= winStart + win.length ? win.subarray(at - winStart, at - winStart + h.size) : seg.readSync(at, h.size));
-    if (visit(h, bytes)) return;
+    if (visit(h, bytes, win.subarray(off, off + Math.min(h.size, HEADER_BYTES)))) return;
     p += h.size;
   }
 }

@@ -21,6 +21,12 @@ import { assignOffsets, decompressLimit, fromProtocolError, validateRecords } fr
 import type { AssignedEntry, ConvertHook } from './validator.js';
 import { WriteQueue } from './write-queue.js';
 import type { WriteGroup } from './write-queue.js';
+import type { AbortedTxn } from './transaction-index.js';
+import { ControlRecordType, buildEndTxnBatch } from '../../protocol/records/index.js';
+import { AppendOrigin, ProducerStateManager } from '../txn/producer-state.js';
+import type { BatchMetadata } from '../txn/producer-state.js';
+import { SNAPSHOTS_KEPT, recoverProducerState } from '../txn/producer-recovery.js';
+import { deleteSnapshot, serializeSnapshot, writeSnapshot } from '../txn/producer-snapshot.js';
 
 export { LogError } from './errors.js';
 export type { LogLogger } from './log-loader.js';
@@ -69,6 +75,21 @@ export interface AppendResult {
   written: Promise<void>;
 }
 
+export interface AppendOptions {
+  leaderEpoch: number;
+  now?: number;
+  /** Who appends (default: a client, with full producer validation and duplicate detection). */
+  origin?: AppendOrigin;
+}
+
+/** A COMMIT or ABORT marker written by the transaction coordinator. */
+export interface TxnMarker {
+  producerId: bigint;
+  producerEpoch: number;
+  coordinatorEpoch: number;
+  commit: boolean;
+}
+
 /**
  * A place in the commit order (KAFKA-1933's reserve → parallel → commit): offsets [base, base+count)
  * are reserved when the append arrives; `assign` is set when its CPU work is done (or at once for a
@@ -79,6 +100,7 @@ interface Reservation {
   count: number;
   now: number;
   leaderEpoch: number;
+  origin: AppendOrigin;
   done: boolean;
   assign: ((finalBase: bigint) => { entries: AssignedEntry[]; recordCount: number }) | null;
   error: unknown;
@@ -116,6 +138,10 @@ export class PartitionLog {
   private reservedEnd = 0n;
   /** Settles when the latest reservation did (they settle in order). */
   private lastReservation: Promise<unknown> = Promise.resolve();
+  /** Idempotence and transactions: producer ids, their sequences, open transactions. */
+  readonly producers: ProducerStateManager;
+  /** Offsets of the producer-state snapshot files, newest first. */
+  private snapshots: bigint[] = [];
 
   private constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions) {
     this.topic = topic;
@@ -128,6 +154,7 @@ export class PartitionLog {
     this.epochs.onError = (err) => this.logger.error({ err, dir: this.dir }, 'writing leader-epoch-checkpoint failed');
     this.startCheckpoint = new CheckpointFile(path.join(this.dir, 'log-start-offset-checkpoint'));
     this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20);
+    this.producers = new ProducerStateManager(`${topic}-${partition}`);
   }
 
   /** Opens (creating if needed) the log in `<dataDir>/<topic>-<partition>`. */
@@ -161,6 +188,7 @@ export class PartitionLog {
     this.epochs.truncateFromStart(this._logStartOffset);
     this._highWatermark = this._logEndOffset;
     if (checkpointed !== start) this.persistLogStartOffset();
+    this.snapshots = (await recoverProducerState(this.dir, this.segments, this.producers, this._logEndOffset, this.logger)).snapshots;
     if (loaded.truncatedBytes > 0 || this.opts.recover) {
       this.logger.info({ dir: this.dir, logEndOffset: this._logEndOffset.toString(), truncatedBytes: loaded.truncatedBytes }, 'log recovered');
     }
@@ -220,20 +248,52 @@ export class PartitionLog {
    * REQUEST_TIMED_OUT while pool work for this partition is pending, since the offsets could not
    * be given now.
    */
-  append(records: Buffer, opts: { leaderEpoch: number; now?: number }): AppendResult {
+  append(records: Buffer, opts: AppendOptions): AppendResult {
     this.ensureWritable();
     if (this.reservations.length > 0) {
       throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} has ${this.reservations.length} appends in the conversion pipeline; retry`);
     }
     const now = opts.now ?? Date.now();
     const config = this.config;
+    const origin = opts.origin ?? AppendOrigin.CLIENT;
     if (planAppend(records, config) !== null) {
       const c = convertForAppend(records, config, this._logEndOffset, now);
-      return this.commitEntries(rebaseConverted(c, this._logEndOffset, opts.leaderEpoch, config), c.recordCount, now);
+      return this.commitEntries(rebaseConverted(c, this._logEndOffset, opts.leaderEpoch, config), c.recordCount, now, origin);
     }
     const v = this.validateFast(records, now);
-    if (v.entries.length === 0) return this.commitEntries([], 0, now);
-    return this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now);
+    if (v.entries.length === 0) return this.commitEntries([], 0, now, origin);
+    return this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now, origin);
+  }
+
+  /**
+   * Appends a transaction marker (a control batch) for the coordinator, in commit order behind any
+   * append still in the conversion pipeline. Rejects with INVALID_PRODUCER_EPOCH or
+   * TRANSACTION_COORDINATOR_FENCED when the producer state refuses it.
+   */
+  appendMarker(m: TxnMarker, opts: { leaderEpoch: number; now?: number }): Promise<AppendResult> {
+    try {
+      this.ensureWritable();
+      const now = opts.now ?? Date.now();
+      const batch = buildEndTxnBatch({
+        type: m.commit ? ControlRecordType.COMMIT : ControlRecordType.ABORT,
+        producerId: m.producerId,
+        producerEpoch: m.producerEpoch,
+        coordinatorEpoch: m.coordinatorEpoch,
+        timestamp: BigInt(now),
+        partitionLeaderEpoch: opts.leaderEpoch,
+      });
+      const at = (base: bigint): AssignedEntry[] => {
+        batch.writeBigInt64BE(base, 0);
+        return [{ buf: batch, magic: 2, firstOffset: base, lastOffset: base, maxTimestamp: BigInt(now), partitionLeaderEpoch: opts.leaderEpoch }];
+      };
+      if (this.reservations.length === 0) return Promise.resolve(this.commitEntries(at(this._logEndOffset), 1, now, AppendOrigin.COORDINATOR));
+      const r = this.reserve(1, now, opts.leaderEpoch, AppendOrigin.COORDINATOR);
+      r.assign = (base) => ({ entries: at(base), recordCount: 1 });
+      r.done = true;
+      return this.settleReservation(r);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /**
@@ -244,24 +304,25 @@ export class PartitionLog {
    * order. Rejects with a LogError (Kafka error code) when the records are refused; a refused
    * append writes nothing and leaves no gap: the appends reserved after it move down at commit.
    */
-  appendAsync(records: Buffer, opts: { leaderEpoch: number; now?: number }): Promise<AppendResult> {
+  appendAsync(records: Buffer, opts: AppendOptions): Promise<AppendResult> {
     try {
       this.ensureWritable();
       const now = opts.now ?? Date.now();
+      const origin = opts.origin ?? AppendOrigin.CLIENT;
       const config = this.config;
       const plan = planAppend(records, config);
       if (plan === null) {
         const v = this.validateFast(records, now);
         if (this.reservations.length === 0) {
-          if (v.entries.length === 0) return Promise.resolve(this.commitEntries([], 0, now));
-          return Promise.resolve(this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now));
+          if (v.entries.length === 0) return Promise.resolve(this.commitEntries([], 0, now, origin));
+          return Promise.resolve(this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now, origin));
         }
-        const r = this.reserve(v.recordCount, now, opts.leaderEpoch);
+        const r = this.reserve(v.recordCount, now, opts.leaderEpoch, origin);
         r.assign = (base) => ({ entries: v.entries.length === 0 ? [] : this.assignFast(v, base, opts.leaderEpoch, now), recordCount: v.recordCount });
         r.done = true;
         return this.settleReservation(r);
       }
-      const r = this.reserve(plan.count, now, opts.leaderEpoch);
+      const r = this.reserve(plan.count, now, opts.leaderEpoch, origin);
       const promise = this.settleReservation(r);
       const runner = this.opts.converter;
       if (runner === undefined) {
@@ -299,9 +360,9 @@ export class PartitionLog {
     }
   }
 
-  private reserve(count: number, now: number, leaderEpoch: number): Reservation {
+  private reserve(count: number, now: number, leaderEpoch: number, origin: AppendOrigin): Reservation {
     if (this.reservations.length === 0) this.reservedEnd = this._logEndOffset;
-    const r: Reservation = { base: this.reservedEnd, count, now, leaderEpoch, done: false, assign: null, error: null, resolve: noop, reject: noop };
+    const r: Reservation = { base: this.reservedEnd, count, now, leaderEpoch, origin, done: false, assign: null, error: null, resolve: noop, reject: noop };
     this.reservedEnd += BigInt(count);
     this.reservations.push(r);
     return r;
@@ -338,27 +399,34 @@ export class PartitionLog {
         r.reject(r.error);
         continue;
       }
+      const before = this._logEndOffset;
       try {
         if (this.offline !== null) throw this.offline;
         const { entries, recordCount } = r.assign(this._logEndOffset);
-        this.reservedEnd += BigInt(recordCount - r.count);
-        r.resolve(this.commitEntries(entries, recordCount, r.now));
+        r.resolve(this.commitEntries(entries, recordCount, r.now, r.origin));
       } catch (err) {
-        this.reservedEnd -= BigInt(r.count);
         r.reject(err instanceof LogError ? err : fromProtocolError(err));
       }
+      // what it took (nothing for a refused append or a duplicate) replaces what it reserved
+      this.reservedEnd += this._logEndOffset - before - BigInt(r.count);
     }
     if (this.reservations.length === 0) this.reservedEnd = this._logEndOffset;
   }
 
-  /** Puts assigned entries (offsets from the log end offset, in order) into the active segment. */
-  private commitEntries(assigned: AssignedEntry[], recordCount: number, now: number): AppendResult {
+  /**
+   * Puts assigned entries (offsets from the log end offset, in order) into the active segment, after
+   * the producer state accepted them. An exact retry of a cached producer batch is not appended: it
+   * is answered with the original offsets.
+   */
+  private commitEntries(assigned: AssignedEntry[], recordCount: number, now: number, origin: AppendOrigin): AppendResult {
     const config = this.config;
     const logAppendTime = config.messageTimestampType === 'LogAppendTime' ? BigInt(now) : -1n;
     if (assigned.length === 0) {
       const info = { firstOffset: -1n, lastOffset: -1n, logAppendTime, logStartOffset: this._logStartOffset, recordCount: 0, maxTimestamp: -1n };
       return { info, written: Promise.resolve() };
     }
+    const producerAppend = this.producers.analyze(assigned, origin);
+    if (producerAppend !== null && 'duplicate' in producerAppend) return this.duplicateOf(producerAppend.duplicate);
     const firstOffset = this._logEndOffset;
     let bytes = 0;
     let maxTimestamp = -1n;
@@ -380,10 +448,58 @@ export class PartitionLog {
       }
       if (e.magic === 2) this.epochs.assign(e.partitionLeaderEpoch, e.firstOffset);
     }
+    if (producerAppend !== null) for (const a of this.producers.apply(producerAppend, this._highWatermark)) seg.txnIndex.append(a);
     this._logEndOffset = lastOffset + 1n;
     const written = this.queue.add(seg, recordCount, this._logEndOffset);
     const info = { firstOffset, lastOffset, logAppendTime, logStartOffset: this._logStartOffset, recordCount, maxTimestamp };
     return { info, written };
+  }
+
+  /** A retried batch the producer state still holds: its original offsets, once they are written. */
+  private duplicateOf(b: BatchMetadata): AppendResult {
+    const logAppendTime = this.config.messageTimestampType === 'LogAppendTime' ? b.timestamp : -1n;
+    const info = { firstOffset: b.firstOffset, lastOffset: b.lastOffset, logAppendTime, logStartOffset: this._logStartOffset, recordCount: 0, maxTimestamp: b.timestamp };
+    const written = this.queue.written().then(() => {
+      if (this.offline !== null) throw this.offline;
+    });
+    return { info, written };
+  }
+
+  /** Writes the producer-state snapshot for offset `at` and drops the oldest beyond the few kept. */
+  private async takeSnapshot(at: bigint, data: Buffer): Promise<void> {
+    await writeSnapshot(this.dir, at, data);
+    const list = [at, ...this.snapshots.filter((o) => o !== at)].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
+    this.snapshots = list.slice(0, SNAPSHOTS_KEPT);
+    for (const o of list.slice(SNAPSHOTS_KEPT)) await deleteSnapshot(this.dir, o);
+  }
+
+  /**
+   * The last stable offset: below it every transaction is decided (read_committed reads stop here).
+   * The high watermark when no transaction is open.
+   */
+  get lastStableOffset(): bigint {
+    const unstable = this.producers.firstUnstableOffset();
+    const lso = unstable === null || unstable > this._highWatermark ? this._highWatermark : unstable;
+    return lso < this._logStartOffset ? this._logStartOffset : lso;
+  }
+
+  /**
+   * The aborted transactions a read_committed fetch of [fetchOffset, upperBound) must be told about,
+   * by first offset (Kafka's collectAbortedTxns over the segments from the one holding fetchOffset).
+   */
+  abortedTransactions(fetchOffset: bigint, upperBound: bigint): AbortedTxn[] {
+    const out: AbortedTxn[] = [];
+    const segs = this.segments;
+    for (let i = this.segmentFor(segs, fetchOffset); i < segs.length; i++) {
+      if ((segs[i] as LogSegment).txnIndex.collect(fetchOffset, upperBound, out)) break;
+    }
+    if (out.length > 1) out.sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0));
+    return out;
+  }
+
+  /** producer.id.expiration.ms: forgets idle producers without an open transaction. */
+  expireProducers(now: number, expirationMs: number): number {
+    return this.producers.expire(now, expirationMs);
   }
 
   /** Kafka's shouldRoll: size, time (by record timestamps), full indexes, relative offset overflow. */
@@ -402,9 +518,19 @@ export class PartitionLog {
     const old = this.active;
     old.onBecomeInactive();
     this.segments.push(LogSegment.create(this.dir, this._logEndOffset, this.config.segmentIndexBytes, now, this.stats));
-    // the old segment's tail is written by the pending groups; then its indexes and data go to disk
+    // the old segment's tail is written by the pending groups; then its indexes and data go to disk,
+    // and then the producer state as of the new segment's base (so a snapshot never refers to
+    // aborted-transaction index entries that are not on disk)
     const wait = this.queue.written();
-    this.track(wait.then(() => old.persistIndexes()).then(() => old.sync()), 'finishing a rolled segment');
+    const snapshot = serializeSnapshot(this.producers.producers.values());
+    const at = this._logEndOffset;
+    this.track(
+      wait
+        .then(() => old.persistIndexes())
+        .then(() => old.sync())
+        .then(() => this.takeSnapshot(at, snapshot)),
+      'finishing a rolled segment',
+    );
     this.logger.info({ dir: this.dir, segment: this._logEndOffset.toString() }, 'rolled segment');
   }
 
@@ -430,6 +556,7 @@ export class PartitionLog {
   private advanceHighWatermark(offset: bigint): void {
     if (offset <= this._highWatermark) return;
     this._highWatermark = offset;
+    this.producers.onHighWatermark(offset);
     this.opts.onHighWatermark?.(offset);
   }
 
@@ -675,6 +802,9 @@ export class PartitionLog {
       if (this.offline === null) {
         for (const s of this.segments) await s.sync();
         for (const s of this.segments) await s.persistIndexes();
+        if (this._logEndOffset > (this.snapshots[0] ?? this._logStartOffset)) {
+          await this.takeSnapshot(this._logEndOffset, serializeSnapshot(this.producers.producers.values()));
+        }
       }
     } finally {
       for (const s of this.segments) await s.close();

@@ -11,10 +11,12 @@ import { crc32c } from '@node-rs/crc32';
 import { crc32Range } from '../../protocol/records/crc32.js';
 import { BatchField, LOG_OVERHEAD, MESSAGE_OVERHEAD, MessageField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { OffsetIndex, TimeIndex } from './indexes.js';
+import { TransactionIndex, TXN_INDEX_ENTRY_SIZE } from './transaction-index.js';
 
 export const LOG_SUFFIX = '.log';
 export const INDEX_SUFFIX = '.index';
 export const TIME_INDEX_SUFFIX = '.timeindex';
+export const TXN_INDEX_SUFFIX = '.txnindex';
 export const DELETED_SUFFIX = '.deleted';
 const INT32_MAX = 2147483647n;
 const SCAN_CHUNK = 1 << 20;
@@ -97,6 +99,7 @@ export class LogSegment {
   readonly logPath: string;
   readonly indexPath: string;
   readonly timeIndexPath: string;
+  readonly txnIndexPath: string;
   private fh: FileHandle | null = null;
   private opening: Promise<FileHandle> | null = null;
   /** Logical size, pending bytes included. */
@@ -107,6 +110,10 @@ export class LogSegment {
   unsynced = false;
   offsetIndex: OffsetIndex;
   timeIndex: TimeIndex;
+  /** Aborted transactions whose ABORT marker is in this segment. */
+  txnIndex = new TransactionIndex();
+  /** False when open() found a `.txnindex` it could not parse (the producer-state replay rebuilds it). */
+  txnIndexValid = true;
   nextOffset: bigint;
   maxTimestamp = -1n;
   offsetOfMaxTimestamp = -1n;
@@ -126,6 +133,7 @@ export class LogSegment {
     this.logPath = path.join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
     this.indexPath = path.join(dir, segmentFileName(baseOffset, INDEX_SUFFIX));
     this.timeIndexPath = path.join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX));
+    this.txnIndexPath = path.join(dir, segmentFileName(baseOffset, TXN_INDEX_SUFFIX));
     this.offsetIndex = new OffsetIndex(baseOffset, Math.floor(maxIndexBytes / 8));
     this.timeIndex = new TimeIndex(baseOffset, Math.floor(maxIndexBytes / 12));
     this.nextOffset = baseOffset;
@@ -138,7 +146,7 @@ export class LogSegment {
   static create(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats): LogSegment {
     const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
     // stale index files of an earlier segment with this base offset go before anything is written
-    seg.opening = Promise.all([fsp.rm(seg.indexPath, { force: true }), fsp.rm(seg.timeIndexPath, { force: true })]).then(() => fsp.open(seg.logPath, 'w+'));
+    seg.opening = Promise.all([seg.indexPath, seg.timeIndexPath, seg.txnIndexPath].map((f) => fsp.rm(f, { force: true }))).then(() => fsp.open(seg.logPath, 'w+'));
     seg.opening.catch(() => undefined);
     return seg;
   }
@@ -152,7 +160,12 @@ export class LogSegment {
     seg.writtenSize = st.size;
     seg.lastModified = st.mtimeMs;
     const read = async (f: string): Promise<Buffer | null> => fsp.readFile(f).catch(() => null);
-    const [ib, tb] = await Promise.all([read(seg.indexPath), read(seg.timeIndexPath)]);
+    const [ib, tb, xb] = await Promise.all([read(seg.indexPath), read(seg.timeIndexPath), read(seg.txnIndexPath)]);
+    if (xb !== null) {
+      const xi = TransactionIndex.parse(xb);
+      if (xi === null) seg.txnIndexValid = false;
+      else seg.txnIndex = xi;
+    }
     const oi = ib === null ? null : OffsetIndex.parse(ib, baseOffset, Math.floor(maxIndexBytes / 8), st.size);
     const ti = tb === null ? null : TimeIndex.parse(tb, baseOffset, Math.floor(maxIndexBytes / 12), null);
     const indexesValid = oi !== null && ti !== null && (st.size === 0 || ib !== null);
@@ -308,6 +321,27 @@ export class LogSegment {
       idx.persisted = idx.entries;
       idx.needsRewrite = false;
     }
+    await this.writeTxnIndex();
+  }
+
+  private async writeTxnIndex(): Promise<void> {
+    const idx = this.txnIndex;
+    if (!idx.needsRewrite && idx.persisted === idx.length) return;
+    if (idx.length === 0) {
+      await fsp.rm(this.txnIndexPath, { force: true });
+    } else {
+      const from = idx.needsRewrite ? 0 : idx.persisted;
+      const data = idx.serialize(from);
+      const fh = await fsp.open(this.txnIndexPath, from === 0 ? 'w' : 'r+');
+      try {
+        await fh.write(data, 0, data.length, from * TXN_INDEX_ENTRY_SIZE);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    }
+    idx.persisted = idx.length;
+    idx.needsRewrite = false;
   }
 
   /** Called when a newer segment takes over: the time index gets the final max timestamp. */
@@ -427,7 +461,7 @@ export class LogSegment {
   /** Renames the files to `*.deleted` so they are gone from the log before they are unlinked. */
   async markDeleted(): Promise<void> {
     this.deleted = true;
-    for (const f of [this.logPath, this.indexPath, this.timeIndexPath]) {
+    for (const f of [this.logPath, this.indexPath, this.timeIndexPath, this.txnIndexPath]) {
       await fsp.rename(f, f + DELETED_SUFFIX).catch(() => undefined);
     }
   }
@@ -442,7 +476,7 @@ export class LogSegment {
   /** Closes and unlinks the files (renamed or not). */
   async destroy(): Promise<void> {
     await this.close();
-    for (const f of [this.logPath, this.indexPath, this.timeIndexPath]) {
+    for (const f of [this.logPath, this.indexPath, this.timeIndexPath, this.txnIndexPath]) {
       await fsp.rm(f, { force: true });
       await fsp.rm(f + DELETED_SUFFIX, { force: true });
     }

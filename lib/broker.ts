@@ -18,6 +18,8 @@ import { createLogger, type Logger } from './observability/logger.js';
 import { Purgatory } from './replica/purgatory.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { TopicManager } from './topics.js';
+import { createTransactionCoordinator } from './txn/index.js';
+import { ProducerIdManager } from './txn/producer-ids.js';
 
 export interface BrokerOptions {
   /** Port of the single PLAINTEXT listener (0: any free port). Overrides `listeners`. */
@@ -84,6 +86,8 @@ export class Broker {
     this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);
     const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger, this.appendPool);
     const groups = createGroupCoordinator({ config: this.config, logger: this.logger, purgatory, topics, metadata: this.metadata, notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b) });
+    const producerIds = await ProducerIdManager.open(dataDir);
+    const txn = createTransactionCoordinator({ config: this.config, logger: this.logger, topics, metadata: this.metadata, groups, producerIds, notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b) });
     this.services = {
       config: this.config,
       nodeId: this.config.nodeId,
@@ -92,6 +96,7 @@ export class Broker {
       topics,
       purgatory,
       groups,
+      txn,
       logger: this.logger,
       apiVersions,
       advertisedListener: (name) => this.advertised.get(name),
@@ -103,6 +108,7 @@ export class Broker {
     };
     await topics.loadAll();
     await groups.startup();
+    await txn.startup();
     this.logManager.startMaintenance(this.config.long('log.retention.check.interval.ms') ?? 300000);
 
     const dispatcher = new Dispatcher(HANDLERS, () => this.services, this.faults);
@@ -144,6 +150,7 @@ export class Broker {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.services?.groups.shutdown();
+      this.services?.txn.shutdown();
       this.services?.purgatory.expireAll();
       await Promise.all(this.servers.map((s) => s.server.close(10_000)));
       this.services?.purgatory.expireAll();

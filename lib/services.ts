@@ -5,6 +5,7 @@ import type { LocalMetadataStore } from './metadata/local-store.js';
 import type { GroupCoordinator } from './group/coordinator.js';
 import type { Purgatory } from './replica/purgatory.js';
 import type { TopicManager } from './topics.js';
+import type { TransactionCoordinator } from './txn/coordinator.js';
 
 export interface ApiVersionRange {
   apiKey: number;
@@ -21,6 +22,8 @@ export interface BrokerServices {
   readonly purgatory: Purgatory;
   /** Consumer groups and committed offsets (on __consumer_offsets). */
   readonly groups: GroupCoordinator;
+  /** Producer ids, transactions (on __transaction_state) and their markers. */
+  readonly txn: TransactionCoordinator;
   readonly logger: Logger;
   /** Advertised endpoint per listener name (after binding, so port 0 is resolved). */
   advertisedListener(name: string): Listener | undefined;

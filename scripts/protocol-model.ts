@@ -68,7 +68,7 @@ function toField(raw: RawField): Field {
     name: raw.name,
     prop: camel(raw.name),
     type: raw.type,
-    versions: parseRange(raw.versions ?? '0+'),
+    versions: parseRange(raw.versions ?? raw.taggedVersions ?? '0+'),
     nullableVersions: parseRange(raw.nullableVersions),
     taggedVersions: parseRange(raw.taggedVersions),
     tag: raw.tag,

@@ -16,6 +16,8 @@ import { ConsumerCoordinator, type ConsumerSettings } from './consumer-coordinat
 import { ConsumerGroup } from './consumer-group.js';
 import { buildConsumerGroup, loadPartition, type OffsetsLog } from './loader.js';
 import { OffsetStore } from './offsets.js';
+import { PendingTxnOffsets } from './txn-offsets.js';
+import { AppendOrigin } from '../txn/producer-state.js';
 import { consumerGroupMetadataRecord, type CoordinatorRecord, groupMetadataRecord, offsetCommitRecord, OFFSETS_TOPIC, partitionFor } from './records.js';
 
 export type Group = ClassicGroup | ConsumerGroup;
@@ -61,6 +63,8 @@ export function storeErrorFor(errorCode: number, forOffsets: boolean): number {
 export class GroupCoordinator {
   readonly groups = new Map<string, Group>();
   readonly offsets = new OffsetStore();
+  /** Offsets committed in transactions that have no marker yet. */
+  readonly pendingTxn = new PendingTxnOffsets();
   readonly classic: ClassicCoordinator;
   readonly consumer: ConsumerCoordinator;
   readonly numPartitions: number;
@@ -161,6 +165,7 @@ export class GroupCoordinator {
       this.offsets.put(o.group, o.topic, o.partition, o.value);
       offsets++;
     }
+    for (const [pid, pending] of l.pendingTxn) for (const p of pending.values()) this.pendingTxn.add(pid, p);
     for (const [groupId, v] of l.classic) {
       if (v === null) continue;
       const g = ClassicGroup.load(groupId, v, this.now);
@@ -246,19 +251,31 @@ export class GroupCoordinator {
   /** Appends the records to the group's partition; resolves with a Kafka error code once written. */
   async write(groupId: string, records: CoordinatorRecord[]): Promise<number> {
     if (records.length === 0) return ErrorCode.NONE;
+    return (await this.append(groupId, records)).errorCode;
+  }
+
+  /**
+   * Appends the records as one batch (a transactional one of `txn`'s producer for TxnOffsetCommit);
+   * resolves with a Kafka error code and the offset of the first record once written.
+   */
+  async append(groupId: string, records: CoordinatorRecord[], txn?: { producerId: bigint; producerEpoch: number }): Promise<{ errorCode: number; offset: bigint }> {
     const p = this.partitionFor(groupId);
     const log = this.deps.offsetsLog(p);
-    if (log === undefined) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    if (log === undefined) return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };
     const ts = BigInt(this.now());
-    const batch = buildRecordBatch(records.map((r) => ({ key: r.key, value: r.value, timestamp: ts })));
+    const producer = txn === undefined ? {} : { producerId: txn.producerId, producerEpoch: txn.producerEpoch, baseSequence: 0, isTransactional: true };
+    const batch = buildRecordBatch(
+      records.map((r) => ({ key: r.key, value: r.value, timestamp: ts })),
+      producer,
+    );
     try {
-      const { written } = log.append(batch, { leaderEpoch: 0 });
+      const { info, written } = log.append(batch, { leaderEpoch: 0, origin: AppendOrigin.COORDINATOR });
       await written;
       this.deps.notifyAppend(OFFSETS_TOPIC, p, batch.length);
-      return ErrorCode.NONE;
+      return { errorCode: ErrorCode.NONE, offset: info.firstOffset };
     } catch (e) {
       this.logger.warn({ err: e, group: groupId, partition: p, code: 'GREGOR_ERR_GROUP_WRITE' }, `failed to write to ${OFFSETS_TOPIC}`);
-      return e instanceof LogError ? e.errorCode : ErrorCode.UNKNOWN_SERVER_ERROR;
+      return { errorCode: e instanceof LogError ? e.errorCode : ErrorCode.UNKNOWN_SERVER_ERROR, offset: -1n };
     }
   }
 

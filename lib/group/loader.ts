@@ -2,7 +2,8 @@
  * Replays one `__consumer_offsets` partition into groups and offsets (Kafka's loadGroupsAndOffsets):
  * the last record per key wins, tombstones delete. Reads with the log's own `read`, batch by batch.
  */
-import { logEntries } from '../../protocol/records/index.js';
+import { ControlRecordType, type RecordBatch, readControlRecordKey } from '../../protocol/records/index.js';
+import { type ReplayableLog, replayBatches } from '../log/replay.js';
 import type { GroupMetadataValue } from '../../protocol/generated/data/group-metadata-value.js';
 import type { ConsumerGroupMemberMetadataValue } from '../../protocol/generated/data/consumer-group-member-metadata-value.js';
 import type { ConsumerGroupCurrentMemberAssignmentValue } from '../../protocol/generated/data/consumer-group-current-member-assignment-value.js';
@@ -10,13 +11,11 @@ import { toAssignment } from './consumer-coordinator.js';
 import { ConsumerGroup, ConsumerGroupMember, type MemberState } from './consumer-group.js';
 import type { OffsetAndMetadata } from './offsets.js';
 import { decodeCoordinatorRecord } from './records.js';
+import type { AppendOrigin } from '../txn/producer-state.js';
 
 /** The part of a partition log the coordinator uses (PartitionLog satisfies it). */
-export interface OffsetsLog {
-  append(records: Buffer, opts: { leaderEpoch: number }): { written: Promise<void> };
-  read(fetchOffset: bigint, maxBytes: number, opts: { minOneMessage: boolean }): Promise<{ records: Buffer[] }>;
-  readonly logStartOffset: bigint;
-  readonly logEndOffset: bigint;
+export interface OffsetsLog extends ReplayableLog {
+  append(records: Buffer, opts: { leaderEpoch: number; origin?: AppendOrigin }): { info: { firstOffset: bigint }; written: Promise<void> };
 }
 
 interface ConsumerGroupRecords {
@@ -27,77 +26,102 @@ interface ConsumerGroupRecords {
   current: Map<string, ConsumerGroupCurrentMemberAssignmentValue>;
 }
 
-export interface LoadedPartition {
-  offsets: Map<string, { group: string; topic: string; partition: number; value: OffsetAndMetadata | null }>;
-  classic: Map<string, GroupMetadataValue | null>;
-  consumer: Map<string, ConsumerGroupRecords>;
+/** A transactional offset commit waiting for its transaction's marker. */
+export interface PendingOffset {
+  group: string;
+  topic: string;
+  partition: number;
+  value: OffsetAndMetadata;
 }
 
-const MAX_READ = 1 << 20;
+export interface LoadedPartition {
+  offsets: Map<string, { group: string; topic: string; partition: number; value: OffsetAndMetadata | null; recordOffset: bigint }>;
+  classic: Map<string, GroupMetadataValue | null>;
+  consumer: Map<string, ConsumerGroupRecords>;
+  /** Transactional offset commits whose transaction had no marker yet: producer id → key → offset. */
+  pendingTxn: Map<bigint, Map<string, PendingOffset>>;
+}
+
 const MAX_DECOMPRESSED = 64 << 20;
 
-export async function loadPartition(log: OffsetsLog): Promise<LoadedPartition> {
-  const out: LoadedPartition = { offsets: new Map(), classic: new Map(), consumer: new Map() };
+export const offsetKey = (group: string, topic: string, partition: number): string => `${group}\0${topic}\0${partition}`;
+
+/** A marker in `__consumer_offsets`: the producer's pending offsets become committed (unless a later plain commit won) or go. */
+function completeTxn(out: LoadedPartition, batch: RecordBatch): void {
+  const marker = batch.records({ maxOutput: MAX_DECOMPRESSED })[0];
+  if (marker === undefined) return;
+  const type = readControlRecordKey(marker.key).type;
+  if (type !== ControlRecordType.COMMIT && type !== ControlRecordType.ABORT) return;
+  const pending = out.pendingTxn.get(batch.producerId);
+  out.pendingTxn.delete(batch.producerId);
+  if (pending === undefined || type === ControlRecordType.ABORT) return;
+  for (const [k, p] of pending) {
+    const cur = out.offsets.get(k);
+    const at = p.value.recordOffset ?? -1n;
+    if (cur === undefined || cur.recordOffset < at) out.offsets.set(k, { group: p.group, topic: p.topic, partition: p.partition, value: p.value, recordOffset: at });
+  }
+}
+
+export async function loadPartition(log: ReplayableLog): Promise<LoadedPartition> {
+  const out: LoadedPartition = { offsets: new Map(), classic: new Map(), consumer: new Map(), pendingTxn: new Map() };
   const cg = (group: string): ConsumerGroupRecords => {
     let c = out.consumer.get(group);
     if (c === undefined) out.consumer.set(group, (c = { epoch: null, assignmentEpoch: 0, members: new Map(), targets: new Map(), current: new Map() }));
     return c;
   };
-  let offset = log.logStartOffset;
-  const end = log.logEndOffset;
-  while (offset < end) {
-    const { records } = await log.read(offset, MAX_READ, { minOneMessage: true });
-    const buf = records.length === 1 ? (records[0] as Buffer) : Buffer.concat(records);
-    if (buf.length === 0) break;
-    let progressed = false;
-    for (const entry of logEntries(buf)) {
-      if (entry.kind !== 'batch') break;
-      const batch = entry.batch;
-      progressed = true;
-      offset = batch.nextOffset;
-      if (batch.isControl) continue;
-      for (const r of batch.records({ maxOutput: MAX_DECOMPRESSED })) {
-        if (r.key === null) continue;
-        const d = decodeCoordinatorRecord(r.key, r.value);
-        switch (d.type) {
-          case 'offset': {
-            const v = d.value;
-            out.offsets.set(`${d.group}\0${d.topic}\0${d.partition}`, {
-              group: d.group,
-              topic: d.topic,
-              partition: d.partition,
-              value: v === null ? null : { offset: v.offset, leaderEpoch: v.leaderEpoch, metadata: v.metadata, commitTimestamp: Number(v.commitTimestamp), expireTimestamp: v.expireTimestamp === null ? null : Number(v.expireTimestamp) },
-            });
+  await replayBatches(log, (batch) => {
+    if (batch.isControl) {
+      if (batch.isTransactional) completeTxn(out, batch);
+      return;
+    }
+    const txn = batch.isTransactional ? batch.producerId : null;
+    for (const r of batch.records({ maxOutput: MAX_DECOMPRESSED })) {
+      if (r.key === null) continue;
+      const d = decodeCoordinatorRecord(r.key, r.value);
+      switch (d.type) {
+        case 'offset': {
+          const v = d.value;
+          const k = offsetKey(d.group, d.topic, d.partition);
+          const value: OffsetAndMetadata | null =
+            v === null
+              ? null
+              : { offset: v.offset, leaderEpoch: v.leaderEpoch, metadata: v.metadata, commitTimestamp: Number(v.commitTimestamp), expireTimestamp: v.expireTimestamp === null ? null : Number(v.expireTimestamp), recordOffset: r.offset };
+          if (txn !== null) {
+            if (value === null) break;
+            let pending = out.pendingTxn.get(txn);
+            if (pending === undefined) out.pendingTxn.set(txn, (pending = new Map()));
+            pending.set(k, { group: d.group, topic: d.topic, partition: d.partition, value });
             break;
           }
-          case 'group':
-            out.classic.set(d.group, d.value);
-            break;
-          case 'consumer-group':
-            if (d.epoch === null) out.consumer.delete(d.group);
-            else cg(d.group).epoch = d.epoch;
-            break;
-          case 'consumer-member':
-            if (d.value === null) cg(d.group).members.delete(d.memberId);
-            else cg(d.group).members.set(d.memberId, d.value);
-            break;
-          case 'consumer-target-metadata':
-            cg(d.group).assignmentEpoch = d.assignmentEpoch ?? 0;
-            break;
-          case 'consumer-target-member':
-            if (d.value === null) cg(d.group).targets.delete(d.memberId);
-            else cg(d.group).targets.set(d.memberId, d.value.topicPartitions);
-            break;
-          case 'consumer-current-member':
-            if (d.value === null) cg(d.group).current.delete(d.memberId);
-            else cg(d.group).current.set(d.memberId, d.value);
-            break;
-          default:
+          out.offsets.set(k, { group: d.group, topic: d.topic, partition: d.partition, value, recordOffset: r.offset });
+          break;
         }
+        case 'group':
+          out.classic.set(d.group, d.value);
+          break;
+        case 'consumer-group':
+          if (d.epoch === null) out.consumer.delete(d.group);
+          else cg(d.group).epoch = d.epoch;
+          break;
+        case 'consumer-member':
+          if (d.value === null) cg(d.group).members.delete(d.memberId);
+          else cg(d.group).members.set(d.memberId, d.value);
+          break;
+        case 'consumer-target-metadata':
+          cg(d.group).assignmentEpoch = d.assignmentEpoch ?? 0;
+          break;
+        case 'consumer-target-member':
+          if (d.value === null) cg(d.group).targets.delete(d.memberId);
+          else cg(d.group).targets.set(d.memberId, d.value.topicPartitions);
+          break;
+        case 'consumer-current-member':
+          if (d.value === null) cg(d.group).current.delete(d.memberId);
+          else cg(d.group).current.set(d.memberId, d.value);
+          break;
+        default:
       }
     }
-    if (!progressed) break;
-  }
+  });
   return out;
 }
 

@@ -10,6 +10,7 @@ import type { ConsumerGroup } from './consumer-group.js';
 import { type GroupCoordinator, storeErrorFor } from './coordinator.js';
 import { consumerGroupMetadataRecord, consumerGroupTargetMetadataRecord, type CoordinatorRecord, groupMetadataRecord, offsetCommitRecord } from './records.js';
 import type { OffsetAndMetadata } from './offsets.js';
+import { putIfNewer } from './txn-offsets.js';
 
 export interface CommitPartition {
   partitionIndex: number;
@@ -114,11 +115,16 @@ export async function commitOffsets(c: GroupCoordinator, p: CommitParams, partit
     toStore.push({ topic: v.topic, partition: v.part.partitionIndex, o, out: v.out });
   }
   if (records.length === 0) return result;
-  const error = storeErrorFor(await c.write(p.groupId, records), true);
-  for (const s of toStore) {
-    if (error === ErrorCode.NONE) c.offsets.put(p.groupId, s.topic, s.partition, s.o);
-    else s.out.errorCode = error;
-  }
+  const res = await c.append(p.groupId, records);
+  const error = storeErrorFor(res.errorCode, true);
+  toStore.forEach((s, i) => {
+    if (error !== ErrorCode.NONE) {
+      s.out.errorCode = error;
+      return;
+    }
+    s.o.recordOffset = res.offset + BigInt(i);
+    putIfNewer(c, p.groupId, s.topic, s.partition, s.o);
+  });
   return result;
 }
 
@@ -135,6 +141,7 @@ export function fetchOffsets(
   groupId: string,
   topics: { name: string; partitionIndexes: number[] }[] | null,
   member: { memberId: string | null; memberEpoch: number } = { memberId: null, memberEpoch: -1 },
+  requireStable = false,
 ): { errorCode: number; topics: { name: string; partitions: FetchedPartition[] }[] } {
   const status = c.validateGroupStatus(groupId, 'fetch');
   if (status !== ErrorCode.NONE) return { errorCode: status, topics: [] };
@@ -144,22 +151,25 @@ export function fetchOffsets(
     if (m === undefined) return { errorCode: ErrorCode.UNKNOWN_MEMBER_ID, topics: [] };
     if (m.memberEpoch !== member.memberEpoch) return { errorCode: ErrorCode.STALE_MEMBER_EPOCH, topics: [] };
   }
-  const entry = (partitionIndex: number, o: OffsetAndMetadata | undefined): FetchedPartition =>
-    o === undefined
+  const unstable = (topic: string, partition: number): boolean => requireStable && c.pendingTxn.isPending(groupId, topic, partition);
+  const entry = (partitionIndex: number, o: OffsetAndMetadata | undefined, topic: string): FetchedPartition =>
+    unstable(topic, partitionIndex)
+      ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: ErrorCode.UNSTABLE_OFFSET_COMMIT }
+      : o === undefined
       ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: ErrorCode.NONE }
       : { partitionIndex, committedOffset: o.offset, committedLeaderEpoch: o.leaderEpoch, metadata: o.metadata, errorCode: ErrorCode.NONE };
   if (topics === null) {
     const byTopic = new Map<string, FetchedPartition[]>();
     for (const { topic, partition, offset } of c.offsets.all(groupId)) {
       const list = byTopic.get(topic) ?? [];
-      list.push(entry(partition, offset));
+      list.push(entry(partition, offset, topic));
       byTopic.set(topic, list);
     }
     return { errorCode: ErrorCode.NONE, topics: [...byTopic].map(([name, partitions]) => ({ name, partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex) })) };
   }
   return {
     errorCode: ErrorCode.NONE,
-    topics: topics.map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((pi) => entry(pi, c.offsets.get(groupId, t.name, pi))) })),
+    topics: topics.map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((pi) => entry(pi, c.offsets.get(groupId, t.name, pi), t.name)) })),
   };
 }
 
@@ -220,6 +230,7 @@ export async function deleteGroups(c: GroupCoordinator, groupIds: string[]): Pro
       }
       for (const { topic, partition } of [...c.offsets.all(groupId)]) records.unshift(offsetCommitRecord(groupId, topic, partition, null));
       c.offsets.removeGroup(groupId);
+      c.pendingTxn.removeGroup(groupId);
       c.groups.delete(groupId);
       const error = await c.write(groupId, records);
       return { groupId, errorCode: storeErrorFor(error, false) };

@@ -7,6 +7,8 @@ export interface OffsetAndMetadata {
   commitTimestamp: number;
   /** Only for commits made with an explicit retention time (OffsetCommit v2–v4). */
   expireTimestamp: number | null;
+  /** Offset of the record in `__consumer_offsets` (orders plain and transactional commits). */
+  recordOffset?: bigint;
 }
 
 export class OffsetStore {

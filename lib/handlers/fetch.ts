@@ -1,6 +1,7 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchRequestFetchPartition, FetchResponse, FetchResponseAbortedTransaction, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
+import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
@@ -22,30 +23,57 @@ interface TopicOut {
   wanted: Wanted[];
 }
 
-/** Shared by every read_committed partition result (the encoder only reads it): no transactions yet. */
+/** Shared by every read_committed partition result without aborted transactions (the encoder only reads it). */
 const NO_ABORTED: FetchResponseAbortedTransaction[] = [];
 
-function partitionResult(w: Wanted, readCommitted: boolean, errorCode: number, records: Buffer): FetchResponsePartitionData {
-  const hw = w.log?.highWatermark ?? -1n;
+function partitionResult(w: Wanted, readCommitted: boolean, errorCode: number, records: Buffer, aborted: FetchResponseAbortedTransaction[] = NO_ABORTED): FetchResponsePartitionData {
   return {
     partitionIndex: w.req.partition,
     errorCode,
-    highWatermark: hw,
-    lastStableOffset: hw,
+    highWatermark: w.log?.highWatermark ?? -1n,
+    lastStableOffset: w.log?.lastStableOffset ?? -1n,
     logStartOffset: w.log?.logStartOffset ?? -1n,
-    abortedTransactions: readCommitted ? NO_ABORTED : null,
+    // read_uncommitted gets null: librdkafka complains about a list it did not ask for
+    abortedTransactions: readCommitted ? aborted : null,
     preferredReadReplica: -1,
     records,
   };
 }
 
-/** At the high watermark (inside the log): nothing to read yet. */
-function caughtUp(fetchOffset: bigint, log: PartitionLog): boolean {
-  return fetchOffset >= log.highWatermark && fetchOffset <= log.logEndOffset && fetchOffset >= log.logStartOffset;
+/** Where a fetch of this isolation level stops: the last stable offset for read_committed. */
+function readLimit(log: PartitionLog, readCommitted: boolean): bigint {
+  return readCommitted ? log.lastStableOffset : log.highWatermark;
+}
+
+/** At the high watermark (read_committed: the last stable offset), inside the log: nothing to read yet. */
+function caughtUp(fetchOffset: bigint, log: PartitionLog, readCommitted: boolean): boolean {
+  return fetchOffset >= readLimit(log, readCommitted) && fetchOffset <= log.logEndOffset && fetchOffset >= log.logStartOffset;
+}
+
+/** The offset after the last whole entry in `records` (stored entries: v2 batches or magic 0/1 messages). */
+function nextOffsetAfter(records: Buffer[], fallback: bigint): bigint {
+  let next = fallback;
+  for (const b of records) {
+    for (let p = 0; p + LOG_OVERHEAD <= b.length; ) {
+      const size = LOG_OVERHEAD + b.readInt32BE(p + BatchField.BATCH_LENGTH);
+      if (size <= BatchField.MAGIC || p + size > b.length || (b[p + BatchField.MAGIC] === 2 && size < RECORD_BATCH_OVERHEAD)) break;
+      const base = b.readBigInt64BE(p);
+      next = (b[p + BatchField.MAGIC] === 2 ? base + BigInt(b.readInt32BE(p + BatchField.LAST_OFFSET_DELTA)) : base) + 1n;
+      p += size;
+    }
+  }
+  return next;
+}
+
+/** The aborted transactions overlapping what a read_committed fetch returns, in the response's shape. */
+function abortedIn(log: PartitionLog, fetchOffset: bigint, records: Buffer[]): FetchResponseAbortedTransaction[] {
+  if (records.length === 0) return NO_ABORTED;
+  const found = log.abortedTransactions(fetchOffset, nextOffsetAfter(records, fetchOffset));
+  return found.length === 0 ? NO_ABORTED : found.map((a) => ({ producerId: a.producerId, firstOffset: a.firstOffset }));
 }
 
 /** The topics and partitions asked for with their logs (one pass), and whether all are caught up. */
-function resolve(req: FetchRequest, ctx: RequestContext) {
+function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean) {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
   const missing = byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
@@ -64,7 +92,7 @@ function resolve(req: FetchRequest, ctx: RequestContext) {
         continue;
       }
       logs.push(log);
-      if (allCaughtUp && !caughtUp(p.fetchOffset, log)) allCaughtUp = false;
+      if (allCaughtUp && !caughtUp(p.fetchOffset, log, readCommitted)) allCaughtUp = false;
       wanted.push({ req: p, log, errorCode: ErrorCode.NONE });
     }
     topics.push({ topic: rec?.name ?? t.topic ?? '', topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID, wanted });
@@ -92,14 +120,14 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
         partitions.push(partitionResult(w, readCommitted, versionError, EMPTY));
         continue;
       }
-      if (caughtUp(w.req.fetchOffset, w.log)) {
+      if (caughtUp(w.req.fetchOffset, w.log, readCommitted)) {
         // Caught up: nothing to read, so no read call (an idle consumer on thousands of partitions is all this).
         partitions.push(partitionResult(w, readCommitted, ErrorCode.NONE, EMPTY));
         continue;
       }
       try {
         const limit = Math.max(0, Math.min(w.req.partitionMaxBytes, budget));
-        const { records, size } = await w.log.read(w.req.fetchOffset, limit, { minOneMessage: allowOversized && total === 0, maxOffset: w.log.highWatermark });
+        const { records, size } = await w.log.read(w.req.fetchOffset, limit, { minOneMessage: allowOversized && total === 0, maxOffset: readLimit(w.log, readCommitted) });
         budget -= size;
         total += size;
         if (apiVersion <= 3) {
@@ -110,7 +138,7 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
           continue;
         }
         const bytes = records.length === 0 ? EMPTY : records.length === 1 ? (records[0] ?? EMPTY) : Buffer.concat(records, size);
-        partitions.push(partitionResult(w, readCommitted, ErrorCode.NONE, bytes));
+        partitions.push(partitionResult(w, readCommitted, ErrorCode.NONE, bytes, readCommitted ? abortedIn(w.log, w.req.fetchOffset, records) : NO_ABORTED));
       } catch (e) {
         if (!(e instanceof LogError)) throw e;
         errors++;
@@ -132,10 +160,10 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
       // No fetch sessions yet: an incremental fetch names a session we never created.
       return { throttleTimeMs: 0, errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
     }
-    const { topics, logs, allCaughtUp } = resolve(req, ctx);
+    const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;
+    const { topics, logs, allCaughtUp } = resolve(req, ctx, readCommitted);
     const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
     const allowOversized = ctx.apiVersion >= 3;
-    const readCommitted = (req.isolationLevel ?? 0) === READ_COMMITTED;
     const longPoll = req.maxWaitMs > 0 && req.minBytes > 0;
     // Long poll: wait in the purgatory (on the connection's standing watch of these partitions) until
     // enough bytes were appended to them. A consumer that is caught up everywhere waits before any

@@ -20,27 +20,30 @@ const MESSAGES: Record<number, string> = {
   [ErrorCode.INVALID_REQUEST]: 'Unknown coordinator key type.',
 };
 
-function lookup(key: string, keyType: number, ctx: RequestContext): Found {
+async function lookup(key: string, keyType: number, ctx: RequestContext): Promise<Found> {
   const s = ctx.services;
   const listener = s.advertisedListener(ctx.conn.listenerName);
   let errorCode: number = ErrorCode.NONE;
-  // Transactions have no coordinator yet; any other key type is invalid.
-  if (keyType === CoordinatorType.TRANSACTION) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
-  else if (keyType !== CoordinatorType.GROUP) errorCode = ErrorCode.INVALID_REQUEST;
-  else if (listener === undefined || !s.groups.isActive) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  if (keyType === CoordinatorType.TRANSACTION) {
+    // __transaction_state is created on first use, as Kafka does
+    errorCode = await s.txn.ensureReady();
+    if (errorCode === ErrorCode.NONE && s.txn.status(key) === ErrorCode.COORDINATOR_NOT_AVAILABLE) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  } else if (keyType !== CoordinatorType.GROUP) errorCode = ErrorCode.INVALID_REQUEST;
+  else if (!s.groups.isActive) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  if (listener === undefined && errorCode === ErrorCode.NONE) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
   if (errorCode !== ErrorCode.NONE || listener === undefined) return { key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: MESSAGES[errorCode] ?? null };
   return { key, nodeId: s.nodeId, host: listener.host, port: listener.port, errorCode, errorMessage: null };
 }
 
-/** One node coordinates every group: answer this broker for every group key. */
+/** One node coordinates every group and transactional id: answer this broker for every key. */
 export const findCoordinatorHandler = defineHandler<FindCoordinatorRequest, FindCoordinatorResponse>({
   apiKey: ApiKey.FindCoordinator,
   minVersion: 0,
   maxVersion: 6,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     const keyType = req.keyType ?? CoordinatorType.GROUP;
-    if (ctx.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: (req.coordinatorKeys ?? []).map((k) => lookup(k, keyType, ctx)) };
-    const f = lookup(req.key ?? '', keyType, ctx);
+    if (ctx.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: await Promise.all((req.coordinatorKeys ?? []).map((k) => lookup(k, keyType, ctx))) };
+    const f = await lookup(req.key ?? '', keyType, ctx);
     const res: FindCoordinatorResponse = { throttleTimeMs: 0, errorCode: f.errorCode, nodeId: f.nodeId, host: f.host, port: f.port };
     if (ctx.apiVersion >= 1) res.errorMessage = f.errorMessage;
     return res;

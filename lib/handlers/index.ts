@@ -29,6 +29,12 @@ import { offsetCommitHandler } from './offset-commit.js';
 import { offsetDeleteHandler } from './offset-delete.js';
 import { offsetFetchHandler } from './offset-fetch.js';
 import { syncGroupHandler } from './sync-group.js';
+import { addOffsetsToTxnHandler } from './add-offsets-to-txn.js';
+import { addPartitionsToTxnHandler } from './add-partitions-to-txn.js';
+import { endTxnHandler } from './end-txn.js';
+import { initProducerIdHandler } from './init-producer-id.js';
+import { txnOffsetCommitHandler } from './txn-offset-commit.js';
+import { writeTxnMarkersHandler } from './write-txn-markers.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler<never, unknown>[] = [
@@ -51,6 +57,12 @@ export const HANDLERS: readonly Handler<never, unknown>[] = [
   offsetDeleteHandler,
   consumerGroupHeartbeatHandler,
   consumerGroupDescribeHandler,
+  initProducerIdHandler,
+  addPartitionsToTxnHandler,
+  addOffsetsToTxnHandler,
+  endTxnHandler,
+  writeTxnMarkersHandler,
+  txnOffsetCommitHandler,
   createTopicsHandler,
   deleteTopicsHandler,
   deleteRecordsHandler,

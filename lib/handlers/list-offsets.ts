@@ -20,6 +20,8 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
   maxVersion: 9,
   handle(req, ctx) {
     const s = ctx.services;
+    // v2+ carry an isolation level; read_committed (1) sees up to the last stable offset
+    const readCommitted = ctx.apiVersion >= 2 && req.isolationLevel === 1;
     return {
       throttleTimeMs: 0,
       topics: req.topics.map((t) => ({
@@ -27,11 +29,12 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
         partitions: t.partitions.map((p) => {
           const log = s.topics.partition(t.name, p.partitionIndex);
           if (log === undefined) return failed(p.partitionIndex, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+          const lastFetchable = readCommitted ? log.lastStableOffset : log.highWatermark;
           let found: { offset: bigint; timestamp: bigint; leaderEpoch: number } | null;
           switch (p.timestamp) {
             case OffsetSpec.LATEST:
             case OffsetSpec.LATEST_TIERED:
-              found = { offset: log.highWatermark, timestamp: -1n, leaderEpoch: 0 };
+              found = { offset: lastFetchable, timestamp: -1n, leaderEpoch: 0 };
               break;
             case OffsetSpec.EARLIEST:
             case OffsetSpec.EARLIEST_LOCAL:
@@ -40,6 +43,8 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
             default:
               if (p.timestamp < OffsetSpec.LATEST_TIERED) return failed(p.partitionIndex, ErrorCode.UNSUPPORTED_VERSION);
               found = log.offsetForTimestamp(p.timestamp);
+              // only offsets a consumer of this isolation level could fetch (Kafka's lastFetchableOffset)
+              if (found !== null && found.offset >= lastFetchable) found = null;
           }
           if (ctx.apiVersion === 0) {
             // v0 answers a list of offsets; Kafka gives the one asked for (bounded by max_num_offsets).

@@ -26,13 +26,13 @@ export const offsetFetchHandler = defineHandler<OffsetFetchRequest, OffsetFetchR
       return {
         throttleTimeMs: 0,
         groups: (req.groups ?? []).map((g) => {
-          const r = fetchOffsets(groups, g.groupId ?? '', asTopics(g.topics), { memberId: g.memberId ?? null, memberEpoch: g.memberEpoch ?? -1 });
+          const r = fetchOffsets(groups, g.groupId ?? '', asTopics(g.topics), { memberId: g.memberId ?? null, memberEpoch: g.memberEpoch ?? -1 }, req.requireStable === true);
           return { groupId: g.groupId ?? '', errorCode: r.errorCode, topics: r.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => partitionOut(p, v)) })) };
         }),
       };
     }
     const wanted = v === 0 || v === 1 ? asTopics(req.topics ?? []) : asTopics(req.topics);
-    const r = fetchOffsets(groups, req.groupId ?? '', wanted);
+    const r = fetchOffsets(groups, req.groupId ?? '', wanted, undefined, v >= 7 && req.requireStable === true);
     let topics: OffsetFetchResponseOffsetFetchResponseTopic[] = r.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => partitionOut(p, v)) }));
     if (r.errorCode !== ErrorCode.NONE && v < 2) {
       // No top-level error before v2: each asked-for partition carries it.

@@ -5,12 +5,43 @@ import type {
   ProduceResponse,
   ProduceResponsePartitionProduceResponse,
 } from '../../protocol/generated/produce.js';
+import { BatchAttribute, BatchField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError } from '../log/partition-log.js';
 import { defineHandler, NO_RESPONSE, type RequestContext } from './types.js';
 
 /** Byte offset of the magic in both a v2 batch and a v0/v1 message (after offset, length and epoch/crc). */
 const MAGIC_OFFSET = 16;
 const ZSTD = 4;
+
+/** The producer of a transactional v2 batch (the first batch decides: v3+ sends exactly one). */
+function transactionalProducer(records: Buffer | null): { producerId: bigint; producerEpoch: number } | null {
+  if (records === null || records.length < RECORD_BATCH_OVERHEAD || records.readInt8(MAGIC_OFFSET) !== 2) return null;
+  if ((records.readInt16BE(BatchField.ATTRIBUTES) & BatchAttribute.TRANSACTIONAL) === 0) return null;
+  return { producerId: records.readBigInt64BE(BatchField.PRODUCER_ID), producerEpoch: records.readInt16BE(BatchField.PRODUCER_EPOCH) };
+}
+
+/**
+ * KIP-890: a transactional batch is written only to a partition of its producer's ongoing
+ * transaction. The coordinator's answer as Produce gives it: a fenced producer gets
+ * INVALID_PRODUCER_EPOCH, a retriable coordinator state NOT_ENOUGH_REPLICAS (clients retry it),
+ * a partition not in the transaction INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11).
+ */
+function verifyTransactional(ctx: RequestContext, transactionalId: string, p: { producerId: bigint; producerEpoch: number }, topic: string, partition: number): number {
+  const code = ctx.services.txn.verify(transactionalId, p.producerId, p.producerEpoch, topic, partition);
+  switch (code) {
+    case ErrorCode.PRODUCER_FENCED:
+      return ErrorCode.INVALID_PRODUCER_EPOCH;
+    case ErrorCode.TRANSACTION_ABORTABLE:
+      return ctx.apiVersion >= 11 ? code : ErrorCode.INVALID_TXN_STATE;
+    case ErrorCode.CONCURRENT_TRANSACTIONS:
+    case ErrorCode.COORDINATOR_NOT_AVAILABLE:
+    case ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+    case ErrorCode.NOT_COORDINATOR:
+      return ErrorCode.NOT_ENOUGH_REPLICAS;
+    default:
+      return code;
+  }
+}
 
 function failed(index: number, errorCode: number, errorMessage: string | null = null): ProduceResponsePartitionProduceResponse {
   return { index, errorCode, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n, recordErrors: [], errorMessage };
@@ -42,6 +73,12 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
   async handle(req, ctx) {
     const s = ctx.services;
     const validAcks = req.acks === -1 || req.acks === 0 || req.acks === 1;
+    const transactionalId = req.transactionalId ?? null;
+    if (transactionalId === null && req.topicData.some((td) => td.partitionData.some((pd) => transactionalProducer(pd.records) !== null))) {
+      // transactional records need a transactional id: the whole request is refused, as Kafka does
+      if (req.acks === 0) return NO_RESPONSE;
+      return this.errorResponse(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx);
+    }
     const writes: Promise<void>[] = [];
     // Partitions are appended in request order: each appendAsync call reserves its offsets (or
     // commits a fast-path batch) synchronously, before the next partition's call.
@@ -58,6 +95,11 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             if (bad !== undefined) return failed(pd.index, bad.errorCode, bad.message);
             if (req.acks === -1 && minInsyncReplicas(ctx, td.name) > 1) {
               return failed(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS, 'The size of the current ISR 1 is insufficient to satisfy min.isr');
+            }
+            const txnProducer = transactionalId === null ? null : transactionalProducer(pd.records);
+            if (txnProducer !== null && transactionalId !== null) {
+              const code = verifyTransactional(ctx, transactionalId, txnProducer, td.name, pd.index);
+              if (code !== ErrorCode.NONE) return failed(pd.index, code, 'Partition was not added to the transaction, or the producer is not its current one');
             }
             const size = pd.records.length;
             try {

@@ -186,7 +186,10 @@ c.close()
     const od2 = await raw.request<{ errorCode: number; topics: { partitions: { errorCode: number }[] }[] }>(47, 0, { groupId: 'bystander', topics: [{ name: 'other-clients', partitions: [{ partitionIndex: 0 }] }] });
     expect(od2.topics[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC);
     const fc = await raw.request<{ coordinators: { errorCode: number; nodeId: number }[] }>(10, 4, { keyType: 1, coordinatorKeys: ['txn'] });
-    expect(fc.coordinators[0]?.errorCode).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    expect(fc.coordinators[0]?.errorCode).to.equal(ErrorCode.NONE);
+    expect(fc.coordinators[0]?.nodeId).to.be.at.least(0);
+    const fc2 = await raw.request<{ coordinators: { errorCode: number }[] }>(10, 4, { keyType: 7, coordinatorKeys: ['x'] });
+    expect(fc2.coordinators[0]?.errorCode).to.equal(ErrorCode.INVALID_REQUEST);
     raw.destroy();
 
     await new Promise((r) => setTimeout(r, 500));

@@ -29,15 +29,15 @@ export function defaultTransactionLogValue(): TransactionLogValue {
 
 export function readTransactionLogValue(r: Reader, v: number): TransactionLogValue {
   const f_producerId: bigint = r.int64();
-  let f_previousProducerId: bigint = (!(v >= 1) ? r.int64() : -1n);
-  let f_nextProducerId: bigint = (!(v >= 1) ? r.int64() : -1n);
+  let f_previousProducerId: bigint = -1n;
+  let f_nextProducerId: bigint = -1n;
   const f_producerEpoch: number = r.int16();
   const f_transactionTimeoutMs: number = r.int32();
   const f_transactionStatus: number = r.int8();
   const f_transactionPartitions: TransactionLogValuePartitionsSchema[] | null = RT.readArray(r, v >= 1, true, (ir: Reader) => readTransactionLogValuePartitionsSchema(ir, v));
   const f_transactionLastUpdateTimestampMs: bigint = r.int64();
   const f_transactionStartTimestampMs: bigint = r.int64();
-  let f_clientTransactionVersion: number = (!(v >= 1) ? r.int16() : 0);
+  let f_clientTransactionVersion: number = 0;
   let u: TaggedField[] | undefined;
   if (v >= 1) { const tc = r.uvarint(); if (tc !== 0) u = r.taggedFieldsOf(tc, (tag, tr) => {
     switch (tag) {
@@ -66,33 +66,27 @@ function taggedTransactionLogValue(m: TransactionLogValue, v: number): TaggedFie
 
 export function writeTransactionLogValue(w: W.Writer, m: TransactionLogValue, v: number): void {
   { const x = m.producerId; w.int64(x); }
-  if (!(v >= 1)) { const x = (m.previousProducerId === undefined ? -1n : m.previousProducerId); w.int64(x); }
-  else if (false) if (m.previousProducerId !== undefined && !RT.isDefaultValue(m.previousProducerId, -1n)) throw RT.fieldNotInVersion('TransactionLogValue', 'previousProducerId', v);
-  if (!(v >= 1)) { const x = (m.nextProducerId === undefined ? -1n : m.nextProducerId); w.int64(x); }
-  else if (false) if (m.nextProducerId !== undefined && !RT.isDefaultValue(m.nextProducerId, -1n)) throw RT.fieldNotInVersion('TransactionLogValue', 'nextProducerId', v);
+  if (!(v >= 1)) if (m.previousProducerId !== undefined && !RT.isDefaultValue(m.previousProducerId, -1n)) throw RT.fieldNotInVersion('TransactionLogValue', 'previousProducerId', v);
+  if (!(v >= 1)) if (m.nextProducerId !== undefined && !RT.isDefaultValue(m.nextProducerId, -1n)) throw RT.fieldNotInVersion('TransactionLogValue', 'nextProducerId', v);
   { const x = m.producerEpoch; w.int16(x); }
   { const x = m.transactionTimeoutMs; w.int32(x); }
   { const x = m.transactionStatus; w.int8(x); }
   { const x = m.transactionPartitions; if (v >= 1) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeTransactionLogValuePartitionsSchema(w, e0, v); } }
   { const x = m.transactionLastUpdateTimestampMs; w.int64(x); }
   { const x = m.transactionStartTimestampMs; w.int64(x); }
-  if (!(v >= 1)) { const x = (m.clientTransactionVersion === undefined ? 0 : m.clientTransactionVersion); w.int16(x); }
-  else if (false) if (m.clientTransactionVersion !== undefined && !RT.isDefaultValue(m.clientTransactionVersion, 0)) throw RT.fieldNotInVersion('TransactionLogValue', 'clientTransactionVersion', v);
+  if (!(v >= 1)) if (m.clientTransactionVersion !== undefined && !RT.isDefaultValue(m.clientTransactionVersion, 0)) throw RT.fieldNotInVersion('TransactionLogValue', 'clientTransactionVersion', v);
   if (v >= 1) w.taggedFields(taggedTransactionLogValue(m, v));
 }
 
 export function sizeTransactionLogValue(m: TransactionLogValue, v: number): number {
   let n = 0;
   n += 8;
-  if (!(v >= 1)) n += 8;
-  if (!(v >= 1)) n += 8;
   n += 2;
   n += 4;
   n += 1;
   { const x = m.transactionPartitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTransactionLogValuePartitionsSchema, v))); }
   n += 8;
   n += 8;
-  if (!(v >= 1)) n += 2;
   if (v >= 1) n += W.sizeTaggedFields(taggedTransactionLogValue(m, v));
   return n;
 }

@@ -14,14 +14,15 @@ export class MemoryLog implements OffsetsLog {
   /** When set, appends fail with this error. */
   failWith: Error | null = null;
 
-  append(records: Buffer): { written: Promise<void> } {
+  append(records: Buffer): { info: { firstOffset: bigint }; written: Promise<void> } {
     if (this.failWith !== null) throw this.failWith;
     const copy = Buffer.from(records);
     const b = RecordBatch.at(copy);
-    b.setBaseOffset(this.logEndOffset);
+    const firstOffset = this.logEndOffset;
+    b.setBaseOffset(firstOffset);
     this.logEndOffset = b.nextOffset;
     this.batches.push(copy);
-    return { written: Promise.resolve() };
+    return { info: { firstOffset }, written: Promise.resolve() };
   }
 
   async read(fetchOffset: bigint): Promise<{ records: Buffer[] }> {

@@ -1,0 +1,45 @@
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { TxnOffsetCommitRequest, TxnOffsetCommitResponse } from '../../protocol/generated/txn-offset-commit.js';
+import { OFFSETS_TOPIC } from '../group/records.js';
+import { commitTxnOffsets } from '../group/txn-offsets.js';
+import { defineHandler } from './types.js';
+
+/** Offsets committed inside a transaction: visible to the group only once the transaction commits. */
+export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnOffsetCommitResponse>({
+  apiKey: ApiKey.TxnOffsetCommit,
+  minVersion: 0,
+  maxVersion: 4,
+  async handle(req, ctx) {
+    const s = ctx.services;
+    const v = ctx.apiVersion;
+    const verify = (offsetsPartition: number): number => {
+      const code = s.txn.verify(req.transactionalId, req.producerId, req.producerEpoch, OFFSETS_TOPIC, offsetsPartition);
+      if (code === ErrorCode.PRODUCER_FENCED) return ErrorCode.INVALID_PRODUCER_EPOCH;
+      if (code === ErrorCode.TRANSACTION_ABORTABLE && v < 4) return ErrorCode.INVALID_TXN_STATE;
+      return code;
+    };
+    const topics = await commitTxnOffsets(
+      s.groups,
+      {
+        transactionalId: req.transactionalId,
+        groupId: req.groupId,
+        producerId: req.producerId,
+        producerEpoch: req.producerEpoch,
+        generationId: req.generationId ?? -1,
+        memberId: req.memberId ?? '',
+        groupInstanceId: req.groupInstanceId ?? null,
+        topics: req.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, committedOffset: p.committedOffset, committedLeaderEpoch: p.committedLeaderEpoch ?? -1, committedMetadata: p.committedMetadata })),
+        })),
+      },
+      (topic, partition) => s.topics.partition(topic, partition) !== undefined,
+      verify,
+    );
+    return { throttleTimeMs: 0, topics };
+  },
+  errorResponse(req, errorCode) {
+    return { throttleTimeMs: 0, topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })) };
+  },
+});

@@ -1,0 +1,499 @@
+/**
+ * The transaction coordinator of this node (Kafka's TransactionCoordinator + TransactionStateManager):
+ * one TxnMetadata per transactional id, persisted on `__transaction_state` (partition = Java hash of
+ * the id) before each answer, replayed at start. EndTxn is carried out before it is answered:
+ * Prepare* is written, the markers go to every partition of the transaction, then Complete* is
+ * written. A transaction found in Prepare* at load is finished the same way; an Ongoing one past
+ * its timeout is fenced (epoch + 1) and aborted.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { buildRecordBatch } from '../../protocol/records/index.js';
+import type { BrokerConfig } from '../config.js';
+import { LogError } from '../log/errors.js';
+import type { PartitionLog } from '../log/partition-log.js';
+import { replayBatches } from '../log/replay.js';
+import { partitionFor } from '../group/records.js';
+import type { ProducerIdManager } from './producer-ids.js';
+import {
+  decodeTxnRecord,
+  hasPartition,
+  isEpochExhausted,
+  TRANSACTION_STATE_TOPIC,
+  TxnState,
+  txnLogKey,
+  txnLogValue,
+  type TxnMetadata,
+} from './txn-metadata.js';
+
+export interface TxnCoordinatorDeps {
+  config: BrokerConfig;
+  logger: Logger;
+  producerIds: ProducerIdManager;
+  /** Whether `__transaction_state` exists (it is created on first use, as Kafka does). */
+  stateTopicExists(): boolean;
+  /** Creates `__transaction_state` if missing (internal, compacted) and waits until its logs are open. */
+  ensureStateTopic(numPartitions: number): Promise<void>;
+  stateLog(partition: number): PartitionLog | undefined;
+  partitionLog(topic: string, partition: number): PartitionLog | undefined;
+  /** The offsets topic: its name, and a marker landed on one of its partitions. */
+  offsetsTopic: string;
+  onOffsetsMarker(partition: number, producerId: bigint, commit: boolean): void;
+  /** Resolves once the group coordinator has loaded (markers on offsets partitions need it). */
+  groupsLoaded(): Promise<void>;
+  notifyAppend(topic: string, partition: number, bytes: number): void;
+  now?: () => number;
+}
+
+export interface InitProducerIdResult {
+  errorCode: number;
+  producerId: bigint;
+  producerEpoch: number;
+}
+
+const MARKER_RETRY_MS = 1000;
+
+function copy(m: TxnMetadata, changes: Partial<TxnMetadata>): TxnMetadata {
+  return { ...m, partitions: new Map([...m.partitions].map(([t, s]) => [t, new Set(s)])), pending: null, ...changes };
+}
+
+/** Kafka's mapping of a failed `__transaction_state` append to what the client is told. */
+function persistError(errorCode: number): number {
+  switch (errorCode) {
+    case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+    case ErrorCode.NOT_ENOUGH_REPLICAS:
+    case ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+    case ErrorCode.REQUEST_TIMED_OUT:
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    case ErrorCode.NOT_LEADER_OR_FOLLOWER:
+    case ErrorCode.KAFKA_STORAGE_ERROR:
+      return ErrorCode.NOT_COORDINATOR;
+    default:
+      return ErrorCode.UNKNOWN_SERVER_ERROR;
+  }
+}
+
+export class TransactionCoordinator {
+  readonly txns = new Map<string, TxnMetadata>();
+  readonly numPartitions: number;
+  readonly maxTimeoutMs: number;
+  readonly verification: boolean;
+  readonly now: () => number;
+  private readonly loading = new Set<number>();
+  private active = false;
+  /** `__transaction_state` exists and its logs are open. */
+  private ready = false;
+  private creating: Promise<void> | null = null;
+  private loaded: Promise<void> = Promise.resolve();
+  private readonly timers: NodeJS.Timeout[] = [];
+  /** Transactions whose markers are being (re)written in the background. */
+  private readonly completing = new Set<string>();
+
+  constructor(readonly deps: TxnCoordinatorDeps) {
+    const c = deps.config;
+    this.numPartitions = c.int('transaction.state.log.num.partitions');
+    this.maxTimeoutMs = c.int('transaction.max.timeout.ms');
+    this.verification = c.bool('transaction.partition.verification.enable');
+    this.now = deps.now ?? Date.now;
+  }
+
+  get logger(): Logger {
+    return this.deps.logger;
+  }
+
+  get isActive(): boolean {
+    return this.active;
+  }
+
+  // ---- lifecycle ----
+
+  /** Loads `__transaction_state` when it exists (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS). */
+  async startup(): Promise<void> {
+    this.active = true;
+    if (this.deps.stateTopicExists()) {
+      await this.deps.ensureStateTopic(this.numPartitions);
+      for (let p = 0; p < this.numPartitions; p++) this.loading.add(p);
+      this.ready = true;
+      this.loaded = this.loadAll();
+    }
+    const c = this.deps.config;
+    const every = (ms: number, f: () => Promise<unknown>) => {
+      const t = setInterval(() => void f().catch((err: unknown) => this.logger.error({ err }, 'transaction coordinator timer failed')), ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(c.int('transaction.abort.timed.out.transaction.cleanup.interval.ms'), () => this.abortTimedOutTransactions());
+    every(c.int('transaction.remove.expired.transaction.cleanup.interval.ms'), () => this.removeExpiredTransactionalIds());
+  }
+
+  whenLoaded(): Promise<void> {
+    return this.loaded;
+  }
+
+  /**
+   * Creates `__transaction_state` on first use (FindCoordinator for a transactional id, or
+   * InitProducerId with one). NONE once it is there, COORDINATOR_NOT_AVAILABLE when that failed.
+   */
+  async ensureReady(): Promise<number> {
+    if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (this.ready) return ErrorCode.NONE;
+    this.creating ??= this.deps.ensureStateTopic(this.numPartitions).then(() => {
+      this.ready = true;
+    });
+    try {
+      await this.creating;
+      return ErrorCode.NONE;
+    } catch (err) {
+      this.creating = null;
+      this.logger.error({ err, code: 'GREGOR_ERR_TXN_TOPIC' }, `creating ${TRANSACTION_STATE_TOPIC} failed`);
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    }
+  }
+
+  shutdown(): void {
+    this.active = false;
+    for (const t of this.timers) clearInterval(t);
+    this.timers.length = 0;
+  }
+
+  private async loadAll(): Promise<void> {
+    const started = this.now();
+    for (let p = 0; p < this.numPartitions; p++) {
+      const log = this.deps.stateLog(p);
+      try {
+        if (log !== undefined && log.logEndOffset > log.logStartOffset) {
+          await replayBatches(log, (batch) => {
+            if (batch.isControl) return;
+            for (const r of batch.records({ maxOutput: 64 << 20 })) {
+              if (r.key === null) continue;
+              const { transactionalId, metadata } = decodeTxnRecord(r.key, r.value);
+              if (metadata === null) this.txns.delete(transactionalId);
+              else this.txns.set(transactionalId, metadata);
+            }
+          });
+        }
+      } catch (err) {
+        this.logger.error({ err, partition: p, code: 'GREGOR_ERR_TXN_LOAD' }, `failed to load ${TRANSACTION_STATE_TOPIC}-${p}`);
+      } finally {
+        this.loading.delete(p);
+      }
+      if (!this.active) return;
+    }
+    this.logger.info({ transactionalIds: this.txns.size, ms: this.now() - started }, 'transaction coordinator loaded');
+    await this.deps.groupsLoaded();
+    // a crash between prepare and complete: finish what was decided
+    for (const m of this.txns.values()) {
+      if (m.state === TxnState.PREPARE_COMMIT || m.state === TxnState.PREPARE_ABORT) this.completeInBackground(m);
+    }
+  }
+
+  // ---- routing ----
+
+  partitionFor(transactionalId: string): number {
+    return partitionFor(transactionalId, this.numPartitions);
+  }
+
+  /** NONE when this coordinator can serve the id now. */
+  status(transactionalId: string): number {
+    if (!this.active || !this.ready) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (this.loading.has(this.partitionFor(transactionalId))) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    return ErrorCode.NONE;
+  }
+
+  private coordinatorEpoch(transactionalId: string): number {
+    return Math.max(0, this.deps.stateLog(this.partitionFor(transactionalId))?.latestEpoch ?? 0);
+  }
+
+  // ---- persistence ----
+
+  /** Writes `next` (null: a tombstone) for `m`'s id; `m` takes `next`'s values once it is written. */
+  private async transition(m: TxnMetadata, next: TxnMetadata | null): Promise<number> {
+    m.pending = next?.state ?? TxnState.DEAD;
+    const p = this.partitionFor(m.transactionalId);
+    const log = this.deps.stateLog(p);
+    let errorCode: number = ErrorCode.NONE;
+    if (log === undefined) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    else {
+      const batch = buildRecordBatch([{ key: txnLogKey(m.transactionalId), value: next === null ? null : txnLogValue(next), timestamp: BigInt(this.now()) }]);
+      try {
+        await log.append(batch, { leaderEpoch: 0 }).written;
+        this.deps.notifyAppend(TRANSACTION_STATE_TOPIC, p, batch.length);
+      } catch (err) {
+        this.logger.warn({ err, transactionalId: m.transactionalId, code: 'GREGOR_ERR_TXN_WRITE' }, `failed to write to ${TRANSACTION_STATE_TOPIC}`);
+        errorCode = persistError(err instanceof LogError ? err.errorCode : ErrorCode.UNKNOWN_SERVER_ERROR);
+      }
+    }
+    m.pending = null;
+    if (errorCode === ErrorCode.NONE && next !== null) Object.assign(m, next, { pending: null });
+    return errorCode;
+  }
+
+  // ---- InitProducerId ----
+
+  /**
+   * InitProducerId. Without a transactional id: a new producer id at epoch 0. With one: the id's
+   * producer is bumped (or moved to a new producer id when its epoch is used up), an open
+   * transaction of an older instance is fenced and aborted first. `expected` (v3+, KIP-360) is the
+   * caller's current producer id and epoch, or null.
+   */
+  async initProducerId(transactionalId: string | null, timeoutMs: number, expected: { producerId: bigint; producerEpoch: number } | null): Promise<InitProducerIdResult> {
+    const fail = (errorCode: number): InitProducerIdResult => ({ errorCode, producerId: -1n, producerEpoch: -1 });
+    if (expected !== null && (expected.producerId === -1n) !== (expected.producerEpoch === -1)) return fail(ErrorCode.INVALID_REQUEST);
+    if (expected !== null && expected.producerId === -1n) expected = null;
+    if (transactionalId === null) return { errorCode: ErrorCode.NONE, producerId: await this.deps.producerIds.generate(), producerEpoch: 0 };
+    if (transactionalId === '') return fail(ErrorCode.INVALID_REQUEST);
+    if (timeoutMs <= 0 || timeoutMs > this.maxTimeoutMs) return fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT);
+    const ready = await this.ensureReady();
+    if (ready !== ErrorCode.NONE) return fail(ready);
+    const status = this.status(transactionalId);
+    if (status !== ErrorCode.NONE) return fail(status);
+    for (;;) {
+      let m = this.txns.get(transactionalId);
+      let created = false;
+      if (m === undefined) {
+        const now = this.now();
+        m = { transactionalId, producerId: -1n, previousProducerId: -1n, producerEpoch: -1, lastProducerEpoch: -1, txnTimeoutMs: timeoutMs, state: TxnState.EMPTY, partitions: new Map(), txnStartTimestamp: -1, txnLastUpdateTimestamp: now, pending: TxnState.EMPTY };
+        this.txns.set(transactionalId, m);
+        created = true;
+        try {
+          m.producerId = await this.deps.producerIds.generate();
+        } catch (err) {
+          this.txns.delete(transactionalId);
+          throw err;
+        }
+        m.pending = null;
+      }
+      if (m.pending !== null) return fail(ErrorCode.CONCURRENT_TRANSACTIONS);
+      if (expected !== null && !(m.producerEpoch === -1 || expected.producerId === m.producerId || (expected.producerId === m.previousProducerId && isEpochExhausted(expected.producerEpoch)))) {
+        return fail(ErrorCode.PRODUCER_FENCED);
+      }
+      switch (m.state) {
+        case TxnState.PREPARE_COMMIT:
+        case TxnState.PREPARE_ABORT:
+          return fail(ErrorCode.CONCURRENT_TRANSACTIONS);
+        case TxnState.ONGOING: {
+          // an older instance left a transaction open: fence it and abort, then bump again
+          const e = await this.fenceAndAbort(m);
+          if (e !== ErrorCode.NONE) return fail(e);
+          continue;
+        }
+        default: {
+          const next = await this.nextProducer(m, timeoutMs, expected);
+          if (typeof next === 'number') return fail(next);
+          const e = await this.transition(m, next);
+          if (e !== ErrorCode.NONE) {
+            if (created) this.txns.delete(transactionalId);
+            return fail(e);
+          }
+          return { errorCode: ErrorCode.NONE, producerId: m.producerId, producerEpoch: m.producerEpoch };
+        }
+      }
+    }
+  }
+
+  /** Kafka's prepareIncrementProducerEpoch / prepareProducerIdRotation: the Empty state to write. */
+  private async nextProducer(m: TxnMetadata, timeoutMs: number, expected: { producerEpoch: number } | null): Promise<TxnMetadata | number> {
+    const base = { state: TxnState.EMPTY, txnTimeoutMs: timeoutMs, partitions: new Map(), txnStartTimestamp: -1, txnLastUpdateTimestamp: this.now() };
+    if (isEpochExhausted(m.producerEpoch) && (expected === null || expected.producerEpoch === m.producerEpoch)) {
+      m.pending = TxnState.EMPTY;
+      try {
+        const producerId = await this.deps.producerIds.generate();
+        return copy(m, { ...base, previousProducerId: m.producerId, producerId, producerEpoch: 0, lastProducerEpoch: expected === null ? -1 : m.producerEpoch });
+      } finally {
+        m.pending = null;
+      }
+    }
+    const bumped = m.producerEpoch + 1;
+    if (expected === null) return copy(m, { ...base, producerEpoch: bumped, lastProducerEpoch: -1 });
+    if (m.producerEpoch === -1 || expected.producerEpoch === m.producerEpoch) return copy(m, { ...base, producerEpoch: bumped, lastProducerEpoch: m.producerEpoch });
+    if (expected.producerEpoch === m.lastProducerEpoch) return copy(m, { ...base, producerEpoch: m.producerEpoch, lastProducerEpoch: m.lastProducerEpoch });
+    return ErrorCode.PRODUCER_FENCED;
+  }
+
+  // ---- AddPartitionsToTxn / AddOffsetsToTxn ----
+
+  /** Checks common to the requests of a running producer: NONE, or the error to answer. */
+  private check(m: TxnMetadata | undefined, producerId: bigint, producerEpoch: number): number {
+    if (m === undefined || m.producerId !== producerId) return ErrorCode.INVALID_PRODUCER_ID_MAPPING;
+    if (m.producerEpoch !== producerEpoch) return ErrorCode.PRODUCER_FENCED;
+    if (m.pending !== null || m.state === TxnState.PREPARE_COMMIT || m.state === TxnState.PREPARE_ABORT) return ErrorCode.CONCURRENT_TRANSACTIONS;
+    return ErrorCode.NONE;
+  }
+
+  /** Adds partitions (existence already checked by the caller) to the producer's transaction. */
+  async addPartitions(transactionalId: string, producerId: bigint, producerEpoch: number, partitions: readonly { topic: string; partition: number }[]): Promise<number> {
+    const status = this.status(transactionalId);
+    if (status !== ErrorCode.NONE) return status;
+    const m = this.txns.get(transactionalId);
+    const e = this.check(m, producerId, producerEpoch);
+    if (e !== ErrorCode.NONE || m === undefined) return e;
+    if (m.state === TxnState.ONGOING && partitions.every((p) => hasPartition(m, p.topic, p.partition))) return ErrorCode.NONE;
+    const now = this.now();
+    const starting = m.state !== TxnState.ONGOING;
+    const next = copy(m, { state: TxnState.ONGOING, txnLastUpdateTimestamp: now, txnStartTimestamp: starting ? now : m.txnStartTimestamp });
+    if (starting) next.partitions.clear();
+    for (const p of partitions) {
+      let set = next.partitions.get(p.topic);
+      if (set === undefined) next.partitions.set(p.topic, (set = new Set()));
+      set.add(p.partition);
+    }
+    return this.transition(m, next);
+  }
+
+  /**
+   * KIP-890's check of a transactional write (produce, TxnOffsetCommit): NONE when the partition is
+   * in the producer's ongoing transaction. Errors as the coordinator names them (PRODUCER_FENCED,
+   * CONCURRENT_TRANSACTIONS, TRANSACTION_ABORTABLE, ...); callers map them for their API.
+   */
+  verify(transactionalId: string, producerId: bigint, producerEpoch: number, topic: string, partition: number): number {
+    if (!this.verification) return ErrorCode.NONE;
+    const status = this.status(transactionalId);
+    if (status !== ErrorCode.NONE) return status;
+    const m = this.txns.get(transactionalId);
+    const e = this.check(m, producerId, producerEpoch);
+    if (e !== ErrorCode.NONE || m === undefined) return e;
+    return m.state === TxnState.ONGOING && hasPartition(m, topic, partition) ? ErrorCode.NONE : ErrorCode.TRANSACTION_ABORTABLE;
+  }
+
+  // ---- EndTxn ----
+
+  /** EndTxn from a client: the transaction is decided, its markers written and it is complete when this resolves NONE. */
+  async endTxn(transactionalId: string, producerId: bigint, producerEpoch: number, commit: boolean): Promise<number> {
+    const status = this.status(transactionalId);
+    if (status !== ErrorCode.NONE) return status;
+    const m = this.txns.get(transactionalId);
+    if (m === undefined || m.producerId !== producerId) return ErrorCode.INVALID_PRODUCER_ID_MAPPING;
+    if (m.producerEpoch !== producerEpoch) return ErrorCode.PRODUCER_FENCED;
+    if (m.pending !== null) return ErrorCode.CONCURRENT_TRANSACTIONS;
+    switch (m.state) {
+      case TxnState.ONGOING:
+        return this.endOngoing(m, commit, m.producerEpoch);
+      case TxnState.COMPLETE_COMMIT:
+        return commit ? ErrorCode.NONE : ErrorCode.INVALID_TXN_STATE;
+      case TxnState.COMPLETE_ABORT:
+        return commit ? ErrorCode.INVALID_TXN_STATE : ErrorCode.NONE;
+      case TxnState.PREPARE_COMMIT:
+        return commit ? ErrorCode.CONCURRENT_TRANSACTIONS : ErrorCode.INVALID_TXN_STATE;
+      case TxnState.PREPARE_ABORT:
+        return commit ? ErrorCode.INVALID_TXN_STATE : ErrorCode.CONCURRENT_TRANSACTIONS;
+      default:
+        return ErrorCode.INVALID_TXN_STATE;
+    }
+  }
+
+  /** Ongoing → Prepare* (written) → markers → Complete*. NONE once the outcome is durable. */
+  private async endOngoing(m: TxnMetadata, commit: boolean, epoch: number): Promise<number> {
+    const next = copy(m, { state: commit ? TxnState.PREPARE_COMMIT : TxnState.PREPARE_ABORT, producerEpoch: epoch, txnLastUpdateTimestamp: this.now() });
+    if (epoch !== m.producerEpoch) next.lastProducerEpoch = -1;
+    const e = await this.transition(m, next);
+    if (e !== ErrorCode.NONE) return e;
+    if (!(await this.complete(m))) this.completeInBackground(m);
+    return ErrorCode.NONE;
+  }
+
+  /** Fences the current producer (epoch + 1) and aborts its open transaction. */
+  private fenceAndAbort(m: TxnMetadata): Promise<number> {
+    this.logger.info({ transactionalId: m.transactionalId, producerId: m.producerId.toString(), epoch: m.producerEpoch }, 'fencing the producer and aborting its open transaction');
+    return this.endOngoing(m, false, m.producerEpoch + 1);
+  }
+
+  /** Writes the markers of a Prepare* transaction and then Complete*; false when something must be retried. */
+  private async complete(m: TxnMetadata): Promise<boolean> {
+    const commit = m.state === TxnState.PREPARE_COMMIT;
+    if (!commit && m.state !== TxnState.PREPARE_ABORT) return true;
+    const coordinatorEpoch = this.coordinatorEpoch(m.transactionalId);
+    const writes: Promise<boolean>[] = [];
+    for (const [topic, parts] of m.partitions) for (const partition of parts) writes.push(this.writeMarker(topic, partition, m.producerId, m.producerEpoch, commit, coordinatorEpoch));
+    if (!(await Promise.all(writes)).every((ok) => ok)) return false;
+    const done = copy(m, { state: commit ? TxnState.COMPLETE_COMMIT : TxnState.COMPLETE_ABORT, partitions: new Map(), txnLastUpdateTimestamp: this.now() });
+    return (await this.transition(m, done)) === ErrorCode.NONE;
+  }
+
+  /**
+   * The coordinator's marker write to one partition; true when done. A partition that is gone, or
+   * whose producer state refuses the marker (a newer epoch or coordinator wrote there), needs no
+   * marker any more: done, as Kafka drops it. Anything else is retried.
+   */
+  private async writeMarker(topic: string, partition: number, producerId: bigint, producerEpoch: number, commit: boolean, coordinatorEpoch: number): Promise<boolean> {
+    const code = await this.appendMarker(topic, partition, producerId, producerEpoch, commit, coordinatorEpoch);
+    switch (code) {
+      case ErrorCode.NONE:
+        return true;
+      case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+      case ErrorCode.INVALID_PRODUCER_EPOCH:
+      case ErrorCode.TRANSACTION_COORDINATOR_FENCED:
+        this.logger.info({ topic, partition, producerId: producerId.toString(), errorCode: code }, 'transaction marker not needed there; dropping it');
+        return true;
+      default:
+        this.logger.warn({ topic, partition, producerId: producerId.toString(), errorCode: code, code: 'GREGOR_ERR_TXN_MARKER' }, 'writing a transaction marker failed; will retry');
+        return false;
+    }
+  }
+
+  /**
+   * Appends a COMMIT/ABORT marker to a partition and waits until it is written (WriteTxnMarkers does
+   * this per partition). Returns a Kafka error code: NONE, UNKNOWN_TOPIC_OR_PARTITION, or what the
+   * partition's producer state or log refused it with.
+   */
+  async appendMarker(topic: string, partition: number, producerId: bigint, producerEpoch: number, commit: boolean, coordinatorEpoch: number): Promise<number> {
+    const log = this.deps.partitionLog(topic, partition);
+    if (log === undefined) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    try {
+      const r = await log.appendMarker({ producerId, producerEpoch, coordinatorEpoch, commit }, { leaderEpoch: 0 });
+      await r.written;
+      // the last stable offset may have moved past any amount of data: wake every waiting fetch
+      this.deps.notifyAppend(topic, partition, Number.MAX_SAFE_INTEGER);
+      if (topic === this.deps.offsetsTopic) this.deps.onOffsetsMarker(partition, producerId, commit);
+      return ErrorCode.NONE;
+    } catch (err) {
+      if (err instanceof LogError) return err.errorCode;
+      this.logger.error({ err, topic, partition }, 'appending a transaction marker failed');
+      return ErrorCode.UNKNOWN_SERVER_ERROR;
+    }
+  }
+
+  private completeInBackground(m: TxnMetadata): void {
+    if (this.completing.has(m.transactionalId)) return;
+    this.completing.add(m.transactionalId);
+    const attempt = async (): Promise<void> => {
+      if (!this.active || this.txns.get(m.transactionalId) !== m) {
+        this.completing.delete(m.transactionalId);
+        return;
+      }
+      if (await this.complete(m)) {
+        this.completing.delete(m.transactionalId);
+        return;
+      }
+      setTimeout(() => void attempt(), MARKER_RETRY_MS).unref();
+    };
+    void attempt();
+  }
+
+  // ---- timeouts and expiry ----
+
+  /** transaction.timeout.ms: Ongoing transactions older than their timeout are fenced and aborted. */
+  async abortTimedOutTransactions(): Promise<number> {
+    const now = this.now();
+    const expired = [...this.txns.values()].filter((m) => m.state === TxnState.ONGOING && m.pending === null && m.txnStartTimestamp + m.txnTimeoutMs < now);
+    for (const m of expired) {
+      this.logger.info({ transactionalId: m.transactionalId, timeoutMs: m.txnTimeoutMs }, 'aborting a transaction past its timeout');
+      await this.fenceAndAbort(m);
+    }
+    return expired.length;
+  }
+
+  /** transactional.id.expiration.ms: ids idle that long with no transaction open are forgotten (tombstone). */
+  async removeExpiredTransactionalIds(): Promise<number> {
+    const limit = this.now() - this.deps.config.int('transactional.id.expiration.ms');
+    let n = 0;
+    for (const m of [...this.txns.values()]) {
+      const idle = m.state === TxnState.EMPTY || m.state === TxnState.COMPLETE_COMMIT || m.state === TxnState.COMPLETE_ABORT;
+      if (!idle || m.pending !== null || m.txnLastUpdateTimestamp > limit) continue;
+      if ((await this.transition(m, null)) === ErrorCode.NONE && this.txns.get(m.transactionalId) === m) {
+        this.txns.delete(m.transactionalId);
+        n++;
+      }
+    }
+    return n;
+  }
+}

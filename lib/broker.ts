@@ -110,6 +110,7 @@ export class Broker {
     await groups.startup();
     await txn.startup();
     this.logManager.startMaintenance(this.config.long('log.retention.check.interval.ms') ?? 300000);
+    this.logManager.startProducerExpiration(this.config.int('producer.id.expiration.check.interval.ms'), this.config.int('producer.id.expiration.ms'));
 
     const dispatcher = new Dispatcher(HANDLERS, () => this.services, this.faults);
     dispatcher.setAdvertised(apiVersions);

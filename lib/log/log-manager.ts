@@ -32,6 +32,7 @@ export class LogManager {
   private readonly logs = new Map<string, PartitionLog>();
   private readonly opening = new Map<string, Promise<PartitionLog>>();
   private timer: NodeJS.Timeout | null = null;
+  private producerTimer: NodeJS.Timeout | null = null;
   private tick: Promise<void> | null = null;
   private closed = false;
 
@@ -129,6 +130,24 @@ export class LogManager {
     this.timer.unref();
   }
 
+  /**
+   * producer.id.expiration.ms: every producer.id.expiration.check.interval.ms, each log forgets the
+   * producers idle for longer that have no transaction open.
+   */
+  startProducerExpiration(checkIntervalMs: number, expirationMs: number): void {
+    if (this.producerTimer !== null || this.closed) return;
+    this.producerTimer = setInterval(() => this.expireProducers(Date.now(), expirationMs), Math.min(Math.max(1, checkIntervalMs), 2 ** 31 - 1));
+    this.producerTimer.unref();
+  }
+
+  /** One producer-expiration pass; returns how many producer entries were dropped. */
+  expireProducers(now: number, expirationMs: number): number {
+    let n = 0;
+    for (const log of this.logs.values()) n += log.expireProducers(now, expirationMs);
+    if (n > 0) this.logger.info({ producers: n, expirationMs }, 'expired idle producer ids');
+    return n;
+  }
+
   /** One maintenance pass over every log (also what the timer runs). */
   async runMaintenance(now = Date.now()): Promise<void> {
     for (const log of this.logs.values()) {
@@ -146,6 +165,8 @@ export class LogManager {
     this.closed = true;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    if (this.producerTimer !== null) clearInterval(this.producerTimer);
+    this.producerTimer = null;
     if (this.tick !== null) await this.tick;
     await Promise.allSettled([...this.opening.values()]);
     let failed = false;

@@ -61,6 +61,19 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.error(e instanceof Error ? e.message : String(e));
     return 2;
   }
+  const faults = process.env['GREGOR_FAULTS'];
+  if (faults !== undefined && faults !== '') {
+    // fault injection for client tests run against a child broker: a JSON array of rules (lib/network/faults.ts, without `match`)
+    try {
+      const rules = JSON.parse(faults) as unknown;
+      if (!Array.isArray(rules)) throw new Error('GREGOR_ERR_FAULT_RULE: GREGOR_FAULTS must be a JSON array of rules');
+      for (const r of rules) broker.faults.add(r as Parameters<typeof broker.faults.add>[0]);
+    } catch (e) {
+      console.error(`GREGOR_FAULTS: ${e instanceof Error ? e.message : String(e)}`);
+      return 2;
+    }
+    broker.logger.warn({ faults: broker.faults.rules }, 'fault injection rules from GREGOR_FAULTS are active');
+  }
   broker.logger.info({ config: broker.config.effective() }, 'effective configuration');
   await broker.start();
   return new Promise<number>((resolveExit) => {

@@ -48,11 +48,11 @@ export interface ChildBroker {
  * GREGOR_CHILD_NODE_FLAGS (space-separated) goes to the child's node, e.g. to profile a benchmark's
  * broker: `GREGOR_CHILD_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof"` (NODE_OPTIONS refuses those).
  */
-export async function startChildBroker(dataDir: string, port = 0, overrides: Record<string, string> = {}): Promise<ChildBroker> {
+export async function startChildBroker(dataDir: string, port = 0, overrides: Record<string, string> = {}, env: Record<string, string> = {}): Promise<ChildBroker> {
   const nodeFlags = (process.env['GREGOR_CHILD_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
   const args = [...nodeFlags, join(PROJECT_ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', String(port)];
   for (const [k, v] of Object.entries(overrides)) args.push('--override', `${k}=${v}`);
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', ...env } });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let out = '';
   const bootstrap = await new Promise<string>((resolve, reject) => {

@@ -78,6 +78,31 @@ export class KafkajsPartitionReader {
     return out;
   }
 
+  /**
+   * What a kafkajs consumer hands its application from [from, until) at read_committed: each Fetch
+   * response goes through kafkajs's own consumer Batch, which drops aborted transactions (by the
+   * response's aborted list) and control records.
+   */
+  async readCommitted(topic: string, partition: number, from: bigint, until: bigint): Promise<KjsMessage[]> {
+    const Batch = require('kafkajs/src/consumer/batch') as new (topic: string, fetchedOffset: string, partitionData: unknown) => { messages: KjsMessage[] };
+    const leaders = this.cluster.findLeaderForPartitions(topic, [partition]);
+    const nodeId = Object.keys(leaders)[0];
+    if (nodeId === undefined) throw new Error(`no leader for ${topic}-${partition}`);
+    const broker = await this.cluster.findBroker({ nodeId });
+    const out: KjsMessage[] = [];
+    let next = from;
+    while (next < until) {
+      const res = await broker.fetch({ isolationLevel: 1, maxWaitTime: 100, minBytes: 1, maxBytes: 1 << 20, topics: [{ topic, partitions: [{ partition, fetchOffset: next.toString(), maxBytes: 1 << 20 }] }] });
+      const p = res.responses[0]?.partitions[0];
+      if (p === undefined) throw new Error('empty fetch response');
+      if (p.errorCode !== 0) throw new Error(`fetch error ${p.errorCode}`);
+      for (const m of new Batch(topic, next.toString(), p).messages) if (BigInt(m.offset) < until) out.push(m);
+      const last = p.messages[p.messages.length - 1];
+      if (last !== undefined) next = BigInt(last.offset) + 1n;
+    }
+    return out;
+  }
+
   async disconnect(): Promise<void> {
     await this.cluster.disconnect();
   }

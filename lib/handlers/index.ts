@@ -35,6 +35,9 @@ import { endTxnHandler } from './end-txn.js';
 import { initProducerIdHandler } from './init-producer-id.js';
 import { txnOffsetCommitHandler } from './txn-offset-commit.js';
 import { writeTxnMarkersHandler } from './write-txn-markers.js';
+import { describeProducersHandler } from './describe-producers.js';
+import { describeTransactionsHandler } from './describe-transactions.js';
+import { listTransactionsHandler } from './list-transactions.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler<never, unknown>[] = [
@@ -63,6 +66,9 @@ export const HANDLERS: readonly Handler<never, unknown>[] = [
   endTxnHandler,
   writeTxnMarkersHandler,
   txnOffsetCommitHandler,
+  describeProducersHandler,
+  describeTransactionsHandler,
+  listTransactionsHandler,
   createTopicsHandler,
   deleteTopicsHandler,
   deleteRecordsHandler,

@@ -105,6 +105,11 @@ export class TransactionCoordinator {
     return this.active;
   }
 
+  /** Some `__transaction_state` partition is still being replayed. */
+  get isLoading(): boolean {
+    return this.loading.size > 0;
+  }
+
   // ---- lifecycle ----
 
   /** Loads `__transaction_state` when it exists (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS). */

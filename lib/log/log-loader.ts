@@ -24,6 +24,8 @@ export interface LoadResult {
   tail: EntryHeader[];
   /** Bytes cut off by recovery. */
   truncatedBytes: number;
+  /** Offsets of the producer-state snapshot files found (`<offset>.snapshot`), newest first. */
+  snapshots: bigint[];
 }
 
 const LEFTOVER = [DELETED_SUFFIX, '.tmp', '.cleaned', '.swap'];
@@ -37,13 +39,15 @@ export async function loadSegments(dir: string, config: LogConfig, recover: bool
   const names = await fsp.readdir(dir);
   const bases: bigint[] = [];
   const logs = new Set<string>();
+  const snapshots: bigint[] = [];
   for (const name of names) {
     if (LEFTOVER.some((s) => name.endsWith(s))) {
       await fsp.rm(path.join(dir, name), { force: true });
       continue;
     }
-    const m = /^(\d{20})\.log$/.exec(name);
-    if (m?.[1] !== undefined) {
+    const m = /^(\d{20})\.(log|snapshot)$/.exec(name);
+    if (m?.[1] !== undefined && m[2] === 'snapshot') snapshots.push(BigInt(m[1]));
+    else if (m?.[1] !== undefined) {
       bases.push(BigInt(m[1]));
       logs.add(m[1]);
     }
@@ -101,7 +105,8 @@ export async function loadSegments(dir: string, config: LogConfig, recover: bool
     for (const s of segments) await s.close();
     throw err;
   }
-  return { segments, tail, truncatedBytes };
+  snapshots.sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
+  return { segments, tail, truncatedBytes, snapshots };
 }
 
 async function openSegment(dir: string, base: bigint, config: LogConfig, now: number, stats: IoStats): Promise<LogSegment> {

@@ -188,7 +188,7 @@ export class PartitionLog {
     this.epochs.truncateFromStart(this._logStartOffset);
     this._highWatermark = this._logEndOffset;
     if (checkpointed !== start) this.persistLogStartOffset();
-    this.snapshots = (await recoverProducerState(this.dir, this.segments, this.producers, this._logEndOffset, this.logger)).snapshots;
+    this.snapshots = (await recoverProducerState(this.dir, this.segments, loaded.snapshots, this.producers, this._logEndOffset, this.logger)).snapshots;
     if (loaded.truncatedBytes > 0 || this.opts.recover) {
       this.logger.info({ dir: this.dir, logEndOffset: this._logEndOffset.toString(), truncatedBytes: loaded.truncatedBytes }, 'log recovered');
     }

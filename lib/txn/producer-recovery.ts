@@ -10,7 +10,7 @@ import type { LogLogger } from '../log/log-loader.js';
 import { walkSegmentSync } from '../log/log-read.js';
 import type { LogSegment } from '../log/segment.js';
 import { AppendOrigin, type ProducerBatchSource, type ProducerStateManager, type ProducerStateEntry } from './producer-state.js';
-import { deleteSnapshot, listSnapshots, parseSnapshot, snapshotPath } from './producer-snapshot.js';
+import { deleteSnapshot, parseSnapshot, snapshotPath } from './producer-snapshot.js';
 
 export interface ProducerRecovery {
   /** Offsets of the snapshot files kept, newest first. */
@@ -23,9 +23,11 @@ export interface ProducerRecovery {
 /** How many snapshot files a partition keeps. */
 export const SNAPSHOTS_KEPT = 2;
 
+/** `snapshots`: the offsets of the snapshot files in `dir`, newest first (the loader lists them). */
 export async function recoverProducerState(
   dir: string,
   segments: readonly LogSegment[],
+  snapshots: readonly bigint[],
   producers: ProducerStateManager,
   logEndOffset: bigint,
   logger: LogLogger,
@@ -34,7 +36,7 @@ export async function recoverProducerState(
   let loaded: ProducerStateEntry[] | null = null;
   let from = first;
   const kept: bigint[] = [];
-  for (const offset of await listSnapshots(dir)) {
+  for (const offset of snapshots) {
     if (offset > logEndOffset || loaded !== null) {
       if (offset > logEndOffset || kept.length >= SNAPSHOTS_KEPT) {
         await deleteSnapshot(dir, offset);

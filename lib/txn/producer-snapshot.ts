@@ -21,7 +21,6 @@ const VERSION = 2;
 const HEADER = 2 + 4 + 4;
 const ENTRY = 8 + 2 + 4 + 8 + 8 + 1;
 const BATCH = 4 + 4 + 8 + 8 + 8;
-const NAME = /^(\d{20})\.snapshot$/;
 
 export function serializeSnapshot(entries: Iterable<ProducerStateEntry>): Buffer {
   const list = [...entries];
@@ -91,16 +90,6 @@ export function parseSnapshot(b: Buffer): ProducerStateEntry[] | null {
 
 export function snapshotPath(dir: string, offset: bigint): string {
   return path.join(dir, segmentFileName(offset, SNAPSHOT_SUFFIX));
-}
-
-/** Offsets of the snapshot files in `dir`, newest first. */
-export async function listSnapshots(dir: string): Promise<bigint[]> {
-  const out: bigint[] = [];
-  for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
-    const m = NAME.exec(name);
-    if (m?.[1] !== undefined) out.push(BigInt(m[1]));
-  }
-  return out.sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
 }
 
 export function writeSnapshot(dir: string, offset: bigint, data: Buffer): Promise<void> {

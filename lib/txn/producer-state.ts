@@ -132,8 +132,9 @@ export class ProducerStateManager {
     for (const e of entries) {
       if (e.magic !== 2) continue;
       const b = e.buf;
+      // no producer (-1): the high word is negative; checked without allocating a bigint
+      if (b.readInt32BE(BatchField.PRODUCER_ID) < 0) continue;
       const producerId = b.readBigInt64BE(BatchField.PRODUCER_ID);
-      if (producerId < 0n) continue;
       const attributes = b.readInt16BE(BatchField.ATTRIBUTES);
       const epoch = b.readInt16BE(BatchField.PRODUCER_EPOCH);
       const isControl = (attributes & BatchAttribute.CONTROL) !== 0;

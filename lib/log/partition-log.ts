@@ -11,7 +11,7 @@ import { LogError, closedError, storageError } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER, loadSegments } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
-import { EMPTY_READ, RecentCache, entryRecords, readSegment, walkSegmentSync } from './log-read.js';
+import { EMPTY_READ, RecentCache, readSegment } from './log-read.js';
 import type { ReadLimits, ReadResult } from './log-read.js';
 import { LogSegment } from './segment.js';
 import type { IoStats } from './segment.js';
@@ -19,7 +19,11 @@ import { convertForAppend, planAppend, rebaseConverted } from './convert.js';
 import type { ConversionRunner, ConvertedAppend } from './convert.js';
 import { assignOffsets, decompressLimit, fromProtocolError, validateRecords } from './validator.js';
 import type { AssignedEntry, ConvertHook } from './validator.js';
+import { CommitQueue } from './commit-queue.js';
+import type { AppendResult } from './commit-queue.js';
 import { WriteQueue } from './write-queue.js';
+import { abortedTransactionsIn, deletableSegments, searchTimestamp, segmentIndexFor } from './segment-list.js';
+import type { TimestampOffset } from './segment-list.js';
 import type { WriteGroup } from './write-queue.js';
 import type { AbortedTxn } from './transaction-index.js';
 import { ControlRecordType, buildEndTxnBatch } from '../../protocol/records/index.js';
@@ -29,17 +33,8 @@ import { SNAPSHOTS_KEPT, recoverProducerState } from '../txn/producer-recovery.j
 import { deleteSnapshot, serializeSnapshot, writeSnapshot } from '../txn/producer-snapshot.js';
 
 export { LogError } from './errors.js';
+export type { AppendInfo, AppendResult } from './commit-queue.js';
 export type { LogLogger } from './log-loader.js';
-
-export interface AppendInfo {
-  firstOffset: bigint;
-  lastOffset: bigint;
-  /** The broker time stamped on the records under LogAppendTime, else -1n. */
-  logAppendTime: bigint;
-  logStartOffset: bigint;
-  recordCount: number;
-  maxTimestamp: bigint;
-}
 
 export interface PartitionLogOptions {
   /** Scan and repair the tail (the data dir had no clean-shutdown marker). */
@@ -58,22 +53,13 @@ export interface PartitionLogOptions {
   onHighWatermark?: (highWatermark: bigint) => void;
 }
 
-export interface TimestampOffset {
-  offset: bigint;
-  timestamp: bigint;
-  leaderEpoch: number;
-}
+export type { TimestampOffset } from './segment-list.js';
 
 /** ListOffsets special timestamps. */
 export const ListOffsetsTimestamp = { LATEST: -1n, EARLIEST: -2n, MAX_TIMESTAMP: -3n, EARLIEST_LOCAL: -4n } as const;
 
 const noop = (): void => undefined;
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-export interface AppendResult {
-  info: AppendInfo;
-  written: Promise<void>;
-}
 
 export interface AppendOptions {
   leaderEpoch: number;
@@ -88,24 +74,6 @@ export interface TxnMarker {
   producerEpoch: number;
   coordinatorEpoch: number;
   commit: boolean;
-}
-
-/**
- * A place in the commit order (KAFKA-1933's reserve → parallel → commit): offsets [base, base+count)
- * are reserved when the append arrives; `assign` is set when its CPU work is done (or at once for a
- * fast-path append queued behind pool work) and gives the entries at their final base.
- */
-interface Reservation {
-  base: bigint;
-  count: number;
-  now: number;
-  leaderEpoch: number;
-  origin: AppendOrigin;
-  done: boolean;
-  assign: ((finalBase: bigint) => { entries: AssignedEntry[]; recordCount: number }) | null;
-  error: unknown;
-  resolve: (r: AppendResult) => void;
-  reject: (err: unknown) => void;
 }
 
 export class PartitionLog {
@@ -133,11 +101,7 @@ export class PartitionLog {
   private readonly background = new Set<Promise<unknown>>();
   private readonly pendingDeletes = new Map<LogSegment, { timer: NodeJS.Timeout; done: () => void }>();
   /** Appends waiting for their CPU work or for an earlier one, in reservation (= commit) order. */
-  private readonly reservations: Reservation[] = [];
-  /** End of the reserved offsets: the log end offset plus what the reservations are expected to take. */
-  private reservedEnd = 0n;
-  /** Settles when the latest reservation did (they settle in order). */
-  private lastReservation: Promise<unknown> = Promise.resolve();
+  private readonly commits: CommitQueue;
   /** Idempotence and transactions: producer ids, their sequences, open transactions. */
   readonly producers: ProducerStateManager;
   /** Offsets of the producer-state snapshot files, newest first. */
@@ -155,6 +119,16 @@ export class PartitionLog {
     this.startCheckpoint = new CheckpointFile(path.join(this.dir, 'log-start-offset-checkpoint'));
     this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20);
     this.producers = new ProducerStateManager(`${topic}-${partition}`);
+    const self = this;
+    this.commits = new CommitQueue({
+      get logEndOffset() {
+        return self._logEndOffset;
+      },
+      get offlineError() {
+        return self.offline;
+      },
+      commit: (entries, recordCount, now, origin) => this.commitEntries(entries, recordCount, now, origin),
+    });
   }
 
   /** Opens (creating if needed) the log in `<dataDir>/<topic>-<partition>`. */
@@ -236,7 +210,7 @@ export class PartitionLog {
 
   /** Appends reserved and not yet committed (waiting for the worker pool or an earlier append). */
   get pendingAppends(): number {
-    return this.reservations.length;
+    return this.commits.length;
   }
 
   /**
@@ -250,8 +224,8 @@ export class PartitionLog {
    */
   append(records: Buffer, opts: AppendOptions): AppendResult {
     this.ensureWritable();
-    if (this.reservations.length > 0) {
-      throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} has ${this.reservations.length} appends in the conversion pipeline; retry`);
+    if (this.commits.length > 0) {
+      throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} has ${this.commits.length} appends in the conversion pipeline; retry`);
     }
     const now = opts.now ?? Date.now();
     const config = this.config;
@@ -286,11 +260,10 @@ export class PartitionLog {
         batch.writeBigInt64BE(base, 0);
         return [{ buf: batch, magic: 2, firstOffset: base, lastOffset: base, maxTimestamp: BigInt(now), partitionLeaderEpoch: opts.leaderEpoch }];
       };
-      if (this.reservations.length === 0) return Promise.resolve(this.commitEntries(at(this._logEndOffset), 1, now, AppendOrigin.COORDINATOR));
-      const r = this.reserve(1, now, opts.leaderEpoch, AppendOrigin.COORDINATOR);
-      r.assign = (base) => ({ entries: at(base), recordCount: 1 });
-      r.done = true;
-      return this.settleReservation(r);
+      if (this.commits.length === 0) return Promise.resolve(this.commitEntries(at(this._logEndOffset), 1, now, AppendOrigin.COORDINATOR));
+      const { r, result } = this.commits.reserve(1, now, opts.leaderEpoch, AppendOrigin.COORDINATOR);
+      this.commits.ready(r, (base) => ({ entries: at(base), recordCount: 1 }));
+      return result;
     } catch (err) {
       return Promise.reject(err);
     }
@@ -313,31 +286,27 @@ export class PartitionLog {
       const plan = planAppend(records, config);
       if (plan === null) {
         const v = this.validateFast(records, now);
-        if (this.reservations.length === 0) {
+        if (this.commits.length === 0) {
           if (v.entries.length === 0) return Promise.resolve(this.commitEntries([], 0, now, origin));
           return Promise.resolve(this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now, origin));
         }
-        const r = this.reserve(v.recordCount, now, opts.leaderEpoch, origin);
-        r.assign = (base) => ({ entries: v.entries.length === 0 ? [] : this.assignFast(v, base, opts.leaderEpoch, now), recordCount: v.recordCount });
-        r.done = true;
-        return this.settleReservation(r);
+        const { r, result } = this.commits.reserve(v.recordCount, now, opts.leaderEpoch, origin);
+        this.commits.ready(r, (base) => ({ entries: v.entries.length === 0 ? [] : this.assignFast(v, base, opts.leaderEpoch, now), recordCount: v.recordCount }));
+        return result;
       }
-      const r = this.reserve(plan.count, now, opts.leaderEpoch, origin);
-      const promise = this.settleReservation(r);
+      const { r, result } = this.commits.reserve(plan.count, now, opts.leaderEpoch, origin);
+      const converted = (c: ConvertedAppend) => this.commits.ready(r, (base) => ({ entries: rebaseConverted(c, base, r.leaderEpoch, config), recordCount: c.recordCount }));
       const runner = this.opts.converter;
       if (runner === undefined) {
         try {
-          this.completeReservation(r, convertForAppend(records, config, r.base, now), config);
+          converted(convertForAppend(records, config, r.base, now));
         } catch (err) {
-          this.failReservation(r, err);
+          this.commits.fail(r, err);
         }
       } else {
-        runner.convertForAppend(records, config, r.base, now).then(
-          (c) => this.completeReservation(r, c, config),
-          (err: unknown) => this.failReservation(r, err),
-        );
+        runner.convertForAppend(records, config, r.base, now).then(converted, (err: unknown) => this.commits.fail(r, err));
       }
-      return promise;
+      return result;
     } catch (err) {
       return Promise.reject(err);
     }
@@ -358,59 +327,6 @@ export class PartitionLog {
     } catch (err) {
       throw fromProtocolError(err);
     }
-  }
-
-  private reserve(count: number, now: number, leaderEpoch: number, origin: AppendOrigin): Reservation {
-    if (this.reservations.length === 0) this.reservedEnd = this._logEndOffset;
-    const r: Reservation = { base: this.reservedEnd, count, now, leaderEpoch, origin, done: false, assign: null, error: null, resolve: noop, reject: noop };
-    this.reservedEnd += BigInt(count);
-    this.reservations.push(r);
-    return r;
-  }
-
-  private settleReservation(r: Reservation): Promise<AppendResult> {
-    const p = new Promise<AppendResult>((resolve, reject) => {
-      r.resolve = resolve;
-      r.reject = reject;
-    });
-    this.lastReservation = p.catch(noop);
-    return p;
-  }
-
-  private completeReservation(r: Reservation, c: ConvertedAppend, config: LogConfig): void {
-    r.assign = (base) => ({ entries: rebaseConverted(c, base, r.leaderEpoch, config), recordCount: c.recordCount });
-    r.done = true;
-    this.commitReady();
-  }
-
-  private failReservation(r: Reservation, err: unknown): void {
-    r.error = err instanceof LogError ? err : fromProtocolError(err);
-    r.done = true;
-    this.commitReady();
-  }
-
-  /** Commits (or refuses) the completed reservations at the head of the queue, in order. */
-  private commitReady(): void {
-    while (this.reservations.length > 0 && (this.reservations[0] as Reservation).done) {
-      const r = this.reservations.shift() as Reservation;
-      if (r.error !== null || r.assign === null) {
-        // nothing written: the reservations behind this one move down by its count at their commit
-        this.reservedEnd -= BigInt(r.count);
-        r.reject(r.error);
-        continue;
-      }
-      const before = this._logEndOffset;
-      try {
-        if (this.offline !== null) throw this.offline;
-        const { entries, recordCount } = r.assign(this._logEndOffset);
-        r.resolve(this.commitEntries(entries, recordCount, r.now, r.origin));
-      } catch (err) {
-        r.reject(err instanceof LogError ? err : fromProtocolError(err));
-      }
-      // what it took (nothing for a refused append or a duplicate) replaces what it reserved
-      this.reservedEnd += this._logEndOffset - before - BigInt(r.count);
-    }
-    if (this.reservations.length === 0) this.reservedEnd = this._logEndOffset;
   }
 
   /**
@@ -488,13 +404,7 @@ export class PartitionLog {
    * by first offset (Kafka's collectAbortedTxns over the segments from the one holding fetchOffset).
    */
   abortedTransactions(fetchOffset: bigint, upperBound: bigint): AbortedTxn[] {
-    const out: AbortedTxn[] = [];
-    const segs = this.segments;
-    for (let i = this.segmentFor(segs, fetchOffset); i < segs.length; i++) {
-      if ((segs[i] as LogSegment).txnIndex.collect(fetchOffset, upperBound, out)) break;
-    }
-    if (out.length > 1) out.sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0));
-    return out;
+    return abortedTransactionsIn(this.segments, fetchOffset, upperBound);
   }
 
   /** producer.id.expiration.ms: forgets idle producers without an open transaction. */
@@ -596,7 +506,7 @@ export class PartitionLog {
     const lim: ReadLimits = { fetchOffset, maxBytes, minOneMessage: opts.minOneMessage, maxOffset: limit };
     if (this.cache.covers(fetchOffset)) return this.cache.read(lim);
     const segs = this.segments;
-    for (let i = this.segmentFor(segs, fetchOffset); i < segs.length; i++) {
+    for (let i = segmentIndexFor(segs, fetchOffset); i < segs.length; i++) {
       const seg = segs[i] as LogSegment;
       if (seg.nextOffset <= fetchOffset) continue;
       const start = fetchOffset > seg.baseOffset ? seg.offsetIndex.lookup(fetchOffset).position : 0;
@@ -613,21 +523,6 @@ export class PartitionLog {
     return EMPTY_READ;
   }
 
-  /** Index of the last segment whose base offset is <= offset (0 when none). */
-  private segmentFor(segs: LogSegment[], offset: bigint): number {
-    let lo = 0;
-    let hi = segs.length - 1;
-    let found = 0;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((segs[mid]?.baseOffset ?? 0n) <= offset) {
-        found = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    return found;
-  }
-
   /**
    * ListOffsets: the first record with timestamp >= `timestamp`, or the special -1 (latest), -2
    * (earliest), -3 (max timestamp), -4 (earliest local). Null when no record qualifies.
@@ -641,35 +536,10 @@ export class PartitionLog {
     if (timestamp === ListOffsetsTimestamp.MAX_TIMESTAMP) {
       let best: LogSegment | null = null;
       for (const s of this.segments) if (s.maxTimestamp >= 0n && (best === null || s.maxTimestamp > best.maxTimestamp)) best = s;
-      return best === null ? null : this.searchTimestamp(best.maxTimestamp, [best]);
+      return best === null ? null : searchTimestamp([best], best.maxTimestamp, this._logStartOffset, decompressLimit(this.config));
     }
     if (timestamp < 0n) return null;
-    return this.searchTimestamp(timestamp, this.segments);
-  }
-
-  private searchTimestamp(target: bigint, segs: LogSegment[]): TimestampOffset | null {
-    const start = this._logStartOffset;
-    const maxOutput = decompressLimit(this.config);
-    for (const seg of segs) {
-      if (seg.maxTimestamp < target || seg.nextOffset <= start) continue;
-      const fromOffset = seg.timeIndex.lookup(target).offset;
-      const from = fromOffset > start ? fromOffset : start;
-      const position = from > seg.baseOffset ? seg.offsetIndex.lookup(from).position : 0;
-      let found: TimestampOffset | null = null;
-      try {
-        walkSegmentSync(seg, position, (h, bytes) => {
-          if (h.maxTimestamp < target || h.lastOffset < start) return false;
-          const { records, leaderEpoch } = entryRecords(bytes(), maxOutput);
-          const r = records.find((x) => x.timestamp >= target && x.offset >= start);
-          if (r !== undefined) found = { offset: r.offset, timestamp: r.timestamp, leaderEpoch };
-          return found !== null;
-        });
-      } catch (err) {
-        throw err instanceof LogError ? err : storageError(`reading ${seg.logPath} by timestamp failed: ${(err as Error).message}`, err);
-      }
-      if (found !== null) return found;
-    }
-    return null;
+    return searchTimestamp(this.segments, timestamp, this._logStartOffset, decompressLimit(this.config));
   }
 
   /** OffsetForLeaderEpoch: the end offset of `leaderEpoch` (start of the next higher epoch, or LEO). */
@@ -727,21 +597,7 @@ export class PartitionLog {
    */
   private deleteOldSegments(now: number, retention: boolean): void {
     const segs = this.segments;
-    const c = this.config;
-    let i = 0;
-    const eligible = (k: number): boolean => k < segs.length - 1 && (segs[k] as LogSegment).nextOffset <= this._highWatermark;
-    while (eligible(i) && (segs[i + 1] as LogSegment).baseOffset <= this._logStartOffset) i++;
-    if (retention && c.cleanupPolicy.includes('delete')) {
-      if (c.retentionMs >= 0) {
-        const age = (s: LogSegment): number => now - (s.maxTimestamp >= 0n ? Number(s.maxTimestamp) : s.lastModified);
-        while (eligible(i) && age(segs[i] as LogSegment) > c.retentionMs) i++;
-      }
-      if (c.retentionBytes >= 0) {
-        let diff = this.size - c.retentionBytes;
-        for (let k = 0; k < i; k++) diff -= (segs[k] as LogSegment).size;
-        while (eligible(i) && diff - (segs[i] as LogSegment).size >= 0) diff -= (segs[i++] as LogSegment).size;
-      }
-    }
+    const i = deletableSegments(segs, retention ? this.config : null, now, this._highWatermark, this._logStartOffset);
     if (i === 0) return;
     const victims = segs.slice(0, i);
     this.segments = segs.slice(i);
@@ -780,7 +636,7 @@ export class PartitionLog {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     // reserved appends still commit (or fail) in order before the files close
-    while (this.reservations.length > 0) await this.lastReservation;
+    await this.commits.drain();
     await this.queue.idle();
     for (const [seg, d] of this.pendingDeletes) {
       clearTimeout(d.timer);

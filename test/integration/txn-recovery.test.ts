@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { buildRecordBatch } from '../../protocol/records/index.js';
+import { buildRecordBatch, logEntries } from '../../protocol/records/index.js';
 import { defaultLogConfig } from '../../lib/log/log-config.js';
 import { PartitionLog } from '../../lib/log/partition-log.js';
 import { partitionFor } from '../../lib/group/records.js';
@@ -281,5 +281,12 @@ describe('transactions and producer state across restarts', function () {
       (await c.request<{ topics: { partitions: { offset: bigint }[] }[] }>(2, 2, { replicaId: -1, isolationLevel, topics: [{ name: 'mix', partitions: [{ partitionIndex: 0, timestamp: -1n }] }] })).topics[0]?.partitions[0]?.offset;
     expect(await latest(1)).to.equal(8n);
     expect(await latest(0)).to.equal(9n);
+    // an old fetcher (Fetch v2: message format 1, no isolation level) gets the data to the high watermark, aborted and open included, without the markers
+    const v2 = await c.request<{ responses: { partitions: { errorCode: number; records: Buffer | null }[] }[] }>(1, 2, {
+      replicaId: -1, maxWaitMs: 0, minBytes: 0, topics: [{ topic: 'mix', partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] }],
+    });
+    const legacy = [...logEntries(v2.responses[0]?.partitions[0]?.records ?? Buffer.alloc(0))].flatMap((e) => (e.kind === 'message' ? [{ offset: e.message.offset, magic: e.message.magic, value: e.message.value?.toString() }] : []));
+    expect(legacy.map((m) => m.magic)).to.satisfy((ms: number[]) => ms.every((x) => x === 1));
+    expect(legacy.map((m) => `${m.offset}:${m.value}`)).to.deep.equal(['0:open-0', '1:open-1', '2:open-2', '3:b-0', '4:b-1', '5:plain-0', '8:v-0']);
   });
 });

@@ -196,3 +196,40 @@ export async function rawFetchBytes(bootstrap: string, topic: string, partition:
   if (p === undefined || p.errorCode !== 0) throw new Error(`Fetch ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
   return p.records ?? Buffer.alloc(0);
 }
+
+export interface ReadCommittedView {
+  highWatermark: number;
+  lastStableOffset: number;
+  /** the aborted-transaction list a read_committed Fetch from offset 0 returns */
+  aborted: { producerId: number; firstOffset: number }[];
+  /** ListOffsets v2 latest with isolation_level=read_committed */
+  latestCommitted: number;
+}
+
+/** How the broker presents a partition to read_committed consumers (Fetch v4 and ListOffsets v2, isolation level 1). */
+export async function rawReadCommittedView(bootstrap: string, topic: string, partition: number): Promise<ReadCommittedView> {
+  type P = { errorCode: number; highWatermark: bigint; lastStableOffset?: bigint; abortedTransactions?: { producerId?: bigint; firstOffset?: bigint }[] | null };
+  const f = await rawRequest<{ responses: { partitions: P[] }[] }>(bootstrap, 1, 4, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 16 << 20,
+    isolationLevel: 1,
+    topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
+  });
+  const p = f.responses[0]?.partitions[0];
+  if (p === undefined || p.errorCode !== 0) throw new Error(`Fetch v4 read_committed ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
+  const l = await rawRequest<{ topics: { partitions: { errorCode: number; offset?: bigint }[] }[] }>(bootstrap, 2, 2, {
+    replicaId: -1,
+    isolationLevel: 1,
+    topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp: -1n }] }],
+  });
+  const o = l.topics[0]?.partitions[0];
+  if (o === undefined || o.errorCode !== 0) throw new Error(`ListOffsets v2 read_committed ${topic}-${partition}: error ${o?.errorCode ?? 'missing'}`);
+  return {
+    highWatermark: Number(p.highWatermark),
+    lastStableOffset: Number(p.lastStableOffset ?? -1n),
+    aborted: (p.abortedTransactions ?? []).map((a) => ({ producerId: Number(a.producerId ?? -1n), firstOffset: Number(a.firstOffset ?? -1n) })),
+    latestCommitted: Number(o.offset ?? -1n),
+  };
+}

@@ -1,7 +1,7 @@
 /** What a scenario gets from the runner, and helpers several scenarios share. */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { logEntries } from '../../protocol/records/index.js';
+import { ControlRecordType, logEntries, readControlRecordKey } from '../../protocol/records/index.js';
 import { type ApiRange, rawFetchBytes, rawRequest } from '../lib/raw.js';
 import type { Client, OpName } from '../lib/types.js';
 
@@ -43,6 +43,15 @@ export interface StoredEntry {
   magic: number;
   compression: number;
   count: number;
+  /** first offset of the entry (v2: baseOffset; magic 0/1: the message's offset) */
+  offset: number;
+  /** v2 only: producer id (-1 without one), epoch, base sequence, the transactional and control flags */
+  producerId?: number;
+  producerEpoch?: number;
+  baseSequence?: number;
+  transactional?: boolean;
+  /** for a control batch: 'ABORT', 'COMMIT' or the control type number */
+  control?: string;
 }
 
 /**
@@ -60,8 +69,15 @@ export async function storedEntries(target: BrokerTarget, topic: string, partiti
   const out: StoredEntry[] = [];
   try {
     for (const e of logEntries(buf)) {
-      if (e.kind === 'batch') out.push({ magic: 2, compression: e.batch.compression, count: e.batch.recordCount });
-      else if (e.kind === 'message') out.push({ magic: e.message.magic, compression: e.message.compression, count: 1 });
+      if (e.kind === 'batch') {
+        const b = e.batch;
+        const entry: StoredEntry = { magic: 2, compression: b.compression, count: b.recordCount, offset: Number(b.baseOffset), producerId: Number(b.producerId), producerEpoch: b.producerEpoch, baseSequence: b.baseSequence, transactional: b.isTransactional };
+        if (b.isControl) {
+          const type = readControlRecordKey(b.records({ maxOutput: 1 << 20 })[0]?.key ?? null).type;
+          entry.control = type === ControlRecordType.ABORT ? 'ABORT' : type === ControlRecordType.COMMIT ? 'COMMIT' : String(type);
+        }
+        out.push(entry);
+      } else if (e.kind === 'message') out.push({ magic: e.message.magic, compression: e.message.compression, count: 1, offset: Number(e.message.offset) });
       else break;
     }
   } catch {

@@ -1,11 +1,12 @@
 /**
  * Column "confluent-kjs": @confluentinc/kafka-javascript's KafkaJS-style API (`KafkaJS.Kafka`). Its
  * consumer always joins a group (no assign), so plain reads use the package's native consumer with
- * assign() (same librdkafka underneath); its group consumer is what the groups scenario drives.
+ * assign() (same librdkafka underneath); its group consumer is what the groups scenario and the
+ * transactions read (readUncommitted: false) drive.
  */
 import { sleep } from '../../lib/records.js';
-import type { Client, GroupObservation, GroupSpec, TestRecord } from '../../lib/types.js';
-import { type Any, ck, ckUnavailable, ckVersions, readByAssign, readCommitted } from './native.mjs';
+import type { Client, GroupObservation, GroupSpec, ReadRecord, TestRecord } from '../../lib/types.js';
+import { type Any, ck, ckUnavailable, ckVersions, readByAssign } from './native.mjs';
 
 const NO_CONFIGS = 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no describeConfigs/alterConfigs';
 
@@ -69,6 +70,38 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
   }
 }
 
+/**
+ * Reads a topic with this API's own consumer (a fresh group, fromBeginning, readUncommitted: false →
+ * isolation.level=read_committed) until the record with value `last` arrived, plus a short grace for
+ * anything that would wrongly follow it.
+ */
+async function consumeCommitted(bootstrap: string, topic: string, last: string | undefined, timeoutMs: number): Promise<ReadRecord[]> {
+  const c = kafka(bootstrap).consumer({ kafkaJS: { groupId: `${topic}-read-committed`, fromBeginning: true, autoCommit: false, readUncommitted: false, sessionTimeout: 10000, heartbeatInterval: 500 } });
+  const out: ReadRecord[] = [];
+  let seen!: () => void;
+  const seenLast = new Promise<void>((resolve) => (seen = resolve));
+  await c.connect();
+  try {
+    await c.subscribe({ topics: [topic] });
+    await c.run({
+      eachMessage: async ({ partition, message }: Any) => {
+        out.push({ partition, offset: Number(message.offset), key: message.key == null ? null : String(message.key), value: message.value == null ? null : String(message.value), headers: kjsHeaders(message.headers), timestamp: Number(message.timestamp) });
+        if (message.value != null && String(message.value) === last) seen();
+      },
+    });
+    await Promise.race([seenLast.then(() => sleep(300)), sleep(timeoutMs)]);
+  } finally {
+    await c.disconnect();
+  }
+  return out;
+}
+
+function kjsHeaders(h: Any): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [k, v] of Object.entries(h ?? {})) for (const x of Array.isArray(v) ? v : [v]) out.push([k, String(x)]);
+  return out;
+}
+
 export const confluentKjsClient: Client = {
   id: 'confluent-kjs',
   title: 'confluent (KafkaJS API)',
@@ -125,7 +158,7 @@ export const confluentKjsClient: Client = {
       } finally {
         await producer.disconnect();
       }
-      return readCommitted(bootstrap, spec.topic, [...new Set([...spec.aborted, ...spec.committed].map((r) => r.partition))]);
+      return consumeCommitted(bootstrap, spec.topic, spec.committed[spec.committed.length - 1]?.value, 20000);
     },
   },
 };

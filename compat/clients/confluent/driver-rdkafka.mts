@@ -91,10 +91,10 @@ export const confluentRdkafkaClient: Client = {
       const np = await nativeProducer(bootstrap, { 'transactional.id': spec.transactionalId, 'enable.idempotence': true, acks: -1 });
       try {
         await cb((d) => np.p.initTransactions(10000, d));
-        np.p.beginTransaction();
+        await cb((d) => np.p.beginTransaction(d));
         await np.produce(spec.topic, spec.aborted);
         await cb((d) => np.p.abortTransaction(10000, d));
-        np.p.beginTransaction();
+        await cb((d) => np.p.beginTransaction(d));
         await np.produce(spec.topic, spec.committed);
         await cb((d) => np.p.commitTransaction(10000, d));
       } finally {

@@ -54,7 +54,10 @@ function ops(apiVersion: [number, number, number] | null): Partial<ClientOps> {
   };
 }
 
-const NO_IDEMPOTENCE = 'kafka-python 2.0.2 has no idempotent or transactional producer';
+const NO_IDEMPOTENCE =
+  'kafka-python 2.0.2 has no idempotent producer: KafkaProducer knows no enable_idempotence and never sends InitProducerId (added in kafka-python 2.2.0, KIP-98)';
+const NO_TRANSACTIONS =
+  'kafka-python 2.0.2 has no transactional producer (no transactional_id, no AddPartitionsToTxn/EndTxn) and its consumer always fetches read_uncommitted (both added in kafka-python 2.2.0)';
 const NO_DELETE_RECORDS = 'kafka-python 2.0.2 has no DeleteRecords (KafkaAdminClient.delete_records came in 2.1)';
 
 async function unavailable(): Promise<string | null> {
@@ -74,7 +77,7 @@ export const kafkaPythonClient: Client = {
   title: 'kafka-python',
   description: 'kafka-python 2.0.2 (Debian python3-kafka), api_version negotiated from the broker (ApiVersions v0 probe)',
   caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: true, headers: 'per-record', idempotence: false },
-  unsupported: { idempotence: NO_IDEMPOTENCE, transactions: NO_IDEMPOTENCE, deleteRecords: NO_DELETE_RECORDS },
+  unsupported: { idempotence: NO_IDEMPOTENCE, transactions: NO_TRANSACTIONS, deleteRecords: NO_DELETE_RECORDS },
   unavailable,
   versions,
   ops: ops(null),
@@ -88,7 +91,7 @@ export const kafkaPython010Client: Client = {
   unsupported: {
     zstd: 'kafka-python allows zstd only with api_version >= (2,1,0)',
     idempotence: NO_IDEMPOTENCE,
-    transactions: NO_IDEMPOTENCE,
+    transactions: NO_TRANSACTIONS,
     deleteRecords: NO_DELETE_RECORDS,
   },
   unavailable,

@@ -1,7 +1,8 @@
 /**
  * kafkajs 2.2.4 (the root devDependency). Producer, admin and group consumer through the public API;
  * reads by partition go through kafkajs's own cluster/broker objects (its consumer always joins a
- * group), so they are still kafkajs's Fetch requests and decoder.
+ * group), so they are still kafkajs's Fetch requests and decoder. The transactions read uses its real
+ * consumer (a fresh group with readUncommitted: false).
  */
 import { createRequire } from 'node:module';
 import { sleep, withTimeout } from '../../lib/records.js';
@@ -118,6 +119,33 @@ async function group(bootstrap: string, spec: import('../../lib/types.js').Group
   }
 }
 
+/**
+ * Reads a topic with kafkajs's own consumer (a fresh group, fromBeginning, readUncommitted: false, i.e.
+ * Fetch with isolation_level=1 and its Batch filtering of aborted data and control records) until the
+ * record with value `last` arrived, plus a short grace for anything that would wrongly follow it.
+ */
+async function consumeCommitted(bootstrap: string, topic: string, last: string | undefined, timeoutMs: number): Promise<ReadRecord[]> {
+  const c = kafka(bootstrap).consumer({ groupId: `${topic}-read-committed`, readUncommitted: false, maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 500 });
+  const out: ReadRecord[] = [];
+  let seen!: () => void;
+  const seenLast = new Promise<void>((resolve) => (seen = resolve));
+  await c.connect();
+  try {
+    await c.subscribe({ topic, fromBeginning: true });
+    await c.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }: Any) => {
+        out.push(toRead(partition, message));
+        if (message.value !== null && String(message.value) === last) seen();
+      },
+    });
+    await Promise.race([seenLast.then(() => sleep(300)), sleep(timeoutMs)]);
+  } finally {
+    await c.disconnect();
+  }
+  return out;
+}
+
 export const kafkajsClient: Client = {
   id: 'kafkajs',
   title: 'kafkajs',
@@ -202,10 +230,7 @@ export const kafkajsClient: Client = {
       } finally {
         await producer.disconnect();
       }
-      const parts = [...new Set([...spec.aborted, ...spec.committed].map((r) => r.partition))];
-      // read_committed from 0 until the partition's last stable offset: whatever shows up is all it serves.
-      const ends: Any[] = await withAdmin(bootstrap, (a) => a.fetchTopicOffsets(spec.topic));
-      return readPartitions(bootstrap, spec.topic, parts.map((p) => ({ partition: p, from: 0, count: Number(ends.find((o: Any) => o.partition === p).high) })), 15000);
+      return consumeCommitted(bootstrap, spec.topic, spec.committed[spec.committed.length - 1]?.value, 20000);
     },
   },
 };

@@ -1,12 +1,13 @@
 /**
  * kcat 1.7.1 (Debian, librdkafka 2.0.2) driven as a subprocess: -P to produce (tab-separated key and
  * value on stdin, headers with -H per call), -C -J to read, -L -J for metadata, -Q for offsets by
- * time, -G for the balanced consumer, -X transactional.id for transactions.
+ * time, -G for the balanced consumer, -X transactional.id for transactions (see transaction()).
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { sleep } from '../../lib/records.js';
-import type { Client, GroupObservation, GroupSpec, ReadRecord, TestRecord } from '../../lib/types.js';
+import { rawListOffset } from '../../lib/raw.js';
+import { type Client, type GroupObservation, type GroupSpec, NotSupportedError, type ReadRecord, type TestRecord } from '../../lib/types.js';
 
 const KCAT = process.env['KCAT'] ?? '/usr/bin/kcat';
 const NO_ADMIN = 'kcat has no admin mode (only -L metadata and -Q offset queries)';
@@ -100,6 +101,48 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
   return { firstAssignment, rebalanced, committed, resumed };
 }
 
+/**
+ * One kcat transaction (`-X transactional.id`): kcat begins it at start, commits when stdin ends and
+ * aborts when it got SIGINT/SIGTERM. Two quirks of kcat 1.7.1 decide how the abort is driven:
+ * - it acts on stdin only once ~1 KiB has arrived or stdin ended (fixed in kcat 1.8.0, kcat#343), so
+ *   the lines are followed by 4 KiB of empty lines, which kcat skips (no empty messages are sent);
+ * - its signal handler only sets a flag: a pending stdin read is restarted, so kcat aborts once that
+ *   read returns (stdin closed), and a line still unread then ends it with "Program terminated while
+ *   producing message" (exit 1, no abort). Delivery reports are served only after stdin ends too.
+ * So: send the records, wait until the broker's high watermark shows them, SIGINT, close stdin.
+ */
+async function transaction(bootstrap: string, topic: string, transactionalId: string, records: TestRecord[], end: 'commit' | 'abort'): Promise<void> {
+  const runs = runsOf(records);
+  if (runs.length !== 1) throw new NotSupportedError('kcat runs one transaction per process, with one partition and one header set per call');
+  const first = records[0]!;
+  const args = produceArgs(bootstrap, topic, first.partition, first.headers, ['-X', `transactional.id=${transactionalId}`, '-X', 'acks=all']);
+  if (end === 'commit') {
+    const r = ok('-P (transaction)', await kcat(args, { input: lines(records) }));
+    if (!r.stderr.includes('Transaction successfully committed')) throw new Error(`kcat -P did not commit: ${r.stderr.trim()}`);
+    return;
+  }
+  const before = await rawListOffset(bootstrap, topic, first.partition, -1);
+  let waited = '';
+  const r = await kcat(args, {
+    keepStdin: async (child) => {
+      child.stdin?.write(lines(records) + '\n'.repeat(4096));
+      const deadline = Date.now() + 15000;
+      while ((await rawListOffset(bootstrap, topic, first.partition, -1)) < before + records.length && child.exitCode === null) {
+        if (Date.now() > deadline) {
+          waited = ` (the broker's high watermark stayed below ${before + records.length} for 15 s)`;
+          break;
+        }
+        await sleep(50);
+      }
+      child.kill('SIGINT');
+      child.stdin?.end();
+    },
+  });
+  if (r.code !== 0 || !r.stderr.includes('Aborting transaction due to termination signal')) {
+    throw new Error(`kcat -P did not abort${waited}: exit ${r.code}: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  }
+}
+
 export const kcatClient: Client = {
   id: 'kcat',
   title: 'kcat',
@@ -147,21 +190,11 @@ export const kcatClient: Client = {
     },
     group,
     async transactions(bootstrap, spec) {
-      // Aborted: kcat aborts an open transaction when interrupted, so feed it and then SIGINT it.
-      const partitionOf = (rs: TestRecord[]) => rs[0]?.partition ?? 0;
-      const txn = ['-X', `transactional.id=${spec.transactionalId}`, '-X', 'acks=all'];
-      await kcat(produceArgs(bootstrap, spec.topic, partitionOf(spec.aborted), [], txn), {
-        keepStdin: async (child) => {
-          child.stdin?.write(lines(spec.aborted));
-          await sleep(2000);
-          child.kill('SIGINT');
-        },
-      });
-      ok('-P (transaction)', await kcat(produceArgs(bootstrap, spec.topic, partitionOf(spec.committed), [], txn), { input: lines(spec.committed) }));
-      const parts = [...new Set([...spec.aborted, ...spec.committed].map((r) => r.partition))];
+      await transaction(bootstrap, spec.topic, spec.transactionalId, spec.aborted, 'abort');
+      await transaction(bootstrap, spec.topic, spec.transactionalId, spec.committed, 'commit');
       const out: ReadRecord[] = [];
-      for (const p of parts) {
-        const r = ok('-C', await kcat(['-C', '-J', '-e', '-b', bootstrap, '-t', spec.topic, '-p', String(p), '-o', 'beginning', '-X', 'isolation.level=read_committed']));
+      for (const p of [...new Set([...spec.aborted, ...spec.committed].map((r) => r.partition))]) {
+        const r = ok('-C (read_committed)', await kcat(['-C', '-J', '-e', '-b', bootstrap, '-t', spec.topic, '-p', String(p), '-o', 'beginning', '-X', 'isolation.level=read_committed']));
         out.push(...parseJson(r.stdout));
       }
       return out;

@@ -10,8 +10,16 @@ export interface Pid {
   producerEpoch: number;
 }
 
+/** Coordinator answers a client retries (COORDINATOR_LOAD_IN_PROGRESS right after a start, CONCURRENT_TRANSACTIONS). */
+const RETRIED = new Set([14, 15, 51]);
+
+/** InitProducerId, retried as clients do while the coordinator loads (up to ~10 s). */
 export async function initProducerId(raw: RawClient, transactionalId: string | null, transactionTimeoutMs = 60_000, version = 1): Promise<Pid & { errorCode: number }> {
-  return raw.request<Pid & { errorCode: number }>(22, version, { transactionalId, transactionTimeoutMs, producerId: -1n, producerEpoch: -1 });
+  for (let attempt = 0; ; attempt++) {
+    const r = await raw.request<Pid & { errorCode: number }>(22, version, { transactionalId, transactionTimeoutMs, producerId: -1n, producerEpoch: -1 });
+    if (!RETRIED.has(r.errorCode) || attempt >= 100) return r;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 export async function addPartitions(raw: RawClient, transactionalId: string, p: Pid, topic: string, partitions: number[]): Promise<number[]> {
@@ -113,7 +121,13 @@ export async function offsetCommit(raw: RawClient, groupId: string, topic: strin
 
 /** OffsetFetch v7 of one partition: the committed offset and the partition's error code. */
 export async function offsetFetch(raw: RawClient, groupId: string, topic: string, partition: number, requireStable: boolean): Promise<{ errorCode: number; committedOffset: bigint }> {
-  const r = await raw.request<{ topics: { partitions: { errorCode: number; committedOffset: bigint }[] }[] }>(9, 7, { groupId, topics: [{ name: topic, partitionIndexes: [partition] }], requireStable });
-  const p = r.topics[0]?.partitions[0];
-  return { errorCode: p?.errorCode ?? -1, committedOffset: p?.committedOffset ?? -2n };
+  for (let attempt = 0; ; attempt++) {
+    const r = await raw.request<{ errorCode: number; topics: { partitions: { errorCode: number; committedOffset: bigint }[] }[] }>(9, 7, { groupId, topics: [{ name: topic, partitionIndexes: [partition] }], requireStable });
+    if (RETRIED.has(r.errorCode) && attempt < 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      continue;
+    }
+    const p = r.topics[0]?.partitions[0];
+    return { errorCode: p?.errorCode ?? r.errorCode, committedOffset: p?.committedOffset ?? -2n };
+  }
 }

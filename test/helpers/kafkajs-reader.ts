@@ -51,11 +51,15 @@ export class KafkajsPartitionReader {
   }
 
   /** Reads partition `partition` of `topic` from `from` until `until` (exclusive). */
-  async readAll(topic: string, partition: number, from: bigint, until: bigint, opts: { maxWaitTime?: number } = {}): Promise<KjsMessage[]> {
+  private async leader(topic: string, partition: number): Promise<KjsBroker> {
     const leaders = this.cluster.findLeaderForPartitions(topic, [partition]);
     const nodeId = Object.keys(leaders)[0];
     if (nodeId === undefined) throw new Error(`no leader for ${topic}-${partition}`);
-    const broker = await this.cluster.findBroker({ nodeId });
+    return this.cluster.findBroker({ nodeId });
+  }
+
+  async readAll(topic: string, partition: number, from: bigint, until: bigint, opts: { maxWaitTime?: number } = {}): Promise<KjsMessage[]> {
+    const broker = await this.leader(topic, partition);
     const out: KjsMessage[] = [];
     let next = from;
     while (next < until) {
@@ -85,10 +89,7 @@ export class KafkajsPartitionReader {
    */
   async readCommitted(topic: string, partition: number, from: bigint, until: bigint): Promise<KjsMessage[]> {
     const Batch = require('kafkajs/src/consumer/batch') as new (topic: string, fetchedOffset: string, partitionData: unknown) => { messages: KjsMessage[] };
-    const leaders = this.cluster.findLeaderForPartitions(topic, [partition]);
-    const nodeId = Object.keys(leaders)[0];
-    if (nodeId === undefined) throw new Error(`no leader for ${topic}-${partition}`);
-    const broker = await this.cluster.findBroker({ nodeId });
+    const broker = await this.leader(topic, partition);
     const out: KjsMessage[] = [];
     let next = from;
     while (next < until) {

@@ -1,8 +1,9 @@
 /**
- * The C librdkafka producer of the KAFKA-3565 benchmark (compat/bench/native/rdkafka-produce.c):
- * compiled on first use with the machine's cc against the librdkafka that
- * scripts/setup-test-deps.sh builds inside @confluentinc/kafka-javascript, then driven over its
- * stdin/stdout line protocol so that CPU counters can be read exactly around the timed part.
+ * The C librdkafka programs of the benchmarks: compat/bench/native/rdkafka-produce.c (KAFKA-3565,
+ * EOS cost, read_committed fill) and rdkafka-consume.c (read_committed): compiled on first use with
+ * the machine's cc against the librdkafka that scripts/setup-test-deps.sh builds inside
+ * @confluentinc/kafka-javascript, then driven over their stdin/stdout line protocol so that CPU
+ * counters can be read exactly around the timed part.
  */
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
@@ -10,66 +11,149 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { ROOT } from '../lib/paths.js';
 
-const SOURCE = join(ROOT, 'compat/bench/native/rdkafka-produce.c');
-const BINARY = join(ROOT, 'dist/compat/bench/native/rdkafka-produce');
 const CKJS = join(ROOT, 'compat/clients/confluent/node_modules/@confluentinc/kafka-javascript');
 
-/** The binary's path, compiling it when it is missing or older than its source. */
-export function nativeProducerBinary(): string {
+/** The binary of compat/bench/native/<name>.c, compiled when it is missing or older than its source. */
+export function nativeBinary(name: 'rdkafka-produce' | 'rdkafka-consume'): string {
+  const source = join(ROOT, `compat/bench/native/${name}.c`);
+  const binary = join(ROOT, `dist/compat/bench/native/${name}`);
   const header = join(CKJS, 'deps/librdkafka/src/rdkafka.h');
   const libDir = join(CKJS, 'build/deps');
   if (!existsSync(header) || !existsSync(join(libDir, 'librdkafka.so'))) {
     throw new Error(`librdkafka is not built under ${CKJS}; run \`bash scripts/setup-test-deps.sh\` first`);
   }
-  if (!existsSync(BINARY) || statSync(BINARY).mtimeMs < statSync(SOURCE).mtimeMs) {
-    mkdirSync(join(BINARY, '..'), { recursive: true });
-    execFileSync('cc', ['-O2', '-o', BINARY, SOURCE, `-I${join(CKJS, 'deps/librdkafka/src')}`, `-L${libDir}`, '-lrdkafka', `-Wl,-rpath,${libDir}`], { stdio: 'inherit' });
+  if (!existsSync(binary) || statSync(binary).mtimeMs < statSync(source).mtimeMs) {
+    mkdirSync(join(binary, '..'), { recursive: true });
+    execFileSync('cc', ['-O2', '-o', binary, source, `-I${join(CKJS, 'deps/librdkafka/src')}`, `-L${libDir}`, '-lrdkafka', `-Wl,-rpath,${libDir}`], { stdio: 'inherit' });
   }
-  return BINARY;
+  return binary;
+}
+
+/** The producer's binary (kept for callers of the KAFKA-3565 name). */
+export function nativeProducerBinary(): string {
+  return nativeBinary('rdkafka-produce');
+}
+
+/** Options of rdkafka-produce beyond its positional arguments (see the C file's header). */
+export interface NativeProducerOptions {
+  /** value size in bytes (default 100) */
+  valueBytes?: number;
+  /** records go round-robin to partitions 0..P-1 (default 1: partition 0) */
+  partitions?: number;
+  /** with transactional.id in the config: commit once this many ms have passed since begin */
+  txnMs?: number;
+  /** with transactional.id: commit after this many records */
+  txnRecords?: number;
+  /** with transactions: every K-th one is flushed and aborted (its values start with '#') */
+  abortEvery?: number;
+}
+
+/** What the timed part did. */
+export interface NativeTimed {
+  seconds: number;
+  failed: number;
+  /** transactions ended in the timed part (0 without transactions) */
+  transactions: number;
+  /** seconds spent inside commit/abort (flush of the transaction's records included) */
+  commitSeconds: number;
+  /** records produced in aborted transactions (timed part) */
+  abortedRecords: number;
 }
 
 /** A running C producer, stopped at its first "warm" line. */
 export interface NativeProducer {
   pid: number;
-  /** Starts the timed part; resolves with its seconds and the number of failed deliveries. */
-  timed(): Promise<{ seconds: number; failed: number }>;
-  /** Partition 0's high watermark, as the producer queried it after the timed part. */
+  /** Starts the timed part; resolves when it is over. */
+  timed(): Promise<NativeTimed>;
+  /** The sum of the partitions' high watermarks, as the producer queried it after the timed part. */
   highWatermark(): Promise<number>;
+  /** The same, with the transaction markers the producer caused (call this or highWatermark, once). */
+  watermarks(): Promise<{ highWatermark: number; controlRecords: number }>;
   /** Lets the process exit (call after reading its thread counters). */
   end(): Promise<void>;
 }
 
-export async function startNativeProducer(bootstrap: string, topic: string, warmup: number, records: number, distinctValues: number, config: Record<string, string | number | boolean>): Promise<NativeProducer> {
-  const args = [bootstrap, topic, String(warmup), String(records), String(distinctValues), ...Object.entries(config).map(([k, v]) => `${k}=${String(v)}`)];
-  const child: ChildProcessWithoutNullStreams = spawn(nativeProducerBinary(), args, { stdio: ['pipe', 'pipe', 'pipe'] });
+/** A child speaking a line protocol: `next(prefix)` reads one line, which must start with prefix. */
+function lineChild(binary: string, args: string[]) {
+  const child: ChildProcessWithoutNullStreams = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  const name = binary.split('/').pop() ?? binary;
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  const next = async (prefix: string): Promise<string[]> => {
-    const r = await lines.next();
-    if (r.done === true || !r.value.startsWith(prefix)) {
-      const code = await exited;
-      throw new Error(`rdkafka-produce: expected "${prefix}", got ${r.done === true ? `exit ${code}` : JSON.stringify(r.value)}: ${stderr.trim()}`);
-    }
-    return r.value.split(' ').slice(1);
-  };
-  await next('warm');
   return {
-    pid: child.pid as number,
+    child,
+    async next(prefix: string): Promise<string[]> {
+      const r = await lines.next();
+      if (r.done === true || !r.value.startsWith(prefix)) {
+        const code = await exited;
+        throw new Error(`${name}: expected "${prefix}", got ${r.done === true ? `exit ${code}` : JSON.stringify(r.value)}: ${stderr.trim()}`);
+      }
+      return r.value.split(' ').slice(1);
+    },
+    async end(): Promise<void> {
+      if (child.exitCode === null) child.stdin.end('exit\n');
+      const code = await exited;
+      if (code !== 0) throw new Error(`${name} exited ${code}: ${stderr.trim()}`);
+    },
+  };
+}
+
+export async function startNativeProducer(
+  bootstrap: string,
+  topic: string,
+  warmup: number,
+  records: number,
+  distinctValues: number,
+  config: Record<string, string | number | boolean>,
+  opts: NativeProducerOptions = {},
+): Promise<NativeProducer> {
+  const options = Object.entries({ '--value-bytes': opts.valueBytes, '--partitions': opts.partitions, '--txn-ms': opts.txnMs, '--txn-records': opts.txnRecords, '--abort-every': opts.abortEvery })
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${String(v)}`);
+  const args = [bootstrap, topic, String(warmup), String(records), String(distinctValues), ...options, ...Object.entries(config).map(([k, v]) => `${k}=${String(v)}`)];
+  const c = lineChild(nativeBinary('rdkafka-produce'), args);
+  await c.next('warm');
+  let watermarks: Promise<{ highWatermark: number; controlRecords: number }> | undefined;
+  const readWatermarks = () =>
+    (watermarks ??= c.next('hw').then(([hw, control]) => ({ highWatermark: Number(hw), controlRecords: Number(control ?? 0) })));
+  return {
+    pid: c.child.pid as number,
     async timed() {
-      child.stdin.write('go\n');
-      const [seconds, failed] = await next('done');
-      return { seconds: Number(seconds), failed: Number(failed) };
+      c.child.stdin.write('go\n');
+      const [seconds, failed, transactions, commitSeconds, abortedRecords] = await c.next('done');
+      return { seconds: Number(seconds), failed: Number(failed), transactions: Number(transactions ?? 0), commitSeconds: Number(commitSeconds ?? 0), abortedRecords: Number(abortedRecords ?? 0) };
     },
     async highWatermark() {
-      const [hw] = await next('hw');
-      return Number(hw);
+      return (await readWatermarks()).highWatermark;
     },
-    async end() {
-      child.stdin.end('exit\n');
-      const code = await exited;
-      if (code !== 0) throw new Error(`rdkafka-produce exited ${code}: ${stderr.trim()}`);
+    watermarks: readWatermarks,
+    end: c.end,
+  };
+}
+
+/** A running C consumer (rdkafka-consume.c), connected, waiting to assign. */
+export interface NativeConsumer {
+  pid: number;
+  /**
+   * Assigns every partition from the beginning and reads to the end of each. seconds: to the last
+   * record delivered; secondsToEof: to the last partition EOF (librdkafka reports it once a fetch at
+   * the end has come back empty, after fetch.wait.max.ms).
+   */
+  timed(): Promise<{ seconds: number; secondsToEof: number; records: number; valueBytes: number; markedRecords: number }>;
+  end(): Promise<void>;
+}
+
+export async function startNativeConsumer(bootstrap: string, topic: string, partitions: number, config: Record<string, string | number | boolean>): Promise<NativeConsumer> {
+  const c = lineChild(nativeBinary('rdkafka-consume'), [bootstrap, topic, String(partitions), ...Object.entries(config).map(([k, v]) => `${k}=${String(v)}`)]);
+  await c.next('ready');
+  return {
+    pid: c.child.pid as number,
+    async timed() {
+      c.child.stdin.write('go\n');
+      const [seconds, records, bytes, marked, toEof] = await c.next('done');
+      return { seconds: Number(seconds), secondsToEof: Number(toEof), records: Number(records), valueBytes: Number(bytes), markedRecords: Number(marked) };
     },
+    end: c.end,
   };
 }

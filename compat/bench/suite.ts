@@ -5,7 +5,8 @@
  *
  * Direct entry (no matrix, no REPORT.md):
  *   node dist/compat/bench/suite.js [--out DIR] [id ...]
- * ids: producer-throughput e2e-latency partitions-cpu startup kafka-200 kafka-3565 kafka-1933
+ * ids: producer-throughput e2e-latency partitions-cpu startup kafka-200 kafka-3565 kafka-1933 eos-cost
+ * read-committed
  * (default: all). BENCH_ONLY=id,id selects benchmarks under `npm run compat -- --bench` too.
  */
 import { spawn } from 'node:child_process';
@@ -122,6 +123,8 @@ export const BENCHMARKS: { id: string; title: string; run: () => Bench | null }[
   { id: 'kafka-200', title: 'KAFKA-200: socket buffers over a 50 ms RTT link', run: () => kafka200 },
   { id: 'kafka-3565', title: 'KAFKA-3565 (compression issue)', run: () => external('kafka-3565', { BENCH_3565_RECORDS: '500000' }) },
   { id: 'kafka-1933', title: 'KAFKA-1933 (compression issue)', run: () => external('kafka-1933', { BENCH_1933_MB: '100' }) },
+  { id: 'eos-cost', title: 'Issue 11: producer throughput cost of idempotence and transactions', run: () => external('eos-cost', { BENCH_EOS_ROUNDS: '3' }) },
+  { id: 'read-committed', title: 'Issue 11: read_committed vs read_uncommitted consumer throughput', run: () => external('read-committed', { BENCH_RC_ROUNDS: '3' }) },
 ];
 
 function selected(only?: string[]): typeof BENCHMARKS {

@@ -15,7 +15,8 @@
  *
  * Knobs (environment): BENCH_EOS_SIZES ("100,1000"), BENCH_EOS_RECORDS ("3000000,750000", one per
  * size), BENCH_EOS_ROUNDS (5), BENCH_EOS_TXN_MS (100), BENCH_EOS_PARTITIONS (3),
- * BENCH_EOS_QUEUE_KB (4096), BENCH_EOS_QUEUE_MESSAGES (100000), BENCH_EOS_VARIANTS.
+ * BENCH_EOS_QUEUE_KB (4096), BENCH_EOS_QUEUE_MESSAGES (100000), BENCH_EOS_VARIANTS, BENCH_EOS_LINGER_MS (5:
+ * librdkafka's default; its idempotent producer spends markedly more CPU per record at small lingers).
  */
 import { rmSync } from 'node:fs';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
@@ -36,6 +37,7 @@ const PARTITIONS = envNumber('BENCH_EOS_PARTITIONS', 3);
  */
 const QUEUE_KB = envNumber('BENCH_EOS_QUEUE_KB', 4096);
 const QUEUE_MESSAGES = envNumber('BENCH_EOS_QUEUE_MESSAGES', 100_000);
+const LINGER_MS = envNumber('BENCH_EOS_LINGER_MS', 5);
 const VARIANTS = envList('BENCH_EOS_VARIANTS', 'plain,idempotent,transactional') as Variant[];
 const DISTINCT_VALUES = 1000;
 
@@ -46,7 +48,7 @@ if (SIZES.some((s) => !(s > 0))) throw new Error('BENCH_EOS_SIZES: positive numb
 const PRODUCER_CONFIG = {
   acks: 'all',
   'compression.codec': 'none',
-  'linger.ms': 5,
+  'linger.ms': LINGER_MS,
   'batch.num.messages': 10000,
   'batch.size': 1_000_000,
   'queue.buffering.max.messages': QUEUE_MESSAGES,

@@ -17,6 +17,8 @@ import { partitionFor } from '../group/records.js';
 import type { ProducerIdManager } from './producer-ids.js';
 import {
   decodeTxnRecord,
+  persistError,
+  withChanges,
   hasPartition,
   isEpochExhausted,
   TRANSACTION_STATE_TOPIC,
@@ -52,26 +54,6 @@ export interface InitProducerIdResult {
 }
 
 const MARKER_RETRY_MS = 1000;
-
-function copy(m: TxnMetadata, changes: Partial<TxnMetadata>): TxnMetadata {
-  return { ...m, partitions: new Map([...m.partitions].map(([t, s]) => [t, new Set(s)])), pending: null, ...changes };
-}
-
-/** Kafka's mapping of a failed `__transaction_state` append to what the client is told. */
-function persistError(errorCode: number): number {
-  switch (errorCode) {
-    case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-    case ErrorCode.NOT_ENOUGH_REPLICAS:
-    case ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
-    case ErrorCode.REQUEST_TIMED_OUT:
-      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    case ErrorCode.NOT_LEADER_OR_FOLLOWER:
-    case ErrorCode.KAFKA_STORAGE_ERROR:
-      return ErrorCode.NOT_COORDINATOR;
-    default:
-      return ErrorCode.UNKNOWN_SERVER_ERROR;
-  }
-}
 
 export class TransactionCoordinator {
   readonly txns = new Map<string, TxnMetadata>();
@@ -303,15 +285,15 @@ export class TransactionCoordinator {
       m.pending = TxnState.EMPTY;
       try {
         const producerId = await this.deps.producerIds.generate();
-        return copy(m, { ...base, previousProducerId: m.producerId, producerId, producerEpoch: 0, lastProducerEpoch: expected === null ? -1 : m.producerEpoch });
+        return withChanges(m, { ...base, previousProducerId: m.producerId, producerId, producerEpoch: 0, lastProducerEpoch: expected === null ? -1 : m.producerEpoch });
       } finally {
         m.pending = null;
       }
     }
     const bumped = m.producerEpoch + 1;
-    if (expected === null) return copy(m, { ...base, producerEpoch: bumped, lastProducerEpoch: -1 });
-    if (m.producerEpoch === -1 || expected.producerEpoch === m.producerEpoch) return copy(m, { ...base, producerEpoch: bumped, lastProducerEpoch: m.producerEpoch });
-    if (expected.producerEpoch === m.lastProducerEpoch) return copy(m, { ...base, producerEpoch: m.producerEpoch, lastProducerEpoch: m.lastProducerEpoch });
+    if (expected === null) return withChanges(m, { ...base, producerEpoch: bumped, lastProducerEpoch: -1 });
+    if (m.producerEpoch === -1 || expected.producerEpoch === m.producerEpoch) return withChanges(m, { ...base, producerEpoch: bumped, lastProducerEpoch: m.producerEpoch });
+    if (expected.producerEpoch === m.lastProducerEpoch) return withChanges(m, { ...base, producerEpoch: m.producerEpoch, lastProducerEpoch: m.lastProducerEpoch });
     return ErrorCode.PRODUCER_FENCED;
   }
 
@@ -335,7 +317,7 @@ export class TransactionCoordinator {
     if (m.state === TxnState.ONGOING && partitions.every((p) => hasPartition(m, p.topic, p.partition))) return ErrorCode.NONE;
     const now = this.now();
     const starting = m.state !== TxnState.ONGOING;
-    const next = copy(m, { state: TxnState.ONGOING, txnLastUpdateTimestamp: now, txnStartTimestamp: starting ? now : m.txnStartTimestamp });
+    const next = withChanges(m, { state: TxnState.ONGOING, txnLastUpdateTimestamp: now, txnStartTimestamp: starting ? now : m.txnStartTimestamp });
     if (starting) next.partitions.clear();
     for (const p of partitions) {
       let set = next.partitions.get(p.topic);
@@ -388,7 +370,7 @@ export class TransactionCoordinator {
 
   /** Ongoing → Prepare* (written) → markers → Complete*. NONE once the outcome is durable. */
   private async endOngoing(m: TxnMetadata, commit: boolean, epoch: number): Promise<number> {
-    const next = copy(m, { state: commit ? TxnState.PREPARE_COMMIT : TxnState.PREPARE_ABORT, producerEpoch: epoch, txnLastUpdateTimestamp: this.now() });
+    const next = withChanges(m, { state: commit ? TxnState.PREPARE_COMMIT : TxnState.PREPARE_ABORT, producerEpoch: epoch, txnLastUpdateTimestamp: this.now() });
     if (epoch !== m.producerEpoch) next.lastProducerEpoch = -1;
     const e = await this.transition(m, next);
     if (e !== ErrorCode.NONE) return e;
@@ -410,7 +392,7 @@ export class TransactionCoordinator {
     const writes: Promise<boolean>[] = [];
     for (const [topic, parts] of m.partitions) for (const partition of parts) writes.push(this.writeMarker(topic, partition, m.producerId, m.producerEpoch, commit, coordinatorEpoch));
     if (!(await Promise.all(writes)).every((ok) => ok)) return false;
-    const done = copy(m, { state: commit ? TxnState.COMPLETE_COMMIT : TxnState.COMPLETE_ABORT, partitions: new Map(), txnLastUpdateTimestamp: this.now() });
+    const done = withChanges(m, { state: commit ? TxnState.COMPLETE_COMMIT : TxnState.COMPLETE_ABORT, partitions: new Map(), txnLastUpdateTimestamp: this.now() });
     return (await this.transition(m, done)) === ErrorCode.NONE;
   }
 

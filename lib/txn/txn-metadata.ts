@@ -4,6 +4,7 @@
  * version 0 + TransactionLogValue, a tombstone when the id expires. Kafka's tools can read them.
  */
 import { Reader } from '../../protocol/codec/reader.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { Writer } from '../../protocol/codec/writer.js';
 import { TransactionLogKeySchema } from '../../protocol/generated/data/transaction-log-key.js';
 import { TransactionLogValueSchema } from '../../protocol/generated/data/transaction-log-value.js';
@@ -54,6 +55,11 @@ export interface TxnMetadata {
   txnLastUpdateTimestamp: number;
   /** A transition being written: every other request for this id gets CONCURRENT_TRANSACTIONS. */
   pending: TxnState | null;
+}
+
+/** A copy of `m` (its own partition sets, no pending transition) with `changes` applied. */
+export function withChanges(m: TxnMetadata, changes: Partial<TxnMetadata>): TxnMetadata {
+  return { ...m, partitions: new Map([...m.partitions].map(([t, s]) => [t, new Set(s)])), pending: null, ...changes };
 }
 
 export function isEpochExhausted(epoch: number): boolean {
@@ -123,4 +129,20 @@ export function decodeTxnRecord(key: Buffer, value: Buffer | null): { transactio
       pending: null,
     },
   };
+}
+
+/** Kafka's mapping of a failed `__transaction_state` append to what the client is told. */
+export function persistError(errorCode: number): number {
+  switch (errorCode) {
+    case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+    case ErrorCode.NOT_ENOUGH_REPLICAS:
+    case ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+    case ErrorCode.REQUEST_TIMED_OUT:
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    case ErrorCode.NOT_LEADER_OR_FOLLOWER:
+    case ErrorCode.KAFKA_STORAGE_ERROR:
+      return ErrorCode.NOT_COORDINATOR;
+    default:
+      return ErrorCode.UNKNOWN_SERVER_ERROR;
+  }
 }

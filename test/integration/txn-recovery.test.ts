@@ -112,8 +112,8 @@ describe('transactions and producer state across restarts', function () {
     let c = await start(dir, fast);
     await createTopic(c, 'late', 1);
     const p = await openTransaction(c, 'tx-late', 'late', 1500);
-    c = await restart(dir, fast);
     expect((await fetchPartition(c, 'late', 0, 0n, 1)).lastStableOffset).to.equal(0n);
+    c = await restart(dir, fast);
     const f = await until('the timeout abort', () => fetchPartition(c, 'late', 0, 0n, 1), (x) => x.lastStableOffset === 4n, 15_000);
     expect(f.abortedTransactions).to.deep.equal([{ producerId: p.producerId, firstOffset: 0n }]);
     // the marker carries the bumped epoch: the old producer is fenced everywhere

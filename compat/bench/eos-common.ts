@@ -9,30 +9,9 @@ import { loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { ROOT } from '../lib/paths.js';
-import { cpuSeconds, mainThreadCpuSeconds, threadCpu } from './proc-stats.js';
+import { busiest, cpuSeconds, mainThreadCpuSeconds, threadsByName, type ThreadBusy } from './proc-stats.js';
 
-/** A thread (threads of one name summed) and how busy it was over a window, % of one core. */
-export interface ThreadBusy {
-  name: string;
-  busyPercent: number;
-}
-
-/** CPU seconds per thread name (threads of one name summed; the main thread is called `mainName`). */
-function threadsByName(pid: number, mainName: string): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const t of threadCpu(pid)) {
-    const name = t.tid === pid ? mainName : t.comm;
-    m.set(name, (m.get(name) ?? 0) + t.cpuSeconds);
-  }
-  return m;
-}
-
-function busiest(after: Map<string, number>, before: Map<string, number>, seconds: number): ThreadBusy[] {
-  return [...after]
-    .map(([name, c]) => ({ name, busyPercent: Math.round(((c - (before.get(name) ?? 0)) / seconds) * 100) }))
-    .filter((t) => t.busyPercent >= 5)
-    .sort((a, b) => b.busyPercent - a.busyPercent);
-}
+export type { ThreadBusy } from './proc-stats.js';
 
 /** CPU over one timed window. */
 export interface WindowCpu {

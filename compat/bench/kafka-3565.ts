@@ -25,7 +25,7 @@ import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
 import { loadConfluent } from '../lib/confluent-module.js';
 import { startNativeProducer } from './native-producer.js';
-import { cpuSeconds, mainThreadCpuSeconds, threadCpu } from './proc-stats.js';
+import { busiest, cpuSeconds, mainThreadCpuSeconds, threadsByName, type ThreadBusy } from './proc-stats.js';
 
 type Any = any;
 const ck: Any = loadConfluent();
@@ -122,12 +122,6 @@ function highWatermark(p: Any, topic: string): Promise<number> {
   return new Promise((resolve, reject) => p.queryWatermarkOffsets(topic, 0, 10_000, (e: Any, o: Any) => (e ? reject(e) : resolve(o.highOffset))));
 }
 
-/** A thread (threads of one name summed) and how busy it was over the timed window, % of one core. */
-interface ThreadBusy {
-  name: string;
-  busyPercent: number;
-}
-
 interface Row {
   /** value shape: perf (one value, as ProducerPerformance) or random (20,000 distinct) */
   values: string;
@@ -153,16 +147,6 @@ interface Row {
   roundsRecordsPerSecond?: number[];
 }
 
-/** CPU seconds per thread name (threads of one name summed). */
-function threadsByName(pid: number, mainName: string): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const t of threadCpu(pid)) {
-    const name = t.tid === pid ? mainName : t.comm;
-    m.set(name, (m.get(name) ?? 0) + t.cpuSeconds);
-  }
-  return m;
-}
-
 /** CPU over one timed window: the broker's (all threads, main thread, busiest threads) and the producer's. */
 interface WindowCpu {
   brokerCpu: number;
@@ -175,13 +159,6 @@ interface WindowCpu {
 interface Measured extends WindowCpu {
   seconds: number;
   highWatermark: number;
-}
-
-function busiest(after: Map<string, number>, before: Map<string, number>, seconds: number): ThreadBusy[] {
-  return [...after]
-    .map(([name, c]) => ({ name, busyPercent: Math.round(((c - (before.get(name) ?? 0)) / seconds) * 100) }))
-    .filter((t) => t.busyPercent >= 5)
-    .sort((a, b) => b.busyPercent - a.busyPercent);
 }
 
 /**

@@ -205,3 +205,27 @@ export function flushRd(p: RdProducer, timeoutMs = 60_000): Promise<void> {
 }
 
 export const ROOT_DIR = ROOT;
+
+/** A thread (threads of one name summed) and how busy it was over a window, % of one core. */
+export interface ThreadBusy {
+  name: string;
+  busyPercent: number;
+}
+
+/** CPU seconds per thread name (threads of one name summed; the main thread is called `mainName`). */
+export function threadsByName(pid: number, mainName: string): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const t of threadCpu(pid)) {
+    const name = t.tid === pid ? mainName : t.comm;
+    m.set(name, (m.get(name) ?? 0) + t.cpuSeconds);
+  }
+  return m;
+}
+
+/** The threads at least 5% busy between two `threadsByName` readings `seconds` apart, busiest first. */
+export function busiest(after: Map<string, number>, before: Map<string, number>, seconds: number): ThreadBusy[] {
+  return [...after]
+    .map(([name, c]) => ({ name, busyPercent: Math.round(((c - (before.get(name) ?? 0)) / seconds) * 100) }))
+    .filter((t) => t.busyPercent >= 5)
+    .sort((a, b) => b.busyPercent - a.busyPercent);
+}

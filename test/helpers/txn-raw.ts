@@ -3,7 +3,14 @@
  * EndTxn, read_committed Fetch), for tests that need exact control over what a producer sends.
  */
 import { buildRecordBatch, logEntries } from '../../protocol/records/index.js';
+import { expect } from 'chai';
 import type { RawClient } from './raw-client.js';
+
+/** CreateTopics v1 of one topic; fails the test unless it was created. */
+export async function createTopic(raw: RawClient, name: string, partitions = 1): Promise<void> {
+  const r = await raw.request<{ topics: { errorCode: number }[] }>(19, 1, { topics: [{ name, numPartitions: partitions, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 5000, validateOnly: false });
+  expect(r.topics[0]?.errorCode).to.equal(0);
+}
 
 export interface Pid {
   producerId: bigint;

@@ -14,7 +14,7 @@ import { PartitionLog } from '../../lib/log/partition-log.js';
 import { TRANSACTION_STATE_TOPIC, TxnState, txnLogKey, txnLogValue } from '../../lib/txn/txn-metadata.js';
 import { startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 import { RawClient } from '../helpers/raw-client.js';
-import { addPartitions, endTxn, fetchPartition, initProducerId, produce, producerBatch, type Pid } from '../helpers/txn-raw.js';
+import { addPartitions, createTopic, endTxn, fetchPartition, initProducerId, produce, producerBatch, type Pid } from '../helpers/txn-raw.js';
 
 type InitResult = Pid & { errorCode: number };
 
@@ -23,10 +23,6 @@ async function initWith(raw: RawClient, transactionalId: string | null, producer
   return raw.request<InitResult>(22, version, { transactionalId, transactionTimeoutMs: 60_000, producerId, producerEpoch });
 }
 
-async function createTopic(raw: RawClient, name: string, partitions = 1): Promise<void> {
-  const r = await raw.request<{ topics: { errorCode: number }[] }>(19, 1, { topics: [{ name, numPartitions: partitions, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 5000, validateOnly: false });
-  expect(r.topics[0]?.errorCode).to.equal(ErrorCode.NONE);
-}
 
 async function deleteRecords(raw: RawClient, topic: string, partition: number, offset: bigint): Promise<{ errorCode: number; lowWatermark: bigint }> {
   const r = await raw.request<{ topics: { partitions: { errorCode: number; lowWatermark: bigint }[] }[] }>(21, 1, { topics: [{ name: topic, partitions: [{ partitionIndex: partition, offset }] }], timeoutMs: 5000 });

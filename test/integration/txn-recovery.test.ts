@@ -15,12 +15,8 @@ import { partitionFor } from '../../lib/group/records.js';
 import { TRANSACTION_STATE_TOPIC, TxnState, txnLogKey, txnLogValue } from '../../lib/txn/txn-metadata.js';
 import { startChildBroker, startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 import { RawClient } from '../helpers/raw-client.js';
-import { addOffsets, addPartitions, endTxn, fetchPartition, initProducerId, offsetCommit, offsetFetch, produce, producerBatch, txnOffsetCommit, type Pid } from '../helpers/txn-raw.js';
+import { addOffsets, addPartitions, createTopic, endTxn, fetchPartition, initProducerId, offsetCommit, offsetFetch, produce, producerBatch, txnOffsetCommit, type Pid } from '../helpers/txn-raw.js';
 
-async function createTopic(raw: RawClient, name: string, partitions: number): Promise<void> {
-  const r = await raw.request<{ topics: { errorCode: number }[] }>(19, 1, { topics: [{ name, numPartitions: partitions, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 5000, validateOnly: false });
-  expect(r.topics[0]?.errorCode).to.equal(ErrorCode.NONE);
-}
 
 async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -6,7 +6,7 @@
  * Direct entry (no matrix, no REPORT.md):
  *   node dist/compat/bench/suite.js [--out DIR] [id ...]
  * ids: producer-throughput e2e-latency partitions-cpu startup kafka-200 kafka-3565 kafka-1933 eos-cost
- * read-committed
+ * read-committed rebalance-protocols
  * (default: all). BENCH_ONLY=id,id selects benchmarks under `npm run compat -- --bench` too.
  */
 import { spawn } from 'node:child_process';
@@ -125,6 +125,7 @@ export const BENCHMARKS: { id: string; title: string; run: () => Bench | null }[
   { id: 'kafka-1933', title: 'KAFKA-1933 (compression issue)', run: () => external('kafka-1933', { BENCH_1933_MB: '100' }) },
   { id: 'eos-cost', title: 'Issue 11: producer throughput cost of idempotence and transactions', run: () => external('eos-cost', { BENCH_EOS_ROUNDS: '3' }) },
   { id: 'read-committed', title: 'Issue 11: read_committed vs read_uncommitted consumer throughput', run: () => external('read-committed', { BENCH_RC_ROUNDS: '3' }) },
+  { id: 'rebalance-protocols', title: 'Issue 12: rebalance time of 3 members, consumer protocol beside classic', run: () => external('rebalance-protocols', { BENCH_REBALANCE_ROUNDS: '3' }) },
 ];
 
 function selected(only?: string[]): typeof BENCHMARKS {

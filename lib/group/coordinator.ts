@@ -217,6 +217,11 @@ export class GroupCoordinator {
     return this.active;
   }
 
+  /** Some `__consumer_offsets` partition is still being replayed. */
+  get isLoading(): boolean {
+    return this.loading.size > 0;
+  }
+
   private classicGroup(groupId: string, create: boolean): ClassicGroup | number | undefined {
     const g = this.groups.get(groupId);
     if (g?.type === 'classic') return g;

@@ -55,6 +55,25 @@ export class PendingTxnOffsets {
   removeGroup(group: string): void {
     for (const pid of [...this.byProducer.keys()]) this.take(pid, (g) => g === group);
   }
+
+  /** Drops every producer's pending offset for the partition (what replaying a tombstone does in Kafka). */
+  remove(group: string, topic: string, partition: number): void {
+    const k = offsetKey(group, topic, partition);
+    if (!this.pendingKeys.delete(k)) return;
+    for (const [pid, m] of this.byProducer) {
+      m.delete(k);
+      if (m.size === 0) this.byProducer.delete(pid);
+    }
+  }
+
+  /** The partitions of the group with an offset pending in some transaction. */
+  partitionsOf(group: string): { topic: string; partition: number }[] {
+    const out = new Map<string, { topic: string; partition: number }>();
+    for (const m of this.byProducer.values()) {
+      for (const [k, p] of m) if (p.group === group) out.set(k, { topic: p.topic, partition: p.partition });
+    }
+    return [...out.values()];
+  }
 }
 
 /** Stores `o` unless the committed offset there was written later (by log position). */

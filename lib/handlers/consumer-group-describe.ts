@@ -1,6 +1,6 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse } from '../../protocol/generated/consumer-group-describe.js';
-import { describeConsumerGroup } from '../group/offset-manager.js';
+import { consumerGroupDescribeError, describeConsumerGroup } from '../group/group-admin.js';
 import { defineHandler } from './types.js';
 
 export const consumerGroupDescribeHandler = defineHandler<ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse>({
@@ -8,12 +8,9 @@ export const consumerGroupDescribeHandler = defineHandler<ConsumerGroupDescribeR
   minVersion: 0,
   maxVersion: 0,
   handle(req, ctx) {
-    return { throttleTimeMs: 0, groups: req.groupIds.map((id) => describeConsumerGroup(ctx.services.groups, id)) };
+    return { throttleTimeMs: 0, groups: req.groupIds.map((id) => describeConsumerGroup(ctx.services.groups, id, req.includeAuthorizedOperations)) };
   },
   errorResponse(req, errorCode) {
-    return {
-      throttleTimeMs: 0,
-      groups: req.groupIds.map((groupId) => ({ errorCode, errorMessage: null, groupId, groupState: '', groupEpoch: -1, assignmentEpoch: -1, assignorName: '', members: [], authorizedOperations: -2147483648 })),
-    };
+    return { throttleTimeMs: 0, groups: req.groupIds.map((groupId) => consumerGroupDescribeError(groupId, errorCode)) };
   },
 });

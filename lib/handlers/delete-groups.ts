@@ -1,8 +1,12 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { DeleteGroupsRequest, DeleteGroupsResponse } from '../../protocol/generated/delete-groups.js';
-import { deleteGroups } from '../group/offset-manager.js';
+import { deleteGroups } from '../group/group-admin.js';
 import { defineHandler } from './types.js';
 
+/**
+ * DeleteGroups v0–2. The request has no timeout in any version: Kafka bounds the write with
+ * offsets.commit.timeout.ms; here the answer comes once the tombstones are written.
+ */
 export const deleteGroupsHandler = defineHandler<DeleteGroupsRequest, DeleteGroupsResponse>({
   apiKey: ApiKey.DeleteGroups,
   minVersion: 0,

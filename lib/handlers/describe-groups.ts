@@ -1,22 +1,23 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { DescribeGroupsRequest, DescribeGroupsResponse, DescribeGroupsResponseDescribedGroup } from '../../protocol/generated/describe-groups.js';
-import { describeGroup } from '../group/offset-manager.js';
+import { describeGroup } from '../group/group-admin.js';
 import { defineHandler } from './types.js';
 
-const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
-
+/** DescribeGroups v0–5; v3+ carries the group's authorized operations when the request asks for them. */
 export const describeGroupsHandler = defineHandler<DescribeGroupsRequest, DescribeGroupsResponse>({
   apiKey: ApiKey.DescribeGroups,
   minVersion: 0,
   maxVersion: 5,
   handle(req, ctx) {
     const v = ctx.apiVersion;
+    const include = v >= 3 && req.includeAuthorizedOperations === true;
     return {
       throttleTimeMs: 0,
       groups: req.groups.map((id) => {
-        const d: DescribeGroupsResponseDescribedGroup = describeGroup(ctx.services.groups, id);
-        if (v >= 3) d.authorizedOperations = AUTHORIZED_OPERATIONS_OMITTED;
-        return d;
+        const { authorizedOperations, ...d } = describeGroup(ctx.services.groups, id, include);
+        const out: DescribeGroupsResponseDescribedGroup = d;
+        if (v >= 3) out.authorizedOperations = authorizedOperations;
+        return out;
       }),
     };
   },

@@ -1,6 +1,6 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ListGroupsRequest, ListGroupsResponse } from '../../protocol/generated/list-groups.js';
-import { listGroups } from '../group/offset-manager.js';
+import { listGroups } from '../group/group-admin.js';
 import { defineHandler } from './types.js';
 
 /** States filter from v4, types filter ("classic" / "consumer") from v5. */

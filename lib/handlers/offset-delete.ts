@@ -1,6 +1,6 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { OffsetDeleteRequest, OffsetDeleteResponse } from '../../protocol/generated/offset-delete.js';
-import { deleteOffsets } from '../group/offset-manager.js';
+import { deleteOffsets } from '../group/group-admin.js';
 import { defineHandler } from './types.js';
 
 export const offsetDeleteHandler = defineHandler<OffsetDeleteRequest, OffsetDeleteResponse>({

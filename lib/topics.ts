@@ -31,11 +31,13 @@ export interface CreateTopicSpec {
 export const INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_state']);
 
 type PartitionListener = (topic: string, partition: number, log: PartitionLog) => void;
+type TopicsListener = (topic: string, change: 'created' | 'deleted' | 'partitions') => void;
 
 export class TopicManager {
   private readonly logs = new Map<string, PartitionLog[]>();
   private readonly opening = new Map<string, Promise<PartitionLog[]>>();
   private readonly listeners: PartitionListener[] = [];
+  private readonly topicsListeners: TopicsListener[] = [];
 
   constructor(
     private readonly config: BrokerConfig,
@@ -53,6 +55,21 @@ export class TopicManager {
 
   onPartitionOpened(l: PartitionListener): void {
     this.listeners.push(l);
+  }
+
+  /** Called once a topic is created (logs open), deleted, or given more partitions. */
+  onTopicsChanged(l: TopicsListener): void {
+    this.topicsListeners.push(l);
+  }
+
+  private topicsChanged(topic: string, change: 'created' | 'deleted' | 'partitions'): void {
+    for (const l of this.topicsListeners) {
+      try {
+        l(topic, change);
+      } catch (e) {
+        this.logger.error({ err: e, topic, change }, 'topic change listener failed');
+      }
+    }
   }
 
   logConfig(t: TopicRecord): LogConfig {
@@ -149,6 +166,7 @@ export class TopicManager {
     this.logger.info({ topic: rec.name, partitions: rec.partitions, topicId: rec.topicId }, 'topic created');
     await this.metadata.persisted();
     await this.openLogs(rec);
+    this.topicsChanged(rec.name, 'created');
     return rec;
   }
 
@@ -169,6 +187,7 @@ export class TopicManager {
     if (!this.config.bool('delete.topic.enable')) throw new TopicError(ErrorCode.TOPIC_DELETION_DISABLED, 'Topic deletion is disabled.');
     this.metadata.deleteTopic(name);
     this.logs.delete(name);
+    this.topicsChanged(name, 'deleted');
     await this.metadata.persisted();
     await this.logManager.deleteTopic(name);
     this.logger.info({ topic: name }, 'topic deleted');
@@ -189,6 +208,7 @@ export class TopicManager {
     this.metadata.setPartitionCount(name, count);
     await this.metadata.persisted();
     await this.openLogs(t);
+    this.topicsChanged(name, 'partitions');
   }
 
   /** Replaces (incremental=false) or patches the topic's configs; null values delete a key. */

@@ -2,7 +2,9 @@
  * KIP-848 ConsumerGroupHeartbeat (Kafka's GroupMetadataManager.consumerGroupHeartbeat): members join
  * with epoch 0, the broker computes a target assignment whenever the group epoch moves, and each
  * member is reconciled towards it one heartbeat at a time. One session timer per member, and a
- * rebalance timer while a member still holds partitions it must give up.
+ * rebalance timer while a member still holds partitions it must give up. Subscriptions are topic names
+ * and/or an RE2/J regex resolved here against the topics (re-resolved when topics change); static
+ * members (instance id) leaving with epoch -2 keep their partitions until they return or time out.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -10,6 +12,7 @@ import type { ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse } fr
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { ASSIGNORS, type Assignment, DEFAULT_ASSIGNOR, uniformAssignor } from './assignors.js';
 import { assignmentsEqual, cloneAssignment, ConsumerGroup, ConsumerGroupMember, MemberState } from './consumer-group.js';
+import { resolveTopicRegex, topicRegexError } from './topic-regex.js';
 import {
   consumerGroupCurrentMemberRecord,
   consumerGroupMemberRecord,
@@ -36,6 +39,8 @@ export interface ConsumerContext {
   write(groupId: string, records: CoordinatorRecord[]): Promise<number>;
   topicByName(name: string): { topicId: string; partitions: number } | undefined;
   topicName(topicId: string): string | undefined;
+  /** Every topic name (regexes are resolved against them). */
+  topicNames(): Iterable<string>;
 }
 
 export type HeartbeatResult = Omit<ConsumerGroupHeartbeatResponse, 'throttleTimeMs'>;
@@ -60,6 +65,9 @@ function newMemberId(): string {
 }
 
 export class ConsumerCoordinator {
+  /** Moves on every topic creation, deletion or partition change; regex resolutions older than it are redone. */
+  private topicsVersion = 0;
+
   constructor(private readonly ctx: ConsumerContext) {}
 
   private validate(req: ConsumerGroupHeartbeatRequest, apiVersion: number): HeartbeatResult | null {
@@ -73,9 +81,8 @@ export class ConsumerCoordinator {
     } else if (req.memberEpoch === 0) {
       if (req.rebalanceTimeoutMs === -1) return bad('RebalanceTimeoutMs must be provided in first request.');
       if (req.topicPartitions === null || req.topicPartitions.length > 0) return bad('TopicPartitions must be empty when (re-)joining.');
-      const names = req.subscribedTopicNames !== null && req.subscribedTopicNames.length > 0;
-      const regex = req.subscribedTopicRegex !== undefined && req.subscribedTopicRegex !== null && req.subscribedTopicRegex !== '';
-      if (!names && !regex) return bad('SubscribedTopicNames or SubscribedTopicRegex must be set in first request.');
+      // An empty list of names or an empty regex is accepted: the member subscribes to nothing (Kafka 4.x).
+      if (req.subscribedTopicNames === null && (req.subscribedTopicRegex ?? null) === null) return bad('SubscribedTopicNames or SubscribedTopicRegex must be set in first request.');
     } else if (req.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
       if (req.memberId === '') return bad("MemberId can't be empty.");
       if (req.instanceId === null) return bad("InstanceId can't be null.");
@@ -92,36 +99,32 @@ export class ConsumerCoordinator {
     const invalid = this.validate(req, apiVersion);
     if (invalid !== null) return invalid;
     if (req.memberEpoch < 0) return this.leave(req);
-    const found = this.ctx.consumerGroup(req.groupId, req.memberEpoch === 0);
-    if (typeof found === 'number') return fail(found);
+    const joining = req.memberEpoch === 0;
+    const regex = req.subscribedTopicRegex ?? null;
+    const regexError = regex === null || regex === '' ? null : topicRegexError(regex);
+    // A join with an invalid regex creates no group (Kafka's failed heartbeat leaves no state behind).
+    const found = this.ctx.consumerGroup(req.groupId, joining && regexError === null);
+    if (typeof found === 'number') return regexError !== null && joining ? fail(ErrorCode.INVALID_REGULAR_EXPRESSION, regexError) : fail(found);
     const group = found;
     const records: CoordinatorRecord[] = [];
+
+    // Get the member, or check that one may join (Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember).
     let member = req.memberId === '' ? undefined : group.members.get(req.memberId);
-    let bump = false;
-    if (req.memberEpoch === 0) {
+    let replaced: ConsumerGroupMember | undefined;
+    if (joining) {
       if (member === undefined) {
         if (group.members.size >= this.ctx.settings.maxSize) return fail(ErrorCode.GROUP_MAX_SIZE_REACHED, `The consumer group has reached its maximum capacity of ${this.ctx.settings.maxSize} members.`);
-        const previous = req.instanceId === null ? undefined : group.staticMember(req.instanceId);
-        if (previous !== undefined && previous.memberEpoch !== LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
-          return fail(ErrorCode.UNRELEASED_INSTANCE_ID, `Static member ${req.instanceId} is still active with member id ${previous.memberId}.`);
+        replaced = req.instanceId === null ? undefined : group.staticMember(req.instanceId);
+        if (replaced !== undefined && replaced.memberEpoch !== LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
+          return fail(ErrorCode.UNRELEASED_INSTANCE_ID, `Static member ${req.memberId} with instance id ${req.instanceId} cannot join the group because the instance id is owned by ${replaced.memberId} member.`);
         }
-        member = new ConsumerGroupMember(req.memberId === '' ? newMemberId() : req.memberId);
-        if (previous !== undefined) {
-          // A static member coming back takes over its previous assignment and epoch.
-          group.removeMember(previous.memberId);
-          this.cancelTimers(previous);
-          const target = group.targetAssignment.get(previous.memberId);
-          if (target !== undefined) group.targetAssignment.set(member.memberId, target);
-          group.members.set(member.memberId, member);
-          group.updateAssignment(member, { ...previous, memberEpoch: previous.previousMemberEpoch, previousMemberEpoch: previous.previousMemberEpoch });
-          records.push(consumerGroupCurrentMemberRecord(group.groupId, previous.memberId, null), consumerGroupTargetMemberRecord(group.groupId, previous.memberId, null), consumerGroupMemberRecord(group.groupId, previous.memberId, null));
-        } else {
-          group.members.set(member.memberId, member);
-          bump = true;
-        }
-        this.ctx.logger.info({ group: group.groupId, member: member.memberId }, 'member joins the consumer group');
       }
     } else {
+      if (req.instanceId !== null) {
+        const holder = group.staticMember(req.instanceId);
+        if (holder === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Instance id ${req.instanceId} is unknown.`);
+        if (holder.memberId !== req.memberId) return fail(ErrorCode.FENCED_INSTANCE_ID, `Static member ${req.memberId} with instance id ${req.instanceId} was fenced by member ${holder.memberId}.`);
+      }
       if (member === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${req.memberId} is not a member of group ${req.groupId}.`);
       const owned = req.topicPartitions === null ? null : toAssignment(req.topicPartitions);
       if (req.memberEpoch > member.memberEpoch) {
@@ -131,17 +134,35 @@ export class ConsumerCoordinator {
         return fail(ErrorCode.FENCED_MEMBER_EPOCH, `The consumer group member has a smaller member epoch (${req.memberEpoch}) than the one known by the group coordinator (${member.memberEpoch}). The member must abandon all its partitions and rejoin.`);
       }
     }
+    // A regex new to the member must compile (Kafka's throwIfRegularExpressionIsInvalid).
+    if (regexError !== null && regex !== (member ?? replaced)?.subscribedTopicRegex) return fail(ErrorCode.INVALID_REGULAR_EXPRESSION, regexError);
+
+    let bump = false;
+    let changed = false;
+    if (member === undefined) {
+      member = new ConsumerGroupMember(req.memberId === '' ? newMemberId() : req.memberId);
+      if (replaced !== undefined) {
+        // A static member back within its session takes over the previous member: its subscription,
+        // its target and its partitions, under a new member id and epoch 0 (Kafka's replaceMember).
+        this.replaceStaticMember(group, replaced, member, records);
+        changed = true;
+      } else {
+        group.members.set(member.memberId, member);
+        bump = true;
+      }
+      this.ctx.logger.info({ group: group.groupId, member: member.memberId, instance: req.instanceId, replaces: replaced?.memberId }, 'member joins the consumer group');
+    }
     const before = cloneAssignment(member.assignedPartitions);
 
     // 1. Member fields; a new subscription bumps the group epoch.
     const subs = req.subscribedTopicNames === null ? member.subscribedTopicNames : [...req.subscribedTopicNames].sort();
     if (subs.join('\0') !== member.subscribedTopicNames.join('\0')) bump = true;
     if (req.serverAssignor !== null && req.serverAssignor !== member.serverAssignor) bump = true;
-    const regex = req.subscribedTopicRegex ?? null;
-    if (regex !== null && regex !== member.subscribedTopicRegex) bump = true;
-    const changed = bump || member.instanceId !== (req.instanceId ?? member.instanceId) || member.clientId !== clientId || (req.rebalanceTimeoutMs !== -1 && req.rebalanceTimeoutMs !== member.rebalanceTimeoutMs);
+    const nextRegex = regex === null ? member.subscribedTopicRegex : regex === '' ? null : regex;
+    if (nextRegex !== member.subscribedTopicRegex) bump = true;
+    changed ||= bump || member.instanceId !== (req.instanceId ?? member.instanceId) || member.clientId !== clientId || (req.rebalanceTimeoutMs !== -1 && req.rebalanceTimeoutMs !== member.rebalanceTimeoutMs);
     member.subscribedTopicNames = subs;
-    if (regex !== null) member.subscribedTopicRegex = regex === '' ? null : regex;
+    member.subscribedTopicRegex = nextRegex;
     if (req.instanceId !== null) member.instanceId = req.instanceId;
     if (req.rackId !== null) member.rackId = req.rackId;
     if (req.rebalanceTimeoutMs !== -1) member.rebalanceTimeoutMs = req.rebalanceTimeoutMs;
@@ -150,7 +171,8 @@ export class ConsumerCoordinator {
     member.clientHost = clientHost;
     if (changed) records.push(consumerGroupMemberRecord(group.groupId, member.memberId, this.memberValue(member)));
 
-    // Topics appearing or growing also move the group epoch.
+    // Regexes resolved against the current topics; topics appearing, going or growing move the group epoch.
+    this.resolveRegexes(group);
     const meta = this.subscriptionMetadata(group);
     if (meta !== group.subscriptionMetadata) {
       group.subscriptionMetadata = meta;
@@ -170,7 +192,7 @@ export class ConsumerCoordinator {
     if (!(member.memberEpoch === group.assignmentEpoch && member.state === MemberState.STABLE)) {
       const next = group.reconcile(member, owned);
       const moved = next.memberEpoch !== member.memberEpoch || next.state !== member.state || !assignmentsEqual(next.assignedPartitions, member.assignedPartitions) || !assignmentsEqual(next.partitionsPendingRevocation, member.partitionsPendingRevocation);
-      if (moved) {
+      if (moved || replaced !== undefined) {
         group.updateAssignment(member, next);
         records.push(consumerGroupCurrentMemberRecord(group.groupId, member.memberId, this.currentValue(member)));
         if (member.state === MemberState.UNREVOKED_PARTITIONS) this.scheduleRebalanceTimeout(group, member);
@@ -180,7 +202,7 @@ export class ConsumerCoordinator {
     this.scheduleSessionTimeout(group, member);
     const error = records.length === 0 ? ErrorCode.NONE : await this.ctx.write(group.groupId, records);
     if (error !== ErrorCode.NONE) return fail(error);
-    const full = req.memberEpoch === 0 || (req.rebalanceTimeoutMs !== -1 && req.subscribedTopicNames !== null && req.topicPartitions !== null);
+    const full = joining || (req.rebalanceTimeoutMs !== -1 && (req.subscribedTopicNames !== null || regex !== null) && req.topicPartitions !== null);
     return {
       errorCode: ErrorCode.NONE,
       errorMessage: null,
@@ -191,17 +213,52 @@ export class ConsumerCoordinator {
     };
   }
 
+  /**
+   * The new member copies the static member it replaces (subscription, target, assigned partitions)
+   * at epoch 0, so the group epoch does not move and nobody else notices; the old member's records go.
+   */
+  private replaceStaticMember(group: ConsumerGroup, old: ConsumerGroupMember, member: ConsumerGroupMember, records: CoordinatorRecord[]): void {
+    member.instanceId = old.instanceId;
+    member.rackId = old.rackId;
+    member.clientId = old.clientId;
+    member.clientHost = old.clientHost;
+    member.subscribedTopicNames = old.subscribedTopicNames;
+    member.subscribedTopicRegex = old.subscribedTopicRegex;
+    member.rebalanceTimeoutMs = old.rebalanceTimeoutMs;
+    member.serverAssignor = old.serverAssignor;
+    this.cancelTimers(old);
+    const target = group.targetAssignment.get(old.memberId) ?? new Map<string, Set<number>>();
+    group.removeMember(old.memberId);
+    group.members.set(member.memberId, member);
+    group.targetAssignment.set(member.memberId, target);
+    group.updateAssignment(member, { memberEpoch: 0, previousMemberEpoch: 0, state: old.state, assignedPartitions: old.assignedPartitions, partitionsPendingRevocation: old.partitionsPendingRevocation });
+    records.push(
+      consumerGroupCurrentMemberRecord(group.groupId, old.memberId, null),
+      consumerGroupTargetMemberRecord(group.groupId, old.memberId, null),
+      consumerGroupMemberRecord(group.groupId, old.memberId, null),
+      consumerGroupTargetMemberRecord(group.groupId, member.memberId, { topicPartitions: fromAssignment(target) }),
+    );
+  }
+
   private async leave(req: ConsumerGroupHeartbeatRequest): Promise<HeartbeatResult> {
     const found = this.ctx.consumerGroup(req.groupId, false);
     if (typeof found === 'number') return fail(found);
-    const member = found.members.get(req.memberId) ?? (req.instanceId === null ? undefined : found.staticMember(req.instanceId));
-    if (member === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${req.memberId} is not a member of group ${req.groupId}.`);
+    let member: ConsumerGroupMember | undefined;
+    if (req.instanceId === null) {
+      member = found.members.get(req.memberId);
+      if (member === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${req.memberId} is not a member of group ${req.groupId}.`);
+    } else {
+      member = found.staticMember(req.instanceId);
+      if (member === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Instance id ${req.instanceId} is unknown.`);
+      if (member.memberId !== req.memberId) return fail(ErrorCode.FENCED_INSTANCE_ID, `Static member ${req.memberId} with instance id ${req.instanceId} was fenced by member ${member.memberId}.`);
+    }
     let error: number;
     if (req.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
-      // A static member leaving temporarily keeps its assignment until it returns or its session ends.
-      member.previousMemberEpoch = member.memberEpoch;
-      member.memberEpoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
-      this.scheduleSessionTimeout(found, member);
+      // A static member leaving temporarily keeps its partitions (at epoch -2) until it comes back or its
+      // session, still running from its last heartbeat, expires; partitions it was revoking are released.
+      this.ctx.logger.info({ group: found.groupId, member: member.memberId, instance: req.instanceId }, 'static member temporarily left the consumer group');
+      this.cancelRebalanceTimeout(member);
+      found.updateAssignment(member, { ...member, memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitionsPendingRevocation: new Map() });
       error = await this.ctx.write(found.groupId, [consumerGroupCurrentMemberRecord(found.groupId, member.memberId, this.currentValue(member))]);
     } else {
       error = await this.fenceMember(found, member, 'left the group');
@@ -216,6 +273,7 @@ export class ConsumerCoordinator {
     this.cancelTimers(member);
     group.removeMember(member.memberId);
     group.groupEpoch++;
+    this.resolveRegexes(group);
     group.subscriptionMetadata = this.subscriptionMetadata(group);
     this.ctx.logger.info({ group: group.groupId, member: member.memberId, epoch: group.groupEpoch, why }, 'member removed from consumer group');
     return this.ctx.write(group.groupId, [
@@ -224,6 +282,55 @@ export class ConsumerCoordinator {
       consumerGroupMemberRecord(group.groupId, member.memberId, null),
       consumerGroupMetadataRecord(group.groupId, group.groupEpoch),
     ]);
+  }
+
+  // ---- regex subscriptions ----
+
+  /**
+   * Resolves the group's regexes (Kafka's TopicRegexResolver): new ones, and all of them when topics
+   * changed since; drops the ones no member uses any more. Synchronous, so a new regex is resolved
+   * within the heartbeat that brings it (Kafka resolves asynchronously, batched at most every 10 s).
+   */
+  private resolveRegexes(group: ConsumerGroup): void {
+    const wanted = group.subscribedRegexes();
+    for (const r of [...group.resolvedRegexes.keys()]) if (!wanted.has(r)) group.resolvedRegexes.delete(r);
+    const stale = group.regexTopicsVersion !== this.topicsVersion;
+    let names: string[] | undefined;
+    for (const r of wanted) {
+      if (!stale && group.resolvedRegexes.has(r)) continue;
+      names ??= [...this.ctx.topicNames()];
+      group.resolvedRegexes.set(r, resolveTopicRegex(r, names));
+    }
+    group.regexTopicsVersion = this.topicsVersion;
+  }
+
+  /**
+   * A group replayed from `__consumer_offsets`: its regexes are resolved again (their resolutions are not
+   * persisted) and its subscription metadata recomputed, so the first heartbeat does not see a change.
+   */
+  loaded(group: ConsumerGroup): void {
+    this.resolveRegexes(group);
+    group.subscriptionMetadata = this.subscriptionMetadata(group);
+  }
+
+  /**
+   * A topic was created, deleted or grew: every group whose subscription (names or regex matches) it
+   * changes gets a new group epoch, so its target assignment is recomputed at the next heartbeat.
+   */
+  topicsChanged(groups: Iterable<{ readonly type: string }>): void {
+    this.topicsVersion++;
+    for (const g of groups) {
+      if (!(g instanceof ConsumerGroup) || g.dead || g.members.size === 0) continue;
+      this.resolveRegexes(g);
+      const meta = this.subscriptionMetadata(g);
+      if (meta === g.subscriptionMetadata) continue;
+      g.subscriptionMetadata = meta;
+      g.groupEpoch++;
+      this.ctx.logger.info({ group: g.groupId, epoch: g.groupEpoch }, 'bumped consumer group epoch: subscribed topics changed');
+      void this.ctx.write(g.groupId, [consumerGroupMetadataRecord(g.groupId, g.groupEpoch)]).then((e) => {
+        if (e !== ErrorCode.NONE) this.ctx.logger.warn({ group: g.groupId, errorCode: e }, 'could not write the consumer group epoch');
+      });
+    }
   }
 
   private subscriptionMetadata(group: ConsumerGroup): string {
@@ -239,7 +346,7 @@ export class ConsumerCoordinator {
     const counts = new Map<string, number>();
     const members = [...group.members.values()].map((m) => {
       const ids = new Set<string>();
-      for (const name of m.subscribedTopicNames) {
+      for (const name of group.memberTopicNames(m)) {
         const t = this.ctx.topicByName(name);
         if (t !== undefined) {
           ids.add(t.topicId);

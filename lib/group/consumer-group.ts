@@ -65,6 +65,13 @@ export class ConsumerGroup {
   private readonly partitionEpochs = new Map<string, Map<number, number>>();
   /** Sorted "topic:partitions" of what the members subscribe to, to notice topic changes. */
   subscriptionMetadata = '';
+  /**
+   * The topics each subscribed regex matches. Kafka persists these as ConsumerGroupRegularExpression
+   * records; gregor has no schema for them, so they live in memory and are recomputed after a load.
+   */
+  readonly resolvedRegexes = new Map<string, ReadonlySet<string>>();
+  /** The topics version (ConsumerCoordinator) the resolutions were computed at. */
+  regexTopicsVersion = -1;
   dead = false;
 
   constructor(readonly groupId: string) {}
@@ -132,9 +139,24 @@ export class ConsumerGroup {
     return best;
   }
 
+  /** The regexes the members subscribe to ("" means none, as librdkafka sends it). */
+  subscribedRegexes(): Set<string> {
+    const out = new Set<string>();
+    for (const m of this.members.values()) if (m.subscribedTopicRegex !== null && m.subscribedTopicRegex !== '') out.add(m.subscribedTopicRegex);
+    return out;
+  }
+
+  /** A member's subscription: its topic names and what its regex matches. */
+  memberTopicNames(m: ConsumerGroupMember): Set<string> {
+    const out = new Set(m.subscribedTopicNames);
+    if (m.subscribedTopicRegex !== null) for (const t of this.resolvedRegexes.get(m.subscribedTopicRegex) ?? []) out.add(t);
+    return out;
+  }
+
+  /** Every topic some member subscribes to, by name or by regex. */
   subscribedTopicNames(): Set<string> {
     const out = new Set<string>();
-    for (const m of this.members.values()) for (const t of m.subscribedTopicNames) out.add(t);
+    for (const m of this.members.values()) for (const t of this.memberTopicNames(m)) out.add(t);
     return out;
   }
 

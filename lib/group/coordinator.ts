@@ -34,6 +34,8 @@ export interface CoordinatorDeps {
   offsetsLog(partition: number): OffsetsLog | undefined;
   topicByName(name: string): { topicId: string; partitions: number } | undefined;
   topicName(topicId: string): string | undefined;
+  /** Every topic name, for KIP-848 regex subscriptions (none when absent). */
+  topicNames?(): Iterable<string>;
   notifyAppend(topic: string, partition: number, bytes: number): void;
   now?: () => number;
 }
@@ -112,6 +114,7 @@ export class GroupCoordinator {
       write: (groupId, records) => this.write(groupId, records).then((e) => storeErrorFor(e, false)),
       topicByName: deps.topicByName,
       topicName: deps.topicName,
+      topicNames: () => deps.topicNames?.() ?? [],
     });
   }
 
@@ -176,6 +179,7 @@ export class GroupCoordinator {
       if (r.epoch === null) continue;
       const g = buildConsumerGroup(groupId, r);
       this.groups.set(groupId, g);
+      this.consumer.loaded(g);
       for (const m of g.members.values()) this.consumer.scheduleSessionTimeout(g, m);
     }
     // Groups known only by their offsets are simple (assign-based) groups.

@@ -20,7 +20,7 @@ export interface GroupCoordinatorWiring {
 }
 
 export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordinator {
-  return new GroupCoordinator({
+  const coordinator = new GroupCoordinator({
     config: w.config,
     logger: w.logger.child({ component: 'group-coordinator' }),
     purgatory: w.purgatory,
@@ -39,6 +39,10 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
       return t === undefined ? undefined : { topicId: t.topicId, partitions: t.partitions };
     },
     topicName: (id) => w.metadata.topicById(id)?.name,
+    topicNames: () => w.metadata.topics().map((t) => t.name),
     notifyAppend: (t, p, b) => w.notifyAppend(t, p, b),
   });
+  // KIP-848: topics created, deleted or grown change what consumer groups subscribe to (names and regexes).
+  w.topics.onTopicsChanged(() => coordinator.consumer.topicsChanged(coordinator.groups.values()));
+  return coordinator;
 }

@@ -130,6 +130,7 @@ export const ErrorCode = {
   INVALID_VOTER_KEY: 125,
   DUPLICATE_VOTER: 126,
   VOTER_NOT_FOUND: 127,
+  INVALID_REGULAR_EXPRESSION: 128,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -269,6 +270,7 @@ export const ERRORS: ReadonlyMap<number, ErrorInfo> = new Map([
   [125, { code: 125, name: 'INVALID_VOTER_KEY', retriable: false }],
   [126, { code: 126, name: 'DUPLICATE_VOTER', retriable: false }],
   [127, { code: 127, name: 'VOTER_NOT_FOUND', retriable: false }],
+  [128, { code: 128, name: 'INVALID_REGULAR_EXPRESSION', retriable: false }],
 ]);
 
 export function errorName(code: number): string {

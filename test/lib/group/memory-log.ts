@@ -51,6 +51,7 @@ export function testCoordinator(config: Record<string, string | ConfigValue> = {
     offsetsLog: (p) => logs[p],
     topicByName: (name) => topics.get(name),
     topicName: (id) => [...topics].find(([, t]) => t.topicId === id)?.[0],
+    topicNames: () => topics.keys(),
     notifyAppend: () => {},
   });
   return { coordinator, logs, purgatory, topics };

@@ -218,7 +218,8 @@ export class ClassicCoordinator {
   private addMemberAndRebalance(group: ClassicGroup, memberId: string, p: JoinGroupParams, callback: (r: JoinGroupResult) => void): void {
     const member = new ClassicGroupMember(memberId, p.groupInstanceId, p.clientId, p.clientHost, p.rebalanceTimeoutMs, p.sessionTimeoutMs, p.protocolType, p.protocols);
     member.isNew = true;
-    if (group.is(S.PREPARING_REBALANCE) && group.generationId === 0) group.newMemberAdded = true;
+    // Kafka 4: a new member extends the initial delay of a join phase begun from Empty (any generation).
+    if (group.is(S.PREPARING_REBALANCE) && group.previousState === S.EMPTY) group.newMemberAdded = true;
     group.add(member, callback);
     // A joining member cannot heartbeat; it expires only if the join never completes.
     this.scheduleHeartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS);
@@ -394,7 +395,9 @@ export class ClassicCoordinator {
     return ErrorCode.NONE;
   }
 
+  /** Kafka's validateMember: a given instance id must be known and map to this member id; the member id must be known. */
   validateCurrentMember(group: ClassicGroup, memberId: string, groupInstanceId: string | null): number {
+    if (groupInstanceId !== null && !group.hasStaticMember(groupInstanceId)) return ErrorCode.UNKNOWN_MEMBER_ID;
     if (group.isStaticMemberFenced(groupInstanceId, memberId)) return ErrorCode.FENCED_INSTANCE_ID;
     if (!group.has(memberId)) return ErrorCode.UNKNOWN_MEMBER_ID;
     return ErrorCode.NONE;
@@ -402,9 +405,10 @@ export class ClassicCoordinator {
 
   private propagateAssignment(group: ClassicGroup, errorCode: number): void {
     for (const m of group.members.values()) {
-      group.maybeInvokeSyncCallback(m, { errorCode, protocolType: group.protocolType, protocolName: group.protocolName, assignment: errorCode === ErrorCode.NONE ? m.assignment : Buffer.alloc(0) });
-      // A session that ran out while waiting for the leader is counted from now.
-      this.scheduleHeartbeat(group, m);
+      const answered = group.maybeInvokeSyncCallback(m, { errorCode, protocolType: group.protocolType, protocolName: group.protocolName, assignment: errorCode === ErrorCode.NONE ? m.assignment : Buffer.alloc(0) });
+      // A session that ran out while waiting for the leader is counted from now. Only for members that
+      // waited: one that never sent SyncGroup (e.g. a stopped static member) keeps its deadline.
+      if (answered) this.scheduleHeartbeat(group, m);
     }
   }
 
@@ -453,8 +457,8 @@ export class ClassicCoordinator {
         this.removePendingMember(group, lm.memberId);
         return ErrorCode.NONE;
       }
-      if (group.isStaticMemberFenced(lm.groupInstanceId, lm.memberId)) return ErrorCode.FENCED_INSTANCE_ID;
-      if (!group.has(lm.memberId)) return ErrorCode.UNKNOWN_MEMBER_ID;
+      const e = this.validateCurrentMember(group, lm.memberId, lm.groupInstanceId);
+      if (e !== ErrorCode.NONE) return e;
       this.removeCurrentMember(group, lm.memberId, reason);
       return ErrorCode.NONE;
     });

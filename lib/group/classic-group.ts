@@ -114,6 +114,8 @@ export class ClassicGroupMember {
 export class ClassicGroup {
   readonly type = 'classic' as const;
   state: ClassicGroupState = S.EMPTY;
+  /** The state before the last transition (Kafka 4's previousState: a join phase begun from Empty is the initial one). */
+  previousState: ClassicGroupState = S.EMPTY;
   currentStateTimestamp: number | null;
   generationId = 0;
   protocolType: string | null = null;
@@ -148,6 +150,7 @@ export class ClassicGroup {
     if (!VALID_PREVIOUS[state].includes(this.state)) {
       throw new Error(`GREGOR_ERR_GROUP_STATE: group ${this.groupId} cannot go from ${this.state} to ${state}`);
     }
+    this.previousState = this.state;
     this.state = state;
     this.currentStateTimestamp = this.now();
   }
@@ -222,11 +225,13 @@ export class ClassicGroup {
     cb(result);
   }
 
-  maybeInvokeSyncCallback(member: ClassicGroupMember, result: SyncGroupResult): void {
+  /** Answers the member's parked SyncGroup, if any; true when there was one. */
+  maybeInvokeSyncCallback(member: ClassicGroupMember, result: SyncGroupResult): boolean {
     const cb = member.awaitingSync;
-    if (cb === null) return;
+    if (cb === null) return false;
     member.awaitingSync = null;
     cb(result);
+    return true;
   }
 
   hasAllMembersJoined(): boolean {

@@ -126,6 +126,68 @@ describe('classic group coordinator', () => {
     expect(group(t).has(other.memberId)).to.equal(false);
   });
 
+  it('a static member rejoining during CompletingRebalance forces a rebalance; heartbeats there answer NONE; its old id is fenced', async () => {
+    const [a, s] = await Promise.all([join(t, { clientId: 'a' }), join(t, { clientId: 's', groupInstanceId: 'i-s' })]);
+    expect(group(t).state).to.equal(ClassicGroupState.COMPLETING_REBALANCE);
+    // Kafka 3.x/4.x: a member that got its join response may heartbeat before syncing.
+    expect(t.coordinator.classic.heartbeat('g', a.memberId, null, 1)).to.equal(ErrorCode.NONE);
+    const s2 = join(t, { clientId: 's', groupInstanceId: 'i-s' });
+    expect(group(t).state).to.equal(ClassicGroupState.PREPARING_REBALANCE);
+    expect(t.coordinator.classic.heartbeat('g', a.memberId, null, 1)).to.equal(ErrorCode.REBALANCE_IN_PROGRESS);
+    const old = await t.coordinator.classic.syncGroup({ groupId: 'g', generationId: 1, memberId: s.memberId, groupInstanceId: 'i-s', protocolType: null, protocolName: null, assignments: [] });
+    expect(old.errorCode).to.equal(ErrorCode.FENCED_INSTANCE_ID);
+    const [a2, s3] = await Promise.all([join(t, { memberId: a.memberId, clientId: 'a' }), s2]);
+    expect([a2.generationId, s3.generationId]).to.deep.equal([2, 2]);
+    expect(s3.memberId).to.not.equal(s.memberId);
+    expect(group(t).size).to.equal(2);
+  });
+
+  it('an instance id the group does not know is UNKNOWN_MEMBER_ID, even with a known member id (Kafka validateMember)', async () => {
+    const a = await join(t);
+    await sync(t, a.memberId, 1, []);
+    expect(t.coordinator.classic.heartbeat('g', a.memberId, 'i-nobody', 1)).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
+    expect(t.coordinator.classic.leaveGroup(group(t), [{ memberId: a.memberId, groupInstanceId: 'i-nobody', reason: null }])).to.deep.equal([ErrorCode.UNKNOWN_MEMBER_ID]);
+    expect(t.coordinator.classic.heartbeat('g', a.memberId, null, 1)).to.equal(ErrorCode.NONE);
+  });
+
+  it("the leader's SyncGroup does not extend the session of a member that never sent SyncGroup", async () => {
+    const [ra, rb] = await Promise.all([join(t, { sessionTimeoutMs: 300 }), join(t, { sessionTimeoutMs: 300 })]);
+    const leader = ra.leaderId === ra.memberId ? ra : rb;
+    const silent = leader === ra ? rb : ra;
+    // Both sessions run from the join response; the silent member never syncs nor heartbeats.
+    await new Promise((r) => setTimeout(r, 200));
+    await sync(t, leader.memberId, 1, []);
+    await new Promise((r) => setTimeout(r, 220));
+    // Expired 300 ms after the join (Kafka), not 300 ms after the leader's sync.
+    expect(group(t).has(silent.memberId)).to.equal(false);
+    expect(group(t).has(leader.memberId)).to.equal(true);
+  });
+
+  it('a new member extends the initial delay of a group rejoining from Empty at any generation (Kafka 4)', async () => {
+    const d = testCoordinator({ 'group.min.session.timeout.ms': 10, 'group.initial.rebalance.delay.ms': 300 });
+    await d.coordinator.startup();
+    await d.coordinator.whenLoaded();
+    try {
+      const x = await join(d);
+      await sync(d, x.memberId, 1, []);
+      d.coordinator.classic.leaveGroup(group(d), [{ memberId: x.memberId, groupInstanceId: null, reason: null }]);
+      expect(group(d).state).to.equal(ClassicGroupState.EMPTY);
+      expect(group(d).generationId).to.equal(2);
+      const a = join(d);
+      await new Promise((r) => setTimeout(r, 150));
+      const b = join(d);
+      // The first delay ended at 300 ms; the second member pushed it to 600 ms.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(group(d).state).to.equal(ClassicGroupState.PREPARING_REBALANCE);
+      const rs = await Promise.all([a, b]);
+      expect(rs.map((r) => r.generationId)).to.deep.equal([3, 3]);
+      expect(group(d).size).to.equal(2);
+    } finally {
+      d.coordinator.shutdown();
+      d.purgatory.expireAll();
+    }
+  });
+
   it('LeaveGroup by member id and by group instance id', async () => {
     const a = await join(t, { groupInstanceId: 'i-a' });
     await sync(t, a.memberId, 1, []);

@@ -5,6 +5,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './paths.js';
 
+/**
+ * What the suite's main gregor runs with: no initial rebalance delay (groups form at once), and for the
+ * KIP-848 consumer protocol, whose timings the broker dictates, a 500 ms heartbeat interval (members
+ * learn of new assignments within it, as with the classic members' heartbeat.interval.ms=500) and a
+ * 6000 ms session (the static-membership-consumer cell waits for one session; 6000 ms is also the
+ * classic members' session.timeout.ms and Kafka's group.min.session.timeout.ms).
+ */
+export const SUITE_BROKER_OVERRIDES: Readonly<Record<string, string>> = {
+  'group.initial.rebalance.delay.ms': '0',
+  'group.consumer.heartbeat.interval.ms': '500',
+  'group.consumer.session.timeout.ms': '6000',
+};
+
 export interface GregorProcess {
   bootstrap: string;
   pid: number;

@@ -233,3 +233,17 @@ export async function rawReadCommittedView(bootstrap: string, topic: string, par
     latestCommitted: Number(o.offset ?? -1n),
   };
 }
+
+/** Broker-level config values (DescribeConfigs v1 on the first broker of Metadata v1); null for names it does not know. */
+export async function rawBrokerConfigs(bootstrap: string, names: string[]): Promise<Record<string, string | null>> {
+  const md = await rawRequest<{ brokers: { nodeId: number }[] }>(bootstrap, 3, 1, { topics: [] });
+  const nodeId = md.brokers[0]?.nodeId;
+  if (nodeId === undefined) throw new Error('Metadata listed no broker');
+  const res = await rawRequest<{ results: { errorCode: number; errorMessage: string | null; configs: { name: string; value: string | null }[] }[] }>(bootstrap, 32, 1, {
+    resources: [{ resourceType: 4, resourceName: String(nodeId), configurationKeys: names }],
+    includeSynonyms: false,
+  });
+  const r = res.results[0];
+  if (r === undefined || r.errorCode !== 0) throw new Error(`DescribeConfigs of broker ${nodeId}: error ${r?.errorCode} ${r?.errorMessage ?? ''}`);
+  return Object.fromEntries(names.map((n) => [n, r.configs.find((c) => c.name === n)?.value ?? null]));
+}

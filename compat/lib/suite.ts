@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BrokerTarget, Scenario } from '../scenarios/context.js';
-import { type GregorProcess, gregorVersion, startGregor } from './broker-process.js';
+import { type GregorProcess, gregorVersion, startGregor, SUITE_BROKER_OVERRIDES } from './broker-process.js';
 import { ROOT } from './paths.js';
 import { probeApiVersions } from './raw.js';
 import { writeReport } from './report.js';
@@ -63,7 +63,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteRun> {
     if (opts.bootstrap !== undefined) {
       main = { bootstrap: opts.bootstrap, apis: await probeApiVersions(opts.bootstrap) };
     } else {
-      gregor = await startGregor({ 'group.initial.rebalance.delay.ms': '0' });
+      gregor = await startGregor({ ...SUITE_BROKER_OVERRIDES });
       owned.push(gregor);
       main = { bootstrap: gregor.bootstrap, dataDir: gregor.dataDir, apis: await probeApiVersions(gregor.bootstrap) };
       if (opts.scenarios.some((s) => s.id === 'format-v1')) {

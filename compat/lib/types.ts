@@ -70,6 +70,94 @@ export interface GroupSpec {
   timeoutMs: number;
 }
 
+/** The group protocol a member speaks: the classic JoinGroup/SyncGroup one or KIP-848's ConsumerGroupHeartbeat. */
+export type GroupProtocol = 'classic' | 'consumer';
+
+/** A group member subscribed with a regular expression (scenarios/group-features.ts). */
+export interface RegexGroupSpec {
+  protocol: GroupProtocol;
+  groupId: string;
+  /** the pattern as the client takes it, e.g. `^compat-…-rx-.*` */
+  pattern: string;
+  /** records the member must read before `afterJoin` runs: topic → count (the existing matching topics) */
+  expect: Record<string, number>;
+  /** creates a topic matching the pattern and writes `count` records to it; called once `expect` was read */
+  afterJoin(): Promise<{ topic: string; count: number }>;
+  /** how long to wait for the new topic's records (a client that does not follow new topics is watched this long) */
+  lateWaitMs: number;
+  /** the client's metadata refresh interval (classic: the client matches the pattern on each refresh) */
+  metadataRefreshMs: number;
+  timeoutMs: number;
+}
+
+export interface RegexGroupObservation {
+  /** every record the member read */
+  records: { topic: string; partition: number; offset: number; value: string | null }[];
+  /** ms from the new topic's creation to its first record read; null when none arrived */
+  lateMs: number | null;
+  /** topics of the member's assignment when it stopped */
+  assigned: string[];
+}
+
+/** Two static members (group.instance.id) of one group (scenarios/group-features.ts). */
+export interface StaticGroupSpec {
+  protocol: GroupProtocol;
+  topic: string;
+  partitions: number;
+  groupId: string;
+  /** classic: the members' session.timeout.ms; consumer protocol: the broker's (not settable by the client) */
+  sessionTimeoutMs: number;
+  /** how long member B stays stopped before it restarts (well within the session timeout) */
+  downMs: number;
+  /** how long member A is watched after B is back */
+  watchMs: number;
+  timeoutMs: number;
+}
+
+export interface StaticGroupObservation {
+  /** A's and B's partitions once both are members */
+  a: number[];
+  b: number[];
+  /** A's rebalance callbacks (assign and revoke) up to then */
+  aCallbacks: number;
+  /** B's partitions after its restart, and ms from its stop until it had them */
+  bAgain: number[];
+  bAgainMs: number;
+  /** A's partitions and callback count `watchMs` after B was back */
+  aAfterRestart: number[];
+  aCallbacksAfterRestart: number;
+  /** A's partitions once it held them all after B's second stop, and ms from that stop */
+  aAlone: number[];
+  takeoverMs: number;
+}
+
+export interface RebalanceEvent {
+  kind: 'assign' | 'revoke';
+  partitions: number[];
+}
+
+/** Three members with an incremental (cooperative) protocol; the third leaves (scenarios/group-features.ts). */
+export interface CooperativeGroupSpec {
+  protocol: GroupProtocol;
+  topic: string;
+  partitions: number;
+  groupId: string;
+  timeoutMs: number;
+}
+
+export interface CooperativeGroupObservation {
+  /** the rebalance protocol the client reported (librdkafka: COOPERATIVE / EAGER / NONE) */
+  rebalanceProtocol: string;
+  /** the three members' partitions once all three were in */
+  before: number[][];
+  /** the two remaining members' rebalance callbacks from the leave on */
+  eventsAfter: RebalanceEvent[][];
+  /** the two remaining members' partitions once they held every partition, after a short settle */
+  after: number[][];
+  /** ms from the leave until the two held every partition */
+  settleMs: number;
+}
+
 export interface TxnSpec {
   topic: string;
   transactionalId: string;
@@ -93,6 +181,12 @@ export interface ClientOps {
   group(bootstrap: string, spec: GroupSpec): Promise<GroupObservation>;
   /** Runs an aborted then a committed transaction; returns what a read_committed read of the topic saw. */
   transactions(bootstrap: string, spec: TxnSpec): Promise<ReadRecord[]>;
+  /** One member subscribed with a pattern: what it read, before and after a matching topic was created. */
+  regexGroup(bootstrap: string, spec: RegexGroupSpec): Promise<RegexGroupObservation>;
+  /** Static members A and B: B restarts within the session timeout, then stays away longer. */
+  staticGroup(bootstrap: string, spec: StaticGroupSpec): Promise<StaticGroupObservation>;
+  /** Three incremental-protocol members; one leaves. */
+  cooperativeGroup(bootstrap: string, spec: CooperativeGroupSpec): Promise<CooperativeGroupObservation>;
 }
 export type OpName = keyof ClientOps;
 
@@ -103,6 +197,10 @@ export interface ClientCapabilities {
   /** headers: per record, one header set per produce call, or none (message format 0/1) */
   headers: 'per-record' | 'per-call' | 'none';
   idempotence: boolean;
+  /** speaks the KIP-848 consumer group protocol (group.protocol=consumer) */
+  consumerProtocol: boolean;
+  /** set when a regex subscription is resolved once and never follows topics created later: what the client documents */
+  regexResolvedOnce?: string;
 }
 
 export interface Client {
@@ -115,7 +213,7 @@ export interface Client {
   caps: ClientCapabilities;
   ops: Partial<ClientOps>;
   /** why an op is missing (shown in the cell) */
-  unsupported: Partial<Record<OpName | 'idempotence' | Codec, string>>;
+  unsupported: Partial<Record<OpName | 'idempotence' | 'consumerProtocol' | Codec, string>>;
   /** null when usable, otherwise why not (e.g. not installed) */
   unavailable(): Promise<string | null>;
   /** library and protocol-implementation versions, for results.json */

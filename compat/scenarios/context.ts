@@ -102,4 +102,4 @@ export async function eventually(what: string, cond: () => Promise<boolean>, tim
 }
 
 export const CODEC_ID: Record<string, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
-export const API = { Produce: 0, FindCoordinator: 10, JoinGroup: 11, Heartbeat: 12, LeaveGroup: 13, SyncGroup: 14, OffsetCommit: 8, OffsetFetch: 9, InitProducerId: 22, AddPartitionsToTxn: 24, EndTxn: 26 } as const;
+export const API = { Produce: 0, FindCoordinator: 10, JoinGroup: 11, Heartbeat: 12, LeaveGroup: 13, SyncGroup: 14, OffsetCommit: 8, OffsetFetch: 9, InitProducerId: 22, AddPartitionsToTxn: 24, EndTxn: 26, ConsumerGroupHeartbeat: 68 } as const;

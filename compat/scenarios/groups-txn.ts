@@ -139,4 +139,5 @@ const transactions: Scenario = {
   },
 };
 
-export const groupTxnScenarios: Scenario[] = [groups, idempotence, transactions];
+export const consumerGroupScenario: Scenario = groups;
+export const eosScenarios: Scenario[] = [idempotence, transactions];

@@ -2,8 +2,9 @@
 import { adminScenarios } from './admin.js';
 import { badInput } from './bad-input.js';
 import type { Scenario } from './context.js';
-import { groupTxnScenarios } from './groups-txn.js';
+import { groupFeatureScenarios } from './group-features.js';
+import { consumerGroupScenario, eosScenarios } from './groups-txn.js';
 import { legacyFormat } from './legacy.js';
 import { produceConsumeScenarios } from './produce-consume.js';
 
-export const SCENARIOS: Scenario[] = [...produceConsumeScenarios, legacyFormat, ...adminScenarios, ...groupTxnScenarios, badInput];
+export const SCENARIOS: Scenario[] = [...produceConsumeScenarios, legacyFormat, ...adminScenarios, consumerGroupScenario, ...groupFeatureScenarios, ...eosScenarios, badInput];

@@ -4,8 +4,9 @@
  * assign() (same librdkafka underneath); its group consumer is what the groups scenario and the
  * transactions read (readUncommitted: false) drive.
  */
+import { cooperativeFlow, type FlowMember, regexFlow, staticFlow } from '../../lib/group-flows.js';
 import { sleep } from '../../lib/records.js';
-import type { Client, GroupObservation, GroupSpec, ReadRecord, TestRecord } from '../../lib/types.js';
+import type { Client, GroupObservation, GroupProtocol, GroupSpec, ReadRecord, TestRecord } from '../../lib/types.js';
 import { type Any, ck, ckUnavailable, ckVersions, readByAssign } from './native.mjs';
 
 const NO_CONFIGS = 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no describeConfigs/alterConfigs';
@@ -96,6 +97,41 @@ async function consumeCommitted(bootstrap: string, topic: string, last: string |
   return out;
 }
 
+/**
+ * A KafkaJS-style group member for the group flows (lib/group-flows.ts): consumer() with the classic
+ * settings in the kafkaJS block (refused with group.protocol=consumer) and librdkafka properties beside
+ * it; a user rebalance_cb records each callback (the package still applies the assignment itself).
+ */
+async function flowMember(bootstrap: string, protocol: GroupProtocol, groupId: string, topic: string | RegExp, rdkafka: Record<string, unknown>, classic: Record<string, unknown> = {}): Promise<FlowMember> {
+  const events: FlowMember['events'] = [];
+  const records: FlowMember['records'] = [];
+  const kafkaJS = { groupId, fromBeginning: true, autoCommit: false, ...(protocol === 'classic' ? { sessionTimeout: 10000, heartbeatInterval: 500, ...classic } : {}) };
+  const c = kafka(bootstrap).consumer({
+    kafkaJS,
+    ...(protocol === 'consumer' ? { 'group.protocol': 'consumer' } : {}),
+    'fetch.wait.max.ms': 100,
+    ...rdkafka,
+    rebalance_cb: (err: Any, assignment: Any[]) => {
+      const kind = err?.code === -175 ? 'assign' : err?.code === -174 ? 'revoke' : null; // ERR__ASSIGN_PARTITIONS / ERR__REVOKE_PARTITIONS
+      if (kind !== null) events.push({ kind, partitions: assignment.map((a) => ({ topic: a.topic, partition: a.partition })) });
+    },
+  });
+  await c.connect();
+  await c.subscribe({ topics: [topic] });
+  await c.run({
+    eachMessage: async ({ topic: t, partition, message }: Any) => {
+      records.push({ topic: t, partition, offset: Number(message.offset), value: message.value == null ? null : String(message.value), at: Date.now() });
+    },
+  });
+  return {
+    assignment: () => (c.assignment() as Any[]).flatMap((a) => (a.partitions ?? [a.partition]).map((p: number) => ({ topic: a.topic, partition: p }))),
+    events,
+    records,
+    rebalanceProtocol: () => String(c.rebalanceProtocol()),
+    stop: () => c.disconnect(),
+  };
+}
+
 function kjsHeaders(h: Any): [string, string][] {
   const out: [string, string][] = [];
   for (const [k, v] of Object.entries(h ?? {})) for (const x of Array.isArray(v) ? v : [v]) out.push([k, String(x)]);
@@ -106,7 +142,7 @@ export const confluentKjsClient: Client = {
   id: 'confluent-kjs',
   title: 'confluent (KafkaJS API)',
   description: '@confluentinc/kafka-javascript 1.10.1, librdkafka 2.15.1, KafkaJS-compatible API (KafkaJS.Kafka producer/consumer/admin); reads by partition via the native consumer',
-  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: true, headers: 'per-record', idempotence: true },
+  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: true, headers: 'per-record', idempotence: true, consumerProtocol: true },
   unsupported: { describeConfigs: NO_CONFIGS, alterConfigs: NO_CONFIGS, createPartitions: 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no createPartitions' },
   unavailable: async () => ckUnavailable(),
   versions: async () => ckVersions(),
@@ -160,5 +196,12 @@ export const confluentKjsClient: Client = {
       }
       return consumeCommitted(bootstrap, spec.topic, spec.committed[spec.committed.length - 1]?.value, 20000);
     },
+    // A RegExp must start with ^ here (the package hands its source to librdkafka, which reads a leading ^ as "regex").
+    regexGroup: (b, spec) => regexFlow(spec, () => flowMember(b, spec.protocol, spec.groupId, new RegExp(spec.pattern), { 'topic.metadata.refresh.interval.ms': spec.metadataRefreshMs })),
+    staticGroup: (b, spec) =>
+      staticFlow(spec, (id) =>
+        flowMember(b, spec.protocol, spec.groupId, spec.topic, { 'group.instance.id': `${spec.groupId}-${id}` }, { sessionTimeout: spec.sessionTimeoutMs, partitionAssigners: ['range'] }),
+      ),
+    cooperativeGroup: (b, spec) => cooperativeFlow(spec, () => flowMember(b, spec.protocol, spec.groupId, spec.topic, {}, { partitionAssigners: ['cooperative-sticky'] })),
   },
 };

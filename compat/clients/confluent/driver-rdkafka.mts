@@ -1,6 +1,7 @@
 /** Column "confluent-rdkafka": @confluentinc/kafka-javascript's node-rdkafka-style API (Producer, KafkaConsumer, AdminClient). */
+import { cooperativeFlow, regexFlow, staticFlow } from '../../lib/group-flows.js';
 import type { Client, ProduceSpec, TestRecord } from '../../lib/types.js';
-import { type Any, cb, ck, ckUnavailable, ckVersions, nativeConsumer, nativeGroup, readByAssign, readCommitted, withNativeAdmin } from './native.mjs';
+import { type Any, cb, ck, ckUnavailable, ckVersions, groupConf, nativeConsumer, nativeFlowMember, nativeGroup, readByAssign, readCommitted, withNativeAdmin } from './native.mjs';
 
 const NO_CONFIGS = 'neither API of @confluentinc/kafka-javascript 1.10.1 exposes DescribeConfigs/AlterConfigs';
 
@@ -39,7 +40,7 @@ export const confluentRdkafkaClient: Client = {
   id: 'confluent-rdkafka',
   title: 'confluent (rdkafka API)',
   description: '@confluentinc/kafka-javascript 1.10.1, librdkafka 2.15.1, node-rdkafka-style API: Producer, KafkaConsumer (assign or subscribe), AdminClient',
-  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: true, headers: 'per-record', idempotence: true },
+  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: true, headers: 'per-record', idempotence: true, consumerProtocol: true },
   unsupported: { describeConfigs: NO_CONFIGS, alterConfigs: NO_CONFIGS },
   unavailable: async () => ckUnavailable(),
   versions: async () => ckVersions(),
@@ -102,5 +103,12 @@ export const confluentRdkafkaClient: Client = {
       }
       return readCommitted(bootstrap, spec.topic, [...new Set([...spec.aborted, ...spec.committed].map((r) => r.partition))]);
     },
+    // librdkafka treats a subscribed name starting with ^ as a regex: matched by the client (classic) or sent to the broker (consumer).
+    regexGroup: (b, spec) => regexFlow(spec, () => nativeFlowMember(b, spec.groupId, [spec.pattern], groupConf(spec.protocol, {}, { 'topic.metadata.refresh.interval.ms': spec.metadataRefreshMs }))),
+    staticGroup: (b, spec) =>
+      staticFlow(spec, (id) =>
+        nativeFlowMember(b, spec.groupId, [spec.topic], groupConf(spec.protocol, { 'session.timeout.ms': spec.sessionTimeoutMs, 'partition.assignment.strategy': 'range' }, { 'group.instance.id': `${spec.groupId}-${id}` })),
+      ),
+    cooperativeGroup: (b, spec) => cooperativeFlow(spec, () => nativeFlowMember(b, spec.groupId, [spec.topic], groupConf(spec.protocol, { 'partition.assignment.strategy': 'cooperative-sticky' }))),
   },
 };

@@ -6,7 +6,8 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { ROOT } from '../../lib/paths.js';
 import { sleep } from '../../lib/records.js';
-import type { ConsumeSpec, ReadRecord } from '../../lib/types.js';
+import type { FlowMember } from '../../lib/group-flows.js';
+import type { ConsumeSpec, GroupProtocol, ReadRecord } from '../../lib/types.js';
 
 export type Any = any;
 
@@ -158,4 +159,52 @@ export async function nativeGroup(bootstrap: string, spec: import('../../lib/typ
   } finally {
     await close(members.splice(0));
   }
+}
+
+/** librdkafka settings of a group member in either protocol (classic ones are refused with group.protocol=consumer). */
+export function groupConf(protocol: GroupProtocol, classic: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return protocol === 'consumer' ? { 'group.protocol': 'consumer', ...extra } : { 'session.timeout.ms': 10000, 'heartbeat.interval.ms': 500, ...classic, ...extra };
+}
+
+const ASSIGN = -175; // ERR__ASSIGN_PARTITIONS
+const REVOKE = -174; // ERR__REVOKE_PARTITIONS
+
+/**
+ * A node-rdkafka-style KafkaConsumer group member for the group flows (lib/group-flows.ts):
+ * `rebalance_cb: true` (the package applies each assignment, eager or incremental, and emits
+ * 'rebalance', which is recorded), subscribe(), a consume loop.
+ */
+export async function nativeFlowMember(bootstrap: string, groupId: string, subscription: string[], conf: Record<string, unknown>): Promise<FlowMember> {
+  const events: FlowMember['events'] = [];
+  const records: FlowMember['records'] = [];
+  const c = new (ck().KafkaConsumer)(
+    { 'bootstrap.servers': bootstrap, 'group.id': groupId, 'enable.auto.commit': false, 'fetch.wait.max.ms': 100, log_level: 0, rebalance_cb: true, ...conf },
+    { 'auto.offset.reset': 'earliest' },
+  );
+  c.on('rebalance', (err: Any, assignment: Any[]) => {
+    if (err?.code === ASSIGN || err?.code === REVOKE) events.push({ kind: err.code === ASSIGN ? 'assign' : 'revoke', partitions: assignment.map((a) => ({ topic: a.topic, partition: a.partition })) });
+  });
+  await cb((d) => c.connect({ timeout: 10000 }, d));
+  c.setDefaultConsumeTimeout(100);
+  c.subscribe(subscription);
+  let stop = false;
+  const loop = (async () => {
+    while (!stop) {
+      const msgs: Any[] = await cb<Any[]>((d) => c.consume(20, d)).catch(() => []);
+      const at = Date.now();
+      for (const m of msgs) records.push({ topic: m.topic, partition: m.partition, offset: Number(m.offset), value: m.value == null ? null : String(m.value), at });
+      await sleep(5);
+    }
+  })();
+  return {
+    assignment: () => (c.assignments() as Any[]).map((a) => ({ topic: a.topic, partition: a.partition })),
+    events,
+    records,
+    rebalanceProtocol: () => String(c.rebalanceProtocol()),
+    async stop() {
+      stop = true;
+      await loop;
+      await cb((d) => c.disconnect(d)).catch(() => undefined);
+    },
+  };
 }

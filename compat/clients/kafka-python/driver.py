@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import IncompatibleBrokerVersion, UnsupportedCodecError, UnsupportedVersionError
 from kafka.structs import OffsetAndMetadata
@@ -193,12 +193,59 @@ def group(cmd):
     return {'firstAssignment': first, 'rebalanced': rebalanced, 'committed': {str(p): at for p in parts}, 'resumed': {str(p): o for p, o in c.first.items()}}
 
 
+EMIT_LOCK = threading.Lock()
+
+
+def emit(obj):
+    with EMIT_LOCK:
+        sys.stdout.write(json.dumps(obj) + '\n')
+        sys.stdout.flush()
+
+
+class ReportingListener(ConsumerRebalanceListener):
+    """Reports each rebalance callback (kafka-python's are eager: the whole assignment each time)."""
+
+    def on_partitions_revoked(self, revoked):
+        emit({'event': 'revoke', 'partitions': [[tp.topic, tp.partition] for tp in revoked]})
+
+    def on_partitions_assigned(self, assigned):
+        emit({'event': 'assign', 'partitions': [[tp.topic, tp.partition] for tp in assigned]})
+
+
+def member(cmd):
+    """A long-running group member: one JSON event line per rebalance callback and per record, until a line
+    (or EOF) arrives on stdin; then it closes (LeaveGroup) and prints the usual result line."""
+    c = KafkaConsumer(group_id=cmd['groupId'], enable_auto_commit=False, auto_offset_reset='earliest', session_timeout_ms=10000,
+                      heartbeat_interval_ms=500, fetch_max_wait_ms=100, metadata_max_age_ms=cmd['metadataMaxAgeMs'], **common(cmd))
+    if cmd.get('pattern'):
+        c.subscribe(pattern=cmd['pattern'], listener=ReportingListener())
+    else:
+        c.subscribe(topics=cmd['topics'], listener=ReportingListener())
+    stop = threading.Event()
+
+    def wait_stop():
+        sys.stdin.readline()
+        stop.set()
+
+    threading.Thread(target=wait_stop, daemon=True).start()
+    emit({'event': 'started'})
+    try:
+        while not stop.is_set():
+            for tp, msgs in c.poll(timeout_ms=100).items():
+                for m in msgs:
+                    emit({'event': 'record', 'topic': tp.topic, 'partition': tp.partition, 'offset': m.offset,
+                          'value': None if m.value is None else m.value.decode()})
+    finally:
+        c.close()
+    return None
+
+
 OPS = {'metadata': metadata, 'produce': produce, 'consume': consume, 'offsetForTime': offset_for_time, 'group': group,
-       'createTopic': admin_op, 'deleteTopic': admin_op, 'createPartitions': admin_op, 'describeConfigs': admin_op, 'alterConfigs': admin_op}
+       'member': member, 'createTopic': admin_op, 'deleteTopic': admin_op, 'createPartitions': admin_op, 'describeConfigs': admin_op, 'alterConfigs': admin_op}
 
 
 def main():
-    cmd = json.load(sys.stdin)
+    cmd = json.loads(sys.stdin.readline())
     try:
         print(json.dumps({'ok': OPS[cmd['op']](cmd)}))
     except NotSupported as e:

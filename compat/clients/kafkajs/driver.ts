@@ -5,6 +5,7 @@
  * consumer (a fresh group with readUncommitted: false).
  */
 import { createRequire } from 'node:module';
+import { type FlowMember, regexFlow } from '../../lib/group-flows.js';
 import { sleep, withTimeout } from '../../lib/records.js';
 import { type Client, type GroupObservation, NotSupportedError, type ReadRecord, type TestRecord } from '../../lib/types.js';
 
@@ -119,6 +120,27 @@ async function group(bootstrap: string, spec: import('../../lib/types.js').Group
   }
 }
 
+/** A kafkajs group member subscribed with a RegExp, for regexFlow (lib/group-flows.ts); assignments from GROUP_JOIN. */
+async function regexMember(bootstrap: string, spec: import('../../lib/types.js').RegexGroupSpec): Promise<FlowMember> {
+  const c = kafka(bootstrap).consumer({ groupId: spec.groupId, sessionTimeout: 10000, rebalanceTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 100, metadataMaxAge: spec.metadataRefreshMs });
+  const events: FlowMember['events'] = [];
+  const records: FlowMember['records'] = [];
+  let assignment: { topic: string; partition: number }[] = [];
+  c.on(c.events.GROUP_JOIN, (e: Any) => {
+    assignment = Object.entries(e.payload.memberAssignment as Record<string, number[]>).flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition })));
+    events.push({ kind: 'assign', partitions: assignment });
+  });
+  await c.connect();
+  await c.subscribe({ topics: [new RegExp(spec.pattern)], fromBeginning: true });
+  await c.run({
+    autoCommit: false,
+    eachMessage: async ({ topic, partition, message }: Any) => {
+      records.push({ topic, partition, offset: Number(message.offset), value: message.value === null ? null : String(message.value), at: Date.now() });
+    },
+  });
+  return { assignment: () => assignment, events, records, stop: () => c.disconnect() };
+}
+
 /**
  * Reads a topic with kafkajs's own consumer (a fresh group, fromBeginning, readUncommitted: false, i.e.
  * Fetch with isolation_level=1 and its Batch filtering of aborted data and control records) until the
@@ -150,8 +172,21 @@ export const kafkajsClient: Client = {
   id: 'kafkajs',
   title: 'kafkajs',
   description: 'kafkajs 2.2.4, pure JavaScript; producer, admin and group consumer through its public API',
-  caps: { codecs: ['none', 'gzip'], timestamps: true, headers: 'per-record', idempotence: true },
+  caps: {
+    codecs: ['none', 'gzip'],
+    timestamps: true,
+    headers: 'per-record',
+    idempotence: true,
+    consumerProtocol: false,
+    regexResolvedOnce:
+      'kafkajs matches a RegExp subscription once, in subscribe(), against the metadata of that moment (src/consumer/index.js; docs/Consuming.md: "The consumer will not match topics created after the subscription")',
+  },
   unsupported: {
+    consumerProtocol: 'kafkajs 2.2.4 speaks only the classic group protocol (JoinGroup/SyncGroup/Heartbeat); it has no ConsumerGroupHeartbeat (KIP-848)',
+    staticGroup:
+      "kafkajs 2.2.4 has no static membership (KIP-345): consumer() takes no group instance id and Broker.joinGroup() never sends one (only its unused JoinGroup v5 encoder has the field)",
+    cooperativeGroup:
+      'kafkajs 2.2.4 has only the eager rebalance protocol: each generation replaces the whole assignment (ConsumerGroup.sync → SubscriptionState.assign) and its member metadata (v0: topics, user data) carries no owned partitions; there is no cooperative/incremental protocol (KIP-429)',
     snappy: 'kafkajs 2.2.4 ships only gzip; snappy needs a third-party codec plug-in (not installed)',
     lz4: 'kafkajs 2.2.4 ships only gzip; lz4 needs a third-party codec plug-in (not installed)',
     zstd: 'kafkajs 2.2.4 ships only gzip; zstd needs a third-party codec plug-in (not installed)',
@@ -217,6 +252,7 @@ export const kafkajsClient: Client = {
         return Number(offs.find((o: Any) => o.partition === partition).low);
       }),
     group: (b, spec) => withTimeout('kafkajs group', spec.timeoutMs * 4, group(b, spec)),
+    regexGroup: (b, spec) => regexFlow(spec, () => regexMember(b, spec)),
     async transactions(bootstrap, spec) {
       const producer = kafka(bootstrap).producer({ transactionalId: spec.transactionalId, idempotent: true, maxInFlightRequests: 1 });
       await producer.connect();

@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { cooperativeFlow, type FlowMember, regexFlow, staticFlow, type TopicPartition } from '../../lib/group-flows.js';
 import { sleep } from '../../lib/records.js';
 import { rawListOffset } from '../../lib/raw.js';
 import { type Client, type GroupObservation, type GroupSpec, NotSupportedError, type ReadRecord, type TestRecord } from '../../lib/types.js';
@@ -102,6 +103,88 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
 }
 
 /**
+ * A long-running `kcat -G` balanced consumer for the group flows (lib/group-flows.ts). kcat reports each
+ * rebalance callback on stderr, which is followed line by line:
+ *   eager:       "% Group G rebalanced (memberid M): assigned: t [0], t [1]"   /  "...: revoked: t [0], t [1]"
+ *   cooperative: "% Group G rebalanced: incremental assignment of 2 partition(s) (memberid M, COOPERATIVE
+ *                rebalance protocol): t [0], t [3]"   /  "...: incremental revoke of 1 partition(s) (...): t [3]"
+ * kcat applies exactly that list (assign/unassign, or incremental_assign/unassign), so the member's
+ * assignment is replayed from these lines. Records come as -J lines on stdout, unbuffered (-u).
+ * SIGTERM makes kcat close the consumer (LeaveGroup, except for a static member) and exit.
+ */
+function kcatMember(bootstrap: string, groupId: string, subscription: string, conf: Record<string, string | number>): Promise<FlowMember> {
+  const args = ['-b', bootstrap, '-G', groupId, '-J', '-u', '-X', 'auto.offset.reset=earliest', '-X', 'enable.auto.commit=false', '-X', 'enable.auto.offset.store=false', '-X', 'fetch.wait.max.ms=100'];
+  for (const [k, v] of Object.entries(conf)) args.push('-X', `${k}=${v}`);
+  args.push(subscription);
+  const child = spawn(KCAT, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const events: FlowMember['events'] = [];
+  const records: FlowMember['records'] = [];
+  let held: TopicPartition[] = [];
+  let protocol = 'unknown';
+  let stderr = '';
+  const lineReader = (onLine: (l: string) => void) => {
+    let rest = '';
+    return (d: Buffer) => {
+      const parts = (rest + d.toString()).split('\n');
+      rest = parts.pop() ?? '';
+      for (const l of parts) onLine(l);
+    };
+  };
+  child.stderr.on(
+    'data',
+    lineReader((line) => {
+      stderr = (stderr + line + '\n').slice(-4000);
+      if (!line.includes(' rebalanced')) return;
+      const incremental = line.includes('incremental ');
+      const kind = /assigned: |incremental assignment /.test(line) ? 'assign' : /revoked: |incremental revoke /.test(line) ? 'revoke' : null;
+      if (kind === null) return;
+      if (incremental) protocol = /, (\w+) rebalance protocol\)/.exec(line)?.[1] ?? protocol;
+      else protocol = 'EAGER';
+      const list = line.slice(line.lastIndexOf('): ') + 3);
+      const partitions = [...list.matchAll(/([^\s,]+) \[(\d+)\]/g)].map((m) => ({ topic: m[1]!, partition: Number(m[2]) }));
+      events.push({ kind, partitions });
+      const key = (tp: TopicPartition) => `${tp.topic}\u0000${tp.partition}`;
+      if (!incremental) held = kind === 'assign' ? partitions : [];
+      else if (kind === 'assign') held = [...held, ...partitions];
+      else held = held.filter((tp) => !partitions.some((p) => key(p) === key(tp)));
+    }),
+  );
+  child.stdout.on(
+    'data',
+    lineReader((line) => {
+      if (!line.startsWith('{')) return;
+      const j = JSON.parse(line) as { topic: string; partition: number; offset: number; payload: string | null };
+      records.push({ topic: j.topic, partition: j.partition, offset: j.offset, value: j.payload, at: Date.now() });
+    }),
+  );
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('spawn', () =>
+      resolve({
+        assignment: () => {
+          if (child.exitCode !== null) throw new Error(`kcat -G exited with ${child.exitCode}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
+          return held;
+        },
+        events,
+        records,
+        rebalanceProtocol: () => protocol,
+        async stop() {
+          if (child.exitCode === null && child.signalCode === null) {
+            child.kill('SIGTERM');
+            const t = setTimeout(() => child.kill('SIGKILL'), 10000);
+            await exited;
+            clearTimeout(t);
+          }
+        },
+      }),
+    );
+  });
+}
+
+const KCAT_CLASSIC = { 'session.timeout.ms': 10000, 'heartbeat.interval.ms': 500 };
+
+/**
  * One kcat transaction (`-X transactional.id`): kcat begins it at start, commits when stdin ends and
  * aborts when it got SIGINT/SIGTERM. Two quirks of kcat 1.7.1 decide how the abort is driven:
  * - it acts on stdin only once ~1 KiB has arrived or stdin ended (fixed in kcat 1.8.0, kcat#343), so
@@ -147,8 +230,10 @@ export const kcatClient: Client = {
   id: 'kcat',
   title: 'kcat',
   description: 'kcat 1.7.1 (Debian), librdkafka 2.0.2, as a subprocess',
-  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: false, headers: 'per-call', idempotence: true },
-  unsupported: { createTopic: NO_ADMIN, deleteTopic: NO_ADMIN, createPartitions: NO_ADMIN, describeConfigs: NO_ADMIN, alterConfigs: NO_ADMIN, deleteRecords: NO_ADMIN },
+  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: false, headers: 'per-call', idempotence: true, consumerProtocol: false },
+  unsupported: {
+    consumerProtocol:
+      'kcat 1.7.1 runs on librdkafka 2.0.2, which has no group.protocol setting ("No such configuration property"): the KIP-848 consumer protocol came with librdkafka 2.4.0 (early access), GA in 2.12.0', createTopic: NO_ADMIN, deleteTopic: NO_ADMIN, createPartitions: NO_ADMIN, describeConfigs: NO_ADMIN, alterConfigs: NO_ADMIN, deleteRecords: NO_ADMIN },
   async unavailable() {
     return existsSync(KCAT) ? null : `${KCAT} is missing (apt-get install kcat)`;
   },
@@ -189,6 +274,12 @@ export const kcatClient: Client = {
       return Number(m[1]);
     },
     group,
+    regexGroup: (b, spec) => regexFlow(spec, () => kcatMember(b, spec.groupId, spec.pattern, { ...KCAT_CLASSIC, 'topic.metadata.refresh.interval.ms': spec.metadataRefreshMs })),
+    staticGroup: (b, spec) =>
+      staticFlow(spec, (id) =>
+        kcatMember(b, spec.groupId, spec.topic, { ...KCAT_CLASSIC, 'session.timeout.ms': spec.sessionTimeoutMs, 'partition.assignment.strategy': 'range', 'group.instance.id': `${spec.groupId}-${id}` }),
+      ),
+    cooperativeGroup: (b, spec) => cooperativeFlow(spec, () => kcatMember(b, spec.groupId, spec.topic, { ...KCAT_CLASSIC, 'partition.assignment.strategy': 'cooperative-sticky' })),
     async transactions(bootstrap, spec) {
       await transaction(bootstrap, spec.topic, spec.transactionalId, spec.aborted, 'abort');
       await transaction(bootstrap, spec.topic, spec.transactionalId, spec.committed, 'commit');

@@ -27,6 +27,8 @@ export class ConfigError extends Error {
 
 const atLeast = (min: number) => (v: ConfigValue) => (typeof v === 'number' && v < min ? `must be >= ${min}` : undefined);
 const oneOf = (...xs: string[]) => (v: ConfigValue) => (typeof v === 'string' && !xs.includes(v) ? `must be one of ${xs.join(', ')}` : undefined);
+/** Kafka's CaseInsensitiveValidString. */
+const oneOfIgnoringCase = (...xs: string[]) => (v: ConfigValue) => (typeof v === 'string' && !xs.includes(v.toLowerCase()) ? `must be one of ${xs.join(', ')} (any case)` : undefined);
 const COMPRESSION = ['producer', 'uncompressed', 'gzip', 'snappy', 'lz4', 'zstd'];
 const TIMESTAMP_TYPES = ['CreateTime', 'LogAppendTime'];
 const LONG_MAX = 9223372036854775807n;
@@ -116,6 +118,8 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'group.consumer.heartbeat.interval.ms': { type: 'int', default: 5000, validate: atLeast(1) },
   'group.consumer.session.timeout.ms': { type: 'int', default: 45000, validate: atLeast(1) },
   'group.consumer.max.size': { type: 'int', default: 2147483647, validate: atLeast(1) },
+  // Online migration of non-empty groups between the classic and the consumer protocol (Kafka 3.8+ default).
+  'group.consumer.migration.policy': { type: 'string', default: 'bidirectional', validate: oneOfIgnoringCase('disabled', 'upgrade', 'downgrade', 'bidirectional') },
   'offsets.retention.minutes': { type: 'int', default: 10080, validate: atLeast(1) },
   'offsets.retention.check.interval.ms': { type: 'long', default: 600000 },
   'offset.metadata.max.bytes': { type: 'int', default: 4096 },

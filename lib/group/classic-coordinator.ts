@@ -18,6 +18,8 @@ import {
   type SyncGroupResult,
   syncError,
 } from './classic-group.js';
+import type { ClassicInConsumerGroup } from './consumer-classic.js';
+import type { ConsumerGroup } from './consumer-group.js';
 
 /** Kafka's timeout for a new member that joined but never completed a join. */
 export const NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000;
@@ -37,8 +39,14 @@ export interface ClassicContext {
   now(): number;
   /** Persists the group (GroupMetadataValue) and resolves with a Kafka error code. */
   storeGroup(group: ClassicGroup, assignment: ReadonlyMap<string, Buffer>): Promise<number>;
-  /** The classic group, creating it when asked; an error code when the id belongs to a KIP-848 group. */
-  classicGroup(groupId: string, create: boolean): ClassicGroup | number | undefined;
+  /**
+   * The group a classic request goes to: the classic group (created when asked, replacing an empty
+   * consumer group), or the consumer group that serves classic members (Kafka's
+   * classicGroup*ToConsumerGroup); undefined when there is none.
+   */
+  classicGroup(groupId: string, create: boolean): ClassicGroup | ConsumerGroup | undefined;
+  /** Serves classic members inside consumer groups. */
+  readonly inConsumerGroup: ClassicInConsumerGroup;
 }
 
 export interface JoinGroupParams {
@@ -89,8 +97,15 @@ export class ClassicCoordinator {
     }
     const isUnknownMember = p.memberId === '';
     const found = this.ctx.classicGroup(p.groupId, isUnknownMember);
-    // A KIP-848 group with members cannot be joined with the classic protocol.
-    if (typeof found === 'number') return callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    if (found?.type === 'consumer') {
+      // A known member id joining an empty consumer group: Kafka drops the group and finds no member.
+      if (found.members.size === 0) return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      void this.ctx.inConsumerGroup.join(found, p).then(callback, (e: unknown) => {
+        this.log.error({ err: e, group: p.groupId }, 'JoinGroup to a consumer group failed');
+        callback(joinError(p.memberId, ErrorCode.UNKNOWN_SERVER_ERROR));
+      });
+      return;
+    }
     if (found === undefined) return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
     const group = found;
     if (!this.acceptJoiningMember(group, p.memberId)) {
@@ -339,7 +354,7 @@ export class ClassicCoordinator {
 
   private handleSyncGroup(p: SyncGroupParams, callback: (r: SyncGroupResult) => void): void {
     const found = this.ctx.classicGroup(p.groupId, false);
-    if (typeof found === 'number') return callback(syncError(found));
+    if (found?.type === 'consumer') return callback(this.ctx.inConsumerGroup.sync(found, p));
     if (found === undefined) return callback(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
     const group = found;
     const error = this.validateSyncGroup(group, p);
@@ -421,7 +436,7 @@ export class ClassicCoordinator {
 
   heartbeat(groupId: string, memberId: string, groupInstanceId: string | null, generationId: number): number {
     const found = this.ctx.classicGroup(groupId, false);
-    if (typeof found === 'number') return found;
+    if (found?.type === 'consumer') return this.ctx.inConsumerGroup.heartbeat(found, memberId, groupInstanceId, generationId);
     if (found === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
     const group = found;
     if (group.is(S.DEAD)) return ErrorCode.COORDINATOR_NOT_AVAILABLE;

@@ -11,7 +11,17 @@ import type { Logger } from 'pino';
 import type { ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse } from '../../protocol/generated/consumer-group-heartbeat.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { ASSIGNORS, type Assignment, DEFAULT_ASSIGNOR, uniformAssignor } from './assignors.js';
-import { assignmentsEqual, cloneAssignment, ConsumerGroup, ConsumerGroupMember, MemberState } from './consumer-group.js';
+import {
+  assignmentsEqual,
+  cloneAssignment,
+  ConsumerGroup,
+  ConsumerGroupMember,
+  currentAssignmentValue,
+  fromAssignment,
+  memberMetadataValue,
+  MemberState,
+  toAssignment,
+} from './consumer-group.js';
 import { resolveTopicRegex, topicRegexError } from './topic-regex.js';
 import {
   consumerGroupCurrentMemberRecord,
@@ -31,11 +41,25 @@ export interface ConsumerSettings {
   maxSize: number;
 }
 
+/**
+ * A consumer group as a heartbeat finds it. `create` is set when the group is new to the coordinator (a
+ * new id, an empty classic group replaced, or a live classic group converted: Kafka's online upgrade):
+ * the heartbeat calls it once it knows it will succeed, which registers the group and gives the records
+ * that create it (so a refused join leaves nothing behind, as Kafka's discarded records do).
+ */
+export type ConsumerGroupLookup = { group: ConsumerGroup; create?: () => CoordinatorRecord[] } | { errorCode: number; errorMessage: string | null };
+
 export interface ConsumerContext {
   readonly settings: ConsumerSettings;
   readonly logger: Logger;
-  /** The consumer group; creates it (replacing an empty classic group) when asked. Error code when not possible. */
-  consumerGroup(groupId: string, create: boolean): ConsumerGroup | number;
+  /** The consumer group, or what it would be when `create` is set (see ConsumerGroupLookup). */
+  consumerGroup(groupId: string, create: boolean): ConsumerGroupLookup;
+  /**
+   * Kafka's online downgrade when `leaving` (the last member using the consumer protocol) goes: when the
+   * policy and the group allow it, the group becomes a classic group and the records are returned.
+   * Null when the group stays a consumer group.
+   */
+  maybeDowngrade(group: ConsumerGroup, leaving: ConsumerGroupMember): CoordinatorRecord[] | null;
   write(groupId: string, records: CoordinatorRecord[]): Promise<number>;
   topicByName(name: string): { topicId: string; partitions: number } | undefined;
   topicName(topicId: string): string | undefined;
@@ -49,15 +73,7 @@ function fail(errorCode: number, errorMessage: string | null = null): HeartbeatR
   return { errorCode, errorMessage, memberId: null, memberEpoch: -1, heartbeatIntervalMs: 0, assignment: null };
 }
 
-export function toAssignment(tps: readonly { topicId: string; partitions: number[] }[]): Assignment {
-  const a: Assignment = new Map();
-  for (const tp of tps) a.set(tp.topicId, new Set([...(a.get(tp.topicId) ?? []), ...tp.partitions]));
-  return a;
-}
-
-export function fromAssignment(a: Assignment): { topicId: string; partitions: number[] }[] {
-  return [...a].filter(([, s]) => s.size > 0).map(([topicId, s]) => ({ topicId, partitions: [...s].sort((x, y) => x - y) }));
-}
+export { fromAssignment, toAssignment };
 
 /** A 22-character base64url id, as Kafka's Uuid.toString gives. */
 function newMemberId(): string {
@@ -102,10 +118,9 @@ export class ConsumerCoordinator {
     const joining = req.memberEpoch === 0;
     const regex = req.subscribedTopicRegex ?? null;
     const regexError = regex === null || regex === '' ? null : topicRegexError(regex);
-    // A join with an invalid regex creates no group (Kafka's failed heartbeat leaves no state behind).
-    const found = this.ctx.consumerGroup(req.groupId, joining && regexError === null);
-    if (typeof found === 'number') return regexError !== null && joining ? fail(ErrorCode.INVALID_REGULAR_EXPRESSION, regexError) : fail(found);
-    const group = found;
+    const found = this.ctx.consumerGroup(req.groupId, joining);
+    if ('errorCode' in found) return fail(found.errorCode, found.errorMessage);
+    const group = found.group;
     const records: CoordinatorRecord[] = [];
 
     // Get the member, or check that one may join (Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember).
@@ -115,7 +130,8 @@ export class ConsumerCoordinator {
       if (member === undefined) {
         if (group.members.size >= this.ctx.settings.maxSize) return fail(ErrorCode.GROUP_MAX_SIZE_REACHED, `The consumer group has reached its maximum capacity of ${this.ctx.settings.maxSize} members.`);
         replaced = req.instanceId === null ? undefined : group.staticMember(req.instanceId);
-        if (replaced !== undefined && replaced.memberEpoch !== LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
+        // A member using the classic protocol is replaced at once (a rolling upgrade of static members).
+        if (replaced !== undefined && !replaced.useClassicProtocol && replaced.memberEpoch !== LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
           return fail(ErrorCode.UNRELEASED_INSTANCE_ID, `Static member ${req.memberId} with instance id ${req.instanceId} cannot join the group because the instance id is owned by ${replaced.memberId} member.`);
         }
       }
@@ -136,6 +152,8 @@ export class ConsumerCoordinator {
     }
     // A regex new to the member must compile (Kafka's throwIfRegularExpressionIsInvalid).
     if (regexError !== null && regex !== (member ?? replaced)?.subscribedTopicRegex) return fail(ErrorCode.INVALID_REGULAR_EXPRESSION, regexError);
+    // The join will go through: a new group (or one converted from a classic group) is registered now.
+    if (found.create !== undefined) records.push(...found.create());
 
     let bump = false;
     let changed = false;
@@ -144,7 +162,7 @@ export class ConsumerCoordinator {
       if (replaced !== undefined) {
         // A static member back within its session takes over the previous member: its subscription,
         // its target and its partitions, under a new member id and epoch 0 (Kafka's replaceMember).
-        this.replaceStaticMember(group, replaced, member, records);
+        this.replaceStaticMember(group, replaced, member, records, false);
         changed = true;
       } else {
         group.members.set(member.memberId, member);
@@ -160,6 +178,9 @@ export class ConsumerCoordinator {
     if (req.serverAssignor !== null && req.serverAssignor !== member.serverAssignor) bump = true;
     const nextRegex = regex === null ? member.subscribedTopicRegex : regex === '' ? null : regex;
     if (nextRegex !== member.subscribedTopicRegex) bump = true;
+    // A member heartbeating with the consumer protocol no longer uses the classic one.
+    changed ||= member.classicMemberMetadata !== null;
+    member.classicMemberMetadata = null;
     changed ||= bump || member.instanceId !== (req.instanceId ?? member.instanceId) || member.clientId !== clientId || (req.rebalanceTimeoutMs !== -1 && req.rebalanceTimeoutMs !== member.rebalanceTimeoutMs);
     member.subscribedTopicNames = subs;
     member.subscribedTopicRegex = nextRegex;
@@ -217,7 +238,7 @@ export class ConsumerCoordinator {
    * The new member copies the static member it replaces (subscription, target, assigned partitions)
    * at epoch 0, so the group epoch does not move and nobody else notices; the old member's records go.
    */
-  private replaceStaticMember(group: ConsumerGroup, old: ConsumerGroupMember, member: ConsumerGroupMember, records: CoordinatorRecord[]): void {
+  replaceStaticMember(group: ConsumerGroup, old: ConsumerGroupMember, member: ConsumerGroupMember, records: CoordinatorRecord[], classic: boolean): void {
     member.instanceId = old.instanceId;
     member.rackId = old.rackId;
     member.clientId = old.clientId;
@@ -226,6 +247,7 @@ export class ConsumerCoordinator {
     member.subscribedTopicRegex = old.subscribedTopicRegex;
     member.rebalanceTimeoutMs = old.rebalanceTimeoutMs;
     member.serverAssignor = old.serverAssignor;
+    if (classic) member.classicMemberMetadata = old.classicMemberMetadata;
     this.cancelTimers(old);
     const target = group.targetAssignment.get(old.memberId) ?? new Map<string, Set<number>>();
     group.removeMember(old.memberId);
@@ -241,8 +263,9 @@ export class ConsumerCoordinator {
   }
 
   private async leave(req: ConsumerGroupHeartbeatRequest): Promise<HeartbeatResult> {
-    const found = this.ctx.consumerGroup(req.groupId, false);
-    if (typeof found === 'number') return fail(found);
+    const lookup = this.ctx.consumerGroup(req.groupId, false);
+    if ('errorCode' in lookup) return fail(lookup.errorCode, lookup.errorMessage);
+    const found = lookup.group;
     let member: ConsumerGroupMember | undefined;
     if (req.instanceId === null) {
       member = found.members.get(req.memberId);
@@ -267,10 +290,25 @@ export class ConsumerCoordinator {
     return { errorCode: ErrorCode.NONE, errorMessage: null, memberId: member.memberId, memberEpoch: req.memberEpoch, heartbeatIntervalMs: 0, assignment: null };
   }
 
-  /** Removes the member, frees its partitions and moves the group epoch so the others rebalance. */
+  /**
+   * Removes the member, frees its partitions and moves the group epoch so the others rebalance; or, when
+   * it was the last member using the consumer protocol, converts the group to a classic one (Kafka's
+   * consumerGroupFenceMember with the online downgrade).
+   */
   fenceMember(group: ConsumerGroup, member: ConsumerGroupMember, why: string): Promise<number> {
-    if (group.members.get(member.memberId) !== member) return Promise.resolve(ErrorCode.NONE);
+    if (group.dead || group.members.get(member.memberId) !== member) return Promise.resolve(ErrorCode.NONE);
     this.cancelTimers(member);
+    let downgrade: CoordinatorRecord[] | null;
+    try {
+      downgrade = this.ctx.maybeDowngrade(group, member);
+    } catch (e) {
+      this.ctx.logger.warn({ err: e, group: group.groupId }, 'could not downgrade the consumer group');
+      return Promise.resolve((e as { errorCode?: number }).errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR);
+    }
+    if (downgrade !== null) {
+      this.ctx.logger.info({ group: group.groupId, member: member.memberId, why }, 'last consumer-protocol member left: group downgraded to classic');
+      return this.ctx.write(group.groupId, downgrade);
+    }
     group.removeMember(member.memberId);
     group.groupEpoch++;
     this.resolveRegexes(group);
@@ -291,7 +329,7 @@ export class ConsumerCoordinator {
    * changed since; drops the ones no member uses any more. Synchronous, so a new regex is resolved
    * within the heartbeat that brings it (Kafka resolves asynchronously, batched at most every 10 s).
    */
-  private resolveRegexes(group: ConsumerGroup): void {
+  resolveRegexes(group: ConsumerGroup): void {
     const wanted = group.subscribedRegexes();
     for (const r of [...group.resolvedRegexes.keys()]) if (!wanted.has(r)) group.resolvedRegexes.delete(r);
     const stale = group.regexTopicsVersion !== this.topicsVersion;
@@ -333,7 +371,7 @@ export class ConsumerCoordinator {
     }
   }
 
-  private subscriptionMetadata(group: ConsumerGroup): string {
+  subscriptionMetadata(group: ConsumerGroup): string {
     const parts: string[] = [];
     for (const name of [...group.subscribedTopicNames()].sort()) {
       const t = this.ctx.topicByName(name);
@@ -342,7 +380,7 @@ export class ConsumerCoordinator {
     return parts.join(',');
   }
 
-  private updateTargetAssignment(group: ConsumerGroup): CoordinatorRecord[] {
+  updateTargetAssignment(group: ConsumerGroup): CoordinatorRecord[] {
     const counts = new Map<string, number>();
     const members = [...group.members.values()].map((m) => {
       const ids = new Set<string>();
@@ -372,37 +410,53 @@ export class ConsumerCoordinator {
   }
 
   memberValue(m: ConsumerGroupMember) {
-    return {
-      instanceId: m.instanceId,
-      rackId: m.rackId,
-      clientId: m.clientId,
-      clientHost: m.clientHost,
-      subscribedTopicNames: m.subscribedTopicNames,
-      subscribedTopicRegex: m.subscribedTopicRegex,
-      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-      serverAssignor: m.serverAssignor,
-    };
+    return memberMetadataValue(m);
   }
 
   currentValue(m: ConsumerGroupMember) {
-    return {
-      memberEpoch: m.memberEpoch,
-      previousMemberEpoch: m.previousMemberEpoch,
-      state: m.state,
-      assignedPartitions: fromAssignment(m.assignedPartitions),
-      partitionsPendingRevocation: fromAssignment(m.partitionsPendingRevocation),
-    };
+    return currentAssignmentValue(m);
   }
 
   // ---- timers ----
 
-  scheduleSessionTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
+  /** (Re)arms the member's session timer: the group's session timeout unless told otherwise (a classic member's own). */
+  scheduleSessionTimeout(group: ConsumerGroup, member: ConsumerGroupMember, timeoutMs = this.ctx.settings.sessionTimeoutMs): void {
     if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
     member.sessionTimer = setTimeout(() => {
       member.sessionTimer = undefined;
       void this.fenceMember(group, member, 'session timeout expired');
-    }, this.ctx.settings.sessionTimeoutMs);
+    }, timeoutMs);
     member.sessionTimer.unref();
+  }
+
+  /** Classic members: fenced unless they rejoin within their rebalance timeout (kept when already running). */
+  scheduleJoinTimeoutIfAbsent(group: ConsumerGroup, member: ConsumerGroupMember): void {
+    if (member.joinTimer !== undefined) return;
+    member.joinTimer = setTimeout(() => {
+      member.joinTimer = undefined;
+      void this.fenceMember(group, member, 'the classic member failed to join within the rebalance timeout');
+    }, Math.max(member.rebalanceTimeoutMs, 0));
+    member.joinTimer.unref();
+  }
+
+  /** Classic members: fenced unless they sync within their rebalance timeout after a join. */
+  scheduleSyncTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
+    if (member.syncTimer !== undefined) clearTimeout(member.syncTimer);
+    member.syncTimer = setTimeout(() => {
+      member.syncTimer = undefined;
+      void this.fenceMember(group, member, 'the member failed to sync within timeout');
+    }, Math.max(member.rebalanceTimeoutMs, 0));
+    member.syncTimer.unref();
+  }
+
+  cancelJoinTimeout(member: ConsumerGroupMember): void {
+    if (member.joinTimer !== undefined) clearTimeout(member.joinTimer);
+    member.joinTimer = undefined;
+  }
+
+  cancelSyncTimeout(member: ConsumerGroupMember): void {
+    if (member.syncTimer !== undefined) clearTimeout(member.syncTimer);
+    member.syncTimer = undefined;
   }
 
   private scheduleRebalanceTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
@@ -424,6 +478,8 @@ export class ConsumerCoordinator {
     if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
     member.sessionTimer = undefined;
     this.cancelRebalanceTimeout(member);
+    this.cancelJoinTimeout(member);
+    this.cancelSyncTimeout(member);
   }
 }
 

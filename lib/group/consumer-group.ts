@@ -4,7 +4,33 @@
  * partition. `reconcile` is Kafka's CurrentAssignmentBuilder: revoke first, then assign what others
  * have released.
  */
+import type { ConsumerGroupCurrentMemberAssignmentValue } from '../../protocol/generated/data/consumer-group-current-member-assignment-value.js';
+import type { ConsumerGroupMemberMetadataValue } from '../../protocol/generated/data/consumer-group-member-metadata-value.js';
 import type { Assignment } from './assignors.js';
+
+/** A supported protocol of a classic member (JoinGroup's name and metadata). */
+export interface ClassicProtocol {
+  name: string;
+  metadata: Buffer;
+}
+
+/** What a member using the classic protocol brought in its JoinGroup (ConsumerGroupMemberMetadataValue's tagged field). */
+export interface ClassicMemberMetadata {
+  sessionTimeoutMs: number;
+  supportedProtocols: ClassicProtocol[];
+}
+
+export function classicMetadataEqual(a: ClassicMemberMetadata | null, b: ClassicMemberMetadata | null): boolean {
+  if (a === null || b === null) return a === b;
+  return (
+    a.sessionTimeoutMs === b.sessionTimeoutMs &&
+    a.supportedProtocols.length === b.supportedProtocols.length &&
+    a.supportedProtocols.every((p, i) => {
+      const o = b.supportedProtocols[i];
+      return o !== undefined && o.name === p.name && o.metadata.equals(p.metadata);
+    })
+  );
+}
 
 export const ConsumerGroupState = { EMPTY: 'Empty', ASSIGNING: 'Assigning', RECONCILING: 'Reconciling', STABLE: 'Stable', DEAD: 'Dead' } as const;
 export type ConsumerGroupState = (typeof ConsumerGroupState)[keyof typeof ConsumerGroupState];
@@ -27,10 +53,59 @@ export class ConsumerGroupMember {
   state: MemberState = MemberState.STABLE;
   assignedPartitions: Assignment = new Map();
   partitionsPendingRevocation: Assignment = new Map();
+  /** Set while the member uses the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside this group. */
+  classicMemberMetadata: ClassicMemberMetadata | null = null;
   sessionTimer: NodeJS.Timeout | undefined;
   rebalanceTimer: NodeJS.Timeout | undefined;
+  /** Classic members only: must rejoin within the rebalance timeout once told to (Kafka's join timeout). */
+  joinTimer: NodeJS.Timeout | undefined;
+  /** Classic members only: must sync within the rebalance timeout after a join (Kafka's sync timeout). */
+  syncTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly memberId: string) {}
+
+  get useClassicProtocol(): boolean {
+    return this.classicMemberMetadata !== null;
+  }
+}
+
+export function toAssignment(tps: readonly { topicId: string; partitions: number[] }[]): Assignment {
+  const a: Assignment = new Map();
+  for (const tp of tps) a.set(tp.topicId, new Set([...(a.get(tp.topicId) ?? []), ...tp.partitions]));
+  return a;
+}
+
+export function fromAssignment(a: Assignment): { topicId: string; partitions: number[] }[] {
+  return [...a].filter(([, s]) => s.size > 0).map(([topicId, s]) => ({ topicId, partitions: [...s].sort((x, y) => x - y) }));
+}
+
+/** The member's ConsumerGroupMemberMetadataValue (with the classic member's metadata as the tagged field). */
+export function memberMetadataValue(m: ConsumerGroupMember): ConsumerGroupMemberMetadataValue {
+  return {
+    instanceId: m.instanceId,
+    rackId: m.rackId,
+    clientId: m.clientId,
+    clientHost: m.clientHost,
+    subscribedTopicNames: m.subscribedTopicNames,
+    subscribedTopicRegex: m.subscribedTopicRegex,
+    rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+    serverAssignor: m.serverAssignor,
+    classicMemberMetadata:
+      m.classicMemberMetadata === null
+        ? null
+        : { sessionTimeoutMs: m.classicMemberMetadata.sessionTimeoutMs, supportedProtocols: m.classicMemberMetadata.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })) },
+  };
+}
+
+/** The member's ConsumerGroupCurrentMemberAssignmentValue. */
+export function currentAssignmentValue(m: ConsumerGroupMember): ConsumerGroupCurrentMemberAssignmentValue {
+  return {
+    memberEpoch: m.memberEpoch,
+    previousMemberEpoch: m.previousMemberEpoch,
+    state: m.state,
+    assignedPartitions: fromAssignment(m.assignedPartitions),
+    partitionsPendingRevocation: fromAssignment(m.partitionsPendingRevocation),
+  };
 }
 
 export function cloneAssignment(a: Assignment): Assignment {
@@ -127,6 +202,39 @@ export class ConsumerGroup {
   staticMember(instanceId: string): ConsumerGroupMember | undefined {
     for (const m of this.members.values()) if (m.instanceId === instanceId) return m;
     return undefined;
+  }
+
+  numClassicProtocolMembers(): number {
+    let n = 0;
+    for (const m of this.members.values()) if (m.useClassicProtocol) n++;
+    return n;
+  }
+
+  /**
+   * Kafka's supportsClassicProtocols: the "consumer" protocol type, and (unless the group is empty) a
+   * protocol every classic member supports.
+   */
+  supportsClassicProtocols(protocolType: string, names: readonly string[]): boolean {
+    if (protocolType !== 'consumer') return false;
+    if (this.members.size === 0) return names.length > 0;
+    const classic = [...this.members.values()].filter((m) => m.useClassicProtocol);
+    return names.some((name) => classic.every((m) => m.classicMemberMetadata?.supportedProtocols.some((p) => p.name === name) === true));
+  }
+
+  /** Every member but `memberId` uses the classic protocol, and `memberId` does not. */
+  allMembersUseClassicProtocolExcept(memberId: string): boolean {
+    const m = this.members.get(memberId);
+    return m !== undefined && !m.useClassicProtocol && this.numClassicProtocolMembers() === this.members.size - 1;
+  }
+
+  /** The member waits for a partition of its target that another member still holds. */
+  waitingOnUnreleasedPartition(m: ConsumerGroupMember): boolean {
+    if (m.state !== MemberState.UNRELEASED_PARTITIONS) return false;
+    for (const [t, parts] of this.targetAssignment.get(m.memberId) ?? new Map<string, Set<number>>()) {
+      const have = m.assignedPartitions.get(t);
+      for (const p of parts) if (have?.has(p) !== true && this.currentPartitionEpoch(t, p) !== -1) return true;
+    }
+    return false;
   }
 
   /** The assignor most members asked for, else `fallback`. */

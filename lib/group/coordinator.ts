@@ -12,13 +12,26 @@ import { LogError } from '../log/errors.js';
 import type { Purgatory } from '../replica/purgatory.js';
 import { ClassicCoordinator, type GroupSettings } from './classic-coordinator.js';
 import { ClassicGroup, ClassicGroupState } from './classic-group.js';
-import { ConsumerCoordinator, type ConsumerSettings } from './consumer-coordinator.js';
+import { ClassicInConsumerGroup } from './consumer-classic.js';
+import { ConsumerCoordinator, type ConsumerGroupLookup, type ConsumerSettings } from './consumer-coordinator.js';
 import { ConsumerGroup } from './consumer-group.js';
 import { buildConsumerGroup, loadPartition, type OffsetsLog } from './loader.js';
 import { OffsetStore } from './offsets.js';
 import { PendingTxnOffsets } from './txn-offsets.js';
 import { AppendOrigin } from '../txn/producer-state.js';
-import { consumerGroupMetadataRecord, type CoordinatorRecord, groupMetadataRecord, offsetCommitRecord, OFFSETS_TOPIC, partitionFor } from './records.js';
+import {
+  classicGroupFromConsumer,
+  consumerGroupFromClassic,
+  consumerGroupRecords,
+  consumerGroupTombstones,
+  isDowngradeEnabled,
+  mayDowngradeWithoutMember,
+  MigrationError,
+  type MigrationPolicy,
+  onlineUpgradeRefusal,
+  parseMigrationPolicy,
+} from './migration.js';
+import { type CoordinatorRecord, groupMetadataRecord, offsetCommitRecord, OFFSETS_TOPIC, partitionFor } from './records.js';
 
 export type Group = ClassicGroup | ConsumerGroup;
 
@@ -69,6 +82,10 @@ export class GroupCoordinator {
   readonly pendingTxn = new PendingTxnOffsets();
   readonly classic: ClassicCoordinator;
   readonly consumer: ConsumerCoordinator;
+  /** Classic members inside consumer groups. */
+  readonly inConsumerGroup: ClassicInConsumerGroup;
+  /** group.consumer.migration.policy */
+  readonly migrationPolicy: MigrationPolicy;
   readonly numPartitions: number;
   readonly settings: GroupSettings & { offsetsRetentionMs: number; retentionCheckIntervalMs: number; offsetMetadataMaxBytes: number };
   readonly consumerSettings: ConsumerSettings;
@@ -96,6 +113,7 @@ export class GroupCoordinator {
       sessionTimeoutMs: c.int('group.consumer.session.timeout.ms'),
       maxSize: c.explicit.has('group.consumer.max.size') ? c.int('group.consumer.max.size') : c.int('group.max.size'),
     };
+    this.migrationPolicy = parseMigrationPolicy(c.string('group.consumer.migration.policy'));
     const self = this;
     this.classic = new ClassicCoordinator({
       purgatory: deps.purgatory,
@@ -104,6 +122,9 @@ export class GroupCoordinator {
       now: this.now,
       storeGroup: (group, assignment) => this.storeGroup(group, assignment),
       classicGroup: (groupId, create) => this.classicGroup(groupId, create),
+      get inConsumerGroup() {
+        return self.inConsumerGroup;
+      },
     });
     this.consumer = new ConsumerCoordinator({
       get settings() {
@@ -111,10 +132,20 @@ export class GroupCoordinator {
       },
       logger: deps.logger,
       consumerGroup: (groupId, create) => this.consumerGroup(groupId, create),
+      maybeDowngrade: (group, leaving) => (mayDowngradeWithoutMember(group, leaving.memberId, this.migrationPolicy, this.settings.maxSize) ? this.downgrade(group, leaving.memberId) : null),
       write: (groupId, records) => this.write(groupId, records).then((e) => storeErrorFor(e, false)),
       topicByName: deps.topicByName,
       topicName: deps.topicName,
       topicNames: () => deps.topicNames?.() ?? [],
+    });
+    this.inConsumerGroup = new ClassicInConsumerGroup({
+      consumer: this.consumer,
+      logger: deps.logger,
+      maxSize: () => this.consumerSettings.maxSize,
+      write: (groupId, records) => this.write(groupId, records).then((e) => storeErrorFor(e, false)),
+      topicByName: deps.topicByName,
+      topicName: deps.topicName,
+      maybeDowngradeReplaced: (group) => (isDowngradeEnabled(this.migrationPolicy) && group.members.size <= this.settings.maxSize ? this.downgrade(group, null) : null),
     });
   }
 
@@ -226,14 +257,14 @@ export class GroupCoordinator {
     return this.loading.size > 0;
   }
 
-  private classicGroup(groupId: string, create: boolean): ClassicGroup | number | undefined {
+  private classicGroup(groupId: string, create: boolean): ClassicGroup | ConsumerGroup | undefined {
     const g = this.groups.get(groupId);
     if (g?.type === 'classic') return g;
     if (g !== undefined) {
-      // An empty consumer group may be taken over by the classic protocol; a live one may not.
-      if (!create || g.members.size > 0) return ErrorCode.GROUP_ID_NOT_FOUND;
+      // A consumer group serves classic members; an empty one is taken over by a joining classic member.
+      if (!create || g.members.size > 0) return g;
       g.dead = true;
-      void this.write(groupId, [consumerGroupMetadataRecord(groupId, null)]);
+      void this.write(groupId, consumerGroupTombstones(g));
     }
     if (!create) return undefined;
     const created = new ClassicGroup(groupId, this.now);
@@ -241,18 +272,77 @@ export class GroupCoordinator {
     return created;
   }
 
-  private consumerGroup(groupId: string, create: boolean): ConsumerGroup | number {
+  /**
+   * Kafka's getOrMaybeCreateConsumerGroup: the consumer group; with `create` a new one, one replacing an
+   * empty classic group, or (the online upgrade, when the policy allows it) one converted from a live
+   * classic group of the consumer protocol type. A new group is registered only by `create()`.
+   */
+  private consumerGroup(groupId: string, create: boolean): ConsumerGroupLookup {
     const g = this.groups.get(groupId);
-    if (g?.type === 'consumer') return g;
-    if (g !== undefined && !g.is(ClassicGroupState.EMPTY)) return ErrorCode.GROUP_ID_NOT_FOUND;
-    if (!create) return ErrorCode.GROUP_ID_NOT_FOUND;
-    if (g !== undefined) {
-      g.state = ClassicGroupState.DEAD;
-      if (g.protocolType !== null) void this.write(groupId, [groupMetadataRecord(groupId, null)]);
+    if (g?.type === 'consumer') return { group: g };
+    if (g === undefined) {
+      if (!create) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Consumer group ${groupId} not found.` };
+      const created = new ConsumerGroup(groupId);
+      return { group: created, create: () => (this.groups.set(groupId, created), []) };
     }
-    const created = new ConsumerGroup(groupId);
-    this.groups.set(groupId, created);
-    return created;
+    const notConsumer = { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Group ${groupId} is not a consumer group` };
+    if (!create) return notConsumer;
+    if (g.is(ClassicGroupState.EMPTY)) {
+      const created = new ConsumerGroup(groupId);
+      return {
+        group: created,
+        create: () => {
+          g.transitionTo(ClassicGroupState.DEAD);
+          this.groups.set(groupId, created);
+          return g.protocolType === null ? [] : [groupMetadataRecord(groupId, null)];
+        },
+      };
+    }
+    const refusal = onlineUpgradeRefusal(g, this.migrationPolicy, this.consumerSettings.maxSize);
+    if (refusal !== null) {
+      this.logger.info({ group: groupId }, `Cannot upgrade classic group ${groupId} to consumer group because ${refusal}.`);
+      return notConsumer;
+    }
+    let converted: ConsumerGroup;
+    try {
+      converted = consumerGroupFromClassic(g, (name) => this.deps.topicByName(name)?.topicId);
+    } catch (e) {
+      if (!(e instanceof MigrationError)) throw e;
+      this.logger.warn({ group: groupId, err: e }, 'cannot upgrade the classic group');
+      return { errorCode: e.errorCode, errorMessage: e.message };
+    }
+    return { group: converted, create: () => this.upgrade(g, converted) };
+  }
+
+  /**
+   * Registers the consumer group converted from a live classic group (Kafka's convertToConsumerGroup):
+   * classic members waiting in a join or a sync are told to rejoin, their classic timers stop, sessions
+   * restart on their own timeouts. Returns the classic group's tombstone and the new group's records.
+   */
+  private upgrade(classic: ClassicGroup, converted: ConsumerGroup): CoordinatorRecord[] {
+    this.classic.unload(classic, ErrorCode.REBALANCE_IN_PROGRESS);
+    classic.transitionTo(ClassicGroupState.DEAD);
+    this.groups.set(classic.groupId, converted);
+    for (const m of converted.members.values()) this.consumer.scheduleSessionTimeout(converted, m, m.classicMemberMetadata?.sessionTimeoutMs);
+    this.logger.info({ group: classic.groupId, epoch: converted.groupEpoch, members: converted.members.size }, 'upgraded classic group to consumer group');
+    return [groupMetadataRecord(classic.groupId, null), ...consumerGroupRecords(converted)];
+  }
+
+  /**
+   * Kafka's convertToClassicGroup: the consumer group's records are tombstoned, the classic group (every
+   * member but `leavingMemberId`) written and registered, the members' classic sessions started; when a
+   * member left, a rebalance so that the others rejoin. Throws MigrationError when it cannot be done.
+   */
+  private downgrade(group: ConsumerGroup, leavingMemberId: string | null): CoordinatorRecord[] {
+    const classic = classicGroupFromConsumer(group, leavingMemberId, this.now, (id) => this.deps.topicName(id));
+    const records = [...consumerGroupTombstones(group), groupMetadataRecord(group.groupId, classic.toRecordValue())];
+    for (const m of group.members.values()) this.consumer.cancelTimers(m);
+    group.dead = true;
+    this.groups.set(group.groupId, classic);
+    for (const m of classic.members.values()) this.classic.scheduleHeartbeat(classic, m);
+    this.logger.info({ group: group.groupId, generation: classic.generationId, members: classic.size }, 'downgraded consumer group to classic group');
+    if (leavingMemberId !== null) this.classic.maybePrepareRebalance(classic, `Downgrade group ${group.groupId} from consumer to classic.`);
+    return records;
   }
 
   // ---- persistence ----

@@ -125,7 +125,10 @@ export async function loadPartition(log: ReplayableLog): Promise<LoadedPartition
   return out;
 }
 
-/** Builds a consumer group from its replayed records (members without metadata are dropped). */
+/**
+ * Builds a consumer group from its replayed records (members without metadata are dropped); members
+ * using the classic protocol come back with their classic metadata.
+ */
 export function buildConsumerGroup(groupId: string, r: ConsumerGroupRecords): ConsumerGroup {
   const g = new ConsumerGroup(groupId);
   g.groupEpoch = r.epoch ?? 0;
@@ -140,6 +143,8 @@ export function buildConsumerGroup(groupId: string, r: ConsumerGroupRecords): Co
     m.subscribedTopicRegex = v.subscribedTopicRegex;
     m.rebalanceTimeoutMs = v.rebalanceTimeoutMs;
     m.serverAssignor = v.serverAssignor;
+    const classic = v.classicMemberMetadata ?? null;
+    if (classic !== null) m.classicMemberMetadata = { sessionTimeoutMs: classic.sessionTimeoutMs, supportedProtocols: classic.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })) };
     g.members.set(memberId, m);
     const cur = r.current.get(memberId);
     if (cur !== undefined) {

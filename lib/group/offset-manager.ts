@@ -46,6 +46,8 @@ function validateCommit(c: GroupCoordinator, p: CommitParams): number {
     if (gen < 0 && g.members.size === 0) return ErrorCode.NONE;
     const m = g.members.get(p.memberId);
     if (m === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+    // A member using the classic protocol commits with its generation (= member epoch), any version.
+    if (m.useClassicProtocol) return gen === m.memberEpoch ? ErrorCode.NONE : ErrorCode.ILLEGAL_GENERATION;
     if (p.apiVersion < 9) return ErrorCode.UNSUPPORTED_VERSION;
     if (gen > m.memberEpoch) return ErrorCode.FENCED_MEMBER_EPOCH;
     if (gen < m.memberEpoch) return ErrorCode.STALE_MEMBER_EPOCH;
@@ -147,7 +149,7 @@ export function fetchOffsets(
   if (g?.type === 'consumer' && (member.memberEpoch >= 0 || (member.memberId !== null && member.memberId !== ''))) {
     const m = g.members.get(member.memberId ?? '');
     if (m === undefined) return { errorCode: ErrorCode.UNKNOWN_MEMBER_ID, topics: [] };
-    if (m.memberEpoch !== member.memberEpoch) return { errorCode: ErrorCode.STALE_MEMBER_EPOCH, topics: [] };
+    if (m.memberEpoch !== member.memberEpoch) return { errorCode: m.useClassicProtocol ? ErrorCode.ILLEGAL_GENERATION : ErrorCode.STALE_MEMBER_EPOCH, topics: [] };
   }
   const unstable = (topic: string, partition: number): boolean => requireStable && c.pendingTxn.isPending(groupId, topic, partition);
   const entry = (partitionIndex: number, o: OffsetAndMetadata | undefined, topic: string): FetchedPartition =>

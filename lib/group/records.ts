@@ -12,6 +12,7 @@ import * as CGMemberKey from '../../protocol/generated/data/consumer-group-membe
 import * as CGMemberValue from '../../protocol/generated/data/consumer-group-member-metadata-value.js';
 import * as CGMetaKey from '../../protocol/generated/data/consumer-group-metadata-key.js';
 import * as CGMetaValue from '../../protocol/generated/data/consumer-group-metadata-value.js';
+import * as CGPartitionMetaKey from '../../protocol/generated/data/consumer-group-partition-metadata-key.js';
 import * as CGTargetMemberKey from '../../protocol/generated/data/consumer-group-target-assignment-member-key.js';
 import * as CGTargetMemberValue from '../../protocol/generated/data/consumer-group-target-assignment-member-value.js';
 import * as CGTargetMetaKey from '../../protocol/generated/data/consumer-group-target-assignment-metadata-key.js';
@@ -95,6 +96,14 @@ export function consumerGroupMetadataRecord(groupId: string, epoch: number | nul
   return { key, value: epoch === null ? null : encode(CGMetaValue.ConsumerGroupMetadataValueSchema, 0, { epoch }) };
 }
 
+/**
+ * ConsumerGroupPartitionMetadata (the subscription metadata): gregor recomputes it instead of persisting
+ * it, so only its tombstone is written, where Kafka deletes a group's records.
+ */
+export function consumerGroupPartitionMetadataTombstone(groupId: string): CoordinatorRecord {
+  return { key: encode(CGPartitionMetaKey.ConsumerGroupPartitionMetadataKeySchema, RecordKeyVersion.CONSUMER_GROUP_PARTITION_METADATA, { groupId }), value: null };
+}
+
 export function consumerGroupMemberRecord(groupId: string, memberId: string, value: CGMemberValue.ConsumerGroupMemberMetadataValue | null): CoordinatorRecord {
   const key = encode(CGMemberKey.ConsumerGroupMemberMetadataKeySchema, RecordKeyVersion.CONSUMER_GROUP_MEMBER_METADATA, { groupId, memberId });
   return { key, value: value === null ? null : encode(CGMemberValue.ConsumerGroupMemberMetadataValueSchema, 0, value) };
@@ -124,6 +133,7 @@ export type DecodedRecord =
   | { type: 'consumer-target-metadata'; group: string; assignmentEpoch: number | null }
   | { type: 'consumer-target-member'; group: string; memberId: string; value: CGTargetMemberValue.ConsumerGroupTargetAssignmentMemberValue | null }
   | { type: 'consumer-current-member'; group: string; memberId: string; value: CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValue | null }
+  | { type: 'consumer-partition-metadata'; group: string }
   | { type: 'unknown'; keyVersion: number };
 
 function readValue<T>(schema: Schema<T>, value: Buffer | null): T | null {
@@ -165,6 +175,11 @@ export function decodeCoordinatorRecord(key: Buffer, value: Buffer | null): Deco
       const k = CGMetaKey.ConsumerGroupMetadataKeySchema.read(r, kv);
       r.check();
       return { type: 'consumer-group', group: k.groupId, epoch: readValue(CGMetaValue.ConsumerGroupMetadataValueSchema, value)?.epoch ?? null };
+    }
+    case RecordKeyVersion.CONSUMER_GROUP_PARTITION_METADATA: {
+      const k = CGPartitionMetaKey.ConsumerGroupPartitionMetadataKeySchema.read(r, kv);
+      r.check();
+      return { type: 'consumer-partition-metadata', group: k.groupId };
     }
     case RecordKeyVersion.CONSUMER_GROUP_MEMBER_METADATA: {
       const k = CGMemberKey.ConsumerGroupMemberMetadataKeySchema.read(r, kv);

@@ -62,15 +62,19 @@ describe('KIP-848 ConsumerGroupHeartbeat', () => {
     expect((t.coordinator.groups.get('cg') as ConsumerGroup).state).to.equal('Stable');
   });
 
-  it('fences bad epochs, unknown members, unknown assignors; a live consumer group refuses the classic protocol', async () => {
+  it('fences bad epochs, unknown members, unknown assignors; a live consumer group refuses classic requests it cannot serve', async () => {
     await hb(t, { memberId: 'A' });
     expect((await hb(t, { memberId: 'A', memberEpoch: 9, topicPartitions: null })).errorCode).to.equal(ErrorCode.FENCED_MEMBER_EPOCH);
     expect((await hb(t, { memberId: 'Z', memberEpoch: 1, topicPartitions: null })).errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
     expect((await hb(t, { memberId: 'C', serverAssignor: 'nope' })).errorCode).to.equal(ErrorCode.UNSUPPORTED_ASSIGNOR);
     expect((await hb(t, { memberId: 'C', rebalanceTimeoutMs: -1 })).errorCode).to.equal(ErrorCode.INVALID_REQUEST);
-    const j = await t.coordinator.classic.joinGroup({ groupId: 'cg', memberId: '', groupInstanceId: null, requireKnownMemberId: false, supportSkippingAssignment: false, clientId: 'c', clientHost: 'h', rebalanceTimeoutMs: 10000, sessionTimeoutMs: 10000, protocolType: 'consumer', protocols: [{ name: 'range', metadata: Buffer.alloc(0) }], reason: null });
-    expect(j.errorCode).to.equal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
-    expect(t.coordinator.classic.heartbeat('cg', 'A', null, 1)).to.equal(ErrorCode.GROUP_ID_NOT_FOUND);
+    const join = (o: object) => t.coordinator.classic.joinGroup({ groupId: 'cg', memberId: '', groupInstanceId: null, requireKnownMemberId: false, supportSkippingAssignment: false, clientId: 'c', clientHost: 'h', rebalanceTimeoutMs: 10000, sessionTimeoutMs: 10000, protocolType: 'consumer', protocols: [{ name: 'range', metadata: Buffer.alloc(0) }], reason: null, ...o });
+    // Kafka serves classic members in a consumer group, but only of the consumer protocol type and with a readable subscription.
+    expect((await join({ protocolType: 'connect' })).errorCode).to.equal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    expect((await join({})).errorCode).to.equal(ErrorCode.UNKNOWN_SERVER_ERROR);
+    expect((t.coordinator.groups.get('cg') as ConsumerGroup).members.size).to.equal(1);
+    // A member using the consumer protocol is unknown to the classic Heartbeat.
+    expect(t.coordinator.classic.heartbeat('cg', 'A', null, 1)).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
   });
 
   it('leaving with epoch -1 frees the partitions for the others', async () => {

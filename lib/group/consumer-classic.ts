@@ -149,20 +149,7 @@ export class ClassicInConsumerGroup {
     member.classicMemberMetadata = classicMeta;
     if (changed) records.push(consumerGroupMemberRecord(group.groupId, member.memberId, this.consumer.memberValue(member)));
 
-    this.consumer.resolveRegexes(group);
-    const meta = this.consumer.subscriptionMetadata(group);
-    if (meta !== group.subscriptionMetadata) {
-      group.subscriptionMetadata = meta;
-      bump = true;
-    }
-    if (bump) {
-      group.groupEpoch++;
-      records.push(consumerGroupMetadataRecord(group.groupId, group.groupEpoch));
-      this.ctx.logger.info({ group: group.groupId, epoch: group.groupEpoch }, 'bumped consumer group epoch');
-    }
-
-    // 2. A new target assignment when the group epoch moved past it.
-    if (group.groupEpoch > group.assignmentEpoch) records.push(...this.consumer.updateTargetAssignment(group));
+    this.consumer.advanceGroup(group, bump, records);
 
     // 3. Reconcile the member towards its target; what it owns comes from its subscription.
     if (!(member.memberEpoch === group.assignmentEpoch && member.state === MemberState.STABLE)) {

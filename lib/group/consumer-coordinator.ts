@@ -192,21 +192,8 @@ export class ConsumerCoordinator {
     member.clientHost = clientHost;
     if (changed) records.push(consumerGroupMemberRecord(group.groupId, member.memberId, this.memberValue(member)));
 
-    // Regexes resolved against the current topics; topics appearing, going or growing move the group epoch.
-    this.resolveRegexes(group);
-    const meta = this.subscriptionMetadata(group);
-    if (meta !== group.subscriptionMetadata) {
-      group.subscriptionMetadata = meta;
-      bump = true;
-    }
-    if (bump) {
-      group.groupEpoch++;
-      records.push(consumerGroupMetadataRecord(group.groupId, group.groupEpoch));
-      this.ctx.logger.info({ group: group.groupId, epoch: group.groupEpoch }, 'bumped consumer group epoch');
-    }
-
-    // 2. A new target assignment when the group epoch moved past it.
-    if (group.groupEpoch > group.assignmentEpoch) records.push(...this.updateTargetAssignment(group));
+    // 2. The group epoch and, when it moved past it, a new target assignment.
+    this.advanceGroup(group, bump, records);
 
     // 3. Reconcile this member towards the target.
     const owned = req.topicPartitions === null ? null : toAssignment(req.topicPartitions);
@@ -407,6 +394,26 @@ export class ConsumerCoordinator {
     records.push(consumerGroupTargetMetadataRecord(group.groupId, group.assignmentEpoch));
     this.ctx.logger.info({ group: group.groupId, epoch: group.assignmentEpoch, assignor: assignor.name, members: members.length }, 'computed new target assignment');
     return records;
+  }
+
+  /**
+   * Regexes resolved against the current topics; topics appearing, going or growing (or `bump`: a
+   * member's subscription changed) move the group epoch; past the assignment epoch, a new target
+   * assignment is computed. Adds the records to write.
+   */
+  advanceGroup(group: ConsumerGroup, bump: boolean, records: CoordinatorRecord[]): void {
+    this.resolveRegexes(group);
+    const meta = this.subscriptionMetadata(group);
+    if (meta !== group.subscriptionMetadata) {
+      group.subscriptionMetadata = meta;
+      bump = true;
+    }
+    if (bump) {
+      group.groupEpoch++;
+      records.push(consumerGroupMetadataRecord(group.groupId, group.groupEpoch));
+      this.ctx.logger.info({ group: group.groupId, epoch: group.groupEpoch }, 'bumped consumer group epoch');
+    }
+    if (group.groupEpoch > group.assignmentEpoch) records.push(...this.updateTargetAssignment(group));
   }
 
   memberValue(m: ConsumerGroupMember) {

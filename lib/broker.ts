@@ -67,6 +67,11 @@ export class Broker {
     return `${adv.host}:${adv.port}`;
   }
 
+  /** host:port of the admin HTTP listener (metrics, health, faults), or null when there is none. */
+  get adminAddress(): string | null {
+    return null;
+  }
+
   get port(): number {
     return this.servers[0]?.listener.port ?? -1;
   }

@@ -4,6 +4,7 @@
  */
 import { Broker } from './broker.js';
 import { ConfigError } from './config.js';
+import { isToolCommand, runTool } from './cli/index.js';
 
 const USAGE = `usage: gregor start [--config FILE] [--override key=value]... [--data-dir DIR] [--port N]
   Starts a Kafka-compatible broker (default 127.0.0.1:9092, data in ./data).
@@ -39,6 +40,7 @@ export function parseArgs(argv: readonly string[]): CliArgs {
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
+  if (isToolCommand(argv[0])) return runTool(argv);
   let args: CliArgs;
   try {
     args = parseArgs(argv);

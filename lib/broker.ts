@@ -4,8 +4,13 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { faultRoutes } from './admin/fault-routes.js';
+import { healthRoutes } from './admin/health-routes.js';
+import { metricsRoutes } from './admin/metrics-routes.js';
+import { requestLogRoutes } from './admin/request-routes.js';
+import { AdminServer } from './admin/server.js';
 import { AppendPool } from './append/pool.js';
-import { BrokerConfig, type ConfigValue, type Listener, parseListener } from './config.js';
+import { BrokerConfig, type ConfigValue, type Listener, parseAdminListener, parseListener } from './config.js';
 import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
@@ -14,9 +19,15 @@ import { LocalMetadataStore } from './metadata/local-store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
+import { checkAdvertisedListeners } from './network/advertised-check.js';
+import { BrokerMetrics } from './observability/broker-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
+import { type MetricsSource, PrometheusExporter } from './observability/prometheus.js';
+import { Readiness } from './observability/readiness.js';
+import type { RequestTiming } from './observability/request-timing.js';
 import { Purgatory } from './replica/purgatory.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
+import { ensureTopics, type TopicSpec } from './topic-spec.js';
 import { TopicManager } from './topics.js';
 import { createTransactionCoordinator } from './txn/index.js';
 import { ProducerIdManager } from './txn/producer-ids.js';
@@ -34,6 +45,8 @@ export interface BrokerOptions {
   /** KAFKA_* variables to read (default: none for embedded use; the CLI passes process.env). */
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
+  /** Topics that exist before start() resolves: created when missing, an existing one is left as it is (a difference is logged). lib/topic-spec.ts */
+  topics?: readonly TopicSpec[];
 }
 
 export class Broker {
@@ -41,6 +54,17 @@ export class Broker {
   readonly logger: Logger;
   /** Fault-injection rules for tests (per-API errors, delays, dropped connections): lib/network/faults.ts. */
   readonly faults = new FaultInjector();
+  /**
+   * What must hold before the broker is ready (/v1/status/ready, `ready`): the Kafka listeners bound
+   * and the group coordinator loaded; start-up code adds its own (`readiness.hold('declared topics')`
+   * before start(), released once they exist).
+   */
+  readonly readiness = new Readiness();
+  /** Request and topic meters behind /metrics and /v1/requests. */
+  readonly metrics: BrokerMetrics;
+  private readonly listenersBound = this.readiness.hold('listeners');
+  private admin: AdminServer | null = null;
+  private exporter: PrometheusExporter | null = null;
   private readonly servers: { listener: Listener; server: KafkaServer }[] = [];
   private readonly advertised = new Map<string, Listener>();
   private services!: BrokerServices;
@@ -48,6 +72,9 @@ export class Broker {
   private metadata!: LocalMetadataStore;
   private appendPool: AppendPool | null = null;
   private stopping: Promise<void> | null = null;
+  private readonly declaredTopics: readonly TopicSpec[];
+  /** Aborts background start-up work (the advertised-listener check) on stop. */
+  private readonly background = new AbortController();
 
   constructor(opts: BrokerOptions = {}) {
     const overrides: Record<string, string | ConfigValue> = { ...(opts.config ?? {}) };
@@ -56,7 +83,18 @@ export class Broker {
     const sources: ConstructorParameters<typeof BrokerConfig>[0] = { overrides, env: opts.env ?? {} };
     if (opts.configFile !== undefined) sources.file = opts.configFile;
     this.config = new BrokerConfig(sources);
+    this.declaredTopics = opts.topics ?? [];
     this.logger = opts.logger ?? createLogger({ base: { broker: this.config.nodeId } });
+    this.metrics = new BrokerMetrics({ requestLogSize: this.config.int('admin.requests.log.size') });
+  }
+
+  /** Resolves once the broker is ready: listeners bound, group coordinator loaded, and every `readiness` condition met. */
+  get ready(): Promise<void> {
+    return this.readiness.whenReady();
+  }
+
+  get isReady(): boolean {
+    return this.readiness.isReady;
   }
 
   /** host:port of the first listener, for clients. */
@@ -69,7 +107,7 @@ export class Broker {
 
   /** host:port of the admin HTTP listener (metrics, health, faults), or null when there is none. */
   get adminAddress(): string | null {
-    return null;
+    return this.admin?.address ?? null;
   }
 
   get port(): number {
@@ -103,6 +141,7 @@ export class Broker {
       groups,
       txn,
       logger: this.logger,
+      metrics: this.metrics,
       apiVersions,
       advertisedListener: (name) => this.advertised.get(name),
       notifyAppend: (topic, partition, bytes) => {
@@ -113,13 +152,23 @@ export class Broker {
     };
     await topics.loadAll();
     await groups.startup();
+    this.readiness.add('group coordinator', groups.whenLoaded());
+    topics.onTopicsChanged((topic, change) => {
+      if (change === 'deleted') this.metrics.topics.forget(topic);
+    });
     await txn.startup();
+    try {
+      await ensureTopics(topics, (name) => this.metadata.topic(name), this.declaredTopics, this.logger, this.config.int('num.partitions'));
+    } catch (e) {
+      await this.stop();
+      throw e;
+    }
     this.logManager.startMaintenance(this.config.long('log.retention.check.interval.ms') ?? 300000);
     this.logManager.startProducerExpiration(this.config.int('producer.id.expiration.check.interval.ms'), this.config.int('producer.id.expiration.ms'));
 
-    const dispatcher = new Dispatcher(HANDLERS, () => this.services, this.faults);
+    const dispatcher = new Dispatcher(HANDLERS, () => this.services, this.faults, this.metrics);
     dispatcher.setAdvertised(apiVersions);
-    const dispatch = (frame: Buffer, conn: ConnectionInfo) => dispatcher.dispatch(frame, conn, conn.logger);
+    const dispatch = (frame: Buffer, conn: ConnectionInfo, timing?: RequestTiming) => dispatcher.dispatch(frame, conn, conn.logger, timing);
     const advertisedSpecs = new Map(this.config.list('advertised.listeners').map((s) => parseListener(s)).map((l) => [l.name, l]));
     for (const spec of this.config.list('listeners')) {
       const l = parseListener(spec);
@@ -135,6 +184,7 @@ export class Broker {
           maxConnections: this.config.int('max.connections'),
           maxConnectionsPerIp: this.config.int('max.connections.per.ip'),
           maxQueuedRequests: this.config.int('queued.max.requests'),
+          requestObserver: this.metrics,
         },
         dispatch,
         this.logger,
@@ -145,20 +195,98 @@ export class Broker {
       const adv = advertisedSpecs.get(l.name);
       this.advertised.set(l.name, adv === undefined ? listener : { ...adv, port: adv.port === 0 ? bound.port : adv.port });
     }
+    this.listenersBound.release();
+    try {
+      await this.startAdmin();
+    } catch (e) {
+      await this.stop();
+      throw e;
+    }
     this.logger.info(
-      { clusterId: this.metadata.clusterId, nodeId: this.config.nodeId, dataDir, bootstrap: this.bootstrapServers, startupMs: Date.now() - started },
+      { clusterId: this.metadata.clusterId, nodeId: this.config.nodeId, dataDir, bootstrap: this.bootstrapServers, admin: this.adminAddress, startupMs: Date.now() - started },
       'gregor started',
     );
+    const advertised = this.servers.map((x) => ({ bound: x.listener, advertised: this.advertised.get(x.listener.name) ?? x.listener }));
+    void checkAdvertisedListeners(advertised, { clusterId: this.metadata.clusterId, logger: this.logger, signal: this.background.signal }).catch(() => undefined);
     return this;
+  }
+
+  /**
+   * The admin HTTP listener (admin.listener). Left at its default, it takes a free port when a Kafka
+   * listener asked for one (embedded brokers and tests) or when the default port is taken (with a
+   * warning); a port set explicitly must bind, or start fails with GREGOR_ERR_ADMIN_LISTEN.
+   */
+  private async startAdmin(): Promise<void> {
+    const explicit = this.config.explicit.has('admin.listener');
+    const spec = parseAdminListener(this.config.string('admin.listener') ?? 'none');
+    if (spec === null) return;
+    const anyPort = this.config.list('listeners').some((l) => parseListener(l).port === 0);
+    const routes = [
+      ...metricsRoutes(() => (this.exporter ??= new PrometheusExporter(this.metricsSource()))),
+      ...healthRoutes(this.readiness),
+      ...requestLogRoutes(this.metrics.requestLog),
+      ...faultRoutes(this.faults),
+    ];
+    const make = (port: number) => new AdminServer({ host: spec.host, port, allowRemote: this.config.bool('admin.listener.allow.remote'), routes, logger: this.logger });
+    let server = make(!explicit && anyPort ? 0 : spec.port);
+    try {
+      await server.listen();
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      if (explicit || err.code !== 'EADDRINUSE') {
+        throw new Error(`GREGOR_ERR_ADMIN_LISTEN: cannot bind the admin listener to ${spec.host}:${spec.port} (admin.listener): ${err.message}`);
+      }
+      this.logger.warn({ port: spec.port }, `admin port ${spec.port} is in use: the admin listener takes a free port instead (set admin.listener to choose)`);
+      server = make(0);
+      await server.listen();
+    }
+    this.admin = server;
+  }
+
+  /** What /metrics reads (computed at scrape time). */
+  private metricsSource(): MetricsSource {
+    const s = this.services;
+    const brokerMinIsr = this.config.int('min.insync.replicas');
+    return {
+      metrics: this.metrics,
+      nodeId: this.config.nodeId,
+      brokerAddress: () => this.bootstrapServers,
+      isReady: () => this.readiness.isReady,
+      *topics() {
+        for (const t of s.metadata.topics()) {
+          const minIsr = t.configs['min.insync.replicas'];
+          yield { name: t.name, partitions: s.topics.logsOf(t.name) ?? [], partitionCount: t.partitions, minInsyncReplicas: minIsr !== undefined ? Number(minIsr) : brokerMinIsr };
+        }
+      },
+      *groups() {
+        const g = s.groups;
+        const ids = new Set([...g.groups.keys(), ...g.offsets.groups()]);
+        for (const groupId of ids) {
+          yield {
+            groupId,
+            members: g.groups.get(groupId)?.members.size ?? 0,
+            *offsets() {
+              for (const o of g.offsets.all(groupId)) yield { topic: o.topic, partition: o.partition, offset: o.offset.offset };
+            },
+          };
+        }
+      },
+      listeners: () => this.servers.map((x) => ({ name: x.listener.name, connections: x.server.connections.values() })),
+    };
   }
 
   /** Stops accepting, lets in-flight requests finish, flushes the logs and writes the clean-shutdown marker. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      this.background.abort();
+      this.readiness.hold('shutdown'); // not ready from here on
+      this.faults.clear(); // paused appends go ahead and no injected delay holds a connection open
+      const adminClosed = this.admin?.close();
       this.services?.groups.shutdown();
       this.services?.txn.shutdown();
       this.services?.purgatory.expireAll();
       await Promise.all(this.servers.map((s) => s.server.close(10_000)));
+      await adminClosed;
       this.services?.purgatory.expireAll();
       await this.metadata?.persisted();
       await this.logManager?.shutdown();

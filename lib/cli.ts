@@ -1,24 +1,42 @@
 /**
- * `gregor start [--config server.properties] [--override key=value]…`; KAFKA_* environment variables
- * are read too (Apache image mapping). SIGTERM/SIGINT stop the broker cleanly and exit 0.
+ * `gregor start [--config server.properties] [--override key=value]… [--topic spec]… [--ready-file path]`;
+ * KAFKA_* environment variables are read too (Apache image mapping), GREGOR_TOPICS declares topics.
+ * Once ready (listeners bound, declared topics created): the ready file, then one stdout line
+ * `GREGOR_READY {"bootstrap":…,"admin":…}`, and a banner on stderr when it is a terminal
+ * (lib/ready-signal.ts). SIGTERM/SIGINT remove the ready file, stop the broker cleanly and exit 0.
+ * Exit 2: bad arguments, configuration or topic specs.
  */
 import { Broker } from './broker.js';
 import { ConfigError } from './config.js';
 import { isToolCommand, runTool } from './cli/index.js';
+import { announceReady, banner, prepareReadyFile, removeReadyFile } from './ready-signal.js';
+import { mergeTopicSpecs, parseTopicSpec, parseTopicSpecList, TOPIC_SPEC_SYNTAX, type TopicSpec } from './topic-spec.js';
 
 const USAGE = `usage: gregor start [--config FILE] [--override key=value]... [--data-dir DIR] [--port N]
+                    [--topic ${TOPIC_SPEC_SYNTAX}]... [--ready-file PATH]
   Starts a Kafka-compatible broker (default 127.0.0.1:9092, data in ./data).
-  Kafka's server.properties keys are accepted in the file, as --override, and as KAFKA_* variables.`;
+  Kafka's server.properties keys are accepted in the file, as --override, and as KAFKA_* variables.
+  --topic (repeatable) and GREGOR_TOPICS (specs separated by spaces or ';') declare topics that exist
+  before the broker is ready, e.g. --topic orders:3:retention.ms=60000,cleanup.policy=compact,delete
+  When ready it prints GREGOR_READY {"bootstrap":"host:port","admin":"host:port"} on stdout and writes
+  the same JSON to --ready-file (removed again on a clean stop).
+
+Tools (each speaks the Kafka protocol to gregor or any Kafka; \`gregor <command> --help\` for details):
+  topic create|list|describe|delete|alter-config|add-partitions, produce, consume,
+  group list|describe|seek|delete, offsets, cluster info|health, debug dump-log`;
 
 export interface CliArgs {
   command: string;
   configFile?: string;
   overrides: Record<string, string>;
+  /** --topic, parsed (GREGOR_TOPICS is read in main) */
+  topics: TopicSpec[];
+  readyFile?: string;
 }
 
 export function parseArgs(argv: readonly string[]): CliArgs {
   const [command = 'start', ...rest] = argv;
-  const args: CliArgs = { command, overrides: {} };
+  const args: CliArgs = { command, overrides: {}, topics: [] };
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i] ?? '';
     const next = (): string => {
@@ -34,6 +52,9 @@ export function parseArgs(argv: readonly string[]): CliArgs {
       args.overrides[kv.slice(0, eq)] = kv.slice(eq + 1);
     } else if (a === '--data-dir') args.overrides['log.dir'] = next();
     else if (a === '--port') args.overrides['listeners'] = `PLAINTEXT://127.0.0.1:${next()}`;
+    else if (a === '--topic') args.topics.push(parseTopicSpec(next()));
+    else if (a === '--ready-file') args.readyFile = next();
+    else if (a === '--help' || a === '-h') args.command = 'help';
     else throw new ConfigError(`unknown argument '${a}'\n${USAGE}`);
   }
   return args;
@@ -57,42 +78,64 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   let broker: Broker;
+  let topics: TopicSpec[];
   try {
-    broker = new Broker({ config: args.overrides, env: process.env, ...(args.configFile !== undefined ? { configFile: args.configFile } : {}) });
+    topics = mergeTopicSpecs(parseTopicSpecList(process.env['GREGOR_TOPICS'] ?? ''), args.topics);
+    if (args.readyFile !== undefined) prepareReadyFile(args.readyFile);
+    broker = new Broker({ config: args.overrides, env: process.env, topics, ...(args.configFile !== undefined ? { configFile: args.configFile } : {}) });
   } catch (e) {
     console.error(e instanceof Error ? e.message : String(e));
     return 2;
   }
   const faults = process.env['GREGOR_FAULTS'];
   if (faults !== undefined && faults !== '') {
-    // fault injection for client tests run against a child broker: a JSON array of rules (lib/network/faults.ts, without `match`)
+    // fault injection for client tests run against a child broker: the JSON POST /v1/faults takes (a rule or an array, lib/network/fault-rules.ts)
     try {
-      const rules = JSON.parse(faults) as unknown;
-      if (!Array.isArray(rules)) throw new Error('GREGOR_ERR_FAULT_RULE: GREGOR_FAULTS must be a JSON array of rules');
-      for (const r of rules) broker.faults.add(r as Parameters<typeof broker.faults.add>[0]);
+      broker.faults.addJson(faults);
     } catch (e) {
       console.error(`GREGOR_FAULTS: ${e instanceof Error ? e.message : String(e)}`);
       return 2;
     }
-    broker.logger.warn({ faults: broker.faults.rules }, 'fault injection rules from GREGOR_FAULTS are active');
+    broker.logger.warn({ faults: broker.faults.list() }, 'fault injection rules from GREGOR_FAULTS are active');
   }
   broker.logger.info({ config: broker.config.effective() }, 'effective configuration');
   await broker.start();
-  return new Promise<number>((resolveExit) => {
-    let stopping = false;
+  let stopping = false;
+  const exit = new Promise<number>((resolveExit) => {
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
       broker.logger.info({ signal }, 'shutting down');
-      broker.stop().then(
-        () => resolveExit(0),
-        (err: unknown) => {
-          broker.logger.error({ err }, 'shutdown failed');
-          resolveExit(1);
-        },
-      );
+      const readyFileRemoved = args.readyFile !== undefined ? removeReadyFile(args.readyFile) : Promise.resolve();
+      readyFileRemoved
+        .catch((err: unknown) => broker.logger.warn({ err, readyFile: args.readyFile }, 'could not remove the ready file'))
+        .then(() => broker.stop())
+        .then(
+          () => resolveExit(0),
+          (err: unknown) => {
+            broker.logger.error({ err }, 'shutdown failed');
+            resolveExit(1);
+          },
+        );
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
   });
+  await Promise.race([broker.ready, exit]);
+  if (stopping) return exit;
+  const info = { bootstrap: broker.bootstrapServers, admin: broker.adminAddress };
+  try {
+    await announceReady(info, { logger: broker.logger, readyFile: args.readyFile });
+  } catch (e) {
+    broker.logger.error({ err: e, readyFile: args.readyFile }, 'cannot write the ready file');
+    await broker.stop();
+    return 1;
+  }
+  if (stopping && args.readyFile !== undefined) await removeReadyFile(args.readyFile).catch(() => undefined); // a signal came while it was written
+  if (process.stderr.isTTY === true) {
+    const defaultPartitions = broker.config.int('num.partitions');
+    const declared = topics.map((t) => ({ name: t.name, partitions: t.partitions === -1 ? defaultPartitions : t.partitions }));
+    process.stderr.write(banner(info, { dataDir: broker.dataDir, topics: declared, readyMs: performance.now() }));
+  }
+  return exit;
 }

@@ -131,6 +131,12 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'validation.deep': { type: 'boolean', default: false },
   'num.append.workers': { type: 'int', default: -1, validate: atLeast(-1) },
   'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },
+  // The admin HTTP listener (metrics, health, request log, fault injection): host:port, 0 or host:0
+  // for a free port, none to disable. Clients other than loopback ones are refused unless allowed.
+  'admin.listener': { type: 'string', default: '127.0.0.1:9644', validate: (v) => adminListenerError(v) },
+  'admin.listener.allow.remote': { type: 'boolean', default: false },
+  // How many of the last requests GET /v1/requests keeps (0: none).
+  'admin.requests.log.size': { type: 'int', default: 1000, validate: atLeast(0) },
 };
 
 /** Topic-level keys and the broker key each one inherits its default from. */
@@ -365,6 +371,30 @@ export function parseTopicConfig(key: string, raw: string | null): ConfigValue {
   const t = TOPIC_CONFIG[key];
   if (t === undefined) throw new ConfigError(`unknown topic config '${key}'`);
   return validated(key, t.def, parseValue(key, t.def, raw));
+}
+
+/** An admin.listener value: null for `none`, else where to bind (`0` alone: 127.0.0.1 on a free port; `:p` or `p`: 127.0.0.1). */
+export function parseAdminListener(spec: string): { host: string; port: number } | null {
+  const v = spec.trim();
+  if (v.toLowerCase() === 'none') return null;
+  const m = /^(?:(\[[^\]]*\]|[^:]*):)?(\d+)$/.exec(v);
+  if (m === null || m[2] === undefined) throw new ConfigError(`admin.listener=${spec}: ${ADMIN_LISTENER_FORMAT}`);
+  const port = Number(m[2]);
+  if (port > 65535) throw new ConfigError(`admin.listener=${spec}: invalid port`);
+  const host = (m[1] ?? '').replace(/^\[|\]$/g, '');
+  return { host: host === '' ? '127.0.0.1' : host, port };
+}
+
+const ADMIN_LISTENER_FORMAT = 'expected host:port, a port, 0 or none';
+
+function adminListenerError(v: ConfigValue): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  try {
+    parseAdminListener(v);
+    return undefined;
+  } catch {
+    return ADMIN_LISTENER_FORMAT;
+  }
 }
 
 export interface Listener {

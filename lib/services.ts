@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { BrokerConfig, Listener } from './config.js';
 import type { LocalMetadataStore } from './metadata/local-store.js';
 import type { GroupCoordinator } from './group/coordinator.js';
+import type { BrokerMetrics } from './observability/broker-metrics.js';
 import type { Purgatory } from './replica/purgatory.js';
 import type { TopicManager } from './topics.js';
 import type { TransactionCoordinator } from './txn/coordinator.js';
@@ -25,6 +26,8 @@ export interface BrokerServices {
   /** Producer ids, transactions (on __transaction_state) and their markers. */
   readonly txn: TransactionCoordinator;
   readonly logger: Logger;
+  /** Request and topic meters (/metrics, /v1/requests): the Produce handler counts what it appends here. */
+  readonly metrics: BrokerMetrics;
   /** Advertised endpoint per listener name (after binding, so port 0 is resolved). */
   advertisedListener(name: string): Listener | undefined;
   /** The API ranges this broker advertises (all handlers, or an emulated release's). */

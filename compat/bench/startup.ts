@@ -1,10 +1,12 @@
 /**
- * Benchmark 4: start-up and memory. `node bin/gregor.js start` on a fresh data dir and a free port;
- * a raw client retries connecting every 2 ms, asks Metadata for a new topic (auto-created), and
- * produces one record (Produce v8, acks=1) until it succeeds: spawn -> listening -> first
- * successful produce, BENCH_STARTUP_RUNS times (default 5, median reported). Then, on one more
- * broker: RSS idle, after BENCH_RSS_RECORDS records (default 1,000,000, 100 bytes, librdkafka
- * acks=1), and after a 5 s settle, plus the peak (VmHWM).
+ * Benchmark 4: start-up and memory. First, with no client, spawn -> the `GREGOR_READY` stdout line
+ * (issue 13's budget: 300 ms) for `node bin/gregor.js start --port 0`, the same with three declared
+ * topics (`--topic`), and through `npm start`. Then `node bin/gregor.js start` on a fresh data dir and
+ * a free port; a raw client retries connecting every 2 ms, asks Metadata for a new topic
+ * (auto-created), and produces one record (Produce v8, acks=1) until it succeeds: spawn -> listening
+ * -> first successful produce. Each BENCH_STARTUP_RUNS times (default 5, median reported). Then, on
+ * one more broker: RSS idle, after BENCH_RSS_RECORDS records (default 1,000,000, 100 bytes,
+ * librdkafka acks=1; 0 skips the memory part), and after a 5 s settle, plus the peak (VmHWM).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -94,6 +96,48 @@ async function startAndProduce(): Promise<Started> {
   }
 }
 
+/** The commands of the start -> GREGOR_READY series (each on a fresh data dir, appended). */
+export const READY_VARIANTS: readonly { name: string; cmd: string; args: readonly string[] }[] = [
+  { name: 'node bin/gregor.js start --port 0', cmd: process.execPath, args: [join(ROOT_DIR, 'bin/gregor.js'), 'start', '--port', '0'] },
+  { name: '... --topic orders:3 --topic events:6:retention.ms=60000 --topic compacted:1:cleanup.policy=compact', cmd: process.execPath, args: [join(ROOT_DIR, 'bin/gregor.js'), 'start', '--port', '0', '--topic', 'orders:3', '--topic', 'events:6:retention.ms=60000', '--topic', 'compacted:1:cleanup.policy=compact'] },
+  { name: 'npm start -- --port 0', cmd: 'npm', args: ['start', '--silent', '--', '--port', '0'] },
+];
+
+/** Spawns one variant on a fresh data dir; ms from spawn until the GREGOR_READY line is on its stdout. */
+async function startToReady(variant: (typeof READY_VARIANTS)[number]): Promise<number> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gregor-ready-'));
+  const spawnedAt = performance.now();
+  const child = spawn(variant.cmd, [...variant.args, '--data-dir', dataDir], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+  let out = '';
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  try {
+    return await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no GREGOR_READY within 30 s: ${stderr}`)), 30_000);
+      child.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (/(^|\n)GREGOR_READY \{/.test(out)) {
+          clearTimeout(timer);
+          resolve(performance.now() - spawnedAt);
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`${variant.name} exited with ${code}: ${stderr}`)));
+    });
+  } finally {
+    child.kill('SIGTERM'); // npm passes it on to the broker
+    const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(t);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : ((s[s.length / 2 - 1] ?? 0) + (s[s.length / 2] ?? 0)) / 2;
+};
+
 async function produceMany(bootstrap: string, topic: string, n: number): Promise<number> {
   const p: RdProducer = new (rdkafka().Producer)({ 'bootstrap.servers': bootstrap, acks: 1, 'linger.ms': 5, 'batch.size': 1000000, 'queue.buffering.max.messages': 500000, log_level: 0 });
   await connectRd(p);
@@ -123,19 +167,38 @@ async function produceMany(bootstrap: string, topic: string, n: number): Promise
 export async function startup(ctx: BenchContext): Promise<void> {
   const runs = envInt('BENCH_STARTUP_RUNS', 5);
   const nRecords = envInt('BENCH_RSS_RECORDS', 1_000_000);
+  const ready: { name: string; ms: number[]; median: number }[] = [];
+  for (const v of READY_VARIANTS) {
+    const ms: number[] = [];
+    for (let i = 0; i < runs; i++) ms.push(round(await startToReady(v), 1));
+    ready.push({ name: v.name, ms, median: round(median(ms), 1) });
+    ctx.log(`  start -> GREGOR_READY ${round(median(ms), 1)} ms (median of ${runs}; ${ms.join(', ')}): ${v.name}`);
+  }
+  const readyMed = ready[0]?.median ?? NaN;
   const times: { listeningMs: number; producedMs: number }[] = [];
   for (let i = 0; i < runs; i++) {
     const s = await startAndProduce();
     times.push({ listeningMs: round(s.listeningMs, 1), producedMs: round(s.producedMs, 1) });
     await s.stop();
   }
-  const med = (xs: number[]) => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : ((s[s.length / 2 - 1] ?? 0) + (s[s.length / 2] ?? 0)) / 2;
-  };
+  const med = median;
   const listenMed = round(med(times.map((t) => t.listeningMs)), 1);
   const prodMed = round(med(times.map((t) => t.producedMs)), 1);
   ctx.log(`  start -> listening ${listenMed} ms, -> first produce ${prodMed} ms (median of ${runs})`);
+  const readyRows: (string | number)[][] = ready.map((r) => [`start → GREGOR_READY, median ms: ${r.name} (runs: ${r.ms.join(', ')})`, r.median]);
+  const readyChart = { kind: 'bar' as const, title: 'Start → GREGOR_READY line (ms, no client)', xLabel: 'run', yLabel: 'ms', series: ready.map((r) => ({ name: r.name, points: r.ms.map((y, i) => ({ x: String(i + 1), y })) })) };
+  if (nRecords === 0) {
+    writeBench(ctx.outDir, {
+      id: 'startup',
+      title: 'Start-up time',
+      description: `Spawn → GREGOR_READY on stdout (no client), ${runs} runs per command; then spawn → listening → first successful produce (Metadata v4 auto-create + Produce v8 acks=1, a raw client retrying every 2 ms). Memory part skipped (BENCH_RSS_RECORDS=0).`,
+      headline: [`process start → GREGOR_READY: ${readyMed} ms (median of ${runs}, node bin/gregor.js start --port 0)`, `process start → first successful produce: ${prodMed} ms (listening after ${listenMed} ms)`],
+      charts: [readyChart],
+      table: { columns: ['measure', 'value'], rows: [...readyRows, ['start → listening, median ms', listenMed], ['start → first successful produce, median ms', prodMed]] },
+      notes: ['Each run is a fresh process on a fresh data dir, so the time includes Node.js starting, loading the compiled broker and creating __consumer_offsets.'],
+    });
+    return;
+  }
 
   const s = await startAndProduce();
   const pid = s.child.pid ?? -1;
@@ -164,10 +227,12 @@ export async function startup(ctx: BenchContext): Promise<void> {
     id: 'startup',
     title: 'Start-up time and memory',
     description:
+      `Spawn → GREGOR_READY on stdout (no client) for each command in the first table rows, ${runs} runs each. ` +
       `\`node bin/gregor.js start\` with a fresh data dir and a free port, ${runs} times. A raw client retries connecting every 2 ms, then asks Metadata (v4, auto-create) for a new topic and produces one 100-byte record (Produce v8, acks=1) until it succeeds. ` +
       `Memory: VmRSS of the broker process from /proc/<pid>/status, idle 5 s after start-up, then right after ${nRecords.toLocaleString('en-US')} 100-byte records produced by librdkafka (acks=1, one partition) and 5 s later.`,
-    headline: [`process start → first successful produce: ${prodMed} ms (median of ${runs}; listening after ${listenMed} ms)`, `RSS idle ${mb(rssIdle)} MB; after ${nRecords.toLocaleString('en-US')} records ${mb(rssAfter)} MB (peak ${mb(peak)} MB)`],
+    headline: [`process start → GREGOR_READY: ${readyMed} ms (median of ${runs}, node bin/gregor.js start --port 0)`, `process start → first successful produce: ${prodMed} ms (median of ${runs}; listening after ${listenMed} ms)`, `RSS idle ${mb(rssIdle)} MB; after ${nRecords.toLocaleString('en-US')} records ${mb(rssAfter)} MB (peak ${mb(peak)} MB)`],
     charts: [
+      readyChart,
       {
         kind: 'bar',
         title: 'Start-up (ms)',
@@ -189,6 +254,7 @@ export async function startup(ctx: BenchContext): Promise<void> {
     table: {
       columns: ['measure', 'value'],
       rows: [
+        ...readyRows,
         ['start → listening, median ms', listenMed],
         ['start → first successful produce, median ms', prodMed],
         ['start → first produce, each run (ms)', times.map((t) => t.producedMs).join(', ')],

@@ -10,7 +10,10 @@ import { ProtocolError } from '../../protocol/codec/errors.js';
 import { decodeRequest, encodeResponse, peekRequestHeader } from '../../protocol/frame.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { mergeScopedError, withoutPartitions } from '../network/fault-scope.js';
 import type { FaultInjector, PickedFault } from '../network/faults.js';
+import type { BrokerMetrics } from '../observability/broker-metrics.js';
+import type { RequestTiming } from '../observability/request-timing.js';
 import type { BrokerServices } from '../services.js';
 import { type ConnectionDetails, type Handler, NO_RESPONSE, type RequestContext } from './types.js';
 
@@ -24,6 +27,8 @@ export class Dispatcher {
     handlers: readonly Handler<never, unknown>[],
     private readonly services: () => BrokerServices,
     private readonly faults: FaultInjector | null = null,
+    /** request and topic meters: shown every response before it is encoded */
+    private readonly metrics: BrokerMetrics | null = null,
   ) {
     for (const h of handlers) this.handlers.set(h.apiKey, h);
   }
@@ -34,10 +39,15 @@ export class Dispatcher {
     for (const r of ranges) this.advertised.set(r.apiKey, { minVersion: r.minVersion, maxVersion: r.maxVersion });
   }
 
-  async dispatch(frame: Buffer, conn: ConnectionDetails, logger: Logger): Promise<DispatchResult> {
+  async dispatch(frame: Buffer, conn: ConnectionDetails, logger: Logger, timing?: RequestTiming): Promise<DispatchResult> {
     const peek = peekRequestHeader(frame);
     if (peek === null) return { close: `request of ${frame.length} bytes is too short for a header` };
     const { apiKey, apiVersion, correlationId } = peek;
+    if (timing !== undefined) {
+      timing.apiKey = apiKey;
+      timing.apiVersion = apiVersion;
+      timing.correlationId = correlationId;
+    }
     const range = this.advertised.get(apiKey);
     const handler = this.handlers.get(apiKey);
     if (apiKey === ApiKey.ApiVersions && range !== undefined && (apiVersion < range.minVersion || apiVersion > range.maxVersion)) {
@@ -56,6 +66,11 @@ export class Dispatcher {
       if (e instanceof ProtocolError) return { close: `malformed request (API ${apiKey} v${apiVersion}): ${e.message}` };
       throw e;
     }
+    if (timing !== undefined) {
+      timing.decoded = true;
+      timing.clientId = decoded.header.clientId;
+    }
+    if (apiKey === ApiKey.ApiVersions && apiVersion >= 3) rememberClientSoftware(conn, decoded.body);
     const ctx: RequestContext = {
       apiKey,
       apiVersion,
@@ -64,6 +79,8 @@ export class Dispatcher {
       conn,
       services: this.services(),
       logger,
+      timing,
+      ...(this.faults !== null ? { faults: this.faults } : {}),
     };
     if (this.faults !== null) {
       const fault = this.faults.pick(apiKey, decoded.body, ctx);
@@ -81,52 +98,75 @@ export class Dispatcher {
     return this.encode(handler, decoded.body as never, body, ctx);
   }
 
-  /** The request under an injected fault (when 'before': the handler may never run; 'after': it ran). */
+  /**
+   * The request under an injected fault (when 'before': the handler may never run; 'after': it ran).
+   * A scoped 'error' (topic filter, Produce/Fetch) errs only the partitions the rule names: 'before',
+   * the handler runs on the request without them; either way the answer merges both (fault-scope.ts).
+   */
   private async dispatchFault(fault: PickedFault, handler: Handler<never, unknown>, req: never, ctx: RequestContext): Promise<DispatchResult> {
     const { apiKey, apiVersion, correlationId, logger } = ctx;
     const what = `${fault.action} ${fault.when} API ${apiKey} v${apiVersion}`;
+    const delayMs = fault.action === 'delay' ? fault.nextDelayMs() : 0;
     logger.debug(
-      { apiKey, apiVersion, correlationId, action: fault.action, when: fault.when, errorCode: fault.errorCode, delayMs: fault.delayMs, applied: fault.applied },
+      { apiKey, apiVersion, correlationId, action: fault.action, when: fault.when, errorCode: fault.errorCode, delayMs, applied: fault.applied },
       `fault injection: ${what}`,
     );
+    const resolve = (id: string) => ctx.services.metadata.topicById(id)?.name;
+    const hit = (topic: string, partition: number) => fault.hits(topic, partition);
+    let run: never = req;
     if (fault.when === 'before') {
       if (fault.action === 'close') return { close: `fault injection: ${what} (handler not run)` };
       if (fault.action === 'error') {
-        // A request Kafka never answers (Produce acks=0) gets nothing back: it is simply not handled.
-        if (apiKey === ApiKey.Produce && (req as { acks?: unknown }).acks === 0) return { noResponse: true };
-        return this.encode(handler, req, handler.errorResponse(req, fault.errorCode, ctx), ctx);
-      }
-      await sleep(fault.delayMs);
+        const rest = fault.scoped ? withoutPartitions(apiKey, req, hit, resolve) : null;
+        if (rest === null) {
+          // A request Kafka never answers (Produce acks=0) gets nothing back: it is simply not handled.
+          if (apiKey === ApiKey.Produce && (req as { acks?: unknown }).acks === 0) return { noResponse: true };
+          return this.encode(handler, req, handler.errorResponse(req, fault.errorCode, ctx), ctx);
+        }
+        run = rest as never;
+      } else await sleep(delayMs);
     }
     let body: unknown;
     try {
-      const res = await handler.handle(req, ctx);
+      const res = await handler.handle(run, ctx);
       if (res === NO_RESPONSE) {
         if (fault.when === 'after' && fault.action === 'close') return { close: `fault injection: ${what} (handler ran, no response)` };
-        if (fault.when === 'after' && fault.action === 'delay') await sleep(fault.delayMs);
+        if (fault.when === 'after' && fault.action === 'delay') await sleep(delayMs);
         return { noResponse: true };
       }
       body = res;
     } catch (e) {
       logger.error({ err: e, apiKey, apiVersion, correlationId }, 'request handler failed: answering UNKNOWN_SERVER_ERROR');
-      body = handler.errorResponse(req, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
+      body = handler.errorResponse(run, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
     }
-    if (fault.when === 'after') {
+    if (fault.action === 'error' && (fault.when === 'after' || run !== req)) {
+      const errorBody = handler.errorResponse(req, fault.errorCode, ctx);
+      body = fault.scoped ? mergeScopedError(apiKey, req, errorBody, body, hit, resolve) : errorBody;
+    } else if (fault.when === 'after') {
       if (fault.action === 'close') return { close: `fault injection: ${what} (handler ran, response dropped)` };
-      if (fault.action === 'error') body = handler.errorResponse(req, fault.errorCode, ctx);
-      else await sleep(fault.delayMs);
+      if (fault.action === 'delay') await sleep(delayMs);
     }
     return this.encode(handler, req, body, ctx);
   }
 
   private encode(handler: Handler<never, unknown>, req: never, body: unknown, ctx: RequestContext): DispatchResult {
     const { apiKey, apiVersion, correlationId } = ctx;
+    this.metrics?.responded(apiKey, req, body, ctx.timing);
+    let out: DispatchResult;
     try {
-      return { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };
+      out = { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };
     } catch (e) {
       ctx.logger.error({ err: e, apiKey, apiVersion, correlationId }, 'response encoding failed: answering UNKNOWN_SERVER_ERROR');
       const fallback = handler.errorResponse(req, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
-      return { response: encodeResponse(apiKey, apiVersion, correlationId, fallback, { sizePrefix: true }) };
+      out = { response: encodeResponse(apiKey, apiVersion, correlationId, fallback, { sizePrefix: true }) };
     }
+    if (ctx.timing !== undefined) ctx.timing.responseReadyAt = performance.now();
+    return out;
   }
+}
+
+/** Remembers the client software an ApiVersions v3+ request names, for the connection's later requests. */
+function rememberClientSoftware(conn: ConnectionDetails, body: unknown): void {
+  const { clientSoftwareName: name, clientSoftwareVersion: version } = body as { clientSoftwareName?: string; clientSoftwareVersion?: string };
+  if (name !== undefined && name !== '') conn.clientSoftware = { name, version: version ?? '' };
 }

@@ -169,9 +169,12 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
     // enough bytes were appended to them. A consumer that is caught up everywhere waits before any
     // response is built, so an idle consumer on thousands of partitions holds no response objects
     // across the wait.
+    // The time parked there is Kafka's RemoteTimeMs for this request, not handler (local) time.
     const waitForBytes = async (needed: number) => {
       let appended = 0;
+      const parkedAt = performance.now();
       await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (bytes) => (appended += bytes ?? 0) >= needed);
+      if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
     };
     if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);
     let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);

@@ -88,6 +88,9 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
         partitionResponses: await Promise.all(
           td.partitionData.map(async (pd): Promise<ProduceResponsePartitionProduceResponse> => {
             if (!validAcks) return failed(pd.index, ErrorCode.INVALID_REQUIRED_ACKS);
+            // A 'pause' fault rule holds this partition's appends (in arrival order) before any check: they run on release.
+            const held = ctx.faults?.appendGate(td.name, pd.index, ctx.clientId);
+            if (held !== undefined && held !== null) await held;
             const log = s.topics.partition(td.name, pd.index);
             if (log === undefined) return failed(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
             if (pd.records === null || pd.records.length === 0) return failed(pd.index, ErrorCode.CORRUPT_MESSAGE, 'empty produce payload');
@@ -104,6 +107,7 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             const size = pd.records.length;
             try {
               const { info, written } = await log.appendAsync(pd.records, { leaderEpoch: 0 });
+              s.metrics.topics.produced(td.name, info.recordCount, size);
               writes.push(written.then(() => s.notifyAppend(td.name, pd.index, size)));
               return {
                 index: pd.index,

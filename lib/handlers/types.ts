@@ -1,5 +1,7 @@
 /** The contract every API handler implements; one file per API under lib/handlers/. */
 import type { Logger } from 'pino';
+import type { FaultInjector } from '../network/faults.js';
+import type { RequestTiming } from '../observability/request-timing.js';
 import type { BrokerServices } from '../services.js';
 
 /** Returned by a handler when Kafka sends no response (Produce with acks=0). */
@@ -13,6 +15,8 @@ export interface ConnectionDetails {
   listenerName: string;
   /** Resolves once the connection has closed: per-connection state a handler keeps is released then. */
   readonly closed: Promise<void>;
+  /** The client's software name and version from its ApiVersions v3+ request (the dispatcher remembers it). */
+  clientSoftware?: { name: string; version: string };
 }
 
 export interface RequestContext {
@@ -23,6 +27,13 @@ export interface RequestContext {
   conn: ConnectionDetails;
   services: BrokerServices;
   logger: Logger;
+  /**
+   * This request's timing record, when requests are observed: a handler that parks the request in
+   * the purgatory adds the time it waited to `timing.remoteMs` (Kafka's RemoteTimeMs).
+   */
+  timing?: RequestTiming | undefined;
+  /** The broker's fault injector, when it has one (the Produce handler asks it whether appends are paused). */
+  faults?: FaultInjector;
 }
 
 export interface Handler<Req = never, Res = unknown> {

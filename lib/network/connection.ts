@@ -5,6 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Logger } from '../observability/logger.js';
+import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 
 export interface ConnectionInfo {
   /** Kafka-style connection id: "localHost:localPort-remoteHost:remotePort-index" */
@@ -15,6 +16,8 @@ export interface ConnectionInfo {
   logger: Logger;
   /** resolves once the socket has closed */
   closed: Promise<void>;
+  /** the client's software name and version, from its ApiVersions v3+ request (set by the dispatcher) */
+  clientSoftware?: { name: string; version: string };
 }
 
 /**
@@ -24,8 +27,11 @@ export interface ConnectionInfo {
  */
 export type DispatchResult = { response: Buffer | Buffer[] } | { noResponse: true } | { close: string };
 
-/** Handles one request frame (without its 4-byte size prefix). */
-export type Dispatch = (frame: Buffer, conn: ConnectionInfo) => DispatchResult | Promise<DispatchResult>;
+/**
+ * Handles one request frame (without its 4-byte size prefix). `timing` is present when the listener
+ * has a RequestObserver: the dispatcher fills in what the request was and when its response was ready.
+ */
+export type Dispatch = (frame: Buffer, conn: ConnectionInfo, timing?: RequestTiming) => DispatchResult | Promise<DispatchResult>;
 
 export interface ConnectionLimits {
   /** socket.request.max.bytes: larger (or negative) sizes close the connection unread */
@@ -56,7 +62,13 @@ export class Connection {
   private frameSize = -1;
 
   private readonly queue: Buffer[] = [];
+  /** when each queued frame had been read (performance.now()), kept only with an observer */
+  private readonly queueTimes: number[] = [];
+  /** requests whose responses were handed to the socket and are not flushed yet, in write order */
+  private readonly sending: RequestTiming[] = [];
   private queuedBytes = 0;
+  /** while onData runs (with an observer): when its chunk was read, so requests it dispatches need no second clock read */
+  private readAtNow = -1;
   private inFlight = false;
   private readPaused = false;
   private state: State = 'open';
@@ -69,6 +81,8 @@ export class Connection {
     private readonly dispatch: Dispatch,
     private readonly limits: ConnectionLimits,
     logger: Logger,
+    /** told about every request once its response has been flushed (request metrics, request log) */
+    private readonly observer: RequestObserver | null = null,
   ) {
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
     this.info = { ...info, logger: logger.child({ conn: info.id }), closed: this.closed };
@@ -109,6 +123,7 @@ export class Connection {
     // While ending, bytes from the peer are read and dropped so our last responses are not lost
     // to a reset when the socket closes with unread data.
     if (this.state !== 'open') return;
+    const readAt = this.observer === null ? 0 : performance.now();
     this.chunks.push(chunk);
     this.buffered += chunk.length;
     for (;;) {
@@ -129,9 +144,12 @@ export class Connection {
       const frame = this.take(this.frameSize);
       this.frameSize = -1;
       this.queue.push(frame);
+      if (this.observer !== null) this.queueTimes.push(readAt);
       this.queuedBytes += frame.length;
     }
+    this.readAtNow = readAt;
     this.pump();
+    this.readAtNow = -1;
     this.updateReading();
   }
 
@@ -207,9 +225,15 @@ export class Connection {
       const frame = this.queue.shift()!;
       this.queuedBytes -= frame.length;
       this.inFlight = true;
+      let timing: RequestTiming | undefined;
+      if (this.observer !== null) {
+        const now = this.readAtNow >= 0 ? this.readAtNow : performance.now();
+        timing = this.observer.begin(this.info, this.queueTimes.shift() ?? now, frame.length);
+        timing.startedAt = now;
+      }
       let result: DispatchResult | Promise<DispatchResult>;
       try {
-        result = this.dispatch(frame, this.info);
+        result = this.dispatch(frame, this.info, timing);
       } catch (err) {
         this.inFlight = false;
         this.destroy('dispatch threw', 'warn', { err: errText(err) });
@@ -219,7 +243,7 @@ export class Connection {
         result.then(
           (r) => {
             this.inFlight = false;
-            if (this.complete(r)) this.pump();
+            if (this.complete(r, timing)) this.pump();
           },
           (err: unknown) => {
             this.inFlight = false;
@@ -230,34 +254,68 @@ export class Connection {
         return;
       }
       this.inFlight = false;
-      if (!this.complete(result)) return;
+      if (!this.complete(result, timing)) return;
     }
     this.updateReading();
     if (this.state === 'ending' && !this.busy) this.finishEnding();
   }
 
   /** Writes a result's response. Returns false if the connection is now closing. */
-  private complete(r: DispatchResult): boolean {
+  private complete(r: DispatchResult, timing: RequestTiming | undefined): boolean {
     if (this.state === 'closed') return false;
     if ('response' in r) {
       const res = r.response;
+      if (!Buffer.isBuffer(res) && res.length === 0) {
+        if (timing !== undefined) this.endedWithout(timing, RequestOutcome.RESPONSE, null);
+        return true;
+      }
+      // With an observer, the last write carries the callback that stamps the flush (one shared function).
+      const cb = timing === undefined ? undefined : this.onFlushed;
+      if (timing !== undefined) this.sendingStarts(timing, Buffer.isBuffer(res) ? res.length : res.reduce((n, b) => n + b.length, 0));
       if (Buffer.isBuffer(res)) {
-        this.socket.write(res);
+        this.socket.write(res, cb);
       } else if (res.length === 1) {
-        this.socket.write(res[0]!);
-      } else if (res.length > 1) {
+        this.socket.write(res[0]!, cb);
+      } else {
         this.socket.cork();
-        for (const b of res) this.socket.write(b);
+        for (let i = 0; i < res.length; i++) this.socket.write(res[i]!, i === res.length - 1 ? cb : undefined);
         this.socket.uncork();
       }
       return true;
     }
     if ('close' in r) {
+      if (timing !== undefined) this.endedWithout(timing, RequestOutcome.CLOSED, r.close);
       this.logClose(r.close, 'info', {});
       this.closeAfterFlush();
       return false;
     }
+    if (timing !== undefined) this.endedWithout(timing, RequestOutcome.NO_RESPONSE, null);
     return true; // noResponse (acks=0): nothing goes back
+  }
+
+  private sendingStarts(t: RequestTiming, bytes: number): void {
+    const now = performance.now();
+    if (t.responseReadyAt === 0) t.responseReadyAt = now;
+    t.sendStartAt = now;
+    t.responseBytes = bytes;
+    this.sending.push(t);
+  }
+
+  /** The write of the oldest unflushed response completed (flushed to the kernel, or failed). */
+  private readonly onFlushed = (): void => {
+    const t = this.sending.shift();
+    if (t === undefined) return;
+    t.sendDoneAt = performance.now();
+    this.observer?.completed(t);
+  };
+
+  /** A request that ends without a response: no response (acks=0) or the connection closes. */
+  private endedWithout(t: RequestTiming, outcome: RequestOutcome, reason: string | null): void {
+    if (t.responseReadyAt === 0) t.responseReadyAt = performance.now();
+    t.sendStartAt = t.sendDoneAt = t.responseReadyAt;
+    t.outcome = outcome;
+    t.closeReason = reason;
+    this.observer?.completed(t);
   }
 
   /** Ending: the last response is queued for writing; send FIN after it and drain the peer. */
@@ -269,6 +327,7 @@ export class Connection {
     if (this.socket.destroyed || this.socket.writableEnded) return;
     this.state = 'ending';
     this.queue.length = 0;
+    this.queueTimes.length = 0;
     this.queuedBytes = 0;
     this.dropUnframed();
     this.socket.end();
@@ -293,6 +352,7 @@ export class Connection {
   private onClose(): void {
     this.state = 'closed';
     this.queue.length = 0;
+    this.queueTimes.length = 0;
     this.queuedBytes = 0;
     this.dropUnframed();
     this.resolveClosed();

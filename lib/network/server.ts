@@ -5,7 +5,9 @@
  */
 import net from 'node:net';
 import type { Logger } from '../observability/logger.js';
+import type { RequestObserver } from '../observability/request-timing.js';
 import { Connection, type Dispatch } from './connection.js';
+import { bindServer } from './bind.js';
 import { applyBufferSizes } from './socket-buffers.js';
 
 export type { ConnectionInfo, Dispatch, DispatchResult } from './connection.js';
@@ -34,6 +36,8 @@ export interface ListenerOptions {
   maxQueuedRequests?: number;
   /** bytes of waiting requests before reading pauses (default 16 MiB) */
   maxQueuedBytes?: number;
+  /** told about every request once answered (request metrics and log); none: requests are not timed */
+  requestObserver?: RequestObserver;
 }
 
 const DEFAULT_GRACE_MS = 30_000;
@@ -58,24 +62,21 @@ export class KafkaServer {
     this.logger = logger.child({ listener: opts.name });
     // Kafka sets TCP_NODELAY and SO_KEEPALIVE on accepted sockets.
     this.server = net.createServer({ noDelay: true, keepAlive: true, allowHalfOpen: false }, (s) => this.onConnection(s));
-    this.server.on('error', (err) => this.logger.error({ err: err.message }, 'listener error'));
   }
 
   /** Binds and starts accepting; resolves with the bound address (the real port when 0 was asked). */
-  listen(): Promise<{ host: string; port: number }> {
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error): void => reject(err);
-      this.server.once('error', onError);
-      this.server.listen({ host: this.opts.host, port: this.opts.port }, () => {
-        this.server.off('error', onError);
-        // Accepted sockets inherit SO_RCVBUF from the listening one: set it there too so the TCP
-        // window scale in the handshake already reflects it (Kafka does the same).
-        applyBufferSizes(this.server, -1, this.opts.socketReceiveBufferBytes, this.logger);
-        const addr = this.server.address() as net.AddressInfo;
-        this.logger.info({ host: addr.address, port: addr.port }, 'listening');
-        resolve({ host: addr.address, port: addr.port });
-      });
-    });
+  async listen(): Promise<{ host: string; port: number }> {
+    const addr = await bindServer(this.server, this.opts.host, this.opts.port, (err) => this.logger.error({ err: err.message }, 'listener error'));
+    // Accepted sockets inherit SO_RCVBUF from the listening one: set it there too so the TCP
+    // window scale in the handshake already reflects it (Kafka does the same).
+    applyBufferSizes(this.server, -1, this.opts.socketReceiveBufferBytes, this.logger);
+    this.logger.info({ host: addr.host, port: addr.port }, 'listening');
+    return addr;
+  }
+
+  /** The listener's name (e.g. PLAINTEXT). */
+  get name(): string {
+    return this.opts.name;
   }
 
   get connectionCount(): number {
@@ -145,6 +146,7 @@ export class KafkaServer {
         maxQueuedBytes: this.opts.maxQueuedBytes ?? 16 * 1024 * 1024,
       },
       this.logger,
+      this.opts.requestObserver ?? null,
     );
     this.conns.set(id, conn);
     this.perIp.set(remoteAddress, (this.perIp.get(remoteAddress) ?? 0) + 1);

@@ -39,12 +39,14 @@ export interface ChildBroker {
   child: ChildProcess;
   bootstrap: string;
   port: number;
+  /** host:port of the admin HTTP listener, null when it has none (from the GREGOR_READY line) */
+  admin: string | null;
   /** Resolves with the exit code (null when killed by a signal). */
   exited: Promise<number | null>;
 }
 
 /**
- * Runs `gregor start` as a child process on `port` (0: pick one) and waits until it listens.
+ * Runs `gregor start` as a child process on `port` (0: pick one) and waits for its GREGOR_READY line.
  * GREGOR_CHILD_NODE_FLAGS (space-separated) goes to the child's node, e.g. to profile a benchmark's
  * broker: `GREGOR_CHILD_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof"` (NODE_OPTIONS refuses those).
  */
@@ -55,18 +57,18 @@ export async function startChildBroker(dataDir: string, port = 0, overrides: Rec
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', ...env } });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let out = '';
-  const bootstrap = await new Promise<string>((resolve, reject) => {
+  const ready = await new Promise<{ bootstrap: string; admin: string | null }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`broker did not start:\n${out}`)), 20000);
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
-      const m = /"bootstrap":"([^"]+)"/.exec(out);
+      const m = /^GREGOR_READY (\{.*\})$/m.exec(out);
       if (m?.[1] !== undefined) {
         clearTimeout(timer);
-        resolve(m[1]);
+        resolve(JSON.parse(m[1]) as { bootstrap: string; admin: string | null });
       }
     });
     child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
     child.on('exit', (code) => reject(new Error(`broker exited with ${code}:\n${out}`)));
   });
-  return { child, bootstrap, port: Number(bootstrap.split(':').pop()), exited };
+  return { child, bootstrap: ready.bootstrap, admin: ready.admin, port: Number(ready.bootstrap.split(':').pop()), exited };
 }

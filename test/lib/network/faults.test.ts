@@ -12,7 +12,7 @@ import { ApiKey } from '../../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import { buildRecordBatch, decodeRecords } from '../../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../../helpers/broker.js';
-import { PRODUCE_V, RawClient, rawCreateTopics, rawFetch, rawListOffset, rawProduce, rawRequestFrame } from '../../helpers/raw-client.js';
+import { FETCH_V, fetchBody, type PartitionProduceResult, PRODUCE_V, RawClient, type RawFetchPartition, rawCreateTopics, rawFetch, rawListOffset, rawProduce, rawRequestFrame } from '../../helpers/raw-client.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -166,13 +166,18 @@ describe('network: fault injection', function () {
       return c;
     };
     let topicSeq = 0;
-    const newTopic = async (): Promise<string> => {
+    const newTopic = async (partitions = 1): Promise<string> => {
       const name = `faults-${++topicSeq}`;
-      await rawCreateTopics(admin, [{ name, partitions: 1 }]);
+      await rawCreateTopics(admin, [{ name, partitions }]);
       return name;
     };
-    /** log end offset of partition 0 */
-    const end = (topic: string): Promise<bigint> => rawListOffset(admin, topic, 0);
+    /** log end offset of partition 0 (or another) */
+    const end = (topic: string, partition = 0): Promise<bigint> => rawListOffset(admin, topic, partition);
+    /** the keys stored in a partition, in offset order */
+    const keys = async (topic: string, partition = 0): Promise<(string | undefined)[]> => {
+      const f = await rawFetch(admin, topic, partition, 0n);
+      return decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString());
+    };
     /** The bystander is still connected and its produce is appended normally. */
     const bystanderWorks = async (): Promise<void> => {
       expect(bystander.closed, 'bystander connection closed').to.equal(false);
@@ -381,6 +386,106 @@ describe('network: fault injection', function () {
       expect(await end(topic)).to.equal(2n);
       const f = await rawFetch(admin, topic, 0, 0n);
       expect(decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal(['dup', 'dup']);
+    });
+
+    it("a topic/partition 'error' before on Produce errs only the partition named: the others are appended and answered", async () => {
+      const topic = await newTopic(2);
+      const other = await newTopic(1);
+      const h = b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'error', errorCode: NOT_LEADER, topic, partition: 0 });
+      const c = await connect();
+      const res = await c.request<{ responses: { name: string; partitionResponses: { index: number; errorCode: number; baseOffset: bigint }[] }[] }>(ApiKey.Produce, PRODUCE_V, {
+        transactionalId: null,
+        acks: -1,
+        timeoutMs: 10000,
+        topicData: [
+          { name: topic, partitionData: [{ index: 1, records: batch('p1') }, { index: 0, records: batch('p0') }] },
+          { name: other, partitionData: [{ index: 0, records: batch('o0') }] },
+        ],
+      });
+      expect(res.responses.map((t) => [t.name, t.partitionResponses.map((p) => [p.index, p.errorCode, p.baseOffset])])).to.deep.equal([
+        [topic, [[1, 0, 0n], [0, NOT_LEADER, -1n]]],
+        [other, [[0, 0, 0n]]],
+      ]);
+      expect([await end(topic, 0), await end(topic, 1), await end(other)]).to.deep.equal([0n, 1n, 1n]);
+      expect(h.applied).to.equal(1);
+      // a request that names only partition 1 is not touched at all
+      expect((await rawProduce(c, topic, [[1, batch('p1-again')]])).map((p) => [p.index, p.errorCode, p.baseOffset])).to.deep.equal([[1, 0, 1n]]);
+      expect(h.applied).to.equal(1);
+      // one that names only partition 0 gets the error without the handler running
+      expect((await rawProduce(c, topic, [[0, batch('p0-again')]]))[0]?.errorCode).to.equal(NOT_LEADER);
+      expect(await end(topic, 0)).to.equal(0n);
+      expect(h.applied).to.equal(2);
+    });
+
+    it("a topic 'error' after on Produce: every partition is appended, only the named one reports the error", async () => {
+      const topic = await newTopic(2);
+      b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'error', when: 'after', errorCode: NOT_LEADER, topic, partition: 1, times: 1 });
+      const c = await connect();
+      const r = await rawProduce(c, topic, [[0, batch('a0')], [1, batch('a1')]]);
+      expect(r.map((p) => [p.index, p.errorCode])).to.deep.equal([[0, 0], [1, NOT_LEADER]]);
+      expect([await end(topic, 0), await end(topic, 1)]).to.deep.equal([1n, 1n]);
+    });
+
+    it("a topic/partition 'error' on Fetch: the named partition carries the error, the other its records", async () => {
+      const topic = await newTopic(2);
+      const c = await connect();
+      await rawProduce(c, topic, [[0, batch('f0')], [1, batch('f1')]]);
+      const h = b.broker.faults.add({ apiKey: ApiKey.Fetch, action: 'error', errorCode: NOT_LEADER, topic, partition: 1 });
+      const res = await c.request<{ errorCode: number; responses: { topic: string; partitions: RawFetchPartition[] }[] }>(
+        ApiKey.Fetch,
+        FETCH_V,
+        fetchBody(topic, [{ partition: 0, fetchOffset: 0n }, { partition: 1, fetchOffset: 0n }]),
+      );
+      expect(res.errorCode).to.equal(0);
+      const [p0, p1] = res.responses[0]!.partitions;
+      expect([p0?.partitionIndex, p0?.errorCode, p0?.highWatermark]).to.deep.equal([0, 0, 1n]);
+      expect(decodeRecords(p0?.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal(['f0']);
+      expect([p1?.partitionIndex, p1?.errorCode, p1?.records?.length ?? 0]).to.deep.equal([1, NOT_LEADER, 0]);
+      expect(h.applied).to.equal(1);
+      expect((await rawFetch(c, topic, 0, 0n)).errorCode).to.equal(0); // partition 0 alone: not named, not touched
+      expect(h.applied).to.equal(1);
+    });
+
+    it("'pause' holds a partition's appends (other partitions go ahead), then releases them in arrival order on remove()", async () => {
+      const topic = await newTopic(2);
+      const h = b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'pause', topic, partition: 0 });
+      const producers = [await connect(), await connect(), await connect()];
+      const pending: Promise<PartitionProduceResult[]>[] = [];
+      for (const [i, c] of producers.entries()) {
+        // one at a time, so the arrival order is known; the first also carries partition 1
+        pending.push(rawProduce(c, topic, i === 0 ? [[0, batch('held-0')], [1, batch('free-1')]] : [[0, batch(`held-${i}`)]]));
+        const until = performance.now() + 5000;
+        while (b.broker.faults.list()[0]!.held !== i + 1 && performance.now() < until) await sleep(5);
+      }
+      await sleep(150);
+      expect(producers.map((c) => c.responses.length)).to.deep.equal([0, 0, 0]); // held: no answers
+      expect(await end(topic, 0)).to.equal(0n); // nothing appended to partition 0
+      expect(await end(topic, 1)).to.equal(1n); // partition 1 of the same request was appended at once
+      expect(b.broker.faults.list()[0]).to.include({ id: h.id, action: 'pause', held: 3, applied: 3 });
+      await bystanderWorks(); // other topics are not held
+      h.remove();
+      const results = await Promise.all(pending);
+      expect(results.map((r) => r.map((p) => [p.index, p.errorCode, p.baseOffset]))).to.deep.equal([
+        [[0, 0, 0n], [1, 0, 0n]],
+        [[0, 0, 1n]],
+        [[0, 0, 2n]],
+      ]);
+      expect(await keys(topic, 0)).to.deep.equal(['held-0', 'held-1', 'held-2']);
+      expect(await keys(topic, 1)).to.deep.equal(['free-1']);
+      // released: the next append goes straight through
+      expect((await rawProduce(producers[0]!, topic, [[0, batch('after')]]))[0]).to.include({ errorCode: 0, baseOffset: 3n });
+    });
+
+    it("'pause' with ttlMs releases on its own: the client sees latency, not an error", async () => {
+      const topic = await newTopic();
+      const ttlMs = 400;
+      b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'pause', topic, ttlMs });
+      const c = await connect();
+      const t0 = performance.now();
+      const [r] = await rawProduce(c, topic, [[0, batch('late')]]);
+      expect(r).to.include({ errorCode: 0, baseOffset: 0n });
+      expect(performance.now() - t0).to.be.at.least(ttlMs - 50);
+      expect(b.broker.faults.list()).to.deep.equal([]);
     });
   });
 });

@@ -1,0 +1,59 @@
+/**
+ * The broker's request and topic meters in one place: the network layer hands every finished request
+ * to `completed` (request metrics + request log), the dispatcher shows it every response body before
+ * encoding (`responded`: error codes, per-topic request counts, bytes out), and the Produce handler
+ * counts what it appended (`topics.produced`). /metrics and /v1/requests read from here.
+ */
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { FetchRequest, FetchResponse } from '../../protocol/generated/fetch.js';
+import type { ProduceResponse } from '../../protocol/generated/produce.js';
+import { RequestLog } from './request-log.js';
+import { RequestMetrics } from './request-metrics.js';
+import { type RequestObserver, RequestTiming, type TimedConnection } from './request-timing.js';
+import { BrokerTopicMetrics } from './topic-metrics.js';
+
+/** A Fetch sent by a follower replica (replica id in the request before v15, in ReplicaState after). */
+export function isFollowerFetch(req: FetchRequest): boolean {
+  return (req.replicaId ?? -1) >= 0 || (req.replicaState?.replicaId ?? -1) >= 0;
+}
+
+export class BrokerMetrics implements RequestObserver {
+  readonly requests = new RequestMetrics();
+  readonly topics = new BrokerTopicMetrics();
+  readonly requestLog: RequestLog;
+
+  constructor(opts: { requestLogSize: number }) {
+    this.requestLog = new RequestLog(opts.requestLogSize);
+  }
+
+  /** a record the request log let go of, reused for the next request (no allocation in steady state) */
+  private spare: RequestTiming | undefined;
+
+  begin(conn: TimedConnection, receivedAt: number, requestBytes: number): RequestTiming {
+    const t = this.spare;
+    if (t === undefined) return new RequestTiming(conn, receivedAt, requestBytes);
+    this.spare = undefined;
+    return t.reset(conn, receivedAt, requestBytes);
+  }
+
+  completed(t: RequestTiming): void {
+    if (t.decoded) this.requests.record(t);
+    this.spare = this.requestLog.add(t);
+  }
+
+  /** The response about to be encoded for a decoded request (`timing` absent when nothing observes requests). */
+  responded(apiKey: number, req: unknown, body: unknown, timing: RequestTiming | undefined): void {
+    let partitionError = 0;
+    if (apiKey === ApiKey.Produce) {
+      partitionError = this.topics.produceResponse(body as ProduceResponse);
+    } else if (apiKey === ApiKey.Fetch) {
+      const follower = isFollowerFetch(req as FetchRequest);
+      partitionError = this.topics.fetchResponse(body as FetchResponse, follower);
+      if (timing !== undefined) timing.follower = follower;
+    }
+    if (timing === undefined) return;
+    const top = (body as { errorCode?: unknown }).errorCode;
+    timing.errorCode = typeof top === 'number' ? top : 0;
+    timing.partitionErrorCode = partitionError;
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Kafka's BrokerTopicMetrics, per topic and for all topics together: MessagesInPerSec,
+ * BytesInPerSec, BytesOutPerSec, Total/FailedProduceRequestsPerSec and Total/FailedFetchRequestsPerSec,
+ * kept as plain counters and exposed as `kafka_server_brokertopicmetrics_*_total` at scrape time.
+ * Messages and bytes in are counted by the Produce handler per successful append (records appended,
+ * payload bytes); the request counts come from one walk over each Produce / Fetch response, which
+ * also finds the response's first partition error for the request log. As in Kafka, a request counts
+ * once per partition it names, and bytes out are the record bytes a consumer fetch returned.
+ */
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { FetchResponse } from '../../protocol/generated/fetch.js';
+import type { ProduceResponse } from '../../protocol/generated/produce.js';
+
+export class TopicStats {
+  messagesIn = 0;
+  bytesIn = 0;
+  bytesOut = 0;
+  totalProduceRequests = 0;
+  failedProduceRequests = 0;
+  totalFetchRequests = 0;
+  failedFetchRequests = 0;
+}
+
+/** Errors that name no topic of this broker: counted for all topics only (Kafka does not make a topic's meters for them). */
+function unknownTopic(code: number): boolean {
+  return code === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION || code === ErrorCode.UNKNOWN_TOPIC_ID;
+}
+
+export class BrokerTopicMetrics {
+  /** the broker-wide meters (Kafka's allTopicsStats: the series without a topic label) */
+  readonly all = new TopicStats();
+  private readonly byTopic = new Map<string, TopicStats>();
+
+  topic(name: string): TopicStats {
+    let s = this.byTopic.get(name);
+    if (s === undefined) this.byTopic.set(name, (s = new TopicStats()));
+    return s;
+  }
+
+  topics(): IterableIterator<[string, TopicStats]> {
+    return this.byTopic.entries();
+  }
+
+  /** A deleted topic's meters go away (Kafka removes them too). */
+  forget(topic: string): void {
+    this.byTopic.delete(topic);
+  }
+
+  /** One successful append of a Produce request (a retried duplicate appends nothing: records 0, not counted). */
+  produced(topic: string, records: number, bytes: number): void {
+    if (records === 0) return;
+    const s = this.topic(topic);
+    s.messagesIn += records;
+    s.bytesIn += bytes;
+    this.all.messagesIn += records;
+    this.all.bytesIn += bytes;
+  }
+
+  /** Counts a Produce response's partitions; returns its first partition error code (0: none). */
+  produceResponse(res: ProduceResponse): number {
+    let first = 0;
+    const all = this.all;
+    for (const t of res.responses) {
+      const parts = t.partitionResponses;
+      all.totalProduceRequests += parts.length;
+      let s: TopicStats | undefined;
+      for (const p of parts) {
+        const code = p.errorCode;
+        if (code === 0) {
+          (s ??= this.topic(t.name)).totalProduceRequests++;
+          continue;
+        }
+        if (first === 0) first = code;
+        all.failedProduceRequests++;
+        if (unknownTopic(code)) continue;
+        s ??= this.topic(t.name);
+        s.totalProduceRequests++;
+        s.failedProduceRequests++;
+      }
+    }
+    return first;
+  }
+
+  /** Counts a Fetch response's partitions and record bytes; returns its first partition error code (0: none). */
+  fetchResponse(res: FetchResponse, follower: boolean): number {
+    let first = 0;
+    const all = this.all;
+    for (const t of res.responses) {
+      const parts = t.partitions;
+      all.totalFetchRequests += parts.length;
+      const name = t.topic ?? '';
+      let s: TopicStats | undefined;
+      let bytes = 0;
+      for (const p of parts) {
+        const code = p.errorCode;
+        if (code !== 0) {
+          if (first === 0) first = code;
+          all.failedFetchRequests++;
+          if (unknownTopic(code) || name === '') continue;
+          s ??= this.topic(name);
+          s.failedFetchRequests++;
+        } else if (p.records !== null) {
+          bytes += p.records.length;
+        }
+        if (name !== '') (s ??= this.topic(name)).totalFetchRequests++;
+      }
+      // a follower's fetch is replication traffic (ReplicationBytesOutPerSec), not BytesOut
+      if (!follower && bytes > 0) {
+        all.bytesOut += bytes;
+        if (name !== '') (s ??= this.topic(name)).bytesOut += bytes;
+      }
+    }
+    return first;
+  }
+}

@@ -22,7 +22,7 @@ import { KafkaServer } from './network/server.js';
 import { checkAdvertisedListeners } from './network/advertised-check.js';
 import { BrokerMetrics } from './observability/broker-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
-import { type MetricsSource, PrometheusExporter } from './observability/prometheus.js';
+import type { MetricsSource, PrometheusExporter } from './observability/prometheus.js';
 import { Readiness } from './observability/readiness.js';
 import type { RequestTiming } from './observability/request-timing.js';
 import { Purgatory } from './replica/purgatory.js';
@@ -64,7 +64,7 @@ export class Broker {
   readonly metrics: BrokerMetrics;
   private readonly listenersBound = this.readiness.hold('listeners');
   private admin: AdminServer | null = null;
-  private exporter: PrometheusExporter | null = null;
+  private exporter: Promise<PrometheusExporter> | null = null;
   private readonly servers: { listener: Listener; server: KafkaServer }[] = [];
   private readonly advertised = new Map<string, Listener>();
   private services!: BrokerServices;
@@ -222,7 +222,7 @@ export class Broker {
     if (spec === null) return;
     const anyPort = this.config.list('listeners').some((l) => parseListener(l).port === 0);
     const routes = [
-      ...metricsRoutes(() => (this.exporter ??= new PrometheusExporter(this.metricsSource()))),
+      ...metricsRoutes(() => (this.exporter ??= import('./observability/prometheus.js').then((m) => new m.PrometheusExporter(this.metricsSource())))),
       ...healthRoutes(this.readiness),
       ...requestLogRoutes(this.metrics.requestLog),
       ...faultRoutes(this.faults),

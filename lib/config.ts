@@ -355,7 +355,7 @@ export class BrokerConfig {
   /** Every key with its effective value, for the start-up log line. */
   effective(): Record<string, ConfigValue> {
     const out: Record<string, ConfigValue> = {};
-    for (const [k, v] of [...this.values.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
+    for (const [k, v] of [...this.values.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
       out[k] = typeof v === 'bigint' ? v.toString() : v;
     }
     return out;

@@ -107,7 +107,15 @@ export const READY_VARIANTS: readonly { name: string; cmd: string; args: readonl
 async function startToReady(variant: (typeof READY_VARIANTS)[number]): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gregor-ready-'));
   const spawnedAt = performance.now();
-  const child = spawn(variant.cmd, [...variant.args, '--data-dir', dataDir], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+  // its own process group: npm does not pass SIGTERM on to the broker it started, so the group is signalled
+  const child = spawn(variant.cmd, [...variant.args, '--data-dir', dataDir], { cwd: ROOT_DIR, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'warn' }, detached: true });
+  const signal = (sig: NodeJS.Signals): void => {
+    try {
+      process.kill(-(child.pid ?? 0), sig);
+    } catch {
+      // already gone
+    }
+  };
   let out = '';
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
@@ -125,12 +133,31 @@ async function startToReady(variant: (typeof READY_VARIANTS)[number]): Promise<n
       child.once('exit', (code) => reject(new Error(`${variant.name} exited with ${code}: ${stderr}`)));
     });
   } finally {
-    child.kill('SIGTERM'); // npm passes it on to the broker
-    const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    signal('SIGTERM');
+    const t = setTimeout(() => signal('SIGKILL'), 10_000);
     await exited;
+    // npm may exit before the broker it started: wait until the whole group is gone
+    for (let i = 0; i < 1000; i++) {
+      try {
+        process.kill(-(child.pid ?? 0), 0);
+      } catch {
+        break;
+      }
+      await sleep(10);
+    }
     clearTimeout(t);
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** ms from spawn until `cmd` exits: what Node.js alone (node -e 0) or npm alone costs on this machine. */
+function timeToExit(cmd: string, args: readonly string[]): Promise<number> {
+  const spawnedAt = performance.now();
+  const child = spawn(cmd, args, { stdio: 'ignore', cwd: ROOT_DIR });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', () => resolve(performance.now() - spawnedAt));
+  });
 }
 
 const median = (xs: readonly number[]): number => {
@@ -167,13 +194,12 @@ async function produceMany(bootstrap: string, topic: string, n: number): Promise
 export async function startup(ctx: BenchContext): Promise<void> {
   const runs = envInt('BENCH_STARTUP_RUNS', 5);
   const nRecords = envInt('BENCH_RSS_RECORDS', 1_000_000);
-  const ready: { name: string; ms: number[]; median: number }[] = [];
-  for (const v of READY_VARIANTS) {
-    const ms: number[] = [];
-    for (let i = 0; i < runs; i++) ms.push(round(await startToReady(v), 1));
-    ready.push({ name: v.name, ms, median: round(median(ms), 1) });
-    ctx.log(`  start -> GREGOR_READY ${round(median(ms), 1)} ms (median of ${runs}; ${ms.join(', ')}): ${v.name}`);
-  }
+  // interleaved: run i of every command (and of a bare `node -e 0`, spawn -> exit) before run i + 1,
+  // so load on the shared machine hits all of them alike
+  const series = [...READY_VARIANTS.map((v) => ({ name: v.name, ms: [] as number[], run: () => startToReady(v) })), { name: 'baseline: node -e 0 (spawn -> exit)', ms: [] as number[], run: () => timeToExit(process.execPath, ['-e', '0']) }, { name: 'baseline: npm run env (npm running a script that does nothing, spawn -> exit)', ms: [] as number[], run: () => timeToExit('npm', ['run', '--silent', 'env']) }];
+  for (let i = 0; i < runs; i++) for (const v of series) v.ms.push(round(await v.run(), 1));
+  const ready = series.map((v) => ({ name: v.name, ms: v.ms, median: round(median(v.ms), 1) }));
+  for (const r of ready) ctx.log(`  ${r.median} ms (median of ${runs}; ${r.ms.join(', ')}): ${r.name}`);
   const readyMed = ready[0]?.median ?? NaN;
   const times: { listeningMs: number; producedMs: number }[] = [];
   for (let i = 0; i < runs; i++) {

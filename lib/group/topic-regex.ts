@@ -2,9 +2,11 @@
  * KIP-848 topic regexes as Kafka 4.x resolves them on the broker: RE2/J syntax and semantics (re2js,
  * the JavaScript port of RE2/J: linear-time matching, so no pattern a client sends can make the
  * broker backtrack), a whole-name match like `Pattern.matcher(name).matches()`, internal topics
- * never matching. Compiled patterns (and refusals) are cached.
+ * never matching. Compiled patterns (and refusals) are cached. re2js is loaded on the first regex
+ * (synchronously, through its CommonJS build), not at start-up.
  */
-import { RE2JS } from 're2js';
+import { createRequire } from 'node:module';
+import type { RE2JS } from 're2js';
 import { INTERNAL_TOPICS } from '../topics.js';
 
 const CACHE_SIZE = 1024;
@@ -21,10 +23,12 @@ export class TopicRegexError extends Error {
 }
 
 const cache = new Map<string, RE2JS | TopicRegexError>();
+let re2: typeof RE2JS | null = null;
 
 function compileUncached(pattern: string): RE2JS | TopicRegexError {
   try {
-    return RE2JS.compile(pattern);
+    re2 ??= (createRequire(import.meta.url)('re2js') as { RE2JS: typeof RE2JS }).RE2JS;
+    return re2.compile(pattern);
   } catch (e) {
     const description = (e as { error?: unknown }).error;
     if (typeof description === 'string') return new TopicRegexError(description, pattern);

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../../protocol/records/native.js';
 import { crc32Range } from '../../protocol/records/crc32.js';
 import { BatchField, LOG_OVERHEAD, MESSAGE_OVERHEAD, MessageField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { OffsetIndex, TimeIndex } from './indexes.js';

@@ -11,7 +11,7 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from '../../protocol/records/native.js';
 import { writeFileAtomic } from '../log/checkpoint.js';
 import { segmentFileName } from '../log/segment.js';
 import type { BatchMetadata, ProducerStateEntry } from './producer-state.js';

@@ -1,4 +1,4 @@
-import { crc32c } from '@node-rs/crc32';
+import { crc32c } from './native.js';
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
 import { Reader } from '../codec/reader.js';
 import { Writer, sizeVarint } from '../codec/writer.js';

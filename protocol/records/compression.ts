@@ -1,7 +1,5 @@
 import zlib from 'node:zlib';
-import { compressSync as snappyCompress, uncompressSync as snappyUncompress } from 'snappy';
-import { Decoder as ZstdDecoder, Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
-import { Decompress as ZstdStream } from 'fzstd';
+import { fzstdModule, snappyModule, zstdModule } from './native.js';
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
 import { lz4FrameCompress, lz4FrameDecompress } from './lz4-frame.js';
 import { zstdDecompressedBound } from './zstd-bound.js';
@@ -72,7 +70,7 @@ export function compress(codec: number, data: Buffer, opts: CompressOptions = {}
       }
     case CompressionCodec.SNAPPY:
       try {
-        return opts.snappyFraming === 'raw' ? snappyCompress(data) : xerialCompress(data);
+        return opts.snappyFraming === 'raw' ? snappyModule().compressSync(data) : xerialCompress(data);
       } catch (err) {
         throw failed('snappy', err);
       }
@@ -84,7 +82,7 @@ export function compress(codec: number, data: Buffer, opts: CompressOptions = {}
       }
     case CompressionCodec.ZSTD:
       try {
-        return new ZstdEncoder(opts.level ?? 3).encodeSync(data);
+        return new (zstdModule().Encoder)(opts.level ?? 3).encodeSync(data);
       } catch (err) {
         throw failed('zstd', err);
       }
@@ -133,7 +131,7 @@ export function decompress(codec: number, data: Buffer, opts: DecompressOptions)
       if (bound <= limit) {
         let out: Buffer;
         try {
-          out = new ZstdDecoder().decodeSync(data);
+          out = new (zstdModule().Decoder)().decodeSync(data);
         } catch (err) {
           throw failed('zstd', err);
         }
@@ -161,7 +159,7 @@ function zstdStreamBounded(data: Buffer, limit: number, maxWindow: number): Buff
   }
   const chunks: Uint8Array[] = [];
   let total = 0;
-  const stream = new ZstdStream((chunk: Uint8Array) => {
+  const stream = new (fzstdModule().Decompress)((chunk: Uint8Array) => {
     total += chunk.length;
     if (total > limit) throw tooLarge('zstd', total, limit);
     if (chunk.length > 0) chunks.push(chunk.slice());
@@ -195,7 +193,7 @@ function rawSnappy(block: Buffer, budget: number): Buffer {
   const n = snappyLength(block, 0, block.length);
   if (n < 0) throw new ProtocolError(GregorErrorCode.COMPRESSION_FAILED, 'snappy: bad length prefix');
   if (n > budget) throw tooLarge('snappy', n, budget);
-  const out = snappyUncompress(block, { asBuffer: true });
+  const out = snappyModule().uncompressSync(block, { asBuffer: true });
   if (typeof out === 'string' || out.length !== n) {
     throw new ProtocolError(GregorErrorCode.COMPRESSION_FAILED, 'snappy: length mismatch');
   }
@@ -228,7 +226,7 @@ function xerialCompress(data: Buffer): Buffer {
   header.writeInt32BE(1, 12);
   const parts: Buffer[] = [header];
   for (let p = 0; p < data.length; p += XERIAL_BLOCK_SIZE) {
-    const block = snappyCompress(data.subarray(p, Math.min(data.length, p + XERIAL_BLOCK_SIZE)));
+    const block = snappyModule().compressSync(data.subarray(p, Math.min(data.length, p + XERIAL_BLOCK_SIZE)));
     const len = Buffer.allocUnsafe(4);
     len.writeInt32BE(block.length, 0);
     parts.push(len, block);

@@ -1,4 +1,4 @@
-import { crc32 as nativeCrc32 } from '@node-rs/crc32';
+import { crc32 as nativeCrc32 } from './native.js';
 
 /**
  * CRC-32 (IEEE, as magic 0/1 messages use it) over `buf[start, end)` without creating a view.

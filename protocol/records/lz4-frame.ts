@@ -1,4 +1,7 @@
-import { compressSync as lz4CompressBlock, uncompressSync as lz4UncompressBlock } from 'lz4-napi';
+import { lz4Module } from './native.js';
+
+const lz4CompressBlock = (data: Buffer): Buffer => lz4Module().compressSync(data);
+const lz4UncompressBlock = (data: Buffer, dict?: Buffer): Buffer => (dict === undefined ? lz4Module().uncompressSync(data) : lz4Module().uncompressSync(data, dict));
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
 import { xxhash32 } from './xxhash32.js';
 

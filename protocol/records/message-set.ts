@@ -1,4 +1,4 @@
-import { crc32 } from '@node-rs/crc32';
+import { crc32 } from './native.js';
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
 import { crc32Range } from './crc32.js';
 import { LOG_OVERHEAD, TimestampType } from './batch.js';

@@ -29,6 +29,7 @@ import { encodeRequest } from '../../protocol/frame.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { startNativeProducer } from './native-producer.js';
+import { loadAverage, writeResult } from './eos-common.js';
 import { cpuSeconds, envInt } from './proc-stats.js';
 
 interface Tree {
@@ -155,12 +156,16 @@ async function inproc(trees: Tree[]): Promise<void> {
   }
   console.log(`\nin-process, Produce v9 (5 x 100-byte records, acks=1) pipelined 5 deep, ${requests} requests x ${rounds} rounds (medians):`);
   const base = trees[0]!.label;
+  const summary: unknown[] = [];
   for (const t of trees) {
     const cpu = median(results.get(t.label)!.cpu);
     const rps = median(results.get(t.label)!.rps);
     const rel = t.label === base ? '' : ` (${(((cpu - median(results.get(base)!.cpu)) / median(results.get(base)!.cpu)) * 100).toFixed(1)}% CPU vs ${base})`;
     console.log(`  ${t.label} (${t.root}): ${cpu.toFixed(2)} CPU-µs per request${rel}, ${Math.round(rps)} requests/s`);
+    summary.push({ tree: t.label, root: t.root, cpuUsPerRequest: cpu, requestsPerSec: rps, rounds: results.get(t.label) });
   }
+  const file = writeResult('request-metrics-overhead-inproc', new Date().toISOString(), { id: 'request-metrics-overhead', mode: 'inproc', requests, roundsCount: rounds, loadAverage: loadAverage(), results: summary });
+  console.log(`results in ${file}`);
   for (const b of brokers.values()) await b.stop();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }
@@ -181,6 +186,7 @@ async function main(): Promise<void> {
     { name: `small batches (linger.ms=0, batch.num.messages=${batch})`, records: envInt('BENCH_RMO_SMALL_RECORDS', 200_000), config: { 'linger.ms': 0, 'batch.num.messages': batch }, requestsPer: 1 / batch },
     { name: 'large batches (librdkafka defaults)', records: envInt('BENCH_RMO_LARGE_RECORDS', 2_000_000), config: {}, requestsPer: 0 },
   ];
+  const summary: unknown[] = [];
   for (const sc of scenarios) {
     const results = new Map<string, Run[]>(trees.map((t) => [t.label, []]));
     for (let r = 0; r < rounds; r++) {
@@ -198,8 +204,11 @@ async function main(): Promise<void> {
       const cpu = median(runs.map((x) => x.cpuPer100k));
       const req = sc.requestsPer > 0 ? `, ~${Math.round(rps * sc.requestsPer)} Produce requests/s` : '';
       console.log(`  ${t.label} (${t.root}): ${Math.round(rps)} records/s${req}, broker ${cpu.toFixed(3)} CPU-s per 100k records`);
+      summary.push({ scenario: sc.name, records: sc.records, tree: t.label, root: t.root, recordsPerSec: rps, brokerCpuSecondsPer100k: cpu, runs });
     }
   }
+  const file = writeResult('request-metrics-overhead', new Date().toISOString(), { id: 'request-metrics-overhead', mode: 'processes', rounds, loadAverage: loadAverage(), results: summary });
+  console.log(`results in ${file}`);
 }
 
 await main();

@@ -42,6 +42,8 @@ export interface CoordinatorDeps {
   config: BrokerConfig;
   logger: Logger;
   purgatory: Purgatory;
+  /** Whether `__consumer_offsets` exists (it is created on first use, as Kafka does). */
+  offsetsTopicExists(): boolean;
   /** Creates `__consumer_offsets` if missing (internal, compacted) and waits until its logs are open. */
   ensureOffsetsTopic(numPartitions: number): Promise<void>;
   offsetsLog(partition: number): OffsetsLog | undefined;
@@ -92,6 +94,9 @@ export class GroupCoordinator {
   readonly now: () => number;
   private readonly loading = new Set<number>();
   private active = false;
+  /** `__consumer_offsets` exists and its logs are open */
+  private ready = false;
+  private creating: Promise<void> | null = null;
   private loaded: Promise<void> = Promise.resolve();
   private retentionTimer: NodeJS.Timeout | undefined;
 
@@ -155,14 +160,38 @@ export class GroupCoordinator {
 
   // ---- lifecycle ----
 
-  /** Creates the offsets topic and starts replaying it; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS. */
+  /**
+   * Starts replaying the offsets topic when it exists (requests meanwhile get
+   * COORDINATOR_LOAD_IN_PROGRESS). A broker without one creates it on first use, as Kafka does: the
+   * first FindCoordinator for a group, or the first write.
+   */
   async startup(): Promise<void> {
-    await this.deps.ensureOffsetsTopic(this.numPartitions);
-    for (let p = 0; p < this.numPartitions; p++) this.loading.add(p);
+    if (this.deps.offsetsTopicExists()) {
+      await this.deps.ensureOffsetsTopic(this.numPartitions);
+      for (let p = 0; p < this.numPartitions; p++) this.loading.add(p);
+      this.ready = true;
+    }
     this.active = true;
     this.loaded = this.loadAll();
     this.retentionTimer = setInterval(() => void this.cleanupGroupMetadata(), this.settings.retentionCheckIntervalMs);
     this.retentionTimer.unref();
+  }
+
+  /** Creates `__consumer_offsets` on first use. NONE once it is there, COORDINATOR_NOT_AVAILABLE when that failed. */
+  async ensureReady(): Promise<number> {
+    if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (this.ready) return ErrorCode.NONE;
+    this.creating ??= this.deps.ensureOffsetsTopic(this.numPartitions).then(() => {
+      this.ready = true;
+    });
+    try {
+      await this.creating;
+      return ErrorCode.NONE;
+    } catch (err) {
+      this.creating = null;
+      this.logger.error({ err, code: 'GREGOR_ERR_GROUP_TOPIC' }, `creating ${OFFSETS_TOPIC} failed`);
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    }
   }
 
   /** Resolves when every partition has been replayed. */
@@ -171,6 +200,7 @@ export class GroupCoordinator {
   }
 
   private async loadAll(): Promise<void> {
+    if (!this.ready) return;
     const started = this.now();
     let groups = 0;
     let offsets = 0;
@@ -358,6 +388,10 @@ export class GroupCoordinator {
    * resolves with a Kafka error code and the offset of the first record once written.
    */
   async append(groupId: string, records: CoordinatorRecord[], txn?: { producerId: bigint; producerEpoch: number }): Promise<{ errorCode: number; offset: bigint }> {
+    if (!this.ready) {
+      const errorCode = await this.ensureReady();
+      if (errorCode !== ErrorCode.NONE) return { errorCode, offset: -1n };
+    }
     const p = this.partitionFor(groupId);
     const log = this.deps.offsetsLog(p);
     if (log === undefined) return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };

@@ -24,6 +24,7 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
     config: w.config,
     logger: w.logger.child({ component: 'group-coordinator' }),
     purgatory: w.purgatory,
+    offsetsTopicExists: () => w.metadata.topic(OFFSETS_TOPIC) !== undefined,
     async ensureOffsetsTopic(numPartitions) {
       if (w.metadata.topic(OFFSETS_TOPIC) === undefined) {
         await w.topics.create(

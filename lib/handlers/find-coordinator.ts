@@ -29,7 +29,7 @@ async function lookup(key: string, keyType: number, ctx: RequestContext): Promis
     errorCode = await s.txn.ensureReady();
     if (errorCode === ErrorCode.NONE && s.txn.status(key) === ErrorCode.COORDINATOR_NOT_AVAILABLE) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
   } else if (keyType !== CoordinatorType.GROUP) errorCode = ErrorCode.INVALID_REQUEST;
-  else if (!s.groups.isActive) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  else errorCode = await s.groups.ensureReady(); // __consumer_offsets too
   if (listener === undefined && errorCode === ErrorCode.NONE) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
   if (errorCode !== ErrorCode.NONE || listener === undefined) return { key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: MESSAGES[errorCode] ?? null };
   return { key, nodeId: s.nodeId, host: listener.host, port: listener.port, errorCode, errorMessage: null };

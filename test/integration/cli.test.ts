@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { cliOk, golden, normalise, runCli, samewidth, type Normaliser } from '../helpers/cli.js';
+import { RawClient } from '../helpers/raw-client.js';
 
 const T0 = 1700000000000;
 
@@ -72,6 +73,11 @@ describe('cli: every command against a real broker (goldens)', function () {
   it('topic list', async () => {
     g('topic-list.txt', (await cliOk(['topic', 'list', ...B()])).out);
     g('topic-list.json', (await cliOk(['topic', 'list', '--format', 'json', ...B()])).out);
+    // __consumer_offsets is created on first use (a FindCoordinator for a group), as Kafka does
+    expect((await cliOk(['topic', 'list', '-i', ...B()])).out).to.not.contain('__consumer_offsets');
+    const c = await RawClient.connect(b.bootstrap);
+    await c.request(10, 1, { key: 'cli-g', keyType: 0 }, 30_000);
+    c.destroy();
     const internal = await cliOk(['topic', 'list', '-i', ...B()]);
     expect(internal.out).to.contain('__consumer_offsets (internal)');
   });

@@ -47,6 +47,7 @@ export function testCoordinator(config: Record<string, string | ConfigValue> = {
     config: cfg,
     logger: opts.logger ?? silentLogger(),
     purgatory,
+    offsetsTopicExists: () => true, // the memory logs stand for an existing __consumer_offsets
     ensureOffsetsTopic: async () => {},
     offsetsLog: (p) => logs[p],
     topicByName: (name) => topics.get(name),

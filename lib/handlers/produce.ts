@@ -87,7 +87,6 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
         name: td.name,
         partitionResponses: await Promise.all(
           td.partitionData.map(async (pd): Promise<ProduceResponsePartitionProduceResponse> => {
-            if (!validAcks) return failed(pd.index, ErrorCode.INVALID_REQUIRED_ACKS);
             // A 'pause' fault rule holds this partition's appends (in arrival order) before any check: they run on release.
             const held = ctx.faults?.appendGate(td.name, pd.index, ctx.clientId);
             if (held !== undefined && held !== null) await held;
@@ -96,6 +95,8 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             if (pd.records === null || pd.records.length === 0) return failed(pd.index, ErrorCode.CORRUPT_MESSAGE, 'empty produce payload');
             const bad = checkRecordsForVersion(pd.records, ctx.apiVersion);
             if (bad !== undefined) return failed(pd.index, bad.errorCode, bad.message);
+            // as Kafka: unknown partitions and invalid records are answered before the acks check (ReplicaManager's)
+            if (!validAcks) return failed(pd.index, ErrorCode.INVALID_REQUIRED_ACKS);
             if (req.acks === -1 && minInsyncReplicas(ctx, td.name) > 1) {
               return failed(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS, 'The size of the current ISR 1 is insufficient to satisfy min.isr');
             }

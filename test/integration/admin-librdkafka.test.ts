@@ -8,10 +8,10 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import kafkajs from 'kafkajs';
 import { type Broker, startBroker } from '../../lib/broker.js';
 import { createLogger, silentLogger } from '../../lib/observability/logger.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
+import { RawClient } from '../helpers/raw-client.js';
 
 type Any = any;
 
@@ -56,10 +56,7 @@ describe('admin APIs through librdkafka (integration)', function () {
     throw new Error('expected a failure');
   }
 
-  /**
-   * Whether a topic exists, through a Metadata request naming it. (listTopics is avoided: librdkafka's
-   * all-topics Metadata v9+ request carries 3 stray bytes, which Kafka ignores and gregor refuses.)
-   */
+  /** Whether a topic exists, through a Metadata request naming it (the all-topics path has its own test). */
   async function exists(topic: string): Promise<boolean> {
     try {
       await admin.fetchTopicMetadata({ topics: [topic] });
@@ -68,6 +65,28 @@ describe('admin APIs through librdkafka (integration)', function () {
       if ((e as Any).code === Err.UNKNOWN_TOPIC_OR_PARTITION) return false;
       throw e;
     }
+  }
+
+  /** The topic id the broker itself reports (Metadata v12 over a raw connection), as 32 hex digits. */
+  async function brokerTopicId(topic: string): Promise<string> {
+    const raw = await RawClient.connect(broker.bootstrapServers);
+    try {
+      const md = await raw.request<{ topics: { name: string; errorCode: number; topicId: string }[] }>(3, 12, {
+        topics: [{ topicId: '00000000000000000000000000000000', name: topic }],
+        allowAutoTopicCreation: false,
+        includeTopicAuthorizedOperations: false,
+      });
+      const t = md.topics.find((x) => x.name === topic);
+      expect(t?.errorCode, `Metadata ${topic}`).to.equal(0);
+      return t!.topicId;
+    } finally {
+      raw.destroy();
+    }
+  }
+
+  /** librdkafka's topic id ({ mostSignificantBits, leastSignificantBits, base64 }) as 32 hex digits. */
+  function rdTopicId(id: Any): string {
+    return Buffer.from(String(id.base64), 'base64').toString('hex');
   }
 
   function createPartitions(topic: string, total: number): Promise<void> {
@@ -83,10 +102,31 @@ describe('admin APIs through librdkafka (integration)', function () {
     expect(md.name).to.equal('rd-created');
     expect(md.partitions.map((p: Any) => p.partitionId)).to.deep.equal([0, 1, 2]);
     expect(md.partitions[0].leader).to.equal(0);
-    expect(md.topicId).to.exist;
+    const id = await brokerTopicId('rd-created');
+    expect(id).to.match(/^[0-9a-f]{32}$/);
+    expect(id).to.not.equal('00000000000000000000000000000000');
+    expect(rdTopicId(md.topicId)).to.equal(id);
+    expect(BigInt.asUintN(64, BigInt(md.topicId.mostSignificantBits)).toString(16).padStart(16, '0')).to.equal(id.slice(0, 16));
+    expect(BigInt.asUintN(64, BigInt(md.topicId.leastSignificantBits)).toString(16).padStart(16, '0')).to.equal(id.slice(16));
     expect(await exists('rd-created')).to.equal(true);
     // An existing topic: the KafkaJS-style admin answers false instead of failing.
     expect(await admin.createTopics({ topics: [{ topic: 'rd-created', numPartitions: 1 }] })).to.equal(false);
+  });
+
+  it('lists every topic through the all-topics Metadata request (listTopics, fetchTopicMetadata without topics)', async function () {
+    await admin.createTopics({ topics: [{ topic: 'rd-list-a', numPartitions: 2 }, { topic: 'rd-list-b', numPartitions: 1 }] });
+    const names: string[] = await admin.listTopics();
+    expect(names).to.include.members(['rd-list-a', 'rd-list-b']);
+    // listTopics leaves internal topics out, as Kafka's admin does
+    expect(names.filter((n) => n.startsWith('__'))).to.deep.equal([]);
+    const all: Any[] = await admin.fetchTopicMetadata();
+    const byName = new Map(all.map((t: Any) => [t.name, t]));
+    expect(byName.get('rd-list-a')?.partitions.map((p: Any) => p.partitionId)).to.deep.equal([0, 1]);
+    expect(byName.get('rd-list-b')?.partitions.map((p: Any) => p.partitionId)).to.deep.equal([0]);
+    expect(rdTopicId(byName.get('rd-list-a').topicId)).to.equal(await brokerTopicId('rd-list-a'));
+    // a topic deleted since is gone from the list
+    await admin.deleteTopics({ topics: ['rd-list-b'] });
+    expect(await admin.listTopics()).to.not.include('rd-list-b');
   });
 
   it('reports broker-side creation errors per topic', async function () {
@@ -120,8 +160,7 @@ describe('admin APIs through librdkafka (integration)', function () {
 
   it('deleteTopicRecords (DeleteRecords v2) moves the low watermark', async function () {
     await admin.createTopics({ topics: [{ topic: 'rd-records', numPartitions: 2 }] });
-    // Records come from kafkajs: librdkafka's producer sends the all-topics Metadata request noted above.
-    const producer = new kafkajs.Kafka({ brokers: [broker.bootstrapServers], logLevel: kafkajs.logLevel.NOTHING }).producer();
+    const producer = kafka.producer();
     await producer.connect();
     for (let i = 0; i < 6; i++) await producer.send({ topic: 'rd-records', messages: [{ value: `v${i}`, partition: 0 }] });
     await producer.send({ topic: 'rd-records', messages: [{ value: 'p1', partition: 1 }] });

@@ -10,9 +10,9 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { CompressionCodec, logEntries } from '../../protocol/records/index.js';
+import { CompressionCodec, buildRecordBatch, logEntries } from '../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
-import { RawClient, rawCreateTopics, rawFetch } from '../helpers/raw-client.js';
+import { RawClient, rawCreateTopics, rawFetch, rawProduce } from '../helpers/raw-client.js';
 import { runKcat } from '../helpers/kcat.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 
@@ -259,10 +259,40 @@ describe('compression.type × every codec × every client (broker recompression 
     }
   }
 
-  it('the pool did the recompression (forced-codec topics went through it; matching ones did not)', () => {
-    const pool = (b.broker as unknown as { appendPool: { stats: { jobs: number }; threads: number } }).appendPool;
+  it('the pool did the recompression (forced-codec topics went through it; matching ones did not)', async () => {
+    const pool = (b.broker as unknown as { appendPool: { stats: { jobs: number; inline: number }; threads: number } }).appendPool;
     expect(pool.threads).to.equal(2);
+    // the clients' batches into forced-codec topics of another codec: at least one job per produced batch
     expect(pool.stats.jobs).to.be.greaterThan(50);
+    expect(pool.stats.inline).to.equal(0);
+    // and per routing decision, one batch at a time over a raw connection (nothing else runs now)
+    const raw = await RawClient.connect(b.bootstrap);
+    try {
+      const topics = { producer: 'cmp-pool-producer', gzip: 'cmp-pool-gzip', zstd: 'cmp-pool-zstd' } as const;
+      await rawCreateTopics(raw, [
+        { name: topics.producer, partitions: 1 },
+        { name: topics.gzip, partitions: 1, configs: { 'compression.type': 'gzip' } },
+        { name: topics.zstd, partitions: 1, configs: { 'compression.type': 'zstd' } },
+      ]);
+      const records = Array.from({ length: 5 }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`pool ${i}`), timestamp: BigInt(Date.now()) }));
+      const jobsFor = async (topic: string, codec: number): Promise<number> => {
+        const before = pool.stats.jobs;
+        const [res] = await rawProduce(raw, topic, [[0, buildRecordBatch(records, { compression: codec })]]);
+        expect(res?.errorCode, `produce to ${topic}`).to.equal(0);
+        return pool.stats.jobs - before;
+      };
+      expect(await jobsFor(topics.producer, CompressionCodec.GZIP), 'gzip batch → compression.type=producer').to.equal(0);
+      expect(await jobsFor(topics.gzip, CompressionCodec.GZIP), 'gzip batch → compression.type=gzip').to.equal(0);
+      expect(await jobsFor(topics.zstd, CompressionCodec.GZIP), 'gzip batch → compression.type=zstd').to.equal(1);
+      expect(await jobsFor(topics.gzip, CompressionCodec.NONE), 'uncompressed batch → compression.type=gzip').to.equal(1);
+      // what the pool produced is what is stored
+      const gz = await rawFetch(raw, topics.gzip, 0, 0n);
+      expect([...logEntries(gz.records ?? Buffer.alloc(0))].map((e) => (e.kind === 'batch' ? e.batch.compression : -1))).to.deep.equal([CompressionCodec.GZIP, CompressionCodec.GZIP]);
+      const zs = await rawFetch(raw, topics.zstd, 0, 0n);
+      expect([...logEntries(zs.records ?? Buffer.alloc(0))].map((e) => (e.kind === 'batch' ? e.batch.compression : -1))).to.deep.equal([CompressionCodec.ZSTD]);
+    } finally {
+      raw.destroy();
+    }
   });
 });
 

@@ -198,7 +198,9 @@ describe('down-conversion on fetch and message-format conversion on produce', fu
     const raw = await RawClient.connect(b.bootstrap);
     const p = await rawFetch(raw, 'dc-fmt1', 0, 0n);
     raw.destroy();
+    expect(p.errorCode).to.equal(ErrorCode.NONE);
     const entries = [...logEntries(p.records ?? Buffer.alloc(0))].filter((e) => e.kind !== 'partial');
+    expect(entries.length, 'stored entries of dc-fmt1').to.be.greaterThan(0);
     expect(entries.every((e) => e.kind === 'message' && e.message.magic === 1 && e.message.compression === CompressionCodec.GZIP)).to.equal(true);
     const reader = new KafkajsPartitionReader([b.bootstrap]);
     await reader.connect('dc-fmt1');

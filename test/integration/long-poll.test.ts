@@ -3,6 +3,10 @@
  * append satisfies min_bytes (not at max_wait), returns empty at max_wait when nothing arrives, and
  * keeps waiting while the appended bytes stay under min_bytes. Raw Fetch v11 frames on one connection,
  * produces on another; the broker runs as a child process so its timers are not shared with the test.
+ *
+ * Timing margins hold on a loaded 2-core machine: fetches that an append must wake wait up to
+ * WAKE_WAIT (5 s) and must return within half of it, long after any scheduling noise and long before
+ * their timeout; fetches that must time out only have to return no earlier than their max wait.
  */
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
@@ -12,7 +16,11 @@ import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { FETCH_V, fetchBody, RawClient, rawCreateTopics, rawListOffset, rawProduce, type RawFetchPartition } from '../helpers/raw-client.js';
 
 const TOPIC = 'long-poll';
-const MAX_WAIT = 500;
+/** max_wait of the fetches an append must wake: they must return in well under half of it */
+const WAKE_WAIT = 5000;
+const WOKEN_WITHIN = WAKE_WAIT / 2;
+/** max_wait of the fetches that must run to their timeout */
+const MAX_WAIT = 1500;
 
 function batch(n: number, tag: string, valueSize = 10): Buffer {
   const now = BigInt(Date.now());
@@ -62,11 +70,11 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
   });
 
   /** Sends a fetch at `offset` and returns a promise of [partition data, ms after sending]. */
-  async function startFetch(partition: number, offset: bigint, minBytes: number): Promise<{ t0: number; done: Promise<{ p: RawFetchPartition; at: number }> }> {
+  async function startFetch(partition: number, offset: bigint, minBytes: number, maxWaitMs: number): Promise<{ t0: number; done: Promise<{ p: RawFetchPartition; at: number }> }> {
     const want = fetcher.responses.length + 1;
     const t0 = performance.now();
-    const cid = await fetcher.send(1, FETCH_V, fetchBody(TOPIC, [{ partition, fetchOffset: offset }], { maxWaitMs: MAX_WAIT, minBytes }));
-    const done = fetcher.waitResponses(want, 10_000).then((rs) => {
+    const cid = await fetcher.send(1, FETCH_V, fetchBody(TOPIC, [{ partition, fetchOffset: offset }], { maxWaitMs, minBytes }));
+    const done = fetcher.waitResponses(want, maxWaitMs + 10_000).then((rs) => {
       const r = rs[want - 1]!;
       const decoded = fetcher.decode(want - 1, 1, FETCH_V);
       expect(decoded.correlationId).to.equal(cid);
@@ -77,11 +85,10 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
     return { t0, done };
   }
 
-  it('returns within a few ms of a produce landing, well before max_wait', async () => {
-    const samples: number[] = [];
+  it('is woken by a produce landing, long before max_wait', async () => {
     for (let round = 0; round < 3; round++) {
       const end = await rawListOffset(producer, TOPIC, 0);
-      const { t0, done } = await startFetch(0, end, 1);
+      const { t0, done } = await startFetch(0, end, 1, WAKE_WAIT);
       await sleep(100);
       const tp = performance.now();
       const res = await rawProduce(producer, TOPIC, [[0, batch(3, `lp${round}`)]]);
@@ -93,22 +100,19 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
       expect(recs[0]?.offset).to.equal(end);
       // the fetch must not have returned before the produce was sent...
       expect(at).to.be.above(tp);
-      // ...and must return soon after it, far from the 500 ms timeout (generous for CI noise)
-      expect(at - tp, 'fetch returned ms after the produce').to.be.below(100);
-      expect(at - t0, 'fetch returned ms after it was sent').to.be.below(MAX_WAIT - 150);
-      samples.push(at - tp);
+      // ...and the append, not the timeout, must have completed it
+      expect(at - t0, `round ${round}: fetch returned ms after it was sent (max_wait ${WAKE_WAIT})`).to.be.below(WOKEN_WITHIN);
     }
-    // typical case: a few ms
-    expect(Math.min(...samples)).to.be.below(30);
   });
 
-  it('returns empty at max_wait when nothing is produced (not before ~450 ms)', async () => {
+  it('returns empty at max_wait when nothing is produced (not before it)', async () => {
     const end = await rawListOffset(producer, TOPIC, 1);
-    const { t0, done } = await startFetch(1, end, 1);
+    const { t0, done } = await startFetch(1, end, 1, MAX_WAIT);
     const { p, at } = await done;
     expect(p.errorCode).to.equal(0);
     expect(p.records === null || p.records.length === 0, 'no records').to.equal(true);
-    expect(at - t0).to.be.within(MAX_WAIT - 50, MAX_WAIT + 1000);
+    // a timer may fire a few ms early by the test's clock, never a lot; late is only load
+    expect(at - t0).to.be.above(MAX_WAIT - 50);
     expect(p.highWatermark).to.equal(end);
   });
 
@@ -118,7 +122,7 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
     const large = batch(20, 'large', 100); // ~2.4 KB
     const minBytes = small.length + 500;
     expect(large.length + small.length).to.be.above(minBytes);
-    const { t0, done } = await startFetch(2, end, minBytes);
+    const { t0, done } = await startFetch(2, end, minBytes, WAKE_WAIT);
     let returned = false;
     void done.then(() => (returned = true));
     await sleep(100);
@@ -128,8 +132,8 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
     const tp = performance.now();
     await rawProduce(producer, TOPIC, [[2, large]]);
     const { p, at } = await done;
-    expect(at - tp, 'fetch returned ms after the second produce').to.be.below(100);
-    expect(at - t0).to.be.below(MAX_WAIT - 50);
+    expect(at, 'fetch returned after the second produce was sent').to.be.above(tp);
+    expect(at - t0, `fetch returned ms after it was sent (max_wait ${WAKE_WAIT})`).to.be.below(WOKEN_WITHIN);
     const recs = decodeRecords(p.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records;
     expect(recs).to.have.length(21);
     expect(recs[0]?.key?.toString()).to.equal('small-0');
@@ -138,11 +142,11 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
 
   it('min_bytes never reached: returns what there is at max_wait', async () => {
     const end = await rawListOffset(producer, TOPIC, 2);
-    const { t0, done } = await startFetch(2, end, 1 << 20);
+    const { t0, done } = await startFetch(2, end, 1 << 20, MAX_WAIT);
     await sleep(100);
     await rawProduce(producer, TOPIC, [[2, batch(2, 'under')]]);
     const { p, at } = await done;
-    expect(at - t0).to.be.within(MAX_WAIT - 50, MAX_WAIT + 1000);
+    expect(at - t0).to.be.above(MAX_WAIT - 50);
     const recs = decodeRecords(p.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records;
     expect(recs.map((r) => r.key?.toString())).to.deep.equal(['under-0', 'under-1']);
   });
@@ -156,14 +160,16 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
       const ends: bigint[] = [];
       for (const p of order) ends.push(await rawListOffset(producer, TOPIC, p));
       const want = fetcher.responses.length + 1;
-      const body = fetchBody(TOPIC, order.map((partition, i) => ({ partition, fetchOffset: ends[i]! })), { maxWaitMs: MAX_WAIT, minBytes: 1 });
+      const body = fetchBody(TOPIC, order.map((partition, i) => ({ partition, fetchOffset: ends[i]! })), { maxWaitMs: WAKE_WAIT, minBytes: 1 });
+      const t0 = performance.now();
       await fetcher.send(1, FETCH_V, body);
-      const done = fetcher.waitResponses(want, 10_000);
+      const done = fetcher.waitResponses(want, WAKE_WAIT + 10_000);
       await sleep(100);
       const tp = performance.now();
       await rawProduce(producer, TOPIC, [[target, batch(1, `rot${round}`)]]);
       const at = (await done)[want - 1]!.at;
-      expect(at - tp, `round ${round}: fetch returned ms after the produce`).to.be.below(100);
+      expect(at, `round ${round}: fetch returned after the produce was sent`).to.be.above(tp);
+      expect(at - t0, `round ${round}: fetch returned ms after it was sent (max_wait ${WAKE_WAIT})`).to.be.below(WOKEN_WITHIN);
       const parts = (fetcher.decode(want - 1, 1, FETCH_V).body as { responses: { partitions: RawFetchPartition[] }[] }).responses[0]!.partitions;
       expect(parts.map((p) => p.partitionIndex)).to.deep.equal(order);
       const got = parts.find((p) => p.partitionIndex === target)!;
@@ -171,18 +177,18 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
     }
   });
 
-  it('librdkafka long-polling 300 partitions (fetch.wait.max.ms=3000) gets a record produced to any of them well before max wait', async () => {
+  it('librdkafka long-polling 300 partitions (fetch.wait.max.ms=6000) gets a record produced to any of them well before max wait', async () => {
     // librdkafka names every assigned partition in each Fetch, starting one later each time: the
     // connection's standing watch must follow it and wake the parked fetch on the append.
     const topics = ['lp-many-0', 'lp-many-1', 'lp-many-2'];
     await rawCreateTopics(producer, topics.map((name) => ({ name, partitions: 100 })));
     const ck = loadConfluent() as unknown as { KafkaConsumer: new (conf: object, topicConf: object) => RdConsumer };
-    const c = new ck.KafkaConsumer({ 'bootstrap.servers': b.bootstrap, 'group.id': 'long-poll-many', 'enable.auto.commit': false, 'fetch.wait.max.ms': 3000, log_level: 0 }, {});
+    const c = new ck.KafkaConsumer({ 'bootstrap.servers': b.bootstrap, 'group.id': 'long-poll-many', 'enable.auto.commit': false, 'fetch.wait.max.ms': 6000, log_level: 0 }, {});
     await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: unknown) => (e ? reject(e) : resolve())));
     try {
       c.assign(topics.flatMap((topic) => Array.from({ length: 100 }, (_, partition) => ({ topic, partition, offset: 0 }))));
       const consume = (): Promise<RdMessage[]> => new Promise((resolve, reject) => c.consume(100, (e, m) => (e ? reject(e) : resolve(m))));
-      // let it settle into idle long polls (several rotated requests)
+      // let it settle into an idle long poll; each round's wake-up then sends the next, rotated, request
       const settle = Date.now() + 4000;
       while (Date.now() < settle) expect(await consume()).to.have.length(0);
       for (const [round, [topic, partition]] of ([['lp-many-0', 57], ['lp-many-2', 3], ['lp-many-1', 99]] as const).entries()) {
@@ -193,7 +199,7 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
         while (got.length === 0 && performance.now() - tp < 10_000) got.push(...(await consume()));
         const ms = performance.now() - tp;
         expect(got.map((m) => [m.topic, m.partition, m.key?.toString()])).to.deep.equal([[topic, partition, `many${round}-0`]]);
-        expect(ms, `round ${round}: ms from produce to the consumer having the record`).to.be.below(1500);
+        expect(ms, `round ${round}: ms from produce to the consumer having the record (fetch.wait.max.ms 6000)`).to.be.below(3000);
       }
     } finally {
       await new Promise<void>((resolve) => c.disconnect(() => resolve()));
@@ -202,11 +208,11 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
 
   it('a produce to another partition does not complete the fetch', async () => {
     const end = await rawListOffset(producer, TOPIC, 1);
-    const { t0, done } = await startFetch(1, end, 1);
+    const { t0, done } = await startFetch(1, end, 1, MAX_WAIT);
     await sleep(100);
     await rawProduce(producer, TOPIC, [[0, batch(1, 'elsewhere')]]);
     const { p, at } = await done;
-    expect(at - t0).to.be.within(MAX_WAIT - 50, MAX_WAIT + 1000);
+    expect(at - t0).to.be.above(MAX_WAIT - 50);
     expect(p.records === null || p.records.length === 0).to.equal(true);
   });
 });

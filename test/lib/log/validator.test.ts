@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
-import { BatchField, CompressionCodec, LegacyMessage, RecordBatch, buildRecordBatch, compress, encodeMessage } from '../../../protocol/records/index.js';
+import { BatchField, CompressionCodec, LegacyMessage, buildRecordBatch, compress, encodeMessage } from '../../../protocol/records/index.js';
 import { crc32c } from '@node-rs/crc32';
 import type { LogConfig } from '../../../lib/log/log-config.js';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
@@ -144,6 +144,7 @@ describe('lib/log append validation', () => {
     expect(w.isValid()).to.equal(true);
     expect(w.innerMessages(LIMIT).map((m) => m.offset)).to.deep.equal([0n, 1n, 2n]);
     expect(w.records(LIMIT).map((r) => r.value?.toString())).to.deep.equal(['v0', 'v1', 'v2']);
-    expect(RecordBatch).to.be.a('function');
+    // KIP-31: the wrapper carries the absolute offset of its last inner message
+    expect(w.offset).to.equal(2n);
   });
 });

@@ -67,8 +67,26 @@ describe('network: graceful close', () => {
     expect(err?.code).to.equal('ECONNREFUSED');
   });
 
-  it('close() is idempotent', async () => {
-    await Promise.all([h.server.close(100), h.server.close(100)]);
-    await h.server.close(100);
+  it('close() is idempotent: one shutdown, one log line, every call resolves', async () => {
+    const c = await connect();
+    c.send(request(1));
+    await c.waitFor(1);
+    let socketCloses = 0;
+    c.socket.on('close', () => socketCloses++);
+    const first = h.server.close(100);
+    const second = h.server.close(5000);
+    // a second call while closing joins the shutdown already running
+    expect(second).to.equal(first);
+    await Promise.all([first, second]);
+    expect(h.server.connectionCount).to.equal(0);
+    await c.waitClosed();
+    // a call after the close gets the same settled shutdown and changes nothing
+    const third = h.server.close(100);
+    expect(third).to.equal(first);
+    await third;
+    expect(h.lines.filter((l) => l['msg'] === 'listener closed')).to.have.length(1);
+    expect(h.lines.filter((l) => l['msg'] === 'grace period over: destroying connections')).to.have.length(0);
+    expect(socketCloses).to.equal(1);
+    expect(c.socket.destroyed).to.equal(true);
   });
 });

@@ -15,7 +15,7 @@ import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogManager } from './log/log-manager.js';
-import { LocalMetadataStore } from './metadata/local-store.js';
+import { LocalMetadataStore, MetadataError } from './metadata/local-store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
@@ -123,7 +123,13 @@ export class Broker {
     const dataDir = this.dataDir;
     await mkdir(dataDir, { recursive: true });
     const apiVersions: ApiVersionRange[] = advertisedVersions(HANDLERS, this.config.string('broker.version.emulate'));
-    this.metadata = await LocalMetadataStore.open(dataDir, { nodeId: this.config.nodeId, clusterId: this.config.string('cluster.id') });
+    try {
+      this.metadata = await LocalMetadataStore.open(dataDir, { nodeId: this.config.nodeId, clusterId: this.config.string('cluster.id') });
+    } catch (e) {
+      // a data dir the broker must not start on: one error line, and the error (its message starts with the code) to the caller
+      if (e instanceof MetadataError) this.logger.error({ code: e.code, file: e.file, dataDir }, e.message);
+      throw e;
+    }
     this.logManager = await LogManager.open(dataDir, this.config, this.logger);
     const purgatory = new Purgatory();
     this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);

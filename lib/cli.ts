@@ -99,7 +99,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     broker.logger.warn({ faults: broker.faults.list() }, 'fault injection rules from GREGOR_FAULTS are active');
   }
   broker.logger.info({ config: broker.config.effective() }, 'effective configuration');
-  await broker.start();
+  try {
+    await broker.start();
+  } catch (e) {
+    // start() has logged the failure; a GREGOR_ERR_* error's message is for people, its stack is not
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('GREGOR_ERR_') && e instanceof Error) {
+      console.error(e.message.includes(code) ? e.message : `${code}: ${e.message}`);
+      return 1;
+    }
+    throw e;
+  }
   let stopping = false;
   const exit = new Promise<number>((resolveExit) => {
     const stop = (signal: string) => {

@@ -1,8 +1,9 @@
 /**
  * Turns a request frame into a response frame: header checks, the ApiVersions special cases, the
  * handler call, UNKNOWN_SERVER_ERROR for anything a handler throws. Unknown APIs, unsupported versions
- * and undecodable requests close the connection, as Kafka does. An optional FaultInjector (tests) is
- * consulted once the request is decoded: see lib/network/faults.ts.
+ * and undecodable requests close the connection, as Kafka does, and so does a handler that returns
+ * closeConnection() (a failed acks=0 Produce) or throws on a request that has no response. An
+ * optional FaultInjector (tests) is consulted once the request is decoded: see lib/network/faults.ts.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -15,7 +16,7 @@ import type { FaultInjector, PickedFault } from '../network/faults.js';
 import type { BrokerMetrics } from '../observability/broker-metrics.js';
 import type { RequestTiming } from '../observability/request-timing.js';
 import type { BrokerServices } from '../services.js';
-import { type ConnectionDetails, type Handler, NO_RESPONSE, type RequestContext } from './types.js';
+import { type ConnectionDetails, type Handler, isCloseConnection, NO_RESPONSE, type RequestContext } from './types.js';
 
 export type DispatchResult = { response: Buffer | Buffer[] } | { noResponse: true } | { close: string };
 
@@ -90,9 +91,12 @@ export class Dispatcher {
     try {
       const res = await handler.handle(decoded.body as never, ctx);
       if (res === NO_RESPONSE) return { noResponse: true };
+      if (isCloseConnection(res)) return { close: res.reason };
       body = res;
     } catch (e) {
-      logger.error({ err: e, apiKey, apiVersion, correlationId }, 'request handler failed: answering UNKNOWN_SERVER_ERROR');
+      const unanswered = failedWithoutResponse(apiKey, decoded.body);
+      logger.error({ err: e, apiKey, apiVersion, correlationId }, `request handler failed: ${unanswered === null ? 'answering UNKNOWN_SERVER_ERROR' : 'closing the connection'}`);
+      if (unanswered !== null) return { close: unanswered };
       body = handler.errorResponse(decoded.body as never, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
     }
     return this.encode(handler, decoded.body as never, body, ctx);
@@ -129,6 +133,8 @@ export class Dispatcher {
     let body: unknown;
     try {
       const res = await handler.handle(run, ctx);
+      // the handler's own close (a failed acks=0 Produce) wins over whatever the fault would do after it
+      if (isCloseConnection(res)) return { close: res.reason };
       if (res === NO_RESPONSE) {
         if (fault.when === 'after' && fault.action === 'close') return { close: `fault injection: ${what} (handler ran, no response)` };
         if (fault.when === 'after' && fault.action === 'delay') await sleep(delayMs);
@@ -136,7 +142,9 @@ export class Dispatcher {
       }
       body = res;
     } catch (e) {
-      logger.error({ err: e, apiKey, apiVersion, correlationId }, 'request handler failed: answering UNKNOWN_SERVER_ERROR');
+      const unanswered = failedWithoutResponse(apiKey, run);
+      logger.error({ err: e, apiKey, apiVersion, correlationId }, `request handler failed: ${unanswered === null ? 'answering UNKNOWN_SERVER_ERROR' : 'closing the connection'}`);
+      if (unanswered !== null) return { close: unanswered };
       body = handler.errorResponse(run, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
     }
     if (fault.action === 'error' && (fault.when === 'after' || run !== req)) {
@@ -163,6 +171,16 @@ export class Dispatcher {
     if (ctx.timing !== undefined) ctx.timing.responseReadyAt = performance.now();
     return out;
   }
+}
+
+/**
+ * A request Kafka never answers (Produce with acks=0) whose handler failed: Kafka closes the connection
+ * (ProduceRequest.getErrorResponse is null for acks=0), so the producer notices. The close reason, or
+ * null when the request has a response to carry the error.
+ */
+function failedWithoutResponse(apiKey: number, req: unknown): string | null {
+  if (apiKey !== ApiKey.Produce || (req as { acks?: unknown }).acks !== 0) return null;
+  return 'Produce with acks=0 failed in the handler (UNKNOWN_SERVER_ERROR)';
 }
 
 /** Remembers the client software an ApiVersions v3+ request names, for the connection's later requests. */

@@ -1,5 +1,5 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
-import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { ErrorCode, errorName } from '../../protocol/generated/error-codes.js';
 import type {
   ProduceRequest,
   ProduceResponse,
@@ -7,7 +7,7 @@ import type {
 } from '../../protocol/generated/produce.js';
 import { BatchAttribute, BatchField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError } from '../log/partition-log.js';
-import { defineHandler, NO_RESPONSE, type RequestContext } from './types.js';
+import { type CloseConnection, closeConnection, defineHandler, NO_RESPONSE, type RequestContext } from './types.js';
 
 /** Byte offset of the magic in both a v2 batch and a v0/v1 message (after offset, length and epoch/crc). */
 const MAGIC_OFFSET = 16;
@@ -61,6 +61,19 @@ function checkRecordsForVersion(records: Buffer, version: number): { errorCode: 
   return undefined;
 }
 
+/** Partitions named in an acks=0 close reason; the rest are counted. */
+const CLOSE_REASON_PARTITIONS = 5;
+
+/**
+ * Kafka's answer to an acks=0 Produce that failed: no response can carry the error, so the connection
+ * is closed and the producer, seeing the disconnect, refreshes its metadata (KafkaApis.handleProduceRequest).
+ */
+function closeForAcksZero(ctx: RequestContext, failures: readonly string[]): CloseConnection {
+  const shown = failures.slice(0, CLOSE_REASON_PARTITIONS).join(', ');
+  const more = failures.length > CLOSE_REASON_PARTITIONS ? ` and ${failures.length - CLOSE_REASON_PARTITIONS} more` : '';
+  return closeConnection(`Produce with acks=0 failed (correlation id ${ctx.correlationId}, client id ${JSON.stringify(ctx.clientId)}): ${shown}${more}`);
+}
+
 function minInsyncReplicas(ctx: RequestContext, topic: string): number {
   const v = ctx.services.metadata.topic(topic)?.configs['min.insync.replicas'];
   return v !== undefined ? Number(v) : ctx.services.config.int('min.insync.replicas');
@@ -76,7 +89,7 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
     const transactionalId = req.transactionalId ?? null;
     if (transactionalId === null && req.topicData.some((td) => td.partitionData.some((pd) => transactionalProducer(pd.records) !== null))) {
       // transactional records need a transactional id: the whole request is refused, as Kafka does
-      if (req.acks === 0) return NO_RESPONSE;
+      if (req.acks === 0) return closeForAcksZero(ctx, [`${errorName(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)} (transactional records without a transactional id)`]);
       return this.errorResponse(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx);
     }
     const writes: Promise<void>[] = [];
@@ -131,7 +144,10 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
       })),
     );
     await Promise.all(writes);
-    if (req.acks === 0) return NO_RESPONSE;
+    if (req.acks === 0) {
+      const failures = responses.flatMap((t) => t.partitionResponses.filter((p) => p.errorCode !== ErrorCode.NONE).map((p) => `${t.name}-${p.index} ${errorName(p.errorCode)}`));
+      return failures.length === 0 ? NO_RESPONSE : closeForAcksZero(ctx, failures);
+    }
     return { responses, throttleTimeMs: 0 };
   },
   errorResponse(req, errorCode) {

@@ -8,6 +8,23 @@ import type { BrokerServices } from '../services.js';
 export const NO_RESPONSE: unique symbol = Symbol('no-response');
 export type NoResponse = typeof NO_RESPONSE;
 
+const CLOSE: unique symbol = Symbol('close-connection');
+/**
+ * Returned by a handler when Kafka answers the request by closing the connection instead (a Produce
+ * with acks=0 that failed: there is no response to carry the error, so the producer learns it from the
+ * disconnect). The dispatcher turns it into its close result; the connection logs `reason` once.
+ */
+export interface CloseConnection {
+  readonly [CLOSE]: true;
+  readonly reason: string;
+}
+export function closeConnection(reason: string): CloseConnection {
+  return { [CLOSE]: true, reason };
+}
+export function isCloseConnection(v: unknown): v is CloseConnection {
+  return typeof v === 'object' && v !== null && CLOSE in v;
+}
+
 export interface ConnectionDetails {
   id: string;
   remoteAddress: string;
@@ -41,7 +58,7 @@ export interface Handler<Req = never, Res = unknown> {
   /** Versions this handler serves (and so the broker advertises). */
   readonly minVersion: number;
   readonly maxVersion: number;
-  handle(req: Req, ctx: RequestContext): Res | NoResponse | Promise<Res | NoResponse>;
+  handle(req: Req, ctx: RequestContext): Res | NoResponse | CloseConnection | Promise<Res | NoResponse | CloseConnection>;
   /** The response Kafka gives when the whole request fails with `errorCode`. */
   errorResponse(req: Req, errorCode: number, ctx: RequestContext): Res;
 }

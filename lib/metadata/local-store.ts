@@ -4,7 +4,7 @@
  * synchronous; persistence is queued and coalesced, and `persisted()` waits for it.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface TopicRecord {
@@ -25,6 +25,34 @@ interface StoredState {
 }
 
 const FILE = 'gregor-metadata.json';
+/** A partition directory (`<topic>-<partition>`), as the log manager names them; `….<hex>-delete` ones are not. */
+const PARTITION_DIR = /^(.+)-(\d+)$/;
+/** Orphan partition directories named in a GREGOR_ERR_METADATA_MISSING message; the rest are counted. */
+const ORPHANS_SHOWN = 5;
+
+/** Stable internal codes of the metadata store's failures (they appear in logs; never rename one). */
+export const GregorMetadataErrorCode = {
+  /** gregor-metadata.json is torn, empty, not JSON, or JSON that is not the store's state. */
+  CORRUPT: 'GREGOR_ERR_METADATA_CORRUPT',
+  /** gregor-metadata.json is missing from a data dir that holds partition directories. */
+  MISSING: 'GREGOR_ERR_METADATA_MISSING',
+  /** The data dir belongs to another cluster than cluster.id says. */
+  CLUSTER_ID: 'GREGOR_ERR_CLUSTER_ID',
+} as const;
+export type GregorMetadataErrorCode = (typeof GregorMetadataErrorCode)[keyof typeof GregorMetadataErrorCode];
+
+/** A metadata store that cannot be opened: the broker must not start on it. The message starts with the code. */
+export class MetadataError extends Error {
+  readonly code: GregorMetadataErrorCode;
+  /** The metadata file the error is about. */
+  readonly file: string;
+  constructor(code: GregorMetadataErrorCode, file: string, message: string, options?: { cause?: unknown }) {
+    super(`${code}: ${message}`, options);
+    this.name = 'MetadataError';
+    this.code = code;
+    this.file = file;
+  }
+}
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]+$/;
 export const MAX_TOPIC_NAME_LENGTH = 249;
 
@@ -83,16 +111,30 @@ export class LocalMetadataStore {
     for (const t of state.topics) this.index(t);
   }
 
+  /**
+   * Loads `gregor-metadata.json` from `dir`, or starts a new cluster when the data dir holds no
+   * partition directories. Refuses (MetadataError) a file it cannot read as the store's state, and a
+   * missing file next to partition directories (as Kafka refuses a log dir without meta.properties):
+   * either way nothing on disk is touched.
+   */
   static async open(dir: string, opts: { nodeId: number; clusterId?: string | null }): Promise<LocalMetadataStore> {
     await mkdir(dir, { recursive: true });
-    let state: StoredState;
+    const file = join(dir, FILE);
+    let text: string | null = null;
     try {
-      state = JSON.parse(await readFile(join(dir, FILE), 'utf8')) as StoredState;
-      if (opts.clusterId != null && opts.clusterId !== state.clusterId) {
-        throw new Error(`GREGOR_ERR_CLUSTER_ID: data dir ${dir} belongs to cluster ${state.clusterId}, not ${opts.clusterId}`);
-      }
+      text = await readFile(file, 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    let state: StoredState;
+    if (text !== null) {
+      state = parseState(file, text);
+      if (opts.clusterId != null && opts.clusterId !== state.clusterId) {
+        throw new MetadataError(GregorMetadataErrorCode.CLUSTER_ID, file, `data dir ${dir} belongs to cluster ${state.clusterId}, not ${opts.clusterId}`);
+      }
+    } else {
+      const orphans = await partitionDirs(dir);
+      if (orphans.length > 0) throw missingError(dir, file, orphans);
       state = { version: 1, clusterId: opts.clusterId ?? newClusterId(), nodeId: opts.nodeId, topics: [] };
     }
     const store = new LocalMetadataStore(dir, { ...state, nodeId: opts.nodeId });
@@ -163,4 +205,89 @@ export class LocalMetadataStore {
   persisted(): Promise<void> {
     return this.writing;
   }
+}
+
+/** The store's state from the file's text, or GREGOR_ERR_METADATA_CORRUPT saying what is wrong with it. */
+function parseState(file: string, text: string): StoredState {
+  const corrupt = (what: string, cause?: unknown) =>
+    new MetadataError(
+      GregorMetadataErrorCode.CORRUPT,
+      file,
+      `metadata file ${file} is unreadable: ${what}. The broker will not start on it; restore the file from a backup (the partition directories beside it are untouched)`,
+      cause === undefined ? undefined : { cause },
+    );
+  if (text.length === 0) throw corrupt('it is empty (0 bytes)');
+  if (/^\0+$/.test(text)) throw corrupt(`it holds only zero bytes (${Buffer.byteLength(text)} bytes)`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw corrupt(`not valid JSON, torn or garbled (${Buffer.byteLength(text)} bytes: ${e instanceof Error ? e.message : String(e)})`, e);
+  }
+  const problem = stateProblem(raw);
+  if (problem !== undefined) throw corrupt(problem);
+  return raw as StoredState;
+}
+
+/** What makes `raw` not a version-1 StoredState, or undefined when it is one. */
+function stateProblem(raw: unknown): string | undefined {
+  if (!isObject(raw)) return `expected a JSON object, got ${jsonType(raw)}`;
+  if (raw['version'] !== 1) return `unsupported version ${JSON.stringify(raw['version'])} (expected 1)`;
+  if (typeof raw['clusterId'] !== 'string' || raw['clusterId'] === '') return 'no clusterId';
+  if (raw['nodeId'] !== undefined && !Number.isInteger(raw['nodeId'])) return `nodeId is ${JSON.stringify(raw['nodeId'])}, not an integer`;
+  const topics = raw['topics'];
+  if (!Array.isArray(topics)) return `no topic list (topics is ${jsonType(topics)})`;
+  const names = new Set<string>();
+  const ids = new Set<string>();
+  for (const [i, t] of topics.entries()) {
+    const at = `topics[${i}]`;
+    if (!isObject(t)) return `${at} is ${jsonType(t)}, not an object`;
+    const name = t['name'];
+    if (typeof name !== 'string' || invalidTopicName(name) !== undefined) return `${at} has an invalid name ${JSON.stringify(name)}`;
+    const id = t['topicId'];
+    if (typeof id !== 'string' || !/^[0-9a-f]{32}$/.test(id) || /^0+$/.test(id)) return `topic ${name} has an invalid topicId ${JSON.stringify(id)}`;
+    if (!Number.isInteger(t['partitions']) || (t['partitions'] as number) < 1) return `topic ${name} has an invalid partition count ${JSON.stringify(t['partitions'])}`;
+    if (!Number.isInteger(t['replicationFactor'])) return `topic ${name} has an invalid replicationFactor ${JSON.stringify(t['replicationFactor'])}`;
+    const configs = t['configs'];
+    if (!isObject(configs) || Object.values(configs).some((v) => typeof v !== 'string')) return `topic ${name} has invalid configs`;
+    if (typeof t['internal'] !== 'boolean') return `topic ${name} has no internal flag`;
+    if (names.has(name)) return `topic ${name} is listed twice`;
+    if (ids.has(id)) return `topicId ${id} is listed twice`;
+    names.add(name);
+    ids.add(id);
+  }
+  return undefined;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function jsonType(v: unknown): string {
+  if (v === undefined) return 'missing';
+  if (v === null) return 'null';
+  return Array.isArray(v) ? 'an array' : `a ${typeof v}`;
+}
+
+/** Partition directories (`<topic>-<partition>`) in the data dir, sorted. */
+async function partitionDirs(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const ent of await readdir(dir, { withFileTypes: true })) {
+    if (!ent.isDirectory()) continue;
+    const m = PARTITION_DIR.exec(ent.name);
+    if (m !== null && invalidTopicName(m[1] ?? '') === undefined) out.push(ent.name);
+  }
+  return out.sort();
+}
+
+function missingError(dir: string, file: string, orphans: readonly string[]): MetadataError {
+  const shown = orphans.slice(0, ORPHANS_SHOWN).join(', ');
+  const more = orphans.length > ORPHANS_SHOWN ? ` and ${orphans.length - ORPHANS_SHOWN} more` : '';
+  return new MetadataError(
+    GregorMetadataErrorCode.MISSING,
+    file,
+    `data dir ${dir} has ${orphans.length} partition director${orphans.length === 1 ? 'y' : 'ies'} (${shown}${more}) but no ${FILE}: ` +
+      'without it the topics, their ids and configs are unknown, so the broker will not start and serve the data dir as empty. ' +
+      `Restore ${file} from a backup, or, to start a new cluster here, move the partition directories out of ${dir}`,
+  );
 }

@@ -142,14 +142,13 @@ describe('OffsetForLeaderEpoch (API 23) at the handler', function () {
     expect(await ask(3, [{ partition: 0, leaderEpoch: 0 }], 'olep-no-such-topic')).to.deep.equal([[ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1n]]);
   });
 
-  it('an empty partition answers the current epoch with end offset 0, as Kafka [pending: broker bug, gregor answers epoch -1, end offset -1]', function () {
-    // Skipped for a broker bug: gregor answers NONE with epoch -1 and end offset -1 for a partition that
-    // has never been written to, because its leader-epoch cache only learns epoch 0 from the first
-    // append; Kafka's leader assigns its epoch at the log end offset when it becomes leader
-    // (Partition.makeLeader → maybeAssignEpochStartOffset). The fix belongs in the handler or the
-    // partition log. The assertion below is what Kafka answers: drop the skip with the fix.
-    this.skip();
-    return ask(4, [{ partition: 2, leaderEpoch: 0 }]).then((a) => expect(a).to.deep.equal([[ErrorCode.NONE, 0, 0n]]));
+  it('an empty partition answers the current epoch with end offset 0, as Kafka', async () => {
+    // Kafka's leader assigns its epoch at the log end offset when it becomes leader
+    // (Partition.makeLeader → maybeAssignEpochStartOffset), so a never-written partition answers it too.
+    expect(await ask(4, [{ partition: 2, leaderEpoch: 0 }])).to.deep.equal([[ErrorCode.NONE, 0, 0n]]);
+    expect(await ask(4, [{ partition: 2, leaderEpoch: 0, currentLeaderEpoch: 0 }])).to.deep.equal([[ErrorCode.NONE, 0, 0n]]);
+    // an epoch newer than the current one is still unknown there
+    expect(await ask(4, [{ partition: 2, leaderEpoch: 1 }])).to.deep.equal([[ErrorCode.NONE, -1, -1n]]);
   });
 
   it('answers the same after a restart on the same data dir (the epoch cache is persisted)', async () => {

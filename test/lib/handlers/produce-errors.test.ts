@@ -112,7 +112,7 @@ describe('Produce error paths at the handler', function () {
     expect(md.topics.map((t) => [t.name, t.errorCode])).to.deep.equal([['produce-errors-no-such-topic', ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]]);
   });
 
-  it('an acks=0 Produce gets no response, even when it fails', async () => {
+  it('a successful acks=0 Produce gets no response, and the connection stays open', async () => {
     await c.send(ApiKey.Produce, PRODUCE_V, { transactionalId: null, acks: 0, timeoutMs: 5000, topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: batch('zero') }] }] });
     const before = c.responses.length;
     // the next request's answer is the next response: nothing came for the acks=0 one
@@ -121,21 +121,31 @@ describe('Produce error paths at the handler', function () {
     expect(await produce(1, [[TOPIC, 0, batch('after-zero')]])).to.deep.equal([[TOPIC, 0, ErrorCode.NONE, end]]);
   });
 
-  it('a failed acks=0 Produce closes the connection, as Kafka does so that the producer notices [pending: broker bug, gregor keeps it open]', function () {
-    // Skipped for a broker bug: Kafka's KafkaApis closes the connection when an acks=0 Produce has any
-    // partition error (there is no response to carry it, and the producer refreshes its metadata on
-    // the disconnect); gregor drops the error silently and keeps the connection open. A handler cannot
-    // ask for a close today (only NO_RESPONSE), so the fix needs the dispatcher too. What Kafka does:
-    this.skip();
-    return (async () => {
-      const other = await RawClient.connect(b.bootstrap);
-      try {
-        await other.send(ApiKey.Produce, PRODUCE_V, { transactionalId: null, acks: 0, timeoutMs: 5000, topicData: [{ name: TOPIC, partitionData: [{ index: 9, records: batch('lost') }] }] });
-        expect(await other.waitClosed(5000)).to.equal(true);
-      } finally {
-        other.destroy();
-      }
-    })();
+  it('a failed acks=0 Produce closes the connection, as Kafka does so that the producer notices', async () => {
+    // Kafka's KafkaApis closes the connection when an acks=0 Produce has any partition error: there is
+    // no response to carry it, and the producer refreshes its metadata on the disconnect.
+    const other = await RawClient.connect(b.bootstrap);
+    try {
+      await other.send(ApiKey.Produce, PRODUCE_V, { transactionalId: null, acks: 0, timeoutMs: 5000, topicData: [{ name: TOPIC, partitionData: [{ index: 9, records: batch('lost') }] }] });
+      expect(await other.waitClosed(5000)).to.equal(true);
+    } finally {
+      other.destroy();
+    }
+    // the partitions that did not fail are still written, as Kafka's are, before the close
+    const [end1] = await ends(TOPIC, [1]);
+    const third = await RawClient.connect(b.bootstrap);
+    try {
+      await third.send(ApiKey.Produce, PRODUCE_V, {
+        transactionalId: null,
+        acks: 0,
+        timeoutMs: 5000,
+        topicData: [{ name: TOPIC, partitionData: [{ index: 1, records: batch('kept', 2) }, { index: 9, records: batch('lost') }] }],
+      });
+      expect(await third.waitClosed(5000)).to.equal(true);
+    } finally {
+      third.destroy();
+    }
+    expect(await ends(TOPIC, [1])).to.deep.equal([end1! + 2n]);
   });
 
   it('min.insync.replicas=2 on one replica with acks=-1 → NOT_ENOUGH_REPLICAS and nothing written; acks=1 and 0 are written', async () => {

@@ -33,6 +33,12 @@ export const INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_sta
 type PartitionListener = (topic: string, partition: number, log: PartitionLog) => void;
 type TopicsListener = (topic: string, change: 'created' | 'deleted' | 'partitions') => void;
 
+/** Opens `logs` (the log manager bounds how many open at once); rejects with the first failure once all have settled. */
+async function openAll(logs: readonly PartitionLog[]): Promise<void> {
+  const failed = (await Promise.allSettled(logs.map((l) => l.open()))).find((r) => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+}
+
 export class TopicManager {
   private readonly logs = new Map<string, PartitionLog[]>();
   private readonly opening = new Map<string, Promise<PartitionLog[]>>();
@@ -48,11 +54,16 @@ export class TopicManager {
     private readonly converter?: ConversionRunner,
   ) {}
 
-  /** Opens the logs of every known topic (at start-up). */
+  /**
+   * Makes the logs of every known topic (at start-up). A log opens on first use; only those that
+   * must be recovered first (after an unclean shutdown) and the coordinators' internal topics are
+   * opened here.
+   */
   async loadAll(): Promise<void> {
     for (const t of this.metadata.topics()) await this.openLogs(t);
   }
 
+  /** Called for each partition log as it is made (its files open on first use). */
   onPartitionOpened(l: PartitionListener): void {
     this.listeners.push(l);
   }
@@ -86,10 +97,15 @@ export class TopicManager {
     const p = (async () => {
       const cfg = this.logConfig(t);
       const logs = existing ?? [];
-      for (let i = logs.length; i < t.partitions; i++) {
-        const log = await this.logManager.getOrCreate(t.name, i, cfg, this.converter === undefined ? {} : { converter: this.converter });
+      const opts = this.converter === undefined ? {} : { converter: this.converter };
+      const added: PartitionLog[] = [];
+      for (let i = logs.length; i < t.partitions; i++) added.push(this.logManager.attach(t.name, i, cfg, opts));
+      // the coordinators load their internal topics at once (and append to them synchronously);
+      // logs to recover after an unclean shutdown are opened before anyone reads them
+      await openAll(t.internal ? added : added.filter((l) => !l.servable));
+      for (const log of added) {
         logs.push(log);
-        for (const l of this.listeners) l(t.name, i, log);
+        for (const l of this.listeners) l(t.name, log.partition, log);
       }
       this.logs.set(t.name, logs);
       return logs;
@@ -112,11 +128,30 @@ export class TopicManager {
     return this.logs.get(topic);
   }
 
-  /** Waits until the logs of `topic` are open (right after creation they may still be opening). */
+  /**
+   * Waits until the logs of `topic` exist (right after creation they may still be in the making).
+   * They open on first use: see openPartitions for the calls that need an open log.
+   */
   async ready(topic: string): Promise<PartitionLog[] | undefined> {
     const t = this.metadata.topic(topic);
     if (t === undefined) return undefined;
     return this.openLogs(t);
+  }
+
+  /**
+   * Opens the logs of these partitions of `topic` (those it has), for the synchronous calls that
+   * need an open log: a timestamp search, DeleteRecords, producer state. A log that fails to open
+   * is offline and answers every call with its error.
+   */
+  async openPartitions(topic: string, partitions: Iterable<number>): Promise<void> {
+    const logs = await this.ready(topic);
+    if (logs === undefined) return;
+    const wanted: PartitionLog[] = [];
+    for (const p of partitions) {
+      const log = logs[p];
+      if (log !== undefined && !log.isOpen) wanted.push(log);
+    }
+    await openAll(wanted).catch(() => undefined);
   }
 
   private validateConfigs(configs: Record<string, string | null>): Record<string, string> {

@@ -50,7 +50,7 @@ export const deleteRecordsHandler = defineHandler<DeleteRecordsRequest, DeleteRe
   async handle(req, ctx) {
     const s = ctx.services;
     // Logs of a just-created topic may still be opening.
-    for (const t of req.topics) if (s.metadata.topic(t.name) !== undefined) await s.topics.ready(t.name);
+    for (const t of req.topics) if (s.metadata.topic(t.name) !== undefined) await s.topics.openPartitions(t.name, t.partitions.map((p) => p.partitionIndex));
     return {
       throttleTimeMs: 0,
       topics: req.topics.map((t) => ({

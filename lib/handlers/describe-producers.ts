@@ -14,7 +14,7 @@ export const describeProducersHandler = defineHandler<DescribeProducersRequest, 
   async handle(req, ctx) {
     const s = ctx.services;
     // Logs of a just-created topic may still be opening.
-    for (const t of req.topics) if (s.metadata.topic(t.name) !== undefined) await s.topics.ready(t.name);
+    for (const t of req.topics) if (s.metadata.topic(t.name) !== undefined) await s.topics.openPartitions(t.name, t.partitionIndexes);
     const lookup = { topicExists: (topic: string) => s.metadata.topic(topic) !== undefined, partition: (topic: string, p: number) => s.topics.partition(topic, p) };
     return { throttleTimeMs: 0, topics: describeProducers(lookup, req.topics) };
   },

@@ -18,8 +18,9 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
   apiKey: ApiKey.ListOffsets,
   minVersion: 0,
   maxVersion: 9,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     const s = ctx.services;
+    for (const t of req.topics) await s.topics.openPartitions(t.name, t.partitions.filter((p) => p.timestamp >= 0n || p.timestamp === OffsetSpec.MAX_TIMESTAMP).map((p) => p.partitionIndex));
     // v2+ carry an isolation level; read_committed (1) sees up to the last stable offset
     const readCommitted = ctx.apiVersion >= 2 && req.isolationLevel === 1;
     return {

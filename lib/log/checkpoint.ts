@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { Limiter } from './limiter.js';
 
 /** fsync a directory so a rename or create in it survives a crash. */
 export async function fsyncDir(dir: string): Promise<void> {
@@ -12,8 +13,15 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/** Atomic writes in progress at once, process-wide (each holds two descriptors for a moment). */
+const atomicWrites = new Limiter(64);
+
 /** Writes `data` to `file` atomically: tmp → fsync → rename → fsync(dir). */
-export async function writeFileAtomic(file: string, data: string | Buffer): Promise<void> {
+export function writeFileAtomic(file: string, data: string | Buffer): Promise<void> {
+  return atomicWrites.run(() => writeAtomically(file, data));
+}
+
+async function writeAtomically(file: string, data: string | Buffer): Promise<void> {
   const tmp = `${file}.tmp`;
   const fh = await fsp.open(tmp, 'w');
   try {

@@ -10,6 +10,8 @@ export const GregorLogErrorCode = {
   STORAGE: 'GREGOR_ERR_LOG_STORAGE',
   /** The log was closed or deleted. */
   CLOSED: 'GREGOR_ERR_LOG_CLOSED',
+  /** A synchronous call needs the open log, which is still opening (open() it first). */
+  NOT_OPEN: 'GREGOR_ERR_LOG_NOT_OPEN',
 } as const;
 export type GregorLogErrorCode = (typeof GregorLogErrorCode)[keyof typeof GregorLogErrorCode];
 

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { GregorLogErrorCode, LogError } from './errors.js';
 import type { LogConfig } from './log-config.js';
+import type { LogSummary } from './log-summary.js';
 import { DELETED_SUFFIX, LogSegment } from './segment.js';
 import type { EntryHeader, IoStats } from './segment.js';
 
@@ -26,6 +27,8 @@ export interface LoadResult {
   truncatedBytes: number;
   /** Offsets of the producer-state snapshot files found (`<offset>.snapshot`), newest first. */
   snapshots: bigint[];
+  /** Whether the tail was scanned as after an unclean shutdown (asked for, or the files differed from `expected`). */
+  recovered: boolean;
 }
 
 const LEFTOVER = [DELETED_SUFFIX, '.tmp', '.cleaned', '.swap'];
@@ -34,8 +37,30 @@ function corrupt(dir: string, message: string): LogError {
   return new LogError(ErrorCode.KAFKA_STORAGE_ERROR, `${dir}: ${message}`, GregorLogErrorCode.CORRUPT);
 }
 
-/** Loads every segment of `dir`. Throws LogError(GREGOR_ERR_LOG_CORRUPT) for corruption it must not cut. */
-export async function loadSegments(dir: string, config: LogConfig, recover: boolean, now: number, stats: IoStats, logger: LogLogger): Promise<LoadResult> {
+/**
+ * Whether the segment files (as opened: base offsets and sizes) are those `expected` describes. A
+ * log with no files yet matches a summary of an empty log.
+ */
+export function matchesSummary(segments: readonly LogSegment[], expected: LogSummary): boolean {
+  if (segments.length === 0) return expected.logEndOffset === expected.logStartOffset && expected.segments.every((s) => s.size === 0);
+  if (segments.length !== expected.segments.length) return false;
+  return segments.every((s, i) => s.baseOffset === expected.segments[i]?.baseOffset && s.size === expected.segments[i]?.size);
+}
+
+/**
+ * Loads every segment of `dir`. Throws LogError(GREGOR_ERR_LOG_CORRUPT) for corruption it must not
+ * cut. `expected`: what the files should be (the summary the log was served from while closed);
+ * when they differ, the log is recovered as after an unclean shutdown.
+ */
+export async function loadSegments(
+  dir: string,
+  config: LogConfig,
+  recover: boolean,
+  now: number,
+  stats: IoStats,
+  logger: LogLogger,
+  expected: LogSummary | null = null,
+): Promise<LoadResult> {
   const names = await fsp.readdir(dir);
   const bases: bigint[] = [];
   const logs = new Set<string>();
@@ -66,6 +91,10 @@ export async function loadSegments(dir: string, config: LogConfig, recover: bool
       for (const s of segments) await s.close();
       throw err;
     }
+  }
+  if (!recover && expected !== null && !matchesSummary(segments, expected)) {
+    logger.warn({ dir, segments: segments.length, expected: expected.segments.length }, 'the log files differ from its summary checkpoint; recovering the log');
+    recover = true;
   }
   let tail: EntryHeader[] = [];
   let truncatedBytes = 0;
@@ -106,7 +135,7 @@ export async function loadSegments(dir: string, config: LogConfig, recover: bool
     throw err;
   }
   snapshots.sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
-  return { segments, tail, truncatedBytes, snapshots };
+  return { segments, tail, truncatedBytes, snapshots, recovered: recover };
 }
 
 async function openSegment(dir: string, base: bigint, config: LogConfig, now: number, stats: IoStats): Promise<LogSegment> {

@@ -1,47 +1,86 @@
 /**
- * All partition logs of one data dir: opening (with recovery after an unclean shutdown), topic
- * deletion, the single maintenance timer and the clean-shutdown marker.
+ * All partition logs of one data dir: their handles (opened on first use, see partition-log.ts),
+ * the partition summary checkpoint and open journal that make that safe (log-summary.ts), recovery
+ * after an unclean shutdown, topic deletion, the single maintenance timer and the clean-shutdown
+ * marker.
+ *
+ * At start the data dir is listed once and two files are read; no partition directory is touched.
+ * A partition is then served from its summary when the last clean shutdown recorded one and the
+ * open journal does not list it (it was not opened since, so its files are as summarised). The
+ * partitions the journal lists after an unclean shutdown, and any with files but no summary, have
+ * to be opened (recovered) before use: `attach` marks them (`servable` is false).
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { BrokerConfig } from '../config.js';
-import { fsyncDir, writeFileAtomic } from './checkpoint.js';
+import { CheckpointFile, fsyncDir, writeFileAtomic } from './checkpoint.js';
 import { closedError } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
+import { EMPTY_SUMMARY, OPEN_JOURNAL, OpenJournal, SUMMARY_CHECKPOINT, readSummaries, summaryFields, summaryKey } from './log-summary.js';
+import type { LogSummary } from './log-summary.js';
+import { Limiter } from './limiter.js';
 import { PartitionLog } from './partition-log.js';
-import type { PartitionLogOptions } from './partition-log.js';
+import type { OpenHooks, PartitionLogOptions } from './partition-log.js';
 
 export const CLEAN_SHUTDOWN_MARKER = '.gregor-clean-shutdown';
 const DELETE_DIR = /\.[0-9a-f]+-delete$/;
 const PARTITION_DIR = /^(.+)-(\d+)$/;
+/** Logs opened (or recovered) at once, and closed at once at shutdown: mostly waiting for the disk. */
+const OPEN_CONCURRENCY = 16;
+const CLOSE_CONCURRENCY = 16;
 
-const key = (topic: string, partition: number): string => `${topic}-${partition}`;
+const key = summaryKey;
+
+function parseKey(k: string): { topic: string; partition: number } | null {
+  const m = PARTITION_DIR.exec(k);
+  return m?.[1] === undefined || m[2] === undefined ? null : { topic: m[1], partition: Number(m[2]) };
+}
 
 export class LogManager {
   readonly dataDir: string;
   /** Whether the previous run ended with a clean shutdown (the marker was there). */
   readonly hadCleanShutdown: boolean;
-  /** Whether logs opened now must be recovered: no marker, and the dir already held logs. */
+  /** Whether logs without a summary must be recovered when opened: no marker, and the dir already held logs. */
   private readonly recover: boolean;
   private readonly broker: BrokerConfig;
   private readonly logger: LogLogger;
   private readonly logs = new Map<string, PartitionLog>();
-  private readonly opening = new Map<string, Promise<PartitionLog>>();
+  /** Summaries from the checkpoint of partitions that have no PartitionLog (yet). */
+  private readonly summaries: Map<string, LogSummary>;
+  /** Partitions opened since the last clean shutdown (after an unclean one): recovered before use. */
+  private readonly dirty: Set<string>;
+  /** Partition directories that were on disk at start. */
+  private readonly dirs: Set<string>;
+  private readonly journal: OpenJournal;
+  private readonly checkpoint: CheckpointFile;
+  /** What every log of this dir calls when it opens: journal first, then a bounded number of opens at once. */
+  private readonly hooks: OpenHooks;
   private timer: NodeJS.Timeout | null = null;
   private producerTimer: NodeJS.Timeout | null = null;
   private tick: Promise<void> | null = null;
   private closed = false;
 
-  private constructor(dataDir: string, broker: BrokerConfig, clean: boolean, recover: boolean, logger: LogLogger) {
+  private constructor(dataDir: string, broker: BrokerConfig, clean: boolean, recover: boolean, logger: LogLogger, state: { summaries: Map<string, LogSummary>; dirty: Set<string>; dirs: Set<string> }) {
     this.dataDir = dataDir;
     this.broker = broker;
     this.hadCleanShutdown = clean;
     this.recover = recover;
     this.logger = logger;
+    this.summaries = state.summaries;
+    this.dirty = state.dirty;
+    this.dirs = state.dirs;
+    this.journal = new OpenJournal(dataDir);
+    this.journal.preload(state.dirty);
+    this.checkpoint = new CheckpointFile(path.join(dataDir, SUMMARY_CHECKPOINT));
+    const opens = new Limiter(OPEN_CONCURRENCY);
+    this.hooks = {
+      beforeOpen: (topic, partition) => this.journal.add(topic, partition),
+      schedule: (open) => opens.run(open),
+    };
   }
 
   /** Opens the data dir; the clean-shutdown marker is read and removed while the broker runs. */
@@ -49,19 +88,27 @@ export class LogManager {
     await fsp.mkdir(dataDir, { recursive: true });
     const marker = path.join(dataDir, CLEAN_SHUTDOWN_MARKER);
     const marked = fs.existsSync(marker);
+    const names = await fsp.readdir(dataDir);
+    const dirs = new Set<string>();
+    for (const name of names) {
+      if (DELETE_DIR.test(name)) await fsp.rm(path.join(dataDir, name), { recursive: true, force: true });
+      else if (PARTITION_DIR.test(name)) dirs.add(name);
+    }
     // A data dir without partitions (first start) has nothing to recover.
-    const hasLogs = (await fsp.readdir(dataDir)).some((n) => PARTITION_DIR.test(n));
+    const hasLogs = dirs.size > 0;
+    const summaries = readSummaries(dataDir, (err) => logger.warn({ err, dataDir }, 'ignoring an unreadable partition summary checkpoint: logs will be opened at start'));
+    let dirty = new Set<string>();
     if (marked) {
+      // the checkpoint written before the marker describes every partition; the journal starts over
+      await fsp.rm(path.join(dataDir, OPEN_JOURNAL), { force: true });
       await fsp.rm(marker);
       await fsyncDir(dataDir);
     } else if (hasLogs) {
-      logger.warn({ dataDir }, 'no clean-shutdown marker: logs will be recovered as they are opened');
+      dirty = OpenJournal.read(dataDir);
+      // only those opened since the last clean shutdown (and any without a summary) can have changed
+      logger.warn({ dataDir, partitions: dirty.size }, 'no clean-shutdown marker: logs will be recovered as they are opened');
     }
-    const mgr = new LogManager(dataDir, broker, marked, !marked && hasLogs, logger);
-    for (const name of await fsp.readdir(dataDir)) {
-      if (DELETE_DIR.test(name)) await fsp.rm(path.join(dataDir, name), { recursive: true, force: true });
-    }
-    return mgr;
+    return new LogManager(dataDir, broker, marked, !marked && hasLogs, logger, { summaries, dirty, dirs });
   }
 
   /** Partition directories present on disk. */
@@ -69,28 +116,35 @@ export class LogManager {
     const out: { topic: string; partition: number }[] = [];
     for (const ent of await fsp.readdir(this.dataDir, { withFileTypes: true })) {
       if (!ent.isDirectory() || DELETE_DIR.test(ent.name)) continue;
-      const m = PARTITION_DIR.exec(ent.name);
-      if (m?.[1] !== undefined && m[2] !== undefined) out.push({ topic: m[1], partition: Number(m[2]) });
+      const p = parseKey(ent.name);
+      if (p !== null) out.push(p);
     }
     return out;
   }
 
-  /** The open log, or opens (recovering if the last shutdown was unclean) / creates it. */
-  getOrCreate(topic: string, partition: number, config: LogConfig, opts: Omit<PartitionLogOptions, 'recover'> = {}): Promise<PartitionLog> {
-    if (this.closed) return Promise.reject(closedError(this.dataDir));
+  /**
+   * The partition's log, made now if needed but not opened when its summary can serve it (see
+   * PartitionLog.servable: when false, `open()` it before use).
+   */
+  attach(topic: string, partition: number, config: LogConfig, opts: Omit<PartitionLogOptions, 'recover'> = {}): PartitionLog {
+    if (this.closed) throw closedError(this.dataDir);
     const k = key(topic, partition);
-    const open = this.logs.get(k);
-    if (open !== undefined) return Promise.resolve(open);
-    const pending = this.opening.get(k);
-    if (pending !== undefined) return pending;
-    const p = PartitionLog.open(this.dataDir, topic, partition, config, { logger: this.logger, ...opts, recover: this.recover })
-      .then((log) => {
-        this.logs.set(k, log);
-        return log;
-      })
-      .finally(() => this.opening.delete(k));
-    this.opening.set(k, p);
-    return p;
+    const have = this.logs.get(k);
+    if (have !== undefined) return have;
+    const dirty = this.dirty.has(k);
+    const summary = dirty ? null : (this.summaries.get(k) ?? (this.dirs.has(k) ? null : EMPTY_SUMMARY));
+    this.summaries.delete(k);
+    const recover = dirty || (summary === null && this.recover);
+    const log = PartitionLog.lazy(this.dataDir, topic, partition, config, { logger: this.logger, ...opts, recover }, summary, this.hooks);
+    this.logs.set(k, log);
+    return log;
+  }
+
+  /** The log, opened (recovering it if the last shutdown was unclean) or created. */
+  async getOrCreate(topic: string, partition: number, config: LogConfig, opts: Omit<PartitionLogOptions, 'recover'> = {}): Promise<PartitionLog> {
+    const log = this.attach(topic, partition, config, opts);
+    await log.open();
+    return log;
   }
 
   get(topic: string, partition: number): PartitionLog | undefined {
@@ -101,12 +155,16 @@ export class LogManager {
     return [...this.logs.values()];
   }
 
-  /** Deletes every partition of `topic`: open logs and directories on disk. */
+  /** Deletes every partition of `topic`: its logs, summaries and directories on disk. */
   async deleteTopic(topic: string): Promise<void> {
-    for (const [k, p] of this.opening) if (k.startsWith(`${topic}-`)) await p.catch(() => undefined);
     const victims = [...this.logs.values()].filter((l) => l.topic === topic);
     for (const log of victims) this.logs.delete(key(log.topic, log.partition));
+    for (const set of [this.summaries, this.dirty, this.dirs]) {
+      for (const k of set.keys()) if (parseKey(k)?.topic === topic) set.delete(k);
+    }
     for (const log of victims) await log.delete();
+    // before the directories go: a topic created again under this name must not find these summaries
+    await this.writeSummaries();
     for (const { topic: t, partition } of await this.listPartitions()) {
       if (t !== topic) continue;
       // rename first so a crash mid-delete leaves a dir that start-up removes
@@ -115,6 +173,17 @@ export class LogManager {
       await fsp.rename(from, to).catch(() => undefined);
       await fsp.rm(to, { recursive: true, force: true });
     }
+  }
+
+  /** Writes the summary of every partition: those with a log (as they are now) and those without one. */
+  private async writeSummaries(): Promise<void> {
+    const rows: string[][] = [];
+    for (const log of this.logs.values()) rows.push([log.topic, String(log.partition), ...summaryFields(log.summary())]);
+    for (const [k, s] of this.summaries) {
+      const p = parseKey(k);
+      if (p !== null) rows.push([p.topic, String(p.partition), ...summaryFields(s)]);
+    }
+    await this.checkpoint.write(rows);
   }
 
   /** One timer for all logs (log.retention.check.interval.ms by default). */
@@ -148,9 +217,10 @@ export class LogManager {
     return n;
   }
 
-  /** One maintenance pass over every log (also what the timer runs). */
+  /** One maintenance pass over every log (also what the timer runs); a log not open is opened only when it has work. */
   async runMaintenance(now = Date.now()): Promise<void> {
     for (const log of this.logs.values()) {
+      if (!log.maintenanceDue(now)) continue;
       try {
         await log.maintenance(now);
       } catch (err) {
@@ -159,7 +229,10 @@ export class LogManager {
     }
   }
 
-  /** Flushes and closes every log, then writes the clean-shutdown marker. */
+  /**
+   * Flushes and closes every log, then writes the partition summaries, clears the open journal and
+   * writes the clean-shutdown marker (in that order: the marker vouches for the summaries).
+   */
   async shutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -168,18 +241,30 @@ export class LogManager {
     if (this.producerTimer !== null) clearInterval(this.producerTimer);
     this.producerTimer = null;
     if (this.tick !== null) await this.tick;
-    await Promise.allSettled([...this.opening.values()]);
     let failed = false;
-    for (const log of this.logs.values()) {
-      try {
-        if (log.isOffline) failed = true;
-        await log.close();
-      } catch (err) {
-        failed = true;
-        this.logger.error({ err, dir: log.dir }, 'closing log failed');
+    // a few at a time: closing an open log is mostly waiting for fsyncs (a log not open has nothing to do)
+    const logs = [...this.logs.values()];
+    let next = 0;
+    const closer = async (): Promise<void> => {
+      while (next < logs.length) {
+        const log = logs[next++] as PartitionLog;
+        try {
+          if (log.isOffline) failed = true;
+          await log.close();
+        } catch (err) {
+          failed = true;
+          this.logger.error({ err, dir: log.dir }, 'closing log failed');
+        }
       }
+    };
+    await Promise.all(Array.from({ length: CLOSE_CONCURRENCY }, closer));
+    if (failed) {
+      await this.journal.close();
+    } else {
+      await this.writeSummaries();
+      await this.journal.remove();
+      await writeFileAtomic(path.join(this.dataDir, CLEAN_SHUTDOWN_MARKER), '');
     }
     this.logs.clear();
-    if (!failed) await writeFileAtomic(path.join(this.dataDir, CLEAN_SHUTDOWN_MARKER), '');
   }
 }

@@ -69,25 +69,34 @@ export function abortedTransactionsIn(segs: readonly LogSegment[], fetchOffset: 
   return out;
 }
 
+/** What retention reads of a segment (a LogSegment, or a closed log's SegmentSummary). */
+export interface SegmentView {
+  readonly baseOffset: bigint;
+  readonly nextOffset: bigint;
+  readonly size: number;
+  readonly maxTimestamp: bigint;
+  readonly lastModified: number;
+}
+
 /**
  * How many of the oldest segments may go: those wholly below the log start offset, and (given a
  * config with cleanup.policy=delete) those past retention.ms / beyond retention.bytes. Never the
  * active segment, never data above the high watermark.
  */
-export function deletableSegments(segs: readonly LogSegment[], retention: LogConfig | null, now: number, highWatermark: bigint, logStartOffset: bigint): number {
+export function deletableSegments(segs: readonly SegmentView[], retention: LogConfig | null, now: number, highWatermark: bigint, logStartOffset: bigint): number {
   let i = 0;
-  const eligible = (k: number): boolean => k < segs.length - 1 && (segs[k] as LogSegment).nextOffset <= highWatermark;
-  while (eligible(i) && (segs[i + 1] as LogSegment).baseOffset <= logStartOffset) i++;
+  const eligible = (k: number): boolean => k < segs.length - 1 && (segs[k] as SegmentView).nextOffset <= highWatermark;
+  while (eligible(i) && (segs[i + 1] as SegmentView).baseOffset <= logStartOffset) i++;
   if (retention === null || !retention.cleanupPolicy.includes('delete')) return i;
   if (retention.retentionMs >= 0) {
-    const age = (s: LogSegment): number => now - (s.maxTimestamp >= 0n ? Number(s.maxTimestamp) : s.lastModified);
-    while (eligible(i) && age(segs[i] as LogSegment) > retention.retentionMs) i++;
+    const age = (s: SegmentView): number => now - (s.maxTimestamp >= 0n ? Number(s.maxTimestamp) : s.lastModified);
+    while (eligible(i) && age(segs[i] as SegmentView) > retention.retentionMs) i++;
   }
   if (retention.retentionBytes >= 0) {
     let diff = -retention.retentionBytes;
     for (const s of segs) diff += s.size;
-    for (let k = 0; k < i; k++) diff -= (segs[k] as LogSegment).size;
-    while (eligible(i) && diff - (segs[i] as LogSegment).size >= 0) diff -= (segs[i++] as LogSegment).size;
+    for (let k = 0; k < i; k++) diff -= (segs[k] as SegmentView).size;
+    while (eligible(i) && diff - (segs[i] as SegmentView).size >= 0) diff -= (segs[i++] as SegmentView).size;
   }
   return i;
 }

@@ -311,10 +311,13 @@ export class LogSegment {
       if (!idx.needsRewrite && idx.persisted === idx.entries && fs.existsSync(file)) continue;
       const from = idx.needsRewrite ? 0 : idx.persisted;
       const data = idx.serialize(from);
+      // a new empty index holds nothing to lose (if a crash takes the file, the next open rebuilds
+      // it); a rewrite after a truncation must reach the disk, or stale entries could come back
+      const mustSync = data.length > 0 || idx.needsRewrite;
       const fh = await fsp.open(file, idx.needsRewrite || from === 0 ? 'w' : 'r+');
       try {
         await fh.write(data, 0, data.length, from * idx.entrySize);
-        await fh.sync();
+        if (mustSync) await fh.sync();
       } finally {
         await fh.close();
       }

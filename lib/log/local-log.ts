@@ -1,0 +1,384 @@
+/**
+ * The files of an open partition log (Kafka's LocalLog): loading its segments (with crash
+ * recovery), the log start / log end offsets and high watermark, leader epochs, coalesced
+ * page-cache writes and flushing, rolling, retention and DeleteRecords' segment deletion, producer
+ * snapshots, closing. UnifiedLog (unified-log.ts) adds appends, reads and offset lookups;
+ * PartitionLog (partition-log.ts) opens one on first use.
+ */
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { CheckpointFile, LeaderEpochCache } from './checkpoint.js';
+import { LogError, closedError, storageError } from './errors.js';
+import type { LogConfig } from './log-config.js';
+import { NOOP_LOGGER, loadSegments } from './log-loader.js';
+import type { LogLogger } from './log-loader.js';
+import { RecentCache } from './log-read.js';
+import { EMPTY_SUMMARY } from './log-summary.js';
+import type { LogSummary } from './log-summary.js';
+import { LogSegment } from './segment.js';
+import type { IoStats } from './segment.js';
+import { deletableSegments } from './segment-list.js';
+import type { ConversionRunner } from './convert.js';
+import type { ConvertHook } from './validator.js';
+import { WriteQueue } from './write-queue.js';
+import type { WriteGroup } from './write-queue.js';
+import { ProducerStateManager } from '../txn/producer-state.js';
+import { SNAPSHOTS_KEPT, recoverProducerState } from '../txn/producer-recovery.js';
+import { deleteSnapshot, serializeSnapshot, writeSnapshot } from '../txn/producer-snapshot.js';
+
+export interface PartitionLogOptions {
+  /** Scan and repair the tail (the data dir had no clean-shutdown marker). */
+  recover: boolean;
+  logger?: LogLogger;
+  /** Synchronous hook applied to fast-path appends after validation (conversion proper is `converter`'s). */
+  convert?: ConvertHook;
+  /**
+   * Where recompression, format conversion and deep validation run (the append worker pool).
+   * Absent: inline on the calling thread.
+   */
+  converter?: ConversionRunner;
+  /** Budget of the recent-batches cache (default 1 MiB; 0 disables it). */
+  recentCacheBytes?: number;
+  /** Called when the high watermark moves (after appended data reached the kernel, or disk). */
+  onHighWatermark?: (highWatermark: bigint) => void;
+}
+
+const noop = (): void => undefined;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export abstract class LocalLog {
+  readonly topic: string;
+  readonly partition: number;
+  /** `<dataDir>/<topic>-<partition>`. */
+  readonly dir: string;
+  readonly stats: IoStats;
+  protected config: LogConfig;
+  protected readonly logger: LogLogger;
+  protected readonly opts: PartitionLogOptions;
+  protected segments: LogSegment[] = [];
+  protected _logStartOffset = 0n;
+  protected _logEndOffset = 0n;
+  protected _highWatermark = 0n;
+  protected readonly epochs: LeaderEpochCache;
+  private readonly startCheckpoint: CheckpointFile;
+  protected readonly cache: RecentCache;
+  protected readonly queue = new WriteQueue((g) => this.writeGroup(g));
+  private unflushedMessages = 0;
+  private lastFlushTime = Date.now();
+  private flushTimer: NodeJS.Timeout | null = null;
+  protected offline: LogError | null = null;
+  protected closed = false;
+  private readonly background = new Set<Promise<unknown>>();
+  private readonly pendingDeletes = new Map<LogSegment, { timer: NodeJS.Timeout; done: () => void }>();
+  /** Idempotence and transactions: producer ids, their sequences, open transactions. */
+  readonly producers: ProducerStateManager;
+  /** Offsets of the producer-state snapshot files, newest first. */
+  private snapshots: bigint[] = [];
+
+  protected constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions, stats: IoStats) {
+    this.topic = topic;
+    this.partition = partition;
+    this.dir = path.join(dataDir, `${topic}-${partition}`);
+    this.config = config;
+    this.opts = opts;
+    this.stats = stats;
+    this.logger = opts.logger ?? NOOP_LOGGER;
+    this.epochs = new LeaderEpochCache(path.join(this.dir, 'leader-epoch-checkpoint'));
+    this.epochs.onError = (err) => this.logger.error({ err, dir: this.dir }, 'writing leader-epoch-checkpoint failed');
+    this.startCheckpoint = new CheckpointFile(path.join(this.dir, 'log-start-offset-checkpoint'));
+    this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20);
+    this.producers = new ProducerStateManager(`${topic}-${partition}`);
+  }
+
+  /** Appends reserved and not yet committed must settle before the files close. */
+  protected abstract drainAppends(): Promise<void>;
+
+  /**
+   * Loads the directory. `expected`: the summary this log was served from while it was not open;
+   * files that differ from it are recovered as after an unclean shutdown.
+   */
+  protected async load(expected: LogSummary | null): Promise<void> {
+    const now = Date.now();
+    const loaded = await loadSegments(this.dir, this.config, this.opts.recover, now, this.stats, this.logger, expected);
+    let checkpointed: bigint | null = null;
+    try {
+      const row = this.startCheckpoint.readSync()?.[0];
+      if (row?.[2] !== undefined) checkpointed = BigInt(row[2]);
+      this.epochs.load();
+    } catch (err) {
+      this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable checkpoint');
+    }
+    this.segments = loaded.segments;
+    if (this.segments.length === 0) this.segments = [LogSegment.create(this.dir, checkpointed ?? 0n, this.config.segmentIndexBytes, now, this.stats)];
+    this._logEndOffset = this.active.nextOffset;
+    let start = this.segments[0]?.baseOffset ?? 0n;
+    if (checkpointed !== null && checkpointed > start) start = checkpointed;
+    if (start > this._logEndOffset) start = this._logEndOffset;
+    this._logStartOffset = start;
+    if (loaded.recovered) for (const h of loaded.tail) if (h.magic === 2) this.epochs.assign(h.partitionLeaderEpoch, h.baseOffset);
+    this.epochs.truncateFromEnd(this._logEndOffset);
+    this.epochs.truncateFromStart(this._logStartOffset);
+    this._highWatermark = this._logEndOffset;
+    // a log that never held data needs no checkpoint yet (its start is its first segment's base)
+    if (checkpointed !== start && !(checkpointed === null && start === 0n)) this.persistLogStartOffset();
+    this.snapshots = (await recoverProducerState(this.dir, this.segments, loaded.snapshots, this.producers, this._logEndOffset, this.logger)).snapshots;
+    if (loaded.truncatedBytes > 0 || loaded.recovered) {
+      this.logger.info({ dir: this.dir, logEndOffset: this._logEndOffset.toString(), truncatedBytes: loaded.truncatedBytes }, 'log recovered');
+    }
+  }
+
+  protected get active(): LogSegment {
+    return this.segments[this.segments.length - 1] as LogSegment;
+  }
+  get logStartOffset(): bigint {
+    return this._logStartOffset;
+  }
+  get logEndOffset(): bigint {
+    return this._logEndOffset;
+  }
+  get highWatermark(): bigint {
+    return this._highWatermark;
+  }
+  get latestEpoch(): number {
+    return this.epochs.latestEpoch;
+  }
+  /** Bytes in all segments. */
+  get size(): number {
+    return this.segments.reduce((n, s) => n + s.size, 0);
+  }
+  get segmentBaseOffsets(): bigint[] {
+    return this.segments.map((s) => s.baseOffset);
+  }
+  /** A write failed: the log refuses appends until reopened. */
+  get isOffline(): boolean {
+    return this.offline !== null;
+  }
+  get currentConfig(): LogConfig {
+    return this.config;
+  }
+
+  /** What a closed log looks like (the partition summary checkpoint keeps it). */
+  summary(): LogSummary {
+    const unstable = this.producers.firstUnstableOffset();
+    const segs = this.segments;
+    const only = segs.length === 1 ? segs[0] : undefined;
+    if (only !== undefined && only.size === 0 && only.baseOffset === 0n && this._logStartOffset === 0n && unstable === null) return EMPTY_SUMMARY;
+    return {
+      logStartOffset: this._logStartOffset,
+      logEndOffset: this._logEndOffset,
+      firstUnstableOffset: unstable,
+      segments: segs.map((s) => ({ baseOffset: s.baseOffset, nextOffset: s.nextOffset, size: s.size, maxTimestamp: s.maxTimestamp, lastModified: s.lastModified })),
+    };
+  }
+
+  protected ensureWritable(): void {
+    if (this.closed) throw closedError(this.dir);
+    if (this.offline !== null) throw this.offline;
+  }
+
+  /** Writes the producer-state snapshot for offset `at` and drops the oldest beyond the few kept. */
+  private async takeSnapshot(at: bigint, data: Buffer): Promise<void> {
+    await writeSnapshot(this.dir, at, data);
+    const list = [at, ...this.snapshots.filter((o) => o !== at)].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
+    this.snapshots = list.slice(0, SNAPSHOTS_KEPT);
+    for (const o of list.slice(SNAPSHOTS_KEPT)) await deleteSnapshot(this.dir, o);
+  }
+
+  /** Kafka's shouldRoll: size, time (by record timestamps), full indexes, relative offset overflow. */
+  protected maybeRoll(bytes: number, lastOffset: bigint, maxTimestamp: bigint, now: number): void {
+    const seg = this.active;
+    if (seg.isEmpty) return;
+    const c = this.config;
+    const base = seg.rollBaseTimestamp;
+    const waited = base !== null && maxTimestamp >= 0n ? Number(maxTimestamp) - base : now - seg.created;
+    if (seg.size > c.segmentBytes - bytes || waited > c.segmentMs || seg.offsetIndex.isFull || seg.timeIndex.isFull || !seg.canHold(lastOffset)) {
+      this.roll(now);
+    }
+  }
+
+  private roll(now: number): void {
+    const old = this.active;
+    old.onBecomeInactive();
+    this.segments.push(LogSegment.create(this.dir, this._logEndOffset, this.config.segmentIndexBytes, now, this.stats));
+    // the old segment's tail is written by the pending groups; then its indexes and data go to disk,
+    // and then the producer state as of the new segment's base (so a snapshot never refers to
+    // aborted-transaction index entries that are not on disk)
+    const wait = this.queue.written();
+    const snapshot = serializeSnapshot(this.producers.producers.values());
+    const at = this._logEndOffset;
+    this.track(
+      wait
+        .then(() => old.persistIndexes())
+        .then(() => old.sync())
+        .then(() => this.takeSnapshot(at, snapshot)),
+      'finishing a rolled segment',
+    );
+    this.logger.info({ dir: this.dir, segment: this._logEndOffset.toString() }, 'rolled segment');
+  }
+
+  private async writeGroup(g: WriteGroup): Promise<void> {
+    if (this.offline !== null) {
+      g.reject(this.offline);
+      return;
+    }
+    try {
+      for (const seg of g.segments) await seg.writePending();
+      this.unflushedMessages += g.messages;
+      if (this.config.flushPolicy === 'always' || this.unflushedMessages >= this.config.flushMessages) await this.syncAll();
+      else this.armFlushTimer();
+      this.advanceHighWatermark(g.endOffset);
+      g.resolve();
+    } catch (err) {
+      this.offline = storageError(`writing ${this.dir} failed: ${(err as Error).message}`, err);
+      this.logger.error({ err, dir: this.dir }, 'log write failed; the partition is offline');
+      g.reject(this.offline);
+    }
+  }
+
+  private advanceHighWatermark(offset: bigint): void {
+    if (offset <= this._highWatermark) return;
+    this._highWatermark = offset;
+    this.producers.onHighWatermark(offset);
+    this.opts.onHighWatermark?.(offset);
+  }
+
+  private async syncAll(): Promise<void> {
+    this.unflushedMessages = 0;
+    this.lastFlushTime = Date.now();
+    if (this.flushTimer !== null) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    for (const s of this.segments) await s.sync();
+  }
+
+  private armFlushTimer(): void {
+    if (this.flushTimer !== null || this.unflushedMessages === 0 || this.config.flushMs >= MAX_TIMER_MS) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      if (!this.closed) this.track(this.flush(), 'flush by flush.ms');
+    }, Math.max(0, this.config.flushMs));
+    this.flushTimer.unref();
+  }
+
+  private track(p: Promise<unknown>, what: string): void {
+    const q = p.catch((err: unknown) => this.logger.error({ err, dir: this.dir }, `${what} failed`));
+    this.background.add(q);
+    void q.finally(() => this.background.delete(q));
+  }
+
+  protected setLogStartOffset(offset: bigint): void {
+    this._logStartOffset = offset;
+    this.epochs.truncateFromStart(offset);
+    this.persistLogStartOffset();
+  }
+
+  private persistLogStartOffset(): void {
+    this.track(this.startCheckpoint.write([[this.topic, this.partition, this._logStartOffset]]), 'writing log-start-offset-checkpoint');
+  }
+
+  updateConfig(c: LogConfig): void {
+    const flushChanged = c.flushMs !== this.config.flushMs;
+    this.config = c;
+    if (flushChanged && this.flushTimer !== null) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+      this.armFlushTimer();
+    }
+  }
+
+  /** Periodic work: roll by segment.ms, retention by time and size, flush by flush.ms. */
+  async maintenance(now: number): Promise<void> {
+    if (this.closed || this.offline !== null) return;
+    const seg = this.active;
+    if (!seg.isEmpty && now - seg.created > this.config.segmentMs) this.roll(now);
+    this.deleteOldSegments(now, true);
+    if (this.unflushedMessages > 0 && now - this.lastFlushTime >= this.config.flushMs) await this.flush();
+  }
+
+  /**
+   * Deletes whole segments from the oldest: those below the log start offset, and (with
+   * cleanup.policy=delete and `retention`) those past retention.ms / beyond retention.bytes.
+   * Never the active segment, never data above the high watermark.
+   */
+  protected deleteOldSegments(now: number, retention: boolean): void {
+    const segs = this.segments;
+    const i = deletableSegments(segs, retention ? this.config : null, now, this._highWatermark, this._logStartOffset);
+    if (i === 0) return;
+    const victims = segs.slice(0, i);
+    this.segments = segs.slice(i);
+    const first = (this.segments[0] as LogSegment).baseOffset;
+    if (first > this._logStartOffset) this.setLogStartOffset(first);
+    this.logger.info({ dir: this.dir, segments: victims.map((s) => s.baseOffset.toString()), logStartOffset: this._logStartOffset.toString() }, 'deleting segments');
+    for (const s of victims) this.scheduleDelete(s);
+  }
+
+  private scheduleDelete(seg: LogSegment): void {
+    const delay = this.config.fileDeleteDelayMs;
+    const p = seg.markDeleted().then(async () => {
+      if (delay <= 0 || this.closed) return seg.destroy();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.pendingDeletes.delete(seg);
+          seg.destroy().then(resolve, resolve);
+        }, Math.min(delay, MAX_TIMER_MS));
+        timer.unref();
+        this.pendingDeletes.set(seg, { timer, done: resolve });
+      });
+    });
+    this.track(p, 'deleting a segment');
+  }
+
+  /** Writes out everything appended so far and fsyncs data and indexes. */
+  async flush(): Promise<void> {
+    await this.queue.written();
+    if (this.offline !== null) throw this.offline;
+    await this.syncAll();
+    for (const s of this.segments) await s.persistIndexes();
+  }
+
+  private async shutdownIo(): Promise<void> {
+    this.closed = true;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    // reserved appends still commit (or fail) in order before the files close
+    await this.drainAppends();
+    await this.queue.idle();
+    for (const [seg, d] of this.pendingDeletes) {
+      clearTimeout(d.timer);
+      await seg.destroy().catch(noop);
+      d.done();
+    }
+    this.pendingDeletes.clear();
+    while (this.background.size > 0) await Promise.all([...this.background]);
+    await this.epochs.settle();
+    await this.startCheckpoint.settle();
+  }
+
+  /** Flushes and closes; the log can be reopened afterwards. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.shutdownIo();
+    this.active.onBecomeInactive();
+    try {
+      if (this.offline === null) {
+        for (const s of this.segments) await s.sync();
+        for (const s of this.segments) await s.persistIndexes();
+        if (this._logEndOffset > (this.snapshots[0] ?? this._logStartOffset)) {
+          await this.takeSnapshot(this._logEndOffset, serializeSnapshot(this.producers.producers.values()));
+        }
+      }
+    } finally {
+      for (const s of this.segments) await s.close();
+      this.cache.clear();
+    }
+  }
+
+  /** Closes and removes the partition directory. */
+  async delete(): Promise<void> {
+    if (!this.closed) await this.shutdownIo();
+    for (const s of this.segments) await s.close();
+    this.cache.clear();
+    await fsp.rm(this.dir, { recursive: true, force: true });
+  }
+}

@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import { CompressionCodec, LegacyMessage, RecordBatch, TimestampType, decodeRecords, logEntries } from '../../../protocol/records/index.js';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
+import { SYNC_WRITE_MAX_BYTES } from '../../../lib/log/segment.js';
 import { T0, expectLogError, expectLogErrorAsync, legacy, openLog, readAll, rmDir, tmpDir, v2 } from './helpers.js';
 
 const CODECS = [CompressionCodec.NONE, CompressionCodec.GZIP, CompressionCodec.SNAPPY, CompressionCodec.LZ4, CompressionCodec.ZSTD];
@@ -105,13 +106,22 @@ describe('lib/log PartitionLog', () => {
     await Promise.all(acks);
     expect(log.stats.writes - before).to.equal(1);
     expect(fs.statSync(path.join(log.dir, '00000000000000000000.log')).size).to.equal(200 * v2(2).length);
-    // appends arriving while a write is in flight share the next write: the first append's group
-    // is written on setImmediate, and its completion cannot be seen before the poll phase that
-    // follows, so the three appends of the next turn find that write in flight
-    const mid = log.stats.writes;
-    const first = log.append(v2(1), { leaderEpoch: 0 }).written;
+    // A small group is written synchronously when its turn's setImmediate drains it, so it is
+    // acknowledged without a thread-pool round trip.
+    const small = log.stats.writes;
+    const one = log.append(v2(1), { leaderEpoch: 0 }).written;
     await new Promise((r) => setImmediate(r));
-    expect(log.highWatermark < log.logEndOffset, 'the first append is still being written').to.equal(true);
+    expect(log.highWatermark, 'a small group is on the page cache by the next turn').to.equal(log.logEndOffset);
+    await one;
+    expect(log.stats.writes - small).to.equal(1);
+    // A group larger than SYNC_WRITE_MAX_BYTES is written asynchronously; appends arriving while it
+    // is in flight share the next write, so four appends take two writes.
+    const mid = log.stats.writes;
+    const big = v2(1, { size: SYNC_WRITE_MAX_BYTES + 1024 });
+    expect(big.length).to.be.greaterThan(SYNC_WRITE_MAX_BYTES);
+    const first = log.append(big, { leaderEpoch: 0 }).written;
+    await new Promise((r) => setImmediate(r));
+    expect(log.highWatermark < log.logEndOffset, 'the large append is still being written').to.equal(true);
     const more = [0, 1, 2].map(() => log.append(v2(1), { leaderEpoch: 0 }).written);
     await Promise.all([first, ...more]);
     expect(log.stats.writes - mid, 'four appends in two writes').to.equal(2);

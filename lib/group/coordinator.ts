@@ -5,6 +5,7 @@
  * start (COORDINATOR_LOAD_IN_PROGRESS meanwhile). Requests for offsets live in offset-manager.ts.
  */
 import type { Logger } from 'pino';
+import { InternalTopicOnFirstUse } from '../internal-topic.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import type { BrokerConfig } from '../config.js';
@@ -94,9 +95,8 @@ export class GroupCoordinator {
   readonly now: () => number;
   private readonly loading = new Set<number>();
   private active = false;
-  /** `__consumer_offsets` exists and its logs are open */
-  private ready = false;
-  private creating: Promise<void> | null = null;
+  /** `__consumer_offsets`, created on first use */
+  private readonly offsetsTopic: InternalTopicOnFirstUse;
   private loaded: Promise<void> = Promise.resolve();
   private retentionTimer: NodeJS.Timeout | undefined;
 
@@ -104,6 +104,7 @@ export class GroupCoordinator {
     const c = deps.config;
     this.now = deps.now ?? Date.now;
     this.numPartitions = c.int('offsets.topic.num.partitions');
+    this.offsetsTopic = new InternalTopicOnFirstUse({ name: OFFSETS_TOPIC, create: () => deps.ensureOffsetsTopic(this.numPartitions), logger: deps.logger, errorCode: 'GREGOR_ERR_GROUP_TOPIC' });
     this.settings = {
       initialRebalanceDelayMs: c.int('group.initial.rebalance.delay.ms'),
       minSessionTimeoutMs: c.int('group.min.session.timeout.ms'),
@@ -169,7 +170,7 @@ export class GroupCoordinator {
     if (this.deps.offsetsTopicExists()) {
       await this.deps.ensureOffsetsTopic(this.numPartitions);
       for (let p = 0; p < this.numPartitions; p++) this.loading.add(p);
-      this.ready = true;
+      this.offsetsTopic.markReady();
     }
     this.active = true;
     this.loaded = this.loadAll();
@@ -180,18 +181,7 @@ export class GroupCoordinator {
   /** Creates `__consumer_offsets` on first use. NONE once it is there, COORDINATOR_NOT_AVAILABLE when that failed. */
   async ensureReady(): Promise<number> {
     if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    if (this.ready) return ErrorCode.NONE;
-    this.creating ??= this.deps.ensureOffsetsTopic(this.numPartitions).then(() => {
-      this.ready = true;
-    });
-    try {
-      await this.creating;
-      return ErrorCode.NONE;
-    } catch (err) {
-      this.creating = null;
-      this.logger.error({ err, code: 'GREGOR_ERR_GROUP_TOPIC' }, `creating ${OFFSETS_TOPIC} failed`);
-      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    }
+    return this.offsetsTopic.ensure();
   }
 
   /** Resolves when every partition has been replayed. */
@@ -200,7 +190,7 @@ export class GroupCoordinator {
   }
 
   private async loadAll(): Promise<void> {
-    if (!this.ready) return;
+    if (!this.offsetsTopic.isReady) return;
     const started = this.now();
     let groups = 0;
     let offsets = 0;
@@ -388,7 +378,7 @@ export class GroupCoordinator {
    * resolves with a Kafka error code and the offset of the first record once written.
    */
   async append(groupId: string, records: CoordinatorRecord[], txn?: { producerId: bigint; producerEpoch: number }): Promise<{ errorCode: number; offset: bigint }> {
-    if (!this.ready) {
+    if (!this.offsetsTopic.isReady) {
       const errorCode = await this.ensureReady();
       if (errorCode !== ErrorCode.NONE) return { errorCode, offset: -1n };
     }

@@ -7,6 +7,7 @@
  * its timeout is fenced (epoch + 1) and aborted.
  */
 import type { Logger } from 'pino';
+import { InternalTopicOnFirstUse } from '../internal-topic.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import type { BrokerConfig } from '../config.js';
@@ -64,8 +65,8 @@ export class TransactionCoordinator {
   private readonly loading = new Set<number>();
   private active = false;
   /** `__transaction_state` exists and its logs are open. */
-  private ready = false;
-  private creating: Promise<void> | null = null;
+  /** `__transaction_state`, created on first use */
+  private readonly stateTopic: InternalTopicOnFirstUse;
   private loaded: Promise<void> = Promise.resolve();
   private readonly timers: NodeJS.Timeout[] = [];
   /** Transactions whose markers are being (re)written in the background. */
@@ -74,6 +75,7 @@ export class TransactionCoordinator {
   constructor(readonly deps: TxnCoordinatorDeps) {
     const c = deps.config;
     this.numPartitions = c.int('transaction.state.log.num.partitions');
+    this.stateTopic = new InternalTopicOnFirstUse({ name: TRANSACTION_STATE_TOPIC, create: () => deps.ensureStateTopic(this.numPartitions), logger: deps.logger, errorCode: 'GREGOR_ERR_TXN_TOPIC' });
     this.maxTimeoutMs = c.int('transaction.max.timeout.ms');
     this.verification = c.bool('transaction.partition.verification.enable');
     this.now = deps.now ?? Date.now;
@@ -100,7 +102,7 @@ export class TransactionCoordinator {
     if (this.deps.stateTopicExists()) {
       await this.deps.ensureStateTopic(this.numPartitions);
       for (let p = 0; p < this.numPartitions; p++) this.loading.add(p);
-      this.ready = true;
+      this.stateTopic.markReady();
       this.loaded = this.loadAll();
     }
     const c = this.deps.config;
@@ -123,18 +125,7 @@ export class TransactionCoordinator {
    */
   async ensureReady(): Promise<number> {
     if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    if (this.ready) return ErrorCode.NONE;
-    this.creating ??= this.deps.ensureStateTopic(this.numPartitions).then(() => {
-      this.ready = true;
-    });
-    try {
-      await this.creating;
-      return ErrorCode.NONE;
-    } catch (err) {
-      this.creating = null;
-      this.logger.error({ err, code: 'GREGOR_ERR_TXN_TOPIC' }, `creating ${TRANSACTION_STATE_TOPIC} failed`);
-      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    }
+    return this.stateTopic.ensure();
   }
 
   shutdown(): void {
@@ -182,7 +173,7 @@ export class TransactionCoordinator {
 
   /** NONE when this coordinator can serve the id now. */
   status(transactionalId: string): number {
-    if (!this.active || !this.ready) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (!this.active || !this.stateTopic.isReady) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     if (this.loading.has(this.partitionFor(transactionalId))) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
     return ErrorCode.NONE;
   }

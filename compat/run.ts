@@ -34,7 +34,9 @@ async function main(): Promise<number> {
     },
   });
   if (values.help) {
-    console.log('npm run compat -- [--clients a,b] [--scenarios x,y] [--bootstrap host:port] [--bench] [--out DIR] [--compare older/results.json]');
+    console.log(
+      'npm run compat -- [--clients a,b] [--scenarios x,y] [--bootstrap host:port] [--bench] [--out DIR] [--compare older/results.json]',
+    );
     console.log(`clients: ${CLIENTS.map((c) => c.id).join(', ')}\nscenarios: ${SCENARIOS.map((s) => s.id).join(', ')}`);
     return 0;
   }
@@ -50,7 +52,9 @@ async function main(): Promise<number> {
     outDir,
   });
   const s = run.results.summary;
-  console.log(`\n${s.pass} passed, ${s.fail} failed, ${s['unsupported-client'] + s['unsupported-broker'] + s['needs-gregor']} did not run — ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(
+    `\n${s.pass} passed, ${s.fail} failed, ${s['unsupported-client'] + s['unsupported-broker'] + s['needs-gregor']} did not run — ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+  );
   console.log(`report: ${join(outDir, 'REPORT.md')}`);
   return s.fail > 0 ? 1 : 0;
 }

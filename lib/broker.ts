@@ -134,9 +134,24 @@ export class Broker {
     const purgatory = new Purgatory();
     this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);
     const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger, this.appendPool);
-    const groups = createGroupCoordinator({ config: this.config, logger: this.logger, purgatory, topics, metadata: this.metadata, notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b) });
+    const groups = createGroupCoordinator({
+      config: this.config,
+      logger: this.logger,
+      purgatory,
+      topics,
+      metadata: this.metadata,
+      notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b),
+    });
     const producerIds = await ProducerIdManager.open(dataDir);
-    const txn = createTransactionCoordinator({ config: this.config, logger: this.logger, topics, metadata: this.metadata, groups, producerIds, notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b) });
+    const txn = createTransactionCoordinator({
+      config: this.config,
+      logger: this.logger,
+      topics,
+      metadata: this.metadata,
+      groups,
+      producerIds,
+      notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b),
+    });
     this.services = {
       config: this.config,
       nodeId: this.config.nodeId,
@@ -170,12 +185,20 @@ export class Broker {
       throw e;
     }
     this.logManager.startMaintenance(this.config.long('log.retention.check.interval.ms') ?? 300000);
-    this.logManager.startProducerExpiration(this.config.int('producer.id.expiration.check.interval.ms'), this.config.int('producer.id.expiration.ms'));
+    this.logManager.startProducerExpiration(
+      this.config.int('producer.id.expiration.check.interval.ms'),
+      this.config.int('producer.id.expiration.ms'),
+    );
 
     const dispatcher = new Dispatcher(HANDLERS, () => this.services, this.faults, this.metrics);
     dispatcher.setAdvertised(apiVersions);
     const dispatch = (frame: Buffer, conn: ConnectionInfo, timing?: RequestTiming) => dispatcher.dispatch(frame, conn, conn.logger, timing);
-    const advertisedSpecs = new Map(this.config.list('advertised.listeners').map((s) => parseListener(s)).map((l) => [l.name, l]));
+    const advertisedSpecs = new Map(
+      this.config
+        .list('advertised.listeners')
+        .map((s) => parseListener(s))
+        .map((l) => [l.name, l]),
+    );
     for (const spec of this.config.list('listeners')) {
       const l = parseListener(spec);
       const server = new KafkaServer(
@@ -209,11 +232,22 @@ export class Broker {
       throw e;
     }
     this.logger.info(
-      { clusterId: this.metadata.clusterId, nodeId: this.config.nodeId, dataDir, bootstrap: this.bootstrapServers, admin: this.adminAddress, startupMs: Date.now() - started },
+      {
+        clusterId: this.metadata.clusterId,
+        nodeId: this.config.nodeId,
+        dataDir,
+        bootstrap: this.bootstrapServers,
+        admin: this.adminAddress,
+        startupMs: Date.now() - started,
+      },
       'gregor started',
     );
     const advertised = this.servers.map((x) => ({ bound: x.listener, advertised: this.advertised.get(x.listener.name) ?? x.listener }));
-    void checkAdvertisedListeners(advertised, { clusterId: this.metadata.clusterId, logger: this.logger, signal: this.background.signal }).catch(() => undefined);
+    void checkAdvertisedListeners(advertised, {
+      clusterId: this.metadata.clusterId,
+      logger: this.logger,
+      signal: this.background.signal,
+    }).catch(() => undefined);
     return this;
   }
 
@@ -228,21 +262,29 @@ export class Broker {
     if (spec === null) return;
     const anyPort = this.config.list('listeners').some((l) => parseListener(l).port === 0);
     const routes = [
-      ...metricsRoutes(() => (this.exporter ??= import('./observability/prometheus.js').then((m) => new m.PrometheusExporter(this.metricsSource())))),
+      ...metricsRoutes(
+        () => (this.exporter ??= import('./observability/prometheus.js').then((m) => new m.PrometheusExporter(this.metricsSource()))),
+      ),
       ...healthRoutes(this.readiness),
       ...requestLogRoutes(this.metrics.requestLog),
       ...faultRoutes(this.faults),
     ];
-    const make = (port: number) => new AdminServer({ host: spec.host, port, allowRemote: this.config.bool('admin.listener.allow.remote'), routes, logger: this.logger });
+    const make = (port: number) =>
+      new AdminServer({ host: spec.host, port, allowRemote: this.config.bool('admin.listener.allow.remote'), routes, logger: this.logger });
     let server = make(!explicit && anyPort ? 0 : spec.port);
     try {
       await server.listen();
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       if (explicit || err.code !== 'EADDRINUSE') {
-        throw new Error(`GREGOR_ERR_ADMIN_LISTEN: cannot bind the admin listener to ${spec.host}:${spec.port} (admin.listener): ${err.message}`);
+        throw new Error(
+          `GREGOR_ERR_ADMIN_LISTEN: cannot bind the admin listener to ${spec.host}:${spec.port} (admin.listener): ${err.message}`,
+        );
       }
-      this.logger.warn({ port: spec.port }, `admin port ${spec.port} is in use: the admin listener takes a free port instead (set admin.listener to choose)`);
+      this.logger.warn(
+        { port: spec.port },
+        `admin port ${spec.port} is in use: the admin listener takes a free port instead (set admin.listener to choose)`,
+      );
       server = make(0);
       await server.listen();
     }
@@ -261,7 +303,12 @@ export class Broker {
       *topics() {
         for (const t of s.metadata.topics()) {
           const minIsr = t.configs['min.insync.replicas'];
-          yield { name: t.name, partitions: s.topics.logsOf(t.name) ?? [], partitionCount: t.partitions, minInsyncReplicas: minIsr !== undefined ? Number(minIsr) : brokerMinIsr };
+          yield {
+            name: t.name,
+            partitions: s.topics.logsOf(t.name) ?? [],
+            partitionCount: t.partitions,
+            minInsyncReplicas: minIsr !== undefined ? Number(minIsr) : brokerMinIsr,
+          };
         }
       },
       *groups() {

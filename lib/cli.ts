@@ -82,7 +82,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     topics = mergeTopicSpecs(parseTopicSpecList(process.env['GREGOR_TOPICS'] ?? ''), args.topics);
     if (args.readyFile !== undefined) prepareReadyFile(args.readyFile);
-    broker = new Broker({ config: args.overrides, env: process.env, topics, ...(args.configFile !== undefined ? { configFile: args.configFile } : {}) });
+    broker = new Broker({
+      config: args.overrides,
+      env: process.env,
+      topics,
+      ...(args.configFile !== undefined ? { configFile: args.configFile } : {}),
+    });
   } catch (e) {
     console.error(e instanceof Error ? e.message : String(e));
     return 2;

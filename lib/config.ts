@@ -26,18 +26,27 @@ export class ConfigError extends Error {
 }
 
 const atLeast = (min: number) => (v: ConfigValue) => (typeof v === 'number' && v < min ? `must be >= ${min}` : undefined);
-const oneOf = (...xs: string[]) => (v: ConfigValue) => (typeof v === 'string' && !xs.includes(v) ? `must be one of ${xs.join(', ')}` : undefined);
+const oneOf =
+  (...xs: string[]) =>
+  (v: ConfigValue) =>
+    typeof v === 'string' && !xs.includes(v) ? `must be one of ${xs.join(', ')}` : undefined;
 /** Kafka's CaseInsensitiveValidString. */
-const oneOfIgnoringCase = (...xs: string[]) => (v: ConfigValue) => (typeof v === 'string' && !xs.includes(v.toLowerCase()) ? `must be one of ${xs.join(', ')} (any case)` : undefined);
+const oneOfIgnoringCase =
+  (...xs: string[]) =>
+  (v: ConfigValue) =>
+    typeof v === 'string' && !xs.includes(v.toLowerCase()) ? `must be one of ${xs.join(', ')} (any case)` : undefined;
 const COMPRESSION = ['producer', 'uncompressed', 'gzip', 'snappy', 'lz4', 'zstd'];
 const TIMESTAMP_TYPES = ['CreateTime', 'LogAppendTime'];
 const LONG_MAX = 9223372036854775807n;
 
 /** Broker-level keys (server.properties). */
 export const BROKER_CONFIG: Record<string, ConfigDef> = {
-  'listeners': { type: 'list', default: ['PLAINTEXT://127.0.0.1:9092'] },
+  listeners: { type: 'list', default: ['PLAINTEXT://127.0.0.1:9092'] },
   'advertised.listeners': { type: 'list', default: null },
-  'listener.security.protocol.map': { type: 'list', default: ['PLAINTEXT:PLAINTEXT', 'SSL:SSL', 'SASL_PLAINTEXT:SASL_PLAINTEXT', 'SASL_SSL:SASL_SSL'] },
+  'listener.security.protocol.map': {
+    type: 'list',
+    default: ['PLAINTEXT:PLAINTEXT', 'SSL:SSL', 'SASL_PLAINTEXT:SASL_PLAINTEXT', 'SASL_SSL:SASL_SSL'],
+  },
   'inter.broker.listener.name': { type: 'string', default: null, inert: true },
   'node.id': { type: 'int', default: -1 },
   'broker.id': { type: 'int', default: -1 },
@@ -119,7 +128,11 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'group.consumer.session.timeout.ms': { type: 'int', default: 45000, validate: atLeast(1) },
   'group.consumer.max.size': { type: 'int', default: 2147483647, validate: atLeast(1) },
   // Online migration of non-empty groups between the classic and the consumer protocol (Kafka 3.8+ default).
-  'group.consumer.migration.policy': { type: 'string', default: 'bidirectional', validate: oneOfIgnoringCase('disabled', 'upgrade', 'downgrade', 'bidirectional') },
+  'group.consumer.migration.policy': {
+    type: 'string',
+    default: 'bidirectional',
+    validate: oneOfIgnoringCase('disabled', 'upgrade', 'downgrade', 'bidirectional'),
+  },
   'offsets.retention.minutes': { type: 'int', default: 10080, validate: atLeast(1) },
   'offsets.retention.check.interval.ms': { type: 'long', default: 600000 },
   'offset.metadata.max.bytes': { type: 'int', default: 4096 },
@@ -154,14 +167,17 @@ export const TOPIC_CONFIG: Record<string, { def: ConfigDef; brokerKey?: string }
   'max.message.bytes': { def: { type: 'int', default: 1048588, validate: atLeast(0) }, brokerKey: 'message.max.bytes' },
   'message.downconversion.enable': { def: { type: 'boolean', default: true }, brokerKey: 'log.message.downconversion.enable' },
   'message.format.version': { def: { type: 'string', default: '3.0-IV1' }, brokerKey: 'log.message.format.version' },
-  'message.timestamp.type': { def: { type: 'string', default: 'CreateTime', validate: oneOf(...TIMESTAMP_TYPES) }, brokerKey: 'log.message.timestamp.type' },
+  'message.timestamp.type': {
+    def: { type: 'string', default: 'CreateTime', validate: oneOf(...TIMESTAMP_TYPES) },
+    brokerKey: 'log.message.timestamp.type',
+  },
   'message.timestamp.difference.max.ms': { def: { type: 'long', default: LONG_MAX }, brokerKey: 'log.message.timestamp.difference.max.ms' },
   'message.timestamp.before.max.ms': { def: { type: 'long', default: LONG_MAX }, brokerKey: 'log.message.timestamp.before.max.ms' },
   'message.timestamp.after.max.ms': { def: { type: 'long', default: LONG_MAX }, brokerKey: 'log.message.timestamp.after.max.ms' },
   'min.cleanable.dirty.ratio': { def: { type: 'double', default: 0.5 } },
   'min.compaction.lag.ms': { def: { type: 'long', default: 0 }, brokerKey: 'log.cleaner.min.compaction.lag.ms' },
   'min.insync.replicas': { def: { type: 'int', default: 1, validate: atLeast(1) }, brokerKey: 'min.insync.replicas' },
-  'preallocate': { def: { type: 'boolean', default: false } },
+  preallocate: { def: { type: 'boolean', default: false } },
   'retention.bytes': { def: { type: 'long', default: -1 }, brokerKey: 'log.retention.bytes' },
   'retention.ms': { def: { type: 'long', default: 604800000 } },
   'segment.bytes': { def: { type: 'int', default: 1073741824, validate: atLeast(14) }, brokerKey: 'log.segment.bytes' },
@@ -239,7 +255,15 @@ export function envKeyToConfigKey(envName: string): string {
 }
 
 /** Environment variables that are not configs even though they start with KAFKA_. */
-const ENV_IGNORED = new Set(['KAFKA_HEAP_OPTS', 'KAFKA_OPTS', 'KAFKA_JMX_OPTS', 'KAFKA_LOG4J_OPTS', 'KAFKA_DEBUG', 'KAFKA_VERSION', 'KAFKA_HOME']);
+const ENV_IGNORED = new Set([
+  'KAFKA_HEAP_OPTS',
+  'KAFKA_OPTS',
+  'KAFKA_JMX_OPTS',
+  'KAFKA_LOG4J_OPTS',
+  'KAFKA_DEBUG',
+  'KAFKA_VERSION',
+  'KAFKA_HOME',
+]);
 
 export interface ConfigSources {
   file?: string;
@@ -269,7 +293,8 @@ export class BrokerConfig {
   set(key: string, raw: string | ConfigValue): void {
     const def = BROKER_CONFIG[key] ?? TOPIC_CONFIG[key]?.def;
     if (def === undefined) throw new ConfigError(`unknown config key '${key}'`);
-    if (BROKER_CONFIG[key] === undefined) throw new ConfigError(`'${key}' is a topic config; the broker key is '${brokerKeyFor(key) ?? '(none)'}'`);
+    if (BROKER_CONFIG[key] === undefined)
+      throw new ConfigError(`'${key}' is a topic config; the broker key is '${brokerKeyFor(key) ?? '(none)'}'`);
     this.values.set(key, validated(key, def, parseValue(key, def, raw)));
     this.explicit.add(key);
   }

@@ -52,8 +52,10 @@ export function removeReadyFile(path: string): Promise<void> {
  * written before it: a tool that reads up to the ready line has seen the start-up warnings.
  */
 export async function announceReady(info: ReadyInfo, opts: { logger: Logger; readyFile?: string | undefined }): Promise<void> {
-  if (opts.readyFile !== undefined) await writeFileAtomically(opts.readyFile, `${JSON.stringify({ bootstrap: info.bootstrap, admin: info.admin })}\n`);
-  const logStream = (opts.logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as { write?: unknown; fd?: unknown } | undefined;
+  if (opts.readyFile !== undefined)
+    await writeFileAtomically(opts.readyFile, `${JSON.stringify({ bootstrap: info.bootstrap, admin: info.admin })}\n`);
+  const logStream = (opts.logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
+    { write?: unknown; fd?: unknown } | undefined;
   if (logStream !== undefined && typeof logStream.write === 'function' && logStream.fd === 1) {
     (logStream.write as (s: string) => void).call(logStream, readyLine(info));
     return;
@@ -71,7 +73,10 @@ function version(): string {
 }
 
 /** The human banner (stderr, terminals only): addresses, data dir, declared topics, a line to copy. */
-export function banner(info: ReadyInfo, opts: { dataDir: string; topics: readonly { name: string; partitions: number }[]; readyMs: number }): string {
+export function banner(
+  info: ReadyInfo,
+  opts: { dataDir: string; topics: readonly { name: string; partitions: number }[]; readyMs: number },
+): string {
   const rows: [string, string][] = [
     ['Kafka', info.bootstrap],
     ['admin', info.admin === null ? '(none)' : `http://${info.admin}  (/metrics, /v1/status/ready)`],

@@ -86,7 +86,9 @@ export function parseTopicSpecList(text: string, source = 'GREGOR_TOPICS'): Topi
   return specs.map((s) => {
     // A KAFKA_CREATE_TOPICS habit: "a:1:1,b:3:1" (topics separated by commas).
     if (/^[^:]+:\d*:\d+,[^=]+:/.test(s)) {
-      throw new TopicSpecError(`${source} '${s}': separate topics with spaces or ';' (',' separates the configs of one topic; syntax: ${TOPIC_SPEC_SYNTAX})`);
+      throw new TopicSpecError(
+        `${source} '${s}': separate topics with spaces or ';' (',' separates the configs of one topic; syntax: ${TOPIC_SPEC_SYNTAX})`,
+      );
     }
     return parseTopicSpec(s, source);
   });
@@ -107,7 +109,13 @@ export function mergeTopicSpecs(...lists: TopicSpec[][]): TopicSpec[] {
  * Creates the declared topics that do not exist yet (concurrently) and warns about existing ones that
  * differ. Errors from the creation (a config the broker refuses) propagate.
  */
-export async function ensureTopics(topics: TopicManager, existing: (name: string) => TopicRecord | undefined, specs: readonly TopicSpec[], logger: Logger, defaultPartitions: number): Promise<void> {
+export async function ensureTopics(
+  topics: TopicManager,
+  existing: (name: string) => TopicRecord | undefined,
+  specs: readonly TopicSpec[],
+  logger: Logger,
+  defaultPartitions: number,
+): Promise<void> {
   const creations: Promise<unknown>[] = [];
   for (const spec of specs) {
     const t = existing(spec.name);

@@ -161,7 +161,10 @@ export class TopicManager {
       try {
         parseTopicConfig(k, v);
       } catch (e) {
-        throw new TopicError(ErrorCode.INVALID_CONFIG, e instanceof ConfigError ? e.message.replace(/^GREGOR_ERR_CONFIG: /, '') : String(e));
+        throw new TopicError(
+          ErrorCode.INVALID_CONFIG,
+          e instanceof ConfigError ? e.message.replace(/^GREGOR_ERR_CONFIG: /, '') : String(e),
+        );
       }
       if (v !== null) out[k] = v;
     }
@@ -172,7 +175,8 @@ export class TopicManager {
   checkCreate(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): Omit<TopicRecord, 'topicId'> {
     const bad = invalidTopicName(spec.name);
     if (bad !== undefined) throw new TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, bad);
-    if (this.metadata.topic(spec.name) !== undefined) throw new TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${spec.name}' already exists.`);
+    if (this.metadata.topic(spec.name) !== undefined)
+      throw new TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${spec.name}' already exists.`);
     if (INTERNAL_TOPICS.has(spec.name) && opts.internal !== true) {
       throw new TopicError(ErrorCode.INVALID_REQUEST, `Creation of internal topic ${spec.name} is prohibited.`);
     }
@@ -180,9 +184,15 @@ export class TopicManager {
     if (assignments.length > 0 && (spec.numPartitions !== -1 || spec.replicationFactor !== -1)) {
       throw new TopicError(ErrorCode.INVALID_REQUEST, 'Both numPartitions or replicationFactor and replicasAssignments were set.');
     }
-    const partitions = assignments.length > 0 ? assignments.length : spec.numPartitions === -1 ? this.config.int('num.partitions') : spec.numPartitions;
+    const partitions =
+      assignments.length > 0 ? assignments.length : spec.numPartitions === -1 ? this.config.int('num.partitions') : spec.numPartitions;
     if (partitions <= 0) throw new TopicError(ErrorCode.INVALID_PARTITIONS, 'Number of partitions must be larger than 0.');
-    const rf = assignments.length > 0 ? (assignments[0]?.length ?? 0) : spec.replicationFactor === -1 ? this.config.int('default.replication.factor') : spec.replicationFactor;
+    const rf =
+      assignments.length > 0
+        ? (assignments[0]?.length ?? 0)
+        : spec.replicationFactor === -1
+          ? this.config.int('default.replication.factor')
+          : spec.replicationFactor;
     if (rf <= 0) throw new TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, 'Replication factor must be larger than 0.');
     if (rf > 1) {
       throw new TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, `Replication factor: ${rf} larger than available brokers: 1.`);
@@ -232,7 +242,10 @@ export class TopicManager {
     const t = this.metadata.topic(name);
     if (t === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 'This server does not host this topic-partition.');
     if (count < t.partitions) {
-      throw new TopicError(ErrorCode.INVALID_PARTITIONS, `Topic currently has ${t.partitions} partitions, which is higher than the requested ${count}.`);
+      throw new TopicError(
+        ErrorCode.INVALID_PARTITIONS,
+        `Topic currently has ${t.partitions} partitions, which is higher than the requested ${count}.`,
+      );
     }
     if (count === t.partitions) throw new TopicError(ErrorCode.INVALID_PARTITIONS, `Topic already has ${t.partitions} partitions.`);
     return t;
@@ -247,7 +260,11 @@ export class TopicManager {
   }
 
   /** Replaces (incremental=false) or patches the topic's configs; null values delete a key. */
-  async alterConfigs(name: string, changes: Record<string, string | null>, opts: { incremental: boolean; validateOnly: boolean }): Promise<void> {
+  async alterConfigs(
+    name: string,
+    changes: Record<string, string | null>,
+    opts: { incremental: boolean; validateOnly: boolean },
+  ): Promise<void> {
     const t = this.metadata.topic(name);
     if (t === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic ${name} does not exist.`);
     const merged: Record<string, string | null> = opts.incremental ? { ...t.configs, ...changes } : { ...changes };

@@ -48,7 +48,10 @@ function codecFor(apiKey: number, apiVersion: number): ApiCodec {
   const codec = API_CODECS.get(apiKey);
   if (codec === undefined) throw new ProtocolError(GregorErrorCode.UNKNOWN_API_KEY, `unknown API key ${apiKey}`);
   if (apiVersion < codec.minVersion || apiVersion > codec.maxVersion) {
-    throw new ProtocolError(GregorErrorCode.UNSUPPORTED_VERSION, `${codec.name} v${apiVersion} is outside ${codec.minVersion}-${codec.maxVersion}`);
+    throw new ProtocolError(
+      GregorErrorCode.UNSUPPORTED_VERSION,
+      `${codec.name} v${apiVersion} is outside ${codec.minVersion}-${codec.maxVersion}`,
+    );
   }
   return codec;
 }

@@ -149,7 +149,11 @@ function readExpr(ctx: Ctx, t: string, F: string, N: string, r: string): string 
     case 'uuid':
       return `${r}.${t}()`;
     case 'string':
-      return choose(F, choose(N, `${r}.compactNullableString()`, `${r}.compactString()`), choose(N, `${r}.nullableString()`, `${r}.string()`));
+      return choose(
+        F,
+        choose(N, `${r}.compactNullableString()`, `${r}.compactString()`),
+        choose(N, `${r}.nullableString()`, `${r}.string()`),
+      );
     case 'bytes':
     case 'records':
       return choose(F, choose(N, `${r}.compactNullableBytes()`, `${r}.compactBytes()`), choose(N, `${r}.nullableBytes()`, `${r}.bytes()`));
@@ -160,7 +164,9 @@ function readExpr(ctx: Ctx, t: string, F: string, N: string, r: string): string 
   }
   const s = structOf(ctx, t);
   if (N === 'false') return `read${s.tsName}(${r}, v)`;
-  return N === 'true' ? `(${r}.int8() < 0 ? null : read${s.tsName}(${r}, v))` : `((${N}) && ${r}.int8() < 0 ? null : read${s.tsName}(${r}, v))`;
+  return N === 'true'
+    ? `(${r}.int8() < 0 ? null : read${s.tsName}(${r}, v))`
+    : `((${N}) && ${r}.int8() < 0 ? null : read${s.tsName}(${r}, v))`;
 }
 
 /** Statements writing value x of type t. */
@@ -284,7 +290,9 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
       out.push('    switch (tag) {');
       for (const f of tagged) {
         const T = cond(f.taggedVersions, valid);
-        out.push(`      case ${f.tag}: if (${T}) { f_${f.prop} = ${readExpr(ctx, f.type, flexCond(ctx, f), nullCond(ctx, f), 'tr')}; return true; } return false;`);
+        out.push(
+          `      case ${f.tag}: if (${T}) { f_${f.prop} = ${readExpr(ctx, f.type, flexCond(ctx, f), nullCond(ctx, f), 'tr')}; return true; } return false;`,
+        );
       }
       out.push('    }\n    return false;\n  }); }');
     }
@@ -297,7 +305,9 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   if (hasFlex && tagged.length > 0) {
     out.push(`function tagged${s.tsName}(m: ${s.tsName}, v: number): TaggedField[] | undefined {`);
     // Nothing set (the common case): no list is built.
-    out.push(`  if (${tagged.map((f) => `m.${f.prop} === undefined`).join(' && ')} && m._unknownTaggedFields === undefined) return undefined;`);
+    out.push(
+      `  if (${tagged.map((f) => `m.${f.prop} === undefined`).join(' && ')} && m._unknownTaggedFields === undefined) return undefined;`,
+    );
     out.push('  const t: TaggedField[] = [];');
     for (const f of tagged) {
       const T = cond(f.taggedVersions, valid);
@@ -305,7 +315,9 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
       const N = nullCond(ctx, f);
       // Absent (undefined) means default: skip before building a default value to compare against.
       out.push(`  if (${T} && m.${f.prop} !== undefined) { const x = m.${f.prop}; if (!RT.isDefaultValue(x, ${defaultExpr(ctx, f)})) {`);
-      out.push(`    const tw = W.Writer.alloc(${sizeExpr(ctx, f.type, F, N, 'x')}); ${writeStmt(ctx, f.type, F, N, 'x', 'tw')} t.push({ tag: ${f.tag}, data: tw.done() }); } }`);
+      out.push(
+        `    const tw = W.Writer.alloc(${sizeExpr(ctx, f.type, F, N, 'x')}); ${writeStmt(ctx, f.type, F, N, 'x', 'tw')} t.push({ tag: ${f.tag}, data: tw.done() }); } }`,
+      );
     }
     out.push('  return RT.mergeTagged(t, m._unknownTaggedFields);\n}\n');
   }

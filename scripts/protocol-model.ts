@@ -127,4 +127,17 @@ export function cond(range: VersionRange | null, valid: VersionRange, v = 'v'): 
   return parts.length === 0 ? 'true' : parts.join(' && ');
 }
 
-export const PRIMITIVES = new Set(['bool', 'int8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'float64', 'uuid', 'string', 'bytes', 'records']);
+export const PRIMITIVES = new Set([
+  'bool',
+  'int8',
+  'int16',
+  'uint16',
+  'int32',
+  'uint32',
+  'int64',
+  'float64',
+  'uuid',
+  'string',
+  'bytes',
+  'records',
+]);

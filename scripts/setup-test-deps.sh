@@ -69,3 +69,22 @@ if ! ckjs_ok; then
   log "$CKJS_PKG $(ckjs_probe | tr ' ' '\n' | sed -n 1p) ready (librdkafka $(ckjs_probe | cut -d' ' -f2))"
   rm -f "$install_log"
 fi
+
+# ---- 3. lint and format tools (scripts/lint) ------------------------------------------------------
+# typescript-eslint needs typescript < 6.1 while the build uses typescript 7, so the lint tools have
+# their own package (and lockfile) instead of sitting in the root devDependencies.
+LINT_DIR="$ROOT/scripts/lint"
+lint_ok() {
+  [ -x "$LINT_DIR/node_modules/.bin/eslint" ] && [ -x "$LINT_DIR/node_modules/.bin/prettier" ] &&
+    (cd "$LINT_DIR" && node -e "require.resolve('typescript-eslint'); require.resolve('globals')") 2>/dev/null
+}
+if ! lint_ok; then
+  log "installing the lint tools in scripts/lint (npm ci)"
+  lint_log="$(mktemp -t lint-install.XXXXXX.log)"
+  if ! (cd "$LINT_DIR" && npm ci --no-audit --no-fund >"$lint_log" 2>&1); then
+    tail -n 40 "$lint_log" >&2
+    die "npm ci in scripts/lint failed (full log: $lint_log)"
+  fi
+  lint_ok || die "scripts/lint installed but eslint/prettier are missing (log: $lint_log)"
+  rm -f "$lint_log"
+fi

@@ -225,7 +225,11 @@ function fail(message: string): never {
   throw new Error(`verification failed: ${message}`);
 }
 
-function expectRecords(label: string, got: { key: Buffer | null; value: Buffer | null; headers: Array<[string, Buffer | null]>; timestamp: string; offset: string }[], baseOffset: bigint): void {
+function expectRecords(
+  label: string,
+  got: { key: Buffer | null; value: Buffer | null; headers: Array<[string, Buffer | null]>; timestamp: string; offset: string }[],
+  baseOffset: bigint,
+): void {
   if (got.length !== RECORDS) fail(`${label}: ${got.length} records, expected ${RECORDS}`);
   got.forEach((r, i) => {
     const s = sources[i];
@@ -233,7 +237,8 @@ function expectRecords(label: string, got: { key: Buffer | null; value: Buffer |
     if (r.key === null || !r.key.equals(s.key)) fail(`${label}: record ${i} key differs`);
     if (r.value === null || !r.value.equals(s.value)) fail(`${label}: record ${i} value differs`);
     const h = r.headers;
-    if (h.length !== 1 || h[0]?.[0] !== s.headerKey || h[0][1] === null || !h[0][1].equals(s.headerValue)) fail(`${label}: record ${i} header differs`);
+    if (h.length !== 1 || h[0]?.[0] !== s.headerKey || h[0][1] === null || !h[0][1].equals(s.headerValue))
+      fail(`${label}: record ${i} header differs`);
     if (r.timestamp !== String(s.timestamp)) fail(`${label}: record ${i} timestamp ${r.timestamp}`);
     if (r.offset !== String(baseOffset + BigInt(i))) fail(`${label}: record ${i} offset ${r.offset}`);
   });
@@ -282,7 +287,9 @@ async function verify(): Promise<{ identicalProduceFrames: boolean; produceFrame
 
   // Fetch: both sides see the same records.
   const oursRes = decodeResponse(FETCH, 11, fetchFrame).body as FetchResponse;
-  const oursRecs = decodeRecords(oursRes.responses[0]?.partitions[0]?.records ?? fail('no fetch records'), { maxOutput: MAX_OUTPUT }).records;
+  const oursRecs = decodeRecords(oursRes.responses[0]?.partitions[0]?.records ?? fail('no fetch records'), {
+    maxOutput: MAX_OUTPUT,
+  }).records;
   expectRecords('fetch decoded by gregor', fromOurs(oursRecs), 5000n);
   const kjsRes = await kjsFetchV11.parse(await kjsFetchV11.decode(fetchPayload));
   expectRecords('fetch decoded by kafkajs', fromKjs(kjsRes.responses[0]?.partitions[0]?.messages ?? fail('no kafkajs messages')), 5000n);
@@ -412,7 +419,9 @@ async function main(): Promise<void> {
   const pad = (s: string, n: number) => s.padStart(n);
   console.log(`\nnode ${report.node} | ${report.os} | ${report.cpuModel} x${report.cores} | kafkajs ${kjsVersion}`);
   console.log(`median of ${ROUNDS} rounds x ${ROUND_MS} ms, ${RECORDS} records per op\n`);
-  console.log(`${'benchmark'.padEnd(16)}${pad('gregor ops/s', 14)}${pad('kafkajs ops/s', 15)}${pad('ratio', 8)}${pad('round ratio', 13)}  (goal >= 3x)`);
+  console.log(
+    `${'benchmark'.padEnd(16)}${pad('gregor ops/s', 14)}${pad('kafkajs ops/s', 15)}${pad('ratio', 8)}${pad('round ratio', 13)}  (goal >= 3x)`,
+  );
   for (const r of results) {
     console.log(
       `${r.name.padEnd(16)}${pad(r.oursOpsPerSec.toLocaleString('en-US'), 14)}${pad(r.kafkajsOpsPerSec.toLocaleString('en-US'), 15)}` +

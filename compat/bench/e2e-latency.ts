@@ -7,7 +7,21 @@
  */
 import type { BenchContext } from '../lib/suite.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
-import { connectRd, cpuMeter, disconnectRd, envInt, mean, percentile, type RdKafkaConsumer, type RdMessage, type RdProducer, rdkafka, round, sleep, writeBench } from './proc-stats.js';
+import {
+  connectRd,
+  cpuMeter,
+  disconnectRd,
+  envInt,
+  mean,
+  percentile,
+  type RdKafkaConsumer,
+  type RdMessage,
+  type RdProducer,
+  rdkafka,
+  round,
+  sleep,
+  writeBench,
+} from './proc-stats.js';
 
 const WAITS = [0, 500] as const;
 const VALUE_SIZE = 100;
@@ -33,7 +47,15 @@ async function measure(bootstrap: string, pid: number, topic: string, fetchWait:
   await connectRd(producer);
   producer.setPollInBackground(true);
   const consumer: RdKafkaConsumer = new rk.KafkaConsumer(
-    { 'bootstrap.servers': bootstrap, 'group.id': `e2e-${fetchWait}-${Date.now()}`, 'enable.auto.commit': false, 'enable.auto.offset.store': false, 'fetch.wait.max.ms': fetchWait, 'fetch.min.bytes': 1, log_level: 0 },
+    {
+      'bootstrap.servers': bootstrap,
+      'group.id': `e2e-${fetchWait}-${Date.now()}`,
+      'enable.auto.commit': false,
+      'enable.auto.offset.store': false,
+      'fetch.wait.max.ms': fetchWait,
+      'fetch.min.bytes': 1,
+      log_level: 0,
+    },
     { 'auto.offset.reset': 'latest' },
   );
   await connectRd(consumer);
@@ -112,12 +134,17 @@ export async function e2eLatency(ctx: BenchContext): Promise<void> {
   const results: Result[] = [];
   try {
     const admin = await RawClient.connect(broker.bootstrap);
-    await rawCreateTopics(admin, WAITS.map((w) => ({ name: `e2e-wait${w}`, partitions: 1 })));
+    await rawCreateTopics(
+      admin,
+      WAITS.map((w) => ({ name: `e2e-wait${w}`, partitions: 1 })),
+    );
     admin.destroy();
     for (const w of WAITS) {
       const r = await measure(broker.bootstrap, broker.pid, `e2e-wait${w}`, w, rounds, warmup);
       results.push(r);
-      ctx.log(`  fetch.wait.max.ms=${w}: avg ${r.avgMs} ms, p50 ${r.p50Ms}, p99 ${r.p99Ms}, p99.9 ${r.p999Ms} (broker CPU ${r.brokerCpuPercent}% of a core)`);
+      ctx.log(
+        `  fetch.wait.max.ms=${w}: avg ${r.avgMs} ms, p50 ${r.p50Ms}, p99 ${r.p99Ms}, p99.9 ${r.p999Ms} (broker CPU ${r.brokerCpuPercent}% of a core)`,
+      );
     }
   } finally {
     await broker.stop();
@@ -129,7 +156,9 @@ export async function e2eLatency(ctx: BenchContext): Promise<void> {
       `Kafka's EndToEndLatency method: produce one ${VALUE_SIZE}-byte record with acks=-1, wait for the acknowledgement, then for a consumer to receive it; ` +
       `${rounds.toLocaleString('en-US')} rounds (after ${warmup} warm-up rounds) per setting, one topic of one partition per setting, fresh gregor. ` +
       `librdkafka ${rdkafka().librdkafkaVersion} for both: Producer (linger.ms=0, delivery reports polled in the background) and KafkaConsumer assigned to the partition, flowing consume loop.`,
-    headline: results.map((r) => `fetch.wait.max.ms=${r.fetchWaitMaxMs}: avg ${r.avgMs} ms, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, p99.9 ${r.p999Ms} ms`),
+    headline: results.map(
+      (r) => `fetch.wait.max.ms=${r.fetchWaitMaxMs}: avg ${r.avgMs} ms, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, p99.9 ${r.p999Ms} ms`,
+    ),
     charts: [
       {
         kind: 'bar',
@@ -148,8 +177,32 @@ export async function e2eLatency(ctx: BenchContext): Promise<void> {
       },
     ],
     table: {
-      columns: ['fetch.wait.max.ms', 'rounds', 'avg ms', 'p50 ms', 'p99 ms', 'p99.9 ms', 'min ms', 'max ms', 'produce ack p50 ms', 'broker CPU % of a core', 'seconds'],
-      rows: results.map((r) => [r.fetchWaitMaxMs, r.rounds, r.avgMs, r.p50Ms, r.p99Ms, r.p999Ms, r.minMs, r.maxMs, r.ackP50Ms, r.brokerCpuPercent, r.seconds]),
+      columns: [
+        'fetch.wait.max.ms',
+        'rounds',
+        'avg ms',
+        'p50 ms',
+        'p99 ms',
+        'p99.9 ms',
+        'min ms',
+        'max ms',
+        'produce ack p50 ms',
+        'broker CPU % of a core',
+        'seconds',
+      ],
+      rows: results.map((r) => [
+        r.fetchWaitMaxMs,
+        r.rounds,
+        r.avgMs,
+        r.p50Ms,
+        r.p99Ms,
+        r.p999Ms,
+        r.minMs,
+        r.maxMs,
+        r.ackP50Ms,
+        r.brokerCpuPercent,
+        r.seconds,
+      ]),
     },
     notes: [
       "librdkafka's fetch.wait.max.ms is the MaxWaitTime it puts in each Fetch request (with fetch.min.bytes=1): the broker holds an empty fetch up to that long. librdkafka keeps one Fetch in flight per broker and sends the next when the previous answers, so with 500 a record appended while a fetch waits is returned when the broker wakes the long poll on append (gregor does), and with 0 the consumer polls back to back while it waits. The broker CPU in the table is over the whole timed run, where rounds follow each other without a pause, so it is mostly the rounds' own produce/fetch work.",

@@ -49,7 +49,10 @@ export function median(xs: readonly number[]): number {
 }
 
 /** Ratio of two variants measured in the same rounds: each round's a/b, and their median. */
-export function pairedRatio(a: readonly { round: number; value: number }[], b: readonly { round: number; value: number }[]): { perRound: number[]; median: number } {
+export function pairedRatio(
+  a: readonly { round: number; value: number }[],
+  b: readonly { round: number; value: number }[],
+): { perRound: number[]; median: number } {
   const perRound = a.flatMap((x) => {
     const y = b.find((z) => z.round === x.round);
     return y === undefined || y.value === 0 ? [] : [x.value / y.value];
@@ -96,7 +99,12 @@ export async function createTopic(bootstrap: string, name: string, partitions: n
 export async function deleteTopic(bootstrap: string, name: string): Promise<void> {
   const c = await RawClient.connect(bootstrap);
   try {
-    const res = await c.request<{ responses: { name: string; errorCode: number }[] }>(20, 4, { topicNames: [name], timeoutMs: 30000 }, 60000);
+    const res = await c.request<{ responses: { name: string; errorCode: number }[] }>(
+      20,
+      4,
+      { topicNames: [name], timeoutMs: 30000 },
+      60000,
+    );
     for (const r of res.responses) if (r.errorCode !== 0) throw new Error(`DeleteTopics ${r.name}: error ${r.errorCode}`);
   } finally {
     c.destroy();
@@ -118,7 +126,10 @@ export function writeResult(id: string, timestamp: string, report: unknown): str
 
 /** A plain-text table: columns padded to their widest cell, numbers right-aligned. */
 export function textTable(columns: string[], rows: (string | number | null)[][]): string {
-  const cells = [columns, ...rows.map((r) => r.map((c) => (c === null ? '-' : typeof c === 'number' && Number.isNaN(c) ? '-' : String(c))))];
+  const cells = [
+    columns,
+    ...rows.map((r) => r.map((c) => (c === null ? '-' : typeof c === 'number' && Number.isNaN(c) ? '-' : String(c)))),
+  ];
   const widths = columns.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells
     .map((r, ri) =>

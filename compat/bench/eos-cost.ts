@@ -21,7 +21,21 @@
 import { rmSync } from 'node:fs';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { benchMachine } from './proc-stats.js';
-import { createTopic, cpuWindow, deleteTopic, envList, envNumber, fixed, loadAverage, median, pairedRatio, spread, textTable, type ThreadBusy, writeResult } from './eos-common.js';
+import {
+  createTopic,
+  cpuWindow,
+  deleteTopic,
+  envList,
+  envNumber,
+  fixed,
+  loadAverage,
+  median,
+  pairedRatio,
+  spread,
+  textTable,
+  type ThreadBusy,
+  writeResult,
+} from './eos-common.js';
 import { startNativeProducer } from './native-producer.js';
 
 const SIZES = envList('BENCH_EOS_SIZES', '100,1000').map(Number);
@@ -42,7 +56,8 @@ const VARIANTS = envList('BENCH_EOS_VARIANTS', 'plain,idempotent,transactional')
 const DISTINCT_VALUES = 1000;
 
 type Variant = 'plain' | 'idempotent' | 'transactional';
-for (const v of VARIANTS) if (!['plain', 'idempotent', 'transactional'].includes(v)) throw new Error(`BENCH_EOS_VARIANTS: unknown variant ${v}`);
+for (const v of VARIANTS)
+  if (!['plain', 'idempotent', 'transactional'].includes(v)) throw new Error(`BENCH_EOS_VARIANTS: unknown variant ${v}`);
 if (SIZES.some((s) => !(s > 0))) throw new Error('BENCH_EOS_SIZES: positive numbers');
 
 const PRODUCER_CONFIG = {
@@ -97,14 +112,21 @@ async function measure(bootstrap: string, brokerPid: number, size: number, varia
   if (variant === 'plain') config['enable.idempotence'] = false;
   if (variant === 'idempotent') config['enable.idempotence'] = true;
   if (variant === 'transactional') config['transactional.id'] = `eos-cost-${size}-${round}`;
-  const p = await startNativeProducer(bootstrap, topic, warmup, records, DISTINCT_VALUES, config, { valueBytes: size, partitions: PARTITIONS, ...(variant === 'transactional' ? { txnMs: TXN_MS } : {}) });
+  const p = await startNativeProducer(bootstrap, topic, warmup, records, DISTINCT_VALUES, config, {
+    valueBytes: size,
+    partitions: PARTITIONS,
+    ...(variant === 'transactional' ? { txnMs: TXN_MS } : {}),
+  });
   try {
     const end = cpuWindow(brokerPid, p.pid);
     const t = await p.timed();
     const cpu = end(t.seconds);
     if (t.failed > 0) throw new Error(`${topic}: ${t.failed} records failed delivery`);
     const hw = await p.watermarks();
-    if (hw.highWatermark !== warmup + records + hw.controlRecords) throw new Error(`${topic}: high watermarks sum to ${hw.highWatermark}, expected ${warmup + records} records + ${hw.controlRecords} markers`);
+    if (hw.highWatermark !== warmup + records + hw.controlRecords)
+      throw new Error(
+        `${topic}: high watermarks sum to ${hw.highWatermark}, expected ${warmup + records} records + ${hw.controlRecords} markers`,
+      );
     const perM = (cpuS: number) => (cpuS / records) * 1e6;
     return {
       size,
@@ -181,8 +203,12 @@ function summarize(runs: Run[]): Summary[] {
         vsPlain: hasPlain ? paired.median : null,
         vsPlainOfMedians: hasPlain ? median(rps) / median(plain.map((r) => r.recordsPerSecond)) : null,
         vsPlainPerRound: hasPlain ? paired.perRound : [],
-        cpuVsPlain: hasPlain ? median(plain.map((r) => r.totalCpuSecondsPerMillion)) / median(rs.map((r) => r.totalCpuSecondsPerMillion)) : null,
-        brokerCpuVsPlain: hasPlain ? median(rs.map((r) => r.brokerCpuSecondsPerMillion)) / median(plain.map((r) => r.brokerCpuSecondsPerMillion)) : null,
+        cpuVsPlain: hasPlain
+          ? median(plain.map((r) => r.totalCpuSecondsPerMillion)) / median(rs.map((r) => r.totalCpuSecondsPerMillion))
+          : null,
+        brokerCpuVsPlain: hasPlain
+          ? median(rs.map((r) => r.brokerCpuSecondsPerMillion)) / median(plain.map((r) => r.brokerCpuSecondsPerMillion))
+          : null,
         brokerCpuSecondsPerMillion: median(rs.map((r) => r.brokerCpuSecondsPerMillion)),
         brokerMainThreadCpuSecondsPerMillion: median(rs.map((r) => r.brokerMainThreadCpuSecondsPerMillion)),
         producerCpuSecondsPerMillion: median(rs.map((r) => r.producerCpuSecondsPerMillion)),
@@ -202,9 +228,21 @@ function goals(summary: Summary[]) {
     const s = summary.find((x) => x.variant === variant && x.size === size);
     if (s === undefined || s.vsPlain === null) return [];
     const ratio = fixed(s.vsPlain, 3);
-    return [{ goal: `${variant} ${size} B within ${Math.round(limit * 100)}% of plain`, ratio, ratioOfMedians: fixed(s.vsPlainOfMedians ?? NaN, 3), cpuRatio: fixed(s.cpuVsPlain ?? NaN, 3), met: ratio >= 1 - limit }];
+    return [
+      {
+        goal: `${variant} ${size} B within ${Math.round(limit * 100)}% of plain`,
+        ratio,
+        ratioOfMedians: fixed(s.vsPlainOfMedians ?? NaN, 3),
+        cpuRatio: fixed(s.cpuVsPlain ?? NaN, 3),
+        met: ratio >= 1 - limit,
+      },
+    ];
   };
-  return [...SIZES.flatMap((size) => goal('idempotent', size, 0.05)), ...goal('transactional', 1000, 0.1), ...goal('transactional', 100, 0.25)];
+  return [
+    ...SIZES.flatMap((size) => goal('idempotent', size, 0.05)),
+    ...goal('transactional', 1000, 0.1),
+    ...goal('transactional', 100, 0.25),
+  ];
 }
 
 async function main(): Promise<void> {
@@ -223,7 +261,9 @@ async function main(): Promise<void> {
         for (const variant of order) {
           const r = await measure(broker.bootstrap, pid, size, variant, round);
           runs.push(r);
-          process.stderr.write(`eos-cost: round ${round}/${ROUNDS}, ${size} B, ${variant}: ${Math.round(r.recordsPerSecond)} records/s${r.transactions > 0 ? `, a transaction every ${r.msPerTransaction?.toFixed(0)} ms` : ''}\n`);
+          process.stderr.write(
+            `eos-cost: round ${round}/${ROUNDS}, ${size} B, ${variant}: ${Math.round(r.recordsPerSecond)} records/s${r.transactions > 0 ? `, a transaction every ${r.msPerTransaction?.toFixed(0)} ms` : ''}\n`,
+          );
         }
       }
     }
@@ -235,7 +275,23 @@ async function main(): Promise<void> {
   const wallSeconds = (performance.now() - t0) / 1000;
   const summary = summarize(runs);
   const g = goals(summary);
-  const columns = ['size', 'variant', 'records/s', 'MB/s', 'vs plain (paired)', 'vs plain (medians)', 'CPU-based vs plain', 'broker CPU s/M', 'broker CPU vs plain', 'broker main s/M', 'producer CPU s/M', 'ms per txn', 'commit share', 'records/s per round (k)', 'spread'];
+  const columns = [
+    'size',
+    'variant',
+    'records/s',
+    'MB/s',
+    'vs plain (paired)',
+    'vs plain (medians)',
+    'CPU-based vs plain',
+    'broker CPU s/M',
+    'broker CPU vs plain',
+    'broker main s/M',
+    'producer CPU s/M',
+    'ms per txn',
+    'commit share',
+    'records/s per round (k)',
+    'spread',
+  ];
   const rows = summary.map((s) => [
     `${s.size} B`,
     s.variant,
@@ -258,7 +314,10 @@ async function main(): Promise<void> {
     ...SIZES.flatMap((size) =>
       summary
         .filter((s) => s.size === size && s.vsPlain !== null)
-        .map((s) => `${size} B ${s.variant} / plain: ${s.vsPlain?.toFixed(3)} (per round: ${s.vsPlainPerRound.map((x) => x.toFixed(2)).join(', ')})`),
+        .map(
+          (s) =>
+            `${size} B ${s.variant} / plain: ${s.vsPlain?.toFixed(3)} (per round: ${s.vsPlainPerRound.map((x) => x.toFixed(2)).join(', ')})`,
+        ),
     ),
     ...g.map((x) => `goal ${x.goal}: ${x.met ? 'met' : 'not met'} (${x.ratio})`),
     'Kafka (KIP-98 / "Transactions in Apache Kafka"): about 3% lower throughput for 1 KB records committed every 100 ms.',
@@ -271,8 +330,26 @@ async function main(): Promise<void> {
     machine: benchMachine(),
     headline,
     charts: [
-      { kind: 'bar', title: 'records/s (median of rounds)', xLabel: 'record size', yLabel: 'records/s', series: VARIANTS.map((v) => ({ name: v, points: summary.filter((s) => s.variant === v).map((s) => ({ x: `${s.size} B`, y: Math.round(s.recordsPerSecond) })) })) },
-      { kind: 'bar', title: 'broker CPU seconds per million records', xLabel: 'record size', yLabel: 'CPU s / M', series: VARIANTS.map((v) => ({ name: v, points: summary.filter((s) => s.variant === v).map((s) => ({ x: `${s.size} B`, y: fixed(s.brokerCpuSecondsPerMillion, 3) })) })) },
+      {
+        kind: 'bar',
+        title: 'records/s (median of rounds)',
+        xLabel: 'record size',
+        yLabel: 'records/s',
+        series: VARIANTS.map((v) => ({
+          name: v,
+          points: summary.filter((s) => s.variant === v).map((s) => ({ x: `${s.size} B`, y: Math.round(s.recordsPerSecond) })),
+        })),
+      },
+      {
+        kind: 'bar',
+        title: 'broker CPU seconds per million records',
+        xLabel: 'record size',
+        yLabel: 'CPU s / M',
+        series: VARIANTS.map((v) => ({
+          name: v,
+          points: summary.filter((s) => s.variant === v).map((s) => ({ x: `${s.size} B`, y: fixed(s.brokerCpuSecondsPerMillion, 3) })),
+        })),
+      },
     ],
     table: { columns, rows },
     notes: [
@@ -284,13 +361,25 @@ async function main(): Promise<void> {
       `Load average: ${loadBefore.join(', ')} at the start, ${loadAverage().join(', ')} at the end (1/5/15 min); the run took ${Math.round(wallSeconds)} s.`,
     ],
     timestamp,
-    settings: { sizes: SIZES, records: SIZES.map(recordsFor), rounds: ROUNDS, txnMs: TXN_MS, partitions: PARTITIONS, queueKb: QUEUE_KB, queueMessages: QUEUE_MESSAGES, variants: VARIANTS, distinctValues: DISTINCT_VALUES },
+    settings: {
+      sizes: SIZES,
+      records: SIZES.map(recordsFor),
+      rounds: ROUNDS,
+      txnMs: TXN_MS,
+      partitions: PARTITIONS,
+      queueKb: QUEUE_KB,
+      queueMessages: QUEUE_MESSAGES,
+      variants: VARIANTS,
+      distinctValues: DISTINCT_VALUES,
+    },
     client: { library: 'librdkafka (C, compat/bench/native/rdkafka-produce.c)', config: PRODUCER_CONFIG },
     summary,
     goals: g,
     results: runs,
   };
-  console.log(`\nIssue 11: producer cost of idempotence and transactions (librdkafka C producer, acks=all, ${PARTITIONS} partitions, ${ROUNDS} rounds, ${Math.round(wallSeconds)} s)\n`);
+  console.log(
+    `\nIssue 11: producer cost of idempotence and transactions (librdkafka C producer, acks=all, ${PARTITIONS} partitions, ${ROUNDS} rounds, ${Math.round(wallSeconds)} s)\n`,
+  );
   console.log(textTable(columns, rows));
   console.log('');
   for (const h of headline) console.log(`  ${h}`);

@@ -19,7 +19,13 @@ const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
 const RUNS = Number(process.env['BENCH_REBALANCE_RUNS'] ?? 5);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
-async function round(kafka: import('kafkajs').Kafka, coordinator: GroupCoordinator, topic: string, groupId: string, opts: { heartbeatInterval: number; maxWaitTimeInMs: number }) {
+async function round(
+  kafka: import('kafkajs').Kafka,
+  coordinator: GroupCoordinator,
+  topic: string,
+  groupId: string,
+  opts: { heartbeatInterval: number; maxWaitTimeInMs: number },
+) {
   const joined: number[] = [];
   const consumers: import('kafkajs').Consumer[] = [];
   let lastJoinAt = 0;
@@ -36,7 +42,8 @@ async function round(kafka: import('kafkajs').Kafka, coordinator: GroupCoordinat
   let stableAt = 0;
   while (stableAt === 0) {
     const g = coordinator.groups.get(groupId) as ClassicGroup | undefined;
-    if (g !== undefined && g.state === 'Stable' && g.size === 3 && [...g.members.values()].every((m) => m.assignment.length > 0)) stableAt = performance.now();
+    if (g !== undefined && g.state === 'Stable' && g.size === 3 && [...g.members.values()].every((m) => m.assignment.length > 0))
+      stableAt = performance.now();
     else await new Promise((r) => setTimeout(r, 1));
   }
   while (joined.filter((t) => t !== undefined && t >= lastJoinAt).length < 3) await new Promise((r) => setTimeout(r, 1));

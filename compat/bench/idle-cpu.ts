@@ -117,13 +117,26 @@ async function main(): Promise<void> {
     let metadataTopics = 0;
     for (let i = 0; i < METADATA_N; i++) {
       const t = performance.now();
-      const md = await admin.request<{ topics: { name: string | null; partitions: unknown[] }[] }>(3, 12, { topics: null, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false }, 30_000);
+      const md = await admin.request<{ topics: { name: string | null; partitions: unknown[] }[] }>(
+        3,
+        12,
+        { topics: null, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false },
+        30_000,
+      );
       lat.push(performance.now() - t);
       partitionsSeen = md.topics.filter((x) => x.name?.startsWith('idle-') === true).reduce((a, x) => a + x.partitions.length, 0);
       metadataTopics = md.topics.length;
     }
     if (partitionsSeen !== TOPICS * PARTITIONS) throw new Error(`Metadata saw ${partitionsSeen} partitions`);
-    metadata = { requests: METADATA_N, topicsInResponse: metadataTopics, benchPartitions: partitionsSeen, medianMs: round(percentile(lat, 50), 2), p90Ms: round(percentile(lat, 90), 2), maxMs: round(Math.max(...lat), 2), firstMs: round(lat[0] ?? NaN, 2) };
+    metadata = {
+      requests: METADATA_N,
+      topicsInResponse: metadataTopics,
+      benchPartitions: partitionsSeen,
+      medianMs: round(percentile(lat, 50), 2),
+      p90Ms: round(percentile(lat, 90), 2),
+      maxMs: round(Math.max(...lat), 2),
+      firstMs: round(lat[0] ?? NaN, 2),
+    };
     admin.destroy();
 
     await sleep(SETTLE_S * 1000);
@@ -149,7 +162,9 @@ async function main(): Promise<void> {
     let consuming = true;
     const consumeLoop = (async () => {
       while (consuming) {
-        const batch: Any[] = await new Promise((resolve, reject) => consumer.consume(1000, (e: Any, m: Any[]) => (e ? reject(e) : resolve(m))));
+        const batch: Any[] = await new Promise((resolve, reject) =>
+          consumer.consume(1000, (e: Any, m: Any[]) => (e ? reject(e) : resolve(m))),
+        );
         consumed += batch.length;
       }
     })();
@@ -163,14 +178,16 @@ async function main(): Promise<void> {
 
     // raw Fetch loop on all partitions
     const f = await RawClient.connect(broker.bootstrap);
-    const body = fetchBody(
-      topicNames[0]!,
-      [],
-      { maxWaitMs: MAX_WAIT_MS, minBytes: 1, maxBytes: 50 << 20 },
-    );
+    const body = fetchBody(topicNames[0]!, [], { maxWaitMs: MAX_WAIT_MS, minBytes: 1, maxBytes: 50 << 20 });
     body.topics = topicNames.map((topic) => ({
       topic,
-      partitions: Array.from({ length: PARTITIONS }, (_, partition) => ({ partition, currentLeaderEpoch: -1, fetchOffset: 0n, logStartOffset: -1n, partitionMaxBytes: 1 << 20 })),
+      partitions: Array.from({ length: PARTITIONS }, (_, partition) => ({
+        partition,
+        currentLeaderEpoch: -1,
+        fetchOffset: 0n,
+        logStartOffset: -1n,
+        partitionMaxBytes: 1 << 20,
+      })),
     }));
     let fetches = 0;
     let fetching = true;
@@ -187,12 +204,19 @@ async function main(): Promise<void> {
     await sleep(SETTLE_S * 1000);
     const before = fetches;
     console.log(`measuring: raw Fetch v${FETCH_V} loop on ${TOPICS * PARTITIONS} partitions (${WINDOW_S} s)`);
-    windows.push(await measure(`raw Fetch v${FETCH_V} loop, ${TOPICS * PARTITIONS} partitions, max_wait ${MAX_WAIT_MS} ms`, pid, () => ({ requests: fetches - before })));
+    windows.push(
+      await measure(`raw Fetch v${FETCH_V} loop, ${TOPICS * PARTITIONS} partitions, max_wait ${MAX_WAIT_MS} ms`, pid, () => ({
+        requests: fetches - before,
+      })),
+    );
     fetching = false;
     await fetchLoop;
     f.destroy();
     const w = windows[windows.length - 1]!;
-    const perFetchCpuMs = w.requests !== undefined && w.requests > 0 ? round(((w.cpuSeconds - (windows[0]?.cpuSeconds ?? 0) * (w.seconds / (windows[0]?.seconds ?? 1))) * 1000) / w.requests, 3) : NaN;
+    const perFetchCpuMs =
+      w.requests !== undefined && w.requests > 0
+        ? round(((w.cpuSeconds - (windows[0]?.cpuSeconds ?? 0) * (w.seconds / (windows[0]?.seconds ?? 1))) * 1000) / w.requests, 3)
+        : NaN;
 
     const cpus = os.cpus();
     const report = {
@@ -205,7 +229,14 @@ async function main(): Promise<void> {
       availableParallelism: os.availableParallelism(),
       loadavg: os.loadavg(),
       clkTck: TICKS,
-      settings: { topics: TOPICS, partitionsPerTopic: PARTITIONS, windowSeconds: WINDOW_S, settleSeconds: SETTLE_S, maxWaitMs: MAX_WAIT_MS, createTopicsMs: round(createMs, 0) },
+      settings: {
+        topics: TOPICS,
+        partitionsPerTopic: PARTITIONS,
+        windowSeconds: WINDOW_S,
+        settleSeconds: SETTLE_S,
+        maxWaitMs: MAX_WAIT_MS,
+        createTopicsMs: round(createMs, 0),
+      },
       librdkafkaVersion: String(ck.librdkafkaVersion ?? 'unknown'),
       windows,
       rawFetch: { requests: w.requests, medianMs: round(percentile(fetchDurations, 50), 2), perFetchBrokerCpuMsAboveIdle: perFetchCpuMs },
@@ -221,10 +252,20 @@ async function main(): Promise<void> {
     console.log(`broker CPU, % of one core (${report.cpuModel}, ${report.cores} cores, node ${report.node})`);
     console.log('phase'.padEnd(64) + 'CPU %'.padStart(8) + 'CPU s'.padStart(8) + 'req'.padStart(7) + 'RSS MB'.padStart(9));
     for (const x of windows) {
-      console.log(x.phase.padEnd(64) + x.cpuPercentOfOneCore.toFixed(3).padStart(8) + x.cpuSeconds.toFixed(2).padStart(8) + String(x.requests ?? '').padStart(7) + x.rssMBEnd.toFixed(0).padStart(9));
+      console.log(
+        x.phase.padEnd(64) +
+          x.cpuPercentOfOneCore.toFixed(3).padStart(8) +
+          x.cpuSeconds.toFixed(2).padStart(8) +
+          String(x.requests ?? '').padStart(7) +
+          x.rssMBEnd.toFixed(0).padStart(9),
+      );
     }
-    console.log(`raw Fetch: median ${report.rawFetch.medianMs} ms per request (max_wait ${MAX_WAIT_MS}), ~${perFetchCpuMs} ms broker CPU per 3,000-partition fetch above idle`);
-    console.log(`Metadata v12, all topics (${metadata['topicsInResponse']} topics, ${metadata['benchPartitions']} bench partitions): median ${metadata['medianMs']} ms, p90 ${metadata['p90Ms']} ms, max ${metadata['maxMs']} ms, first ${metadata['firstMs']} ms`);
+    console.log(
+      `raw Fetch: median ${report.rawFetch.medianMs} ms per request (max_wait ${MAX_WAIT_MS}), ~${perFetchCpuMs} ms broker CPU per 3,000-partition fetch above idle`,
+    );
+    console.log(
+      `Metadata v12, all topics (${metadata['topicsInResponse']} topics, ${metadata['benchPartitions']} bench partitions): median ${metadata['medianMs']} ms, p90 ${metadata['p90Ms']} ms, max ${metadata['maxMs']} ms, first ${metadata['firstMs']} ms`,
+    );
     console.log(`wrote ${path.relative(PROJECT_ROOT, file)}`);
   } finally {
     broker.child.kill('SIGTERM');

@@ -36,7 +36,10 @@ const LATENCY_INTERVAL_MS = 25;
 
 /** Text-like values (words from a small vocabulary): compressible about as much as log lines. */
 function makeValues(count: number): Buffer[] {
-  const words = 'broker partition offset record batch segment replica leader epoch commit fetch produce consumer group topic index compaction retention'.split(' ');
+  const words =
+    'broker partition offset record batch segment replica leader epoch commit fetch produce consumer group topic index compaction retention'.split(
+      ' ',
+    );
   let x = 12345;
   const rnd = (): number => {
     x = (x * 1103515245 + 12345) & 0x7fffffff;
@@ -105,7 +108,10 @@ async function latencyProbe(bootstrap: string, stop: () => boolean): Promise<num
 
 async function run(codec: string, workers: number, values: Buffer[]): Promise<RunResult> {
   const dataDir = tempDir('gregor-1933-');
-  const broker = await startChildBroker(dataDir, 0, { 'num.append.workers': String(workers), 'log.retention.check.interval.ms': '3600000' });
+  const broker = await startChildBroker(dataDir, 0, {
+    'num.append.workers': String(workers),
+    'log.retention.check.interval.ms': '3600000',
+  });
   const pid = broker.child.pid as number;
   try {
     const admin = await RawClient.connect(broker.bootstrap);
@@ -117,7 +123,11 @@ async function run(codec: string, workers: number, values: Buffer[]): Promise<Ru
     const batches: Buffer[][] = Array.from({ length: PRODUCERS }, (_, p) =>
       Array.from({ length: BATCHES_PER_PRODUCER }, (_, b) =>
         buildRecordBatch(
-          Array.from({ length: BATCH }, (_, i) => ({ key: Buffer.from(`p${p}-${b * BATCH + i}`), value: values[(p * 7 + b * 3 + i) % values.length] as Buffer, timestamp: BigInt(Date.now()) })),
+          Array.from({ length: BATCH }, (_, i) => ({
+            key: Buffer.from(`p${p}-${b * BATCH + i}`),
+            value: values[(p * 7 + b * 3 + i) % values.length] as Buffer,
+            timestamp: BigInt(Date.now()),
+          })),
         ),
       ),
     );
@@ -157,7 +167,8 @@ async function run(codec: string, workers: number, values: Buffer[]): Promise<Ru
     const codecs = new Set<number>();
     while (offset < BigInt(total)) {
       const f = await rawFetch(admin, 'load', 0, offset, { maxBytes: 32 << 20, timeoutMs: 60000 });
-      if (f.errorCode !== 0 || f.records === null || f.records.length === 0) throw new Error(`read back at ${offset}: error ${f.errorCode}`);
+      if (f.errorCode !== 0 || f.records === null || f.records.length === 0)
+        throw new Error(`read back at ${offset}: error ${f.errorCode}`);
       for (const e of logEntries(f.records)) if (e.kind === 'batch') codecs.add(e.batch.compression);
       storedBytes += f.records.length;
       for (const r of decodeRecords(f.records, { maxOutput: 1 << 28 }).records) {
@@ -185,7 +196,13 @@ async function run(codec: string, workers: number, values: Buffer[]): Promise<Ru
       clientCpuSeconds: (self.user + self.system) / 1e6,
       mbPerSecond: bytes / 1e6 / wall,
       latencyMs: { samples: lat.length, p50: percentile(lat, 50), p99: percentile(lat, 99), max: Math.max(...lat) },
-      verified: { contiguous, perProducerOrder, values: valuesOk, storedCodec: [...codecs].map((c) => ['none', 'gzip', 'snappy', 'lz4', 'zstd'][c]).join(','), storedBytes },
+      verified: {
+        contiguous,
+        perProducerOrder,
+        values: valuesOk,
+        storedCodec: [...codecs].map((c) => ['none', 'gzip', 'snappy', 'lz4', 'zstd'][c]).join(','),
+        storedBytes,
+      },
     };
   } finally {
     broker.child.kill('SIGTERM');
@@ -213,9 +230,14 @@ function benchFile(rows: Row[], settings: object, timestamp: string, mach: objec
   const headline = codecs.flatMap((c) => {
     const w0 = at(c, 0);
     const w2 = at(c, 2);
-    return w0 === undefined || w2 === undefined ? [] : [`${c}: ${(w0.wallSeconds / w2.wallSeconds).toFixed(2)}× at 2 workers (${w0.wallSeconds.toFixed(1)} s inline → ${w2.wallSeconds.toFixed(1)} s); e2e p99 on another topic ${w0.latencyMs.p99.toFixed(1)} ms → ${w2.latencyMs.p99.toFixed(1)} ms`];
+    return w0 === undefined || w2 === undefined
+      ? []
+      : [
+          `${c}: ${(w0.wallSeconds / w2.wallSeconds).toFixed(2)}× at 2 workers (${w0.wallSeconds.toFixed(1)} s inline → ${w2.wallSeconds.toFixed(1)} s); e2e p99 on another topic ${w0.latencyMs.p99.toFixed(1)} ms → ${w2.latencyMs.p99.toFixed(1)} ms`,
+        ];
   });
-  const series = (y: (r: Row) => number) => codecs.map((c) => ({ name: c, points: rows.filter((r) => r.codec === c).map((r) => ({ x: String(r.workers), y: y(r) })) }));
+  const series = (y: (r: Row) => number) =>
+    codecs.map((c) => ({ name: c, points: rows.filter((r) => r.codec === c).map((r) => ({ x: String(r.workers), y: y(r) })) }));
   return {
     schema: 'gregor-bench/1',
     id: 'kafka-1933',
@@ -225,11 +247,35 @@ function benchFile(rows: Row[], settings: object, timestamp: string, mach: objec
     machine: mach,
     headline,
     charts: [
-      { kind: 'bar', title: 'wall time, s (lower is better)', xLabel: 'num.append.workers', yLabel: 's', series: series((r) => r.wallSeconds) },
-      { kind: 'bar', title: 'e2e latency p99 of a 100-byte record on another topic, ms', xLabel: 'num.append.workers', yLabel: 'ms', series: series((r) => r.latencyMs.p99) },
+      {
+        kind: 'bar',
+        title: 'wall time, s (lower is better)',
+        xLabel: 'num.append.workers',
+        yLabel: 's',
+        series: series((r) => r.wallSeconds),
+      },
+      {
+        kind: 'bar',
+        title: 'e2e latency p99 of a 100-byte record on another topic, ms',
+        xLabel: 'num.append.workers',
+        yLabel: 'ms',
+        series: series((r) => r.latencyMs.p99),
+      },
     ],
     table: {
-      columns: ['codec', 'workers', 'wall s', 'speed-up', 'MB/s', 'broker CPU s', 'broker main thread CPU s', 'client CPU s', 'e2e p50 ms', 'e2e p99 ms', 'verified'],
+      columns: [
+        'codec',
+        'workers',
+        'wall s',
+        'speed-up',
+        'MB/s',
+        'broker CPU s',
+        'broker main thread CPU s',
+        'client CPU s',
+        'e2e p50 ms',
+        'e2e p99 ms',
+        'verified',
+      ],
       rows: rows.map((r) => [
         r.codec,
         r.workers,
@@ -246,7 +292,7 @@ function benchFile(rows: Row[], settings: object, timestamp: string, mach: objec
     },
     notes: [
       'The broker is a child process; the 5 producers (pre-built uncompressed v2 batches, Produce v8, acks=1, one request in flight each) and the latency probe run in the bench process on the same machine.',
-      'Verified after each run by reading everything back (Fetch v11): offsets contiguous from 0, every producer\'s records in its order, every value intact, stored codec the topic\'s.',
+      "Verified after each run by reading everything back (Fetch v11): offsets contiguous from 0, every producer's records in its order, every value intact, stored codec the topic's.",
     ],
     timestamp,
     settings,
@@ -255,10 +301,15 @@ function benchFile(rows: Row[], settings: object, timestamp: string, mach: objec
 }
 
 function printTable(rows: Row[], bytes: number): void {
-  console.log(`\nKAFKA-1933: ${PRODUCERS} producers, ${RECORD_BYTES}-byte records, batches of ${BATCH}, ${bytes / 1e6} MB timed per run, 1 partition\n`);
+  console.log(
+    `\nKAFKA-1933: ${PRODUCERS} producers, ${RECORD_BYTES}-byte records, batches of ${BATCH}, ${bytes / 1e6} MB timed per run, 1 partition\n`,
+  );
   console.log('codec  workers  wall s  speed-up  MB/s   broker CPU s  (main)  client CPU s  e2e p50 ms  e2e p99 ms  verified');
   for (const r of rows) {
-    const ok = r.verified.contiguous && r.verified.perProducerOrder && r.verified.values ? `ok (${r.verified.storedCodec})` : `FAILED ${JSON.stringify(r.verified)}`;
+    const ok =
+      r.verified.contiguous && r.verified.perProducerOrder && r.verified.values
+        ? `ok (${r.verified.storedCodec})`
+        : `FAILED ${JSON.stringify(r.verified)}`;
     console.log(
       `${r.codec.padEnd(6)} ${String(r.workers).padStart(7)}  ${r.wallSeconds.toFixed(2).padStart(6)}  ${(r.speedup ?? NaN).toFixed(2).padStart(8)}  ${r.mbPerSecond.toFixed(1).padStart(5)}  ${r.brokerCpuSeconds.toFixed(2).padStart(12)}  ${(r.brokerMainThreadCpuSeconds ?? NaN).toFixed(2).padStart(6)}  ${(r.clientCpuSeconds ?? NaN).toFixed(2).padStart(12)}  ${r.latencyMs.p50.toFixed(2).padStart(10)}  ${r.latencyMs.p99.toFixed(2).padStart(10)}  ${ok}`,
     );
@@ -266,12 +317,28 @@ function printTable(rows: Row[], bytes: number): void {
 }
 
 async function main(): Promise<void> {
-  const settings = { producers: PRODUCERS, recordBytes: RECORD_BYTES, batchRecords: BATCH, batchesPerProducer: BATCHES_PER_PRODUCER, warmupBatchesPerProducer: 1, partitions: 1, acks: 1, producerCompression: 'none', produceVersion: 8, latencyIntervalMs: LATENCY_INTERVAL_MS };
+  const settings = {
+    producers: PRODUCERS,
+    recordBytes: RECORD_BYTES,
+    batchRecords: BATCH,
+    batchesPerProducer: BATCHES_PER_PRODUCER,
+    warmupBatchesPerProducer: 1,
+    partitions: 1,
+    acks: 1,
+    producerCompression: 'none',
+    produceVersion: 8,
+    latencyIntervalMs: LATENCY_INTERVAL_MS,
+  };
   const from = process.env['BENCH_1933_FROM'];
   let report;
   if (from !== undefined) {
     // re-render an earlier run's raw results in the current shape
-    const old = JSON.parse(readFileSync(from, 'utf8')) as { timestamp: string; settings: object; results: Row[]; machine?: { cpuModel?: string } };
+    const old = JSON.parse(readFileSync(from, 'utf8')) as {
+      timestamp: string;
+      settings: object;
+      results: Row[];
+      machine?: { cpuModel?: string };
+    };
     report = benchFile(old.results, old.settings, old.timestamp, machine());
   } else {
     const values = makeValues(64);

@@ -22,7 +22,19 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import type { BenchContext } from '../lib/suite.js';
 import { RawClient, rawCreateTopics, rawProduce } from '../../test/helpers/raw-client.js';
-import { connectRd, disconnectRd, envInt, percentile, type RdKafkaConsumer, type RdMessage, rdkafka, ROOT_DIR, round, sleep, writeBench } from './proc-stats.js';
+import {
+  connectRd,
+  disconnectRd,
+  envInt,
+  percentile,
+  type RdKafkaConsumer,
+  type RdMessage,
+  rdkafka,
+  ROOT_DIR,
+  round,
+  sleep,
+  writeBench,
+} from './proc-stats.js';
 
 const PREFIX = 'gregor-k200';
 const NS_A = `${PREFIX}-a`;
@@ -101,7 +113,9 @@ async function worker(a: WorkerArgs): Promise<void> {
   let bytesAtFirst = 0;
   const deadline = t0 + 1_200_000;
   while (records < a.records && performance.now() < deadline) {
-    const msgs = await new Promise<RdMessage[]>((res, rej) => c.consume(10000, (e, m) => (e ? rej(e instanceof Error ? e : new Error(String(e))) : res(m))));
+    const msgs = await new Promise<RdMessage[]>((res, rej) =>
+      c.consume(10000, (e, m) => (e ? rej(e instanceof Error ? e : new Error(String(e))) : res(m))),
+    );
     if (msgs.length > 0 && first < 0) {
       first = performance.now();
       for (const m of msgs) bytesAtFirst += m.size;
@@ -132,7 +146,12 @@ function teardown(): void {
 }
 
 /** Spawns a process and resolves once its stdout matches `ready` (rejects on exit or timeout). */
-function spawnUntil(cmd: string, args: string[], ready: RegExp, timeoutMs: number): Promise<{ child: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> }> {
+function spawnUntil(
+  cmd: string,
+  args: string[],
+  ready: RegExp,
+  timeoutMs: number,
+): Promise<{ child: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> }> {
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
   let out = '';
   let err = '';
@@ -140,7 +159,10 @@ function spawnUntil(cmd: string, args: string[], ready: RegExp, timeoutMs: numbe
   child.stdout?.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-1_000_000)));
   child.stderr?.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-100_000)));
   return new Promise((resolveP, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${cmd} ${args.join(' ')}: not ready within ${timeoutMs} ms\n${out.slice(-2000)}${err.slice(-2000)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${cmd} ${args.join(' ')}: not ready within ${timeoutMs} ms\n${out.slice(-2000)}${err.slice(-2000)}`)),
+      timeoutMs,
+    );
     const check = () => {
       if (ready.test(out)) {
         clearTimeout(timer);
@@ -175,7 +197,16 @@ interface SockSample {
 function sockets(ns: string): SockSample[] {
   let text: string;
   try {
-    text = sh('ip', ['netns', 'exec', ns, 'ss', '-tmiHn', 'state', 'established', `( sport = :${BROKER_PORT} or dport = :${BROKER_PORT} )`]);
+    text = sh('ip', [
+      'netns',
+      'exec',
+      ns,
+      'ss',
+      '-tmiHn',
+      'state',
+      'established',
+      `( sport = :${BROKER_PORT} or dport = :${BROKER_PORT} )`,
+    ]);
   } catch {
     return [];
   }
@@ -187,7 +218,14 @@ function sockets(ns: string): SockSample[] {
     const wnd = /snd_wnd:(\d+)/.exec(b);
     const sent = /bytes_(?:sent|acked):(\d+)/.exec(b);
     const recv = /bytes_received:(\d+)/.exec(b);
-    return [{ rb: Number(mem[1]), tb: Number(mem[2]), sndWnd: wnd === null ? null : Number(wnd[1]), bytes: Math.max(Number(sent?.[1] ?? 0), Number(recv?.[1] ?? 0)) }];
+    return [
+      {
+        rb: Number(mem[1]),
+        tb: Number(mem[2]),
+        sndWnd: wnd === null ? null : Number(wnd[1]),
+        bytes: Math.max(Number(sent?.[1] ?? 0), Number(recv?.[1] ?? 0)),
+      },
+    ];
   });
 }
 
@@ -222,14 +260,21 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
     for (let i = 0; i < VALUE_SIZE; i++) value[i] = 33 + ((i * 7919) % 90);
     const batch = buildRecordBatch(Array.from({ length: RECORDS_PER_BATCH }, () => ({ key: null, value, timestamp: BigInt(Date.now()) })));
     for (let done = 0; done < records; done += RECORDS_PER_BATCH * PARTITIONS) {
-      const res = await rawProduce(c, topic, Array.from({ length: PARTITIONS }, (_, p) => [p, batch] as [number, Buffer]), 1);
+      const res = await rawProduce(
+        c,
+        topic,
+        Array.from({ length: PARTITIONS }, (_, p) => [p, batch] as [number, Buffer]),
+        1,
+      );
       if (res.some((r) => r.errorCode !== 0)) throw new Error(`fill: produce error ${res.map((r) => r.errorCode).join(',')}`);
     }
     c.destroy();
   } finally {
     await fill.stop();
   }
-  ctx.log(`  filled ${records.toLocaleString('en-US')} records of ${VALUE_SIZE} bytes (${(records * VALUE_SIZE) / 1e6} MB) on ${PARTITIONS} partitions`);
+  ctx.log(
+    `  filled ${records.toLocaleString('en-US')} records of ${VALUE_SIZE} bytes (${(records * VALUE_SIZE) / 1e6} MB) on ${PARTITIONS} partitions`,
+  );
 
   const cells: Cell[] = [];
   const delayStats: string[] = [];
@@ -247,20 +292,38 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
     // 2. namespaces, veth, rules, delay lines
     teardown(); // leftovers of an interrupted run
     execFileSync('bash', [join(DELAY_DIR, 'setup.sh'), PREFIX], { stdio: 'inherit' });
-    for (const ns of [NS_A, NS_B]) delays.push(await spawnUntil('ip', ['netns', 'exec', ns, DELAY_BIN, '-q', '0', '-d', String(DELAY_MS)], /ready/, 5000));
+    for (const ns of [NS_A, NS_B])
+      delays.push(await spawnUntil('ip', ['netns', 'exec', ns, DELAY_BIN, '-q', '0', '-d', String(DELAY_MS)], /ready/, 5000));
 
     // 3. per broker send buffer: a broker in namespace a; per consumer receive buffer: a consumer in b
     for (const snd of BUFFERS) {
       const broker = await spawnUntil(
         'ip',
-        ['netns', 'exec', NS_A, process.execPath, join(ROOT_DIR, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--override', `listeners=PLAINTEXT://${BROKER_IP}:${BROKER_PORT}`, '--override', `socket.send.buffer.bytes=${snd.bytes}`],
+        [
+          'netns',
+          'exec',
+          NS_A,
+          process.execPath,
+          join(ROOT_DIR, 'bin/gregor.js'),
+          'start',
+          '--data-dir',
+          dataDir,
+          '--override',
+          `listeners=PLAINTEXT://${BROKER_IP}:${BROKER_PORT}`,
+          '--override',
+          `socket.send.buffer.bytes=${snd.bytes}`,
+        ],
         /"bootstrap":"/,
         30_000,
       );
       try {
         for (const rcv of BUFFERS) {
           const args: WorkerArgs = { bootstrap: `${BROKER_IP}:${BROKER_PORT}`, topic, partitions: PARTITIONS, records, rcvbuf: rcv.bytes };
-          const w = spawn('ip', ['netns', 'exec', NS_B, process.execPath, fileURLToPath(import.meta.url), '--k200-worker', JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] });
+          const w = spawn(
+            'ip',
+            ['netns', 'exec', NS_B, process.execPath, fileURLToPath(import.meta.url), '--k200-worker', JSON.stringify(args)],
+            { stdio: ['ignore', 'pipe', 'pipe'] },
+          );
           let out = '';
           let err = '';
           w.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -287,7 +350,8 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
           running = false;
           await sampler;
           const line = out.trim().split('\n').pop() ?? '';
-          if (code !== 0 || !line.startsWith('{')) throw new Error(`consumer (rcvbuf ${rcv.label}, broker sndbuf ${snd.label}) exited with ${code}: ${err}${out}`);
+          if (code !== 0 || !line.startsWith('{'))
+            throw new Error(`consumer (rcvbuf ${rcv.label}, broker sndbuf ${snd.label}) exited with ${code}: ${err}${out}`);
           const r = JSON.parse(line) as WorkerResult;
           const rtt = percentile(r.rttMs, 50);
           const cell: Cell = {
@@ -303,7 +367,9 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
             maxAdvertisedWindow: wnd,
           };
           cells.push(cell);
-          ctx.log(`  broker sndbuf ${snd.label} × consumer rcvbuf ${rcv.label}: ${cell.mbPerSec} MB/s (bound ${cell.boundMBps}) in ${cell.seconds} s; read back sndbuf ${tb ?? '?'} rcvbuf ${rb ?? '?'}, max window ${wnd ?? '?'}, RTT ${cell.rttMs} ms`);
+          ctx.log(
+            `  broker sndbuf ${snd.label} × consumer rcvbuf ${rcv.label}: ${cell.mbPerSec} MB/s (bound ${cell.boundMBps}) in ${cell.seconds} s; read back sndbuf ${tb ?? '?'} rcvbuf ${rb ?? '?'}, max window ${wnd ?? '?'}, RTT ${cell.rttMs} ms`,
+          );
         }
       } finally {
         await stopChild(broker.child, broker.exited);
@@ -321,9 +387,12 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
     process.removeListener('exit', onExit);
   }
 
-  const effectiveBound = (c: Cell) => (c.brokerSndbufReadBack === null || c.maxAdvertisedWindow === null ? null : round(Math.min(c.brokerSndbufReadBack, c.maxAdvertisedWindow) / (RTT_MS / 1000) / 1e6, 2));
+  const effectiveBound = (c: Cell) =>
+    c.brokerSndbufReadBack === null || c.maxAdvertisedWindow === null
+      ? null
+      : round(Math.min(c.brokerSndbufReadBack, c.maxAdvertisedWindow) / (RTT_MS / 1000) / 1e6, 2);
   const cellOf = (s: string, r: string) => cells.find((c) => c.sndbuf.label === s && c.rcvbuf.label === r);
-  const mb = records * VALUE_SIZE / 1e6;
+  const mb = (records * VALUE_SIZE) / 1e6;
   const rtts = cells.map((c) => c.rttMs);
   const kib = (b: number | null) => (b === null ? '?' : `${Math.round(b / 1024)}K`);
   writeBench(ctx.outDir, {
@@ -333,7 +402,9 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
       `A librdkafka ${rdkafka().librdkafkaVersion} consumer in one network namespace reads ${mb} MB (${records.toLocaleString('en-US')} records of ${VALUE_SIZE} bytes, ${PARTITIONS} partitions, from offset 0) from gregor in another, ` +
       `over a veth pair with ${DELAY_MS} ms added in each direction by an NFQUEUE delay line (RTT ${RTT_MS} ms; TCP connect time measured from the consumer's namespace: median ${round(percentile(rtts, 50), 1)} ms). ` +
       `Rows: the broker's socket.send.buffer.bytes; columns: the consumer's socket.receive.buffer.bytes. Each cell: measured MB/s (10^6 bytes of record values / s, from assign to the last record) and, in brackets, the bound min(buffers)/RTT.` +
-      (mb < 500 ? ` Issue 4 asks for 500 MB; this run used ${mb} MB per cell (BENCH_KAFKA200_MB=${sizeMB}) to keep the whole --bench run within about 15 minutes.` : ''),
+      (mb < 500
+        ? ` Issue 4 asks for 500 MB; this run used ${mb} MB per cell (BENCH_KAFKA200_MB=${sizeMB}) to keep the whole --bench run within about 15 minutes.`
+        : ''),
     headline: [
       `100K/100K: ${cellOf('100K', '100K')?.mbPerSec ?? '?'} MB/s (bound ${cellOf('100K', '100K')?.boundMBps ?? '?'}); 1M/1M: ${cellOf('1M', '1M')?.mbPerSec ?? '?'} MB/s (bound ${cellOf('1M', '1M')?.boundMBps ?? '?'})`,
     ],
@@ -344,13 +415,25 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
         xLabel: 'consumer socket.receive.buffer.bytes',
         yLabel: 'MB/s',
         series: [
-          ...BUFFERS.map((s) => ({ name: `broker send buffer ${s.label}`, points: BUFFERS.flatMap((r) => { const c = cellOf(s.label, r.label); return c === undefined ? [] : [{ x: r.label, y: c.mbPerSec }]; }) })),
-          { name: 'bound min(buffers)/RTT, send 1M', points: BUFFERS.map((r) => ({ x: r.label, y: round(Math.min(1_048_576, r.bytes) / (RTT_MS / 1000) / 1e6, 2) })) },
+          ...BUFFERS.map((s) => ({
+            name: `broker send buffer ${s.label}`,
+            points: BUFFERS.flatMap((r) => {
+              const c = cellOf(s.label, r.label);
+              return c === undefined ? [] : [{ x: r.label, y: c.mbPerSec }];
+            }),
+          })),
+          {
+            name: 'bound min(buffers)/RTT, send 1M',
+            points: BUFFERS.map((r) => ({ x: r.label, y: round(Math.min(1_048_576, r.bytes) / (RTT_MS / 1000) / 1e6, 2) })),
+          },
         ],
       },
     ],
     table: {
-      columns: ['broker socket.send.buffer.bytes ↓ / consumer socket.receive.buffer.bytes →', ...BUFFERS.map((b) => `${b.label} (${b.bytes})`)],
+      columns: [
+        'broker socket.send.buffer.bytes ↓ / consumer socket.receive.buffer.bytes →',
+        ...BUFFERS.map((b) => `${b.label} (${b.bytes})`),
+      ],
       rows: BUFFERS.map((s) => [
         `${s.label} (${s.bytes})`,
         ...BUFFERS.map((r) => {
@@ -361,19 +444,52 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
     },
     notes: [
       'Effective sizes read back with `ss -tmi` during each transfer (largest value seen): ' +
-        cells.map((c) => `${c.sndbuf.label}/${c.rcvbuf.label}: broker SO_SNDBUF ${kib(c.brokerSndbufReadBack)}, consumer SO_RCVBUF ${kib(c.consumerRcvbufReadBack)}, consumer's largest advertised window ${kib(c.maxAdvertisedWindow)}`).join('; ') +
+        cells
+          .map(
+            (c) =>
+              `${c.sndbuf.label}/${c.rcvbuf.label}: broker SO_SNDBUF ${kib(c.brokerSndbufReadBack)}, consumer SO_RCVBUF ${kib(c.consumerRcvbufReadBack)}, consumer's largest advertised window ${kib(c.maxAdvertisedWindow)}`,
+          )
+          .join('; ') +
         '. Linux doubles the value given to setsockopt (the extra half is bookkeeping overhead), and setting it turns autotuning off for that buffer; the window the receiver advertises is a fraction of its SO_RCVBUF.',
-      'Delay: packets arriving on each namespace\'s veth are queued (iptables INPUT -j NFQUEUE) and released 25 ms later by compat/bench/delay-line/delay-line.c; real packets are held, so TCP\'s windows limit throughput as on a long link. Delay-line counters: ' + delayStats.join(' | '),
+      "Delay: packets arriving on each namespace's veth are queued (iptables INPUT -j NFQUEUE) and released 25 ms later by compat/bench/delay-line/delay-line.c; real packets are held, so TCP's windows limit throughput as on a long link. Delay-line counters: " +
+        delayStats.join(' | '),
       'librdkafka consumer: fetch.max.bytes=16 MiB, max.partition.fetch.bytes=4 MiB, fetch.wait.max.ms=500; the time includes the first Fetch round trips and TCP slow start. "steady" below excludes everything up to the first delivered message.',
-      'Steady-state MB/s per cell (after the first delivered message): ' + cells.map((c) => `${c.sndbuf.label}/${c.rcvbuf.label} ${c.steadyMBps ?? '?'}`).join(', '),
+      'Steady-state MB/s per cell (after the first delivered message): ' +
+        cells.map((c) => `${c.sndbuf.label}/${c.rcvbuf.label} ${c.steadyMBps ?? '?'}`).join(', '),
     ],
   });
   writeBench(ctx.outDir, {
     id: 'kafka-200-cells',
     title: 'KAFKA-200: per-cell details (buffers set and read back)',
     table: {
-      columns: ['broker sndbuf set', 'read back', 'consumer rcvbuf set', 'read back', 'max advertised window', 'MB/s', 'steady MB/s', 'bound MB/s (set values)', 'MB/s ÷ bound', 'bound MB/s (effective)', 's', 'TCP connect RTT ms'],
-      rows: cells.map((c) => [c.sndbuf.bytes, c.brokerSndbufReadBack, c.rcvbuf.bytes, c.consumerRcvbufReadBack, c.maxAdvertisedWindow, c.mbPerSec, c.steadyMBps, c.boundMBps, round(c.mbPerSec / c.boundMBps, 2), effectiveBound(c), c.seconds, c.rttMs]),
+      columns: [
+        'broker sndbuf set',
+        'read back',
+        'consumer rcvbuf set',
+        'read back',
+        'max advertised window',
+        'MB/s',
+        'steady MB/s',
+        'bound MB/s (set values)',
+        'MB/s ÷ bound',
+        'bound MB/s (effective)',
+        's',
+        'TCP connect RTT ms',
+      ],
+      rows: cells.map((c) => [
+        c.sndbuf.bytes,
+        c.brokerSndbufReadBack,
+        c.rcvbuf.bytes,
+        c.consumerRcvbufReadBack,
+        c.maxAdvertisedWindow,
+        c.mbPerSec,
+        c.steadyMBps,
+        c.boundMBps,
+        round(c.mbPerSec / c.boundMBps, 2),
+        effectiveBound(c),
+        c.seconds,
+        c.rttMs,
+      ]),
     },
     notes: [
       'bound (set values) = min(socket.send.buffer.bytes, socket.receive.buffer.bytes) / 50 ms. bound (effective) = min(broker SO_SNDBUF read back, largest window the consumer advertised) / 50 ms: what the kernels actually allowed in flight (the send buffer also holds unsent data and per-packet overhead, so it is an upper limit).',
@@ -381,7 +497,11 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
   });
 }
 
-if (process.argv[2] === '--k200-worker' && process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+if (
+  process.argv[2] === '--k200-worker' &&
+  process.argv[1] !== undefined &&
+  import.meta.url === pathToFileURL(resolve(process.argv[1])).href
+) {
   worker(JSON.parse(process.argv[3] ?? '{}') as WorkerArgs).then(
     () => process.exit(0),
     (e: unknown) => {

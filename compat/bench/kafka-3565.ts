@@ -96,7 +96,13 @@ function selfCpuSeconds(): number {
 
 async function connect(bootstrap: string, codecSpec: string): Promise<Any> {
   const [codec, level] = codecSpec.split('@');
-  const p = new ck.Producer({ 'bootstrap.servers': bootstrap, 'compression.codec': codec, ...(level === undefined ? {} : { 'compression.level': Number(level) }), log_level: 0, ...PRODUCER_CONFIG });
+  const p = new ck.Producer({
+    'bootstrap.servers': bootstrap,
+    'compression.codec': codec,
+    ...(level === undefined ? {} : { 'compression.level': Number(level) }),
+    log_level: 0,
+    ...PRODUCER_CONFIG,
+  });
   await new Promise<void>((resolve, reject) => p.connect({}, (e: Any) => (e ? reject(e) : resolve())));
   p.setPollInterval(50);
   return p;
@@ -105,7 +111,7 @@ async function connect(bootstrap: string, codecSpec: string): Promise<Any> {
 /** Produces `n` records as fast as librdkafka's queue takes them, then flushes. */
 async function produce(p: Any, topic: string, n: number, vals: Buffer[]): Promise<void> {
   const QUEUE_FULL = ck.CODES.ERRORS.ERR__QUEUE_FULL;
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     try {
       p.produce(topic, 0, vals[i % vals.length], null, Date.now());
       i++;
@@ -119,7 +125,9 @@ async function produce(p: Any, topic: string, n: number, vals: Buffer[]): Promis
 }
 
 function highWatermark(p: Any, topic: string): Promise<number> {
-  return new Promise((resolve, reject) => p.queryWatermarkOffsets(topic, 0, 10_000, (e: Any, o: Any) => (e ? reject(e) : resolve(o.highOffset))));
+  return new Promise((resolve, reject) =>
+    p.queryWatermarkOffsets(topic, 0, 10_000, (e: Any, o: Any) => (e ? reject(e) : resolve(o.highOffset))),
+  );
 }
 
 interface Row {
@@ -165,7 +173,12 @@ interface Measured extends WindowCpu {
  * Starts reading CPU counters for a timed window; the returned function ends it after `seconds`.
  * `producerPid`'s main thread is named `producerMain`; `producerCpu` reads the producer's total.
  */
-function cpuWindow(brokerPid: number, producerPid: number, producerMain: string, producerCpu: () => number): (seconds: number) => WindowCpu {
+function cpuWindow(
+  brokerPid: number,
+  producerPid: number,
+  producerMain: string,
+  producerCpu: () => number,
+): (seconds: number) => WindowCpu {
   const cpu0 = cpuSeconds(brokerPid);
   const main0 = mainThreadCpuSeconds(brokerPid);
   const threads0 = threadsByName(producerPid, producerMain);
@@ -198,7 +211,12 @@ async function measureJs(bootstrap: string, brokerPid: number, topic: string, co
 /** One codec with the C producer as a child process (its threads read from /proc). */
 async function measureC(bootstrap: string, brokerPid: number, topic: string, codecSpec: string, distinct: number): Promise<Measured> {
   const [codec, level] = codecSpec.split('@');
-  const config: Record<string, string | number | boolean> = { 'compression.codec': codec ?? 'none', ...(level === undefined ? {} : { 'compression.level': Number(level) }), log_level: 0, ...PRODUCER_CONFIG };
+  const config: Record<string, string | number | boolean> = {
+    'compression.codec': codec ?? 'none',
+    ...(level === undefined ? {} : { 'compression.level': Number(level) }),
+    log_level: 0,
+    ...PRODUCER_CONFIG,
+  };
   const p = await startNativeProducer(bootstrap, topic, WARMUP, RECORDS, distinct, config);
   try {
     const end = cpuWindow(brokerPid, p.pid, 'main', () => cpuSeconds(p.pid));
@@ -219,29 +237,37 @@ async function runMode(mode: string): Promise<Row[]> {
   const pid = broker.child.pid as number;
   const rows: Row[] = [];
   try {
-    for (let round = 1; round <= ROUNDS; round++) for (const shape of SHAPES) for (const codec of CODECS) {
-      if (mode === 'v1' && codec === 'zstd') continue; // zstd needs Produce v7 / magic 2
-      process.stderr.write(`kafka-3565: round ${round}/${ROUNDS}, format ${mode === 'v1' ? '1 (emulate 0.10.0)' : '2'}, ${shape} values, ${codec} …\n`);
-      const topic = `perf-${shape}-${codec.replace('@', '-level-')}-${round}`;
-      const distinct = DISTINCT[shape] as number;
-      const m = CLIENT === 'c' ? await measureC(broker.bootstrap, pid, topic, codec, distinct) : await measureJs(broker.bootstrap, pid, topic, codec, values(distinct));
-      rows.push({
-        values: shape,
-        mode: mode === 'v1' ? 'format 1 (0.10.0, Produce v2)' : 'format 2 (Produce v7+)',
-        codec,
-        records: RECORDS,
-        seconds: m.seconds,
-        recordsPerSecond: RECORDS / m.seconds,
-        mbPerSecond: (RECORDS * VALUE_BYTES) / 1e6 / m.seconds,
-        brokerCpuSecondsPerMillion: (m.brokerCpu / RECORDS) * 1e6,
-        producerCpuSecondsPerMillion: (m.producerCpu / RECORDS) * 1e6,
-        brokerMainThreadCpuSecondsPerMillion: (m.brokerMainCpu / RECORDS) * 1e6,
-        producerThreads: m.producerThreads,
-        brokerThreads: m.brokerThreads,
-        highWatermark: m.highWatermark,
-      });
-      if (m.highWatermark !== WARMUP + RECORDS) throw new Error(`${topic}: high watermark ${m.highWatermark}, expected ${WARMUP + RECORDS}`);
-    }
+    for (let round = 1; round <= ROUNDS; round++)
+      for (const shape of SHAPES)
+        for (const codec of CODECS) {
+          if (mode === 'v1' && codec === 'zstd') continue; // zstd needs Produce v7 / magic 2
+          process.stderr.write(
+            `kafka-3565: round ${round}/${ROUNDS}, format ${mode === 'v1' ? '1 (emulate 0.10.0)' : '2'}, ${shape} values, ${codec} …\n`,
+          );
+          const topic = `perf-${shape}-${codec.replace('@', '-level-')}-${round}`;
+          const distinct = DISTINCT[shape] as number;
+          const m =
+            CLIENT === 'c'
+              ? await measureC(broker.bootstrap, pid, topic, codec, distinct)
+              : await measureJs(broker.bootstrap, pid, topic, codec, values(distinct));
+          rows.push({
+            values: shape,
+            mode: mode === 'v1' ? 'format 1 (0.10.0, Produce v2)' : 'format 2 (Produce v7+)',
+            codec,
+            records: RECORDS,
+            seconds: m.seconds,
+            recordsPerSecond: RECORDS / m.seconds,
+            mbPerSecond: (RECORDS * VALUE_BYTES) / 1e6 / m.seconds,
+            brokerCpuSecondsPerMillion: (m.brokerCpu / RECORDS) * 1e6,
+            producerCpuSecondsPerMillion: (m.producerCpu / RECORDS) * 1e6,
+            brokerMainThreadCpuSecondsPerMillion: (m.brokerMainCpu / RECORDS) * 1e6,
+            producerThreads: m.producerThreads,
+            brokerThreads: m.brokerThreads,
+            highWatermark: m.highWatermark,
+          });
+          if (m.highWatermark !== WARMUP + RECORDS)
+            throw new Error(`${topic}: high watermark ${m.highWatermark}, expected ${WARMUP + RECORDS}`);
+        }
   } finally {
     broker.child.kill('SIGTERM');
     await broker.exited;
@@ -292,13 +318,22 @@ function goals(rows: Row[], ratios: { values: string; codec: string; format1Over
     const ratio = Number(r.format1OverFormat2.toFixed(2));
     return [{ values: r.values, codec: r.codec, format1OverFormat2: ratio, met: ratio >= 0.9 }];
   });
-  const line = (name: string, all: number, missed: string[]): string => `${name}: ${all - missed.length}/${all} met${missed.length > 0 ? `; missed: ${missed.join(', ')}` : ''}`;
+  const line = (name: string, all: number, missed: string[]): string =>
+    `${name}: ${all - missed.length}/${all} met${missed.length > 0 ? `; missed: ${missed.join(', ')}` : ''}`;
   return {
     compressedAtLeastUncompressed: compressed,
     format1Within10Percent: format1,
     summary: [
-      line('compressed >= none', compressed.length, compressed.filter((x) => !x.met).map((x) => `${x.values} ${x.mode.slice(0, 8)} ${x.codec} ${x.vsNone}`)),
-      line('format 1 within 10% of format 2', format1.length, format1.filter((x) => !x.met).map((x) => `${x.values} ${x.codec} ${x.format1OverFormat2}`)),
+      line(
+        'compressed >= none',
+        compressed.length,
+        compressed.filter((x) => !x.met).map((x) => `${x.values} ${x.mode.slice(0, 8)} ${x.codec} ${x.vsNone}`),
+      ),
+      line(
+        'format 1 within 10% of format 2',
+        format1.length,
+        format1.filter((x) => !x.met).map((x) => `${x.values} ${x.codec} ${x.format1OverFormat2}`),
+      ),
     ],
   };
 }
@@ -321,7 +356,9 @@ function benchFile(rows: Row[], timestamp: string) {
     ...series.map((s) => `${s.name}: ${s.rows.map((r) => `${r.codec} ${Math.round(r.recordsPerSecond / 1000)}k/s`).join(', ')}`),
     ...SHAPES.flatMap((shape) => {
       const rs = ratios.filter((r) => r.values === shape);
-      return rs.length > 0 ? [`format 1 / format 2, ${shape} values: ${rs.map((r) => `${r.codec} ${(r.format1OverFormat2 ?? NaN).toFixed(2)}`).join(', ')}`] : [];
+      return rs.length > 0
+        ? [`format 1 / format 2, ${shape} values: ${rs.map((r) => `${r.codec} ${(r.format1OverFormat2 ?? NaN).toFixed(2)}`).join(', ')}`]
+        : [];
     }),
   ];
   return {
@@ -333,11 +370,39 @@ function benchFile(rows: Row[], timestamp: string) {
     machine: machine(),
     headline,
     charts: [
-      { kind: 'bar', title: 'records/s', xLabel: 'codec', yLabel: 'records/s', series: series.map((s) => ({ name: s.name, points: s.rows.map((r) => ({ x: r.codec, y: Math.round(r.recordsPerSecond) })) })) },
-      { kind: 'bar', title: 'broker CPU seconds per million records', xLabel: 'codec', yLabel: 'CPU s / M', series: series.map((s) => ({ name: s.name, points: s.rows.map((r) => ({ x: r.codec, y: Number(r.brokerCpuSecondsPerMillion.toFixed(3)) })) })) },
+      {
+        kind: 'bar',
+        title: 'records/s',
+        xLabel: 'codec',
+        yLabel: 'records/s',
+        series: series.map((s) => ({ name: s.name, points: s.rows.map((r) => ({ x: r.codec, y: Math.round(r.recordsPerSecond) })) })),
+      },
+      {
+        kind: 'bar',
+        title: 'broker CPU seconds per million records',
+        xLabel: 'codec',
+        yLabel: 'CPU s / M',
+        series: series.map((s) => ({
+          name: s.name,
+          points: s.rows.map((r) => ({ x: r.codec, y: Number(r.brokerCpuSecondsPerMillion.toFixed(3)) })),
+        })),
+      },
     ],
     table: {
-      columns: ['values', 'format', 'codec', 'records/s', 'MB/s', 'vs none', 'broker CPU s/M', 'broker main thread CPU s/M', 'producer CPU s/M', 'busiest producer threads, % of a core', 'busiest broker threads, % of a core', 'records/s per round (k)'],
+      columns: [
+        'values',
+        'format',
+        'codec',
+        'records/s',
+        'MB/s',
+        'vs none',
+        'broker CPU s/M',
+        'broker main thread CPU s/M',
+        'producer CPU s/M',
+        'busiest producer threads, % of a core',
+        'busiest broker threads, % of a core',
+        'records/s per round (k)',
+      ],
       rows: rows.map((r) => {
         const base = none(r);
         return [
@@ -364,8 +429,19 @@ function benchFile(rows: Row[], timestamp: string) {
       `${ROUNDS} rounds, each running every shape and codec once in turn; each row is the round with the median records/s (results[].roundsRecordsPerSecond has them all).`,
     ],
     timestamp,
-    client: { library: CLIENT === 'c' ? 'librdkafka (C, compat/bench/native/rdkafka-produce.c)' : '@confluentinc/kafka-javascript', librdkafka: ck.librdkafkaVersion ?? null, config: PRODUCER_CONFIG },
-    settings: { records: RECORDS, warmupRecords: WARMUP, rounds: ROUNDS, valueBytes: VALUE_BYTES, partitions: 1, valueShapes: Object.fromEntries(SHAPES.map((s) => [s, { distinctValues: DISTINCT[s] }])) },
+    client: {
+      library: CLIENT === 'c' ? 'librdkafka (C, compat/bench/native/rdkafka-produce.c)' : '@confluentinc/kafka-javascript',
+      librdkafka: ck.librdkafkaVersion ?? null,
+      config: PRODUCER_CONFIG,
+    },
+    settings: {
+      records: RECORDS,
+      warmupRecords: WARMUP,
+      rounds: ROUNDS,
+      valueBytes: VALUE_BYTES,
+      partitions: 1,
+      valueShapes: Object.fromEntries(SHAPES.map((s) => [s, { distinctValues: DISTINCT[s] }])),
+    },
     results: rows,
     format1OverFormat2: ratios,
     goals: goals(rows, ratios),
@@ -376,11 +452,30 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const mode of MODES) rows.push(...(await runMode(mode)));
   const report = benchFile(rows, new Date().toISOString());
-  console.log(`\nKAFKA-3565: librdkafka ${ck.librdkafkaVersion ?? ''} producer (${CLIENT === 'c' ? 'C program' : 'kafka-javascript'}), ${VALUE_BYTES}-byte records, acks=1, 1 partition, ${RECORDS} records per run\n`);
-  console.log('values  format                          codec    records/s     MB/s   vs none   broker CPU s/M  (main)   producer CPU s/M   busiest producer threads (% of a core)   busiest broker threads (% of a core)     records/s per round (k)');
+  console.log(
+    `\nKAFKA-3565: librdkafka ${ck.librdkafkaVersion ?? ''} producer (${CLIENT === 'c' ? 'C program' : 'kafka-javascript'}), ${VALUE_BYTES}-byte records, acks=1, 1 partition, ${RECORDS} records per run\n`,
+  );
+  console.log(
+    'values  format                          codec    records/s     MB/s   vs none   broker CPU s/M  (main)   producer CPU s/M   busiest producer threads (% of a core)   busiest broker threads (% of a core)     records/s per round (k)',
+  );
   for (const r of report.table.rows) {
-    const [shape, mode, codec, rps, mbs, vs, bcpu, mcpu, pcpu, threads, bthreads, perRound] = r as [string, string, string, number, number, number | null, number, number, number, string, string, string];
-    console.log(`${shape.padEnd(7)} ${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(14)}  ${mcpu.toFixed(2).padStart(6)}  ${pcpu.toFixed(2).padStart(17)}   ${threads.padEnd(30)} ${bthreads.padEnd(40)} ${perRound}`);
+    const [shape, mode, codec, rps, mbs, vs, bcpu, mcpu, pcpu, threads, bthreads, perRound] = r as [
+      string,
+      string,
+      string,
+      number,
+      number,
+      number | null,
+      number,
+      number,
+      number,
+      string,
+      string,
+      string,
+    ];
+    console.log(
+      `${shape.padEnd(7)} ${mode.padEnd(31)} ${codec.padEnd(7)} ${String(rps).padStart(10)}  ${mbs.toFixed(1).padStart(7)}  ${(vs ?? NaN).toFixed(2).padStart(8)}  ${bcpu.toFixed(2).padStart(14)}  ${mcpu.toFixed(2).padStart(6)}  ${pcpu.toFixed(2).padStart(17)}   ${threads.padEnd(30)} ${bthreads.padEnd(40)} ${perRound}`,
+    );
   }
   for (const h of report.headline) console.log(`  ${h}`);
   for (const g of report.goals.summary) console.log(`  goal ${g}`);

@@ -40,7 +40,9 @@ export function benchBinary(name: 'rdkafka-mock-bench' | 'rdkafka-e2e'): string 
     mkdirSync(join(binary, '..'), { recursive: true });
     // the mock host reads the mock's internal structs: it needs the build's config.h (deps/librdkafka)
     const includes = [`-I${join(RDK_SRC, 'src')}`, ...(name === 'rdkafka-mock-bench' ? [`-I${RDK_SRC}`] : [])];
-    execFileSync('cc', ['-O2', '-o', binary, source, ...includes, `-L${RDK_LIB}`, '-lrdkafka', `-Wl,-rpath,${RDK_LIB}`], { stdio: 'inherit' });
+    execFileSync('cc', ['-O2', '-o', binary, source, ...includes, `-L${RDK_LIB}`, '-lrdkafka', `-Wl,-rpath,${RDK_LIB}`], {
+      stdio: 'inherit',
+    });
   }
   return binary;
 }
@@ -85,7 +87,13 @@ export function peakRssMB(t: Target): number | null {
 }
 
 /** Waits for a stdout line matching `re`; resolves with the match and the ms since `spawnedAt`. */
-function waitLine(child: ChildProcess, re: RegExp, what: string, spawnedAt: number, stderr: () => string): Promise<{ m: RegExpExecArray; ms: number }> {
+function waitLine(
+  child: ChildProcess,
+  re: RegExp,
+  what: string,
+  spawnedAt: number,
+  stderr: () => string,
+): Promise<{ m: RegExpExecArray; ms: number }> {
   return new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`${what}: not ready within 30 s: ${stderr()}`)), 30_000);
@@ -208,15 +216,32 @@ export interface E2EResult {
 /** Percentiles (ms) of latencies in µs. */
 export function latencyStats(us: readonly number[]): { avgMs: number; p50Ms: number; p99Ms: number; p999Ms: number; maxMs: number } {
   const ms = (x: number) => round(x / 1000, 3);
-  return { avgMs: ms(mean(us)), p50Ms: ms(percentile(us, 50)), p99Ms: ms(percentile(us, 99)), p999Ms: ms(percentile(us, 99.9)), maxMs: ms(us.length === 0 ? NaN : Math.max(...us)) };
+  return {
+    avgMs: ms(mean(us)),
+    p50Ms: ms(percentile(us, 50)),
+    p99Ms: ms(percentile(us, 99)),
+    p999Ms: ms(percentile(us, 99.9)),
+    maxMs: ms(us.length === 0 ? NaN : Math.max(...us)),
+  };
 }
 
 /**
  * Kafka's EndToEndLatency method with rdkafka-e2e: acks=all, linger.ms=0, one record at a time, the
  * consumer's fetch.wait.max.ms as given; `rounds` timed rounds or fewer once `maxSeconds` have passed.
  */
-export async function runE2E(t: Target, topic: string, fetchWait: number, warmup: number, rounds: number, maxSeconds: number): Promise<E2EResult> {
-  const child: ChildProcessWithoutNullStreams = spawn(benchBinary('rdkafka-e2e'), [t.bootstrap, topic, String(warmup), String(rounds), String(maxSeconds), `c.fetch.wait.max.ms=${fetchWait}`], { stdio: ['pipe', 'pipe', 'pipe'] });
+export async function runE2E(
+  t: Target,
+  topic: string,
+  fetchWait: number,
+  warmup: number,
+  rounds: number,
+  maxSeconds: number,
+): Promise<E2EResult> {
+  const child: ChildProcessWithoutNullStreams = spawn(
+    benchBinary('rdkafka-e2e'),
+    [t.bootstrap, topic, String(warmup), String(rounds), String(maxSeconds), `c.fetch.wait.max.ms=${fetchWait}`],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -225,7 +250,9 @@ export async function runE2E(t: Target, topic: string, fetchWait: number, warmup
     const r = await lines.next();
     if (r.done === true || !r.value.startsWith(prefix)) {
       const code = await exited;
-      throw new Error(`rdkafka-e2e (fetch.wait.max.ms=${fetchWait}, ${t.name}): expected "${prefix}", got ${r.done === true ? `exit ${code}` : JSON.stringify(r.value.slice(0, 200))}: ${stderr.trim()}`);
+      throw new Error(
+        `rdkafka-e2e (fetch.wait.max.ms=${fetchWait}, ${t.name}): expected "${prefix}", got ${r.done === true ? `exit ${code}` : JSON.stringify(r.value.slice(0, 200))}: ${stderr.trim()}`,
+      );
     }
     return r.value.split(' ').slice(1);
   };

@@ -71,10 +71,16 @@ export function median(xs: readonly (number | null)[]): number | null {
   return s.length % 2 === 1 ? (s[(s.length - 1) / 2] ?? null) : ((s[s.length / 2 - 1] ?? 0) + (s[s.length / 2] ?? 0)) / 2;
 }
 
-const perTarget = (targets: readonly TargetName[], f: (t: TargetName) => number | null): Partial<Record<string, number | null>> => Object.fromEntries(targets.map((t) => [t, f(t)]));
+const perTarget = (targets: readonly TargetName[], f: (t: TargetName) => number | null): Partial<Record<string, number | null>> =>
+  Object.fromEntries(targets.map((t) => [t, f(t)]));
 
 /** The summary rows of a run. */
-export function summarize(targets: readonly TargetName[], rounds: readonly Round[], startup: readonly StartupRun[], records: number): Row[] {
+export function summarize(
+  targets: readonly TargetName[],
+  rounds: readonly Round[],
+  startup: readonly StartupRun[],
+  records: number,
+): Row[] {
   const of = (t: TargetName) => rounds.map((r) => r.results[t]).filter((x): x is TargetRound => x !== undefined);
   const med = (t: TargetName, f: (r: TargetRound) => number | null) => {
     const m = median(of(t).map(f));
@@ -105,8 +111,19 @@ export function summarize(targets: readonly TargetName[], rounds: readonly Round
     const pooled = (t: TargetName) => latencyStats(cells(t).flatMap((e) => e.latenciesUs));
     const n = (t: TargetName) => cells(t).reduce((a, e) => a + e.rounds, 0);
     const samples = targets.map((t) => `${t} ${n(t)}`).join(', ');
-    for (const [p, key] of [['p50', 'p50Ms'], ['p99', 'p99Ms'], ['p99.9', 'p999Ms'], ['mean', 'avgMs']] as const) {
-      const row: Row = { id: `e2e-w${w}-${p}`, label: `e2e acks=all, fetch.wait.max.ms=${w}: ${p} (ms)${p === 'p50' ? `; rounds: ${samples}` : ''}`, unit: 'ms', higherIsBetter: false, values: perTarget(targets, (t) => (n(t) === 0 ? null : pooled(t)[key])) };
+    for (const [p, key] of [
+      ['p50', 'p50Ms'],
+      ['p99', 'p99Ms'],
+      ['p99.9', 'p999Ms'],
+      ['mean', 'avgMs'],
+    ] as const) {
+      const row: Row = {
+        id: `e2e-w${w}-${p}`,
+        label: `e2e acks=all, fetch.wait.max.ms=${w}: ${p} (ms)${p === 'p50' ? `; rounds: ${samples}` : ''}`,
+        unit: 'ms',
+        higherIsBetter: false,
+        values: perTarget(targets, (t) => (n(t) === 0 ? null : pooled(t)[key])),
+      };
       if (p === 'p50') {
         row.cpuUnit = 'CPU µs per round';
         row.brokerCpu = perTarget(targets, (t) => median(cells(t).map((e) => e.brokerCpuUsPerRound)));
@@ -120,12 +137,28 @@ export function summarize(targets: readonly TargetName[], rounds: readonly Round
       const m = median(startup.map((s) => s.ms[k] ?? null));
       return m === null ? null : round(m, 1);
     };
-    rows.push({ id: 'start-ready', label: `process start → ready (ms, median of ${startup.length}; gregor: GREGOR_READY, mock: bootstrap line)`, unit: 'ms', higherIsBetter: false, values: perTarget(targets, (t) => st(t)) });
+    rows.push({
+      id: 'start-ready',
+      label: `process start → ready (ms, median of ${startup.length}; gregor: GREGOR_READY, mock: bootstrap line)`,
+      unit: 'ms',
+      higherIsBetter: false,
+      values: perTarget(targets, (t) => st(t)),
+    });
     const base = st('node -e 0');
-    rows.push({ id: 'node-e0', label: 'baseline in the same run: `node -e 0`, spawn → exit (ms)', unit: 'ms', higherIsBetter: false, values: perTarget(targets, () => base) });
+    rows.push({
+      id: 'node-e0',
+      label: 'baseline in the same run: `node -e 0`, spawn → exit (ms)',
+      unit: 'ms',
+      higherIsBetter: false,
+      values: perTarget(targets, () => base),
+    });
   }
   for (const [id, label, f] of [
-    ['rss-idle', targets.includes('broker') ? 'RSS before the workloads (MB)' : 'RSS idle, 5 s after start (MB)', (r: TargetRound) => r.rssIdleMB],
+    [
+      'rss-idle',
+      targets.includes('broker') ? 'RSS before the workloads (MB)' : 'RSS idle, 5 s after start (MB)',
+      (r: TargetRound) => r.rssIdleMB,
+    ],
     ['rss-after', `RSS after producing and consuming ${M} records (MB)`, (r: TargetRound) => r.rssAfterProduceConsumeMB],
     ['rss-end', `RSS at the end (${M} more acks=all records, e2e) (MB)`, (r: TargetRound) => r.rssEndMB],
     ['rss-peak', 'peak RSS, VmHWM (MB)', (r: TargetRound) => r.peakRssMB],
@@ -144,7 +177,8 @@ function fmt(x: number | null | undefined, unit: string): string {
   return a >= 100 ? x.toFixed(0) : a >= 10 ? x.toFixed(1) : a >= 1 ? x.toFixed(2) : x.toFixed(3);
 }
 
-const cpuFmt = (x: number | null | undefined, unit: string | undefined): string => (unit === undefined ? '' : x === null || x === undefined ? '–' : unit.startsWith('CPU-s') ? `${x.toFixed(2)} s/M` : `${Math.round(x)} µs`);
+const cpuFmt = (x: number | null | undefined, unit: string | undefined): string =>
+  unit === undefined ? '' : x === null || x === undefined ? '–' : unit.startsWith('CPU-s') ? `${x.toFixed(2)} s/M` : `${Math.round(x)} µs`;
 
 const ratioFmt = (x: number): string => (x >= 10 ? x.toFixed(1) : x >= 0.1 ? x.toFixed(2) : x.toPrecision(2));
 
@@ -152,12 +186,19 @@ const ratioFmt = (x: number): string => (x >= 10 ? x.toFixed(1) : x >= 0.1 ? x.t
 export function markdownTable(targets: readonly TargetName[], rows: readonly Row[], serving: Record<string, string>): string {
   const pair = targets.includes('gregor') && targets.includes('mock');
   const who = (t: string) => (t === 'broker' ? '' : `${t} `);
-  const head = ['workload', ...targets, ...(pair ? ['ratio gregor/mock'] : []), ...targets.map((t) => `${who(t)}broker CPU`), ...targets.map((t) => `${who(t)}${serving[t] ?? 'main thread'}`)];
+  const head = [
+    'workload',
+    ...targets,
+    ...(pair ? ['ratio gregor/mock'] : []),
+    ...targets.map((t) => `${who(t)}broker CPU`),
+    ...targets.map((t) => `${who(t)}${serving[t] ?? 'main thread'}`),
+  ];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
   for (const r of rows) {
     const g = r.values['gregor'];
     const m = r.values['mock'];
-    const ratio = pair && r.id !== 'node-e0' && g !== null && g !== undefined && m !== null && m !== undefined && m !== 0 ? ratioFmt(g / m) : '';
+    const ratio =
+      pair && r.id !== 'node-e0' && g !== null && g !== undefined && m !== null && m !== undefined && m !== 0 ? ratioFmt(g / m) : '';
     lines.push(
       `| ${[r.label, ...targets.map((t) => fmt(r.values[t], r.unit)), ...(pair ? [ratio] : []), ...targets.map((t) => cpuFmt(r.brokerCpu?.[t], r.cpuUnit)), ...targets.map((t) => cpuFmt(r.servingCpu?.[t], r.cpuUnit))].join(' | ')} |`,
     );
@@ -174,7 +215,13 @@ export function compareFiles(a: string, b: string): string {
   };
   const A = load(a);
   const B = load(b);
-  const lines = [`before: ${a}`, `after:  ${b}`, '', '| workload | broker | figure | before | after | Δ% |', '|---|---|---|---:|---:|---:|'];
+  const lines = [
+    `before: ${a}`,
+    `after:  ${b}`,
+    '',
+    '| workload | broker | figure | before | after | Δ% |',
+    '|---|---|---|---:|---:|---:|',
+  ];
   const delta = (x: number, y: number) => (x === 0 ? '' : `${((y - x) / x) * 100 >= 0 ? '+' : ''}${(((y - x) / x) * 100).toFixed(1)}%`);
   // the same brokers; a --bootstrap run's "broker" pairs with the other file's gregor
   let pairs: [string, string][] = A.targets.filter((t) => B.targets.includes(t)).map((t) => [t, t]);
@@ -191,7 +238,12 @@ export function compareFiles(a: string, b: string): string {
       const t = ta === tb ? ta : `${ta} → ${tb}`;
       const figures: [string, number | null | undefined, number | null | undefined, string][] = [
         [ra.unit, ra.values[ta], rb.values[tb], ra.unit],
-        ...(ra.cpuUnit !== undefined ? ([[`broker ${ra.cpuUnit}`, ra.brokerCpu?.[ta], rb.brokerCpu?.[tb], ra.cpuUnit], [`serving thread ${ra.cpuUnit}`, ra.servingCpu?.[ta], rb.servingCpu?.[tb], ra.cpuUnit]] as [string, number | null | undefined, number | null | undefined, string][]) : []),
+        ...(ra.cpuUnit !== undefined
+          ? ([
+              [`broker ${ra.cpuUnit}`, ra.brokerCpu?.[ta], rb.brokerCpu?.[tb], ra.cpuUnit],
+              [`serving thread ${ra.cpuUnit}`, ra.servingCpu?.[ta], rb.servingCpu?.[tb], ra.cpuUnit],
+            ] as [string, number | null | undefined, number | null | undefined, string][])
+          : []),
       ];
       for (const [fig, x, y, unit] of figures) {
         if (x === null || x === undefined || y === null || y === undefined) continue;
@@ -204,6 +256,9 @@ export function compareFiles(a: string, b: string): string {
     const m = f['machine'] as { loadBefore?: number[]; loadAfter?: number[] } | undefined;
     return `${m?.loadBefore?.join(' ') ?? '?'} → ${m?.loadAfter?.join(' ') ?? '?'}`;
   };
-  lines.push('', `Load average (1/5/15 min) at the start → the end of each run: before ${info(A)}; after ${info(B)}. The records/s of a busy machine move by ±20% or more between runs; the CPU per record moves less.`);
+  lines.push(
+    '',
+    `Load average (1/5/15 min) at the start → the end of each run: before ${info(A)}; after ${info(B)}. The records/s of a busy machine move by ±20% or more between runs; the CPU per record moves less.`,
+  );
   return lines.join('\n');
 }

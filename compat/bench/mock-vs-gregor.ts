@@ -41,7 +41,16 @@ import {
   timeNodeE0,
   timeReady,
 } from './mock-vs-gregor-brokers.js';
-import { compareFiles, markdownTable, type Round, SCHEMA, type StartupRun, summarize, type TargetRound, type Throughput } from './mock-vs-gregor-report.js';
+import {
+  compareFiles,
+  markdownTable,
+  type Round,
+  SCHEMA,
+  type StartupRun,
+  summarize,
+  type TargetRound,
+  type Throughput,
+} from './mock-vs-gregor-report.js';
 import { nativeBinary, startNativeConsumer, startNativeProducer } from './native-producer.js';
 import { benchMachine, cpuSeconds, envInt, round, sleep } from './proc-stats.js';
 
@@ -90,7 +99,8 @@ function parseArgs(argv: string[]): { bootstrap?: string; pid?: number; compare?
   return out;
 }
 
-const perM = (a: number | null, b: number | null, n: number): number | null => (a === null || b === null ? null : round(((b - a) / n) * 1e6, 3));
+const perM = (a: number | null, b: number | null, n: number): number | null =>
+  a === null || b === null ? null : round(((b - a) / n) * 1e6, 3);
 
 async function produce(t: Target, topic: string, acks: 1 | -1): Promise<Throughput> {
   const p = await startNativeProducer(t.bootstrap, topic, WARMUP, RECORDS, 1, { ...PRODUCER_CONFIG, 'request.required.acks': acks });
@@ -101,7 +111,14 @@ async function produce(t: Target, topic: string, acks: 1 | -1): Promise<Throughp
   await p.end();
   if (r.failed > 0) throw new Error(`${r.failed} records failed`);
   if (hw !== WARMUP + RECORDS) throw new Error(`high watermark ${hw}, expected ${WARMUP + RECORDS}`);
-  return { records: RECORDS, seconds: round(r.seconds, 3), recordsPerSec: Math.round(RECORDS / r.seconds), brokerCpuSPerM: perM(c0, c1, RECORDS), servingCpuSPerM: perM(s0, s1, RECORDS), clientCpuSPerM: perM(p0, p1, RECORDS) ?? NaN };
+  return {
+    records: RECORDS,
+    seconds: round(r.seconds, 3),
+    recordsPerSec: Math.round(RECORDS / r.seconds),
+    brokerCpuSPerM: perM(c0, c1, RECORDS),
+    servingCpuSPerM: perM(s0, s1, RECORDS),
+    clientCpuSPerM: perM(p0, p1, RECORDS) ?? NaN,
+  };
 }
 
 async function consume(t: Target, topic: string): Promise<Throughput> {
@@ -111,7 +128,14 @@ async function consume(t: Target, topic: string): Promise<Throughput> {
   const [c1, s1, p1] = [brokerCpu(t), servingCpu(t), cpuSeconds(c.pid)];
   await c.end();
   if (r.records !== WARMUP + RECORDS) throw new Error(`consumed ${r.records} records, expected ${WARMUP + RECORDS}`);
-  return { records: r.records, seconds: round(r.seconds, 3), recordsPerSec: Math.round(r.records / r.seconds), brokerCpuSPerM: perM(c0, c1, r.records), servingCpuSPerM: perM(s0, s1, r.records), clientCpuSPerM: perM(p0, p1, r.records) ?? NaN };
+  return {
+    records: r.records,
+    seconds: round(r.seconds, 3),
+    recordsPerSec: Math.round(r.records / r.seconds),
+    brokerCpuSPerM: perM(c0, c1, r.records),
+    servingCpuSPerM: perM(s0, s1, r.records),
+    clientCpuSPerM: perM(p0, p1, r.records) ?? NaN,
+  };
 }
 
 interface RunError {
@@ -137,7 +161,9 @@ async function main(): Promise<void> {
   for (const n of ['rdkafka-produce', 'rdkafka-consume'] as const) nativeBinary(n);
   benchBinary('rdkafka-e2e');
   if (pair) benchBinary('rdkafka-mock-bench');
-  log(`mock-vs-gregor: ${pair ? 'gregor and the librdkafka mock' : args.bootstrap}, ${ROUNDS} rounds, ${RECORDS.toLocaleString('en-US')} records (+${WARMUP.toLocaleString('en-US')} warm-up), load ${loadBefore.join(' ')}`);
+  log(
+    `mock-vs-gregor: ${pair ? 'gregor and the librdkafka mock' : args.bootstrap}, ${ROUNDS} rounds, ${RECORDS.toLocaleString('en-US')} records (+${WARMUP.toLocaleString('en-US')} warm-up), load ${loadBefore.join(' ')}`,
+  );
 
   // 5a. start-up: spawn -> ready of each broker beside `node -e 0`, interleaved, the order rotating
   const startup: StartupRun[] = [];
@@ -171,7 +197,10 @@ async function main(): Promise<void> {
           running.push(t);
           const admin = await RawClient.connect(t.bootstrap);
           try {
-            await rawCreateTopics(admin, allTopics.map((name) => ({ name, partitions: 1 })));
+            await rawCreateTopics(
+              admin,
+              allTopics.map((name) => ({ name, partitions: 1 })),
+            );
           } finally {
             admin.destroy();
           }
@@ -222,7 +251,9 @@ async function main(): Promise<void> {
       for (const t of running) {
         const x = res(t);
         const e2e = x.e2e.map((e) => `w${e.fetchWaitMaxMs} p50 ${e.p50Ms} p99 ${e.p99Ms} ms (${e.rounds})`).join(', ');
-        log(`  round ${r} ${t.name}: acks=1 ${x.produceAcks1?.recordsPerSec ?? '-'}/s, acks=all ${x.produceAcksAll?.recordsPerSec ?? '-'}/s, consume ${x.consume?.recordsPerSec ?? '-'}/s, ${e2e}, RSS ${x.rssIdleMB} → ${x.rssAfterProduceConsumeMB} MB`);
+        log(
+          `  round ${r} ${t.name}: acks=1 ${x.produceAcks1?.recordsPerSec ?? '-'}/s, acks=all ${x.produceAcksAll?.recordsPerSec ?? '-'}/s, consume ${x.consume?.recordsPerSec ?? '-'}/s, ${e2e}, RSS ${x.rssIdleMB} → ${x.rssAfterProduceConsumeMB} MB`,
+        );
       }
     } finally {
       for (const t of running) await t.stop();
@@ -240,7 +271,9 @@ async function main(): Promise<void> {
     startedAt: started.toISOString(),
     finishedAt: new Date().toISOString(),
     durationSeconds: seconds,
-    mode: pair ? 'gregor beside the librdkafka mock cluster' : `--bootstrap ${args.bootstrap}${args.pid !== undefined ? ` --pid ${args.pid}` : ''}`,
+    mode: pair
+      ? 'gregor beside the librdkafka mock cluster'
+      : `--bootstrap ${args.bootstrap}${args.pid !== undefined ? ` --pid ${args.pid}` : ''}`,
     targets,
     machine,
     versions: { node: process.version, gregor: gregorVersion(), librdkafka: librdkafkaVersion() },
@@ -252,7 +285,13 @@ async function main(): Promise<void> {
       rounds: ROUNDS,
       idleSeconds: IDLE_S,
       settleSecondsBetweenWorkloads: SETTLE_S,
-      e2e: { rounds: E2E_ROUNDS, warmup: E2E_WARMUP, maxSecondsPerCell: E2E_MAX_S, fetchWaitMaxMs: WAITS, producer: { acks: 'all', 'linger.ms': 0 } },
+      e2e: {
+        rounds: E2E_ROUNDS,
+        warmup: E2E_WARMUP,
+        maxSecondsPerCell: E2E_MAX_S,
+        fetchWaitMaxMs: WAITS,
+        producer: { acks: 'all', 'linger.ms': 0 },
+      },
       startupRuns: STARTUP_RUNS,
       producer: PRODUCER_CONFIG,
       consumer: { ...CONSUMER_CONFIG, note: "librdkafka's defaults; assign from the beginning, read until partition EOF" },
@@ -275,7 +314,9 @@ async function main(): Promise<void> {
     pair
       ? "ratio = gregor / mock (higher is better for records/s, lower for ms and MB). Broker CPU: utime+stime of the broker process over the timed part (10 ms ticks); serving thread: gregor's main thread, the mock's rdk:mock thread (it serves every connection)."
       : `Broker CPU: utime+stime of the broker process over the timed part (10 ms ticks), and its main thread${args.pid === undefined ? ' (needs --pid)' : ''}.`,
-    ...(errors.length > 0 ? [`${errors.length} workload(s) failed: ${errors.map((e) => `round ${e.round} ${e.target} ${e.workload}: ${e.message}`).join('; ')}`] : []),
+    ...(errors.length > 0
+      ? [`${errors.length} workload(s) failed: ${errors.map((e) => `round ${e.round} ${e.target} ${e.workload}: ${e.message}`).join('; ')}`]
+      : []),
   ];
   writeFileSync(mdPath, `# mock vs gregor, ${started.toISOString()}\n\n${table}\n\n${notes.map((n) => `- ${n}`).join('\n')}\n`);
   process.stdout.write(`${table}\n\n${notes.join('\n')}\n\nwrote ${jsonPath}\nwrote ${mdPath}\n`);

@@ -24,7 +24,11 @@ export function nativeBinary(name: 'rdkafka-produce' | 'rdkafka-consume'): strin
   }
   if (!existsSync(binary) || statSync(binary).mtimeMs < statSync(source).mtimeMs) {
     mkdirSync(join(binary, '..'), { recursive: true });
-    execFileSync('cc', ['-O2', '-o', binary, source, `-I${join(CKJS, 'deps/librdkafka/src')}`, `-L${libDir}`, '-lrdkafka', `-Wl,-rpath,${libDir}`], { stdio: 'inherit' });
+    execFileSync(
+      'cc',
+      ['-O2', '-o', binary, source, `-I${join(CKJS, 'deps/librdkafka/src')}`, `-L${libDir}`, '-lrdkafka', `-Wl,-rpath,${libDir}`],
+      { stdio: 'inherit' },
+    );
   }
   return binary;
 }
@@ -87,7 +91,9 @@ function lineChild(binary: string, args: string[]) {
       const r = await lines.next();
       if (r.done === true || !r.value.startsWith(prefix)) {
         const code = await exited;
-        throw new Error(`${name}: expected "${prefix}", got ${r.done === true ? `exit ${code}` : JSON.stringify(r.value)}: ${stderr.trim()}`);
+        throw new Error(
+          `${name}: expected "${prefix}", got ${r.done === true ? `exit ${code}` : JSON.stringify(r.value)}: ${stderr.trim()}`,
+        );
       }
       return r.value.split(' ').slice(1);
     },
@@ -108,10 +114,24 @@ export async function startNativeProducer(
   config: Record<string, string | number | boolean>,
   opts: NativeProducerOptions = {},
 ): Promise<NativeProducer> {
-  const options = Object.entries({ '--value-bytes': opts.valueBytes, '--partitions': opts.partitions, '--txn-ms': opts.txnMs, '--txn-records': opts.txnRecords, '--abort-every': opts.abortEvery })
+  const options = Object.entries({
+    '--value-bytes': opts.valueBytes,
+    '--partitions': opts.partitions,
+    '--txn-ms': opts.txnMs,
+    '--txn-records': opts.txnRecords,
+    '--abort-every': opts.abortEvery,
+  })
     .filter(([, v]) => v !== undefined)
     .map(([k, v]) => `${k}=${String(v)}`);
-  const args = [bootstrap, topic, String(warmup), String(records), String(distinctValues), ...options, ...Object.entries(config).map(([k, v]) => `${k}=${String(v)}`)];
+  const args = [
+    bootstrap,
+    topic,
+    String(warmup),
+    String(records),
+    String(distinctValues),
+    ...options,
+    ...Object.entries(config).map(([k, v]) => `${k}=${String(v)}`),
+  ];
   const c = lineChild(nativeBinary('rdkafka-produce'), args);
   await c.next('warm');
   let watermarks: Promise<{ highWatermark: number; controlRecords: number }> | undefined;
@@ -122,7 +142,13 @@ export async function startNativeProducer(
     async timed() {
       c.child.stdin.write('go\n');
       const [seconds, failed, transactions, commitSeconds, abortedRecords] = await c.next('done');
-      return { seconds: Number(seconds), failed: Number(failed), transactions: Number(transactions ?? 0), commitSeconds: Number(commitSeconds ?? 0), abortedRecords: Number(abortedRecords ?? 0) };
+      return {
+        seconds: Number(seconds),
+        failed: Number(failed),
+        transactions: Number(transactions ?? 0),
+        commitSeconds: Number(commitSeconds ?? 0),
+        abortedRecords: Number(abortedRecords ?? 0),
+      };
     },
     async highWatermark() {
       return (await readWatermarks()).highWatermark;
@@ -144,15 +170,31 @@ export interface NativeConsumer {
   end(): Promise<void>;
 }
 
-export async function startNativeConsumer(bootstrap: string, topic: string, partitions: number, config: Record<string, string | number | boolean>): Promise<NativeConsumer> {
-  const c = lineChild(nativeBinary('rdkafka-consume'), [bootstrap, topic, String(partitions), ...Object.entries(config).map(([k, v]) => `${k}=${String(v)}`)]);
+export async function startNativeConsumer(
+  bootstrap: string,
+  topic: string,
+  partitions: number,
+  config: Record<string, string | number | boolean>,
+): Promise<NativeConsumer> {
+  const c = lineChild(nativeBinary('rdkafka-consume'), [
+    bootstrap,
+    topic,
+    String(partitions),
+    ...Object.entries(config).map(([k, v]) => `${k}=${String(v)}`),
+  ]);
   await c.next('ready');
   return {
     pid: c.child.pid as number,
     async timed() {
       c.child.stdin.write('go\n');
       const [seconds, records, bytes, marked, toEof] = await c.next('done');
-      return { seconds: Number(seconds), secondsToEof: Number(toEof), records: Number(records), valueBytes: Number(bytes), markedRecords: Number(marked) };
+      return {
+        seconds: Number(seconds),
+        secondsToEof: Number(toEof),
+        records: Number(records),
+        valueBytes: Number(bytes),
+        markedRecords: Number(marked),
+      };
     },
     end: c.end,
   };

@@ -10,7 +10,20 @@
  */
 import type { BenchContext } from '../lib/suite.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
-import { connectRd, cpuMeter, disconnectRd, envInt, percentile, type RdKafkaConsumer, type RdMessage, rdkafka, round, rssBytes, sleep, writeBench } from './proc-stats.js';
+import {
+  connectRd,
+  cpuMeter,
+  disconnectRd,
+  envInt,
+  percentile,
+  type RdKafkaConsumer,
+  type RdMessage,
+  rdkafka,
+  round,
+  rssBytes,
+  sleep,
+  writeBench,
+} from './proc-stats.js';
 
 const PER_TOPIC = 100;
 const MAX_WAIT_MS = 500;
@@ -40,14 +53,23 @@ interface RdStats {
   brokers?: Record<string, { nodeid?: number; req?: Record<string, number> }>;
 }
 
-async function metadataLatency(bootstrap: string, n: number, expectPartitions: number): Promise<{ p50: number; p90: number; max: number; kb: number }> {
+async function metadataLatency(
+  bootstrap: string,
+  n: number,
+  expectPartitions: number,
+): Promise<{ p50: number; p90: number; max: number; kb: number }> {
   const c = await RawClient.connect(bootstrap);
   try {
     const lat: number[] = [];
     let kb = 0;
     for (let i = 0; i < n; i++) {
       const t = performance.now();
-      const md = await c.request<{ topics: { name: string | null; partitions: unknown[] }[] }>(3, 12, { topics: null, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false }, 60_000);
+      const md = await c.request<{ topics: { name: string | null; partitions: unknown[] }[] }>(
+        3,
+        12,
+        { topics: null, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false },
+        60_000,
+      );
       lat.push(performance.now() - t);
       const seen = md.topics.filter((x) => x.name?.startsWith('pc-') === true).reduce((a, x) => a + x.partitions.length, 0);
       if (seen !== expectPartitions) throw new Error(`Metadata saw ${seen} partitions, expected ${expectPartitions}`);
@@ -66,7 +88,12 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
     const topics = Array.from({ length: Math.ceil(partitions / PER_TOPIC) }, (_, i) => `pc-${String(i).padStart(3, '0')}`);
     const admin = await RawClient.connect(broker.bootstrap);
     const tc = performance.now();
-    for (let i = 0; i < topics.length; i += 10) await rawCreateTopics(admin, topics.slice(i, i + 10).map((name) => ({ name, partitions: PER_TOPIC })), 120_000);
+    for (let i = 0; i < topics.length; i += 10)
+      await rawCreateTopics(
+        admin,
+        topics.slice(i, i + 10).map((name) => ({ name, partitions: PER_TOPIC })),
+        120_000,
+      );
     const createSeconds = (performance.now() - tc) / 1000;
     admin.destroy();
     const md = await metadataLatency(broker.bootstrap, metadataN, topics.length * PER_TOPIC);
@@ -93,7 +120,8 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
     // librdkafka's own statistics count its Fetch requests; the CPU window runs from one
     // statistics event to a later one, so CPU and request counts cover the same interval
     let statsWaiter: ((fetches: number) => void) | null = null;
-    const fetchesOf = (st: RdStats) => Object.values(st.brokers ?? {}).reduce((a, b) => a + ((b.nodeid ?? -1) >= 0 ? (b.req?.['Fetch'] ?? 0) : 0), 0);
+    const fetchesOf = (st: RdStats) =>
+      Object.values(st.brokers ?? {}).reduce((a, b) => a + ((b.nodeid ?? -1) >= 0 ? (b.req?.['Fetch'] ?? 0) : 0), 0);
     consumer.on('event.stats', (ev: unknown) => {
       const w = statsWaiter;
       if (w === null) return;
@@ -111,7 +139,9 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
     let consuming = true;
     const loop = (async () => {
       while (consuming) {
-        const batch = await new Promise<RdMessage[]>((resolve, reject) => consumer.consume(1000, (e, m) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(m))));
+        const batch = await new Promise<RdMessage[]>((resolve, reject) =>
+          consumer.consume(1000, (e, m) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(m))),
+        );
         consumed += batch.length;
       }
     })();
@@ -145,7 +175,10 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
       consumerCpuSeconds: round(withConsumer.cpuSeconds, 3),
       windowSeconds: round(withConsumer.wallSeconds, 1),
       fetchRequests,
-      brokerCpuMsPerFetch: fetchRequests === null ? null : round(((withConsumer.cpuSeconds - idle.cpuPercent / 100 * withConsumer.wallSeconds) * 1000) / fetchRequests, 3),
+      brokerCpuMsPerFetch:
+        fetchRequests === null
+          ? null
+          : round(((withConsumer.cpuSeconds - (idle.cpuPercent / 100) * withConsumer.wallSeconds) * 1000) / fetchRequests, 3),
       clientCpuPercent: round(((u.user + u.system) / 1e6 / withConsumer.wallSeconds) * 100, 2),
       rssMBIdle: round(rssIdle / 1048576, 1),
       rssMBConsumer: round(rssConsumer / 1048576, 1),
@@ -164,7 +197,9 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
   for (const n of sizes) {
     const r = await oneSize(ctx, n, windowS, settleS, metadataN);
     results.push(r);
-    ctx.log(`  ${n} partitions: idle ${r.idleCpuPercent}% of a core, with consumer ${r.consumerCpuPercent}% (${r.fetchRequests ?? '?'} fetches), Metadata p50 ${r.metadataP50Ms} ms`);
+    ctx.log(
+      `  ${n} partitions: idle ${r.idleCpuPercent}% of a core, with consumer ${r.consumerCpuPercent}% (${r.fetchRequests ?? '?'} fetches), Metadata p50 ${r.metadataP50Ms} ms`,
+    );
   }
   writeBench(ctx.outDir, {
     id: 'partitions-cpu',
@@ -173,7 +208,10 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
       `A fresh gregor per size, topics of ${PER_TOPIC} partitions, nothing produced. Broker CPU = utime+stime of its process from /proc over a ${windowS} s window: ` +
       `idle with no client, then while one librdkafka ${rdkafka().librdkafkaVersion} KafkaConsumer has every partition assigned at offset 0 with fetch.wait.max.ms=${MAX_WAIT_MS} (long-polling all of them). ` +
       `Metadata latency: ${metadataN} Metadata v12 requests for all topics on one connection.`,
-    headline: results.map((r) => `${r.partitions.toLocaleString('en-US')} partitions: idle ${r.idleCpuPercent}% of a core, long-polling consumer ${r.consumerCpuPercent}%, Metadata (all topics) p50 ${r.metadataP50Ms} ms`),
+    headline: results.map(
+      (r) =>
+        `${r.partitions.toLocaleString('en-US')} partitions: idle ${r.idleCpuPercent}% of a core, long-polling consumer ${r.consumerCpuPercent}%, Metadata (all topics) p50 ${r.metadataP50Ms} ms`,
+    ),
     charts: [
       {
         kind: 'line',
@@ -182,7 +220,10 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
         yLabel: '% of one core',
         series: [
           { name: 'idle', points: results.map((r) => ({ x: r.partitions, y: r.idleCpuPercent })) },
-          { name: `librdkafka consumer, fetch.wait.max.ms=${MAX_WAIT_MS}`, points: results.map((r) => ({ x: r.partitions, y: r.consumerCpuPercent })) },
+          {
+            name: `librdkafka consumer, fetch.wait.max.ms=${MAX_WAIT_MS}`,
+            points: results.map((r) => ({ x: r.partitions, y: r.consumerCpuPercent })),
+          },
         ],
       },
       {
@@ -197,8 +238,36 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
       },
     ],
     table: {
-      columns: ['partitions', 'create s', 'idle CPU %', 'consumer CPU %', 'Fetch requests in window', 'broker CPU ms / Fetch (above idle)', 'consumer process CPU %', 'Metadata p50 ms', 'p90 ms', 'max ms', 'Metadata response KB', 'RSS MB idle', 'RSS MB with consumer'],
-      rows: results.map((r) => [r.partitions, r.createSeconds, r.idleCpuPercent, r.consumerCpuPercent, r.fetchRequests, r.brokerCpuMsPerFetch, r.clientCpuPercent, r.metadataP50Ms, r.metadataP90Ms, r.metadataMaxMs, r.metadataResponseKB, r.rssMBIdle, r.rssMBConsumer]),
+      columns: [
+        'partitions',
+        'create s',
+        'idle CPU %',
+        'consumer CPU %',
+        'Fetch requests in window',
+        'broker CPU ms / Fetch (above idle)',
+        'consumer process CPU %',
+        'Metadata p50 ms',
+        'p90 ms',
+        'max ms',
+        'Metadata response KB',
+        'RSS MB idle',
+        'RSS MB with consumer',
+      ],
+      rows: results.map((r) => [
+        r.partitions,
+        r.createSeconds,
+        r.idleCpuPercent,
+        r.consumerCpuPercent,
+        r.fetchRequests,
+        r.brokerCpuMsPerFetch,
+        r.clientCpuPercent,
+        r.metadataP50Ms,
+        r.metadataP90Ms,
+        r.metadataMaxMs,
+        r.metadataResponseKB,
+        r.rssMBIdle,
+        r.rssMBConsumer,
+      ]),
     },
     notes: [
       `CPU % is of one core (100% = one core busy); the kernel counts CPU in clock ticks (10 ms), so 0 means less than one tick in the window (< ${round(1 / windowS, 2)}%).`,

@@ -178,7 +178,12 @@ async function main(): Promise<void> {
       await w.request<{ responses: { partitionResponses: { errorCode: number }[] }[] }>(
         0,
         PRODUCE_V,
-        { transactionalId: null, acks: 1, timeoutMs: 10_000, topicData: [{ name: TOPIC, partitionData: Array.from({ length: PARTITIONS }, (_, index) => ({ index, records: one })) }] },
+        {
+          transactionalId: null,
+          acks: 1,
+          timeoutMs: 10_000,
+          topicData: [{ name: TOPIC, partitionData: Array.from({ length: PARTITIONS }, (_, index) => ({ index, records: one })) }],
+        },
         600_000,
       )
     ).responses.flatMap((t) => t.partitionResponses);
@@ -210,14 +215,17 @@ async function main(): Promise<void> {
     {
       id,
       title: `Restart with ${PARTITIONS} partitions`,
-      description: 'node bin/gregor.js start --port 0 --data-dir D: CreateTopics of one wide topic, then a clean restart (SIGTERM) and a kill -9 restart, each spawn -> GREGOR_READY, with VmRSS.',
+      description:
+        'node bin/gregor.js start --port 0 --data-dir D: CreateTopics of one wide topic, then a clean restart (SIGTERM) and a kill -9 restart, each spawn -> GREGOR_READY, with VmRSS.',
       headline: [
         `create ${figures['createMs']} ms, RSS ${figures['rssAfterCreateMb']} MB`,
         `clean restart ${figures['cleanRestartMs']} ms, kill -9 restart ${figures['kill9RestartMs']} ms, RSS ${figures['rssAfterCleanRestartMb']} / ${figures['rssAfterKill9RestartMb']} MB`,
         `kill -9 restart with every partition written ${figures['kill9AllWrittenRestartMs']} ms, RSS ${figures['rssAfterKill9AllWrittenRestartMb']} MB`,
       ],
       table: { columns: ['figure', 'value'], rows },
-      notes: [`BENCH_PARTITIONS=${PARTITIONS}, BENCH_SETTLE_MS=${SETTLE_MS}${CPU_PROF !== undefined ? `, CPU profiles in ${CPU_PROF}` : ''}.`],
+      notes: [
+        `BENCH_PARTITIONS=${PARTITIONS}, BENCH_SETTLE_MS=${SETTLE_MS}${CPU_PROF !== undefined ? `, CPU profiles in ${CPU_PROF}` : ''}.`,
+      ],
     },
     { partitions: PARTITIONS, figures },
   );

@@ -45,7 +45,11 @@ export function threadCpu(pid: number): { tid: number; comm: string; cpuSeconds:
       continue; // the thread ended meanwhile
     }
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.push({ tid: Number(tid), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpuSeconds: (Number(rest[14 - 3]) + Number(rest[15 - 3])) / clkTck() });
+    out.push({
+      tid: Number(tid),
+      comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      cpuSeconds: (Number(rest[14 - 3]) + Number(rest[15 - 3])) / clkTck(),
+    });
   }
   return out;
 }
@@ -89,10 +93,19 @@ export function benchMachine(): BenchMachine {
 }
 
 /** Validates and writes `<outDir>/<id>.json`; returns the path. Throws on an invalid shape. */
-export function writeBench(outDir: string, bench: Omit<BenchFile, 'schema' | 'machine'> & { machine?: MachineInfo }, extra: Record<string, unknown> = {}): string {
+export function writeBench(
+  outDir: string,
+  bench: Omit<BenchFile, 'schema' | 'machine'> & { machine?: MachineInfo },
+  extra: Record<string, unknown> = {},
+): string {
   const machine = bench.machine ?? benchMachine();
   // other work on the machine shows in the figures: say how busy it was
-  const notes = [...(bench.notes ?? []), `Load average when written: ${loadavg().map((x) => x.toFixed(2)).join(', ')} (1/5/15 min) on ${machine.cpu.cores} cores.`];
+  const notes = [
+    ...(bench.notes ?? []),
+    `Load average when written: ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(', ')} (1/5/15 min) on ${machine.cpu.cores} cores.`,
+  ];
   const file: BenchFile & Record<string, unknown> = { schema: BENCH_SCHEMA, ...bench, notes, machine, ...extra };
   const problems = validateBench(file);
   if (problems.length > 0) throw new Error(`bench ${bench.id}: ${problems.join('; ')}`);
@@ -163,7 +176,14 @@ export interface RdKafkaConsumer {
 }
 export interface RdProducer {
   connect(opts: { timeout?: number }, cb: (err: unknown) => void): void;
-  produce(topic: string, partition: number | null, value: Buffer | null, key?: Buffer | null, timestamp?: number | null, opaque?: unknown): void;
+  produce(
+    topic: string,
+    partition: number | null,
+    value: Buffer | null,
+    key?: Buffer | null,
+    timestamp?: number | null,
+    opaque?: unknown,
+  ): void;
   setPollInterval(ms: number): void;
   setPollInBackground(on: boolean): void;
   poll(): void;
@@ -186,14 +206,22 @@ export function rdkafka(): RdKafkaModule {
 
 export function confluentVersion(): string {
   try {
-    return (createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript/package.json') as { version: string }).version;
+    return (
+      createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript/package.json') as {
+        version: string;
+      }
+    ).version;
   } catch {
     return 'unknown';
   }
 }
 
 export function connectRd(c: { connect(opts: { timeout?: number }, cb: (err: unknown) => void): void }, timeoutMs = 30_000): Promise<void> {
-  return new Promise((resolve, reject) => c.connect({ timeout: timeoutMs }, (e) => (e ? reject(e instanceof Error ? e : new Error(String((e as { message?: string }).message ?? e))) : resolve())));
+  return new Promise((resolve, reject) =>
+    c.connect({ timeout: timeoutMs }, (e) =>
+      e ? reject(e instanceof Error ? e : new Error(String((e as { message?: string }).message ?? e))) : resolve(),
+    ),
+  );
 }
 
 export function disconnectRd(c: { disconnect(cb: () => void): void }, timeoutMs = 10_000): Promise<void> {
@@ -201,7 +229,9 @@ export function disconnectRd(c: { disconnect(cb: () => void): void }, timeoutMs 
 }
 
 export function flushRd(p: RdProducer, timeoutMs = 60_000): Promise<void> {
-  return new Promise((resolve, reject) => p.flush(timeoutMs, (e) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve())));
+  return new Promise((resolve, reject) =>
+    p.flush(timeoutMs, (e) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve())),
+  );
 }
 
 export const ROOT_DIR = ROOT;

@@ -13,7 +13,21 @@ import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
 import type { BenchContext } from '../lib/suite.js';
 import type { GregorProcess } from '../lib/broker-process.js';
 import { RawClient, rawCreateTopics, rawListOffset } from '../../test/helpers/raw-client.js';
-import { confluentVersion, connectRd, cpuMeter, disconnectRd, envInt, flushRd, type RdMessage, type RdProducer, rdkafka, round, si, sleep, writeBench } from './proc-stats.js';
+import {
+  confluentVersion,
+  connectRd,
+  cpuMeter,
+  disconnectRd,
+  envInt,
+  flushRd,
+  type RdMessage,
+  type RdProducer,
+  rdkafka,
+  round,
+  si,
+  sleep,
+  writeBench,
+} from './proc-stats.js';
 
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
 type Codec = (typeof CODECS)[number];
@@ -75,7 +89,15 @@ async function endOffsets(bootstrap: string, topic: string): Promise<number> {
   }
 }
 
-async function rdProduce(bootstrap: string, pid: number, topic: string, codec: Codec, acks: number, n: number, pool: Buffer[]): Promise<Run> {
+async function rdProduce(
+  bootstrap: string,
+  pid: number,
+  topic: string,
+  codec: Codec,
+  acks: number,
+  n: number,
+  pool: Buffer[],
+): Promise<Run> {
   const p: RdProducer = new (rdkafka().Producer)({
     'bootstrap.servers': bootstrap,
     'compression.codec': codec,
@@ -91,7 +113,7 @@ async function rdProduce(bootstrap: string, pid: number, topic: string, codec: C
   p.setPollInterval(50);
   const stop = measured(pid);
   const t0 = performance.now();
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     try {
       p.produce(topic, null, pool[i % pool.length]!, null);
       i++;
@@ -113,7 +135,15 @@ async function rdProduce(bootstrap: string, pid: number, topic: string, codec: C
 
 const KJS_CODEC: Record<string, CompressionTypes> = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP };
 
-async function kjsProduce(bootstrap: string, pid: number, topic: string, codec: Codec, acks: number, n: number, pool: Buffer[]): Promise<Run> {
+async function kjsProduce(
+  bootstrap: string,
+  pid: number,
+  topic: string,
+  codec: Codec,
+  acks: number,
+  n: number,
+  pool: Buffer[],
+): Promise<Run> {
   const kafka = new Kafka({ clientId: 'gregor-bench', brokers: [bootstrap], logLevel: logLevel.NOTHING });
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
@@ -140,7 +170,14 @@ async function kjsProduce(bootstrap: string, pid: number, topic: string, codec: 
 
 async function rdConsume(bootstrap: string, pid: number, topic: string, codec: Codec, n: number): Promise<Run> {
   const c = new (rdkafka().KafkaConsumer)(
-    { 'bootstrap.servers': bootstrap, 'group.id': `bench-${topic}-${Date.now()}`, 'enable.auto.commit': false, 'enable.auto.offset.store': false, 'fetch.wait.max.ms': 100, log_level: 0 },
+    {
+      'bootstrap.servers': bootstrap,
+      'group.id': `bench-${topic}-${Date.now()}`,
+      'enable.auto.commit': false,
+      'enable.auto.offset.store': false,
+      'fetch.wait.max.ms': 100,
+      log_level: 0,
+    },
     { 'auto.offset.reset': 'earliest' },
   );
   await connectRd(c);
@@ -152,7 +189,9 @@ async function rdConsume(bootstrap: string, pid: number, topic: string, codec: C
   let bytes = 0;
   const deadline = t0 + 120_000;
   while (got < n && performance.now() < deadline) {
-    const msgs = await new Promise<RdMessage[]>((resolve, reject) => c.consume(10000, (e, m) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(m))));
+    const msgs = await new Promise<RdMessage[]>((resolve, reject) =>
+      c.consume(10000, (e, m) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(m))),
+    );
     got += msgs.length;
     for (const m of msgs) bytes += m.size;
   }
@@ -166,7 +205,12 @@ async function rdConsume(bootstrap: string, pid: number, topic: string, codec: C
 
 async function kjsConsume(bootstrap: string, pid: number, topic: string, codec: Codec, n: number): Promise<Run> {
   const kafka = new Kafka({ clientId: 'gregor-bench', brokers: [bootstrap], logLevel: logLevel.NOTHING });
-  const consumer = kafka.consumer({ groupId: `bench-kjs-${topic}-${Date.now()}`, maxBytes: 50 << 20, maxBytesPerPartition: 10 << 20, maxWaitTimeInMs: 100 });
+  const consumer = kafka.consumer({
+    groupId: `bench-kjs-${topic}-${Date.now()}`,
+    maxBytes: 50 << 20,
+    maxBytesPerPartition: 10 << 20,
+    maxWaitTimeInMs: 100,
+  });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   let got = 0;
@@ -208,7 +252,10 @@ export async function producerThroughput(ctx: BenchContext): Promise<void> {
       ...CODECS.flatMap((c) => ACKS.map((a) => topicOf('rd', c, a))),
       ...KJS_CODECS.flatMap((c) => ACKS.map((a) => topicOf('kjs', c, a))),
     ];
-    await rawCreateTopics(admin, [...topics, 'tp-warmup'].map((name) => ({ name, partitions: PARTITIONS })));
+    await rawCreateTopics(
+      admin,
+      [...topics, 'tp-warmup'].map((name) => ({ name, partitions: PARTITIONS })),
+    );
     admin.destroy();
     // warm-up (JIT of both sides, connections), not reported
     await rdProduce(broker.bootstrap, broker.pid, 'tp-warmup', 'none', 1, 20_000, pool);
@@ -218,11 +265,15 @@ export async function producerThroughput(ctx: BenchContext): Promise<void> {
       for (const acks of ACKS) {
         const r = await rdProduce(broker.bootstrap, broker.pid, topicOf('rd', codec, acks), codec, acks, nRd, pool);
         runs.push(r);
-        ctx.log(`  producer librdkafka ${codec} acks=${acksName(acks)}: ${si(r.recordsPerSec)} records/s, ${r.mbPerSec} MB/s, broker ${r.brokerCpuSeconds} CPU-s`);
+        ctx.log(
+          `  producer librdkafka ${codec} acks=${acksName(acks)}: ${si(r.recordsPerSec)} records/s, ${r.mbPerSec} MB/s, broker ${r.brokerCpuSeconds} CPU-s`,
+        );
         if (KJS_CODECS.includes(codec)) {
           const k = await kjsProduce(broker.bootstrap, broker.pid, topicOf('kjs', codec, acks), codec, acks, nKjs, pool);
           runs.push(k);
-          ctx.log(`  producer kafkajs ${codec} acks=${acksName(acks)}: ${si(k.recordsPerSec)} records/s, ${k.mbPerSec} MB/s, broker ${k.brokerCpuSeconds} CPU-s`);
+          ctx.log(
+            `  producer kafkajs ${codec} acks=${acksName(acks)}: ${si(k.recordsPerSec)} records/s, ${k.mbPerSec} MB/s, broker ${k.brokerCpuSeconds} CPU-s`,
+          );
         }
       }
     }
@@ -241,18 +292,29 @@ export async function producerThroughput(ctx: BenchContext): Promise<void> {
 
   const prod = runs.filter((r) => r.direction === 'produce');
   const cons = runs.filter((r) => r.direction === 'consume');
-  const find = (client: string, codec: Codec, acks: number) => prod.find((r) => r.client === client && r.codec === codec && r.acks === acks);
+  const find = (client: string, codec: Codec, acks: number) =>
+    prod.find((r) => r.client === client && r.codec === codec && r.acks === acks);
   const rd1 = find('librdkafka', 'none', 1);
   const kj1 = find('kafkajs', 'none', 1);
   const rdc = cons.find((r) => r.client === 'librdkafka' && r.codec === 'none');
   const kjc = cons.find((r) => r.client === 'kafkajs' && r.codec === 'none');
   const headline: string[] = [];
-  if (rd1 !== undefined) headline.push(`librdkafka produce, none, acks=1: ${si(rd1.recordsPerSec)} records/s (${rd1.mbPerSec} MB/s), broker ${round((rd1.brokerCpuSeconds / rd1.records) * 1e6, 2)} CPU-µs/record`);
-  if (kj1 !== undefined) headline.push(`kafkajs produce, none, acks=1: ${si(kj1.recordsPerSec)} records/s (${kj1.mbPerSec} MB/s), broker ${round((kj1.brokerCpuSeconds / kj1.records) * 1e6, 2)} CPU-µs/record`);
-  if (rd1 !== undefined && kj1 !== undefined) headline.push(`librdkafka / kafkajs produce ratio (none, acks=1, same run): ${round(rd1.recordsPerSec / kj1.recordsPerSec, 2)}×`);
+  if (rd1 !== undefined)
+    headline.push(
+      `librdkafka produce, none, acks=1: ${si(rd1.recordsPerSec)} records/s (${rd1.mbPerSec} MB/s), broker ${round((rd1.brokerCpuSeconds / rd1.records) * 1e6, 2)} CPU-µs/record`,
+    );
+  if (kj1 !== undefined)
+    headline.push(
+      `kafkajs produce, none, acks=1: ${si(kj1.recordsPerSec)} records/s (${kj1.mbPerSec} MB/s), broker ${round((kj1.brokerCpuSeconds / kj1.records) * 1e6, 2)} CPU-µs/record`,
+    );
+  if (rd1 !== undefined && kj1 !== undefined)
+    headline.push(`librdkafka / kafkajs produce ratio (none, acks=1, same run): ${round(rd1.recordsPerSec / kj1.recordsPerSec, 2)}×`);
   if (rdc !== undefined) headline.push(`librdkafka consume, none: ${si(rdc.recordsPerSec)} records/s (${rdc.mbPerSec} MB/s)`);
   if (kjc !== undefined) headline.push(`kafkajs consume, none: ${si(kjc.recordsPerSec)} records/s (${kjc.mbPerSec} MB/s)`);
-  if (rdc !== undefined && kjc !== undefined) headline.push(`kafkajs / librdkafka consume ratio (none, same run): ${round(kjc.recordsPerSec / rdc.recordsPerSec, 2)}× (the librdkafka figure is bound by its Node binding, see notes)`);
+  if (rdc !== undefined && kjc !== undefined)
+    headline.push(
+      `kafkajs / librdkafka consume ratio (none, same run): ${round(kjc.recordsPerSec / rdc.recordsPerSec, 2)}× (the librdkafka figure is bound by its Node binding, see notes)`,
+    );
 
   const series = (client: string, acks: number, codecs: readonly Codec[], y: (r: Run) => number) => ({
     name: `${client} acks=${acksName(acks)}`,
@@ -261,7 +323,12 @@ export async function producerThroughput(ctx: BenchContext): Promise<void> {
       return r === undefined ? [] : [{ x: codec, y: y(r) }];
     }),
   });
-  const allSeries = (y: (r: Run) => number) => [series('librdkafka', 1, CODECS, y), series('librdkafka', -1, CODECS, y), series('kafkajs', 1, KJS_CODECS, y), series('kafkajs', -1, KJS_CODECS, y)];
+  const allSeries = (y: (r: Run) => number) => [
+    series('librdkafka', 1, CODECS, y),
+    series('librdkafka', -1, CODECS, y),
+    series('kafkajs', 1, KJS_CODECS, y),
+    series('kafkajs', -1, KJS_CODECS, y),
+  ];
   writeBench(ctx.outDir, {
     id: 'producer-throughput',
     title: 'Producer and consumer throughput, 100-byte records',
@@ -271,27 +338,68 @@ export async function producerThroughput(ctx: BenchContext): Promise<void> {
       `kafkajs 2.2.4: ${nKjs.toLocaleString('en-US')} records per run (none/gzip only: its built-in codecs). Consumers read the librdkafka acks=1 topics (${nRd.toLocaleString('en-US')} records) from offset 0 by assignment (librdkafka) or a fresh group (kafkajs).`,
     headline,
     charts: [
-      { kind: 'bar', title: 'Producer records/s (100-byte records)', xLabel: 'codec', yLabel: 'records/s', series: allSeries((r) => r.recordsPerSec) },
-      { kind: 'bar', title: 'Broker CPU per produced record (µs)', xLabel: 'codec', yLabel: 'CPU-µs / record', series: allSeries((r) => round((r.brokerCpuSeconds / r.records) * 1e6, 2)) },
+      {
+        kind: 'bar',
+        title: 'Producer records/s (100-byte records)',
+        xLabel: 'codec',
+        yLabel: 'records/s',
+        series: allSeries((r) => r.recordsPerSec),
+      },
+      {
+        kind: 'bar',
+        title: 'Broker CPU per produced record (µs)',
+        xLabel: 'codec',
+        yLabel: 'CPU-µs / record',
+        series: allSeries((r) => round((r.brokerCpuSeconds / r.records) * 1e6, 2)),
+      },
       {
         kind: 'bar',
         title: 'Consumer records/s (from offset 0)',
         xLabel: 'stored codec',
         yLabel: 'records/s',
-        series: ['librdkafka', 'kafkajs'].map((client) => ({ name: client, points: cons.filter((r) => r.client === client).map((r) => ({ x: r.codec, y: r.recordsPerSec })) })),
+        series: ['librdkafka', 'kafkajs'].map((client) => ({
+          name: client,
+          points: cons.filter((r) => r.client === client).map((r) => ({ x: r.codec, y: r.recordsPerSec })),
+        })),
       },
     ],
     table: {
-      columns: ['client', 'direction', 'codec', 'acks', 'records', 's', 'records/s', 'MB/s', 'broker CPU-s', 'broker CPU % of a core', 'broker CPU-µs/record', 'client process CPU-s'],
-      rows: runs.map((r) => [r.client, r.direction, r.codec, acksName(r.acks), r.records, r.seconds, r.recordsPerSec, r.mbPerSec, r.brokerCpuSeconds, r.brokerCpuPercent, round((r.brokerCpuSeconds / r.records) * 1e6, 2), r.clientCpuSeconds]),
+      columns: [
+        'client',
+        'direction',
+        'codec',
+        'acks',
+        'records',
+        's',
+        'records/s',
+        'MB/s',
+        'broker CPU-s',
+        'broker CPU % of a core',
+        'broker CPU-µs/record',
+        'client process CPU-s',
+      ],
+      rows: runs.map((r) => [
+        r.client,
+        r.direction,
+        r.codec,
+        acksName(r.acks),
+        r.records,
+        r.seconds,
+        r.recordsPerSec,
+        r.mbPerSec,
+        r.brokerCpuSeconds,
+        r.brokerCpuPercent,
+        round((r.brokerCpuSeconds / r.records) * 1e6, 2),
+        r.clientCpuSeconds,
+      ]),
     },
     notes: [
-      'Values: 100 bytes of random letters A-Z from a pool of 1,024 (as Kafka\'s ProducerPerformance generates them), no key; MB/s counts record values only (1 MB = 10^6 bytes).',
-      'librdkafka producer: linger.ms=5, batch.size=1000000, no per-record delivery-report callback (a JS callback per record would cap the Node binding well below what librdkafka and the broker do); the run ends when flush() returns, and the partitions\' end offsets must have grown by exactly the records sent. kafkajs producer: send() of 1,000 records, 4 sends in flight, each awaited.',
+      "Values: 100 bytes of random letters A-Z from a pool of 1,024 (as Kafka's ProducerPerformance generates them), no key; MB/s counts record values only (1 MB = 10^6 bytes).",
+      "librdkafka producer: linger.ms=5, batch.size=1000000, no per-record delivery-report callback (a JS callback per record would cap the Node binding well below what librdkafka and the broker do); the run ends when flush() returns, and the partitions' end offsets must have grown by exactly the records sent. kafkajs producer: send() of 1,000 records, 4 sends in flight, each awaited.",
       'Consumers: librdkafka KafkaConsumer.assign + consume(10000) loop, fetch.wait.max.ms=100; kafkajs consumer.run eachBatch (group join included in the time). Times start before the first fetch.',
-      'Broker CPU: utime+stime of the gregor process from /proc/<pid>/stat over the run. Client CPU: process.cpuUsage() of the benchmark process (includes librdkafka threads). The machine\'s cores are shared by broker and client.',
+      "Broker CPU: utime+stime of the gregor process from /proc/<pid>/stat over the run. Client CPU: process.cpuUsage() of the benchmark process (includes librdkafka threads). The machine's cores are shared by broker and client.",
       'A 20,000-record warm-up per client precedes the measured runs.',
-      'The librdkafka consumer figure is bound by the Node binding, not the broker: consume() turns every message into a JS object with its own Buffer on the main thread (client CPU-s in the table against the broker\'s), which caps it near 100-130k records/s here whatever the fetch settings (fetch.queue.backoff.ms=0 or larger consume() batches changed it by < 30% in a side test).',
+      "The librdkafka consumer figure is bound by the Node binding, not the broker: consume() turns every message into a JS object with its own Buffer on the main thread (client CPU-s in the table against the broker's), which caps it near 100-130k records/s here whatever the fetch settings (fetch.queue.backoff.ms=0 or larger consume() batches changed it by < 30% in a side test).",
     ],
   });
 }

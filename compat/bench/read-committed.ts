@@ -20,7 +20,20 @@
 import { rmSync } from 'node:fs';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { benchMachine } from './proc-stats.js';
-import { createTopic, cpuWindow, envList, envNumber, fixed, loadAverage, median, pairedRatio, spread, textTable, type ThreadBusy, writeResult } from './eos-common.js';
+import {
+  createTopic,
+  cpuWindow,
+  envList,
+  envNumber,
+  fixed,
+  loadAverage,
+  median,
+  pairedRatio,
+  spread,
+  textTable,
+  type ThreadBusy,
+  writeResult,
+} from './eos-common.js';
 import { startNativeConsumer, startNativeProducer } from './native-producer.js';
 
 const SIZES = envList('BENCH_RC_SIZES', '100,1000').map(Number);
@@ -92,14 +105,34 @@ async function fill(bootstrap: string, size: number): Promise<Fill> {
   const topic = `rc-${size}`;
   const records = recordsFor(size);
   await createTopic(bootstrap, topic, PARTITIONS);
-  const p = await startNativeProducer(bootstrap, topic, 0, records, 1000, { ...FILL_CONFIG, 'transactional.id': `rc-fill-${size}` }, { valueBytes: size, partitions: PARTITIONS, txnRecords: TXN_RECORDS, abortEvery: ABORT_EVERY });
+  const p = await startNativeProducer(
+    bootstrap,
+    topic,
+    0,
+    records,
+    1000,
+    { ...FILL_CONFIG, 'transactional.id': `rc-fill-${size}` },
+    { valueBytes: size, partitions: PARTITIONS, txnRecords: TXN_RECORDS, abortEvery: ABORT_EVERY },
+  );
   try {
     const t = await p.timed();
     if (t.failed > 0) throw new Error(`${topic}: ${t.failed} records failed delivery`);
     const hw = await p.watermarks();
-    if (hw.highWatermark !== records + hw.controlRecords) throw new Error(`${topic}: high watermarks sum to ${hw.highWatermark}, expected ${records} + ${hw.controlRecords} markers`);
+    if (hw.highWatermark !== records + hw.controlRecords)
+      throw new Error(`${topic}: high watermarks sum to ${hw.highWatermark}, expected ${records} + ${hw.controlRecords} markers`);
     const abortedTransactions = Math.floor(t.transactions / ABORT_EVERY);
-    return { size, topic, records, transactions: t.transactions, abortedTransactions, abortedRecords: t.abortedRecords, committedRecords: records - t.abortedRecords, controlRecords: hw.controlRecords, seconds: t.seconds, recordsPerSecond: records / t.seconds };
+    return {
+      size,
+      topic,
+      records,
+      transactions: t.transactions,
+      abortedTransactions,
+      abortedRecords: t.abortedRecords,
+      committedRecords: records - t.abortedRecords,
+      controlRecords: hw.controlRecords,
+      seconds: t.seconds,
+      recordsPerSecond: records / t.seconds,
+    };
   } finally {
     await p.end();
   }
@@ -152,14 +185,18 @@ async function main(): Promise<void> {
     for (const size of SIZES) {
       const f = await fill(broker.bootstrap, size);
       fills.push(f);
-      process.stderr.write(`read-committed: filled rc-${size}: ${f.records} records in ${f.transactions} transactions (${f.abortedTransactions} aborted, ${f.abortedRecords} records), ${Math.round(f.recordsPerSecond)} records/s\n`);
+      process.stderr.write(
+        `read-committed: filled rc-${size}: ${f.records} records in ${f.transactions} transactions (${f.abortedTransactions} aborted, ${f.abortedRecords} records), ${Math.round(f.recordsPerSecond)} records/s\n`,
+      );
     }
     for (let round = 1; round <= ROUNDS; round++) {
       for (const f of round % 2 === 1 ? fills : [...fills].reverse()) {
         for (const level of round % 2 === 1 ? LEVELS : [...LEVELS].reverse()) {
           const r = await read(broker.bootstrap, pid, f, level, round);
           reads.push(r);
-          process.stderr.write(`read-committed: round ${round}/${ROUNDS}, ${f.size} B, ${level}: ${r.delivered} records, ${Math.round(r.recordsPerSecond)}/s${r.ok ? '' : ` WRONG COUNT (expected ${r.expected}, '#' ${r.markedRecords} expected ${r.expectedMarked})`}\n`);
+          process.stderr.write(
+            `read-committed: round ${round}/${ROUNDS}, ${f.size} B, ${level}: ${r.delivered} records, ${Math.round(r.recordsPerSecond)}/s${r.ok ? '' : ` WRONG COUNT (expected ${r.expected}, '#' ${r.markedRecords} expected ${r.expectedMarked})`}\n`,
+          );
         }
       }
     }
@@ -176,8 +213,14 @@ async function main(): Promise<void> {
     return LEVELS.map((level) => {
       const rs = of(level);
       const rps = rs.map((r) => r.recordsPerSecond);
-      const paired = pairedRatio(rs.map((r) => ({ round: r.round, value: r.recordsPerSecond })), ru.map((r) => ({ round: r.round, value: r.recordsPerSecond })));
-      const pairedLog = pairedRatio(rs.map((r) => ({ round: r.round, value: r.logRecordsPerSecond })), ru.map((r) => ({ round: r.round, value: r.logRecordsPerSecond })));
+      const paired = pairedRatio(
+        rs.map((r) => ({ round: r.round, value: r.recordsPerSecond })),
+        ru.map((r) => ({ round: r.round, value: r.recordsPerSecond })),
+      );
+      const pairedLog = pairedRatio(
+        rs.map((r) => ({ round: r.round, value: r.logRecordsPerSecond })),
+        ru.map((r) => ({ round: r.round, value: r.logRecordsPerSecond })),
+      );
       return {
         size,
         level,
@@ -199,7 +242,21 @@ async function main(): Promise<void> {
     });
   });
   const allOk = reads.every((r) => r.ok);
-  const columns = ['size', 'isolation', 'records/s delivered', 'MB/s', 'log records/s', 'vs uncommitted (delivered)', 'vs uncommitted (log)', 'broker CPU s/M', 'broker main s/M', 'consumer CPU s/M', 'delivered / expected', 'records/s per round (k)', 'spread'];
+  const columns = [
+    'size',
+    'isolation',
+    'records/s delivered',
+    'MB/s',
+    'log records/s',
+    'vs uncommitted (delivered)',
+    'vs uncommitted (log)',
+    'broker CPU s/M',
+    'broker main s/M',
+    'consumer CPU s/M',
+    'delivered / expected',
+    'records/s per round (k)',
+    'spread',
+  ];
   const rows = summary.map((s) => [
     `${s.size} B`,
     s.level,
@@ -217,7 +274,12 @@ async function main(): Promise<void> {
   ]);
   const timestamp = new Date().toISOString();
   const headline = [
-    ...summary.filter((s) => s.deliveredVsUncommitted !== null).map((s) => `${s.size} B read_committed / read_uncommitted, records delivered per second: ${s.deliveredVsUncommitted?.toFixed(3)} (log records per second: ${s.logVsUncommitted?.toFixed(3)}; per round: ${s.deliveredVsUncommittedPerRound.map((x) => x.toFixed(2)).join(', ')})`),
+    ...summary
+      .filter((s) => s.deliveredVsUncommitted !== null)
+      .map(
+        (s) =>
+          `${s.size} B read_committed / read_uncommitted, records delivered per second: ${s.deliveredVsUncommitted?.toFixed(3)} (log records per second: ${s.logVsUncommitted?.toFixed(3)}; per round: ${s.deliveredVsUncommittedPerRound.map((x) => x.toFixed(2)).join(', ')})`,
+      ),
     `exact counts (read_committed = committed records with none from an aborted transaction, read_uncommitted = all): ${allOk ? 'yes, every read' : 'NO'}`,
   ];
   const report = {
@@ -228,8 +290,26 @@ async function main(): Promise<void> {
     machine: benchMachine(),
     headline,
     charts: [
-      { kind: 'bar', title: 'records/s delivered (median of rounds)', xLabel: 'record size', yLabel: 'records/s', series: LEVELS.map((l) => ({ name: l, points: summary.filter((s) => s.level === l).map((s) => ({ x: `${s.size} B`, y: Math.round(s.recordsPerSecond) })) })) },
-      { kind: 'bar', title: 'broker CPU seconds per million records delivered', xLabel: 'record size', yLabel: 'CPU s / M', series: LEVELS.map((l) => ({ name: l, points: summary.filter((s) => s.level === l).map((s) => ({ x: `${s.size} B`, y: fixed(s.brokerCpuSecondsPerMillion, 3) })) })) },
+      {
+        kind: 'bar',
+        title: 'records/s delivered (median of rounds)',
+        xLabel: 'record size',
+        yLabel: 'records/s',
+        series: LEVELS.map((l) => ({
+          name: l,
+          points: summary.filter((s) => s.level === l).map((s) => ({ x: `${s.size} B`, y: Math.round(s.recordsPerSecond) })),
+        })),
+      },
+      {
+        kind: 'bar',
+        title: 'broker CPU seconds per million records delivered',
+        xLabel: 'record size',
+        yLabel: 'CPU s / M',
+        series: LEVELS.map((l) => ({
+          name: l,
+          points: summary.filter((s) => s.level === l).map((s) => ({ x: `${s.size} B`, y: fixed(s.brokerCpuSecondsPerMillion, 3) })),
+        })),
+      },
     ],
     table: { columns, rows },
     notes: [
@@ -239,13 +319,24 @@ async function main(): Promise<void> {
       `Load average: ${loadBefore.join(', ')} at the start, ${loadAverage().join(', ')} at the end (1/5/15 min); the run took ${Math.round(wallSeconds)} s.`,
     ],
     timestamp,
-    settings: { sizes: SIZES, records: SIZES.map(recordsFor), txnRecords: TXN_RECORDS, abortEvery: ABORT_EVERY, rounds: ROUNDS, partitions: PARTITIONS, fillConfig: FILL_CONFIG, consumerConfig: CONSUMER_CONFIG },
+    settings: {
+      sizes: SIZES,
+      records: SIZES.map(recordsFor),
+      txnRecords: TXN_RECORDS,
+      abortEvery: ABORT_EVERY,
+      rounds: ROUNDS,
+      partitions: PARTITIONS,
+      fillConfig: FILL_CONFIG,
+      consumerConfig: CONSUMER_CONFIG,
+    },
     fills,
     summary,
     allExact: allOk,
     results: reads,
   };
-  console.log(`\nIssue 11: read_committed vs read_uncommitted (librdkafka C consumer, ${PARTITIONS} partitions, ${TXN_RECORDS}-record transactions, 1 in ${ABORT_EVERY} aborted, ${ROUNDS} rounds, ${Math.round(wallSeconds)} s)\n`);
+  console.log(
+    `\nIssue 11: read_committed vs read_uncommitted (librdkafka C consumer, ${PARTITIONS} partitions, ${TXN_RECORDS}-record transactions, 1 in ${ABORT_EVERY} aborted, ${ROUNDS} rounds, ${Math.round(wallSeconds)} s)\n`,
+  );
   console.log(textTable(columns, rows));
   console.log('');
   for (const h of headline) console.log(`  ${h}`);

@@ -35,7 +35,12 @@ function clientConfig(protocol: Protocol, setting: Setting): Record<string, unkn
 
 /** Each consumer's partitions, as the clients see them. */
 function assignments(consumers: Any[], topic: string): number[][] {
-  return consumers.map((c) => (c.assignment() as { topic: string; partition: number }[]).filter((a) => a.topic === topic).map((a) => a.partition).sort((x, y) => x - y));
+  return consumers.map((c) =>
+    (c.assignment() as { topic: string; partition: number }[])
+      .filter((a) => a.topic === topic)
+      .map((a) => a.partition)
+      .sort((x, y) => x - y),
+  );
 }
 
 /** Every partition held exactly once, spread as evenly as the member count allows. */
@@ -49,7 +54,8 @@ function settled(parts: number[][]): boolean {
 async function waitSettled(consumers: Any[], topic: string, timeoutMs: number): Promise<number> {
   const start = performance.now();
   while (!settled(assignments(consumers, topic))) {
-    if (performance.now() - start > timeoutMs) throw new Error(`no settled assignment after ${timeoutMs} ms: ${JSON.stringify(assignments(consumers, topic))}`);
+    if (performance.now() - start > timeoutMs)
+      throw new Error(`no settled assignment after ${timeoutMs} ms: ${JSON.stringify(assignments(consumers, topic))}`);
     await sleep(5);
   }
   return performance.now() - start;
@@ -95,7 +101,10 @@ async function main(): Promise<void> {
   for (const s of SETTINGS) {
     const dir = tempDir('gregor-rebalance-');
     dirs.push(dir);
-    brokers[s] = await startChildBroker(dir, 0, { 'group.initial.rebalance.delay.ms': '0', ...(s === 'fast' ? { 'group.consumer.heartbeat.interval.ms': '500' } : {}) });
+    brokers[s] = await startChildBroker(dir, 0, {
+      'group.initial.rebalance.delay.ms': '0',
+      ...(s === 'fast' ? { 'group.consumer.heartbeat.interval.ms': '500' } : {}),
+    });
   }
   const started = Date.now();
   const timestamp = new Date().toISOString();
@@ -107,7 +116,9 @@ async function main(): Promise<void> {
         for (const setting of SETTINGS) {
           const res = await round(brokers[setting].bootstrap, protocol, setting, `${protocol}-${setting}-${r}`);
           runs.push({ round: r, protocol, setting, ...res });
-          console.log(`rebalance-protocols: round ${r + 1}/${ROUNDS}, ${protocol}, ${setting}: join ${Math.round(res.joinMs)} ms, leave ${Math.round(res.leaveMs)} ms`);
+          console.log(
+            `rebalance-protocols: round ${r + 1}/${ROUNDS}, ${protocol}, ${setting}: join ${Math.round(res.joinMs)} ms, leave ${Math.round(res.leaveMs)} ms`,
+          );
         }
       }
     }
@@ -135,7 +146,9 @@ async function main(): Promise<void> {
     ['setting', 'protocol', 'join ms (median)', 'leave ms (median)', 'join ms per round', 'leave ms per round'],
     rows.map((r) => [r.setting, r.protocol, r.joinMsMedian, r.leaveMsMedian, r.joinMs.join(' / '), r.leaveMs.join(' / ')]),
   );
-  console.log(`\nRebalance time, 3 librdkafka members, ${PARTITIONS} partitions, ${ROUNDS} rounds (${Math.round((Date.now() - started) / 1000)} s)\n\n${table}`);
+  console.log(
+    `\nRebalance time, 3 librdkafka members, ${PARTITIONS} partitions, ${ROUNDS} rounds (${Math.round((Date.now() - started) / 1000)} s)\n\n${table}`,
+  );
   const report = {
     schema: 'gregor-bench/1',
     id: 'rebalance-protocols',
@@ -144,7 +157,10 @@ async function main(): Promise<void> {
       'librdkafka 2.15 KafkaJS-style consumers; the third member joins (subscribe → every member holds its final assignment as assignment() reports it) and one leaves (disconnect → the other two hold all partitions). defaults: classic heartbeat.interval.ms 3000, broker group.consumer.heartbeat.interval.ms 5000; fast: 500 / 500.',
     machine: { node: process.version, loadavg: loadAverage() },
     headline: rows.map((r) => `${r.setting}, ${r.protocol}: join ${r.joinMsMedian} ms, leave ${r.leaveMsMedian} ms (medians)`),
-    table: { columns: ['setting', 'protocol', 'join ms', 'leave ms'], rows: rows.map((r) => [r.setting, r.protocol, r.joinMsMedian, r.leaveMsMedian]) },
+    table: {
+      columns: ['setting', 'protocol', 'join ms', 'leave ms'],
+      rows: rows.map((r) => [r.setting, r.protocol, r.joinMsMedian, r.leaveMsMedian]),
+    },
     rows,
     runs,
   };

@@ -98,7 +98,12 @@ interface InprocBroker {
 }
 
 /** One round: `requests` Produce requests pipelined `window` deep; returns CPU µs per request and requests/s. */
-async function pipelined(bootstrap: string, frame: Buffer, requests: number, window: number): Promise<{ cpuUsPerRequest: number; requestsPerSec: number }> {
+async function pipelined(
+  bootstrap: string,
+  frame: Buffer,
+  requests: number,
+  window: number,
+): Promise<{ cpuUsPerRequest: number; requestsPerSec: number }> {
   const c = await RawClient.connect(bootstrap);
   try {
     const cpu0 = process.cpuUsage();
@@ -135,8 +140,14 @@ async function inproc(trees: Tree[]): Promise<void> {
     dirs.push(dataDir);
     brokers.set(t.label, await startBroker({ port: 0, dataDir, logger: silentLogger(), config: { 'auto.create.topics.enable': true } }));
   }
-  const batch = buildRecordBatch(Array.from({ length: 5 }, (_, i) => ({ key: null, value: Buffer.alloc(100, 65 + i), timestamp: BigInt(Date.now()) })));
-  const frame = encodeRequest({ apiKey: 0, apiVersion: 9, correlationId: 1, clientId: 'rmo' }, { transactionalId: null, acks: 1, timeoutMs: 10_000, topicData: [{ name: 'rmo', partitionData: [{ index: 0, records: batch }] }] }, { sizePrefix: true });
+  const batch = buildRecordBatch(
+    Array.from({ length: 5 }, (_, i) => ({ key: null, value: Buffer.alloc(100, 65 + i), timestamp: BigInt(Date.now()) })),
+  );
+  const frame = encodeRequest(
+    { apiKey: 0, apiVersion: 9, correlationId: 1, clientId: 'rmo' },
+    { transactionalId: null, acks: 1, timeoutMs: 10_000, topicData: [{ name: 'rmo', partitionData: [{ index: 0, records: batch }] }] },
+    { sizePrefix: true },
+  );
   for (const [label, b] of brokers) {
     const c = await RawClient.connect(b.bootstrapServers);
     await rawCreateTopics(c, [{ name: 'rmo', partitions: 1 }]);
@@ -151,20 +162,34 @@ async function inproc(trees: Tree[]): Promise<void> {
       const res = await pipelined(brokers.get(t.label)!.bootstrapServers, frame, requests, 5);
       results.get(t.label)!.cpu.push(res.cpuUsPerRequest);
       results.get(t.label)!.rps.push(res.requestsPerSec);
-      process.stderr.write(`round ${r} ${t.label}: ${res.cpuUsPerRequest.toFixed(2)} CPU-µs/request, ${Math.round(res.requestsPerSec)} requests/s\n`);
+      process.stderr.write(
+        `round ${r} ${t.label}: ${res.cpuUsPerRequest.toFixed(2)} CPU-µs/request, ${Math.round(res.requestsPerSec)} requests/s\n`,
+      );
     }
   }
-  console.log(`\nin-process, Produce v9 (5 x 100-byte records, acks=1) pipelined 5 deep, ${requests} requests x ${rounds} rounds (medians):`);
+  console.log(
+    `\nin-process, Produce v9 (5 x 100-byte records, acks=1) pipelined 5 deep, ${requests} requests x ${rounds} rounds (medians):`,
+  );
   const base = trees[0]!.label;
   const summary: unknown[] = [];
   for (const t of trees) {
     const cpu = median(results.get(t.label)!.cpu);
     const rps = median(results.get(t.label)!.rps);
-    const rel = t.label === base ? '' : ` (${(((cpu - median(results.get(base)!.cpu)) / median(results.get(base)!.cpu)) * 100).toFixed(1)}% CPU vs ${base})`;
+    const rel =
+      t.label === base
+        ? ''
+        : ` (${(((cpu - median(results.get(base)!.cpu)) / median(results.get(base)!.cpu)) * 100).toFixed(1)}% CPU vs ${base})`;
     console.log(`  ${t.label} (${t.root}): ${cpu.toFixed(2)} CPU-µs per request${rel}, ${Math.round(rps)} requests/s`);
     summary.push({ tree: t.label, root: t.root, cpuUsPerRequest: cpu, requestsPerSec: rps, rounds: results.get(t.label) });
   }
-  const file = writeResult('request-metrics-overhead-inproc', new Date().toISOString(), { id: 'request-metrics-overhead', mode: 'inproc', requests, roundsCount: rounds, loadAverage: loadAverage(), results: summary });
+  const file = writeResult('request-metrics-overhead-inproc', new Date().toISOString(), {
+    id: 'request-metrics-overhead',
+    mode: 'inproc',
+    requests,
+    roundsCount: rounds,
+    loadAverage: loadAverage(),
+    results: summary,
+  });
   console.log(`results in ${file}`);
   for (const b of brokers.values()) await b.stop();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -173,17 +198,24 @@ async function inproc(trees: Tree[]): Promise<void> {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const inprocMode = args.includes('--inproc');
-  const trees: Tree[] = args.filter((a) => a !== '--inproc').map((a) => {
-    const [label, root] = a.split('=');
-    if (label === undefined || root === undefined) throw new Error(`expected LABEL=/path/to/tree, got ${a}`);
-    return { label, root };
-  });
+  const trees: Tree[] = args
+    .filter((a) => a !== '--inproc')
+    .map((a) => {
+      const [label, root] = a.split('=');
+      if (label === undefined || root === undefined) throw new Error(`expected LABEL=/path/to/tree, got ${a}`);
+      return { label, root };
+    });
   if (trees.length === 0) throw new Error('usage: request-metrics-overhead.js [--inproc] A=/tree B=/tree');
   if (inprocMode) return inproc(trees);
   const rounds = envInt('BENCH_RMO_ROUNDS', 5);
   const batch = envInt('BENCH_RMO_BATCH', 5);
   const scenarios = [
-    { name: `small batches (linger.ms=0, batch.num.messages=${batch})`, records: envInt('BENCH_RMO_SMALL_RECORDS', 200_000), config: { 'linger.ms': 0, 'batch.num.messages': batch }, requestsPer: 1 / batch },
+    {
+      name: `small batches (linger.ms=0, batch.num.messages=${batch})`,
+      records: envInt('BENCH_RMO_SMALL_RECORDS', 200_000),
+      config: { 'linger.ms': 0, 'batch.num.messages': batch },
+      requestsPer: 1 / batch,
+    },
     { name: 'large batches (librdkafka defaults)', records: envInt('BENCH_RMO_LARGE_RECORDS', 2_000_000), config: {}, requestsPer: 0 },
   ];
   const summary: unknown[] = [];
@@ -194,7 +226,9 @@ async function main(): Promise<void> {
       for (const t of order) {
         const res = await run(t, sc.records, sc.config, `rmo-${r}`);
         results.get(t.label)!.push(res);
-        process.stderr.write(`${sc.name} round ${r} ${t.label}: ${Math.round(res.recordsPerSec)} records/s, ${res.cpuPer100k.toFixed(3)} CPU-s/100k records\n`);
+        process.stderr.write(
+          `${sc.name} round ${r} ${t.label}: ${Math.round(res.recordsPerSec)} records/s, ${res.cpuPer100k.toFixed(3)} CPU-s/100k records\n`,
+        );
       }
     }
     console.log(`\n${sc.name}, ${sc.records} records x ${rounds} rounds (medians):`);
@@ -204,10 +238,24 @@ async function main(): Promise<void> {
       const cpu = median(runs.map((x) => x.cpuPer100k));
       const req = sc.requestsPer > 0 ? `, ~${Math.round(rps * sc.requestsPer)} Produce requests/s` : '';
       console.log(`  ${t.label} (${t.root}): ${Math.round(rps)} records/s${req}, broker ${cpu.toFixed(3)} CPU-s per 100k records`);
-      summary.push({ scenario: sc.name, records: sc.records, tree: t.label, root: t.root, recordsPerSec: rps, brokerCpuSecondsPer100k: cpu, runs });
+      summary.push({
+        scenario: sc.name,
+        records: sc.records,
+        tree: t.label,
+        root: t.root,
+        recordsPerSec: rps,
+        brokerCpuSecondsPer100k: cpu,
+        runs,
+      });
     }
   }
-  const file = writeResult('request-metrics-overhead', new Date().toISOString(), { id: 'request-metrics-overhead', mode: 'processes', rounds, loadAverage: loadAverage(), results: summary });
+  const file = writeResult('request-metrics-overhead', new Date().toISOString(), {
+    id: 'request-metrics-overhead',
+    mode: 'processes',
+    rounds,
+    loadAverage: loadAverage(),
+    results: summary,
+  });
   console.log(`results in ${file}`);
 }
 

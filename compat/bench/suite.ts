@@ -50,7 +50,15 @@ function external(id: string, env: Record<string, string> = {}): Bench | null {
   }
   return async (ctx) => {
     const knobs = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, process.env[k] ?? v]));
-    ctx.log(`  running ${id}.js as a script${Object.keys(knobs).length > 0 ? ` (${Object.entries(knobs).map(([k, v]) => `${k}=${v}`).join(' ')})` : ''}`);
+    ctx.log(
+      `  running ${id}.js as a script${
+        Object.keys(knobs).length > 0
+          ? ` (${Object.entries(knobs)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(' ')})`
+          : ''
+      }`,
+    );
     const { code, out } = await new Promise<{ code: number | null; out: string }>((res) => {
       const child = spawn(process.execPath, [path], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...knobs } });
       let text = '';
@@ -62,14 +70,24 @@ function external(id: string, env: Record<string, string> = {}): Bench | null {
       child.once('exit', (c) => res({ code: c, out: text }));
     });
     const wrote = /wrote (\S+\.json)/.exec(out);
-    if (code !== 0 || wrote?.[1] === undefined) throw new Error(`${id}.js exited with ${code}${wrote === null ? ' without writing its JSON' : ''}:\n${out.slice(-3000)}`);
+    if (code !== 0 || wrote?.[1] === undefined)
+      throw new Error(`${id}.js exited with ${code}${wrote === null ? ' without writing its JSON' : ''}:\n${out.slice(-3000)}`);
     const file = resolve(ROOT, wrote[1]);
     const data = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     if (validateBench(data).length === 0) {
       // already a gregor-bench/1 file: shown as it is
       const bench = data as unknown as BenchFile;
       mkdirSync(ctx.outDir, { recursive: true });
-      const notes = [...(bench.notes ?? []), `Run by the suite as a script${Object.keys(knobs).length > 0 ? ` with ${Object.entries(knobs).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''} (source: ${wrote[1]}).`];
+      const notes = [
+        ...(bench.notes ?? []),
+        `Run by the suite as a script${
+          Object.keys(knobs).length > 0
+            ? ` with ${Object.entries(knobs)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(', ')}`
+            : ''
+        } (source: ${wrote[1]}).`,
+      ];
       writeFileSync(join(ctx.outDir, `${bench.id}.json`), JSON.stringify({ ...bench, notes }, null, 2) + '\n');
       ctx.log(`  ${id}: copied ${wrote[1]}`);
     } else {
@@ -83,9 +101,11 @@ function external(id: string, env: Record<string, string> = {}): Bench | null {
 function flatten(o: Record<string, unknown>): Record<string, string | number | null> {
   const out: Record<string, string | number | null> = {};
   for (const [k, v] of Object.entries(o)) {
-    if (v === null || typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') out[k] = typeof v === 'boolean' ? String(v) : v;
+    if (v === null || typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean')
+      out[k] = typeof v === 'boolean' ? String(v) : v;
     else if (typeof v === 'object' && !Array.isArray(v)) {
-      for (const [k2, v2] of Object.entries(v as Record<string, unknown>)) out[`${k}.${k2}`] = typeof v2 === 'number' || typeof v2 === 'string' ? v2 : v2 === null ? null : JSON.stringify(v2);
+      for (const [k2, v2] of Object.entries(v as Record<string, unknown>))
+        out[`${k}.${k2}`] = typeof v2 === 'number' || typeof v2 === 'string' ? v2 : v2 === null ? null : JSON.stringify(v2);
     }
   }
   return out;
@@ -93,22 +113,33 @@ function flatten(o: Record<string, unknown>): Record<string, string | number | n
 
 /** A script's own JSON (any shape with an array of result objects) as a report table. */
 function scriptResultToBench(id: string, data: Record<string, unknown>, stdout: string, knobs: Record<string, string>) {
-  const arrays = Object.entries(data).filter(([, v]) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x)));
+  const arrays = Object.entries(data).filter(
+    ([, v]) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x)),
+  );
   const [arrName, arr] = arrays[0] ?? ['results', []];
   const rows = (arr as Record<string, unknown>[]).map(flatten);
   const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  const round3 = (v: string | number | null | undefined) => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : (v ?? null));
+  const round3 = (v: string | number | null | undefined) =>
+    typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : (v ?? null);
   const description = typeof data['description'] === 'string' ? data['description'] : undefined;
   const settings = data['settings'];
   // the script's printed table, verbatim, is the most faithful summary
-  const printed = stdout.split('\n').filter((l) => l.trim() !== '' && !/^wrote /.test(l) && !l.startsWith(`${id}:`) && !/^kafka-\d+:/.test(l));
+  const printed = stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !/^wrote /.test(l) && !l.startsWith(`${id}:`) && !/^kafka-\d+:/.test(l));
   return {
     id,
     title: `${id.toUpperCase()} (issue 6 benchmark, compat/bench/${id}.ts)`,
     ...(description !== undefined ? { description } : {}),
     table: { columns, rows: rows.map((r) => columns.map((c) => round3(r[c]))) },
     notes: [
-      `Run by the suite as a script${Object.keys(knobs).length > 0 ? ` with ${Object.entries(knobs).map(([k, v]) => `${k}=${v}`).join(', ')}` : ''}; table = its "${arrName}" entries.`,
+      `Run by the suite as a script${
+        Object.keys(knobs).length > 0
+          ? ` with ${Object.entries(knobs)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(', ')}`
+          : ''
+      }; table = its "${arrName}" entries.`,
       ...(settings !== undefined ? [`settings: ${JSON.stringify(settings)}`] : []),
       ...printed.slice(0, 40),
     ],
@@ -123,17 +154,31 @@ export const BENCHMARKS: { id: string; title: string; run: () => Bench | null }[
   { id: 'kafka-200', title: 'KAFKA-200: socket buffers over a 50 ms RTT link', run: () => kafka200 },
   { id: 'kafka-3565', title: 'KAFKA-3565 (compression issue)', run: () => external('kafka-3565', { BENCH_3565_RECORDS: '500000' }) },
   { id: 'kafka-1933', title: 'KAFKA-1933 (compression issue)', run: () => external('kafka-1933', { BENCH_1933_MB: '100' }) },
-  { id: 'eos-cost', title: 'Issue 11: producer throughput cost of idempotence and transactions', run: () => external('eos-cost', { BENCH_EOS_ROUNDS: '3' }) },
-  { id: 'read-committed', title: 'Issue 11: read_committed vs read_uncommitted consumer throughput', run: () => external('read-committed', { BENCH_RC_ROUNDS: '3' }) },
-  { id: 'rebalance-protocols', title: 'Issue 12: rebalance time of 3 members, consumer protocol beside classic', run: () => external('rebalance-protocols', { BENCH_REBALANCE_ROUNDS: '3' }) },
+  {
+    id: 'eos-cost',
+    title: 'Issue 11: producer throughput cost of idempotence and transactions',
+    run: () => external('eos-cost', { BENCH_EOS_ROUNDS: '3' }),
+  },
+  {
+    id: 'read-committed',
+    title: 'Issue 11: read_committed vs read_uncommitted consumer throughput',
+    run: () => external('read-committed', { BENCH_RC_ROUNDS: '3' }),
+  },
+  {
+    id: 'rebalance-protocols',
+    title: 'Issue 12: rebalance time of 3 members, consumer protocol beside classic',
+    run: () => external('rebalance-protocols', { BENCH_REBALANCE_ROUNDS: '3' }),
+  },
 ];
 
 function selected(only?: string[]): typeof BENCHMARKS {
   const env = process.env['BENCH_ONLY'];
-  const ids = only !== undefined && only.length > 0 ? only : env !== undefined && env !== '' ? env.split(',').map((s) => s.trim()) : undefined;
+  const ids =
+    only !== undefined && only.length > 0 ? only : env !== undefined && env !== '' ? env.split(',').map((s) => s.trim()) : undefined;
   if (ids === undefined) return BENCHMARKS;
   const unknown = ids.filter((id) => !BENCHMARKS.some((b) => b.id === id));
-  if (unknown.length > 0) throw new Error(`unknown benchmark ids: ${unknown.join(', ')} (known: ${BENCHMARKS.map((b) => b.id).join(', ')})`);
+  if (unknown.length > 0)
+    throw new Error(`unknown benchmark ids: ${unknown.join(', ')} (known: ${BENCHMARKS.map((b) => b.id).join(', ')})`);
   return BENCHMARKS.filter((b) => ids.includes(b.id));
 }
 
@@ -154,7 +199,12 @@ export async function runBenchmarks(ctx: BenchContext, only?: string[]): Promise
       const err = e as Error;
       ctx.log(`bench ${b.id}: FAILED after ${((performance.now() - t) / 1000).toFixed(1)} s: ${err.message}`);
       try {
-        writeBench(ctx.outDir, { id: `${b.id}-failed`, title: `${b.title}: failed`, headline: [`failed: ${err.message.split('\n')[0] ?? ''}`], notes: (err.stack ?? err.message).split('\n').slice(0, 12) });
+        writeBench(ctx.outDir, {
+          id: `${b.id}-failed`,
+          title: `${b.title}: failed`,
+          headline: [`failed: ${err.message.split('\n')[0] ?? ''}`],
+          notes: (err.stack ?? err.message).split('\n').slice(0, 12),
+        });
       } catch {
         // nothing more to do
       }

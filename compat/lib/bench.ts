@@ -33,12 +33,17 @@ export function validateBench(v: unknown): string[] {
   if (typeof b.title !== 'string') p.push('title must be a string');
   for (const [i, c] of (b.charts ?? []).entries()) {
     if (c.kind !== 'bar' && c.kind !== 'line') p.push(`charts[${i}].kind must be "bar" or "line"`);
-    if (!Array.isArray(c.series) || c.series.some((s) => typeof s.name !== 'string' || !Array.isArray(s.points) || s.points.some((pt) => typeof pt.y !== 'number'))) {
+    if (
+      !Array.isArray(c.series) ||
+      c.series.some((s) => typeof s.name !== 'string' || !Array.isArray(s.points) || s.points.some((pt) => typeof pt.y !== 'number'))
+    ) {
       p.push(`charts[${i}].series must be [{ name, points: [{ x, y: number }] }]`);
     }
-    if (c.kind === 'line' && c.series?.some((s) => s.points.some((pt) => typeof pt.x !== 'number'))) p.push(`charts[${i}]: line charts need numeric x`);
+    if (c.kind === 'line' && c.series?.some((s) => s.points.some((pt) => typeof pt.x !== 'number')))
+      p.push(`charts[${i}]: line charts need numeric x`);
   }
-  if (b.table !== undefined && (!Array.isArray(b.table.columns) || !Array.isArray(b.table.rows))) p.push('table must be { columns: string[], rows: [][] }');
+  if (b.table !== undefined && (!Array.isArray(b.table.columns) || !Array.isArray(b.table.rows)))
+    p.push('table must be { columns: string[], rows: [][] }');
   return p;
 }
 

@@ -32,7 +32,10 @@ export async function startGregor(overrides: Record<string, string> = {}, opts: 
   const dataDir = mkdtempSync(join(tmpdir(), 'gregor-compat-'));
   const args = [join(ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', '0'];
   for (const [k, v] of Object.entries(overrides)) args.push('--override', `${k}=${v}`);
-  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child: ChildProcess = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'info' },
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let out = '';
   const append = (d: Buffer) => {
@@ -80,7 +83,10 @@ export function gregorVersion(): { version: string; commit: string } {
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', 'lib', 'protocol', 'bin'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', 'lib', 'protocol', 'bin'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
     if (dirty !== '') commit += '+dirty';
   } catch {
     // not a git checkout

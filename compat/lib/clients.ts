@@ -6,4 +6,11 @@ import { kafkajsClient } from '../clients/kafkajs/driver.js';
 import { kcatClient } from '../clients/kcat/driver.js';
 import type { Client } from './types.js';
 
-export const CLIENTS: Client[] = [kafkajsClient, confluentKjsClient, confluentRdkafkaClient, kcatClient, kafkaPythonClient, kafkaPython010Client];
+export const CLIENTS: Client[] = [
+  kafkajsClient,
+  confluentKjsClient,
+  confluentRdkafkaClient,
+  kcatClient,
+  kafkaPythonClient,
+  kafkaPython010Client,
+];

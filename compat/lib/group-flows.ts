@@ -38,7 +38,12 @@ const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, 
 export const fmt = (xs: number[]) => `[${xs.join(',')}]`;
 
 function partitionsOf(m: FlowMember, topic: string): number[] {
-  return sorted(m.assignment().filter((tp) => tp.topic === topic).map((tp) => tp.partition));
+  return sorted(
+    m
+      .assignment()
+      .filter((tp) => tp.topic === topic)
+      .map((tp) => tp.partition),
+  );
 }
 
 /** Every partition held exactly once across `parts`, each member with one at least. */
@@ -68,8 +73,16 @@ function readCount(m: FlowMember, topic: string): number {
 export async function regexFlow(spec: RegexGroupSpec, start: () => Promise<FlowMember>): Promise<RegexGroupObservation> {
   const m = await start();
   try {
-    const counts = () => Object.keys(spec.expect).map((t) => `${t}: ${readCount(m, t)}/${spec.expect[t]}`).join(', ');
-    await until('the records of the existing matching topics', spec.timeoutMs, () => Object.entries(spec.expect).every(([t, n]) => readCount(m, t) >= n), counts);
+    const counts = () =>
+      Object.keys(spec.expect)
+        .map((t) => `${t}: ${readCount(m, t)}/${spec.expect[t]}`)
+        .join(', ');
+    await until(
+      'the records of the existing matching topics',
+      spec.timeoutMs,
+      () => Object.entries(spec.expect).every(([t, n]) => readCount(m, t) >= n),
+      counts,
+    );
     const created = Date.now();
     const late = await spec.afterJoin();
     const deadline = Date.now() + spec.lateWaitMs;
@@ -85,7 +98,10 @@ export async function regexFlow(spec: RegexGroupSpec, start: () => Promise<FlowM
   }
 }
 
-export async function staticFlow(spec: StaticGroupSpec, start: (instanceId: string) => Promise<FlowMember>): Promise<StaticGroupObservation> {
+export async function staticFlow(
+  spec: StaticGroupSpec,
+  start: (instanceId: string) => Promise<FlowMember>,
+): Promise<StaticGroupObservation> {
   const all = Array.from({ length: spec.partitions }, (_, i) => i);
   const live: FlowMember[] = [];
   const parts = (m: FlowMember) => partitionsOf(m, spec.topic);
@@ -93,10 +109,20 @@ export async function staticFlow(spec: StaticGroupSpec, start: (instanceId: stri
   try {
     const a = await start('a');
     live.push(a);
-    await until('member A alone to hold every partition', spec.timeoutMs, () => same(parts(a), all), () => `A ${fmt(parts(a))}`);
+    await until(
+      'member A alone to hold every partition',
+      spec.timeoutMs,
+      () => same(parts(a), all),
+      () => `A ${fmt(parts(a))}`,
+    );
     let b = await start('b');
     live.push(b);
-    await until('A and B to split the partitions', spec.timeoutMs, () => isSplit([parts(a), parts(b)], spec.partitions), () => `A ${fmt(parts(a))}, B ${fmt(parts(b))}`);
+    await until(
+      'A and B to split the partitions',
+      spec.timeoutMs,
+      () => isSplit([parts(a), parts(b)], spec.partitions),
+      () => `A ${fmt(parts(a))}, B ${fmt(parts(b))}`,
+    );
     const before = { a: parts(a), b: parts(b), aCallbacks: a.events.length };
     // B goes away without leaving (a static member's close) and comes back with the same instance id.
     const stopped = Date.now();
@@ -106,7 +132,12 @@ export async function staticFlow(spec: StaticGroupSpec, start: (instanceId: stri
     b = await start('b');
     live.push(b);
     const bb = b;
-    await until('B to be back with partitions', spec.timeoutMs, () => parts(bb).length > 0, () => `A ${fmt(parts(a))}, B ${fmt(parts(bb))}`);
+    await until(
+      'B to be back with partitions',
+      spec.timeoutMs,
+      () => parts(bb).length > 0,
+      () => `A ${fmt(parts(a))}, B ${fmt(parts(bb))}`,
+    );
     const bAgain = parts(b);
     const bAgainMs = Date.now() - stopped;
     await sleep(spec.watchMs);
@@ -116,7 +147,12 @@ export async function staticFlow(spec: StaticGroupSpec, start: (instanceId: stri
     const stoppedAgain = Date.now();
     drop(b);
     await b.stop();
-    await until("A to hold every partition after B's session expired", spec.timeoutMs, () => same(parts(a), all), () => `A ${fmt(parts(a))}`);
+    await until(
+      "A to hold every partition after B's session expired",
+      spec.timeoutMs,
+      () => same(parts(a), all),
+      () => `A ${fmt(parts(a))}`,
+    );
     return { ...before, bAgain, bAgainMs, aAfterRestart, aCallbacksAfterRestart, aAlone: parts(a), takeoverMs: Date.now() - stoppedAgain };
   } finally {
     await stopAll(live);
@@ -139,11 +175,19 @@ export async function cooperativeFlow(spec: CooperativeGroupSpec, start: () => P
     const left = Date.now();
     live.pop();
     await c.stop();
-    await until('the two remaining members to hold every partition', spec.timeoutMs, () => isSplit([parts(a), parts(b)], spec.partitions), show);
+    await until(
+      'the two remaining members to hold every partition',
+      spec.timeoutMs,
+      () => isSplit([parts(a), parts(b)], spec.partitions),
+      show,
+    );
     const settleMs = Date.now() - left;
     // A cooperative protocol may take a second round; a late revocation would show up here.
     await sleep(1000);
-    const toEvent = (e: FlowMember['events'][number]): RebalanceEvent => ({ kind: e.kind, partitions: sorted(e.partitions.filter((tp) => tp.topic === spec.topic).map((tp) => tp.partition)) });
+    const toEvent = (e: FlowMember['events'][number]): RebalanceEvent => ({
+      kind: e.kind,
+      partitions: sorted(e.partitions.filter((tp) => tp.topic === spec.topic).map((tp) => tp.partition)),
+    });
     return {
       rebalanceProtocol: a.rebalanceProtocol?.() ?? 'unknown',
       before,

@@ -96,7 +96,10 @@ export class RawConnection {
     const correlationId = ++this.correlation;
     await this.write(encodeRequest({ apiKey, apiVersion, correlationId, clientId: 'gregor-compat' }, body, { sizePrefix: true }));
     const frame = await this.next(timeoutMs);
-    if (frame === null) throw new Error(`no response to ${API_KEYS.get(apiKey)?.name ?? apiKey} v${apiVersion} (connection ${this.closed ? 'closed' : 'timed out'})`);
+    if (frame === null)
+      throw new Error(
+        `no response to ${API_KEYS.get(apiKey)?.name ?? apiKey} v${apiVersion} (connection ${this.closed ? 'closed' : 'timed out'})`,
+      );
     const res = decodeResponse(apiKey, apiVersion, frame);
     if (res.correlationId !== correlationId) throw new Error(`correlation id ${res.correlationId}, expected ${correlationId}`);
     return res.body as T;
@@ -119,7 +122,12 @@ export async function rawRequest<T>(bootstrap: string, apiKey: number, apiVersio
 
 /** The broker's advertised API ranges (ApiVersions v0, which every broker answers). */
 export async function probeApiVersions(bootstrap: string): Promise<ApiRange[]> {
-  const res = await rawRequest<{ errorCode: number; apiKeys: { apiKey: number; minVersion: number; maxVersion: number }[] }>(bootstrap, 18, 0, {});
+  const res = await rawRequest<{ errorCode: number; apiKeys: { apiKey: number; minVersion: number; maxVersion: number }[] }>(
+    bootstrap,
+    18,
+    0,
+    {},
+  );
   if (res.errorCode !== 0) throw new Error(`ApiVersions error ${res.errorCode}`);
   return res.apiKeys.map((k) => ({ ...k, name: API_KEYS.get(k.apiKey)?.name ?? `api-${k.apiKey}` })).sort((a, b) => a.apiKey - b.apiKey);
 }
@@ -127,18 +135,33 @@ export async function probeApiVersions(bootstrap: string): Promise<ApiRange[]> {
 /** Highest version both we and the broker speak for `apiKey`, capped at `cap`; throws when none. */
 export function pickVersion(ranges: ApiRange[], apiKey: number, cap: number): number {
   const r = ranges.find((x) => x.apiKey === apiKey);
-  if (r === undefined || r.minVersion > cap) throw new Error(`broker does not offer ${API_KEYS.get(apiKey)?.name ?? apiKey} at v${cap} or lower`);
+  if (r === undefined || r.minVersion > cap)
+    throw new Error(`broker does not offer ${API_KEYS.get(apiKey)?.name ?? apiKey} at v${cap} or lower`);
   return Math.min(r.maxVersion, cap);
 }
 
 /** Creates a topic with CreateTopics v1 (in Kafka since 0.10.1); an existing topic is fine. */
-export async function rawCreateTopic(bootstrap: string, name: string, partitions: number, configs: Record<string, string> = {}): Promise<void> {
+export async function rawCreateTopic(
+  bootstrap: string,
+  name: string,
+  partitions: number,
+  configs: Record<string, string> = {},
+): Promise<void> {
   const res = await rawRequest<{ topics: { name: string; errorCode: number; errorMessage?: string | null }[] }>(bootstrap, 19, 1, {
-    topics: [{ name, numPartitions: partitions, replicationFactor: 1, assignments: [], configs: Object.entries(configs).map(([n, value]) => ({ name: n, value })) }],
+    topics: [
+      {
+        name,
+        numPartitions: partitions,
+        replicationFactor: 1,
+        assignments: [],
+        configs: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
+      },
+    ],
     timeoutMs: 30000,
     validateOnly: false,
   });
-  for (const t of res.topics) if (t.errorCode !== 0 && t.errorCode !== 36) throw new Error(`CreateTopics ${t.name}: error ${t.errorCode} ${t.errorMessage ?? ''}`);
+  for (const t of res.topics)
+    if (t.errorCode !== 0 && t.errorCode !== 36) throw new Error(`CreateTopics ${t.name}: error ${t.errorCode} ${t.errorMessage ?? ''}`);
   await waitForTopic(bootstrap, name, partitions);
 }
 
@@ -146,21 +169,38 @@ export async function rawCreateTopic(bootstrap: string, name: string, partitions
 export async function waitForTopic(bootstrap: string, topic: string, partitions: number, timeoutMs = 10000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const md = await rawRequest<{ topics: { name: string; errorCode: number; partitions: { errorCode: number; leaderId: number }[] }[] }>(bootstrap, 3, 1, { topics: [{ name: topic }] });
+    const md = await rawRequest<{ topics: { name: string; errorCode: number; partitions: { errorCode: number; leaderId: number }[] }[] }>(
+      bootstrap,
+      3,
+      1,
+      { topics: [{ name: topic }] },
+    );
     const t = md.topics.find((x) => x.name === topic);
-    if (t !== undefined && t.errorCode === 0 && t.partitions.length === partitions && t.partitions.every((p) => p.errorCode === 0 && p.leaderId >= 0)) return;
+    if (
+      t !== undefined &&
+      t.errorCode === 0 &&
+      t.partitions.length === partitions &&
+      t.partitions.every((p) => p.errorCode === 0 && p.leaderId >= 0)
+    )
+      return;
     if (Date.now() > deadline) throw new Error(`topic ${topic} not ready with ${partitions} partitions`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
 /** Writes records with the project's own encoder (Produce v3, one batch per partition, acks=all). */
-export async function rawProduce(bootstrap: string, topic: string, records: { partition: number; key: string | null; value: string; timestamp: number }[]): Promise<void> {
+export async function rawProduce(
+  bootstrap: string,
+  topic: string,
+  records: { partition: number; key: string | null; value: string; timestamp: number }[],
+): Promise<void> {
   const byPartition = new Map<number, typeof records>();
   for (const r of records) byPartition.set(r.partition, [...(byPartition.get(r.partition) ?? []), r]);
   const partitionData = [...byPartition].map(([index, rs]) => ({
     index,
-    records: buildRecordBatch(rs.map((r) => ({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(r.value), timestamp: BigInt(r.timestamp) }))),
+    records: buildRecordBatch(
+      rs.map((r) => ({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(r.value), timestamp: BigInt(r.timestamp) })),
+    ),
   }));
   const res = await rawRequest<{ responses: { partitionResponses: { index: number; errorCode: number }[] }[] }>(bootstrap, 0, 3, {
     transactionalId: null,
@@ -168,7 +208,8 @@ export async function rawProduce(bootstrap: string, topic: string, records: { pa
     timeoutMs: 10000,
     topicData: [{ name: topic, partitionData }],
   });
-  for (const p of res.responses.flatMap((t) => t.partitionResponses)) if (p.errorCode !== 0) throw new Error(`seed produce to ${topic}-${p.index}: error ${p.errorCode}`);
+  for (const p of res.responses.flatMap((t) => t.partitionResponses))
+    if (p.errorCode !== 0) throw new Error(`seed produce to ${topic}-${p.index}: error ${p.errorCode}`);
 }
 
 /** ListOffsets v1: earliest (-2), latest (-1) or by timestamp. */
@@ -208,7 +249,12 @@ export interface ReadCommittedView {
 
 /** How the broker presents a partition to read_committed consumers (Fetch v4 and ListOffsets v2, isolation level 1). */
 export async function rawReadCommittedView(bootstrap: string, topic: string, partition: number): Promise<ReadCommittedView> {
-  type P = { errorCode: number; highWatermark: bigint; lastStableOffset?: bigint; abortedTransactions?: { producerId?: bigint; firstOffset?: bigint }[] | null };
+  type P = {
+    errorCode: number;
+    highWatermark: bigint;
+    lastStableOffset?: bigint;
+    abortedTransactions?: { producerId?: bigint; firstOffset?: bigint }[] | null;
+  };
   const f = await rawRequest<{ responses: { partitions: P[] }[] }>(bootstrap, 1, 4, {
     replicaId: -1,
     maxWaitMs: 0,
@@ -218,18 +264,23 @@ export async function rawReadCommittedView(bootstrap: string, topic: string, par
     topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
   });
   const p = f.responses[0]?.partitions[0];
-  if (p === undefined || p.errorCode !== 0) throw new Error(`Fetch v4 read_committed ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
+  if (p === undefined || p.errorCode !== 0)
+    throw new Error(`Fetch v4 read_committed ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
   const l = await rawRequest<{ topics: { partitions: { errorCode: number; offset?: bigint }[] }[] }>(bootstrap, 2, 2, {
     replicaId: -1,
     isolationLevel: 1,
     topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp: -1n }] }],
   });
   const o = l.topics[0]?.partitions[0];
-  if (o === undefined || o.errorCode !== 0) throw new Error(`ListOffsets v2 read_committed ${topic}-${partition}: error ${o?.errorCode ?? 'missing'}`);
+  if (o === undefined || o.errorCode !== 0)
+    throw new Error(`ListOffsets v2 read_committed ${topic}-${partition}: error ${o?.errorCode ?? 'missing'}`);
   return {
     highWatermark: Number(p.highWatermark),
     lastStableOffset: Number(p.lastStableOffset ?? -1n),
-    aborted: (p.abortedTransactions ?? []).map((a) => ({ producerId: Number(a.producerId ?? -1n), firstOffset: Number(a.firstOffset ?? -1n) })),
+    aborted: (p.abortedTransactions ?? []).map((a) => ({
+      producerId: Number(a.producerId ?? -1n),
+      firstOffset: Number(a.firstOffset ?? -1n),
+    })),
     latestCommitted: Number(o.offset ?? -1n),
   };
 }
@@ -239,11 +290,14 @@ export async function rawBrokerConfigs(bootstrap: string, names: string[]): Prom
   const md = await rawRequest<{ brokers: { nodeId: number }[] }>(bootstrap, 3, 1, { topics: [] });
   const nodeId = md.brokers[0]?.nodeId;
   if (nodeId === undefined) throw new Error('Metadata listed no broker');
-  const res = await rawRequest<{ results: { errorCode: number; errorMessage: string | null; configs: { name: string; value: string | null }[] }[] }>(bootstrap, 32, 1, {
+  const res = await rawRequest<{
+    results: { errorCode: number; errorMessage: string | null; configs: { name: string; value: string | null }[] }[];
+  }>(bootstrap, 32, 1, {
     resources: [{ resourceType: 4, resourceName: String(nodeId), configurationKeys: names }],
     includeSynonyms: false,
   });
   const r = res.results[0];
-  if (r === undefined || r.errorCode !== 0) throw new Error(`DescribeConfigs of broker ${nodeId}: error ${r?.errorCode} ${r?.errorMessage ?? ''}`);
+  if (r === undefined || r.errorCode !== 0)
+    throw new Error(`DescribeConfigs of broker ${nodeId}: error ${r?.errorCode} ${r?.errorMessage ?? ''}`);
   return Object.fromEntries(names.map((n) => [n, r.configs.find((c) => c.name === n)?.value ?? null]));
 }

@@ -15,7 +15,13 @@ export function makeRecords(tag: string, partitions: number, perPartition: numbe
         partition: p,
         key: i === 1 ? null : `${tag}-key-${n}`,
         value: `${tag}-value-${n}-${'x'.repeat((n * 7) % 40)}`,
-        headers: p % 2 === 0 ? [['trace', `t-${p}`], ['tag', tag]] : [['tag', tag]],
+        headers:
+          p % 2 === 0
+            ? [
+                ['trace', `t-${p}`],
+                ['tag', tag],
+              ]
+            : [['tag', tag]],
         timestamp: base + n,
       });
     }
@@ -27,7 +33,11 @@ export function makeRecords(tag: string, partitions: number, perPartition: numbe
 export function readBackSpec(topic: string, records: TestRecord[], timeoutMs = 20000): ConsumeSpec {
   const counts = new Map<number, number>();
   for (const r of records) counts.set(r.partition, (counts.get(r.partition) ?? 0) + 1);
-  return { topic, timeoutMs, partitions: [...counts].sort((a, b) => a[0] - b[0]).map(([partition, count]) => ({ partition, from: 0, count })) };
+  return {
+    topic,
+    timeoutMs,
+    partitions: [...counts].sort((a, b) => a[0] - b[0]).map(([partition, count]) => ({ partition, from: 0, count })),
+  };
 }
 
 function headerText(h: [string, string][]): string {
@@ -54,7 +64,8 @@ export function checkReadBack(sent: TestRecord[], got: ReadRecord[], caps: Clien
       if (h.offset !== from + i) problems.push(`${at}: offset ${h.offset}, expected ${from + i}`);
       if (h.key !== w.key) problems.push(`${at}: key ${JSON.stringify(h.key)}, expected ${JSON.stringify(w.key)}`);
       if (h.value !== w.value) problems.push(`${at}: value ${JSON.stringify(h.value)}, expected ${JSON.stringify(w.value)}`);
-      if (headerText(h.headers) !== headerText(caps.headers === 'none' ? [] : w.headers)) problems.push(`${at}: headers ${headerText(h.headers)}, expected ${headerText(w.headers)}`);
+      if (headerText(h.headers) !== headerText(caps.headers === 'none' ? [] : w.headers))
+        problems.push(`${at}: headers ${headerText(h.headers)}, expected ${headerText(w.headers)}`);
       if (caps.timestamps ? h.timestamp !== w.timestamp : h.timestamp < producedAfter - 1000 || h.timestamp > now) {
         problems.push(`${at}: timestamp ${h.timestamp}, expected ${caps.timestamps ? w.timestamp : `within [${producedAfter}, now]`}`);
       }
@@ -73,7 +84,10 @@ export function sleep(ms: number): Promise<void> {
 export async function withTimeout<T>(what: string, ms: number, p: Promise<T>): Promise<T> {
   let t: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (t = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (t = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms))),
+    ]);
   } finally {
     clearTimeout(t);
   }

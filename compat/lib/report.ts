@@ -17,7 +17,8 @@ const LABEL: Record<CellResult['outcome'], string> = {
 
 const cell = (r: ResultsFile, scenario: string, client: string) => r.cells.find((c) => c.scenario === scenario && c.client === client);
 const md = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-const brokerName = (r: ResultsFile) => (r.broker.kind === 'gregor' ? `gregor ${r.broker.version}` : `external broker at ${r.broker.bootstrap}`);
+const brokerName = (r: ResultsFile) =>
+  r.broker.kind === 'gregor' ? `gregor ${r.broker.version}` : `external broker at ${r.broker.bootstrap}`;
 
 function matrix(r: ResultsFile, older?: ResultsFile): string[] {
   const lines: string[] = [];
@@ -47,10 +48,14 @@ export function writeReport(runDir: string, r: ResultsFile, older?: ResultsFile)
   L.push('# gregor compatibility report', '');
   L.push(`Run ${r.startedAt} (${(r.durationMs / 1000).toFixed(0)} s) against **${brokerName(r)}** (${r.broker.bootstrap}).`);
   L.push(`Machine: ${machineLine(r)}.`, '');
-  L.push(`**${s.pass} passed, ${s.fail} failed**, ${s['unsupported-client']} not supported by the client, ${s['unsupported-broker']} not implemented by the broker, ${s['needs-gregor']} needing a gregor-managed broker.`, '');
+  L.push(
+    `**${s.pass} passed, ${s.fail} failed**, ${s['unsupported-client']} not supported by the client, ${s['unsupported-broker']} not implemented by the broker, ${s['needs-gregor']} needing a gregor-managed broker.`,
+    '',
+  );
   L.push('## Matrix', '');
   L.push('✓ pass · ✗ fail · — did not run (the reason is listed below the table).');
-  if (older !== undefined) L.push(`Each cell: **this run** (${brokerName(r)}, ${r.startedAt}) · **compared run** (${brokerName(older)}, ${older.startedAt}).`);
+  if (older !== undefined)
+    L.push(`Each cell: **this run** (${brokerName(r)}, ${r.startedAt}) · **compared run** (${brokerName(older)}, ${older.startedAt}).`);
   L.push('', ...matrix(r, older), '');
 
   const failures = r.cells.filter((c) => c.outcome === 'fail');
@@ -70,7 +75,9 @@ export function writeReport(runDir: string, r: ResultsFile, older?: ResultsFile)
     if (diffs.length === 0) L.push('None.');
     for (const c of diffs) {
       const o = cell(older, c.scenario, c.client);
-      L.push(`- ${c.scenario} × ${c.client}: ${o === undefined ? 'absent' : `${LABEL[o.outcome]}${o.reason !== undefined ? ` (${md(o.reason)})` : ''}`} → ${LABEL[c.outcome]}${c.reason !== undefined ? ` (${md(c.reason)})` : ''}`);
+      L.push(
+        `- ${c.scenario} × ${c.client}: ${o === undefined ? 'absent' : `${LABEL[o.outcome]}${o.reason !== undefined ? ` (${md(o.reason)})` : ''}`} → ${LABEL[c.outcome]}${c.reason !== undefined ? ` (${md(c.reason)})` : ''}`,
+      );
     }
     L.push('');
   }
@@ -86,16 +93,30 @@ export function writeReport(runDir: string, r: ResultsFile, older?: ResultsFile)
   }
 
   L.push('## Clients', '', '| column | what it is | versions |', '|---|---|---|');
-  for (const c of r.clients) L.push(`| ${md(c.title)} (\`${c.id}\`) | ${md(c.description)} | ${md(Object.entries(c.versions).map(([k, v]) => `${k} ${v}`).join(', '))} |`);
+  for (const c of r.clients)
+    L.push(
+      `| ${md(c.title)} (\`${c.id}\`) | ${md(c.description)} | ${md(
+        Object.entries(c.versions)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', '),
+      )} |`,
+    );
   L.push('');
   L.push('## Broker under test', '');
-  L.push(`${brokerName(r)} at ${r.broker.bootstrap}. Advertised APIs: ${r.broker.apiVersions.map((a) => `${a.name} ${a.minVersion}-${a.maxVersion}`).join(', ')}.`);
-  if (r.broker.legacy !== undefined) L.push('', `Legacy broker (broker.version.emulate=${r.broker.legacy.emulate}) at ${r.broker.legacy.bootstrap}: ${r.broker.legacy.apiVersions.map((a) => `${a.name} ${a.minVersion}-${a.maxVersion}`).join(', ')}.`);
+  L.push(
+    `${brokerName(r)} at ${r.broker.bootstrap}. Advertised APIs: ${r.broker.apiVersions.map((a) => `${a.name} ${a.minVersion}-${a.maxVersion}`).join(', ')}.`,
+  );
+  if (r.broker.legacy !== undefined)
+    L.push(
+      '',
+      `Legacy broker (broker.version.emulate=${r.broker.legacy.emulate}) at ${r.broker.legacy.bootstrap}: ${r.broker.legacy.apiVersions.map((a) => `${a.name} ${a.minVersion}-${a.maxVersion}`).join(', ')}.`,
+    );
   L.push('');
 
   L.push('## Benchmarks', '');
   const benches = loadBenches(runDir);
-  if (benches.length === 0) L.push('No benchmark results in this run (`npm run compat -- --bench` writes them to `bench/*.json`; format in compat/README.md).');
+  if (benches.length === 0)
+    L.push('No benchmark results in this run (`npm run compat -- --bench` writes them to `bench/*.json`; format in compat/README.md).');
   for (const b of benches) {
     if (b.bench === undefined) {
       L.push(`- \`bench/${b.file}\` was not shown: ${b.problems.join('; ')}`);
@@ -117,7 +138,8 @@ export function writeReport(runDir: string, r: ResultsFile, older?: ResultsFile)
       L.push('');
     }
     for (const n of bench.notes ?? []) L.push(`> ${n}`);
-    if (bench.machine !== undefined) L.push('', `Measured on Node ${bench.machine.node}, ${bench.machine.cpu.model} × ${bench.machine.cpu.cores}.`);
+    if (bench.machine !== undefined)
+      L.push('', `Measured on Node ${bench.machine.node}, ${bench.machine.cpu.model} × ${bench.machine.cpu.cores}.`);
     L.push('');
   }
   const text = L.join('\n');

@@ -39,7 +39,12 @@ export interface ResultsFile {
 
 export function machineInfo(): MachineInfo {
   const c = cpus();
-  return { node: process.version, os: { type: osType(), platform: platform(), release: release(), arch: arch() }, cpu: { model: c[0]?.model.trim() ?? 'unknown', cores: c.length }, memoryBytes: totalmem() };
+  return {
+    node: process.version,
+    os: { type: osType(), platform: platform(), release: release(), arch: arch() },
+    cpu: { model: c[0]?.model.trim() ?? 'unknown', cores: c.length },
+    memoryBytes: totalmem(),
+  };
 }
 
 export function summarize(cells: CellResult[]): ResultsFile['summary'] {
@@ -50,7 +55,12 @@ export function summarize(cells: CellResult[]): ResultsFile['summary'] {
 
 export async function clientInfo(clients: Client[]): Promise<ResultsFile['clients']> {
   return Promise.all(
-    clients.map(async (c) => ({ id: c.id, title: c.title, description: c.description, versions: (await c.unavailable()) === null ? await c.versions().catch((e: Error) => ({ error: e.message })) : { unavailable: 'yes' } })),
+    clients.map(async (c) => ({
+      id: c.id,
+      title: c.title,
+      description: c.description,
+      versions: (await c.unavailable()) === null ? await c.versions().catch((e: Error) => ({ error: e.message })) : { unavailable: 'yes' },
+    })),
   );
 }
 

@@ -18,7 +18,13 @@ export interface MatrixOptions {
   progress?: (line: string) => void;
 }
 
-const MARK: Record<CellResult['outcome'], string> = { pass: '✓', fail: '✗', 'unsupported-client': '—', 'unsupported-broker': '—', 'needs-gregor': '—' };
+const MARK: Record<CellResult['outcome'], string> = {
+  pass: '✓',
+  fail: '✗',
+  'unsupported-client': '—',
+  'unsupported-broker': '—',
+  'needs-gregor': '—',
+};
 
 function apiName(target: BrokerTarget, key: number): string {
   return target.apis.find((a) => a.apiKey === key)?.name ?? `API key ${key}`;
@@ -26,11 +32,18 @@ function apiName(target: BrokerTarget, key: number): string {
 
 export async function runCell(opts: MatrixOptions, scenario: Scenario, client: Client, runTag: string): Promise<CellResult> {
   const started = Date.now();
-  const cell = (outcome: CellResult['outcome'], fields: { reason?: string; details?: string }): CellResult => ({ scenario: scenario.id, client: client.id, outcome, ...fields, durationMs: Date.now() - started });
+  const cell = (outcome: CellResult['outcome'], fields: { reason?: string; details?: string }): CellResult => ({
+    scenario: scenario.id,
+    client: client.id,
+    outcome,
+    ...fields,
+    durationMs: Date.now() - started,
+  });
   const unavailable = await client.unavailable();
   if (unavailable !== null) return cell('fail', { reason: `client unavailable: ${unavailable}` });
   const missingOp = scenario.ops.find((op) => client.ops[op] === undefined);
-  if (missingOp !== undefined) return cell('unsupported-client', { reason: client.unsupported[missingOp] ?? `${client.title} has no ${missingOp} operation` });
+  if (missingOp !== undefined)
+    return cell('unsupported-client', { reason: client.unsupported[missingOp] ?? `${client.title} has no ${missingOp} operation` });
   const missingApis = (scenario.brokerApis ?? []).filter((k) => !opts.main.apis.some((a) => a.apiKey === k));
   if (missingApis.length > 0) {
     const names = missingApis.map((k) => `${API_KEYS.get(k)?.name ?? apiName(opts.main, k)} (${k})`);
@@ -63,7 +76,9 @@ export async function runMatrix(opts: MatrixOptions): Promise<CellResult[]> {
       const r = await runCell(opts, scenario, client, runTag);
       out.push(r);
       const why = r.outcome === 'pass' ? '' : `  ${r.reason ?? ''}`;
-      progress(`[${String(out.length).padStart(String(total).length)}/${total}] ${MARK[r.outcome]} ${scenario.id} × ${client.id} (${(r.durationMs / 1000).toFixed(1)} s)${why}`);
+      progress(
+        `[${String(out.length).padStart(String(total).length)}/${total}] ${MARK[r.outcome]} ${scenario.id} × ${client.id} (${(r.durationMs / 1000).toFixed(1)} s)${why}`,
+      );
     }
   }
   return out;

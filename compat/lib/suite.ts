@@ -72,10 +72,24 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteRun> {
         legacy = { bootstrap: old.bootstrap, dataDir: old.dataDir, apis: await probeApiVersions(old.bootstrap) };
       }
     }
-    log(`broker under test: ${gregor !== undefined ? `gregor (pid ${gregor.pid})` : 'external'} at ${main.bootstrap}${legacy !== undefined ? `; emulate=0.10.0 gregor at ${legacy.bootstrap}` : ''}`);
-    const cells = await runMatrix({ main, ...(legacy !== undefined ? { legacy } : {}), scenarios: opts.scenarios, clients: opts.clients, progress: log });
+    log(
+      `broker under test: ${gregor !== undefined ? `gregor (pid ${gregor.pid})` : 'external'} at ${main.bootstrap}${legacy !== undefined ? `; emulate=0.10.0 gregor at ${legacy.bootstrap}` : ''}`,
+    );
+    const cells = await runMatrix({
+      main,
+      ...(legacy !== undefined ? { legacy } : {}),
+      scenarios: opts.scenarios,
+      clients: opts.clients,
+      progress: log,
+    });
     if (opts.bench === true) {
-      await runBenchmarks({ outDir: join(opts.outDir, 'bench'), bootstrap: main.bootstrap, ...(gregor !== undefined ? { brokerPid: gregor.pid } : {}), startGregor, log });
+      await runBenchmarks({
+        outDir: join(opts.outDir, 'bench'),
+        bootstrap: main.bootstrap,
+        ...(gregor !== undefined ? { brokerPid: gregor.pid } : {}),
+        startGregor,
+        log,
+      });
     }
     const finishedAt = new Date();
     const v = gregorVersion();

@@ -53,7 +53,9 @@ export function renderChart(spec: ChartSpec): string {
   const { max, step } = niceScale(Math.max(0, ...ys));
   const yPos = (y: number) => m.top + ph - (y / max) * ph;
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
   out.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${escapeXml(spec.title)}</text>`);
   for (let v = 0; v <= max + 1e-9; v += step) {
@@ -73,7 +75,9 @@ export function renderChart(spec: ChartSpec): string {
         const p = s.points.find((q) => String(q.x) === cat);
         if (p === undefined || !Number.isFinite(p.y)) return;
         const y = yPos(p.y);
-        out.push(`<rect x="${(x0 + si * bw).toFixed(1)}" y="${y.toFixed(1)}" width="${(bw * 0.95).toFixed(1)}" height="${(m.top + ph - y).toFixed(1)}" fill="${PALETTE[si % PALETTE.length]}"><title>${escapeXml(`${s.name} ${cat}: ${p.y}`)}</title></rect>`);
+        out.push(
+          `<rect x="${(x0 + si * bw).toFixed(1)}" y="${y.toFixed(1)}" width="${(bw * 0.95).toFixed(1)}" height="${(m.top + ph - y).toFixed(1)}" fill="${PALETTE[si % PALETTE.length]}"><title>${escapeXml(`${s.name} ${cat}: ${p.y}`)}</title></rect>`,
+        );
       });
       out.push(`<text x="${(x0 + band * 0.4).toFixed(1)}" y="${m.top + ph + 16}" text-anchor="middle">${escapeXml(cat)}</text>`);
     });
@@ -82,7 +86,8 @@ export function renderChart(spec: ChartSpec): string {
     const xmin = Math.min(...xs);
     const xmax = Math.max(...xs);
     const xPos = (x: number) => m.left + (xmax === xmin ? pw / 2 : ((x - xmin) / (xmax - xmin)) * pw);
-    for (const x of [...new Set(xs)].sort((a, b) => a - b)) out.push(`<text x="${xPos(x).toFixed(1)}" y="${m.top + ph + 16}" text-anchor="middle">${formatNumber(x)}</text>`);
+    for (const x of [...new Set(xs)].sort((a, b) => a - b))
+      out.push(`<text x="${xPos(x).toFixed(1)}" y="${m.top + ph + 16}" text-anchor="middle">${formatNumber(x)}</text>`);
     spec.series.forEach((s, si) => {
       const pts = s.points.map((p) => `${xPos(Number(p.x)).toFixed(1)},${yPos(p.y).toFixed(1)}`);
       const color = PALETTE[si % PALETTE.length];
@@ -90,8 +95,12 @@ export function renderChart(spec: ChartSpec): string {
       for (const pt of pts) out.push(`<circle cx="${pt.split(',')[0]}" cy="${pt.split(',')[1]}" r="3" fill="${color}"/>`);
     });
   }
-  if (spec.xLabel !== undefined) out.push(`<text x="${m.left + pw / 2}" y="${m.top + ph + 36}" text-anchor="middle">${escapeXml(spec.xLabel)}</text>`);
-  if (spec.yLabel !== undefined) out.push(`<text x="16" y="${m.top + ph / 2}" text-anchor="middle" transform="rotate(-90 16 ${m.top + ph / 2})">${escapeXml(spec.yLabel)}</text>`);
+  if (spec.xLabel !== undefined)
+    out.push(`<text x="${m.left + pw / 2}" y="${m.top + ph + 36}" text-anchor="middle">${escapeXml(spec.xLabel)}</text>`);
+  if (spec.yLabel !== undefined)
+    out.push(
+      `<text x="16" y="${m.top + ph / 2}" text-anchor="middle" transform="rotate(-90 16 ${m.top + ph / 2})">${escapeXml(spec.yLabel)}</text>`,
+    );
   // legend, left to right under the axis label
   let lx = m.left;
   spec.series.forEach((s, si) => {

@@ -10,7 +10,10 @@ const topics: Scenario = {
   async run(ctx, client) {
     const topic = ctx.topic('adm');
     await client.ops.createTopic!(ctx.main.bootstrap, topic, 3);
-    await eventually(`created topic ${topic} does not show 3 partitions`, async () => (await partitionCount(ctx.main.bootstrap, topic)) === 3);
+    await eventually(
+      `created topic ${topic} does not show 3 partitions`,
+      async () => (await partitionCount(ctx.main.bootstrap, topic)) === 3,
+    );
     await client.ops.deleteTopic!(ctx.main.bootstrap, topic);
     await eventually(`deleted topic ${topic} still exists`, async () => (await partitionCount(ctx.main.bootstrap, topic)) === -1);
     return 'created with 3 partitions, then deleted';
@@ -34,13 +37,15 @@ const partitions: Scenario = {
 const configs: Scenario = {
   id: 'admin-configs',
   title: 'admin: describe/alter configs',
-  description: 'describes retention.ms and cleanup.policy of a new topic (Kafka defaults), sets retention.ms=3600000 (AlterConfigs), describes it again',
+  description:
+    'describes retention.ms and cleanup.policy of a new topic (Kafka defaults), sets retention.ms=3600000 (AlterConfigs), describes it again',
   ops: ['describeConfigs', 'alterConfigs'],
   async run(ctx, client) {
     const topic = ctx.topic('cfg');
     await rawCreateTopic(ctx.main.bootstrap, topic, 1);
     const before = await client.ops.describeConfigs!(ctx.main.bootstrap, topic, ['retention.ms', 'cleanup.policy']);
-    if (before['retention.ms'] !== '604800000' || before['cleanup.policy'] !== 'delete') throw new Error(`described ${JSON.stringify(before)}, expected retention.ms=604800000 cleanup.policy=delete`);
+    if (before['retention.ms'] !== '604800000' || before['cleanup.policy'] !== 'delete')
+      throw new Error(`described ${JSON.stringify(before)}, expected retention.ms=604800000 cleanup.policy=delete`);
     await client.ops.alterConfigs!(ctx.main.bootstrap, topic, { 'retention.ms': '3600000' });
     const after = await client.ops.describeConfigs!(ctx.main.bootstrap, topic, ['retention.ms']);
     if (after['retention.ms'] !== '3600000') throw new Error(`after AlterConfigs retention.ms=${after['retention.ms']}, expected 3600000`);
@@ -56,7 +61,11 @@ const deleteRecords: Scenario = {
   async run(ctx, client) {
     const topic = ctx.topic('delrec');
     await rawCreateTopic(ctx.main.bootstrap, topic, 1);
-    await rawProduce(ctx.main.bootstrap, topic, Array.from({ length: 10 }, (_, i) => ({ partition: 0, key: null, value: `v${i}`, timestamp: Date.now() })));
+    await rawProduce(
+      ctx.main.bootstrap,
+      topic,
+      Array.from({ length: 10 }, (_, i) => ({ partition: 0, key: null, value: `v${i}`, timestamp: Date.now() })),
+    );
     const low = await client.ops.deleteRecords!(ctx.main.bootstrap, topic, 0, 4);
     const listed = await rawListOffset(ctx.main.bootstrap, topic, 0, -2);
     if (low !== 4 || listed !== 4) throw new Error(`low watermark returned ${low}, listed ${listed}; expected 4`);

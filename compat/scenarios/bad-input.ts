@@ -32,7 +32,8 @@ const BAD_INPUTS: [string, () => Buffer][] = [
 export const badInput: Scenario = {
   id: 'bad-input',
   title: 'bad input on other connections',
-  description: 'garbage frame, 2 GiB size prefix, unknown API key, truncated Produce: each connection is closed by the broker while this client produces and reads back 12 records; the broker answers ApiVersions afterwards',
+  description:
+    'garbage frame, 2 GiB size prefix, unknown API key, truncated Produce: each connection is closed by the broker while this client produces and reads back 12 records; the broker answers ApiVersions afterwards',
   ops: ['produce', 'consume'],
   async run(ctx, client) {
     const attack = async (): Promise<string[]> => {

@@ -62,7 +62,12 @@ export async function storedEntries(target: BrokerTarget, topic: string, partiti
   let buf: Buffer;
   if (target.dataDir !== undefined) {
     const dir = join(target.dataDir, `${topic}-${partition}`);
-    buf = Buffer.concat(readdirSync(dir).filter((f) => f.endsWith('.log')).sort().map((f) => readFileSync(join(dir, f))));
+    buf = Buffer.concat(
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.log'))
+        .sort()
+        .map((f) => readFileSync(join(dir, f))),
+    );
   } else {
     buf = await rawFetchBytes(target.bootstrap, topic, partition);
   }
@@ -71,13 +76,23 @@ export async function storedEntries(target: BrokerTarget, topic: string, partiti
     for (const e of logEntries(buf)) {
       if (e.kind === 'batch') {
         const b = e.batch;
-        const entry: StoredEntry = { magic: 2, compression: b.compression, count: b.recordCount, offset: Number(b.baseOffset), producerId: Number(b.producerId), producerEpoch: b.producerEpoch, baseSequence: b.baseSequence, transactional: b.isTransactional };
+        const entry: StoredEntry = {
+          magic: 2,
+          compression: b.compression,
+          count: b.recordCount,
+          offset: Number(b.baseOffset),
+          producerId: Number(b.producerId),
+          producerEpoch: b.producerEpoch,
+          baseSequence: b.baseSequence,
+          transactional: b.isTransactional,
+        };
         if (b.isControl) {
           const type = readControlRecordKey(b.records({ maxOutput: 1 << 20 })[0]?.key ?? null).type;
           entry.control = type === ControlRecordType.ABORT ? 'ABORT' : type === ControlRecordType.COMMIT ? 'COMMIT' : String(type);
         }
         out.push(entry);
-      } else if (e.kind === 'message') out.push({ magic: e.message.magic, compression: e.message.compression, count: 1, offset: Number(e.message.offset) });
+      } else if (e.kind === 'message')
+        out.push({ magic: e.message.magic, compression: e.message.compression, count: 1, offset: Number(e.message.offset) });
       else break;
     }
   } catch {
@@ -88,7 +103,10 @@ export async function storedEntries(target: BrokerTarget, topic: string, partiti
 
 /** Partition count of `topic` via Metadata v4 without auto-creation; -1 when it does not exist. */
 export async function partitionCount(bootstrap: string, topic: string): Promise<number> {
-  const md = await rawRequest<{ topics: { name: string; errorCode: number; partitions: unknown[] }[] }>(bootstrap, 3, 4, { topics: [{ name: topic }], allowAutoTopicCreation: false });
+  const md = await rawRequest<{ topics: { name: string; errorCode: number; partitions: unknown[] }[] }>(bootstrap, 3, 4, {
+    topics: [{ name: topic }],
+    allowAutoTopicCreation: false,
+  });
   const t = md.topics.find((x) => x.name === topic);
   return t === undefined || t.errorCode !== 0 ? -1 : t.partitions.length;
 }
@@ -102,4 +120,17 @@ export async function eventually(what: string, cond: () => Promise<boolean>, tim
 }
 
 export const CODEC_ID: Record<string, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
-export const API = { Produce: 0, FindCoordinator: 10, JoinGroup: 11, Heartbeat: 12, LeaveGroup: 13, SyncGroup: 14, OffsetCommit: 8, OffsetFetch: 9, InitProducerId: 22, AddPartitionsToTxn: 24, EndTxn: 26, ConsumerGroupHeartbeat: 68 } as const;
+export const API = {
+  Produce: 0,
+  FindCoordinator: 10,
+  JoinGroup: 11,
+  Heartbeat: 12,
+  LeaveGroup: 13,
+  SyncGroup: 14,
+  OffsetCommit: 8,
+  OffsetFetch: 9,
+  InitProducerId: 22,
+  AddPartitionsToTxn: 24,
+  EndTxn: 26,
+  ConsumerGroupHeartbeat: 68,
+} as const;

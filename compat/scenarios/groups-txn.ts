@@ -18,18 +18,33 @@ const groups: Scenario = {
   async run(ctx, client) {
     const topic = ctx.topic('grp');
     await rawCreateTopic(ctx.main.bootstrap, topic, 2);
-    await rawProduce(ctx.main.bootstrap, topic, [0, 1].flatMap((partition) => Array.from({ length: 10 }, (_, i) => ({ partition, key: `k${i}`, value: `p${partition}-v${i}`, timestamp: Date.now() }))));
-    const obs = await client.ops.group!(ctx.main.bootstrap, { topic, groupId: `${topic}-group`, partitions: 2, perPartition: 10, commitAt: 5, timeoutMs: 30000 });
+    await rawProduce(
+      ctx.main.bootstrap,
+      topic,
+      [0, 1].flatMap((partition) =>
+        Array.from({ length: 10 }, (_, i) => ({ partition, key: `k${i}`, value: `p${partition}-v${i}`, timestamp: Date.now() })),
+      ),
+    );
+    const obs = await client.ops.group!(ctx.main.bootstrap, {
+      topic,
+      groupId: `${topic}-group`,
+      partitions: 2,
+      perPartition: 10,
+      commitAt: 5,
+      timeoutMs: 30000,
+    });
     const problems: string[] = [];
     if (obs.firstAssignment.join() !== '0,1') problems.push(`lone member was assigned [${obs.firstAssignment.join()}], expected [0,1]`);
     const [a = [], b = []] = obs.rebalanced;
-    if (a.length === 0 || b.length === 0 || [...a, ...b].sort().join() !== '0,1') problems.push(`after the second member joined: [${a.join()}] and [${b.join()}], expected a split of [0,1]`);
+    if (a.length === 0 || b.length === 0 || [...a, ...b].sort().join() !== '0,1')
+      problems.push(`after the second member joined: [${a.join()}] and [${b.join()}], expected a split of [0,1]`);
     // A partition read to its end before the commit has nothing to resume; the others must resume exactly there.
     for (const p of [0, 1]) {
       const at = obs.committed[p];
       if (at === undefined) problems.push(`nothing committed for partition ${p}`);
       else if (at < 10 && obs.resumed[p] !== at) problems.push(`partition ${p} resumed at ${obs.resumed[p]}, committed ${at}`);
-      else if (at >= 10 && obs.resumed[p] !== undefined) problems.push(`partition ${p} was read to its end and committed there, yet resumed at ${obs.resumed[p]}`);
+      else if (at >= 10 && obs.resumed[p] !== undefined)
+        problems.push(`partition ${p} was read to its end and committed there, yet resumed at ${obs.resumed[p]}`);
     }
     if (Object.values(obs.committed).every((o) => o === 0)) problems.push('every committed offset is 0');
     if (problems.length > 0) throw new Error(problems.join('; '));
@@ -56,7 +71,8 @@ function layout(stored: StoredEntry[]): string[] {
   for (const e of stored) {
     const kind = e.control ?? (e.transactional === true ? 'txn data' : 'data');
     const prev = out[out.length - 1];
-    if (e.control === undefined && prev !== undefined && prev.kind === kind && prev.pid === e.producerId && prev.last + 1 === e.offset) prev.last = e.offset + e.count - 1;
+    if (e.control === undefined && prev !== undefined && prev.kind === kind && prev.pid === e.producerId && prev.last + 1 === e.offset)
+      prev.last = e.offset + e.count - 1;
     else out.push({ kind, first: e.offset, last: e.offset + e.count - 1, pid: e.producerId ?? -1 });
   }
   return out.map((x) => `${x.kind} ${x.first === x.last ? x.first : `${x.first}-${x.last}`} pid ${x.pid}`);
@@ -71,7 +87,8 @@ const idempotence: Scenario = {
   brokerApis: [API.InitProducerId],
   smoke: true,
   async run(ctx, client) {
-    if (!client.caps.idempotence) throw new NotSupportedError(client.unsupported.idempotence ?? `${client.title} has no idempotent producer`);
+    if (!client.caps.idempotence)
+      throw new NotSupportedError(client.unsupported.idempotence ?? `${client.title} has no idempotent producer`);
     const topic = ctx.topic('idem');
     await rawCreateTopic(ctx.main.bootstrap, topic, 2);
     const records = makeRecords(topic, 2, 6);
@@ -87,12 +104,14 @@ const idempotence: Scenario = {
     for (const p of [0, 1]) {
       const stored = await storedEntries(ctx.main, topic, p);
       const ids = [...new Set(stored.map((e) => e.producerId ?? -1))];
-      if (ids.some((id) => id < 0)) problems.push(`partition ${p}: batches without a producer id (not an idempotent produce): ${layout(stored).join(', ')}`);
+      if (ids.some((id) => id < 0))
+        problems.push(`partition ${p}: batches without a producer id (not an idempotent produce): ${layout(stored).join(', ')}`);
       else if (ids.length !== 1) problems.push(`partition ${p}: ${ids.length} producer ids ${ids.join(', ')}, expected one`);
       pids.push(...ids);
       let next = 0;
       for (const e of stored) {
-        if (e.baseSequence !== next) problems.push(`partition ${p}: batch at offset ${e.offset} has base sequence ${e.baseSequence}, expected ${next}`);
+        if (e.baseSequence !== next)
+          problems.push(`partition ${p}: batch at offset ${e.offset} has base sequence ${e.baseSequence}, expected ${next}`);
         next = (e.baseSequence ?? next) + e.count;
       }
       const total = stored.reduce((n, e) => n + e.count, 0);
@@ -115,13 +134,22 @@ const transactions: Scenario = {
     const topic = ctx.topic('txn');
     await rawCreateTopic(ctx.main.bootstrap, topic, 1);
     const base = Date.now() - 60_000;
-    const rec = (kind: string, i: number): TestRecord => ({ partition: 0, key: i === 1 ? null : `${kind}-k${i}`, value: `${kind}-v${i}`, headers: [['phase', kind]], timestamp: base + (kind === 'committed' ? 10 : 0) + i });
+    const rec = (kind: string, i: number): TestRecord => ({
+      partition: 0,
+      key: i === 1 ? null : `${kind}-k${i}`,
+      value: `${kind}-v${i}`,
+      headers: [['phase', kind]],
+      timestamp: base + (kind === 'committed' ? 10 : 0) + i,
+    });
     const aborted = [0, 1, 2].map((i) => rec('aborted', i));
     const committed = [0, 1, 2].map((i) => rec('committed', i));
     const started = Date.now();
     const got = await client.ops.transactions!(ctx.main.bootstrap, { topic, transactionalId: `${topic}-txn`, aborted, committed });
     const leaked = got.filter((r) => aborted.some((a) => a.value === r.value) || r.offset === 3 || r.offset === 7);
-    if (leaked.length > 0) throw new Error(`read_committed returned aborted records or markers: ${leaked.map((r) => `${r.offset}=${JSON.stringify(r.value)}`).join(', ')}`);
+    if (leaked.length > 0)
+      throw new Error(
+        `read_committed returned aborted records or markers: ${leaked.map((r) => `${r.offset}=${JSON.stringify(r.value)}`).join(', ')}`,
+      );
     const dup = duplicates(got);
     if (dup.length > 0) throw new Error(`duplicates: ${dup.slice(0, 4).join('; ')}`);
     // Kafka's layout: aborted data 0-2, ABORT marker 3, committed data 4-6, COMMIT marker 7; the client must have read past 0-3.
@@ -130,11 +158,13 @@ const transactions: Scenario = {
     const pid = stored[0]?.producerId ?? -1;
     const want = [`txn data 0-2 pid ${pid}`, `ABORT 3 pid ${pid}`, `txn data 4-6 pid ${pid}`, `COMMIT 7 pid ${pid}`];
     const have = layout(stored);
-    if (pid < 0 || have.join() !== want.join()) throw new Error(`log layout [${have.join(', ')}], expected [${want.join(', ')}] (pid >= 0)`);
+    if (pid < 0 || have.join() !== want.join())
+      throw new Error(`log layout [${have.join(', ')}], expected [${want.join(', ')}] (pid >= 0)`);
     const view = await rawReadCommittedView(ctx.main.bootstrap, topic, 0);
     const seen = { hw: view.highWatermark, lso: view.lastStableOffset, listOffsets: view.latestCommitted, aborted: view.aborted };
     const expected = { hw: 8, lso: 8, listOffsets: 8, aborted: [{ producerId: pid, firstOffset: 0 }] };
-    if (JSON.stringify(seen) !== JSON.stringify(expected)) throw new Error(`read_committed view ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
+    if (JSON.stringify(seen) !== JSON.stringify(expected))
+      throw new Error(`read_committed view ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
     return `aborted 0-2 and the ABORT marker at 3 skipped, committed read at offsets 4-6 (${detail.replace(/^3 records on 1 partition\(s\): /, '')}); log [${have.join(', ')}]; LSO = HW = 8, aborted list [pid ${pid} from 0]`;
   },
 };

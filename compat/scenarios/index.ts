@@ -7,4 +7,12 @@ import { consumerGroupScenario, eosScenarios } from './groups-txn.js';
 import { legacyFormat } from './legacy.js';
 import { produceConsumeScenarios } from './produce-consume.js';
 
-export const SCENARIOS: Scenario[] = [...produceConsumeScenarios, legacyFormat, ...adminScenarios, consumerGroupScenario, ...groupFeatureScenarios, ...eosScenarios, badInput];
+export const SCENARIOS: Scenario[] = [
+  ...produceConsumeScenarios,
+  legacyFormat,
+  ...adminScenarios,
+  consumerGroupScenario,
+  ...groupFeatureScenarios,
+  ...eosScenarios,
+  badInput,
+];

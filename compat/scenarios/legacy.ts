@@ -22,16 +22,29 @@ export const legacyFormat: Scenario = {
     if (ctx.legacy !== undefined) targets.push([ctx.legacy, 1, 'emulate=0.10.0 broker']);
     if (!pinned && ctx.legacy === undefined) throw new NeedsGregorError('needs a gregor-managed broker with broker.version.emulate=0.10.0');
     const details: string[] = [];
-    for (const [target, magic, label] of targets) details.push(await produceLegacy(ctx.topic('v1'), target, magic, target === ctx.main, client, label));
+    for (const [target, magic, label] of targets)
+      details.push(await produceLegacy(ctx.topic('v1'), target, magic, target === ctx.main, client, label));
     return details.join('; ');
   },
 };
 
-async function produceLegacy(topic: string, target: BrokerTarget, magic: number, create: boolean, client: Client, label: string): Promise<string> {
+async function produceLegacy(
+  topic: string,
+  target: BrokerTarget,
+  magic: number,
+  create: boolean,
+  client: Client,
+  label: string,
+): Promise<string> {
   // 0.10.0 had no CreateTopics: there the topic is auto-created (num.partitions=2) by a Metadata v1 request.
   if (create) await rawCreateTopic(target.bootstrap, topic, 2);
   await eventually(`topic ${topic} was not auto-created with 2 partitions`, async () => {
-    const md = await rawRequest<{ topics: { name: string; errorCode: number; partitions: { leaderId: number }[] }[] }>(target.bootstrap, 3, 1, { topics: [{ name: topic }] });
+    const md = await rawRequest<{ topics: { name: string; errorCode: number; partitions: { leaderId: number }[] }[] }>(
+      target.bootstrap,
+      3,
+      1,
+      { topics: [{ name: topic }] },
+    );
     const t = md.topics.find((x) => x.name === topic);
     return t !== undefined && t.errorCode === 0 && t.partitions.length >= 2 && t.partitions.every((p) => p.leaderId >= 0);
   });
@@ -40,7 +53,8 @@ async function produceLegacy(topic: string, target: BrokerTarget, magic: number,
   await client.ops.produce!(target.bootstrap, { topic, records, codec: 'gzip', acks: 1 });
   const stored = [...(await storedEntries(target, topic, 0)), ...(await storedEntries(target, topic, 1))];
   const magics = [...new Set(stored.map((e) => e.magic))];
-  if (magics.length !== 1 || magics[0] !== magic) throw new Error(`${label}: stored entries have magic ${magics.join(',') || '(none)'}, expected ${magic}`);
+  if (magics.length !== 1 || magics[0] !== magic)
+    throw new Error(`${label}: stored entries have magic ${magics.join(',') || '(none)'}, expected ${magic}`);
   const got = await client.ops.consume!(target.bootstrap, readBackSpec(topic, records));
   const detail = checkReadBack(records, got, { ...client.caps, headers: 'none' }, started);
   return `${label}: ${stored.length} magic-${magic} gzip entr${stored.length === 1 ? 'y' : 'ies'} stored, ${detail}`;

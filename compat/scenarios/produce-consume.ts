@@ -27,7 +27,15 @@ const metadata: Scenario = {
 };
 
 /** Produces `records` with the client, reads them back with the same client, and checks them. */
-export async function roundTrip(ctx: ScenarioContext, client: Client, topic: string, partitions: number, codec: Codec, acks: Acks, perPartition = 6): Promise<string> {
+export async function roundTrip(
+  ctx: ScenarioContext,
+  client: Client,
+  topic: string,
+  partitions: number,
+  codec: Codec,
+  acks: Acks,
+  perPartition = 6,
+): Promise<string> {
   await rawCreateTopic(ctx.main.bootstrap, topic, partitions);
   const records = makeRecords(topic, partitions, perPartition);
   const started = Date.now();
@@ -39,7 +47,8 @@ export async function roundTrip(ctx: ScenarioContext, client: Client, topic: str
 const produceConsume: Scenario = {
   id: 'produce-consume',
   title: 'produce + consume by assignment',
-  description: '18 records on 3 partitions (keys incl. a null key, headers, CreateTime timestamps), acks=all, no compression; read back by partition assignment and compared field by field',
+  description:
+    '18 records on 3 partitions (keys incl. a null key, headers, CreateTime timestamps), acks=all, no compression; read back by partition assignment and compared field by field',
   ops: ['produce', 'consume'],
   smoke: true,
   run: (ctx, client) => roundTrip(ctx, client, ctx.topic('pc'), 3, 'none', -1),
@@ -52,12 +61,14 @@ function codecScenario(codec: Exclude<Codec, 'none'>): Scenario {
     description: `16 records on 2 partitions produced with ${codec} (acks=1), read back and compared; the stored batches must carry the ${codec} codec`,
     ops: ['produce', 'consume'],
     async run(ctx, client) {
-      if (!client.caps.codecs.includes(codec)) throw new NotSupportedError(client.unsupported[codec] ?? `${client.title} cannot produce ${codec}`);
+      if (!client.caps.codecs.includes(codec))
+        throw new NotSupportedError(client.unsupported[codec] ?? `${client.title} cannot produce ${codec}`);
       const topic = ctx.topic(codec);
       const detail = await roundTrip(ctx, client, topic, 2, codec, 1, 8);
       const stored = await storedEntries(ctx.main, topic, 0);
       const codecs = [...new Set(stored.map((e) => e.compression))];
-      if (codecs.length !== 1 || codecs[0] !== CODEC_ID[codec]) throw new Error(`stored entries carry codec id(s) ${codecs.join(',')}, expected ${CODEC_ID[codec]} (${codec})`);
+      if (codecs.length !== 1 || codecs[0] !== CODEC_ID[codec])
+        throw new Error(`stored entries carry codec id(s) ${codecs.join(',')}, expected ${CODEC_ID[codec]} (${codec})`);
       return `${detail}; stored as ${stored.length} ${codec} batch(es)`;
     },
   };
@@ -77,13 +88,18 @@ function acksScenario(acks: Acks): Scenario {
 const offsetsByTime: Scenario = {
   id: 'offsets-by-time',
   title: 'ListOffsets by timestamp',
-  description: '10 records with timestamps T, T+1s, … T+9s (written by the suite); the client asks for the offset at T+2.5s (expects 3) and at T-10s (expects 0)',
+  description:
+    '10 records with timestamps T, T+1s, … T+9s (written by the suite); the client asks for the offset at T+2.5s (expects 3) and at T-10s (expects 0)',
   ops: ['offsetForTime'],
   async run(ctx, client) {
     const topic = ctx.topic('ts');
     await rawCreateTopic(ctx.main.bootstrap, topic, 1);
     const base = Date.now() - 3_600_000;
-    await rawProduce(ctx.main.bootstrap, topic, Array.from({ length: 10 }, (_, i) => ({ partition: 0, key: null, value: `v${i}`, timestamp: base + i * 1000 })));
+    await rawProduce(
+      ctx.main.bootstrap,
+      topic,
+      Array.from({ length: 10 }, (_, i) => ({ partition: 0, key: null, value: `v${i}`, timestamp: base + i * 1000 })),
+    );
     const mid = await client.ops.offsetForTime!(ctx.main.bootstrap, topic, 0, base + 2500);
     const early = await client.ops.offsetForTime!(ctx.main.bootstrap, topic, 0, base - 10000);
     if (mid !== 3 || early !== 0) throw new Error(`offset at T+2.5s = ${mid} (expected 3), at T-10s = ${early} (expected 0)`);

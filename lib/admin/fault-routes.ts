@@ -63,7 +63,12 @@ export function faultRoutes(injector: FaultInjector): AdminRoute[] {
       handle: (_req, res, { body }) => {
         const text = body.toString('utf8');
         if (text.trim() === '') {
-          send(res, 400, { error: 'GREGOR_ERR_FAULT_RULE', message: 'GREGOR_ERR_FAULT_RULE: empty body: POST a JSON rule object or an array of rules', field: null, index: null });
+          send(res, 400, {
+            error: 'GREGOR_ERR_FAULT_RULE',
+            message: 'GREGOR_ERR_FAULT_RULE: empty body: POST a JSON rule object or an array of rules',
+            field: null,
+            index: null,
+          });
           return;
         }
         try {

@@ -20,7 +20,8 @@ function nonNegative(name: string, v: string): number {
 }
 
 export function parseRequestLogQuery(params: URLSearchParams): RequestLogFilter {
-  for (const k of params.keys()) if (!KNOWN.has(k)) throw new AdminHttpError(400, `unknown query parameter "${k}" (known: ${[...KNOWN].join(', ')})`);
+  for (const k of params.keys())
+    if (!KNOWN.has(k)) throw new AdminHttpError(400, `unknown query parameter "${k}" (known: ${[...KNOWN].join(', ')})`);
   const f: RequestLogFilter = {};
   const api = params.get('api');
   if (api !== null) f.api = api;
@@ -60,7 +61,8 @@ export function requestLogRoutes(log: RequestLog): AdminRoute[] {
       path: '/v1/requests/record-all',
       handle(_req, res, { body }) {
         const v = jsonBody(body) as { on?: unknown } | undefined;
-        if (typeof v !== 'object' || v === null || typeof v.on !== 'boolean') throw new AdminHttpError(400, 'expected a JSON body {"on": true} or {"on": false}');
+        if (typeof v !== 'object' || v === null || typeof v.on !== 'boolean')
+          throw new AdminHttpError(400, 'expected a JSON body {"on": true} or {"on": false}');
         log.recordAll(v.on);
         sendJson(res, 200, { recording: log.status });
       },

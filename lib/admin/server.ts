@@ -75,7 +75,9 @@ export class AdminServer {
 
   /** Binds; resolves with the bound address (the real port when 0 was asked). */
   async listen(): Promise<{ host: string; port: number }> {
-    this.bound = await bindServer(this.server, this.opts.host, this.opts.port, (err) => this.logger.error({ err: err.message }, 'admin listener error'));
+    this.bound = await bindServer(this.server, this.opts.host, this.opts.port, (err) =>
+      this.logger.error({ err: err.message }, 'admin listener error'),
+    );
     this.logger.info({ host: this.bound.host, port: this.bound.port, allowRemote: this.opts.allowRemote }, 'admin listening');
     return this.bound;
   }
@@ -113,7 +115,11 @@ export class AdminServer {
     if (!adminClientAllowed(remote, this.opts.allowRemote)) {
       this.logger.warn(where, 'admin: refused a non-loopback client (admin.listener.allow.remote=false)');
       req.resume();
-      return sendText(res, 403, 'forbidden: the admin listener serves loopback clients only (set admin.listener.allow.remote=true to allow others)');
+      return sendText(
+        res,
+        403,
+        'forbidden: the admin listener serves loopback clients only (set admin.listener.allow.remote=true to allow others)',
+      );
     }
     let pathMatched = false;
     const allowed = new Set<string>();
@@ -139,7 +145,9 @@ export class AdminServer {
     req.resume();
     if (pathMatched) {
       this.logger.info(where, 'admin: method not allowed');
-      return sendText(res, 405, `method ${method} not allowed on ${url.pathname} (allowed: ${[...allowed].join(', ')})`, { allow: [...allowed].join(', ') });
+      return sendText(res, 405, `method ${method} not allowed on ${url.pathname} (allowed: ${[...allowed].join(', ')})`, {
+        allow: [...allowed].join(', '),
+      });
     }
     this.logger.info(where, 'admin: unknown path');
     sendText(res, 404, `not found: ${url.pathname}`);

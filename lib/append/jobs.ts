@@ -64,7 +64,18 @@ export function runJob(job: JobMessage): { result: ResultMessage; transfer: Arra
     if (job.kind === 'append') {
       const c = convertForAppend(Buffer.from(job.buf), job.config, job.base, job.now);
       const ab = ownArrayBuffer(c.buf);
-      return { result: { id: job.id, ok: true, buf: ab, byteLength: c.buf.length, entries: c.entries, recordCount: c.recordCount, converted: c.converted }, transfer: [ab] };
+      return {
+        result: {
+          id: job.id,
+          ok: true,
+          buf: ab,
+          byteLength: c.buf.length,
+          entries: c.entries,
+          recordCount: c.recordCount,
+          converted: c.converted,
+        },
+        transfer: [ab],
+      };
     }
     const out = downConvert(Buffer.from(job.buf), job.toMagic, job.fetchOffset, job.maxOutput);
     const ab = ownArrayBuffer(out);
@@ -76,5 +87,10 @@ export function runJob(job: JobMessage): { result: ResultMessage; transfer: Arra
 
 /** The ConvertedAppend a result message stands for. */
 export function convertedFrom(r: Extract<ResultMessage, { ok: true }>): ConvertedAppend {
-  return { buf: Buffer.from(r.buf, 0, r.byteLength), entries: r.entries ?? [], recordCount: r.recordCount ?? 0, converted: r.converted ?? false };
+  return {
+    buf: Buffer.from(r.buf, 0, r.byteLength),
+    entries: r.entries ?? [],
+    recordCount: r.recordCount ?? 0,
+    converted: r.converted ?? false,
+  };
 }

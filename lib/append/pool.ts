@@ -104,7 +104,9 @@ export class AppendPool implements ConversionRunner {
       }
     }
     const buf = copyToArrayBuffer(data);
-    return this.submit({ kind: 'down-convert', id: this.nextId++, buf, toMagic, fetchOffset, maxOutput }, [buf]).then((r) => Buffer.from(r.buf, 0, r.byteLength));
+    return this.submit({ kind: 'down-convert', id: this.nextId++, buf, toMagic, fetchOffset, maxOutput }, [buf]).then((r) =>
+      Buffer.from(r.buf, 0, r.byteLength),
+    );
   }
 
   private submit(job: JobMessage, transfer: ArrayBuffer[]): Promise<Extract<ResultMessage, { ok: true }>> {
@@ -172,7 +174,10 @@ export class AppendPool implements ConversionRunner {
         (s) =>
           new Promise<void>((resolve) => {
             const end = (): void => {
-              void s.worker.terminate().then(() => resolve(), () => resolve());
+              void s.worker.terminate().then(
+                () => resolve(),
+                () => resolve(),
+              );
             };
             s.worker.once('exit', () => resolve());
             if (s.busy === null) end();

@@ -48,7 +48,10 @@ export function unescapeBytes(text: string): Buffer {
       out[n++] = parseInt(h, 16);
       i += 2;
     } else {
-      throw new CliError(CliErrorCode.INPUT, `unknown escape '\\${e === undefined ? '' : String.fromCharCode(e)}' (known: \\\\ \\n \\r \\t \\0 \\xHH)`);
+      throw new CliError(
+        CliErrorCode.INPUT,
+        `unknown escape '\\${e === undefined ? '' : String.fromCharCode(e)}' (known: \\\\ \\n \\r \\t \\0 \\xHH)`,
+      );
     }
   }
   return out.subarray(0, n);
@@ -81,7 +84,8 @@ export function decodeText(text: string, enc: Encoding): Buffer {
       return unescapeBytes(text);
     case 'base64': {
       const t = text.trim();
-      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(t) || t.length % 4 === 1) throw new CliError(CliErrorCode.INPUT, `'${t.slice(0, 40)}' is not base64`);
+      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(t) || t.length % 4 === 1)
+        throw new CliError(CliErrorCode.INPUT, `'${t.slice(0, 40)}' is not base64`);
       return Buffer.from(t, 'base64');
     }
     case 'hex': {

@@ -82,7 +82,11 @@ export function compileFormat(format: string, enc: Encoding): (r: FetchedRecord)
         parts.push((r) => Buffer.concat(r.headers.flatMap((h, i) => [text(`${i === 0 ? '' : ','}${h.key}=`), bytesOf(h.value, enc)])));
         break;
       default:
-        throw new UsageError(`unknown format token '%${t ?? ''}' in '${format}' (known: ${FORMAT_TOKENS.split(' ').map((x) => `%${x}`).join(' ')})`);
+        throw new UsageError(
+          `unknown format token '%${t ?? ''}' in '${format}' (known: ${FORMAT_TOKENS.split(' ')
+            .map((x) => `%${x}`)
+            .join(' ')})`,
+        );
     }
   }
   flush();

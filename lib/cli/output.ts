@@ -68,7 +68,8 @@ export function idList(ids: readonly number[]): string {
 export function toJson(value: unknown, pretty = true): string {
   return JSON.stringify(
     value,
-    (_k, v: unknown) => (typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v.toString()) : v),
+    (_k, v: unknown) =>
+      typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v.toString()) : v,
     pretty ? 2 : undefined,
   );
 }

@@ -29,7 +29,8 @@ export function parseOffsetSpec(text: string): StartSpec {
   if (t === 'end' || t === 'latest' || t === 'newest') return { kind: 'end' };
   if (/^\d+$/.test(t)) return { kind: 'offset', offset: BigInt(t) };
   if (/^-\d+$/.test(t)) return { kind: 'relative', count: BigInt(t.slice(1)) };
-  if (t.startsWith('@') || t.startsWith('s@')) return { kind: 'timestamp', timestamp: parseTimestamp(text.trim().slice(t.indexOf('@') + 1)) };
+  if (t.startsWith('@') || t.startsWith('s@'))
+    return { kind: 'timestamp', timestamp: parseTimestamp(text.trim().slice(t.indexOf('@') + 1)) };
   throw new UsageError(`offset '${text}' is not one of start, end, <offset>, -<count>, @<timestamp>`);
 }
 
@@ -43,7 +44,10 @@ export function parseKeyValue(text: string, what = 'key=value'): [string, string
 /** "0,1,4-6" → [0, 1, 4, 5, 6]. */
 export function parsePartitionList(text: string): number[] {
   const out: number[] = [];
-  for (const part of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
     const m = /^(\d+)(?:-(\d+))?$/.exec(part);
     if (m === null) throw new UsageError(`'${text}' is not a partition list (examples: 0, 0,2, 1-3)`);
     const a = Number(m[1]);

@@ -7,7 +7,15 @@ import type { Context, ConnectionFlags } from './context.js';
 import { ENCODINGS } from './encoding.js';
 import { ExitCode, formatError, UsageError } from './errors.js';
 import type { OutputFormat } from './output.js';
-import { collect, COMPRESSION_NAMES, parseAcks, parseDuration, parseNonNegativeInt, parsePartitionList, parsePositiveInt } from './parse.js';
+import {
+  collect,
+  COMPRESSION_NAMES,
+  parseAcks,
+  parseDuration,
+  parseNonNegativeInt,
+  parsePartitionList,
+  parsePositiveInt,
+} from './parse.js';
 
 const DEFAULT_BOOTSTRAP = 'localhost:9092';
 
@@ -37,9 +45,17 @@ type Flags = Record<string, unknown>;
 
 function withConnection(cmd: Command): Command {
   return cmd
-    .option('-b, --bootstrap <servers>', 'bootstrap brokers host:port[,host:port...]', process.env['KAFKA_BOOTSTRAP_SERVERS'] ?? DEFAULT_BOOTSTRAP)
+    .option(
+      '-b, --bootstrap <servers>',
+      'bootstrap brokers host:port[,host:port...]',
+      process.env['KAFKA_BOOTSTRAP_SERVERS'] ?? DEFAULT_BOOTSTRAP,
+    )
     .option('--client-id <id>', 'client id sent to the brokers', 'gregor-cli')
-    .addOption(new Option('--request-timeout <duration>', 'how long to wait for each broker response').default(30000, '30s').argParser(arg((t) => parseDuration(t, '--request-timeout'))));
+    .addOption(
+      new Option('--request-timeout <duration>', 'how long to wait for each broker response')
+        .default(30000, '30s')
+        .argParser(arg((t) => parseDuration(t, '--request-timeout'))),
+    );
 }
 
 function withFormat(cmd: Command, def: OutputFormat = 'text'): Command {
@@ -80,8 +96,16 @@ function action(run: Run, needsConnection: boolean, fn: (ctx: Context, args: unk
 function topicCommands(program: Command, run: Run): void {
   const topic = program.command('topic').description('create, list, describe, delete and change topics');
   withFormat(withConnection(topic.command('create').description('create topics').argument('<topics...>', 'topic names')))
-    .addOption(new Option('-p, --partitions <n>', "partitions (default: the broker's num.partitions)").argParser(arg((t) => parsePositiveInt(t, '--partitions'))))
-    .addOption(new Option('-r, --replication-factor <n>', "replicas of each partition (default: the broker's default.replication.factor)").argParser(arg((t) => parsePositiveInt(t, '--replication-factor'))))
+    .addOption(
+      new Option('-p, --partitions <n>', "partitions (default: the broker's num.partitions)").argParser(
+        arg((t) => parsePositiveInt(t, '--partitions')),
+      ),
+    )
+    .addOption(
+      new Option('-r, --replication-factor <n>', "replicas of each partition (default: the broker's default.replication.factor)").argParser(
+        arg((t) => parsePositiveInt(t, '--replication-factor')),
+      ),
+    )
     .option('-c, --config <key=value>', 'topic config (repeatable)', collect)
     .option('--if-not-exists', 'an existing topic is not an error')
     .option('--dry-run', 'validate only (CreateTopics validate_only)')
@@ -89,52 +113,102 @@ function topicCommands(program: Command, run: Run): void {
   withFormat(withConnection(topic.command('list').alias('ls').description('list topics')))
     .option('-i, --internal', 'include internal topics (__consumer_offsets, ...)')
     .action(action(run, true, async (ctx, _a, f) => (await import('./commands/topic.js')).topicList(ctx, f)));
-  withFormat(withConnection(topic.command('describe').description('partitions (leader, replicas, ISR, offsets) and configs of topics').argument('<topics...>', 'topic names')))
+  withFormat(
+    withConnection(
+      topic
+        .command('describe')
+        .description('partitions (leader, replicas, ISR, offsets) and configs of topics')
+        .argument('<topics...>', 'topic names'),
+    ),
+  )
     .option('-a, --all-configs', 'show every config, not only those that differ from the defaults')
     .action(action(run, true, async (ctx, [names], f) => (await import('./commands/topic.js')).topicDescribe(ctx, names as string[], f)));
   withFormat(withConnection(topic.command('delete').alias('rm').description('delete topics').argument('<topics...>', 'topic names')))
     .option('--if-exists', 'a missing topic is not an error')
     .action(action(run, true, async (ctx, [names], f) => (await import('./commands/topic.js')).topicDelete(ctx, names as string[], f)));
-  withFormat(withConnection(topic.command('alter-config').description('set, delete, append to or subtract from topic configs').argument('<topics...>', 'topic names')))
+  withFormat(
+    withConnection(
+      topic
+        .command('alter-config')
+        .description('set, delete, append to or subtract from topic configs')
+        .argument('<topics...>', 'topic names'),
+    ),
+  )
     .option('-s, --set <key=value>', 'set a config (repeatable)', collect)
     .option('-d, --delete <key>', 'remove a config override (repeatable)', collect)
     .option('--append <key=value>', 'append to a list config (repeatable)', collect)
     .option('--subtract <key=value>', 'remove from a list config (repeatable)', collect)
     .option('--dry-run', 'validate only')
-    .action(action(run, true, async (ctx, [names], f) => (await import('./commands/topic.js')).topicAlterConfig(ctx, names as string[], f)));
+    .action(
+      action(run, true, async (ctx, [names], f) => (await import('./commands/topic.js')).topicAlterConfig(ctx, names as string[], f)),
+    );
   withFormat(withConnection(topic.command('add-partitions').description('add partitions to topics').argument('<topics...>', 'topic names')))
     .addOption(new Option('-n, --num <n>', 'partitions to add').argParser(arg((t) => parsePositiveInt(t, '--num'))).conflicts('total'))
     .addOption(new Option('--total <n>', 'grow to this many partitions').argParser(arg((t) => parsePositiveInt(t, '--total'))))
     .option('--dry-run', 'validate only')
-    .action(action(run, true, async (ctx, [names], f) => (await import('./commands/topic.js')).topicAddPartitions(ctx, names as string[], f)));
+    .action(
+      action(run, true, async (ctx, [names], f) => (await import('./commands/topic.js')).topicAddPartitions(ctx, names as string[], f)),
+    );
 }
 
 function produceCommand(program: Command, run: Run): void {
-  withFormat(withConnection(program.command('produce').description('produce records read from stdin, one per line').argument('<topic>', 'topic')))
+  withFormat(
+    withConnection(program.command('produce').description('produce records read from stdin, one per line').argument('<topic>', 'topic')),
+  )
     .option('-k, --key <key>', 'key of every record')
     .option('-K, --key-separator <sep>', 'each line is key<sep>value (split at the first <sep>)')
     .option('-H, --header <key=value>', 'header on every record (repeatable)', collect)
-    .addOption(new Option('-p, --partition <n>', 'partition of every record (default: by key, round-robin without)').argParser(arg((t) => parseNonNegativeInt(t, '--partition'))))
+    .addOption(
+      new Option('-p, --partition <n>', 'partition of every record (default: by key, round-robin without)').argParser(
+        arg((t) => parseNonNegativeInt(t, '--partition')),
+      ),
+    )
     .addOption(new Option('-z, --compression <codec>', 'batch compression').choices(COMPRESSION_NAMES).default('none'))
     .addOption(new Option('--acks <acks>', 'all (-1), 1 or 0').default(-1, 'all').argParser(arg(parseAcks)))
-    .addOption(new Option('--input <kind>', 'text: lines (with -K); json: one object per line, as `consume --format json` prints them').choices(['text', 'json']).default('text'))
-    .addOption(new Option('-E, --encoding <enc>', 'how keys, values and header values are written in the input (escape, base64, hex are binary-safe)').choices(ENCODINGS).default('utf8'))
+    .addOption(
+      new Option('--input <kind>', 'text: lines (with -K); json: one object per line, as `consume --format json` prints them')
+        .choices(['text', 'json'])
+        .default('text'),
+    )
+    .addOption(
+      new Option(
+        '-E, --encoding <enc>',
+        'how keys, values and header values are written in the input (escape, base64, hex are binary-safe)',
+      )
+        .choices(ENCODINGS)
+        .default('utf8'),
+    )
     .option('-Z, --tombstone', 'an empty value is produced as null (a tombstone)')
-    .addOption(new Option('--batch-bytes <n>', 'send once this many bytes wait').default(1 << 20).argParser(arg((t) => parsePositiveInt(t, '--batch-bytes'))))
+    .addOption(
+      new Option('--batch-bytes <n>', 'send once this many bytes wait')
+        .default(1 << 20)
+        .argParser(arg((t) => parsePositiveInt(t, '--batch-bytes'))),
+    )
     .action(action(run, true, async (ctx, [topic], f) => (await import('./commands/produce.js')).produce(ctx, topic as string, f)));
 }
 
 function consumeCommand(program: Command, run: Run): void {
-  withFormat(withConnection(program.command('consume').description('print records of topics (JSON lines by default)').argument('<topics...>', 'topics')), 'json')
+  withFormat(
+    withConnection(
+      program.command('consume').description('print records of topics (JSON lines by default)').argument('<topics...>', 'topics'),
+    ),
+    'json',
+  )
     .option('-o, --offset <spec>', 'where to start: start, end, <offset>, -<N> (last N), @<timestamp ms or ISO 8601>', 'start')
     .option('-e, --exit-at-end', 'exit once every partition is read to its end')
     .addOption(new Option('-c, --count <n>', 'exit after this many records').argParser(arg((t) => parsePositiveInt(t, '--count'))))
     .option('-g, --group <group>', 'consume as a member of this group (committed offsets first; commits as it reads)')
-    .addOption(new Option('-p, --partitions <list>', 'only these partitions, e.g. 0,2-3 (not with --group)').argParser(arg(parsePartitionList)).conflicts('group'))
+    .addOption(
+      new Option('-p, --partitions <list>', 'only these partitions, e.g. 0,2-3 (not with --group)')
+        .argParser(arg(parsePartitionList))
+        .conflicts('group'),
+    )
     .option('-f, --format-string <fmt>', 'kcat-style format: %t %p %o %k %v %h %T %K %V %%, \\n \\t (implies --format text; default %v\\n)')
     .addOption(new Option('-E, --encoding <enc>', 'how keys, values and header values are printed').choices(ENCODINGS).default('utf8'))
     .option('--read-committed', 'skip records of aborted transactions and stop at the last stable offset')
-    .action(action(run, true, async (ctx, [topics], f) => (await import('./commands/consume.js')).consumeCommand(ctx, topics as string[], f)));
+    .action(
+      action(run, true, async (ctx, [topics], f) => (await import('./commands/consume.js')).consumeCommand(ctx, topics as string[], f)),
+    );
 }
 
 function groupCommands(program: Command, run: Run): void {
@@ -143,19 +217,36 @@ function groupCommands(program: Command, run: Run): void {
     .option('-s, --state <state>', 'only groups in this state, e.g. Empty, Stable (repeatable)', collect)
     .option('-t, --type <type>', 'only groups of this type: classic, consumer (repeatable)', collect)
     .action(action(run, true, async (ctx, _a, f) => (await import('./commands/group.js')).groupList(ctx, f)));
-  withFormat(withConnection(group.command('describe').description('members, committed offsets, log end offsets and lag').argument('<groups...>', 'group ids')))
-    .action(action(run, true, async (ctx, [groups], f) => (await import('./commands/group.js')).groupDescribe(ctx, groups as string[], f)));
-  withFormat(withConnection(group.command('seek').description("move a group's committed offsets (a dry run unless --execute; the group must have no members)").argument('<group>', 'group id')))
+  withFormat(
+    withConnection(
+      group.command('describe').description('members, committed offsets, log end offsets and lag').argument('<groups...>', 'group ids'),
+    ),
+  ).action(action(run, true, async (ctx, [groups], f) => (await import('./commands/group.js')).groupDescribe(ctx, groups as string[], f)));
+  withFormat(
+    withConnection(
+      group
+        .command('seek')
+        .description("move a group's committed offsets (a dry run unless --execute; the group must have no members)")
+        .argument('<group>', 'group id'),
+    ),
+  )
     .requiredOption('--to <target>', 'start, end, <offset>, or @<timestamp ms or ISO 8601>')
     .option('-t, --topic <topic[:partitions]>', 'topics (and partitions) to move (repeatable; default: those the group committed)', collect)
     .option('--execute', 'commit the new offsets (without it: print the plan only)')
     .action(action(run, true, async (ctx, [g], f) => (await import('./commands/group-seek.js')).groupSeek(ctx, g as string, f)));
-  withFormat(withConnection(group.command('delete').alias('rm').description('delete groups (they must have no members)').argument('<groups...>', 'group ids')))
-    .action(action(run, true, async (ctx, [groups], f) => (await import('./commands/group.js')).groupDelete(ctx, groups as string[], f)));
+  withFormat(
+    withConnection(
+      group.command('delete').alias('rm').description('delete groups (they must have no members)').argument('<groups...>', 'group ids'),
+    ),
+  ).action(action(run, true, async (ctx, [groups], f) => (await import('./commands/group.js')).groupDelete(ctx, groups as string[], f)));
 }
 
 function otherCommands(program: Command, run: Run): void {
-  withFormat(withConnection(program.command('offsets').description('earliest, latest or by-time offsets of partitions').argument('<topics...>', 'topics')))
+  withFormat(
+    withConnection(
+      program.command('offsets').description('earliest, latest or by-time offsets of partitions').argument('<topics...>', 'topics'),
+    ),
+  )
     .option('-t, --time <time>', 'earliest, latest, max-timestamp, or a timestamp (ms or ISO 8601)', 'latest')
     .addOption(new Option('-p, --partitions <list>', 'only these partitions').argParser(arg(parsePartitionList)))
     .option('--read-committed', 'latest means the last stable offset')
@@ -165,13 +256,26 @@ function otherCommands(program: Command, run: Run): void {
   withFormat(withConnection(cluster.command('info').description('cluster id, controller and brokers')))
     .option('--api-versions', "also list the APIs and versions each broker offers, and the version we'd use")
     .action(action(run, true, async (ctx, _a, f) => (await import('./commands/cluster.js')).clusterInfo(ctx, f)));
-  withFormat(withConnection(cluster.command('health').description('whether every broker answers and every partition has a leader (exit 0 healthy, 1 not)')))
+  withFormat(
+    withConnection(
+      cluster.command('health').description('whether every broker answers and every partition has a leader (exit 0 healthy, 1 not)'),
+    ),
+  )
     .option('-w, --exit-when-healthy', 'wait until the cluster is healthy (exit 1 if --timeout passes first)')
-    .addOption(new Option('--timeout <duration>', 'how long --exit-when-healthy waits').default(30000, '30s').argParser(arg((t) => parseDuration(t, '--timeout'))))
+    .addOption(
+      new Option('--timeout <duration>', 'how long --exit-when-healthy waits')
+        .default(30000, '30s')
+        .argParser(arg((t) => parseDuration(t, '--timeout'))),
+    )
     .action(action(run, true, async (ctx, _a, f) => (await import('./commands/cluster.js')).clusterHealth(ctx, f)));
 
   const debug = program.command('debug').description('offline tools');
-  withFormat(debug.command('dump-log').description('decode log segment files (.log, .index, .timeindex, .txnindex) like kafka-dump-log').argument('<files...>', 'segment files'))
+  withFormat(
+    debug
+      .command('dump-log')
+      .description('decode log segment files (.log, .index, .timeindex, .txnindex) like kafka-dump-log')
+      .argument('<files...>', 'segment files'),
+  )
     .option('-d, --print-data', 'print every record (offset, timestamp, key, value, headers), not only batches')
     .addOption(new Option('-E, --encoding <enc>', 'how keys and values are printed').choices(ENCODINGS).default('utf8'))
     .action(action(run, false, async (ctx, [files], f) => (await import('./commands/dump-log.js')).dumpLog(ctx, files as string[], f)));

@@ -41,7 +41,9 @@ export class Progress {
   private render(now: number): void {
     const secs = Math.max((now - this.started) / 1000, 0.001);
     const rate = Math.round(this.records / secs);
-    this.stream.write(`\r\x1b[K${this.verb} ${this.records.toLocaleString('en-US')} records, ${human(this.bytes)} (${rate.toLocaleString('en-US')}/s)`);
+    this.stream.write(
+      `\r\x1b[K${this.verb} ${this.records.toLocaleString('en-US')} records, ${human(this.bytes)} (${rate.toLocaleString('en-US')}/s)`,
+    );
     this.shown = true;
   }
 

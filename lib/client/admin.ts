@@ -34,7 +34,10 @@ export interface NewTopic {
 }
 
 /** Sends to the controller; on NOT_CONTROLLER refreshes metadata and asks again (a few times). */
-async function onController<T>(client: KafkaClient, fn: (c: BrokerConnection) => Promise<{ result: T; notController: boolean }>): Promise<T> {
+async function onController<T>(
+  client: KafkaClient,
+  fn: (c: BrokerConnection) => Promise<{ result: T; notController: boolean }>,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const c = await client.controller();
     const { result, notController } = await fn(c);
@@ -44,7 +47,11 @@ async function onController<T>(client: KafkaClient, fn: (c: BrokerConnection) =>
   }
 }
 
-export async function createTopics(client: KafkaClient, topics: readonly NewTopic[], opts: { validateOnly?: boolean; timeoutMs?: number } = {}): Promise<CreatedTopic[]> {
+export async function createTopics(
+  client: KafkaClient,
+  topics: readonly NewTopic[],
+  opts: { validateOnly?: boolean; timeoutMs?: number } = {},
+): Promise<CreatedTopic[]> {
   const usesDefaults = topics.some((t) => t.partitions < 0 || t.replicationFactor < 0);
   return onController(client, async (c) => {
     const res = await c.request<CreateTopicsResponse>(
@@ -74,25 +81,41 @@ export async function createTopics(client: KafkaClient, topics: readonly NewTopi
         broker: c.label,
         topicId: t.topicId ?? ZERO_UUID,
         partitions: t.numPartitions !== undefined && t.numPartitions >= 0 ? t.numPartitions : (want?.partitions ?? -1),
-        replicationFactor: t.replicationFactor !== undefined && t.replicationFactor >= 0 ? t.replicationFactor : (want?.replicationFactor ?? -1),
+        replicationFactor:
+          t.replicationFactor !== undefined && t.replicationFactor >= 0 ? t.replicationFactor : (want?.replicationFactor ?? -1),
       };
     });
     return { result, notController: result.some((r) => r.errorCode === ErrorCode.NOT_CONTROLLER) };
   });
 }
 
-export async function deleteTopics(client: KafkaClient, names: readonly string[], opts: { timeoutMs?: number } = {}): Promise<AdminResult[]> {
+export async function deleteTopics(
+  client: KafkaClient,
+  names: readonly string[],
+  opts: { timeoutMs?: number } = {},
+): Promise<AdminResult[]> {
   return onController(client, async (c) => {
     const res = await c.request<DeleteTopicsResponse>(ApiKey.DeleteTopics, (v): DeleteTopicsRequest =>
-      v >= 6 ? { topics: names.map((name) => ({ name })), timeoutMs: opts.timeoutMs ?? 30000 } : { topicNames: [...names], timeoutMs: opts.timeoutMs ?? 30000 },
+      v >= 6
+        ? { topics: names.map((name) => ({ name })), timeoutMs: opts.timeoutMs ?? 30000 }
+        : { topicNames: [...names], timeoutMs: opts.timeoutMs ?? 30000 },
     );
-    const result = res.body.responses.map((r) => ({ name: r.name ?? '', errorCode: r.errorCode, errorMessage: r.errorMessage ?? null, broker: c.label }));
+    const result = res.body.responses.map((r) => ({
+      name: r.name ?? '',
+      errorCode: r.errorCode,
+      errorMessage: r.errorMessage ?? null,
+      broker: c.label,
+    }));
     return { result, notController: result.some((r) => r.errorCode === ErrorCode.NOT_CONTROLLER) };
   });
 }
 
 /** Grows topics to `count` partitions each. */
-export async function createPartitions(client: KafkaClient, topics: readonly { name: string; count: number }[], opts: { validateOnly?: boolean; timeoutMs?: number } = {}): Promise<AdminResult[]> {
+export async function createPartitions(
+  client: KafkaClient,
+  topics: readonly { name: string; count: number }[],
+  opts: { validateOnly?: boolean; timeoutMs?: number } = {},
+): Promise<AdminResult[]> {
   return onController(client, async (c) => {
     const res = await c.request<CreatePartitionsResponse>(ApiKey.CreatePartitions, () => ({
       topics: topics.map((t) => ({ name: t.name, count: t.count, assignments: null })),
@@ -116,13 +139,17 @@ export interface ClusterDescription {
 export async function describeCluster(client: KafkaClient): Promise<ClusterDescription> {
   const c = await client.any();
   if (c.supports(ApiKey.DescribeCluster)) {
-    const res = await c.request<DescribeClusterResponse>(ApiKey.DescribeCluster, (v) => (v >= 1 ? { includeClusterAuthorizedOperations: false, endpointType: 1 } : { includeClusterAuthorizedOperations: false }));
+    const res = await c.request<DescribeClusterResponse>(ApiKey.DescribeCluster, (v) =>
+      v >= 1 ? { includeClusterAuthorizedOperations: false, endpointType: 1 } : { includeClusterAuthorizedOperations: false },
+    );
     c.check(res.body.errorCode, ApiKey.DescribeCluster, undefined, res.body.errorMessage);
     await client.metadata([]); // keep the broker map for labels
     return {
       clusterId: res.body.clusterId,
       controllerId: res.body.controllerId,
-      brokers: res.body.brokers.map((b) => ({ nodeId: b.brokerId, host: b.host, port: b.port, rack: b.rack })).sort((a, b) => a.nodeId - b.nodeId),
+      brokers: res.body.brokers
+        .map((b) => ({ nodeId: b.brokerId, host: b.host, port: b.port, rack: b.rack }))
+        .sort((a, b) => a.nodeId - b.nodeId),
       source: 'DescribeCluster',
     };
   }

@@ -23,7 +23,12 @@ export interface ClientOptions {
 }
 
 /** Retries `fn` while it throws a retriable error, until `deadline` (Date.now() ms). */
-export async function withRetries<T>(fn: () => Promise<T>, deadline: number, retriable: (e: unknown) => boolean, backoffMs = 100): Promise<T> {
+export async function withRetries<T>(
+  fn: () => Promise<T>,
+  deadline: number,
+  retriable: (e: unknown) => boolean,
+  backoffMs = 100,
+): Promise<T> {
   for (;;) {
     try {
       return await fn();
@@ -120,7 +125,11 @@ export class KafkaClient {
       }
     }
     const broker = this.bootstrapAddresses.map(formatAddress).join(',');
-    throw new ClientError(ClientErrorCode.CONNECT, errors.length === 1 ? (errors[0] as string) : `cannot connect to any bootstrap broker: ${errors.join('; ')}`, { broker: `bootstrap ${broker}` });
+    throw new ClientError(
+      ClientErrorCode.CONNECT,
+      errors.length === 1 ? (errors[0] as string) : `cannot connect to any bootstrap broker: ${errors.join('; ')}`,
+      { broker: `bootstrap ${broker}` },
+    );
   }
 
   /** The connection to broker `nodeId` (from Metadata). */
@@ -130,7 +139,8 @@ export class KafkaClient {
       await this.metadata([]);
       b = this.brokers.get(nodeId);
     }
-    if (b === undefined) throw new ClientError(ClientErrorCode.NOT_FOUND, `broker ${nodeId} is not in the cluster metadata`, { broker: `broker ${nodeId}` });
+    if (b === undefined)
+      throw new ClientError(ClientErrorCode.NOT_FOUND, `broker ${nodeId} is not in the cluster metadata`, { broker: `broker ${nodeId}` });
     return this.connect({ host: b.host, port: b.port }, nodeId);
   }
 
@@ -139,7 +149,11 @@ export class KafkaClient {
     return this.metadataOn(await this.any(), topics, opts);
   }
 
-  private async metadataOn(c: BrokerConnection, topics: readonly string[] | null, opts: { allowAutoTopicCreation?: boolean } = {}): Promise<ClusterMetadata> {
+  private async metadataOn(
+    c: BrokerConnection,
+    topics: readonly string[] | null,
+    opts: { allowAutoTopicCreation?: boolean } = {},
+  ): Promise<ClusterMetadata> {
     const res = await c.request<MetadataResponse>(ApiKey.Metadata, (v) => metadataRequest(v, topics, opts.allowAutoTopicCreation ?? false));
     const md = parseMetadata(res.body);
     this.brokers.clear();
@@ -164,9 +178,14 @@ export class KafkaClient {
     const md = await this.metadata([name]);
     const t = md.topics.find((x) => x.name === name);
     if (t === undefined || t.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) {
-      throw new ClientError(ClientErrorCode.NOT_FOUND, `topic '${name}' does not exist: UNKNOWN_TOPIC_OR_PARTITION (3)`, { kafkaCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, subject: `topic '${name}'`, api: 'Metadata' });
+      throw new ClientError(ClientErrorCode.NOT_FOUND, `topic '${name}' does not exist: UNKNOWN_TOPIC_OR_PARTITION (3)`, {
+        kafkaCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        subject: `topic '${name}'`,
+        api: 'Metadata',
+      });
     }
-    if (t.errorCode !== 0) throw kafkaError(t.errorCode, { api: 'Metadata', broker: this.labelFor((await this.any()).address), subject: `topic '${name}'` });
+    if (t.errorCode !== 0)
+      throw kafkaError(t.errorCode, { api: 'Metadata', broker: this.labelFor((await this.any()).address), subject: `topic '${name}'` });
     return t;
   }
 
@@ -190,10 +209,14 @@ export class KafkaClient {
   partition(t: TopicInfo, partition: number): PartitionInfo {
     const p = t.partitions.find((x) => x.partition === partition);
     if (p === undefined) {
-      throw new ClientError(ClientErrorCode.NOT_FOUND, `partition ${t.name}-${partition} does not exist (the topic has ${t.partitions.length}): UNKNOWN_TOPIC_OR_PARTITION (3)`, {
-        kafkaCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        subject: `${t.name}-${partition}`,
-      });
+      throw new ClientError(
+        ClientErrorCode.NOT_FOUND,
+        `partition ${t.name}-${partition} does not exist (the topic has ${t.partitions.length}): UNKNOWN_TOPIC_OR_PARTITION (3)`,
+        {
+          kafkaCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+          subject: `${t.name}-${partition}`,
+        },
+      );
     }
     return p;
   }
@@ -203,7 +226,11 @@ export class KafkaClient {
     let p = this.partition(await this.topic(topic, refresh), partition);
     if (p.leader < 0 && !refresh) p = this.partition(await this.topic(topic, true), partition);
     if (p.leader < 0) {
-      throw kafkaError(p.errorCode !== 0 ? p.errorCode : ErrorCode.LEADER_NOT_AVAILABLE, { api: 'Metadata', broker: (await this.any()).label, subject: `${topic}-${partition}` });
+      throw kafkaError(p.errorCode !== 0 ? p.errorCode : ErrorCode.LEADER_NOT_AVAILABLE, {
+        api: 'Metadata',
+        broker: (await this.any()).label,
+        subject: `${topic}-${partition}`,
+      });
     }
     return this.node(p.leader);
   }
@@ -229,9 +256,15 @@ export class KafkaClient {
 
   private async findCoordinator(groupId: string): Promise<BrokerConnection> {
     const c = await this.any();
-    const res = await c.request<FindCoordinatorResponse>(ApiKey.FindCoordinator, (v) => (v >= 4 ? { keyType: 0, coordinatorKeys: [groupId] } : { key: groupId, keyType: 0 }));
+    const res = await c.request<FindCoordinatorResponse>(ApiKey.FindCoordinator, (v) =>
+      v >= 4 ? { keyType: 0, coordinatorKeys: [groupId] } : { key: groupId, keyType: 0 },
+    );
     const b = res.version >= 4 ? res.body.coordinators?.[0] : res.body;
-    if (b === undefined) throw new ClientError(ClientErrorCode.PROTOCOL, `FindCoordinator on ${c.label} answered no coordinator for group '${groupId}'`, { broker: c.label, api: 'FindCoordinator' });
+    if (b === undefined)
+      throw new ClientError(ClientErrorCode.PROTOCOL, `FindCoordinator on ${c.label} answered no coordinator for group '${groupId}'`, {
+        broker: c.label,
+        api: 'FindCoordinator',
+      });
     c.check(b.errorCode, ApiKey.FindCoordinator, `group '${groupId}'`, b.errorMessage);
     return this.connect({ host: b.host ?? '', port: b.port ?? 0 }, b.nodeId);
   }
@@ -244,7 +277,11 @@ export class KafkaClient {
 
   close(): void {
     this.closed = true;
-    for (const p of this.conns.values()) p.then((c) => c.close(), () => undefined);
+    for (const p of this.conns.values())
+      p.then(
+        (c) => c.close(),
+        () => undefined,
+      );
     this.conns.clear();
     this.coordinators.clear();
   }

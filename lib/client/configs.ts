@@ -54,7 +54,12 @@ async function connectionFor(client: KafkaClient, resourceType: number, name: st
   return client.any();
 }
 
-export async function describeConfigs(client: KafkaClient, resourceType: number, name: string, keys: string[] | null = null): Promise<ResourceConfigs> {
+export async function describeConfigs(
+  client: KafkaClient,
+  resourceType: number,
+  name: string,
+  keys: string[] | null = null,
+): Promise<ResourceConfigs> {
   const c = await connectionFor(client, resourceType, name);
   const res = await c.request<DescribeConfigsResponse>(ApiKey.DescribeConfigs, (v) => {
     const body: DescribeConfigsRequest = { resources: [{ resourceType, resourceName: name, configurationKeys: keys }] };
@@ -62,7 +67,11 @@ export async function describeConfigs(client: KafkaClient, resourceType: number,
     return body;
   });
   const r = res.body.results[0];
-  if (r === undefined) throw new ClientError(ClientErrorCode.PROTOCOL, `DescribeConfigs on ${c.label} answered nothing for '${name}'`, { broker: c.label, api: 'DescribeConfigs' });
+  if (r === undefined)
+    throw new ClientError(ClientErrorCode.PROTOCOL, `DescribeConfigs on ${c.label} answered nothing for '${name}'`, {
+      broker: c.label,
+      api: 'DescribeConfigs',
+    });
   c.check(r.errorCode, ApiKey.DescribeConfigs, `${resourceType === ResourceType.TOPIC ? 'topic' : 'resource'} '${name}'`, r.errorMessage);
   return {
     resourceType,
@@ -71,7 +80,12 @@ export async function describeConfigs(client: KafkaClient, resourceType: number,
       .map((e) => ({
         name: e.name,
         value: e.value,
-        source: res.version >= 1 ? (CONFIG_SOURCES[e.configSource ?? 0] ?? `SOURCE_${e.configSource}`) : e.isDefault === true ? 'DEFAULT_CONFIG' : 'DYNAMIC_TOPIC_CONFIG',
+        source:
+          res.version >= 1
+            ? (CONFIG_SOURCES[e.configSource ?? 0] ?? `SOURCE_${e.configSource}`)
+            : e.isDefault === true
+              ? 'DEFAULT_CONFIG'
+              : 'DYNAMIC_TOPIC_CONFIG',
         readOnly: e.readOnly,
         sensitive: e.isSensitive,
       }))
@@ -92,12 +106,20 @@ function applyListOp(current: string | null, op: ConfigOp, value: string): strin
  * current dynamic configs are read and the whole set is written back with AlterConfigs (what
  * Kafka's tools did before KIP-339). Returns which API was used.
  */
-export async function alterConfigs(client: KafkaClient, resourceType: number, name: string, changes: readonly ConfigChange[], opts: { validateOnly?: boolean } = {}): Promise<'IncrementalAlterConfigs' | 'AlterConfigs'> {
+export async function alterConfigs(
+  client: KafkaClient,
+  resourceType: number,
+  name: string,
+  changes: readonly ConfigChange[],
+  opts: { validateOnly?: boolean } = {},
+): Promise<'IncrementalAlterConfigs' | 'AlterConfigs'> {
   const c = await connectionFor(client, resourceType, name);
   const subject = `${resourceType === ResourceType.TOPIC ? 'topic' : 'resource'} '${name}'`;
   if (c.supports(ApiKey.IncrementalAlterConfigs)) {
     const res = await c.request<IncrementalAlterConfigsResponse>(ApiKey.IncrementalAlterConfigs, () => ({
-      resources: [{ resourceType, resourceName: name, configs: changes.map((ch) => ({ name: ch.name, configOperation: ch.op, value: ch.value })) }],
+      resources: [
+        { resourceType, resourceName: name, configs: changes.map((ch) => ({ name: ch.name, configOperation: ch.op, value: ch.value })) },
+      ],
       validateOnly: opts.validateOnly ?? false,
     }));
     const r = res.body.responses[0];

@@ -171,10 +171,14 @@ export class BrokerConnection {
     const offered = theirs === undefined ? 'does not offer it' : `offers v${theirs.min}-${theirs.max}`;
     const ours = API_KEYS.get(apiKey);
     const want = `v${Math.max(ours?.minVersion ?? 0, min ?? 0)}-${Math.min(ours?.maxVersion ?? 0, max ?? Number.MAX_SAFE_INTEGER)}`;
-    throw new ClientError(ClientErrorCode.UNSUPPORTED_API, `${this.label} does not support ${apiName(apiKey)} (we speak ${want}, the broker ${offered})`, {
-      broker: this.label,
-      api: apiName(apiKey),
-    });
+    throw new ClientError(
+      ClientErrorCode.UNSUPPORTED_API,
+      `${this.label} does not support ${apiName(apiKey)} (we speak ${want}, the broker ${offered})`,
+      {
+        broker: this.label,
+        api: apiName(apiKey),
+      },
+    );
   }
 
   /**
@@ -184,7 +188,15 @@ export class BrokerConnection {
   async request<T>(apiKey: number, build: (version: number) => unknown, opts: RequestOptions = {}): Promise<Response<T>> {
     const version = this.version(apiKey, opts.minVersion, opts.maxVersion);
     const body = build(version);
-    const res = await this.send(apiKey, version, body, opts.timeoutMs ?? this.opts.requestTimeoutMs, opts.noResponse === true, false, opts.fallback);
+    const res = await this.send(
+      apiKey,
+      version,
+      body,
+      opts.timeoutMs ?? this.opts.requestTimeoutMs,
+      opts.noResponse === true,
+      false,
+      opts.fallback,
+    );
     return { version, body: res as T };
   }
 
@@ -201,9 +213,22 @@ export class BrokerConnection {
     return this.send(apiKey, version, body, timeoutMs, false, true, undefined) as Promise<Buffer>;
   }
 
-  private send(apiKey: number, version: number, body: unknown, timeoutMs: number, noResponse: boolean, raw: boolean, fallback: Pending['fallback']): Promise<unknown> {
+  private send(
+    apiKey: number,
+    version: number,
+    body: unknown,
+    timeoutMs: number,
+    noResponse: boolean,
+    raw: boolean,
+    fallback: Pending['fallback'],
+  ): Promise<unknown> {
     if (this.closed) {
-      return Promise.reject(new ClientError(ClientErrorCode.DISCONNECTED, `connection to ${this.label} is closed`, { broker: this.label, api: apiName(apiKey) }));
+      return Promise.reject(
+        new ClientError(ClientErrorCode.DISCONNECTED, `connection to ${this.label} is closed`, {
+          broker: this.label,
+          api: apiName(apiKey),
+        }),
+      );
     }
     const correlationId = this.nextCorrelation;
     this.nextCorrelation = this.nextCorrelation >= 0x7fffffff ? 1 : this.nextCorrelation + 1;
@@ -211,7 +236,13 @@ export class BrokerConnection {
     try {
       frame = encodeRequest({ apiKey, apiVersion: version, correlationId, clientId: this.opts.clientId }, body, { sizePrefix: true });
     } catch (e) {
-      return Promise.reject(new ClientError(ClientErrorCode.PROTOCOL, `cannot encode ${apiName(apiKey)} v${version} for ${this.label}: ${(e as Error).message}`, { broker: this.label, api: apiName(apiKey), cause: e }));
+      return Promise.reject(
+        new ClientError(
+          ClientErrorCode.PROTOCOL,
+          `cannot encode ${apiName(apiKey)} v${version} for ${this.label}: ${(e as Error).message}`,
+          { broker: this.label, api: apiName(apiKey), cause: e },
+        ),
+      );
     }
     if (noResponse) {
       return new Promise((resolve) => this.socket.write(frame, () => resolve(null)));
@@ -219,7 +250,12 @@ export class BrokerConnection {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(correlationId);
-        reject(new ClientError(ClientErrorCode.TIMEOUT, `${apiName(apiKey)} to ${this.label} got no response within ${timeoutMs} ms`, { broker: this.label, api: apiName(apiKey) }));
+        reject(
+          new ClientError(ClientErrorCode.TIMEOUT, `${apiName(apiKey)} to ${this.label} got no response within ${timeoutMs} ms`, {
+            broker: this.label,
+            api: apiName(apiKey),
+          }),
+        );
         this.close(); // the stream is out of step now: like Kafka's clients, start over
       }, timeoutMs);
       this.pending.set(correlationId, { apiKey, version, fallback, raw, resolve, reject, timer });
@@ -238,7 +274,9 @@ export class BrokerConnection {
         if (this.headFill < 4) return;
         const size = this.head.readInt32BE(0);
         if (size < 4 || size > MAX_FRAME) {
-          this.fail(new ClientError(ClientErrorCode.PROTOCOL, `${this.label} sent a response frame of ${size} bytes`, { broker: this.label }));
+          this.fail(
+            new ClientError(ClientErrorCode.PROTOCOL, `${this.label} sent a response frame of ${size} bytes`, { broker: this.label }),
+          );
           return;
         }
         this.frame = Buffer.allocUnsafe(size);
@@ -278,7 +316,13 @@ export class BrokerConnection {
           // report the codec's error below
         }
       }
-      req.reject(new ClientError(ClientErrorCode.PROTOCOL, `cannot decode ${apiName(req.apiKey)} v${req.version} response from ${this.label}: ${(e as Error).message}`, { broker: this.label, api: apiName(req.apiKey), cause: e }));
+      req.reject(
+        new ClientError(
+          ClientErrorCode.PROTOCOL,
+          `cannot decode ${apiName(req.apiKey)} v${req.version} response from ${this.label}: ${(e as Error).message}`,
+          { broker: this.label, api: apiName(req.apiKey), cause: e },
+        ),
+      );
     }
   }
 
@@ -299,7 +343,13 @@ export class BrokerConnection {
       for (const [id, p] of this.pending) {
         clearTimeout(p.timer);
         this.pending.delete(id);
-        p.reject(new ClientError(ClientErrorCode.DISCONNECTED, `${this.label} closed the connection with ${n} request(s) outstanding (${apiName(p.apiKey)} v${p.version})`, { broker: this.label, api: apiName(p.apiKey) }));
+        p.reject(
+          new ClientError(
+            ClientErrorCode.DISCONNECTED,
+            `${this.label} closed the connection with ${n} request(s) outstanding (${apiName(p.apiKey)} v${p.version})`,
+            { broker: this.label, api: apiName(p.apiKey) },
+          ),
+        );
       }
     }
     if (!wasClosed) for (const fn of this.closeListeners.splice(0)) fn();

@@ -44,17 +44,42 @@ export interface ConsumeSummary {
 }
 
 /** Start offsets for `tps` (explicit offsets are clamped to the log, with a notice). */
-export async function resolveStart(client: KafkaClient, tps: readonly TopicPartition[], spec: StartSpec, isolationLevel: number, notice?: (m: string) => void): Promise<Map<string, bigint>> {
+export async function resolveStart(
+  client: KafkaClient,
+  tps: readonly TopicPartition[],
+  spec: StartSpec,
+  isolationLevel: number,
+  notice?: (m: string) => void,
+): Promise<Map<string, bigint>> {
   const out = new Map<string, bigint>();
   if (tps.length === 0) return out;
   if (spec.kind === 'start' || spec.kind === 'end') {
-    const r = await listOffsets(client, tps.map((tp) => ({ ...tp, timestamp: spec.kind === 'start' ? OffsetTime.EARLIEST : OffsetTime.LATEST })), { isolationLevel });
+    const r = await listOffsets(
+      client,
+      tps.map((tp) => ({ ...tp, timestamp: spec.kind === 'start' ? OffsetTime.EARLIEST : OffsetTime.LATEST })),
+      { isolationLevel },
+    );
     for (const x of r) out.set(tpKey(x.topic, x.partition), x.offset);
     return out;
   }
-  const earliest = await listOffsets(client, tps.map((tp) => ({ ...tp, timestamp: OffsetTime.EARLIEST })), { isolationLevel });
-  const latest = await listOffsets(client, tps.map((tp) => ({ ...tp, timestamp: OffsetTime.LATEST })), { isolationLevel });
-  const byTime = spec.kind === 'timestamp' ? await listOffsets(client, tps.map((tp) => ({ ...tp, timestamp: spec.timestamp })), { isolationLevel }) : null;
+  const earliest = await listOffsets(
+    client,
+    tps.map((tp) => ({ ...tp, timestamp: OffsetTime.EARLIEST })),
+    { isolationLevel },
+  );
+  const latest = await listOffsets(
+    client,
+    tps.map((tp) => ({ ...tp, timestamp: OffsetTime.LATEST })),
+    { isolationLevel },
+  );
+  const byTime =
+    spec.kind === 'timestamp'
+      ? await listOffsets(
+          client,
+          tps.map((tp) => ({ ...tp, timestamp: spec.timestamp })),
+          { isolationLevel },
+        )
+      : null;
   tps.forEach((tp, i) => {
     const lo = earliest[i]?.offset ?? 0n;
     const hi = latest[i]?.offset ?? 0n;
@@ -97,7 +122,11 @@ async function positionsFor(client: KafkaClient, tps: readonly TopicPartition[],
   for (const tp of rest) positions.set(tpKey(tp.topic, tp.partition), { ...tp, offset: start.get(tpKey(tp.topic, tp.partition)) ?? 0n });
   const ends = new Map<string, bigint>();
   if (o.stopAtEnd === true && tps.length > 0) {
-    const latest = await listOffsets(client, tps.map((tp) => ({ ...tp, timestamp: OffsetTime.LATEST })), { isolationLevel: isolation });
+    const latest = await listOffsets(
+      client,
+      tps.map((tp) => ({ ...tp, timestamp: OffsetTime.LATEST })),
+      { isolationLevel: isolation },
+    );
     for (const l of latest) ends.set(tpKey(l.topic, l.partition), l.offset);
   }
   return { positions, ends };
@@ -114,9 +143,16 @@ function allAtEnd(s: State): boolean {
 /**
  * Reads `tps` (assign mode, group null) or the partitions the group gives this member of `topics`.
  */
-export async function consume(client: KafkaClient, target: { partitions: TopicPartition[] } | { group: string; topics: string[] }, o: ConsumeOptions): Promise<ConsumeSummary> {
+export async function consume(
+  client: KafkaClient,
+  target: { partitions: TopicPartition[] } | { group: string; topics: string[] },
+  o: ConsumeOptions,
+): Promise<ConsumeSummary> {
   const isolation = o.isolationLevel ?? 0;
-  const member = 'group' in target ? new GroupMember(client, target.group, target.topics, o.onNotice === undefined ? {} : { onNotice: o.onNotice }) : null;
+  const member =
+    'group' in target
+      ? new GroupMember(client, target.group, target.topics, o.onNotice === undefined ? {} : { onNotice: o.onNotice })
+      : null;
   let state: State = { positions: new Map(), ends: new Map() };
   if (member === null && 'partitions' in target) state = await positionsFor(client, target.partitions, o, null);
   let count = 0;
@@ -170,7 +206,12 @@ export async function consume(client: KafkaClient, target: { partitions: TopicPa
             continue;
           }
           if (f.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) {
-            const reset = await resolveStart(client, [f], { kind: pos.offset < f.logStartOffset || f.logStartOffset < 0n ? 'start' : 'end' }, isolation);
+            const reset = await resolveStart(
+              client,
+              [f],
+              { kind: pos.offset < f.logStartOffset || f.logStartOffset < 0n ? 'start' : 'end' },
+              isolation,
+            );
             const to = reset.get(k) ?? 0n;
             o.onNotice?.(`${f.topic}-${f.partition}: offset ${pos.offset} is out of range; resetting to ${to}`);
             pos.offset = to;

@@ -86,6 +86,9 @@ export function kafkaError(code: number, where: { api: string; broker: string; s
 }
 
 /** Throws kafkaError when `code` is not 0. */
-export function checkKafkaCode(code: number | undefined, where: { api: string; broker: string; subject?: string; message?: string | null }): void {
+export function checkKafkaCode(
+  code: number | undefined,
+  where: { api: string; broker: string; subject?: string; message?: string | null },
+): void {
   if (code !== undefined && code !== 0) throw kafkaError(code, where);
 }

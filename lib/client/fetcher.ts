@@ -69,7 +69,12 @@ function fetchBody(v: number, items: readonly FetchPosition[], ids: ReadonlyMap<
 }
 
 /** Decodes one partition's records from `position` on. */
-export function decodePartition(topic: string, data: FetchResponsePartitionData, position: bigint, opts: { isolationLevel: number; maxDecompressed: number; partitionMaxBytes: number }): Pick<PartitionFetch, 'records' | 'nextOffset' | 'tooSmall'> {
+export function decodePartition(
+  topic: string,
+  data: FetchResponsePartitionData,
+  position: bigint,
+  opts: { isolationLevel: number; maxDecompressed: number; partitionMaxBytes: number },
+): Pick<PartitionFetch, 'records' | 'nextOffset' | 'tooSmall'> {
   const records: FetchedRecord[] = [];
   let next = position;
   let tooSmall = false;
@@ -85,7 +90,17 @@ export function decodePartition(topic: string, data: FetchResponsePartitionData,
     if (e.kind === 'message') {
       for (const r of e.message.records({ maxOutput: opts.maxDecompressed, checkCrcs: true })) {
         if (r.offset < position) continue;
-        records.push({ topic, partition, offset: r.offset, timestamp: r.timestamp, timestampType: e.message.magic === 0 ? -1 : e.message.timestampType, key: r.key, value: r.value, headers: [], leaderEpoch: -1 });
+        records.push({
+          topic,
+          partition,
+          offset: r.offset,
+          timestamp: r.timestamp,
+          timestampType: e.message.magic === 0 ? -1 : e.message.timestampType,
+          key: r.key,
+          value: r.value,
+          headers: [],
+          leaderEpoch: -1,
+        });
         next = r.offset + 1n;
       }
       continue;
@@ -113,14 +128,29 @@ export function decodePartition(topic: string, data: FetchResponsePartitionData,
     b.validate();
     for (const r of b.records({ maxOutput: opts.maxDecompressed })) {
       if (r.offset < position) continue;
-      records.push({ topic, partition, offset: r.offset, timestamp: r.timestamp, timestampType: b.timestampType, key: r.key, value: r.value, headers: r.headers, leaderEpoch: b.partitionLeaderEpoch });
+      records.push({
+        topic,
+        partition,
+        offset: r.offset,
+        timestamp: r.timestamp,
+        timestampType: b.timestampType,
+        key: r.key,
+        value: r.value,
+        headers: r.headers,
+        leaderEpoch: b.partitionLeaderEpoch,
+      });
     }
     next = b.nextOffset;
   }
   return { records, nextOffset: next, tooSmall };
 }
 
-async function fetchFrom(c: BrokerConnection, client: KafkaClient, items: readonly FetchPosition[], o: FetchOptions): Promise<PartitionFetch[]> {
+async function fetchFrom(
+  c: BrokerConnection,
+  client: KafkaClient,
+  items: readonly FetchPosition[],
+  o: FetchOptions,
+): Promise<PartitionFetch[]> {
   const ids = new Map<string, string>();
   for (const t of new Set(items.map((i) => i.topic))) ids.set(t, (await client.topic(t)).topicId);
   const haveIds = [...ids.values()].every((id) => id !== ZERO_UUID);
@@ -137,12 +167,27 @@ async function fetchFrom(c: BrokerConnection, client: KafkaClient, items: readon
     for (const p of t.partitions) {
       const pos = items.find((i) => i.topic === topic && i.partition === p.partitionIndex);
       if (pos === undefined) continue;
-      const base = { topic, partition: p.partitionIndex, errorCode: p.errorCode, broker: c.label, highWatermark: p.highWatermark, lastStableOffset: p.lastStableOffset ?? -1n, logStartOffset: p.logStartOffset ?? -1n };
+      const base = {
+        topic,
+        partition: p.partitionIndex,
+        errorCode: p.errorCode,
+        broker: c.label,
+        highWatermark: p.highWatermark,
+        lastStableOffset: p.lastStableOffset ?? -1n,
+        logStartOffset: p.logStartOffset ?? -1n,
+      };
       if (p.errorCode !== 0) {
         out.push({ ...base, records: [], nextOffset: pos.offset, tooSmall: false });
         continue;
       }
-      out.push({ ...base, ...decodePartition(topic, p, pos.offset, { isolationLevel: o.isolationLevel, maxDecompressed: o.maxDecompressed ?? 256 << 20, partitionMaxBytes: o.partitionMaxBytes }) });
+      out.push({
+        ...base,
+        ...decodePartition(topic, p, pos.offset, {
+          isolationLevel: o.isolationLevel,
+          maxDecompressed: o.maxDecompressed ?? 256 << 20,
+          partitionMaxBytes: o.partitionMaxBytes,
+        }),
+      });
     }
   }
   return out;

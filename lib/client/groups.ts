@@ -14,7 +14,11 @@ import { decodeAssignment } from './consumer-protocol.js';
 import { ClientError, ClientErrorCode } from './errors.js';
 import type { TopicPartition } from './offsets.js';
 
-const COORDINATOR_ERRORS: ReadonlySet<number> = new Set([ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]);
+const COORDINATOR_ERRORS: ReadonlySet<number> = new Set([
+  ErrorCode.NOT_COORDINATOR,
+  ErrorCode.COORDINATOR_NOT_AVAILABLE,
+  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+]);
 
 /** Runs `fn` on the group's coordinator; a moved or loading coordinator is looked up again. */
 export async function onCoordinator<T>(client: KafkaClient, groupId: string, fn: (c: BrokerConnection) => Promise<T>): Promise<T> {
@@ -56,17 +60,26 @@ export async function listGroups(client: KafkaClient, opts: { states?: string[];
       c.check(res.body.errorCode, ApiKey.ListGroups);
       const node = [...client.brokers.values()].find((b) => `${b.host}:${b.port}` === c.endpoint)?.nodeId ?? -1;
       for (const g of res.body.groups) {
-        const item = { groupId: g.groupId, protocolType: g.protocolType, state: g.groupState ?? '', type: g.groupType ?? '', coordinator: node };
+        const item = {
+          groupId: g.groupId,
+          protocolType: g.protocolType,
+          state: g.groupState ?? '',
+          type: g.groupType ?? '',
+          coordinator: node,
+        };
         // filters the broker could not apply (older versions) are applied here
         if (res.version < 4 && opts.states !== undefined && opts.states.length > 0) continue;
         // before v5 every group is classic
-        if (res.version < 5 && opts.types !== undefined && opts.types.length > 0 && !opts.types.some((t) => t.toLowerCase() === 'classic')) continue;
+        if (res.version < 5 && opts.types !== undefined && opts.types.length > 0 && !opts.types.some((t) => t.toLowerCase() === 'classic'))
+          continue;
         out.push(item);
       }
     }),
   );
   const seen = new Set<string>();
-  return out.filter((g) => !seen.has(g.groupId) && seen.add(g.groupId)).sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
+  return out
+    .filter((g) => !seen.has(g.groupId) && seen.add(g.groupId))
+    .sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
 }
 
 export interface GroupMember {
@@ -95,10 +108,18 @@ export async function describeGroup(client: KafkaClient, groupId: string): Promi
   return onCoordinator(client, groupId, async (c) => {
     const res = await c.request<DescribeGroupsResponse>(ApiKey.DescribeGroups, () => ({ groups: [groupId] }));
     const g = res.body.groups[0];
-    if (g === undefined) throw new ClientError(ClientErrorCode.PROTOCOL, `DescribeGroups on ${c.label} answered no group`, { broker: c.label, api: 'DescribeGroups' });
-    const notClassic = g.errorCode === ErrorCode.GROUP_ID_NOT_FOUND || (g.errorCode === 0 && g.groupState === 'Dead' && g.members.length === 0);
+    if (g === undefined)
+      throw new ClientError(ClientErrorCode.PROTOCOL, `DescribeGroups on ${c.label} answered no group`, {
+        broker: c.label,
+        api: 'DescribeGroups',
+      });
+    const notClassic =
+      g.errorCode === ErrorCode.GROUP_ID_NOT_FOUND || (g.errorCode === 0 && g.groupState === 'Dead' && g.members.length === 0);
     if (notClassic && c.supports(ApiKey.ConsumerGroupDescribe)) {
-      const cres = await c.request<ConsumerGroupDescribeResponse>(ApiKey.ConsumerGroupDescribe, () => ({ groupIds: [groupId], includeAuthorizedOperations: false }));
+      const cres = await c.request<ConsumerGroupDescribeResponse>(ApiKey.ConsumerGroupDescribe, () => ({
+        groupIds: [groupId],
+        includeAuthorizedOperations: false,
+      }));
       const cg = cres.body.groups[0];
       if (cg !== undefined && cg.errorCode === 0) {
         return {
@@ -117,9 +138,11 @@ export async function describeGroup(client: KafkaClient, groupId: string): Promi
           })),
         };
       }
-      if (cg !== undefined && cg.errorCode !== ErrorCode.GROUP_ID_NOT_FOUND) c.check(cg.errorCode, ApiKey.ConsumerGroupDescribe, `group '${groupId}'`, cg.errorMessage);
+      if (cg !== undefined && cg.errorCode !== ErrorCode.GROUP_ID_NOT_FOUND)
+        c.check(cg.errorCode, ApiKey.ConsumerGroupDescribe, `group '${groupId}'`, cg.errorMessage);
     }
-    if (g.errorCode === ErrorCode.GROUP_ID_NOT_FOUND) return { groupId, state: 'Dead', type: 'classic', protocolType: '', assignor: '', coordinator: c.label, members: [] };
+    if (g.errorCode === ErrorCode.GROUP_ID_NOT_FOUND)
+      return { groupId, state: 'Dead', type: 'classic', protocolType: '', assignor: '', coordinator: c.label, members: [] };
     c.check(g.errorCode, ApiKey.DescribeGroups, `group '${groupId}'`);
     return {
       groupId,
@@ -146,7 +169,11 @@ export interface CommittedOffset extends TopicPartition {
 }
 
 /** Committed offsets of a group: of `partitions`, or of every partition it committed (null). */
-export async function fetchOffsets(client: KafkaClient, groupId: string, partitions: readonly TopicPartition[] | null): Promise<CommittedOffset[]> {
+export async function fetchOffsets(
+  client: KafkaClient,
+  groupId: string,
+  partitions: readonly TopicPartition[] | null,
+): Promise<CommittedOffset[]> {
   const topics = partitions === null ? null : [...groupBy(partitions)].map(([name, ps]) => ({ name, partitionIndexes: ps }));
   return onCoordinator(client, groupId, async (c) => {
     const res = await c.request<OffsetFetchResponse>(
@@ -155,7 +182,10 @@ export async function fetchOffsets(client: KafkaClient, groupId: string, partiti
       { minVersion: topics === null ? 2 : 1 },
     );
     const subject = `group '${groupId}'`;
-    let ts: { name?: string; partitions?: { partitionIndex?: number; committedOffset?: bigint; metadata?: string | null; errorCode?: number }[] }[];
+    let ts: {
+      name?: string;
+      partitions?: { partitionIndex?: number; committedOffset?: bigint; metadata?: string | null; errorCode?: number }[];
+    }[];
     if (res.version >= 8) {
       const g = res.body.groups?.[0];
       c.check(g?.errorCode, ApiKey.OffsetFetch, subject);
@@ -188,7 +218,12 @@ export interface CommitOptions {
 }
 
 /** Commits offsets; a partition's error is thrown (naming the coordinator and the Kafka code). */
-export async function commitOffsets(client: KafkaClient, groupId: string, offsets: readonly (TopicPartition & { offset: bigint })[], opts: CommitOptions = {}): Promise<void> {
+export async function commitOffsets(
+  client: KafkaClient,
+  groupId: string,
+  offsets: readonly (TopicPartition & { offset: bigint })[],
+  opts: CommitOptions = {},
+): Promise<void> {
   if (offsets.length === 0) return;
   const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
   for (const o of offsets) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), o]);
@@ -196,7 +231,10 @@ export async function commitOffsets(client: KafkaClient, groupId: string, offset
     const res = await c.request<OffsetCommitResponse>(ApiKey.OffsetCommit, (v) => {
       const body: OffsetCommitRequest = {
         groupId,
-        topics: [...byTopic].map(([name, ps]) => ({ name, partitions: ps.map((p) => ({ partitionIndex: p.partition, committedOffset: p.offset, committedMetadata: '' })) })),
+        topics: [...byTopic].map(([name, ps]) => ({
+          name,
+          partitions: ps.map((p) => ({ partitionIndex: p.partition, committedOffset: p.offset, committedMetadata: '' })),
+        })),
       };
       if (v >= 1) {
         body.generationIdOrMemberEpoch = opts.generationId ?? -1;
@@ -204,7 +242,8 @@ export async function commitOffsets(client: KafkaClient, groupId: string, offset
       }
       return body;
     });
-    for (const t of res.body.topics) for (const p of t.partitions) c.check(p.errorCode, ApiKey.OffsetCommit, `group '${groupId}' ${t.name}-${p.partitionIndex}`);
+    for (const t of res.body.topics)
+      for (const p of t.partitions) c.check(p.errorCode, ApiKey.OffsetCommit, `group '${groupId}' ${t.name}-${p.partitionIndex}`);
   });
 }
 

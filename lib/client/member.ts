@@ -22,14 +22,25 @@ export interface MemberOptions {
   onNotice?: (message: string) => void;
 }
 
-const REJOIN: ReadonlySet<number> = new Set([ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH]);
+const REJOIN: ReadonlySet<number> = new Set([
+  ErrorCode.REBALANCE_IN_PROGRESS,
+  ErrorCode.ILLEGAL_GENERATION,
+  ErrorCode.UNKNOWN_MEMBER_ID,
+  ErrorCode.FENCED_MEMBER_EPOCH,
+]);
 
 /** Range assignment (Kafka's RangeAssignor): per topic, consecutive partition ranges to the sorted members. */
-export function rangeAssign(subscriptions: ReadonlyMap<string, string[]>, partitionCounts: ReadonlyMap<string, number>): Map<string, TopicPartition[]> {
+export function rangeAssign(
+  subscriptions: ReadonlyMap<string, string[]>,
+  partitionCounts: ReadonlyMap<string, number>,
+): Map<string, TopicPartition[]> {
   const out = new Map<string, TopicPartition[]>([...subscriptions.keys()].map((m) => [m, []]));
   const topics = [...new Set([...subscriptions.values()].flat())].sort();
   for (const topic of topics) {
-    const members = [...subscriptions].filter(([, ts]) => ts.includes(topic)).map(([m]) => m).sort();
+    const members = [...subscriptions]
+      .filter(([, ts]) => ts.includes(topic))
+      .map(([m]) => m)
+      .sort();
     const n = partitionCounts.get(topic) ?? 0;
     const per = Math.floor(n / members.length);
     const extra = n % members.length;
@@ -43,7 +54,10 @@ export function rangeAssign(subscriptions: ReadonlyMap<string, string[]>, partit
 }
 
 /** Round-robin assignment (Kafka's RoundRobinAssignor) over all partitions sorted by topic, partition. */
-export function roundRobinAssign(subscriptions: ReadonlyMap<string, string[]>, partitionCounts: ReadonlyMap<string, number>): Map<string, TopicPartition[]> {
+export function roundRobinAssign(
+  subscriptions: ReadonlyMap<string, string[]>,
+  partitionCounts: ReadonlyMap<string, number>,
+): Map<string, TopicPartition[]> {
   const out = new Map<string, TopicPartition[]>([...subscriptions.keys()].map((m) => [m, []]));
   const members = [...subscriptions.keys()].sort();
   const topics = [...new Set([...subscriptions.values()].flat())].sort();
@@ -160,7 +174,9 @@ export class GroupMember {
       this.assignment = decodeAssignment(sync.res.assignment).filter((tp) => this.topics.includes(tp.topic));
       this.needsRejoin = false;
       this.startHeartbeat();
-      this.opts.onNotice?.(`joined group '${this.groupId}' (generation ${this.generationId}, ${this.assignment.length} partition(s): ${this.assignment.map((tp) => `${tp.topic}-${tp.partition}`).join(', ') || 'none'})`);
+      this.opts.onNotice?.(
+        `joined group '${this.groupId}' (generation ${this.generationId}, ${this.assignment.length} partition(s): ${this.assignment.map((tp) => `${tp.topic}-${tp.partition}`).join(', ') || 'none'})`,
+      );
       return this.assignment;
     }
   }
@@ -179,7 +195,11 @@ export class GroupMember {
   private async beat(): Promise<void> {
     try {
       const c = await this.client.coordinator(this.groupId);
-      const res = await c.request<HeartbeatResponse>(ApiKey.Heartbeat, () => ({ groupId: this.groupId, generationId: this.generationId, memberId: this.memberId }));
+      const res = await c.request<HeartbeatResponse>(ApiKey.Heartbeat, () => ({
+        groupId: this.groupId,
+        generationId: this.generationId,
+        memberId: this.memberId,
+      }));
       const code = res.body.errorCode;
       if (REJOIN.has(code)) {
         if (code === ErrorCode.UNKNOWN_MEMBER_ID) this.memberId = '';
@@ -222,7 +242,12 @@ export class GroupMember {
     if (this.memberId === '') return;
     try {
       const c = await this.client.coordinator(this.groupId);
-      await c.request<LeaveGroupResponse>(ApiKey.LeaveGroup, (v) => (v >= 3 ? { groupId: this.groupId, members: [{ memberId: this.memberId }] } : { groupId: this.groupId, memberId: this.memberId }), { timeoutMs: 5000 });
+      await c.request<LeaveGroupResponse>(
+        ApiKey.LeaveGroup,
+        (v) =>
+          v >= 3 ? { groupId: this.groupId, members: [{ memberId: this.memberId }] } : { groupId: this.groupId, memberId: this.memberId },
+        { timeoutMs: 5000 },
+      );
     } catch {
       // leaving is best effort
     }

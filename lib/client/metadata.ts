@@ -54,7 +54,9 @@ export function parseMetadata(res: MetadataResponse): ClusterMetadata {
   return {
     clusterId: res.clusterId ?? null,
     controllerId: res.controllerId ?? -1,
-    brokers: res.brokers.map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack ?? null })).sort((a, b) => a.nodeId - b.nodeId),
+    brokers: res.brokers
+      .map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack ?? null }))
+      .sort((a, b) => a.nodeId - b.nodeId),
     topics: res.topics.map((t) => ({
       name: t.name ?? '',
       topicId: t.topicId ?? ZERO_UUID,

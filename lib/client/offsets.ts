@@ -35,7 +35,11 @@ export function tpKey(topic: string, partition: number): string {
 }
 
 /** Groups partitions by their leader's connection. */
-export async function byLeader<T extends TopicPartition>(client: KafkaClient, items: readonly T[], refresh = false): Promise<Map<BrokerConnection, T[]>> {
+export async function byLeader<T extends TopicPartition>(
+  client: KafkaClient,
+  items: readonly T[],
+  refresh = false,
+): Promise<Map<BrokerConnection, T[]>> {
   const out = new Map<BrokerConnection, T[]>();
   const refreshed = new Set<string>();
   for (const it of items) {
@@ -71,7 +75,11 @@ function listOffsetsBody(v: number, items: readonly OffsetQuery[], isolationLeve
     replicaId: -1,
     topics: [...topics].map(([name, qs]) => ({
       name,
-      partitions: qs.map((q) => (v === 0 ? { partitionIndex: q.partition, timestamp: q.timestamp, maxNumOffsets: 1 } : { partitionIndex: q.partition, timestamp: q.timestamp })),
+      partitions: qs.map((q) =>
+        v === 0
+          ? { partitionIndex: q.partition, timestamp: q.timestamp, maxNumOffsets: 1 }
+          : { partitionIndex: q.partition, timestamp: q.timestamp },
+      ),
     })),
   };
   if (v >= 2) body.isolationLevel = isolationLevel;
@@ -80,7 +88,11 @@ function listOffsetsBody(v: number, items: readonly OffsetQuery[], isolationLeve
 }
 
 /** Offsets for each query, in query order. Retries leader moves until the request timeout. */
-export async function listOffsets(client: KafkaClient, queries: readonly OffsetQuery[], opts: { isolationLevel?: number } = {}): Promise<OffsetResult[]> {
+export async function listOffsets(
+  client: KafkaClient,
+  queries: readonly OffsetQuery[],
+  opts: { isolationLevel?: number } = {},
+): Promise<OffsetResult[]> {
   const results = new Map<string, OffsetResult>();
   let todo = [...queries];
   const deadline = Date.now() + client.options.requestTimeoutMs;
@@ -92,7 +104,11 @@ export async function listOffsets(client: KafkaClient, queries: readonly OffsetQ
       [...groups].map(async ([c, items]) => {
         const needsV7 = items.some((q) => q.timestamp === OffsetTime.MAX_TIMESTAMP);
         const minVersion = needsV7 ? 7 : items.some((q) => q.timestamp >= 0n) ? 1 : 0;
-        const res = await c.request<ListOffsetsResponse>(ApiKey.ListOffsets, (v) => listOffsetsBody(v, items, opts.isolationLevel ?? 0, client.options.requestTimeoutMs), { minVersion });
+        const res = await c.request<ListOffsetsResponse>(
+          ApiKey.ListOffsets,
+          (v) => listOffsetsBody(v, items, opts.isolationLevel ?? 0, client.options.requestTimeoutMs),
+          { minVersion },
+        );
         for (const t of res.body.topics) {
           for (const p of t.partitions) {
             const q = items.find((x) => x.topic === t.name && x.partition === p.partitionIndex);

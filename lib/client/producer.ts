@@ -50,7 +50,12 @@ interface Pending {
   bytes: number;
 }
 
-const RETRIABLE_PRODUCE: ReadonlySet<number> = new Set([ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.KAFKA_STORAGE_ERROR]);
+const RETRIABLE_PRODUCE: ReadonlySet<number> = new Set([
+  ErrorCode.NOT_ENOUGH_REPLICAS,
+  ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+  ErrorCode.REQUEST_TIMED_OUT,
+  ErrorCode.KAFKA_STORAGE_ERROR,
+]);
 const MAX_ATTEMPTS = 5;
 
 export class Producer {
@@ -83,7 +88,11 @@ export class Producer {
     const explicit = rec.partition ?? this.opts.partition;
     if (explicit !== undefined) {
       if (explicit < 0 || explicit >= this.partitions) {
-        throw new ClientError(ClientErrorCode.NOT_FOUND, `partition ${this.topic}-${explicit} does not exist (the topic has ${this.partitions}): UNKNOWN_TOPIC_OR_PARTITION (3)`, { kafkaCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION });
+        throw new ClientError(
+          ClientErrorCode.NOT_FOUND,
+          `partition ${this.topic}-${explicit} does not exist (the topic has ${this.partitions}): UNKNOWN_TOPIC_OR_PARTITION (3)`,
+          { kafkaCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION },
+        );
       }
       return explicit;
     }
@@ -98,7 +107,11 @@ export class Producer {
     let q = this.pending.get(p);
     if (q === undefined) this.pending.set(p, (q = { records: [], bytes: 0 }));
     q.records.push(rec);
-    const size = 20 + (rec.key?.length ?? 0) + (rec.value?.length ?? 0) + rec.headers.reduce((n, h) => n + h.key.length + (h.value?.length ?? 0) + 4, 0);
+    const size =
+      20 +
+      (rec.key?.length ?? 0) +
+      (rec.value?.length ?? 0) +
+      rec.headers.reduce((n, h) => n + h.key.length + (h.value?.length ?? 0) + 4, 0);
     q.bytes += size;
     this.pendingBytes += size;
     if (this.pendingBytes >= (this.opts.batchBytes ?? 1 << 20)) {
@@ -142,10 +155,16 @@ export class Producer {
       );
     }
     if (records.some((r) => r.headers.length > 0)) {
-      throw new ClientError(ClientErrorCode.UNSUPPORTED_API, `the broker only speaks Produce v${version} (message format before 0.11): record headers are not supported`, { api: 'Produce' });
+      throw new ClientError(
+        ClientErrorCode.UNSUPPORTED_API,
+        `the broker only speaks Produce v${version} (message format before 0.11): record headers are not supported`,
+        { api: 'Produce' },
+      );
     }
     if (this.opts.compression === CompressionCodec.ZSTD) {
-      throw new ClientError(ClientErrorCode.UNSUPPORTED_API, `the broker only speaks Produce v${version}: zstd needs v7 or later`, { api: 'Produce' });
+      throw new ClientError(ClientErrorCode.UNSUPPORTED_API, `the broker only speaks Produce v${version}: zstd needs v7 or later`, {
+        api: 'Produce',
+      });
     }
     return buildMessageSet(
       records.map((r) => ({ key: r.key, value: r.value, timestamp: r.timestamp ?? now })),
@@ -179,7 +198,8 @@ export class Producer {
       );
       todo = retry;
       if (todo.length > 0) {
-        if (attempt >= MAX_ATTEMPTS) throw lastError ?? new ClientError(ClientErrorCode.GAVE_UP, `gave up producing to ${this.topic} after ${attempt} attempts`);
+        if (attempt >= MAX_ATTEMPTS)
+          throw lastError ?? new ClientError(ClientErrorCode.GAVE_UP, `gave up producing to ${this.topic} after ${attempt} attempts`);
         await new Promise((r) => setTimeout(r, 100 * attempt));
       }
     }
@@ -207,7 +227,12 @@ export class Producer {
             retry.push(entry);
             continue;
           }
-          throw kafkaError(p.errorCode, { api: 'Produce', broker: c.label, subject: `${this.topic}-${p.index}`, message: p.errorMessage ?? null });
+          throw kafkaError(p.errorCode, {
+            api: 'Produce',
+            broker: c.label,
+            subject: `${this.topic}-${p.index}`,
+            message: p.errorMessage ?? null,
+          });
         }
         this.record(p.index, entry[1], p.baseOffset);
       }

@@ -53,7 +53,10 @@ export async function negotiateApiVersions(
     try {
       errorCode = frame.readInt16BE(4);
     } catch {
-      throw new ClientError(ClientErrorCode.PROTOCOL, `ApiVersions response from ${label} is too short`, { broker: label, api: 'ApiVersions' });
+      throw new ClientError(ClientErrorCode.PROTOCOL, `ApiVersions response from ${label} is too short`, {
+        broker: label,
+        api: 'ApiVersions',
+      });
     }
     if (errorCode === ErrorCode.UNSUPPORTED_VERSION && attempt === 0) {
       const theirs = parseApiVersionsV0(frame).apis.get(API_VERSIONS) ?? { min: 0, max: 0 };
@@ -67,7 +70,11 @@ export async function negotiateApiVersions(
     try {
       res = decodeResponseBody(API_VERSIONS, version, frame) as ApiVersionsResponse;
     } catch (e) {
-      throw new ClientError(ClientErrorCode.PROTOCOL, `cannot decode ApiVersions v${version} response from ${label}: ${(e as Error).message}`, { broker: label, api: 'ApiVersions', cause: e });
+      throw new ClientError(
+        ClientErrorCode.PROTOCOL,
+        `cannot decode ApiVersions v${version} response from ${label}: ${(e as Error).message}`,
+        { broker: label, api: 'ApiVersions', cause: e },
+      );
     }
     const apis = new Map<number, ApiRange>();
     for (const k of res.apiKeys) apis.set(k.apiKey, { min: k.minVersion, max: k.maxVersion });

@@ -38,7 +38,9 @@ export const rangeAssignor: PartitionAssignor = {
   assign(members, partitionCounts) {
     const out = new Map<string, Assignment>(members.map((m) => [m.memberId, new Map()]));
     for (const [topicId, n] of [...partitionCounts].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-      const subs = members.filter((m) => m.subscribedTopicIds.has(topicId)).sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
+      const subs = members
+        .filter((m) => m.subscribedTopicIds.has(topicId))
+        .sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
       if (subs.length === 0) continue;
       const per = Math.floor(n / subs.length);
       const extra = n % subs.length;

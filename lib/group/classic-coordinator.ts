@@ -7,7 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { DelayedOperation } from '../replica/purgatory.js';
-import { ClassicGroup, ClassicGroupMember, ClassicGroupState as S, type JoinGroupResult, joinError, type Protocol } from './classic-group.js';
+import {
+  ClassicGroup,
+  ClassicGroupMember,
+  ClassicGroupState as S,
+  type JoinGroupResult,
+  joinError,
+  type Protocol,
+} from './classic-group.js';
 import { ClassicMembership, joinKey, syncKey } from './classic-membership.js';
 
 export { type ClassicContext, type GroupSettings, type SyncGroupParams } from './classic-membership.js';
@@ -81,27 +88,40 @@ export class ClassicCoordinator extends ClassicMembership {
 
   protected doNewMemberJoinGroup(group: ClassicGroup, p: JoinGroupParams, callback: (r: JoinGroupResult) => void): void {
     if (group.is(S.DEAD)) return callback(joinError(p.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
-    if (!group.supportsProtocols(p.protocolType, p.protocols)) return callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    if (!group.supportsProtocols(p.protocolType, p.protocols))
+      return callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
     const newMemberId = `${p.groupInstanceId ?? p.clientId}-${randomUUID()}`;
     if (group.hasStaticMember(p.groupInstanceId)) {
       this.doStaticMemberJoinGroup(group, newMemberId, p, callback);
     } else if (p.requireKnownMemberId) {
       // KIP-394: hand out the id and let the member come back with it.
-      group.pendingMembers.set(newMemberId, this.timer(() => this.removePendingMember(group, newMemberId), p.sessionTimeoutMs));
+      group.pendingMembers.set(
+        newMemberId,
+        this.timer(() => this.removePendingMember(group, newMemberId), p.sessionTimeoutMs),
+      );
       callback(joinError(newMemberId, ErrorCode.MEMBER_ID_REQUIRED));
     } else {
       this.addMemberAndRebalance(group, newMemberId, p, callback);
     }
   }
 
-  protected doStaticMemberJoinGroup(group: ClassicGroup, newMemberId: string, p: JoinGroupParams, callback: (r: JoinGroupResult) => void): void {
+  protected doStaticMemberJoinGroup(
+    group: ClassicGroup,
+    newMemberId: string,
+    p: JoinGroupParams,
+    callback: (r: JoinGroupResult) => void,
+  ): void {
     const instanceId = p.groupInstanceId as string;
     const oldMemberId = group.currentStaticMemberId(instanceId) as string;
     this.log.info({ group: group.groupId, instanceId, oldMemberId, newMemberId }, 'static member rejoins with a new member id');
     const currentLeader = group.leaderId;
     const member = group.replaceStaticMember(instanceId, oldMemberId, newMemberId);
     this.scheduleHeartbeat(group, member);
-    const old = { protocols: member.supportedProtocols, rebalanceTimeoutMs: member.rebalanceTimeoutMs, sessionTimeoutMs: member.sessionTimeoutMs };
+    const old = {
+      protocols: member.supportedProtocols,
+      rebalanceTimeoutMs: member.rebalanceTimeoutMs,
+      sessionTimeoutMs: member.sessionTimeoutMs,
+    };
     group.updateMember(member, p.protocols, p.rebalanceTimeoutMs, p.sessionTimeoutMs, callback);
     switch (group.state) {
       case S.STABLE: {
@@ -116,7 +136,13 @@ export class ClassicCoordinator extends ClassicMembership {
             group.updateMember(member, old.protocols, old.rebalanceTimeoutMs, old.sessionTimeoutMs, null);
             const back = group.replaceStaticMember(instanceId, newMemberId, oldMemberId);
             this.scheduleHeartbeat(group, back);
-            callback({ ...joinError('', error), generationId: group.generationId, protocolType: group.protocolType, protocolName: group.protocolName, leaderId: currentLeader ?? '' });
+            callback({
+              ...joinError('', error),
+              generationId: group.generationId,
+              protocolType: group.protocolType,
+              protocolName: group.protocolName,
+              leaderId: currentLeader ?? '',
+            });
           } else if (p.supportSkippingAssignment) {
             const isLeader = group.isLeader(newMemberId);
             group.maybeInvokeJoinCallback(member, this.joinResult(group, newMemberId, isLeader, group.leaderId ?? '', isLeader));
@@ -137,7 +163,8 @@ export class ClassicCoordinator extends ClassicMembership {
 
   protected doCurrentMemberJoinGroup(group: ClassicGroup, p: JoinGroupParams, callback: (r: JoinGroupResult) => void): void {
     if (group.is(S.DEAD)) return callback(joinError(p.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
-    if (!group.supportsProtocols(p.protocolType, p.protocols)) return callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    if (!group.supportsProtocols(p.protocolType, p.protocols))
+      return callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
     if (group.isPendingMember(p.memberId)) {
       const t = group.pendingMembers.get(p.memberId);
       if (t !== undefined) clearTimeout(t);
@@ -154,17 +181,25 @@ export class ClassicCoordinator extends ClassicMembership {
         return this.updateMemberAndRebalance(group, member, p, reason, callback);
       case S.COMPLETING_REBALANCE:
         // Same metadata: the member probably lost the join response; answer it again.
-        if (member.matches(p.protocols)) return callback(this.joinResult(group, p.memberId, group.isLeader(p.memberId), group.leaderId ?? '', false));
+        if (member.matches(p.protocols))
+          return callback(this.joinResult(group, p.memberId, group.isLeader(p.memberId), group.leaderId ?? '', false));
         return this.updateMemberAndRebalance(group, member, p, reason, callback);
       case S.STABLE:
-        if (group.isLeader(p.memberId) || !member.matches(p.protocols)) return this.updateMemberAndRebalance(group, member, p, reason, callback);
+        if (group.isLeader(p.memberId) || !member.matches(p.protocols))
+          return this.updateMemberAndRebalance(group, member, p, reason, callback);
         return callback(this.joinResult(group, p.memberId, false, group.leaderId ?? '', false));
       default:
         return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
     }
   }
 
-  protected joinResult(group: ClassicGroup, memberId: string, withMembers: boolean, leaderId: string, skipAssignment: boolean): JoinGroupResult {
+  protected joinResult(
+    group: ClassicGroup,
+    memberId: string,
+    withMembers: boolean,
+    leaderId: string,
+    skipAssignment: boolean,
+  ): JoinGroupResult {
     return {
       errorCode: ErrorCode.NONE,
       memberId,
@@ -178,7 +213,16 @@ export class ClassicCoordinator extends ClassicMembership {
   }
 
   protected addMemberAndRebalance(group: ClassicGroup, memberId: string, p: JoinGroupParams, callback: (r: JoinGroupResult) => void): void {
-    const member = new ClassicGroupMember(memberId, p.groupInstanceId, p.clientId, p.clientHost, p.rebalanceTimeoutMs, p.sessionTimeoutMs, p.protocolType, p.protocols);
+    const member = new ClassicGroupMember(
+      memberId,
+      p.groupInstanceId,
+      p.clientId,
+      p.clientHost,
+      p.rebalanceTimeoutMs,
+      p.sessionTimeoutMs,
+      p.protocolType,
+      p.protocols,
+    );
     member.isNew = true;
     // Kafka 4: a new member extends the initial delay of a join phase begun from Empty (any generation).
     if (group.is(S.PREPARING_REBALANCE) && group.previousState === S.EMPTY) group.newMemberAdded = true;
@@ -188,7 +232,13 @@ export class ClassicCoordinator extends ClassicMembership {
     this.maybePrepareRebalance(group, `adding new member ${memberId}${p.reason === null ? '' : ` (${p.reason})`}`);
   }
 
-  protected updateMemberAndRebalance(group: ClassicGroup, member: ClassicGroupMember, p: JoinGroupParams, reason: string, callback: (r: JoinGroupResult) => void): void {
+  protected updateMemberAndRebalance(
+    group: ClassicGroup,
+    member: ClassicGroupMember,
+    p: JoinGroupParams,
+    reason: string,
+    callback: (r: JoinGroupResult) => void,
+  ): void {
     group.updateMember(member, p.protocols, p.rebalanceTimeoutMs, p.sessionTimeoutMs, callback);
     this.maybePrepareRebalance(group, reason);
   }
@@ -253,7 +303,10 @@ export class ClassicCoordinator extends ClassicMembership {
       });
       return;
     }
-    this.log.info({ group: group.groupId, generation: group.generationId, members: group.size, protocol: group.protocolName }, 'stabilized group');
+    this.log.info(
+      { group: group.groupId, generation: group.generationId, members: group.size, protocol: group.protocolName },
+      'stabilized group',
+    );
     for (const m of [...group.members.values()]) {
       group.maybeInvokeJoinCallback(m, this.joinResult(group, m.memberId, group.isLeader(m.memberId), group.leaderId ?? '', false));
       this.scheduleHeartbeat(group, m);
@@ -282,5 +335,4 @@ export class ClassicCoordinator extends ClassicMembership {
     };
     this.ctx.purgatory.tryCompleteElseWatch(op, [syncKey(group.groupId)], group.rebalanceTimeoutMs);
   }
-
 }

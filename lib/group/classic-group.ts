@@ -53,7 +53,16 @@ export interface SyncGroupResult {
 }
 
 export function joinError(memberId: string, errorCode: number): JoinGroupResult {
-  return { errorCode, memberId, generationId: -1, protocolType: null, protocolName: null, leaderId: '', skipAssignment: false, members: [] };
+  return {
+    errorCode,
+    memberId,
+    generationId: -1,
+    protocolType: null,
+    protocolName: null,
+    leaderId: '',
+    skipAssignment: false,
+    members: [],
+  };
 }
 
 export function syncError(errorCode: number): SyncGroupResult {
@@ -198,7 +207,8 @@ export class ClassicGroup {
       this.members.delete(memberId);
       for (const p of member.supportedProtocols) this.supportedProtocols.set(p.name, (this.supportedProtocols.get(p.name) ?? 1) - 1);
       if (member.isAwaitingJoin) this.numMembersAwaitingJoin--;
-      if (member.groupInstanceId !== null && this.staticMembers.get(member.groupInstanceId) === memberId) this.staticMembers.delete(member.groupInstanceId);
+      if (member.groupInstanceId !== null && this.staticMembers.get(member.groupInstanceId) === memberId)
+        this.staticMembers.delete(member.groupInstanceId);
     }
     if (this.isLeader(memberId)) this.leaderId = this.members.keys().next().value ?? null;
     this.pendingMembers.delete(memberId);
@@ -206,7 +216,13 @@ export class ClassicGroup {
     return member;
   }
 
-  updateMember(member: ClassicGroupMember, protocols: Protocol[], rebalanceTimeoutMs: number, sessionTimeoutMs: number, callback: ((r: JoinGroupResult) => void) | null): void {
+  updateMember(
+    member: ClassicGroupMember,
+    protocols: Protocol[],
+    rebalanceTimeoutMs: number,
+    sessionTimeoutMs: number,
+    callback: ((r: JoinGroupResult) => void) | null,
+  ): void {
     for (const p of member.supportedProtocols) this.supportedProtocols.set(p.name, (this.supportedProtocols.get(p.name) ?? 1) - 1);
     for (const p of protocols) this.supportedProtocols.set(p.name, (this.supportedProtocols.get(p.name) ?? 0) + 1);
     member.supportedProtocols = protocols;
@@ -355,7 +371,11 @@ export class ClassicGroup {
   }
 
   currentMemberMetadata(): JoinGroupResult['members'] {
-    return [...this.members.values()].map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, metadata: m.metadata(this.protocolName) }));
+    return [...this.members.values()].map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      metadata: m.metadata(this.protocolName),
+    }));
   }
 
   /** The GroupMetadataValue to persist, with the given assignment (default: the members' current ones). */
@@ -386,9 +406,16 @@ export class ClassicGroup {
     g.protocolType = v.protocolType === '' ? null : v.protocolType;
     g.protocolName = v.protocol;
     for (const m of v.members) {
-      const member = new ClassicGroupMember(m.memberId, m.groupInstanceId ?? null, m.clientId, m.clientHost, m.rebalanceTimeout ?? m.sessionTimeout, m.sessionTimeout, g.protocolType ?? '', [
-        { name: v.protocol ?? '', metadata: m.subscription },
-      ]);
+      const member = new ClassicGroupMember(
+        m.memberId,
+        m.groupInstanceId ?? null,
+        m.clientId,
+        m.clientHost,
+        m.rebalanceTimeout ?? m.sessionTimeout,
+        m.sessionTimeout,
+        g.protocolType ?? '',
+        [{ name: v.protocol ?? '', metadata: m.subscription }],
+      );
       member.assignment = m.assignment;
       g.add(member, null);
     }

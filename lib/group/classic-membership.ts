@@ -71,7 +71,6 @@ export abstract class ClassicMembership {
     if (group.is(S.PREPARING_REBALANCE)) this.ctx.purgatory.checkAndComplete(joinKey(group.groupId));
   }
 
-
   // ---- SyncGroup ----
 
   syncGroup(p: SyncGroupParams): Promise<SyncGroupResult> {
@@ -95,7 +94,10 @@ export abstract class ClassicMembership {
         member.awaitingSync = callback;
         this.removePendingSyncMember(group, p.memberId);
         if (!group.isLeader(p.memberId)) return;
-        this.log.info({ group: group.groupId, generation: group.generationId, members: group.size, leader: p.memberId }, 'assignment received from leader');
+        this.log.info(
+          { group: group.groupId, generation: group.generationId, members: group.size, leader: p.memberId },
+          'assignment received from leader',
+        );
         const assignment = new Map<string, Buffer>();
         for (const a of p.assignments) if (group.has(a.memberId)) assignment.set(a.memberId, a.assignment);
         for (const id of group.members.keys()) if (!assignment.has(id)) assignment.set(id, Buffer.alloc(0));
@@ -117,7 +119,12 @@ export abstract class ClassicMembership {
       case S.STABLE: {
         this.removePendingSyncMember(group, p.memberId);
         const member = group.members.get(p.memberId) as ClassicGroupMember;
-        callback({ errorCode: ErrorCode.NONE, protocolType: group.protocolType, protocolName: group.protocolName, assignment: member.assignment });
+        callback({
+          errorCode: ErrorCode.NONE,
+          protocolType: group.protocolType,
+          protocolName: group.protocolName,
+          assignment: member.assignment,
+        });
         this.scheduleHeartbeat(group, member);
         return;
       }
@@ -146,7 +153,12 @@ export abstract class ClassicMembership {
 
   protected propagateAssignment(group: ClassicGroup, errorCode: number): void {
     for (const m of group.members.values()) {
-      const answered = group.maybeInvokeSyncCallback(m, { errorCode, protocolType: group.protocolType, protocolName: group.protocolName, assignment: errorCode === ErrorCode.NONE ? m.assignment : Buffer.alloc(0) });
+      const answered = group.maybeInvokeSyncCallback(m, {
+        errorCode,
+        protocolType: group.protocolType,
+        protocolName: group.protocolName,
+        assignment: errorCode === ErrorCode.NONE ? m.assignment : Buffer.alloc(0),
+      });
       // A session that ran out while waiting for the leader is counted from now. Only for members that
       // waited: one that never sent SyncGroup (e.g. a stopped static member) keeps its deadline.
       if (answered) this.scheduleHeartbeat(group, m);

@@ -19,7 +19,13 @@ import type { ConsumerCoordinator } from './consumer-coordinator.js';
 import { assignmentsEqual, classicMetadataEqual, type ConsumerGroup, ConsumerGroupMember, MemberState } from './consumer-group.js';
 import { classicAssignment, decodeSubscription, partitionsById } from './migration.js';
 import type { ConsumerProtocolSubscription } from '../../protocol/generated/data/consumer-protocol-subscription.js';
-import { consumerGroupCurrentMemberRecord, consumerGroupMemberRecord, consumerGroupMetadataRecord, consumerGroupTargetMemberRecord, type CoordinatorRecord } from './records.js';
+import {
+  consumerGroupCurrentMemberRecord,
+  consumerGroupMemberRecord,
+  consumerGroupMetadataRecord,
+  consumerGroupTargetMemberRecord,
+  type CoordinatorRecord,
+} from './records.js';
 
 export interface ClassicInConsumerContext {
   readonly consumer: ConsumerCoordinator;
@@ -83,7 +89,13 @@ export class ClassicInConsumerGroup {
     const memberId = isUnknown ? newMemberId() : p.memberId;
     const fail = (code: number) => joinError(p.memberId, code);
     if (group.members.size >= this.ctx.maxSize() && !group.members.has(memberId)) return fail(ErrorCode.GROUP_MAX_SIZE_REACHED);
-    if (!group.supportsClassicProtocols(p.protocolType, p.protocols.map((x) => x.name))) return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    if (
+      !group.supportsClassicProtocols(
+        p.protocolType,
+        p.protocols.map((x) => x.name),
+      )
+    )
+      return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
     // KIP-394: hand out the id and let the member come back with it (no pending state in a consumer group).
     if (isUnknown && p.requireKnownMemberId) return joinError(memberId, ErrorCode.MEMBER_ID_REQUIRED);
 
@@ -123,12 +135,18 @@ export class ClassicInConsumerGroup {
         group.members.set(memberId, member);
       }
       changed = true;
-      this.ctx.logger.info({ group: group.groupId, member: memberId, instance: p.groupInstanceId, replaces: replaced?.memberId }, 'member joins the consumer group using the classic protocol');
+      this.ctx.logger.info(
+        { group: group.groupId, member: memberId, instance: p.groupInstanceId, replaces: replaced?.memberId },
+        'member joins the consumer group using the classic protocol',
+      );
     }
 
     // 1. Member fields; a new subscription bumps the group epoch.
     const topics = [...sub.topics].sort();
-    const classicMeta = { sessionTimeoutMs: p.sessionTimeoutMs, supportedProtocols: p.protocols.map((x) => ({ name: x.name, metadata: x.metadata })) };
+    const classicMeta = {
+      sessionTimeoutMs: p.sessionTimeoutMs,
+      supportedProtocols: p.protocols.map((x) => ({ name: x.name, metadata: x.metadata })),
+    };
     if (topics.join('\0') !== member.subscribedTopicNames.join('\0')) bump = true;
     const rackId = sub.rackId === undefined || sub.rackId === null || sub.rackId === '' ? member.rackId : sub.rackId;
     const rebalanceTimeoutMs = p.rebalanceTimeoutMs === -1 ? member.rebalanceTimeoutMs : p.rebalanceTimeoutMs;
@@ -248,7 +266,10 @@ export class ClassicInConsumerGroup {
         if (m !== undefined && lm.memberId !== '' && m.memberId !== lm.memberId) return ErrorCode.FENCED_INSTANCE_ID;
       }
       if (m === undefined || !m.useClassicProtocol) return ErrorCode.UNKNOWN_MEMBER_ID;
-      this.ctx.logger.info({ group: group.groupId, member: m.memberId, instance: lm.groupInstanceId, reason: lm.reason }, 'classic member left the consumer group through LeaveGroup');
+      this.ctx.logger.info(
+        { group: group.groupId, member: m.memberId, instance: lm.groupInstanceId, reason: lm.reason },
+        'classic member left the consumer group through LeaveGroup',
+      );
       records.push(
         consumerGroupCurrentMemberRecord(group.groupId, m.memberId, null),
         consumerGroupTargetMemberRecord(group.groupId, m.memberId, null),

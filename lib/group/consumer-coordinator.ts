@@ -47,7 +47,8 @@ export interface ConsumerSettings {
  * the heartbeat calls it once it knows it will succeed, which registers the group and gives the records
  * that create it (so a refused join leaves nothing behind, as Kafka's discarded records do).
  */
-export type ConsumerGroupLookup = { group: ConsumerGroup; create?: () => CoordinatorRecord[] } | { errorCode: number; errorMessage: string | null };
+export type ConsumerGroupLookup =
+  { group: ConsumerGroup; create?: () => CoordinatorRecord[] } | { errorCode: number; errorMessage: string | null };
 
 export interface ConsumerContext {
   readonly settings: ConsumerSettings;
@@ -98,7 +99,8 @@ export class ConsumerCoordinator {
       if (req.rebalanceTimeoutMs === -1) return bad('RebalanceTimeoutMs must be provided in first request.');
       if (req.topicPartitions === null || req.topicPartitions.length > 0) return bad('TopicPartitions must be empty when (re-)joining.');
       // An empty list of names or an empty regex is accepted: the member subscribes to nothing (Kafka 4.x).
-      if (req.subscribedTopicNames === null && (req.subscribedTopicRegex ?? null) === null) return bad('SubscribedTopicNames or SubscribedTopicRegex must be set in first request.');
+      if (req.subscribedTopicNames === null && (req.subscribedTopicRegex ?? null) === null)
+        return bad('SubscribedTopicNames or SubscribedTopicRegex must be set in first request.');
     } else if (req.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
       if (req.memberId === '') return bad("MemberId can't be empty.");
       if (req.instanceId === null) return bad("InstanceId can't be null.");
@@ -106,7 +108,10 @@ export class ConsumerCoordinator {
       return bad('MemberEpoch is invalid.');
     }
     if (req.serverAssignor !== null && !ASSIGNORS.has(req.serverAssignor)) {
-      return fail(ErrorCode.UNSUPPORTED_ASSIGNOR, `ServerAssignor ${req.serverAssignor} is not supported. Supported assignors: ${[...ASSIGNORS.keys()].join(', ')}.`);
+      return fail(
+        ErrorCode.UNSUPPORTED_ASSIGNOR,
+        `ServerAssignor ${req.serverAssignor} is not supported. Supported assignors: ${[...ASSIGNORS.keys()].join(', ')}.`,
+      );
     }
     return null;
   }
@@ -128,30 +133,51 @@ export class ConsumerCoordinator {
     let replaced: ConsumerGroupMember | undefined;
     if (joining) {
       if (member === undefined) {
-        if (group.members.size >= this.ctx.settings.maxSize) return fail(ErrorCode.GROUP_MAX_SIZE_REACHED, `The consumer group has reached its maximum capacity of ${this.ctx.settings.maxSize} members.`);
+        if (group.members.size >= this.ctx.settings.maxSize)
+          return fail(
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            `The consumer group has reached its maximum capacity of ${this.ctx.settings.maxSize} members.`,
+          );
         replaced = req.instanceId === null ? undefined : group.staticMember(req.instanceId);
         // A member using the classic protocol is replaced at once (a rolling upgrade of static members).
         if (replaced !== undefined && !replaced.useClassicProtocol && replaced.memberEpoch !== LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
-          return fail(ErrorCode.UNRELEASED_INSTANCE_ID, `Static member ${req.memberId} with instance id ${req.instanceId} cannot join the group because the instance id is owned by ${replaced.memberId} member.`);
+          return fail(
+            ErrorCode.UNRELEASED_INSTANCE_ID,
+            `Static member ${req.memberId} with instance id ${req.instanceId} cannot join the group because the instance id is owned by ${replaced.memberId} member.`,
+          );
         }
       }
     } else {
       if (req.instanceId !== null) {
         const holder = group.staticMember(req.instanceId);
         if (holder === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Instance id ${req.instanceId} is unknown.`);
-        if (holder.memberId !== req.memberId) return fail(ErrorCode.FENCED_INSTANCE_ID, `Static member ${req.memberId} with instance id ${req.instanceId} was fenced by member ${holder.memberId}.`);
+        if (holder.memberId !== req.memberId)
+          return fail(
+            ErrorCode.FENCED_INSTANCE_ID,
+            `Static member ${req.memberId} with instance id ${req.instanceId} was fenced by member ${holder.memberId}.`,
+          );
       }
       if (member === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${req.memberId} is not a member of group ${req.groupId}.`);
       const owned = req.topicPartitions === null ? null : toAssignment(req.topicPartitions);
       if (req.memberEpoch > member.memberEpoch) {
-        return fail(ErrorCode.FENCED_MEMBER_EPOCH, `The consumer group member has a greater member epoch (${req.memberEpoch}) than the one known by the group coordinator (${member.memberEpoch}). The member must abandon all its partitions and rejoin.`);
+        return fail(
+          ErrorCode.FENCED_MEMBER_EPOCH,
+          `The consumer group member has a greater member epoch (${req.memberEpoch}) than the one known by the group coordinator (${member.memberEpoch}). The member must abandon all its partitions and rejoin.`,
+        );
       }
-      if (req.memberEpoch < member.memberEpoch && (req.memberEpoch !== member.previousMemberEpoch || (owned !== null && !isSubsetOf(owned, member.assignedPartitions)))) {
-        return fail(ErrorCode.FENCED_MEMBER_EPOCH, `The consumer group member has a smaller member epoch (${req.memberEpoch}) than the one known by the group coordinator (${member.memberEpoch}). The member must abandon all its partitions and rejoin.`);
+      if (
+        req.memberEpoch < member.memberEpoch &&
+        (req.memberEpoch !== member.previousMemberEpoch || (owned !== null && !isSubsetOf(owned, member.assignedPartitions)))
+      ) {
+        return fail(
+          ErrorCode.FENCED_MEMBER_EPOCH,
+          `The consumer group member has a smaller member epoch (${req.memberEpoch}) than the one known by the group coordinator (${member.memberEpoch}). The member must abandon all its partitions and rejoin.`,
+        );
       }
     }
     // A regex new to the member must compile (Kafka's throwIfRegularExpressionIsInvalid).
-    if (regexError !== null && regex !== (member ?? replaced)?.subscribedTopicRegex) return fail(ErrorCode.INVALID_REGULAR_EXPRESSION, regexError);
+    if (regexError !== null && regex !== (member ?? replaced)?.subscribedTopicRegex)
+      return fail(ErrorCode.INVALID_REGULAR_EXPRESSION, regexError);
     // The join will go through: a new group (or one converted from a classic group) is registered now.
     if (found.create !== undefined) records.push(...found.create());
 
@@ -168,7 +194,10 @@ export class ConsumerCoordinator {
         group.members.set(member.memberId, member);
         bump = true;
       }
-      this.ctx.logger.info({ group: group.groupId, member: member.memberId, instance: req.instanceId, replaces: replaced?.memberId }, 'member joins the consumer group');
+      this.ctx.logger.info(
+        { group: group.groupId, member: member.memberId, instance: req.instanceId, replaces: replaced?.memberId },
+        'member joins the consumer group',
+      );
     }
     const before = cloneAssignment(member.assignedPartitions);
 
@@ -181,7 +210,11 @@ export class ConsumerCoordinator {
     // A member heartbeating with the consumer protocol no longer uses the classic one.
     changed ||= member.classicMemberMetadata !== null;
     member.classicMemberMetadata = null;
-    changed ||= bump || member.instanceId !== (req.instanceId ?? member.instanceId) || member.clientId !== clientId || (req.rebalanceTimeoutMs !== -1 && req.rebalanceTimeoutMs !== member.rebalanceTimeoutMs);
+    changed ||=
+      bump ||
+      member.instanceId !== (req.instanceId ?? member.instanceId) ||
+      member.clientId !== clientId ||
+      (req.rebalanceTimeoutMs !== -1 && req.rebalanceTimeoutMs !== member.rebalanceTimeoutMs);
     member.subscribedTopicNames = subs;
     member.subscribedTopicRegex = nextRegex;
     if (req.instanceId !== null) member.instanceId = req.instanceId;
@@ -199,7 +232,11 @@ export class ConsumerCoordinator {
     const owned = req.topicPartitions === null ? null : toAssignment(req.topicPartitions);
     if (!(member.memberEpoch === group.assignmentEpoch && member.state === MemberState.STABLE)) {
       const next = group.reconcile(member, owned);
-      const moved = next.memberEpoch !== member.memberEpoch || next.state !== member.state || !assignmentsEqual(next.assignedPartitions, member.assignedPartitions) || !assignmentsEqual(next.partitionsPendingRevocation, member.partitionsPendingRevocation);
+      const moved =
+        next.memberEpoch !== member.memberEpoch ||
+        next.state !== member.state ||
+        !assignmentsEqual(next.assignedPartitions, member.assignedPartitions) ||
+        !assignmentsEqual(next.partitionsPendingRevocation, member.partitionsPendingRevocation);
       if (moved || replaced !== undefined) {
         group.updateAssignment(member, next);
         records.push(consumerGroupCurrentMemberRecord(group.groupId, member.memberId, this.currentValue(member)));
@@ -210,14 +247,18 @@ export class ConsumerCoordinator {
     this.scheduleSessionTimeout(group, member);
     const error = records.length === 0 ? ErrorCode.NONE : await this.ctx.write(group.groupId, records);
     if (error !== ErrorCode.NONE) return fail(error);
-    const full = joining || (req.rebalanceTimeoutMs !== -1 && (req.subscribedTopicNames !== null || regex !== null) && req.topicPartitions !== null);
+    const full =
+      joining || (req.rebalanceTimeoutMs !== -1 && (req.subscribedTopicNames !== null || regex !== null) && req.topicPartitions !== null);
     return {
       errorCode: ErrorCode.NONE,
       errorMessage: null,
       memberId: member.memberId,
       memberEpoch: member.memberEpoch,
       heartbeatIntervalMs: this.ctx.settings.heartbeatIntervalMs,
-      assignment: full || !assignmentsEqual(before, member.assignedPartitions) ? { topicPartitions: fromAssignment(member.assignedPartitions) } : null,
+      assignment:
+        full || !assignmentsEqual(before, member.assignedPartitions)
+          ? { topicPartitions: fromAssignment(member.assignedPartitions) }
+          : null,
     };
   }
 
@@ -225,7 +266,13 @@ export class ConsumerCoordinator {
    * The new member copies the static member it replaces (subscription, target, assigned partitions)
    * at epoch 0, so the group epoch does not move and nobody else notices; the old member's records go.
    */
-  replaceStaticMember(group: ConsumerGroup, old: ConsumerGroupMember, member: ConsumerGroupMember, records: CoordinatorRecord[], classic: boolean): void {
+  replaceStaticMember(
+    group: ConsumerGroup,
+    old: ConsumerGroupMember,
+    member: ConsumerGroupMember,
+    records: CoordinatorRecord[],
+    classic: boolean,
+  ): void {
     member.instanceId = old.instanceId;
     member.rackId = old.rackId;
     member.clientId = old.clientId;
@@ -240,7 +287,13 @@ export class ConsumerCoordinator {
     group.removeMember(old.memberId);
     group.members.set(member.memberId, member);
     group.targetAssignment.set(member.memberId, target);
-    group.updateAssignment(member, { memberEpoch: 0, previousMemberEpoch: 0, state: old.state, assignedPartitions: old.assignedPartitions, partitionsPendingRevocation: old.partitionsPendingRevocation });
+    group.updateAssignment(member, {
+      memberEpoch: 0,
+      previousMemberEpoch: 0,
+      state: old.state,
+      assignedPartitions: old.assignedPartitions,
+      partitionsPendingRevocation: old.partitionsPendingRevocation,
+    });
     records.push(
       consumerGroupCurrentMemberRecord(group.groupId, old.memberId, null),
       consumerGroupTargetMemberRecord(group.groupId, old.memberId, null),
@@ -260,21 +313,37 @@ export class ConsumerCoordinator {
     } else {
       member = found.staticMember(req.instanceId);
       if (member === undefined) return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Instance id ${req.instanceId} is unknown.`);
-      if (member.memberId !== req.memberId) return fail(ErrorCode.FENCED_INSTANCE_ID, `Static member ${req.memberId} with instance id ${req.instanceId} was fenced by member ${member.memberId}.`);
+      if (member.memberId !== req.memberId)
+        return fail(
+          ErrorCode.FENCED_INSTANCE_ID,
+          `Static member ${req.memberId} with instance id ${req.instanceId} was fenced by member ${member.memberId}.`,
+        );
     }
     let error: number;
     if (req.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
       // A static member leaving temporarily keeps its partitions (at epoch -2) until it comes back or its
       // session, still running from its last heartbeat, expires; partitions it was revoking are released.
-      this.ctx.logger.info({ group: found.groupId, member: member.memberId, instance: req.instanceId }, 'static member temporarily left the consumer group');
+      this.ctx.logger.info(
+        { group: found.groupId, member: member.memberId, instance: req.instanceId },
+        'static member temporarily left the consumer group',
+      );
       this.cancelRebalanceTimeout(member);
       found.updateAssignment(member, { ...member, memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitionsPendingRevocation: new Map() });
-      error = await this.ctx.write(found.groupId, [consumerGroupCurrentMemberRecord(found.groupId, member.memberId, this.currentValue(member))]);
+      error = await this.ctx.write(found.groupId, [
+        consumerGroupCurrentMemberRecord(found.groupId, member.memberId, this.currentValue(member)),
+      ]);
     } else {
       error = await this.fenceMember(found, member, 'left the group');
     }
     if (error !== ErrorCode.NONE) return fail(error);
-    return { errorCode: ErrorCode.NONE, errorMessage: null, memberId: member.memberId, memberEpoch: req.memberEpoch, heartbeatIntervalMs: 0, assignment: null };
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      memberId: member.memberId,
+      memberEpoch: req.memberEpoch,
+      heartbeatIntervalMs: 0,
+      assignment: null,
+    };
   }
 
   /**
@@ -293,14 +362,20 @@ export class ConsumerCoordinator {
       return Promise.resolve((e as { errorCode?: number }).errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR);
     }
     if (downgrade !== null) {
-      this.ctx.logger.info({ group: group.groupId, member: member.memberId, why }, 'last consumer-protocol member left: group downgraded to classic');
+      this.ctx.logger.info(
+        { group: group.groupId, member: member.memberId, why },
+        'last consumer-protocol member left: group downgraded to classic',
+      );
       return this.ctx.write(group.groupId, downgrade);
     }
     group.removeMember(member.memberId);
     group.groupEpoch++;
     this.resolveRegexes(group);
     group.subscriptionMetadata = this.subscriptionMetadata(group);
-    this.ctx.logger.info({ group: group.groupId, member: member.memberId, epoch: group.groupEpoch, why }, 'member removed from consumer group');
+    this.ctx.logger.info(
+      { group: group.groupId, member: member.memberId, epoch: group.groupEpoch, why },
+      'member removed from consumer group',
+    );
     return this.ctx.write(group.groupId, [
       consumerGroupCurrentMemberRecord(group.groupId, member.memberId, null),
       consumerGroupTargetMemberRecord(group.groupId, member.memberId, null),
@@ -392,7 +467,10 @@ export class ConsumerCoordinator {
     }
     group.assignmentEpoch = group.groupEpoch;
     records.push(consumerGroupTargetMetadataRecord(group.groupId, group.assignmentEpoch));
-    this.ctx.logger.info({ group: group.groupId, epoch: group.assignmentEpoch, assignor: assignor.name, members: members.length }, 'computed new target assignment');
+    this.ctx.logger.info(
+      { group: group.groupId, epoch: group.assignmentEpoch, assignor: assignor.name, members: members.length },
+      'computed new target assignment',
+    );
     return records;
   }
 
@@ -439,20 +517,26 @@ export class ConsumerCoordinator {
   /** Classic members: fenced unless they rejoin within their rebalance timeout (kept when already running). */
   scheduleJoinTimeoutIfAbsent(group: ConsumerGroup, member: ConsumerGroupMember): void {
     if (member.joinTimer !== undefined) return;
-    member.joinTimer = setTimeout(() => {
-      member.joinTimer = undefined;
-      void this.fenceMember(group, member, 'the classic member failed to join within the rebalance timeout');
-    }, Math.max(member.rebalanceTimeoutMs, 0));
+    member.joinTimer = setTimeout(
+      () => {
+        member.joinTimer = undefined;
+        void this.fenceMember(group, member, 'the classic member failed to join within the rebalance timeout');
+      },
+      Math.max(member.rebalanceTimeoutMs, 0),
+    );
     member.joinTimer.unref();
   }
 
   /** Classic members: fenced unless they sync within their rebalance timeout after a join. */
   scheduleSyncTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
     if (member.syncTimer !== undefined) clearTimeout(member.syncTimer);
-    member.syncTimer = setTimeout(() => {
-      member.syncTimer = undefined;
-      void this.fenceMember(group, member, 'the member failed to sync within timeout');
-    }, Math.max(member.rebalanceTimeoutMs, 0));
+    member.syncTimer = setTimeout(
+      () => {
+        member.syncTimer = undefined;
+        void this.fenceMember(group, member, 'the member failed to sync within timeout');
+      },
+      Math.max(member.rebalanceTimeoutMs, 0),
+    );
     member.syncTimer.unref();
   }
 
@@ -469,10 +553,14 @@ export class ConsumerCoordinator {
   private scheduleRebalanceTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
     this.cancelRebalanceTimeout(member);
     const epoch = member.memberEpoch;
-    member.rebalanceTimer = setTimeout(() => {
-      member.rebalanceTimer = undefined;
-      if (member.memberEpoch === epoch && member.state === MemberState.UNREVOKED_PARTITIONS) void this.fenceMember(group, member, 'did not revoke partitions within the rebalance timeout');
-    }, Math.max(member.rebalanceTimeoutMs, 0));
+    member.rebalanceTimer = setTimeout(
+      () => {
+        member.rebalanceTimer = undefined;
+        if (member.memberEpoch === epoch && member.state === MemberState.UNREVOKED_PARTITIONS)
+          void this.fenceMember(group, member, 'did not revoke partitions within the rebalance timeout');
+      },
+      Math.max(member.rebalanceTimeoutMs, 0),
+    );
     member.rebalanceTimer.unref();
   }
 

@@ -32,7 +32,13 @@ export function classicMetadataEqual(a: ClassicMemberMetadata | null, b: Classic
   );
 }
 
-export const ConsumerGroupState = { EMPTY: 'Empty', ASSIGNING: 'Assigning', RECONCILING: 'Reconciling', STABLE: 'Stable', DEAD: 'Dead' } as const;
+export const ConsumerGroupState = {
+  EMPTY: 'Empty',
+  ASSIGNING: 'Assigning',
+  RECONCILING: 'Reconciling',
+  STABLE: 'Stable',
+  DEAD: 'Dead',
+} as const;
 export type ConsumerGroupState = (typeof ConsumerGroupState)[keyof typeof ConsumerGroupState];
 
 /** Member states as numbered in ConsumerGroupCurrentMemberAssignmentValue. */
@@ -93,7 +99,10 @@ export function memberMetadataValue(m: ConsumerGroupMember): ConsumerGroupMember
     classicMemberMetadata:
       m.classicMemberMetadata === null
         ? null
-        : { sessionTimeoutMs: m.classicMemberMetadata.sessionTimeoutMs, supportedProtocols: m.classicMemberMetadata.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })) },
+        : {
+            sessionTimeoutMs: m.classicMemberMetadata.sessionTimeoutMs,
+            supportedProtocols: m.classicMemberMetadata.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })),
+          },
   };
 }
 
@@ -180,7 +189,10 @@ export class ConsumerGroup {
   }
 
   /** Replaces the member's assignment state, keeping the partition-epoch index right. */
-  updateAssignment(m: ConsumerGroupMember, next: Pick<ConsumerGroupMember, 'memberEpoch' | 'previousMemberEpoch' | 'state' | 'assignedPartitions' | 'partitionsPendingRevocation'>): void {
+  updateAssignment(
+    m: ConsumerGroupMember,
+    next: Pick<ConsumerGroupMember, 'memberEpoch' | 'previousMemberEpoch' | 'state' | 'assignedPartitions' | 'partitionsPendingRevocation'>,
+  ): void {
     this.setEpochs(m, null);
     m.memberEpoch = next.memberEpoch;
     m.previousMemberEpoch = next.previousMemberEpoch;
@@ -240,7 +252,8 @@ export class ConsumerGroup {
   /** The assignor most members asked for, else `fallback`. */
   preferredAssignor(fallback: string): string {
     const votes = new Map<string, number>();
-    for (const m of this.members.values()) if (m.serverAssignor !== null) votes.set(m.serverAssignor, (votes.get(m.serverAssignor) ?? 0) + 1);
+    for (const m of this.members.values())
+      if (m.serverAssignor !== null) votes.set(m.serverAssignor, (votes.get(m.serverAssignor) ?? 0) + 1);
     let best = fallback;
     let n = 0;
     for (const [name, v] of votes) if (v > n) [best, n] = [name, v];
@@ -250,7 +263,8 @@ export class ConsumerGroup {
   /** The regexes the members subscribe to ("" means none, as librdkafka sends it). */
   subscribedRegexes(): Set<string> {
     const out = new Set<string>();
-    for (const m of this.members.values()) if (m.subscribedTopicRegex !== null && m.subscribedTopicRegex !== '') out.add(m.subscribedTopicRegex);
+    for (const m of this.members.values())
+      if (m.subscribedTopicRegex !== null && m.subscribedTopicRegex !== '') out.add(m.subscribedTopicRegex);
     return out;
   }
 
@@ -272,8 +286,17 @@ export class ConsumerGroup {
    * Moves the member towards the target assignment (Kafka's CurrentAssignmentBuilder). `owned` is what the
    * member reported owning (null: not reported). Returns the next assignment state.
    */
-  reconcile(m: ConsumerGroupMember, owned: Assignment | null): Pick<ConsumerGroupMember, 'memberEpoch' | 'previousMemberEpoch' | 'state' | 'assignedPartitions' | 'partitionsPendingRevocation'> {
-    const same = { memberEpoch: m.memberEpoch, previousMemberEpoch: m.previousMemberEpoch, state: m.state, assignedPartitions: m.assignedPartitions, partitionsPendingRevocation: m.partitionsPendingRevocation };
+  reconcile(
+    m: ConsumerGroupMember,
+    owned: Assignment | null,
+  ): Pick<ConsumerGroupMember, 'memberEpoch' | 'previousMemberEpoch' | 'state' | 'assignedPartitions' | 'partitionsPendingRevocation'> {
+    const same = {
+      memberEpoch: m.memberEpoch,
+      previousMemberEpoch: m.previousMemberEpoch,
+      state: m.state,
+      assignedPartitions: m.assignedPartitions,
+      partitionsPendingRevocation: m.partitionsPendingRevocation,
+    };
     switch (m.state) {
       case MemberState.STABLE:
         return m.memberEpoch !== this.assignmentEpoch ? this.nextAssignment(m, m.memberEpoch) : same;
@@ -310,7 +333,13 @@ export class ConsumerGroup {
     }
     if (revoke.size > 0) {
       // Revoke first; the member keeps its epoch until it confirms.
-      return { memberEpoch, previousMemberEpoch: m.memberEpoch, state: MemberState.UNREVOKED_PARTITIONS, assignedPartitions: assigned, partitionsPendingRevocation: revoke };
+      return {
+        memberEpoch,
+        previousMemberEpoch: m.memberEpoch,
+        state: MemberState.UNREVOKED_PARTITIONS,
+        assignedPartitions: assigned,
+        partitionsPendingRevocation: revoke,
+      };
     }
     for (const [t, ps] of pending) {
       const s = assigned.get(t) ?? new Set<number>();

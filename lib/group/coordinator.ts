@@ -104,7 +104,12 @@ export class GroupCoordinator {
     const c = deps.config;
     this.now = deps.now ?? Date.now;
     this.numPartitions = c.int('offsets.topic.num.partitions');
-    this.offsetsTopic = new InternalTopicOnFirstUse({ name: OFFSETS_TOPIC, create: () => deps.ensureOffsetsTopic(this.numPartitions), logger: deps.logger, errorCode: 'GREGOR_ERR_GROUP_TOPIC' });
+    this.offsetsTopic = new InternalTopicOnFirstUse({
+      name: OFFSETS_TOPIC,
+      create: () => deps.ensureOffsetsTopic(this.numPartitions),
+      logger: deps.logger,
+      errorCode: 'GREGOR_ERR_GROUP_TOPIC',
+    });
     this.settings = {
       initialRebalanceDelayMs: c.int('group.initial.rebalance.delay.ms'),
       minSessionTimeoutMs: c.int('group.min.session.timeout.ms'),
@@ -138,7 +143,10 @@ export class GroupCoordinator {
       },
       logger: deps.logger,
       consumerGroup: (groupId, create) => this.consumerGroup(groupId, create),
-      maybeDowngrade: (group, leaving) => (mayDowngradeWithoutMember(group, leaving.memberId, this.migrationPolicy, this.settings.maxSize) ? this.downgrade(group, leaving.memberId) : null),
+      maybeDowngrade: (group, leaving) =>
+        mayDowngradeWithoutMember(group, leaving.memberId, this.migrationPolicy, this.settings.maxSize)
+          ? this.downgrade(group, leaving.memberId)
+          : null,
       write: (groupId, records) => this.write(groupId, records).then((e) => storeErrorFor(e, false)),
       topicByName: deps.topicByName,
       topicName: deps.topicName,
@@ -151,7 +159,8 @@ export class GroupCoordinator {
       write: (groupId, records) => this.write(groupId, records).then((e) => storeErrorFor(e, false)),
       topicByName: deps.topicByName,
       topicName: deps.topicName,
-      maybeDowngradeReplaced: (group) => (isDowngradeEnabled(this.migrationPolicy) && group.members.size <= this.settings.maxSize ? this.downgrade(group, null) : null),
+      maybeDowngradeReplaced: (group) =>
+        isDowngradeEnabled(this.migrationPolicy) && group.members.size <= this.settings.maxSize ? this.downgrade(group, null) : null,
     });
   }
 
@@ -234,7 +243,8 @@ export class GroupCoordinator {
       for (const m of g.members.values()) this.consumer.scheduleSessionTimeout(g, m);
     }
     // Groups known only by their offsets are simple (assign-based) groups.
-    for (const groupId of this.offsets.groups()) if (!this.groups.has(groupId)) this.groups.set(groupId, new ClassicGroup(groupId, this.now));
+    for (const groupId of this.offsets.groups())
+      if (!this.groups.has(groupId)) this.groups.set(groupId, new ClassicGroup(groupId, this.now));
     return { groups: this.groups.size, offsets };
   }
 
@@ -343,8 +353,12 @@ export class GroupCoordinator {
     this.classic.unload(classic, ErrorCode.REBALANCE_IN_PROGRESS);
     classic.transitionTo(ClassicGroupState.DEAD);
     this.groups.set(classic.groupId, converted);
-    for (const m of converted.members.values()) this.consumer.scheduleSessionTimeout(converted, m, m.classicMemberMetadata?.sessionTimeoutMs);
-    this.logger.info({ group: classic.groupId, epoch: converted.groupEpoch, members: converted.members.size }, 'upgraded classic group to consumer group');
+    for (const m of converted.members.values())
+      this.consumer.scheduleSessionTimeout(converted, m, m.classicMemberMetadata?.sessionTimeoutMs);
+    this.logger.info(
+      { group: classic.groupId, epoch: converted.groupEpoch, members: converted.members.size },
+      'upgraded classic group to consumer group',
+    );
     return [groupMetadataRecord(classic.groupId, null), ...consumerGroupRecords(converted)];
   }
 
@@ -360,7 +374,10 @@ export class GroupCoordinator {
     group.dead = true;
     this.groups.set(group.groupId, classic);
     for (const m of classic.members.values()) this.classic.scheduleHeartbeat(classic, m);
-    this.logger.info({ group: group.groupId, generation: classic.generationId, members: classic.size }, 'downgraded consumer group to classic group');
+    this.logger.info(
+      { group: group.groupId, generation: classic.generationId, members: classic.size },
+      'downgraded consumer group to classic group',
+    );
     if (leavingMemberId !== null) this.classic.maybePrepareRebalance(classic, `Downgrade group ${group.groupId} from consumer to classic.`);
     return records;
   }
@@ -377,7 +394,11 @@ export class GroupCoordinator {
    * Appends the records as one batch (a transactional one of `txn`'s producer for TxnOffsetCommit);
    * resolves with a Kafka error code and the offset of the first record once written.
    */
-  async append(groupId: string, records: CoordinatorRecord[], txn?: { producerId: bigint; producerEpoch: number }): Promise<{ errorCode: number; offset: bigint }> {
+  async append(
+    groupId: string,
+    records: CoordinatorRecord[],
+    txn?: { producerId: bigint; producerEpoch: number },
+  ): Promise<{ errorCode: number; offset: bigint }> {
     if (!this.offsetsTopic.isReady) {
       const errorCode = await this.ensureReady();
       if (errorCode !== ErrorCode.NONE) return { errorCode, offset: -1n };
@@ -386,7 +407,8 @@ export class GroupCoordinator {
     const log = this.deps.offsetsLog(p);
     if (log === undefined) return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };
     const ts = BigInt(this.now());
-    const producer = txn === undefined ? {} : { producerId: txn.producerId, producerEpoch: txn.producerEpoch, baseSequence: 0, isTransactional: true };
+    const producer =
+      txn === undefined ? {} : { producerId: txn.producerId, producerEpoch: txn.producerEpoch, baseSequence: 0, isTransactional: true };
     const batch = buildRecordBatch(
       records.map((r) => ({ key: r.key, value: r.value, timestamp: ts })),
       producer,

@@ -9,7 +9,13 @@ import { fromAssignment } from './consumer-coordinator.js';
 import type { Assignment } from './assignors.js';
 import { type GroupCoordinator, storeErrorFor } from './coordinator.js';
 import type { PartitionErrors } from './offset-manager.js';
-import { consumerGroupMetadataRecord, consumerGroupTargetMetadataRecord, type CoordinatorRecord, groupMetadataRecord, offsetCommitRecord } from './records.js';
+import {
+  consumerGroupMetadataRecord,
+  consumerGroupTargetMetadataRecord,
+  type CoordinatorRecord,
+  groupMetadataRecord,
+  offsetCommitRecord,
+} from './records.js';
 
 /** AuthorizedOperations when they were not asked for (or the group is in error). */
 export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
@@ -64,7 +70,14 @@ export interface DescribedGroup {
   groupState: string;
   protocolType: string;
   protocolData: string;
-  members: { memberId: string; groupInstanceId: string | null; clientId: string; clientHost: string; memberMetadata: Buffer; memberAssignment: Buffer }[];
+  members: {
+    memberId: string;
+    groupInstanceId: string | null;
+    clientId: string;
+    clientHost: string;
+    memberMetadata: Buffer;
+    memberAssignment: Buffer;
+  }[];
   authorizedOperations: number;
 }
 
@@ -75,10 +88,28 @@ export interface DescribedGroup {
  */
 export function describeGroup(c: GroupCoordinator, groupId: string, includeAuthorizedOperations = false): DescribedGroup {
   const status = c.validateGroupStatus(groupId, 'describe');
-  if (status !== ErrorCode.NONE) return { errorCode: status, groupId, groupState: '', protocolType: '', protocolData: '', members: [], authorizedOperations: AUTHORIZED_OPERATIONS_OMITTED };
+  if (status !== ErrorCode.NONE)
+    return {
+      errorCode: status,
+      groupId,
+      groupState: '',
+      protocolType: '',
+      protocolData: '',
+      members: [],
+      authorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+    };
   const ops = authorizedOperations(includeAuthorizedOperations);
   const g = c.groups.get(groupId);
-  if (g === undefined || g.type !== 'classic') return { errorCode: ErrorCode.NONE, groupId, groupState: S.DEAD, protocolType: '', protocolData: '', members: [], authorizedOperations: ops };
+  if (g === undefined || g.type !== 'classic')
+    return {
+      errorCode: ErrorCode.NONE,
+      groupId,
+      groupState: S.DEAD,
+      protocolType: '',
+      protocolData: '',
+      members: [],
+      authorizedOperations: ops,
+    };
   const stable = g.is(S.STABLE);
   return {
     errorCode: ErrorCode.NONE,
@@ -102,7 +133,17 @@ export function describeGroup(c: GroupCoordinator, groupId: string, includeAutho
 
 /** An answer without a group: the epochs at their schema default (0), as Kafka leaves them. */
 export function consumerGroupDescribeError(groupId: string, errorCode: number, errorMessage: string | null = null) {
-  return { errorCode, errorMessage, groupId, groupState: '', groupEpoch: 0, assignmentEpoch: 0, assignorName: '', members: [], authorizedOperations: AUTHORIZED_OPERATIONS_OMITTED };
+  return {
+    errorCode,
+    errorMessage,
+    groupId,
+    groupState: '',
+    groupEpoch: 0,
+    assignmentEpoch: 0,
+    assignorName: '',
+    members: [],
+    authorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+  };
 }
 
 /**
@@ -114,8 +155,10 @@ export function describeConsumerGroup(c: GroupCoordinator, groupId: string, incl
   const status = c.validateGroupStatus(groupId, 'consumer');
   if (status !== ErrorCode.NONE) return consumerGroupDescribeError(groupId, status);
   const g = c.groups.get(groupId);
-  if (g === undefined || (g.type === 'consumer' && g.dead)) return consumerGroupDescribeError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
-  if (g.type !== 'consumer') return consumerGroupDescribeError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} is not a consumer group.`);
+  if (g === undefined || (g.type === 'consumer' && g.dead))
+    return consumerGroupDescribeError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
+  if (g.type !== 'consumer')
+    return consumerGroupDescribeError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} is not a consumer group.`);
   const named = (a: Assignment) => ({
     topicPartitions: fromAssignment(a).flatMap((tp) => {
       const topicName = c.deps.topicName(tp.topicId);
@@ -158,7 +201,8 @@ export async function deleteGroups(c: GroupCoordinator, groupIds: string[]): Pro
       const status = c.validateGroupStatus(groupId, 'delete');
       if (status !== ErrorCode.NONE) return { groupId, errorCode: status };
       const g = c.groups.get(groupId);
-      if (g === undefined || (g.type === 'classic' && g.is(S.DEAD)) || (g.type === 'consumer' && g.dead)) return { groupId, errorCode: ErrorCode.GROUP_ID_NOT_FOUND };
+      if (g === undefined || (g.type === 'classic' && g.is(S.DEAD)) || (g.type === 'consumer' && g.dead))
+        return { groupId, errorCode: ErrorCode.GROUP_ID_NOT_FOUND };
       if (g.type === 'classic' ? !g.is(S.EMPTY) : g.members.size > 0) return { groupId, errorCode: ErrorCode.NON_EMPTY_GROUP };
       const records: CoordinatorRecord[] = [];
       for (const { topic, partition } of c.offsets.all(groupId)) records.push(offsetCommitRecord(groupId, topic, partition, null));
@@ -203,7 +247,8 @@ export async function deleteOffsets(
   const status = c.validateGroupStatus(groupId, 'delete');
   if (status !== ErrorCode.NONE) return { errorCode: status, topics: [] };
   const g = c.groups.get(groupId);
-  if (g === undefined || (g.type === 'classic' && g.is(S.DEAD)) || (g.type === 'consumer' && g.dead)) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
+  if (g === undefined || (g.type === 'classic' && g.is(S.DEAD)) || (g.type === 'consumer' && g.dead))
+    return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
   let subscribed: (topic: string) => boolean = () => false;
   if (g.type === 'classic' && !g.is(S.EMPTY)) {
     if (g.protocolType !== CONSUMER_PROTOCOL_TYPE) return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };
@@ -217,7 +262,11 @@ export async function deleteOffsets(
   const valid: { name: string; partitions: number[] }[] = [];
   for (const t of topics) {
     const unknown = t.partitions.filter((p) => !partitionExists(t.name, p));
-    if (unknown.length > 0) out.push({ name: t.name, partitions: unknown.map((partitionIndex) => ({ partitionIndex, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION })) });
+    if (unknown.length > 0)
+      out.push({
+        name: t.name,
+        partitions: unknown.map((partitionIndex) => ({ partitionIndex, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION })),
+      });
     const known = t.partitions.filter((p) => partitionExists(t.name, p));
     if (known.length > 0) valid.push({ name: t.name, partitions: known });
   }

@@ -28,7 +28,12 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
     async ensureOffsetsTopic(numPartitions) {
       if (w.metadata.topic(OFFSETS_TOPIC) === undefined) {
         await w.topics.create(
-          { name: OFFSETS_TOPIC, numPartitions, replicationFactor: -1, configs: { 'cleanup.policy': 'compact', 'compression.type': 'producer', 'segment.bytes': '104857600' } },
+          {
+            name: OFFSETS_TOPIC,
+            numPartitions,
+            replicationFactor: -1,
+            configs: { 'cleanup.policy': 'compact', 'compression.type': 'producer', 'segment.bytes': '104857600' },
+          },
           { internal: true },
         );
       }

@@ -58,7 +58,8 @@ function completeTxn(out: LoadedPartition, batch: RecordBatch): void {
   for (const [k, p] of pending) {
     const cur = out.offsets.get(k);
     const at = p.value.recordOffset ?? -1n;
-    if (cur === undefined || cur.recordOffset < at) out.offsets.set(k, { group: p.group, topic: p.topic, partition: p.partition, value: p.value, recordOffset: at });
+    if (cur === undefined || cur.recordOffset < at)
+      out.offsets.set(k, { group: p.group, topic: p.topic, partition: p.partition, value: p.value, recordOffset: at });
   }
 }
 
@@ -66,7 +67,8 @@ export async function loadPartition(log: ReplayableLog): Promise<LoadedPartition
   const out: LoadedPartition = { offsets: new Map(), classic: new Map(), consumer: new Map(), pendingTxn: new Map() };
   const cg = (group: string): ConsumerGroupRecords => {
     let c = out.consumer.get(group);
-    if (c === undefined) out.consumer.set(group, (c = { epoch: null, assignmentEpoch: 0, members: new Map(), targets: new Map(), current: new Map() }));
+    if (c === undefined)
+      out.consumer.set(group, (c = { epoch: null, assignmentEpoch: 0, members: new Map(), targets: new Map(), current: new Map() }));
     return c;
   };
   await replayBatches(log, (batch) => {
@@ -85,7 +87,14 @@ export async function loadPartition(log: ReplayableLog): Promise<LoadedPartition
           const value: OffsetAndMetadata | null =
             v === null
               ? null
-              : { offset: v.offset, leaderEpoch: v.leaderEpoch, metadata: v.metadata, commitTimestamp: Number(v.commitTimestamp), expireTimestamp: v.expireTimestamp === null ? null : Number(v.expireTimestamp), recordOffset: r.offset };
+              : {
+                  offset: v.offset,
+                  leaderEpoch: v.leaderEpoch,
+                  metadata: v.metadata,
+                  commitTimestamp: Number(v.commitTimestamp),
+                  expireTimestamp: v.expireTimestamp === null ? null : Number(v.expireTimestamp),
+                  recordOffset: r.offset,
+                };
           if (txn !== null) {
             if (value === null) break;
             let pending = out.pendingTxn.get(txn);
@@ -144,7 +153,11 @@ export function buildConsumerGroup(groupId: string, r: ConsumerGroupRecords): Co
     m.rebalanceTimeoutMs = v.rebalanceTimeoutMs;
     m.serverAssignor = v.serverAssignor;
     const classic = v.classicMemberMetadata ?? null;
-    if (classic !== null) m.classicMemberMetadata = { sessionTimeoutMs: classic.sessionTimeoutMs, supportedProtocols: classic.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })) };
+    if (classic !== null)
+      m.classicMemberMetadata = {
+        sessionTimeoutMs: classic.sessionTimeoutMs,
+        supportedProtocols: classic.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })),
+      };
     g.members.set(memberId, m);
     const cur = r.current.get(memberId);
     if (cur !== undefined) {

@@ -12,12 +12,26 @@
  */
 import { Reader } from '../../protocol/codec/reader.js';
 import { Writer } from '../../protocol/codec/writer.js';
-import { type ConsumerProtocolAssignment, ConsumerProtocolAssignmentSchema, readConsumerProtocolAssignment } from '../../protocol/generated/data/consumer-protocol-assignment.js';
-import { type ConsumerProtocolSubscription, readConsumerProtocolSubscription } from '../../protocol/generated/data/consumer-protocol-subscription.js';
+import {
+  type ConsumerProtocolAssignment,
+  ConsumerProtocolAssignmentSchema,
+  readConsumerProtocolAssignment,
+} from '../../protocol/generated/data/consumer-protocol-assignment.js';
+import {
+  type ConsumerProtocolSubscription,
+  readConsumerProtocolSubscription,
+} from '../../protocol/generated/data/consumer-protocol-subscription.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { Assignment } from './assignors.js';
 import { ClassicGroup, ClassicGroupMember, ClassicGroupState, CONSUMER_PROTOCOL_TYPE } from './classic-group.js';
-import { ConsumerGroup, ConsumerGroupMember, currentAssignmentValue, fromAssignment, memberMetadataValue, MemberState } from './consumer-group.js';
+import {
+  ConsumerGroup,
+  ConsumerGroupMember,
+  currentAssignmentValue,
+  fromAssignment,
+  memberMetadataValue,
+  MemberState,
+} from './consumer-group.js';
 import {
   consumerGroupCurrentMemberRecord,
   consumerGroupMemberRecord,
@@ -28,7 +42,12 @@ import {
   type CoordinatorRecord,
 } from './records.js';
 
-export const MigrationPolicy = { DISABLED: 'disabled', UPGRADE: 'upgrade', DOWNGRADE: 'downgrade', BIDIRECTIONAL: 'bidirectional' } as const;
+export const MigrationPolicy = {
+  DISABLED: 'disabled',
+  UPGRADE: 'upgrade',
+  DOWNGRADE: 'downgrade',
+  BIDIRECTIONAL: 'bidirectional',
+} as const;
 export type MigrationPolicy = (typeof MigrationPolicy)[keyof typeof MigrationPolicy];
 
 /** The config value (case-insensitive, as Kafka's validator takes it). */
@@ -92,7 +111,10 @@ export function encodeAssignment(partitions: { topic: string; partitions: number
 }
 
 /** Topic ids → names (Kafka's toConsumerProtocolAssignment): topics that no longer exist are left out. */
-export function namedPartitions(a: Assignment, topicName: (topicId: string) => string | undefined): { topic: string; partitions: number[] }[] {
+export function namedPartitions(
+  a: Assignment,
+  topicName: (topicId: string) => string | undefined,
+): { topic: string; partitions: number[] }[] {
   return fromAssignment(a).flatMap((tp) => {
     const topic = topicName(tp.topicId);
     return topic === undefined ? [] : [{ topic, partitions: tp.partitions }];
@@ -100,7 +122,10 @@ export function namedPartitions(a: Assignment, topicName: (topicId: string) => s
 }
 
 /** Topic names → ids (Kafka's toTopicPartitionMap): unknown topics are left out. */
-export function partitionsById(tps: readonly { topic?: string; partitions?: number[] }[], topicId: (name: string) => string | undefined): Assignment {
+export function partitionsById(
+  tps: readonly { topic?: string; partitions?: number[] }[],
+  topicId: (name: string) => string | undefined,
+): Assignment {
   const a: Assignment = new Map();
   for (const tp of tps) {
     const id = topicId(tp.topic ?? '');
@@ -139,7 +164,11 @@ export function consumerGroupFromClassic(classic: ClassicGroup, topicId: (name: 
   const g = new ConsumerGroup(classic.groupId);
   g.groupEpoch = classic.generationId;
   g.assignmentEpoch = classic.generationId;
-  const malformed = () => new MigrationError(ErrorCode.GROUP_ID_NOT_FOUND, `Cannot upgrade classic group ${classic.groupId} to consumer group because the embedded consumer protocol is malformed.`);
+  const malformed = () =>
+    new MigrationError(
+      ErrorCode.GROUP_ID_NOT_FOUND,
+      `Cannot upgrade classic group ${classic.groupId} to consumer group because the embedded consumer protocol is malformed.`,
+    );
   for (const cm of classic.members.values()) {
     let assigned: Assignment = new Map();
     // A member that joined but never synced has no assignment yet.
@@ -163,7 +192,9 @@ export function consumerGroupFromClassic(classic: ClassicGroup, topicId: (name: 
     let sub: ConsumerProtocolSubscription;
     try {
       // Before its first generation the group has no protocol yet: the member's preferred one stands in.
-      sub = decodeSubscription(classic.protocolName === null ? (cm.supportedProtocols[0]?.metadata ?? Buffer.alloc(0)) : cm.metadata(classic.protocolName));
+      sub = decodeSubscription(
+        classic.protocolName === null ? (cm.supportedProtocols[0]?.metadata ?? Buffer.alloc(0)) : cm.metadata(classic.protocolName),
+      );
     } catch {
       throw malformed();
     }
@@ -174,9 +205,18 @@ export function consumerGroupFromClassic(classic: ClassicGroup, topicId: (name: 
     m.clientId = cm.clientId;
     m.clientHost = cm.clientHost;
     m.subscribedTopicNames = [...sub.topics].sort();
-    m.classicMemberMetadata = { sessionTimeoutMs: cm.sessionTimeoutMs, supportedProtocols: cm.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })) };
+    m.classicMemberMetadata = {
+      sessionTimeoutMs: cm.sessionTimeoutMs,
+      supportedProtocols: cm.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })),
+    };
     g.members.set(m.memberId, m);
-    g.updateAssignment(m, { memberEpoch: classic.generationId, previousMemberEpoch: classic.generationId, state: MemberState.STABLE, assignedPartitions: assigned, partitionsPendingRevocation: new Map() });
+    g.updateAssignment(m, {
+      memberEpoch: classic.generationId,
+      previousMemberEpoch: classic.generationId,
+      state: MemberState.STABLE,
+      assignedPartitions: assigned,
+      partitionsPendingRevocation: new Map(),
+    });
     g.targetAssignment.set(m.memberId, new Map([...assigned].map(([t, s]) => [t, new Set(s)])));
   }
   return g;
@@ -188,7 +228,11 @@ export function consumerGroupRecords(g: ConsumerGroup): CoordinatorRecord[] {
   return [
     ...members.map((m) => consumerGroupMemberRecord(g.groupId, m.memberId, memberMetadataValue(m))),
     consumerGroupMetadataRecord(g.groupId, g.groupEpoch),
-    ...members.map((m) => consumerGroupTargetMemberRecord(g.groupId, m.memberId, { topicPartitions: fromAssignment(g.targetAssignment.get(m.memberId) ?? new Map()) })),
+    ...members.map((m) =>
+      consumerGroupTargetMemberRecord(g.groupId, m.memberId, {
+        topicPartitions: fromAssignment(g.targetAssignment.get(m.memberId) ?? new Map()),
+      }),
+    ),
     consumerGroupTargetMetadataRecord(g.groupId, g.groupEpoch),
     ...members.map((m) => consumerGroupCurrentMemberRecord(g.groupId, m.memberId, currentAssignmentValue(m))),
   ];
@@ -200,8 +244,18 @@ export function consumerGroupRecords(g: ConsumerGroup): CoordinatorRecord[] {
  * Kafka's validateOnlineDowngradeWithFencedMember: the leaving member is the last one using the
  * consumer protocol, others remain, the policy allows it and they fit in a classic group.
  */
-export function mayDowngradeWithoutMember(g: ConsumerGroup, leavingMemberId: string, policy: MigrationPolicy, classicMaxSize: number): boolean {
-  return g.allMembersUseClassicProtocolExcept(leavingMemberId) && g.members.size > 1 && isDowngradeEnabled(policy) && g.members.size - 1 <= classicMaxSize;
+export function mayDowngradeWithoutMember(
+  g: ConsumerGroup,
+  leavingMemberId: string,
+  policy: MigrationPolicy,
+  classicMaxSize: number,
+): boolean {
+  return (
+    g.allMembersUseClassicProtocolExcept(leavingMemberId) &&
+    g.members.size > 1 &&
+    isDowngradeEnabled(policy) &&
+    g.members.size - 1 <= classicMaxSize
+  );
 }
 
 /** Kafka's createGroupTombstoneRecords for a consumer group. */
@@ -224,7 +278,12 @@ export function consumerGroupTombstones(g: ConsumerGroup): CoordinatorRecord[] {
  * rebalance so that they rejoin. Throws MigrationError (GROUP_ID_NOT_FOUND) when a member's embedded
  * protocol cannot be read.
  */
-export function classicGroupFromConsumer(g: ConsumerGroup, leavingMemberId: string | null, now: () => number, topicName: (topicId: string) => string | undefined): ClassicGroup {
+export function classicGroupFromConsumer(
+  g: ConsumerGroup,
+  leavingMemberId: string | null,
+  now: () => number,
+  topicName: (topicId: string) => string | undefined,
+): ClassicGroup {
   const classic = new ClassicGroup(g.groupId, now);
   classic.generationId = g.groupEpoch;
   classic.state = ClassicGroupState.STABLE;
@@ -232,8 +291,21 @@ export function classicGroupFromConsumer(g: ConsumerGroup, leavingMemberId: stri
   for (const m of g.members.values()) {
     if (m.memberId === leavingMemberId) continue;
     const meta = m.classicMemberMetadata;
-    if (meta === null) throw new MigrationError(ErrorCode.GROUP_ID_NOT_FOUND, `Cannot downgrade the classic group ${g.groupId}: member ${m.memberId} does not use the classic protocol.`);
-    const cm = new ClassicGroupMember(m.memberId, m.instanceId, m.clientId, m.clientHost, m.rebalanceTimeoutMs, meta.sessionTimeoutMs, CONSUMER_PROTOCOL_TYPE, meta.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })));
+    if (meta === null)
+      throw new MigrationError(
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        `Cannot downgrade the classic group ${g.groupId}: member ${m.memberId} does not use the classic protocol.`,
+      );
+    const cm = new ClassicGroupMember(
+      m.memberId,
+      m.instanceId,
+      m.clientId,
+      m.clientHost,
+      m.rebalanceTimeoutMs,
+      meta.sessionTimeoutMs,
+      CONSUMER_PROTOCOL_TYPE,
+      meta.supportedProtocols.map((p) => ({ name: p.name, metadata: p.metadata })),
+    );
     classic.add(cm, null);
   }
   classic.protocolName = classic.selectProtocol();

@@ -67,8 +67,15 @@ function validateCommit(c: GroupCoordinator, p: CommitParams): number {
   return ErrorCode.NONE;
 }
 
-export async function commitOffsets(c: GroupCoordinator, p: CommitParams, partitionExists: (topic: string, partition: number) => boolean): Promise<PartitionErrors> {
-  const result: PartitionErrors = p.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((pp) => ({ partitionIndex: pp.partitionIndex, errorCode: ErrorCode.NONE })) }));
+export async function commitOffsets(
+  c: GroupCoordinator,
+  p: CommitParams,
+  partitionExists: (topic: string, partition: number) => boolean,
+): Promise<PartitionErrors> {
+  const result: PartitionErrors = p.topics.map((t) => ({
+    name: t.name,
+    partitions: t.partitions.map((pp) => ({ partitionIndex: pp.partitionIndex, errorCode: ErrorCode.NONE })),
+  }));
   const setAll = (code: number) => result.forEach((t) => t.partitions.forEach((pp) => (pp.errorCode = code)));
   const status = c.validateGroupStatus(p.groupId, 'commit');
   if (status !== ErrorCode.NONE) {
@@ -102,7 +109,13 @@ export async function commitOffsets(c: GroupCoordinator, p: CommitParams, partit
     let expireTimestamp: number | null = null;
     if (p.apiVersion >= 2 && p.apiVersion <= 4 && p.retentionTimeMs >= 0) expireTimestamp = commitTimestamp + p.retentionTimeMs;
     else if (p.apiVersion === 1 && v.part.commitTimestamp >= 0) expireTimestamp = commitTimestamp + c.settings.offsetsRetentionMs;
-    const o: OffsetAndMetadata = { offset: v.part.committedOffset, leaderEpoch: v.part.committedLeaderEpoch, metadata, commitTimestamp, expireTimestamp };
+    const o: OffsetAndMetadata = {
+      offset: v.part.committedOffset,
+      leaderEpoch: v.part.committedLeaderEpoch,
+      metadata,
+      commitTimestamp,
+      expireTimestamp,
+    };
     records.push(
       offsetCommitRecord(p.groupId, v.topic, v.part.partitionIndex, {
         offset: o.offset,
@@ -149,15 +162,22 @@ export function fetchOffsets(
   if (g?.type === 'consumer' && (member.memberEpoch >= 0 || (member.memberId !== null && member.memberId !== ''))) {
     const m = g.members.get(member.memberId ?? '');
     if (m === undefined) return { errorCode: ErrorCode.UNKNOWN_MEMBER_ID, topics: [] };
-    if (m.memberEpoch !== member.memberEpoch) return { errorCode: m.useClassicProtocol ? ErrorCode.ILLEGAL_GENERATION : ErrorCode.STALE_MEMBER_EPOCH, topics: [] };
+    if (m.memberEpoch !== member.memberEpoch)
+      return { errorCode: m.useClassicProtocol ? ErrorCode.ILLEGAL_GENERATION : ErrorCode.STALE_MEMBER_EPOCH, topics: [] };
   }
   const unstable = (topic: string, partition: number): boolean => requireStable && c.pendingTxn.isPending(groupId, topic, partition);
   const entry = (partitionIndex: number, o: OffsetAndMetadata | undefined, topic: string): FetchedPartition =>
     unstable(topic, partitionIndex)
       ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: ErrorCode.UNSTABLE_OFFSET_COMMIT }
       : o === undefined
-      ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: ErrorCode.NONE }
-      : { partitionIndex, committedOffset: o.offset, committedLeaderEpoch: o.leaderEpoch, metadata: o.metadata, errorCode: ErrorCode.NONE };
+        ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: ErrorCode.NONE }
+        : {
+            partitionIndex,
+            committedOffset: o.offset,
+            committedLeaderEpoch: o.leaderEpoch,
+            metadata: o.metadata,
+            errorCode: ErrorCode.NONE,
+          };
   if (topics === null) {
     const byTopic = new Map<string, FetchedPartition[]>();
     for (const { topic, partition, offset } of c.offsets.all(groupId)) {
@@ -165,12 +185,29 @@ export function fetchOffsets(
       list.push(entry(partition, offset, topic));
       byTopic.set(topic, list);
     }
-    return { errorCode: ErrorCode.NONE, topics: [...byTopic].map(([name, partitions]) => ({ name, partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex) })) };
+    return {
+      errorCode: ErrorCode.NONE,
+      topics: [...byTopic].map(([name, partitions]) => ({
+        name,
+        partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex),
+      })),
+    };
   }
   return {
     errorCode: ErrorCode.NONE,
-    topics: topics.map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((pi) => entry(pi, c.offsets.get(groupId, t.name, pi), t.name)) })),
+    topics: topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitionIndexes.map((pi) => entry(pi, c.offsets.get(groupId, t.name, pi), t.name)),
+    })),
   };
 }
 
-export { deleteGroups, deleteOffsets, describeConsumerGroup, describeGroup, type DescribedGroup, listGroups, type ListedGroup } from './group-admin.js';
+export {
+  deleteGroups,
+  deleteOffsets,
+  describeConsumerGroup,
+  describeGroup,
+  type DescribedGroup,
+  listGroups,
+  type ListedGroup,
+} from './group-admin.js';

@@ -101,26 +101,62 @@ export function consumerGroupMetadataRecord(groupId: string, epoch: number | nul
  * it, so only its tombstone is written, where Kafka deletes a group's records.
  */
 export function consumerGroupPartitionMetadataTombstone(groupId: string): CoordinatorRecord {
-  return { key: encode(CGPartitionMetaKey.ConsumerGroupPartitionMetadataKeySchema, RecordKeyVersion.CONSUMER_GROUP_PARTITION_METADATA, { groupId }), value: null };
+  return {
+    key: encode(CGPartitionMetaKey.ConsumerGroupPartitionMetadataKeySchema, RecordKeyVersion.CONSUMER_GROUP_PARTITION_METADATA, {
+      groupId,
+    }),
+    value: null,
+  };
 }
 
-export function consumerGroupMemberRecord(groupId: string, memberId: string, value: CGMemberValue.ConsumerGroupMemberMetadataValue | null): CoordinatorRecord {
-  const key = encode(CGMemberKey.ConsumerGroupMemberMetadataKeySchema, RecordKeyVersion.CONSUMER_GROUP_MEMBER_METADATA, { groupId, memberId });
+export function consumerGroupMemberRecord(
+  groupId: string,
+  memberId: string,
+  value: CGMemberValue.ConsumerGroupMemberMetadataValue | null,
+): CoordinatorRecord {
+  const key = encode(CGMemberKey.ConsumerGroupMemberMetadataKeySchema, RecordKeyVersion.CONSUMER_GROUP_MEMBER_METADATA, {
+    groupId,
+    memberId,
+  });
   return { key, value: value === null ? null : encode(CGMemberValue.ConsumerGroupMemberMetadataValueSchema, 0, value) };
 }
 
 export function consumerGroupTargetMetadataRecord(groupId: string, assignmentEpoch: number | null): CoordinatorRecord {
-  const key = encode(CGTargetMetaKey.ConsumerGroupTargetAssignmentMetadataKeySchema, RecordKeyVersion.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, { groupId });
-  return { key, value: assignmentEpoch === null ? null : encode(CGTargetMetaValue.ConsumerGroupTargetAssignmentMetadataValueSchema, 0, { assignmentEpoch }) };
+  const key = encode(
+    CGTargetMetaKey.ConsumerGroupTargetAssignmentMetadataKeySchema,
+    RecordKeyVersion.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+    { groupId },
+  );
+  return {
+    key,
+    value:
+      assignmentEpoch === null ? null : encode(CGTargetMetaValue.ConsumerGroupTargetAssignmentMetadataValueSchema, 0, { assignmentEpoch }),
+  };
 }
 
-export function consumerGroupTargetMemberRecord(groupId: string, memberId: string, value: CGTargetMemberValue.ConsumerGroupTargetAssignmentMemberValue | null): CoordinatorRecord {
-  const key = encode(CGTargetMemberKey.ConsumerGroupTargetAssignmentMemberKeySchema, RecordKeyVersion.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, { groupId, memberId });
+export function consumerGroupTargetMemberRecord(
+  groupId: string,
+  memberId: string,
+  value: CGTargetMemberValue.ConsumerGroupTargetAssignmentMemberValue | null,
+): CoordinatorRecord {
+  const key = encode(
+    CGTargetMemberKey.ConsumerGroupTargetAssignmentMemberKeySchema,
+    RecordKeyVersion.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    { groupId, memberId },
+  );
   return { key, value: value === null ? null : encode(CGTargetMemberValue.ConsumerGroupTargetAssignmentMemberValueSchema, 0, value) };
 }
 
-export function consumerGroupCurrentMemberRecord(groupId: string, memberId: string, value: CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValue | null): CoordinatorRecord {
-  const key = encode(CGCurrentKey.ConsumerGroupCurrentMemberAssignmentKeySchema, RecordKeyVersion.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, { groupId, memberId });
+export function consumerGroupCurrentMemberRecord(
+  groupId: string,
+  memberId: string,
+  value: CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValue | null,
+): CoordinatorRecord {
+  const key = encode(
+    CGCurrentKey.ConsumerGroupCurrentMemberAssignmentKeySchema,
+    RecordKeyVersion.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    { groupId, memberId },
+  );
   return { key, value: value === null ? null : encode(CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValueSchema, 0, value) };
 }
 
@@ -131,8 +167,18 @@ export type DecodedRecord =
   | { type: 'consumer-group'; group: string; epoch: number | null }
   | { type: 'consumer-member'; group: string; memberId: string; value: CGMemberValue.ConsumerGroupMemberMetadataValue | null }
   | { type: 'consumer-target-metadata'; group: string; assignmentEpoch: number | null }
-  | { type: 'consumer-target-member'; group: string; memberId: string; value: CGTargetMemberValue.ConsumerGroupTargetAssignmentMemberValue | null }
-  | { type: 'consumer-current-member'; group: string; memberId: string; value: CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValue | null }
+  | {
+      type: 'consumer-target-member';
+      group: string;
+      memberId: string;
+      value: CGTargetMemberValue.ConsumerGroupTargetAssignmentMemberValue | null;
+    }
+  | {
+      type: 'consumer-current-member';
+      group: string;
+      memberId: string;
+      value: CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValue | null;
+    }
   | { type: 'consumer-partition-metadata'; group: string }
   | { type: 'unknown'; keyVersion: number };
 
@@ -163,7 +209,13 @@ export function decodeCoordinatorRecord(key: Buffer, value: Buffer | null): Deco
         value:
           v === null
             ? null
-            : { offset: v.offset, leaderEpoch: v.leaderEpoch ?? -1, metadata: v.metadata, commitTimestamp: v.commitTimestamp, expireTimestamp: v.expireTimestamp === undefined || v.expireTimestamp < 0n ? null : v.expireTimestamp },
+            : {
+                offset: v.offset,
+                leaderEpoch: v.leaderEpoch ?? -1,
+                metadata: v.metadata,
+                commitTimestamp: v.commitTimestamp,
+                expireTimestamp: v.expireTimestamp === undefined || v.expireTimestamp < 0n ? null : v.expireTimestamp,
+              },
       };
     }
     case RecordKeyVersion.GROUP_METADATA: {
@@ -174,7 +226,11 @@ export function decodeCoordinatorRecord(key: Buffer, value: Buffer | null): Deco
     case RecordKeyVersion.CONSUMER_GROUP_METADATA: {
       const k = CGMetaKey.ConsumerGroupMetadataKeySchema.read(r, kv);
       r.check();
-      return { type: 'consumer-group', group: k.groupId, epoch: readValue(CGMetaValue.ConsumerGroupMetadataValueSchema, value)?.epoch ?? null };
+      return {
+        type: 'consumer-group',
+        group: k.groupId,
+        epoch: readValue(CGMetaValue.ConsumerGroupMetadataValueSchema, value)?.epoch ?? null,
+      };
     }
     case RecordKeyVersion.CONSUMER_GROUP_PARTITION_METADATA: {
       const k = CGPartitionMetaKey.ConsumerGroupPartitionMetadataKeySchema.read(r, kv);
@@ -184,22 +240,41 @@ export function decodeCoordinatorRecord(key: Buffer, value: Buffer | null): Deco
     case RecordKeyVersion.CONSUMER_GROUP_MEMBER_METADATA: {
       const k = CGMemberKey.ConsumerGroupMemberMetadataKeySchema.read(r, kv);
       r.check();
-      return { type: 'consumer-member', group: k.groupId, memberId: k.memberId, value: readValue(CGMemberValue.ConsumerGroupMemberMetadataValueSchema, value) };
+      return {
+        type: 'consumer-member',
+        group: k.groupId,
+        memberId: k.memberId,
+        value: readValue(CGMemberValue.ConsumerGroupMemberMetadataValueSchema, value),
+      };
     }
     case RecordKeyVersion.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: {
       const k = CGTargetMetaKey.ConsumerGroupTargetAssignmentMetadataKeySchema.read(r, kv);
       r.check();
-      return { type: 'consumer-target-metadata', group: k.groupId, assignmentEpoch: readValue(CGTargetMetaValue.ConsumerGroupTargetAssignmentMetadataValueSchema, value)?.assignmentEpoch ?? null };
+      return {
+        type: 'consumer-target-metadata',
+        group: k.groupId,
+        assignmentEpoch: readValue(CGTargetMetaValue.ConsumerGroupTargetAssignmentMetadataValueSchema, value)?.assignmentEpoch ?? null,
+      };
     }
     case RecordKeyVersion.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: {
       const k = CGTargetMemberKey.ConsumerGroupTargetAssignmentMemberKeySchema.read(r, kv);
       r.check();
-      return { type: 'consumer-target-member', group: k.groupId, memberId: k.memberId, value: readValue(CGTargetMemberValue.ConsumerGroupTargetAssignmentMemberValueSchema, value) };
+      return {
+        type: 'consumer-target-member',
+        group: k.groupId,
+        memberId: k.memberId,
+        value: readValue(CGTargetMemberValue.ConsumerGroupTargetAssignmentMemberValueSchema, value),
+      };
     }
     case RecordKeyVersion.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: {
       const k = CGCurrentKey.ConsumerGroupCurrentMemberAssignmentKeySchema.read(r, kv);
       r.check();
-      return { type: 'consumer-current-member', group: k.groupId, memberId: k.memberId, value: readValue(CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValueSchema, value) };
+      return {
+        type: 'consumer-current-member',
+        group: k.groupId,
+        memberId: k.memberId,
+        value: readValue(CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValueSchema, value),
+      };
     }
     default:
       return { type: 'unknown', keyVersion: kv };

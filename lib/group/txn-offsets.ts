@@ -136,7 +136,10 @@ export async function commitTxnOffsets(
   partitionExists: (topic: string, partition: number) => boolean,
   verify: (offsetsPartition: number) => number,
 ): Promise<PartitionErrors> {
-  const result: PartitionErrors = p.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((pp) => ({ partitionIndex: pp.partitionIndex, errorCode: ErrorCode.NONE })) }));
+  const result: PartitionErrors = p.topics.map((t) => ({
+    name: t.name,
+    partitions: t.partitions.map((pp) => ({ partitionIndex: pp.partitionIndex, errorCode: ErrorCode.NONE })),
+  }));
   const setAll = (code: number): PartitionErrors => {
     for (const t of result) for (const pp of t.partitions) pp.errorCode = code;
     return result;
@@ -157,8 +160,22 @@ export async function commitTxnOffsets(
       if (!partitionExists(t.name, pp.partitionIndex)) out.errorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
       else if (Buffer.byteLength(metadata) > c.settings.offsetMetadataMaxBytes) out.errorCode = ErrorCode.OFFSET_METADATA_TOO_LARGE;
       else {
-        const value: OffsetAndMetadata = { offset: pp.committedOffset, leaderEpoch: pp.committedLeaderEpoch, metadata, commitTimestamp: now, expireTimestamp: null };
-        records.push(offsetCommitRecord(p.groupId, t.name, pp.partitionIndex, { offset: value.offset, leaderEpoch: value.leaderEpoch, metadata, commitTimestamp: BigInt(now), expireTimestamp: null }));
+        const value: OffsetAndMetadata = {
+          offset: pp.committedOffset,
+          leaderEpoch: pp.committedLeaderEpoch,
+          metadata,
+          commitTimestamp: now,
+          expireTimestamp: null,
+        };
+        records.push(
+          offsetCommitRecord(p.groupId, t.name, pp.partitionIndex, {
+            offset: value.offset,
+            leaderEpoch: value.leaderEpoch,
+            metadata,
+            commitTimestamp: BigInt(now),
+            expireTimestamp: null,
+          }),
+        );
         stored.push({ group: p.groupId, topic: t.name, partition: pp.partitionIndex, value });
       }
     }),

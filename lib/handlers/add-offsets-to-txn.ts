@@ -12,7 +12,9 @@ export const addOffsetsToTxnHandler = defineHandler<AddOffsetsToTxnRequest, AddO
   async handle(req, ctx) {
     const s = ctx.services;
     const partition = s.groups.partitionFor(req.groupId);
-    const errorCode = await s.txn.addPartitions(req.transactionalId, req.producerId, req.producerEpoch, [{ topic: OFFSETS_TOPIC, partition }]);
+    const errorCode = await s.txn.addPartitions(req.transactionalId, req.producerId, req.producerEpoch, [
+      { topic: OFFSETS_TOPIC, partition },
+    ]);
     return { throttleTimeMs: 0, errorCode: fencedForVersion(errorCode, ctx.apiVersion, 2) };
   },
   errorResponse(_req, errorCode) {

@@ -11,8 +11,14 @@ import { defineHandler, type RequestContext } from './types.js';
 
 type TopicResult = AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult;
 
-function results(topics: readonly AddPartitionsToTxnRequestAddPartitionsToTxnTopic[], code: (topic: string, partition: number) => number): TopicResult[] {
-  return topics.map((t) => ({ name: t.name, resultsByPartition: t.partitions.map((partitionIndex) => ({ partitionIndex, partitionErrorCode: code(t.name, partitionIndex) })) }));
+function results(
+  topics: readonly AddPartitionsToTxnRequestAddPartitionsToTxnTopic[],
+  code: (topic: string, partition: number) => number,
+): TopicResult[] {
+  return topics.map((t) => ({
+    name: t.name,
+    resultsByPartition: t.partitions.map((partitionIndex) => ({ partitionIndex, partitionErrorCode: code(t.name, partitionIndex) })),
+  }));
 }
 
 /**
@@ -20,7 +26,14 @@ function results(topics: readonly AddPartitionsToTxnRequestAddPartitionsToTxnTop
  * OPERATION_NOT_ATTEMPTED (nothing is added); otherwise every partition gets the coordinator's answer.
  * `verifyOnly` (v4+, KIP-890) only checks that they are in the ongoing transaction.
  */
-async function addOne(ctx: RequestContext, txnId: string, producerId: bigint, producerEpoch: number, topics: AddPartitionsToTxnRequestAddPartitionsToTxnTopic[], verifyOnly: boolean): Promise<TopicResult[]> {
+async function addOne(
+  ctx: RequestContext,
+  txnId: string,
+  producerId: bigint,
+  producerEpoch: number,
+  topics: AddPartitionsToTxnRequestAddPartitionsToTxnTopic[],
+  verifyOnly: boolean,
+): Promise<TopicResult[]> {
   const s = ctx.services;
   const exists = (t: string, p: number) => s.topics.partition(t, p) !== undefined;
   if (topics.some((t) => t.partitions.some((p) => !exists(t.name, p)))) {
@@ -39,13 +52,27 @@ export const addPartitionsToTxnHandler = defineHandler<AddPartitionsToTxnRequest
   async handle(req, ctx) {
     if (ctx.apiVersion <= 3) {
       const topics = req.v3AndBelowTopics ?? [];
-      const r = await addOne(ctx, req.v3AndBelowTransactionalId ?? '', req.v3AndBelowProducerId ?? -1n, req.v3AndBelowProducerEpoch ?? -1, topics, false);
+      const r = await addOne(
+        ctx,
+        req.v3AndBelowTransactionalId ?? '',
+        req.v3AndBelowProducerId ?? -1n,
+        req.v3AndBelowProducerEpoch ?? -1,
+        topics,
+        false,
+      );
       return { throttleTimeMs: 0, resultsByTopicV3AndBelow: r };
     }
     const resultsByTransaction = await Promise.all(
       (req.transactions ?? []).map(async (t) => ({
         transactionalId: t.transactionalId ?? '',
-        topicResults: await addOne(ctx, t.transactionalId ?? '', t.producerId ?? -1n, t.producerEpoch ?? -1, t.topics ?? [], t.verifyOnly === true),
+        topicResults: await addOne(
+          ctx,
+          t.transactionalId ?? '',
+          t.producerId ?? -1n,
+          t.producerEpoch ?? -1,
+          t.topics ?? [],
+          t.verifyOnly === true,
+        ),
       })),
     );
     return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, resultsByTransaction };

@@ -4,7 +4,15 @@
  * topic and broker key with its synonyms, and the resolution of a resource to a topic or this broker.
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { BROKER_CONFIG, type BrokerConfig, type ConfigDef, type ConfigType as DefType, type ConfigValue, parseTopicConfig, TOPIC_CONFIG } from '../config.js';
+import {
+  BROKER_CONFIG,
+  type BrokerConfig,
+  type ConfigDef,
+  type ConfigType as DefType,
+  type ConfigValue,
+  parseTopicConfig,
+  TOPIC_CONFIG,
+} from '../config.js';
 import { invalidTopicName, type TopicRecord } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
 
@@ -21,7 +29,18 @@ export const ConfigSource = {
 } as const;
 
 /** DescribeConfigs v3+ config types. */
-export const ConfigType = { UNKNOWN: 0, BOOLEAN: 1, STRING: 2, INT: 3, SHORT: 4, LONG: 5, DOUBLE: 6, LIST: 7, CLASS: 8, PASSWORD: 9 } as const;
+export const ConfigType = {
+  UNKNOWN: 0,
+  BOOLEAN: 1,
+  STRING: 2,
+  INT: 3,
+  SHORT: 4,
+  LONG: 5,
+  DOUBLE: 6,
+  LIST: 7,
+  CLASS: 8,
+  PASSWORD: 9,
+} as const;
 
 const TYPE_IDS: Record<DefType, number> = {
   boolean: ConfigType.BOOLEAN,
@@ -102,11 +121,13 @@ function brokerSynonyms(config: BrokerConfig, name: string): ConfigSynonym[] {
   const out: ConfigSynonym[] = [];
   for (const k of keys) {
     const def = BROKER_CONFIG[k];
-    if (def !== undefined && config.explicit.has(k)) out.push({ name: k, value: configString(def, config.get(k)), source: ConfigSource.STATIC_BROKER_CONFIG });
+    if (def !== undefined && config.explicit.has(k))
+      out.push({ name: k, value: configString(def, config.get(k)), source: ConfigSource.STATIC_BROKER_CONFIG });
   }
   for (const k of keys) {
     const def = BROKER_CONFIG[k];
-    if (def !== undefined && def.default !== null) out.push({ name: k, value: configString(def, def.default), source: ConfigSource.DEFAULT_CONFIG });
+    if (def !== undefined && def.default !== null)
+      out.push({ name: k, value: configString(def, def.default), source: ConfigSource.DEFAULT_CONFIG });
   }
   const first = out.findIndex((s) => s.name === name);
   return first < 0 ? [] : out.slice(first);
@@ -210,11 +231,19 @@ export function duplicateResources(resources: readonly { resourceType: number; r
 export const resourceKey = (r: { resourceType: number; resourceName: string }): string => `${r.resourceType}:${r.resourceName}`;
 
 /** The message for dynamic broker config changes, which gregor does not support. */
-export const BROKER_ALTER_UNSUPPORTED = 'Dynamic broker configs are not supported by gregor: set broker configs in server.properties, KAFKA_* variables or --override and restart.';
+export const BROKER_ALTER_UNSUPPORTED =
+  'Dynamic broker configs are not supported by gregor: set broker configs in server.properties, KAFKA_* variables or --override and restart.';
 
 /** Applies a full set of topic overrides (replace semantics) through the topic manager, mapping errors. */
-export async function replaceTopicConfigs(s: BrokerServices, name: string, configs: Record<string, string | null>, validateOnly: boolean): Promise<void> {
-  const nulls = Object.entries(configs).filter(([, v]) => v === null).map(([k]) => k);
+export async function replaceTopicConfigs(
+  s: BrokerServices,
+  name: string,
+  configs: Record<string, string | null>,
+  validateOnly: boolean,
+): Promise<void> {
+  const nulls = Object.entries(configs)
+    .filter(([, v]) => v === null)
+    .map(([k]) => k);
   if (nulls.length > 0) throw new ResourceError(ErrorCode.INVALID_CONFIG, `Null value not supported for topic configs: ${nulls.join(',')}`);
   await s.topics.alterConfigs(name, configs, { incremental: false, validateOnly });
 }

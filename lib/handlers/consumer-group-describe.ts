@@ -8,7 +8,10 @@ export const consumerGroupDescribeHandler = defineHandler<ConsumerGroupDescribeR
   minVersion: 0,
   maxVersion: 0,
   handle(req, ctx) {
-    return { throttleTimeMs: 0, groups: req.groupIds.map((id) => describeConsumerGroup(ctx.services.groups, id, req.includeAuthorizedOperations)) };
+    return {
+      throttleTimeMs: 0,
+      groups: req.groupIds.map((id) => describeConsumerGroup(ctx.services.groups, id, req.includeAuthorizedOperations)),
+    };
   },
   errorResponse(req, errorCode) {
     return { throttleTimeMs: 0, groups: req.groupIds.map((groupId) => consumerGroupDescribeError(groupId, errorCode)) };

@@ -12,7 +12,15 @@ export const consumerGroupHeartbeatHandler = defineHandler<ConsumerGroupHeartbea
     const groups = ctx.services.groups;
     const status = groups.validateGroupStatus(req.groupId, 'consumer');
     if (status !== ErrorCode.NONE && status !== ErrorCode.INVALID_GROUP_ID) {
-      return { throttleTimeMs: 0, errorCode: status, errorMessage: null, memberId: null, memberEpoch: -1, heartbeatIntervalMs: 0, assignment: null };
+      return {
+        throttleTimeMs: 0,
+        errorCode: status,
+        errorMessage: null,
+        memberId: null,
+        memberEpoch: -1,
+        heartbeatIntervalMs: 0,
+        assignment: null,
+      };
     }
     const r = await groups.consumer.heartbeat(req, ctx.apiVersion, ctx.clientId ?? '', `/${ctx.conn.remoteAddress}`);
     return { throttleTimeMs: 0, ...r };

@@ -18,7 +18,10 @@ function check(s: BrokerServices, t: CreatePartitionsRequestCreatePartitionsTopi
   const rec = s.metadata.topic(t.name);
   if (rec === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `The topic '${t.name}' does not exist.`);
   if (t.count < rec.partitions) {
-    throw new TopicError(ErrorCode.INVALID_PARTITIONS, `The topic ${t.name} currently has ${rec.partitions} partition(s); ${t.count} would not be an increase.`);
+    throw new TopicError(
+      ErrorCode.INVALID_PARTITIONS,
+      `The topic ${t.name} currently has ${rec.partitions} partition(s); ${t.count} would not be an increase.`,
+    );
   }
   if (t.count === rec.partitions) throw new TopicError(ErrorCode.INVALID_PARTITIONS, `Topic already has ${rec.partitions} partition(s).`);
   if (t.assignments === null) return;
@@ -38,7 +41,10 @@ function check(s: BrokerServices, t: CreatePartitionsRequestCreatePartitionsTopi
     }
     const unknown = a.brokerIds.find((b) => b !== s.nodeId);
     if (unknown !== undefined) {
-      throw new TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, `The manual partition assignment includes broker ${unknown}, but no such broker is registered.`);
+      throw new TopicError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        `The manual partition assignment includes broker ${unknown}, but no such broker is registered.`,
+      );
     }
   }
 }
@@ -63,10 +69,14 @@ export const createPartitionsHandler = defineHandler<CreatePartitionsRequest, Cr
         results.push({ name: t.name, errorCode: e.errorCode, errorMessage: e.message });
       }
     }
-    for (const [name, n] of counts) if (n > 1) results.push({ name, errorCode: ErrorCode.INVALID_REQUEST, errorMessage: 'Duplicate topic name.' });
+    for (const [name, n] of counts)
+      if (n > 1) results.push({ name, errorCode: ErrorCode.INVALID_REQUEST, errorMessage: 'Duplicate topic name.' });
     return { throttleTimeMs: 0, results };
   },
   errorResponse(req, errorCode) {
-    return { throttleTimeMs: 0, results: [...new Set(req.topics.map((t) => t.name))].map((name) => ({ name, errorCode, errorMessage: null })) };
+    return {
+      throttleTimeMs: 0,
+      results: [...new Set(req.topics.map((t) => t.name))].map((name) => ({ name, errorCode, errorMessage: null })),
+    };
   },
 });

@@ -27,7 +27,12 @@ function allowsDeletion(s: BrokerServices, topic: string): boolean {
   return Array.isArray(policy) && policy.includes('delete');
 }
 
-function deleteOne(s: BrokerServices, topic: string, partitionIndex: number, offset: bigint): DeleteRecordsResponseDeleteRecordsPartitionResult {
+function deleteOne(
+  s: BrokerServices,
+  topic: string,
+  partitionIndex: number,
+  offset: bigint,
+): DeleteRecordsResponseDeleteRecordsPartitionResult {
   const log = s.topics.partition(topic, partitionIndex);
   if (log === undefined) return failed(partitionIndex, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
   if (INTERNAL_TOPICS.has(topic)) return failed(partitionIndex, ErrorCode.INVALID_TOPIC_EXCEPTION);
@@ -37,7 +42,8 @@ function deleteOne(s: BrokerServices, topic: string, partitionIndex: number, off
   try {
     log.deleteRecordsBefore(target);
   } catch (e) {
-    if (e !== null && typeof e === 'object' && 'errorCode' in e && typeof e.errorCode === 'number') return failed(partitionIndex, e.errorCode);
+    if (e !== null && typeof e === 'object' && 'errorCode' in e && typeof e.errorCode === 'number')
+      return failed(partitionIndex, e.errorCode);
     throw e;
   }
   return { partitionIndex, lowWatermark: log.logStartOffset, errorCode: ErrorCode.NONE };
@@ -50,7 +56,12 @@ export const deleteRecordsHandler = defineHandler<DeleteRecordsRequest, DeleteRe
   async handle(req, ctx) {
     const s = ctx.services;
     // Logs of a just-created topic may still be opening.
-    for (const t of req.topics) if (s.metadata.topic(t.name) !== undefined) await s.topics.openPartitions(t.name, t.partitions.map((p) => p.partitionIndex));
+    for (const t of req.topics)
+      if (s.metadata.topic(t.name) !== undefined)
+        await s.topics.openPartitions(
+          t.name,
+          t.partitions.map((p) => p.partitionIndex),
+        );
     return {
       throttleTimeMs: 0,
       topics: req.topics.map((t) => ({

@@ -3,7 +3,11 @@
  * Duplicates in one request fail with INVALID_REQUEST; unknown ids with UNKNOWN_TOPIC_ID.
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
-import type { DeleteTopicsRequest, DeleteTopicsResponse, DeleteTopicsResponseDeletableTopicResult } from '../../protocol/generated/delete-topics.js';
+import type {
+  DeleteTopicsRequest,
+  DeleteTopicsResponse,
+  DeleteTopicsResponseDeletableTopicResult,
+} from '../../protocol/generated/delete-topics.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { TopicError } from '../topics.js';
 import { defineHandler } from './types.js';
@@ -20,7 +24,13 @@ function targets(req: DeleteTopicsRequest, version: number): Target[] {
   return (req.topicNames ?? []).map((name) => ({ name, topicId: ZERO_UUID }));
 }
 
-function result(name: string | null, topicId: string, errorCode: number, message: string | null, version: number): DeleteTopicsResponseDeletableTopicResult {
+function result(
+  name: string | null,
+  topicId: string,
+  errorCode: number,
+  message: string | null,
+  version: number,
+): DeleteTopicsResponseDeletableTopicResult {
   const r: DeleteTopicsResponseDeletableTopicResult = { name: version < 6 ? (name ?? '') : name, errorCode };
   if (version >= 6) r.topicId = topicId;
   if (version >= 5) r.errorMessage = message;
@@ -57,7 +67,9 @@ export const deleteTopicsHandler = defineHandler<DeleteTopicsRequest, DeleteTopi
       if (dup) {
         if (!answered.has(dupKey)) {
           answered.add(dupKey);
-          responses.push(result(t.name, t.topicId, ErrorCode.INVALID_REQUEST, t.name !== null ? 'Duplicate topic name.' : 'Duplicate topic id.', v));
+          responses.push(
+            result(t.name, t.topicId, ErrorCode.INVALID_REQUEST, t.name !== null ? 'Duplicate topic name.' : 'Duplicate topic id.', v),
+          );
         }
         continue;
       }

@@ -45,7 +45,8 @@ export const describeClusterHandler = defineHandler<DescribeClusterRequest, Desc
       return res;
     }
     const listener = s.advertisedListener(ctx.conn.listenerName);
-    if (listener !== undefined) res.brokers.push({ brokerId: s.nodeId, host: listener.host, port: listener.port, rack: s.config.string('broker.rack') });
+    if (listener !== undefined)
+      res.brokers.push({ brokerId: s.nodeId, host: listener.host, port: listener.port, rack: s.config.string('broker.rack') });
     return res;
   },
   errorResponse(req, errorCode, ctx) {

@@ -20,7 +20,12 @@ import {
 } from './config-resources.js';
 import { defineHandler } from './types.js';
 
-function toResult(e: ConfigEntry, version: number, includeSynonyms: boolean, includeDocumentation: boolean): DescribeConfigsResponseDescribeConfigsResourceResult {
+function toResult(
+  e: ConfigEntry,
+  version: number,
+  includeSynonyms: boolean,
+  includeDocumentation: boolean,
+): DescribeConfigsResponseDescribeConfigsResourceResult {
   const out: DescribeConfigsResponseDescribeConfigsResourceResult = {
     name: e.name,
     value: e.value,
@@ -77,7 +82,13 @@ export const describeConfigsHandler = defineHandler<DescribeConfigsRequest, Desc
   errorResponse(req, errorCode) {
     return {
       throttleTimeMs: 0,
-      results: req.resources.map((r) => ({ errorCode, errorMessage: null, resourceType: r.resourceType, resourceName: r.resourceName, configs: [] })),
+      results: req.resources.map((r) => ({
+        errorCode,
+        errorMessage: null,
+        resourceType: r.resourceType,
+        resourceName: r.resourceName,
+        configs: [],
+      })),
     };
   },
 });

@@ -1,5 +1,9 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
-import type { DescribeGroupsRequest, DescribeGroupsResponse, DescribeGroupsResponseDescribedGroup } from '../../protocol/generated/describe-groups.js';
+import type {
+  DescribeGroupsRequest,
+  DescribeGroupsResponse,
+  DescribeGroupsResponseDescribedGroup,
+} from '../../protocol/generated/describe-groups.js';
 import { describeGroup } from '../group/group-admin.js';
 import { defineHandler } from './types.js';
 
@@ -22,6 +26,9 @@ export const describeGroupsHandler = defineHandler<DescribeGroupsRequest, Descri
     };
   },
   errorResponse(req, errorCode) {
-    return { throttleTimeMs: 0, groups: req.groups.map((groupId) => ({ errorCode, groupId, groupState: '', protocolType: '', protocolData: '', members: [] })) };
+    return {
+      throttleTimeMs: 0,
+      groups: req.groups.map((groupId) => ({ errorCode, groupId, groupState: '', protocolType: '', protocolData: '', members: [] })),
+    };
   },
 });

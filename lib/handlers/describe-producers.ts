@@ -15,13 +15,19 @@ export const describeProducersHandler = defineHandler<DescribeProducersRequest, 
     const s = ctx.services;
     // Logs of a just-created topic may still be opening.
     for (const t of req.topics) if (s.metadata.topic(t.name) !== undefined) await s.topics.openPartitions(t.name, t.partitionIndexes);
-    const lookup = { topicExists: (topic: string) => s.metadata.topic(topic) !== undefined, partition: (topic: string, p: number) => s.topics.partition(topic, p) };
+    const lookup = {
+      topicExists: (topic: string) => s.metadata.topic(topic) !== undefined,
+      partition: (topic: string, p: number) => s.topics.partition(topic, p),
+    };
     return { throttleTimeMs: 0, topics: describeProducers(lookup, req.topics) };
   },
   errorResponse(req, errorCode) {
     return {
       throttleTimeMs: 0,
-      topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((partitionIndex) => ({ partitionIndex, errorCode, errorMessage: null, activeProducers: [] })) })),
+      topics: req.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitionIndexes.map((partitionIndex) => ({ partitionIndex, errorCode, errorMessage: null, activeProducers: [] })),
+      })),
     };
   },
 });

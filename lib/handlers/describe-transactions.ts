@@ -3,7 +3,11 @@
  * lib/txn/admin.ts for the fields and errors).
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
-import { defaultDescribeTransactionsResponseTransactionState, type DescribeTransactionsRequest, type DescribeTransactionsResponse } from '../../protocol/generated/describe-transactions.js';
+import {
+  defaultDescribeTransactionsResponseTransactionState,
+  type DescribeTransactionsRequest,
+  type DescribeTransactionsResponse,
+} from '../../protocol/generated/describe-transactions.js';
 import { describeTransaction } from '../txn/admin.js';
 import { defineHandler } from './types.js';
 
@@ -15,6 +19,13 @@ export const describeTransactionsHandler = defineHandler<DescribeTransactionsReq
     return { throttleTimeMs: 0, transactionStates: req.transactionalIds.map((id) => describeTransaction(ctx.services.txn, id)) };
   },
   errorResponse(req, errorCode) {
-    return { throttleTimeMs: 0, transactionStates: req.transactionalIds.map((transactionalId) => ({ ...defaultDescribeTransactionsResponseTransactionState(), errorCode, transactionalId })) };
+    return {
+      throttleTimeMs: 0,
+      transactionStates: req.transactionalIds.map((transactionalId) => ({
+        ...defaultDescribeTransactionsResponseTransactionState(),
+        errorCode,
+        transactionalId,
+      })),
+    };
   },
 });

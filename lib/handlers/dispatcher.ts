@@ -53,7 +53,11 @@ export class Dispatcher {
     const handler = this.handlers.get(apiKey);
     if (apiKey === ApiKey.ApiVersions && range !== undefined && (apiVersion < range.minVersion || apiVersion > range.maxVersion)) {
       // Unsupported ApiVersions: a v0 body with UNSUPPORTED_VERSION and the key list, so the client can retry lower.
-      const body = { errorCode: ErrorCode.UNSUPPORTED_VERSION, apiKeys: this.services().apiVersions.map((a) => ({ ...a })), throttleTimeMs: 0 };
+      const body = {
+        errorCode: ErrorCode.UNSUPPORTED_VERSION,
+        apiKeys: this.services().apiVersions.map((a) => ({ ...a })),
+        throttleTimeMs: 0,
+      };
       return { response: encodeResponse(ApiKey.ApiVersions, 0, correlationId, body, { sizePrefix: true }) };
     }
     if (handler === undefined || range === undefined) return { close: `unsupported API key ${apiKey}` };
@@ -95,7 +99,10 @@ export class Dispatcher {
       body = res;
     } catch (e) {
       const unanswered = failedWithoutResponse(apiKey, decoded.body);
-      logger.error({ err: e, apiKey, apiVersion, correlationId }, `request handler failed: ${unanswered === null ? 'answering UNKNOWN_SERVER_ERROR' : 'closing the connection'}`);
+      logger.error(
+        { err: e, apiKey, apiVersion, correlationId },
+        `request handler failed: ${unanswered === null ? 'answering UNKNOWN_SERVER_ERROR' : 'closing the connection'}`,
+      );
       if (unanswered !== null) return { close: unanswered };
       body = handler.errorResponse(decoded.body as never, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
     }
@@ -107,12 +114,26 @@ export class Dispatcher {
    * A scoped 'error' (topic filter, Produce/Fetch) errs only the partitions the rule names: 'before',
    * the handler runs on the request without them; either way the answer merges both (fault-scope.ts).
    */
-  private async dispatchFault(fault: PickedFault, handler: Handler<never, unknown>, req: never, ctx: RequestContext): Promise<DispatchResult> {
+  private async dispatchFault(
+    fault: PickedFault,
+    handler: Handler<never, unknown>,
+    req: never,
+    ctx: RequestContext,
+  ): Promise<DispatchResult> {
     const { apiKey, apiVersion, correlationId, logger } = ctx;
     const what = `${fault.action} ${fault.when} API ${apiKey} v${apiVersion}`;
     const delayMs = fault.action === 'delay' ? fault.nextDelayMs() : 0;
     logger.debug(
-      { apiKey, apiVersion, correlationId, action: fault.action, when: fault.when, errorCode: fault.errorCode, delayMs, applied: fault.applied },
+      {
+        apiKey,
+        apiVersion,
+        correlationId,
+        action: fault.action,
+        when: fault.when,
+        errorCode: fault.errorCode,
+        delayMs,
+        applied: fault.applied,
+      },
       `fault injection: ${what}`,
     );
     const resolve = (id: string) => ctx.services.metadata.topicById(id)?.name;
@@ -143,7 +164,10 @@ export class Dispatcher {
       body = res;
     } catch (e) {
       const unanswered = failedWithoutResponse(apiKey, run);
-      logger.error({ err: e, apiKey, apiVersion, correlationId }, `request handler failed: ${unanswered === null ? 'answering UNKNOWN_SERVER_ERROR' : 'closing the connection'}`);
+      logger.error(
+        { err: e, apiKey, apiVersion, correlationId },
+        `request handler failed: ${unanswered === null ? 'answering UNKNOWN_SERVER_ERROR' : 'closing the connection'}`,
+      );
       if (unanswered !== null) return { close: unanswered };
       body = handler.errorResponse(run, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
     }
@@ -185,6 +209,9 @@ function failedWithoutResponse(apiKey: number, req: unknown): string | null {
 
 /** Remembers the client software an ApiVersions v3+ request names, for the connection's later requests. */
 function rememberClientSoftware(conn: ConnectionDetails, body: unknown): void {
-  const { clientSoftwareName: name, clientSoftwareVersion: version } = body as { clientSoftwareName?: string; clientSoftwareVersion?: string };
+  const { clientSoftwareName: name, clientSoftwareVersion: version } = body as {
+    clientSoftwareName?: string;
+    clientSoftwareVersion?: string;
+  };
   if (name !== undefined && name !== '') conn.clientSoftware = { name, version: version ?? '' };
 }

@@ -26,7 +26,12 @@ export function fetchVersionError(log: PartitionLog, apiVersion: number): number
 }
 
 /** The stored entries read for `fetchOffset`, as a reader of `apiVersion` must get them. */
-export async function recordsForFetchVersion(log: PartitionLog, stored: Buffer[], apiVersion: number, fetchOffset: bigint): Promise<FetchRecords> {
+export async function recordsForFetchVersion(
+  log: PartitionLog,
+  stored: Buffer[],
+  apiVersion: number,
+  fetchOffset: bigint,
+): Promise<FetchRecords> {
   const concat = (): Buffer => (stored.length === 0 ? EMPTY : stored.length === 1 ? (stored[0] as Buffer) : Buffer.concat(stored));
   const toMagic = fetchMagic(apiVersion);
   if (toMagic === 2 || !needsDownConversion(stored, toMagic)) return { errorCode: ErrorCode.NONE, records: concat() };
@@ -34,7 +39,10 @@ export async function recordsForFetchVersion(log: PartitionLog, stored: Buffer[]
   const maxOutput = decompressLimit(log.currentConfig);
   try {
     const runner = log.converter;
-    const records = runner === undefined ? downConvert(concat(), toMagic, fetchOffset, maxOutput) : await runner.downConvert(concat(), toMagic, fetchOffset, maxOutput);
+    const records =
+      runner === undefined
+        ? downConvert(concat(), toMagic, fetchOffset, maxOutput)
+        : await runner.downConvert(concat(), toMagic, fetchOffset, maxOutput);
     return { errorCode: ErrorCode.NONE, records };
   } catch (err) {
     if (err instanceof LogError) return { errorCode: err.errorCode, records: EMPTY };

@@ -1,6 +1,12 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import type { FetchRequest, FetchRequestFetchPartition, FetchResponse, FetchResponseAbortedTransaction, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
+import type {
+  FetchRequest,
+  FetchRequestFetchPartition,
+  FetchResponse,
+  FetchResponseAbortedTransaction,
+  FetchResponsePartitionData,
+} from '../../protocol/generated/fetch.js';
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
@@ -26,7 +32,13 @@ interface TopicOut {
 /** Shared by every read_committed partition result without aborted transactions (the encoder only reads it). */
 const NO_ABORTED: FetchResponseAbortedTransaction[] = [];
 
-function partitionResult(w: Wanted, readCommitted: boolean, errorCode: number, records: Buffer, aborted: FetchResponseAbortedTransaction[] = NO_ABORTED): FetchResponsePartitionData {
+function partitionResult(
+  w: Wanted,
+  readCommitted: boolean,
+  errorCode: number,
+  records: Buffer,
+  aborted: FetchResponseAbortedTransaction[] = NO_ABORTED,
+): FetchResponsePartitionData {
   return {
     partitionIndex: w.req.partition,
     errorCode,
@@ -54,7 +66,7 @@ function caughtUp(fetchOffset: bigint, log: PartitionLog, readCommitted: boolean
 function nextOffsetAfter(records: Buffer[], fallback: bigint): bigint {
   let next = fallback;
   for (const b of records) {
-    for (let p = 0; p + LOG_OVERHEAD <= b.length; ) {
+    for (let p = 0; p + LOG_OVERHEAD <= b.length;) {
       const size = LOG_OVERHEAD + b.readInt32BE(p + BatchField.BATCH_LENGTH);
       if (size <= BatchField.MAGIC || p + size > b.length || (b[p + BatchField.MAGIC] === 2 && size < RECORD_BATCH_OVERHEAD)) break;
       const base = b.readBigInt64BE(p);
@@ -127,7 +139,10 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
       }
       try {
         const limit = Math.max(0, Math.min(w.req.partitionMaxBytes, budget));
-        const { records, size } = await w.log.read(w.req.fetchOffset, limit, { minOneMessage: allowOversized && total === 0, maxOffset: readLimit(w.log, readCommitted) });
+        const { records, size } = await w.log.read(w.req.fetchOffset, limit, {
+          minOneMessage: allowOversized && total === 0,
+          maxOffset: readLimit(w.log, readCommitted),
+        });
         budget -= size;
         total += size;
         if (apiVersion <= 3) {
@@ -138,7 +153,15 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
           continue;
         }
         const bytes = records.length === 0 ? EMPTY : records.length === 1 ? (records[0] ?? EMPTY) : Buffer.concat(records, size);
-        partitions.push(partitionResult(w, readCommitted, ErrorCode.NONE, bytes, readCommitted ? abortedIn(w.log, w.req.fetchOffset, records) : NO_ABORTED));
+        partitions.push(
+          partitionResult(
+            w,
+            readCommitted,
+            ErrorCode.NONE,
+            bytes,
+            readCommitted ? abortedIn(w.log, w.req.fetchOffset, records) : NO_ABORTED,
+          ),
+        );
       } catch (e) {
         if (!(e instanceof LogError)) throw e;
         errors++;
@@ -192,7 +215,16 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
       responses: req.topics.map((t) => ({
         topic: t.topic ?? '',
         topicId: t.topicId ?? ZERO_UUID,
-        partitions: t.partitions.map((p) => ({ partitionIndex: p.partition, errorCode, highWatermark: -1n, lastStableOffset: -1n, logStartOffset: -1n, abortedTransactions: null, preferredReadReplica: -1, records: EMPTY })),
+        partitions: t.partitions.map((p) => ({
+          partitionIndex: p.partition,
+          errorCode,
+          highWatermark: -1n,
+          lastStableOffset: -1n,
+          logStartOffset: -1n,
+          abortedTransactions: null,
+          preferredReadReplica: -1,
+          records: EMPTY,
+        })),
       })),
     };
   },

@@ -27,11 +27,13 @@ async function lookup(key: string, keyType: number, ctx: RequestContext): Promis
   if (keyType === CoordinatorType.TRANSACTION) {
     // __transaction_state is created on first use, as Kafka does
     errorCode = await s.txn.ensureReady();
-    if (errorCode === ErrorCode.NONE && s.txn.status(key) === ErrorCode.COORDINATOR_NOT_AVAILABLE) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (errorCode === ErrorCode.NONE && s.txn.status(key) === ErrorCode.COORDINATOR_NOT_AVAILABLE)
+      errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
   } else if (keyType !== CoordinatorType.GROUP) errorCode = ErrorCode.INVALID_REQUEST;
   else errorCode = await s.groups.ensureReady(); // __consumer_offsets too
   if (listener === undefined && errorCode === ErrorCode.NONE) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
-  if (errorCode !== ErrorCode.NONE || listener === undefined) return { key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: MESSAGES[errorCode] ?? null };
+  if (errorCode !== ErrorCode.NONE || listener === undefined)
+    return { key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: MESSAGES[errorCode] ?? null };
   return { key, nodeId: s.nodeId, host: listener.host, port: listener.port, errorCode, errorMessage: null };
 }
 
@@ -42,14 +44,19 @@ export const findCoordinatorHandler = defineHandler<FindCoordinatorRequest, Find
   maxVersion: 6,
   async handle(req, ctx) {
     const keyType = req.keyType ?? CoordinatorType.GROUP;
-    if (ctx.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: await Promise.all((req.coordinatorKeys ?? []).map((k) => lookup(k, keyType, ctx))) };
+    if (ctx.apiVersion >= 4)
+      return { throttleTimeMs: 0, coordinators: await Promise.all((req.coordinatorKeys ?? []).map((k) => lookup(k, keyType, ctx))) };
     const f = await lookup(req.key ?? '', keyType, ctx);
     const res: FindCoordinatorResponse = { throttleTimeMs: 0, errorCode: f.errorCode, nodeId: f.nodeId, host: f.host, port: f.port };
     if (ctx.apiVersion >= 1) res.errorMessage = f.errorMessage;
     return res;
   },
   errorResponse(req, errorCode, ctx) {
-    if (ctx.apiVersion >= 4) return { throttleTimeMs: 0, coordinators: (req.coordinatorKeys ?? []).map((key) => ({ key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: null })) };
+    if (ctx.apiVersion >= 4)
+      return {
+        throttleTimeMs: 0,
+        coordinators: (req.coordinatorKeys ?? []).map((key) => ({ key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: null })),
+      };
     return { throttleTimeMs: 0, errorCode, nodeId: -1, host: '', port: -1 };
   },
 });

@@ -13,7 +13,10 @@ export const heartbeatHandler = defineHandler<HeartbeatRequest, HeartbeatRespons
     // While loading, answer blindly: the member learns of any rebalance once the group is back.
     if (status === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) return { throttleTimeMs: 0, errorCode: ErrorCode.NONE };
     if (status !== ErrorCode.NONE) return { throttleTimeMs: 0, errorCode: status };
-    return { throttleTimeMs: 0, errorCode: groups.classic.heartbeat(req.groupId, req.memberId, req.groupInstanceId ?? null, req.generationId) };
+    return {
+      throttleTimeMs: 0,
+      errorCode: groups.classic.heartbeat(req.groupId, req.memberId, req.groupInstanceId ?? null, req.generationId),
+    };
   },
   errorResponse(_req, errorCode) {
     return { throttleTimeMs: 0, errorCode };

@@ -20,7 +20,11 @@ export const AlterConfigOp = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as co
 const OP_NAMES = ['SET', 'DELETE', 'APPEND', 'SUBTRACT'];
 
 /** The topic's overrides after applying `ops` in order; throws ResourceError on a bad operation. */
-export function applyOps(s: BrokerServices, t: TopicRecord, ops: readonly IncrementalAlterConfigsRequestAlterableConfig[]): Record<string, string | null> {
+export function applyOps(
+  s: BrokerServices,
+  t: TopicRecord,
+  ops: readonly IncrementalAlterConfigsRequestAlterableConfig[],
+): Record<string, string | null> {
   const next: Record<string, string | null> = { ...t.configs };
   const seen = new Set<string>();
   for (const op of ops) {
@@ -40,11 +44,17 @@ export function applyOps(s: BrokerServices, t: TopicRecord, ops: readonly Increm
       case AlterConfigOp.APPEND:
       case AlterConfigOp.SUBTRACT: {
         if (def.def.type !== 'list') {
-          throw new ResourceError(ErrorCode.INVALID_CONFIG, `Can't ${OP_NAMES[op.configOperation]} to key ${op.name} because its type is not LIST.`);
+          throw new ResourceError(
+            ErrorCode.INVALID_CONFIG,
+            `Can't ${OP_NAMES[op.configOperation]} to key ${op.name} because its type is not LIST.`,
+          );
         }
         const current = next[op.name] ?? topicConfigEntry(s.config, {}, op.name).value ?? '';
         const parts = current === '' ? [] : current.split(',').map((x) => x.trim());
-        const values = (op.value ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+        const values = (op.value ?? '')
+          .split(',')
+          .map((x) => x.trim())
+          .filter((x) => x !== '');
         if (op.configOperation === AlterConfigOp.APPEND) {
           for (const x of values) if (!parts.includes(x)) parts.push(x);
         } else {

@@ -81,7 +81,9 @@ export const HANDLERS: readonly Handler<never, unknown>[] = [
 
 /** The ranges to advertise: every handler's, or those an emulated Kafka release had. */
 export function advertisedVersions(handlers: readonly Handler<never, unknown>[], emulate: string | null): ApiVersionRange[] {
-  const all = handlers.map((h) => ({ apiKey: h.apiKey, minVersion: h.minVersion, maxVersion: h.maxVersion })).sort((a, b) => a.apiKey - b.apiKey);
+  const all = handlers
+    .map((h) => ({ apiKey: h.apiKey, minVersion: h.minVersion, maxVersion: h.maxVersion }))
+    .sort((a, b) => a.apiKey - b.apiKey);
   if (emulate === null || emulate === '' || emulate === 'latest' || /^3\.9(\.|$)/.test(emulate)) return all;
   const maxes = emulatedMaxVersions(emulate);
   if (maxes === undefined) {

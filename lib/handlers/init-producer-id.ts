@@ -16,7 +16,12 @@ export const initProducerIdHandler = defineHandler<InitProducerIdRequest, InitPr
   async handle(req, ctx) {
     const expected = ctx.apiVersion >= 3 ? { producerId: req.producerId ?? -1n, producerEpoch: req.producerEpoch ?? -1 } : null;
     const r = await ctx.services.txn.initProducerId(req.transactionalId, req.transactionTimeoutMs, expected);
-    return { throttleTimeMs: 0, errorCode: fencedForVersion(r.errorCode, ctx.apiVersion, 4), producerId: r.producerId, producerEpoch: r.producerEpoch };
+    return {
+      throttleTimeMs: 0,
+      errorCode: fencedForVersion(r.errorCode, ctx.apiVersion, 4),
+      producerId: r.producerId,
+      producerEpoch: r.producerEpoch,
+    };
   },
   errorResponse(_req, errorCode) {
     return { throttleTimeMs: 0, errorCode, producerId: -1n, producerEpoch: -1 };

@@ -11,18 +11,36 @@ export const leaveGroupHandler = defineHandler<LeaveGroupRequest, LeaveGroupResp
   async handle(req, ctx) {
     const v = ctx.apiVersion;
     const groups = ctx.services.groups;
-    const members = v >= 3 ? (req.members ?? []).map((m) => ({ memberId: m.memberId ?? '', groupInstanceId: m.groupInstanceId ?? null, reason: m.reason ?? null })) : [{ memberId: req.memberId ?? '', groupInstanceId: null, reason: null }];
+    const members =
+      v >= 3
+        ? (req.members ?? []).map((m) => ({
+            memberId: m.memberId ?? '',
+            groupInstanceId: m.groupInstanceId ?? null,
+            reason: m.reason ?? null,
+          }))
+        : [{ memberId: req.memberId ?? '', groupInstanceId: null, reason: null }];
     const reply = (errorCode: number, codes: number[]): LeaveGroupResponse => {
       if (v < 3) return { throttleTimeMs: 0, errorCode: errorCode !== ErrorCode.NONE ? errorCode : (codes[0] ?? ErrorCode.NONE) };
-      return { throttleTimeMs: 0, errorCode, members: members.map((m, i) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode: codes[i] ?? errorCode })) };
+      return {
+        throttleTimeMs: 0,
+        errorCode,
+        members: members.map((m, i) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode: codes[i] ?? errorCode })),
+      };
     };
     const status = groups.validateGroupStatus(req.groupId, 'leave');
     if (status !== ErrorCode.NONE) return v < 3 ? reply(status, []) : { throttleTimeMs: 0, errorCode: status, members: [] };
     const g = groups.groups.get(req.groupId);
-    if (g === undefined) return reply(ErrorCode.NONE, members.map(() => ErrorCode.UNKNOWN_MEMBER_ID));
+    if (g === undefined)
+      return reply(
+        ErrorCode.NONE,
+        members.map(() => ErrorCode.UNKNOWN_MEMBER_ID),
+      );
     // A consumer group serves its classic members (Kafka's classicGroupLeaveToConsumerGroup).
     if (g.type === 'consumer') return reply(ErrorCode.NONE, await groups.inConsumerGroup.leave(g, members));
-    if (g.is('Dead')) return v < 3 ? reply(ErrorCode.COORDINATOR_NOT_AVAILABLE, []) : { throttleTimeMs: 0, errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, members: [] };
+    if (g.is('Dead'))
+      return v < 3
+        ? reply(ErrorCode.COORDINATOR_NOT_AVAILABLE, [])
+        : { throttleTimeMs: 0, errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, members: [] };
     return reply(ErrorCode.NONE, groups.classic.leaveGroup(g, members));
   },
   errorResponse(_req, errorCode) {

@@ -20,7 +20,11 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
   maxVersion: 9,
   async handle(req, ctx) {
     const s = ctx.services;
-    for (const t of req.topics) await s.topics.openPartitions(t.name, t.partitions.filter((p) => p.timestamp >= 0n || p.timestamp === OffsetSpec.MAX_TIMESTAMP).map((p) => p.partitionIndex));
+    for (const t of req.topics)
+      await s.topics.openPartitions(
+        t.name,
+        t.partitions.filter((p) => p.timestamp >= 0n || p.timestamp === OffsetSpec.MAX_TIMESTAMP).map((p) => p.partitionIndex),
+      );
     // v2+ carry an isolation level; read_committed (1) sees up to the last stable offset
     const readCommitted = ctx.apiVersion >= 2 && req.isolationLevel === 1;
     return {
@@ -54,12 +58,21 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
           }
           const epoch = ctx.apiVersion >= 4 && found !== null ? { leaderEpoch: found.leaderEpoch } : {};
           if (found === null) return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n };
-          return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.NONE, timestamp: found.timestamp, offset: found.offset, ...epoch };
+          return {
+            partitionIndex: p.partitionIndex,
+            errorCode: ErrorCode.NONE,
+            timestamp: found.timestamp,
+            offset: found.offset,
+            ...epoch,
+          };
         }),
       })),
     };
   },
   errorResponse(req, errorCode) {
-    return { throttleTimeMs: 0, topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => failed(p.partitionIndex, errorCode)) })) };
+    return {
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => failed(p.partitionIndex, errorCode)) })),
+    };
   },
 });

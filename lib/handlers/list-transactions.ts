@@ -12,7 +12,11 @@ export const listTransactionsHandler = defineHandler<ListTransactionsRequest, Li
   minVersion: 0,
   maxVersion: 1,
   handle(req, ctx) {
-    const filters = { stateFilters: req.stateFilters, producerIdFilters: req.producerIdFilters, durationFilter: ctx.apiVersion >= 1 ? (req.durationFilter ?? -1n) : -1n };
+    const filters = {
+      stateFilters: req.stateFilters,
+      producerIdFilters: req.producerIdFilters,
+      durationFilter: ctx.apiVersion >= 1 ? (req.durationFilter ?? -1n) : -1n,
+    };
     return { throttleTimeMs: 0, ...listTransactions(ctx.services.txn, filters) };
   },
   errorResponse(_req, errorCode) {

@@ -1,10 +1,6 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import type {
-  MetadataRequest,
-  MetadataResponse,
-  MetadataResponseMetadataResponseTopic,
-} from '../../protocol/generated/metadata.js';
+import type { MetadataRequest, MetadataResponse, MetadataResponseMetadataResponseTopic } from '../../protocol/generated/metadata.js';
 import type { TopicRecord } from '../metadata/local-store.js';
 import { invalidTopicName } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
@@ -46,7 +42,8 @@ export const metadataHandler = defineHandler<MetadataRequest, MetadataResponse>(
   async handle(req, ctx) {
     const s = ctx.services;
     const listener = s.advertisedListener(ctx.conn.listenerName);
-    const brokers = listener === undefined ? [] : [{ nodeId: s.nodeId, host: listener.host, port: listener.port, rack: s.config.string('broker.rack') }];
+    const brokers =
+      listener === undefined ? [] : [{ nodeId: s.nodeId, host: listener.host, port: listener.port, rack: s.config.string('broker.rack') }];
     // v0: an empty list means every topic; v1+: null means every topic and [] none.
     const all = req.topics === null || (ctx.apiVersion === 0 && req.topics.length === 0);
     const topics: MetadataResponseMetadataResponseTopic[] = [];

@@ -35,6 +35,12 @@ export const offsetCommitHandler = defineHandler<OffsetCommitRequest, OffsetComm
     return { throttleTimeMs: 0, topics };
   },
   errorResponse(req, errorCode) {
-    return { throttleTimeMs: 0, topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })) };
+    return {
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })),
+      })),
+    };
   },
 });

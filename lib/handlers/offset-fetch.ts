@@ -1,6 +1,10 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import type { OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponseOffsetFetchResponseTopic } from '../../protocol/generated/offset-fetch.js';
+import type {
+  OffsetFetchRequest,
+  OffsetFetchResponse,
+  OffsetFetchResponseOffsetFetchResponseTopic,
+} from '../../protocol/generated/offset-fetch.js';
 import { type FetchedPartition, fetchOffsets } from '../group/offset-manager.js';
 import { defineHandler } from './types.js';
 
@@ -26,24 +30,43 @@ export const offsetFetchHandler = defineHandler<OffsetFetchRequest, OffsetFetchR
       return {
         throttleTimeMs: 0,
         groups: (req.groups ?? []).map((g) => {
-          const r = fetchOffsets(groups, g.groupId ?? '', asTopics(g.topics), { memberId: g.memberId ?? null, memberEpoch: g.memberEpoch ?? -1 }, req.requireStable === true);
-          return { groupId: g.groupId ?? '', errorCode: r.errorCode, topics: r.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => partitionOut(p, v)) })) };
+          const r = fetchOffsets(
+            groups,
+            g.groupId ?? '',
+            asTopics(g.topics),
+            { memberId: g.memberId ?? null, memberEpoch: g.memberEpoch ?? -1 },
+            req.requireStable === true,
+          );
+          return {
+            groupId: g.groupId ?? '',
+            errorCode: r.errorCode,
+            topics: r.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => partitionOut(p, v)) })),
+          };
         }),
       };
     }
     const wanted = v === 0 || v === 1 ? asTopics(req.topics ?? []) : asTopics(req.topics);
     const r = fetchOffsets(groups, req.groupId ?? '', wanted, undefined, v >= 7 && req.requireStable === true);
-    let topics: OffsetFetchResponseOffsetFetchResponseTopic[] = r.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => partitionOut(p, v)) }));
+    let topics: OffsetFetchResponseOffsetFetchResponseTopic[] = r.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => partitionOut(p, v)),
+    }));
     if (r.errorCode !== ErrorCode.NONE && v < 2) {
       // No top-level error before v2: each asked-for partition carries it.
-      topics = (wanted ?? []).map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((pi) => partitionOut({ partitionIndex: pi, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: r.errorCode }, v)) }));
+      topics = (wanted ?? []).map((t) => ({
+        name: t.name,
+        partitions: t.partitionIndexes.map((pi) =>
+          partitionOut({ partitionIndex: pi, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode: r.errorCode }, v),
+        ),
+      }));
     }
     const res: OffsetFetchResponse = { throttleTimeMs: 0, topics };
     if (v >= 2) res.errorCode = r.errorCode;
     return res;
   },
   errorResponse(req, errorCode, ctx) {
-    if (ctx.apiVersion >= 8) return { throttleTimeMs: 0, groups: (req.groups ?? []).map((g) => ({ groupId: g.groupId ?? '', errorCode, topics: [] })) };
+    if (ctx.apiVersion >= 8)
+      return { throttleTimeMs: 0, groups: (req.groups ?? []).map((g) => ({ groupId: g.groupId ?? '', errorCode, topics: [] })) };
     return ctx.apiVersion >= 2 ? { throttleTimeMs: 0, errorCode, topics: [] } : { throttleTimeMs: 0, topics: [] };
   },
 });

@@ -17,15 +17,19 @@ export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochReq
         topic: t.topic,
         partitions: t.partitions.map((p) => {
           const log = ctx.services.topics.partition(t.topic, p.partition);
-          if (log === undefined) return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+          if (log === undefined)
+            return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
           const current = p.currentLeaderEpoch ?? -1;
-          if (current > CURRENT_EPOCH) return { errorCode: ErrorCode.UNKNOWN_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
-          if (current !== -1 && current < CURRENT_EPOCH) return { errorCode: ErrorCode.FENCED_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+          if (current > CURRENT_EPOCH)
+            return { errorCode: ErrorCode.UNKNOWN_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+          if (current !== -1 && current < CURRENT_EPOCH)
+            return { errorCode: ErrorCode.FENCED_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
           // Kafka's leader puts its current epoch in the leader-epoch cache at the log end offset when it
           // becomes leader (Partition.makeLeader), so LeaderEpochFileCache.endOffsetFor answers the current
           // epoch with the log end offset even before anything is written in it. Here the cache learns
           // epoch 0 only from the first append: answer the current epoch directly, whatever the cache holds.
-          if (p.leaderEpoch === CURRENT_EPOCH) return { errorCode: ErrorCode.NONE, partition: p.partition, leaderEpoch: CURRENT_EPOCH, endOffset: log.logEndOffset };
+          if (p.leaderEpoch === CURRENT_EPOCH)
+            return { errorCode: ErrorCode.NONE, partition: p.partition, leaderEpoch: CURRENT_EPOCH, endOffset: log.logEndOffset };
           const r = log.endOffsetForEpoch(p.leaderEpoch);
           return { errorCode: ErrorCode.NONE, partition: p.partition, leaderEpoch: r.leaderEpoch, endOffset: r.endOffset };
         }),
@@ -33,6 +37,12 @@ export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochReq
     };
   },
   errorResponse(req, errorCode) {
-    return { throttleTimeMs: 0, topics: req.topics.map((t) => ({ topic: t.topic, partitions: t.partitions.map((p) => ({ errorCode, partition: p.partition, leaderEpoch: -1, endOffset: -1n })) })) };
+    return {
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => ({
+        topic: t.topic,
+        partitions: t.partitions.map((p) => ({ errorCode, partition: p.partition, leaderEpoch: -1, endOffset: -1n })),
+      })),
+    };
   },
 });

@@ -1,10 +1,6 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode, errorName } from '../../protocol/generated/error-codes.js';
-import type {
-  ProduceRequest,
-  ProduceResponse,
-  ProduceResponsePartitionProduceResponse,
-} from '../../protocol/generated/produce.js';
+import type { ProduceRequest, ProduceResponse, ProduceResponsePartitionProduceResponse } from '../../protocol/generated/produce.js';
 import { BatchAttribute, BatchField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError } from '../log/partition-log.js';
 import { type CloseConnection, closeConnection, defineHandler, NO_RESPONSE, type RequestContext } from './types.js';
@@ -26,7 +22,13 @@ function transactionalProducer(records: Buffer | null): { producerId: bigint; pr
  * INVALID_PRODUCER_EPOCH, a retriable coordinator state NOT_ENOUGH_REPLICAS (clients retry it),
  * a partition not in the transaction INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11).
  */
-function verifyTransactional(ctx: RequestContext, transactionalId: string, p: { producerId: bigint; producerEpoch: number }, topic: string, partition: number): number {
+function verifyTransactional(
+  ctx: RequestContext,
+  transactionalId: string,
+  p: { producerId: bigint; producerEpoch: number },
+  topic: string,
+  partition: number,
+): number {
   const code = ctx.services.txn.verify(transactionalId, p.producerId, p.producerEpoch, topic, partition);
   switch (code) {
     case ErrorCode.PRODUCER_FENCED:
@@ -51,7 +53,8 @@ function failed(index: number, errorCode: number, errorMessage: string | null = 
 function checkRecordsForVersion(records: Buffer, version: number): { errorCode: number; message: string } | undefined {
   if (records.length <= MAGIC_OFFSET) return undefined; // the log's own validation reports truncation
   const magic = records.readInt8(MAGIC_OFFSET);
-  if (version >= 3 && magic !== 2) return { errorCode: ErrorCode.INVALID_RECORD, message: `Produce v${version} requires record batches (magic 2), got magic ${magic}` };
+  if (version >= 3 && magic !== 2)
+    return { errorCode: ErrorCode.INVALID_RECORD, message: `Produce v${version} requires record batches (magic 2), got magic ${magic}` };
   if (version >= 3 && records.length >= 12 && records.readInt32BE(8) + 12 < records.length) {
     return { errorCode: ErrorCode.INVALID_RECORD, message: `Produce v${version} carries exactly one record batch per partition` };
   }
@@ -71,7 +74,9 @@ const CLOSE_REASON_PARTITIONS = 5;
 function closeForAcksZero(ctx: RequestContext, failures: readonly string[]): CloseConnection {
   const shown = failures.slice(0, CLOSE_REASON_PARTITIONS).join(', ');
   const more = failures.length > CLOSE_REASON_PARTITIONS ? ` and ${failures.length - CLOSE_REASON_PARTITIONS} more` : '';
-  return closeConnection(`Produce with acks=0 failed (correlation id ${ctx.correlationId}, client id ${JSON.stringify(ctx.clientId)}): ${shown}${more}`);
+  return closeConnection(
+    `Produce with acks=0 failed (correlation id ${ctx.correlationId}, client id ${JSON.stringify(ctx.clientId)}): ${shown}${more}`,
+  );
 }
 
 function minInsyncReplicas(ctx: RequestContext, topic: string): number {
@@ -89,7 +94,10 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
     const transactionalId = req.transactionalId ?? null;
     if (transactionalId === null && req.topicData.some((td) => td.partitionData.some((pd) => transactionalProducer(pd.records) !== null))) {
       // transactional records need a transactional id: the whole request is refused, as Kafka does
-      if (req.acks === 0) return closeForAcksZero(ctx, [`${errorName(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)} (transactional records without a transactional id)`]);
+      if (req.acks === 0)
+        return closeForAcksZero(ctx, [
+          `${errorName(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)} (transactional records without a transactional id)`,
+        ]);
       return this.errorResponse(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx);
     }
     const writes: Promise<void>[] = [];
@@ -116,7 +124,8 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             const txnProducer = transactionalId === null ? null : transactionalProducer(pd.records);
             if (txnProducer !== null && transactionalId !== null) {
               const code = verifyTransactional(ctx, transactionalId, txnProducer, td.name, pd.index);
-              if (code !== ErrorCode.NONE) return failed(pd.index, code, 'Partition was not added to the transaction, or the producer is not its current one');
+              if (code !== ErrorCode.NONE)
+                return failed(pd.index, code, 'Partition was not added to the transaction, or the producer is not its current one');
             }
             const size = pd.records.length;
             try {
@@ -145,14 +154,19 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
     );
     await Promise.all(writes);
     if (req.acks === 0) {
-      const failures = responses.flatMap((t) => t.partitionResponses.filter((p) => p.errorCode !== ErrorCode.NONE).map((p) => `${t.name}-${p.index} ${errorName(p.errorCode)}`));
+      const failures = responses.flatMap((t) =>
+        t.partitionResponses.filter((p) => p.errorCode !== ErrorCode.NONE).map((p) => `${t.name}-${p.index} ${errorName(p.errorCode)}`),
+      );
       return failures.length === 0 ? NO_RESPONSE : closeForAcksZero(ctx, failures);
     }
     return { responses, throttleTimeMs: 0 };
   },
   errorResponse(req, errorCode) {
     return {
-      responses: req.topicData.map((td) => ({ name: td.name, partitionResponses: td.partitionData.map((pd) => failed(pd.index, errorCode)) })),
+      responses: req.topicData.map((td) => ({
+        name: td.name,
+        partitionResponses: td.partitionData.map((pd) => failed(pd.index, errorCode)),
+      })),
       throttleTimeMs: 0,
     };
   },

@@ -5,7 +5,13 @@ import { type SyncGroupResult, syncError } from '../group/classic-group.js';
 import { defineHandler } from './types.js';
 
 function toResponse(r: SyncGroupResult): SyncGroupResponse {
-  return { throttleTimeMs: 0, errorCode: r.errorCode, protocolType: r.protocolType, protocolName: r.protocolName, assignment: r.assignment };
+  return {
+    throttleTimeMs: 0,
+    errorCode: r.errorCode,
+    protocolType: r.protocolType,
+    protocolName: r.protocolName,
+    assignment: r.assignment,
+  };
 }
 
 export const syncGroupHandler = defineHandler<SyncGroupRequest, SyncGroupResponse>({

@@ -31,7 +31,12 @@ export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnO
         groupInstanceId: req.groupInstanceId ?? null,
         topics: req.topics.map((t) => ({
           name: t.name,
-          partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, committedOffset: p.committedOffset, committedLeaderEpoch: p.committedLeaderEpoch ?? -1, committedMetadata: p.committedMetadata })),
+          partitions: t.partitions.map((p) => ({
+            partitionIndex: p.partitionIndex,
+            committedOffset: p.committedOffset,
+            committedLeaderEpoch: p.committedLeaderEpoch ?? -1,
+            committedMetadata: p.committedMetadata,
+          })),
         })),
       },
       (topic, partition) => s.topics.partition(topic, partition) !== undefined,
@@ -40,6 +45,12 @@ export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnO
     return { throttleTimeMs: 0, topics };
   },
   errorResponse(req, errorCode) {
-    return { throttleTimeMs: 0, topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })) })) };
+    return {
+      throttleTimeMs: 0,
+      topics: req.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })),
+      })),
+    };
   },
 });

@@ -19,7 +19,17 @@ export const writeTxnMarkersHandler = defineHandler<WriteTxnMarkersRequest, Writ
       for (const t of m.topics) {
         const partitions = [];
         for (const partitionIndex of t.partitionIndexes) {
-          partitions.push({ partitionIndex, errorCode: await txn.appendMarker(t.name, partitionIndex, m.producerId, m.producerEpoch, m.transactionResult, m.coordinatorEpoch) });
+          partitions.push({
+            partitionIndex,
+            errorCode: await txn.appendMarker(
+              t.name,
+              partitionIndex,
+              m.producerId,
+              m.producerEpoch,
+              m.transactionResult,
+              m.coordinatorEpoch,
+            ),
+          });
         }
         topics.push({ name: t.name, partitions });
       }
@@ -28,6 +38,14 @@ export const writeTxnMarkersHandler = defineHandler<WriteTxnMarkersRequest, Writ
     return { markers };
   },
   errorResponse(req, errorCode) {
-    return { markers: req.markers.map((m) => ({ producerId: m.producerId, topics: m.topics.map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((partitionIndex) => ({ partitionIndex, errorCode })) })) })) };
+    return {
+      markers: req.markers.map((m) => ({
+        producerId: m.producerId,
+        topics: m.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitionIndexes.map((partitionIndex) => ({ partitionIndex, errorCode })),
+        })),
+      })),
+    };
   },
 });

@@ -71,7 +71,18 @@ export class CommitQueue {
   /** Reserves `count` offsets behind the appends already queued; `result` settles at its commit. */
   reserve(count: number, now: number, leaderEpoch: number, origin: AppendOrigin): { r: Reservation; result: Promise<AppendResult> } {
     if (this.reservations.length === 0) this.reservedEnd = this.target.logEndOffset;
-    const r: Reservation = { base: this.reservedEnd, count, now, leaderEpoch, origin, done: false, assign: null, error: null, resolve: noop, reject: noop };
+    const r: Reservation = {
+      base: this.reservedEnd,
+      count,
+      now,
+      leaderEpoch,
+      origin,
+      done: false,
+      assign: null,
+      error: null,
+      resolve: noop,
+      reject: noop,
+    };
     this.reservedEnd += BigInt(count);
     this.reservations.push(r);
     const result = new Promise<AppendResult>((resolve, reject) => {

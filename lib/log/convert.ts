@@ -181,14 +181,22 @@ function needsConversion(v: ValidatedRecords, t: ConversionTarget): boolean {
 }
 
 /** Per-record checks Kafka makes whenever it rebuilds: sequential offsets, timestamps, keys of compacted topics. */
-function checkRecords(records: LogRecord[], base: bigint, config: LogConfig, now: number, checkTimestamps: boolean, sequential: boolean): void {
+function checkRecords(
+  records: LogRecord[],
+  base: bigint,
+  config: LogConfig,
+  now: number,
+  checkTimestamps: boolean,
+  sequential: boolean,
+): void {
   const compacted = config.cleanupPolicy.includes('compact');
   const n = BigInt(now);
   const min = n - BigInt(config.timestampBeforeMaxMs);
   const max = n + BigInt(config.timestampAfterMaxMs);
   const checkTs = checkTimestamps && config.messageTimestampType === 'CreateTime';
   records.forEach((r, i) => {
-    if (sequential && r.offset !== base + BigInt(i)) throw fail(ErrorCode.INVALID_RECORD, `record ${i} has offset delta ${r.offset - base}; inner offsets must be sequential`);
+    if (sequential && r.offset !== base + BigInt(i))
+      throw fail(ErrorCode.INVALID_RECORD, `record ${i} has offset delta ${r.offset - base}; inner offsets must be sequential`);
     if (compacted && r.key === null) throw fail(ErrorCode.INVALID_RECORD, 'compacted topic cannot accept a record without a key');
     if (checkTs && r.timestamp !== -1n && (r.timestamp < min || r.timestamp > max)) {
       throw fail(ErrorCode.INVALID_TIMESTAMP, `timestamp ${r.timestamp} of record ${i} is out of range [${min}, ${max}]`);
@@ -217,7 +225,13 @@ function pack(parts: { buf: Buffer; meta: Omit<ConvertedEntry, 'start' | 'end'> 
 function assignedParts(assigned: AssignedEntry[], v: ValidatedRecords): { buf: Buffer; meta: Omit<ConvertedEntry, 'start' | 'end'> }[] {
   return assigned.map((a, i) => ({
     buf: a.buf,
-    meta: { magic: a.magic, firstOffset: a.firstOffset, lastOffset: a.lastOffset, maxTimestamp: a.maxTimestamp, codec: v.entries[i] === undefined ? 0 : entryCodec(v.entries[i] as ValidatedEntry) },
+    meta: {
+      magic: a.magic,
+      firstOffset: a.firstOffset,
+      lastOffset: a.lastOffset,
+      maxTimestamp: a.maxTimestamp,
+      codec: v.entries[i] === undefined ? 0 : entryCodec(v.entries[i] as ValidatedEntry),
+    },
   }));
 }
 
@@ -255,7 +269,9 @@ function targetCodec(source: number, t: ConversionTarget): number {
 function toV2(v: ValidatedRecords, t: ConversionTarget, config: LogConfig, base: bigint, now: number): ConvertedAppend {
   const maxOutput = decompressLimit(config);
   const logAppend = config.messageTimestampType === 'LogAppendTime';
-  const tsOpts = logAppend ? { timestampType: TimestampType.LOG_APPEND_TIME, logAppendTime: BigInt(now) } : { timestampType: TimestampType.CREATE_TIME };
+  const tsOpts = logAppend
+    ? { timestampType: TimestampType.LOG_APPEND_TIME, logAppendTime: BigInt(now) }
+    : { timestampType: TimestampType.CREATE_TIME };
   const parts: { buf: Buffer; meta: Omit<ConvertedEntry, 'start' | 'end'> }[] = [];
   let next = base;
   const opts = (codec: number, extra: BuildBatchOptions): BuildBatchOptions => {
@@ -267,7 +283,8 @@ function toV2(v: ValidatedRecords, t: ConversionTarget, config: LogConfig, base:
     parts.push({ buf, meta: { magic: 2, firstOffset: next, lastOffset: b.lastOffset, maxTimestamp: b.maxTimestamp, codec } });
     next = b.lastOffset + 1n;
   };
-  const emit = (recs: RecordInput[], codec: number, extra: BuildBatchOptions): void => push(buildRecordBatch(recs, opts(codec, extra)), codec);
+  const emit = (recs: RecordInput[], codec: number, extra: BuildBatchOptions): void =>
+    push(buildRecordBatch(recs, opts(codec, extra)), codec);
   if (v.magic === 2) {
     for (const e of v.entries) {
       const b = e.batch as RecordBatch;
@@ -280,7 +297,12 @@ function toV2(v: ValidatedRecords, t: ConversionTarget, config: LogConfig, base:
       let maxTimestamp = -1n;
       for (const r of recs) if (r.timestamp > maxTimestamp) maxTimestamp = r.timestamp;
       const info = { records: recs.length, lastOffsetDelta: recs.length - 1, baseTimestamp: b.baseTimestamp, maxTimestamp };
-      const extra = { isTransactional: b.isTransactional, producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence };
+      const extra = {
+        isTransactional: b.isTransactional,
+        producerId: b.producerId,
+        producerEpoch: b.producerEpoch,
+        baseSequence: b.baseSequence,
+      };
       push(buildRecordBatchOf(section, info, opts(codec, extra)), codec);
     }
   } else {
@@ -291,7 +313,8 @@ function toV2(v: ValidatedRecords, t: ConversionTarget, config: LogConfig, base:
     for (const e of v.entries) {
       const m = e.message as LegacyMessage;
       if (m.isCompressed) sourceCodec = m.compression;
-      for (const r of m.records({ maxOutput, checkCrcs: false })) all.push({ key: r.key, value: r.value, timestamp: v.magic === 0 ? -1n : r.timestamp });
+      for (const r of m.records({ maxOutput, checkCrcs: false }))
+        all.push({ key: r.key, value: r.value, timestamp: v.magic === 0 ? -1n : r.timestamp });
     }
     emit(all, targetCodec(sourceCodec, t), {});
   }
@@ -307,12 +330,19 @@ function toLegacy(v: ValidatedRecords, magic: 0 | 1, t: ConversionTarget, config
     if (e.batch !== undefined) {
       const b = e.batch;
       if (b.producerId >= 0n || b.isTransactional) {
-        throw fail(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, `idempotent or transactional records cannot be written with message format magic ${magic}`);
+        throw fail(
+          ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+          `idempotent or transactional records cannot be written with message format magic ${magic}`,
+        );
       }
       const recs = b.records({ maxOutput });
       checkRecords(recs, b.baseOffset, config, now, b.timestampType === TimestampType.CREATE_TIME, true);
       for (const r of recs) {
-        if (r.headers.length > 0) throw fail(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, `record headers need message format magic 2; the topic stores magic ${magic}`);
+        if (r.headers.length > 0)
+          throw fail(
+            ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            `record headers need message format magic 2; the topic stores magic ${magic}`,
+          );
         all.push({ key: r.key, value: r.value, timestamp: r.timestamp });
       }
       if (b.compression !== CompressionCodec.NONE) sourceCodec = b.compression;
@@ -323,7 +353,8 @@ function toLegacy(v: ValidatedRecords, magic: 0 | 1, t: ConversionTarget, config
     }
   }
   const codec = targetCodec(sourceCodec, t);
-  if (codec === CompressionCodec.ZSTD) throw fail(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, `zstd needs message format magic 2; the topic stores magic ${magic}`);
+  if (codec === CompressionCodec.ZSTD)
+    throw fail(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, `zstd needs message format magic 2; the topic stores magic ${magic}`);
   const logAppend = magic === 1 && config.messageTimestampType === 'LogAppendTime';
   const level = levelFor(codec, config);
   const set = buildMessageSet(all, {
@@ -342,7 +373,10 @@ function toLegacy(v: ValidatedRecords, magic: 0 | 1, t: ConversionTarget, config
     }
   } else {
     const w = LegacyMessage.at(set, 0);
-    parts.push({ buf: set, meta: { magic, firstOffset: base, lastOffset: w.offset, maxTimestamp: magic === 0 ? -1n : w.timestamp, codec } });
+    parts.push({
+      buf: set,
+      meta: { magic, firstOffset: base, lastOffset: w.offset, maxTimestamp: magic === 0 ? -1n : w.timestamp, codec },
+    });
   }
   return pack(parts, true);
 }
@@ -376,7 +410,14 @@ export function rebaseConverted(c: ConvertedAppend, finalBase: bigint, leaderEpo
         m.setOffset(lastOffset);
       }
     }
-    return { buf, magic: e.magic, firstOffset, lastOffset, maxTimestamp: e.maxTimestamp, partitionLeaderEpoch: e.magic === 2 ? leaderEpoch : -1 };
+    return {
+      buf,
+      magic: e.magic,
+      firstOffset,
+      lastOffset,
+      maxTimestamp: e.maxTimestamp,
+      partitionLeaderEpoch: e.magic === 2 ? leaderEpoch : -1,
+    };
   });
 }
 
@@ -415,7 +456,8 @@ export function downConvert(data: Buffer, toMagic: 0 | 1, fetchOffset: bigint, m
       let recs = b.records({ maxOutput });
       if (codec === CompressionCodec.NONE) recs = recs.filter((r) => r.offset >= fetchOffset);
       if (recs.length === 0) continue;
-      if (codec === CompressionCodec.ZSTD) throw fail(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, 'zstd-compressed data cannot be down-converted to message format magic 0/1');
+      if (codec === CompressionCodec.ZSTD)
+        throw fail(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, 'zstd-compressed data cannot be down-converted to message format magic 0/1');
       const logAppend = b.timestampType === TimestampType.LOG_APPEND_TIME;
       out.push(buildAtOffsets(recs, toMagic, codec, logAppend ? b.maxTimestamp : null));
     }
@@ -445,7 +487,9 @@ function buildAtOffsets(recs: LogRecord[], magic: 0 | 1, codec: number, logAppen
     if (contiguous) return set;
     return withInnerOffsets(set, recs, magic);
   }
-  return Buffer.concat(recs.map((r) => buildMessageSet([{ key: r.key, value: r.value, timestamp: r.timestamp }], { magic, baseOffset: r.offset, ...tsOpts })));
+  return Buffer.concat(
+    recs.map((r) => buildMessageSet([{ key: r.key, value: r.value, timestamp: r.timestamp }], { magic, baseOffset: r.offset, ...tsOpts })),
+  );
 }
 
 /** Rewrites a wrapper's inner offsets to the records' own (sparse after compaction). */
@@ -453,7 +497,9 @@ function withInnerOffsets(set: Buffer, recs: LogRecord[], magic: 0 | 1): Buffer 
   const w = LegacyMessage.at(set, 0);
   const inner = w.innerMessages({ maxOutput: 2 ** 30, checkCrcs: false });
   const last = recs[recs.length - 1] as LogRecord;
-  inner.forEach((im, i) => im.setOffset(magic === 0 ? (recs[i] as LogRecord).offset : (recs[i] as LogRecord).offset - last.offset + BigInt(inner.length - 1)));
+  inner.forEach((im, i) =>
+    im.setOffset(magic === 0 ? (recs[i] as LogRecord).offset : (recs[i] as LogRecord).offset - last.offset + BigInt(inner.length - 1)),
+  );
   const data = inner[0]?.buf ?? Buffer.alloc(0);
   return encodeMessage(last.offset, magic, w.attributes, w.timestamp, w.key, compress(w.compression, data, { magic }));
 }

@@ -109,7 +109,8 @@ export abstract class LocalLog {
       this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable checkpoint');
     }
     this.segments = loaded.segments;
-    if (this.segments.length === 0) this.segments = [LogSegment.create(this.dir, checkpointed ?? 0n, this.config.segmentIndexBytes, now, this.stats)];
+    if (this.segments.length === 0)
+      this.segments = [LogSegment.create(this.dir, checkpointed ?? 0n, this.config.segmentIndexBytes, now, this.stats)];
     this._logEndOffset = this.active.nextOffset;
     let start = this.segments[0]?.baseOffset ?? 0n;
     if (checkpointed !== null && checkpointed > start) start = checkpointed;
@@ -121,9 +122,14 @@ export abstract class LocalLog {
     this._highWatermark = this._logEndOffset;
     // a log that never held data needs no checkpoint yet (its start is its first segment's base)
     if (checkpointed !== start && !(checkpointed === null && start === 0n)) this.persistLogStartOffset();
-    this.snapshots = (await recoverProducerState(this.dir, this.segments, loaded.snapshots, this.producers, this._logEndOffset, this.logger)).snapshots;
+    this.snapshots = (
+      await recoverProducerState(this.dir, this.segments, loaded.snapshots, this.producers, this._logEndOffset, this.logger)
+    ).snapshots;
     if (loaded.truncatedBytes > 0 || loaded.recovered) {
-      this.logger.info({ dir: this.dir, logEndOffset: this._logEndOffset.toString(), truncatedBytes: loaded.truncatedBytes }, 'log recovered');
+      this.logger.info(
+        { dir: this.dir, logEndOffset: this._logEndOffset.toString(), truncatedBytes: loaded.truncatedBytes },
+        'log recovered',
+      );
     }
   }
 
@@ -162,12 +168,19 @@ export abstract class LocalLog {
     const unstable = this.producers.firstUnstableOffset();
     const segs = this.segments;
     const only = segs.length === 1 ? segs[0] : undefined;
-    if (only !== undefined && only.size === 0 && only.baseOffset === 0n && this._logStartOffset === 0n && unstable === null) return EMPTY_SUMMARY;
+    if (only !== undefined && only.size === 0 && only.baseOffset === 0n && this._logStartOffset === 0n && unstable === null)
+      return EMPTY_SUMMARY;
     return {
       logStartOffset: this._logStartOffset,
       logEndOffset: this._logEndOffset,
       firstUnstableOffset: unstable,
-      segments: segs.map((s) => ({ baseOffset: s.baseOffset, nextOffset: s.nextOffset, size: s.size, maxTimestamp: s.maxTimestamp, lastModified: s.lastModified })),
+      segments: segs.map((s) => ({
+        baseOffset: s.baseOffset,
+        nextOffset: s.nextOffset,
+        size: s.size,
+        maxTimestamp: s.maxTimestamp,
+        lastModified: s.lastModified,
+      })),
     };
   }
 
@@ -191,7 +204,13 @@ export abstract class LocalLog {
     const c = this.config;
     const base = seg.rollBaseTimestamp;
     const waited = base !== null && maxTimestamp >= 0n ? Number(maxTimestamp) - base : now - seg.created;
-    if (seg.size > c.segmentBytes - bytes || waited > c.segmentMs || seg.offsetIndex.isFull || seg.timeIndex.isFull || !seg.canHold(lastOffset)) {
+    if (
+      seg.size > c.segmentBytes - bytes ||
+      waited > c.segmentMs ||
+      seg.offsetIndex.isFull ||
+      seg.timeIndex.isFull ||
+      !seg.canHold(lastOffset)
+    ) {
       this.roll(now);
     }
   }
@@ -254,10 +273,13 @@ export abstract class LocalLog {
 
   private armFlushTimer(): void {
     if (this.flushTimer !== null || this.unflushedMessages === 0 || this.config.flushMs >= MAX_TIMER_MS) return;
-    this.flushTimer = setTimeout(() => {
-      this.flushTimer = null;
-      if (!this.closed) this.track(this.flush(), 'flush by flush.ms');
-    }, Math.max(0, this.config.flushMs));
+    this.flushTimer = setTimeout(
+      () => {
+        this.flushTimer = null;
+        if (!this.closed) this.track(this.flush(), 'flush by flush.ms');
+      },
+      Math.max(0, this.config.flushMs),
+    );
     this.flushTimer.unref();
   }
 
@@ -309,7 +331,10 @@ export abstract class LocalLog {
     this.segments = segs.slice(i);
     const first = (this.segments[0] as LogSegment).baseOffset;
     if (first > this._logStartOffset) this.setLogStartOffset(first);
-    this.logger.info({ dir: this.dir, segments: victims.map((s) => s.baseOffset.toString()), logStartOffset: this._logStartOffset.toString() }, 'deleting segments');
+    this.logger.info(
+      { dir: this.dir, segments: victims.map((s) => s.baseOffset.toString()), logStartOffset: this._logStartOffset.toString() },
+      'deleting segments',
+    );
     for (const s of victims) this.scheduleDelete(s);
   }
 
@@ -318,10 +343,13 @@ export abstract class LocalLog {
     const p = seg.markDeleted().then(async () => {
       if (delay <= 0 || this.closed) return seg.destroy();
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.pendingDeletes.delete(seg);
-          seg.destroy().then(resolve, resolve);
-        }, Math.min(delay, MAX_TIMER_MS));
+        const timer = setTimeout(
+          () => {
+            this.pendingDeletes.delete(seg);
+            seg.destroy().then(resolve, resolve);
+          },
+          Math.min(delay, MAX_TIMER_MS),
+        );
         timer.unref();
         this.pendingDeletes.set(seg, { timer, done: resolve });
       });

@@ -47,9 +47,11 @@ export function logConfigFrom(broker: BrokerConfig, topicOverrides: ReadonlyMap<
   // KIP-937: the deprecated difference.max.ms still applies when before/after are not set explicitly
   const bound = (key: string, brokerKey: string): number => {
     if (topicOverrides.has(key)) return num(topicOverrides.get(key), never);
-    if (topicOverrides.has('message.timestamp.difference.max.ms')) return num(topicOverrides.get('message.timestamp.difference.max.ms'), never);
+    if (topicOverrides.has('message.timestamp.difference.max.ms'))
+      return num(topicOverrides.get('message.timestamp.difference.max.ms'), never);
     if (broker.explicit.has(brokerKey)) return num(broker.get(brokerKey), never);
-    if (broker.explicit.has('log.message.timestamp.difference.max.ms')) return num(broker.get('log.message.timestamp.difference.max.ms'), never);
+    if (broker.explicit.has('log.message.timestamp.difference.max.ms'))
+      return num(broker.get('log.message.timestamp.difference.max.ms'), never);
     return num(get(key), never);
   };
   const cleanup = get('cleanup.policy');

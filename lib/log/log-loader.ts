@@ -93,7 +93,10 @@ export async function loadSegments(
     }
   }
   if (!recover && expected !== null && !matchesSummary(segments, expected)) {
-    logger.warn({ dir, segments: segments.length, expected: expected.segments.length }, 'the log files differ from its summary checkpoint; recovering the log');
+    logger.warn(
+      { dir, segments: segments.length, expected: expected.segments.length },
+      'the log files differ from its summary checkpoint; recovering the log',
+    );
     recover = true;
   }
   let tail: EntryHeader[] = [];
@@ -111,7 +114,10 @@ export async function loadSegments(
           throw corrupt(dir, `segment ${seg.baseOffset}: ${res.problem}, followed by valid data in later segments; refusing to truncate`);
         }
         truncatedBytes += seg.size - res.validEnd;
-        logger.warn({ dir, segment: seg.baseOffset.toString(), position: res.validEnd, dropped: seg.size - res.validEnd, problem: res.problem }, 'truncating log tail');
+        logger.warn(
+          { dir, segment: seg.baseOffset.toString(), position: res.validEnd, dropped: seg.size - res.validEnd, problem: res.problem },
+          'truncating log tail',
+        );
         await seg.truncateTo(res.validEnd);
         // later segments are all empty: they go, this one becomes the active segment
         for (const s of segments.splice(i + 1)) await s.destroy();

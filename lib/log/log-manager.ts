@@ -64,7 +64,14 @@ export class LogManager {
   private tick: Promise<void> | null = null;
   private closed = false;
 
-  private constructor(dataDir: string, broker: BrokerConfig, clean: boolean, recover: boolean, logger: LogLogger, state: { summaries: Map<string, LogSummary>; dirty: Set<string>; dirs: Set<string> }) {
+  private constructor(
+    dataDir: string,
+    broker: BrokerConfig,
+    clean: boolean,
+    recover: boolean,
+    logger: LogLogger,
+    state: { summaries: Map<string, LogSummary>; dirty: Set<string>; dirs: Set<string> },
+  ) {
     this.dataDir = dataDir;
     this.broker = broker;
     this.hadCleanShutdown = clean;
@@ -96,7 +103,9 @@ export class LogManager {
     }
     // A data dir without partitions (first start) has nothing to recover.
     const hasLogs = dirs.size > 0;
-    const summaries = readSummaries(dataDir, (err) => logger.warn({ err, dataDir }, 'ignoring an unreadable partition summary checkpoint: logs will be opened at start'));
+    const summaries = readSummaries(dataDir, (err) =>
+      logger.warn({ err, dataDir }, 'ignoring an unreadable partition summary checkpoint: logs will be opened at start'),
+    );
     let dirty = new Set<string>();
     if (marked) {
       // the checkpoint written before the marker describes every partition; the journal starts over
@@ -141,7 +150,12 @@ export class LogManager {
   }
 
   /** The log, opened (recovering it if the last shutdown was unclean) or created. */
-  async getOrCreate(topic: string, partition: number, config: LogConfig, opts: Omit<PartitionLogOptions, 'recover'> = {}): Promise<PartitionLog> {
+  async getOrCreate(
+    topic: string,
+    partition: number,
+    config: LogConfig,
+    opts: Omit<PartitionLogOptions, 'recover'> = {},
+  ): Promise<PartitionLog> {
     const log = this.attach(topic, partition, config, opts);
     await log.open();
     return log;
@@ -190,12 +204,15 @@ export class LogManager {
   startMaintenance(intervalMs?: number): void {
     if (this.timer !== null || this.closed) return;
     const every = intervalMs ?? this.broker.long('log.retention.check.interval.ms') ?? 300000;
-    this.timer = setInterval(() => {
-      if (this.tick !== null) return;
-      this.tick = this.runMaintenance().finally(() => {
-        this.tick = null;
-      });
-    }, Math.min(Math.max(1, every), 2 ** 31 - 1));
+    this.timer = setInterval(
+      () => {
+        if (this.tick !== null) return;
+        this.tick = this.runMaintenance().finally(() => {
+          this.tick = null;
+        });
+      },
+      Math.min(Math.max(1, every), 2 ** 31 - 1),
+    );
     this.timer.unref();
   }
 
@@ -205,7 +222,10 @@ export class LogManager {
    */
   startProducerExpiration(checkIntervalMs: number, expirationMs: number): void {
     if (this.producerTimer !== null || this.closed) return;
-    this.producerTimer = setInterval(() => this.expireProducers(Date.now(), expirationMs), Math.min(Math.max(1, checkIntervalMs), 2 ** 31 - 1));
+    this.producerTimer = setInterval(
+      () => this.expireProducers(Date.now(), expirationMs),
+      Math.min(Math.max(1, checkIntervalMs), 2 ** 31 - 1),
+    );
     this.producerTimer.unref();
   }
 

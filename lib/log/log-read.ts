@@ -50,7 +50,12 @@ class Picker {
  * Reads whole entries from `seg` starting at `startPosition` (from the index). Returns the entries
  * (possibly none) and whether the read ended inside this segment (so later segments are not needed).
  */
-export async function readSegment(seg: LogSegment, startPosition: number, lim: ReadLimits, indexIntervalBytes: number): Promise<ReadResult & { ended: boolean }> {
+export async function readSegment(
+  seg: LogSegment,
+  startPosition: number,
+  lim: ReadLimits,
+  indexIntervalBytes: number,
+): Promise<ReadResult & { ended: boolean }> {
   const end = seg.size;
   const windowSize = Math.max(64 << 10, Math.min(lim.maxBytes + 2 * indexIntervalBytes, 8 << 20));
   let win: Buffer = Buffer.alloc(0);
@@ -97,7 +102,11 @@ export async function readSegment(seg: LogSegment, startPosition: number, lim: R
  * Synchronously walks the entries of `seg` from `position`, calling `visit` until it returns true.
  * `head` is a view of the entry's first bytes (the whole v2 header, or the entry when shorter).
  */
-export function walkSegmentSync(seg: LogSegment, position: number, visit: (h: EntryHeader, bytes: () => Buffer, head: Buffer) => boolean): void {
+export function walkSegmentSync(
+  seg: LogSegment,
+  position: number,
+  visit: (h: EntryHeader, bytes: () => Buffer, head: Buffer) => boolean,
+): void {
   const end = seg.size;
   let win: Buffer = Buffer.alloc(0);
   let winStart = position;
@@ -111,7 +120,8 @@ export function walkSegmentSync(seg: LogSegment, position: number, visit: (h: En
     const h = parseEntryHeader(win, off, win.length - off, p);
     if (h === null || typeof h === 'string') return;
     const at = p;
-    const bytes = (): Buffer => (at + h.size <= winStart + win.length ? win.subarray(at - winStart, at - winStart + h.size) : seg.readSync(at, h.size));
+    const bytes = (): Buffer =>
+      at + h.size <= winStart + win.length ? win.subarray(at - winStart, at - winStart + h.size) : seg.readSync(at, h.size);
     if (visit(h, bytes, win.subarray(off, off + Math.min(h.size, HEADER_BYTES)))) return;
     p += h.size;
   }

@@ -70,12 +70,26 @@ export function parseSummary(f: readonly string[]): LogSummary | null {
     const segments: SegmentSummary[] = segs.split(',').map((g) => {
       const [b, n, size, ts, mod] = g.split(':');
       if (mod === undefined) throw new Error('short segment');
-      return { baseOffset: BigInt(b ?? ''), nextOffset: BigInt(n ?? ''), size: Number(size), maxTimestamp: BigInt(ts ?? ''), lastModified: Number(mod) };
+      return {
+        baseOffset: BigInt(b ?? ''),
+        nextOffset: BigInt(n ?? ''),
+        size: Number(size),
+        maxTimestamp: BigInt(ts ?? ''),
+        lastModified: Number(mod),
+      };
     });
-    const s: LogSummary = { logStartOffset: BigInt(start), logEndOffset: BigInt(end), firstUnstableOffset: unstable === '-1' ? null : BigInt(unstable), segments };
+    const s: LogSummary = {
+      logStartOffset: BigInt(start),
+      logEndOffset: BigInt(end),
+      firstUnstableOffset: unstable === '-1' ? null : BigInt(unstable),
+      segments,
+    };
     const last = segments[segments.length - 1];
     if (last === undefined || last.nextOffset !== s.logEndOffset || s.logStartOffset > s.logEndOffset) return null;
-    if (segments.some((g) => !Number.isSafeInteger(g.size) || g.size < 0 || !Number.isFinite(g.lastModified) || g.nextOffset < g.baseOffset)) return null;
+    if (
+      segments.some((g) => !Number.isSafeInteger(g.size) || g.size < 0 || !Number.isFinite(g.lastModified) || g.nextOffset < g.baseOffset)
+    )
+      return null;
     return s;
   } catch {
     return null;
@@ -89,7 +103,8 @@ export function readSummaries(dataDir: string, onError: (err: unknown) => void):
     for (const row of new CheckpointFile(path.join(dataDir, SUMMARY_CHECKPOINT)).readSync() ?? []) {
       const [topic, partition, ...rest] = row;
       const s = parseSummary(rest);
-      if (topic === undefined || partition === undefined || !/^\d+$/.test(partition) || s === null) throw new Error(`malformed line: ${row.join(' ')}`);
+      if (topic === undefined || partition === undefined || !/^\d+$/.test(partition) || s === null)
+        throw new Error(`malformed line: ${row.join(' ')}`);
       out.set(summaryKey(topic, Number(partition)), s);
     }
   } catch (err) {

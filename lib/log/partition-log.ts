@@ -73,7 +73,15 @@ export class PartitionLog {
   /** leader-epoch-checkpoint read for OffsetForLeaderEpoch while the log is not open. */
   private epochs: LeaderEpochCache | null = null;
 
-  private constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions, state: LogSummary | null, hooks: OpenHooks | null) {
+  private constructor(
+    dataDir: string,
+    topic: string,
+    partition: number,
+    config: LogConfig,
+    opts: PartitionLogOptions,
+    state: LogSummary | null,
+    hooks: OpenHooks | null,
+  ) {
     this.dataDir = dataDir;
     this.topic = topic;
     this.partition = partition;
@@ -85,7 +93,13 @@ export class PartitionLog {
   }
 
   /** Opens (creating if needed) the log in `<dataDir>/<topic>-<partition>` now. */
-  static async open(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions): Promise<PartitionLog> {
+  static async open(
+    dataDir: string,
+    topic: string,
+    partition: number,
+    config: LogConfig,
+    opts: PartitionLogOptions,
+  ): Promise<PartitionLog> {
     const log = new PartitionLog(dataDir, topic, partition, config, opts, null, null);
     await log.open();
     return log;
@@ -96,7 +110,15 @@ export class PartitionLog {
    * (the partition summary checkpoint, or EMPTY_SUMMARY for a partition without files); null when
    * unknown: then the caller must `open()` it before anything reads it.
    */
-  static lazy(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions, summary: LogSummary | null, hooks?: OpenHooks): PartitionLog {
+  static lazy(
+    dataDir: string,
+    topic: string,
+    partition: number,
+    config: LogConfig,
+    opts: PartitionLogOptions,
+    summary: LogSummary | null,
+    hooks?: OpenHooks,
+  ): PartitionLog {
     return new PartitionLog(dataDir, topic, partition, config, opts, summary, hooks ?? null);
   }
 
@@ -132,7 +154,8 @@ export class PartitionLog {
   private async load(): Promise<UnifiedLog> {
     let log: UnifiedLog;
     try {
-      const open = (): Promise<UnifiedLog> => UnifiedLog.open(this.dataDir, this.topic, this.partition, this.config, this.opts, this.stats, this.closedState);
+      const open = (): Promise<UnifiedLog> =>
+        UnifiedLog.open(this.dataDir, this.topic, this.partition, this.config, this.opts, this.stats, this.closedState);
       if (this.hooks === null) log = await open();
       else {
         await this.hooks.beforeOpen(this.topic, this.partition);
@@ -141,7 +164,12 @@ export class PartitionLog {
       const s = this.closedState;
       if (s !== null && (log.logEndOffset !== s.logEndOffset || log.logStartOffset !== s.logStartOffset)) {
         this.logger.warn(
-          { dir: this.dir, logStartOffset: log.logStartOffset.toString(), logEndOffset: log.logEndOffset.toString(), summary: [s.logStartOffset.toString(), s.logEndOffset.toString()] },
+          {
+            dir: this.dir,
+            logStartOffset: log.logStartOffset.toString(),
+            logEndOffset: log.logEndOffset.toString(),
+            summary: [s.logStartOffset.toString(), s.logEndOffset.toString()],
+          },
           'the log opened with other offsets than its summary checkpoint said',
         );
       }

@@ -60,7 +60,15 @@ export function parseEntryHeader(buf: Buffer, p: number, avail: number, position
     if (magic === 1 && avail < MessageField.TIMESTAMP + 8) return null;
     const offset = buf.readBigInt64BE(p);
     const ts = magic === 1 ? buf.readBigInt64BE(p + MessageField.TIMESTAMP) : -1n;
-    return { position, size: LOG_OVERHEAD + length, magic, baseOffset: offset, lastOffset: offset, maxTimestamp: ts, partitionLeaderEpoch: -1 };
+    return {
+      position,
+      size: LOG_OVERHEAD + length,
+      magic,
+      baseOffset: offset,
+      lastOffset: offset,
+      maxTimestamp: ts,
+      partitionLeaderEpoch: -1,
+    };
   }
   return `unknown magic ${magic}`;
 }

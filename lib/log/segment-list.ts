@@ -31,7 +31,12 @@ export function segmentIndexFor(segs: readonly LogSegment[], offset: bigint): nu
 }
 
 /** The first record at or after `logStartOffset` with timestamp >= `target` (decoding the entries that may hold it). */
-export function searchTimestamp(segs: readonly LogSegment[], target: bigint, logStartOffset: bigint, maxOutput: number): TimestampOffset | null {
+export function searchTimestamp(
+  segs: readonly LogSegment[],
+  target: bigint,
+  logStartOffset: bigint,
+  maxOutput: number,
+): TimestampOffset | null {
   const start = logStartOffset;
   for (const seg of segs) {
     if (seg.maxTimestamp < target || seg.nextOffset <= start) continue;
@@ -83,7 +88,13 @@ export interface SegmentView {
  * config with cleanup.policy=delete) those past retention.ms / beyond retention.bytes. Never the
  * active segment, never data above the high watermark.
  */
-export function deletableSegments(segs: readonly SegmentView[], retention: LogConfig | null, now: number, highWatermark: bigint, logStartOffset: bigint): number {
+export function deletableSegments(
+  segs: readonly SegmentView[],
+  retention: LogConfig | null,
+  now: number,
+  highWatermark: bigint,
+  logStartOffset: bigint,
+): number {
   let i = 0;
   const eligible = (k: number): boolean => k < segs.length - 1 && (segs[k] as SegmentView).nextOffset <= highWatermark;
   while (eligible(i) && (segs[i + 1] as SegmentView).baseOffset <= logStartOffset) i++;

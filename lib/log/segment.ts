@@ -8,7 +8,18 @@ import fsp from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { LOG_OVERHEAD, MessageField } from '../../protocol/records/index.js';
-import { DELETED_SUFFIX, entryCrcValid, type EntryHeader, HEADER_BYTES, INDEX_SUFFIX, LOG_SUFFIX, parseEntryHeader, segmentFileName, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX } from './segment-format.js';
+import {
+  DELETED_SUFFIX,
+  entryCrcValid,
+  type EntryHeader,
+  HEADER_BYTES,
+  INDEX_SUFFIX,
+  LOG_SUFFIX,
+  parseEntryHeader,
+  segmentFileName,
+  TIME_INDEX_SUFFIX,
+  TXN_INDEX_SUFFIX,
+} from './segment-format.js';
 import { OffsetIndex, TimeIndex } from './indexes.js';
 import { TransactionIndex, TXN_INDEX_ENTRY_SIZE } from './transaction-index.js';
 
@@ -86,13 +97,21 @@ export class LogSegment {
   static create(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats): LogSegment {
     const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
     // stale index files of an earlier segment with this base offset go before anything is written
-    seg.opening = Promise.all([seg.indexPath, seg.timeIndexPath, seg.txnIndexPath].map((f) => fsp.rm(f, { force: true }))).then(() => fsp.open(seg.logPath, 'w+'));
+    seg.opening = Promise.all([seg.indexPath, seg.timeIndexPath, seg.txnIndexPath].map((f) => fsp.rm(f, { force: true }))).then(() =>
+      fsp.open(seg.logPath, 'w+'),
+    );
     seg.opening.catch(() => undefined);
     return seg;
   }
 
   /** Opens an existing segment and loads its index files (null indexes when missing or not sane). */
-  static async open(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats): Promise<{ segment: LogSegment; indexesValid: boolean }> {
+  static async open(
+    dir: string,
+    baseOffset: bigint,
+    maxIndexBytes: number,
+    now: number,
+    stats: IoStats,
+  ): Promise<{ segment: LogSegment; indexesValid: boolean }> {
     const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
     seg.fh = await fsp.open(seg.logPath, 'r+');
     const st = await seg.fh.stat();
@@ -175,7 +194,15 @@ export class LogSegment {
    * messages one by one would have put them, so a read inside the chunk starts at (or just before)
    * the message it wants; the time index gets the chunk's max timestamp. Returns the position.
    */
-  appendRun(buf: Buffer, firstOffset: bigint, lastOffset: bigint, maxTimestamp: bigint, offsetOfMaxTimestamp: bigint, indexIntervalBytes: number, now: number): number {
+  appendRun(
+    buf: Buffer,
+    firstOffset: bigint,
+    lastOffset: bigint,
+    maxTimestamp: bigint,
+    offsetOfMaxTimestamp: bigint,
+    indexIntervalBytes: number,
+    now: number,
+  ): number {
     const position = this.size;
     if (position === 0 && this.rollBaseTimestamp === null && maxTimestamp >= 0n) this.rollBaseTimestamp = Number(maxTimestamp);
     if (maxTimestamp > this.maxTimestamp) {
@@ -220,7 +247,9 @@ export class LogSegment {
     let done = 0;
     let rest = bufs;
     while (done < bytes) {
-      const bytesWritten = sync ? fs.writevSync(fh.fd, rest, this.writtenSize + done) : (await fh.writev(rest, this.writtenSize + done)).bytesWritten;
+      const bytesWritten = sync
+        ? fs.writevSync(fh.fd, rest, this.writtenSize + done)
+        : (await fh.writev(rest, this.writtenSize + done)).bytesWritten;
       this.stats.writes++;
       if (bytesWritten <= 0) throw new Error(`writev wrote nothing to ${this.logPath}`);
       done += bytesWritten;

@@ -128,7 +128,9 @@ export class UnifiedLog extends LocalLog {
       });
       const at = (base: bigint): AssignedEntry[] => {
         batch.writeBigInt64BE(base, 0);
-        return [{ buf: batch, magic: 2, firstOffset: base, lastOffset: base, maxTimestamp: BigInt(now), partitionLeaderEpoch: opts.leaderEpoch }];
+        return [
+          { buf: batch, magic: 2, firstOffset: base, lastOffset: base, maxTimestamp: BigInt(now), partitionLeaderEpoch: opts.leaderEpoch },
+        ];
       };
       if (this.commits.length === 0) return Promise.resolve(this.commitEntries(at(this._logEndOffset), 1, now, AppendOrigin.COORDINATOR));
       const { r, result } = this.commits.reserve(1, now, opts.leaderEpoch, AppendOrigin.COORDINATOR);
@@ -151,14 +153,20 @@ export class UnifiedLog extends LocalLog {
         const v = this.validateFast(records, now);
         if (this.commits.length === 0) {
           if (v.entries.length === 0) return Promise.resolve(this.commitEntries([], 0, now, origin));
-          return Promise.resolve(this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now, origin));
+          return Promise.resolve(
+            this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now, origin),
+          );
         }
         const { r, result } = this.commits.reserve(v.recordCount, now, opts.leaderEpoch, origin);
-        this.commits.ready(r, (base) => ({ entries: v.entries.length === 0 ? [] : this.assignFast(v, base, opts.leaderEpoch, now), recordCount: v.recordCount }));
+        this.commits.ready(r, (base) => ({
+          entries: v.entries.length === 0 ? [] : this.assignFast(v, base, opts.leaderEpoch, now),
+          recordCount: v.recordCount,
+        }));
         return result;
       }
       const { r, result } = this.commits.reserve(plan.count, now, opts.leaderEpoch, origin);
-      const converted = (c: ConvertedAppend) => this.commits.ready(r, (base) => ({ entries: rebaseConverted(c, base, r.leaderEpoch, config), recordCount: c.recordCount }));
+      const converted = (c: ConvertedAppend) =>
+        this.commits.ready(r, (base) => ({ entries: rebaseConverted(c, base, r.leaderEpoch, config), recordCount: c.recordCount }));
       const runner = this.opts.converter;
       if (runner === undefined) {
         try {
@@ -201,7 +209,14 @@ export class UnifiedLog extends LocalLog {
     const config = this.config;
     const logAppendTime = config.messageTimestampType === 'LogAppendTime' ? BigInt(now) : -1n;
     if (assigned.length === 0) {
-      const info = { firstOffset: -1n, lastOffset: -1n, logAppendTime, logStartOffset: this._logStartOffset, recordCount: 0, maxTimestamp: -1n };
+      const info = {
+        firstOffset: -1n,
+        lastOffset: -1n,
+        logAppendTime,
+        logStartOffset: this._logStartOffset,
+        recordCount: 0,
+        maxTimestamp: -1n,
+      };
       return { info, written: Promise.resolve() };
     }
     const producerAppend = this.producers.analyze(assigned, origin);
@@ -237,7 +252,14 @@ export class UnifiedLog extends LocalLog {
   /** A retried batch the producer state still holds: its original offsets, once they are written. */
   private duplicateOf(b: BatchMetadata): AppendResult {
     const logAppendTime = this.config.messageTimestampType === 'LogAppendTime' ? b.timestamp : -1n;
-    const info = { firstOffset: b.firstOffset, lastOffset: b.lastOffset, logAppendTime, logStartOffset: this._logStartOffset, recordCount: 0, maxTimestamp: b.timestamp };
+    const info = {
+      firstOffset: b.firstOffset,
+      lastOffset: b.lastOffset,
+      logAppendTime,
+      logStartOffset: this._logStartOffset,
+      recordCount: 0,
+      maxTimestamp: b.timestamp,
+    };
     const written = this.queue.written().then(() => {
       if (this.offline !== null) throw this.offline;
     });
@@ -271,7 +293,10 @@ export class UnifiedLog extends LocalLog {
   async read(fetchOffset: bigint, maxBytes: number, opts: { minOneMessage: boolean; maxOffset?: bigint }): Promise<ReadResult> {
     if (this.closed) throw closedError(this.dir);
     if (fetchOffset < this._logStartOffset || fetchOffset > this._logEndOffset) {
-      throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `offset ${fetchOffset} is outside [${this._logStartOffset}, ${this._logEndOffset}] of ${this.dir}`);
+      throw new LogError(
+        ErrorCode.OFFSET_OUT_OF_RANGE,
+        `offset ${fetchOffset} is outside [${this._logStartOffset}, ${this._logEndOffset}] of ${this.dir}`,
+      );
     }
     const limit = opts.maxOffset === undefined || opts.maxOffset > this._logEndOffset ? this._logEndOffset : opts.maxOffset;
     if (fetchOffset >= limit) return EMPTY_READ;
@@ -301,7 +326,8 @@ export class UnifiedLog extends LocalLog {
     if (timestamp === ListOffsetsTimestamp.EARLIEST || timestamp === ListOffsetsTimestamp.EARLIEST_LOCAL) {
       return { offset: this._logStartOffset, timestamp: -1n, leaderEpoch: this.epochs.epochForOffset(this._logStartOffset) };
     }
-    if (timestamp === ListOffsetsTimestamp.LATEST) return { offset: this._logEndOffset, timestamp: -1n, leaderEpoch: this.epochs.latestEpoch };
+    if (timestamp === ListOffsetsTimestamp.LATEST)
+      return { offset: this._logEndOffset, timestamp: -1n, leaderEpoch: this.epochs.latestEpoch };
     if (timestamp === ListOffsetsTimestamp.MAX_TIMESTAMP) {
       let best: LogSegment | null = null;
       for (const s of this.segments) if (s.maxTimestamp >= 0n && (best === null || s.maxTimestamp > best.maxTimestamp)) best = s;
@@ -321,7 +347,10 @@ export class UnifiedLog extends LocalLog {
     this.ensureWritable();
     const target = offset === -1n ? this._highWatermark : offset;
     if (target < 0n || target > this._highWatermark) {
-      throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `cannot delete records before ${offset}: the high watermark is ${this._highWatermark}`);
+      throw new LogError(
+        ErrorCode.OFFSET_OUT_OF_RANGE,
+        `cannot delete records before ${offset}: the high watermark is ${this._highWatermark}`,
+      );
     }
     if (target > this._logStartOffset) {
       this.setLogStartOffset(target);

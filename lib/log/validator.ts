@@ -176,7 +176,10 @@ export function validateRecords(records: Buffer, config: LogConfig, now: number,
       if (it.done === true) break;
       const e = it.value;
       if (e.kind === 'partial') {
-        throw fail(ErrorCode.CORRUPT_MESSAGE, `entry at position ${e.start} is cut short (${e.partial.available} of ${e.partial.declaredSize ?? '?'} bytes)`);
+        throw fail(
+          ErrorCode.CORRUPT_MESSAGE,
+          `entry at position ${e.start} is cut short (${e.partial.available} of ${e.partial.declaredSize ?? '?'} bytes)`,
+        );
       }
       const size = e.kind === 'batch' ? e.batch.sizeInBytes : e.message.sizeInBytes;
       if (size > config.maxMessageBytes) {
@@ -243,10 +246,12 @@ function scanRun(ctx: Ctx, buf: Buffer, start: number, end: number, magic: 0 | 1
     }
     if (buf[p + MessageField.MAGIC] !== magic || ((buf[p + MessageField.ATTRIBUTES] as number) & COMPRESSION_CODEC_MASK) !== 0) break;
     const size = i32(buf, p + MessageField.MESSAGE_SIZE);
-    if (size < minSize) throw fail(ErrorCode.CORRUPT_MESSAGE, `message size ${size} at position ${p} is below the minimum for magic ${magic}`);
+    if (size < minSize)
+      throw fail(ErrorCode.CORRUPT_MESSAGE, `message size ${size} at position ${p} is below the minimum for magic ${magic}`);
     const msgEnd = p + LOG_OVERHEAD + size;
     if (msgEnd > end) {
-      if (outer) throw fail(ErrorCode.CORRUPT_MESSAGE, `entry at position ${p} is cut short (${available} of ${LOG_OVERHEAD + size} bytes)`);
+      if (outer)
+        throw fail(ErrorCode.CORRUPT_MESSAGE, `entry at position ${p} is cut short (${available} of ${LOG_OVERHEAD + size} bytes)`);
       throw fail(ErrorCode.CORRUPT_MESSAGE, 'compressed message set ends with a partial message');
     }
     if (outer && LOG_OVERHEAD + size > maxBytes) {
@@ -256,13 +261,16 @@ function scanRun(ctx: Ctx, buf: Buffer, start: number, end: number, magic: 0 | 1
     let q = p + keyAt;
     const keyLength = i32(buf, q);
     q += 4;
-    if (keyLength < -1 || (keyLength > 0 && keyLength > msgEnd - q - 4)) throw fail(ErrorCode.CORRUPT_MESSAGE, `invalid message key length ${keyLength}`);
+    if (keyLength < -1 || (keyLength > 0 && keyLength > msgEnd - q - 4))
+      throw fail(ErrorCode.CORRUPT_MESSAGE, `invalid message key length ${keyLength}`);
     if (keyLength > 0) q += keyLength;
     const valueLength = q + 4 <= msgEnd ? i32(buf, q) : -2;
     q += 4;
-    if (valueLength < -1 || (valueLength > 0 && valueLength > msgEnd - q)) throw fail(ErrorCode.CORRUPT_MESSAGE, `invalid message value length ${valueLength}`);
+    if (valueLength < -1 || (valueLength > 0 && valueLength > msgEnd - q))
+      throw fail(ErrorCode.CORRUPT_MESSAGE, `invalid message value length ${valueLength}`);
     if (valueLength > 0) q += valueLength;
-    if (q !== msgEnd) throw fail(ErrorCode.CORRUPT_MESSAGE, `message size ${size} does not match its key and value (${msgEnd - q} bytes over)`);
+    if (q !== msgEnd)
+      throw fail(ErrorCode.CORRUPT_MESSAGE, `message size ${size} does not match its key and value (${msgEnd - q} bytes over)`);
     const stored = i32(buf, p + MessageField.CRC) >>> 0;
     const computed = crc32Range(buf, p + MessageField.MAGIC, msgEnd);
     if (stored !== computed) throw fail(ErrorCode.CORRUPT_MESSAGE, `message at position ${p}: CRC is ${stored}, computed ${computed}`);
@@ -270,8 +278,14 @@ function scanRun(ctx: Ctx, buf: Buffer, start: number, end: number, magic: 0 | 1
     if (magic === 1) {
       const hi = i32(buf, p + MessageField.TIMESTAMP);
       const ts = hi * TWO_32 + (i32(buf, p + MessageField.TIMESTAMP + 4) >>> 0);
-      if (hi < -2097152 || hi >= 2097152) exactMax = false; // beyond 2^53: the slow path redoes it exactly
-      else if (checkTs && ts !== -1 && ((buf[p + MessageField.ATTRIBUTES] as number) & MESSAGE_TIMESTAMP_TYPE) === 0 && (ts < minTs || ts > maxTs)) {
+      if (hi < -2097152 || hi >= 2097152)
+        exactMax = false; // beyond 2^53: the slow path redoes it exactly
+      else if (
+        checkTs &&
+        ts !== -1 &&
+        ((buf[p + MessageField.ATTRIBUTES] as number) & MESSAGE_TIMESTAMP_TYPE) === 0 &&
+        (ts < minTs || ts > maxTs)
+      ) {
         throw fail(ErrorCode.INVALID_TIMESTAMP, `timestamp ${ts} of message ${count} is out of range [${ctx.minTs}, ${ctx.maxTs}]`);
       }
       if (ts > max) {
@@ -325,7 +339,8 @@ function validateBatch(ctx: Ctx, batch: RecordBatch): ValidatedEntry {
     const recs = batch.records({ maxOutput: ctx.maxOutput });
     let max = -1n;
     recs.forEach((r, i) => {
-      if (r.offset !== batch.baseOffset + BigInt(i)) throw fail(ErrorCode.INVALID_RECORD, `record ${i} has offset delta ${r.offset - batch.baseOffset}`);
+      if (r.offset !== batch.baseOffset + BigInt(i))
+        throw fail(ErrorCode.INVALID_RECORD, `record ${i} has offset delta ${r.offset - batch.baseOffset}`);
       if (ctx.compacted && r.key === null) throw fail(ErrorCode.INVALID_RECORD, 'compacted topic cannot accept a record without a key');
       if (!appendTimeBatch) checkTimestamp(ctx, r.timestamp, `record ${i}`);
       if (r.timestamp > max) max = r.timestamp;
@@ -358,11 +373,19 @@ function validateLegacy(ctx: Ctx, m: LegacyMessage): ValidatedEntry {
   if (run.end < data.length) {
     const at = run.end;
     const innerMagic = data[at + MessageField.MAGIC];
-    if (innerMagic !== m.magic) throw fail(ErrorCode.INVALID_RECORD, `inner message magic ${innerMagic} differs from wrapper magic ${m.magic}`);
+    if (innerMagic !== m.magic)
+      throw fail(ErrorCode.INVALID_RECORD, `inner message magic ${innerMagic} differs from wrapper magic ${m.magic}`);
     throw fail(ErrorCode.INVALID_RECORD, 'nested compressed message');
   }
   if (run.count === 0) throw fail(ErrorCode.INVALID_RECORD, 'compressed message holds no messages');
-  const entry: ValidatedEntry = { kind: 'wrapper', magic: m.magic, buf: m.bytes, count: run.count, maxTimestamp: m.magic === 0 ? -1n : run.entry.maxTimestamp, message: m };
+  const entry: ValidatedEntry = {
+    kind: 'wrapper',
+    magic: m.magic,
+    buf: m.bytes,
+    count: run.count,
+    maxTimestamp: m.magic === 0 ? -1n : run.entry.maxTimestamp,
+    message: m,
+  };
   if (m.magic === 0 || !run.sequential) entry.inner = scanMessageSet(data).messages;
   return entry;
 }
@@ -384,7 +407,13 @@ function setLegacyTimestamp(m: LegacyMessage, type: TimestampType, ts: bigint): 
  * Phase 2: assigns offsets from `firstOffset` in order and applies the leader epoch and
  * LogAppendTime. Mutates the request bytes in place; rebuilds only wrappers listed in `inner`.
  */
-export function assignOffsets(v: ValidatedRecords, firstOffset: bigint, leaderEpoch: number, config: LogConfig, now: number): AssignedEntry[] {
+export function assignOffsets(
+  v: ValidatedRecords,
+  firstOffset: bigint,
+  leaderEpoch: number,
+  config: LogConfig,
+  now: number,
+): AssignedEntry[] {
   const logAppend = config.messageTimestampType === 'LogAppendTime';
   const nowTs = BigInt(now);
   const out: AssignedEntry[] = [];
@@ -399,7 +428,14 @@ export function assignOffsets(v: ValidatedRecords, firstOffset: bigint, leaderEp
       b.setPartitionLeaderEpoch(leaderEpoch);
       if (logAppend) b.setLogAppendTime(nowTs);
       else if (e.realMaxTimestamp !== undefined) b.setMaxTimestamp(TimestampType.CREATE_TIME, e.realMaxTimestamp);
-      out.push({ buf: e.buf, magic: 2, firstOffset: first, lastOffset: last, maxTimestamp: b.maxTimestamp, partitionLeaderEpoch: leaderEpoch });
+      out.push({
+        buf: e.buf,
+        magic: 2,
+        firstOffset: first,
+        lastOffset: last,
+        maxTimestamp: b.maxTimestamp,
+        partitionLeaderEpoch: leaderEpoch,
+      });
       continue;
     }
     if (e.kind === 'run') {

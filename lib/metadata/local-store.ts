@@ -130,7 +130,11 @@ export class LocalMetadataStore {
     if (text !== null) {
       state = parseState(file, text);
       if (opts.clusterId != null && opts.clusterId !== state.clusterId) {
-        throw new MetadataError(GregorMetadataErrorCode.CLUSTER_ID, file, `data dir ${dir} belongs to cluster ${state.clusterId}, not ${opts.clusterId}`);
+        throw new MetadataError(
+          GregorMetadataErrorCode.CLUSTER_ID,
+          file,
+          `data dir ${dir} belongs to cluster ${state.clusterId}, not ${opts.clusterId}`,
+        );
       }
     } else {
       const orphans = await partitionDirs(dir);
@@ -245,9 +249,12 @@ function stateProblem(raw: unknown): string | undefined {
     const name = t['name'];
     if (typeof name !== 'string' || invalidTopicName(name) !== undefined) return `${at} has an invalid name ${JSON.stringify(name)}`;
     const id = t['topicId'];
-    if (typeof id !== 'string' || !/^[0-9a-f]{32}$/.test(id) || /^0+$/.test(id)) return `topic ${name} has an invalid topicId ${JSON.stringify(id)}`;
-    if (!Number.isInteger(t['partitions']) || (t['partitions'] as number) < 1) return `topic ${name} has an invalid partition count ${JSON.stringify(t['partitions'])}`;
-    if (!Number.isInteger(t['replicationFactor'])) return `topic ${name} has an invalid replicationFactor ${JSON.stringify(t['replicationFactor'])}`;
+    if (typeof id !== 'string' || !/^[0-9a-f]{32}$/.test(id) || /^0+$/.test(id))
+      return `topic ${name} has an invalid topicId ${JSON.stringify(id)}`;
+    if (!Number.isInteger(t['partitions']) || (t['partitions'] as number) < 1)
+      return `topic ${name} has an invalid partition count ${JSON.stringify(t['partitions'])}`;
+    if (!Number.isInteger(t['replicationFactor']))
+      return `topic ${name} has an invalid replicationFactor ${JSON.stringify(t['replicationFactor'])}`;
     const configs = t['configs'];
     if (!isObject(configs) || Object.values(configs).some((v) => typeof v !== 'string')) return `topic ${name} has invalid configs`;
     if (typeof t['internal'] !== 'boolean') return `topic ${name} has no internal flag`;

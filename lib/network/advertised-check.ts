@@ -26,7 +26,12 @@ const METADATA = 3;
 const METADATA_VERSION = 2; // the first with the cluster id (Kafka 0.10.1)
 
 /** What is wrong with reaching `adv` (null: fine, or not knowable). */
-export async function probeAdvertised(adv: Listener, clusterId: string, timeoutMs: number, signal?: AbortSignal): Promise<Omit<AdvertisedProblem, 'listener' | 'advertised'> | null> {
+export async function probeAdvertised(
+  adv: Listener,
+  clusterId: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Omit<AdvertisedProblem, 'listener' | 'advertised'> | null> {
   try {
     await lookup(adv.host);
   } catch (e) {
@@ -45,20 +50,31 @@ export async function probeAdvertised(adv: Listener, clusterId: string, timeoutM
     };
     const onAbort = () => done(null);
     signal?.addEventListener('abort', onAbort);
-    const timer = setTimeout(() => done(connected ? null : { problem: 'unreachable', detail: `no connection within ${timeoutMs} ms` }), timeoutMs);
+    const timer = setTimeout(
+      () => done(connected ? null : { problem: 'unreachable', detail: `no connection within ${timeoutMs} ms` }),
+      timeoutMs,
+    );
     timer.unref();
     socket.unref();
     socket.once('error', (e: NodeJS.ErrnoException) => done(connected ? null : { problem: 'unreachable', detail: e.code ?? e.message }));
     socket.once('close', () => done(null)); // closed without an answer: an old broker refusing v2, say; not conclusive
     socket.once('connect', () => {
       connected = true;
-      socket.write(encodeRequest({ apiKey: METADATA, apiVersion: METADATA_VERSION, correlationId: 1, clientId: 'gregor-advertised-check' }, { topics: [] }, { sizePrefix: true }));
+      socket.write(
+        encodeRequest(
+          { apiKey: METADATA, apiVersion: METADATA_VERSION, correlationId: 1, clientId: 'gregor-advertised-check' },
+          { topics: [] },
+          { sizePrefix: true },
+        ),
+      );
     });
     socket.on('data', (d: Buffer) => {
       buf = Buffer.concat([buf, d]);
       if (buf.length < 4 || buf.length < 4 + buf.readInt32BE(0)) return;
       try {
-        const res = decodeResponse(METADATA, METADATA_VERSION, buf.subarray(4, 4 + buf.readInt32BE(0))).body as { clusterId?: string | null };
+        const res = decodeResponse(METADATA, METADATA_VERSION, buf.subarray(4, 4 + buf.readInt32BE(0))).body as {
+          clusterId?: string | null;
+        };
         const other = res.clusterId ?? null;
         done(other === clusterId ? null : { problem: 'other-broker', detail: `cluster id ${other ?? '(none)'}, not ${clusterId}` });
       } catch {
@@ -69,13 +85,16 @@ export async function probeAdvertised(adv: Listener, clusterId: string, timeoutM
 }
 
 const ADVICE: Record<AdvertisedProblem['problem'], string> = {
-  'unresolved': 'does not resolve',
-  'unreachable': 'does not accept connections',
+  unresolved: 'does not resolve',
+  unreachable: 'does not accept connections',
   'other-broker': 'is answered by another broker',
 };
 
 /** Probes every advertised listener that differs from its bound address; one warning per problem. */
-export async function checkAdvertisedListeners(pairs: readonly AdvertisedPair[], opts: { clusterId: string; logger: Logger; signal?: AbortSignal; timeoutMs?: number }): Promise<AdvertisedProblem[]> {
+export async function checkAdvertisedListeners(
+  pairs: readonly AdvertisedPair[],
+  opts: { clusterId: string; logger: Logger; signal?: AbortSignal; timeoutMs?: number },
+): Promise<AdvertisedProblem[]> {
   const todo = pairs.filter((p) => p.advertised.host !== p.bound.host || p.advertised.port !== p.bound.port);
   const problems = await Promise.all(
     todo.map(async (p) => {

@@ -5,7 +5,12 @@ import type net from 'node:net';
  * Binds `server` to host:port; resolves with the bound address (the real port when 0 was asked) or
  * rejects with the bind error (EADDRINUSE, EACCES, ...). Later 'error' events go to `onLaterError`.
  */
-export function bindServer(server: net.Server, host: string, port: number, onLaterError: (err: Error) => void): Promise<{ host: string; port: number }> {
+export function bindServer(
+  server: net.Server,
+  host: string,
+  port: number,
+  onLaterError: (err: Error) => void,
+): Promise<{ host: string; port: number }> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
     server.once('error', onError);

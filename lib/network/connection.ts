@@ -206,8 +206,7 @@ export class Connection {
   private updateReading(): void {
     if (this.state === 'closed') return;
     const full =
-      this.state === 'open' &&
-      (this.queue.length >= this.limits.maxQueuedRequests || this.queuedBytes >= this.limits.maxQueuedBytes);
+      this.state === 'open' && (this.queue.length >= this.limits.maxQueuedRequests || this.queuedBytes >= this.limits.maxQueuedBytes);
     if (full && !this.readPaused) {
       this.readPaused = true;
       this.socket.pause();

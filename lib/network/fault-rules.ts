@@ -81,7 +81,20 @@ export class FaultRuleError extends Error {
 }
 
 export const FAULT_RULE_FIELDS: readonly string[] = [
-  'apiKey', 'action', 'when', 'errorCode', 'delayMs', 'jitterMs', 'probability', 'times', 'ttlMs', 'expiresAt', 'topic', 'partition', 'clientId', 'match',
+  'apiKey',
+  'action',
+  'when',
+  'errorCode',
+  'delayMs',
+  'jitterMs',
+  'probability',
+  'times',
+  'ttlMs',
+  'expiresAt',
+  'topic',
+  'partition',
+  'clientId',
+  'match',
 ];
 const FIELD_SET: ReadonlySet<string> = new Set(FAULT_RULE_FIELDS);
 const ACTIONS: ReadonlySet<string> = new Set(['error', 'close', 'delay', 'pause']);
@@ -101,7 +114,10 @@ const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Num
 
 function show(rule: unknown): string {
   try {
-    return JSON.stringify(rule, (_k, v: unknown) => (typeof v === 'function' ? '[function]' : typeof v === 'bigint' ? `${v}n` : v)) ?? String(rule);
+    return (
+      JSON.stringify(rule, (_k, v: unknown) => (typeof v === 'function' ? '[function]' : typeof v === 'bigint' ? `${v}n` : v)) ??
+      String(rule)
+    );
   } catch {
     return String(rule);
   }
@@ -125,12 +141,15 @@ export function normalizeRule(raw: unknown, opts: NormalizeOptions): FaultRule {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return bad(null, 'a rule must be a JSON object');
   const r = raw as Record<string, unknown>;
   for (const k of Object.keys(r)) {
-    if (!FIELD_SET.has(k)) bad(k, `unknown field "${k}" (fields: ${FAULT_RULE_FIELDS.filter((f) => !opts.json || f !== 'match').join(', ')})`);
+    if (!FIELD_SET.has(k))
+      bad(k, `unknown field "${k}" (fields: ${FAULT_RULE_FIELDS.filter((f) => !opts.json || f !== 'match').join(', ')})`);
   }
-  if (opts.json && r['match'] !== undefined) bad('match', 'match is a function filter for embedded use only; use topic, partition or clientId');
+  if (opts.json && r['match'] !== undefined)
+    bad('match', 'match is a function filter for embedded use only; use topic, partition or clientId');
 
   const action = r['action'];
-  if (typeof action !== 'string' || !ACTIONS.has(action)) return bad('action', `action must be error, close, delay or pause, got ${show(action)}`);
+  if (typeof action !== 'string' || !ACTIONS.has(action))
+    return bad('action', `action must be error, close, delay or pause, got ${show(action)}`);
   const act = action as FaultAction;
   const pause = act === 'pause';
 
@@ -139,8 +158,13 @@ export function normalizeRule(raw: unknown, opts: NormalizeOptions): FaultRule {
   if (a === undefined && pause) apiKey = ApiKey.Produce;
   else if (isInt(a) && API_KEYS.has(a)) apiKey = a;
   else if (typeof a === 'string' && API_BY_NAME.has(a.toLowerCase())) apiKey = API_BY_NAME.get(a.toLowerCase())!;
-  else return bad('apiKey', `apiKey must be an API key number or name (e.g. 0 or "Produce"), got ${a === undefined ? 'none' : `unknown apiKey ${show(a)}`}`);
-  if (pause && apiKey !== ApiKey.Produce) bad('apiKey', `a pause rule holds Produce appends: apiKey must be Produce (0), got ${apiName(apiKey)}`);
+  else
+    return bad(
+      'apiKey',
+      `apiKey must be an API key number or name (e.g. 0 or "Produce"), got ${a === undefined ? 'none' : `unknown apiKey ${show(a)}`}`,
+    );
+  if (pause && apiKey !== ApiKey.Produce)
+    bad('apiKey', `a pause rule holds Produce appends: apiKey must be Produce (0), got ${apiName(apiKey)}`);
 
   const out: FaultRule = { apiKey, action: act };
 
@@ -156,15 +180,21 @@ export function normalizeRule(raw: unknown, opts: NormalizeOptions): FaultRule {
     let code: number | undefined;
     if (isInt(ec) && ec !== 0 && ec >= -32768 && ec <= 32767) code = ec;
     else if (typeof ec === 'string' && ERROR_BY_NAME.has(ec) && ec !== 'NONE') code = ERROR_BY_NAME.get(ec);
-    if (code === undefined) return bad('errorCode', `an error rule needs errorCode: a non-zero int16 or an error name such as "NOT_LEADER_OR_FOLLOWER", got ${ec === undefined ? 'none' : show(ec)}`);
+    if (code === undefined)
+      return bad(
+        'errorCode',
+        `an error rule needs errorCode: a non-zero int16 or an error name such as "NOT_LEADER_OR_FOLLOWER", got ${ec === undefined ? 'none' : show(ec)}`,
+      );
     out.errorCode = code;
   } else if (ec !== undefined) bad('errorCode', `errorCode is only for action 'error'`);
 
   const delayMs = r['delayMs'];
   const jitterMs = r['jitterMs'];
   if (act === 'delay') {
-    if (!isFiniteNumber(delayMs) || delayMs < 0) return bad('delayMs', `a delay rule needs delayMs >= 0, got ${delayMs === undefined ? 'none' : show(delayMs)}`);
-    if (jitterMs !== undefined && (!isFiniteNumber(jitterMs) || jitterMs < 0)) bad('jitterMs', `jitterMs must be a number >= 0, got ${show(jitterMs)}`);
+    if (!isFiniteNumber(delayMs) || delayMs < 0)
+      return bad('delayMs', `a delay rule needs delayMs >= 0, got ${delayMs === undefined ? 'none' : show(delayMs)}`);
+    if (jitterMs !== undefined && (!isFiniteNumber(jitterMs) || jitterMs < 0))
+      bad('jitterMs', `jitterMs must be a number >= 0, got ${show(jitterMs)}`);
     const j = (jitterMs as number | undefined) ?? 0;
     if (delayMs + j > MAX_TIMER_MS) bad('delayMs', `delayMs + jitterMs must be at most ${MAX_TIMER_MS}`);
     out.delayMs = delayMs;
@@ -208,7 +238,11 @@ export function normalizeRule(raw: unknown, opts: NormalizeOptions): FaultRule {
   const clientId = r['clientId'];
   if (topic !== undefined) {
     if (typeof topic !== 'string' || topic === '') bad('topic', `topic must be a non-empty string, got ${show(topic)}`);
-    if (!TOPIC_APIS.has(apiKey)) bad('topic', `${apiName(apiKey)} requests name no topics: a topic filter would never match (APIs that do: ${[...TOPIC_APIS].map(apiName).join(', ')})`);
+    if (!TOPIC_APIS.has(apiKey))
+      bad(
+        'topic',
+        `${apiName(apiKey)} requests name no topics: a topic filter would never match (APIs that do: ${[...TOPIC_APIS].map(apiName).join(', ')})`,
+      );
     out.topic = topic as string;
   } else if (pause) bad('topic', 'a pause rule needs the topic whose appends it holds');
   if (partition !== undefined) {

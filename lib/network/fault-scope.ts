@@ -31,7 +31,13 @@ function topicName(t: Obj, key: 'name' | 'topic', resolve: TopicResolver | undef
   return id === undefined || resolve === undefined ? undefined : resolve(id);
 }
 
-function each(list: unknown, key: 'name' | 'topic', parts: ((t: Obj) => number[]) | null, resolve: TopicResolver | undefined, out: Named[]): void {
+function each(
+  list: unknown,
+  key: 'name' | 'topic',
+  parts: ((t: Obj) => number[]) | null,
+  resolve: TopicResolver | undefined,
+  out: Named[],
+): void {
   for (const t of arr(list)) {
     const topic = topicName(t, key, resolve);
     if (topic !== undefined) out.push({ topic, partitions: parts === null ? null : parts(t) });
@@ -58,7 +64,8 @@ const EXTRACTORS: ReadonlyMap<number, (req: Obj, resolve: TopicResolver | undefi
   [
     ApiKey.DeleteTopics,
     (r, res, out) => {
-      for (const n of Array.isArray(r['topicNames']) ? (r['topicNames'] as unknown[]) : []) if (typeof n === 'string') out.push({ topic: n, partitions: null });
+      for (const n of Array.isArray(r['topicNames']) ? (r['topicNames'] as unknown[]) : [])
+        if (typeof n === 'string') out.push({ topic: n, partitions: null });
       each(r['topics'], 'name', null, res, out);
     },
   ],
@@ -80,7 +87,9 @@ const EXTRACTORS: ReadonlyMap<number, (req: Obj, resolve: TopicResolver | undefi
       [
         k,
         (r: Obj, _res: TopicResolver | undefined, out: Named[]) => {
-          for (const x of arr(r['resources'])) if (x['resourceType'] === TOPIC_RESOURCE && typeof x['resourceName'] === 'string') out.push({ topic: x['resourceName'], partitions: null });
+          for (const x of arr(r['resources']))
+            if (x['resourceType'] === TOPIC_RESOURCE && typeof x['resourceName'] === 'string')
+              out.push({ topic: x['resourceName'], partitions: null });
         },
       ] as const,
   ),
@@ -104,7 +113,13 @@ export function namedTopics(apiKey: number, req: unknown, resolve?: TopicResolve
  * Whether the request names `topic`, and when `partition` is given, that partition of it (a request
  * that names the topic only, as Metadata does, does not match a partition filter).
  */
-export function namesTopicPartition(apiKey: number, req: unknown, topic: string, partition: number | undefined, resolve?: TopicResolver): boolean {
+export function namesTopicPartition(
+  apiKey: number,
+  req: unknown,
+  topic: string,
+  partition: number | undefined,
+  resolve?: TopicResolver,
+): boolean {
   for (const n of namedTopics(apiKey, req, resolve)) {
     if (n.topic !== topic) continue;
     if (partition === undefined) return true;
@@ -117,8 +132,26 @@ export type PartitionHit = (topic: string, partition: number) => boolean;
 
 /** Where the topic list and its partitions sit in a request / response of a scoped API. */
 const LAYOUT = {
-  [ApiKey.Produce]: { reqTopics: 'topicData', reqName: 'name', reqParts: 'partitionData', reqIndex: 'index', resTopics: 'responses', resName: 'name', resParts: 'partitionResponses', resIndex: 'index' },
-  [ApiKey.Fetch]: { reqTopics: 'topics', reqName: 'topic', reqParts: 'partitions', reqIndex: 'partition', resTopics: 'responses', resName: 'topic', resParts: 'partitions', resIndex: 'partitionIndex' },
+  [ApiKey.Produce]: {
+    reqTopics: 'topicData',
+    reqName: 'name',
+    reqParts: 'partitionData',
+    reqIndex: 'index',
+    resTopics: 'responses',
+    resName: 'name',
+    resParts: 'partitionResponses',
+    resIndex: 'index',
+  },
+  [ApiKey.Fetch]: {
+    reqTopics: 'topics',
+    reqName: 'topic',
+    reqParts: 'partitions',
+    reqIndex: 'partition',
+    resTopics: 'responses',
+    resName: 'topic',
+    resParts: 'partitions',
+    resIndex: 'partitionIndex',
+  },
 } as const;
 
 function layout(apiKey: number) {
@@ -152,14 +185,23 @@ export function withoutPartitions(apiKey: number, req: unknown, hit: PartitionHi
  * (the handler's answer to the whole request, or to withoutPartitions of it), in request order.
  * A Fetch whose real answer failed as a whole (top-level error) is returned as it is.
  */
-export function mergeScopedError(apiKey: number, req: unknown, errorBody: unknown, realBody: unknown, hit: PartitionHit, resolve?: TopicResolver): unknown {
+export function mergeScopedError(
+  apiKey: number,
+  req: unknown,
+  errorBody: unknown,
+  realBody: unknown,
+  hit: PartitionHit,
+  resolve?: TopicResolver,
+): unknown {
   const l = layout(apiKey);
   const real = realBody as Obj;
   if (apiKey === ApiKey.Fetch && typeof real['errorCode'] === 'number' && real['errorCode'] !== 0) return realBody;
-  const key = (t: Obj, nameField: string, p: number) => `${topicName(t, nameField as 'name', resolve) ?? `\0${str(t['topicId']) ?? ''}`}\0${p}`;
+  const key = (t: Obj, nameField: string, p: number) =>
+    `${topicName(t, nameField as 'name', resolve) ?? `\0${str(t['topicId']) ?? ''}`}\0${p}`;
   const index = (body: Obj) => {
     const m = new Map<string, { topic: Obj; part: Obj }>();
-    for (const t of arr(body[l.resTopics])) for (const p of arr(t[l.resParts])) m.set(key(t, l.resName, p[l.resIndex] as number), { topic: t, part: p });
+    for (const t of arr(body[l.resTopics]))
+      for (const p of arr(t[l.resParts])) m.set(key(t, l.resName, p[l.resIndex] as number), { topic: t, part: p });
     return m;
   };
   const errs = index(errorBody as Obj);

@@ -12,7 +12,17 @@
  *   broker.faults.add({ apiKey: ApiKey.Produce, action: 'pause', topic: 'orders', partition: 0, ttlMs: 2000 });
  */
 import { errorName } from '../../protocol/generated/error-codes.js';
-import { type FaultAction, type FaultRequestInfo, type FaultRule, type FaultWhen, apiName, MAX_TIMER_MS, normalizeRule, parseFaultRules, parseFaultRulesJson } from './fault-rules.js';
+import {
+  type FaultAction,
+  type FaultRequestInfo,
+  type FaultRule,
+  type FaultWhen,
+  apiName,
+  MAX_TIMER_MS,
+  normalizeRule,
+  parseFaultRules,
+  parseFaultRulesJson,
+} from './fault-rules.js';
 import { namesTopicPartition, SCOPED_ERROR_APIS, type TopicResolver } from './fault-scope.js';
 
 export { FaultRuleError, parseFaultRules, parseFaultRulesJson } from './fault-rules.js';
@@ -308,7 +318,18 @@ export class FaultInjector {
   /** @internal */
   describe(e: FaultEntry): FaultInfo {
     const r = e.rule;
-    const o: FaultInfo = { id: e.id, apiKey: r.apiKey, api: apiName(r.apiKey), action: r.action, times: null, remaining: null, addedAt: '', expiresAt: null, remainingMs: null, applied: e.applied };
+    const o: FaultInfo = {
+      id: e.id,
+      apiKey: r.apiKey,
+      api: apiName(r.apiKey),
+      action: r.action,
+      times: null,
+      remaining: null,
+      addedAt: '',
+      expiresAt: null,
+      remainingMs: null,
+      applied: e.applied,
+    };
     if (r.action !== 'pause') {
       o.when = e.when;
       o.probability = e.probability;

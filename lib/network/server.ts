@@ -66,7 +66,9 @@ export class KafkaServer {
 
   /** Binds and starts accepting; resolves with the bound address (the real port when 0 was asked). */
   async listen(): Promise<{ host: string; port: number }> {
-    const addr = await bindServer(this.server, this.opts.host, this.opts.port, (err) => this.logger.error({ err: err.message }, 'listener error'));
+    const addr = await bindServer(this.server, this.opts.host, this.opts.port, (err) =>
+      this.logger.error({ err: err.message }, 'listener error'),
+    );
     // Accepted sockets inherit SO_RCVBUF from the listening one: set it there too so the TCP
     // window scale in the handshake already reflects it (Kafka does the same).
     applyBufferSizes(this.server, -1, this.opts.socketReceiveBufferBytes, this.logger);

@@ -65,7 +65,10 @@ export function applyBufferSizes(s: Socket | Server, snd: number, rcv: number, l
   if (addon === null) {
     if (!warned) {
       warned = true;
-      logger.warn({ reason: sockoptLoadError() }, 'socket.send.buffer.bytes / socket.receive.buffer.bytes not applied: sockopt addon unavailable');
+      logger.warn(
+        { reason: sockoptLoadError() },
+        'socket.send.buffer.bytes / socket.receive.buffer.bytes not applied: sockopt addon unavailable',
+      );
     }
     return false;
   }

@@ -44,7 +44,9 @@ class GaugeFamily extends Gauge<string> {
 
   override get(): ReturnType<Gauge<string>['get']> {
     const { name, help } = this.meta;
-    return this.serial.run(() => ({ name, help, type: 'gauge', values: samples(this.fill), aggregator: 'sum' })) as unknown as ReturnType<Gauge<string>['get']>;
+    return this.serial.run(() => ({ name, help, type: 'gauge', values: samples(this.fill), aggregator: 'sum' })) as unknown as ReturnType<
+      Gauge<string>['get']
+    >;
   }
 }
 
@@ -59,7 +61,9 @@ class CounterFamily extends Counter<string> {
 
   override get(): ReturnType<Counter<string>['get']> {
     const { name, help } = this.meta;
-    return this.serial.run(() => ({ name, help, type: 'counter', values: samples(this.fill), aggregator: 'sum' })) as unknown as ReturnType<Counter<string>['get']>;
+    return this.serial.run(() => ({ name, help, type: 'counter', values: samples(this.fill), aggregator: 'sum' })) as unknown as ReturnType<
+      Counter<string>['get']
+    >;
   }
 }
 

@@ -100,7 +100,9 @@ export function registerLagMetrics(families: Families, src: MetricsSource): { ne
   let current: Map<string, Row[]> | null = null;
   const rows = (family: string): Row[] => (current ??= snapshot(src)).get(family) ?? [];
   families.gauge('kafka_brokers', 'Number of Brokers in the Kafka Cluster.', [], (put) => put(null, 1));
-  families.gauge('kafka_broker_info', 'Information about the Kafka Broker.', ['id', 'address'], (put) => put({ id: src.nodeId, address: src.brokerAddress() }, 1));
+  families.gauge('kafka_broker_info', 'Information about the Kafka Broker.', ['id', 'address'], (put) =>
+    put({ id: src.nodeId, address: src.brokerAddress() }, 1),
+  );
   for (const [name, help, labelNames] of FAMILIES) {
     families.gauge(name, help, labelNames, (put) => {
       for (const r of rows(name)) put(r.labels, r.value);

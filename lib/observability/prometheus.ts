@@ -117,8 +117,10 @@ export class PrometheusExporter {
 
   private registerBroker(): void {
     const f = this.families;
-    const gauge = (name: string, help: string, labelNames: readonly string[], fill: (put: Put) => void) => f.gauge(name, help, labelNames, fill);
-    const counter = (name: string, help: string, labelNames: readonly string[], fill: (put: Put) => void) => f.counter(name, help, labelNames, fill);
+    const gauge = (name: string, help: string, labelNames: readonly string[], fill: (put: Put) => void) =>
+      f.gauge(name, help, labelNames, fill);
+    const counter = (name: string, help: string, labelNames: readonly string[], fill: (put: Put) => void) =>
+      f.counter(name, help, labelNames, fill);
     const src = this.source;
     const m = src.metrics;
 
@@ -131,10 +133,16 @@ export class PrometheusExporter {
     }
 
     // ---- RequestMetrics ----
-    counter('kafka_network_requestmetrics_requests_total', 'Requests by request name and API version (RequestsPerSec)', ['request', 'version'], (put) => {
-      for (const s of m.requests.all()) s.versions.forEach((n, version) => n > 0 && put({ request: s.name, version }, n));
-    });
-    counter('kafka_network_requestmetrics_errors_total',
+    counter(
+      'kafka_network_requestmetrics_requests_total',
+      'Requests by request name and API version (RequestsPerSec)',
+      ['request', 'version'],
+      (put) => {
+        for (const s of m.requests.all()) s.versions.forEach((n, version) => n > 0 && put({ request: s.name, version }, n));
+      },
+    );
+    counter(
+      'kafka_network_requestmetrics_errors_total',
       'Responses by request name and error: the top-level error, else the first partition error (ErrorsPerSec; Kafka counts every error of a response)',
       ['request', 'error'],
       (put) => {
@@ -143,13 +151,22 @@ export class PrometheusExporter {
     );
     TIMERS.forEach((timer, i) => {
       // the quantile family and its _count are separate families, as the JMX exporter emits them
-      gauge(`kafka_network_requestmetrics_${timer}`, `Request ${timer.replace(/ms$/, '')} in ms, last 5 minutes (RequestMetrics ${timer})`, ['request', 'quantile'], (put) => {
-        const now = performance.now();
-        for (const s of m.requests.all()) {
-          const values = s.timers.quantiles(i, QUANTILES.map((q) => q.q), now);
-          QUANTILES.forEach((q, j) => put({ request: s.name, quantile: q.label }, values[j] ?? 0));
-        }
-      });
+      gauge(
+        `kafka_network_requestmetrics_${timer}`,
+        `Request ${timer.replace(/ms$/, '')} in ms, last 5 minutes (RequestMetrics ${timer})`,
+        ['request', 'quantile'],
+        (put) => {
+          const now = performance.now();
+          for (const s of m.requests.all()) {
+            const values = s.timers.quantiles(
+              i,
+              QUANTILES.map((q) => q.q),
+              now,
+            );
+            QUANTILES.forEach((q, j) => put({ request: s.name, quantile: q.label }, values[j] ?? 0));
+          }
+        },
+      );
       counter(`kafka_network_requestmetrics_${timer}_count`, `Requests measured by ${timer}`, ['request'], (put) => {
         for (const s of m.requests.all()) put({ request: s.name }, s.count);
       });
@@ -159,12 +176,27 @@ export class PrometheusExporter {
     const partitions = function* () {
       for (const t of src.topics()) for (let p = 0; p < t.partitionCount; p++) yield { t, p, log: t.partitions[p] };
     };
-    gauge('kafka_server_replicamanager_partitioncount', 'Partitions (replicas) on this broker', [], (put) => put(null, [...partitions()].length));
-    gauge('kafka_server_replicamanager_leadercount', 'Partitions this broker leads', [], (put) => put(null, [...partitions()].filter((x) => x.log !== undefined && !x.log.isOffline).length));
-    gauge('kafka_server_replicamanager_underreplicatedpartitions', 'Partitions whose ISR is smaller than their replica set (a single node: none)', [], (put) => put(null, 0));
-    gauge('kafka_server_replicamanager_offlinereplicacount', 'Replicas whose log is offline', [], (put) => put(null, [...partitions()].filter((x) => x.log?.isOffline === true).length));
-    gauge('kafka_server_replicamanager_atminisrpartitioncount', 'Partitions whose ISR size equals min.insync.replicas', [], (put) => put(null, [...partitions()].filter((x) => x.t.minInsyncReplicas === 1).length));
-    gauge('kafka_server_replicamanager_underminisrpartitioncount', 'Partitions whose ISR is below min.insync.replicas', [], (put) => put(null, [...partitions()].filter((x) => x.t.minInsyncReplicas > 1).length));
+    gauge('kafka_server_replicamanager_partitioncount', 'Partitions (replicas) on this broker', [], (put) =>
+      put(null, [...partitions()].length),
+    );
+    gauge('kafka_server_replicamanager_leadercount', 'Partitions this broker leads', [], (put) =>
+      put(null, [...partitions()].filter((x) => x.log !== undefined && !x.log.isOffline).length),
+    );
+    gauge(
+      'kafka_server_replicamanager_underreplicatedpartitions',
+      'Partitions whose ISR is smaller than their replica set (a single node: none)',
+      [],
+      (put) => put(null, 0),
+    );
+    gauge('kafka_server_replicamanager_offlinereplicacount', 'Replicas whose log is offline', [], (put) =>
+      put(null, [...partitions()].filter((x) => x.log?.isOffline === true).length),
+    );
+    gauge('kafka_server_replicamanager_atminisrpartitioncount', 'Partitions whose ISR size equals min.insync.replicas', [], (put) =>
+      put(null, [...partitions()].filter((x) => x.t.minInsyncReplicas === 1).length),
+    );
+    gauge('kafka_server_replicamanager_underminisrpartitioncount', 'Partitions whose ISR is below min.insync.replicas', [], (put) =>
+      put(null, [...partitions()].filter((x) => x.t.minInsyncReplicas > 1).length),
+    );
     const perPartition = (name: string, help: string, value: (x: { t: TopicView; log: PartitionView | undefined }) => number | null) =>
       gauge(name, help, ['topic', 'partition'], (put) => {
         for (const x of partitions()) {
@@ -175,8 +207,12 @@ export class PrometheusExporter {
     perPartition('kafka_cluster_partition_replicascount', 'Replicas of the partition', () => 1);
     perPartition('kafka_cluster_partition_insyncreplicascount', 'In-sync replicas of the partition', () => 1);
     perPartition('kafka_cluster_partition_underreplicated', '1 when the partition is under-replicated', () => 0);
-    perPartition('kafka_cluster_partition_atminisr', '1 when the ISR size equals min.insync.replicas', (x) => (x.t.minInsyncReplicas === 1 ? 1 : 0));
-    perPartition('kafka_cluster_partition_underminisr', '1 when the ISR is below min.insync.replicas', (x) => (x.t.minInsyncReplicas > 1 ? 1 : 0));
+    perPartition('kafka_cluster_partition_atminisr', '1 when the ISR size equals min.insync.replicas', (x) =>
+      x.t.minInsyncReplicas === 1 ? 1 : 0,
+    );
+    perPartition('kafka_cluster_partition_underminisr', '1 when the ISR is below min.insync.replicas', (x) =>
+      x.t.minInsyncReplicas > 1 ? 1 : 0,
+    );
     perPartition('kafka_log_log_size', 'Bytes in the partition log (all segments)', (x) => x.log?.size ?? null);
     perPartition('kafka_log_log_logstartoffset', 'Log start offset', (x) => (x.log === undefined ? null : Number(x.log.logStartOffset)));
     perPartition('kafka_log_log_logendoffset', 'Log end offset', (x) => (x.log === undefined ? null : Number(x.log.logEndOffset)));
@@ -184,17 +220,34 @@ export class PrometheusExporter {
 
     // ---- controller (a single node is its own controller) ----
     gauge('kafka_controller_kafkacontroller_activecontrollercount', '1 on the active controller', [], (put) => put(null, 1));
-    gauge('kafka_controller_kafkacontroller_offlinepartitionscount', 'Partitions without a leader (an offline log)', [], (put) => put(null, [...partitions()].filter((x) => x.log?.isOffline === true).length));
+    gauge('kafka_controller_kafkacontroller_offlinepartitionscount', 'Partitions without a leader (an offline log)', [], (put) =>
+      put(null, [...partitions()].filter((x) => x.log?.isOffline === true).length),
+    );
     gauge('kafka_controller_kafkacontroller_globaltopiccount', 'Topics in the cluster', [], (put) => put(null, [...src.topics()].length));
-    gauge('kafka_controller_kafkacontroller_globalpartitioncount', 'Partitions in the cluster', [], (put) => put(null, [...partitions()].length));
-    counter('kafka_controller_controllerstats_uncleanleaderelections_total', 'Unclean leader elections (none on a single node)', [], (put) => put(null, 0));
+    gauge('kafka_controller_kafkacontroller_globalpartitioncount', 'Partitions in the cluster', [], (put) =>
+      put(null, [...partitions()].length),
+    );
+    counter(
+      'kafka_controller_controllerstats_uncleanleaderelections_total',
+      'Unclean leader elections (none on a single node)',
+      [],
+      (put) => put(null, 0),
+    );
 
     // ---- server and network ----
-    gauge('kafka_server_kafkaserver_brokerstate', 'Broker state: 1 starting, 3 running', [], (put) => put(null, src.isReady() ? BrokerState.RUNNING : BrokerState.STARTING));
-    gauge('kafka_server_socket_server_metrics_connection_count', 'Open connections per listener (one network processor: the event loop)', ['listener', 'networkProcessor'], (put) => {
-      for (const l of src.listeners()) put({ listener: l.name, networkProcessor: '0' }, [...l.connections].length);
-    });
-    gauge('kafka_server_socket_server_metrics_connections_software',
+    gauge('kafka_server_kafkaserver_brokerstate', 'Broker state: 1 starting, 3 running', [], (put) =>
+      put(null, src.isReady() ? BrokerState.RUNNING : BrokerState.STARTING),
+    );
+    gauge(
+      'kafka_server_socket_server_metrics_connection_count',
+      'Open connections per listener (one network processor: the event loop)',
+      ['listener', 'networkProcessor'],
+      (put) => {
+        for (const l of src.listeners()) put({ listener: l.name, networkProcessor: '0' }, [...l.connections].length);
+      },
+    );
+    gauge(
+      'kafka_server_socket_server_metrics_connections_software',
       'Open connections by the client software they named in ApiVersions v3+',
       ['clientSoftwareName', 'clientSoftwareVersion', 'listener', 'networkProcessor'],
       (put) => {
@@ -207,15 +260,36 @@ export class PrometheusExporter {
             e.n++;
             counts.set(key, e);
           }
-          for (const e of counts.values()) put({ clientSoftwareName: e.name, clientSoftwareVersion: e.version, listener: l.name, networkProcessor: '0' }, e.n);
+          for (const e of counts.values())
+            put({ clientSoftwareName: e.name, clientSoftwareVersion: e.version, listener: l.name, networkProcessor: '0' }, e.n);
         }
       },
     );
     // Kafka's network threads and request handler threads are one event loop here: both idle
     // fractions are 1 - the event loop's utilisation since the previous scrape (0..1, as Kafka's).
-    gauge('kafka_network_socketserver_networkprocessoravgidle_percent', 'Fraction of time the event loop was idle since the previous scrape (NetworkProcessorAvgIdlePercent)', [], (put) => put(null, this.idle));
-    gauge('kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent', 'Fraction of time the event loop was idle since the previous scrape (RequestHandlerAvgIdlePercent)', [], (put) => put(null, this.idle));
-    gauge('kafka_server_kafkaserver_linux_disk_read_bytes', 'Bytes this process read from storage (/proc/self/io read_bytes)', [], (put) => this.io !== null && put(null, this.io.read));
-    gauge('kafka_server_kafkaserver_linux_disk_write_bytes', 'Bytes this process wrote to storage (/proc/self/io write_bytes)', [], (put) => this.io !== null && put(null, this.io.write));
+    gauge(
+      'kafka_network_socketserver_networkprocessoravgidle_percent',
+      'Fraction of time the event loop was idle since the previous scrape (NetworkProcessorAvgIdlePercent)',
+      [],
+      (put) => put(null, this.idle),
+    );
+    gauge(
+      'kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent',
+      'Fraction of time the event loop was idle since the previous scrape (RequestHandlerAvgIdlePercent)',
+      [],
+      (put) => put(null, this.idle),
+    );
+    gauge(
+      'kafka_server_kafkaserver_linux_disk_read_bytes',
+      'Bytes this process read from storage (/proc/self/io read_bytes)',
+      [],
+      (put) => this.io !== null && put(null, this.io.read),
+    );
+    gauge(
+      'kafka_server_kafkaserver_linux_disk_write_bytes',
+      'Bytes this process wrote to storage (/proc/self/io write_bytes)',
+      [],
+      (put) => this.io !== null && put(null, this.io.write),
+    );
   }
 }

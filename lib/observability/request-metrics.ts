@@ -36,7 +36,14 @@ export const QUANTILES: readonly { q: number; label: string }[] = [
 ];
 
 /** The six timers in Kafka's order, by their JMX name lowercased (as the JMX exporter rules emit them). */
-export const TIMERS = ['totaltimems', 'requestqueuetimems', 'localtimems', 'remotetimems', 'responsequeuetimems', 'responsesendtimems'] as const;
+export const TIMERS = [
+  'totaltimems',
+  'requestqueuetimems',
+  'localtimems',
+  'remotetimems',
+  'responsequeuetimems',
+  'responsesendtimems',
+] as const;
 export type TimerName = (typeof TIMERS)[number];
 
 const MAX_VERSION = 64;

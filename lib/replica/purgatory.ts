@@ -65,7 +65,13 @@ export class Purgatory {
   /** Registers a standing watch (see StandingWatch); it does not count in `size`. */
   standing(onChange: (change?: number) => void): StandingWatch {
     let current = new Set<PurgatoryKey>();
-    const w: Watched = { op: { tryComplete: (change) => (onChange(change), false), onComplete: () => {} }, keys: current, timer: undefined, done: false, standing: true };
+    const w: Watched = {
+      op: { tryComplete: (change) => (onChange(change), false), onComplete: () => {} },
+      keys: current,
+      timer: undefined,
+      done: false,
+      standing: true,
+    };
     const unregister = (keys: Iterable<PurgatoryKey>) => {
       for (const k of keys) this.unwatchKey(w, k);
     };
@@ -131,7 +137,12 @@ export interface StandingWatch {
 }
 
 /** Waits until `ready()` holds (re-checked when a key is touched) or `timeoutMs` passes. Resolves true when ready. */
-export function waitFor(purgatory: Purgatory, keys: readonly PurgatoryKey[], timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean> {
+export function waitFor(
+  purgatory: Purgatory,
+  keys: readonly PurgatoryKey[],
+  timeoutMs: number,
+  ready: (change?: number) => boolean,
+): Promise<boolean> {
   return new Promise((resolve) => {
     purgatory.tryCompleteElseWatch({ tryComplete: ready, onComplete: (expired) => resolve(!expired || ready()) }, keys, timeoutMs);
   });

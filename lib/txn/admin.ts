@@ -11,7 +11,10 @@ import type {
   DescribeProducersResponseProducerState,
   DescribeProducersResponseTopicResponse,
 } from '../../protocol/generated/describe-producers.js';
-import { defaultDescribeTransactionsResponseTransactionState, type DescribeTransactionsResponseTransactionState } from '../../protocol/generated/describe-transactions.js';
+import {
+  defaultDescribeTransactionsResponseTransactionState,
+  type DescribeTransactionsResponseTransactionState,
+} from '../../protocol/generated/describe-transactions.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ListTransactionsResponse, ListTransactionsResponseTransactionState } from '../../protocol/generated/list-transactions.js';
 import type { PartitionLog } from '../log/partition-log.js';
@@ -52,7 +55,11 @@ export interface PartitionLookup {
   partition(topic: string, partition: number): PartitionLog | undefined;
 }
 
-function partitionError(partitionIndex: number, errorCode: number, errorMessage: string | null): DescribeProducersResponsePartitionResponse {
+function partitionError(
+  partitionIndex: number,
+  errorCode: number,
+  errorMessage: string | null,
+): DescribeProducersResponsePartitionResponse {
   return { partitionIndex, errorCode, errorMessage, activeProducers: [] };
 }
 
@@ -62,11 +69,18 @@ function partitionError(partitionIndex: number, errorCode: number, errorMessage:
  * each of its partitions; a partition the topic does not have gets UNKNOWN_TOPIC_OR_PARTITION
  * without a message (Kafka's ReplicaManager.getPartitionOrError).
  */
-export function describeProducers(lookup: PartitionLookup, topics: readonly DescribeProducersRequestTopicRequest[]): DescribeProducersResponseTopicResponse[] {
+export function describeProducers(
+  lookup: PartitionLookup,
+  topics: readonly DescribeProducersRequestTopicRequest[],
+): DescribeProducersResponseTopicResponse[] {
   return topics.map((t) => {
     const invalid = invalidTopicName(t.name);
     const topicError: [number, string] | null =
-      invalid !== undefined ? [ErrorCode.INVALID_TOPIC_EXCEPTION, invalid] : !lookup.topicExists(t.name) ? [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE] : null;
+      invalid !== undefined
+        ? [ErrorCode.INVALID_TOPIC_EXCEPTION, invalid]
+        : !lookup.topicExists(t.name)
+          ? [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE]
+          : null;
     return {
       name: t.name,
       partitions: t.partitionIndexes.map((p) => {
@@ -103,7 +117,11 @@ function sortedTopics(m: TxnMetadata): { topic: string; partitions: number[] }[]
  */
 export function describeTransaction(c: TransactionCoordinator, transactionalId: string): DescribeTransactionsResponseTransactionState {
   // Kafka leaves the other fields at their schema defaults ("", 0) on an error
-  const fail = (errorCode: number): DescribeTransactionsResponseTransactionState => ({ ...defaultDescribeTransactionsResponseTransactionState(), errorCode, transactionalId });
+  const fail = (errorCode: number): DescribeTransactionsResponseTransactionState => ({
+    ...defaultDescribeTransactionsResponseTransactionState(),
+    errorCode,
+    transactionalId,
+  });
   if (!c.isActive) return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   if (transactionalId === '') return fail(ErrorCode.INVALID_REQUEST);
   const status = c.status(transactionalId);
@@ -148,7 +166,11 @@ export interface ListTransactionsFilters {
  * with `now - transactionStartTime > durationFilter` (Kafka's test, applied to the start timestamp
  * as stored: -1 for an id that has not started a transaction). Sorted by transactional id.
  */
-export function listTransactions(c: TransactionCoordinator, f: ListTransactionsFilters, now: number = c.now()): Omit<ListTransactionsResponse, 'throttleTimeMs'> {
+export function listTransactions(
+  c: TransactionCoordinator,
+  f: ListTransactionsFilters,
+  now: number = c.now(),
+): Omit<ListTransactionsResponse, 'throttleTimeMs'> {
   const empty = (errorCode: number) => ({ errorCode, unknownStateFilters: [], transactionStates: [] });
   if (!c.isActive) return empty(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   if (c.isLoading) return empty(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS);

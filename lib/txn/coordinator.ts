@@ -75,7 +75,12 @@ export class TransactionCoordinator {
   constructor(readonly deps: TxnCoordinatorDeps) {
     const c = deps.config;
     this.numPartitions = c.int('transaction.state.log.num.partitions');
-    this.stateTopic = new InternalTopicOnFirstUse({ name: TRANSACTION_STATE_TOPIC, create: () => deps.ensureStateTopic(this.numPartitions), logger: deps.logger, errorCode: 'GREGOR_ERR_TXN_TOPIC' });
+    this.stateTopic = new InternalTopicOnFirstUse({
+      name: TRANSACTION_STATE_TOPIC,
+      create: () => deps.ensureStateTopic(this.numPartitions),
+      logger: deps.logger,
+      errorCode: 'GREGOR_ERR_TXN_TOPIC',
+    });
     this.maxTimeoutMs = c.int('transaction.max.timeout.ms');
     this.verification = c.bool('transaction.partition.verification.enable');
     this.now = deps.now ?? Date.now;
@@ -192,12 +197,17 @@ export class TransactionCoordinator {
     let errorCode: number = ErrorCode.NONE;
     if (log === undefined) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
     else {
-      const batch = buildRecordBatch([{ key: txnLogKey(m.transactionalId), value: next === null ? null : txnLogValue(next), timestamp: BigInt(this.now()) }]);
+      const batch = buildRecordBatch([
+        { key: txnLogKey(m.transactionalId), value: next === null ? null : txnLogValue(next), timestamp: BigInt(this.now()) },
+      ]);
       try {
         await log.append(batch, { leaderEpoch: 0 }).written;
         this.deps.notifyAppend(TRANSACTION_STATE_TOPIC, p, batch.length);
       } catch (err) {
-        this.logger.warn({ err, transactionalId: m.transactionalId, code: 'GREGOR_ERR_TXN_WRITE' }, `failed to write to ${TRANSACTION_STATE_TOPIC}`);
+        this.logger.warn(
+          { err, transactionalId: m.transactionalId, code: 'GREGOR_ERR_TXN_WRITE' },
+          `failed to write to ${TRANSACTION_STATE_TOPIC}`,
+        );
         errorCode = persistError(err instanceof LogError ? err.errorCode : ErrorCode.UNKNOWN_SERVER_ERROR);
       }
     }
@@ -214,11 +224,16 @@ export class TransactionCoordinator {
    * transaction of an older instance is fenced and aborted first. `expected` (v3+, KIP-360) is the
    * caller's current producer id and epoch, or null.
    */
-  async initProducerId(transactionalId: string | null, timeoutMs: number, expected: { producerId: bigint; producerEpoch: number } | null): Promise<InitProducerIdResult> {
+  async initProducerId(
+    transactionalId: string | null,
+    timeoutMs: number,
+    expected: { producerId: bigint; producerEpoch: number } | null,
+  ): Promise<InitProducerIdResult> {
     const fail = (errorCode: number): InitProducerIdResult => ({ errorCode, producerId: -1n, producerEpoch: -1 });
     if (expected !== null && (expected.producerId === -1n) !== (expected.producerEpoch === -1)) return fail(ErrorCode.INVALID_REQUEST);
     if (expected !== null && expected.producerId === -1n) expected = null;
-    if (transactionalId === null) return { errorCode: ErrorCode.NONE, producerId: await this.deps.producerIds.generate(), producerEpoch: 0 };
+    if (transactionalId === null)
+      return { errorCode: ErrorCode.NONE, producerId: await this.deps.producerIds.generate(), producerEpoch: 0 };
     if (transactionalId === '') return fail(ErrorCode.INVALID_REQUEST);
     if (timeoutMs <= 0 || timeoutMs > this.maxTimeoutMs) return fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT);
     const ready = await this.ensureReady();
@@ -230,7 +245,19 @@ export class TransactionCoordinator {
       let created = false;
       if (m === undefined) {
         const now = this.now();
-        m = { transactionalId, producerId: -1n, previousProducerId: -1n, producerEpoch: -1, lastProducerEpoch: -1, txnTimeoutMs: timeoutMs, state: TxnState.EMPTY, partitions: new Map(), txnStartTimestamp: -1, txnLastUpdateTimestamp: now, pending: TxnState.EMPTY };
+        m = {
+          transactionalId,
+          producerId: -1n,
+          previousProducerId: -1n,
+          producerEpoch: -1,
+          lastProducerEpoch: -1,
+          txnTimeoutMs: timeoutMs,
+          state: TxnState.EMPTY,
+          partitions: new Map(),
+          txnStartTimestamp: -1,
+          txnLastUpdateTimestamp: now,
+          pending: TxnState.EMPTY,
+        };
         this.txns.set(transactionalId, m);
         created = true;
         try {
@@ -242,7 +269,14 @@ export class TransactionCoordinator {
         m.pending = null;
       }
       if (m.pending !== null) return fail(ErrorCode.CONCURRENT_TRANSACTIONS);
-      if (expected !== null && !(m.producerEpoch === -1 || expected.producerId === m.producerId || (expected.producerId === m.previousProducerId && isEpochExhausted(expected.producerEpoch)))) {
+      if (
+        expected !== null &&
+        !(
+          m.producerEpoch === -1 ||
+          expected.producerId === m.producerId ||
+          (expected.producerId === m.previousProducerId && isEpochExhausted(expected.producerEpoch))
+        )
+      ) {
         return fail(ErrorCode.PRODUCER_FENCED);
       }
       switch (m.state) {
@@ -271,20 +305,34 @@ export class TransactionCoordinator {
 
   /** Kafka's prepareIncrementProducerEpoch / prepareProducerIdRotation: the Empty state to write. */
   private async nextProducer(m: TxnMetadata, timeoutMs: number, expected: { producerEpoch: number } | null): Promise<TxnMetadata | number> {
-    const base = { state: TxnState.EMPTY, txnTimeoutMs: timeoutMs, partitions: new Map(), txnStartTimestamp: -1, txnLastUpdateTimestamp: this.now() };
+    const base = {
+      state: TxnState.EMPTY,
+      txnTimeoutMs: timeoutMs,
+      partitions: new Map(),
+      txnStartTimestamp: -1,
+      txnLastUpdateTimestamp: this.now(),
+    };
     if (isEpochExhausted(m.producerEpoch) && (expected === null || expected.producerEpoch === m.producerEpoch)) {
       m.pending = TxnState.EMPTY;
       try {
         const producerId = await this.deps.producerIds.generate();
-        return withChanges(m, { ...base, previousProducerId: m.producerId, producerId, producerEpoch: 0, lastProducerEpoch: expected === null ? -1 : m.producerEpoch });
+        return withChanges(m, {
+          ...base,
+          previousProducerId: m.producerId,
+          producerId,
+          producerEpoch: 0,
+          lastProducerEpoch: expected === null ? -1 : m.producerEpoch,
+        });
       } finally {
         m.pending = null;
       }
     }
     const bumped = m.producerEpoch + 1;
     if (expected === null) return withChanges(m, { ...base, producerEpoch: bumped, lastProducerEpoch: -1 });
-    if (m.producerEpoch === -1 || expected.producerEpoch === m.producerEpoch) return withChanges(m, { ...base, producerEpoch: bumped, lastProducerEpoch: m.producerEpoch });
-    if (expected.producerEpoch === m.lastProducerEpoch) return withChanges(m, { ...base, producerEpoch: m.producerEpoch, lastProducerEpoch: m.lastProducerEpoch });
+    if (m.producerEpoch === -1 || expected.producerEpoch === m.producerEpoch)
+      return withChanges(m, { ...base, producerEpoch: bumped, lastProducerEpoch: m.producerEpoch });
+    if (expected.producerEpoch === m.lastProducerEpoch)
+      return withChanges(m, { ...base, producerEpoch: m.producerEpoch, lastProducerEpoch: m.lastProducerEpoch });
     return ErrorCode.PRODUCER_FENCED;
   }
 
@@ -294,12 +342,18 @@ export class TransactionCoordinator {
   private check(m: TxnMetadata | undefined, producerId: bigint, producerEpoch: number): number {
     if (m === undefined || m.producerId !== producerId) return ErrorCode.INVALID_PRODUCER_ID_MAPPING;
     if (m.producerEpoch !== producerEpoch) return ErrorCode.PRODUCER_FENCED;
-    if (m.pending !== null || m.state === TxnState.PREPARE_COMMIT || m.state === TxnState.PREPARE_ABORT) return ErrorCode.CONCURRENT_TRANSACTIONS;
+    if (m.pending !== null || m.state === TxnState.PREPARE_COMMIT || m.state === TxnState.PREPARE_ABORT)
+      return ErrorCode.CONCURRENT_TRANSACTIONS;
     return ErrorCode.NONE;
   }
 
   /** Adds partitions (existence already checked by the caller) to the producer's transaction. */
-  async addPartitions(transactionalId: string, producerId: bigint, producerEpoch: number, partitions: readonly { topic: string; partition: number }[]): Promise<number> {
+  async addPartitions(
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+    partitions: readonly { topic: string; partition: number }[],
+  ): Promise<number> {
     const status = this.status(transactionalId);
     if (status !== ErrorCode.NONE) return status;
     const m = this.txns.get(transactionalId);
@@ -308,7 +362,11 @@ export class TransactionCoordinator {
     if (m.state === TxnState.ONGOING && partitions.every((p) => hasPartition(m, p.topic, p.partition))) return ErrorCode.NONE;
     const now = this.now();
     const starting = m.state !== TxnState.ONGOING;
-    const next = withChanges(m, { state: TxnState.ONGOING, txnLastUpdateTimestamp: now, txnStartTimestamp: starting ? now : m.txnStartTimestamp });
+    const next = withChanges(m, {
+      state: TxnState.ONGOING,
+      txnLastUpdateTimestamp: now,
+      txnStartTimestamp: starting ? now : m.txnStartTimestamp,
+    });
     if (starting) next.partitions.clear();
     for (const p of partitions) {
       let set = next.partitions.get(p.topic);
@@ -361,7 +419,11 @@ export class TransactionCoordinator {
 
   /** Ongoing → Prepare* (written) → markers → Complete*. NONE once the outcome is durable. */
   private async endOngoing(m: TxnMetadata, commit: boolean, epoch: number): Promise<number> {
-    const next = withChanges(m, { state: commit ? TxnState.PREPARE_COMMIT : TxnState.PREPARE_ABORT, producerEpoch: epoch, txnLastUpdateTimestamp: this.now() });
+    const next = withChanges(m, {
+      state: commit ? TxnState.PREPARE_COMMIT : TxnState.PREPARE_ABORT,
+      producerEpoch: epoch,
+      txnLastUpdateTimestamp: this.now(),
+    });
     if (epoch !== m.producerEpoch) next.lastProducerEpoch = -1;
     const e = await this.transition(m, next);
     if (e !== ErrorCode.NONE) return e;
@@ -371,7 +433,10 @@ export class TransactionCoordinator {
 
   /** Fences the current producer (epoch + 1) and aborts its open transaction. */
   private fenceAndAbort(m: TxnMetadata): Promise<number> {
-    this.logger.info({ transactionalId: m.transactionalId, producerId: m.producerId.toString(), epoch: m.producerEpoch }, 'fencing the producer and aborting its open transaction');
+    this.logger.info(
+      { transactionalId: m.transactionalId, producerId: m.producerId.toString(), epoch: m.producerEpoch },
+      'fencing the producer and aborting its open transaction',
+    );
     return this.endOngoing(m, false, m.producerEpoch + 1);
   }
 
@@ -381,9 +446,15 @@ export class TransactionCoordinator {
     if (!commit && m.state !== TxnState.PREPARE_ABORT) return true;
     const coordinatorEpoch = this.coordinatorEpoch(m.transactionalId);
     const writes: Promise<boolean>[] = [];
-    for (const [topic, parts] of m.partitions) for (const partition of parts) writes.push(this.writeMarker(topic, partition, m.producerId, m.producerEpoch, commit, coordinatorEpoch));
+    for (const [topic, parts] of m.partitions)
+      for (const partition of parts)
+        writes.push(this.writeMarker(topic, partition, m.producerId, m.producerEpoch, commit, coordinatorEpoch));
     if (!(await Promise.all(writes)).every((ok) => ok)) return false;
-    const done = withChanges(m, { state: commit ? TxnState.COMPLETE_COMMIT : TxnState.COMPLETE_ABORT, partitions: new Map(), txnLastUpdateTimestamp: this.now() });
+    const done = withChanges(m, {
+      state: commit ? TxnState.COMPLETE_COMMIT : TxnState.COMPLETE_ABORT,
+      partitions: new Map(),
+      txnLastUpdateTimestamp: this.now(),
+    });
     return (await this.transition(m, done)) === ErrorCode.NONE;
   }
 
@@ -392,7 +463,14 @@ export class TransactionCoordinator {
    * whose producer state refuses the marker (a newer epoch or coordinator wrote there), needs no
    * marker any more: done, as Kafka drops it. Anything else is retried.
    */
-  private async writeMarker(topic: string, partition: number, producerId: bigint, producerEpoch: number, commit: boolean, coordinatorEpoch: number): Promise<boolean> {
+  private async writeMarker(
+    topic: string,
+    partition: number,
+    producerId: bigint,
+    producerEpoch: number,
+    commit: boolean,
+    coordinatorEpoch: number,
+  ): Promise<boolean> {
     const code = await this.appendMarker(topic, partition, producerId, producerEpoch, commit, coordinatorEpoch);
     switch (code) {
       case ErrorCode.NONE:
@@ -400,10 +478,16 @@ export class TransactionCoordinator {
       case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
       case ErrorCode.INVALID_PRODUCER_EPOCH:
       case ErrorCode.TRANSACTION_COORDINATOR_FENCED:
-        this.logger.info({ topic, partition, producerId: producerId.toString(), errorCode: code }, 'transaction marker not needed there; dropping it');
+        this.logger.info(
+          { topic, partition, producerId: producerId.toString(), errorCode: code },
+          'transaction marker not needed there; dropping it',
+        );
         return true;
       default:
-        this.logger.warn({ topic, partition, producerId: producerId.toString(), errorCode: code, code: 'GREGOR_ERR_TXN_MARKER' }, 'writing a transaction marker failed; will retry');
+        this.logger.warn(
+          { topic, partition, producerId: producerId.toString(), errorCode: code, code: 'GREGOR_ERR_TXN_MARKER' },
+          'writing a transaction marker failed; will retry',
+        );
         return false;
     }
   }
@@ -413,7 +497,14 @@ export class TransactionCoordinator {
    * this per partition). Returns a Kafka error code: NONE, UNKNOWN_TOPIC_OR_PARTITION, or what the
    * partition's producer state or log refused it with.
    */
-  async appendMarker(topic: string, partition: number, producerId: bigint, producerEpoch: number, commit: boolean, coordinatorEpoch: number): Promise<number> {
+  async appendMarker(
+    topic: string,
+    partition: number,
+    producerId: bigint,
+    producerEpoch: number,
+    commit: boolean,
+    coordinatorEpoch: number,
+  ): Promise<number> {
     const log = this.deps.partitionLog(topic, partition);
     if (log === undefined) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
     try {
@@ -452,7 +543,9 @@ export class TransactionCoordinator {
   /** transaction.timeout.ms: Ongoing transactions older than their timeout are fenced and aborted. */
   async abortTimedOutTransactions(): Promise<number> {
     const now = this.now();
-    const expired = [...this.txns.values()].filter((m) => m.state === TxnState.ONGOING && m.pending === null && m.txnStartTimestamp + m.txnTimeoutMs < now);
+    const expired = [...this.txns.values()].filter(
+      (m) => m.state === TxnState.ONGOING && m.pending === null && m.txnStartTimestamp + m.txnTimeoutMs < now,
+    );
     for (const m of expired) {
       this.logger.info({ transactionalId: m.transactionalId, timeoutMs: m.txnTimeoutMs }, 'aborting a transaction past its timeout');
       await this.fenceAndAbort(m);

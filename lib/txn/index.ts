@@ -33,7 +33,18 @@ export function createTransactionCoordinator(w: TxnCoordinatorWiring): Transacti
       if (w.metadata.topic(TRANSACTION_STATE_TOPIC) === undefined) {
         const segmentBytes = String(w.config.int('transaction.state.log.segment.bytes'));
         await w.topics.create(
-          { name: TRANSACTION_STATE_TOPIC, numPartitions, replicationFactor: -1, configs: { 'cleanup.policy': 'compact', 'compression.type': 'uncompressed', 'min.insync.replicas': '1', 'segment.bytes': segmentBytes, 'unclean.leader.election.enable': 'false' } },
+          {
+            name: TRANSACTION_STATE_TOPIC,
+            numPartitions,
+            replicationFactor: -1,
+            configs: {
+              'cleanup.policy': 'compact',
+              'compression.type': 'uncompressed',
+              'min.insync.replicas': '1',
+              'segment.bytes': segmentBytes,
+              'unclean.leader.election.enable': 'false',
+            },
+          },
           { internal: true },
         );
       }

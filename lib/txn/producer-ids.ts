@@ -36,7 +36,8 @@ export class ProducerIdManager {
     });
     if (text !== null) {
       const m = FORMAT.exec(text);
-      if (m?.[1] === undefined) throw new Error(`GREGOR_ERR_PRODUCER_ID_BLOCK: ${file} is not a producer-id block file; refusing to reuse producer ids`);
+      if (m?.[1] === undefined)
+        throw new Error(`GREGOR_ERR_PRODUCER_ID_BLOCK: ${file} is not a producer-id block file; refusing to reuse producer ids`);
       start = BigInt(m[1]);
     }
     return new ProducerIdManager(file, start, blockSize);

@@ -66,12 +66,19 @@ export async function recoverProducerState(
   producers.load(loaded ?? []);
   for (const s of segments) s.txnIndex.truncateTo(from);
   const replayed = replay(segments, producers, from, logEndOffset, logger);
-  if (replayed > 0) logger.info({ dir, from: from.toString(), batches: replayed, producers: producers.size }, 'producer state rebuilt from the log');
+  if (replayed > 0)
+    logger.info({ dir, from: from.toString(), batches: replayed, producers: producers.size }, 'producer state rebuilt from the log');
   return { snapshots: kept, replayedFrom: from, replayed };
 }
 
 /** Applies every producer batch in [from, logEndOffset) to `producers`; returns how many. */
-function replay(segments: readonly LogSegment[], producers: ProducerStateManager, from: bigint, logEndOffset: bigint, logger: LogLogger): number {
+function replay(
+  segments: readonly LogSegment[],
+  producers: ProducerStateManager,
+  from: bigint,
+  logEndOffset: bigint,
+  logger: LogLogger,
+): number {
   let n = 0;
   for (const seg of segments) {
     if (seg.nextOffset <= from || seg.size === 0) continue;
@@ -85,7 +92,10 @@ function replay(segments: readonly LogSegment[], producers: ProducerStateManager
       try {
         plan = producers.analyze([src], AppendOrigin.REPLICATION);
       } catch (err) {
-        logger.warn({ err, dir: seg.logPath, offset: h.baseOffset.toString() }, 'skipping an unreadable transaction marker in the producer-state replay');
+        logger.warn(
+          { err, dir: seg.logPath, offset: h.baseOffset.toString() },
+          'skipping an unreadable transaction marker in the producer-state replay',
+        );
         return false;
       }
       if (plan !== null && !('duplicate' in plan)) {

@@ -10,7 +10,14 @@
  * result once the partition log has taken the data. Owned by one PartitionLog; mutated synchronously.
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { BatchAttribute, BatchField, ControlRecordType, RecordBatch, readControlRecordKey, readEndTxnMarker } from '../../protocol/records/index.js';
+import {
+  BatchAttribute,
+  BatchField,
+  ControlRecordType,
+  RecordBatch,
+  readControlRecordKey,
+  readEndTxnMarker,
+} from '../../protocol/records/index.js';
 import { LogError } from '../log/errors.js';
 import type { AbortedTxn } from '../log/transaction-index.js';
 
@@ -84,7 +91,14 @@ export function lastSequenceOf(baseSeq: number, lastOffsetDelta: number): number
 }
 
 function emptyEntry(producerId: bigint): ProducerStateEntry {
-  return { producerId, producerEpoch: NO_PRODUCER_EPOCH, batches: [], lastTimestamp: -1n, coordinatorEpoch: -1, currentTxnFirstOffset: null };
+  return {
+    producerId,
+    producerEpoch: NO_PRODUCER_EPOCH,
+    batches: [],
+    lastTimestamp: -1n,
+    coordinatorEpoch: -1,
+    currentTxnFirstOffset: null,
+  };
 }
 
 function copyEntry(e: ProducerStateEntry): ProducerStateEntry {
@@ -168,7 +182,10 @@ export class ProducerStateManager {
       if (updated.batches.length > NUM_BATCHES_TO_RETAIN) updated.batches.shift();
       updated.lastTimestamp = maxTimestamp;
       if (updated.currentTxnFirstOffset !== null && !isTransactional) {
-        throw fail(ErrorCode.INVALID_TXN_STATE, `producer ${producerId} has a transaction open on ${this.where} and sent a non-transactional batch at offset ${e.firstOffset}`);
+        throw fail(
+          ErrorCode.INVALID_TXN_STATE,
+          `producer ${producerId} has a transaction open on ${this.where} and sent a non-transactional batch at offset ${e.firstOffset}`,
+        );
       }
       if (updated.currentTxnFirstOffset === null && isTransactional) {
         updated.currentTxnFirstOffset = e.firstOffset;
@@ -180,13 +197,26 @@ export class ProducerStateManager {
 
   private checkEpoch(producerId: bigint, epoch: number, updated: ProducerStateEntry, origin: AppendOrigin, offset: bigint): void {
     if (epoch >= updated.producerEpoch || origin === AppendOrigin.REPLICATION) return;
-    throw fail(ErrorCode.INVALID_PRODUCER_EPOCH, `epoch ${epoch} of producer ${producerId} at offset ${offset} in ${this.where} is older than the last seen epoch ${updated.producerEpoch}`);
+    throw fail(
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+      `epoch ${epoch} of producer ${producerId} at offset ${offset} in ${this.where} is older than the last seen epoch ${updated.producerEpoch}`,
+    );
   }
 
-  private checkSequence(producerId: bigint, epoch: number, firstSeq: number, current: ProducerStateEntry | undefined, updated: ProducerStateEntry, offset: bigint): void {
+  private checkSequence(
+    producerId: bigint,
+    epoch: number,
+    firstSeq: number,
+    current: ProducerStateEntry | undefined,
+    updated: ProducerStateEntry,
+    offset: bigint,
+  ): void {
     if (epoch !== updated.producerEpoch) {
       if (firstSeq !== 0 && updated.producerEpoch !== NO_PRODUCER_EPOCH) {
-        throw fail(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, `new epoch ${epoch} of producer ${producerId} at offset ${offset} in ${this.where} starts at sequence ${firstSeq}, not 0`);
+        throw fail(
+          ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+          `new epoch ${epoch} of producer ${producerId} at offset ${offset} in ${this.where} starts at sequence ${firstSeq}, not 0`,
+        );
       }
       return;
     }
@@ -194,12 +224,21 @@ export class ProducerStateManager {
     if (current === undefined || current.producerEpoch === NO_PRODUCER_EPOCH) return;
     const lastSeq = updated.batches[updated.batches.length - 1]?.lastSeq ?? -1;
     if (!inSequence(lastSeq, firstSeq)) {
-      throw fail(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, `out of order sequence ${firstSeq} of producer ${producerId} at offset ${offset} in ${this.where}: expected ${lastSeq === INT32_MAX ? 0 : lastSeq + 1}`);
+      throw fail(
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        `out of order sequence ${firstSeq} of producer ${producerId} at offset ${offset} in ${this.where}: expected ${lastSeq === INT32_MAX ? 0 : lastSeq + 1}`,
+      );
     }
   }
 
   /** A COMMIT/ABORT marker: epoch and coordinator-epoch checks, then the transaction it ends. */
-  private analyzeMarker(e: ProducerBatchSource, producerId: bigint, epoch: number, updated: ProducerStateEntry, origin: AppendOrigin): CompletedTxn | null {
+  private analyzeMarker(
+    e: ProducerBatchSource,
+    producerId: bigint,
+    epoch: number,
+    updated: ProducerStateEntry,
+    origin: AppendOrigin,
+  ): CompletedTxn | null {
     const record = RecordBatch.at(e.buf).records({ maxOutput: e.buf.length })[0];
     if (record === undefined) return null; // an empty control batch: the transaction was cleaned away
     const type = readControlRecordKey(record.key).type;
@@ -207,9 +246,17 @@ export class ProducerStateManager {
     const { coordinatorEpoch } = readEndTxnMarker(record.value);
     this.checkEpoch(producerId, epoch, updated, origin, e.firstOffset);
     if (updated.coordinatorEpoch > coordinatorEpoch && origin !== AppendOrigin.REPLICATION) {
-      throw fail(ErrorCode.TRANSACTION_COORDINATOR_FENCED, `marker for producer ${producerId} in ${this.where} has coordinator epoch ${coordinatorEpoch}, older than ${updated.coordinatorEpoch}`);
+      throw fail(
+        ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+        `marker for producer ${producerId} in ${this.where} has coordinator epoch ${coordinatorEpoch}, older than ${updated.coordinatorEpoch}`,
+      );
     }
-    const txn: CompletedTxn = { producerId, firstOffset: updated.currentTxnFirstOffset, lastOffset: e.firstOffset, isAborted: type === ControlRecordType.ABORT };
+    const txn: CompletedTxn = {
+      producerId,
+      firstOffset: updated.currentTxnFirstOffset,
+      lastOffset: e.firstOffset,
+      isAborted: type === ControlRecordType.ABORT,
+    };
     setEpoch(updated, epoch);
     updated.coordinatorEpoch = coordinatorEpoch;
     updated.currentTxnFirstOffset = null;
@@ -235,7 +282,12 @@ export class ProducerStateManager {
       if (txn.lastOffset >= highWatermark) this.unreplicated.push(txn);
       if (txn.isAborted) {
         const open = this.firstOngoingOffset();
-        aborted.push({ producerId: txn.producerId, firstOffset: txn.firstOffset, lastOffset: txn.lastOffset, lastStableOffset: open ?? txn.lastOffset + 1n });
+        aborted.push({
+          producerId: txn.producerId,
+          firstOffset: txn.firstOffset,
+          lastOffset: txn.lastOffset,
+          lastStableOffset: open ?? txn.lastOffset + 1n,
+        });
       }
     }
     return aborted;

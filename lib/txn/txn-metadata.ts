@@ -85,7 +85,11 @@ export function txnLogKey(transactionalId: string): Buffer {
 
 export function txnLogValue(m: TxnMetadata): Buffer {
   const partitions =
-    m.state === TxnState.EMPTY ? null : [...m.partitions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([topic, ps]) => ({ topic, partitionIds: [...ps].sort((a, b) => a - b) }));
+    m.state === TxnState.EMPTY
+      ? null
+      : [...m.partitions]
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([topic, ps]) => ({ topic, partitionIds: [...ps].sort((a, b) => a - b) }));
   const v = {
     producerId: m.producerId,
     producerEpoch: m.producerEpoch,

@@ -47,10 +47,7 @@ function failed(codec: string, err: unknown): ProtocolError {
 }
 
 function tooLarge(codec: string, size: number, limit: number): ProtocolError {
-  return new ProtocolError(
-    GregorErrorCode.COMPRESSION_FAILED,
-    `${codec}: decompressed size ${size} exceeds the limit of ${limit} bytes`,
-  );
+  return new ProtocolError(GregorErrorCode.COMPRESSION_FAILED, `${codec}: decompressed size ${size} exceeds the limit of ${limit} bytes`);
 }
 
 function unsupported(codec: number): ProtocolError {

@@ -11,13 +11,7 @@ export {
   scanBatches,
 } from './batch.js';
 export type { BuildBatchOptions, DecodeRecordsOptions, PartialTail, RecordsSectionInfo } from './batch.js';
-export {
-  COMPRESSION_CODEC_MASK,
-  CompressionCodec,
-  compress,
-  decompress,
-  isCompressionCodec,
-} from './compression.js';
+export { COMPRESSION_CODEC_MASK, CompressionCodec, compress, decompress, isCompressionCodec } from './compression.js';
 export type { CompressOptions, DecompressOptions } from './compression.js';
 export {
   ControlRecordType,

@@ -1,7 +1,8 @@
 import { lz4Module } from './native.js';
 
 const lz4CompressBlock = (data: Buffer): Buffer => lz4Module().compressSync(data);
-const lz4UncompressBlock = (data: Buffer, dict?: Buffer): Buffer => (dict === undefined ? lz4Module().uncompressSync(data) : lz4Module().uncompressSync(data, dict));
+const lz4UncompressBlock = (data: Buffer, dict?: Buffer): Buffer =>
+  dict === undefined ? lz4Module().uncompressSync(data) : lz4Module().uncompressSync(data, dict);
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
 import { xxhash32 } from './xxhash32.js';
 
@@ -62,10 +63,17 @@ function decodeBlock(src: Buffer, start: number, end: number, out: Output, maxBl
   src.copy(prefixed, 4, start, end);
   let block: Buffer;
   try {
-    block = linked && out.pos > frameStart ? lz4UncompressBlock(prefixed, out.buf.subarray(Math.max(frameStart, out.pos - WINDOW), out.pos)) : lz4UncompressBlock(prefixed);
+    block =
+      linked && out.pos > frameStart
+        ? lz4UncompressBlock(prefixed, out.buf.subarray(Math.max(frameStart, out.pos - WINDOW), out.pos))
+        : lz4UncompressBlock(prefixed);
   } catch (e) {
     const why = e instanceof Error ? e.message : String(e);
-    fail(room < maxBlock ? `block corrupt or over the limit of ${out.limit} decompressed bytes (${why})` : `block corrupt or larger than its declared maximum (${why})`);
+    fail(
+      room < maxBlock
+        ? `block corrupt or over the limit of ${out.limit} decompressed bytes (${why})`
+        : `block corrupt or larger than its declared maximum (${why})`,
+    );
   }
   if (block.length === 0) fail('empty block');
   out.ensure(block.length);

@@ -209,7 +209,8 @@ export function scanMessageSet(buf: Buffer, start = 0, end = buf.length): { mess
     if (size < MESSAGE_OVERHEAD[0]) throw corrupt(`message size ${size} at position ${p} is below the minimum`);
     if (available > MessageField.MAGIC) {
       const magic = view.readInt8(p + MessageField.MAGIC);
-      if (magic !== 0 && magic !== 1) throw new ProtocolError(GregorErrorCode.UNSUPPORTED_MAGIC, `magic ${magic} at position ${p} in a message set`);
+      if (magic !== 0 && magic !== 1)
+        throw new ProtocolError(GregorErrorCode.UNSUPPORTED_MAGIC, `magic ${magic} at position ${p} in a message set`);
     }
     if (LOG_OVERHEAD + size > available) return { messages, partial: { start: p, available, declaredSize: LOG_OVERHEAD + size } };
     const m = LegacyMessage.at(view, p);
@@ -275,17 +276,22 @@ export function buildMessageSet(records: readonly LegacyRecordInput[], opts: Bui
   const { magic } = opts;
   const codec = opts.compression ?? CompressionCodec.NONE;
   if (!isCompressionCodec(codec)) throw new ProtocolError(GregorErrorCode.UNSUPPORTED_COMPRESSION, `unknown compression codec ${codec}`);
-  if (codec === CompressionCodec.ZSTD) throw new ProtocolError(GregorErrorCode.UNSUPPORTED_COMPRESSION, 'zstd needs message format magic 2');
+  if (codec === CompressionCodec.ZSTD)
+    throw new ProtocolError(GregorErrorCode.UNSUPPORTED_COMPRESSION, 'zstd needs message format magic 2');
   const base = opts.baseOffset ?? 0n;
   const logAppend = magic === 1 && opts.timestampType === TimestampType.LOG_APPEND_TIME;
   const appendTime = logAppend ? (opts.logAppendTime ?? BigInt(Date.now())) : -1n;
   const tsAttr = logAppend ? MESSAGE_TIMESTAMP_TYPE : 0;
   const ts = (r: LegacyRecordInput): bigint => (magic === 0 ? -1n : (r.timestamp ?? -1n));
   if (codec === CompressionCodec.NONE) {
-    return Buffer.concat(records.map((r, i) => encodeMessage(base + BigInt(i), magic, tsAttr, logAppend ? appendTime : ts(r), r.key, r.value)));
+    return Buffer.concat(
+      records.map((r, i) => encodeMessage(base + BigInt(i), magic, tsAttr, logAppend ? appendTime : ts(r), r.key, r.value)),
+    );
   }
   if (records.length === 0) return Buffer.alloc(0);
-  const inner = Buffer.concat(records.map((r, i) => encodeMessage(magic === 1 ? BigInt(i) : base + BigInt(i), magic, 0, ts(r), r.key, r.value)));
+  const inner = Buffer.concat(
+    records.map((r, i) => encodeMessage(magic === 1 ? BigInt(i) : base + BigInt(i), magic, 0, ts(r), r.key, r.value)),
+  );
   const level = opts.compressionLevel;
   const packed = compress(codec, inner, level === undefined ? { magic } : { magic, level });
   let maxTs = -1n;

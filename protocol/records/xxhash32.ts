@@ -14,7 +14,7 @@ function rotl(x: number, r: number): number {
 }
 
 function u32le(buf: Uint8Array, p: number): number {
-  return ((buf[p] ?? 0) | ((buf[p + 1] ?? 0) << 8) | ((buf[p + 2] ?? 0) << 16) | ((buf[p + 3] ?? 0) << 24)) | 0;
+  return (buf[p] ?? 0) | ((buf[p + 1] ?? 0) << 8) | ((buf[p + 2] ?? 0) << 16) | ((buf[p + 3] ?? 0) << 24) | 0;
 }
 
 function round(acc: number, lane: number): number {

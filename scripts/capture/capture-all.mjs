@@ -49,7 +49,12 @@ const SCENARIOS = {
   confluent: {
     version: () =>
       `@confluentinc/kafka-javascript ${pkgVersion(CONFLUENT_DIR, '@confluentinc/kafka-javascript')} (librdkafka ` +
-      tryExec(process.execPath, ['-e', "process.stdout.write(require('@confluentinc/kafka-javascript').librdkafkaVersion)"], CONFLUENT_DIR) + ')',
+      tryExec(
+        process.execPath,
+        ['-e', "process.stdout.write(require('@confluentinc/kafka-javascript').librdkafkaVersion)"],
+        CONFLUENT_DIR,
+      ) +
+      ')',
     plan: () => ({ batches: makeBatches('confluent', ['none', 'gzip', 'snappy', 'lz4', 'zstd'], { acks: [-1] }) }),
     run: (env) => [[process.execPath, [path.join(HERE, 'drivers/confluent.mjs')], env]],
   },
@@ -82,16 +87,31 @@ function kcatSteps(env, plan) {
   const common = ['-b', b, '-X', 'client.id=gregor-capture-kcat', '-q'];
   const steps = [['kcat', [...common, '-L'], env]];
   for (const batch of plan.batches) {
-    const args = [...common, '-P', '-t', plan.topic, '-p', String(batch.partition), '-z', batch.codec, '-K', '|',
-      '-X', `acks=${batch.acks}`];
+    const args = [
+      ...common,
+      '-P',
+      '-t',
+      plan.topic,
+      '-p',
+      String(batch.partition),
+      '-z',
+      batch.codec,
+      '-K',
+      '|',
+      '-X',
+      `acks=${batch.acks}`,
+    ];
     for (const h of batch.records[0].headers) args.push('-H', `${h.key}=${h.value}`);
     const input = batch.records.map((r) => `${r.key}|${r.value}\n`).join('');
     steps.push(['kcat', args, env, input]);
   }
   steps.push(['kcat', [...common, '-C', '-t', plan.topic, '-o', 'beginning', '-e'], env]);
   steps.push(['kcat', [...common, '-Q', '-t', `${plan.topic}:0:${Date.now() - 3_600_000}`], env]);
-  steps.push(['kcat', [...common, '-X', 'auto.offset.reset=earliest', '-X', 'heartbeat.interval.ms=500',
-    '-G', plan.groupId, plan.topic, '-e'], env]);
+  steps.push([
+    'kcat',
+    [...common, '-X', 'auto.offset.reset=earliest', '-X', 'heartbeat.interval.ms=500', '-G', plan.groupId, plan.topic, '-e'],
+    env,
+  ]);
   return steps;
 }
 
@@ -133,11 +153,14 @@ function runStep([cmd, args, env, input], deadlineMs) {
     proc.stderr.on('data', (d) => (stderr += d));
     proc.stdin.on('error', () => {});
     proc.stdin.end(input ?? '');
-    const killer = setTimeout(() => {
-      try {
-        process.kill(-proc.pid, 'SIGKILL');
-      } catch {}
-    }, Math.max(500, deadlineMs));
+    const killer = setTimeout(
+      () => {
+        try {
+          process.kill(-proc.pid, 'SIGKILL');
+        } catch {}
+      },
+      Math.max(500, deadlineMs),
+    );
     proc.on('close', (code, signal) => {
       clearTimeout(killer);
       resolve({ code, signal, stderr: stderr.trim(), ms: Date.now() - started });
@@ -212,8 +235,14 @@ async function capture(name, bin) {
         break;
       }
       const r = await runStep(step, left);
-      const label = `${path.basename(step[0])} ${step[1].filter((a) => !a.includes('127.0.0.1')).slice(0, 8).join(' ')}`;
-      if (r.code !== 0) problems.push(`${label}: exit ${r.code ?? r.signal} after ${r.ms} ms${r.stderr ? `: ${r.stderr.split('\n').slice(-3).join(' | ')}` : ''}`);
+      const label = `${path.basename(step[0])} ${step[1]
+        .filter((a) => !a.includes('127.0.0.1'))
+        .slice(0, 8)
+        .join(' ')}`;
+      if (r.code !== 0)
+        problems.push(
+          `${label}: exit ${r.code ?? r.signal} after ${r.ms} ms${r.stderr ? `: ${r.stderr.split('\n').slice(-3).join(' | ')}` : ''}`,
+        );
       else if (r.stderr) log(`${name}: ${label}: ${r.stderr.split('\n').slice(-4).join(' | ')}`);
     }
     await new Promise((r) => setTimeout(r, 300));
@@ -233,8 +262,11 @@ async function capture(name, bin) {
     topic: plan.topic,
     partition: b.partition,
     requestSeqs: produceReqs
-      .filter((f) => f.produce.acks === b.acks &&
-        f.produce.entries.some((e) => e.topic === plan.topic && e.partition === b.partition && e.codec === b.codec))
+      .filter(
+        (f) =>
+          f.produce.acks === b.acks &&
+          f.produce.entries.some((e) => e.topic === plan.topic && e.partition === b.partition && e.codec === b.codec),
+      )
       .map((f) => f.seq),
     records: b.records,
   }));
@@ -271,11 +303,19 @@ async function capture(name, bin) {
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'frames.json'), JSON.stringify(fixture, null, 1) + '\n');
   const summary = {
-    name, clientVersion: fixture.clientVersion, total: all.length, kept: kept.length,
-    requests: pairsOf(kept, 'request'), responses: pairsOf(kept, 'response'), problems, ms: Date.now() - t0,
+    name,
+    clientVersion: fixture.clientVersion,
+    total: all.length,
+    kept: kept.length,
+    requests: pairsOf(kept, 'request'),
+    responses: pairsOf(kept, 'response'),
+    problems,
+    ms: Date.now() - t0,
   };
-  log(`${name}: ${all.length} frames recorded, ${kept.length} kept, ${summary.ms} ms` +
-    (problems.length ? `\n  problems:\n    ${problems.join('\n    ')}` : ''));
+  log(
+    `${name}: ${all.length} frames recorded, ${kept.length} kept, ${summary.ms} ms` +
+      (problems.length ? `\n  problems:\n    ${problems.join('\n    ')}` : ''),
+  );
   return summary;
 }
 

@@ -32,8 +32,7 @@ const log = (s) => console.error(`capture-gregor: ${s}`);
 // gregor's own request decoder (dist/) reads the Produce requests, flexible versions included.
 const { decodeRequest } = await import(pathToFileURL(path.join(ROOT, 'dist/protocol/frame.js')).href);
 
-const pkgVersion = (dir, name) =>
-  JSON.parse(readFileSync(path.join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+const pkgVersion = (dir, name) => JSON.parse(readFileSync(path.join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
 
 const SCENARIOS = {
   'gregor-kafkajs': {
@@ -43,8 +42,11 @@ const SCENARIOS = {
   },
   'gregor-confluent': {
     version: () => {
-      const v = execFileSync(process.execPath, ['-e', "process.stdout.write(require('@confluentinc/kafka-javascript').librdkafkaVersion)"],
-        { cwd: CONFLUENT_DIR, encoding: 'utf8' });
+      const v = execFileSync(
+        process.execPath,
+        ['-e', "process.stdout.write(require('@confluentinc/kafka-javascript').librdkafkaVersion)"],
+        { cwd: CONFLUENT_DIR, encoding: 'utf8' },
+      );
       return `@confluentinc/kafka-javascript ${pkgVersion(CONFLUENT_DIR, '@confluentinc/kafka-javascript')} (librdkafka ${v})`;
     },
     plan: () => ({ batches: makeBatches('confluent', ['none', 'gzip', 'snappy', 'lz4', 'zstd'], { acks: [-1] }) }),
@@ -128,10 +130,22 @@ async function capture(name, commit) {
   const brokerPort = await freePort();
   const relay = await startRelay({ upstream: `127.0.0.1:${brokerPort}`, log });
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gregor-capture-'));
-  const gregor = spawn(process.execPath, [path.join(ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', String(brokerPort),
-    '--override', 'group.initial.rebalance.delay.ms=0',
-    '--override', `advertised.listeners=PLAINTEXT://127.0.0.1:${relay.port}`],
-  { stdio: ['ignore', 'ignore', 'pipe'] });
+  const gregor = spawn(
+    process.execPath,
+    [
+      path.join(ROOT, 'bin/gregor.js'),
+      'start',
+      '--data-dir',
+      dataDir,
+      '--port',
+      String(brokerPort),
+      '--override',
+      'group.initial.rebalance.delay.ms=0',
+      '--override',
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${relay.port}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let gregorErr = '';
   gregor.stderr.on('data', (d) => (gregorErr += d));
   const problems = [];
@@ -139,7 +153,8 @@ async function capture(name, commit) {
     await waitForPort(brokerPort, 10_000);
     const env = { CAPTURE_BOOTSTRAP: relay.bootstrap, CAPTURE_PLAN: planFile, CAPTURE_DRIVER_TIMEOUT_MS: String(DRIVER_TIMEOUT_MS - 2000) };
     const r = await run(process.execPath, [path.join(HERE, sc.driver)], env, DRIVER_TIMEOUT_MS);
-    if (r.code !== 0) problems.push(`${sc.driver}: exit ${r.code ?? r.signal} after ${r.ms} ms: ${r.stderr.split('\n').slice(-3).join(' | ')}`);
+    if (r.code !== 0)
+      problems.push(`${sc.driver}: exit ${r.code ?? r.signal} after ${r.ms} ms: ${r.stderr.split('\n').slice(-3).join(' | ')}`);
     else if (r.stderr) log(`${name}: ${r.stderr.split('\n').slice(-6).join(' | ')}`);
     await new Promise((res) => setTimeout(res, 300));
   } finally {
@@ -155,14 +170,21 @@ async function capture(name, commit) {
   const kept = dedupe(all);
   const produceReqs = kept.filter((f) => f.produce);
   const batches = plan.batches.map((b) => ({
-    codec: b.codec, acks: b.acks, topic: plan.topic, partition: b.partition,
+    codec: b.codec,
+    acks: b.acks,
+    topic: plan.topic,
+    partition: b.partition,
     requestSeqs: produceReqs
-      .filter((f) => f.produce.acks === b.acks &&
-        f.produce.entries.some((e) => e.topic === plan.topic && e.partition === b.partition && e.codec === b.codec))
+      .filter(
+        (f) =>
+          f.produce.acks === b.acks &&
+          f.produce.entries.some((e) => e.topic === plan.topic && e.partition === b.partition && e.codec === b.codec),
+      )
       .map((f) => f.seq),
     records: b.records,
   }));
-  for (const b of batches) if (b.requestSeqs.length === 0) problems.push(`no Produce request captured for ${b.codec} acks=${b.acks} p${b.partition}`);
+  for (const b of batches)
+    if (b.requestSeqs.length === 0) problems.push(`no Produce request captured for ${b.codec} acks=${b.acks} p${b.partition}`);
 
   const fixture = {
     client: name,
@@ -172,15 +194,22 @@ async function capture(name, commit) {
     sent: { topic: plan.topic, groupId: plan.groupId, batches },
     problems,
     frames: kept.map((f) => ({
-      seq: f.seq, direction: f.direction, apiKey: f.apiKey, apiVersion: f.apiVersion,
-      correlationId: f.correlationId, connection: f.connection, hex: f.bytes.toString('hex'),
+      seq: f.seq,
+      direction: f.direction,
+      apiKey: f.apiKey,
+      apiVersion: f.apiVersion,
+      correlationId: f.correlationId,
+      connection: f.connection,
+      hex: f.bytes.toString('hex'),
     })),
   };
   const dir = path.join(OUT_DIR, name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'frames.json'), JSON.stringify(fixture, null, 1) + '\n');
-  log(`${name}: ${all.length} frames recorded, ${kept.length} kept, ${Date.now() - t0} ms` +
-    (problems.length ? `\n  problems:\n    ${problems.join('\n    ')}` : ''));
+  log(
+    `${name}: ${all.length} frames recorded, ${kept.length} kept, ${Date.now() - t0} ms` +
+      (problems.length ? `\n  problems:\n    ${problems.join('\n    ')}` : ''),
+  );
   return { name, clientVersion: fixture.clientVersion, requests: pairsOf(kept, 'request'), responses: pairsOf(kept, 'response') };
 }
 

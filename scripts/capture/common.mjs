@@ -3,13 +3,37 @@
 export const MAX_PER_GROUP = 3;
 
 export const API_NAMES = {
-  0: 'Produce', 1: 'Fetch', 2: 'ListOffsets', 3: 'Metadata', 8: 'OffsetCommit', 9: 'OffsetFetch',
-  10: 'FindCoordinator', 11: 'JoinGroup', 12: 'Heartbeat', 13: 'LeaveGroup', 14: 'SyncGroup',
-  15: 'DescribeGroups', 16: 'ListGroups', 17: 'SaslHandshake', 18: 'ApiVersions', 19: 'CreateTopics',
-  20: 'DeleteTopics', 21: 'DeleteRecords', 22: 'InitProducerId', 23: 'OffsetForLeaderEpoch',
-  32: 'DescribeConfigs', 33: 'AlterConfigs', 36: 'SaslAuthenticate', 37: 'CreatePartitions', 42: 'DeleteGroups',
-  44: 'IncrementalAlterConfigs', 47: 'OffsetDelete', 60: 'DescribeCluster', 68: 'ConsumerGroupHeartbeat',
-  69: 'ConsumerGroupDescribe', 75: 'DescribeTopicPartitions',
+  0: 'Produce',
+  1: 'Fetch',
+  2: 'ListOffsets',
+  3: 'Metadata',
+  8: 'OffsetCommit',
+  9: 'OffsetFetch',
+  10: 'FindCoordinator',
+  11: 'JoinGroup',
+  12: 'Heartbeat',
+  13: 'LeaveGroup',
+  14: 'SyncGroup',
+  15: 'DescribeGroups',
+  16: 'ListGroups',
+  17: 'SaslHandshake',
+  18: 'ApiVersions',
+  19: 'CreateTopics',
+  20: 'DeleteTopics',
+  21: 'DeleteRecords',
+  22: 'InitProducerId',
+  23: 'OffsetForLeaderEpoch',
+  32: 'DescribeConfigs',
+  33: 'AlterConfigs',
+  36: 'SaslAuthenticate',
+  37: 'CreatePartitions',
+  42: 'DeleteGroups',
+  44: 'IncrementalAlterConfigs',
+  47: 'OffsetDelete',
+  60: 'DescribeCluster',
+  68: 'ConsumerGroupHeartbeat',
+  69: 'ConsumerGroupDescribe',
+  75: 'DescribeTopicPartitions',
 };
 export const CODEC_IDS = { 0: 'none', 1: 'gzip', 2: 'snappy', 3: 'lz4', 4: 'zstd' };
 
@@ -26,9 +50,15 @@ export function makeBatches(client, codecs, { headers = true, acks = [1], nullKe
         const value = `${codec} record ${r} from ${client}: ` + 'golden '.repeat(3).trim();
         let hdrs = [];
         if (kcatHeaders) {
-          hdrs = [{ key: 'codec', value: codec }, { key: 'client', value: client }];
+          hdrs = [
+            { key: 'codec', value: codec },
+            { key: 'client', value: client },
+          ];
         } else if (headers) {
-          hdrs = [{ key: 'codec', value: codec }, { key: 'n', value: String(r) }];
+          hdrs = [
+            { key: 'codec', value: codec },
+            { key: 'n', value: String(r) },
+          ];
           if (r === 1) hdrs.push({ key: 'n', value: 'duplicate header key' });
         }
         records.push({ key, value, headers: hdrs });
@@ -84,8 +114,10 @@ export function pairsOf(frames, direction) {
 }
 
 export function fmtPairs(pairs) {
-  return pairs.map((p) => {
-    const [k, v] = p.split('v');
-    return `${API_NAMES[k] ?? k}(${k}) v${v}`;
-  }).join(', ');
+  return pairs
+    .map((p) => {
+      const [k, v] = p.split('v');
+      return `${API_NAMES[k] ?? k}(${k}) v${v}`;
+    })
+    .join(', ');
 }

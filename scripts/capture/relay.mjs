@@ -109,8 +109,15 @@ export async function startRelay(opts) {
         const clientId = idLen >= 0 ? body.toString('utf8', 10, 10 + idLen) : null;
         /** @type {Frame} */
         const f = {
-          seq: seq++, connection, direction: 'request', apiKey, apiVersion, correlationId, clientId,
-          bytes: Buffer.from(body), time: Date.now() - t0,
+          seq: seq++,
+          connection,
+          direction: 'request',
+          apiKey,
+          apiVersion,
+          correlationId,
+          clientId,
+          bytes: Buffer.from(body),
+          time: Date.now() - t0,
         };
         pending.set(correlationId, f);
         frames.push(f);
@@ -138,9 +145,15 @@ export async function startRelay(opts) {
         }
         /** @type {Frame} */
         const f = {
-          seq: seq++, connection, direction: 'response',
-          apiKey: req ? req.apiKey : -1, apiVersion: req ? req.apiVersion : -1, correlationId,
-          bytes: Buffer.from(body), requestSeq: req?.seq, time: Date.now() - t0,
+          seq: seq++,
+          connection,
+          direction: 'response',
+          apiKey: req ? req.apiKey : -1,
+          apiVersion: req ? req.apiVersion : -1,
+          correlationId,
+          bytes: Buffer.from(body),
+          requestSeq: req?.seq,
+          time: Date.now() - t0,
         };
         frames.push(f);
         opts.onFrame?.(f);
@@ -185,10 +198,17 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     port: port ? Number(port) : 0,
     log: (s) => console.error(s),
     onFrame: (f) =>
-      console.log(JSON.stringify({
-        seq: f.seq, connection: f.connection, direction: f.direction, apiKey: f.apiKey,
-        apiVersion: f.apiVersion, correlationId: f.correlationId, hex: f.bytes.toString('hex'),
-      })),
+      console.log(
+        JSON.stringify({
+          seq: f.seq,
+          connection: f.connection,
+          direction: f.direction,
+          apiKey: f.apiKey,
+          apiVersion: f.apiVersion,
+          correlationId: f.correlationId,
+          hex: f.bytes.toString('hex'),
+        }),
+      ),
   });
   console.error(`relay listening on ${relay.bootstrap} -> ${upstream}`);
 }

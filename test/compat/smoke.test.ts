@@ -29,10 +29,14 @@ describe('compat smoke: every client once (metadata, produce/consume, idempotenc
     expect(scenarios.map((s) => s.id)).to.deep.equal(['metadata', 'produce-consume', 'idempotent-producer', 'transactions']);
     const run = await runSuite({ scenarios, clients: CLIENTS, outDir: out, progress: () => undefined });
     // kafka-python 2.0.2 has neither an idempotent nor a transactional producer: those cells must say so, the rest pass.
-    const noEos = (c: { scenario: string; client: string }) => ['idempotent-producer', 'transactions'].includes(c.scenario) && c.client.startsWith('kafka-python');
-    const failures = run.results.cells.filter((c) => c.outcome !== (noEos(c) ? 'unsupported-client' : 'pass')).map((c) => `${c.scenario} × ${c.client}: ${c.outcome} ${c.reason ?? ''}`);
+    const noEos = (c: { scenario: string; client: string }) =>
+      ['idempotent-producer', 'transactions'].includes(c.scenario) && c.client.startsWith('kafka-python');
+    const failures = run.results.cells
+      .filter((c) => c.outcome !== (noEos(c) ? 'unsupported-client' : 'pass'))
+      .map((c) => `${c.scenario} × ${c.client}: ${c.outcome} ${c.reason ?? ''}`);
     expect(failures).to.deep.equal([]);
-    for (const c of run.results.cells.filter(noEos)) expect(c.reason).to.match(/^kafka-python 2\.0\.2 has no (idempotent|transactional) producer/);
+    for (const c of run.results.cells.filter(noEos))
+      expect(c.reason).to.match(/^kafka-python 2\.0\.2 has no (idempotent|transactional) producer/);
     expect(run.results.cells).to.have.length(scenarios.length * CLIENTS.length);
     const saved = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as ResultsFile;
     expect(saved.schema).to.equal(RESULTS_SCHEMA);
@@ -60,13 +64,21 @@ describe('compat SVG charts and benchmark section', () => {
       width: 400,
       height: 300,
       series: [
-        { name: 'kafkajs', points: [{ x: 'none', y: 50 }, { x: 'gzip', y: 100 }] },
+        {
+          name: 'kafkajs',
+          points: [
+            { x: 'none', y: 50 },
+            { x: 'gzip', y: 100 },
+          ],
+        },
         { name: 'librdkafka & co', points: [{ x: 'none', y: 25 }] },
       ],
     });
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300"')).to.equal(true);
     expect(svg).to.contain('records/s &lt;acks&gt;').and.contain('librdkafka &amp; co');
-    const bars = [...svg.matchAll(/<rect x="[\d.]+" y="([\d.]+)" width="[\d.]+" height="([\d.]+)" fill="[^"]+"><title>/g)].map((m) => Number(m[2]));
+    const bars = [...svg.matchAll(/<rect x="[\d.]+" y="([\d.]+)" width="[\d.]+" height="([\d.]+)" fill="[^"]+"><title>/g)].map((m) =>
+      Number(m[2]),
+    );
     expect(bars).to.have.length(3);
     // plot height 190 px (300 - 40 - 70), axis max 100: 50 → 95 px, 25 → 47.5 px, 100 → 190 px
     expect(bars).to.deep.equal([95, 47.5, 190]);
@@ -74,7 +86,19 @@ describe('compat SVG charts and benchmark section', () => {
   });
 
   it('draws lines with numeric x', () => {
-    const svg = renderChart({ kind: 'line', title: 'cpu', series: [{ name: 'idle', points: [{ x: 1000, y: 1 }, { x: 10000, y: 2 }] }] });
+    const svg = renderChart({
+      kind: 'line',
+      title: 'cpu',
+      series: [
+        {
+          name: 'idle',
+          points: [
+            { x: 1000, y: 1 },
+            { x: 10000, y: 2 },
+          ],
+        },
+      ],
+    });
     expect(svg.match(/<polyline/g)).to.have.length(1);
     expect(svg.match(/<circle/g)).to.have.length(2);
     expect(svg).to.contain('>10k</text>');
@@ -84,7 +108,14 @@ describe('compat SVG charts and benchmark section', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gregor-compat-report-'));
     try {
       mkdirSync(join(dir, 'bench'));
-      const bench = { schema: BENCH_SCHEMA, id: 'producer', title: 'Producer throughput', headline: ['kafkajs 100k records/s'], charts: [{ kind: 'bar', title: 'rec/s', series: [{ name: 'kafkajs', points: [{ x: 'none', y: 1 }] }] }], table: { columns: ['client', 'rec/s'], rows: [['kafkajs', 1]] } };
+      const bench = {
+        schema: BENCH_SCHEMA,
+        id: 'producer',
+        title: 'Producer throughput',
+        headline: ['kafkajs 100k records/s'],
+        charts: [{ kind: 'bar', title: 'rec/s', series: [{ name: 'kafkajs', points: [{ x: 'none', y: 1 }] }] }],
+        table: { columns: ['client', 'rec/s'], rows: [['kafkajs', 1]] },
+      };
       expect(validateBench(bench)).to.deep.equal([]);
       writeFileSync(join(dir, 'bench/producer.json'), JSON.stringify(bench));
       writeFileSync(join(dir, 'bench/broken.json'), JSON.stringify({ schema: 'x' }));
@@ -93,7 +124,12 @@ describe('compat SVG charts and benchmark section', () => {
         startedAt: 'a',
         finishedAt: 'b',
         durationMs: 1,
-        machine: { node: 'v20', os: { type: 'Linux', platform: 'linux', release: '6', arch: 'x64' }, cpu: { model: 'cpu', cores: 1 }, memoryBytes: 2 ** 30 },
+        machine: {
+          node: 'v20',
+          os: { type: 'Linux', platform: 'linux', release: '6', arch: 'x64' },
+          cpu: { model: 'cpu', cores: 1 },
+          memoryBytes: 2 ** 30,
+        },
         broker: { kind: 'external', bootstrap: 'h:1', version: 'unknown', apiVersions: [] },
         clients: [{ id: 'c', title: 'C', description: 'd', versions: {} }],
         scenarios: [{ id: 's', title: 'S', description: 'd' }],

@@ -20,7 +20,10 @@ export interface TestBroker {
 }
 
 /** An in-process broker on a free port with a fresh data dir (removed on stop unless keepData). */
-export async function startTestBroker(config: Record<string, string | ConfigValue> = {}, opts: { dataDir?: string; keepData?: boolean } = {}): Promise<TestBroker> {
+export async function startTestBroker(
+  config: Record<string, string | ConfigValue> = {},
+  opts: { dataDir?: string; keepData?: boolean } = {},
+): Promise<TestBroker> {
   const dataDir = opts.dataDir ?? tempDir();
   const logger = process.env['TEST_LOG'] !== undefined ? createLogger({ level: process.env['TEST_LOG'] }) : silentLogger();
   const broker = await startBroker({ port: 0, dataDir, config: { 'group.initial.rebalance.delay.ms': 0, ...config }, logger });
@@ -50,7 +53,12 @@ export interface ChildBroker {
  * GREGOR_CHILD_NODE_FLAGS (space-separated) goes to the child's node, e.g. to profile a benchmark's
  * broker: `GREGOR_CHILD_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof"` (NODE_OPTIONS refuses those).
  */
-export async function startChildBroker(dataDir: string, port = 0, overrides: Record<string, string> = {}, env: Record<string, string> = {}): Promise<ChildBroker> {
+export async function startChildBroker(
+  dataDir: string,
+  port = 0,
+  overrides: Record<string, string> = {},
+  env: Record<string, string> = {},
+): Promise<ChildBroker> {
   const nodeFlags = (process.env['GREGOR_CHILD_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
   const args = [...nodeFlags, join(PROJECT_ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', String(port)];
   for (const [k, v] of Object.entries(overrides)) args.push('--override', `${k}=${v}`);

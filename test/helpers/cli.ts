@@ -66,5 +66,7 @@ export function golden(name: string, actual: string): void {
     writeFileSync(file, actual);
     return;
   }
-  expect(actual, `output differs from the golden test/fixtures/cli/${name} (UPDATE_GOLDENS=1 rewrites it)`).to.equal(readFileSync(file, 'utf8'));
+  expect(actual, `output differs from the golden test/fixtures/cli/${name} (UPDATE_GOLDENS=1 rewrites it)`).to.equal(
+    readFileSync(file, 'utf8'),
+  );
 }

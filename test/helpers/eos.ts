@@ -35,7 +35,14 @@ let readers = 0;
  * KafkaConsumer, by assignment (no group membership, nothing committed). Returns the records per
  * partition in the order delivered.
  */
-export async function readAllRdkafka(ck: Any, bootstrap: string, topic: string, partitions: number, isolation: 'read_committed' | 'read_uncommitted', timeoutMs = 60_000): Promise<ReadRecord[][]> {
+export async function readAllRdkafka(
+  ck: Any,
+  bootstrap: string,
+  topic: string,
+  partitions: number,
+  isolation: 'read_committed' | 'read_uncommitted',
+  timeoutMs = 60_000,
+): Promise<ReadRecord[][]> {
   const c = new ck.KafkaConsumer(
     {
       'bootstrap.servers': bootstrap,
@@ -59,10 +66,18 @@ export async function readAllRdkafka(ck: Any, bootstrap: string, topic: string, 
     c.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: 0 })));
     const deadline = Date.now() + timeoutMs;
     while (eof.size < partitions) {
-      if (Date.now() > deadline) throw new Error(`reading ${topic} (${isolation}): no EOF after ${timeoutMs} ms on partitions ${[...Array(partitions).keys()].filter((p) => !eof.has(p)).join(',')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `reading ${topic} (${isolation}): no EOF after ${timeoutMs} ms on partitions ${[...Array(partitions).keys()].filter((p) => !eof.has(p)).join(',')}`,
+        );
       const batch: Any[] = await new Promise((resolve, reject) => c.consume(10_000, (e: Any, m: Any[]) => (e ? reject(e) : resolve(m))));
       for (const m of batch) {
-        parts[m.partition]?.push({ partition: m.partition, offset: m.offset, key: m.key === undefined || m.key === null ? null : String(m.key), value: String(m.value) });
+        parts[m.partition]?.push({
+          partition: m.partition,
+          offset: m.offset,
+          key: m.key === undefined || m.key === null ? null : String(m.key),
+          value: String(m.value),
+        });
       }
     }
     return parts;
@@ -95,7 +110,13 @@ export interface OffsetFetchPartition {
 }
 
 /** OffsetFetch v7 of one group's partitions of one topic, with or without require_stable. */
-export async function rawOffsetFetch(c: RawClient, groupId: string, topic: string, partitions: number[], requireStable: boolean): Promise<{ errorCode: number; partitions: OffsetFetchPartition[] }> {
+export async function rawOffsetFetch(
+  c: RawClient,
+  groupId: string,
+  topic: string,
+  partitions: number[],
+  requireStable: boolean,
+): Promise<{ errorCode: number; partitions: OffsetFetchPartition[] }> {
   const res = await c.request<{ errorCode: number; topics: { name: string; partitions: OffsetFetchPartition[] }[] }>(9, 7, {
     groupId,
     topics: [{ name: topic, partitionIndexes: partitions }],
@@ -119,7 +140,10 @@ export function expectSequence(got: readonly string[], want: readonly string[], 
   const i = got.findIndex((v, j) => v !== want[j]);
   expect.fail(
     `${where}: ${got.length} values, expected ${want.length}; first difference at index ${i < 0 ? Math.min(got.length, want.length) : i} ` +
-      `(got ${String(got[i])}, expected ${String(want[i])}); ${dups.length} duplicated (e.g. ${dups.slice(0, 3).map(([v, n]) => `${v}×${n}`).join(' ')}), ` +
+      `(got ${String(got[i])}, expected ${String(want[i])}); ${dups.length} duplicated (e.g. ${dups
+        .slice(0, 3)
+        .map(([v, n]) => `${v}×${n}`)
+        .join(' ')}), ` +
       `${missing.length} missing (e.g. ${missing.slice(0, 3).join(' ')}), ${extra.length} unexpected (e.g. ${extra.slice(0, 3).join(' ')})`,
   );
 }

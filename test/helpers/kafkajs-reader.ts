@@ -22,7 +22,12 @@ interface KjsBroker {
     minBytes?: number;
     maxBytes?: number;
     topics: { topic: string; partitions: { partition: number; fetchOffset: string; maxBytes: number }[] }[];
-  }): Promise<{ responses: { topicName: string; partitions: { partition: number; errorCode: number; highWatermark: string; messages: KjsMessage[] }[] }[] }>;
+  }): Promise<{
+    responses: {
+      topicName: string;
+      partitions: { partition: number; errorCode: number; highWatermark: string; messages: KjsMessage[] }[];
+    }[];
+  }>;
 }
 
 interface KjsCluster {
@@ -39,10 +44,21 @@ export class KafkajsPartitionReader {
 
   constructor(brokers: string[]) {
     const Cluster = require('kafkajs/src/cluster') as new (opts: object) => KjsCluster;
-    const { createLogger, LEVELS } = require('kafkajs/src/loggers') as { createLogger: (o: object) => object; LEVELS: Record<string, number> };
+    const { createLogger, LEVELS } = require('kafkajs/src/loggers') as {
+      createLogger: (o: object) => object;
+      LEVELS: Record<string, number>;
+    };
     const socketFactory = (require('kafkajs/src/network/socketFactory') as () => unknown)();
     const logger = createLogger({ level: LEVELS['NOTHING'], logCreator: () => () => undefined });
-    this.cluster = new Cluster({ brokers, clientId: 'gregor-test-reader', logger, socketFactory, connectionTimeout: 5000, requestTimeout: 30000, retry: { retries: 3 } });
+    this.cluster = new Cluster({
+      brokers,
+      clientId: 'gregor-test-reader',
+      logger,
+      socketFactory,
+      connectionTimeout: 5000,
+      requestTimeout: 30000,
+      retry: { retries: 3 },
+    });
   }
 
   async connect(topic: string): Promise<void> {
@@ -88,12 +104,22 @@ export class KafkajsPartitionReader {
    * response's aborted list) and control records.
    */
   async readCommitted(topic: string, partition: number, from: bigint, until: bigint): Promise<KjsMessage[]> {
-    const Batch = require('kafkajs/src/consumer/batch') as new (topic: string, fetchedOffset: string, partitionData: unknown) => { messages: KjsMessage[] };
+    const Batch = require('kafkajs/src/consumer/batch') as new (
+      topic: string,
+      fetchedOffset: string,
+      partitionData: unknown,
+    ) => { messages: KjsMessage[] };
     const broker = await this.leader(topic, partition);
     const out: KjsMessage[] = [];
     let next = from;
     while (next < until) {
-      const res = await broker.fetch({ isolationLevel: 1, maxWaitTime: 100, minBytes: 1, maxBytes: 1 << 20, topics: [{ topic, partitions: [{ partition, fetchOffset: next.toString(), maxBytes: 1 << 20 }] }] });
+      const res = await broker.fetch({
+        isolationLevel: 1,
+        maxWaitTime: 100,
+        minBytes: 1,
+        maxBytes: 1 << 20,
+        topics: [{ topic, partitions: [{ partition, fetchOffset: next.toString(), maxBytes: 1 << 20 }] }],
+      });
       const p = res.responses[0]?.partitions[0];
       if (p === undefined) throw new Error('empty fetch response');
       if (p.errorCode !== 0) throw new Error(`fetch error ${p.errorCode}`);

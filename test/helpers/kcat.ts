@@ -66,10 +66,13 @@ export function parseKcatOutput(buf: Buffer): KcatRecord[] {
     if (nl < 0) fail('expected headers and a newline');
     const h = buf.toString('utf8', p, nl);
     p = nl + 1;
-    const headers = h === '' ? [] : h.split(',').map((kv): [string, string] => {
-      const eq = kv.indexOf('=');
-      return eq < 0 ? [kv, ''] : [kv.slice(0, eq), kv.slice(eq + 1)];
-    });
+    const headers =
+      h === ''
+        ? []
+        : h.split(',').map((kv): [string, string] => {
+            const eq = kv.indexOf('=');
+            return eq < 0 ? [kv, ''] : [kv.slice(0, eq), kv.slice(eq + 1)];
+          });
     records.push({ partition, offset, timestamp, key, value, headers });
   }
   return records;

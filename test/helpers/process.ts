@@ -11,7 +11,13 @@ export interface ProcessResult {
   stderr: string;
 }
 
-export function runProcess(cmd: string, args: readonly string[], input: string | Buffer, timeoutMs: number, env?: NodeJS.ProcessEnv): Promise<ProcessResult> {
+export function runProcess(
+  cmd: string,
+  args: readonly string[],
+  input: string | Buffer,
+  timeoutMs: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], ...(env !== undefined ? { env } : {}) });
     const out: Buffer[] = [];

@@ -137,7 +137,13 @@ export class RawClient {
 }
 
 /** A request frame with an arbitrary header (any API key/version) and raw body bytes, size-prefixed. */
-export function rawRequestFrame(apiKey: number, apiVersion: number, correlationId: number, body: Buffer, opts: { clientId?: string; flexibleHeader?: boolean } = {}): Buffer {
+export function rawRequestFrame(
+  apiKey: number,
+  apiVersion: number,
+  correlationId: number,
+  body: Buffer,
+  opts: { clientId?: string; flexibleHeader?: boolean } = {},
+): Buffer {
   const clientId = Buffer.from(opts.clientId ?? 'raw-client');
   const header = Buffer.alloc(8 + 2 + clientId.length + (opts.flexibleHeader === true ? 1 : 0));
   header.writeInt16BE(apiKey, 0);
@@ -190,7 +196,11 @@ export interface RawFetchPartition {
   records: Buffer | null;
 }
 
-export function fetchBody(topic: string, partitions: { partition: number; fetchOffset: bigint }[], opts: { maxWaitMs?: number; minBytes?: number; maxBytes?: number } = {}) {
+export function fetchBody(
+  topic: string,
+  partitions: { partition: number; fetchOffset: bigint }[],
+  opts: { maxWaitMs?: number; minBytes?: number; maxBytes?: number } = {},
+) {
   return {
     replicaId: -1,
     maxWaitMs: opts.maxWaitMs ?? 0,
@@ -199,15 +209,37 @@ export function fetchBody(topic: string, partitions: { partition: number; fetchO
     isolationLevel: 0,
     sessionId: 0,
     sessionEpoch: -1,
-    topics: [{ topic, partitions: partitions.map((p) => ({ partition: p.partition, currentLeaderEpoch: -1, fetchOffset: p.fetchOffset, logStartOffset: -1n, partitionMaxBytes: opts.maxBytes ?? 10 << 20 })) }],
+    topics: [
+      {
+        topic,
+        partitions: partitions.map((p) => ({
+          partition: p.partition,
+          currentLeaderEpoch: -1,
+          fetchOffset: p.fetchOffset,
+          logStartOffset: -1n,
+          partitionMaxBytes: opts.maxBytes ?? 10 << 20,
+        })),
+      },
+    ],
     forgottenTopicsData: [],
     rackId: '',
   };
 }
 
 /** Fetch v11 of one partition; resolves with that partition's data. */
-export async function rawFetch(c: RawClient, topic: string, partition: number, fetchOffset: bigint, opts: { maxWaitMs?: number; minBytes?: number; maxBytes?: number; timeoutMs?: number } = {}): Promise<RawFetchPartition> {
-  const res = await c.request<{ responses: { partitions: RawFetchPartition[] }[] }>(1, FETCH_V, fetchBody(topic, [{ partition, fetchOffset }], opts), opts.timeoutMs ?? 10000);
+export async function rawFetch(
+  c: RawClient,
+  topic: string,
+  partition: number,
+  fetchOffset: bigint,
+  opts: { maxWaitMs?: number; minBytes?: number; maxBytes?: number; timeoutMs?: number } = {},
+): Promise<RawFetchPartition> {
+  const res = await c.request<{ responses: { partitions: RawFetchPartition[] }[] }>(
+    1,
+    FETCH_V,
+    fetchBody(topic, [{ partition, fetchOffset }], opts),
+    opts.timeoutMs ?? 10000,
+  );
   const p = res.responses[0]?.partitions[0];
   if (p === undefined) throw new Error('empty fetch response');
   return p;
@@ -227,7 +259,11 @@ export async function rawListOffset(c: RawClient, topic: string, partition: numb
 }
 
 /** Creates topics with CreateTopics v4 (errors other than TOPIC_ALREADY_EXISTS throw). */
-export async function rawCreateTopics(c: RawClient, topics: { name: string; partitions: number; configs?: Record<string, string> }[], timeoutMs = 60000): Promise<void> {
+export async function rawCreateTopics(
+  c: RawClient,
+  topics: { name: string; partitions: number; configs?: Record<string, string> }[],
+  timeoutMs = 60000,
+): Promise<void> {
   const res = await c.request<{ topics: { name: string; errorCode: number; errorMessage?: string | null }[] }>(
     19,
     4,
@@ -244,5 +280,6 @@ export async function rawCreateTopics(c: RawClient, topics: { name: string; part
     },
     timeoutMs,
   );
-  for (const t of res.topics) if (t.errorCode !== 0 && t.errorCode !== 36) throw new Error(`CreateTopics ${t.name}: error ${t.errorCode} ${t.errorMessage ?? ''}`);
+  for (const t of res.topics)
+    if (t.errorCode !== 0 && t.errorCode !== 36) throw new Error(`CreateTopics ${t.name}: error ${t.errorCode} ${t.errorMessage ?? ''}`);
 }

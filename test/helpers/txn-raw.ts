@@ -8,7 +8,11 @@ import type { RawClient } from './raw-client.js';
 
 /** CreateTopics v1 of one topic; fails the test unless it was created. */
 export async function createTopic(raw: RawClient, name: string, partitions = 1): Promise<void> {
-  const r = await raw.request<{ topics: { errorCode: number }[] }>(19, 1, { topics: [{ name, numPartitions: partitions, replicationFactor: 1, assignments: [], configs: [] }], timeoutMs: 5000, validateOnly: false });
+  const r = await raw.request<{ topics: { errorCode: number }[] }>(19, 1, {
+    topics: [{ name, numPartitions: partitions, replicationFactor: 1, assignments: [], configs: [] }],
+    timeoutMs: 5000,
+    validateOnly: false,
+  });
   expect(r.topics[0]?.errorCode).to.equal(0);
 }
 
@@ -21,15 +25,31 @@ export interface Pid {
 const RETRIED = new Set([14, 15, 51]);
 
 /** InitProducerId, retried as clients do while the coordinator loads (up to ~10 s). */
-export async function initProducerId(raw: RawClient, transactionalId: string | null, transactionTimeoutMs = 60_000, version = 1): Promise<Pid & { errorCode: number }> {
+export async function initProducerId(
+  raw: RawClient,
+  transactionalId: string | null,
+  transactionTimeoutMs = 60_000,
+  version = 1,
+): Promise<Pid & { errorCode: number }> {
   for (let attempt = 0; ; attempt++) {
-    const r = await raw.request<Pid & { errorCode: number }>(22, version, { transactionalId, transactionTimeoutMs, producerId: -1n, producerEpoch: -1 });
+    const r = await raw.request<Pid & { errorCode: number }>(22, version, {
+      transactionalId,
+      transactionTimeoutMs,
+      producerId: -1n,
+      producerEpoch: -1,
+    });
     if (!RETRIED.has(r.errorCode) || attempt >= 100) return r;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-export async function addPartitions(raw: RawClient, transactionalId: string, p: Pid, topic: string, partitions: number[]): Promise<number[]> {
+export async function addPartitions(
+  raw: RawClient,
+  transactionalId: string,
+  p: Pid,
+  topic: string,
+  partitions: number[],
+): Promise<number[]> {
   const r = await raw.request<{ resultsByTopicV3AndBelow: { resultsByPartition: { partitionErrorCode: number }[] }[] }>(24, 1, {
     v3AndBelowTransactionalId: transactionalId,
     v3AndBelowProducerId: p.producerId,
@@ -40,7 +60,14 @@ export async function addPartitions(raw: RawClient, transactionalId: string, p: 
 }
 
 export async function endTxn(raw: RawClient, transactionalId: string, p: Pid, committed: boolean, version = 1): Promise<number> {
-  return (await raw.request<{ errorCode: number }>(26, version, { transactionalId, producerId: p.producerId, producerEpoch: p.producerEpoch, committed })).errorCode;
+  return (
+    await raw.request<{ errorCode: number }>(26, version, {
+      transactionalId,
+      producerId: p.producerId,
+      producerEpoch: p.producerEpoch,
+      committed,
+    })
+  ).errorCode;
 }
 
 /** A v2 batch of `n` records `<prefix>-<i>` from producer `p` starting at `baseSequence`. */
@@ -52,7 +79,14 @@ export function producerBatch(p: Pid, baseSequence: number, n: number, opts: { p
   );
 }
 
-export async function produce(raw: RawClient, topic: string, partition: number, records: Buffer, transactionalId: string | null = null, version = 7): Promise<{ errorCode: number; baseOffset: bigint }> {
+export async function produce(
+  raw: RawClient,
+  topic: string,
+  partition: number,
+  records: Buffer,
+  transactionalId: string | null = null,
+  version = 7,
+): Promise<{ errorCode: number; baseOffset: bigint }> {
   const r = await raw.request<{ responses: { partitionResponses: { errorCode: number; baseOffset: bigint }[] }[] }>(0, version, {
     transactionalId,
     acks: -1,
@@ -73,7 +107,13 @@ export interface FetchedPartition {
 }
 
 /** One Fetch v11 of a partition from `offset` (isolation 1: read_committed). */
-export async function fetchPartition(raw: RawClient, topic: string, partition: number, offset: bigint, isolationLevel: 0 | 1): Promise<FetchedPartition> {
+export async function fetchPartition(
+  raw: RawClient,
+  topic: string,
+  partition: number,
+  offset: bigint,
+  isolationLevel: 0 | 1,
+): Promise<FetchedPartition> {
   const r = await raw.request<{ responses: { partitions: (Omit<FetchedPartition, 'values'> & { records: Buffer | null })[] }[] }>(1, 11, {
     replicaId: -1,
     maxWaitMs: 0,
@@ -82,7 +122,9 @@ export async function fetchPartition(raw: RawClient, topic: string, partition: n
     isolationLevel,
     sessionId: 0,
     sessionEpoch: -1,
-    topics: [{ topic, partitions: [{ partition, currentLeaderEpoch: -1, fetchOffset: offset, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }] }],
+    topics: [
+      { topic, partitions: [{ partition, currentLeaderEpoch: -1, fetchOffset: offset, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }] },
+    ],
     forgottenTopicsData: [],
     rackId: '',
   });
@@ -92,18 +134,39 @@ export async function fetchPartition(raw: RawClient, topic: string, partition: n
   for (const e of logEntries(p.records ?? Buffer.alloc(0))) {
     if (e.kind !== 'batch') continue;
     for (const rec of e.batch.records({ maxOutput: 1 << 24 })) {
-      values.push({ offset: rec.offset, value: rec.value === null ? null : rec.value.toString(), producerId: e.batch.producerId, control: e.batch.isControl });
+      values.push({
+        offset: rec.offset,
+        value: rec.value === null ? null : rec.value.toString(),
+        producerId: e.batch.producerId,
+        control: e.batch.isControl,
+      });
     }
   }
-  return { errorCode: p.errorCode, highWatermark: p.highWatermark, lastStableOffset: p.lastStableOffset, abortedTransactions: p.abortedTransactions, values };
+  return {
+    errorCode: p.errorCode,
+    highWatermark: p.highWatermark,
+    lastStableOffset: p.lastStableOffset,
+    abortedTransactions: p.abortedTransactions,
+    values,
+  };
 }
 
 export async function addOffsets(raw: RawClient, transactionalId: string, p: Pid, groupId: string): Promise<number> {
-  return (await raw.request<{ errorCode: number }>(25, 1, { transactionalId, producerId: p.producerId, producerEpoch: p.producerEpoch, groupId })).errorCode;
+  return (
+    await raw.request<{ errorCode: number }>(25, 1, { transactionalId, producerId: p.producerId, producerEpoch: p.producerEpoch, groupId })
+  ).errorCode;
 }
 
 /** TxnOffsetCommit v1 of one partition; returns its error code. */
-export async function txnOffsetCommit(raw: RawClient, transactionalId: string, p: Pid, groupId: string, topic: string, partition: number, offset: bigint): Promise<number> {
+export async function txnOffsetCommit(
+  raw: RawClient,
+  transactionalId: string,
+  p: Pid,
+  groupId: string,
+  topic: string,
+  partition: number,
+  offset: bigint,
+): Promise<number> {
   const r = await raw.request<{ topics: { partitions: { errorCode: number }[] }[] }>(28, 1, {
     transactionalId,
     groupId,
@@ -127,9 +190,19 @@ export async function offsetCommit(raw: RawClient, groupId: string, topic: strin
 }
 
 /** OffsetFetch v7 of one partition: the committed offset and the partition's error code. */
-export async function offsetFetch(raw: RawClient, groupId: string, topic: string, partition: number, requireStable: boolean): Promise<{ errorCode: number; committedOffset: bigint }> {
+export async function offsetFetch(
+  raw: RawClient,
+  groupId: string,
+  topic: string,
+  partition: number,
+  requireStable: boolean,
+): Promise<{ errorCode: number; committedOffset: bigint }> {
   for (let attempt = 0; ; attempt++) {
-    const r = await raw.request<{ errorCode: number; topics: { partitions: { errorCode: number; committedOffset: bigint }[] }[] }>(9, 7, { groupId, topics: [{ name: topic, partitionIndexes: [partition] }], requireStable });
+    const r = await raw.request<{ errorCode: number; topics: { partitions: { errorCode: number; committedOffset: bigint }[] }[] }>(9, 7, {
+      groupId,
+      topics: [{ name: topic, partitionIndexes: [partition] }],
+      requireStable,
+    });
     if (RETRIED.has(r.errorCode) && attempt < 100) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       continue;

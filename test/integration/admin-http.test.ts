@@ -44,7 +44,11 @@ const DASHBOARD_METRICS: { name: string; labels: string[]; panel: string }[] = [
   { name: 'kafka_server_brokertopicmetrics_bytesin_total', labels: ['topic'], panel: 'Total Incoming Byte Rate; Byte Rate' },
   { name: 'kafka_server_brokertopicmetrics_bytesout_total', labels: ['topic'], panel: 'Total Outgoing Byte Rate; Byte Rate' },
   { name: 'kafka_server_brokertopicmetrics_messagesin_total', labels: ['topic'], panel: 'Incoming Messages Rate; Messages In Per Second' },
-  { name: 'kafka_server_brokertopicmetrics_totalproducerequests_total', labels: ['topic'], panel: 'Total Produce Request Rate; Produce Request Rate' },
+  {
+    name: 'kafka_server_brokertopicmetrics_totalproducerequests_total',
+    labels: ['topic'],
+    panel: 'Total Produce Request Rate; Produce Request Rate',
+  },
   { name: 'kafka_server_brokertopicmetrics_failedproducerequests_total', labels: ['topic'], panel: 'Produce Request Rate' },
   { name: 'kafka_server_brokertopicmetrics_totalfetchrequests_total', labels: ['topic'], panel: 'Fetch Request Rate' },
   { name: 'kafka_server_brokertopicmetrics_failedfetchrequests_total', labels: ['topic'], panel: 'Fetch Request Rate' },
@@ -56,9 +60,17 @@ const DASHBOARD_METRICS: { name: string; labels: string[]; panel: string }[] = [
   { name: 'kafka_log_log_size', labels: ['topic', 'partition'], panel: 'Log Size; $kafka_partition' },
   { name: 'kafka_cluster_partition_replicascount', labels: ['topic'], panel: '$kafka_topic' },
   // kafka_exporter: Kafka Exporter Overview (Grafana 7589) and Strimzi strimzi-kafka-exporter.json
-  { name: 'kafka_topic_partition_current_offset', labels: ['topic', 'partition'], panel: 'Message in per second/minute; Latest Offsets; $topic' },
+  {
+    name: 'kafka_topic_partition_current_offset',
+    labels: ['topic', 'partition'],
+    panel: 'Message in per second/minute; Latest Offsets; $topic',
+  },
   { name: 'kafka_consumergroup_lag', labels: ['consumergroup', 'topic', 'partition'], panel: 'Lag by Consumer Group; Consumer Group Lag' },
-  { name: 'kafka_consumergroup_current_offset', labels: ['consumergroup', 'topic', 'partition'], panel: 'Message consume per minute; Consumer Group Offsets; $consumergroup' },
+  {
+    name: 'kafka_consumergroup_current_offset',
+    labels: ['consumergroup', 'topic', 'partition'],
+    panel: 'Message consume per minute; Consumer Group Offsets; $consumergroup',
+  },
   { name: 'kafka_topic_partitions', labels: ['topic'], panel: 'Partitions per Topic; Topics; Partitions; Number of Partitions' },
   { name: 'kafka_topic_partition_replicas', labels: ['topic'], panel: 'Replicas' },
   { name: 'kafka_topic_partition_in_sync_replica', labels: ['topic'], panel: 'In Sync Replicas' },
@@ -125,7 +137,10 @@ interface LogEntry {
   latencyMs: { total: number; requestQueue: number; local: number; remote: number; responseQueue: number; responseSend: number };
 }
 
-async function requestLog(admin: string, query: string): Promise<{ recording: { held: number; source: string; recordAll: boolean }; requests: LogEntry[] }> {
+async function requestLog(
+  admin: string,
+  query: string,
+): Promise<{ recording: { held: number; source: string; recordAll: boolean }; requests: LogEntry[] }> {
   const res = await fetch(`http://${admin}/v1/requests${query}`);
   expect(res.status, await res.clone().text()).to.equal(200);
   return (await res.json()) as { recording: { held: number; source: string; recordAll: boolean }; requests: LogEntry[] };
@@ -195,7 +210,8 @@ describe('admin HTTP listener', function () {
         }
         // jvm_gc_collection_seconds: the summary shows a gc label once a collection happened
         if (f.metrics.length === 0 && m.name === 'jvm_gc_collection_seconds') continue;
-        if (!f.metrics.some((x) => m.labels.every((l) => x.labels?.[l] !== undefined && x.labels[l] !== ''))) missing.push(`${m.name} (${m.panel}): no sample with labels ${m.labels.join(',')}`);
+        if (!f.metrics.some((x) => m.labels.every((l) => x.labels?.[l] !== undefined && x.labels[l] !== '')))
+          missing.push(`${m.name} (${m.panel}): no sample with labels ${m.labels.join(',')}`);
       }
       expect(missing).to.deep.equal([]);
       expect(s.family('jvm_gc_collection_seconds').type).to.equal('SUMMARY');
@@ -240,9 +256,15 @@ describe('admin HTTP listener', function () {
       expect(s.value('kafka_controller_kafkacontroller_offlinepartitionscount')).to.equal(0);
       expect(s.value('kafka_cluster_partition_atminisr', { topic: TOPIC, partition: '0' }), 'ISR 1 = min.insync.replicas 1').to.equal(1);
       expect(s.value('kafka_cluster_partition_underminisr', { topic: TOPIC, partition: '0' })).to.equal(0);
-      expect(s.value('kafka_server_socket_server_metrics_connection_count', { listener: 'PLAINTEXT', networkProcessor: '0' }), 'the producer is connected').to.be.at.least(1);
+      expect(
+        s.value('kafka_server_socket_server_metrics_connection_count', { listener: 'PLAINTEXT', networkProcessor: '0' }),
+        'the producer is connected',
+      ).to.be.at.least(1);
       expect(s.value('kafka_server_kafkaserver_brokerstate')).to.equal(3);
-      for (const idle of ['kafka_network_socketserver_networkprocessoravgidle_percent', 'kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent']) {
+      for (const idle of [
+        'kafka_network_socketserver_networkprocessoravgidle_percent',
+        'kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent',
+      ]) {
         expect(s.value(idle)).to.be.within(0, 1);
       }
       expect(s.value('jvm_memory_bytes_used', { area: 'heap' })).to.be.above(1 << 20);
@@ -260,10 +282,19 @@ describe('admin HTTP listener', function () {
       expect(produceCount, 'one per send').to.equal((N1 + N2) / 20);
       for (const t of TIMERS) {
         expect(s.value(`kafka_network_requestmetrics_${t}_count`, { request: 'Produce' }), t).to.equal(produceCount);
-        expect(s.samples(`kafka_network_requestmetrics_${t}`, { request: 'Produce' }).map((x) => x.labels?.['quantile'])).to.deep.equal(['0.50', '0.75', '0.95', '0.98', '0.99', '0.999']);
+        expect(s.samples(`kafka_network_requestmetrics_${t}`, { request: 'Produce' }).map((x) => x.labels?.['quantile'])).to.deep.equal([
+          '0.50',
+          '0.75',
+          '0.95',
+          '0.98',
+          '0.99',
+          '0.999',
+        ]);
       }
       // a Fetch counts as Fetch and as FetchConsumer, as in Kafka
-      expect(s.sum('kafka_network_requestmetrics_requests_total', { request: 'FetchConsumer' })).to.equal(s.sum('kafka_network_requestmetrics_requests_total', { request: 'Fetch' }));
+      expect(s.sum('kafka_network_requestmetrics_requests_total', { request: 'FetchConsumer' })).to.equal(
+        s.sum('kafka_network_requestmetrics_requests_total', { request: 'Fetch' }),
+      );
       expect(s.sum('kafka_network_requestmetrics_requests_total', { request: 'Fetch' })).to.be.above(0);
       expect(s.value('kafka_network_requestmetrics_errors_total', { request: 'Produce', error: 'NONE' })).to.equal(produceCount);
     });
@@ -274,7 +305,8 @@ describe('admin HTTP listener', function () {
       for (const r of requests) {
         expect(r.latencyMs.remote).to.equal(0);
         expect(r.latencyMs.local).to.be.above(0);
-        const parts = r.latencyMs.requestQueue + r.latencyMs.local + r.latencyMs.remote + r.latencyMs.responseQueue + r.latencyMs.responseSend;
+        const parts =
+          r.latencyMs.requestQueue + r.latencyMs.local + r.latencyMs.remote + r.latencyMs.responseQueue + r.latencyMs.responseSend;
         expect(parts).to.be.closeTo(r.latencyMs.total, 0.01);
       }
       expect(s.value('kafka_network_requestmetrics_localtimems', { request: 'Produce', quantile: '0.50' })).to.be.above(0);
@@ -292,11 +324,37 @@ describe('admin HTTP listener', function () {
     it('is a Fetch whose wait is remote time, not local time', async () => {
       const raw = await RawClient.connect(tb.bootstrap);
       await rawCreateTopics(raw, [{ name: 'admin-lp', partitions: 1 }]);
-      expect((await rawProduce(raw, 'admin-lp', [[0, buildRecordBatch([{ key: null, value: Buffer.from('x'), timestamp: BigInt(Date.now()) }])]]))[0]?.errorCode).to.equal(0);
+      expect(
+        (
+          await rawProduce(raw, 'admin-lp', [
+            [0, buildRecordBatch([{ key: null, value: Buffer.from('x'), timestamp: BigInt(Date.now()) }])],
+          ])
+        )[0]?.errorCode,
+      ).to.equal(0);
       raw.destroy();
       const admin = tb.broker.adminAddress!;
-      const ck = loadConfluent() as { KafkaConsumer: new (conf: object, topicConf: object) => { connect(o: object, cb: (e: unknown) => void): void; assign(a: object[]): void; consume(n: number, cb: (e: unknown, m: unknown[]) => void): void; disconnect(cb: () => void): void } };
-      const c = new ck.KafkaConsumer({ 'bootstrap.servers': tb.bootstrap, 'group.id': 'admin-lp', 'client.id': 'lp-probe', 'enable.auto.commit': false, 'fetch.wait.max.ms': 500, log_level: 0 }, {});
+      const ck = loadConfluent() as {
+        KafkaConsumer: new (
+          conf: object,
+          topicConf: object,
+        ) => {
+          connect(o: object, cb: (e: unknown) => void): void;
+          assign(a: object[]): void;
+          consume(n: number, cb: (e: unknown, m: unknown[]) => void): void;
+          disconnect(cb: () => void): void;
+        };
+      };
+      const c = new ck.KafkaConsumer(
+        {
+          'bootstrap.servers': tb.bootstrap,
+          'group.id': 'admin-lp',
+          'client.id': 'lp-probe',
+          'enable.auto.commit': false,
+          'fetch.wait.max.ms': 500,
+          log_level: 0,
+        },
+        {},
+      );
       await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e) => (e ? reject(e) : resolve())));
       try {
         c.assign([{ topic: 'admin-lp', partition: 0, offset: -1 }]); // the end: every fetch waits
@@ -312,10 +370,16 @@ describe('admin HTTP listener', function () {
         const software = polls[0]!.clientSoftwareName;
         expect(software, 'from ApiVersions v3').to.be.a('string').and.not.equal('');
         const s = await scrape(admin);
-        expect(s.value('kafka_network_requestmetrics_remotetimems', { request: 'FetchConsumer', quantile: '0.50' })).to.be.within(400, 1500);
+        expect(s.value('kafka_network_requestmetrics_remotetimems', { request: 'FetchConsumer', quantile: '0.50' })).to.be.within(
+          400,
+          1500,
+        );
         expect(s.value('kafka_network_requestmetrics_localtimems', { request: 'FetchConsumer', quantile: '0.50' })).to.be.below(50);
         expect(s.value('kafka_network_requestmetrics_totaltimems', { request: 'Fetch', quantile: '0.50' })).to.be.at.least(400);
-        expect(s.sum('kafka_server_socket_server_metrics_connections_software', { clientSoftwareName: software! }), 'connections by client software').to.be.at.least(1);
+        expect(
+          s.sum('kafka_server_socket_server_metrics_connections_software', { clientSoftwareName: software! }),
+          'connections by client software',
+        ).to.be.at.least(1);
       } finally {
         await new Promise<void>((resolve) => c.disconnect(() => resolve()));
       }
@@ -464,7 +528,9 @@ describe('admin HTTP listener', function () {
 
     it('left at its default, takes a free port when 9644 is taken (with a warning) or a Kafka listener asked for port 0', async () => {
       const hog = net.createServer();
-      const hogged = await new Promise<boolean>((resolve) => hog.once('error', () => resolve(false)).listen(9644, '127.0.0.1', () => resolve(true)));
+      const hogged = await new Promise<boolean>((resolve) =>
+        hog.once('error', () => resolve(false)).listen(9644, '127.0.0.1', () => resolve(true)),
+      );
       const lines: Record<string, unknown>[] = [];
       const destination = new Writable({
         write(chunk: Buffer, _e, cb) {

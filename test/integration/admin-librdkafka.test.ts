@@ -15,9 +15,14 @@ import { RawClient } from '../helpers/raw-client.js';
 
 type Any = any;
 
-
 /** Kafka error codes as librdkafka reports them (same numbers). */
-const Err = { UNKNOWN_TOPIC_OR_PARTITION: 3, OFFSET_OUT_OF_RANGE: 1, INVALID_PARTITIONS: 37, INVALID_REPLICATION_FACTOR: 38, INVALID_CONFIG: 40 } as const;
+const Err = {
+  UNKNOWN_TOPIC_OR_PARTITION: 3,
+  OFFSET_OUT_OF_RANGE: 1,
+  INVALID_PARTITIONS: 37,
+  INVALID_REPLICATION_FACTOR: 38,
+  INVALID_CONFIG: 40,
+} as const;
 
 /** Broker logs stay quiet unless TEST_LOG names a level. */
 const testLogger = () => (process.env['TEST_LOG'] !== undefined ? createLogger({ level: process.env['TEST_LOG'] }) : silentLogger());
@@ -37,7 +42,7 @@ describe('admin APIs through librdkafka (integration)', function () {
     kafka = new ck.KafkaJS.Kafka({ kafkaJS: { brokers: [broker.bootstrapServers], logLevel: ck.KafkaJS.logLevel.NOTHING } });
     admin = kafka.admin();
     await admin.connect();
-    native = ck.AdminClient.create({ 'bootstrap.servers': broker.bootstrapServers, 'log_level': 0 });
+    native = ck.AdminClient.create({ 'bootstrap.servers': broker.bootstrapServers, log_level: 0 });
   });
 
   after(async function () {
@@ -95,7 +100,9 @@ describe('admin APIs through librdkafka (integration)', function () {
 
   it('creates topics with configs and describes them', async function () {
     const created = await admin.createTopics({
-      topics: [{ topic: 'rd-created', numPartitions: 3, replicationFactor: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }],
+      topics: [
+        { topic: 'rd-created', numPartitions: 3, replicationFactor: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+      ],
     });
     expect(created).to.equal(true);
     const [md] = await admin.fetchTopicMetadata({ topics: ['rd-created'] });
@@ -114,7 +121,12 @@ describe('admin APIs through librdkafka (integration)', function () {
   });
 
   it('lists every topic through the all-topics Metadata request (listTopics, fetchTopicMetadata without topics)', async function () {
-    await admin.createTopics({ topics: [{ topic: 'rd-list-a', numPartitions: 2 }, { topic: 'rd-list-b', numPartitions: 1 }] });
+    await admin.createTopics({
+      topics: [
+        { topic: 'rd-list-a', numPartitions: 2 },
+        { topic: 'rd-list-b', numPartitions: 1 },
+      ],
+    });
     const names: string[] = await admin.listTopics();
     expect(names).to.include.members(['rd-list-a', 'rd-list-b']);
     // listTopics leaves internal topics out, as Kafka's admin does
@@ -132,9 +144,13 @@ describe('admin APIs through librdkafka (integration)', function () {
   it('reports broker-side creation errors per topic', async function () {
     let e = await failure(() => admin.createTopics({ topics: [{ topic: 'rd-rf3', numPartitions: 1, replicationFactor: 3 }] }));
     expect(e.errors?.[0]?.code).to.equal(Err.INVALID_REPLICATION_FACTOR);
-    e = await failure(() => admin.createTopics({ topics: [{ topic: 'rd-badcfg', configEntries: [{ name: 'retention.ms', value: 'never' }] }] }));
+    e = await failure(() =>
+      admin.createTopics({ topics: [{ topic: 'rd-badcfg', configEntries: [{ name: 'retention.ms', value: 'never' }] }] }),
+    );
     expect(e.errors?.[0]?.code).to.equal(Err.INVALID_CONFIG);
-    e = await failure(() => admin.createTopics({ topics: [{ topic: 'rd-badkey', configEntries: [{ name: 'no.such.config', value: '1' }] }] }));
+    e = await failure(() =>
+      admin.createTopics({ topics: [{ topic: 'rd-badkey', configEntries: [{ name: 'no.such.config', value: '1' }] }] }),
+    );
     expect(e.errors?.[0]?.code).to.equal(Err.INVALID_CONFIG);
     for (const t of ['rd-rf3', 'rd-badcfg', 'rd-badkey']) expect(await exists(t), t).to.equal(false);
   });

@@ -99,7 +99,9 @@ describe('admin APIs (integration)', function () {
   });
 
   /** Runs `fn`, expecting it to fail; returns the error. */
-  async function failure(fn: () => Promise<unknown>): Promise<{ type?: string; errors?: { type?: string }[]; partitions?: { error: { type?: string } }[] }> {
+  async function failure(
+    fn: () => Promise<unknown>,
+  ): Promise<{ type?: string; errors?: { type?: string }[]; partitions?: { error: { type?: string } }[] }> {
     try {
       await fn();
     } catch (e) {
@@ -122,18 +124,26 @@ describe('admin APIs (integration)', function () {
       expect(e.errors?.[0]?.type).to.equal('INVALID_PARTITIONS');
       e = await failure(() => admin.createTopics({ topics: [{ topic: 'kj-rf3', numPartitions: 1, replicationFactor: 3 }] }));
       expect(e.errors?.[0]?.type).to.equal('INVALID_REPLICATION_FACTOR');
-      e = await failure(() => admin.createTopics({ topics: [{ topic: 'kj-badcfg', configEntries: [{ name: 'retention.ms', value: 'soon' }] }] }));
+      e = await failure(() =>
+        admin.createTopics({ topics: [{ topic: 'kj-badcfg', configEntries: [{ name: 'retention.ms', value: 'soon' }] }] }),
+      );
       expect(e.errors?.[0]?.type).to.equal('INVALID_CONFIG');
-      e = await failure(() => admin.createTopics({ topics: [{ topic: 'kj-unknowncfg', configEntries: [{ name: 'no.such.key', value: '1' }] }] }));
+      e = await failure(() =>
+        admin.createTopics({ topics: [{ topic: 'kj-unknowncfg', configEntries: [{ name: 'no.such.key', value: '1' }] }] }),
+      );
       expect(e.errors?.[0]?.type).to.equal('INVALID_CONFIG');
       const topics = await admin.listTopics();
       for (const t of ['kj-zero', 'kj-rf3', 'kj-badcfg', 'kj-unknowncfg']) expect(topics).to.not.include(t);
     });
 
     it('validateOnly creates nothing', async function () {
-      expect(await admin.createTopics({ validateOnly: true, waitForLeaders: false, topics: [{ topic: 'kj-validate', numPartitions: 2 }] })).to.equal(true);
+      expect(
+        await admin.createTopics({ validateOnly: true, waitForLeaders: false, topics: [{ topic: 'kj-validate', numPartitions: 2 }] }),
+      ).to.equal(true);
       expect(await admin.listTopics()).to.not.include('kj-validate');
-      const e = await failure(() => admin.createTopics({ validateOnly: true, waitForLeaders: false, topics: [{ topic: 'kj-validate', numPartitions: 0 }] }));
+      const e = await failure(() =>
+        admin.createTopics({ validateOnly: true, waitForLeaders: false, topics: [{ topic: 'kj-validate', numPartitions: 0 }] }),
+      );
       expect(e.errors?.[0]?.type).to.equal('INVALID_PARTITIONS');
     });
 
@@ -145,7 +155,10 @@ describe('admin APIs (integration)', function () {
       const impatient = kafka.admin({ retry: { retries: 0 } });
       await impatient.connect();
       try {
-        const e = (await failure(() => impatient.deleteTopics({ topics: ['kj-never-existed'] }))) as { type?: string; cause?: { type?: string } };
+        const e = (await failure(() => impatient.deleteTopics({ topics: ['kj-never-existed'] }))) as {
+          type?: string;
+          cause?: { type?: string };
+        };
         expect(e.cause?.type ?? e.type).to.equal('UNKNOWN_TOPIC_OR_PARTITION');
       } finally {
         await impatient.disconnect();
@@ -197,24 +210,48 @@ describe('admin APIs (integration)', function () {
     });
 
     it('reports an unknown topic in describeConfigs', async function () {
-      const e = await failure(() => admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-nope' }] }));
+      const e = await failure(() =>
+        admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-nope' }] }),
+      );
       expect(e.type).to.equal('UNKNOWN_TOPIC_OR_PARTITION');
     });
 
     it('alterConfigs replaces the overrides, and describe shows the new values', async function () {
       await admin.createTopics({ topics: [{ topic: 'kj-altered', configEntries: [{ name: 'retention.ms', value: '1000' }] }] });
-      await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }] });
-      const { resources } = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configNames: ['cleanup.policy', 'retention.ms'] }] });
+      await admin.alterConfigs({
+        validateOnly: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }],
+      });
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configNames: ['cleanup.policy', 'retention.ms'] }],
+      });
       const byName = new Map(resources[0]?.configEntries.map((c) => [c.configName, c]));
       expect(byName.get('cleanup.policy')).to.include({ configValue: 'compact', configSource: 1 });
       // retention.ms was not named, so it went back to the broker default (7 days).
       expect(byName.get('retention.ms')).to.include({ configValue: '604800000', configSource: 5 });
-      await admin.alterConfigs({ validateOnly: true, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }] });
-      const again = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configNames: ['cleanup.policy'] }] });
+      await admin.alterConfigs({
+        validateOnly: true,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }],
+      });
+      const again = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configNames: ['cleanup.policy'] }],
+      });
       expect(again.resources[0]?.configEntries[0]?.configValue).to.equal('compact');
-      const bad = await failure(() => admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configEntries: [{ name: 'segment.bytes', value: 'big' }] }] }));
+      const bad = await failure(() =>
+        admin.alterConfigs({
+          validateOnly: false,
+          resources: [{ type: ConfigResourceTypes.TOPIC, name: 'kj-altered', configEntries: [{ name: 'segment.bytes', value: 'big' }] }],
+        }),
+      );
       expect(bad.type).to.equal('INVALID_CONFIG');
-      const brokerAlter = await failure(() => admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.BROKER, name: '0', configEntries: [{ name: 'num.partitions', value: '3' }] }] }));
+      const brokerAlter = await failure(() =>
+        admin.alterConfigs({
+          validateOnly: false,
+          resources: [{ type: ConfigResourceTypes.BROKER, name: '0', configEntries: [{ name: 'num.partitions', value: '3' }] }],
+        }),
+      );
       expect(brokerAlter.type).to.equal('INVALID_REQUEST');
     });
 
@@ -238,7 +275,9 @@ describe('admin APIs (integration)', function () {
             minBytes: 0,
             maxBytes: 1 << 20,
             isolationLevel: 0,
-            topics: [{ topic: 'kj-records', partitions: [{ partition: 0, fetchOffset: offset, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }] }],
+            topics: [
+              { topic: 'kj-records', partitions: [{ partition: 0, fetchOffset: offset, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }] },
+            ],
           });
         const ok = (await fetchAt(4n)).responses[0]?.partitions[0];
         expect(ok?.errorCode).to.equal(ErrorCode.NONE);
@@ -254,7 +293,9 @@ describe('admin APIs (integration)', function () {
       await admin.deleteTopicRecords({ topic: 'kj-records', partitions: [{ partition: 0, offset: '-1' }] });
       expect((await admin.fetchTopicOffsets('kj-records'))[0]?.low).to.equal('10');
       // kafkajs wraps the per-partition error (non-retriable) in its retrier's error.
-      const e = (await failure(() => admin.deleteTopicRecords({ topic: 'kj-records', partitions: [{ partition: 0, offset: '50' }] }))) as { cause?: { partitions?: { error: { type?: string } }[] } };
+      const e = (await failure(() => admin.deleteTopicRecords({ topic: 'kj-records', partitions: [{ partition: 0, offset: '50' }] }))) as {
+        cause?: { partitions?: { error: { type?: string } }[] };
+      };
       expect(e.cause?.partitions?.[0]?.error.type).to.equal('OFFSET_OUT_OF_RANGE');
     });
   });
@@ -273,16 +314,35 @@ describe('admin APIs (integration)', function () {
         timeoutMs: 5000,
         validateOnly: false,
         topics: [
-          { name: 'raw-v7', numPartitions: 2, replicationFactor: -1, assignments: [], configs: [{ name: 'cleanup.policy', value: 'compact' }] },
+          {
+            name: 'raw-v7',
+            numPartitions: 2,
+            replicationFactor: -1,
+            assignments: [],
+            configs: [{ name: 'cleanup.policy', value: 'compact' }],
+          },
           { name: 'raw-dup', numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] },
           { name: 'raw-dup', numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] },
-          { name: 'raw-nullcfg', numPartitions: 1, replicationFactor: 1, assignments: [], configs: [{ name: 'retention.ms', value: null }] },
+          {
+            name: 'raw-nullcfg',
+            numPartitions: 1,
+            replicationFactor: 1,
+            assignments: [],
+            configs: [{ name: 'retention.ms', value: null }],
+          },
         ],
       });
       const [created, nullCfg, dup] = res.topics;
       expect(created).to.include({ name: 'raw-v7', errorCode: 0, numPartitions: 2, replicationFactor: 1 });
-      expect(created?.topicId).to.match(/^[0-9a-f]{32}$/).and.not.equal(ZERO_UUID);
-      expect(created?.configs?.find((c) => c.name === 'cleanup.policy')).to.include({ value: 'compact', configSource: 1, readOnly: false, isSensitive: false });
+      expect(created?.topicId)
+        .to.match(/^[0-9a-f]{32}$/)
+        .and.not.equal(ZERO_UUID);
+      expect(created?.configs?.find((c) => c.name === 'cleanup.policy')).to.include({
+        value: 'compact',
+        configSource: 1,
+        readOnly: false,
+        isSensitive: false,
+      });
       expect(created?.configs?.find((c) => c.name === 'segment.bytes')).to.include({ value: '1048576', configSource: 4 });
       expect(nullCfg).to.include({ name: 'raw-nullcfg', errorCode: ErrorCode.INVALID_CONFIG });
       expect(dup).to.include({ name: 'raw-dup', errorCode: ErrorCode.INVALID_REQUEST, errorMessage: 'Duplicate topic name.' });
@@ -301,7 +361,13 @@ describe('admin APIs (integration)', function () {
       });
       const id = created.topics[0]?.topicId ?? '';
       const missing = 'f'.repeat(32);
-      const res = await raw.send<DeleteTopicsResponse>(ApiKey.DeleteTopics, 6, { timeoutMs: 5000, topics: [{ name: null, topicId: id }, { name: null, topicId: missing }] });
+      const res = await raw.send<DeleteTopicsResponse>(ApiKey.DeleteTopics, 6, {
+        timeoutMs: 5000,
+        topics: [
+          { name: null, topicId: id },
+          { name: null, topicId: missing },
+        ],
+      });
       expect(res.responses[0]).to.include({ name: 'raw-by-id', topicId: id, errorCode: 0 });
       expect(res.responses[1]).to.include({ name: null, topicId: missing, errorCode: ErrorCode.UNKNOWN_TOPIC_ID });
       const byName = await raw.send<DeleteTopicsResponse>(ApiKey.DeleteTopics, 5, { timeoutMs: 5000, topicNames: ['raw-by-id'] });
@@ -337,21 +403,46 @@ describe('admin APIs (integration)', function () {
 
     it('IncrementalAlterConfigs v1: SET, DELETE, APPEND and SUBTRACT', async function () {
       const alter = (configs: { name: string; configOperation: number; value: string | null }[], validateOnly = false) =>
-        raw.send<IncrementalAlterConfigsResponse>(ApiKey.IncrementalAlterConfigs, 1, { validateOnly, resources: [{ resourceType: 2, resourceName: 'raw-v7', configs }] });
+        raw.send<IncrementalAlterConfigsResponse>(ApiKey.IncrementalAlterConfigs, 1, {
+          validateOnly,
+          resources: [{ resourceType: 2, resourceName: 'raw-v7', configs }],
+        });
       const describe = async () => {
         const r = await raw.send<DescribeConfigsResponse>(ApiKey.DescribeConfigs, 1, {
           includeSynonyms: false,
-          resources: [{ resourceType: 2, resourceName: 'raw-v7', configurationKeys: ['cleanup.policy', 'retention.ms', 'max.message.bytes'] }],
+          resources: [
+            { resourceType: 2, resourceName: 'raw-v7', configurationKeys: ['cleanup.policy', 'retention.ms', 'max.message.bytes'] },
+          ],
         });
         return Object.fromEntries(r.results[0]?.configs.map((c) => [c.name, `${c.value}@${c.configSource}`]) ?? []);
       };
-      expect((await alter([{ name: 'cleanup.policy', configOperation: 2, value: 'delete' }, { name: 'retention.ms', configOperation: 0, value: '5000' }])).responses[0]?.errorCode).to.equal(0);
+      expect(
+        (
+          await alter([
+            { name: 'cleanup.policy', configOperation: 2, value: 'delete' },
+            { name: 'retention.ms', configOperation: 0, value: '5000' },
+          ])
+        ).responses[0]?.errorCode,
+      ).to.equal(0);
       expect(await describe()).to.deep.include({ 'cleanup.policy': 'compact,delete@1', 'retention.ms': '5000@1' });
-      expect((await alter([{ name: 'cleanup.policy', configOperation: 3, value: 'compact' }, { name: 'retention.ms', configOperation: 1, value: null }])).responses[0]?.errorCode).to.equal(0);
+      expect(
+        (
+          await alter([
+            { name: 'cleanup.policy', configOperation: 3, value: 'compact' },
+            { name: 'retention.ms', configOperation: 1, value: null },
+          ])
+        ).responses[0]?.errorCode,
+      ).to.equal(0);
       expect(await describe()).to.deep.include({ 'cleanup.policy': 'delete@1', 'retention.ms': '604800000@5' });
       const notList = await alter([{ name: 'max.message.bytes', configOperation: 2, value: '5' }]);
-      expect(notList.responses[0]).to.include({ errorCode: ErrorCode.INVALID_CONFIG, errorMessage: "Can't APPEND to key max.message.bytes because its type is not LIST." });
-      const dupKeys = await alter([{ name: 'retention.ms', configOperation: 0, value: '1' }, { name: 'retention.ms', configOperation: 1, value: null }]);
+      expect(notList.responses[0]).to.include({
+        errorCode: ErrorCode.INVALID_CONFIG,
+        errorMessage: "Can't APPEND to key max.message.bytes because its type is not LIST.",
+      });
+      const dupKeys = await alter([
+        { name: 'retention.ms', configOperation: 0, value: '1' },
+        { name: 'retention.ms', configOperation: 1, value: null },
+      ]);
       expect(dupKeys.responses[0]?.errorCode).to.equal(ErrorCode.INVALID_REQUEST);
       expect((await alter([{ name: 'retention.ms', configOperation: 0, value: '7' }], true)).responses[0]?.errorCode).to.equal(0);
       expect((await describe())['retention.ms']).to.equal('604800000@5');
@@ -374,12 +465,18 @@ describe('admin APIs (integration)', function () {
     });
 
     it('DescribeCluster v1 lists this broker as the cluster', async function () {
-      const res = await raw.send<DescribeClusterResponse>(ApiKey.DescribeCluster, 1, { includeClusterAuthorizedOperations: true, endpointType: 1 });
+      const res = await raw.send<DescribeClusterResponse>(ApiKey.DescribeCluster, 1, {
+        includeClusterAuthorizedOperations: true,
+        endpointType: 1,
+      });
       expect(res).to.include({ errorCode: 0, controllerId: 0, endpointType: 1 });
       expect(res.clusterId).to.be.a('string').with.length.greaterThan(0);
       expect(res.brokers).to.deep.equal([{ brokerId: 0, host: '127.0.0.1', port: broker.port, rack: null }]);
       expect(res.clusterAuthorizedOperations).to.be.greaterThan(0);
-      const controller = await raw.send<DescribeClusterResponse>(ApiKey.DescribeCluster, 1, { includeClusterAuthorizedOperations: false, endpointType: 2 });
+      const controller = await raw.send<DescribeClusterResponse>(ApiKey.DescribeCluster, 1, {
+        includeClusterAuthorizedOperations: false,
+        endpointType: 2,
+      });
       expect(controller.errorCode).to.equal(ErrorCode.UNSUPPORTED_ENDPOINT_TYPE);
     });
   });

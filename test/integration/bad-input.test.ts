@@ -43,7 +43,11 @@ function randomBytes(seed: number, n: number): Buffer {
 
 function records(n: number, tag: string, valueSize = 20): { key: Buffer; value: Buffer; timestamp: bigint }[] {
   const now = BigInt(Date.now());
-  return Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`${tag}-${i}`), value: Buffer.alloc(valueSize, 97 + (i % 26)), timestamp: now }));
+  return Array.from({ length: n }, (_, i) => ({
+    key: Buffer.from(`${tag}-${i}`),
+    value: Buffer.alloc(valueSize, 97 + (i % 26)),
+    timestamp: now,
+  }));
 }
 
 describe('bad input on the Kafka port (child broker, kafkajs producing alongside)', function () {
@@ -168,7 +172,10 @@ describe('bad input on the Kafka port (child broker, kafkajs producing alongside
 
   it('a TLS ClientHello: closed', async () => {
     // TLS record header (handshake, TLS 1.0 record version, length 0x00c4) + ClientHello start
-    const hello = Buffer.concat([Buffer.from([0x16, 0x03, 0x01, 0x00, 0xc4, 0x01, 0x00, 0x00, 0xc0, 0x03, 0x03]), randomBytes(99, 32 + 150)]);
+    const hello = Buffer.concat([
+      Buffer.from([0x16, 0x03, 0x01, 0x00, 0xc4, 0x01, 0x00, 0x00, 0xc0, 0x03, 0x03]),
+      randomBytes(99, 32 + 150),
+    ]);
     await badCase(() => expectClosed(hello, 'TLS ClientHello'));
   });
 
@@ -229,7 +236,8 @@ describe('bad input on the Kafka port (child broker, kafkajs producing alongside
     await badCase(async () => {
       // exactly at the limit: a Metadata v1 request (no topics) padded with trailing bytes, which are
       // tolerated as Kafka does; header = 2+2+4 + 2+"raw-client"(10) = 20 bytes
-      const metadataFrame = (cid: number, size: number) => rawRequestFrame(3, 1, cid, Buffer.concat([Buffer.from([0, 0, 0, 0]), Buffer.alloc(size - 20 - 4, 0)]));
+      const metadataFrame = (cid: number, size: number) =>
+        rawRequestFrame(3, 1, cid, Buffer.concat([Buffer.from([0, 0, 0, 0]), Buffer.alloc(size - 20 - 4, 0)]));
       const frame = metadataFrame(12, MAX_REQUEST);
       expect(frame.readInt32BE(0)).to.equal(MAX_REQUEST);
       const c = await RawClient.connect(b.bootstrap);
@@ -249,7 +257,12 @@ describe('bad input on the Kafka port (child broker, kafkajs producing alongside
       const c = await RawClient.connect(b.bootstrap);
       const before = await rawListOffset(c, 'bad-input-data', 1);
       const batch = buildRecordBatch(records(5, 'acks0'));
-      const produce = { transactionalId: null, acks: 0, timeoutMs: 5000, topicData: [{ name: 'bad-input-data', partitionData: [{ index: 1, records: batch }] }] };
+      const produce = {
+        transactionalId: null,
+        acks: 0,
+        timeoutMs: 5000,
+        topicData: [{ name: 'bad-input-data', partitionData: [{ index: 1, records: batch }] }],
+      };
       const cid0 = await c.send(0, 8, produce);
       const cid1 = await c.send(18, 3, { clientSoftwareName: 'raw', clientSoftwareVersion: '1' });
       const rs = await c.waitResponses(2, 5000); // ListOffsets + ApiVersions

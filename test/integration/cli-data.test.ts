@@ -54,7 +54,9 @@ describe('cli: data round trips against a real broker', function () {
   it('produce and consume round-trip all 256 byte values in keys, values and headers (base64, escape, hex, raw)', async () => {
     await cliOk(['topic', 'create', 'bin', ...B()]);
     const b64 = ALL.toString('base64');
-    await cliOk(['produce', 'bin', '--input', 'json', '-E', 'base64', ...B()], { input: `${JSON.stringify({ key: b64, value: b64, headers: [{ key: 'bin', value: b64 }] })}\n` });
+    await cliOk(['produce', 'bin', '--input', 'json', '-E', 'base64', ...B()], {
+      input: `${JSON.stringify({ key: b64, value: b64, headers: [{ key: 'bin', value: b64 }] })}\n`,
+    });
     const esc = escapeBytes(ALL);
     await cliOk(['produce', 'bin', '-E', 'escape', '-K', '\t', '-H', `bin=${esc}`, ...B()], { input: `${esc}\t${esc}\n` });
     // utf8 takes the line's bytes as they are: every byte but the newline that ends the line
@@ -75,7 +77,10 @@ describe('cli: data round trips against a real broker', function () {
 
     // and back through the CLI in each encoding
     const json = await cliOk(['consume', 'bin', '-e', '-E', 'base64', ...B()]);
-    const lines = json.out.trim().split('\n').map((l) => JSON.parse(l) as { key: string | null; value: string; headers: { key: string; value: string }[] });
+    const lines = json.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { key: string | null; value: string; headers: { key: string; value: string }[] });
     for (const l of lines.slice(0, 2)) {
       expect(Buffer.from(l.key ?? '', 'base64').equals(ALL)).to.equal(true);
       expect(Buffer.from(l.value, 'base64').equals(ALL)).to.equal(true);
@@ -91,7 +96,9 @@ describe('cli: data round trips against a real broker', function () {
     await cliOk(['topic', 'create', 'bin-copy', ...B()]);
     await cliOk(['produce', 'bin-copy', '--input', 'json', '-E', 'base64', ...B()], { input: json.out });
     const copy = await fetchRecords(b.bootstrap, 'bin-copy');
-    expect(copy.map((r) => [r.key?.toString('hex'), r.value?.toString('hex'), r.timestamp])).to.deep.equal(stored.map((r) => [r.key?.toString('hex'), r.value?.toString('hex'), r.timestamp]));
+    expect(copy.map((r) => [r.key?.toString('hex'), r.value?.toString('hex'), r.timestamp])).to.deep.equal(
+      stored.map((r) => [r.key?.toString('hex'), r.value?.toString('hex'), r.timestamp]),
+    );
   });
 
   it('every codec is written as asked (dump-log of the broker segment) and read back', async () => {
@@ -125,17 +132,29 @@ describe('cli: data round trips against a real broker', function () {
     expect(seen).to.deep.equal(['r0', 'r1', 'r2', 'r3', 'r4']);
 
     const live = await cliOk(['group', 'describe', 'seek-g', '--format', 'json', ...B()]);
-    const d = (JSON.parse(live.out) as { state: string; members: { clientId: string }[]; partitions: { memberId: string | null; clientId: string | null }[] }[])[0];
+    const d = (
+      JSON.parse(live.out) as {
+        state: string;
+        members: { clientId: string }[];
+        partitions: { memberId: string | null; clientId: string | null }[];
+      }[]
+    )[0];
     expect(d?.state).to.equal('Stable');
     expect(d?.members.map((m) => m.clientId)).to.deep.equal(['kjs-seek']);
     expect(d?.partitions[0]?.clientId).to.equal('kjs-seek');
     const refused = await runCli(['group', 'seek', 'seek-g', '--to', 'start', '--execute', ...B()]);
     expect(refused.code).to.equal(1);
-    expect(refused.err).to.match(/^gregor: group 'seek-g' is Stable with 1 member\(s\) \(coordinator broker 0 \(127\.0\.0\.1:\d+\)\): offsets can only be moved while the group is inactive; stop its consumers first \[GREGOR_ERR_CLI_GROUP_NOT_EMPTY\]\n$/);
+    expect(refused.err).to.match(
+      /^gregor: group 'seek-g' is Stable with 1 member\(s\) \(coordinator broker 0 \(127\.0\.0\.1:\d+\)\): offsets can only be moved while the group is inactive; stop its consumers first \[GREGOR_ERR_CLI_GROUP_NOT_EMPTY\]\n$/,
+    );
 
     await c1.disconnect();
     const plan = await cliOk(['group', 'seek', 'seek-g', '--to', '2', '--format', 'json', ...B()]);
-    expect(JSON.parse(plan.out)).to.deep.equal({ group: 'seek-g', executed: false, partitions: [{ topic: 'seek-t', partition: 0, currentOffset: 5, newOffset: 2 }] });
+    expect(JSON.parse(plan.out)).to.deep.equal({
+      group: 'seek-g',
+      executed: false,
+      partitions: [{ topic: 'seek-t', partition: 0, currentOffset: 5, newOffset: 2 }],
+    });
     await cliOk(['group', 'seek', 'seek-g', '--to', '2', '--execute', ...B()]);
 
     const again: { offset: string; value: string }[] = [];
@@ -160,7 +179,10 @@ describe('cli: data round trips against a real broker', function () {
     const port = await freePort();
     const dataDir = tempDir();
     const started = performance.now();
-    const waiting = runCli(['cluster', 'health', '--exit-when-healthy', '--timeout', '60s', '--format', 'json', '-b', `127.0.0.1:${port}`], { timeoutMs: 70_000 });
+    const waiting = runCli(
+      ['cluster', 'health', '--exit-when-healthy', '--timeout', '60s', '--format', 'json', '-b', `127.0.0.1:${port}`],
+      { timeoutMs: 70_000 },
+    );
     await new Promise((r) => setTimeout(r, 1500));
     const broker = await startChildBroker(dataDir, port, { 'admin.listener': 'none' });
     const up = performance.now();

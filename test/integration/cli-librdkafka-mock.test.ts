@@ -69,14 +69,21 @@ describe('cli: against the librdkafka mock cluster', function () {
   });
 
   it('produce, consume (assigned and as a group), offsets', async () => {
-    const input = Array.from({ length: 6 }, (_, i) => JSON.stringify({ key: `k${i}`, value: `v${i}`, partition: i % 3, timestamp: T0 + i, headers: { i: String(i) } })).join('\n');
+    const input = Array.from({ length: 6 }, (_, i) =>
+      JSON.stringify({ key: `k${i}`, value: `v${i}`, partition: i % 3, timestamp: T0 + i, headers: { i: String(i) } }),
+    ).join('\n');
     g('mock-produce.txt', (await cliOk(['produce', 'mock-t', '--input', 'json', ...B()], { input })).out);
     for (const z of ['gzip', 'snappy', 'lz4', 'zstd']) await cliOk(['produce', 'mock-t', '-p', '0', '-z', z, ...B()], { input: `${z}\n` });
     const c = await cliOk(['consume', 'mock-t', '-e', '-f', '%p %o %k %v %h %T\\n', ...B()]);
     const lines = c.out.trim().split('\n').sort();
     expect(lines.slice(0, 2)).to.deep.equal([`0 0 k0 v0 i=0 ${T0}`, `0 1 k3 v3 i=3 ${T0 + 3}`]);
     expect(lines.slice(2, 6).map((l) => l.split(' ')[3])).to.deep.equal(['gzip', 'snappy', 'lz4', 'zstd']);
-    expect(lines.slice(6)).to.deep.equal([`1 0 k1 v1 i=1 ${T0 + 1}`, `1 1 k4 v4 i=4 ${T0 + 4}`, `2 0 k2 v2 i=2 ${T0 + 2}`, `2 1 k5 v5 i=5 ${T0 + 5}`]);
+    expect(lines.slice(6)).to.deep.equal([
+      `1 0 k1 v1 i=1 ${T0 + 1}`,
+      `1 1 k4 v4 i=4 ${T0 + 4}`,
+      `2 0 k2 v2 i=2 ${T0 + 2}`,
+      `2 1 k5 v5 i=5 ${T0 + 5}`,
+    ]);
     g('mock-offsets.txt', (await cliOk(['offsets', 'mock-t', ...B()])).out);
     g('mock-offsets.json', (await cliOk(['offsets', 'mock-t', '--time', 'earliest', '--format', 'json', ...B()])).out);
     const last = await cliOk(['consume', 'mock-t', '-p', '1', '-o', '-1', '-e', '-f', '%v', ...B()]);
@@ -92,7 +99,9 @@ describe('cli: against the librdkafka mock cluster', function () {
 
   it('binary-safe round trip through the mock (all 256 byte values)', async () => {
     const b64 = ALL.toString('base64');
-    await cliOk(['produce', 'mock-bin', '--input', 'json', '-E', 'base64', ...B()], { input: JSON.stringify({ key: b64, value: b64, headers: [{ key: 'b', value: b64 }] }) });
+    await cliOk(['produce', 'mock-bin', '--input', 'json', '-E', 'base64', ...B()], {
+      input: JSON.stringify({ key: b64, value: b64, headers: [{ key: 'b', value: b64 }] }),
+    });
     const out = await cliOk(['consume', 'mock-bin', '-e', '-E', 'hex', '-f', '%k %v %h', ...B()]);
     expect(out.out).to.equal(`${ALL.toString('hex')} ${ALL.toString('hex')} b=${ALL.toString('hex')}`);
   });
@@ -101,7 +110,11 @@ describe('cli: against the librdkafka mock cluster', function () {
     for (const [args, api] of SKIPPED_ON_MOCK) {
       const r = await runCli([...args, ...B()]);
       expect(r.code, args.join(' ')).to.equal(1);
-      expect(r.err, args.join(' ')).to.match(new RegExp(`^gregor: broker 1 \\(127\\.0\\.0\\.1:\\d+\\) does not support ${api} \\(we speak v\\d+-\\d+, the broker does not offer it\\) \\[GREGOR_ERR_CLIENT_UNSUPPORTED_API\\]\\n$`));
+      expect(r.err, args.join(' ')).to.match(
+        new RegExp(
+          `^gregor: broker 1 \\(127\\.0\\.0\\.1:\\d+\\) does not support ${api} \\(we speak v\\d+-\\d+, the broker does not offer it\\) \\[GREGOR_ERR_CLIENT_UNSUPPORTED_API\\]\\n$`,
+        ),
+      );
     }
   });
 });

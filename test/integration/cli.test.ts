@@ -12,7 +12,16 @@ const T0 = 1700000000000;
 
 /** Records with fixed keys, timestamps and headers (for --input json). */
 function fixedRecords(n: number, prefix: string): string {
-  return Array.from({ length: n }, (_, i) => JSON.stringify({ key: `${prefix}-k${i}`, value: `${prefix}-value-${i}`, timestamp: T0 + i * 1000, headers: [{ key: 'n', value: String(i) }] })).join('\n') + '\n';
+  return (
+    Array.from({ length: n }, (_, i) =>
+      JSON.stringify({
+        key: `${prefix}-k${i}`,
+        value: `${prefix}-value-${i}`,
+        timestamp: T0 + i * 1000,
+        headers: [{ key: 'n', value: String(i) }],
+      }),
+    ).join('\n') + '\n'
+  );
 }
 
 /** JSON lines sorted by partition, then offset (partitions may come back in any order). */
@@ -62,7 +71,9 @@ describe('cli: every command against a real broker (goldens)', function () {
     const again = await runCli(['topic', 'create', 'orders', 'fresh', '-p', '3', ...B()]);
     expect(again.code).to.equal(1);
     g('topic-create-exists.txt', again.out);
-    expect(again.err).to.equal(`gregor: CreateTopics on broker 0 (${b.bootstrap}): topic 'orders': TOPIC_ALREADY_EXISTS (36): Topic 'orders' already exists. [GREGOR_ERR_CLIENT_KAFKA]\n`);
+    expect(again.err).to.equal(
+      `gregor: CreateTopics on broker 0 (${b.bootstrap}): topic 'orders': TOPIC_ALREADY_EXISTS (36): Topic 'orders' already exists. [GREGOR_ERR_CLIENT_KAFKA]\n`,
+    );
     const tolerated = await runCli(['topic', 'create', 'orders', '-p', '3', '--if-not-exists', ...B()]);
     expect(tolerated.code).to.equal(0);
     expect(tolerated.out).to.match(/orders +- +- +EXISTS/);
@@ -84,13 +95,30 @@ describe('cli: every command against a real broker (goldens)', function () {
 
   it('produce: stdin lines and JSON records, text and JSON summaries', async () => {
     g('produce.txt', (await cliOk(['produce', 'orders', '--input', 'json', ...B()], { input: fixedRecords(6, 'o') })).out);
-    g('produce.json', (await cliOk(['produce', 'events', '-K', ':', '-H', 'src=cli', '-H', 'kind=line', '--format', 'json', ...B()], { input: 'a:one\nb:two\nc:three\n' })).out);
+    g(
+      'produce.json',
+      (
+        await cliOk(['produce', 'events', '-K', ':', '-H', 'src=cli', '-H', 'kind=line', '--format', 'json', ...B()], {
+          input: 'a:one\nb:two\nc:three\n',
+        })
+      ).out,
+    );
     // a fixed partition, a tombstone, acks 1 and 0, every codec
-    const t = await cliOk(['produce', 'logs', '-p', '0', '-Z', '--acks', '1', '-z', 'zstd', '--format', 'json', ...B()], { input: 'x\n\ny\n' });
-    expect(JSON.parse(t.out)).to.deep.equal({ topic: 'logs', records: 3, partitions: [{ partition: 0, records: 3, firstOffset: 0, lastOffset: 2 }] });
+    const t = await cliOk(['produce', 'logs', '-p', '0', '-Z', '--acks', '1', '-z', 'zstd', '--format', 'json', ...B()], {
+      input: 'x\n\ny\n',
+    });
+    expect(JSON.parse(t.out)).to.deep.equal({
+      topic: 'logs',
+      records: 3,
+      partitions: [{ partition: 0, records: 3, firstOffset: 0, lastOffset: 2 }],
+    });
     for (const z of ['gzip', 'snappy', 'lz4']) await cliOk(['produce', 'logs', '-z', z, ...B()], { input: `${z}\n` });
     const zero = await cliOk(['produce', 'logs', '--acks', '0', '--format', 'json', ...B()], { input: 'fire-and-forget\n' });
-    expect(JSON.parse(zero.out)).to.deep.equal({ topic: 'logs', records: 1, partitions: [{ partition: 0, records: 1, firstOffset: null, lastOffset: null }] });
+    expect(JSON.parse(zero.out)).to.deep.equal({
+      topic: 'logs',
+      records: 1,
+      partitions: [{ partition: 0, records: 1, firstOffset: null, lastOffset: null }],
+    });
   });
 
   it('consume: JSON lines by default, kcat format strings, -o start/-N/@time/offset, -c, -p, -e', async () => {
@@ -129,8 +157,27 @@ describe('cli: every command against a real broker (goldens)', function () {
   });
 
   it('topic alter-config and add-partitions', async () => {
-    g('topic-alter-config.txt', (await cliOk(['topic', 'alter-config', 'orders', '--set', 'retention.ms=3600000', '--set', 'cleanup.policy=compact', '--delete', 'segment.ms', ...B()])).out);
-    g('topic-alter-config.json', (await cliOk(['topic', 'alter-config', 'events', '--append', 'cleanup.policy=compact', '--format', 'json', ...B()])).out);
+    g(
+      'topic-alter-config.txt',
+      (
+        await cliOk([
+          'topic',
+          'alter-config',
+          'orders',
+          '--set',
+          'retention.ms=3600000',
+          '--set',
+          'cleanup.policy=compact',
+          '--delete',
+          'segment.ms',
+          ...B(),
+        ])
+      ).out,
+    );
+    g(
+      'topic-alter-config.json',
+      (await cliOk(['topic', 'alter-config', 'events', '--append', 'cleanup.policy=compact', '--format', 'json', ...B()])).out,
+    );
     const d = await cliOk(['topic', 'describe', 'orders', '--format', 'json', ...B()]);
     const configs = (JSON.parse(d.out) as { configs: { name: string; value: string }[] }[])[0]?.configs ?? [];
     expect(configs.filter((c) => ['retention.ms', 'cleanup.policy'].includes(c.name)).map((c) => [c.name, c.value])).to.deep.equal([
@@ -139,7 +186,9 @@ describe('cli: every command against a real broker (goldens)', function () {
     ]);
     const bad = await runCli(['topic', 'alter-config', 'orders', '--set', 'no.such.config=1', ...B()]);
     expect(bad.code).to.equal(1);
-    expect(bad.err).to.match(new RegExp(`IncrementalAlterConfigs on broker 0 \\(${b.bootstrap}\\): topic 'orders': INVALID_CONFIG \\(40\\)`));
+    expect(bad.err).to.match(
+      new RegExp(`IncrementalAlterConfigs on broker 0 \\(${b.bootstrap}\\): topic 'orders': INVALID_CONFIG \\(40\\)`),
+    );
     g('topic-add-partitions.txt', (await cliOk(['topic', 'add-partitions', 'events', '--num', '2', ...B()])).out);
     g('topic-add-partitions.json', (await cliOk(['topic', 'add-partitions', 'logs', '--total', '3', '--format', 'json', ...B()])).out);
     const shrink = await runCli(['topic', 'add-partitions', 'logs', '--total', '2', ...B()]);
@@ -157,7 +206,10 @@ describe('cli: every command against a real broker (goldens)', function () {
     g('group-describe.txt', (await cliOk(['group', 'describe', 'cli-group', ...B()])).out);
     g('group-describe.json', (await cliOk(['group', 'describe', 'other-group', '--format', 'json', ...B()])).out);
     g('group-seek.txt', (await cliOk(['group', 'seek', 'cli-group', '--to', 'start', ...B()])).out);
-    g('group-seek.json', (await cliOk(['group', 'seek', 'cli-group', '--to', '1', '--topic', 'orders:0,2', '--execute', '--format', 'json', ...B()])).out);
+    g(
+      'group-seek.json',
+      (await cliOk(['group', 'seek', 'cli-group', '--to', '1', '--topic', 'orders:0,2', '--execute', '--format', 'json', ...B()])).out,
+    );
     const after = await cliOk(['group', 'describe', 'cli-group', '--format', 'json', ...B()]);
     const rows = (JSON.parse(after.out) as { partitions: { partition: number; committedOffset: number | null }[] }[])[0]?.partitions ?? [];
     expect(rows.filter((r) => r.partition !== 1).map((r) => r.committedOffset)).to.deep.equal([1, 0]); // partition 2 is empty: clamped to its end
@@ -168,7 +220,9 @@ describe('cli: every command against a real broker (goldens)', function () {
     g('group-delete.json', (await cliOk(['group', 'delete', 'other-group', '--format', 'json', ...B()])).out);
     const gone = await runCli(['group', 'delete', 'cli-group', ...B()]);
     expect(gone.code).to.equal(1);
-    expect(gone.err).to.equal(`gregor: DeleteGroups on broker 0 (${b.bootstrap}): group 'cli-group': GROUP_ID_NOT_FOUND (69) [GREGOR_ERR_CLIENT_KAFKA]\n`);
+    expect(gone.err).to.equal(
+      `gregor: DeleteGroups on broker 0 (${b.bootstrap}): group 'cli-group': GROUP_ID_NOT_FOUND (69) [GREGOR_ERR_CLIENT_KAFKA]\n`,
+    );
     const missing = await runCli(['group', 'describe', 'no-such-group', ...B()]);
     expect(missing.code).to.equal(1);
     expect(missing.err).to.contain("group 'no-such-group': GROUP_ID_NOT_FOUND (69)");
@@ -180,7 +234,8 @@ describe('cli: every command against a real broker (goldens)', function () {
     g('cluster-health.txt', (await cliOk(['cluster', 'health', ...B()])).out);
     g('cluster-health.json', (await cliOk(['cluster', 'health', '--format', 'json', ...B()])).out);
     const apis = await cliOk(['cluster', 'info', '--api-versions', '--format', 'json', ...B()]);
-    const list = (JSON.parse(apis.out) as { apiVersions: { apis: { name: string; usedVersion: number | null }[] }[] }).apiVersions[0]?.apis ?? [];
+    const list =
+      (JSON.parse(apis.out) as { apiVersions: { apis: { name: string; usedVersion: number | null }[] }[] }).apiVersions[0]?.apis ?? [];
     expect(list.find((a) => a.name === 'Fetch')?.usedVersion).to.equal(17);
   });
 
@@ -189,7 +244,12 @@ describe('cli: every command against a real broker (goldens)', function () {
     g('topic-delete.json', (await cliOk(['topic', 'delete', 'events', '--format', 'json', ...B()])).out);
     const again = await runCli(['topic', 'delete', 'events', ...B()]);
     expect(again.code).to.equal(1);
-    expect(again.err).to.equal(`gregor: DeleteTopics on broker 0 (${b.bootstrap}): topic 'events': UNKNOWN_TOPIC_OR_PARTITION (3): This server does not host this topic-partition. [GREGOR_ERR_CLIENT_KAFKA]\n`.replace(': This server does not host this topic-partition.', again.err.includes('does not host') ? ': This server does not host this topic-partition.' : ''));
+    expect(again.err).to.equal(
+      `gregor: DeleteTopics on broker 0 (${b.bootstrap}): topic 'events': UNKNOWN_TOPIC_OR_PARTITION (3): This server does not host this topic-partition. [GREGOR_ERR_CLIENT_KAFKA]\n`.replace(
+        ': This server does not host this topic-partition.',
+        again.err.includes('does not host') ? ': This server does not host this topic-partition.' : '',
+      ),
+    );
     expect((await runCli(['topic', 'delete', 'events', '--if-exists', ...B()])).code).to.equal(0);
     const consume = await runCli(['consume', 'events', '-e', ...B()]);
     expect(consume.code).to.equal(1);

@@ -28,7 +28,12 @@ const TOPIC_TYPES = ['producer', 'uncompressed', 'gzip', 'snappy', 'lz4', 'zstd'
 type TopicType = (typeof TOPIC_TYPES)[number];
 const CODEC_ID: Record<Codec, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 type Client = 'kafkajs' | 'librdkafka' | 'kcat' | 'kafka-python';
-const CLIENT_CODECS: Record<Client, readonly Codec[]> = { kafkajs: ['none', 'gzip'], librdkafka: CODECS, kcat: CODECS, 'kafka-python': CODECS };
+const CLIENT_CODECS: Record<Client, readonly Codec[]> = {
+  kafkajs: ['none', 'gzip'],
+  librdkafka: CODECS,
+  kcat: CODECS,
+  'kafka-python': CODECS,
+};
 
 interface Rec {
   key: string;
@@ -48,7 +53,13 @@ function makeRecs(topic: string, client: Client, base: number): Rec[] {
   return Array.from({ length: N }, (_, i) => ({
     key: `key-${i}`,
     value: `${topic} value ${i} ünïcødé ${'x'.repeat(i % 60)}`,
-    headers: client === 'kcat' ? [['src', 'kcat']] : [['n', String(i)], ['client', client]],
+    headers:
+      client === 'kcat'
+        ? [['src', 'kcat']]
+        : [
+            ['n', String(i)],
+            ['client', client],
+          ],
     timestamp: client === 'kcat' ? null : base + i,
   }));
 }
@@ -67,7 +78,13 @@ async function produceKafkajs(bootstrap: string, c: Combo): Promise<void> {
       await producer.send({
         topic: c.topic,
         compression: c.codec === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None,
-        messages: c.recs.slice(i, i + 50).map((r) => ({ key: r.key, value: r.value, headers: Object.fromEntries(r.headers), timestamp: String(r.timestamp), partition: 0 })),
+        messages: c.recs.slice(i, i + 50).map((r) => ({
+          key: r.key,
+          value: r.value,
+          headers: Object.fromEntries(r.headers),
+          timestamp: String(r.timestamp),
+          partition: 0,
+        })),
       });
     }
   } finally {
@@ -84,7 +101,13 @@ async function produceLibrdkafka(bootstrap: string, combos: Combo[]): Promise<vo
     for (const c of combos) {
       await producer.send({
         topic: c.topic,
-        messages: c.recs.map((r) => ({ key: r.key, value: r.value, partition: 0, timestamp: String(r.timestamp), headers: Object.fromEntries(r.headers) })),
+        messages: c.recs.map((r) => ({
+          key: r.key,
+          value: r.value,
+          partition: 0,
+          timestamp: String(r.timestamp),
+          headers: Object.fromEntries(r.headers),
+        })),
       });
     }
   } finally {
@@ -94,7 +117,10 @@ async function produceLibrdkafka(bootstrap: string, combos: Combo[]): Promise<vo
 
 async function produceKcat(bootstrap: string, c: Combo): Promise<void> {
   const input = c.recs.map((r) => `${r.key}\t${r.value}`).join('\n') + '\n';
-  const res = await runKcat(['-b', bootstrap, '-P', '-t', c.topic, '-p', '0', '-z', c.codec, '-K', '\t', '-H', 'src=kcat', '-X', 'batch.num.messages=50'], input);
+  const res = await runKcat(
+    ['-b', bootstrap, '-P', '-t', c.topic, '-p', '0', '-z', c.codec, '-K', '\t', '-H', 'src=kcat', '-X', 'batch.num.messages=50'],
+    input,
+  );
   if (res.code !== 0) throw new Error(`kcat failed: ${res.stderr}`);
 }
 
@@ -125,7 +151,9 @@ function producePython(bootstrap: string, combos: Combo[]): Promise<void> {
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('close', (code) => (code === 0 && out.includes('ok') ? resolve() : reject(new Error(`kafka-python producer failed (${code}): ${err}`))));
+    child.on('close', (code) =>
+      code === 0 && out.includes('ok') ? resolve() : reject(new Error(`kafka-python producer failed (${code}): ${err}`)),
+    );
     child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
     child.stdin.end(JSON.stringify({ bootstrap, byCodec }));
   });
@@ -142,7 +170,10 @@ interface Consumed {
 
 /** Reads N records from partition 0 of every topic with one librdkafka consumer (assign, no group). */
 async function readAllWithLibrdkafka(bootstrap: string, topics: string[]): Promise<Map<string, Consumed[]>> {
-  const c = new ck.KafkaConsumer({ 'bootstrap.servers': bootstrap, 'group.id': 'compression-reader', 'enable.auto.commit': false, log_level: 0 }, {});
+  const c = new ck.KafkaConsumer(
+    { 'bootstrap.servers': bootstrap, 'group.id': 'compression-reader', 'enable.auto.commit': false, log_level: 0 },
+    {},
+  );
   await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(e) : resolve())));
   const got = new Map<string, Consumed[]>(topics.map((t) => [t, []]));
   try {
@@ -174,7 +205,8 @@ async function storedCodecs(raw: RawClient, topic: string): Promise<Set<number>>
   let offset = 0n;
   while (offset < BigInt(N)) {
     const p = await rawFetch(raw, topic, 0, offset, { maxBytes: 1 << 20 });
-    if (p.errorCode !== 0 || p.records === null || p.records.length === 0) throw new Error(`fetch ${topic}@${offset}: error ${p.errorCode}`);
+    if (p.errorCode !== 0 || p.records === null || p.records.length === 0)
+      throw new Error(`fetch ${topic}@${offset}: error ${p.errorCode}`);
     for (const e of logEntries(p.records)) {
       if (e.kind !== 'batch') throw new Error(`${topic}: stored entry is not a v2 batch`);
       out.add(e.batch.compression);
@@ -204,7 +236,12 @@ describe('compression.type × every codec × every client (broker recompression 
     }
     const raw = await RawClient.connect(b.bootstrap);
     for (let i = 0; i < combos.length; i += 20) {
-      await rawCreateTopics(raw, combos.slice(i, i + 20).map((c) => ({ name: c.topic, partitions: 1, configs: c.type === 'producer' ? {} : { 'compression.type': c.type } })));
+      await rawCreateTopics(
+        raw,
+        combos
+          .slice(i, i + 20)
+          .map((c) => ({ name: c.topic, partitions: 1, configs: c.type === 'producer' ? {} : { 'compression.type': c.type } })),
+      );
     }
     raw.destroy();
     const run = async (what: string, f: () => Promise<void>): Promise<void> => {
@@ -219,14 +256,26 @@ describe('compression.type × every codec × every client (broker recompression 
         for (const c of combos.filter((x) => x.client === 'kafkajs')) await produceKafkajs(b.bootstrap, c);
       }),
       run('librdkafka', async () => {
-        for (const codec of CODECS) await produceLibrdkafka(b.bootstrap, combos.filter((x) => x.client === 'librdkafka' && x.codec === codec));
+        for (const codec of CODECS)
+          await produceLibrdkafka(
+            b.bootstrap,
+            combos.filter((x) => x.client === 'librdkafka' && x.codec === codec),
+          );
       }),
       run('kcat', async () => {
         for (const c of combos.filter((x) => x.client === 'kcat')) await produceKcat(b.bootstrap, c);
       }),
-      run('kafka-python', () => producePython(b.bootstrap, combos.filter((x) => x.client === 'kafka-python'))),
+      run('kafka-python', () =>
+        producePython(
+          b.bootstrap,
+          combos.filter((x) => x.client === 'kafka-python'),
+        ),
+      ),
     ]);
-    consumed = await readAllWithLibrdkafka(b.bootstrap, combos.map((c) => c.topic));
+    consumed = await readAllWithLibrdkafka(
+      b.bootstrap,
+      combos.map((c) => c.topic),
+    );
   });
   after(async () => {
     await b?.stop();
@@ -240,7 +289,10 @@ describe('compression.type × every codec × every client (broker recompression 
         try {
           for (const c of combos.filter((x) => x.client === client && x.codec === codec)) {
             const got = consumed.get(c.topic) ?? [];
-            expect(got.map((g) => g.offset), c.topic).to.deep.equal(Array.from({ length: N }, (_, i) => i));
+            expect(
+              got.map((g) => g.offset),
+              c.topic,
+            ).to.deep.equal(Array.from({ length: N }, (_, i) => i));
             got.forEach((g, i) => {
               const want = c.recs[i] as Rec;
               expect([g.key, g.value], `${c.topic} #${i}`).to.deep.equal([want.key, want.value]);
@@ -274,7 +326,11 @@ describe('compression.type × every codec × every client (broker recompression 
         { name: topics.gzip, partitions: 1, configs: { 'compression.type': 'gzip' } },
         { name: topics.zstd, partitions: 1, configs: { 'compression.type': 'zstd' } },
       ]);
-      const records = Array.from({ length: 5 }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.from(`pool ${i}`), timestamp: BigInt(Date.now()) }));
+      const records = Array.from({ length: 5 }, (_, i) => ({
+        key: Buffer.from(`k${i}`),
+        value: Buffer.from(`pool ${i}`),
+        timestamp: BigInt(Date.now()),
+      }));
       const jobsFor = async (topic: string, codec: number): Promise<number> => {
         const before = pool.stats.jobs;
         const [res] = await rawProduce(raw, topic, [[0, buildRecordBatch(records, { compression: codec })]]);
@@ -287,9 +343,14 @@ describe('compression.type × every codec × every client (broker recompression 
       expect(await jobsFor(topics.gzip, CompressionCodec.NONE), 'uncompressed batch → compression.type=gzip').to.equal(1);
       // what the pool produced is what is stored
       const gz = await rawFetch(raw, topics.gzip, 0, 0n);
-      expect([...logEntries(gz.records ?? Buffer.alloc(0))].map((e) => (e.kind === 'batch' ? e.batch.compression : -1))).to.deep.equal([CompressionCodec.GZIP, CompressionCodec.GZIP]);
+      expect([...logEntries(gz.records ?? Buffer.alloc(0))].map((e) => (e.kind === 'batch' ? e.batch.compression : -1))).to.deep.equal([
+        CompressionCodec.GZIP,
+        CompressionCodec.GZIP,
+      ]);
       const zs = await rawFetch(raw, topics.zstd, 0, 0n);
-      expect([...logEntries(zs.records ?? Buffer.alloc(0))].map((e) => (e.kind === 'batch' ? e.batch.compression : -1))).to.deep.equal([CompressionCodec.ZSTD]);
+      expect([...logEntries(zs.records ?? Buffer.alloc(0))].map((e) => (e.kind === 'batch' ? e.batch.compression : -1))).to.deep.equal([
+        CompressionCodec.ZSTD,
+      ]);
     } finally {
       raw.destroy();
     }

@@ -58,14 +58,21 @@ c.close()
 print(json.dumps(out))
 `;
 
-function pyRead(bootstrap: string, topics: string[], count: number, from = 0): Promise<Record<string, [number, number, number, string | null, string, number][]>> {
+function pyRead(
+  bootstrap: string,
+  topics: string[],
+  count: number,
+  from = 0,
+): Promise<Record<string, [number, number, number, string | null, string, number][]>> {
   return new Promise((resolve, reject) => {
     const child = spawn('/usr/bin/python3', ['-c', PY_READ], { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`kafka-python reader failed (${code}): ${err}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`kafka-python reader failed (${code}): ${err}`)),
+    );
     child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
     child.stdin.end(JSON.stringify({ bootstrap, topics, count, from }));
   });
@@ -78,7 +85,9 @@ function fetchBodyV(topic: string, fetchOffset: bigint, maxBytes = 1 << 20) {
     minBytes: 1,
     maxBytes,
     isolationLevel: 0,
-    topics: [{ topic, partitions: [{ partition: 0, fetchOffset, partitionMaxBytes: maxBytes, currentLeaderEpoch: -1, logStartOffset: -1n }] }],
+    topics: [
+      { topic, partitions: [{ partition: 0, fetchOffset, partitionMaxBytes: maxBytes, currentLeaderEpoch: -1, logStartOffset: -1n }] },
+    ],
     sessionId: 0,
     sessionEpoch: -1,
     forgottenTopicsData: [],
@@ -87,7 +96,11 @@ function fetchBodyV(topic: string, fetchOffset: bigint, maxBytes = 1 << 20) {
 }
 
 async function fetchV(raw: RawClient, version: number, topic: string, offset: bigint): Promise<{ errorCode: number; records: Buffer }> {
-  const res = await raw.request<{ responses: { partitions: { errorCode: number; records: Buffer | null }[] }[] }>(1, version, fetchBodyV(topic, offset));
+  const res = await raw.request<{ responses: { partitions: { errorCode: number; records: Buffer | null }[] }[] }>(
+    1,
+    version,
+    fetchBodyV(topic, offset),
+  );
   const p = res.responses[0]?.partitions[0];
   if (p === undefined) throw new Error('empty fetch');
   return { errorCode: p.errorCode, records: p.records ?? Buffer.alloc(0) };
@@ -128,7 +141,13 @@ describe('down-conversion on fetch and message-format conversion on produce', fu
         await producer.send({
           topic,
           compression: codec,
-          messages: r.slice(i, i + 100).map((m) => ({ key: m.key, value: m.value, timestamp: String(m.timestamp), partition: 0, ...(headers ? { headers: { h: 'x' } } : {}) })),
+          messages: r.slice(i, i + 100).map((m) => ({
+            key: m.key,
+            value: m.value,
+            timestamp: String(m.timestamp),
+            partition: 0,
+            ...(headers ? { headers: { h: 'x' } } : {}),
+          })),
         });
       }
     }
@@ -142,7 +161,10 @@ describe('down-conversion on fetch and message-format conversion on produce', fu
       const k = new ck.KafkaJS.Kafka({ kafkaJS: { brokers: [b.bootstrap], logLevel: ck.KafkaJS.logLevel.NOTHING } });
       const p = k.producer({ 'compression.codec': codec, 'linger.ms': 5, 'batch.num.messages': 64 });
       await p.connect();
-      await p.send({ topic, messages: r.map((m) => ({ key: m.key, value: m.value, timestamp: String(m.timestamp), partition: 0, headers: { h: 'y' } })) });
+      await p.send({
+        topic,
+        messages: r.map((m) => ({ key: m.key, value: m.value, timestamp: String(m.timestamp), partition: 0, headers: { h: 'y' } })),
+      });
       await p.disconnect();
     }
   });
@@ -162,7 +184,10 @@ describe('down-conversion on fetch and message-format conversion on produce', fu
   it('kafka-python (0,10,0) from the middle of a batch gets the records from there on', async () => {
     const got = await pyRead(b.bootstrap, ['dc-kjs-none', 'dc-kjs-gzip'], N - 137, 137);
     for (const t of ['dc-kjs-none', 'dc-kjs-gzip']) {
-      expect(got[t]?.map((r) => r[0]), t).to.deep.equal(Array.from({ length: N - 137 }, (_, i) => 137 + i));
+      expect(
+        got[t]?.map((r) => r[0]),
+        t,
+      ).to.deep.equal(Array.from({ length: N - 137 }, (_, i) => 137 + i));
     }
   });
 
@@ -170,12 +195,20 @@ describe('down-conversion on fetch and message-format conversion on produce', fu
     const raw = await RawClient.connect(b.bootstrap);
     try {
       for (const topic of ['dc-kjs-none', 'dc-kjs-gzip']) {
-        for (const [version, magic] of [[0, 0], [1, 0], [2, 1], [3, 1], [4, 2], [11, 2]] as const) {
+        for (const [version, magic] of [
+          [0, 0],
+          [1, 0],
+          [2, 1],
+          [3, 1],
+          [4, 2],
+          [11, 2],
+        ] as const) {
           const { errorCode, records } = await fetchV(raw, version, topic, 150n);
           expect(errorCode).to.equal(ErrorCode.NONE);
           const entries = [...logEntries(records)].filter((e) => e.kind !== 'partial');
           expect(entries.length).to.be.greaterThan(0);
-          for (const e of entries) expect(e.kind === 'batch' ? 2 : e.kind === 'message' ? e.message.magic : -1, `${topic} v${version}`).to.equal(magic);
+          for (const e of entries)
+            expect(e.kind === 'batch' ? 2 : e.kind === 'message' ? e.message.magic : -1, `${topic} v${version}`).to.equal(magic);
           const decoded = decodeRecords(records, { maxOutput: 1 << 26 }).records;
           const first = decoded[0]?.offset;
           // kafkajs sends 100-record batches: v4+ and compressed sets start at the batch (100); uncompressed down-converted ones at 150
@@ -201,7 +234,9 @@ describe('down-conversion on fetch and message-format conversion on produce', fu
     expect(p.errorCode).to.equal(ErrorCode.NONE);
     const entries = [...logEntries(p.records ?? Buffer.alloc(0))].filter((e) => e.kind !== 'partial');
     expect(entries.length, 'stored entries of dc-fmt1').to.be.greaterThan(0);
-    expect(entries.every((e) => e.kind === 'message' && e.message.magic === 1 && e.message.compression === CompressionCodec.GZIP)).to.equal(true);
+    expect(entries.every((e) => e.kind === 'message' && e.message.magic === 1 && e.message.compression === CompressionCodec.GZIP)).to.equal(
+      true,
+    );
     const reader = new KafkajsPartitionReader([b.bootstrap]);
     await reader.connect('dc-fmt1');
     try {

@@ -95,7 +95,8 @@ describe('fault injection over HTTP, with kafkajs and librdkafka', function () {
     const f = await rawFetch(raw, topic, partition, 0n);
     return decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 24 }).records.map((x) => x.key?.toString() ?? '');
   };
-  const kjs = (clientId: string) => new Kafka({ brokers: [b.bootstrap], clientId, logLevel: logLevel.NOTHING, retry: { initialRetryTime: 50, retries: 8 } });
+  const kjs = (clientId: string) =>
+    new Kafka({ brokers: [b.bootstrap], clientId, logLevel: logLevel.NOTHING, retry: { initialRetryTime: 50, retries: 8 } });
   const rdk = (extra: Record<string, unknown> = {}) =>
     new ck.KafkaJS.Kafka({ kafkaJS: { brokers: [b.bootstrap], logLevel: ck.KafkaJS.logLevel.NOTHING } }).producer({
       'linger.ms': 0,
@@ -105,7 +106,8 @@ describe('fault injection over HTTP, with kafkajs and librdkafka', function () {
       'reconnect.backoff.max.ms': 100,
       ...extra,
     });
-  const messages = (tag: string, n: number) => Array.from({ length: n }, (_, i) => ({ key: `${tag}-${i}`, value: `value ${i}`, partition: 0 }));
+  const messages = (tag: string, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ key: `${tag}-${i}`, value: `value ${i}`, partition: 0 }));
 
   before(async () => {
     ck = loadConfluent();
@@ -164,7 +166,18 @@ describe('fault injection over HTTP, with kafkajs and librdkafka', function () {
     expect(r.body.faults.map((f: Any) => f.id)).to.deep.equal([two, three]);
     const all = await listed();
     expect(all.map((f) => f.id)).to.deep.equal([one, two, three]);
-    expect(all[1]).to.deep.include({ api: 'Produce', apiKey: 0, errorCode: 6, error: 'NOT_LEADER_OR_FOLLOWER', times: 3, remaining: 3, applied: 0, topic: 'x', partition: 1, remainingMs: null });
+    expect(all[1]).to.deep.include({
+      api: 'Produce',
+      apiKey: 0,
+      errorCode: 6,
+      error: 'NOT_LEADER_OR_FOLLOWER',
+      times: 3,
+      remaining: 3,
+      applied: 0,
+      topic: 'x',
+      partition: 1,
+      remainingMs: null,
+    });
     expect(all[2]).to.deep.include({ api: 'Produce', action: 'pause', topic: 'y', held: 0, ttlMs: 60_000 });
     expect(all[2].remainingMs).to.be.within(50_000, 60_000);
     expect((await call('GET', `/v1/faults/${two}`)).body).to.deep.include({ id: two, remaining: 3 });
@@ -283,19 +296,33 @@ describe('fault injection over HTTP, with kafkajs and librdkafka', function () {
   it('clientId and topic filters hit only what they name', async () => {
     const topic = await newTopic();
     const spared = await newTopic();
-    const [byClient] = await post({ apiKey: 'Produce', action: 'error', errorCode: 'NOT_LEADER_OR_FOLLOWER', times: 2, clientId: 'victim' });
+    const [byClient] = await post({
+      apiKey: 'Produce',
+      action: 'error',
+      errorCode: 'NOT_LEADER_OR_FOLLOWER',
+      times: 2,
+      clientId: 'victim',
+    });
     const [byTopic] = await post({ apiKey: 'Produce', action: 'close', topic });
     const bystander = kjs('bystander').producer({ allowAutoTopicCreation: false });
     const victim = kjs('victim').producer({ allowAutoTopicCreation: false });
     await Promise.all([bystander.connect(), victim.connect()]);
     try {
       await bystander.send({ topic: spared, acks: -1, messages: [{ key: 'b', value: 'b', partition: 0 }] });
-      expect((await listed()).map((f) => [f.id, f.applied])).to.deep.equal([[byClient, 0], [byTopic, 0]]);
+      expect((await listed()).map((f) => [f.id, f.applied])).to.deep.equal([
+        [byClient, 0],
+        [byTopic, 0],
+      ]);
       await victim.send({ topic: spared, acks: -1, messages: [{ key: 'v', value: 'v', partition: 0 }] });
       expect((await listed()).map((f) => [f.id, f.applied])).to.deep.equal([[byTopic, 0]]); // byClient used up on the victim
       // the topic rule hits a produce to its topic: the connection is dropped
       const c = await RawClient.connect(b.bootstrap);
-      await c.send(ApiKey.Produce, 8, { transactionalId: null, acks: 1, timeoutMs: 5000, topicData: [{ name: topic, partitionData: [{ index: 0, records: batchOf('x') }] }] });
+      await c.send(ApiKey.Produce, 8, {
+        transactionalId: null,
+        acks: 1,
+        timeoutMs: 5000,
+        topicData: [{ name: topic, partitionData: [{ index: 0, records: batchOf('x') }] }],
+      });
       expect(await c.waitClosed(5000)).to.equal(true);
       expect((await listed()).map((f) => [f.id, f.applied])).to.deep.equal([[byTopic, 1]]);
       await call('DELETE', `/v1/faults/${byTopic}`);
@@ -345,7 +372,11 @@ describe('fault injection over HTTP, with kafkajs and librdkafka', function () {
       // partition 1 of the same topic is not paused (another connection: a held request holds its connection's later ones, as in Kafka)
       expect((await rawProduce(raw, topic, [[1, batchOf('free')]]))[0]).to.include({ errorCode: 0, baseOffset: 0n });
       let settled = 0;
-      for (const s of sends) void s.then(() => settled++, () => settled++);
+      for (const s of sends)
+        void s.then(
+          () => settled++,
+          () => settled++,
+        );
       await sleep(300);
       expect(settled, 'sends answered while paused').to.equal(0);
       expect(await keys(topic, 0)).to.deep.equal([]);

@@ -117,7 +117,14 @@ describe('faults: kill -9 and torn segments (child broker)', function () {
     let prevEnds: bigint[] = Array.from({ length: PARTITIONS }, () => 0n);
 
     for (let round = 0; round < 3; round++) {
-      const kafka = new Kafka({ brokers: [b.bootstrap], clientId: `kill9-${round}`, logLevel: logLevel.NOTHING, retry: { retries: 0 }, connectionTimeout: 2000, requestTimeout: 5000 });
+      const kafka = new Kafka({
+        brokers: [b.bootstrap],
+        clientId: `kill9-${round}`,
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+        connectionTimeout: 2000,
+        requestTimeout: 5000,
+      });
       const producer = kafka.producer({ retry: { retries: 0 } });
       await producer.connect();
       let roundAcks = 0;
@@ -202,7 +209,9 @@ describe('faults: kill -9 and torn segments (child broker)', function () {
 
     // and produce more after the last restart: offsets continue from the recovered ends
     const c = await RawClient.connect(b.bootstrap);
-    const res = await rawProduce(c, TOPIC, [[0, buildRecordBatch([{ key: Buffer.from('after'), value: Buffer.from('x'), timestamp: BigInt(Date.now()) }])]]);
+    const res = await rawProduce(c, TOPIC, [
+      [0, buildRecordBatch([{ key: Buffer.from('after'), value: Buffer.from('x'), timestamp: BigInt(Date.now()) }])],
+    ]);
     expect(res[0]?.errorCode).to.equal(0);
     expect(res[0]?.baseOffset).to.equal(prevEnds[0]);
     c.destroy();
@@ -224,7 +233,11 @@ describe('faults: kill -9 and torn segments (child broker)', function () {
     const keyOf = (batchNo: number, i: number) => `b${batchNo}-r${i}`;
     for (let n = 0; n < BATCHES; n++) {
       const batch = buildRecordBatch(
-        Array.from({ length: PER_BATCH }, (_, i) => ({ key: Buffer.from(keyOf(n, i)), value: Buffer.alloc(50 + n, 65 + (i % 26)), timestamp: BigInt(Date.now()) })),
+        Array.from({ length: PER_BATCH }, (_, i) => ({
+          key: Buffer.from(keyOf(n, i)),
+          value: Buffer.alloc(50 + n, 65 + (i % 26)),
+          timestamp: BigInt(Date.now()),
+        })),
       );
       sent.push(batch);
       const res = await rawProduce(c, TOPIC, [[0, batch]]);
@@ -236,7 +249,9 @@ describe('faults: kill -9 and torn segments (child broker)', function () {
 
     // tear the last batch in half and append garbage
     const dir = join(dataDir, `${TOPIC}-0`);
-    const logs = readdirSync(dir).filter((n) => n.endsWith('.log')).sort();
+    const logs = readdirSync(dir)
+      .filter((n) => n.endsWith('.log'))
+      .sort();
     const active = join(dir, logs[logs.length - 1]!);
     const size = statSync(active).size;
     const total = sent.reduce((a, x) => a + x.length, 0);
@@ -277,7 +292,13 @@ describe('faults: kill -9 and torn segments (child broker)', function () {
       expect(r.key).to.equal(keyOf(Math.floor(i / PER_BATCH), i % PER_BATCH));
     });
     // new produces continue from the recovered end
-    const more = buildRecordBatch(Array.from({ length: PER_BATCH }, (_, i) => ({ key: Buffer.from(keyOf(99, i)), value: Buffer.from('after'), timestamp: BigInt(Date.now()) })));
+    const more = buildRecordBatch(
+      Array.from({ length: PER_BATCH }, (_, i) => ({
+        key: Buffer.from(keyOf(99, i)),
+        value: Buffer.from('after'),
+        timestamp: BigInt(Date.now()),
+      })),
+    );
     const res = await rawProduce(c, TOPIC, [[0, more]]);
     expect(res[0]?.errorCode).to.equal(0);
     expect(res[0]?.baseOffset).to.equal(expectedEnd);

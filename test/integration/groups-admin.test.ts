@@ -19,7 +19,18 @@ type Any = any;
 const require = createRequire(import.meta.url);
 const kafkajs = require('kafkajs') as typeof import('kafkajs');
 
-const API = { OffsetCommit: 8, JoinGroup: 11, SyncGroup: 14, DescribeGroups: 15, ListGroups: 16, DeleteTopics: 20, DeleteGroups: 42, OffsetDelete: 47, ConsumerGroupHeartbeat: 68, ConsumerGroupDescribe: 69 } as const;
+const API = {
+  OffsetCommit: 8,
+  JoinGroup: 11,
+  SyncGroup: 14,
+  DescribeGroups: 15,
+  ListGroups: 16,
+  DeleteTopics: 20,
+  DeleteGroups: 42,
+  OffsetDelete: 47,
+  ConsumerGroupHeartbeat: 68,
+  ConsumerGroupDescribe: 69,
+} as const;
 /** Kafka's bitfield with no authorizer: READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS. */
 const GROUP_OPS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
 const OMITTED = -2147483648;
@@ -53,30 +64,70 @@ interface Member {
 }
 
 /** A classic member joined with JoinGroup v5 (MEMBER_ID_REQUIRED answered) and, unless `sync` is false, synced. */
-async function joinClassic(raw: RawClient, groupId: string, o: { protocolType?: string; topics?: string[]; instanceId?: string | null; sync?: boolean } = {}): Promise<Member> {
+async function joinClassic(
+  raw: RawClient,
+  groupId: string,
+  o: { protocolType?: string; topics?: string[]; instanceId?: string | null; sync?: boolean } = {},
+): Promise<Member> {
   const metadata = subscription(o.topics ?? ['adm-t']);
-  const req = { ...defaultJoinGroupRequest(), groupId, groupInstanceId: o.instanceId ?? null, sessionTimeoutMs: 300_000, rebalanceTimeoutMs: 300_000, protocolType: o.protocolType ?? 'consumer', protocols: [{ name: 'range', metadata }] };
+  const req = {
+    ...defaultJoinGroupRequest(),
+    groupId,
+    groupInstanceId: o.instanceId ?? null,
+    sessionTimeoutMs: 300_000,
+    rebalanceTimeoutMs: 300_000,
+    protocolType: o.protocolType ?? 'consumer',
+    protocols: [{ name: 'range', metadata }],
+  };
   let r = await raw.request<Any>(API.JoinGroup, 5, req);
   if (r.errorCode === ErrorCode.MEMBER_ID_REQUIRED) r = await raw.request<Any>(API.JoinGroup, 5, { ...req, memberId: r.memberId });
   expect(r.errorCode, `join ${groupId}`).to.equal(ErrorCode.NONE);
   const m = { groupId, memberId: r.memberId as string, generationId: r.generationId as number };
   if (o.sync !== false) {
-    const s = await raw.request<Any>(API.SyncGroup, 3, { groupId, generationId: m.generationId, memberId: m.memberId, groupInstanceId: o.instanceId ?? null, assignments: [{ memberId: m.memberId, assignment: assignment('adm-t', [0, 1]) }] });
+    const s = await raw.request<Any>(API.SyncGroup, 3, {
+      groupId,
+      generationId: m.generationId,
+      memberId: m.memberId,
+      groupInstanceId: o.instanceId ?? null,
+      assignments: [{ memberId: m.memberId, assignment: assignment('adm-t', [0, 1]) }],
+    });
     expect(s.errorCode, `sync ${groupId}`).to.equal(ErrorCode.NONE);
   }
   return m;
 }
 
 /** A KIP-848 member joined with ConsumerGroupHeartbeat v0. */
-async function joinConsumer(raw: RawClient, groupId: string, topics: string[], o: { instanceId?: string; rackId?: string } = {}): Promise<{ memberId: string; memberEpoch: number }> {
-  const r = await raw.request<Any>(API.ConsumerGroupHeartbeat, 0, { groupId, memberId: '', memberEpoch: 0, instanceId: o.instanceId ?? null, rackId: o.rackId ?? null, rebalanceTimeoutMs: 300_000, subscribedTopicNames: topics, subscribedTopicRegex: null, serverAssignor: 'range', topicPartitions: [] });
+async function joinConsumer(
+  raw: RawClient,
+  groupId: string,
+  topics: string[],
+  o: { instanceId?: string; rackId?: string } = {},
+): Promise<{ memberId: string; memberEpoch: number }> {
+  const r = await raw.request<Any>(API.ConsumerGroupHeartbeat, 0, {
+    groupId,
+    memberId: '',
+    memberEpoch: 0,
+    instanceId: o.instanceId ?? null,
+    rackId: o.rackId ?? null,
+    rebalanceTimeoutMs: 300_000,
+    subscribedTopicNames: topics,
+    subscribedTopicRegex: null,
+    serverAssignor: 'range',
+    topicPartitions: [],
+  });
   expect(r.errorCode, `heartbeat ${groupId}: ${r.errorMessage}`).to.equal(ErrorCode.NONE);
   return { memberId: r.memberId, memberEpoch: r.memberEpoch };
 }
 
 /** OffsetCommit v2 as a member of a classic group. */
 async function commitAs(raw: RawClient, m: Member, topic: string, partition: number, offset: bigint): Promise<void> {
-  const r = await raw.request<Any>(API.OffsetCommit, 2, { groupId: m.groupId, generationIdOrMemberEpoch: m.generationId, memberId: m.memberId, retentionTimeMs: -1n, topics: [{ name: topic, partitions: [{ partitionIndex: partition, committedOffset: offset, committedMetadata: '' }] }] });
+  const r = await raw.request<Any>(API.OffsetCommit, 2, {
+    groupId: m.groupId,
+    generationIdOrMemberEpoch: m.generationId,
+    memberId: m.memberId,
+    retentionTimeMs: -1n,
+    topics: [{ name: topic, partitions: [{ partitionIndex: partition, committedOffset: offset, committedMetadata: '' }] }],
+  });
   expect(r.topics[0].partitions[0].errorCode).to.equal(ErrorCode.NONE);
 }
 
@@ -86,8 +137,15 @@ async function committed(raw: RawClient, groupId: string, topic: string, partiti
   return f.committedOffset;
 }
 
-async function offsetDelete(raw: RawClient, groupId: string, topics: [string, number[]][]): Promise<[number, [string, [number, number][]][]]> {
-  const r = await raw.request<Any>(API.OffsetDelete, 0, { groupId, topics: topics.map(([name, ps]) => ({ name, partitions: ps.map((partitionIndex) => ({ partitionIndex })) })) });
+async function offsetDelete(
+  raw: RawClient,
+  groupId: string,
+  topics: [string, number[]][],
+): Promise<[number, [string, [number, number][]][]]> {
+  const r = await raw.request<Any>(API.OffsetDelete, 0, {
+    groupId,
+    topics: topics.map(([name, ps]) => ({ name, partitions: ps.map((partitionIndex) => ({ partitionIndex })) })),
+  });
   return [r.errorCode, r.topics.map((t: Any) => [t.name, t.partitions.map((p: Any) => [p.partitionIndex, p.errorCode])])];
 }
 
@@ -103,7 +161,11 @@ describe('group admin views as Kafka 4 answers them', function () {
   before(async () => {
     b = await startTestBroker({ 'group.consumer.session.timeout.ms': 600_000 });
     raw = await RawClient.connect(b.bootstrap);
-    await rawCreateTopics(raw, [{ name: 'adm-t', partitions: 2 }, { name: 'adm-u', partitions: 2 }, { name: 'adm-gone', partitions: 1 }]);
+    await rawCreateTopics(raw, [
+      { name: 'adm-t', partitions: 2 },
+      { name: 'adm-u', partitions: 2 },
+      { name: 'adm-gone', partitions: 1 },
+    ]);
     stable = await joinClassic(raw, 'adm-stable', { instanceId: 'inst-1' });
     await joinClassic(raw, 'adm-completing', { sync: false });
     expect(await offsetCommit(raw, 'adm-simple', 'adm-t', 0, 3n)).to.equal(ErrorCode.NONE);
@@ -117,9 +179,15 @@ describe('group admin views as Kafka 4 answers them', function () {
   it('DescribeGroups v0-5: Stable with metadata and assignment, rebalancing without, KIP-848 and missing groups Dead; authorized operations when asked (v3+)', async () => {
     for (let v = 0; v <= 5; v++) {
       for (const include of v >= 3 ? [false, true] : [false]) {
-        const d = await raw.request<Any>(API.DescribeGroups, v, { groups: ['adm-stable', 'adm-completing', 'adm-848', 'adm-none'], includeAuthorizedOperations: include });
+        const d = await raw.request<Any>(API.DescribeGroups, v, {
+          groups: ['adm-stable', 'adm-completing', 'adm-848', 'adm-none'],
+          includeAuthorizedOperations: include,
+        });
         const at = `v${v} include=${include}`;
-        expect(d.groups.map((g: Any) => [g.groupId, g.errorCode, g.groupState, g.protocolType, g.protocolData, g.members.length]), at).to.deep.equal([
+        expect(
+          d.groups.map((g: Any) => [g.groupId, g.errorCode, g.groupState, g.protocolType, g.protocolData, g.members.length]),
+          at,
+        ).to.deep.equal([
           ['adm-stable', 0, 'Stable', 'consumer', 'range', 1],
           ['adm-completing', 0, 'CompletingRebalance', 'consumer', '', 1],
           ['adm-848', 0, 'Dead', '', '', 0],
@@ -131,23 +199,67 @@ describe('group admin views as Kafka 4 answers them', function () {
         expect([Buffer.from(s.memberMetadata).equals(SUB), Buffer.from(s.memberAssignment).equals(ASG)], at).to.deep.equal([true, true]);
         expect([c.memberMetadata.length, c.memberAssignment.length], at).to.deep.equal([0, 0]);
         // Kafka sets the operations on every answer without error, the Dead ones too.
-        expect(d.groups.map((g: Any) => g.authorizedOperations), at).to.deep.equal(Array(4).fill(include ? GROUP_OPS : OMITTED));
+        expect(
+          d.groups.map((g: Any) => g.authorizedOperations),
+          at,
+        ).to.deep.equal(Array(4).fill(include ? GROUP_OPS : OMITTED));
       }
     }
   });
 
   it('ConsumerGroupDescribe v0: a KIP-848 group field by field; classic, missing and "" ids as Kafka answers them; deleted topics left out', async () => {
     const m = await joinConsumer(raw, 'adm-848b', ['adm-t', 'adm-gone'], { instanceId: 'i848', rackId: 'r1' });
-    const describe = async (include: boolean) => (await raw.request<Any>(API.ConsumerGroupDescribe, 0, { groupIds: ['adm-848b', 'adm-stable', 'adm-none', ''], includeAuthorizedOperations: include })).groups;
+    const describe = async (include: boolean) =>
+      (
+        await raw.request<Any>(API.ConsumerGroupDescribe, 0, {
+          groupIds: ['adm-848b', 'adm-stable', 'adm-none', ''],
+          includeAuthorizedOperations: include,
+        })
+      ).groups;
     const parts = (a: Any) => a.topicPartitions.map((tp: Any) => [tp.topicName, tp.partitions]).sort();
     let d = await describe(true);
-    expect(d[0]).to.include({ errorCode: 0, errorMessage: null, groupId: 'adm-848b', groupState: 'Stable', groupEpoch: 1, assignmentEpoch: 1, assignorName: 'range', authorizedOperations: GROUP_OPS });
+    expect(d[0]).to.include({
+      errorCode: 0,
+      errorMessage: null,
+      groupId: 'adm-848b',
+      groupState: 'Stable',
+      groupEpoch: 1,
+      assignmentEpoch: 1,
+      assignorName: 'range',
+      authorizedOperations: GROUP_OPS,
+    });
     const member = d[0].members[0];
-    expect(member).to.include({ memberId: m.memberId, instanceId: 'i848', rackId: 'r1', memberEpoch: 1, clientId: 'raw-client', subscribedTopicRegex: null });
+    expect(member).to.include({
+      memberId: m.memberId,
+      instanceId: 'i848',
+      rackId: 'r1',
+      memberEpoch: 1,
+      clientId: 'raw-client',
+      subscribedTopicRegex: null,
+    });
     expect([...member.subscribedTopicNames].sort()).to.deep.equal(['adm-gone', 'adm-t']);
-    expect(parts(member.assignment)).to.deep.equal([['adm-gone', [0]], ['adm-t', [0, 1]]]);
-    expect(parts(member.targetAssignment)).to.deep.equal([['adm-gone', [0]], ['adm-t', [0, 1]]]);
-    const rows = (g: Any[]) => g.slice(1).map((x) => [x.groupId, x.errorCode, x.errorMessage, x.groupState, x.groupEpoch, x.assignmentEpoch, x.assignorName, x.members.length, x.authorizedOperations]);
+    expect(parts(member.assignment)).to.deep.equal([
+      ['adm-gone', [0]],
+      ['adm-t', [0, 1]],
+    ]);
+    expect(parts(member.targetAssignment)).to.deep.equal([
+      ['adm-gone', [0]],
+      ['adm-t', [0, 1]],
+    ]);
+    const rows = (g: Any[]) =>
+      g
+        .slice(1)
+        .map((x) => [
+          x.groupId,
+          x.errorCode,
+          x.errorMessage,
+          x.groupState,
+          x.groupEpoch,
+          x.assignmentEpoch,
+          x.assignorName,
+          x.members.length,
+          x.authorizedOperations,
+        ]);
     expect(rows(d)).to.deep.equal([
       ['adm-stable', ErrorCode.GROUP_ID_NOT_FOUND, 'Group adm-stable is not a consumer group.', '', 0, 0, '', 0, OMITTED],
       ['adm-none', ErrorCode.GROUP_ID_NOT_FOUND, 'Group adm-none not found.', '', 0, 0, '', 0, OMITTED],
@@ -167,7 +279,10 @@ describe('group admin views as Kafka 4 answers them', function () {
     const list = async (v: number, statesFilter: string[] = [], typesFilter: string[] = []) => {
       const r = await raw.request<Any>(API.ListGroups, v, { statesFilter, typesFilter });
       expect(r.errorCode).to.equal(0);
-      return r.groups.filter((g: Any) => known.has(g.groupId)).map((g: Any) => [g.groupId, g.protocolType, g.groupState, g.groupType]).sort();
+      return r.groups
+        .filter((g: Any) => known.has(g.groupId))
+        .map((g: Any) => [g.groupId, g.protocolType, g.groupState, g.groupType])
+        .sort();
     };
     for (let v = 0; v <= 5; v++) {
       const state = (s: string) => (v >= 4 ? s : '');
@@ -195,7 +310,10 @@ describe('group admin views as Kafka 4 answers them', function () {
       const gone = `adm-del-${v}`;
       expect(await offsetCommit(raw, gone, 'adm-t', 1, 9n)).to.equal(ErrorCode.NONE);
       const r = await raw.request<Any>(API.DeleteGroups, v, { groupsNames: ['adm-stable', 'adm-848', 'adm-none', '', gone] });
-      expect(r.results.map((x: Any) => [x.groupId, x.errorCode]), `v${v}`).to.deep.equal([
+      expect(
+        r.results.map((x: Any) => [x.groupId, x.errorCode]),
+        `v${v}`,
+      ).to.deep.equal([
         ['adm-stable', ErrorCode.NON_EMPTY_GROUP],
         ['adm-848', ErrorCode.NON_EMPTY_GROUP],
         ['adm-none', ErrorCode.GROUP_ID_NOT_FOUND],
@@ -215,7 +333,10 @@ describe('group admin views as Kafka 4 answers them', function () {
     const connect = await joinClassic(raw, 'adm-connect', { protocolType: 'connect' });
     await commitAs(raw, connect, 'adm-u', 0, 4n);
     expect(await offsetDelete(raw, 'adm-connect', [['adm-u', [0]]])).to.deep.equal([ErrorCode.NON_EMPTY_GROUP, []]);
-    expect((await raw.request<Any>(13, 3, { groupId: 'adm-connect', members: [{ memberId: connect.memberId, groupInstanceId: null }] })).errorCode).to.equal(0);
+    expect(
+      (await raw.request<Any>(13, 3, { groupId: 'adm-connect', members: [{ memberId: connect.memberId, groupInstanceId: null }] }))
+        .errorCode,
+    ).to.equal(0);
     expect(await offsetDelete(raw, 'adm-connect', [['adm-u', [0]]])).to.deep.equal([0, [['adm-u', [[0, 0]]]]]);
     expect(await committed(raw, 'adm-connect', 'adm-u', 0)).to.equal(-1n);
 
@@ -223,23 +344,70 @@ describe('group admin views as Kafka 4 answers them', function () {
     const m = await joinClassic(raw, 'adm-od', { topics: ['adm-t'] });
     await commitAs(raw, m, 'adm-t', 0, 10n);
     await commitAs(raw, m, 'adm-u', 0, 20n);
-    expect(await offsetDelete(raw, 'adm-od', [['adm-t', [0, 9]], ['adm-u', [0, 1, 7]], ['ghost', [0]]])).to.deep.equal([
+    expect(
+      await offsetDelete(raw, 'adm-od', [
+        ['adm-t', [0, 9]],
+        ['adm-u', [0, 1, 7]],
+        ['ghost', [0]],
+      ]),
+    ).to.deep.equal([
       0,
       [
-        ['adm-t', [[9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION], [0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC]]],
-        ['adm-u', [[7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION], [0, 0], [1, 0]]],
+        [
+          'adm-t',
+          [
+            [9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+            [0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC],
+          ],
+        ],
+        [
+          'adm-u',
+          [
+            [7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+            [0, 0],
+            [1, 0],
+          ],
+        ],
         ['ghost', [[0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]]],
       ],
     ]);
     expect([await committed(raw, 'adm-od', 'adm-t', 0), await committed(raw, 'adm-od', 'adm-u', 0)]).to.deep.equal([10n, -1n]);
     // No unknown partition: the coordinator's answer as is, in request order.
-    expect(await offsetDelete(raw, 'adm-od', [['adm-u', [1, 0]], ['adm-t', [1]]])).to.deep.equal([0, [['adm-u', [[1, 0], [0, 0]]], ['adm-t', [[1, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC]]]]]);
+    expect(
+      await offsetDelete(raw, 'adm-od', [
+        ['adm-u', [1, 0]],
+        ['adm-t', [1]],
+      ]),
+    ).to.deep.equal([
+      0,
+      [
+        [
+          'adm-u',
+          [
+            [1, 0],
+            [0, 0],
+          ],
+        ],
+        ['adm-t', [[1, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC]]],
+      ],
+    ]);
 
     // A KIP-848 group: its members' subscribed topic names.
     expect(await offsetCommit(raw, 'adm-od848', 'adm-t', 1, 7n)).to.equal(ErrorCode.NONE);
     expect(await offsetCommit(raw, 'adm-od848', 'adm-u', 1, 8n)).to.equal(ErrorCode.NONE);
     await joinConsumer(raw, 'adm-od848', ['adm-t']);
-    expect(await offsetDelete(raw, 'adm-od848', [['adm-t', [1]], ['adm-u', [1]]])).to.deep.equal([0, [['adm-t', [[1, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC]]], ['adm-u', [[1, 0]]]]]);
+    expect(
+      await offsetDelete(raw, 'adm-od848', [
+        ['adm-t', [1]],
+        ['adm-u', [1]],
+      ]),
+    ).to.deep.equal([
+      0,
+      [
+        ['adm-t', [[1, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC]]],
+        ['adm-u', [[1, 0]]],
+      ],
+    ]);
     expect([await committed(raw, 'adm-od848', 'adm-t', 1), await committed(raw, 'adm-od848', 'adm-u', 1)]).to.deep.equal([7n, -1n]);
   });
 
@@ -274,7 +442,10 @@ describe('group admin views as Kafka 4 answers them', function () {
       expect(await offsetCommit(raw, 'adm-kjs-od', 'adm-u', 1, 12n)).to.equal(ErrorCode.NONE);
       expect(await offsetDelete(raw, 'adm-kjs-od', [['adm-u', [0]]])).to.deep.equal([0, [['adm-u', [[0, 0]]]]]);
       const offsets = await admin.fetchOffsets({ groupId: 'adm-kjs-od', topics: ['adm-u'] });
-      expect(offsets[0]?.partitions.map((p) => [p.partition, p.offset]).sort()).to.deep.equal([[0, '-1'], [1, '12']]);
+      expect(offsets[0]?.partitions.map((p) => [p.partition, p.offset]).sort()).to.deep.equal([
+        [0, '-1'],
+        [1, '12'],
+      ]);
     } finally {
       await admin.disconnect();
     }
@@ -292,16 +463,28 @@ describe('group admin views as Kafka 4 answers them', function () {
         ['adm-stable', null, St.STABLE, Ty.CLASSIC, 'range'],
         ['adm-848', null, St.STABLE, Ty.CONSUMER, 'range'],
       ]);
-      expect(d.map((g: Any) => [...g.authorizedOperations].sort((x: number, y: number) => x - y))).to.deep.equal([GROUP_OPS_LIST, GROUP_OPS_LIST]);
+      expect(d.map((g: Any) => [...g.authorizedOperations].sort((x: number, y: number) => x - y))).to.deep.equal([
+        GROUP_OPS_LIST,
+        GROUP_OPS_LIST,
+      ]);
       expect(d[1].members[0].memberId).to.equal(kip848.memberId);
-      expect(d[1].members[0].assignment.topicPartitions.map((tp: Any) => [tp.topic, tp.partition]).sort()).to.deep.equal([['adm-t', 0], ['adm-t', 1]]);
+      expect(d[1].members[0].assignment.topicPartitions.map((tp: Any) => [tp.topic, tp.partition]).sort()).to.deep.equal([
+        ['adm-t', 0],
+        ['adm-t', 1],
+      ]);
       d = (await admin.describeGroups(['adm-stable', 'adm-848'])).groups;
       expect(d.map((g: Any) => g.authorizedOperations ?? null)).to.deep.equal([null, null]);
 
       const known = new Set(['adm-stable', 'adm-completing', 'adm-simple', 'adm-848']);
-      const list = async (options: Any) => (await admin.listGroups(options)).groups.filter((g: Any) => known.has(g.groupId)).map((g: Any) => [g.groupId, g.state, g.type]).sort();
+      const list = async (options: Any) =>
+        (await admin.listGroups(options)).groups
+          .filter((g: Any) => known.has(g.groupId))
+          .map((g: Any) => [g.groupId, g.state, g.type])
+          .sort();
       expect(await list({ matchConsumerGroupTypes: [Ty.CONSUMER] })).to.deep.equal([['adm-848', St.STABLE, Ty.CONSUMER]]);
-      expect(await list({ matchConsumerGroupStates: [St.STABLE], matchConsumerGroupTypes: [Ty.CLASSIC] })).to.deep.equal([['adm-stable', St.STABLE, Ty.CLASSIC]]);
+      expect(await list({ matchConsumerGroupStates: [St.STABLE], matchConsumerGroupTypes: [Ty.CLASSIC] })).to.deep.equal([
+        ['adm-stable', St.STABLE, Ty.CLASSIC],
+      ]);
       expect(await list({ matchConsumerGroupStates: [St.EMPTY, St.COMPLETING_REBALANCE] })).to.deep.equal([
         ['adm-completing', St.COMPLETING_REBALANCE, Ty.CLASSIC],
         ['adm-simple', St.EMPTY, Ty.CLASSIC],
@@ -347,7 +530,11 @@ describe('offsets pending in a transaction, under OffsetDelete and DeleteGroups 
       const del = await raw.request<Any>(API.DeleteGroups, 2, { groupsNames: ['pend-dg'] });
       expect(del.results[0].errorCode).to.equal(0);
       expect(await endTxn(raw, txn, pid, true)).to.equal(0);
-      const read = async () => [await committed(raw, 'pend-od', 'pend', 0), await committed(raw, 'pend-od', 'pend', 1), await committed(raw, 'pend-dg', 'pend', 0)];
+      const read = async () => [
+        await committed(raw, 'pend-od', 'pend', 0),
+        await committed(raw, 'pend-od', 'pend', 1),
+        await committed(raw, 'pend-dg', 'pend', 0),
+      ];
       expect(await read()).to.deep.equal([-1n, 5n, -1n]);
       raw.destroy();
       await b.stop();

@@ -115,7 +115,9 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
   before(async () => {
     // Session timeouts of 5 s (Kafka's default minimum is 6 s).
     b = await startTestBroker({ 'group.min.session.timeout.ms': 1000 });
-    admin = new KafkaJS.Kafka({ kafkaJS: { brokers: [b.bootstrap], clientId: 'classic-rebalance', logLevel: KafkaJS.logLevel.NOTHING } }).admin();
+    admin = new KafkaJS.Kafka({
+      kafkaJS: { brokers: [b.bootstrap], clientId: 'classic-rebalance', logLevel: KafkaJS.logLevel.NOTHING },
+    }).admin();
     await admin.connect();
   });
   after(async () => {
@@ -136,7 +138,12 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
   }
 
   /** Starts members one after another, then waits until the group is Stable, split 2/2/2, and quiet. */
-  async function startGroup(topic: string, groupId: string, names: string[], config: (name: string) => Record<string, unknown>): Promise<Member[]> {
+  async function startGroup(
+    topic: string,
+    groupId: string,
+    names: string[],
+    config: (name: string) => Record<string, unknown>,
+  ): Promise<Member[]> {
     const members: Member[] = [];
     for (const name of names) {
       const m = await Member.start(b.bootstrap, groupId, topic, name, config(name));
@@ -148,32 +155,53 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
       () => {
         const g = groupOf(groupId);
         const owned = members.map((m) => m.owned());
-        return g?.state === 'Stable' && g.size === names.length && owned.every((o) => o.length === 2) && new Set(owned.flat()).size === PARTITIONS;
+        return (
+          g?.state === 'Stable' &&
+          g.size === names.length &&
+          owned.every((o) => o.length === 2) &&
+          new Set(owned.flat()).size === PARTITIONS
+        );
       },
       45_000,
       () => `Stable with 2 partitions each (${split()})`,
     );
-    await until(() => Date.now() - lastCallbackAt(members) >= QUIET_MS, 30_000, () => 'no more rebalance callbacks');
+    await until(
+      () => Date.now() - lastCallbackAt(members) >= QUIET_MS,
+      30_000,
+      () => 'no more rebalance callbacks',
+    );
     return members;
   }
 
   for (const how of ['close', 'unsubscribe'] as const) {
     it(`cooperative-sticky, 3 members on 6 partitions, one ${how === 'close' ? 'leaves (close)' : 'unsubscribes'}: one rebalance, each remaining member gets one incremental assign of only the leaver's partitions`, async () => {
       const { topic, groupId } = await newTopic(`coop-${how}`);
-      const members = await startGroup(topic, groupId, ['m1', 'm2', 'm3'], () => ({ 'partition.assignment.strategy': 'cooperative-sticky', 'session.timeout.ms': 10_000 }));
+      const members = await startGroup(topic, groupId, ['m1', 'm2', 'm3'], () => ({
+        'partition.assignment.strategy': 'cooperative-sticky',
+        'session.timeout.ms': 10_000,
+      }));
       const g = groupOf(groupId) as ClassicGroup;
       const generation = g.generationId;
       const leader = g.leaderId;
       // The leader leaves for close (a new leader must run the assignor), a follower unsubscribes.
-      const leaver = how === 'close' ? (members.find((m) => g.members.get(leader ?? '')?.clientId === m.name) as Member) : (members[2] as Member);
+      const leaver =
+        how === 'close' ? (members.find((m) => g.members.get(leader ?? '')?.clientId === m.name) as Member) : (members[2] as Member);
       const stay = members.filter((m) => m !== leaver);
       const before = new Map(members.map((m) => [m, m.owned()]));
       const marks = new Map(members.map((m) => [m, m.callbacks.length]));
       const freed = before.get(leaver) as number[];
       if (how === 'close') await leaver.close();
       else leaver.unsubscribe();
-      await until(() => stay.every((m) => m.callbacks.length > (marks.get(m) as number)), 20_000, () => 'the remaining members to see the rebalance');
-      await until(() => Date.now() - lastCallbackAt(members) >= QUIET_MS, 30_000, () => 'no more rebalance callbacks');
+      await until(
+        () => stay.every((m) => m.callbacks.length > (marks.get(m) as number)),
+        20_000,
+        () => 'the remaining members to see the rebalance',
+      );
+      await until(
+        () => Date.now() - lastCallbackAt(members) >= QUIET_MS,
+        30_000,
+        () => 'no more rebalance callbacks',
+      );
 
       // The leaver revokes all it had, once, and (unsubscribed) gets nothing back.
       expect(leaver.since(marks.get(leaver) as number), `${leaver.name}'s callbacks`).to.deep.equal([`revoke [${freed.join(',')}]`]);
@@ -198,7 +226,11 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
   }
 
   for (const strategy of ['range', 'cooperative-sticky'] as const) {
-    const staticConfig = (name: string) => ({ 'partition.assignment.strategy': strategy, 'group.instance.id': `inst-${name}`, 'session.timeout.ms': SESSION_MS });
+    const staticConfig = (name: string) => ({
+      'partition.assignment.strategy': strategy,
+      'group.instance.id': `inst-${name}`,
+      'session.timeout.ms': SESSION_MS,
+    });
 
     it(`static membership, ${strategy}: a member restarting within session.timeout.ms gets its partitions back and nobody sees a rebalance; stopped for good, it is removed after its session timeout`, async () => {
       const { topic, groupId } = await newTopic(`static-restart-${strategy}`);
@@ -219,7 +251,11 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
       expect(g.size).to.equal(3);
       const again = await Member.start(b.bootstrap, groupId, topic, restarting.name, staticConfig(restarting.name));
       live.push(again);
-      await until(() => again.callbacks.length > 0, 20_000, () => 'the restarted member to be assigned');
+      await until(
+        () => again.callbacks.length > 0,
+        20_000,
+        () => 'the restarted member to be assigned',
+      );
       expect(Date.now() - closedAt, 'restarted within the session timeout').to.be.lessThan(SESSION_MS);
       // Past the old instance's session deadline (plus headroom): still no rebalance anywhere.
       await sleep(Math.max(0, closedAt + SESSION_MS + 2000 - Date.now()));
@@ -235,10 +271,18 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
       // The restarted member (a replaced one, with a new member id) then stops for good: removed after its session timeout.
       const stoppedAt = Date.now();
       await again.close();
-      await until(() => others.every((m) => m.callbacks.length > (marks.get(m) as number)), SESSION_MS + 15_000, () => 'the others to see the rebalance');
+      await until(
+        () => others.every((m) => m.callbacks.length > (marks.get(m) as number)),
+        SESSION_MS + 15_000,
+        () => 'the others to see the rebalance',
+      );
       const firstAt = Math.min(...others.map((m) => m.callbacks[marks.get(m) as number]?.at ?? Infinity));
       expect(firstAt - stoppedAt, 'ms from the second close to the rebalance').to.be.at.least(SESSION_MS - 2 * HEARTBEAT_MS);
-      await until(() => Date.now() - lastCallbackAt(others) >= QUIET_MS, 30_000, () => 'no more rebalance callbacks');
+      await until(
+        () => Date.now() - lastCallbackAt(others) >= QUIET_MS,
+        30_000,
+        () => 'no more rebalance callbacks',
+      );
       expect(sorted(others.flatMap((m) => m.owned()))).to.deep.equal([0, 1, 2, 3, 4, 5]);
       expect(g.generationId, 'one rebalance').to.equal(generation + 1);
       expect(g.hasStaticMember(instance)).to.equal(false);
@@ -260,11 +304,19 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
       await sleep(SESSION_MS / 2);
       expect(g.hasStaticMember(instance), 'still a member at half its session timeout').to.equal(true);
       for (const m of stay) expect(m.since(marks.get(m) as number), `${m.name} before the session timeout`).to.deep.equal([]);
-      await until(() => stay.every((m) => m.callbacks.length > (marks.get(m) as number)), SESSION_MS + 15_000, () => 'the remaining members to see the rebalance');
+      await until(
+        () => stay.every((m) => m.callbacks.length > (marks.get(m) as number)),
+        SESSION_MS + 15_000,
+        () => 'the remaining members to see the rebalance',
+      );
       const firstAt = Math.min(...stay.map((m) => m.callbacks[marks.get(m) as number]?.at ?? Infinity));
       // Its last heartbeat was at most one interval before the close.
       expect(firstAt - closedAt, 'ms from the close to the rebalance').to.be.at.least(SESSION_MS - 2 * HEARTBEAT_MS);
-      await until(() => Date.now() - lastCallbackAt(stay) >= QUIET_MS, 30_000, () => 'no more rebalance callbacks');
+      await until(
+        () => Date.now() - lastCallbackAt(stay) >= QUIET_MS,
+        30_000,
+        () => 'no more rebalance callbacks',
+      );
 
       expect(g.hasStaticMember(instance)).to.equal(false);
       expect(g.generationId, 'one rebalance').to.equal(generation + 1);
@@ -278,7 +330,10 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
         const mine = before.get(m) as number[];
         if (strategy === 'range') {
           // Eager: revoke everything once, then one assign of the new share.
-          expect(m.since(marks.get(m) as number), `${m.name}'s callbacks`).to.deep.equal([`revoke [${mine.join(',')}]`, `assign [${m.owned().join(',')}]`]);
+          expect(m.since(marks.get(m) as number), `${m.name}'s callbacks`).to.deep.equal([
+            `revoke [${mine.join(',')}]`,
+            `assign [${m.owned().join(',')}]`,
+          ]);
         } else {
           // Cooperative: one incremental assign of freed partitions, nothing revoked.
           expect(m.since(marks.get(m) as number), `${m.name}'s callbacks`).to.have.length(1);
@@ -299,7 +354,11 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
       for (let i = 0; i < 3; i++) {
         const c = kafka.consumer({ groupId, heartbeatInterval: HEARTBEAT_MS, sessionTimeout: 10_000, maxWaitTimeInMs: 200 });
         joins.set(i, []);
-        c.on(c.events.GROUP_JOIN, (e) => joins.get(i)?.push({ generation: groupOf(groupId)?.generationId ?? -1, partitions: sorted(e.payload.memberAssignment[topic] ?? []) }));
+        c.on(c.events.GROUP_JOIN, (e) =>
+          joins
+            .get(i)
+            ?.push({ generation: groupOf(groupId)?.generationId ?? -1, partitions: sorted(e.payload.memberAssignment[topic] ?? []) }),
+        );
         await c.connect();
         await c.subscribe({ topic });
         await c.run({ eachMessage: async () => undefined });
@@ -310,7 +369,12 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
         () => {
           const g = groupOf(groupId);
           const last = current();
-          return g?.state === 'Stable' && g.size === 3 && last.every((j) => j?.generation === g.generationId) && new Set(last.flatMap((j) => j?.partitions ?? [])).size === PARTITIONS;
+          return (
+            g?.state === 'Stable' &&
+            g.size === 3 &&
+            last.every((j) => j?.generation === g.generationId) &&
+            new Set(last.flatMap((j) => j?.partitions ?? [])).size === PARTITIONS
+          );
         },
         45_000,
         () => 'kafkajs members Stable',
@@ -320,9 +384,20 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
       const generation = g.generationId;
       const marks = [0, 1, 2].map((i) => joins.get(i)?.length ?? 0);
       await consumers[2]?.disconnect();
-      await until(() => [0, 1].every((i) => (joins.get(i)?.length ?? 0) > (marks[i] ?? 0)), 20_000, () => 'the remaining kafkajs members to rejoin');
+      await until(
+        () => [0, 1].every((i) => (joins.get(i)?.length ?? 0) > (marks[i] ?? 0)),
+        20_000,
+        () => 'the remaining kafkajs members to rejoin',
+      );
       await sleep(QUIET_MS);
-      for (const i of [0, 1]) expect(joins.get(i)?.slice(marks[i]).map((j) => j.generation), `member ${i}'s GROUP_JOINs`).to.deep.equal([generation + 1]);
+      for (const i of [0, 1])
+        expect(
+          joins
+            .get(i)
+            ?.slice(marks[i])
+            .map((j) => j.generation),
+          `member ${i}'s GROUP_JOINs`,
+        ).to.deep.equal([generation + 1]);
       expect(sorted([0, 1].flatMap((i) => joins.get(i)?.at(-1)?.partitions ?? []))).to.deep.equal([0, 1, 2, 3, 4, 5]);
       expect(g.generationId).to.equal(generation + 1);
       expect(g.state).to.equal('Stable');

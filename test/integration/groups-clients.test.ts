@@ -30,7 +30,9 @@ async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, 
 
 function python(script: string, timeoutMs = 60_000): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('/usr/bin/python3', ['-c', script], { timeout: timeoutMs }, (err, stdout, stderr) => resolve({ code: err === null ? 0 : Number(err.code ?? 1), stdout, stderr }));
+    execFile('/usr/bin/python3', ['-c', script], { timeout: timeoutMs }, (err, stdout, stderr) =>
+      resolve({ code: err === null ? 0 : Number(err.code ?? 1), stdout, stderr }),
+    );
   });
 }
 
@@ -50,7 +52,11 @@ async function committed(bootstrap: string, groupId: string, topic: string): Pro
   const admin = new Kafka({ brokers: [bootstrap], clientId: 'check', logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    return (await admin.fetchOffsets({ groupId, topics: [topic] }))[0]?.partitions.sort((a, b) => a.partition - b.partition).map((p) => p.offset) ?? [];
+    return (
+      (await admin.fetchOffsets({ groupId, topics: [topic] }))[0]?.partitions
+        .sort((a, b) => a.partition - b.partition)
+        .map((p) => p.offset) ?? []
+    );
   } finally {
     await admin.disconnect();
   }
@@ -75,7 +81,10 @@ describe('group consumers of kcat and kafka-python; durability; bad input', func
     await until(async () => (await committed(b.bootstrap, 'kcat-group', 'other-clients')).join() === '100,100,100', 10_000, 'kcat commits');
   });
 
-  for (const [name, apiVersion] of [['auto', 'None'], ['(0,10,0)', '(0, 10, 0)']] as const) {
+  for (const [name, apiVersion] of [
+    ['auto', 'None'],
+    ['(0,10,0)', '(0, 10, 0)'],
+  ] as const) {
     it(`kafka-python 2.0.2 group consumer, api_version=${name}`, async () => {
       const groupId = `py-${name}`;
       const script = `
@@ -112,7 +121,8 @@ c.close()
         autoCommit: false,
         eachMessage: async ({ partition, message }) => {
           n++;
-          if (Number(message.offset) < 30) await c1.commitOffsets([{ topic: 'durable', partition, offset: String(Number(message.offset) + 1) }]);
+          if (Number(message.offset) < 30)
+            await c1.commitOffsets([{ topic: 'durable', partition, offset: String(Number(message.offset) + 1) }]);
         },
       });
       await until(() => n === 200, 20_000, 'first consumer');
@@ -121,17 +131,26 @@ c.close()
       child.child.kill('SIGKILL');
       await child.exited;
       child = await startChildBroker(dataDir, child.port, overrides);
-      await until(async () => (await committed(child.bootstrap, 'durable-g', 'durable').catch(() => [])).join() === '30,30', 20_000, 'offsets after restart');
+      await until(
+        async () => (await committed(child.bootstrap, 'durable-g', 'durable').catch(() => [])).join() === '30,30',
+        20_000,
+        'offsets after restart',
+      );
       const admin = new Kafka({ brokers: [child.bootstrap], clientId: 'durable', logLevel: logLevel.NOTHING }).admin();
       await admin.connect();
       const d = (await admin.describeGroups(['durable-g'])).groups[0];
       expect(d).to.include({ state: 'Empty', protocolType: 'consumer' });
       await admin.disconnect();
       const firsts = new Map<number, string>();
-      const c2 = new Kafka({ brokers: [child.bootstrap], clientId: 'durable', logLevel: logLevel.NOTHING }).consumer({ groupId: 'durable-g', maxWaitTimeInMs: 100 });
+      const c2 = new Kafka({ brokers: [child.bootstrap], clientId: 'durable', logLevel: logLevel.NOTHING }).consumer({
+        groupId: 'durable-g',
+        maxWaitTimeInMs: 100,
+      });
       await c2.connect();
       await c2.subscribe({ topic: 'durable', fromBeginning: true });
-      await c2.run({ eachMessage: async ({ partition, message }) => void (firsts.has(partition) || firsts.set(partition, message.offset)) });
+      await c2.run({
+        eachMessage: async ({ partition, message }) => void (firsts.has(partition) || firsts.set(partition, message.offset)),
+      });
       await until(() => firsts.size === 2, 20_000, 'resumed consumer');
       expect([...firsts.values()]).to.deep.equal(['30', '30']);
       await c2.disconnect();
@@ -149,52 +168,95 @@ c.close()
     await bystander.subscribe({ topic: 'other-clients', fromBeginning: true });
     await bystander.run({ eachMessage: async () => {} });
     try {
-    const coordinator = (b.broker as unknown as { services: { groups: GroupCoordinator } }).services.groups;
-    const group = () => coordinator.groups.get('bystander') as ClassicGroup;
-    await until(() => group()?.state === 'Stable', 20_000, 'bystander Stable');
-    const generation = group().generationId;
+      const coordinator = (b.broker as unknown as { services: { groups: GroupCoordinator } }).services.groups;
+      const group = () => coordinator.groups.get('bystander') as ClassicGroup;
+      await until(() => group()?.state === 'Stable', 20_000, 'bystander Stable');
+      const generation = group().generationId;
 
-    const raw = await RawClient.connect(b.bootstrap);
-    const join = (v: number, o: object) => raw.request<{ errorCode: number; memberId: string }>(11, v, { ...defaultJoinGroupRequest(), sessionTimeoutMs: 10000, rebalanceTimeoutMs: 10000, protocolType: 'consumer', protocols: [{ name: 'range', metadata: Buffer.alloc(0) }], ...o });
-    expect((await join(5, { groupId: 'no-such', memberId: 'ghost' })).errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    expect((await join(5, { groupId: '' })).errorCode).to.equal(ErrorCode.INVALID_GROUP_ID);
-    expect((await join(5, { groupId: 'g-bad', sessionTimeoutMs: 1 })).errorCode).to.equal(ErrorCode.INVALID_SESSION_TIMEOUT);
-    // Protocols are checked first (Kafka's order), then the member.
-    expect((await join(5, { groupId: 'bystander', memberId: 'ghost' })).errorCode).to.equal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
-    expect((await join(5, { groupId: 'bystander', memberId: 'ghost', protocols: [{ name: 'RoundRobinAssigner', metadata: Buffer.alloc(0) }] })).errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    const commit = (o: object, meta: string | null = null) =>
-      raw.request<{ topics: { partitions: { errorCode: number }[] }[] }>(8, 5, {
-        ...defaultOffsetCommitRequest(),
-        topics: [{ name: 'other-clients', partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, committedMetadata: meta }] }],
-        ...o,
+      const raw = await RawClient.connect(b.bootstrap);
+      const join = (v: number, o: object) =>
+        raw.request<{ errorCode: number; memberId: string }>(11, v, {
+          ...defaultJoinGroupRequest(),
+          sessionTimeoutMs: 10000,
+          rebalanceTimeoutMs: 10000,
+          protocolType: 'consumer',
+          protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+          ...o,
+        });
+      expect((await join(5, { groupId: 'no-such', memberId: 'ghost' })).errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
+      expect((await join(5, { groupId: '' })).errorCode).to.equal(ErrorCode.INVALID_GROUP_ID);
+      expect((await join(5, { groupId: 'g-bad', sessionTimeoutMs: 1 })).errorCode).to.equal(ErrorCode.INVALID_SESSION_TIMEOUT);
+      // Protocols are checked first (Kafka's order), then the member.
+      expect((await join(5, { groupId: 'bystander', memberId: 'ghost' })).errorCode).to.equal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+      expect(
+        (await join(5, { groupId: 'bystander', memberId: 'ghost', protocols: [{ name: 'RoundRobinAssigner', metadata: Buffer.alloc(0) }] }))
+          .errorCode,
+      ).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
+      const commit = (o: object, meta: string | null = null) =>
+        raw.request<{ topics: { partitions: { errorCode: number }[] }[] }>(8, 5, {
+          ...defaultOffsetCommitRequest(),
+          topics: [
+            {
+              name: 'other-clients',
+              partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, committedMetadata: meta }],
+            },
+          ],
+          ...o,
+        });
+      const code = async (p: ReturnType<typeof commit>) => (await p).topics[0]?.partitions[0]?.errorCode;
+      expect(await code(commit({ groupId: 'bystander', generationIdOrMemberEpoch: generation, memberId: 'ghost' }))).to.equal(
+        ErrorCode.UNKNOWN_MEMBER_ID,
+      );
+      const member = [...group().members.keys()][0] as string;
+      expect(await code(commit({ groupId: 'bystander', generationIdOrMemberEpoch: generation - 1, memberId: member }))).to.equal(
+        ErrorCode.ILLEGAL_GENERATION,
+      );
+      expect(await code(commit({ groupId: 'bystander', generationIdOrMemberEpoch: -1, memberId: '' }))).to.equal(
+        ErrorCode.UNKNOWN_MEMBER_ID,
+      );
+      expect(await code(commit({ groupId: 'no-such-2', generationIdOrMemberEpoch: 3, memberId: 'm' }))).to.equal(
+        ErrorCode.ILLEGAL_GENERATION,
+      );
+      expect(await code(commit({ groupId: 'simple-bad', generationIdOrMemberEpoch: -1 }, 'x'.repeat(5000)))).to.equal(
+        ErrorCode.OFFSET_METADATA_TOO_LARGE,
+      );
+      const hb = await raw.request<{ errorCode: number }>(12, 3, {
+        groupId: 'no-such',
+        generationId: 1,
+        memberId: 'ghost',
+        groupInstanceId: null,
       });
-    const code = async (p: ReturnType<typeof commit>) => (await p).topics[0]?.partitions[0]?.errorCode;
-    expect(await code(commit({ groupId: 'bystander', generationIdOrMemberEpoch: generation, memberId: 'ghost' }))).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    const member = [...group().members.keys()][0] as string;
-    expect(await code(commit({ groupId: 'bystander', generationIdOrMemberEpoch: generation - 1, memberId: member }))).to.equal(ErrorCode.ILLEGAL_GENERATION);
-    expect(await code(commit({ groupId: 'bystander', generationIdOrMemberEpoch: -1, memberId: '' }))).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    expect(await code(commit({ groupId: 'no-such-2', generationIdOrMemberEpoch: 3, memberId: 'm' }))).to.equal(ErrorCode.ILLEGAL_GENERATION);
-    expect(await code(commit({ groupId: 'simple-bad', generationIdOrMemberEpoch: -1 }, 'x'.repeat(5000)))).to.equal(ErrorCode.OFFSET_METADATA_TOO_LARGE);
-    const hb = await raw.request<{ errorCode: number }>(12, 3, { groupId: 'no-such', generationId: 1, memberId: 'ghost', groupInstanceId: null });
-    expect(hb.errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    const sync = await raw.request<{ errorCode: number }>(14, 3, { groupId: 'bystander', generationId: generation, memberId: 'ghost', groupInstanceId: null, assignments: [] });
-    expect(sync.errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    const del = await raw.request<{ results: { errorCode: number }[] }>(42, 1, { groupsNames: ['no-such', 'bystander'] });
-    expect(del.results.map((r) => r.errorCode)).to.deep.equal([ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NON_EMPTY_GROUP]);
-    const od = await raw.request<{ errorCode: number }>(47, 0, { groupId: 'no-such', topics: [] });
-    expect(od.errorCode).to.equal(ErrorCode.GROUP_ID_NOT_FOUND);
-    const od2 = await raw.request<{ errorCode: number; topics: { partitions: { errorCode: number }[] }[] }>(47, 0, { groupId: 'bystander', topics: [{ name: 'other-clients', partitions: [{ partitionIndex: 0 }] }] });
-    expect(od2.topics[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC);
-    const fc = await raw.request<{ coordinators: { errorCode: number; nodeId: number }[] }>(10, 4, { keyType: 1, coordinatorKeys: ['txn'] });
-    expect(fc.coordinators[0]?.errorCode).to.equal(ErrorCode.NONE);
-    expect(fc.coordinators[0]?.nodeId).to.be.at.least(0);
-    const fc2 = await raw.request<{ coordinators: { errorCode: number }[] }>(10, 4, { keyType: 7, coordinatorKeys: ['x'] });
-    expect(fc2.coordinators[0]?.errorCode).to.equal(ErrorCode.INVALID_REQUEST);
-    raw.destroy();
+      expect(hb.errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
+      const sync = await raw.request<{ errorCode: number }>(14, 3, {
+        groupId: 'bystander',
+        generationId: generation,
+        memberId: 'ghost',
+        groupInstanceId: null,
+        assignments: [],
+      });
+      expect(sync.errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
+      const del = await raw.request<{ results: { errorCode: number }[] }>(42, 1, { groupsNames: ['no-such', 'bystander'] });
+      expect(del.results.map((r) => r.errorCode)).to.deep.equal([ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NON_EMPTY_GROUP]);
+      const od = await raw.request<{ errorCode: number }>(47, 0, { groupId: 'no-such', topics: [] });
+      expect(od.errorCode).to.equal(ErrorCode.GROUP_ID_NOT_FOUND);
+      const od2 = await raw.request<{ errorCode: number; topics: { partitions: { errorCode: number }[] }[] }>(47, 0, {
+        groupId: 'bystander',
+        topics: [{ name: 'other-clients', partitions: [{ partitionIndex: 0 }] }],
+      });
+      expect(od2.topics[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC);
+      const fc = await raw.request<{ coordinators: { errorCode: number; nodeId: number }[] }>(10, 4, {
+        keyType: 1,
+        coordinatorKeys: ['txn'],
+      });
+      expect(fc.coordinators[0]?.errorCode).to.equal(ErrorCode.NONE);
+      expect(fc.coordinators[0]?.nodeId).to.be.at.least(0);
+      const fc2 = await raw.request<{ coordinators: { errorCode: number }[] }>(10, 4, { keyType: 7, coordinatorKeys: ['x'] });
+      expect(fc2.coordinators[0]?.errorCode).to.equal(ErrorCode.INVALID_REQUEST);
+      raw.destroy();
 
-    await new Promise((r) => setTimeout(r, 500));
-    expect(group().state).to.equal('Stable');
-    expect(group().generationId).to.equal(generation);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(group().state).to.equal('Stable');
+      expect(group().generationId).to.equal(generation);
     } finally {
       await bystander.disconnect();
     }

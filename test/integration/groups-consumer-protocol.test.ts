@@ -103,35 +103,70 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
 
   it('a regex subscription gets the matching topics, picks up one created later, ignores one that does not match, drops one deleted; two members share', async () => {
     const groupId = 'kip848-regex';
-    await admin.createTopics({ topics: [{ topic: 're-a', numPartitions: 2 }, { topic: 're-b', numPartitions: 1 }, { topic: 'nore-x', numPartitions: 2 }] });
+    await admin.createTopics({
+      topics: [
+        { topic: 're-a', numPartitions: 2 },
+        { topic: 're-b', numPartitions: 1 },
+        { topic: 'nore-x', numPartitions: 2 },
+      ],
+    });
     await Promise.all([produce('re-a', 2, 10), produce('re-b', 1, 10), produce('nore-x', 2, 10)]);
 
     const m1 = await start(groupId, [/^re-.*/]);
-    await until(() => m1.seen.size === 20, 30_000, () => `re-a and re-b consumed (have ${m1.seen.size}, owned ${sorted(m1.owned)})`);
+    await until(
+      () => m1.seen.size === 20,
+      30_000,
+      () => `re-a and re-b consumed (have ${m1.seen.size}, owned ${sorted(m1.owned)})`,
+    );
     expect(sorted(m1.owned)).to.deep.equal(['re-a-0', 're-a-1', 're-b-0']);
     expect([...(group(groupId)?.members.values() ?? [])].map((m) => m.subscribedTopicRegex)).to.deep.equal(['(^re-.*)']); // as librdkafka sends it
 
     // A matching topic created after the member joined: assigned at the next heartbeat, its records consumed.
-    await admin.createTopics({ topics: [{ topic: 're-c', numPartitions: 2 }, { topic: 'zz-nomatch', numPartitions: 1 }] });
-    const pickedUp = await until(() => m1.owned.has('re-c-0') && m1.owned.has('re-c-1'), 10_000, () => `re-c assigned (owned ${sorted(m1.owned)})`);
+    await admin.createTopics({
+      topics: [
+        { topic: 're-c', numPartitions: 2 },
+        { topic: 'zz-nomatch', numPartitions: 1 },
+      ],
+    });
+    const pickedUp = await until(
+      () => m1.owned.has('re-c-0') && m1.owned.has('re-c-1'),
+      10_000,
+      () => `re-c assigned (owned ${sorted(m1.owned)})`,
+    );
     console.log(`      re-c assigned ${pickedUp} ms after CreateTopics`);
     expect(pickedUp).to.be.below(3000); // the broker bumps the group epoch at once; the next heartbeats carry it
     await Promise.all([produce('re-c', 2, 10), produce('zz-nomatch', 1, 10)]);
-    await until(() => [...m1.seen].filter((s) => s.startsWith('re-c/')).length === 10, 20_000, () => `re-c consumed (have ${m1.seen.size})`);
+    await until(
+      () => [...m1.seen].filter((s) => s.startsWith('re-c/')).length === 10,
+      20_000,
+      () => `re-c consumed (have ${m1.seen.size})`,
+    );
     await sleep(1000);
     expect([...m1.seen].filter((s) => !s.startsWith('re-'))).to.deep.equal([]); // nore-x, zz-nomatch never
     expect(sorted(m1.owned)).to.deep.equal(['re-a-0', 're-a-1', 're-b-0', 're-c-0', 're-c-1']);
 
     // A second member with the same regex: the five partitions are shared, each owned once.
     const m2 = await start(groupId, [/^re-.*/]);
-    await until(() => m2.owned.size > 0 && m1.owned.size + m2.owned.size === 5, 30_000, () => `shared (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`);
+    await until(
+      () => m2.owned.size > 0 && m1.owned.size + m2.owned.size === 5,
+      30_000,
+      () => `shared (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`,
+    );
     expect(sorted([...m1.owned, ...m2.owned])).to.deep.equal(['re-a-0', 're-a-1', 're-b-0', 're-c-0', 're-c-1']);
     expect([m1.owned.size, m2.owned.size].sort()).to.deep.equal([2, 3]);
 
     // A deleted topic's partitions go away from whoever held them.
     await admin.deleteTopics({ topics: ['re-a'] });
-    await until(() => ![...m1.owned, ...m2.owned].some((k) => k.startsWith('re-a-')), 15_000, () => `re-a revoked (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`);
-    await until(() => m1.owned.size + m2.owned.size === 3, 15_000, () => `rebalanced without re-a (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`);
+    await until(
+      () => ![...m1.owned, ...m2.owned].some((k) => k.startsWith('re-a-')),
+      15_000,
+      () => `re-a revoked (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`,
+    );
+    await until(
+      () => m1.owned.size + m2.owned.size === 3,
+      15_000,
+      () => `rebalanced without re-a (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`,
+    );
     expect(sorted([...m1.owned, ...m2.owned])).to.deep.equal(['re-b-0', 're-c-0', 're-c-1']);
     expect(group(groupId)?.resolvedRegexes.get('(^re-.*)')).to.deep.equal(new Set(['re-b', 're-c']));
   });
@@ -140,9 +175,17 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
   async function staticPair(groupId: string, topic: string): Promise<[Member, Member]> {
     await admin.createTopics({ topics: [{ topic, numPartitions: 4 }] });
     const a = await start(groupId, [topic], { 'group.instance.id': 'ia' });
-    await until(() => a.owned.size === 4, 30_000, () => `A assigned (${sorted(a.owned)})`);
+    await until(
+      () => a.owned.size === 4,
+      30_000,
+      () => `A assigned (${sorted(a.owned)})`,
+    );
     const bb = await start(groupId, [topic], { 'group.instance.id': 'ib' });
-    await until(() => a.owned.size === 2 && bb.owned.size === 2 && group(groupId)?.state === 'Stable', 30_000, () => `A and B share (A ${sorted(a.owned)}, B ${sorted(bb.owned)}, ${group(groupId)?.state})`);
+    await until(
+      () => a.owned.size === 2 && bb.owned.size === 2 && group(groupId)?.state === 'Stable',
+      30_000,
+      () => `A and B share (A ${sorted(a.owned)}, B ${sorted(bb.owned)}, ${group(groupId)?.state})`,
+    );
     await sleep(1000);
     return [a, bb];
   }
@@ -156,7 +199,11 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     await stop(bb);
     expect(oldB?.memberEpoch).to.equal(-2); // left temporarily, still holding its partitions
     const b2 = await start(groupId, ['static-back'], { 'group.instance.id': 'ib' });
-    const back = await until(() => b2.owned.size === 2, 20_000, () => `B back (${sorted(b2.owned)})`);
+    const back = await until(
+      () => b2.owned.size === 2,
+      20_000,
+      () => `B back (${sorted(b2.owned)})`,
+    );
     console.log(`      B assigned ${back} ms after restarting`);
     await sleep(2 * HEARTBEAT_MS + 1000);
     expect(sorted(b2.owned)).to.deep.equal(before.bOwned);
@@ -177,7 +224,11 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     await sleep(SESSION_MS / 2);
     expect(a.owned.size).to.equal(2); // B's partitions wait for B during its session
     expect(a.assigns).to.equal(aAssigns);
-    await until(() => a.owned.size === 4, SESSION_MS + 10_000, () => `A gets B's partitions (${sorted(a.owned)})`);
+    await until(
+      () => a.owned.size === 4,
+      SESSION_MS + 10_000,
+      () => `A gets B's partitions (${sorted(a.owned)})`,
+    );
     const after = Date.now() - stoppedAt;
     console.log(`      A assigned B's partitions ${after} ms after B closed (session timeout ${SESSION_MS} ms)`);
     expect(after).to.be.at.least(SESSION_MS - 2 * HEARTBEAT_MS);
@@ -189,14 +240,21 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     const groupId = 'kip848-invalid';
     const logs: string[] = [];
     // The node-rdkafka-style API shows librdkafka's fatal error (the KafkaJS-style one only retries).
-    const c = new confluent.KafkaConsumer({ 'bootstrap.servers': b.bootstrap, 'group.id': groupId, 'group.protocol': 'consumer', log_level: 3, event_cb: true }, {});
+    const c = new confluent.KafkaConsumer(
+      { 'bootstrap.servers': b.bootstrap, 'group.id': groupId, 'group.protocol': 'consumer', log_level: 3, event_cb: true },
+      {},
+    );
     c.on('event.log', (l: Any) => logs.push(String(l.message)));
     await new Promise<void>((resolve, reject) => c.connect({}, (e: Any) => (e ? reject(e) : resolve())));
     try {
       // A backreference: POSIX regcomp (librdkafka's check) accepts it, RE2 does not.
       c.subscribe(['^(re)-\\1']);
       c.consume(() => undefined);
-      await until(() => logs.some((l) => /fatal/i.test(l)), 20_000, () => `a fatal error (logs ${logs.join(' | ')})`);
+      await until(
+        () => logs.some((l) => /fatal/i.test(l)),
+        20_000,
+        () => `a fatal error (logs ${logs.join(' | ')})`,
+      );
       // librdkafka's text for error 128: "Fatal error: Broker: The regular expression is not valid: ConsumerGroupHeartbeat fatal error: …"
       expect(logs.find((l) => /fatal/i.test(l))).to.contain('Broker: The regular expression is not valid');
       expect(c.assignments()).to.deep.equal([]);
@@ -209,16 +267,44 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
   it('ConsumerGroupHeartbeat v1 answers 128 for an invalid regex, at join and on a change', async () => {
     const raw = await RawClient.connect(b.bootstrap);
     try {
-      const join = { groupId: 'kip848-raw', memberId: 'raw-member-1', memberEpoch: 0, instanceId: null, rackId: null, rebalanceTimeoutMs: 30000, subscribedTopicNames: [], subscribedTopicRegex: '[', serverAssignor: null, topicPartitions: [] };
+      const join = {
+        groupId: 'kip848-raw',
+        memberId: 'raw-member-1',
+        memberEpoch: 0,
+        instanceId: null,
+        rackId: null,
+        rebalanceTimeoutMs: 30000,
+        subscribedTopicNames: [],
+        subscribedTopicRegex: '[',
+        serverAssignor: null,
+        topicPartitions: [],
+      };
       const r = await raw.request<Any>(68, 1, join);
-      expect([r.errorCode, r.errorMessage]).to.deep.equal([ErrorCode.INVALID_REGULAR_EXPRESSION, 'SubscribedTopicRegex `[` is not a valid regular expression: missing closing ].']);
+      expect([r.errorCode, r.errorMessage]).to.deep.equal([
+        ErrorCode.INVALID_REGULAR_EXPRESSION,
+        'SubscribedTopicRegex `[` is not a valid regular expression: missing closing ].',
+      ]);
       expect(r.errorCode).to.equal(128);
       const ok = await raw.request<Any>(68, 1, { ...join, subscribedTopicRegex: 're-.*' });
       expect([ok.errorCode, ok.memberEpoch]).to.deep.equal([0, 1]);
-      const change = await raw.request<Any>(68, 1, { ...join, memberEpoch: 1, rebalanceTimeoutMs: -1, subscribedTopicNames: null, subscribedTopicRegex: 're-(?!a)', topicPartitions: null });
+      const change = await raw.request<Any>(68, 1, {
+        ...join,
+        memberEpoch: 1,
+        rebalanceTimeoutMs: -1,
+        subscribedTopicNames: null,
+        subscribedTopicRegex: 're-(?!a)',
+        topicPartitions: null,
+      });
       expect(change.errorCode).to.equal(128);
       expect(change.errorMessage).to.contain('invalid or unsupported Perl syntax');
-      const left = await raw.request<Any>(68, 1, { ...join, memberEpoch: -1, rebalanceTimeoutMs: -1, subscribedTopicNames: null, subscribedTopicRegex: null, topicPartitions: null });
+      const left = await raw.request<Any>(68, 1, {
+        ...join,
+        memberEpoch: -1,
+        rebalanceTimeoutMs: -1,
+        subscribedTopicNames: null,
+        subscribedTopicRegex: null,
+        topicPartitions: null,
+      });
       expect(left.errorCode).to.equal(0);
     } finally {
       raw.destroy();

@@ -64,7 +64,10 @@ describe('kafkajs 2.2.4 consumer groups', function () {
     let produced = 0;
     const produce = async (n: number) => {
       for (let i = 0; i < n; i += 1000) {
-        await producer.send({ topic, messages: Array.from({ length: 1000 }, (_, k) => ({ value: `r${produced + k}`, partition: (produced + k) % PARTITIONS })) });
+        await producer.send({
+          topic,
+          messages: Array.from({ length: 1000 }, (_, k) => ({ value: `r${produced + k}`, partition: (produced + k) % PARTITIONS })),
+        });
         produced += 1000;
       }
     };
@@ -81,10 +84,14 @@ describe('kafkajs 2.2.4 consumer groups', function () {
     expect(seen.size).to.equal(COUNT);
     expect(byConsumer.get('c4') ?? 0).to.be.greaterThan(0);
     // Committed progress is the log end of every partition.
-    await until(async () => {
-      const offsets = await admin.fetchOffsets({ groupId, topics: [topic] });
-      return offsets[0]?.partitions.every((p) => p.offset === String(COUNT / PARTITIONS)) ?? false;
-    }, 20_000, 'commits at the log end');
+    await until(
+      async () => {
+        const offsets = await admin.fetchOffsets({ groupId, topics: [topic] });
+        return offsets[0]?.partitions.every((p) => p.offset === String(COUNT / PARTITIONS)) ?? false;
+      },
+      20_000,
+      'commits at the log end',
+    );
     await Promise.all([c1.disconnect(), c3.disconnect(), c4.disconnect(), producer.disconnect()]);
     const described = await admin.describeGroups([groupId]);
     expect(described.groups[0]).to.include({ groupId, state: 'Empty', protocolType: 'consumer' });
@@ -101,7 +108,14 @@ describe('kafkajs 2.2.4 consumer groups', function () {
     await producer.connect();
     await producer.send({ topic, messages: Array.from({ length: 100 }, (_, i) => ({ value: `v${i}`, partition: i % 2 })) });
     // Commit 10 and 20 (kafkajs's setOffsets joins the group briefly, then commits).
-    await admin.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: '10' }, { partition: 1, offset: '20' }] });
+    await admin.setOffsets({
+      groupId,
+      topic,
+      partitions: [
+        { partition: 0, offset: '10' },
+        { partition: 1, offset: '20' },
+      ],
+    });
     const consumer = kafka.consumer({ groupId: 'kjs-admin-live', heartbeatInterval: 500, maxWaitTimeInMs: 200 });
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
@@ -120,7 +134,10 @@ describe('kafkajs 2.2.4 consumer groups', function () {
     const ends = await admin.fetchTopicOffsets(topic);
     const lag = committed[0]?.partitions.map((p) => Number(ends.find((e) => e.partition === p.partition)?.high) - Number(p.offset)).sort();
     expect(lag).to.deep.equal([30, 40]);
-    const refused = await admin.deleteGroups(['kjs-admin-live']).then(() => null, (e: unknown) => e as { name?: string; groups?: { errorCode?: number }[] });
+    const refused = await admin.deleteGroups(['kjs-admin-live']).then(
+      () => null,
+      (e: unknown) => e as { name?: string; groups?: { errorCode?: number }[] },
+    );
     expect(refused?.groups?.[0]?.errorCode).to.equal(68); // NON_EMPTY_GROUP
     await consumer.disconnect();
     await admin.deleteGroups([groupId, 'kjs-admin-live']);
@@ -148,10 +165,14 @@ describe('kafkajs 2.2.4 consumer groups', function () {
       await c.run({ eachMessage: async () => {} });
       consumers.push(c);
     }
-    await until(async () => {
-      const g = (await admin.describeGroups(['kjs-timing'])).groups[0];
-      return g?.state === 'Stable' && g.members.length === 3 && [...generations.values()].filter((t) => t >= lastJoinAt).length === 3;
-    }, 30_000, '3 members Stable');
+    await until(
+      async () => {
+        const g = (await admin.describeGroups(['kjs-timing'])).groups[0];
+        return g?.state === 'Stable' && g.members.length === 3 && [...generations.values()].filter((t) => t >= lastJoinAt).length === 3;
+      },
+      30_000,
+      '3 members Stable',
+    );
     const ms = Math.max(...generations.values()) - lastJoinAt;
     console.log(`      [groups] last of 3 kafkajs members joining -> all Stable: ${ms} ms (heartbeatInterval 100, maxWaitTimeInMs 100)`);
     expect(ms).to.be.lessThan(10_000);

@@ -42,7 +42,10 @@ describe('librdkafka 2.15 consumer groups', function () {
   async function produce(topic: string, from: number, n: number, partitions: number): Promise<void> {
     const producer = kafka.producer();
     await producer.connect();
-    await producer.send({ topic, messages: Array.from({ length: n }, (_, i) => ({ value: `r${from + i}`, partition: (from + i) % partitions })) });
+    await producer.send({
+      topic,
+      messages: Array.from({ length: n }, (_, i) => ({ value: `r${from + i}`, partition: (from + i) % partitions })),
+    });
     await producer.disconnect();
   }
 
@@ -55,7 +58,8 @@ describe('librdkafka 2.15 consumer groups', function () {
       await admin.createTopics({ topics: [{ topic, numPartitions: PARTS }] });
       const seen = new Map<string, number>();
       const owners = new Set<string>();
-      const cfg = mode === 'consumer' ? { 'group.protocol': 'consumer' } : { 'partition.assignment.strategy': mode, 'heartbeat.interval.ms': 500 };
+      const cfg =
+        mode === 'consumer' ? { 'group.protocol': 'consumer' } : { 'partition.assignment.strategy': mode, 'heartbeat.interval.ms': 500 };
       const start = async (name: string) => {
         const c = kafka.consumer({ kafkaJS: { groupId, fromBeginning: true, autoCommit: false }, ...cfg });
         await c.connect();
@@ -73,25 +77,33 @@ describe('librdkafka 2.15 consumer groups', function () {
       const c1 = await start('c1');
       let c2: Any;
       try {
-      await produce(topic, 0, COUNT / 2, PARTS);
-      await until(() => seen.size >= COUNT / 4, 30_000, 'first records');
-      c2 = await start('c2');
-      await until(async () => {
-        const d = (await admin.describeGroups([groupId])).groups[0];
-        return d?.members?.length === 2 && d.members.every((m: Any) => (m.assignment?.topicPartitions?.length ?? 0) > 0);
-      }, 40_000, 'both members assigned');
-      await produce(topic, COUNT / 2, COUNT / 2, PARTS);
-      await until(() => seen.size === COUNT, 40_000, `all records (have ${seen.size})`);
-      const dups = [...seen].filter(([, n]) => n > 1);
-      expect(dups, `duplicates ${dups.slice(0, 5).join(' ')}`).to.have.length(0);
-      expect([...owners].sort()).to.deep.equal(['c1', 'c2']);
-      let committed: string[] = [];
-      await until(async () => {
-        committed = (await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.map((p: Any) => p.offset);
-        return committed.every((o) => o === String(COUNT / PARTS));
-      }, 15_000, 'commits at the log end').catch(() => expect(committed).to.deep.equal(Array(PARTS).fill(String(COUNT / PARTS))));
-      const g = coordinatorOf(b).groups.get(groupId);
-      expect(g?.type).to.equal(mode === 'consumer' ? 'consumer' : 'classic');
+        await produce(topic, 0, COUNT / 2, PARTS);
+        await until(() => seen.size >= COUNT / 4, 30_000, 'first records');
+        c2 = await start('c2');
+        await until(
+          async () => {
+            const d = (await admin.describeGroups([groupId])).groups[0];
+            return d?.members?.length === 2 && d.members.every((m: Any) => (m.assignment?.topicPartitions?.length ?? 0) > 0);
+          },
+          40_000,
+          'both members assigned',
+        );
+        await produce(topic, COUNT / 2, COUNT / 2, PARTS);
+        await until(() => seen.size === COUNT, 40_000, `all records (have ${seen.size})`);
+        const dups = [...seen].filter(([, n]) => n > 1);
+        expect(dups, `duplicates ${dups.slice(0, 5).join(' ')}`).to.have.length(0);
+        expect([...owners].sort()).to.deep.equal(['c1', 'c2']);
+        let committed: string[] = [];
+        await until(
+          async () => {
+            committed = (await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.map((p: Any) => p.offset);
+            return committed.every((o) => o === String(COUNT / PARTS));
+          },
+          15_000,
+          'commits at the log end',
+        ).catch(() => expect(committed).to.deep.equal(Array(PARTS).fill(String(COUNT / PARTS))));
+        const g = coordinatorOf(b).groups.get(groupId);
+        expect(g?.type).to.equal(mode === 'consumer' ? 'consumer' : 'classic');
       } finally {
         await Promise.all([c1.disconnect(), c2?.disconnect()]);
       }
@@ -126,27 +138,32 @@ describe('librdkafka 2.15 consumer groups', function () {
     };
     const live: Any[] = [];
     try {
-    const a = await start('ia');
-    live.push(a);
-    const bb = await start('ib');
-    live.push(bb);
-    const group = () => coordinatorOf(b).groups.get(groupId) as ClassicGroup;
-    await until(() => group()?.state === 'Stable' && group().size === 2 && (assigned.get('ia')?.length ?? 0) + (assigned.get('ib')?.length ?? 0) === 4, 40_000, 'Stable with 2 static members');
-    await new Promise((r) => setTimeout(r, 1000));
-    const generation = group().generationId;
-    const before = { ia: assigned.get('ia'), ibRebalances: rebalances.get('ib') };
-    await a.disconnect(); // a static member sends no LeaveGroup
-    live.shift();
-    expect(group().size).to.equal(2);
-    assigned.delete('ia');
-    const a2 = await start('ia');
-    live.push(a2);
-    await until(() => assigned.has('ia'), 20_000, 'restarted member assigned');
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(assigned.get('ia')).to.deep.equal(before.ia);
-    expect(group().generationId).to.equal(generation);
-    expect(group().state).to.equal('Stable');
-    expect(rebalances.get('ib')).to.equal(before.ibRebalances);
+      const a = await start('ia');
+      live.push(a);
+      const bb = await start('ib');
+      live.push(bb);
+      const group = () => coordinatorOf(b).groups.get(groupId) as ClassicGroup;
+      await until(
+        () =>
+          group()?.state === 'Stable' && group().size === 2 && (assigned.get('ia')?.length ?? 0) + (assigned.get('ib')?.length ?? 0) === 4,
+        40_000,
+        'Stable with 2 static members',
+      );
+      await new Promise((r) => setTimeout(r, 1000));
+      const generation = group().generationId;
+      const before = { ia: assigned.get('ia'), ibRebalances: rebalances.get('ib') };
+      await a.disconnect(); // a static member sends no LeaveGroup
+      live.shift();
+      expect(group().size).to.equal(2);
+      assigned.delete('ia');
+      const a2 = await start('ia');
+      live.push(a2);
+      await until(() => assigned.has('ia'), 20_000, 'restarted member assigned');
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(assigned.get('ia')).to.deep.equal(before.ia);
+      expect(group().generationId).to.equal(generation);
+      expect(group().state).to.equal('Stable');
+      expect(rebalances.get('ib')).to.equal(before.ibRebalances);
     } finally {
       await Promise.all(live.map((c) => c.disconnect()));
     }
@@ -168,7 +185,11 @@ describe('librdkafka 2.15 consumer groups', function () {
       },
     });
     await until(() => n === 100, 30_000, 'consumed');
-    await until(async () => (await admin.describeGroups([groupId])).groups[0]?.state === KafkaJS.ConsumerGroupStates.STABLE, 20_000, 'Stable');
+    await until(
+      async () => (await admin.describeGroups([groupId])).groups[0]?.state === KafkaJS.ConsumerGroupStates.STABLE,
+      20_000,
+      'Stable',
+    );
     const d = (await admin.describeGroups([groupId])).groups[0];
     expect(d).to.include({ groupId, protocolType: 'consumer', isSimpleConsumerGroup: false });
     expect(d.members).to.have.length(1);
@@ -180,6 +201,10 @@ describe('librdkafka 2.15 consumer groups', function () {
     const lag = committed[0].partitions.map((p: Any) => Number(ends.find((e: Any) => e.partition === p.partition).high) - Number(p.offset));
     expect(lag).to.deep.equal([25, 25]);
     await c.disconnect();
-    await until(async () => (await admin.describeGroups([groupId])).groups[0]?.state === KafkaJS.ConsumerGroupStates.EMPTY, 20_000, 'Empty');
+    await until(
+      async () => (await admin.describeGroups([groupId])).groups[0]?.state === KafkaJS.ConsumerGroupStates.EMPTY,
+      20_000,
+      'Empty',
+    );
   });
 });

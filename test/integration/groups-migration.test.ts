@@ -89,7 +89,12 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
   }
 
   /** Runs the restarts with 3 members starting with `initial`, records flowing; checks exactly-once at the end. */
-  async function scenario(strategy: string, initial: Protocol, restarts: Restart[], afterwards: (groupId: string) => Promise<void> = async () => {}): Promise<void> {
+  async function scenario(
+    strategy: string,
+    initial: Protocol,
+    restarts: Restart[],
+    afterwards: (groupId: string) => Promise<void> = async () => {},
+  ): Promise<void> {
     const topic = `migrate-${strategy}`;
     const groupId = `migrate-${strategy}`;
     await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }] });
@@ -107,7 +112,10 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
     const producerLoop = (async () => {
       while (producing) {
         const from = produced;
-        await producer.send({ topic, messages: Array.from({ length: 30 }, (_, i) => ({ value: `r${from + i}`, partition: (from + i) % PARTITIONS })) });
+        await producer.send({
+          topic,
+          messages: Array.from({ length: 30 }, (_, i) => ({ value: `r${from + i}`, partition: (from + i) % PARTITIONS })),
+        });
         produced += 30;
         await sleep(100);
       }
@@ -134,8 +142,15 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
     };
 
     const start = async (name: string, protocol: Protocol): Promise<void> => {
-      const conf = protocol === 'consumer' ? { 'group.protocol': 'consumer' } : { 'partition.assignment.strategy': strategy, 'session.timeout.ms': SESSION_MS, 'heartbeat.interval.ms': HEARTBEAT_MS };
-      const c = kafka.consumer({ kafkaJS: { groupId, fromBeginning: true, autoCommit: false }, 'client.id': `${name}-${protocol}`, ...conf });
+      const conf =
+        protocol === 'consumer'
+          ? { 'group.protocol': 'consumer' }
+          : { 'partition.assignment.strategy': strategy, 'session.timeout.ms': SESSION_MS, 'heartbeat.interval.ms': HEARTBEAT_MS };
+      const c = kafka.consumer({
+        kafkaJS: { groupId, fromBeginning: true, autoCommit: false },
+        'client.id': `${name}-${protocol}`,
+        ...conf,
+      });
       const m: Member = { name, protocol, c, count: 0 };
       await c.connect();
       await c.subscribe({ topics: [topic] });
@@ -164,7 +179,11 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
         () => {
           const g = coordinator().groups.get(groupId);
           if (g === undefined || g.type !== type || g.members.size !== 3 || g.state !== 'Stable') return false;
-          if (g.type === 'consumer') return [...g.members.values()].filter((m) => m.useClassicProtocol).length === classic && [...g.members.values()].every((m) => m.assignedPartitions.size > 0);
+          if (g.type === 'consumer')
+            return (
+              [...g.members.values()].filter((m) => m.useClassicProtocol).length === classic &&
+              [...g.members.values()].every((m) => m.assignedPartitions.size > 0)
+            );
           return true;
         },
         60_000,
@@ -174,12 +193,18 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
         },
       );
       const mark = produced;
-      await until(() => total() >= mark, 30_000, () => `${what}: consumption to catch up with ${mark} (at ${total()})`);
+      await until(
+        () => total() >= mark,
+        30_000,
+        () => `${what}: consumption to catch up with ${mark} (at ${total()})`,
+      );
       console.log(`      ${what}: settled in ${took} ms; ${total()} consumed of ${produced} produced`);
       const l = await listed(groupId);
       expect([l?.groupType, l?.groupState], `${what}: ListGroups`).to.deep.equal([type, 'Stable']);
       // ConsumerGroupDescribe knows a consumer group (with its classic members too), and no classic group.
-      expect(await described(groupId), `${what}: ConsumerGroupDescribe`).to.deep.equal(type === 'consumer' ? { errorCode: ErrorCode.NONE, members: 3 } : { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, members: 0 });
+      expect(await described(groupId), `${what}: ConsumerGroupDescribe`).to.deep.equal(
+        type === 'consumer' ? { errorCode: ErrorCode.NONE, members: 3 } : { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, members: 0 },
+      );
     };
 
     try {
@@ -193,7 +218,11 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
       await afterwards(groupId);
       producing = false;
       await producerLoop;
-      await until(() => total() >= produced, 60_000, () => `all ${produced} records consumed (have ${total()})`);
+      await until(
+        () => total() >= produced,
+        60_000,
+        () => `all ${produced} records consumed (have ${total()})`,
+      );
       await sleep(1000);
     } finally {
       producing = false;
@@ -202,7 +231,9 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
       await Promise.all([...live.keys()].map((n) => stop(n)));
     }
 
-    console.log(`      ${strategy}: ${produced} produced, ${commitRetries} commits retried; consumed per member instance: ${history.map((m) => `${m.name}/${m.protocol}=${m.count}`).join(' ')}`);
+    console.log(
+      `      ${strategy}: ${produced} produced, ${commitRetries} commits retried; consumed per member instance: ${history.map((m) => `${m.name}/${m.protocol}=${m.count}`).join(' ')}`,
+    );
     expect(lost, 'commits that never landed').to.deep.equal([]);
     // Exactly once: per partition, offsets 0..end-1 each consumed once.
     const ends = await admin.fetchTopicOffsets(topic);
@@ -216,8 +247,13 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
     expect(Array.from({ length: PARTITIONS }, (_, p) => end(p)).reduce((a, x) => a + x, 0)).to.equal(produced);
     expect(history.reduce((n, m) => n + m.count, 0)).to.equal(produced);
     // The commits end at the log end.
-    const committed = (await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.map((p: Any) => [p.partition, Number(p.offset)]);
-    expect(committed.sort((x: number[], y: number[]) => (x[0] as number) - (y[0] as number))).to.deep.equal(Array.from({ length: PARTITIONS }, (_, p) => [p, end(p)]));
+    const committed = (await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.map((p: Any) => [
+      p.partition,
+      Number(p.offset),
+    ]);
+    expect(committed.sort((x: number[], y: number[]) => (x[0] as number) - (y[0] as number))).to.deep.equal(
+      Array.from({ length: PARTITIONS }, (_, p) => [p, end(p)]),
+    );
   }
 
   it('range: 3 classic members restarted one by one with group.protocol=consumer, then back; every record once', async () => {
@@ -242,7 +278,18 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
       ],
       async (groupId) => {
         // A consumer-protocol member joining now: the sticky assignor's user data cannot be kept.
-        const r = await raw.request<Any>(68, 1, { groupId, memberId: 'upgrader0000000000000A', memberEpoch: 0, instanceId: null, rackId: null, rebalanceTimeoutMs: 30_000, subscribedTopicNames: [groupId], subscribedTopicRegex: null, serverAssignor: null, topicPartitions: [] });
+        const r = await raw.request<Any>(68, 1, {
+          groupId,
+          memberId: 'upgrader0000000000000A',
+          memberEpoch: 0,
+          instanceId: null,
+          rackId: null,
+          rebalanceTimeoutMs: 30_000,
+          subscribedTopicNames: [groupId],
+          subscribedTopicRegex: null,
+          serverAssignor: null,
+          topicPartitions: [],
+        });
         expect([r.errorCode, r.errorMessage]).to.deep.equal([
           ErrorCode.GROUP_ID_NOT_FOUND,
           `Cannot upgrade classic group ${groupId} to consumer group because an unsupported custom assignor is in use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.`,

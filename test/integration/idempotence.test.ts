@@ -44,7 +44,14 @@ function addFaults(b: TestBroker, topic: string, pClose: number, pError: number)
   const match = (req: unknown) => (req as ProduceRequest).topicData.some((t) => t.name === topic);
   return {
     close: b.broker.faults.add({ apiKey: 0, action: 'close', when: 'after', probability: pClose, match }),
-    error: b.broker.faults.add({ apiKey: 0, action: 'error', errorCode: NOT_LEADER_OR_FOLLOWER, when: 'after', probability: pError, match }),
+    error: b.broker.faults.add({
+      apiKey: 0,
+      action: 'error',
+      errorCode: NOT_LEADER_OR_FOLLOWER,
+      when: 'after',
+      probability: pError,
+      match,
+    }),
   };
 }
 
@@ -53,7 +60,11 @@ async function expectExactlyOnceInOrder(ck: Any, b: TestBroker, topic: string, p
   const parts = await readAllRdkafka(ck, b.bootstrap, topic, PARTITIONS, 'read_uncommitted', 120_000);
   let total = 0;
   parts.forEach((recs, p) => {
-    expectSequence(recs.map((r) => r.value), expectedValues(p, perPartition[p] ?? 0), `${topic}-${p}`);
+    expectSequence(
+      recs.map((r) => r.value),
+      expectedValues(p, perPartition[p] ?? 0),
+      `${topic}-${p}`,
+    );
     expectOffsets(recs, `${topic}-${p}`, true);
     total += recs.length;
   });
@@ -68,7 +79,10 @@ describe('idempotent producers under faults: every record exactly once, in order
     ck = loadConfluent();
     b = await startTestBroker({ 'num.partitions': PARTITIONS });
     const c = await RawClient.connect(b.bootstrap);
-    await rawCreateTopics(c, ['idem-rdk', 'idem-kjs', 'idem-control'].map((name) => ({ name, partitions: PARTITIONS })));
+    await rawCreateTopics(
+      c,
+      ['idem-rdk', 'idem-kjs', 'idem-control'].map((name) => ({ name, partitions: PARTITIONS })),
+    );
     c.destroy();
   });
   afterEach(() => b.broker.faults.clear());
@@ -122,7 +136,13 @@ describe('idempotent producers under faults: every record exactly once, in order
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         delivered,
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${reports} of ${COUNT} delivery reports after 150 s; errors: ${errors.slice(0, 5).join('; ')}`)), 150_000))),
+        new Promise(
+          (_, reject) =>
+            (timer = setTimeout(
+              () => reject(new Error(`${reports} of ${COUNT} delivery reports after 150 s; errors: ${errors.slice(0, 5).join('; ')}`)),
+              150_000,
+            )),
+        ),
       ]).finally(() => clearTimeout(timer));
     } finally {
       await new Promise<void>((resolve) => producer.disconnect(() => resolve()));
@@ -130,9 +150,14 @@ describe('idempotent producers under faults: every record exactly once, in order
     const produceMs = Date.now() - t0;
     faults.close.remove();
     faults.error.remove();
-    console.log(`      librdkafka: ${COUNT} records in ${produceMs} ms; ${faults.close.applied} connections dropped and ${faults.error.applied} NOT_LEADER_OR_FOLLOWER after the append`);
+    console.log(
+      `      librdkafka: ${COUNT} records in ${produceMs} ms; ${faults.close.applied} connections dropped and ${faults.error.applied} NOT_LEADER_OR_FOLLOWER after the append`,
+    );
     expect(failures, `failed deliveries (e.g. ${failures.slice(0, 3).join('; ')})`).to.have.length(0);
-    expect(errors.filter((e) => /fatal|FATAL|OUT_OF_ORDER|-150/.test(e)), 'fatal errors').to.have.length(0);
+    expect(
+      errors.filter((e) => /fatal|FATAL|OUT_OF_ORDER|-150/.test(e)),
+      'fatal errors',
+    ).to.have.length(0);
     expect(faults.close.applied, 'connections dropped after the append').to.be.at.least(10);
     expect(faults.error.applied, 'NOT_LEADER_OR_FOLLOWER after the append').to.be.at.least(10);
     // every delivery report carries the record's final offset (duplicates answered with the original ones)
@@ -146,8 +171,17 @@ describe('idempotent producers under faults: every record exactly once, in order
 
   it(`kafkajs idempotent (maxInFlightRequests 1): ${COUNT.toLocaleString('en')} records, connections dropped and NOT_LEADER_OR_FOLLOWER after the append`, async () => {
     const topic = 'idem-kjs';
-    const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'idem-kjs', logLevel: logLevel.NOTHING, retry: { initialRetryTime: 20, maxRetryTime: 200, retries: 15 } });
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { initialRetryTime: 20, maxRetryTime: 200, retries: 15 } });
+    const kafka = new Kafka({
+      brokers: [b.bootstrap],
+      clientId: 'idem-kjs',
+      logLevel: logLevel.NOTHING,
+      retry: { initialRetryTime: 20, maxRetryTime: 200, retries: 15 },
+    });
+    const producer = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      retry: { initialRetryTime: 20, maxRetryTime: 200, retries: 15 },
+    });
     await producer.connect();
     const faults = addFaults(b, topic, P_CLOSE, P_ERROR);
     const t0 = Date.now();
@@ -174,7 +208,9 @@ describe('idempotent producers under faults: every record exactly once, in order
     const produceMs = Date.now() - t0;
     faults.close.remove();
     faults.error.remove();
-    console.log(`      kafkajs: ${COUNT} records in ${produceMs} ms; ${faults.close.applied} connections dropped and ${faults.error.applied} NOT_LEADER_OR_FOLLOWER after the append`);
+    console.log(
+      `      kafkajs: ${COUNT} records in ${produceMs} ms; ${faults.close.applied} connections dropped and ${faults.error.applied} NOT_LEADER_OR_FOLLOWER after the append`,
+    );
     expect(faults.close.applied, 'connections dropped after the append').to.be.at.least(10);
     expect(faults.error.applied, 'NOT_LEADER_OR_FOLLOWER after the append').to.be.at.least(10);
     await expectExactlyOnceInOrder(ck, b, topic, perPartition);
@@ -182,8 +218,17 @@ describe('idempotent producers under faults: every record exactly once, in order
 
   it('control: without idempotence the same faults store duplicates (kafkajs, idempotent off)', async () => {
     const topic = 'idem-control';
-    const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'idem-control', logLevel: logLevel.NOTHING, retry: { initialRetryTime: 20, maxRetryTime: 200, retries: 15 } });
-    const producer = kafka.producer({ idempotent: false, maxInFlightRequests: 1, retry: { initialRetryTime: 20, maxRetryTime: 200, retries: 15 } });
+    const kafka = new Kafka({
+      brokers: [b.bootstrap],
+      clientId: 'idem-control',
+      logLevel: logLevel.NOTHING,
+      retry: { initialRetryTime: 20, maxRetryTime: 200, retries: 15 },
+    });
+    const producer = kafka.producer({
+      idempotent: false,
+      maxInFlightRequests: 1,
+      retry: { initialRetryTime: 20, maxRetryTime: 200, retries: 15 },
+    });
     await producer.connect();
     const faults = addFaults(b, topic, 0.2, 0.2);
     const perPartition = Array<number>(PARTITIONS).fill(0);

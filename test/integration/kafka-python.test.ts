@@ -42,7 +42,9 @@ function makeRecords(topic: string, base: number, withHeaders: boolean): PyRecor
 function storedEntries(dataDir: string, topic: string, partition: number): LogEntry[] {
   const dir = join(dataDir, `${topic}-${partition}`);
   const out: LogEntry[] = [];
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.log')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((x) => x.endsWith('.log'))
+    .sort()) {
     for (const e of logEntries(readFileSync(join(dir, f)))) {
       if (e.kind === 'partial') throw new Error(`${dir}/${f}: partial entry at ${e.start}`);
       out.push(e);
@@ -77,7 +79,10 @@ function expectStored(dataDir: string, topic: string, magic: 1 | 2, codec: Codec
       expect(m.timestampType, `${where}: CreateTime`).to.equal(0);
       if (m.isCompressed) {
         const inner = m.innerMessages({ maxOutput: 1 << 26, checkCrcs: true });
-        expect(inner.map((x) => x.offset), `${where}: inner offsets as sent (relative)`).to.deep.equal(inner.map((_, i) => BigInt(i)));
+        expect(
+          inner.map((x) => x.offset),
+          `${where}: inner offsets as sent (relative)`,
+        ).to.deep.equal(inner.map((_, i) => BigInt(i)));
         expect(m.offset, `${where}: wrapper offset`).to.equal(next + BigInt(inner.length - 1));
         next += BigInt(inner.length);
       } else {

@@ -38,7 +38,13 @@ describe('kafkajs 2.2.4: produce and read back', function () {
       for (let batch = 0; batch < 20; batch++) {
         const messages = Array.from({ length: 500 }, (_, i) => {
           const n = batch * 500 + i;
-          return { key: `key-${n}`, value: `value-${n}-${'x'.repeat(n % 50)}`, headers: { n: String(n), codec: codecName }, timestamp: String(base + n), partition: n % 3 };
+          return {
+            key: `key-${n}`,
+            value: `value-${n}-${'x'.repeat(n % 50)}`,
+            headers: { n: String(n), codec: codecName },
+            timestamp: String(base + n),
+            partition: n % 3,
+          };
         });
         const res = await producer.send({ topic, messages, compression: codec, acks: batch % 2 === 0 ? -1 : 1 });
         for (const r of res) expect(r.errorCode).to.equal(0);

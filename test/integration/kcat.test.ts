@@ -32,7 +32,9 @@ function line(topic: string, n: number): Line {
 function storedBatches(dataDir: string, topic: string, partition: number): RecordBatch[] {
   const dir = join(dataDir, `${topic}-${partition}`);
   const out: RecordBatch[] = [];
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.log')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((x) => x.endsWith('.log'))
+    .sort()) {
     for (const e of logEntries(readFileSync(join(dir, f)))) {
       if (e.kind !== 'batch') throw new Error(`${dir}/${f} at ${e.start}: ${e.kind}, not a v2 batch`);
       out.push(e.batch);
@@ -77,7 +79,13 @@ async function consumeAll(bootstrap: string, topic: string): Promise<KcatRecord[
 }
 
 /** Checks one partition's records against the lines sent to it, in order. */
-function expectPartition(got: KcatRecord[], want: Line[], p: number, headers: (l: Line) => [string, string][], window: [number, number]): void {
+function expectPartition(
+  got: KcatRecord[],
+  want: Line[],
+  p: number,
+  headers: (l: Line) => [string, string][],
+  window: [number, number],
+): void {
   expect(got.length, `records in partition ${p}`).to.equal(want.length);
   let prevTs = 0;
   got.forEach((r, i) => {
@@ -120,9 +128,19 @@ describe('kcat 1.7.1 (librdkafka 2.0.2): produce and read back', function () {
         want.map((lines, p) =>
           runKcat(
             [
-              '-P', '-b', b.bootstrap, '-t', topic, '-p', String(p), '-K', '\\t', '-q',
+              '-P',
+              '-b',
+              b.bootstrap,
+              '-t',
+              topic,
+              '-p',
+              String(p),
+              '-K',
+              '\\t',
+              '-q',
               ...headers(p).flatMap(([k, v]) => ['-H', `${k}=${v}`]),
-              '-X', `compression.codec=${codec}`,
+              '-X',
+              `compression.codec=${codec}`,
             ],
             lines.map((l) => `${l.key}\t${l.value}\n`).join(''),
           ),
@@ -134,7 +152,12 @@ describe('kcat 1.7.1 (librdkafka 2.0.2): produce and read back', function () {
       const parts = await consumeAll(b.bootstrap, topic);
       want.forEach((lines, p) => expectPartition(parts[p] ?? [], lines, p, () => headers(p), [start, end]));
       expect(parts.flat().length).to.equal(COUNT);
-      expectStored(b.dataDir, topic, codec, want.map((w) => w.length));
+      expectStored(
+        b.dataDir,
+        topic,
+        codec,
+        want.map((w) => w.length),
+      );
     });
   }
 
@@ -154,6 +177,11 @@ describe('kcat 1.7.1 (librdkafka 2.0.2): produce and read back', function () {
     for (const w of want) expect(w.length).to.be.greaterThan(COUNT / 5);
     const parts = await consumeAll(b.bootstrap, topic);
     want.forEach((w, p) => expectPartition(parts[p] ?? [], w, p, () => [['via', 'partitioner']], [start, end]));
-    expectStored(b.dataDir, topic, 'snappy', want.map((w) => w.length));
+    expectStored(
+      b.dataDir,
+      topic,
+      'snappy',
+      want.map((w) => w.length),
+    );
   });
 });

@@ -17,7 +17,6 @@ import { CODEC_ID, CODECS, type Codec } from '../helpers/codecs.js';
 
 type Any = any;
 
-
 const PARTITIONS = 3;
 const COUNT = 10_000;
 
@@ -140,7 +139,13 @@ interface Consumed {
  */
 async function readBack(ck: Any, bootstrap: string, topic: string, counts: number[]): Promise<{ parts: Consumed[][]; high: number[] }> {
   const c = new ck.KafkaConsumer(
-    { 'bootstrap.servers': bootstrap, 'group.id': `reader-${topic}`, 'enable.auto.commit': false, 'enable.auto.offset.store': false, log_level: 0 },
+    {
+      'bootstrap.servers': bootstrap,
+      'group.id': `reader-${topic}`,
+      'enable.auto.commit': false,
+      'enable.auto.offset.store': false,
+      log_level: 0,
+    },
     {},
   );
   await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(e) : resolve())));
@@ -175,9 +180,16 @@ async function readBack(ck: Any, bootstrap: string, topic: string, counts: numbe
 }
 
 /** Checks a read-back against what was sent: exact count, offsets 0.., order, key, value, headers, timestamp. */
-function expectExact(got: { parts: Consumed[][]; high: number[] }, sent: Rec[], timestampOf: (r: Rec) => number | null = (r) => r.timestamp): void {
+function expectExact(
+  got: { parts: Consumed[][]; high: number[] },
+  sent: Rec[],
+  timestampOf: (r: Rec) => number | null = (r) => r.timestamp,
+): void {
   const want = byPartition(sent);
-  expect(got.high).to.deep.equal(want.map((w) => w.length), 'high watermarks');
+  expect(got.high).to.deep.equal(
+    want.map((w) => w.length),
+    'high watermarks',
+  );
   let total = 0;
   want.forEach((w, p) => {
     const g = got.parts[p] ?? [];
@@ -188,7 +200,10 @@ function expectExact(got: { parts: Consumed[][]; high: number[] }, sent: Rec[], 
       expect(m.offset, where).to.equal(i);
       expect(m.key?.toString(), where).to.equal(r.key);
       expect(m.value?.equals(r.value), `${where}: value ${m.value?.toString('hex')}`).to.equal(true);
-      expect(m.headers.map(([k, v]) => [k, v.toString('hex')]), where).to.deep.equal(r.headers.map(([k, v]) => [k, v.toString('hex')]));
+      expect(
+        m.headers.map(([k, v]) => [k, v.toString('hex')]),
+        where,
+      ).to.deep.equal(r.headers.map(([k, v]) => [k, v.toString('hex')]));
       const ts = timestampOf(r);
       if (ts !== null) expect(m.timestamp, where).to.equal(ts);
     });
@@ -200,7 +215,9 @@ function expectExact(got: { parts: Consumed[][]; high: number[] }, sent: Rec[], 
 /** The entries stored in a partition's log files (all segments, in order). */
 function storedEntries(dataDir: string, topic: string, partition: number) {
   const dir = join(dataDir, `${topic}-${partition}`);
-  const files = readdirSync(dir).filter((f) => f.endsWith('.log')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.log'))
+    .sort();
   const entries = [];
   for (const f of files) {
     for (const e of logEntries(readFileSync(join(dir, f)))) {
@@ -223,7 +240,9 @@ function expectStoredV2(dataDir: string, topic: string, codec: Codec, counts: nu
     for (const e of storedEntries(dataDir, topic, p)) {
       expect(e.kind, `${topic}-${p} entry at ${e.start}`).to.equal('batch');
       const batch = (e as { batch: RecordBatch }).batch;
-      expect([CompressionCodec.NONE, CODEC_ID[codec]], `${topic}-${p} batch at offset ${batch.baseOffset}: codec`).to.include(batch.compression);
+      expect([CompressionCodec.NONE, CODEC_ID[codec]], `${topic}-${p} batch at offset ${batch.baseOffset}: codec`).to.include(
+        batch.compression,
+      );
       if (batch.compression === CODEC_ID[codec]) compressed += batch.nextOffset - batch.baseOffset;
       expect(batch.baseOffset).to.equal(next);
       batch.validate();
@@ -282,7 +301,12 @@ describe('librdkafka 2.15 (@confluentinc/kafka-javascript): produce and read bac
  * last inner message; offsets run 0..count-1 without gaps. Returns the stored timestamps per offset
  * (the wrapper's for compressed entries under LogAppendTime) and the timestamp types seen.
  */
-function expectStoredMagic1(dataDir: string, topic: string, codec: Codec, counts: number[]): { tsTypes: Set<number>; wrapperTimestamps: bigint[] } {
+function expectStoredMagic1(
+  dataDir: string,
+  topic: string,
+  codec: Codec,
+  counts: number[],
+): { tsTypes: Set<number>; wrapperTimestamps: bigint[] } {
   const tsTypes = new Set<number>();
   const wrapperTimestamps: bigint[] = [];
   counts.forEach((count, p) => {
@@ -299,7 +323,10 @@ function expectStoredMagic1(dataDir: string, topic: string, codec: Codec, counts
       tsTypes.add(m.timestampType);
       if (m.isCompressed) {
         const inner = m.innerMessages({ maxOutput: 1 << 26, checkCrcs: true });
-        expect(inner.map((x) => x.offset)).to.deep.equal(inner.map((_, i) => BigInt(i)), 'inner offsets stay relative');
+        expect(inner.map((x) => x.offset)).to.deep.equal(
+          inner.map((_, i) => BigInt(i)),
+          'inner offsets stay relative',
+        );
         expect(m.offset, 'wrapper offset = absolute offset of its last inner message').to.equal(next + BigInt(inner.length - 1));
         next += BigInt(inner.length);
         compressed += BigInt(inner.length);
@@ -311,7 +338,9 @@ function expectStoredMagic1(dataDir: string, topic: string, codec: Codec, counts
     }
     expect(next).to.equal(BigInt(count));
     if (codec !== 'none') {
-      expect(Number(compressed) / count, `${topic}-${p}: share of records stored in ${codec} wrappers${LZ4_NOTE[codec]}`).to.be.at.least(0.9);
+      expect(Number(compressed) / count, `${topic}-${p}: share of records stored in ${codec} wrappers${LZ4_NOTE[codec]}`).to.be.at.least(
+        0.9,
+      );
     }
   });
   return { tsTypes, wrapperTimestamps };

@@ -13,7 +13,15 @@ import { rmSync } from 'node:fs';
 import { buildRecordBatch, decodeRecords } from '../../protocol/records/index.js';
 import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
-import { FETCH_V, fetchBody, RawClient, rawCreateTopics, rawListOffset, rawProduce, type RawFetchPartition } from '../helpers/raw-client.js';
+import {
+  FETCH_V,
+  fetchBody,
+  RawClient,
+  rawCreateTopics,
+  rawListOffset,
+  rawProduce,
+  type RawFetchPartition,
+} from '../helpers/raw-client.js';
 
 const TOPIC = 'long-poll';
 /** max_wait of the fetches an append must wake: they must return in well under half of it */
@@ -24,7 +32,9 @@ const MAX_WAIT = 1500;
 
 function batch(n: number, tag: string, valueSize = 10): Buffer {
   const now = BigInt(Date.now());
-  return buildRecordBatch(Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`${tag}-${i}`), value: Buffer.alloc(valueSize, 120), timestamp: now })));
+  return buildRecordBatch(
+    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`${tag}-${i}`), value: Buffer.alloc(valueSize, 120), timestamp: now })),
+  );
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -70,7 +80,12 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
   });
 
   /** Sends a fetch at `offset` and returns a promise of [partition data, ms after sending]. */
-  async function startFetch(partition: number, offset: bigint, minBytes: number, maxWaitMs: number): Promise<{ t0: number; done: Promise<{ p: RawFetchPartition; at: number }> }> {
+  async function startFetch(
+    partition: number,
+    offset: bigint,
+    minBytes: number,
+    maxWaitMs: number,
+  ): Promise<{ t0: number; done: Promise<{ p: RawFetchPartition; at: number }> }> {
     const want = fetcher.responses.length + 1;
     const t0 = performance.now();
     const cid = await fetcher.send(1, FETCH_V, fetchBody(TOPIC, [{ partition, fetchOffset: offset }], { maxWaitMs, minBytes }));
@@ -154,13 +169,21 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
   it('a fetch naming the same partitions in a rotated order (as librdkafka does) is woken by a produce to any of them', async () => {
     // The connection keeps one standing watch over the partitions it fetches: a changed order must
     // leave it in place, a changed set must move it.
-    const orders = [[0, 1, 2], [1, 2, 0], [2, 0, 1]];
+    const orders = [
+      [0, 1, 2],
+      [1, 2, 0],
+      [2, 0, 1],
+    ];
     for (const [round, order] of orders.entries()) {
       const target = order[order.length - 1]!;
       const ends: bigint[] = [];
       for (const p of order) ends.push(await rawListOffset(producer, TOPIC, p));
       const want = fetcher.responses.length + 1;
-      const body = fetchBody(TOPIC, order.map((partition, i) => ({ partition, fetchOffset: ends[i]! })), { maxWaitMs: WAKE_WAIT, minBytes: 1 });
+      const body = fetchBody(
+        TOPIC,
+        order.map((partition, i) => ({ partition, fetchOffset: ends[i]! })),
+        { maxWaitMs: WAKE_WAIT, minBytes: 1 },
+      );
       const t0 = performance.now();
       await fetcher.send(1, FETCH_V, body);
       const done = fetcher.waitResponses(want, WAKE_WAIT + 10_000);
@@ -170,10 +193,13 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
       const at = (await done)[want - 1]!.at;
       expect(at, `round ${round}: fetch returned after the produce was sent`).to.be.above(tp);
       expect(at - t0, `round ${round}: fetch returned ms after it was sent (max_wait ${WAKE_WAIT})`).to.be.below(WOKEN_WITHIN);
-      const parts = (fetcher.decode(want - 1, 1, FETCH_V).body as { responses: { partitions: RawFetchPartition[] }[] }).responses[0]!.partitions;
+      const parts = (fetcher.decode(want - 1, 1, FETCH_V).body as { responses: { partitions: RawFetchPartition[] }[] }).responses[0]!
+        .partitions;
       expect(parts.map((p) => p.partitionIndex)).to.deep.equal(order);
       const got = parts.find((p) => p.partitionIndex === target)!;
-      expect(decodeRecords(got.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((r) => r.key?.toString())).to.deep.equal([`rot${round}-0`]);
+      expect(decodeRecords(got.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((r) => r.key?.toString())).to.deep.equal([
+        `rot${round}-0`,
+      ]);
     }
   });
 
@@ -181,9 +207,21 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
     // librdkafka names every assigned partition in each Fetch, starting one later each time: the
     // connection's standing watch must follow it and wake the parked fetch on the append.
     const topics = ['lp-many-0', 'lp-many-1', 'lp-many-2'];
-    await rawCreateTopics(producer, topics.map((name) => ({ name, partitions: 100 })));
+    await rawCreateTopics(
+      producer,
+      topics.map((name) => ({ name, partitions: 100 })),
+    );
     const ck = loadConfluent() as unknown as { KafkaConsumer: new (conf: object, topicConf: object) => RdConsumer };
-    const c = new ck.KafkaConsumer({ 'bootstrap.servers': b.bootstrap, 'group.id': 'long-poll-many', 'enable.auto.commit': false, 'fetch.wait.max.ms': 6000, log_level: 0 }, {});
+    const c = new ck.KafkaConsumer(
+      {
+        'bootstrap.servers': b.bootstrap,
+        'group.id': 'long-poll-many',
+        'enable.auto.commit': false,
+        'fetch.wait.max.ms': 6000,
+        log_level: 0,
+      },
+      {},
+    );
     await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: unknown) => (e ? reject(e) : resolve())));
     try {
       c.assign(topics.flatMap((topic) => Array.from({ length: 100 }, (_, partition) => ({ topic, partition, offset: 0 }))));
@@ -191,7 +229,13 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
       // let it settle into an idle long poll; each round's wake-up then sends the next, rotated, request
       const settle = Date.now() + 4000;
       while (Date.now() < settle) expect(await consume()).to.have.length(0);
-      for (const [round, [topic, partition]] of ([['lp-many-0', 57], ['lp-many-2', 3], ['lp-many-1', 99]] as const).entries()) {
+      for (const [round, [topic, partition]] of (
+        [
+          ['lp-many-0', 57],
+          ['lp-many-2', 3],
+          ['lp-many-1', 99],
+        ] as const
+      ).entries()) {
         await sleep(300);
         const tp = performance.now();
         expect((await rawProduce(producer, topic, [[partition, batch(1, `many${round}`)]]))[0]?.errorCode).to.equal(0);

@@ -53,8 +53,14 @@ async function snapshot(bootstrap: string): Promise<Snapshot> {
   const admin = new Kafka({ brokers: [bootstrap], clientId: 'md-persist', logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    const md = await raw.request<MetadataResponse>(ApiKey.Metadata, 12, { topics: null, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false });
-    const user = md.topics.filter((t) => !t.isInternal && !(t.name ?? '').startsWith('__')).sort((a, b) => (a.name ?? '').localeCompare(b.name ?? ''));
+    const md = await raw.request<MetadataResponse>(ApiKey.Metadata, 12, {
+      topics: null,
+      allowAutoTopicCreation: false,
+      includeTopicAuthorizedOperations: false,
+    });
+    const user = md.topics
+      .filter((t) => !t.isInternal && !(t.name ?? '').startsWith('__'))
+      .sort((a, b) => (a.name ?? '').localeCompare(b.name ?? ''));
     const topics: TopicView[] = [];
     for (const t of user) {
       const name = t.name ?? '';
@@ -62,7 +68,8 @@ async function snapshot(bootstrap: string): Promise<Snapshot> {
       const entries = described.resources[0]?.configEntries ?? [];
       const configs = Object.fromEntries(entries.filter((e) => !e.isDefault).map((e) => [e.configName, e.configValue]));
       const ends: bigint[] = [];
-      for (const p of [...t.partitions].sort((a, b) => a.partitionIndex - b.partitionIndex)) ends.push(await rawListOffset(raw, name, p.partitionIndex));
+      for (const p of [...t.partitions].sort((a, b) => a.partitionIndex - b.partitionIndex))
+        ends.push(await rawListOffset(raw, name, p.partitionIndex));
       topics.push({ name, topicId: t.topicId ?? ZERO_ID, partitions: t.partitions.length, configs, ends });
     }
     return { clusterId: md.clusterId ?? null, topics };
@@ -128,14 +135,26 @@ describe('metadata persistence across restarts (local store)', function () {
           await admin.createTopics({
             waitForLeaders: true,
             topics: [
-              { topic: 'persist-a', numPartitions: 3, configEntries: [{ name: 'retention.ms', value: '7200000' }, { name: 'max.message.bytes', value: '200000' }] },
+              {
+                topic: 'persist-a',
+                numPartitions: 3,
+                configEntries: [
+                  { name: 'retention.ms', value: '7200000' },
+                  { name: 'max.message.bytes', value: '200000' },
+                ],
+              },
               { topic: 'persist-b', numPartitions: 1 },
               { topic: 'persist-gone', numPartitions: 2 },
             ],
           }),
         ).to.equal(true);
         await admin.createPartitions({ topicPartitions: [{ topic: 'persist-b', count: 4 }] });
-        await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: 'persist-b', configEntries: [{ name: 'retention.bytes', value: '1048576' }] }] });
+        await admin.alterConfigs({
+          validateOnly: false,
+          resources: [
+            { type: ConfigResourceTypes.TOPIC, name: 'persist-b', configEntries: [{ name: 'retention.bytes', value: '1048576' }] },
+          ],
+        });
         await admin.deleteTopics({ topics: ['persist-gone'] });
       } finally {
         await admin.disconnect();
@@ -143,7 +162,11 @@ describe('metadata persistence across restarts (local store)', function () {
       const producer = kafka.producer({ allowAutoTopicCreation: false });
       await producer.connect();
       try {
-        for (let p = 0; p < 3; p++) await producer.send({ topic: 'persist-a', messages: Array.from({ length: p + 2 }, (_, i) => ({ partition: p, value: `a${p}-${i}` })) });
+        for (let p = 0; p < 3; p++)
+          await producer.send({
+            topic: 'persist-a',
+            messages: Array.from({ length: p + 2 }, (_, i) => ({ partition: p, value: `a${p}-${i}` })),
+          });
         await producer.send({ topic: 'persist-b', messages: [{ partition: 3, value: 'b3-0' }] });
       } finally {
         await producer.disconnect();
@@ -155,8 +178,14 @@ describe('metadata persistence across restarts (local store)', function () {
       ]);
       expect(before.topics[0]?.configs).to.deep.equal({ 'retention.ms': '7200000', 'max.message.bytes': '200000' });
       expect(before.topics[1]?.configs).to.deep.equal({ 'retention.bytes': '1048576' });
-      expect(before.topics.map((t) => t.ends)).to.deep.equal([[2n, 3n, 4n], [0n, 0n, 0n, 1n]]);
-      for (const t of before.topics) expect(t.topicId).to.match(/^[0-9a-f]{32}$/).and.not.equal(ZERO_ID);
+      expect(before.topics.map((t) => t.ends)).to.deep.equal([
+        [2n, 3n, 4n],
+        [0n, 0n, 0n, 1n],
+      ]);
+      for (const t of before.topics)
+        expect(t.topicId)
+          .to.match(/^[0-9a-f]{32}$/)
+          .and.not.equal(ZERO_ID);
       return { dataDir, before };
     } finally {
       await first.stop();
@@ -171,7 +200,12 @@ describe('metadata persistence across restarts (local store)', function () {
       const raw = await RawClient.connect(b.bootstrap);
       try {
         const p2 = await rawFetch(raw, 'persist-a', 2, 0n);
-        expect(decodeRecords(p2.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((r) => r.value?.toString())).to.deep.equal(['a2-0', 'a2-1', 'a2-2', 'a2-3']);
+        expect(decodeRecords(p2.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((r) => r.value?.toString())).to.deep.equal([
+          'a2-0',
+          'a2-1',
+          'a2-2',
+          'a2-3',
+        ]);
       } finally {
         raw.destroy();
       }
@@ -196,12 +230,20 @@ describe('metadata persistence across restarts (local store)', function () {
     ['empty', (f) => truncateSync(f, 0), /it is empty \(0 bytes\)/],
     ['overwritten with zero bytes', (f) => writeFileSync(f, Buffer.alloc(readFileSync(f).length, 0)), /it holds only zero bytes/],
     ['valid JSON without the topic list', (f) => writeFileSync(f, '{"version":1}'), /no clusterId/],
-    ['valid JSON, topic list missing', (f) => writeFileSync(f, JSON.stringify({ ...(JSON.parse(readFileSync(f, 'utf8')) as object), topics: undefined })), /no topic list/],
-    ['valid JSON, a topic without its id', (f) => {
-      const state = JSON.parse(readFileSync(f, 'utf8')) as { topics: Record<string, unknown>[] };
-      delete state.topics[0]?.['topicId'];
-      writeFileSync(f, JSON.stringify(state));
-    }, /topic persist-a has an invalid topicId undefined/],
+    [
+      'valid JSON, topic list missing',
+      (f) => writeFileSync(f, JSON.stringify({ ...(JSON.parse(readFileSync(f, 'utf8')) as object), topics: undefined })),
+      /no topic list/,
+    ],
+    [
+      'valid JSON, a topic without its id',
+      (f) => {
+        const state = JSON.parse(readFileSync(f, 'utf8')) as { topics: Record<string, unknown>[] };
+        delete state.topics[0]?.['topicId'];
+        writeFileSync(f, JSON.stringify(state));
+      },
+      /topic persist-a has an invalid topicId undefined/,
+    ],
     ['a JSON array', (f) => writeFileSync(f, '[]'), /expected a JSON object, got an array/],
   ];
   for (const [what, corrupt, says] of CORRUPTIONS) {
@@ -212,16 +254,25 @@ describe('metadata persistence across restarts (local store)', function () {
       copyFileSync(file, good);
       corrupt(file);
       const torn = readFileSync(file);
-      const partitionDirs = readdirSync(dataDir).filter((d) => /^persist-[ab]-\d+$/.test(d)).sort();
+      const partitionDirs = readdirSync(dataDir)
+        .filter((d) => /^persist-[ab]-\d+$/.test(d))
+        .sort();
       // (partitions never written to may have no directory yet)
       expect(partitionDirs).to.include.members(['persist-a-0', 'persist-a-1', 'persist-a-2', 'persist-b-3']);
       const { err, lines } = await refusedStart(dataDir);
       expect(err).to.be.instanceOf(Error);
-      expect(err.message).to.match(/^GREGOR_ERR_METADATA_CORRUPT: /).and.include(file).and.match(says);
+      expect(err.message)
+        .to.match(/^GREGOR_ERR_METADATA_CORRUPT: /)
+        .and.include(file)
+        .and.match(says);
       expect(errorLines(lines)).to.have.length(1);
       // nothing was rewritten or removed by the failed start
       expect(readFileSync(file).equals(torn), 'metadata file unchanged').to.equal(true);
-      expect(readdirSync(dataDir).filter((d) => /^persist-[ab]-\d+$/.test(d)).sort()).to.deep.equal(partitionDirs);
+      expect(
+        readdirSync(dataDir)
+          .filter((d) => /^persist-[ab]-\d+$/.test(d))
+          .sort(),
+      ).to.deep.equal(partitionDirs);
       copyFileSync(good, file);
       rmSync(good);
       b = await startTestBroker({ 'auto.create.topics.enable': false }, { dataDir });
@@ -239,15 +290,24 @@ describe('metadata persistence across restarts (local store)', function () {
     // exactly one line, carrying the code and the file as fields too
     expect(errorLines(lines)).to.have.length(1);
     const line = lines.find((l) => l['level'] === 'error');
-    expect([line?.['code'], line?.['file'], line?.['msg']]).to.deep.equal(['GREGOR_ERR_METADATA_CORRUPT', join(dataDir, METADATA_FILE), err.message]);
+    expect([line?.['code'], line?.['file'], line?.['msg']]).to.deep.equal([
+      'GREGOR_ERR_METADATA_CORRUPT',
+      join(dataDir, METADATA_FILE),
+      err.message,
+    ]);
   });
 
   it('`gregor start` on a torn metadata file exits non-zero with the GREGOR_ERR_* message', async () => {
     const { dataDir } = await populated();
     writeFileSync(join(dataDir, METADATA_FILE), '{"version":1,"clus');
-    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', '0'], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', '0'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(r.status, r.stderr).to.be.a('number').and.not.equal(0);
-    expect(r.stderr + r.stdout).to.include(`GREGOR_ERR_METADATA_CORRUPT: metadata file ${join(dataDir, METADATA_FILE)} is unreadable: not valid JSON`);
+    expect(r.stderr + r.stdout).to.include(
+      `GREGOR_ERR_METADATA_CORRUPT: metadata file ${join(dataDir, METADATA_FILE)} is unreadable: not valid JSON`,
+    );
     expect(r.stdout).to.not.match(/^GREGOR_READY /m);
   });
 
@@ -265,7 +325,9 @@ describe('metadata persistence across restarts (local store)', function () {
     // the orphan partition directories, a few by name
     expect(err.message).to.include('persist-a-0').and.include('persist-a-1');
     // how to proceed
-    expect(err.message).to.match(/Restore .*gregor-metadata\.json.* or, to start a new cluster here, move the partition directories out of/);
+    expect(err.message).to.match(
+      /Restore .*gregor-metadata\.json.* or, to start a new cluster here, move the partition directories out of/,
+    );
     expect(errorLines(lines)).to.have.length(1);
     expect(errorLines(lines)[0]).to.include('GREGOR_ERR_METADATA_MISSING');
     // nothing was created or removed: no new (empty) metadata file

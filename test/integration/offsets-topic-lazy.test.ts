@@ -14,7 +14,11 @@ const OFFSETS = '__consumer_offsets';
 async function topicNames(bootstrap: string): Promise<string[]> {
   const c = await RawClient.connect(bootstrap);
   try {
-    const md = await c.request<{ topics: { name: string | null; isInternal: boolean }[] }>(3, 9, { topics: null, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false });
+    const md = await c.request<{ topics: { name: string | null; isInternal: boolean }[] }>(3, 9, {
+      topics: null,
+      allowAutoTopicCreation: false,
+      includeTopicAuthorizedOperations: false,
+    });
     return md.topics.map((t) => t.name ?? '');
   } finally {
     c.destroy();
@@ -77,16 +81,23 @@ describe('__consumer_offsets created on first use', function () {
     try {
       await rawCreateTopics(c, [{ name: 'lazy-raw', partitions: 2 }]);
       expect(await topicNames(b.bootstrap)).to.not.include(OFFSETS);
-      const commit = await c.request<{ topics: { partitions: { partitionIndex: number; errorCode: number }[] }[] }>(8, 2, {
-        groupId: 'raw-g',
-        generationIdOrMemberEpoch: -1,
-        memberId: '',
-        retentionTimeMs: -1n,
-        topics: [{ name: 'lazy-raw', partitions: [{ partitionIndex: 1, committedOffset: 42n, committedMetadata: 'm' }] }],
-      }, 30_000);
+      const commit = await c.request<{ topics: { partitions: { partitionIndex: number; errorCode: number }[] }[] }>(
+        8,
+        2,
+        {
+          groupId: 'raw-g',
+          generationIdOrMemberEpoch: -1,
+          memberId: '',
+          retentionTimeMs: -1n,
+          topics: [{ name: 'lazy-raw', partitions: [{ partitionIndex: 1, committedOffset: 42n, committedMetadata: 'm' }] }],
+        },
+        30_000,
+      );
       expect(commit.topics[0]?.partitions[0]).to.deep.include({ partitionIndex: 1, errorCode: 0 });
       expect(await topicNames(b.bootstrap)).to.include(OFFSETS);
-      const fetched = await c.request<{ topics: { partitions: { partitionIndex: number; committedOffset: bigint; errorCode: number }[] }[] }>(9, 2, { groupId: 'raw-g', topics: [{ name: 'lazy-raw', partitionIndexes: [1] }] });
+      const fetched = await c.request<{
+        topics: { partitions: { partitionIndex: number; committedOffset: bigint; errorCode: number }[] }[];
+      }>(9, 2, { groupId: 'raw-g', topics: [{ name: 'lazy-raw', partitionIndexes: [1] }] });
       expect(fetched.topics[0]?.partitions[0]).to.deep.include({ partitionIndex: 1, committedOffset: 42n, errorCode: 0 });
     } finally {
       c.destroy();

@@ -35,7 +35,10 @@ interface Gregor {
 }
 
 function gregor(args: readonly string[], env: Record<string, string> = {}, timeoutMs = 30_000): Gregor {
-  const child = spawn(process.execPath, [BIN, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', GREGOR_TOPICS: '', ...env } });
+  const child = spawn(process.execPath, [BIN, 'start', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'info', GREGOR_TOPICS: '', ...env },
+  });
   let out = '';
   let err = '';
   const changed: (() => void)[] = [];
@@ -95,7 +98,10 @@ function gregor(args: readonly string[], env: Record<string, string> = {}, timeo
 async function metadata(bootstrap: string, topics: string[]): Promise<Map<string, { errorCode: number; partitions: number }>> {
   const c = await RawClient.connect(bootstrap);
   try {
-    const res = await c.request<{ topics: { name: string; errorCode: number; partitions: unknown[] }[] }>(3, 4, { topics: topics.map((name) => ({ name })), allowAutoTopicCreation: false });
+    const res = await c.request<{ topics: { name: string; errorCode: number; partitions: unknown[] }[] }>(3, 4, {
+      topics: topics.map((name) => ({ name })),
+      allowAutoTopicCreation: false,
+    });
     return new Map(res.topics.map((t) => [t.name, { errorCode: t.errorCode, partitions: t.partitions.length }]));
   } finally {
     c.destroy();
@@ -109,7 +115,9 @@ const DEFAULT_CONFIG_SOURCE = 5;
 async function topicConfigs(bootstrap: string, topic: string): Promise<Map<string, { value: string | null; source: number }>> {
   const c = await RawClient.connect(bootstrap);
   try {
-    const res = await c.request<{ results: { errorCode: number; configs: { name: string; value: string | null; configSource: number }[] }[] }>(32, 1, {
+    const res = await c.request<{
+      results: { errorCode: number; configs: { name: string; value: string | null; configSource: number }[] }[];
+    }>(32, 1, {
       resources: [{ resourceType: 2, resourceName: topic, configurationKeys: null }],
       includeSynonyms: false,
     });
@@ -170,11 +178,20 @@ describe('gregor start: ready signal, declared topics, banner, advertised-listen
       // the file is in place by the time the line is printed, and says the same
       expect(JSON.parse(readFileSync(readyFile, 'utf8'))).to.deep.equal(ready);
       // exactly one ready line, every other stdout line stays a JSON log line, nothing on stderr (no banner without a terminal)
-      const lines = g.out().split('\n').filter((l) => l !== '');
-      expect(lines.filter((l) => l.startsWith('GREGOR_READY ')), 'ready lines').to.have.length(1);
+      const lines = g
+        .out()
+        .split('\n')
+        .filter((l) => l !== '');
+      expect(
+        lines.filter((l) => l.startsWith('GREGOR_READY ')),
+        'ready lines',
+      ).to.have.length(1);
       for (const l of lines.filter((x) => !x.startsWith('GREGOR_READY '))) expect(() => JSON.parse(l), l).to.not.throw();
       expect(g.err(), 'stderr').to.equal('');
-      expect(g.logs().filter((l) => /advertised listener/.test(String(l['msg']))), 'advertised-listener warnings').to.deep.equal([]);
+      expect(
+        g.logs().filter((l) => /advertised listener/.test(String(l['msg']))),
+        'advertised-listener warnings',
+      ).to.deep.equal([]);
     }
     // each address is the broker that printed it, and it answers Kafka requests
     const apiVersions = await Promise.all(
@@ -198,11 +215,18 @@ describe('gregor start: ready signal, declared topics, banner, advertised-listen
     const d = dir();
     const g = start(
       [
-        '--port', '0', '--data-dir', d,
-        '--override', 'auto.create.topics.enable=false',
-        '--override', 'num.partitions=4',
-        '--topic', 'orders:3',
-        '--topic', 'compacted:2:cleanup.policy=compact,delete,retention.ms=60000',
+        '--port',
+        '0',
+        '--data-dir',
+        d,
+        '--override',
+        'auto.create.topics.enable=false',
+        '--override',
+        'num.partitions=4',
+        '--topic',
+        'orders:3',
+        '--topic',
+        'compacted:2:cleanup.policy=compact,delete,retention.ms=60000',
       ],
       { GREGOR_TOPICS: 'events:5;plain  logs:1:max.message.bytes=2000000' },
     );
@@ -219,8 +243,14 @@ describe('gregor start: ready signal, declared topics, banner, advertised-listen
     const compacted = await topicConfigs(bootstrap, 'compacted');
     expect(compacted.get('cleanup.policy')).to.deep.equal({ value: 'compact,delete', source: TOPIC_CONFIG_SOURCE });
     expect(compacted.get('retention.ms')).to.deep.equal({ value: '60000', source: TOPIC_CONFIG_SOURCE });
-    expect((await topicConfigs(bootstrap, 'logs')).get('max.message.bytes')).to.deep.equal({ value: '2000000', source: TOPIC_CONFIG_SOURCE });
-    expect((await topicConfigs(bootstrap, 'orders')).get('cleanup.policy')).to.deep.equal({ value: 'delete', source: DEFAULT_CONFIG_SOURCE });
+    expect((await topicConfigs(bootstrap, 'logs')).get('max.message.bytes')).to.deep.equal({
+      value: '2000000',
+      source: TOPIC_CONFIG_SOURCE,
+    });
+    expect((await topicConfigs(bootstrap, 'orders')).get('cleanup.policy')).to.deep.equal({
+      value: 'delete',
+      source: DEFAULT_CONFIG_SOURCE,
+    });
     // created before the broker said it started
     const logs = g.logs();
     const started = logs.findIndex((l) => l['msg'] === 'gregor started');
@@ -240,7 +270,10 @@ describe('gregor start: ready signal, declared topics, banner, advertised-listen
 
     const again = start(args);
     await again.ready;
-    expect(again.logs().filter((l) => l['msg'] === 'topic created' || l['level'] === 'warn'), 'second start: nothing created, no warning').to.deep.equal([]);
+    expect(
+      again.logs().filter((l) => l['msg'] === 'topic created' || l['level'] === 'warn'),
+      'second start: nothing created, no warning',
+    ).to.deep.equal([]);
     expect(await again.stop()).to.equal(0);
 
     const changed = start(['--port', '0', '--data-dir', d, '--topic', 'orders:5', '--topic', 'compacted:1:cleanup.policy=delete']);
@@ -258,15 +291,28 @@ describe('gregor start: ready signal, declared topics, banner, advertised-listen
 
   it('a bad --topic spec, GREGOR_TOPICS or --ready-file exits 2 with a message naming it, before anything starts', async () => {
     const cases: { args: string[]; env?: Record<string, string>; err: RegExp }[] = [
-      { args: ['--topic', 'orders:zero'], err: /GREGOR_ERR_TOPIC_SPEC: --topic 'orders:zero': partitions must be a positive integer, got 'zero' \(syntax: name\[:partitions\[:key=value,\.\.\.\]\]\)/ },
+      {
+        args: ['--topic', 'orders:zero'],
+        err: /GREGOR_ERR_TOPIC_SPEC: --topic 'orders:zero': partitions must be a positive integer, got 'zero' \(syntax: name\[:partitions\[:key=value,\.\.\.\]\]\)/,
+      },
       { args: ['--topic', 'bad/name:1'], err: /GREGOR_ERR_TOPIC_SPEC: --topic 'bad\/name:1': Topic name "bad\/name" contains characters/ },
-      { args: ['--topic', 'orders:1:retention.ms=soon'], err: /--topic 'orders:1:retention.ms=soon': retention.ms=soon: expected an integer/ },
+      {
+        args: ['--topic', 'orders:1:retention.ms=soon'],
+        err: /--topic 'orders:1:retention.ms=soon': retention.ms=soon: expected an integer/,
+      },
       { args: ['--topic', 'orders:1:colour=blue'], err: /unknown topic config 'colour'/ },
       { args: ['--topic'], err: /--topic needs a value/ },
-      { args: [], env: { GREGOR_TOPICS: 'a:1:1,b:3:1' }, err: /GREGOR_ERR_TOPIC_SPEC: GREGOR_TOPICS 'a:1:1,b:3:1': separate topics with spaces or ';'/ },
+      {
+        args: [],
+        env: { GREGOR_TOPICS: 'a:1:1,b:3:1' },
+        err: /GREGOR_ERR_TOPIC_SPEC: GREGOR_TOPICS 'a:1:1,b:3:1': separate topics with spaces or ';'/,
+      },
       { args: [], env: { GREGOR_TOPICS: 'ok:1 orders:0' }, err: /GREGOR_TOPICS 'orders:0': partitions must be a positive integer/ },
       { args: ['--topic', 'a:1'], env: { GREGOR_TOPICS: 'a:2' }, err: /topic 'a' is declared twice, differently/ },
-      { args: ['--ready-file', '/nonexistent-dir/ready.json'], err: /--ready-file \/nonexistent-dir\/ready.json: ENOENT: no such file or directory/ },
+      {
+        args: ['--ready-file', '/nonexistent-dir/ready.json'],
+        err: /--ready-file \/nonexistent-dir\/ready.json: ENOENT: no such file or directory/,
+      },
     ];
     const d = dir();
     const results = await Promise.all(
@@ -289,7 +335,10 @@ describe('gregor start: ready signal, declared topics, banner, advertised-listen
     if (spawnSync('script', ['--version']).status !== 0) this.skip();
     const d = dir();
     const cmd = [process.execPath, BIN, 'start', '--port', '0', '--data-dir', d, '--topic', 'orders:2'].map((a) => `'${a}'`).join(' ');
-    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', GREGOR_TOPICS: '' } });
+    const child = spawn('script', ['-qfec', cmd, '/dev/null'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, LOG_LEVEL: 'info', GREGOR_TOPICS: '' },
+    });
     let out = '';
     child.stdout.on('data', (x: Buffer) => (out += x.toString()));
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -356,7 +405,8 @@ describe('gregor start: ready signal, declared topics, banner, advertised-listen
 
       // one line each, even a while later
       await new Promise((r) => setTimeout(r, 300));
-      for (const g of [unresolved, unreachable, otherBroker]) expect(g.logs().filter((l) => /^advertised listener/.test(String(l['msg'])))).to.have.length(1);
+      for (const g of [unresolved, unreachable, otherBroker])
+        expect(g.logs().filter((l) => /^advertised listener/.test(String(l['msg'])))).to.have.length(1);
     } finally {
       await other.stop();
     }

@@ -58,7 +58,14 @@ function rawProducerLoop(c: RawClient, topic: string, partition: number, tag: st
         transactionalId: null,
         acks: 1,
         timeoutMs: 10_000,
-        topicData: [{ name: topic, partitionData: [{ index: partition, records: buildRecordBatch([{ key: null, value: Buffer.from(value), timestamp: BigInt(Date.now()) }]) }] }],
+        topicData: [
+          {
+            name: topic,
+            partitionData: [
+              { index: partition, records: buildRecordBatch([{ key: null, value: Buffer.from(value), timestamp: BigInt(Date.now()) }]) },
+            ],
+          },
+        ],
       });
       const p = res.responses[0]?.partitionResponses[0];
       if (p === undefined) throw new Error('empty produce response');
@@ -92,7 +99,11 @@ async function readAll(c: RawClient, topic: string, partition: number): Promise<
 }
 
 async function topicId(c: RawClient, topic: string): Promise<string> {
-  const md = await c.request<MetadataResponse>(ApiKey.Metadata, 12, { topics: [{ topicId: ZERO_ID, name: topic }], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false });
+  const md = await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
+    topics: [{ topicId: ZERO_ID, name: topic }],
+    allowAutoTopicCreation: false,
+    includeTopicAuthorizedOperations: false,
+  });
   const t = md.topics[0];
   expect(t?.errorCode, `Metadata ${topic}`).to.equal(0);
   return t!.topicId ?? ZERO_ID;
@@ -104,7 +115,10 @@ function phases(acks: Ack[]): { old: Ack[]; gap: Ack[]; fresh: Ack[] } {
   const last = acks.length - 1 - [...acks].reverse().findIndex((a) => a.errorCode !== 0);
   expect(first, 'the producer saw the topic missing').to.be.at.least(0);
   const gap = acks.slice(first, last + 1);
-  expect(gap.filter((a) => a.errorCode === 0), 'no write succeeds while the topic is absent').to.deep.equal([]);
+  expect(
+    gap.filter((a) => a.errorCode === 0),
+    'no write succeeds while the topic is absent',
+  ).to.deep.equal([]);
   return { old: acks.slice(0, first), gap, fresh: acks.slice(last + 1) };
 }
 
@@ -161,20 +175,32 @@ describe('delete and re-create a topic under load', function () {
       await until('writes to the first topic', () => raw.acks.length >= 200 && kjs.length >= 20);
       const oldId = await topicId(admin, TOPIC);
 
-      const del = await admin.request<{ responses: { name: string | null; errorCode: number }[] }>(ApiKey.DeleteTopics, 4, { topicNames: [TOPIC], timeoutMs: 30_000 });
+      const del = await admin.request<{ responses: { name: string | null; errorCode: number }[] }>(ApiKey.DeleteTopics, 4, {
+        topicNames: [TOPIC],
+        timeoutMs: 30_000,
+      });
       expect(del.responses.map((r) => [r.name, r.errorCode])).to.deep.equal([[TOPIC, 0]]);
       const rawAtDelete = raw.acks.length;
       await sleep(GAP_MS);
       await until('the raw producer to hit the missing topic', () => raw.acks.slice(rawAtDelete).some((a) => a.errorCode !== 0));
-      const md = await admin.request<MetadataResponse>(ApiKey.Metadata, 12, { topics: [{ topicId: ZERO_ID, name: TOPIC }], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false });
+      const md = await admin.request<MetadataResponse>(ApiKey.Metadata, 12, {
+        topics: [{ topicId: ZERO_ID, name: TOPIC }],
+        allowAutoTopicCreation: false,
+        includeTopicAuthorizedOperations: false,
+      });
       expect(md.topics[0]?.errorCode, 'the topic is gone while deleted').to.equal(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
 
       await rawCreateTopics(admin, [{ name: TOPIC, partitions: 2 }]);
       const newId = await topicId(admin, TOPIC);
-      expect(newId).to.match(/^[0-9a-f]{32}$/).and.not.equal(ZERO_ID);
+      expect(newId)
+        .to.match(/^[0-9a-f]{32}$/)
+        .and.not.equal(ZERO_ID);
       expect(newId, 'a re-created topic gets a new id').to.not.equal(oldId);
       const kjsAtCreate = kjs.length;
-      await until('writes to the new topic', () => raw.acks.length >= rawAtDelete + 400 && kjs.length >= kjsAtCreate + 20 && phases(raw.acks).fresh.length >= 100);
+      await until(
+        'writes to the new topic',
+        () => raw.acks.length >= rawAtDelete + 400 && kjs.length >= kjsAtCreate + 20 && phases(raw.acks).fresh.length >= 100,
+      );
     } finally {
       kjsRunning = false;
       await Promise.all([raw.stop(), bystander.stop(), kjsDone]);
@@ -187,7 +213,10 @@ describe('delete and re-create a topic under load', function () {
       expect(gap.length).to.be.greaterThan(0);
       expect([...new Set(gap.map((a) => a.errorCode))]).to.deep.equal([ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]);
       expect(old.map((a) => a.baseOffset)).to.deep.equal(old.map((_, i) => BigInt(i)));
-      expect(fresh.map((a) => a.baseOffset), 'the new topic counts from 0').to.deep.equal(fresh.map((_, i) => BigInt(i)));
+      expect(
+        fresh.map((a) => a.baseOffset),
+        'the new topic counts from 0',
+      ).to.deep.equal(fresh.map((_, i) => BigInt(i)));
 
       // the new topic holds exactly what was acknowledged into it, and nothing of the old one
       expect(await rawListOffset(admin, TOPIC, 0, -2n)).to.equal(0n);
@@ -212,7 +241,9 @@ describe('delete and re-create a topic under load', function () {
       // kafkajs was told the partition is missing (UNKNOWN_TOPIC_OR_PARTITION is "This server does not
       // host this topic-partition" in its words) and retried: logged on retry, or a send gave up on it
       const sawMissing = [...kjsLogs, ...kjsFailures].some((l) => /does not host this topic-partition/.test(l));
-      expect(sawMissing, `kafkajs logs: ${kjsLogs.slice(0, 5).join(' | ')}; failures: ${kjsFailures.slice(0, 5).join(' | ')}`).to.equal(true);
+      expect(sawMissing, `kafkajs logs: ${kjsLogs.slice(0, 5).join(' | ')}; failures: ${kjsFailures.slice(0, 5).join(' | ')}`).to.equal(
+        true,
+      );
 
       // the bystander topic never noticed, and the broker keeps serving
       expect(bystander.acks.filter((a) => a.errorCode !== 0)).to.deep.equal([]);

@@ -93,7 +93,14 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
   }
 
   async function endTxn(transactionalId: string, p: Pid, committed: boolean, v = 1): Promise<number> {
-    return (await c.request<{ errorCode: number }>(26, v, { transactionalId, producerId: p.producerId, producerEpoch: p.producerEpoch, committed })).errorCode;
+    return (
+      await c.request<{ errorCode: number }>(26, v, {
+        transactionalId,
+        producerId: p.producerId,
+        producerEpoch: p.producerEpoch,
+        committed,
+      })
+    ).errorCode;
   }
 
   async function addPartitions(transactionalId: string, p: Pid, partitions: number[]): Promise<number[]> {
@@ -124,8 +131,14 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
     const after = await logEnds();
     expect(after, 'log end offsets').to.deep.equal(before.map((o, p) => o + BigInt(appended[p] ?? 0)));
     const other = await initOk(null);
-    const res = await produce(null, after.map((_, p) => [p, batch('other', 2, { ...other, baseSequence: 0 })]));
-    expect(res.map((r) => [r.errorCode, r.baseOffset]), 'another producer appends where the log ended').to.deep.equal(after.map((o) => [E.NONE, o]));
+    const res = await produce(
+      null,
+      after.map((_, p) => [p, batch('other', 2, { ...other, baseSequence: 0 })]),
+    );
+    expect(
+      res.map((r) => [r.errorCode, r.baseOffset]),
+      'another producer appends where the log ended',
+    ).to.deep.equal(after.map((o) => [E.NONE, o]));
   }
 
   it('a client Produce carrying a control batch → INVALID_RECORD (transactional marker within a transaction, and a bare control batch)', async () => {
@@ -135,7 +148,10 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
     await check(async () => {
       const marker = buildEndTxnBatch({ type: ControlRecordType.COMMIT, ...p, coordinatorEpoch: 0, timestamp: BigInt(Date.now()) });
       expect((await produce(txnId, [[0, marker]]))[0]?.errorCode, 'COMMIT marker from a client').to.equal(E.INVALID_RECORD);
-      const bare = buildRecordBatch([{ key: Buffer.from([0, 0, 0, 1]), value: Buffer.from([0, 0, 0, 0, 0, 0]), timestamp: BigInt(Date.now()) }], { isControl: true });
+      const bare = buildRecordBatch(
+        [{ key: Buffer.from([0, 0, 0, 1]), value: Buffer.from([0, 0, 0, 0, 0, 0]), timestamp: BigInt(Date.now()) }],
+        { isControl: true },
+      );
       expect((await produce(null, [[1, bare]]))[0]?.errorCode, 'non-transactional control batch').to.equal(E.INVALID_RECORD);
     });
     // the transaction is still usable
@@ -170,7 +186,10 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
     const p = await initOk(txnId);
     expect(await addPartitions(txnId, p, [0])).to.deep.equal([E.NONE]);
     await check(async () => {
-      expect(await endTxn(txnId, { producerId: p.producerId + 1000n, producerEpoch: p.producerEpoch }, true), 'unknown producer id').to.equal(E.INVALID_PRODUCER_ID_MAPPING);
+      expect(
+        await endTxn(txnId, { producerId: p.producerId + 1000n, producerEpoch: p.producerEpoch }, true),
+        'unknown producer id',
+      ).to.equal(E.INVALID_PRODUCER_ID_MAPPING);
       expect(await endTxn('never-initialised', p, true), 'unknown transactional id').to.equal(E.INVALID_PRODUCER_ID_MAPPING);
       expect(await endTxn('never-initialised', p, false, 3), 'unknown transactional id, v3').to.equal(E.INVALID_PRODUCER_ID_MAPPING);
     });
@@ -184,25 +203,35 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
       for (const v of [1, 4]) {
         for (const timeout of [0, -1, MAX_TIMEOUT + 1]) {
           const r = await initPid('bad-timeout', timeout, v);
-          expect({ errorCode: r.errorCode, producerId: r.producerId }, `v${v} timeout ${timeout}`).to.deep.equal({ errorCode: E.INVALID_TRANSACTION_TIMEOUT, producerId: -1n });
+          expect({ errorCode: r.errorCode, producerId: r.producerId }, `v${v} timeout ${timeout}`).to.deep.equal({
+            errorCode: E.INVALID_TRANSACTION_TIMEOUT,
+            producerId: -1n,
+          });
         }
       }
-      expect(await endTxn('bad-timeout', { producerId: 0n, producerEpoch: 0 }, false), 'the id was not created').to.equal(E.INVALID_PRODUCER_ID_MAPPING);
+      expect(await endTxn('bad-timeout', { producerId: 0n, producerEpoch: 0 }, false), 'the id was not created').to.equal(
+        E.INVALID_PRODUCER_ID_MAPPING,
+      );
     });
     expect((await initPid('bad-timeout', MAX_TIMEOUT)).errorCode, 'the maximum itself is fine').to.equal(E.NONE);
   });
 
   it('sequences: out of order → OUT_OF_ORDER_SEQUENCE_NUMBER, old epoch → INVALID_PRODUCER_EPOCH, exact retry → NONE with the original offset (not appended twice)', async () => {
     const p = await initOk(null);
-    const seq = (baseSequence: number, n: number, producerEpoch = p.producerEpoch) => batch(`seq${baseSequence}e${producerEpoch}`, n, { producerId: p.producerId, producerEpoch, baseSequence });
+    const seq = (baseSequence: number, n: number, producerEpoch = p.producerEpoch) =>
+      batch(`seq${baseSequence}e${producerEpoch}`, n, { producerId: p.producerId, producerEpoch, baseSequence });
     const first = await produce(null, [[0, seq(0, 5)]]);
     const second = await produce(null, [[0, seq(5, 5)]]);
     expect(first[0]?.errorCode).to.equal(E.NONE);
     expect(second[0]?.baseOffset).to.equal(first[0]!.baseOffset + 5n);
     await check(async () => {
       expect((await produce(null, [[0, seq(20, 1)]]))[0]?.errorCode, 'a gap').to.equal(E.OUT_OF_ORDER_SEQUENCE_NUMBER);
-      expect((await produce(null, [[0, seq(3, 5)]]))[0]?.errorCode, 'overlapping, not an exact retry').to.equal(E.OUT_OF_ORDER_SEQUENCE_NUMBER);
-      expect((await produce(null, [[0, seq(1, 1, p.producerEpoch + 1)]]))[0]?.errorCode, 'a new epoch must start at 0').to.equal(E.OUT_OF_ORDER_SEQUENCE_NUMBER);
+      expect((await produce(null, [[0, seq(3, 5)]]))[0]?.errorCode, 'overlapping, not an exact retry').to.equal(
+        E.OUT_OF_ORDER_SEQUENCE_NUMBER,
+      );
+      expect((await produce(null, [[0, seq(1, 1, p.producerEpoch + 1)]]))[0]?.errorCode, 'a new epoch must start at 0').to.equal(
+        E.OUT_OF_ORDER_SEQUENCE_NUMBER,
+      );
       // exact retries of cached batches: the original offsets, nothing appended
       const retry1 = await produce(null, [[0, seq(0, 5)]]);
       const retry2 = await produce(null, [[0, seq(5, 5)]]);
@@ -212,7 +241,9 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
     // five more batches push the first two out of the cache: a retry of those is out of order now
     for (let i = 0; i < 5; i++) expect((await produce(null, [[0, seq(10 + i, 1)]]))[0]?.errorCode).to.equal(E.NONE);
     await check(async () => {
-      expect((await produce(null, [[0, seq(5, 5)]]))[0]?.errorCode, 'retry of a batch no longer cached').to.equal(E.OUT_OF_ORDER_SEQUENCE_NUMBER);
+      expect((await produce(null, [[0, seq(5, 5)]]))[0]?.errorCode, 'retry of a batch no longer cached').to.equal(
+        E.OUT_OF_ORDER_SEQUENCE_NUMBER,
+      );
     });
     // the producer bumps its epoch (as librdkafka does locally): seq 0 at epoch+1 is fine, the old epoch is fenced
     const bumped = await produce(null, [[0, seq(0, 2, p.producerEpoch + 1)]]);
@@ -221,7 +252,9 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
       expect((await produce(null, [[0, seq(10, 1)]]))[0]?.errorCode, 'the old epoch').to.equal(E.INVALID_PRODUCER_EPOCH);
       expect((await produce(null, [[0, seq(0, 5)]]))[0]?.errorCode, "the old epoch's retry").to.equal(E.INVALID_PRODUCER_EPOCH);
     });
-    expect((await produce(null, [[0, seq(2, 1, p.producerEpoch + 1)]]))[0]?.baseOffset, 'the new epoch continues').to.equal(bumped[0]!.baseOffset + 2n + 2n);
+    expect((await produce(null, [[0, seq(2, 1, p.producerEpoch + 1)]]))[0]?.baseOffset, 'the new epoch continues').to.equal(
+      bumped[0]!.baseOffset + 2n + 2n,
+    );
   });
 
   it('EndTxn on a transactional id in state Empty → INVALID_TXN_STATE; with an old epoch → INVALID_PRODUCER_EPOCH (v0/v1), PRODUCER_FENCED (v2+)', async () => {
@@ -235,7 +268,13 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
     expect(cur.producerEpoch).to.equal(old.producerEpoch + 1);
     expect(await addPartitions(txnId, cur, [1])).to.deep.equal([E.NONE]);
     await check(async () => {
-      for (const [v, code] of [[0, E.INVALID_PRODUCER_EPOCH], [1, E.INVALID_PRODUCER_EPOCH], [2, E.PRODUCER_FENCED], [3, E.PRODUCER_FENCED], [4, E.PRODUCER_FENCED]] as const) {
+      for (const [v, code] of [
+        [0, E.INVALID_PRODUCER_EPOCH],
+        [1, E.INVALID_PRODUCER_EPOCH],
+        [2, E.PRODUCER_FENCED],
+        [3, E.PRODUCER_FENCED],
+        [4, E.PRODUCER_FENCED],
+      ] as const) {
         expect(await endTxn(txnId, old, true, v), `EndTxn v${v} with the old epoch`).to.equal(code);
       }
     });
@@ -254,7 +293,10 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
         expect(res[0]?.errorCode, `Produce v${v}`).to.equal(E.INVALID_TXN_STATE);
       }
     });
-    expect((await produce(txnId, [[0, batch('added', 1, { ...p, baseSequence: 0, transactional: true })]]))[0]?.errorCode, 'the added partition').to.equal(E.NONE);
+    expect(
+      (await produce(txnId, [[0, batch('added', 1, { ...p, baseSequence: 0, transactional: true })]]))[0]?.errorCode,
+      'the added partition',
+    ).to.equal(E.NONE);
     expect(await endTxn(txnId, p, false)).to.equal(E.NONE);
   });
 
@@ -269,9 +311,13 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
       topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, committedOffset: 5n, committedMetadata: null }] }],
     });
     expect(commit.topics[0]?.partitions[0]?.errorCode).to.equal(E.NONE);
-    const offsets = async (requireStable: boolean) => (await rawOffsetFetch(c, groupId, TOPIC, [0, 1], requireStable)).partitions.map((p) => [p.errorCode, p.committedOffset]);
+    const offsets = async (requireStable: boolean) =>
+      (await rawOffsetFetch(c, groupId, TOPIC, [0, 1], requireStable)).partitions.map((p) => [p.errorCode, p.committedOffset]);
     const txnCommit = async (p: Pid, offset: bigint) => {
-      expect((await c.request<{ errorCode: number }>(25, 1, { transactionalId: txnId, ...p, groupId })).errorCode, 'AddOffsetsToTxn').to.equal(E.NONE);
+      expect(
+        (await c.request<{ errorCode: number }>(25, 1, { transactionalId: txnId, ...p, groupId })).errorCode,
+        'AddOffsetsToTxn',
+      ).to.equal(E.NONE);
       const r = await c.request<{ topics: { partitions: { errorCode: number }[] }[] }>(28, 1, {
         transactionalId: txnId,
         groupId,
@@ -283,16 +329,34 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
     const p = await initOk(txnId);
     await check(async () => {
       await txnCommit(p, 10n);
-      expect(await offsets(true), 'require_stable, pending').to.deep.equal([[E.UNSTABLE_OFFSET_COMMIT, -1n], [E.NONE, -1n]]);
-      expect(await offsets(false), 'not require_stable, pending').to.deep.equal([[E.NONE, 5n], [E.NONE, -1n]]);
+      expect(await offsets(true), 'require_stable, pending').to.deep.equal([
+        [E.UNSTABLE_OFFSET_COMMIT, -1n],
+        [E.NONE, -1n],
+      ]);
+      expect(await offsets(false), 'not require_stable, pending').to.deep.equal([
+        [E.NONE, 5n],
+        [E.NONE, -1n],
+      ]);
       expect(await endTxn(txnId, p, true)).to.equal(E.NONE);
-      expect(await offsets(true), 'require_stable, committed').to.deep.equal([[E.NONE, 10n], [E.NONE, -1n]]);
+      expect(await offsets(true), 'require_stable, committed').to.deep.equal([
+        [E.NONE, 10n],
+        [E.NONE, -1n],
+      ]);
       // an aborted transactional commit leaves the committed offset alone
       await txnCommit(p, 20n);
-      expect(await offsets(true), 'require_stable, pending again').to.deep.equal([[E.UNSTABLE_OFFSET_COMMIT, -1n], [E.NONE, -1n]]);
+      expect(await offsets(true), 'require_stable, pending again').to.deep.equal([
+        [E.UNSTABLE_OFFSET_COMMIT, -1n],
+        [E.NONE, -1n],
+      ]);
       expect(await endTxn(txnId, p, false)).to.equal(E.NONE);
-      expect(await offsets(true), 'require_stable, aborted').to.deep.equal([[E.NONE, 10n], [E.NONE, -1n]]);
-      expect(await offsets(false), 'not require_stable, aborted').to.deep.equal([[E.NONE, 10n], [E.NONE, -1n]]);
+      expect(await offsets(true), 'require_stable, aborted').to.deep.equal([
+        [E.NONE, 10n],
+        [E.NONE, -1n],
+      ]);
+      expect(await offsets(false), 'not require_stable, aborted').to.deep.equal([
+        [E.NONE, 10n],
+        [E.NONE, -1n],
+      ]);
     });
   });
 });

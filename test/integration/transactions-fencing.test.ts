@@ -66,7 +66,13 @@ describe('zombie fencing: a second producer with the same transactional id fence
       const txnId = `${topic}-txn`;
       await rawCreateTopics(raw, [{ name: topic, partitions: 1 }]);
       const mk = () => {
-        const p = new ck.Producer({ 'bootstrap.servers': b.bootstrap, 'transactional.id': txnId, dr_cb: true, 'linger.ms': 0, log_level: 0 });
+        const p = new ck.Producer({
+          'bootstrap.servers': b.bootstrap,
+          'transactional.id': txnId,
+          dr_cb: true,
+          'linger.ms': 0,
+          log_level: 0,
+        });
         p.setPollInterval(10);
         return p;
       };
@@ -82,7 +88,10 @@ describe('zombie fencing: a second producer with the same transactional id fence
         for (const v of ['a1', 'a2']) A.produce(topic, 0, Buffer.from(v), null, Date.now(), v);
         expect(await errorOf((cb) => A.flush(10_000, cb))).to.equal(null);
         await until(() => reports.length === 2, 10_000, 'delivery reports of a1, a2');
-        expect(reports).to.deep.equal([{ value: 'a1', code: null }, { value: 'a2', code: null }]);
+        expect(reports).to.deep.equal([
+          { value: 'a1', code: null },
+          { value: 'a2', code: null },
+        ]);
 
         expect(await errorOf((cb) => B.connect({}, cb))).to.equal(null);
         expect(await errorOf((cb) => B.initTransactions(10_000, cb))).to.equal(null);
@@ -96,7 +105,10 @@ describe('zombie fencing: a second producer with the same transactional id fence
         }
         const commitErr = await errorOf((cb) => A.commitTransaction(10_000, cb));
         expect(commitErr, "A's commit").to.not.equal(null);
-        expect({ code: commitErr.code, isFatal: commitErr.isFatal }, String(commitErr?.message)).to.deep.equal({ code: ERR__FENCED, isFatal: true });
+        expect({ code: commitErr.code, isFatal: commitErr.isFatal }, String(commitErr?.message)).to.deep.equal({
+          code: ERR__FENCED,
+          isFatal: true,
+        });
         // fatal: the producer stays unusable
         const abortErr = await errorOf((cb) => A.abortTransaction(10_000, cb));
         expect(abortErr?.code).to.equal(ERR__FENCED);
@@ -126,14 +138,24 @@ describe('zombie fencing: a second producer with the same transactional id fence
       try {
         await A.connect();
         const ta = await A.transaction();
-        await ta.send({ topic, acks: -1, messages: [{ value: 'a1', partition: 0 }, { value: 'a2', partition: 0 }] });
+        await ta.send({
+          topic,
+          acks: -1,
+          messages: [
+            { value: 'a1', partition: 0 },
+            { value: 'a2', partition: 0 },
+          ],
+        });
 
         await B.connect();
         const tb = await B.transaction(); // kafkajs initialises the transactional producer id here
         expect(inits.count(), 'InitProducerId requests').to.equal(2);
 
         if (c.sendAfterFence) {
-          const sendErr = await ta.send({ topic, acks: -1, messages: [{ value: 'a3', partition: 0 }] }).then(() => null, (e: unknown) => e);
+          const sendErr = await ta.send({ topic, acks: -1, messages: [{ value: 'a3', partition: 0 }] }).then(
+            () => null,
+            (e: unknown) => e,
+          );
           expect(sendErr, "A's send after the fence").to.not.equal(null);
           expect({ name: (sendErr as Any).name, type: (sendErr as Any).type, retriable: (sendErr as Any).retriable }).to.deep.equal({
             name: 'KafkaJSProtocolError',
@@ -141,11 +163,24 @@ describe('zombie fencing: a second producer with the same transactional id fence
             retriable: false,
           });
         }
-        const commitErr = await ta.commit().then(() => null, (e: unknown) => e);
+        const commitErr = await ta.commit().then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect(commitErr, "A's commit").to.not.equal(null);
-        expect({ name: (commitErr as Any).name, type: (commitErr as Any).type }).to.deep.equal({ name: 'KafkaJSProtocolError', type: 'INVALID_PRODUCER_EPOCH' });
+        expect({ name: (commitErr as Any).name, type: (commitErr as Any).type }).to.deep.equal({
+          name: 'KafkaJSProtocolError',
+          type: 'INVALID_PRODUCER_EPOCH',
+        });
 
-        await tb.send({ topic, acks: -1, messages: [{ value: 'b1', partition: 0 }, { value: 'b2', partition: 0 }] });
+        await tb.send({
+          topic,
+          acks: -1,
+          messages: [
+            { value: 'b1', partition: 0 },
+            { value: 'b2', partition: 0 },
+          ],
+        });
         await tb.commit();
       } finally {
         inits.remove();

@@ -77,8 +77,10 @@ const kafkajsClient = (bootstrap: string): PipelineClient => {
         async begin() {
           const t = await p.transaction();
           return {
-            send: async (topic, partition, values) => void (await t.send({ topic, acks: -1, messages: values.map((value) => ({ value, partition })) })),
-            sendOffsets: (_c, consumerGroupId, topic, partition, offset) => t.sendOffsets({ consumerGroupId, topics: [{ topic, partitions: [{ partition, offset }] }] }),
+            send: async (topic, partition, values) =>
+              void (await t.send({ topic, acks: -1, messages: values.map((value) => ({ value, partition })) })),
+            sendOffsets: (_c, consumerGroupId, topic, partition, offset) =>
+              t.sendOffsets({ consumerGroupId, topics: [{ topic, partitions: [{ partition, offset }] }] }),
             commit: () => t.commit(),
             abort: () => t.abort(),
           };
@@ -87,12 +89,19 @@ const kafkajsClient = (bootstrap: string): PipelineClient => {
       };
     },
     async consumer(groupId, topic, onBatch) {
-      const c = kafka.consumer({ groupId, readUncommitted: false, maxBytesPerPartition: 1024, maxWaitTimeInMs: 100, heartbeatInterval: 500 });
+      const c = kafka.consumer({
+        groupId,
+        readUncommitted: false,
+        maxBytesPerPartition: 1024,
+        maxWaitTimeInMs: 100,
+        heartbeatInterval: 500,
+      });
       await c.connect();
       await c.subscribe({ topics: [topic], fromBeginning: true });
       await c.run({
         autoCommit: false,
-        eachBatch: async ({ batch }) => onBatch({ partition: batch.partition, messages: batch.messages.map((m) => ({ offset: m.offset, value: String(m.value) })) }),
+        eachBatch: async ({ batch }) =>
+          onBatch({ partition: batch.partition, messages: batch.messages.map((m) => ({ offset: m.offset, value: String(m.value) })) }),
       });
       return { raw: c, disconnect: () => c.disconnect() };
     },
@@ -118,8 +127,10 @@ const confluentClient = (bootstrap: string): PipelineClient => {
         async begin() {
           const t = await p.transaction();
           return {
-            send: async (topic, partition, values) => void (await t.send({ topic, messages: values.map((value) => ({ value, partition })) })),
-            sendOffsets: (c, _g, topic, partition, offset) => t.sendOffsets({ consumer: c.raw, topics: [{ topic, partitions: [{ partition, offset }] }] }),
+            send: async (topic, partition, values) =>
+              void (await t.send({ topic, messages: values.map((value) => ({ value, partition })) })),
+            sendOffsets: (c, _g, topic, partition, offset) =>
+              t.sendOffsets({ consumer: c.raw, topics: [{ topic, partitions: [{ partition, offset }] }] }),
             commit: () => t.commit(),
             abort: () => t.abort(),
           };
@@ -138,7 +149,11 @@ const confluentClient = (bootstrap: string): PipelineClient => {
       await c.connect();
       await c.subscribe({ topics: [topic] });
       await c.run({
-        eachBatch: async ({ batch }: Any) => onBatch({ partition: batch.partition, messages: batch.messages.map((m: Any) => ({ offset: m.offset as string, value: String(m.value) })) }),
+        eachBatch: async ({ batch }: Any) =>
+          onBatch({
+            partition: batch.partition,
+            messages: batch.messages.map((m: Any) => ({ offset: m.offset as string, value: String(m.value) })),
+          }),
       });
       return { raw: c, disconnect: () => c.disconnect() };
     },
@@ -207,7 +222,11 @@ class Stage {
     const n = ++this.batches;
     const attempt = async (tag: string): Promise<StageTxn> => {
       const txn = await this.producer!.begin();
-      await txn.send(this.output, p, b.messages.map((m) => `${m.value}>${this.no}${tag}`));
+      await txn.send(
+        this.output,
+        p,
+        b.messages.map((m) => `${m.value}>${this.no}${tag}`),
+      );
       await txn.sendOffsets(this.consumer!, this.groupId, this.input, p, next);
       return txn;
     };
@@ -245,14 +264,18 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
   const stages: Stage[] = [];
   let zombieProducer: StageProducer | null = null;
   try {
-    await rawCreateTopics(raw, [src, s1, s2, s3].map((name) => ({ name, partitions: PARTITIONS })));
+    await rawCreateTopics(
+      raw,
+      [src, s1, s2, s3].map((name) => ({ name, partitions: PARTITIONS })),
+    );
     const groups = new Set([1, 2, 3].map((i) => `${pre}-g${i}`));
     const seen = { endTxnCommit: 0, endTxnAbort: 0, txnOffsetCommit: 0, offsetCommit: 0 };
     watches.push(observeRequests(b, 26, (r) => void (r.committed ? seen.endTxnCommit++ : seen.endTxnAbort++)));
     watches.push(observeRequests(b, 28, (r) => void (groups.has(r.groupId) && seen.txnOffsetCommit++)));
     watches.push(observeRequests(b, 8, (r) => void (groups.has(r.groupId) && seen.offsetCommit++)));
 
-    const mk = (no: number, input: string, output: string, crashAt: number | null = null) => new Stage(no, input, output, `${pre}-g${no}`, `${pre}-txn${no}`, crashAt);
+    const mk = (no: number, input: string, output: string, crashAt: number | null = null) =>
+      new Stage(no, input, output, `${pre}-g${no}`, `${pre}-txn${no}`, crashAt);
     stages.push(mk(1, src, s1), mk(2, s1, s2, CRASH_AT), mk(3, s2, s3));
     for (const s of stages) await s.start(client);
     const failed = () => stages.flatMap((s) => s.errors);
@@ -286,7 +309,10 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
     const stable = await rawOffsetFetch(raw, `${pre}-g2`, s1, [0, 1, 2], false);
     const committedAtCrash = new Map(stable.partitions.map((p) => [p.partitionIndex, p.committedOffset]));
     for (const [p, o] of committedAtCrash) expect(o, `group 2 committed offset of ${s1}-${p}`).to.equal(old.committed.get(p) ?? -1n);
-    expect([...committedAtCrash.values()].some((o) => o > 0n), `crashed mid-stream (committed offsets ${[...committedAtCrash.values()].join(', ')})`).to.equal(true);
+    expect(
+      [...committedAtCrash.values()].some((o) => o > 0n),
+      `crashed mid-stream (committed offsets ${[...committedAtCrash.values()].join(', ')})`,
+    ).to.equal(true);
     const pending = await rawOffsetFetch(raw, `${pre}-g2`, s1, [crashed], true);
     expect(pending.partitions[0]?.errorCode, 'require_stable while the crashed transaction is open').to.equal(UNSTABLE_OFFSET_COMMIT);
 
@@ -301,12 +327,16 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
     const fetches = { stable: 0, plain: 0 };
     const g2 = `${pre}-g2`;
     const fetchWatch = observeRequests(b, 9, (r) => {
-      if (r.groupId === g2 || (r.groups ?? []).some((g: Any) => g.groupId === g2)) void (r.requireStable === true ? fetches.stable++ : fetches.plain++);
+      if (r.groupId === g2 || (r.groups ?? []).some((g: Any) => g.groupId === g2))
+        void (r.requireStable === true ? fetches.stable++ : fetches.plain++);
     });
     watches.push(fetchWatch);
     await restarted.start(client, 1000);
     fetchWatch.remove();
-    expect(fetches.stable + fetches.plain, "the restarted consumer's OffsetFetch requests while the zombie's transaction was open").to.be.at.least(1);
+    expect(
+      fetches.stable + fetches.plain,
+      "the restarted consumer's OffsetFetch requests while the zombie's transaction was open",
+    ).to.be.at.least(1);
     client.expectOffsetFetches(fetches);
     let zombieError: unknown = null;
     await old.zombie!.commit().catch((e: unknown) => (zombieError = e));
@@ -340,13 +370,25 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
     for (let p = 0; p < PARTITIONS; p++) {
       const from = committedAtCrash.get(p)! < 0n ? 0n : committedAtCrash.get(p)!;
       const expected = committedInput[p]!.find((r) => BigInt(r.offset) >= from);
-      expect(restarted.firstOffsets.get(p), `restarted stage 2's first offset on ${s1}-${p} (group offset ${from})`).to.equal(BigInt(expected?.offset ?? -1));
+      expect(restarted.firstOffsets.get(p), `restarted stage 2's first offset on ${s1}-${p} (group offset ${from})`).to.equal(
+        BigInt(expected?.offset ?? -1),
+      );
     }
     // read_committed: every source record's transformation exactly once, in order, nothing aborted
     const want = (p: number, suffix: string) => Array.from({ length: perPartition[p]! }, (_, k) => `s${p}-${k}${suffix}`);
-    for (const [topic, suffix] of [[s1, '>1'], [s2, '>1>2'], [s3, '>1>2>3']] as const) {
+    for (const [topic, suffix] of [
+      [s1, '>1'],
+      [s2, '>1>2'],
+      [s3, '>1>2>3'],
+    ] as const) {
       const parts = topic === s1 ? committedInput : await readAllRdkafka(ck, b.bootstrap, topic, PARTITIONS, 'read_committed');
-      parts.forEach((recs, p) => expectSequence(recs.map((r) => r.value), want(p, suffix), `${topic}-${p} read_committed`));
+      parts.forEach((recs, p) =>
+        expectSequence(
+          recs.map((r) => r.value),
+          want(p, suffix),
+          `${topic}-${p} read_committed`,
+        ),
+      );
     }
     expect(stages[2]!.committedRecords, 'stage 3 output').to.equal(N);
     for (const s of stages) expect(s.aborted, `stage ${s.no} aborted transactions`).to.be.at.least(1);

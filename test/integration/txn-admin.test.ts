@@ -6,8 +6,15 @@ import { expect } from 'chai';
 import { createRequire } from 'node:module';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ApiVersionsResponse } from '../../protocol/generated/api-versions.js';
-import type { DescribeProducersResponse, DescribeProducersResponsePartitionResponse, DescribeProducersResponseProducerState } from '../../protocol/generated/describe-producers.js';
-import type { DescribeTransactionsResponse, DescribeTransactionsResponseTransactionState } from '../../protocol/generated/describe-transactions.js';
+import type {
+  DescribeProducersResponse,
+  DescribeProducersResponsePartitionResponse,
+  DescribeProducersResponseProducerState,
+} from '../../protocol/generated/describe-producers.js';
+import type {
+  DescribeTransactionsResponse,
+  DescribeTransactionsResponseTransactionState,
+} from '../../protocol/generated/describe-transactions.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ListTransactionsResponse } from '../../protocol/generated/list-transactions.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
@@ -21,8 +28,14 @@ type Producer = ReturnType<Kafka['producer']>;
 
 const TXN_TIMEOUT_MS = 45_000;
 
-async function describeProducers(raw: RawClient, topic: string, partitions: number[]): Promise<DescribeProducersResponsePartitionResponse[]> {
-  const r = await raw.request<DescribeProducersResponse>(ApiKey.DescribeProducers, 0, { topics: [{ name: topic, partitionIndexes: partitions }] });
+async function describeProducers(
+  raw: RawClient,
+  topic: string,
+  partitions: number[],
+): Promise<DescribeProducersResponsePartitionResponse[]> {
+  const r = await raw.request<DescribeProducersResponse>(ApiKey.DescribeProducers, 0, {
+    topics: [{ name: topic, partitionIndexes: partitions }],
+  });
   expect(r.topics.map((t) => t.name)).to.deep.equal([topic]);
   return r.topics[0]?.partitions ?? [];
 }
@@ -46,7 +59,11 @@ async function describeTxn(raw: RawClient, id: string): Promise<DescribeTransact
   return s!;
 }
 
-async function listTxns(raw: RawClient, f: { states?: string[]; pids?: bigint[]; durationMs?: bigint } = {}, version = 1): Promise<ListTransactionsResponse> {
+async function listTxns(
+  raw: RawClient,
+  f: { states?: string[]; pids?: bigint[]; durationMs?: bigint } = {},
+  version = 1,
+): Promise<ListTransactionsResponse> {
   const body: Record<string, unknown> = { stateFilters: f.states ?? [], producerIdFilters: f.pids ?? [] };
   if (version >= 1) body['durationFilter'] = f.durationMs ?? -1n;
   return raw.request<ListTransactionsResponse>(ApiKey.ListTransactions, version, body);
@@ -84,7 +101,10 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
     });
 
     it('advertises DescribeProducers v0, DescribeTransactions v0 and ListTransactions v0-1', async () => {
-      const r = await raw.request<ApiVersionsResponse>(ApiKey.ApiVersions, 3, { clientSoftwareName: 'gregor-test', clientSoftwareVersion: '1.0' });
+      const r = await raw.request<ApiVersionsResponse>(ApiKey.ApiVersions, 3, {
+        clientSoftwareName: 'gregor-test',
+        clientSoftwareVersion: '1.0',
+      });
       const ranges = new Map(r.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]));
       expect(ranges.get(ApiKey.DescribeProducers)).to.deep.equal([0, 0]);
       expect(ranges.get(ApiKey.DescribeTransactions)).to.deep.equal([0, 0]);
@@ -116,7 +136,13 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
       const before = Date.now();
       const tx = await producer.transaction();
       const ts = Date.now() - 10_000;
-      const sent0 = await tx.send({ topic, messages: [{ value: 'a', partition: 0, timestamp: String(ts) }, { value: 'b', partition: 0, timestamp: String(ts + 7) }] });
+      const sent0 = await tx.send({
+        topic,
+        messages: [
+          { value: 'a', partition: 0, timestamp: String(ts) },
+          { value: 'b', partition: 0, timestamp: String(ts + 7) },
+        ],
+      });
       const sent2 = await tx.send({ topic, messages: [{ value: 'c', partition: 2, timestamp: String(ts + 3) }] });
       const after = Date.now();
       expect(sent0[0]?.baseOffset).to.equal('2');
@@ -133,11 +159,25 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
       expect(p0?.errorCode).to.equal(ErrorCode.NONE);
       expect(p0?.errorMessage).to.equal(null);
       expect(p0?.activeProducers).to.deep.equal([
-        { producerId: open.producerId, producerEpoch: open.producerEpoch, lastSequence: 1, lastTimestamp: BigInt(ts + 7), coordinatorEpoch: -1, currentTxnStartOffset: 2n },
+        {
+          producerId: open.producerId,
+          producerEpoch: open.producerEpoch,
+          lastSequence: 1,
+          lastTimestamp: BigInt(ts + 7),
+          coordinatorEpoch: -1,
+          currentTxnStartOffset: 2n,
+        },
       ]);
       expect(p1).to.deep.equal({ partitionIndex: 1, errorCode: ErrorCode.NONE, errorMessage: null, activeProducers: [] });
       expect(p2?.activeProducers).to.deep.equal([
-        { producerId: open.producerId, producerEpoch: open.producerEpoch, lastSequence: 0, lastTimestamp: BigInt(ts + 3), coordinatorEpoch: -1, currentTxnStartOffset: 0n },
+        {
+          producerId: open.producerId,
+          producerEpoch: open.producerEpoch,
+          lastSequence: 0,
+          lastTimestamp: BigInt(ts + 3),
+          coordinatorEpoch: -1,
+          currentTxnStartOffset: 0n,
+        },
       ]);
       expect(listed(await listTxns(raw, { states: ['Ongoing'] }))).to.deep.equal([['tx-open', 'Ongoing']]);
 
@@ -151,7 +191,10 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
       expect(done.producerEpoch).to.equal(open.producerEpoch);
       // Kafka keeps the start time of the last transaction in Complete*
       expect(done.transactionStartTimeMs).to.equal(open.transactionStartTimeMs);
-      for (const [partition, lastSequence] of [[0, 1], [2, 0]] as const) {
+      for (const [partition, lastSequence] of [
+        [0, 1],
+        [2, 0],
+      ] as const) {
         const s = await onlyProducer(raw, topic, partition);
         expect(s.currentTxnStartOffset).to.equal(-1n);
         expect(s.lastSequence).to.equal(lastSequence);
@@ -170,10 +213,24 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
       producers.push(producer);
       await producer.connect();
       const ts = Date.now() - 5000;
-      await producer.send({ topic, acks: -1, messages: [0, 1, 2].map((i) => ({ value: `v${i}`, partition: 0, timestamp: String(ts + i) })) });
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: [0, 1, 2].map((i) => ({ value: `v${i}`, partition: 0, timestamp: String(ts + i) })),
+      });
       const first = await onlyProducer(raw, topic, 0);
-      expect(first).to.deep.include({ producerEpoch: 0, lastSequence: 2, lastTimestamp: BigInt(ts + 2), coordinatorEpoch: -1, currentTxnStartOffset: -1n });
-      await producer.send({ topic, acks: -1, messages: [3, 4].map((i) => ({ value: `v${i}`, partition: 0, timestamp: String(ts + 10 * i) })) });
+      expect(first).to.deep.include({
+        producerEpoch: 0,
+        lastSequence: 2,
+        lastTimestamp: BigInt(ts + 2),
+        coordinatorEpoch: -1,
+        currentTxnStartOffset: -1n,
+      });
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: [3, 4].map((i) => ({ value: `v${i}`, partition: 0, timestamp: String(ts + 10 * i) })),
+      });
       await producer.send({ topic, acks: -1, messages: [{ value: 'v5', partition: 0, timestamp: String(ts + 100) }] });
       const later = await onlyProducer(raw, topic, 0);
       expect(later).to.deep.equal({ ...first, lastSequence: 5, lastTimestamp: BigInt(ts + 100) });
@@ -248,7 +305,10 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
       // the open transaction starts well after the others, so a duration can tell them apart
       await sleep(1500);
       await run('f-ongoing', 'open');
-      for (const s of await describeTxns(raw, ALL.map(([id]) => id!))) {
+      for (const s of await describeTxns(
+        raw,
+        ALL.map(([id]) => id!),
+      )) {
         expect(s.errorCode).to.equal(ErrorCode.NONE);
         pid.set(s.transactionalId, s.producerId);
         start.set(s.transactionalId, Number(s.transactionStartTimeMs));
@@ -296,7 +356,9 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
       ]);
       expect(listed(await listTxns(raw, { pids: [123456789n] }))).to.deep.equal([]);
       expect(listed(await listTxns(raw, { pids: [pid.get('f-committed')!], states: ['Ongoing'] }))).to.deep.equal([]);
-      expect(listed(await listTxns(raw, { pids: [pid.get('f-committed')!, pid.get('f-ongoing')!], states: ['Ongoing'] }))).to.deep.equal([['f-ongoing', 'Ongoing']]);
+      expect(listed(await listTxns(raw, { pids: [pid.get('f-committed')!, pid.get('f-ongoing')!], states: ['Ongoing'] }))).to.deep.equal([
+        ['f-ongoing', 'Ongoing'],
+      ]);
     });
 
     it('the duration filter (v1) keeps only transactions started more than that many ms ago; -1 is no filter', async () => {
@@ -311,7 +373,9 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
         ['f-committed', 'CompleteCommit'],
         ['f-empty', 'Empty'],
       ]);
-      expect(listed(await listTxns(raw, { durationMs: between, states: ['Ongoing', 'CompleteCommit'] }))).to.deep.equal([['f-committed', 'CompleteCommit']]);
+      expect(listed(await listTxns(raw, { durationMs: between, states: ['Ongoing', 'CompleteCommit'] }))).to.deep.equal([
+        ['f-committed', 'CompleteCommit'],
+      ]);
       expect(listed(await listTxns(raw, { durationMs: 0n, states: ['Ongoing'] }))).to.deep.equal([['f-ongoing', 'Ongoing']]);
       expect(listed(await listTxns(raw, { durationMs: 3_600_000n }))).to.deep.equal([['f-empty', 'Empty']]);
       expect(listed(await listTxns(raw, { durationMs: -1n }))).to.deep.equal(ALL);

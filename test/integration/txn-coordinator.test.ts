@@ -14,18 +14,40 @@ import { PartitionLog } from '../../lib/log/partition-log.js';
 import { TRANSACTION_STATE_TOPIC, TxnState, txnLogKey, txnLogValue } from '../../lib/txn/txn-metadata.js';
 import { startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 import { RawClient } from '../helpers/raw-client.js';
-import { addPartitions, createTopic, endTxn, fetchPartition, initProducerId, produce, producerBatch, type Pid } from '../helpers/txn-raw.js';
+import {
+  addPartitions,
+  createTopic,
+  endTxn,
+  fetchPartition,
+  initProducerId,
+  produce,
+  producerBatch,
+  type Pid,
+} from '../helpers/txn-raw.js';
 
 type InitResult = Pid & { errorCode: number };
 
 /** InitProducerId v3+ with the caller's current producer id and epoch (KIP-360). */
-async function initWith(raw: RawClient, transactionalId: string | null, producerId: bigint, producerEpoch: number, version = 4): Promise<InitResult> {
+async function initWith(
+  raw: RawClient,
+  transactionalId: string | null,
+  producerId: bigint,
+  producerEpoch: number,
+  version = 4,
+): Promise<InitResult> {
   return raw.request<InitResult>(22, version, { transactionalId, transactionTimeoutMs: 60_000, producerId, producerEpoch });
 }
 
-
-async function deleteRecords(raw: RawClient, topic: string, partition: number, offset: bigint): Promise<{ errorCode: number; lowWatermark: bigint }> {
-  const r = await raw.request<{ topics: { partitions: { errorCode: number; lowWatermark: bigint }[] }[] }>(21, 1, { topics: [{ name: topic, partitions: [{ partitionIndex: partition, offset }] }], timeoutMs: 5000 });
+async function deleteRecords(
+  raw: RawClient,
+  topic: string,
+  partition: number,
+  offset: bigint,
+): Promise<{ errorCode: number; lowWatermark: bigint }> {
+  const r = await raw.request<{ topics: { partitions: { errorCode: number; lowWatermark: bigint }[] }[] }>(21, 1, {
+    topics: [{ name: topic, partitions: [{ partitionIndex: partition, offset }] }],
+    timeoutMs: 5000,
+  });
   const p = r.topics[0]?.partitions[0];
   return { errorCode: p?.errorCode ?? -1, lowWatermark: p?.lowWatermark ?? -1n };
 }
@@ -82,9 +104,27 @@ describe('transaction coordinator: KIP-360, epoch exhaustion, id expiry, DeleteR
     await tb?.stop();
     tb = undefined;
     // the id's producer at epoch 32766, as 32766 bumps would leave it
-    const log = await PartitionLog.open(dir, TRANSACTION_STATE_TOPIC, partitionFor('tired', 50), defaultLogConfig({ cleanupPolicy: ['compact'] }), { recover: false });
+    const log = await PartitionLog.open(
+      dir,
+      TRANSACTION_STATE_TOPIC,
+      partitionFor('tired', 50),
+      defaultLogConfig({ cleanupPolicy: ['compact'] }),
+      { recover: false },
+    );
     const now = Date.now();
-    const value = txnLogValue({ transactionalId: 'tired', producerId: p.producerId, previousProducerId: -1n, producerEpoch: 32766, lastProducerEpoch: -1, txnTimeoutMs: 60_000, state: TxnState.COMPLETE_COMMIT, partitions: new Map(), txnStartTimestamp: now, txnLastUpdateTimestamp: now, pending: null });
+    const value = txnLogValue({
+      transactionalId: 'tired',
+      producerId: p.producerId,
+      previousProducerId: -1n,
+      producerEpoch: 32766,
+      lastProducerEpoch: -1,
+      txnTimeoutMs: 60_000,
+      state: TxnState.COMPLETE_COMMIT,
+      partitions: new Map(),
+      txnStartTimestamp: now,
+      txnLastUpdateTimestamp: now,
+      pending: null,
+    });
     await log.append(buildRecordBatch([{ key: txnLogKey('tired'), value, timestamp: BigInt(now) }]), { leaderEpoch: 0 }).written;
     await log.close();
     c = await start({}, dir);
@@ -109,7 +149,9 @@ describe('transaction coordinator: KIP-360, epoch exhaustion, id expiry, DeleteR
     const busy = await initProducerId(c, 'busy-id');
     expect(await addPartitions(c, 'busy-id', busy, 'exp', [0])).to.deep.equal([ErrorCode.NONE]);
     await new Promise((r) => setTimeout(r, 1600));
-    const described = await c.request<{ transactionStates: { errorCode: number; transactionState: string }[] }>(65, 0, { transactionalIds: ['idle-id', 'busy-id'] });
+    const described = await c.request<{ transactionStates: { errorCode: number; transactionState: string }[] }>(65, 0, {
+      transactionalIds: ['idle-id', 'busy-id'],
+    });
     expect(described.transactionStates.map((t) => t.errorCode)).to.deep.equal([ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, ErrorCode.NONE]);
     expect(described.transactionStates[1]?.transactionState).to.equal('Ongoing');
     expect(await endTxn(c, 'idle-id', idle, true)).to.equal(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
@@ -124,7 +166,8 @@ describe('transaction coordinator: KIP-360, epoch exhaustion, id expiry, DeleteR
     const c = await start();
     await createTopic(c, 'dr');
     const idem = await initProducerId(c, null);
-    for (let i = 0; i < 3; i++) expect((await produce(c, 'dr', 0, producerBatch(idem, i * 2, 2, { prefix: 'idem' }))).errorCode).to.equal(ErrorCode.NONE);
+    for (let i = 0; i < 3; i++)
+      expect((await produce(c, 'dr', 0, producerBatch(idem, i * 2, 2, { prefix: 'idem' }))).errorCode).to.equal(ErrorCode.NONE);
     // transaction 1 commits, transaction 2 stays open while everything before it is deleted
     const p = await initProducerId(c, 'dr-txn');
     expect(await addPartitions(c, 'dr-txn', p, 'dr', [0])).to.deep.equal([ErrorCode.NONE]);
@@ -138,7 +181,10 @@ describe('transaction coordinator: KIP-360, epoch exhaustion, id expiry, DeleteR
     // the open transaction's first offset is below the log start now: the LSO is the log start
     expect((await fetchPartition(c, 'dr', 0, 10n, 1)).lastStableOffset).to.equal(10n);
     // the idempotent producer's state survived: its retry is still a duplicate, its next batch in sequence
-    expect(await produce(c, 'dr', 0, producerBatch(idem, 4, 2, { prefix: 'idem' }))).to.deep.equal({ errorCode: ErrorCode.NONE, baseOffset: 4n });
+    expect(await produce(c, 'dr', 0, producerBatch(idem, 4, 2, { prefix: 'idem' }))).to.deep.equal({
+      errorCode: ErrorCode.NONE,
+      baseOffset: 4n,
+    });
     expect((await produce(c, 'dr', 0, producerBatch(idem, 9, 1))).errorCode).to.equal(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
     expect((await produce(c, 'dr', 0, producerBatch(idem, 6, 1, { prefix: 'idem' }))).baseOffset).to.equal(11n);
     // transaction 2 continues in sequence and commits
@@ -147,7 +193,11 @@ describe('transaction coordinator: KIP-360, epoch exhaustion, id expiry, DeleteR
     const f = await fetchPartition(c, 'dr', 0, 10n, 1);
     expect(f.lastStableOffset).to.equal(14n);
     // (the batch holding offset 10 starts at 9: returned whole, as Kafka does; clients skip what is below the fetch offset)
-    expect(f.values.filter((v) => !v.control && v.offset >= 10n).map((v) => `${v.offset}:${v.value}`)).to.deep.equal(['10:t2-3', '11:idem-6', '12:t2-4']);
+    expect(f.values.filter((v) => !v.control && v.offset >= 10n).map((v) => `${v.offset}:${v.value}`)).to.deep.equal([
+      '10:t2-3',
+      '11:idem-6',
+      '12:t2-4',
+    ]);
     expect(f.abortedTransactions).to.deep.equal([]);
   });
 });

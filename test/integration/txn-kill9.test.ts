@@ -74,7 +74,13 @@ class TxnLoop {
   constructor(private readonly bootstrap: string) {}
 
   private producer(): Any {
-    const kafka = new kafkajs.Kafka({ brokers: [this.bootstrap], clientId: 'eos-txn', logLevel: kafkajs.logLevel.NOTHING, retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 }, connectionTimeout: 1000 });
+    const kafka = new kafkajs.Kafka({
+      brokers: [this.bootstrap],
+      clientId: 'eos-txn',
+      logLevel: kafkajs.logLevel.NOTHING,
+      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
+      connectionTimeout: 1000,
+    });
     return kafka.producer({ transactionalId: 'eos-txn-producer', idempotent: true, maxInFlightRequests: 1, transactionTimeout: 4000 });
   }
 
@@ -124,7 +130,15 @@ class TxnLoop {
 async function idempotentStream(ck: Any, bootstrap: string) {
   const delivered = new Set<number>();
   const failed = new Set<number>();
-  const producer = new ck.Producer({ 'bootstrap.servers': bootstrap, 'enable.idempotence': true, dr_cb: true, 'linger.ms': 5, 'message.timeout.ms': 120_000, 'retry.backoff.ms': 100, log_level: 0 });
+  const producer = new ck.Producer({
+    'bootstrap.servers': bootstrap,
+    'enable.idempotence': true,
+    dr_cb: true,
+    'linger.ms': 5,
+    'message.timeout.ms': 120_000,
+    'retry.backoff.ms': 100,
+    log_level: 0,
+  });
   producer.on('delivery-report', (err: Any, report: Any) => {
     const n = Number(report.opaque);
     if (err) failed.add(n);
@@ -167,7 +181,17 @@ async function idempotentStream(ck: Any, bootstrap: string) {
 
 /** Every value in a partition read with librdkafka (read_committed by default), to the end. */
 async function readCommittedRdkafka(ck: Any, bootstrap: string, topic: string, partitions: number): Promise<string[][]> {
-  const c = new ck.KafkaConsumer({ 'bootstrap.servers': bootstrap, 'group.id': `eos-check-${topic}`, 'enable.auto.commit': false, 'enable.partition.eof': true, 'isolation.level': 'read_committed', log_level: 0 }, {});
+  const c = new ck.KafkaConsumer(
+    {
+      'bootstrap.servers': bootstrap,
+      'group.id': `eos-check-${topic}`,
+      'enable.auto.commit': false,
+      'enable.partition.eof': true,
+      'isolation.level': 'read_committed',
+      log_level: 0,
+    },
+    {},
+  );
   await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(e) : resolve())));
   const out: string[][] = Array.from({ length: partitions }, () => []);
   const eof = new Set<number>();
@@ -252,7 +276,8 @@ describe('exactly-once across kill -9 (child broker, 5 rounds under load)', func
         for (;;) {
           const f = await fetchPartition(raw, TXN_TOPIC, p, 0n, 0);
           if (f.lastStableOffset === f.highWatermark) break;
-          if (Date.now() > deadline) expect.fail(`${TXN_TOPIC}-${p}: last stable offset ${f.lastStableOffset} stuck below ${f.highWatermark}`);
+          if (Date.now() > deadline)
+            expect.fail(`${TXN_TOPIC}-${p}: last stable offset ${f.lastStableOffset} stuck below ${f.highWatermark}`);
           await sleep(200);
         }
       }
@@ -262,7 +287,11 @@ describe('exactly-once across kill -9 (child broker, 5 rounds under load)', func
           let offset = 0n;
           for (;;) {
             const r = await raw.request<{ responses: { partitions: { highWatermark: bigint; records: Buffer | null }[] }[] }>(1, 4, {
-              replicaId: -1, maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 22, isolationLevel: 0,
+              replicaId: -1,
+              maxWaitMs: 0,
+              minBytes: 0,
+              maxBytes: 1 << 22,
+              isolationLevel: 0,
               topics: [{ topic, partitions: [{ partition: p, fetchOffset: offset, partitionMaxBytes: 1 << 22 }] }],
             });
             const part = r.responses[0]?.partitions[0];
@@ -296,7 +325,10 @@ describe('exactly-once across kill -9 (child broker, 5 rounds under load)', func
       await reader.disconnect();
     }
     const viaRdkafka = await readCommittedRdkafka(ck, bootstrap, TXN_TOPIC, 2);
-    for (const [client, parts] of [['kafkajs', viaKafkajs], ['librdkafka', viaRdkafka]] as const) {
+    for (const [client, parts] of [
+      ['kafkajs', viaKafkajs],
+      ['librdkafka', viaRdkafka],
+    ] as const) {
       const seen = new Map<string, number>();
       for (const v of parts.flat()) seen.set(v, (seen.get(v) ?? 0) + 1);
       for (const [v, n] of seen) expect(n, `${client}: ${v} read ${n} times`).to.equal(1);

@@ -15,15 +15,30 @@ import { partitionFor } from '../../lib/group/records.js';
 import { TRANSACTION_STATE_TOPIC, TxnState, txnLogKey, txnLogValue } from '../../lib/txn/txn-metadata.js';
 import { startChildBroker, startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 import { RawClient } from '../helpers/raw-client.js';
-import { addOffsets, addPartitions, createTopic, endTxn, fetchPartition, initProducerId, offsetCommit, offsetFetch, produce, producerBatch, txnOffsetCommit, type Pid } from '../helpers/txn-raw.js';
-
+import {
+  addOffsets,
+  addPartitions,
+  createTopic,
+  endTxn,
+  fetchPartition,
+  initProducerId,
+  offsetCommit,
+  offsetFetch,
+  produce,
+  producerBatch,
+  txnOffsetCommit,
+  type Pid,
+} from '../helpers/txn-raw.js';
 
 async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await f();
     if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out waiting for ${what}: ${JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -74,7 +89,13 @@ describe('transactions and producer state across restarts', function () {
     await tb?.stop();
     tb = undefined;
     // what a crash right after the PrepareCommit write leaves behind
-    const stateLog = await PartitionLog.open(dir, TRANSACTION_STATE_TOPIC, partitionFor('tx-crash', 50), defaultLogConfig({ cleanupPolicy: ['compact'] }), { recover: false });
+    const stateLog = await PartitionLog.open(
+      dir,
+      TRANSACTION_STATE_TOPIC,
+      partitionFor('tx-crash', 50),
+      defaultLogConfig({ cleanupPolicy: ['compact'] }),
+      { recover: false },
+    );
     const now = Date.now();
     const prepare = {
       transactionalId: 'tx-crash',
@@ -89,10 +110,16 @@ describe('transactions and producer state across restarts', function () {
       txnLastUpdateTimestamp: now,
       pending: null,
     };
-    await stateLog.append(buildRecordBatch([{ key: txnLogKey('tx-crash'), value: txnLogValue(prepare), timestamp: BigInt(now) }]), { leaderEpoch: 0 }).written;
+    await stateLog.append(buildRecordBatch([{ key: txnLogKey('tx-crash'), value: txnLogValue(prepare), timestamp: BigInt(now) }]), {
+      leaderEpoch: 0,
+    }).written;
     await stateLog.close();
     c = await start(dir);
-    const f = await until('the commit marker', () => fetchPartition(c, 'crash', 0, 0n, 1), (x) => x.lastStableOffset === 4n);
+    const f = await until(
+      'the commit marker',
+      () => fetchPartition(c, 'crash', 0, 0n, 1),
+      (x) => x.lastStableOffset === 4n,
+    );
     expect(f.values.filter((v) => !v.control).map((v) => v.value)).to.deep.equal(['open-0', 'open-1', 'open-2']);
     expect(f.values.filter((v) => v.control).map((v) => v.offset)).to.deep.equal([3n]);
     expect(f.abortedTransactions).to.deep.equal([]);
@@ -110,12 +137,19 @@ describe('transactions and producer state across restarts', function () {
     const p = await openTransaction(c, 'tx-late', 'late', 1500);
     expect((await fetchPartition(c, 'late', 0, 0n, 1)).lastStableOffset).to.equal(0n);
     c = await restart(dir, fast);
-    const f = await until('the timeout abort', () => fetchPartition(c, 'late', 0, 0n, 1), (x) => x.lastStableOffset === 4n, 15_000);
+    const f = await until(
+      'the timeout abort',
+      () => fetchPartition(c, 'late', 0, 0n, 1),
+      (x) => x.lastStableOffset === 4n,
+      15_000,
+    );
     expect(f.abortedTransactions).to.deep.equal([{ producerId: p.producerId, firstOffset: 0n }]);
     // the marker carries the bumped epoch: the old producer is fenced everywhere
     expect(await endTxn(c, 'tx-late', p, true, 1)).to.equal(ErrorCode.INVALID_PRODUCER_EPOCH);
     expect(await endTxn(c, 'tx-late', p, true, 3)).to.equal(ErrorCode.PRODUCER_FENCED);
-    expect((await produce(c, 'late', 0, producerBatch(p, 3, 1, { transactional: true }), 'tx-late')).errorCode).to.equal(ErrorCode.INVALID_PRODUCER_EPOCH);
+    expect((await produce(c, 'late', 0, producerBatch(p, 3, 1, { transactional: true }), 'tx-late')).errorCode).to.equal(
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+    );
     // a new instance gets epoch + 2 (one bump for the fence, one for itself)
     const next = await initProducerId(c, 'tx-late', 60_000);
     expect(next.errorCode).to.equal(ErrorCode.NONE);
@@ -180,7 +214,9 @@ describe('transactions and producer state across restarts', function () {
         const r = await produce(cl, 'idem', 0, Buffer.from(s.batch));
         expect(r).to.deep.equal({ errorCode: ErrorCode.NONE, baseOffset: s.offset });
       }
-      expect((await produce(cl, 'idem', 0, Buffer.from((sent[0] as { batch: Buffer }).batch))).errorCode).to.equal(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
+      expect((await produce(cl, 'idem', 0, Buffer.from((sent[0] as { batch: Buffer }).batch))).errorCode).to.equal(
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+      );
       const f = await fetchPartition(cl, 'idem', 0, 0n, 0);
       expect(f.highWatermark).to.equal(32n);
       expect(f.values.map((v) => v.value)).to.deep.equal(Array.from({ length: 32 }, (_, i) => `v-${i}`));
@@ -204,7 +240,9 @@ describe('transactions and producer state across restarts', function () {
     await new Promise((r) => setTimeout(r, 1600));
     expect((await produce(c, 'exp', 0, producerBatch(idle, 50, 1))).errorCode).to.equal(ErrorCode.NONE);
     // the transactional producer was kept: its next batch must still be in sequence
-    expect((await produce(c, 'exp', 0, producerBatch(open, 9, 1, { transactional: true }), 'tx-exp')).errorCode).to.equal(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
+    expect((await produce(c, 'exp', 0, producerBatch(open, 9, 1, { transactional: true }), 'tx-exp')).errorCode).to.equal(
+      ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    );
     expect((await produce(c, 'exp', 0, producerBatch(open, 3, 1, { transactional: true }), 'tx-exp')).errorCode).to.equal(ErrorCode.NONE);
   });
 
@@ -265,7 +303,16 @@ describe('transactions and producer state across restarts', function () {
     f = await fetchPartition(c, 'mix', 0, 0n, 1);
     expect(f.lastStableOffset).to.equal(8n);
     expect(f.abortedTransactions).to.deep.equal([{ producerId: b.producerId, firstOffset: 3n }]);
-    expect(f.values.map((v) => `${v.offset}:${v.control ? 'marker' : v.value}`)).to.deep.equal(['0:open-0', '1:open-1', '2:open-2', '3:b-0', '4:b-1', '5:plain-0', '6:marker', '7:marker']);
+    expect(f.values.map((v) => `${v.offset}:${v.control ? 'marker' : v.value}`)).to.deep.equal([
+      '0:open-0',
+      '1:open-1',
+      '2:open-2',
+      '3:b-0',
+      '4:b-1',
+      '5:plain-0',
+      '6:marker',
+      '7:marker',
+    ]);
     // from past b's marker the abort is no longer listed
     f = await fetchPartition(c, 'mix', 0, 7n, 1);
     expect(f.abortedTransactions).to.deep.equal([]);
@@ -274,15 +321,34 @@ describe('transactions and producer state across restarts', function () {
     await addPartitions(c, 'tx-c', c2, 'mix', [0]);
     await produce(c, 'mix', 0, producerBatch(c2, 0, 1, { transactional: true }), 'tx-c');
     const latest = async (isolationLevel: number) =>
-      (await c.request<{ topics: { partitions: { offset: bigint }[] }[] }>(2, 2, { replicaId: -1, isolationLevel, topics: [{ name: 'mix', partitions: [{ partitionIndex: 0, timestamp: -1n }] }] })).topics[0]?.partitions[0]?.offset;
+      (
+        await c.request<{ topics: { partitions: { offset: bigint }[] }[] }>(2, 2, {
+          replicaId: -1,
+          isolationLevel,
+          topics: [{ name: 'mix', partitions: [{ partitionIndex: 0, timestamp: -1n }] }],
+        })
+      ).topics[0]?.partitions[0]?.offset;
     expect(await latest(1)).to.equal(8n);
     expect(await latest(0)).to.equal(9n);
     // an old fetcher (Fetch v2: message format 1, no isolation level) gets the data to the high watermark, aborted and open included, without the markers
     const v2 = await c.request<{ responses: { partitions: { errorCode: number; records: Buffer | null }[] }[] }>(1, 2, {
-      replicaId: -1, maxWaitMs: 0, minBytes: 0, topics: [{ topic: 'mix', partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] }],
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 0,
+      topics: [{ topic: 'mix', partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] }],
     });
-    const legacy = [...logEntries(v2.responses[0]?.partitions[0]?.records ?? Buffer.alloc(0))].flatMap((e) => (e.kind === 'message' ? [{ offset: e.message.offset, magic: e.message.magic, value: e.message.value?.toString() }] : []));
+    const legacy = [...logEntries(v2.responses[0]?.partitions[0]?.records ?? Buffer.alloc(0))].flatMap((e) =>
+      e.kind === 'message' ? [{ offset: e.message.offset, magic: e.message.magic, value: e.message.value?.toString() }] : [],
+    );
     expect(legacy.map((m) => m.magic)).to.satisfy((ms: number[]) => ms.every((x) => x === 1));
-    expect(legacy.map((m) => `${m.offset}:${m.value}`)).to.deep.equal(['0:open-0', '1:open-1', '2:open-2', '3:b-0', '4:b-1', '5:plain-0', '8:v-0']);
+    expect(legacy.map((m) => `${m.offset}:${m.value}`)).to.deep.equal([
+      '0:open-0',
+      '1:open-1',
+      '2:open-2',
+      '3:b-0',
+      '4:b-1',
+      '5:plain-0',
+      '8:v-0',
+    ]);
   });
 });

@@ -29,7 +29,10 @@ describe('broker config', () => {
   it('reads server.properties, then env, then overrides (highest wins)', () => {
     const dir = tempDir();
     const file = join(dir, 'server.properties');
-    writeFileSync(file, '# comment\nnum.partitions=3\nlog.retention.hours = 1\nlisteners: PLAINTEXT://127.0.0.1:9093\nlog.dirs=/a,\\\n  /b\n');
+    writeFileSync(
+      file,
+      '# comment\nnum.partitions=3\nlog.retention.hours = 1\nlisteners: PLAINTEXT://127.0.0.1:9093\nlog.dirs=/a,\\\n  /b\n',
+    );
     const c = new BrokerConfig({ file, env: { KAFKA_NUM_PARTITIONS: '5' }, overrides: { 'log.retention.hours': '2' } });
     expect(c.int('num.partitions')).to.equal(5);
     expect(c.retentionMs).to.equal(2 * 3600000);
@@ -41,7 +44,10 @@ describe('broker config', () => {
 
   it('fails fast on unknown keys, bad values and topic-only keys', () => {
     expect(() => new BrokerConfig({ overrides: { 'no.such.key': '1' } })).to.throw(ConfigError, /unknown config key 'no.such.key'/);
-    expect(() => new BrokerConfig({ overrides: { 'num.partitions': 'abc' } })).to.throw(ConfigError, /num.partitions=abc: expected an integer/);
+    expect(() => new BrokerConfig({ overrides: { 'num.partitions': 'abc' } })).to.throw(
+      ConfigError,
+      /num.partitions=abc: expected an integer/,
+    );
     expect(() => new BrokerConfig({ overrides: { 'num.partitions': '0' } })).to.throw(ConfigError, /must be >= 1/);
     expect(() => new BrokerConfig({ overrides: { 'compression.type': 'brotli' } })).to.throw(ConfigError, /must be one of/);
     expect(() => new BrokerConfig({ overrides: { 'retention.ms': '1' } })).to.throw(ConfigError, /topic config/);
@@ -55,10 +61,17 @@ describe('broker config', () => {
   });
 
   it('the CLI refuses an unknown key with a clear message and exit code 2', () => {
-    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin/gregor.js'), 'start', '--override', 'bogus.key=1'], { encoding: 'utf8', timeout: 20000 });
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin/gregor.js'), 'start', '--override', 'bogus.key=1'], {
+      encoding: 'utf8',
+      timeout: 20000,
+    });
     expect(r.status).to.equal(2);
     expect(r.stderr).to.match(/GREGOR_ERR_CONFIG: unknown config key 'bogus.key'/);
-    const env = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin/gregor.js'), 'start'], { encoding: 'utf8', timeout: 20000, env: { ...process.env, KAFKA_NUM_PARTITIONS: 'x' } });
+    const env = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin/gregor.js'), 'start'], {
+      encoding: 'utf8',
+      timeout: 20000,
+      env: { ...process.env, KAFKA_NUM_PARTITIONS: 'x' },
+    });
     expect(env.status).to.equal(2);
     expect(env.stderr).to.match(/num.partitions=x/);
   });

@@ -5,7 +5,11 @@ describe('declared topic specs (--topic, GREGOR_TOPICS)', () => {
   it('parses name:partitions:key=value,... and keeps commas inside list values', () => {
     expect(parseTopicSpec('orders:3')).to.deep.equal({ name: 'orders', partitions: 3, configs: {} });
     expect(parseTopicSpec('orders')).to.deep.equal({ name: 'orders', partitions: -1, configs: {} });
-    expect(parseTopicSpec('o.r_d-ers::retention.ms=1000')).to.deep.equal({ name: 'o.r_d-ers', partitions: -1, configs: { 'retention.ms': '1000' } });
+    expect(parseTopicSpec('o.r_d-ers::retention.ms=1000')).to.deep.equal({
+      name: 'o.r_d-ers',
+      partitions: -1,
+      configs: { 'retention.ms': '1000' },
+    });
     expect(parseTopicSpec('c:2:cleanup.policy=compact,delete,retention.ms=60000,min.cleanable.dirty.ratio=0.1')).to.deep.equal({
       name: 'c',
       partitions: 2,
@@ -40,7 +44,9 @@ describe('declared topic specs (--topic, GREGOR_TOPICS)', () => {
     expect(specs[1]?.configs).to.deep.equal({ 'cleanup.policy': 'compact,delete' });
     expect(parseTopicSpecList('')).to.deep.equal([]);
     // the KAFKA_CREATE_TOPICS habit gets a pointer to the separator
-    expect(() => parseTopicSpecList('a:1:1,b:3:1')).to.throw(/^GREGOR_ERR_TOPIC_SPEC: GREGOR_TOPICS 'a:1:1,b:3:1': separate topics with spaces or ';'/);
+    expect(() => parseTopicSpecList('a:1:1,b:3:1')).to.throw(
+      /^GREGOR_ERR_TOPIC_SPEC: GREGOR_TOPICS 'a:1:1,b:3:1': separate topics with spaces or ';'/,
+    );
   });
 
   it('merges declarations: the same topic twice must be declared alike', () => {

@@ -2,15 +2,14 @@ import { expect } from 'chai';
 import { GregorErrorCode, ProtocolError } from '../../protocol/codec/errors.js';
 import { Reader } from '../../protocol/codec/reader.js';
 import { Writer, sizeUvarint, sizeVarint, sizeVarlong } from '../../protocol/codec/writer.js';
-import {
-  decodeRequest,
-  decodeResponse,
-  encodeRequest,
-  encodeResponse,
-  peekRequestHeader,
-} from '../../protocol/frame.js';
+import { decodeRequest, decodeResponse, encodeRequest, encodeResponse, peekRequestHeader } from '../../protocol/frame.js';
 import { ApiKey, requestHeaderVersion, responseHeaderVersion } from '../../protocol/generated/api-keys.js';
-import { readApiVersionsResponse, writeApiVersionsResponse, sizeApiVersionsResponse, type ApiVersionsResponse } from '../../protocol/generated/api-versions.js';
+import {
+  readApiVersionsResponse,
+  writeApiVersionsResponse,
+  sizeApiVersionsResponse,
+  type ApiVersionsResponse,
+} from '../../protocol/generated/api-versions.js';
 import { ErrorCode, isRetriable } from '../../protocol/generated/error-codes.js';
 import { readProduceRequest, type ProduceRequest } from '../../protocol/generated/produce.js';
 import { readFetchRequest, sizeFetchRequest, writeFetchRequest, defaultFetchRequest } from '../../protocol/generated/fetch.js';
@@ -100,10 +99,12 @@ describe('generated message semantics', () => {
 
   it('keeps records as a view into the frame (no copy)', () => {
     const records = Buffer.from('0123456789abcdef');
-    const frame = encodeRequest(
-      { apiKey: ApiKey.Produce, apiVersion: 7, correlationId: 9, clientId: 'c' },
-      { transactionalId: null, acks: 1, timeoutMs: 1000, topicData: [{ name: 't', partitionData: [{ index: 0, records }] }] } satisfies ProduceRequest,
-    );
+    const frame = encodeRequest({ apiKey: ApiKey.Produce, apiVersion: 7, correlationId: 9, clientId: 'c' }, {
+      transactionalId: null,
+      acks: 1,
+      timeoutMs: 1000,
+      topicData: [{ name: 't', partitionData: [{ index: 0, records }] }],
+    } satisfies ProduceRequest);
     const { body } = decodeRequest(frame);
     const got = (body as ProduceRequest).topicData[0]?.partitionData[0]?.records;
     expect(got?.equals(records)).to.equal(true);
@@ -158,7 +159,13 @@ describe('generated message semantics', () => {
 
   it('nullable structs use a -1/1 marker byte', () => {
     const m: ConsumerGroupHeartbeatResponse = {
-      throttleTimeMs: 0, errorCode: 0, errorMessage: null, memberId: 'm', memberEpoch: 1, heartbeatIntervalMs: 5000, assignment: null,
+      throttleTimeMs: 0,
+      errorCode: 0,
+      errorMessage: null,
+      memberId: 'm',
+      memberEpoch: 1,
+      heartbeatIntervalMs: 5000,
+      assignment: null,
     };
     const w = Writer.alloc(sizeConsumerGroupHeartbeatResponse(m, 0));
     writeConsumerGroupHeartbeatResponse(w, m, 0);
@@ -182,9 +189,14 @@ describe('headers', () => {
   });
 
   it('never writes ClientId as a compact string, even in header v2', () => {
-    const frame = encodeRequest({ apiKey: ApiKey.Metadata, apiVersion: 12, correlationId: 5, clientId: 'abc' }, {
-      topics: null, allowAutoTopicCreation: true, includeTopicAuthorizedOperations: false,
-    });
+    const frame = encodeRequest(
+      { apiKey: ApiKey.Metadata, apiVersion: 12, correlationId: 5, clientId: 'abc' },
+      {
+        topics: null,
+        allowAutoTopicCreation: true,
+        includeTopicAuthorizedOperations: false,
+      },
+    );
     expect(frame.readInt16BE(8)).to.equal(3); // int16 length, not a varint
     expect(frame.toString('utf8', 10, 13)).to.equal('abc');
     expect(frame[13]).to.equal(0); // header tagged fields

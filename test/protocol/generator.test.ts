@@ -23,7 +23,9 @@ describe('protocol generator', () => {
       this.skip();
     }
     const { files } = generate(KAFKA_REFERENCE);
-    const committed = listFiles(generatedDir).map((p) => relative(generatedDir, p)).sort();
+    const committed = listFiles(generatedDir)
+      .map((p) => relative(generatedDir, p))
+      .sort();
     expect(committed).to.deep.equal([...files.keys()].sort());
     for (const [rel, body] of files) {
       const onDisk = readFileSync(join(generatedDir, rel), 'utf8');

@@ -39,7 +39,13 @@ const fixtures: Fixture[] = readdirSync(DIR)
 describe('golden frames from real clients', () => {
   it('has fixtures from kafkajs, librdkafka 2.15, kcat and kafka-python (auto and 0.10), and kafkajs and librdkafka 2.15 against gregor', () => {
     expect(fixtures.map((f) => f.client).sort()).to.deep.equal([
-      'confluent', 'gregor-confluent', 'gregor-kafkajs', 'kafka-python-0.10', 'kafka-python-auto', 'kafkajs', 'kcat',
+      'confluent',
+      'gregor-confluent',
+      'gregor-kafkajs',
+      'kafka-python-0.10',
+      'kafka-python-auto',
+      'kafkajs',
+      'kcat',
     ]);
   });
 
@@ -53,7 +59,13 @@ describe('golden frames from real clients', () => {
             const d = decodeRequest(bytes);
             expect(d.header.apiKey, where).to.equal(f.apiKey);
             const again = encodeRequest(
-              { apiKey: d.header.apiKey, apiVersion: d.header.apiVersion, correlationId: d.header.correlationId, clientId: d.header.clientId, ...(d.header.taggedFields ? { taggedFields: d.header.taggedFields } : {}) },
+              {
+                apiKey: d.header.apiKey,
+                apiVersion: d.header.apiVersion,
+                correlationId: d.header.correlationId,
+                clientId: d.header.clientId,
+                ...(d.header.taggedFields ? { taggedFields: d.header.taggedFields } : {}),
+              },
               d.body,
             );
             // Known librdkafka quirk (2.15 here, gregor-confluent): a Metadata v9+ request for all topics
@@ -74,7 +86,13 @@ describe('golden frames from real clients', () => {
             // leader epoch; the client ignores them. Compare without them.
             const body = f.apiKey === 2 && f.apiVersion >= 4 && fx.client === 'confluent' ? bytes.subarray(0, bytes.length - 4) : bytes;
             const d = decodeResponse(f.apiKey, f.apiVersion, body);
-            const again = encodeResponse(f.apiKey, f.apiVersion, d.correlationId, d.body, d.taggedFields ? { taggedFields: d.taggedFields } : {});
+            const again = encodeResponse(
+              f.apiKey,
+              f.apiVersion,
+              d.correlationId,
+              d.body,
+              d.taggedFields ? { taggedFields: d.taggedFields } : {},
+            );
             expect(again.toString('hex'), where).to.equal(body.toString('hex'));
           }
         }

@@ -34,7 +34,11 @@ const SAMPLES = 4;
 describe('generated codecs: encode → decode → encode for every message × version', () => {
   const names = Object.keys(SCHEMA).sort();
   it('covers every API of the reference, both directions', () => {
-    const apis = new Set(Object.values(SCHEMA).filter((m) => m.apiKey !== undefined).map((m) => m.apiKey));
+    const apis = new Set(
+      Object.values(SCHEMA)
+        .filter((m) => m.apiKey !== undefined)
+        .map((m) => m.apiKey),
+    );
     expect(apis.size).to.equal(API_CODECS.size);
     expect(API_CODECS.size).to.be.greaterThan(80);
   });

@@ -13,10 +13,19 @@ const NO_CONFIGS = 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.
 
 function kafka(bootstrap: string, kafkaJS: Record<string, unknown> = {}): Any {
   const { Kafka, logLevel } = ck().KafkaJS;
-  return new Kafka({ kafkaJS: { brokers: bootstrap.split(','), clientId: 'gregor-compat-confluent-kjs', logLevel: logLevel.NOTHING, ...kafkaJS } });
+  return new Kafka({
+    kafkaJS: { brokers: bootstrap.split(','), clientId: 'gregor-compat-confluent-kjs', logLevel: logLevel.NOTHING, ...kafkaJS },
+  });
 }
 
-const messages = (records: TestRecord[]) => records.map((r) => ({ partition: r.partition, key: r.key, value: r.value, headers: Object.fromEntries(r.headers), timestamp: String(r.timestamp) }));
+const messages = (records: TestRecord[]) =>
+  records.map((r) => ({
+    partition: r.partition,
+    key: r.key,
+    value: r.value,
+    headers: Object.fromEntries(r.headers),
+    timestamp: String(r.timestamp),
+  }));
 
 async function withAdmin<T>(bootstrap: string, fn: (a: Any) => Promise<T>): Promise<T> {
   const admin = kafka(bootstrap).admin();
@@ -32,7 +41,9 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
   const all = Array.from({ length: spec.partitions }, (_, i) => i);
   const live: Any[] = [];
   const member = async () => {
-    const c = kafka(bootstrap).consumer({ kafkaJS: { groupId: spec.groupId, fromBeginning: true, autoCommit: false, sessionTimeout: 10000, heartbeatInterval: 500 } });
+    const c = kafka(bootstrap).consumer({
+      kafkaJS: { groupId: spec.groupId, fromBeginning: true, autoCommit: false, sessionTimeout: 10000, heartbeatInterval: 500 },
+    });
     const first = new Map<number, number>();
     const seen = new Map<number, number>();
     await c.connect();
@@ -44,7 +55,11 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
       },
     });
     live.push(c);
-    const assigned = (): number[] => (c.assignment() as Any[]).filter((a) => a.topic === spec.topic).flatMap((a) => a.partitions ?? [a.partition]).sort();
+    const assigned = (): number[] =>
+      (c.assignment() as Any[])
+        .filter((a) => a.topic === spec.topic)
+        .flatMap((a) => a.partitions ?? [a.partition])
+        .sort();
     return { c, first, seen, assigned };
   };
   const until = async (what: string, cond: () => boolean) => {
@@ -56,16 +71,27 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
   };
   try {
     const a = await member();
-    await until('member A to get every partition and read them', () => a.assigned().length === spec.partitions && all.every((p) => (a.seen.get(p) ?? 0) >= spec.commitAt));
+    await until(
+      'member A to get every partition and read them',
+      () => a.assigned().length === spec.partitions && all.every((p) => (a.seen.get(p) ?? 0) >= spec.commitAt),
+    );
     const firstAssignment = a.assigned();
     await a.c.commitOffsets(all.map((p) => ({ topic: spec.topic, partition: p, offset: String(spec.commitAt) })));
     const b = await member();
-    await until('the rebalance to split the partitions', () => a.assigned().length > 0 && b.assigned().length > 0 && a.assigned().length + b.assigned().length === spec.partitions);
+    await until(
+      'the rebalance to split the partitions',
+      () => a.assigned().length > 0 && b.assigned().length > 0 && a.assigned().length + b.assigned().length === spec.partitions,
+    );
     const rebalanced = [a.assigned(), b.assigned()];
     await Promise.all(live.splice(0).map((c) => c.disconnect()));
     const c = await member();
     await until('a fresh member to resume every partition', () => all.every((p) => c.first.has(p)));
-    return { firstAssignment, rebalanced, committed: Object.fromEntries(all.map((p) => [p, spec.commitAt])), resumed: Object.fromEntries(c.first) };
+    return {
+      firstAssignment,
+      rebalanced,
+      committed: Object.fromEntries(all.map((p) => [p, spec.commitAt])),
+      resumed: Object.fromEntries(c.first),
+    };
   } finally {
     await Promise.all(live.map((c) => c.disconnect().catch(() => undefined)));
   }
@@ -77,7 +103,16 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
  * anything that would wrongly follow it.
  */
 async function consumeCommitted(bootstrap: string, topic: string, last: string | undefined, timeoutMs: number): Promise<ReadRecord[]> {
-  const c = kafka(bootstrap).consumer({ kafkaJS: { groupId: `${topic}-read-committed`, fromBeginning: true, autoCommit: false, readUncommitted: false, sessionTimeout: 10000, heartbeatInterval: 500 } });
+  const c = kafka(bootstrap).consumer({
+    kafkaJS: {
+      groupId: `${topic}-read-committed`,
+      fromBeginning: true,
+      autoCommit: false,
+      readUncommitted: false,
+      sessionTimeout: 10000,
+      heartbeatInterval: 500,
+    },
+  });
   const out: ReadRecord[] = [];
   let seen!: () => void;
   const seenLast = new Promise<void>((resolve) => (seen = resolve));
@@ -86,7 +121,14 @@ async function consumeCommitted(bootstrap: string, topic: string, last: string |
     await c.subscribe({ topics: [topic] });
     await c.run({
       eachMessage: async ({ partition, message }: Any) => {
-        out.push({ partition, offset: Number(message.offset), key: message.key == null ? null : String(message.key), value: message.value == null ? null : String(message.value), headers: kjsHeaders(message.headers), timestamp: Number(message.timestamp) });
+        out.push({
+          partition,
+          offset: Number(message.offset),
+          key: message.key == null ? null : String(message.key),
+          value: message.value == null ? null : String(message.value),
+          headers: kjsHeaders(message.headers),
+          timestamp: Number(message.timestamp),
+        });
         if (message.value != null && String(message.value) === last) seen();
       },
     });
@@ -102,10 +144,22 @@ async function consumeCommitted(bootstrap: string, topic: string, last: string |
  * settings in the kafkaJS block (refused with group.protocol=consumer) and librdkafka properties beside
  * it; a user rebalance_cb records each callback (the package still applies the assignment itself).
  */
-async function flowMember(bootstrap: string, protocol: GroupProtocol, groupId: string, topic: string | RegExp, rdkafka: Record<string, unknown>, classic: Record<string, unknown> = {}): Promise<FlowMember> {
+async function flowMember(
+  bootstrap: string,
+  protocol: GroupProtocol,
+  groupId: string,
+  topic: string | RegExp,
+  rdkafka: Record<string, unknown>,
+  classic: Record<string, unknown> = {},
+): Promise<FlowMember> {
   const events: FlowMember['events'] = [];
   const records: FlowMember['records'] = [];
-  const kafkaJS = { groupId, fromBeginning: true, autoCommit: false, ...(protocol === 'classic' ? { sessionTimeout: 10000, heartbeatInterval: 500, ...classic } : {}) };
+  const kafkaJS = {
+    groupId,
+    fromBeginning: true,
+    autoCommit: false,
+    ...(protocol === 'classic' ? { sessionTimeout: 10000, heartbeatInterval: 500, ...classic } : {}),
+  };
   const c = kafka(bootstrap).consumer({
     kafkaJS,
     ...(protocol === 'consumer' ? { 'group.protocol': 'consumer' } : {}),
@@ -120,11 +174,18 @@ async function flowMember(bootstrap: string, protocol: GroupProtocol, groupId: s
   await c.subscribe({ topics: [topic] });
   await c.run({
     eachMessage: async ({ topic: t, partition, message }: Any) => {
-      records.push({ topic: t, partition, offset: Number(message.offset), value: message.value == null ? null : String(message.value), at: Date.now() });
+      records.push({
+        topic: t,
+        partition,
+        offset: Number(message.offset),
+        value: message.value == null ? null : String(message.value),
+        at: Date.now(),
+      });
     },
   });
   return {
-    assignment: () => (c.assignment() as Any[]).flatMap((a) => (a.partitions ?? [a.partition]).map((p: number) => ({ topic: a.topic, partition: p }))),
+    assignment: () =>
+      (c.assignment() as Any[]).flatMap((a) => (a.partitions ?? [a.partition]).map((p: number) => ({ topic: a.topic, partition: p }))),
     events,
     records,
     rebalanceProtocol: () => String(c.rebalanceProtocol()),
@@ -141,9 +202,20 @@ function kjsHeaders(h: Any): [string, string][] {
 export const confluentKjsClient: Client = {
   id: 'confluent-kjs',
   title: 'confluent (KafkaJS API)',
-  description: '@confluentinc/kafka-javascript 1.10.1, librdkafka 2.15.1, KafkaJS-compatible API (KafkaJS.Kafka producer/consumer/admin); reads by partition via the native consumer',
-  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: true, headers: 'per-record', idempotence: true, consumerProtocol: true },
-  unsupported: { describeConfigs: NO_CONFIGS, alterConfigs: NO_CONFIGS, createPartitions: 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no createPartitions' },
+  description:
+    '@confluentinc/kafka-javascript 1.10.1, librdkafka 2.15.1, KafkaJS-compatible API (KafkaJS.Kafka producer/consumer/admin); reads by partition via the native consumer',
+  caps: {
+    codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'],
+    timestamps: true,
+    headers: 'per-record',
+    idempotence: true,
+    consumerProtocol: true,
+  },
+  unsupported: {
+    describeConfigs: NO_CONFIGS,
+    alterConfigs: NO_CONFIGS,
+    createPartitions: 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no createPartitions',
+  },
   unavailable: async () => ckUnavailable(),
   versions: async () => ckVersions(),
   ops: {
@@ -151,14 +223,30 @@ export const confluentKjsClient: Client = {
       withAdmin(bootstrap, async (a) => {
         const md: Any[] = await a.fetchTopicMetadata({ topics });
         const brokers = new Map<number, { nodeId: number; host: string; port: number }>();
-        for (const t of md) for (const p of t.partitions) if (p.leaderNode) brokers.set(p.leaderNode.id, { nodeId: p.leaderNode.id, host: p.leaderNode.host, port: p.leaderNode.port });
-        return { brokers: [...brokers.values()], topics: md.map((t) => ({ name: t.name, partitions: t.partitions.map((p: Any) => ({ partition: p.partitionId, leader: p.leader })) })) };
+        for (const t of md)
+          for (const p of t.partitions)
+            if (p.leaderNode) brokers.set(p.leaderNode.id, { nodeId: p.leaderNode.id, host: p.leaderNode.host, port: p.leaderNode.port });
+        return {
+          brokers: [...brokers.values()],
+          topics: md.map((t) => ({
+            name: t.name,
+            partitions: t.partitions.map((p: Any) => ({ partition: p.partitionId, leader: p.leader })),
+          })),
+        };
       }),
     async produce(bootstrap, spec) {
       // this package spells kafkajs's CompressionTypes.Snappy as SNAPPY
       const { CompressionTypes } = ck().KafkaJS;
-      const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.SNAPPY, lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD }[spec.codec];
-      const producer = kafka(bootstrap).producer({ kafkaJS: { acks: spec.acks, compression, ...(spec.idempotent === true ? { idempotent: true } : {}) } });
+      const compression = {
+        none: CompressionTypes.None,
+        gzip: CompressionTypes.GZIP,
+        snappy: CompressionTypes.SNAPPY,
+        lz4: CompressionTypes.LZ4,
+        zstd: CompressionTypes.ZSTD,
+      }[spec.codec];
+      const producer = kafka(bootstrap).producer({
+        kafkaJS: { acks: spec.acks, compression, ...(spec.idempotent === true ? { idempotent: true } : {}) },
+      });
       await producer.connect();
       try {
         await producer.send({ topic: spec.topic, messages: messages(spec.records) });
@@ -172,7 +260,8 @@ export const confluentKjsClient: Client = {
         const res: Any[] = await a.fetchTopicOffsetsByTimestamp(topic, timestamp);
         return Number(res.find((r) => r.partition === partition).offset);
       }),
-    createTopic: (b, topic, partitions) => withAdmin(b, async (a) => void (await a.createTopics({ topics: [{ topic, numPartitions: partitions }] }))),
+    createTopic: (b, topic, partitions) =>
+      withAdmin(b, async (a) => void (await a.createTopics({ topics: [{ topic, numPartitions: partitions }] }))),
     deleteTopic: (b, topic) => withAdmin(b, async (a) => void (await a.deleteTopics({ topics: [topic] }))),
     deleteRecords: (b, topic, partition, before) =>
       withAdmin(b, async (a) => {
@@ -182,7 +271,9 @@ export const confluentKjsClient: Client = {
       }),
     group,
     async transactions(bootstrap, spec) {
-      const producer = kafka(bootstrap).producer({ kafkaJS: { transactionalId: spec.transactionalId, idempotent: true, acks: -1, maxInFlightRequests: 1 } });
+      const producer = kafka(bootstrap).producer({
+        kafkaJS: { transactionalId: spec.transactionalId, idempotent: true, acks: -1, maxInFlightRequests: 1 },
+      });
       await producer.connect();
       try {
         const aborted = await producer.transaction();
@@ -197,11 +288,26 @@ export const confluentKjsClient: Client = {
       return consumeCommitted(bootstrap, spec.topic, spec.committed[spec.committed.length - 1]?.value, 20000);
     },
     // A RegExp must start with ^ here (the package hands its source to librdkafka, which reads a leading ^ as "regex").
-    regexGroup: (b, spec) => regexFlow(spec, () => flowMember(b, spec.protocol, spec.groupId, new RegExp(spec.pattern), { 'topic.metadata.refresh.interval.ms': spec.metadataRefreshMs })),
+    regexGroup: (b, spec) =>
+      regexFlow(spec, () =>
+        flowMember(b, spec.protocol, spec.groupId, new RegExp(spec.pattern), {
+          'topic.metadata.refresh.interval.ms': spec.metadataRefreshMs,
+        }),
+      ),
     staticGroup: (b, spec) =>
       staticFlow(spec, (id) =>
-        flowMember(b, spec.protocol, spec.groupId, spec.topic, { 'group.instance.id': `${spec.groupId}-${id}` }, { sessionTimeout: spec.sessionTimeoutMs, partitionAssigners: ['range'] }),
+        flowMember(
+          b,
+          spec.protocol,
+          spec.groupId,
+          spec.topic,
+          { 'group.instance.id': `${spec.groupId}-${id}` },
+          { sessionTimeout: spec.sessionTimeoutMs, partitionAssigners: ['range'] },
+        ),
       ),
-    cooperativeGroup: (b, spec) => cooperativeFlow(spec, () => flowMember(b, spec.protocol, spec.groupId, spec.topic, {}, { partitionAssigners: ['cooperative-sticky'] })),
+    cooperativeGroup: (b, spec) =>
+      cooperativeFlow(spec, () =>
+        flowMember(b, spec.protocol, spec.groupId, spec.topic, {}, { partitionAssigners: ['cooperative-sticky'] }),
+      ),
   },
 };

@@ -27,11 +27,16 @@ export function ckUnavailable(): string | null {
 }
 
 export function ckVersions(): Record<string, string> {
-  const pkg = createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript/package.json') as { version: string };
+  const pkg = createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript/package.json') as {
+    version: string;
+  };
   return { '@confluentinc/kafka-javascript': pkg.version, librdkafka: String(ck().librdkafkaVersion) };
 }
 
-export const cb = <T,>(fn: (done: (err: Any, v?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => fn((err, v) => (err ? reject(err instanceof Error ? err : new Error(String(err?.message ?? err))) : resolve(v as T))));
+export const cb = <T,>(fn: (done: (err: Any, v?: T) => void) => void): Promise<T> =>
+  new Promise((resolve, reject) =>
+    fn((err, v) => (err ? reject(err instanceof Error ? err : new Error(String(err?.message ?? err))) : resolve(v as T))),
+  );
 
 export function headerPairs(h: Any): [string, string][] {
   const out: [string, string][] = [];
@@ -40,12 +45,26 @@ export function headerPairs(h: Any): [string, string][] {
 }
 
 export function toRead(m: Any): ReadRecord {
-  return { partition: m.partition, offset: Number(m.offset), key: m.key == null ? null : String(m.key), value: m.value == null ? null : String(m.value), headers: headerPairs(m.headers), timestamp: Number(m.timestamp) };
+  return {
+    partition: m.partition,
+    offset: Number(m.offset),
+    key: m.key == null ? null : String(m.key),
+    value: m.value == null ? null : String(m.value),
+    headers: headerPairs(m.headers),
+    timestamp: Number(m.timestamp),
+  };
 }
 
 export async function nativeConsumer(bootstrap: string, conf: Record<string, unknown> = {}): Promise<Any> {
   const c = new (ck().KafkaConsumer)(
-    { 'bootstrap.servers': bootstrap, 'group.id': `gregor-compat-${process.pid}-${Date.now()}`, 'enable.auto.commit': false, 'fetch.wait.max.ms': 100, log_level: 0, ...conf },
+    {
+      'bootstrap.servers': bootstrap,
+      'group.id': `gregor-compat-${process.pid}-${Date.now()}`,
+      'enable.auto.commit': false,
+      'fetch.wait.max.ms': 100,
+      log_level: 0,
+      ...conf,
+    },
     { 'auto.offset.reset': 'earliest' },
   );
   await cb((d) => c.connect({ timeout: 10000 }, d));
@@ -109,11 +128,19 @@ export async function withNativeAdmin<T>(bootstrap: string, fn: (a: Any) => Prom
 }
 
 /** The node-rdkafka-style group run (subscribe, commit, rebalance, resume); shared by both columns. */
-export async function nativeGroup(bootstrap: string, spec: import('../../lib/types.js').GroupSpec): Promise<import('../../lib/types.js').GroupObservation> {
+export async function nativeGroup(
+  bootstrap: string,
+  spec: import('../../lib/types.js').GroupSpec,
+): Promise<import('../../lib/types.js').GroupObservation> {
   const all = Array.from({ length: spec.partitions }, (_, i) => i);
   const members: { c: Any; first: Map<number, number>; seen: Map<number, number>; stop: boolean; loop?: Promise<void> }[] = [];
   const member = async () => {
-    const c = await nativeConsumer(bootstrap, { 'group.id': spec.groupId, 'session.timeout.ms': 10000, 'heartbeat.interval.ms': 500, 'partition.assignment.strategy': 'range' });
+    const c = await nativeConsumer(bootstrap, {
+      'group.id': spec.groupId,
+      'session.timeout.ms': 10000,
+      'heartbeat.interval.ms': 500,
+      'partition.assignment.strategy': 'range',
+    });
     const m = { c, first: new Map<number, number>(), seen: new Map<number, number>(), stop: false } as (typeof members)[number];
     c.subscribe([spec.topic]);
     m.loop = (async () => {
@@ -129,7 +156,12 @@ export async function nativeGroup(bootstrap: string, spec: import('../../lib/typ
     members.push(m);
     return m;
   };
-  const assigned = (m: (typeof members)[number]): number[] => m.c.assignments().filter((a: Any) => a.topic === spec.topic).map((a: Any) => a.partition).sort();
+  const assigned = (m: (typeof members)[number]): number[] =>
+    m.c
+      .assignments()
+      .filter((a: Any) => a.topic === spec.topic)
+      .map((a: Any) => a.partition)
+      .sort();
   const until = async (what: string, cond: () => boolean) => {
     const deadline = Date.now() + spec.timeoutMs;
     while (!cond()) {
@@ -139,31 +171,50 @@ export async function nativeGroup(bootstrap: string, spec: import('../../lib/typ
   };
   const close = async (ms: typeof members) => {
     for (const m of ms) m.stop = true;
-    await Promise.all(ms.map(async (m) => {
-      await m.loop;
-      await cb((d) => m.c.disconnect(d)).catch(() => undefined);
-    }));
+    await Promise.all(
+      ms.map(async (m) => {
+        await m.loop;
+        await cb((d) => m.c.disconnect(d)).catch(() => undefined);
+      }),
+    );
   };
   try {
     const a = await member();
-    await until('member A to get every partition and read them', () => assigned(a).length === spec.partitions && all.every((p) => (a.seen.get(p) ?? 0) >= spec.commitAt));
+    await until(
+      'member A to get every partition and read them',
+      () => assigned(a).length === spec.partitions && all.every((p) => (a.seen.get(p) ?? 0) >= spec.commitAt),
+    );
     const firstAssignment = assigned(a);
     a.c.commitSync(all.map((p) => ({ topic: spec.topic, partition: p, offset: spec.commitAt })));
     const b = await member();
-    await until('the rebalance to split the partitions', () => assigned(a).length > 0 && assigned(b).length > 0 && assigned(a).length + assigned(b).length === spec.partitions);
+    await until(
+      'the rebalance to split the partitions',
+      () => assigned(a).length > 0 && assigned(b).length > 0 && assigned(a).length + assigned(b).length === spec.partitions,
+    );
     const rebalanced = [assigned(a), assigned(b)];
     await close(members.splice(0));
     const c = await member();
     await until('a fresh member to resume every partition', () => all.every((p) => c.first.has(p)));
-    return { firstAssignment, rebalanced, committed: Object.fromEntries(all.map((p) => [p, spec.commitAt])), resumed: Object.fromEntries(c.first) };
+    return {
+      firstAssignment,
+      rebalanced,
+      committed: Object.fromEntries(all.map((p) => [p, spec.commitAt])),
+      resumed: Object.fromEntries(c.first),
+    };
   } finally {
     await close(members.splice(0));
   }
 }
 
 /** librdkafka settings of a group member in either protocol (classic ones are refused with group.protocol=consumer). */
-export function groupConf(protocol: GroupProtocol, classic: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return protocol === 'consumer' ? { 'group.protocol': 'consumer', ...extra } : { 'session.timeout.ms': 10000, 'heartbeat.interval.ms': 500, ...classic, ...extra };
+export function groupConf(
+  protocol: GroupProtocol,
+  classic: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return protocol === 'consumer'
+    ? { 'group.protocol': 'consumer', ...extra }
+    : { 'session.timeout.ms': 10000, 'heartbeat.interval.ms': 500, ...classic, ...extra };
 }
 
 const ASSIGN = -175; // ERR__ASSIGN_PARTITIONS
@@ -174,15 +225,32 @@ const REVOKE = -174; // ERR__REVOKE_PARTITIONS
  * `rebalance_cb: true` (the package applies each assignment, eager or incremental, and emits
  * 'rebalance', which is recorded), subscribe(), a consume loop.
  */
-export async function nativeFlowMember(bootstrap: string, groupId: string, subscription: string[], conf: Record<string, unknown>): Promise<FlowMember> {
+export async function nativeFlowMember(
+  bootstrap: string,
+  groupId: string,
+  subscription: string[],
+  conf: Record<string, unknown>,
+): Promise<FlowMember> {
   const events: FlowMember['events'] = [];
   const records: FlowMember['records'] = [];
   const c = new (ck().KafkaConsumer)(
-    { 'bootstrap.servers': bootstrap, 'group.id': groupId, 'enable.auto.commit': false, 'fetch.wait.max.ms': 100, log_level: 0, rebalance_cb: true, ...conf },
+    {
+      'bootstrap.servers': bootstrap,
+      'group.id': groupId,
+      'enable.auto.commit': false,
+      'fetch.wait.max.ms': 100,
+      log_level: 0,
+      rebalance_cb: true,
+      ...conf,
+    },
     { 'auto.offset.reset': 'earliest' },
   );
   c.on('rebalance', (err: Any, assignment: Any[]) => {
-    if (err?.code === ASSIGN || err?.code === REVOKE) events.push({ kind: err.code === ASSIGN ? 'assign' : 'revoke', partitions: assignment.map((a) => ({ topic: a.topic, partition: a.partition })) });
+    if (err?.code === ASSIGN || err?.code === REVOKE)
+      events.push({
+        kind: err.code === ASSIGN ? 'assign' : 'revoke',
+        partitions: assignment.map((a) => ({ topic: a.topic, partition: a.partition })),
+      });
   });
   await cb((d) => c.connect({ timeout: 10000 }, d));
   c.setDefaultConsumeTimeout(100);
@@ -192,7 +260,14 @@ export async function nativeFlowMember(bootstrap: string, groupId: string, subsc
     while (!stop) {
       const msgs: Any[] = await cb<Any[]>((d) => c.consume(20, d)).catch(() => []);
       const at = Date.now();
-      for (const m of msgs) records.push({ topic: m.topic, partition: m.partition, offset: Number(m.offset), value: m.value == null ? null : String(m.value), at });
+      for (const m of msgs)
+        records.push({
+          topic: m.topic,
+          partition: m.partition,
+          offset: Number(m.offset),
+          value: m.value == null ? null : String(m.value),
+          at,
+        });
       await sleep(5);
     }
   })();

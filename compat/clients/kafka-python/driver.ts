@@ -29,7 +29,11 @@ function python(cmd: object, timeoutMs = 60000): Promise<unknown> {
       try {
         res = JSON.parse(line) as typeof res;
       } catch {
-        return reject(new Error(`kafka-python driver exited with ${code}${code === null ? ' (killed after timeout)' : ''}: ${err.trim().split('\n').slice(-3).join(' | ')}`));
+        return reject(
+          new Error(
+            `kafka-python driver exited with ${code}${code === null ? ' (killed after timeout)' : ''}: ${err.trim().split('\n').slice(-3).join(' | ')}`,
+          ),
+        );
       }
       if (res.error === undefined) resolve(res.ok);
       else reject(res.notSupported === true ? new NotSupportedError(res.error) : new Error(res.error));
@@ -66,9 +70,18 @@ function pythonMember(cmd: object): Promise<FlowMember> {
       rest = lines.pop() ?? '';
       for (const line of lines) {
         if (line.trim() === '') continue;
-        const j = JSON.parse(line) as { event?: string; partitions?: [string, number][]; topic?: string; partition?: number; offset?: number; value?: string | null; error?: string };
+        const j = JSON.parse(line) as {
+          event?: string;
+          partitions?: [string, number][];
+          topic?: string;
+          partition?: number;
+          offset?: number;
+          value?: string | null;
+          error?: string;
+        };
         if (j.error !== undefined) failure = `kafka-python member: ${j.error}`;
-        else if (j.event === 'record') records.push({ topic: j.topic!, partition: j.partition!, offset: j.offset!, value: j.value ?? null, at: Date.now() });
+        else if (j.event === 'record')
+          records.push({ topic: j.topic!, partition: j.partition!, offset: j.offset!, value: j.value ?? null, at: Date.now() });
         else if (j.event === 'assign' || j.event === 'revoke') {
           const partitions = (j.partitions ?? []).map(([topic, partition]) => ({ topic, partition }));
           events.push({ kind: j.event, partitions });
@@ -98,7 +111,8 @@ function pythonMember(cmd: object): Promise<FlowMember> {
 }
 
 function ops(apiVersion: [number, number, number] | null): Partial<ClientOps> {
-  const run = <T>(op: string, args: object, timeoutMs?: number) => python({ op, api_version: apiVersion, ...args }, timeoutMs) as Promise<T>;
+  const run = <T>(op: string, args: object, timeoutMs?: number) =>
+    python({ op, api_version: apiVersion, ...args }, timeoutMs) as Promise<T>;
   return {
     metadata: (bootstrap, topics) => run('metadata', { bootstrap, topics }),
     produce: (bootstrap, spec) => run('produce', { bootstrap, ...spec, headers: apiVersion === null }),
@@ -111,7 +125,16 @@ function ops(apiVersion: [number, number, number] | null): Partial<ClientOps> {
     alterConfigs: (bootstrap, topic, entries) => run('alterConfigs', { bootstrap, topic, entries }),
     group: (bootstrap, spec) => run('group', { bootstrap, ...spec }, spec.timeoutMs * 4),
     regexGroup: (bootstrap, spec) =>
-      regexFlow(spec, () => pythonMember({ op: 'member', api_version: apiVersion, bootstrap, groupId: spec.groupId, pattern: spec.pattern, metadataMaxAgeMs: spec.metadataRefreshMs })),
+      regexFlow(spec, () =>
+        pythonMember({
+          op: 'member',
+          api_version: apiVersion,
+          bootstrap,
+          groupId: spec.groupId,
+          pattern: spec.pattern,
+          metadataMaxAgeMs: spec.metadataRefreshMs,
+        }),
+      ),
   };
 }
 
@@ -119,17 +142,20 @@ const NO_IDEMPOTENCE =
   'kafka-python 2.0.2 has no idempotent producer: KafkaProducer knows no enable_idempotence and never sends InitProducerId (added in kafka-python 2.2.0, KIP-98)';
 const NO_TRANSACTIONS =
   'kafka-python 2.0.2 has no transactional producer (no transactional_id, no AddPartitionsToTxn/EndTxn) and its consumer always fetches read_uncommitted (both added in kafka-python 2.2.0)';
-const NO_CONSUMER_PROTOCOL = 'kafka-python 2.0.2 speaks only the classic group protocol (JoinGroup v0-v2, SyncGroup, Heartbeat); it has no ConsumerGroupHeartbeat (KIP-848)';
+const NO_CONSUMER_PROTOCOL =
+  'kafka-python 2.0.2 speaks only the classic group protocol (JoinGroup v0-v2, SyncGroup, Heartbeat); it has no ConsumerGroupHeartbeat (KIP-848)';
 const NO_STATIC =
   'kafka-python 2.0.2 has no static membership (KIP-345): KafkaConsumer takes no group_instance_id and its coordinator sends JoinGroup v0-v2, while group.instance.id needs JoinGroup v5';
 const NO_COOPERATIVE =
-  'kafka-python 2.0.2 has only the eager rebalance protocol: ConsumerCoordinator._on_join_prepare revokes every assigned partition before each rejoin, and its assignors (range, roundrobin, and KIP-54\'s eager sticky) have no COOPERATIVE protocol (KIP-429)';
+  "kafka-python 2.0.2 has only the eager rebalance protocol: ConsumerCoordinator._on_join_prepare revokes every assigned partition before each rejoin, and its assignors (range, roundrobin, and KIP-54's eager sticky) have no COOPERATIVE protocol (KIP-429)";
 const NO_DELETE_RECORDS = 'kafka-python 2.0.2 has no DeleteRecords (KafkaAdminClient.delete_records came in 2.1)';
 
 async function unavailable(): Promise<string | null> {
   if (!existsSync(PYTHON)) return `${PYTHON} is missing`;
   const r = spawnSync(PYTHON, ['-c', 'import kafka'], { encoding: 'utf8' });
-  return r.status === 0 ? null : `${PYTHON} cannot import kafka (apt-get install python3-kafka): ${r.stderr.trim().split('\n').pop() ?? ''}`;
+  return r.status === 0
+    ? null
+    : `${PYTHON} cannot import kafka (apt-get install python3-kafka): ${r.stderr.trim().split('\n').pop() ?? ''}`;
 }
 
 async function versions(): Promise<Record<string, string>> {
@@ -142,7 +168,13 @@ export const kafkaPythonClient: Client = {
   id: 'kafka-python',
   title: 'kafka-python',
   description: 'kafka-python 2.0.2 (Debian python3-kafka), api_version negotiated from the broker (ApiVersions v0 probe)',
-  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: true, headers: 'per-record', idempotence: false, consumerProtocol: false },
+  caps: {
+    codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'],
+    timestamps: true,
+    headers: 'per-record',
+    idempotence: false,
+    consumerProtocol: false,
+  },
   unsupported: {
     idempotence: NO_IDEMPOTENCE,
     transactions: NO_TRANSACTIONS,
@@ -159,7 +191,8 @@ export const kafkaPythonClient: Client = {
 export const kafkaPython010Client: Client = {
   id: 'kafka-python-0.10',
   title: 'kafka-python (0,10,0)',
-  description: 'kafka-python 2.0.2 with api_version=(0,10,0): no probe; Produce v2 / message format 1, Fetch v2, ListOffsets v0, Metadata v1, no headers',
+  description:
+    'kafka-python 2.0.2 with api_version=(0,10,0): no probe; Produce v2 / message format 1, Fetch v2, ListOffsets v0, Metadata v1, no headers',
   caps: { codecs: ['none', 'gzip', 'snappy', 'lz4'], timestamps: true, headers: 'none', idempotence: false, consumerProtocol: false },
   unsupported: {
     zstd: 'kafka-python allows zstd only with api_version >= (2,1,0)',

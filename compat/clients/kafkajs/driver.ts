@@ -22,23 +22,50 @@ function kafka(bootstrap: string): Any {
 const CODEC: Record<string, number> = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
 
 function messages(records: TestRecord[]): Any[] {
-  return records.map((r) => ({ partition: r.partition, key: r.key, value: r.value, headers: Object.fromEntries(r.headers), timestamp: String(r.timestamp) }));
+  return records.map((r) => ({
+    partition: r.partition,
+    key: r.key,
+    value: r.value,
+    headers: Object.fromEntries(r.headers),
+    timestamp: String(r.timestamp),
+  }));
 }
 
 function toRead(partition: number, m: Any): ReadRecord {
   const headers: [string, string][] = [];
   for (const [k, v] of Object.entries(m.headers ?? {})) for (const x of Array.isArray(v) ? v : [v]) headers.push([k, String(x)]);
-  return { partition, offset: Number(m.offset), key: m.key === null ? null : String(m.key), value: m.value === null ? null : String(m.value), headers, timestamp: Number(m.timestamp) };
+  return {
+    partition,
+    offset: Number(m.offset),
+    key: m.key === null ? null : String(m.key),
+    value: m.value === null ? null : String(m.value),
+    headers,
+    timestamp: Number(m.timestamp),
+  };
 }
 
 /** Partition reads through kafkajs's cluster (real kafkajs Fetch encode/decode, no group). */
-async function readPartitions(bootstrap: string, topic: string, parts: { partition: number; from: number; count: number }[], timeoutMs: number, isolationLevel = 1): Promise<ReadRecord[]> {
+async function readPartitions(
+  bootstrap: string,
+  topic: string,
+  parts: { partition: number; from: number; count: number }[],
+  timeoutMs: number,
+  isolationLevel = 1,
+): Promise<ReadRecord[]> {
   const Cluster = require('kafkajs/src/cluster') as new (o: object) => Any;
   const { createLogger, LEVELS } = require('kafkajs/src/loggers') as Any;
   const Batch = require('kafkajs/src/consumer/batch') as new (t: string, o: string, p: Any) => { messages: Any[] };
   const socketFactory = (require('kafkajs/src/network/socketFactory') as () => unknown)();
   const logger = createLogger({ level: LEVELS.NOTHING, logCreator: () => () => undefined });
-  const cluster = new Cluster({ brokers: bootstrap.split(','), clientId: 'gregor-compat-kafkajs', logger, socketFactory, connectionTimeout: 5000, requestTimeout: 30000, retry: { retries: 3 } });
+  const cluster = new Cluster({
+    brokers: bootstrap.split(','),
+    clientId: 'gregor-compat-kafkajs',
+    logger,
+    socketFactory,
+    connectionTimeout: 5000,
+    requestTimeout: 30000,
+    retry: { retries: 3 },
+  });
   await cluster.connect();
   const out: ReadRecord[] = [];
   try {
@@ -49,7 +76,13 @@ async function readPartitions(bootstrap: string, topic: string, parts: { partiti
       const broker = await cluster.findBroker({ nodeId: Object.keys(leaders)[0] });
       let next = from;
       while (next < from + count && Date.now() < deadline) {
-        const res = await broker.fetch({ isolationLevel, maxWaitTime: 100, minBytes: 1, maxBytes: 1 << 20, topics: [{ topic, partitions: [{ partition, fetchOffset: String(next), maxBytes: 1 << 20 }] }] });
+        const res = await broker.fetch({
+          isolationLevel,
+          maxWaitTime: 100,
+          minBytes: 1,
+          maxBytes: 1 << 20,
+          topics: [{ topic, partitions: [{ partition, fetchOffset: String(next), maxBytes: 1 << 20 }] }],
+        });
         const p = res.responses[0]?.partitions[0];
         if (p.errorCode !== 0) throw new Error(`kafkajs fetch ${topic}-${partition}: error ${p.errorCode}`);
         // kafkajs's own Batch drops aborted transactional data and control records, as its consumer does.
@@ -79,7 +112,13 @@ async function group(bootstrap: string, spec: import('../../lib/types.js').Group
   const k = kafka(bootstrap);
   const all = Array.from({ length: spec.partitions }, (_, i) => i);
   const member = async (name: string) => {
-    const c = k.consumer({ groupId: spec.groupId, sessionTimeout: 10000, rebalanceTimeout: 10000, heartbeatInterval: 500, retry: { retries: 3 } });
+    const c = k.consumer({
+      groupId: spec.groupId,
+      sessionTimeout: 10000,
+      rebalanceTimeout: 10000,
+      heartbeatInterval: 500,
+      retry: { retries: 3 },
+    });
     const state = { name, c, assignment: [] as number[], first: new Map<number, number>(), seen: new Map<number, number>() };
     c.on(c.events.GROUP_JOIN, (e: Any) => (state.assignment = (e.payload.memberAssignment[spec.topic] ?? []).slice().sort()));
     await c.connect();
@@ -103,18 +142,29 @@ async function group(bootstrap: string, spec: import('../../lib/types.js').Group
   const a = await member('A');
   const members = [a];
   try {
-    await until('member A to get every partition and read them', () => a.assignment.length === spec.partitions && all.every((p) => (a.seen.get(p) ?? 0) >= spec.commitAt));
+    await until(
+      'member A to get every partition and read them',
+      () => a.assignment.length === spec.partitions && all.every((p) => (a.seen.get(p) ?? 0) >= spec.commitAt),
+    );
     const firstAssignment = [...a.assignment];
     await a.c.commitOffsets(all.map((p) => ({ topic: spec.topic, partition: p, offset: String(spec.commitAt) })));
     const b = await member('B');
     members.push(b);
-    await until('the rebalance to split the partitions', () => a.assignment.length > 0 && b.assignment.length > 0 && a.assignment.length + b.assignment.length === spec.partitions);
+    await until(
+      'the rebalance to split the partitions',
+      () => a.assignment.length > 0 && b.assignment.length > 0 && a.assignment.length + b.assignment.length === spec.partitions,
+    );
     const rebalanced = [[...a.assignment], [...b.assignment]];
     await Promise.all(members.splice(0).map((m) => m.c.disconnect()));
     const c = await member('C');
     members.push(c);
     await until('a fresh member to resume every partition', () => all.every((p) => c.first.has(p)));
-    return { firstAssignment, rebalanced, committed: Object.fromEntries(all.map((p) => [p, spec.commitAt])), resumed: Object.fromEntries(c.first) };
+    return {
+      firstAssignment,
+      rebalanced,
+      committed: Object.fromEntries(all.map((p) => [p, spec.commitAt])),
+      resumed: Object.fromEntries(c.first),
+    };
   } finally {
     await Promise.all(members.map((m) => m.c.disconnect().catch(() => undefined)));
   }
@@ -122,12 +172,21 @@ async function group(bootstrap: string, spec: import('../../lib/types.js').Group
 
 /** A kafkajs group member subscribed with a RegExp, for regexFlow (lib/group-flows.ts); assignments from GROUP_JOIN. */
 async function regexMember(bootstrap: string, spec: import('../../lib/types.js').RegexGroupSpec): Promise<FlowMember> {
-  const c = kafka(bootstrap).consumer({ groupId: spec.groupId, sessionTimeout: 10000, rebalanceTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 100, metadataMaxAge: spec.metadataRefreshMs });
+  const c = kafka(bootstrap).consumer({
+    groupId: spec.groupId,
+    sessionTimeout: 10000,
+    rebalanceTimeout: 10000,
+    heartbeatInterval: 500,
+    maxWaitTimeInMs: 100,
+    metadataMaxAge: spec.metadataRefreshMs,
+  });
   const events: FlowMember['events'] = [];
   const records: FlowMember['records'] = [];
   let assignment: { topic: string; partition: number }[] = [];
   c.on(c.events.GROUP_JOIN, (e: Any) => {
-    assignment = Object.entries(e.payload.memberAssignment as Record<string, number[]>).flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition })));
+    assignment = Object.entries(e.payload.memberAssignment as Record<string, number[]>).flatMap(([topic, ps]) =>
+      ps.map((partition) => ({ topic, partition })),
+    );
     events.push({ kind: 'assign', partitions: assignment });
   });
   await c.connect();
@@ -135,7 +194,13 @@ async function regexMember(bootstrap: string, spec: import('../../lib/types.js')
   await c.run({
     autoCommit: false,
     eachMessage: async ({ topic, partition, message }: Any) => {
-      records.push({ topic, partition, offset: Number(message.offset), value: message.value === null ? null : String(message.value), at: Date.now() });
+      records.push({
+        topic,
+        partition,
+        offset: Number(message.offset),
+        value: message.value === null ? null : String(message.value),
+        at: Date.now(),
+      });
     },
   });
   return { assignment: () => assignment, events, records, stop: () => c.disconnect() };
@@ -147,7 +212,13 @@ async function regexMember(bootstrap: string, spec: import('../../lib/types.js')
  * record with value `last` arrived, plus a short grace for anything that would wrongly follow it.
  */
 async function consumeCommitted(bootstrap: string, topic: string, last: string | undefined, timeoutMs: number): Promise<ReadRecord[]> {
-  const c = kafka(bootstrap).consumer({ groupId: `${topic}-read-committed`, readUncommitted: false, maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 500 });
+  const c = kafka(bootstrap).consumer({
+    groupId: `${topic}-read-committed`,
+    readUncommitted: false,
+    maxWaitTimeInMs: 100,
+    sessionTimeout: 10000,
+    heartbeatInterval: 500,
+  });
   const out: ReadRecord[] = [];
   let seen!: () => void;
   const seenLast = new Promise<void>((resolve) => (seen = resolve));
@@ -182,9 +253,10 @@ export const kafkajsClient: Client = {
       'kafkajs matches a RegExp subscription once, in subscribe(), against the metadata of that moment (src/consumer/index.js; docs/Consuming.md: "The consumer will not match topics created after the subscription")',
   },
   unsupported: {
-    consumerProtocol: 'kafkajs 2.2.4 speaks only the classic group protocol (JoinGroup/SyncGroup/Heartbeat); it has no ConsumerGroupHeartbeat (KIP-848)',
+    consumerProtocol:
+      'kafkajs 2.2.4 speaks only the classic group protocol (JoinGroup/SyncGroup/Heartbeat); it has no ConsumerGroupHeartbeat (KIP-848)',
     staticGroup:
-      "kafkajs 2.2.4 has no static membership (KIP-345): consumer() takes no group instance id and Broker.joinGroup() never sends one (only its unused JoinGroup v5 encoder has the field)",
+      'kafkajs 2.2.4 has no static membership (KIP-345): consumer() takes no group instance id and Broker.joinGroup() never sends one (only its unused JoinGroup v5 encoder has the field)',
     cooperativeGroup:
       'kafkajs 2.2.4 has only the eager rebalance protocol: each generation replaces the whole assignment (ConsumerGroup.sync → SubscriptionState.assign) and its member metadata (v0: topics, user data) carries no owned partitions; there is no cooperative/incremental protocol (KIP-429)',
     snappy: 'kafkajs 2.2.4 ships only gzip; snappy needs a third-party codec plug-in (not installed)',
@@ -209,7 +281,10 @@ export const kafkajsClient: Client = {
         const md = await admin.fetchTopicMetadata({ topics });
         return {
           brokers: cluster.brokers.map((b: Any) => ({ nodeId: b.nodeId, host: b.host, port: b.port })),
-          topics: md.topics.map((t: Any) => ({ name: t.name, partitions: t.partitions.map((p: Any) => ({ partition: p.partitionId, leader: p.leader })) })),
+          topics: md.topics.map((t: Any) => ({
+            name: t.name,
+            partitions: t.partitions.map((p: Any) => ({ partition: p.partitionId, leader: p.leader })),
+          })),
         };
       });
     },
@@ -232,17 +307,31 @@ export const kafkajsClient: Client = {
         return Number(res.find((r: Any) => r.partition === partition).offset);
       });
     },
-    createTopic: (b, topic, partitions) => withAdmin(b, async (a) => void (await a.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true }))),
+    createTopic: (b, topic, partitions) =>
+      withAdmin(b, async (a) => void (await a.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true }))),
     deleteTopic: (b, topic) => withAdmin(b, async (a) => void (await a.deleteTopics({ topics: [topic] }))),
-    createPartitions: (b, topic, count) => withAdmin(b, async (a) => void (await a.createPartitions({ topicPartitions: [{ topic, count }] }))),
+    createPartitions: (b, topic, count) =>
+      withAdmin(b, async (a) => void (await a.createPartitions({ topicPartitions: [{ topic, count }] }))),
     describeConfigs: (b, topic, names) =>
       withAdmin(b, async (a) => {
-        const res = await a.describeConfigs({ resources: [{ type: kjs().ConfigResourceTypes.TOPIC, name: topic, configNames: names }], includeSynonyms: false });
+        const res = await a.describeConfigs({
+          resources: [{ type: kjs().ConfigResourceTypes.TOPIC, name: topic, configNames: names }],
+          includeSynonyms: false,
+        });
         return Object.fromEntries(res.resources[0].configEntries.map((e: Any) => [e.configName, e.configValue]));
       }),
     alterConfigs: (b, topic, entries) =>
       withAdmin(b, async (a) => {
-        await a.alterConfigs({ validateOnly: false, resources: [{ type: kjs().ConfigResourceTypes.TOPIC, name: topic, configEntries: Object.entries(entries).map(([name, value]) => ({ name, value })) }] });
+        await a.alterConfigs({
+          validateOnly: false,
+          resources: [
+            {
+              type: kjs().ConfigResourceTypes.TOPIC,
+              name: topic,
+              configEntries: Object.entries(entries).map(([name, value]) => ({ name, value })),
+            },
+          ],
+        });
       }),
     deleteRecords: (b, topic, partition, before) =>
       withAdmin(b, async (a) => {

@@ -8,7 +8,14 @@ import { existsSync } from 'node:fs';
 import { cooperativeFlow, type FlowMember, regexFlow, staticFlow, type TopicPartition } from '../../lib/group-flows.js';
 import { sleep } from '../../lib/records.js';
 import { rawListOffset } from '../../lib/raw.js';
-import { type Client, type GroupObservation, type GroupSpec, NotSupportedError, type ReadRecord, type TestRecord } from '../../lib/types.js';
+import {
+  type Client,
+  type GroupObservation,
+  type GroupSpec,
+  NotSupportedError,
+  type ReadRecord,
+  type TestRecord,
+} from '../../lib/types.js';
 
 const KCAT = process.env['KCAT'] ?? '/usr/bin/kcat';
 const NO_ADMIN = 'kcat has no admin mode (only -L metadata and -Q offset queries)';
@@ -20,7 +27,15 @@ interface Run {
 }
 
 /** Runs kcat; `input` goes to stdin; killed after `timeoutMs`. `onStart` may write more/close stdin itself. */
-function kcat(args: string[], opts: { input?: string; timeoutMs?: number; killSignal?: NodeJS.Signals; keepStdin?: (child: ReturnType<typeof spawn>) => Promise<void> } = {}): Promise<Run> {
+function kcat(
+  args: string[],
+  opts: {
+    input?: string;
+    timeoutMs?: number;
+    killSignal?: NodeJS.Signals;
+    keepStdin?: (child: ReturnType<typeof spawn>) => Promise<void>;
+  } = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(KCAT, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -52,7 +67,8 @@ function runsOf(records: TestRecord[]): TestRecord[][] {
   const out: TestRecord[][] = [];
   for (const r of records) {
     const last = out[out.length - 1];
-    const same = last?.[0] !== undefined && last[0].partition === r.partition && JSON.stringify(last[0].headers) === JSON.stringify(r.headers);
+    const same =
+      last?.[0] !== undefined && last[0].partition === r.partition && JSON.stringify(last[0].headers) === JSON.stringify(r.headers);
     if (same) last.push(r);
     else out.push([r]);
   }
@@ -64,7 +80,14 @@ function parseJson(out: string): ReadRecord[] {
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => {
-      const j = JSON.parse(l) as { partition: number; offset: number; ts: number; headers?: string[]; key: string | null; payload: string | null };
+      const j = JSON.parse(l) as {
+        partition: number;
+        offset: number;
+        ts: number;
+        headers?: string[];
+        key: string | null;
+        payload: string | null;
+      };
       const headers: [string, string][] = [];
       for (let i = 0; i + 1 < (j.headers?.length ?? 0); i += 2) headers.push([j.headers![i]!, j.headers![i + 1]!]);
       return { partition: j.partition, offset: j.offset, key: j.key, value: j.payload, headers, timestamp: j.ts };
@@ -72,7 +95,19 @@ function parseJson(out: string): ReadRecord[] {
 }
 
 function produceArgs(bootstrap: string, topic: string, partition: number, headers: [string, string][], extra: string[]): string[] {
-  return ['-P', '-b', bootstrap, '-t', topic, '-p', String(partition), '-K', '\t', ...headers.flatMap(([k, v]) => ['-H', `${k}=${v}`]), ...extra];
+  return [
+    '-P',
+    '-b',
+    bootstrap,
+    '-t',
+    topic,
+    '-p',
+    String(partition),
+    '-K',
+    '\t',
+    ...headers.flatMap(([k, v]) => ['-H', `${k}=${v}`]),
+    ...extra,
+  ];
 }
 
 async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservation> {
@@ -82,21 +117,50 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
     const m = [...stderr.matchAll(/assigned: (.*)/g)].pop()?.[1] ?? '';
     return [...m.matchAll(/\[(\d+)\]/g)].map((x) => Number(x[1])).sort();
   };
-  const common = ['-b', bootstrap, '-G', spec.groupId, '-J', '-X', 'session.timeout.ms=10000', '-X', 'heartbeat.interval.ms=500', '-X', 'auto.offset.reset=earliest', '-X', 'partition.assignment.strategy=range'];
+  const common = [
+    '-b',
+    bootstrap,
+    '-G',
+    spec.groupId,
+    '-J',
+    '-X',
+    'session.timeout.ms=10000',
+    '-X',
+    'heartbeat.interval.ms=500',
+    '-X',
+    'auto.offset.reset=earliest',
+    '-X',
+    'partition.assignment.strategy=range',
+  ];
   // 1. member A alone reads commitAt × partitions records and commits them (auto commit on exit);
   //    kcat cannot choose which partitions they come from, so the committed offsets are what it read.
-  const a = ok('-G (first member)', await kcat([...common, '-c', String(spec.commitAt * spec.partitions), '-X', 'enable.auto.commit=true', spec.topic], { timeoutMs: spec.timeoutMs }));
+  const a = ok(
+    '-G (first member)',
+    await kcat([...common, '-c', String(spec.commitAt * spec.partitions), '-X', 'enable.auto.commit=true', spec.topic], {
+      timeoutMs: spec.timeoutMs,
+    }),
+  );
   const firstAssignment = assignedIn(a.stderr);
   const readA = parseJson(a.stdout);
-  const committed = Object.fromEntries(all.map((p) => [p, readA.filter((r) => r.partition === p).reduce((n, r) => Math.max(n, r.offset + 1), 0)]));
+  const committed = Object.fromEntries(
+    all.map((p) => [p, readA.filter((r) => r.partition === p).reduce((n, r) => Math.max(n, r.offset + 1), 0)]),
+  );
   // 2. two members together for 8 s: each should end up with part of the topic (no commits); SIGTERM
   //    makes kcat leave the group cleanly, so the next member does not wait for a session timeout.
-  const both = ['B1', 'B2'].map(() => kcat([...common, '-X', 'enable.auto.commit=false', '-X', 'enable.auto.offset.store=false', spec.topic], { timeoutMs: 8000, killSignal: 'SIGTERM' }));
+  const both = ['B1', 'B2'].map(() =>
+    kcat([...common, '-X', 'enable.auto.commit=false', '-X', 'enable.auto.offset.store=false', spec.topic], {
+      timeoutMs: 8000,
+      killSignal: 'SIGTERM',
+    }),
+  );
   const [b1, b2] = await Promise.all(both);
   const rebalanced = [assignedIn(b1!.stderr), assignedIn(b2!.stderr)];
   // 3. a fresh member resumes at the committed offsets.
   const left = spec.perPartition * spec.partitions - readA.length;
-  const c = await kcat([...common, '-c', String(Math.max(1, left)), '-X', 'enable.auto.commit=false', spec.topic], { timeoutMs: 15000, killSignal: 'SIGTERM' });
+  const c = await kcat([...common, '-c', String(Math.max(1, left)), '-X', 'enable.auto.commit=false', spec.topic], {
+    timeoutMs: 15000,
+    killSignal: 'SIGTERM',
+  });
   const resumed: Record<number, number> = {};
   for (const r of parseJson(c.stdout)) if (resumed[r.partition] === undefined) resumed[r.partition] = r.offset;
   return { firstAssignment, rebalanced, committed, resumed };
@@ -113,7 +177,22 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
  * SIGTERM makes kcat close the consumer (LeaveGroup, except for a static member) and exit.
  */
 function kcatMember(bootstrap: string, groupId: string, subscription: string, conf: Record<string, string | number>): Promise<FlowMember> {
-  const args = ['-b', bootstrap, '-G', groupId, '-J', '-u', '-X', 'auto.offset.reset=earliest', '-X', 'enable.auto.commit=false', '-X', 'enable.auto.offset.store=false', '-X', 'fetch.wait.max.ms=100'];
+  const args = [
+    '-b',
+    bootstrap,
+    '-G',
+    groupId,
+    '-J',
+    '-u',
+    '-X',
+    'auto.offset.reset=earliest',
+    '-X',
+    'enable.auto.commit=false',
+    '-X',
+    'enable.auto.offset.store=false',
+    '-X',
+    'fetch.wait.max.ms=100',
+  ];
   for (const [k, v] of Object.entries(conf)) args.push('-X', `${k}=${v}`);
   args.push(subscription);
   const child = spawn(KCAT, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -136,7 +215,11 @@ function kcatMember(bootstrap: string, groupId: string, subscription: string, co
       stderr = (stderr + line + '\n').slice(-4000);
       if (!line.includes(' rebalanced')) return;
       const incremental = line.includes('incremental ');
-      const kind = /assigned: |incremental assignment /.test(line) ? 'assign' : /revoked: |incremental revoke /.test(line) ? 'revoke' : null;
+      const kind = /assigned: |incremental assignment /.test(line)
+        ? 'assign'
+        : /revoked: |incremental revoke /.test(line)
+          ? 'revoke'
+          : null;
       if (kind === null) return;
       if (incremental) protocol = /, (\w+) rebalance protocol\)/.exec(line)?.[1] ?? protocol;
       else protocol = 'EAGER';
@@ -163,7 +246,8 @@ function kcatMember(bootstrap: string, groupId: string, subscription: string, co
     child.once('spawn', () =>
       resolve({
         assignment: () => {
-          if (child.exitCode !== null) throw new Error(`kcat -G exited with ${child.exitCode}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
+          if (child.exitCode !== null)
+            throw new Error(`kcat -G exited with ${child.exitCode}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
           return held;
         },
         events,
@@ -194,11 +278,23 @@ const KCAT_CLASSIC = { 'session.timeout.ms': 10000, 'heartbeat.interval.ms': 500
  *   producing message" (exit 1, no abort). Delivery reports are served only after stdin ends too.
  * So: send the records, wait until the broker's high watermark shows them, SIGINT, close stdin.
  */
-async function transaction(bootstrap: string, topic: string, transactionalId: string, records: TestRecord[], end: 'commit' | 'abort'): Promise<void> {
+async function transaction(
+  bootstrap: string,
+  topic: string,
+  transactionalId: string,
+  records: TestRecord[],
+  end: 'commit' | 'abort',
+): Promise<void> {
   const runs = runsOf(records);
-  if (runs.length !== 1) throw new NotSupportedError('kcat runs one transaction per process, with one partition and one header set per call');
+  if (runs.length !== 1)
+    throw new NotSupportedError('kcat runs one transaction per process, with one partition and one header set per call');
   const first = records[0]!;
-  const args = produceArgs(bootstrap, topic, first.partition, first.headers, ['-X', `transactional.id=${transactionalId}`, '-X', 'acks=all']);
+  const args = produceArgs(bootstrap, topic, first.partition, first.headers, [
+    '-X',
+    `transactional.id=${transactionalId}`,
+    '-X',
+    'acks=all',
+  ]);
   if (end === 'commit') {
     const r = ok('-P (transaction)', await kcat(args, { input: lines(records) }));
     if (!r.stderr.includes('Transaction successfully committed')) throw new Error(`kcat -P did not commit: ${r.stderr.trim()}`);
@@ -230,10 +326,23 @@ export const kcatClient: Client = {
   id: 'kcat',
   title: 'kcat',
   description: 'kcat 1.7.1 (Debian), librdkafka 2.0.2, as a subprocess',
-  caps: { codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'], timestamps: false, headers: 'per-call', idempotence: true, consumerProtocol: false },
+  caps: {
+    codecs: ['none', 'gzip', 'snappy', 'lz4', 'zstd'],
+    timestamps: false,
+    headers: 'per-call',
+    idempotence: true,
+    consumerProtocol: false,
+  },
   unsupported: {
     consumerProtocol:
-      'kcat 1.7.1 runs on librdkafka 2.0.2, which has no group.protocol setting ("No such configuration property"): the KIP-848 consumer protocol came with librdkafka 2.4.0 (early access), GA in 2.12.0', createTopic: NO_ADMIN, deleteTopic: NO_ADMIN, createPartitions: NO_ADMIN, describeConfigs: NO_ADMIN, alterConfigs: NO_ADMIN, deleteRecords: NO_ADMIN },
+      'kcat 1.7.1 runs on librdkafka 2.0.2, which has no group.protocol setting ("No such configuration property"): the KIP-848 consumer protocol came with librdkafka 2.4.0 (early access), GA in 2.12.0',
+    createTopic: NO_ADMIN,
+    deleteTopic: NO_ADMIN,
+    createPartitions: NO_ADMIN,
+    describeConfigs: NO_ADMIN,
+    alterConfigs: NO_ADMIN,
+    deleteRecords: NO_ADMIN,
+  },
   async unavailable() {
     return existsSync(KCAT) ? null : `${KCAT} is missing (apt-get install kcat)`;
   },
@@ -244,17 +353,34 @@ export const kcatClient: Client = {
   },
   ops: {
     async metadata(bootstrap, topics) {
-      const out = { brokers: [] as { nodeId: number; host: string; port: number }[], topics: [] as { name: string; partitions: { partition: number; leader: number }[] }[] };
+      const out = {
+        brokers: [] as { nodeId: number; host: string; port: number }[],
+        topics: [] as { name: string; partitions: { partition: number; leader: number }[] }[],
+      };
       for (const topic of topics) {
         const r = ok('-L', await kcat(['-L', '-J', '-b', bootstrap, '-t', topic]));
-        const j = JSON.parse(r.stdout) as { brokers: { id: number; name: string }[]; topics: { topic: string; partitions: { partition: number; leader: number }[] }[] };
-        out.brokers = j.brokers.map((b) => ({ nodeId: b.id, host: b.name.slice(0, b.name.lastIndexOf(':')), port: Number(b.name.slice(b.name.lastIndexOf(':') + 1)) }));
-        for (const t of j.topics) out.topics.push({ name: t.topic, partitions: t.partitions.map((p) => ({ partition: p.partition, leader: p.leader })) });
+        const j = JSON.parse(r.stdout) as {
+          brokers: { id: number; name: string }[];
+          topics: { topic: string; partitions: { partition: number; leader: number }[] }[];
+        };
+        out.brokers = j.brokers.map((b) => ({
+          nodeId: b.id,
+          host: b.name.slice(0, b.name.lastIndexOf(':')),
+          port: Number(b.name.slice(b.name.lastIndexOf(':') + 1)),
+        }));
+        for (const t of j.topics)
+          out.topics.push({ name: t.topic, partitions: t.partitions.map((p) => ({ partition: p.partition, leader: p.leader })) });
       }
       return out;
     },
     async produce(bootstrap, spec) {
-      const extra = ['-X', `compression.codec=${spec.codec}`, '-X', `acks=${spec.acks}`, ...(spec.idempotent === true ? ['-X', 'enable.idempotence=true'] : [])];
+      const extra = [
+        '-X',
+        `compression.codec=${spec.codec}`,
+        '-X',
+        `acks=${spec.acks}`,
+        ...(spec.idempotent === true ? ['-X', 'enable.idempotence=true'] : []),
+      ];
       for (const run of runsOf(spec.records)) {
         ok('-P', await kcat(produceArgs(bootstrap, spec.topic, run[0]!.partition, run[0]!.headers, extra), { input: lines(run) }));
       }
@@ -262,7 +388,28 @@ export const kcatClient: Client = {
     async consume(bootstrap, spec) {
       const out: ReadRecord[] = [];
       for (const p of spec.partitions) {
-        const r = ok('-C', await kcat(['-C', '-J', '-b', bootstrap, '-t', spec.topic, '-p', String(p.partition), '-o', String(p.from), '-c', String(p.count), '-X', 'fetch.wait.max.ms=100'], { timeoutMs: spec.timeoutMs }));
+        const r = ok(
+          '-C',
+          await kcat(
+            [
+              '-C',
+              '-J',
+              '-b',
+              bootstrap,
+              '-t',
+              spec.topic,
+              '-p',
+              String(p.partition),
+              '-o',
+              String(p.from),
+              '-c',
+              String(p.count),
+              '-X',
+              'fetch.wait.max.ms=100',
+            ],
+            { timeoutMs: spec.timeoutMs },
+          ),
+        );
         out.push(...parseJson(r.stdout));
       }
       return out;
@@ -274,18 +421,46 @@ export const kcatClient: Client = {
       return Number(m[1]);
     },
     group,
-    regexGroup: (b, spec) => regexFlow(spec, () => kcatMember(b, spec.groupId, spec.pattern, { ...KCAT_CLASSIC, 'topic.metadata.refresh.interval.ms': spec.metadataRefreshMs })),
+    regexGroup: (b, spec) =>
+      regexFlow(spec, () =>
+        kcatMember(b, spec.groupId, spec.pattern, { ...KCAT_CLASSIC, 'topic.metadata.refresh.interval.ms': spec.metadataRefreshMs }),
+      ),
     staticGroup: (b, spec) =>
       staticFlow(spec, (id) =>
-        kcatMember(b, spec.groupId, spec.topic, { ...KCAT_CLASSIC, 'session.timeout.ms': spec.sessionTimeoutMs, 'partition.assignment.strategy': 'range', 'group.instance.id': `${spec.groupId}-${id}` }),
+        kcatMember(b, spec.groupId, spec.topic, {
+          ...KCAT_CLASSIC,
+          'session.timeout.ms': spec.sessionTimeoutMs,
+          'partition.assignment.strategy': 'range',
+          'group.instance.id': `${spec.groupId}-${id}`,
+        }),
       ),
-    cooperativeGroup: (b, spec) => cooperativeFlow(spec, () => kcatMember(b, spec.groupId, spec.topic, { ...KCAT_CLASSIC, 'partition.assignment.strategy': 'cooperative-sticky' })),
+    cooperativeGroup: (b, spec) =>
+      cooperativeFlow(spec, () =>
+        kcatMember(b, spec.groupId, spec.topic, { ...KCAT_CLASSIC, 'partition.assignment.strategy': 'cooperative-sticky' }),
+      ),
     async transactions(bootstrap, spec) {
       await transaction(bootstrap, spec.topic, spec.transactionalId, spec.aborted, 'abort');
       await transaction(bootstrap, spec.topic, spec.transactionalId, spec.committed, 'commit');
       const out: ReadRecord[] = [];
       for (const p of [...new Set([...spec.aborted, ...spec.committed].map((r) => r.partition))]) {
-        const r = ok('-C (read_committed)', await kcat(['-C', '-J', '-e', '-b', bootstrap, '-t', spec.topic, '-p', String(p), '-o', 'beginning', '-X', 'isolation.level=read_committed']));
+        const r = ok(
+          '-C (read_committed)',
+          await kcat([
+            '-C',
+            '-J',
+            '-e',
+            '-b',
+            bootstrap,
+            '-t',
+            spec.topic,
+            '-p',
+            String(p),
+            '-o',
+            'beginning',
+            '-X',
+            'isolation.level=read_committed',
+          ]),
+        );
         out.push(...parseJson(r.stdout));
       }
       return out;

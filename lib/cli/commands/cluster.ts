@@ -21,7 +21,13 @@ export async function clusterInfo(ctx: Context, f: Flags): Promise<number> {
               nodeId: b.nodeId,
               apis: [...c.apis]
                 .sort(([a], [b2]) => a - b2)
-                .map(([key, r]) => ({ apiKey: key, name: API_KEYS.get(key)?.name ?? `api ${key}`, minVersion: r.min, maxVersion: r.max, usedVersion: c.versionOf(key) ?? null })),
+                .map(([key, r]) => ({
+                  apiKey: key,
+                  name: API_KEYS.get(key)?.name ?? `api ${key}`,
+                  minVersion: r.min,
+                  maxVersion: r.max,
+                  usedVersion: c.versionOf(key) ?? null,
+                })),
             };
           }),
         )
@@ -38,10 +44,20 @@ export async function clusterInfo(ctx: Context, f: Flags): Promise<number> {
         ]),
         '',
         heading('BROKERS'),
-        renderTable(['ID', 'HOST', 'PORT', 'RACK'], info.brokers.map((b) => [`${b.nodeId}${b.nodeId === info.controllerId ? '*' : ''}`, b.host, b.port, b.rack])),
+        renderTable(
+          ['ID', 'HOST', 'PORT', 'RACK'],
+          info.brokers.map((b) => [`${b.nodeId}${b.nodeId === info.controllerId ? '*' : ''}`, b.host, b.port, b.rack]),
+        ),
       ];
       for (const a of apis ?? []) {
-        parts.push('', heading(`API VERSIONS OF BROKER ${a.nodeId}`), renderTable(['KEY', 'API', 'MIN', 'MAX', 'USED'], a.apis.map((x) => [x.apiKey, x.name, x.minVersion, x.maxVersion, x.usedVersion])));
+        parts.push(
+          '',
+          heading(`API VERSIONS OF BROKER ${a.nodeId}`),
+          renderTable(
+            ['KEY', 'API', 'MIN', 'MAX', 'USED'],
+            a.apis.map((x) => [x.apiKey, x.name, x.minVersion, x.maxVersion, x.usedVersion]),
+          ),
+        );
       }
       return parts.join('\n');
     },
@@ -67,7 +83,16 @@ export async function checkHealth(client: KafkaClient): Promise<Health> {
   try {
     md = await client.metadata(null);
   } catch (e) {
-    return { healthy: false, reasons: ['bootstrap_unreachable'], controllerId: null, nodes: [], nodesDown: [], leaderlessPartitions: [], underReplicatedPartitions: [], error: formatError(e).text.replace(/^gregor: /, '') };
+    return {
+      healthy: false,
+      reasons: ['bootstrap_unreachable'],
+      controllerId: null,
+      nodes: [],
+      nodesDown: [],
+      leaderlessPartitions: [],
+      underReplicatedPartitions: [],
+      error: formatError(e).text.replace(/^gregor: /, ''),
+    };
   }
   const nodes = md.brokers.map((b) => b.nodeId);
   const nodesDown: number[] = [];
@@ -126,13 +151,19 @@ export async function clusterHealth(ctx: Context, f: Flags): Promise<number> {
   const timeout = f['timeout'] as number;
   const deadline = Date.now() + timeout;
   const requestTimeout = f['requestTimeout'] as number;
-  const client = ctx.client(wait ? { connectTimeoutMs: Math.min(2000, timeout), requestTimeoutMs: Math.min(requestTimeout, Math.max(timeout, 1000)) } : { connectTimeoutMs: Math.min(requestTimeout, 5000) });
+  const client = ctx.client(
+    wait
+      ? { connectTimeoutMs: Math.min(2000, timeout), requestTimeoutMs: Math.min(requestTimeout, Math.max(timeout, 1000)) }
+      : { connectTimeoutMs: Math.min(requestTimeout, 5000) },
+  );
   for (;;) {
     const h = await checkHealth(client);
     if (h.healthy || !wait || Date.now() >= deadline) {
       printHealth(ctx, h);
       if (h.healthy) return 0;
-      process.stderr.write(`gregor: the cluster is not healthy${wait ? ` after ${timeout} ms` : ''}: ${h.reasons.join(', ')} [GREGOR_ERR_CLI_UNHEALTHY]\n`);
+      process.stderr.write(
+        `gregor: the cluster is not healthy${wait ? ` after ${timeout} ms` : ''}: ${h.reasons.join(', ')} [GREGOR_ERR_CLI_UNHEALTHY]\n`,
+      );
       return 1;
     }
     await new Promise((r) => setTimeout(r, Math.min(200, Math.max(0, deadline - Date.now()))));

@@ -36,7 +36,8 @@ export function recordJson(r: FetchedRecord, enc: Encoding): string {
 export async function consumeCommand(ctx: Context, topics: string[], f: Flags): Promise<number> {
   const enc = f['encoding'] as Encoding;
   const fmt = f['formatString'] as string | undefined;
-  const render: (r: FetchedRecord) => string | Buffer = fmt !== undefined || ctx.format === 'text' ? compileFormat(fmt ?? '%v\\n', enc) : (r) => `${recordJson(r, enc)}\n`;
+  const render: (r: FetchedRecord) => string | Buffer =
+    fmt !== undefined || ctx.format === 'text' ? compileFormat(fmt ?? '%v\\n', enc) : (r) => `${recordJson(r, enc)}\n`;
   const start = parseOffsetSpec(String(f['offset']));
   const client = ctx.client();
   const partitions: TopicPartition[] = [];

@@ -5,7 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ControlRecordType, logEntries, readControlRecordKey, readEndTxnMarker, type RecordBatch } from '../../../protocol/records/index.js';
+import {
+  ControlRecordType,
+  logEntries,
+  readControlRecordKey,
+  readEndTxnMarker,
+  type RecordBatch,
+} from '../../../protocol/records/index.js';
 import type { LegacyMessage, Record as KRecord } from '../../../protocol/records/index.js';
 import type { Context } from '../context.js';
 import { encodeNullable, type Encoding } from '../encoding.js';
@@ -42,12 +48,21 @@ interface RecordView {
 
 function recordView(r: KRecord, b: RecordBatch | null, data: boolean, enc: Encoding, legacyTsType = -1): RecordView {
   const seq = b === null || b.baseSequence < 0 ? -1 : (b.baseSequence + Number(r.offset - b.baseOffset)) % 2 ** 31;
-  const v: RecordView = { offset: r.offset, timestampType: tsName(b === null ? legacyTsType : b.timestampType), timestamp: r.timestamp, keySize: r.key?.length ?? -1, valueSize: r.value?.length ?? -1, sequence: seq, headerKeys: r.headers.map((h) => h.key) };
+  const v: RecordView = {
+    offset: r.offset,
+    timestampType: tsName(b === null ? legacyTsType : b.timestampType),
+    timestamp: r.timestamp,
+    keySize: r.key?.length ?? -1,
+    valueSize: r.value?.length ?? -1,
+    sequence: seq,
+    headerKeys: r.headers.map((h) => h.key),
+  };
   if (b?.isControl === true) {
     try {
       const k = readControlRecordKey(r.key);
       const type = CONTROL_TYPES[k.type] ?? `UNKNOWN(${k.type})`;
-      if (k.type === ControlRecordType.ABORT || k.type === ControlRecordType.COMMIT) v.control = { type, coordinatorEpoch: readEndTxnMarker(r.value).coordinatorEpoch };
+      if (k.type === ControlRecordType.ABORT || k.type === ControlRecordType.COMMIT)
+        v.control = { type, coordinatorEpoch: readEndTxnMarker(r.value).coordinatorEpoch };
       else v.control = { type };
     } catch {
       v.control = { type: 'INVALID' };
@@ -63,7 +78,10 @@ function recordView(r: KRecord, b: RecordBatch | null, data: boolean, enc: Encod
 function recordLine(v: RecordView): string {
   let s = `| offset: ${v.offset} ${v.timestampType}: ${v.timestamp} keySize: ${v.keySize} valueSize: ${v.valueSize} sequence: ${v.sequence} headerKeys: [${v.headerKeys.join(',')}]`;
   if (v.control !== undefined) {
-    s += v.control.coordinatorEpoch !== undefined ? ` endTxnMarker: ${v.control.type} coordinatorEpoch: ${v.control.coordinatorEpoch}` : ` controlType: ${v.control.type}`;
+    s +=
+      v.control.coordinatorEpoch !== undefined
+        ? ` endTxnMarker: ${v.control.type} coordinatorEpoch: ${v.control.coordinatorEpoch}`
+        : ` controlType: ${v.control.type}`;
   } else if (v.value !== undefined) {
     if (v.key !== null && v.key !== undefined) s += ` key: ${v.key}`;
     s += ` payload: ${v.value ?? ''}`;
@@ -105,11 +123,26 @@ function batchLine(v: ReturnType<typeof batchView>): string {
 }
 
 function messageView(m: LegacyMessage, position: number) {
-  return { position, offset: m.offset, magic: m.magic, timestampType: tsName(m.magic === 0 ? -1 : m.timestampType), timestamp: m.timestamp, size: m.sizeInBytes, compression: CODECS[m.compression] ?? `codec-${m.compression}`, crc: m.crc, crcValid: m.isValid() };
+  return {
+    position,
+    offset: m.offset,
+    magic: m.magic,
+    timestampType: tsName(m.magic === 0 ? -1 : m.timestampType),
+    timestamp: m.timestamp,
+    size: m.sizeInBytes,
+    compression: CODECS[m.compression] ?? `codec-${m.compression}`,
+    crc: m.crc,
+    crcValid: m.isValid(),
+  };
 }
 
 /** Walks a .log file; `emit` gets each entry's view (text lines or JSON objects are built by the caller). */
-function dumpSegment(file: string, data: boolean, enc: Encoding, emitLine: (s: string) => void): { entries: unknown[]; invalidBytes: number; problem: string | null } {
+function dumpSegment(
+  file: string,
+  data: boolean,
+  enc: Encoding,
+  emitLine: (s: string) => void,
+): { entries: unknown[]; invalidBytes: number; problem: string | null } {
   const buf = fs.readFileSync(file);
   const entries: unknown[] = [];
   let end = 0;
@@ -133,11 +166,15 @@ function dumpSegment(file: string, data: boolean, enc: Encoding, emitLine: (s: s
         end = e.batch.end;
       } else {
         const v = messageView(e.message, e.start);
-        emitLine(`offset: ${v.offset} position: ${v.position} ${v.timestampType}: ${v.timestamp} size: ${v.size} magic: ${v.magic} compresscodec: ${v.compression} crc: ${v.crc} isvalid: ${v.crcValid}`);
+        emitLine(
+          `offset: ${v.offset} position: ${v.position} ${v.timestampType}: ${v.timestamp} size: ${v.size} magic: ${v.magic} compresscodec: ${v.compression} crc: ${v.crc} isvalid: ${v.crcValid}`,
+        );
         let records: RecordView[] | undefined;
         if (data) {
           try {
-            records = e.message.records({ maxOutput: MAX_DECOMPRESSED, checkCrcs: false }).map((r) => recordView(r, null, true, enc, e.message.magic === 0 ? -1 : e.message.timestampType));
+            records = e.message
+              .records({ maxOutput: MAX_DECOMPRESSED, checkCrcs: false })
+              .map((r) => recordView(r, null, true, enc, e.message.magic === 0 ? -1 : e.message.timestampType));
             for (const r of records) emitLine(recordLine(r));
           } catch (err) {
             emitLine(`| cannot decode the records: ${(err as Error).message}`);
@@ -153,7 +190,12 @@ function dumpSegment(file: string, data: boolean, enc: Encoding, emitLine: (s: s
   return { entries, invalidBytes: buf.length - end, problem };
 }
 
-function dumpIndex(file: string, kind: 'offset' | 'time' | 'txn', base: bigint, emitLine: (s: string) => void): { entries: unknown[]; invalidBytes: number } {
+function dumpIndex(
+  file: string,
+  kind: 'offset' | 'time' | 'txn',
+  base: bigint,
+  emitLine: (s: string) => void,
+): { entries: unknown[]; invalidBytes: number } {
   const buf = fs.readFileSync(file);
   const size = kind === 'offset' ? 8 : kind === 'time' ? 12 : 34;
   const entries: unknown[] = [];
@@ -172,9 +214,17 @@ function dumpIndex(file: string, kind: 'offset' | 'time' | 'txn', base: bigint, 
       entries.push({ timestamp: ts, offset: base + BigInt(rel) });
       emitLine(`timestamp: ${ts} offset: ${base + BigInt(rel)}`);
     } else {
-      const e = { version: buf.readInt16BE(p), producerId: buf.readBigInt64BE(p + 2), firstOffset: buf.readBigInt64BE(p + 10), lastOffset: buf.readBigInt64BE(p + 18), lastStableOffset: buf.readBigInt64BE(p + 26) };
+      const e = {
+        version: buf.readInt16BE(p),
+        producerId: buf.readBigInt64BE(p + 2),
+        firstOffset: buf.readBigInt64BE(p + 10),
+        lastOffset: buf.readBigInt64BE(p + 18),
+        lastStableOffset: buf.readBigInt64BE(p + 26),
+      };
       entries.push(e);
-      emitLine(`version: ${e.version} producerId: ${e.producerId} firstOffset: ${e.firstOffset} lastOffset: ${e.lastOffset} lastStableOffset: ${e.lastStableOffset}`);
+      emitLine(
+        `version: ${e.version} producerId: ${e.producerId} firstOffset: ${e.firstOffset} lastOffset: ${e.lastOffset} lastStableOffset: ${e.lastStableOffset}`,
+      );
     }
   }
   // zeros after the last entry are preallocated space (Kafka sizes index files up front), not damage
@@ -207,10 +257,15 @@ export async function dumpLog(ctx: Context, files: string[], f: Flags): Promise<
     } else {
       const r = dumpIndex(file, kind, base, line);
       if (r.invalidBytes > 0) line(`Found ${r.invalidBytes} invalid bytes at the end of ${path.basename(file)}`);
-      json.push({ file, type: kind === 'offset' ? 'offset-index' : kind === 'time' ? 'time-index' : 'transaction-index', baseOffset: base, entries: r.entries, invalidBytes: r.invalidBytes });
+      json.push({
+        file,
+        type: kind === 'offset' ? 'offset-index' : kind === 'time' ? 'time-index' : 'transaction-index',
+        baseOffset: base,
+        entries: r.entries,
+        invalidBytes: r.invalidBytes,
+      });
     }
   }
   if (ctx.json) ctx.out.json(json);
   return 0;
 }
-

@@ -32,15 +32,28 @@ export async function groupSeek(ctx: Context, group: string, f: Flags): Promise<
     for (const a of topicArgs) {
       const { topic, partitions } = parseTopicPartitions(a);
       const t = await client.topic(topic);
-      for (const p of partitions ?? t.partitions.map((x) => x.partition)) parts.push({ topic, partition: client.partition(t, p).partition });
+      for (const p of partitions ?? t.partitions.map((x) => x.partition))
+        parts.push({ topic, partition: client.partition(t, p).partition });
     }
   } else {
     parts = committed.filter((c) => c.offset >= 0n).map((c) => ({ topic: c.topic, partition: c.partition }));
     if (parts.length === 0) throw new UsageError(`group '${group}' has no committed offsets: name the topics to move with --topic`);
   }
-  const earliest = await listOffsets(client, parts.map((p) => ({ ...p, timestamp: OffsetTime.EARLIEST })));
-  const latest = await listOffsets(client, parts.map((p) => ({ ...p, timestamp: OffsetTime.LATEST })));
-  const byTime = spec.kind === 'timestamp' ? await listOffsets(client, parts.map((p) => ({ ...p, timestamp: spec.timestamp }))) : null;
+  const earliest = await listOffsets(
+    client,
+    parts.map((p) => ({ ...p, timestamp: OffsetTime.EARLIEST })),
+  );
+  const latest = await listOffsets(
+    client,
+    parts.map((p) => ({ ...p, timestamp: OffsetTime.LATEST })),
+  );
+  const byTime =
+    spec.kind === 'timestamp'
+      ? await listOffsets(
+          client,
+          parts.map((p) => ({ ...p, timestamp: spec.timestamp })),
+        )
+      : null;
   const current = new Map(committed.map((c) => [tpKey(c.topic, c.partition), c.offset]));
   const plan = parts.map((p, i) => {
     const lo = earliest[i]?.offset ?? 0n;
@@ -56,16 +69,21 @@ export async function groupSeek(ctx: Context, group: string, f: Flags): Promise<
     const cur = current.get(tpKey(p.topic, p.partition));
     return { ...p, currentOffset: cur !== undefined && cur >= 0n ? cur : null, newOffset: target };
   });
-  if (execute) await commitOffsets(client, group, plan.map((p) => ({ topic: p.topic, partition: p.partition, offset: p.newOffset })));
-  emit(
-    ctx,
-    { group, executed: execute, partitions: plan },
-    () =>
-      [
-        renderTable(['TOPIC', 'PARTITION', 'CURRENT-OFFSET', 'NEW-OFFSET'], plan.map((p) => [p.topic, p.partition, p.currentOffset, p.newOffset])),
-        '',
-        execute ? `committed the new offsets of group '${group}'` : 'dry run: nothing committed (add --execute to commit these offsets)',
-      ].join('\n'),
+  if (execute)
+    await commitOffsets(
+      client,
+      group,
+      plan.map((p) => ({ topic: p.topic, partition: p.partition, offset: p.newOffset })),
+    );
+  emit(ctx, { group, executed: execute, partitions: plan }, () =>
+    [
+      renderTable(
+        ['TOPIC', 'PARTITION', 'CURRENT-OFFSET', 'NEW-OFFSET'],
+        plan.map((p) => [p.topic, p.partition, p.currentOffset, p.newOffset]),
+      ),
+      '',
+      execute ? `committed the new offsets of group '${group}'` : 'dry run: nothing committed (add --execute to commit these offsets)',
+    ].join('\n'),
   );
   return 0;
 }

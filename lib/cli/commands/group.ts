@@ -16,8 +16,23 @@ export async function groupList(ctx: Context, f: Flags): Promise<number> {
   const groups = await listGroups(ctx.client(), opts);
   emit(
     ctx,
-    groups.map((g) => ({ group: g.groupId, type: g.type === '' ? null : g.type, state: g.state === '' ? null : g.state, protocolType: g.protocolType, coordinator: g.coordinator })),
-    () => renderTable(['GROUP', 'TYPE', 'STATE', 'PROTOCOL-TYPE'], groups.map((g) => [g.groupId, g.type === '' ? null : g.type, g.state === '' ? null : g.state, g.protocolType === '' ? null : g.protocolType])),
+    groups.map((g) => ({
+      group: g.groupId,
+      type: g.type === '' ? null : g.type,
+      state: g.state === '' ? null : g.state,
+      protocolType: g.protocolType,
+      coordinator: g.coordinator,
+    })),
+    () =>
+      renderTable(
+        ['GROUP', 'TYPE', 'STATE', 'PROTOCOL-TYPE'],
+        groups.map((g) => [
+          g.groupId,
+          g.type === '' ? null : g.type,
+          g.state === '' ? null : g.state,
+          g.protocolType === '' ? null : g.protocolType,
+        ]),
+      ),
   );
   return 0;
 }
@@ -42,8 +57,14 @@ export async function groupLag(client: KafkaClient, desc: GroupDescription): Pro
   const parts = [...all.values()].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
   const topics = [...new Set(parts.map((p) => p.topic))];
   const md = topics.length === 0 ? null : await client.metadata(topics);
-  const existing = parts.filter((p) => md?.topics.some((t) => t.name === p.topic && t.errorCode === 0 && t.partitions.some((x) => x.partition === p.partition)) === true);
-  const ends = await listOffsets(client, existing.map((p) => ({ ...p, timestamp: OffsetTime.LATEST })));
+  const existing = parts.filter(
+    (p) =>
+      md?.topics.some((t) => t.name === p.topic && t.errorCode === 0 && t.partitions.some((x) => x.partition === p.partition)) === true,
+  );
+  const ends = await listOffsets(
+    client,
+    existing.map((p) => ({ ...p, timestamp: OffsetTime.LATEST })),
+  );
   const endOf = new Map(ends.map((e) => [tpKey(e.topic, e.partition), e.offset]));
   return parts.map((p) => {
     const k = tpKey(p.topic, p.partition);
@@ -55,7 +76,8 @@ export async function groupLag(client: KafkaClient, desc: GroupDescription): Pro
       ...p,
       committedOffset,
       logEndOffset,
-      lag: committedOffset !== null && logEndOffset !== null ? (logEndOffset > committedOffset ? logEndOffset - committedOffset : 0n) : null,
+      lag:
+        committedOffset !== null && logEndOffset !== null ? (logEndOffset > committedOffset ? logEndOffset - committedOffset : 0n) : null,
       memberId: m?.memberId ?? null,
       clientId: m?.clientId ?? null,
       clientHost: m?.clientHost ?? null,
@@ -71,7 +93,9 @@ export async function groupDescribe(ctx: Context, groups: string[], _f: Flags): 
     const desc = await describeGroup(client, g);
     const rows = await groupLag(client, desc);
     if (desc.state === 'Dead' && rows.length === 0) {
-      failures.push(itemError('DescribeGroups', desc.coordinator, `group '${g}'`, ErrorCode.GROUP_ID_NOT_FOUND, 'the group does not exist'));
+      failures.push(
+        itemError('DescribeGroups', desc.coordinator, `group '${g}'`, ErrorCode.GROUP_ID_NOT_FOUND, 'the group does not exist'),
+      );
       continue;
     }
     described.push({ desc, rows });
@@ -86,7 +110,13 @@ export async function groupDescribe(ctx: Context, groups: string[], _f: Flags): 
       type: d.type,
       protocolType: d.protocolType,
       assignor: d.assignor === '' ? null : d.assignor,
-      members: d.members.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId, clientId: m.clientId, clientHost: m.clientHost, assignment: m.assignment })),
+      members: d.members.map((m) => ({
+        memberId: m.memberId,
+        instanceId: m.instanceId,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        assignment: m.assignment,
+      })),
       totalLag: totalLag(rows),
       partitions: rows,
     })),
@@ -117,12 +147,25 @@ export async function groupDescribe(ctx: Context, groups: string[], _f: Flags): 
 
 export async function groupDelete(ctx: Context, groups: string[], _f: Flags): Promise<number> {
   const results = await deleteGroups(ctx.client(), groups);
-  const failures = results.filter((r) => r.errorCode !== 0).map((r) => itemError('DeleteGroups', r.broker, `group '${r.name}'`, r.errorCode, r.errorCode === ErrorCode.NON_EMPTY_GROUP ? 'the group has members: stop its consumers first' : null));
+  const failures = results
+    .filter((r) => r.errorCode !== 0)
+    .map((r) =>
+      itemError(
+        'DeleteGroups',
+        r.broker,
+        `group '${r.name}'`,
+        r.errorCode,
+        r.errorCode === ErrorCode.NON_EMPTY_GROUP ? 'the group has members: stop its consumers first' : null,
+      ),
+    );
   emit(
     ctx,
     results.map((r) => ({ group: r.name, error: r.errorCode === 0 ? null : jsonKafkaError(r.errorCode, null) })),
-    () => renderTable(['GROUP', 'STATUS'], results.map((r) => [r.name, statusCell(r.errorCode)])),
+    () =>
+      renderTable(
+        ['GROUP', 'STATUS'],
+        results.map((r) => [r.name, statusCell(r.errorCode)]),
+      ),
   );
   return reportFailures(failures);
 }
-

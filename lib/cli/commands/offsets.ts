@@ -29,11 +29,21 @@ export async function offsets(ctx: Context, topics: string[], f: Flags): Promise
   const withTime = time >= 0n || time === OffsetTime.MAX_TIMESTAMP;
   emit(
     ctx,
-    results.map((r) => ({ topic: r.topic, partition: r.partition, offset: r.offset < 0n ? null : r.offset, ...(withTime ? { timestamp: r.timestamp < 0n ? null : r.timestamp } : {}) })),
+    results.map((r) => ({
+      topic: r.topic,
+      partition: r.partition,
+      offset: r.offset < 0n ? null : r.offset,
+      ...(withTime ? { timestamp: r.timestamp < 0n ? null : r.timestamp } : {}),
+    })),
     () =>
       renderTable(
         withTime ? ['TOPIC', 'PARTITION', 'OFFSET', 'TIMESTAMP'] : ['TOPIC', 'PARTITION', 'OFFSET'],
-        results.map((r) => [r.topic, r.partition, r.offset < 0n ? null : r.offset, ...(withTime ? [r.timestamp < 0n ? null : r.timestamp] : [])]),
+        results.map((r) => [
+          r.topic,
+          r.partition,
+          r.offset < 0n ? null : r.offset,
+          ...(withTime ? [r.timestamp < 0n ? null : r.timestamp] : []),
+        ]),
       ),
   );
   return 0;

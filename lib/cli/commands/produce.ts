@@ -61,14 +61,20 @@ export function parseJsonRecord(text: string, enc: Encoding, line: number): Prod
   if (Array.isArray(h)) {
     for (const x of h as unknown[]) {
       const e = x as Record<string, unknown> | null;
-      if (e === null || typeof e !== 'object' || typeof e['key'] !== 'string') throw inputError(line, '"headers" entries must be {"key": string, "value": string|null}');
+      if (e === null || typeof e !== 'object' || typeof e['key'] !== 'string')
+        throw inputError(line, '"headers" entries must be {"key": string, "value": string|null}');
       headers.push({ key: e['key'], value: optionalBytes(e['value'], enc, 'headers[].value', line) });
     }
   } else if (h !== undefined && h !== null) {
     if (typeof h !== 'object') throw inputError(line, '"headers" must be an array or an object');
-    for (const [k, v] of Object.entries(h as Record<string, unknown>)) headers.push({ key: k, value: optionalBytes(v, enc, `headers.${k}`, line) });
+    for (const [k, v] of Object.entries(h as Record<string, unknown>))
+      headers.push({ key: k, value: optionalBytes(v, enc, `headers.${k}`, line) });
   }
-  const rec: ProduceRecord = { key: optionalBytes(r['key'], enc, 'key', line), value: optionalBytes(r['value'], enc, 'value', line), headers };
+  const rec: ProduceRecord = {
+    key: optionalBytes(r['key'], enc, 'key', line),
+    value: optionalBytes(r['value'], enc, 'value', line),
+    headers,
+  };
   const p = r['partition'];
   if (p !== undefined && p !== null) {
     if (typeof p !== 'number' || !Number.isInteger(p) || p < 0) throw inputError(line, '"partition" must be a non-negative integer');
@@ -92,8 +98,17 @@ export async function produce(ctx: Context, topic: string, f: Flags): Promise<nu
     return { key: k, value: decodeText(v, enc) };
   });
   const tombstone = f['tombstone'] === true;
-  const opts = { acks: f['acks'] as number, compression: parseCompression(String(f['compression'])), batchBytes: f['batchBytes'] as number, timeoutMs: ctx.client().options.requestTimeoutMs };
-  const producer = new Producer(ctx.client(), topic, f['partition'] === undefined ? opts : { ...opts, partition: f['partition'] as number });
+  const opts = {
+    acks: f['acks'] as number,
+    compression: parseCompression(String(f['compression'])),
+    batchBytes: f['batchBytes'] as number,
+    timeoutMs: ctx.client().options.requestTimeoutMs,
+  };
+  const producer = new Producer(
+    ctx.client(),
+    topic,
+    f['partition'] === undefined ? opts : { ...opts, partition: f['partition'] as number },
+  );
   await producer.init();
   const progress = new Progress('produced');
   let lineNo = 0;
@@ -129,8 +144,21 @@ export async function produce(ctx: Context, topic: string, f: Flags): Promise<nu
   const stats = [...producer.stats.values()].sort((a, b) => a.partition - b.partition);
   emit(
     ctx,
-    { topic, records: producer.sent, partitions: stats.map((s) => ({ partition: s.partition, records: s.records, firstOffset: s.firstOffset < 0n ? null : s.firstOffset, lastOffset: s.lastOffset < 0n ? null : s.lastOffset })) },
-    () => renderTable(['PARTITION', 'RECORDS', 'FIRST-OFFSET', 'LAST-OFFSET'], stats.map((s) => [s.partition, s.records, s.firstOffset < 0n ? null : s.firstOffset, s.lastOffset < 0n ? null : s.lastOffset])),
+    {
+      topic,
+      records: producer.sent,
+      partitions: stats.map((s) => ({
+        partition: s.partition,
+        records: s.records,
+        firstOffset: s.firstOffset < 0n ? null : s.firstOffset,
+        lastOffset: s.lastOffset < 0n ? null : s.lastOffset,
+      })),
+    },
+    () =>
+      renderTable(
+        ['PARTITION', 'RECORDS', 'FIRST-OFFSET', 'LAST-OFFSET'],
+        stats.map((s) => [s.partition, s.records, s.firstOffset < 0n ? null : s.firstOffset, s.lastOffset < 0n ? null : s.lastOffset]),
+      ),
   );
   return 0;
 }

@@ -23,13 +23,20 @@ export async function topicCreate(ctx: Context, names: string[], f: Flags): Prom
   const client = ctx.client();
   const results = await createTopics(
     client,
-    names.map((name) => ({ name, partitions: (f['partitions'] as number | undefined) ?? -1, replicationFactor: (f['replicationFactor'] as number | undefined) ?? -1, configs })),
+    names.map((name) => ({
+      name,
+      partitions: (f['partitions'] as number | undefined) ?? -1,
+      replicationFactor: (f['replicationFactor'] as number | undefined) ?? -1,
+      configs,
+    })),
     { validateOnly: f['dryRun'] === true, timeoutMs: client.options.requestTimeoutMs },
   );
   const tolerated = (code: number) => code === 0 || (code === ErrorCode.TOPIC_ALREADY_EXISTS && f['ifNotExists'] === true);
   const created = results.filter((r) => r.errorCode === 0).map((r) => r.name);
   if (created.length > 0 && f['dryRun'] !== true) await client.waitForLeaders(created, Date.now() + client.options.requestTimeoutMs);
-  const failures = results.filter((r) => !tolerated(r.errorCode)).map((r) => itemError('CreateTopics', r.broker, `topic '${r.name}'`, r.errorCode, r.errorMessage));
+  const failures = results
+    .filter((r) => !tolerated(r.errorCode))
+    .map((r) => itemError('CreateTopics', r.broker, `topic '${r.name}'`, r.errorCode, r.errorMessage));
   emit(
     ctx,
     results.map((r) => ({
@@ -47,7 +54,11 @@ export async function topicCreate(ctx: Context, names: string[], f: Flags): Prom
           r.name,
           r.errorCode === 0 ? r.partitions : null,
           r.errorCode === 0 ? r.replicationFactor : null,
-          r.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && f['ifNotExists'] === true ? 'EXISTS' : r.errorCode === 0 && f['dryRun'] === true ? 'OK (dry run)' : statusCell(r.errorCode),
+          r.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && f['ifNotExists'] === true
+            ? 'EXISTS'
+            : r.errorCode === 0 && f['dryRun'] === true
+              ? 'OK (dry run)'
+              : statusCell(r.errorCode),
         ]),
       ),
   );
@@ -59,8 +70,18 @@ export async function topicList(ctx: Context, f: Flags): Promise<number> {
   const topics = md.topics.filter((t) => t.errorCode === 0 && (f['internal'] === true || !t.isInternal)).sort(byName((t) => t.name));
   emit(
     ctx,
-    topics.map((t) => ({ name: t.name, topicId: formatTopicId(t.topicId), internal: t.isInternal, partitions: t.partitions.length, replicationFactor: replicationOf(t) })),
-    () => renderTable(['NAME', 'PARTITIONS', 'REPLICAS'], topics.map((t) => [t.name + (t.isInternal ? ' (internal)' : ''), t.partitions.length, replicationOf(t)])),
+    topics.map((t) => ({
+      name: t.name,
+      topicId: formatTopicId(t.topicId),
+      internal: t.isInternal,
+      partitions: t.partitions.length,
+      replicationFactor: replicationOf(t),
+    })),
+    () =>
+      renderTable(
+        ['NAME', 'PARTITIONS', 'REPLICAS'],
+        topics.map((t) => [t.name + (t.isInternal ? ' (internal)' : ''), t.partitions.length, replicationOf(t)]),
+      ),
   );
   return 0;
 }
@@ -86,9 +107,17 @@ export async function topicDescribe(ctx: Context, names: string[], f: Flags): Pr
       continue;
     }
     const withLeader = t.partitions.filter((p) => p.leader >= 0);
-    const earliest = await listOffsets(client, withLeader.map((p) => ({ topic: name, partition: p.partition, timestamp: OffsetTime.EARLIEST })));
-    const latest = await listOffsets(client, withLeader.map((p) => ({ topic: name, partition: p.partition, timestamp: OffsetTime.LATEST })));
-    const offsets = new Map(withLeader.map((p, i) => [p.partition, { logStartOffset: earliest[i]?.offset ?? -1n, highWatermark: latest[i]?.offset ?? -1n }]));
+    const earliest = await listOffsets(
+      client,
+      withLeader.map((p) => ({ topic: name, partition: p.partition, timestamp: OffsetTime.EARLIEST })),
+    );
+    const latest = await listOffsets(
+      client,
+      withLeader.map((p) => ({ topic: name, partition: p.partition, timestamp: OffsetTime.LATEST })),
+    );
+    const offsets = new Map(
+      withLeader.map((p, i) => [p.partition, { logStartOffset: earliest[i]?.offset ?? -1n, highWatermark: latest[i]?.offset ?? -1n }]),
+    );
     let configs: ConfigEntry[] | null = null;
     if (canConfigs) {
       const all = (await describeConfigs(client, ResourceType.TOPIC, name)).configs;
@@ -129,13 +158,29 @@ export async function topicDescribe(ctx: Context, names: string[], f: Flags): Pr
               ['INTERNAL', t.isInternal],
             ]),
           ];
-          if (configs !== null) parts.push('', heading('CONFIGS'), renderTable(['KEY', 'VALUE', 'SOURCE'], configs.map((c) => [c.name, c.sensitive ? '(sensitive)' : c.value, c.source])));
+          if (configs !== null)
+            parts.push(
+              '',
+              heading('CONFIGS'),
+              renderTable(
+                ['KEY', 'VALUE', 'SOURCE'],
+                configs.map((c) => [c.name, c.sensitive ? '(sensitive)' : c.value, c.source]),
+              ),
+            );
           parts.push(
             '',
             heading('PARTITIONS'),
             renderTable(
               ['PARTITION', 'LEADER', 'EPOCH', 'REPLICAS', 'ISR', 'LOG-START-OFFSET', 'HIGH-WATERMARK'],
-              t.partitions.map((p) => [p.partition, p.leader, p.leaderEpoch, idList(p.replicas), idList(p.isr), offsets.get(p.partition)?.logStartOffset, offsets.get(p.partition)?.highWatermark]),
+              t.partitions.map((p) => [
+                p.partition,
+                p.leader,
+                p.leaderEpoch,
+                idList(p.replicas),
+                idList(p.isr),
+                offsets.get(p.partition)?.logStartOffset,
+                offsets.get(p.partition)?.highWatermark,
+              ]),
             ),
           );
           return parts.join('\n');
@@ -149,11 +194,17 @@ export async function topicDelete(ctx: Context, names: string[], f: Flags): Prom
   const client = ctx.client();
   const results = await deleteTopics(client, names, { timeoutMs: client.options.requestTimeoutMs });
   const skipped = (code: number) => code === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION && f['ifExists'] === true;
-  const failures = results.filter((r) => r.errorCode !== 0 && !skipped(r.errorCode)).map((r) => itemError('DeleteTopics', r.broker, `topic '${r.name}'`, r.errorCode, r.errorMessage));
+  const failures = results
+    .filter((r) => r.errorCode !== 0 && !skipped(r.errorCode))
+    .map((r) => itemError('DeleteTopics', r.broker, `topic '${r.name}'`, r.errorCode, r.errorMessage));
   emit(
     ctx,
     results.map((r) => ({ topic: r.name, error: r.errorCode === 0 ? null : jsonKafkaError(r.errorCode, r.errorMessage) })),
-    () => renderTable(['TOPIC', 'STATUS'], results.map((r) => [r.name, skipped(r.errorCode) ? 'NOT FOUND (skipped)' : statusCell(r.errorCode)])),
+    () =>
+      renderTable(
+        ['TOPIC', 'STATUS'],
+        results.map((r) => [r.name, skipped(r.errorCode) ? 'NOT FOUND (skipped)' : statusCell(r.errorCode)]),
+      ),
   );
   return reportFailures(failures);
 }
@@ -200,7 +251,13 @@ export async function topicAlterConfig(ctx: Context, names: string[], f: Flags):
       renderTable(
         ['TOPIC', 'KEY', 'OPERATION', 'VALUE', 'STATUS'],
         results.flatMap((r) =>
-          changes.map((c) => [r.topic, c.name, OP_NAMES[c.op], c.value, r.error instanceof ClientError ? statusCell(r.error.kafkaCode ?? -1) : f['dryRun'] === true ? 'OK (dry run)' : 'OK']),
+          changes.map((c) => [
+            r.topic,
+            c.name,
+            OP_NAMES[c.op],
+            c.value,
+            r.error instanceof ClientError ? statusCell(r.error.kafkaCode ?? -1) : f['dryRun'] === true ? 'OK (dry run)' : 'OK',
+          ]),
         ),
       ),
   );
@@ -218,13 +275,23 @@ export async function topicAddPartitions(ctx: Context, names: string[], f: Flags
   for (const name of names) {
     const t = md.topics.find((x) => x.name === name);
     if (t === undefined || t.errorCode !== 0) {
-      failures.push(itemError('Metadata', (await client.any()).label, `topic '${name}'`, t?.errorCode ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, null));
+      failures.push(
+        itemError('Metadata', (await client.any()).label, `topic '${name}'`, t?.errorCode ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, null),
+      );
       continue;
     }
     plan.push({ name, from: t.partitions.length, to: total ?? t.partitions.length + (num ?? 0) });
   }
-  const results = plan.length === 0 ? [] : await createPartitions(client, plan.map((p) => ({ name: p.name, count: p.to })), { validateOnly: f['dryRun'] === true, timeoutMs: client.options.requestTimeoutMs });
-  for (const r of results) if (r.errorCode !== 0) failures.push(itemError('CreatePartitions', r.broker, `topic '${r.name}'`, r.errorCode, r.errorMessage));
+  const results =
+    plan.length === 0
+      ? []
+      : await createPartitions(
+          client,
+          plan.map((p) => ({ name: p.name, count: p.to })),
+          { validateOnly: f['dryRun'] === true, timeoutMs: client.options.requestTimeoutMs },
+        );
+  for (const r of results)
+    if (r.errorCode !== 0) failures.push(itemError('CreatePartitions', r.broker, `topic '${r.name}'`, r.errorCode, r.errorMessage));
   const grown = results.filter((r) => r.errorCode === 0).map((r) => r.name);
   if (grown.length > 0 && f['dryRun'] !== true) {
     await client.waitForLeaders(grown, Date.now() + client.options.requestTimeoutMs, new Map(plan.map((p) => [p.name, p.to])));
@@ -232,8 +299,23 @@ export async function topicAddPartitions(ctx: Context, names: string[], f: Flags
   const rows = plan.map((p) => ({ ...p, r: results.find((x) => x.name === p.name) }));
   emit(
     ctx,
-    rows.map(({ name, from, to, r }) => ({ topic: name, partitionsBefore: from, partitions: to, validateOnly: f['dryRun'] === true, error: r === undefined || r.errorCode === 0 ? null : jsonKafkaError(r.errorCode, r.errorMessage) })),
-    () => renderTable(['TOPIC', 'BEFORE', 'AFTER', 'STATUS'], rows.map(({ name, from, to, r }) => [name, from, to, r === undefined ? '-' : r.errorCode === 0 && f['dryRun'] === true ? 'OK (dry run)' : statusCell(r.errorCode)])),
+    rows.map(({ name, from, to, r }) => ({
+      topic: name,
+      partitionsBefore: from,
+      partitions: to,
+      validateOnly: f['dryRun'] === true,
+      error: r === undefined || r.errorCode === 0 ? null : jsonKafkaError(r.errorCode, r.errorMessage),
+    })),
+    () =>
+      renderTable(
+        ['TOPIC', 'BEFORE', 'AFTER', 'STATUS'],
+        rows.map(({ name, from, to, r }) => [
+          name,
+          from,
+          to,
+          r === undefined ? '-' : r.errorCode === 0 && f['dryRun'] === true ? 'OK (dry run)' : statusCell(r.errorCode),
+        ]),
+      ),
   );
   return reportFailures(failures);
 }

@@ -26,10 +26,13 @@ function headerObject(list) {
 
 const bootstrap = process.env.CAPTURE_BOOTSTRAP;
 const plan = JSON.parse(readFileSync(process.env.CAPTURE_PLAN, 'utf8'));
-const deadline = setTimeout(() => {
-  console.error('confluent driver: deadline reached');
-  process.exit(3);
-}, Number(process.env.CAPTURE_DRIVER_TIMEOUT_MS ?? 18000));
+const deadline = setTimeout(
+  () => {
+    console.error('confluent driver: deadline reached');
+    process.exit(3);
+  },
+  Number(process.env.CAPTURE_DRIVER_TIMEOUT_MS ?? 18000),
+);
 console.error(`confluent driver: librdkafka ${ckjs.librdkafkaVersion}`);
 
 const codecs = {

@@ -25,10 +25,13 @@ function headerObject(list) {
 
 const bootstrap = process.env.CAPTURE_BOOTSTRAP;
 const plan = JSON.parse(readFileSync(process.env.CAPTURE_PLAN, 'utf8'));
-const deadline = setTimeout(() => {
-  console.error('gregor-confluent driver: deadline reached');
-  process.exit(3);
-}, Number(process.env.CAPTURE_DRIVER_TIMEOUT_MS ?? 40000));
+const deadline = setTimeout(
+  () => {
+    console.error('gregor-confluent driver: deadline reached');
+    process.exit(3);
+  },
+  Number(process.env.CAPTURE_DRIVER_TIMEOUT_MS ?? 40000),
+);
 const step = async (label, fn) => {
   try {
     return await fn();
@@ -40,38 +43,55 @@ const step = async (label, fn) => {
 };
 console.error(`gregor-confluent driver: librdkafka ${ckjs.librdkafkaVersion}`);
 
-const codecs = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.SNAPPY, lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD };
+const codecs = {
+  none: CompressionTypes.None,
+  gzip: CompressionTypes.GZIP,
+  snappy: CompressionTypes.SNAPPY,
+  lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD,
+};
 const kafka = new Kafka({ kafkaJS: { clientId: 'gregor-capture-confluent', brokers: [bootstrap], logLevel: logLevel.ERROR } });
 const scratch = `${plan.topic}-scratch`;
 const group848 = `${plan.groupId}-848`;
 
 const admin = kafka.admin();
 await admin.connect();
-await step('createTopics', () => admin.createTopics({
-  topics: [
-    { topic: plan.topic, numPartitions: 3, replicationFactor: 1, configEntries: [{ name: 'retention.ms', value: '86400000' }] },
-    { topic: scratch, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] },
-  ],
-}));
+await step('createTopics', () =>
+  admin.createTopics({
+    topics: [
+      { topic: plan.topic, numPartitions: 3, replicationFactor: 1, configEntries: [{ name: 'retention.ms', value: '86400000' }] },
+      { topic: scratch, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] },
+    ],
+  }),
+);
 
 // node-rdkafka-style AdminClient: createPartitions
-await step('AdminClient.createPartitions', () => new Promise((resolve, reject) => {
-  const ac = ckjs.AdminClient.create({ 'bootstrap.servers': bootstrap, 'client.id': 'gregor-capture-confluent-admin' });
-  ac.createPartitions(scratch, 2, 5000, (err) => {
-    ac.disconnect();
-    if (err) reject(err);
-    else resolve();
-  });
-}));
+await step(
+  'AdminClient.createPartitions',
+  () =>
+    new Promise((resolve, reject) => {
+      const ac = ckjs.AdminClient.create({ 'bootstrap.servers': bootstrap, 'client.id': 'gregor-capture-confluent-admin' });
+      ac.createPartitions(scratch, 2, 5000, (err) => {
+        ac.disconnect();
+        if (err) reject(err);
+        else resolve();
+      });
+    }),
+);
 
 for (const batch of plan.batches) {
   const producer = kafka.producer({ kafkaJS: { compression: codecs[batch.codec], acks: batch.acks }, 'linger.ms': 50 });
   await producer.connect();
-  await step(`produce ${batch.codec}`, () => producer.send({
-    topic: plan.topic,
-    messages: batch.records.map((r) => ({ partition: batch.partition, key: r.key, value: r.value, headers: headerObject(r.headers) })),
-  }));
-  if (batch.codec === 'none') await step('produce scratch', () => producer.send({ topic: scratch, messages: ['a', 'b', 'c'].map((value) => ({ partition: 0, value })) }));
+  await step(`produce ${batch.codec}`, () =>
+    producer.send({
+      topic: plan.topic,
+      messages: batch.records.map((r) => ({ partition: batch.partition, key: r.key, value: r.value, headers: headerObject(r.headers) })),
+    }),
+  );
+  if (batch.codec === 'none')
+    await step('produce scratch', () =>
+      producer.send({ topic: scratch, messages: ['a', 'b', 'c'].map((value) => ({ partition: 0, value })) }),
+    );
   await producer.disconnect();
 }
 
@@ -92,7 +112,11 @@ async function consume(groupId, extra) {
   await consumer.subscribe({ topics: [plan.topic] });
   let got = 0;
   await new Promise((resolve) => {
-    consumer.run({ eachMessage: async () => { if (++got >= expected) resolve(); } });
+    consumer.run({
+      eachMessage: async () => {
+        if (++got >= expected) resolve();
+      },
+    });
   });
   await new Promise((r) => setTimeout(r, 1200));
   await consumer.disconnect();

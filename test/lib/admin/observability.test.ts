@@ -19,11 +19,28 @@ import { BrokerTopicMetrics } from '../../../lib/observability/topic-metrics.js'
 const MINUTE = 60_000;
 
 function conn(id = 'c1', software?: { name: string; version: string }): TimedConnection {
-  return { id, remoteAddress: '127.0.0.1', remotePort: 5000, listenerName: 'PLAINTEXT', ...(software !== undefined ? { clientSoftware: software } : {}) };
+  return {
+    id,
+    remoteAddress: '127.0.0.1',
+    remotePort: 5000,
+    listenerName: 'PLAINTEXT',
+    ...(software !== undefined ? { clientSoftware: software } : {}),
+  };
 }
 
 /** A finished request: received at `at`, `total` ms long, `remote` of it in the purgatory. */
-function timing(o: { apiKey: number; clientId?: string; conn?: TimedConnection; at?: number; total?: number; remote?: number; errorCode?: number; partitionErrorCode?: number; outcome?: RequestOutcome; version?: number }): RequestTiming {
+function timing(o: {
+  apiKey: number;
+  clientId?: string;
+  conn?: TimedConnection;
+  at?: number;
+  total?: number;
+  remote?: number;
+  errorCode?: number;
+  partitionErrorCode?: number;
+  outcome?: RequestOutcome;
+  version?: number;
+}): RequestTiming {
   const at = o.at ?? 1000;
   const t = new RequestTiming(o.conn ?? conn(), at, 100);
   t.apiKey = o.apiKey;
@@ -63,7 +80,11 @@ describe('admin: observability pieces', () => {
         slot[bucketOf(i * 1000)]!++;
         slot[BUCKETS + bucketOf(3000)]!++;
       }
-      const [p50, p75, p95, p98, p99, p999] = h.quantiles(0, QUANTILES.map((q) => q.q), 10 + MINUTE);
+      const [p50, p75, p95, p98, p99, p999] = h.quantiles(
+        0,
+        QUANTILES.map((q) => q.q),
+        10 + MINUTE,
+      );
       expect(p50).to.be.closeTo(500, 500 / 16);
       expect(p75).to.be.closeTo(750, 750 / 16);
       expect(p95).to.be.closeTo(950, 950 / 16);
@@ -92,7 +113,10 @@ describe('admin: observability pieces', () => {
       k.record(0, 100, 1 * MINUTE);
       k.record(0, 200, 2 * MINUTE);
       k.record(0, 300, 4 * MINUTE + 1);
-      expect(k.quantiles(0, [0.5, 1], 4 * MINUTE + 2)).to.deep.equal([bucketValue(bucketOf(200_000)) / 1000, bucketValue(bucketOf(300_000)) / 1000]);
+      expect(k.quantiles(0, [0.5, 1], 4 * MINUTE + 2)).to.deep.equal([
+        bucketValue(bucketOf(200_000)) / 1000,
+        bucketValue(bucketOf(300_000)) / 1000,
+      ]);
     });
   });
 
@@ -108,13 +132,18 @@ describe('admin: observability pieces', () => {
     it('filters by API, client (id or software), errors, connection, latency and limit', () => {
       const log = new RequestLog(100);
       log.add(timing({ apiKey: 0, clientId: 'producer-1', total: 5 }));
-      log.add(timing({ apiKey: 1, clientId: 'consumer-1', conn: conn('c2', { name: 'librdkafka', version: '2.15.0' }), total: 500, remote: 490 }));
+      log.add(
+        timing({ apiKey: 1, clientId: 'consumer-1', conn: conn('c2', { name: 'librdkafka', version: '2.15.0' }), total: 500, remote: 490 }),
+      );
       log.add(timing({ apiKey: 0, clientId: 'producer-1', partitionErrorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER }));
       log.add(timing({ apiKey: 3, clientId: 'producer-1', outcome: RequestOutcome.CLOSED }));
       log.add(timing({ apiKey: 18, clientId: 'x', errorCode: ErrorCode.UNSUPPORTED_VERSION }));
       expect(log.query({ api: 'produce' }).map((e) => e.apiKey)).to.deep.equal([0, 0]);
       expect(log.query({ api: '1' }).map((e) => e.api)).to.deep.equal(['Fetch']);
-      expect(log.query({ client: 'librdkafka' }).map((e) => e.clientId), 'software name matches').to.deep.equal(['consumer-1']);
+      expect(
+        log.query({ client: 'librdkafka' }).map((e) => e.clientId),
+        'software name matches',
+      ).to.deep.equal(['consumer-1']);
       expect(log.query({ client: 'producer' }).length).to.equal(3);
       expect(log.query({ errors: true }).map((e) => [e.api, e.error, e.partitionError, e.outcome])).to.deep.equal([
         ['Produce', 'NONE', 'NOT_LEADER_OR_FOLLOWER', 'response'],
@@ -125,7 +154,10 @@ describe('admin: observability pieces', () => {
       const slow = log.query({ minMs: 100 });
       expect(slow).to.have.length(1);
       expect(slow[0]!.latencyMs).to.include({ total: 500, remote: 490 });
-      expect(log.query({ limit: 2 }).map((e) => e.apiKey), 'the newest two').to.deep.equal([3, 18]);
+      expect(
+        log.query({ limit: 2 }).map((e) => e.apiKey),
+        'the newest two',
+      ).to.deep.equal([3, 18]);
       expect(log.query({ limit: 0 })).to.deep.equal([]);
     });
 
@@ -174,7 +206,9 @@ describe('admin: observability pieces', () => {
         connection: 'c',
       });
       for (const q of ['apis=Fetch', 'limit=-1', 'limit=abc', 'minMs=']) {
-        expect(() => parseRequestLogQuery(new URLSearchParams(q)), q).to.throw().with.property('status', 400);
+        expect(() => parseRequestLogQuery(new URLSearchParams(q)), q)
+          .to.throw()
+          .with.property('status', 400);
       }
     });
   });
@@ -186,17 +220,48 @@ describe('admin: observability pieces', () => {
       m.produced('t', 0, 500); // a retried duplicate: nothing appended
       const first = m.produceResponse({
         responses: [
-          { name: 't', partitionResponses: [{ index: 0, errorCode: 0, baseOffset: 0n, recordErrors: [], errorMessage: null }, { index: 1, errorCode: ErrorCode.CORRUPT_MESSAGE, baseOffset: -1n, recordErrors: [], errorMessage: null }] },
-          { name: 'nope', partitionResponses: [{ index: 0, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, baseOffset: -1n, recordErrors: [], errorMessage: null }] },
+          {
+            name: 't',
+            partitionResponses: [
+              { index: 0, errorCode: 0, baseOffset: 0n, recordErrors: [], errorMessage: null },
+              { index: 1, errorCode: ErrorCode.CORRUPT_MESSAGE, baseOffset: -1n, recordErrors: [], errorMessage: null },
+            ],
+          },
+          {
+            name: 'nope',
+            partitionResponses: [
+              { index: 0, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, baseOffset: -1n, recordErrors: [], errorMessage: null },
+            ],
+          },
         ],
       });
       expect(first).to.equal(ErrorCode.CORRUPT_MESSAGE);
       const t = m.topic('t');
       expect(t).to.include({ messagesIn: 10, bytesIn: 1000, totalProduceRequests: 2, failedProduceRequests: 1 });
       expect(m.all).to.include({ messagesIn: 10, bytesIn: 1000, totalProduceRequests: 3, failedProduceRequests: 2 });
-      expect([...m.topics()].map(([n]) => n), 'no meters for a topic that does not exist').to.deep.equal(['t']);
-      const part = (partitionIndex: number, errorCode: number, records: Buffer | null) => ({ partitionIndex, errorCode, highWatermark: 0n, records });
-      expect(m.fetchResponse({ responses: [{ topic: 't', partitions: [part(0, 0, Buffer.alloc(70)), part(1, 0, Buffer.alloc(30)), part(2, ErrorCode.OFFSET_OUT_OF_RANGE, null)] }] }, false)).to.equal(ErrorCode.OFFSET_OUT_OF_RANGE);
+      expect(
+        [...m.topics()].map(([n]) => n),
+        'no meters for a topic that does not exist',
+      ).to.deep.equal(['t']);
+      const part = (partitionIndex: number, errorCode: number, records: Buffer | null) => ({
+        partitionIndex,
+        errorCode,
+        highWatermark: 0n,
+        records,
+      });
+      expect(
+        m.fetchResponse(
+          {
+            responses: [
+              {
+                topic: 't',
+                partitions: [part(0, 0, Buffer.alloc(70)), part(1, 0, Buffer.alloc(30)), part(2, ErrorCode.OFFSET_OUT_OF_RANGE, null)],
+              },
+            ],
+          },
+          false,
+        ),
+      ).to.equal(ErrorCode.OFFSET_OUT_OF_RANGE);
       expect(t).to.include({ bytesOut: 100, totalFetchRequests: 3, failedFetchRequests: 1 });
       m.fetchResponse({ responses: [{ topic: 't', partitions: [part(0, 0, Buffer.alloc(50))] }] }, true);
       expect(t.bytesOut, "a follower's fetch is not BytesOut").to.equal(100);
@@ -242,8 +307,11 @@ describe('admin: observability pieces', () => {
       expect(parseAdminListener('0.0.0.0:0')).to.deep.equal({ host: '0.0.0.0', port: 0 });
       expect(parseAdminListener('[::1]:9644')).to.deep.equal({ host: '::1', port: 9644 });
       expect(parseAdminListener(':9700')).to.deep.equal({ host: '127.0.0.1', port: 9700 });
-      for (const bad of ['localhost', 'host:port', '1:2:3', '70000', '']) expect(() => parseAdminListener(bad), bad).to.throw(/GREGOR_ERR_CONFIG: admin.listener/);
-      expect(() => new BrokerConfig({ overrides: { 'admin.listener': 'nope' } })).to.throw(/GREGOR_ERR_CONFIG: admin.listener=nope: expected host:port/);
+      for (const bad of ['localhost', 'host:port', '1:2:3', '70000', ''])
+        expect(() => parseAdminListener(bad), bad).to.throw(/GREGOR_ERR_CONFIG: admin.listener/);
+      expect(() => new BrokerConfig({ overrides: { 'admin.listener': 'nope' } })).to.throw(
+        /GREGOR_ERR_CONFIG: admin.listener=nope: expected host:port/,
+      );
       const c = new BrokerConfig();
       expect(c.string('admin.listener')).to.equal('127.0.0.1:9644');
       expect(c.bool('admin.listener.allow.remote')).to.equal(false);

@@ -5,7 +5,16 @@
  */
 import { expect } from 'chai';
 import { Duplex, Writable } from 'node:stream';
-import { AdminHttpError, AdminServer, MAX_BODY_BYTES, adminClientAllowed, isLoopback, jsonBody, sendJson, sendText } from '../../../lib/admin/server.js';
+import {
+  AdminHttpError,
+  AdminServer,
+  MAX_BODY_BYTES,
+  adminClientAllowed,
+  isLoopback,
+  jsonBody,
+  sendJson,
+  sendText,
+} from '../../../lib/admin/server.js';
 import type { AdminRoute } from '../../../lib/admin/routes.js';
 import { createLogger } from '../../../lib/observability/logger.js';
 
@@ -23,7 +32,11 @@ function capture() {
 const ROUTES: AdminRoute[] = [
   { method: 'GET', path: '/hello', handle: (_req, res) => sendText(res, 200, 'hello') },
   { method: 'POST', path: '/hello', handle: (_req, res, { body }) => sendJson(res, 200, { got: jsonBody(body) }) },
-  { method: 'GET', path: /^\/things\/([a-z]+)$/, handle: (_req, res, { match, url }) => sendJson(res, 200, { thing: match?.[1], q: url.searchParams.get('q') }) },
+  {
+    method: 'GET',
+    path: /^\/things\/([a-z]+)$/,
+    handle: (_req, res, { match, url }) => sendJson(res, 200, { thing: match?.[1], q: url.searchParams.get('q') }),
+  },
   {
     method: 'GET',
     path: '/bad',

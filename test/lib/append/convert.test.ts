@@ -5,7 +5,17 @@
  */
 import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
-import { CompressionCodec, ControlRecordType, RecordBatch, TimestampType, buildEndTxnBatch, buildMessageSet, buildRecordBatch, decodeRecords, logEntries } from '../../../protocol/records/index.js';
+import {
+  CompressionCodec,
+  ControlRecordType,
+  RecordBatch,
+  TimestampType,
+  buildEndTxnBatch,
+  buildMessageSet,
+  buildRecordBatch,
+  decodeRecords,
+  logEntries,
+} from '../../../protocol/records/index.js';
 import type { RecordInput } from '../../../protocol/records/index.js';
 import { convertForAppend, downConvert, formatMagic, planAppend, rebaseConverted } from '../../../lib/log/convert.js';
 import { LogError } from '../../../lib/log/errors.js';
@@ -129,7 +139,12 @@ describe('lib/log/convert: planning, recompression, format conversion, down-conv
   });
 
   it('LogAppendTime topics stamp the converted batch', () => {
-    const c = convertForAppend(buildRecordBatch(recs(3)), cfg({ compressionType: 'gzip', messageTimestampType: 'LogAppendTime' }), 0n, 1234);
+    const c = convertForAppend(
+      buildRecordBatch(recs(3)),
+      cfg({ compressionType: 'gzip', messageTimestampType: 'LogAppendTime' }),
+      0n,
+      1234,
+    );
     const b = RecordBatch.at(c.buf);
     expect(b.timestampType).to.equal(TimestampType.LOG_APPEND_TIME);
     expect(decoded(c.buf).map((r) => r.timestamp)).to.deep.equal([1234n, 1234n, 1234n]);
@@ -164,8 +179,14 @@ describe('lib/log/convert: planning, recompression, format conversion, down-conv
   it('format 1 topics refuse headers, idempotent batches and zstd with Kafka error codes', () => {
     const c = cfg({ messageFormatVersion: '0.10.0' });
     expectError(() => convertForAppend(buildRecordBatch(recs(2, true)), c, 0n, Number(T0)), ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT);
-    expectError(() => convertForAppend(buildRecordBatch(recs(2), { producerId: 5n, producerEpoch: 0, baseSequence: 0 }), c, 0n, Number(T0)), ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT);
-    expectError(() => convertForAppend(buildRecordBatch(recs(2), { compression: CompressionCodec.ZSTD }), c, 0n, Number(T0)), ErrorCode.UNSUPPORTED_COMPRESSION_TYPE);
+    expectError(
+      () => convertForAppend(buildRecordBatch(recs(2), { producerId: 5n, producerEpoch: 0, baseSequence: 0 }), c, 0n, Number(T0)),
+      ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+    );
+    expectError(
+      () => convertForAppend(buildRecordBatch(recs(2), { compression: CompressionCodec.ZSTD }), c, 0n, Number(T0)),
+      ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    );
   });
 
   it('validation.deep finds what the CRC cannot: a record count that lies, out-of-range record timestamps', () => {
@@ -182,8 +203,14 @@ describe('lib/log/convert: planning, recompression, format conversion, down-conv
     const b = buildRecordBatch(input, { baseTimestamp: T0 });
     RecordBatch.at(b).setMaxTimestamp(TimestampType.CREATE_TIME, T0 + 6n);
     const strict = { timestampBeforeMaxMs: 1_000_000, timestampAfterMaxMs: 1_000_000 };
-    expectError(() => convertForAppend(Buffer.from(b), cfg({ ...strict, validationDeep: true }), 0n, Number(T0)), ErrorCode.INVALID_TIMESTAMP);
-    expectError(() => convertForAppend(Buffer.from(b), cfg({ ...strict, compressionType: 'gzip' }), 0n, Number(T0)), ErrorCode.INVALID_TIMESTAMP);
+    expectError(
+      () => convertForAppend(Buffer.from(b), cfg({ ...strict, validationDeep: true }), 0n, Number(T0)),
+      ErrorCode.INVALID_TIMESTAMP,
+    );
+    expectError(
+      () => convertForAppend(Buffer.from(b), cfg({ ...strict, compressionType: 'gzip' }), 0n, Number(T0)),
+      ErrorCode.INVALID_TIMESTAMP,
+    );
     // deep alone stores the bytes as sent
     const ok = buildRecordBatch(recs(4), { compression: CompressionCodec.SNAPPY });
     const c = convertForAppend(Buffer.from(ok), cfg({ validationDeep: true }), 9n, Number(T0));
@@ -217,29 +244,49 @@ describe('lib/log/convert: planning, recompression, format conversion, down-conv
 
   it('rebaseConverted moves offsets at commit (v2 and magic 1 in place, magic-0 wrappers rebuilt) and sets the leader epoch', () => {
     const input = recs(6);
-    for (const [fmt, codec] of [['3.0', 'gzip'], ['0.10.0', 'gzip'], ['0.10.0', 'uncompressed'], ['0.9.0', 'gzip'], ['0.9.0', 'uncompressed']] as const) {
+    for (const [fmt, codec] of [
+      ['3.0', 'gzip'],
+      ['0.10.0', 'gzip'],
+      ['0.10.0', 'uncompressed'],
+      ['0.9.0', 'gzip'],
+      ['0.9.0', 'uncompressed'],
+    ] as const) {
       const c = convertForAppend(buildRecordBatch(input), cfg({ messageFormatVersion: fmt, compressionType: codec }), 100n, Number(T0));
       const entries = rebaseConverted(c, 90n, 4, cfg());
       expect(entries[0]?.firstOffset, `${fmt} ${codec}`).to.equal(90n);
       expect(entries[entries.length - 1]?.lastOffset).to.equal(95n);
       const stored = Buffer.concat(entries.map((e) => e.buf));
-      expect(decoded(stored).map((r) => r.offset), `${fmt} ${codec}`).to.deep.equal([90n, 91n, 92n, 93n, 94n, 95n]);
+      expect(
+        decoded(stored).map((r) => r.offset),
+        `${fmt} ${codec}`,
+      ).to.deep.equal([90n, 91n, 92n, 93n, 94n, 95n]);
       if (fmt === '3.0') expect(RecordBatch.at(stored).partitionLeaderEpoch).to.equal(4);
     }
   });
 
   describe('downConvert (Fetch v0-3)', () => {
     const input = recs(10, true, 'dc');
-    const stored = (codec: number, base: bigint, over: Partial<Parameters<typeof buildRecordBatch>[1]> = {}) => buildRecordBatch(input, { compression: codec, baseOffset: base, ...over });
+    const stored = (codec: number, base: bigint, over: Partial<Parameters<typeof buildRecordBatch>[1]> = {}) =>
+      buildRecordBatch(input, { compression: codec, baseOffset: base, ...over });
 
     it('v2 batches become magic 1 / magic 0 with offsets and timestamps kept, headers and control batches dropped', () => {
-      const ctl = buildEndTxnBatch({ type: ControlRecordType.COMMIT, baseOffset: 20n, producerId: 3n, producerEpoch: 0, coordinatorEpoch: 0, timestamp: T0 });
+      const ctl = buildEndTxnBatch({
+        type: ControlRecordType.COMMIT,
+        baseOffset: 20n,
+        producerId: 3n,
+        producerEpoch: 0,
+        coordinatorEpoch: 0,
+        timestamp: T0,
+      });
       const data = Buffer.concat([stored(CompressionCodec.NONE, 10n), ctl, stored(CompressionCodec.GZIP, 21n)]);
       for (const magic of [1, 0] as const) {
         const out = downConvert(data, magic, 10n, MAX);
         const entries = [...logEntries(out)];
         expect(entries.every((e) => e.kind === 'message' && e.message.magic === magic)).to.equal(true);
-        const want = [...expected(input, 10n, { headers: false, timestamps: magic === 1 }), ...expected(input, 21n, { headers: false, timestamps: magic === 1 })];
+        const want = [
+          ...expected(input, 10n, { headers: false, timestamps: magic === 1 }),
+          ...expected(input, 21n, { headers: false, timestamps: magic === 1 }),
+        ];
         expect(decoded(out)).to.deep.equal(want);
       }
     });
@@ -274,12 +321,19 @@ describe('lib/log/convert: planning, recompression, format conversion, down-conv
         const { codec, magic } = cases[i]!;
         const what = `${NAME[codec]} → magic ${magic}`;
         expect(batches.length, what).to.be.greaterThan(0);
-        expect(batches.every((b) => b.crcValid && b.magic === magic), what).to.equal(true);
-        const got = batches.flatMap((b) => b.records.map((r) => [r.offset, r.timestamp, r.value === null ? null : Buffer.from(r.value, 'hex').toString()]));
+        expect(
+          batches.every((b) => b.crcValid && b.magic === magic),
+          what,
+        ).to.equal(true);
+        const got = batches.flatMap((b) =>
+          b.records.map((r) => [r.offset, r.timestamp, r.value === null ? null : Buffer.from(r.value, 'hex').toString()]),
+        );
         expect(got, what).to.deep.equal(input.map((r, j) => [1000 + j, magic === 0 ? null : Number(r.timestamp), r.value?.toString()]));
       });
     }
-    const PY_CASES = [CompressionCodec.NONE, CompressionCodec.GZIP, CompressionCodec.SNAPPY, CompressionCodec.LZ4].flatMap((codec) => ([0, 1] as const).map((magic) => ({ codec, magic })));
+    const PY_CASES = [CompressionCodec.NONE, CompressionCodec.GZIP, CompressionCodec.SNAPPY, CompressionCodec.LZ4].flatMap((codec) =>
+      ([0, 1] as const).map((magic) => ({ codec, magic })),
+    );
     const isMagic0Lz4 = (c: { codec: number; magic: number }): boolean => c.codec === CompressionCodec.LZ4 && c.magic === 0;
 
     it('kafka-python reads what down-conversion produces (every codec but magic 0 LZ4), CRCs valid, offsets and timestamps intact', function () {

@@ -54,7 +54,11 @@ function rng(seed: number): () => number {
 
 function batch(producer: number, seq: number, n: number, codec: number = CompressionCodec.NONE): Buffer {
   return buildRecordBatch(
-    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`p${producer}`), value: Buffer.from(`p${producer}-s${seq}-r${i}-${'v'.repeat((seq * 7 + i) % 30)}`), timestamp: T0 + BigInt(i) })),
+    Array.from({ length: n }, (_, i) => ({
+      key: Buffer.from(`p${producer}`),
+      value: Buffer.from(`p${producer}-s${seq}-r${i}-${'v'.repeat((seq * 7 + i) % 30)}`),
+      timestamp: T0 + BigInt(i),
+    })),
     { compression: codec },
   );
 }
@@ -70,14 +74,18 @@ function corrupt(n: number): Buffer {
 }
 
 async function openWith(dir: string, runner: ConversionRunner | undefined, over: Partial<LogConfig>): Promise<PartitionLog> {
-  return PartitionLog.open(dir, 'topic', 0, config({ messageFormatVersion: '3.0-IV1', ...over }), { recover: false, ...(runner === undefined ? {} : { converter: runner }) });
+  return PartitionLog.open(dir, 'topic', 0, config({ messageFormatVersion: '3.0-IV1', ...over }), {
+    recover: false,
+    ...(runner === undefined ? {} : { converter: runner }),
+  });
 }
 
 async function storedValues(log: PartitionLog): Promise<{ offset: bigint; value: string; codec: number }[]> {
   const out: { offset: bigint; value: string; codec: number }[] = [];
   for (const buf of await readAll(log)) {
     const codec = RecordBatch.at(buf).compression;
-    for (const r of decodeRecords(buf, { maxOutput: 1 << 26 }).records) out.push({ offset: r.offset, value: r.value?.toString() ?? '', codec });
+    for (const r of decodeRecords(buf, { maxOutput: 1 << 26 }).records)
+      out.push({ offset: r.offset, value: r.value?.toString() ?? '', codec });
   }
   return out;
 }
@@ -128,7 +136,12 @@ describe('lib/append: reserve → parallel → commit in PartitionLog.appendAsyn
     // the corrupt one (call 1) finishes last; call 2 finishes first
     const runner = new DelayedRunner((i) => [10, 40, 0, 5][i] ?? 0);
     const log = await openWith(dir, runner, { compressionType: 'lz4' });
-    const p = [log.appendAsync(batch(0, 0, 5), { leaderEpoch: 0 }), log.appendAsync(corrupt(8), { leaderEpoch: 0 }), log.appendAsync(batch(0, 2, 3), { leaderEpoch: 0 }), log.appendAsync(batch(0, 3, 4), { leaderEpoch: 0 })];
+    const p = [
+      log.appendAsync(batch(0, 0, 5), { leaderEpoch: 0 }),
+      log.appendAsync(corrupt(8), { leaderEpoch: 0 }),
+      log.appendAsync(batch(0, 2, 3), { leaderEpoch: 0 }),
+      log.appendAsync(batch(0, 3, 4), { leaderEpoch: 0 }),
+    ];
     const settled = await Promise.allSettled(p);
     expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     const err = (settled[1] as PromiseRejectedResult).reason;
@@ -143,7 +156,20 @@ describe('lib/append: reserve → parallel → commit in PartitionLog.appendAsyn
     await Promise.all(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.written] : [])));
     const stored = await storedValues(log);
     expect(stored.map((s) => s.offset)).to.deep.equal([0n, 1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n, 11n]);
-    expect(stored.map((s) => s.value.split('-')[1])).to.deep.equal(['s0', 's0', 's0', 's0', 's0', 's2', 's2', 's2', 's3', 's3', 's3', 's3']);
+    expect(stored.map((s) => s.value.split('-')[1])).to.deep.equal([
+      's0',
+      's0',
+      's0',
+      's0',
+      's0',
+      's2',
+      's2',
+      's2',
+      's3',
+      's3',
+      's3',
+      's3',
+    ]);
     // the next reservation starts where the log ends
     const r = await log.appendAsync(batch(0, 4, 2), { leaderEpoch: 0 });
     expect(r.info.firstOffset).to.equal(12n);
@@ -156,7 +182,9 @@ describe('lib/append: reserve → parallel → commit in PartitionLog.appendAsyn
     const slow = log.appendAsync(batch(1, 0, 6, CompressionCodec.LZ4), { leaderEpoch: 0 }); // needs recompression
     const fast = log.appendAsync(batch(2, 0, 2, CompressionCodec.GZIP), { leaderEpoch: 0 }); // already gzip
     expect(log.pendingAppends).to.equal(2);
-    expect(() => log.append(batch(3, 0, 1, CompressionCodec.GZIP), { leaderEpoch: 0 })).to.throw(LogError).with.property('errorCode', ErrorCode.REQUEST_TIMED_OUT);
+    expect(() => log.append(batch(3, 0, 1, CompressionCodec.GZIP), { leaderEpoch: 0 }))
+      .to.throw(LogError)
+      .with.property('errorCode', ErrorCode.REQUEST_TIMED_OUT);
     const [a, b] = await Promise.all([slow, fast]);
     expect([a.info.firstOffset, b.info.firstOffset]).to.deep.equal([0n, 6n]);
     expect(runner.calls).to.equal(1); // the gzip batch never went to the runner
@@ -169,12 +197,18 @@ describe('lib/append: reserve → parallel → commit in PartitionLog.appendAsyn
     const runner = new DelayedRunner((i) => [30, 0, 10][i] ?? 0);
     const log = await PartitionLog.open(dir, 'topic', 0, config({ messageFormatVersion: '0.10.0' }), { recover: false, converter: runner });
     const set = (n: number, tag: string, codec: number): Buffer =>
-      buildMessageSet(Array.from({ length: n }, (_, i) => ({ key: null, value: Buffer.from(`${tag}-${i}`), timestamp: T0 + BigInt(i) })), { magic: 1, compression: codec });
+      buildMessageSet(
+        Array.from({ length: n }, (_, i) => ({ key: null, value: Buffer.from(`${tag}-${i}`), timestamp: T0 + BigInt(i) })),
+        { magic: 1, compression: codec },
+      );
     const sent = [set(5, 'a', CompressionCodec.GZIP), set(3, 'b', CompressionCodec.SNAPPY), set(4, 'c', CompressionCodec.LZ4)];
     // a producer that sets the wrapper offset wrongly: the count estimate is off, the commit corrects it
     (sent[1] as Buffer).writeBigInt64BE(0n, 0);
     const plain = buildMessageSet([{ key: null, value: Buffer.from('plain'), timestamp: T0 }], { magic: 1 });
-    const results = await Promise.all([...sent.map((b) => log.appendAsync(Buffer.from(b), { leaderEpoch: 0 })), log.appendAsync(plain, { leaderEpoch: 0 })]);
+    const results = await Promise.all([
+      ...sent.map((b) => log.appendAsync(Buffer.from(b), { leaderEpoch: 0 })),
+      log.appendAsync(plain, { leaderEpoch: 0 }),
+    ]);
     expect(runner.calls).to.equal(3); // the uncompressed set stayed on the fast path
     expect(results.map((r) => [r.info.firstOffset, r.info.lastOffset])).to.deep.equal([
       [0n, 4n],
@@ -228,9 +262,17 @@ describe('lib/append: reserve → parallel → commit in PartitionLog.appendAsyn
       for (let round = 0; round < 40; round++) {
         for (let producer = 0; producer < 5; producer++) {
           const n = 1 + Math.floor(rand() * 60);
-          const codec = [CompressionCodec.NONE, CompressionCodec.GZIP, CompressionCodec.LZ4, CompressionCodec.SNAPPY][Math.floor(rand() * 4)] as number;
+          const codec = [CompressionCodec.NONE, CompressionCodec.GZIP, CompressionCodec.LZ4, CompressionCodec.SNAPPY][
+            Math.floor(rand() * 4)
+          ] as number;
           pending.push({ producer, seq: round, n, p: log.appendAsync(batch(producer, round, n, codec), { leaderEpoch: 1 }) });
-          if (producer === 2) failures.push(log.appendAsync(corrupt(5), { leaderEpoch: 1 }).then(() => 'ok', (e: unknown) => (e as LogError).errorCode));
+          if (producer === 2)
+            failures.push(
+              log.appendAsync(corrupt(5), { leaderEpoch: 1 }).then(
+                () => 'ok',
+                (e: unknown) => (e as LogError).errorCode,
+              ),
+            );
         }
         if (round % 10 === 9) await new Promise((r) => setImmediate(r));
       }
@@ -248,7 +290,9 @@ describe('lib/append: reserve → parallel → commit in PartitionLog.appendAsyn
       // per producer: its records in its order
       for (let producer = 0; producer < 5; producer++) {
         const mine = stored.filter((s) => s.value.startsWith(`p${producer}-`)).map((s) => s.value.split('-').slice(1, 3).join('-'));
-        const want = pending.filter((x) => x.producer === producer).flatMap((x) => Array.from({ length: x.n }, (_, j) => `s${x.seq}-r${j}`));
+        const want = pending
+          .filter((x) => x.producer === producer)
+          .flatMap((x) => Array.from({ length: x.n }, (_, j) => `s${x.seq}-r${j}`));
         expect(mine).to.deep.equal(want);
       }
       if (workers > 0) expect(pool.stats.jobs).to.equal(240);

@@ -31,7 +31,10 @@ describe('client: pure parts', () => {
     expect(parseAddress('localhost')).to.deep.equal({ host: 'localhost', port: 9092 });
     expect(parseAddress('[::1]:9093')).to.deep.equal({ host: '::1', port: 9093 });
     expect(parseAddress('PLAINTEXT://b1:19092')).to.deep.equal({ host: 'b1', port: 19092 });
-    expect(parseBootstrap('a:1, b:2')).to.deep.equal([{ host: 'a', port: 1 }, { host: 'b', port: 2 }]);
+    expect(parseBootstrap('a:1, b:2')).to.deep.equal([
+      { host: 'a', port: 1 },
+      { host: 'b', port: 2 },
+    ]);
     expect(() => parseAddress('a:0')).to.throw(RangeError);
     expect(() => parseBootstrap(' , ')).to.throw(RangeError);
   });
@@ -71,8 +74,15 @@ describe('client: pure parts', () => {
   });
 
   it('Kafka errors name the API, the broker and NAME (code)', () => {
-    const e = kafkaError(36, { api: 'CreateTopics', broker: 'broker 1 (127.0.0.1:9092)', subject: "topic 'x'", message: "Topic 'x' already exists." });
-    expect(e.message).to.equal("CreateTopics on broker 1 (127.0.0.1:9092): topic 'x': TOPIC_ALREADY_EXISTS (36): Topic 'x' already exists.");
+    const e = kafkaError(36, {
+      api: 'CreateTopics',
+      broker: 'broker 1 (127.0.0.1:9092)',
+      subject: "topic 'x'",
+      message: "Topic 'x' already exists.",
+    });
+    expect(e.message).to.equal(
+      "CreateTopics on broker 1 (127.0.0.1:9092): topic 'x': TOPIC_ALREADY_EXISTS (36): Topic 'x' already exists.",
+    );
     expect(e.code).to.equal(ClientErrorCode.KAFKA);
     expect(e.kafkaError).to.equal('TOPIC_ALREADY_EXISTS');
     expect(e.retriable).to.equal(false);
@@ -118,12 +128,16 @@ function scriptedBroker(): Promise<{ server: net.Server; port: number; versionsA
             { apiKey: 3, minVersion: 0, maxVersion: 12 },
             { apiKey: 11, minVersion: 0, maxVersion: 6 },
           ];
-          s.write(encodeResponse(18, header.apiVersion, header.correlationId, { errorCode: 0, apiKeys, throttleTimeMs: 0 }, { sizePrefix: true }));
+          s.write(
+            encodeResponse(18, header.apiVersion, header.correlationId, { errorCode: 0, apiKeys, throttleTimeMs: 0 }, { sizePrefix: true }),
+          );
         }
       }
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as net.AddressInfo).port, versionsAsked })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as net.AddressInfo).port, versionsAsked })),
+  );
 }
 
 describe('client: connection', () => {

@@ -16,8 +16,23 @@ function segment(): { log: Buffer; positions: number[] } {
     headers: i % 2 === 0 ? [{ key: 'h', value: Buffer.from(`v${i}`) }] : [],
   });
   const b1 = buildRecordBatch([rec(0), rec(1), rec(2, { key: null })], { baseOffset: 0n, partitionLeaderEpoch: 0 });
-  const b2 = buildRecordBatch([rec(3), rec(4)], { baseOffset: 3n, partitionLeaderEpoch: 1, isTransactional: true, producerId: 7n, producerEpoch: 0, baseSequence: 0 });
-  const b3 = buildEndTxnBatch({ type: ControlRecordType.COMMIT, producerId: 7n, producerEpoch: 0, coordinatorEpoch: 5, timestamp: TS + 10n, baseOffset: 5n, partitionLeaderEpoch: 1 });
+  const b2 = buildRecordBatch([rec(3), rec(4)], {
+    baseOffset: 3n,
+    partitionLeaderEpoch: 1,
+    isTransactional: true,
+    producerId: 7n,
+    producerEpoch: 0,
+    baseSequence: 0,
+  });
+  const b3 = buildEndTxnBatch({
+    type: ControlRecordType.COMMIT,
+    producerId: 7n,
+    producerEpoch: 0,
+    coordinatorEpoch: 5,
+    timestamp: TS + 10n,
+    baseOffset: 5n,
+    partitionLeaderEpoch: 1,
+  });
   const b4 = buildRecordBatch([rec(6)], { baseOffset: 6n, partitionLeaderEpoch: 1, producerId: 9n, producerEpoch: 2, baseSequence: 12 });
   b4[b4.length - 1] = (b4[b4.length - 1] as number) ^ 0xff; // corrupt: the CRC no longer matches
   const tail = Buffer.from([0, 0, 0, 0, 0, 0, 0, 7, 0, 0]); // a cut-short entry
@@ -40,7 +55,12 @@ describe('cli: debug dump-log', function () {
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'gregor-dump-'));
     const base = '00000000000000000000';
-    files = { log: join(dir, `${base}.log`), index: join(dir, `${base}.index`), timeindex: join(dir, `${base}.timeindex`), txnindex: join(dir, `${base}.txnindex`) };
+    files = {
+      log: join(dir, `${base}.log`),
+      index: join(dir, `${base}.index`),
+      timeindex: join(dir, `${base}.timeindex`),
+      txnindex: join(dir, `${base}.txnindex`),
+    };
     const { log, positions } = segment();
     writeFileSync(files.log, log);
     const index = Buffer.alloc(8 * 3);
@@ -78,7 +98,9 @@ describe('cli: debug dump-log', function () {
   it('--print-data: every record, control records as their marker (text and JSON)', async () => {
     const r = await cliOk(['debug', 'dump-log', '--print-data', files.log]);
     golden('dump-log-print-data.txt', norm(r.out));
-    expect(r.out).to.contain('| offset: 5 CreateTime: 1700000000010 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 5');
+    expect(r.out).to.contain(
+      '| offset: 5 CreateTime: 1700000000010 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 5',
+    );
     const j = await cliOk(['debug', 'dump-log', '--print-data', '--format', 'json', files.log]);
     golden('dump-log-print-data.json', norm(j.out));
     const doc = JSON.parse(j.out) as { entries: { records?: { value?: string }[] }[]; invalidBytes: number }[];
@@ -96,12 +118,20 @@ describe('cli: debug dump-log', function () {
   it('compressed batches are decoded; --encoding applies to keys and values', async () => {
     const f = join(dir, '00000000000000000100.log');
     const recs = [0, 1].map((i) => ({ key: Buffer.from([0, i]), value: Buffer.from(`zz-${i}`), timestamp: TS }));
-    writeFileSync(f, Buffer.concat([buildRecordBatch(recs, { baseOffset: 100n, compression: CompressionCodec.GZIP }), buildRecordBatch(recs, { baseOffset: 102n, compression: CompressionCodec.ZSTD })]));
+    writeFileSync(
+      f,
+      Buffer.concat([
+        buildRecordBatch(recs, { baseOffset: 100n, compression: CompressionCodec.GZIP }),
+        buildRecordBatch(recs, { baseOffset: 102n, compression: CompressionCodec.ZSTD }),
+      ]),
+    );
     const r = await cliOk(['debug', 'dump-log', '-d', '-E', 'hex', f]);
     expect(r.out).to.contain('Log starting offset: 100');
     expect(r.out).to.match(/compresscodec: gzip crc: \d+ isvalid: true/);
     expect(r.out).to.match(/compresscodec: zstd crc: \d+ isvalid: true/);
-    expect(r.out).to.contain('| offset: 103 CreateTime: 1700000000000 keySize: 2 valueSize: 4 sequence: -1 headerKeys: [] key: 0001 payload: 7a7a2d31');
+    expect(r.out).to.contain(
+      '| offset: 103 CreateTime: 1700000000000 keySize: 2 valueSize: 4 sequence: -1 headerKeys: [] key: 0001 payload: 7a7a2d31',
+    );
   });
 
   it('files that are not segments, or missing, fail with exit 1', async () => {

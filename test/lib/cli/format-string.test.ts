@@ -21,7 +21,15 @@ const rec: FetchedRecord = {
 describe('cli: kcat-style format strings', () => {
   it('every token, with the raw bytes in utf8 mode', () => {
     const out = compileFormat('%t %p %o %k %v %h %T %K %V %S %%\\n', 'utf8')(rec);
-    expect(out.equals(Buffer.concat([Buffer.from('orders 2 41 k1 '), Buffer.from([0x68, 0x69, 0x00, 0xff]), Buffer.from(' a=1,b= 1700000000000 2 4 4 %\n')]))).to.equal(true);
+    expect(
+      out.equals(
+        Buffer.concat([
+          Buffer.from('orders 2 41 k1 '),
+          Buffer.from([0x68, 0x69, 0x00, 0xff]),
+          Buffer.from(' a=1,b= 1700000000000 2 4 4 %\n'),
+        ]),
+      ),
+    ).to.equal(true);
   });
 
   it('escape and hex encodings apply to keys, values and header values', () => {

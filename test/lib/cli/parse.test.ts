@@ -1,6 +1,15 @@
 import { expect } from 'chai';
 import { UsageError } from '../../../lib/cli/errors.js';
-import { parseAcks, parseCompression, parseDuration, parseKeyValue, parseOffsetSpec, parsePartitionList, parseTimestamp, parseTopicPartitions } from '../../../lib/cli/parse.js';
+import {
+  parseAcks,
+  parseCompression,
+  parseDuration,
+  parseKeyValue,
+  parseOffsetSpec,
+  parsePartitionList,
+  parseTimestamp,
+  parseTopicPartitions,
+} from '../../../lib/cli/parse.js';
 import { parseTime } from '../../../lib/cli/commands/offsets.js';
 
 describe('cli: value parsers', () => {
@@ -12,7 +21,10 @@ describe('cli: value parsers', () => {
     expect(parseOffsetSpec('-5')).to.deep.equal({ kind: 'relative', count: 5n });
     expect(parseOffsetSpec('@1700000000000')).to.deep.equal({ kind: 'timestamp', timestamp: 1700000000000n });
     expect(parseOffsetSpec('s@1700000000000')).to.deep.equal({ kind: 'timestamp', timestamp: 1700000000000n });
-    expect(parseOffsetSpec('@2024-05-01T12:00:00Z')).to.deep.equal({ kind: 'timestamp', timestamp: BigInt(Date.parse('2024-05-01T12:00:00Z')) });
+    expect(parseOffsetSpec('@2024-05-01T12:00:00Z')).to.deep.equal({
+      kind: 'timestamp',
+      timestamp: BigInt(Date.parse('2024-05-01T12:00:00Z')),
+    });
     for (const bad of ['', 'later', '1.5', '@yesterday', '+3']) expect(() => parseOffsetSpec(bad), bad).to.throw(UsageError);
   });
 
@@ -46,6 +58,11 @@ describe('cli: value parsers', () => {
     expect(() => parseAcks('2')).to.throw(UsageError);
     expect(['none', 'gzip', 'snappy', 'lz4', 'zstd'].map(parseCompression)).to.deep.equal([0, 1, 2, 3, 4]);
     expect(() => parseCompression('brotli')).to.throw(UsageError);
-    expect([parseTime('earliest'), parseTime('latest'), parseTime('max-timestamp'), parseTime('1700000000000')]).to.deep.equal([-2n, -1n, -3n, 1700000000000n]);
+    expect([parseTime('earliest'), parseTime('latest'), parseTime('max-timestamp'), parseTime('1700000000000')]).to.deep.equal([
+      -2n,
+      -1n,
+      -3n,
+      1700000000000n,
+    ]);
   });
 });

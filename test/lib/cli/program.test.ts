@@ -7,7 +7,12 @@ describe('cli: command line and exit codes', function () {
   this.timeout(30_000);
 
   it('--help documents the commands, the exit codes and KAFKA_BOOTSTRAP_SERVERS (exit 0)', async () => {
-    for (const args of [['topic', '--help'], ['consume', '--help'], ['group', 'seek', '--help'], ['cluster', 'help', 'health']]) {
+    for (const args of [
+      ['topic', '--help'],
+      ['consume', '--help'],
+      ['group', 'seek', '--help'],
+      ['cluster', 'help', 'health'],
+    ]) {
       const r = await runCli(args);
       expect(r.code, args.join(' ')).to.equal(0);
       expect(r.out, args.join(' ')).to.contain('Exit codes:');

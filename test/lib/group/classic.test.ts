@@ -9,14 +9,32 @@ const meta = Buffer.from('subscription');
 
 function join(t: TestCoordinator, o: Partial<JoinGroupParams> = {}) {
   return t.coordinator.classic.joinGroup({
-    groupId: 'g', memberId: '', groupInstanceId: null, requireKnownMemberId: false, supportSkippingAssignment: false,
-    clientId: 'c', clientHost: '/127.0.0.1', rebalanceTimeoutMs: 10_000, sessionTimeoutMs: 10_000, protocolType: 'consumer',
-    protocols: [{ name: 'range', metadata: meta }], reason: null, ...o,
+    groupId: 'g',
+    memberId: '',
+    groupInstanceId: null,
+    requireKnownMemberId: false,
+    supportSkippingAssignment: false,
+    clientId: 'c',
+    clientHost: '/127.0.0.1',
+    rebalanceTimeoutMs: 10_000,
+    sessionTimeoutMs: 10_000,
+    protocolType: 'consumer',
+    protocols: [{ name: 'range', metadata: meta }],
+    reason: null,
+    ...o,
   });
 }
 
 function sync(t: TestCoordinator, memberId: string, generationId: number, assignments: { memberId: string; assignment: Buffer }[] = []) {
-  return t.coordinator.classic.syncGroup({ groupId: 'g', generationId, memberId, groupInstanceId: null, protocolType: null, protocolName: null, assignments });
+  return t.coordinator.classic.syncGroup({
+    groupId: 'g',
+    generationId,
+    memberId,
+    groupInstanceId: null,
+    protocolType: null,
+    protocolName: null,
+    assignments,
+  });
 }
 
 const group = (t: TestCoordinator) => t.coordinator.groups.get('g') as ClassicGroup;
@@ -38,7 +56,13 @@ describe('classic group coordinator', () => {
     expect(first.errorCode).to.equal(ErrorCode.MEMBER_ID_REQUIRED);
     expect(first.memberId).to.match(/^cli-[0-9a-f-]{36}$/);
     const second = await join(t, { memberId: first.memberId, requireKnownMemberId: true });
-    expect(second).to.include({ errorCode: ErrorCode.NONE, memberId: first.memberId, generationId: 1, leaderId: first.memberId, protocolName: 'range' });
+    expect(second).to.include({
+      errorCode: ErrorCode.NONE,
+      memberId: first.memberId,
+      generationId: 1,
+      leaderId: first.memberId,
+      protocolName: 'range',
+    });
     expect(second.members.map((m) => m.memberId)).to.deep.equal([first.memberId]);
   });
 
@@ -72,8 +96,18 @@ describe('classic group coordinator', () => {
   });
 
   it('selects the protocol most members prefer among those all support', async () => {
-    const p1 = join(t, { protocols: [{ name: 'roundrobin', metadata: meta }, { name: 'range', metadata: meta }] });
-    const p2 = join(t, { protocols: [{ name: 'range', metadata: meta }, { name: 'roundrobin', metadata: meta }] });
+    const p1 = join(t, {
+      protocols: [
+        { name: 'roundrobin', metadata: meta },
+        { name: 'range', metadata: meta },
+      ],
+    });
+    const p2 = join(t, {
+      protocols: [
+        { name: 'range', metadata: meta },
+        { name: 'roundrobin', metadata: meta },
+      ],
+    });
     const p3 = join(t, { protocols: [{ name: 'range', metadata: meta }] });
     const rs = await Promise.all([p1, p2, p3]);
     for (const r of rs) expect(r.protocolName).to.equal('range');
@@ -134,7 +168,15 @@ describe('classic group coordinator', () => {
     const s2 = join(t, { clientId: 's', groupInstanceId: 'i-s' });
     expect(group(t).state).to.equal(ClassicGroupState.PREPARING_REBALANCE);
     expect(t.coordinator.classic.heartbeat('g', a.memberId, null, 1)).to.equal(ErrorCode.REBALANCE_IN_PROGRESS);
-    const old = await t.coordinator.classic.syncGroup({ groupId: 'g', generationId: 1, memberId: s.memberId, groupInstanceId: 'i-s', protocolType: null, protocolName: null, assignments: [] });
+    const old = await t.coordinator.classic.syncGroup({
+      groupId: 'g',
+      generationId: 1,
+      memberId: s.memberId,
+      groupInstanceId: 'i-s',
+      protocolType: null,
+      protocolName: null,
+      assignments: [],
+    });
     expect(old.errorCode).to.equal(ErrorCode.FENCED_INSTANCE_ID);
     const [a2, s3] = await Promise.all([join(t, { memberId: a.memberId, clientId: 'a' }), s2]);
     expect([a2.generationId, s3.generationId]).to.deep.equal([2, 2]);
@@ -146,7 +188,9 @@ describe('classic group coordinator', () => {
     const a = await join(t);
     await sync(t, a.memberId, 1, []);
     expect(t.coordinator.classic.heartbeat('g', a.memberId, 'i-nobody', 1)).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    expect(t.coordinator.classic.leaveGroup(group(t), [{ memberId: a.memberId, groupInstanceId: 'i-nobody', reason: null }])).to.deep.equal([ErrorCode.UNKNOWN_MEMBER_ID]);
+    expect(t.coordinator.classic.leaveGroup(group(t), [{ memberId: a.memberId, groupInstanceId: 'i-nobody', reason: null }])).to.deep.equal(
+      [ErrorCode.UNKNOWN_MEMBER_ID],
+    );
     expect(t.coordinator.classic.heartbeat('g', a.memberId, null, 1)).to.equal(ErrorCode.NONE);
   });
 
@@ -192,8 +236,12 @@ describe('classic group coordinator', () => {
     const a = await join(t, { groupInstanceId: 'i-a' });
     await sync(t, a.memberId, 1, []);
     const g = group(t);
-    expect(t.coordinator.classic.leaveGroup(g, [{ memberId: 'x', groupInstanceId: null, reason: null }])).to.deep.equal([ErrorCode.UNKNOWN_MEMBER_ID]);
-    expect(t.coordinator.classic.leaveGroup(g, [{ memberId: 'x', groupInstanceId: 'i-a', reason: null }])).to.deep.equal([ErrorCode.FENCED_INSTANCE_ID]);
+    expect(t.coordinator.classic.leaveGroup(g, [{ memberId: 'x', groupInstanceId: null, reason: null }])).to.deep.equal([
+      ErrorCode.UNKNOWN_MEMBER_ID,
+    ]);
+    expect(t.coordinator.classic.leaveGroup(g, [{ memberId: 'x', groupInstanceId: 'i-a', reason: null }])).to.deep.equal([
+      ErrorCode.FENCED_INSTANCE_ID,
+    ]);
     expect(t.coordinator.classic.leaveGroup(g, [{ memberId: '', groupInstanceId: 'i-a', reason: 'bye' }])).to.deep.equal([ErrorCode.NONE]);
     await new Promise((r) => setImmediate(r));
     expect(g.state).to.equal(ClassicGroupState.EMPTY);

@@ -16,15 +16,38 @@ type Hb = Awaited<ReturnType<TestCoordinator['coordinator']['consumer']['heartbe
 
 function hb(t: TestCoordinator, o: Partial<ConsumerGroupHeartbeatRequest>): Promise<Hb> {
   return t.coordinator.consumer.heartbeat(
-    { groupId: 'rg', memberId: 'A', memberEpoch: 0, instanceId: null, rackId: null, rebalanceTimeoutMs: 30000, subscribedTopicNames: [], subscribedTopicRegex: '^re-.*', serverAssignor: null, topicPartitions: [], ...o },
-    1, 'client', '/127.0.0.1',
+    {
+      groupId: 'rg',
+      memberId: 'A',
+      memberEpoch: 0,
+      instanceId: null,
+      rackId: null,
+      rebalanceTimeoutMs: 30000,
+      subscribedTopicNames: [],
+      subscribedTopicRegex: '^re-.*',
+      serverAssignor: null,
+      topicPartitions: [],
+      ...o,
+    },
+    1,
+    'client',
+    '/127.0.0.1',
   );
 }
 /** A regular heartbeat reporting `owned` (what the member holds after the previous response). */
 const next = (t: TestCoordinator, memberId: string, r: Hb, owned = r.assignment?.topicPartitions ?? []) =>
-  hb(t, { memberId, memberEpoch: r.memberEpoch, rebalanceTimeoutMs: -1, subscribedTopicNames: null, subscribedTopicRegex: null, topicPartitions: owned });
+  hb(t, {
+    memberId,
+    memberEpoch: r.memberEpoch,
+    rebalanceTimeoutMs: -1,
+    subscribedTopicNames: null,
+    subscribedTopicRegex: null,
+    topicPartitions: owned,
+  });
 const names = (t: TestCoordinator, r: Hb) =>
-  (r.assignment?.topicPartitions ?? []).flatMap((tp) => tp.partitions.map((p) => `${[...t.topics].find(([, v]) => v.topicId === tp.topicId)?.[0]}-${p}`)).sort();
+  (r.assignment?.topicPartitions ?? [])
+    .flatMap((tp) => tp.partitions.map((p) => `${[...t.topics].find(([, v]) => v.topicId === tp.topicId)?.[0]}-${p}`))
+    .sort();
 const group = (t: TestCoordinator) => t.coordinator.groups.get('rg') as ConsumerGroup;
 const changed = (t: TestCoordinator) => t.coordinator.consumer.topicsChanged(t.coordinator.groups.values());
 
@@ -83,12 +106,22 @@ describe('KIP-848 regex subscriptions (broker-side resolution)', () => {
 
   it('a member changing its regex is re-resolved at once; an empty regex unsubscribes', async () => {
     const r = await hb(t, {});
-    const r2 = await hb(t, { memberEpoch: r.memberEpoch, subscribedTopicRegex: 'oth.r', subscribedTopicNames: null, topicPartitions: r.assignment?.topicPartitions ?? [] });
+    const r2 = await hb(t, {
+      memberEpoch: r.memberEpoch,
+      subscribedTopicRegex: 'oth.r',
+      subscribedTopicNames: null,
+      topicPartitions: r.assignment?.topicPartitions ?? [],
+    });
     expect(names(t, r2)).to.deep.equal([]); // revoking re-*
     const r3 = await next(t, 'A', r2);
     expect(names(t, r3)).to.deep.equal(['other-0', 'other-1', 'other-2', 'other-3']);
     expect([...group(t).resolvedRegexes.keys()]).to.deep.equal(['oth.r']);
-    const r4 = await hb(t, { memberEpoch: r3.memberEpoch, subscribedTopicRegex: '', subscribedTopicNames: null, topicPartitions: r3.assignment?.topicPartitions ?? [] });
+    const r4 = await hb(t, {
+      memberEpoch: r3.memberEpoch,
+      subscribedTopicRegex: '',
+      subscribedTopicNames: null,
+      topicPartitions: r3.assignment?.topicPartitions ?? [],
+    });
     const r5 = await next(t, 'A', r4);
     expect(names(t, r5)).to.deep.equal([]);
     expect(group(t).resolvedRegexes.size).to.equal(0);
@@ -97,7 +130,9 @@ describe('KIP-848 regex subscriptions (broker-side resolution)', () => {
   it('an invalid regex gets INVALID_REGULAR_EXPRESSION (128) with Kafka message, and changes nothing', async () => {
     const bad = await hb(t, { subscribedTopicRegex: '^re-(?=x)' });
     expect(bad.errorCode).to.equal(128);
-    expect(bad.errorMessage).to.equal('SubscribedTopicRegex `^re-(?=x)` is not a valid regular expression: invalid or unsupported Perl syntax.');
+    expect(bad.errorMessage).to.equal(
+      'SubscribedTopicRegex `^re-(?=x)` is not a valid regular expression: invalid or unsupported Perl syntax.',
+    );
     expect(t.coordinator.groups.has('rg')).to.equal(false);
     const r = await hb(t, {});
     const bad2 = await hb(t, { memberEpoch: r.memberEpoch, subscribedTopicRegex: '[', subscribedTopicNames: null, topicPartitions: null });
@@ -109,7 +144,9 @@ describe('KIP-848 regex subscriptions (broker-side resolution)', () => {
   it('joining with an empty subscription is accepted, as Kafka 4 does', async () => {
     expect((await hb(t, { subscribedTopicRegex: '' })).errorCode).to.equal(ErrorCode.NONE);
     expect((await hb(t, { memberId: 'B', subscribedTopicRegex: null, subscribedTopicNames: [] })).errorCode).to.equal(ErrorCode.NONE);
-    expect((await hb(t, { memberId: 'C', subscribedTopicRegex: null, subscribedTopicNames: null })).errorCode).to.equal(ErrorCode.INVALID_REQUEST);
+    expect((await hb(t, { memberId: 'C', subscribedTopicRegex: null, subscribedTopicNames: null })).errorCode).to.equal(
+      ErrorCode.INVALID_REQUEST,
+    );
   });
 
   it('after a reload the regex is resolved again from the persisted member record', async () => {

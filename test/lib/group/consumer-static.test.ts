@@ -10,15 +10,36 @@ type Hb = Awaited<ReturnType<TestCoordinator['coordinator']['consumer']['heartbe
 
 function hb(t: TestCoordinator, o: Partial<ConsumerGroupHeartbeatRequest>): Promise<Hb> {
   return t.coordinator.consumer.heartbeat(
-    { groupId: 'sg', memberId: '', memberEpoch: 0, instanceId: null, rackId: null, rebalanceTimeoutMs: 30000, subscribedTopicNames: ['t'], subscribedTopicRegex: null, serverAssignor: null, topicPartitions: [], ...o },
-    1, 'client', '/127.0.0.1',
+    {
+      groupId: 'sg',
+      memberId: '',
+      memberEpoch: 0,
+      instanceId: null,
+      rackId: null,
+      rebalanceTimeoutMs: 30000,
+      subscribedTopicNames: ['t'],
+      subscribedTopicRegex: null,
+      serverAssignor: null,
+      topicPartitions: [],
+      ...o,
+    },
+    1,
+    'client',
+    '/127.0.0.1',
   );
 }
 const group = (t: TestCoordinator) => t.coordinator.groups.get('sg') as ConsumerGroup;
 const held = (t: TestCoordinator, memberId: string) => [...(group(t).members.get(memberId)?.assignedPartitions.get(T) ?? [])].sort();
 const owned = (t: TestCoordinator, memberId: string) => [{ topicId: T, partitions: held(t, memberId) }];
 /** A regular heartbeat of a member reporting what it holds (instance id only in full requests, as librdkafka). */
-const beat = (t: TestCoordinator, memberId: string) => hb(t, { memberId, memberEpoch: group(t).members.get(memberId)?.memberEpoch ?? 0, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: owned(t, memberId) });
+const beat = (t: TestCoordinator, memberId: string) =>
+  hb(t, {
+    memberId,
+    memberEpoch: group(t).members.get(memberId)?.memberEpoch ?? 0,
+    rebalanceTimeoutMs: -1,
+    subscribedTopicNames: null,
+    topicPartitions: owned(t, memberId),
+  });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A (dynamic) and B (static, instance "ib") share the topic's 6 partitions, Stable. */
@@ -47,7 +68,14 @@ describe('KIP-848 static membership', () => {
     const epoch = group(t).groupEpoch;
     const bParts = held(t, 'B');
     const aParts = held(t, 'A');
-    const left = await hb(t, { memberId: 'B', instanceId: 'ib', memberEpoch: -2, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null });
+    const left = await hb(t, {
+      memberId: 'B',
+      instanceId: 'ib',
+      memberEpoch: -2,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+    });
     expect(left).to.include({ errorCode: ErrorCode.NONE, memberEpoch: -2, memberId: 'B' });
     expect(group(t).currentPartitionEpoch(T, bParts[0] as number)).to.equal(-2); // still held
     const a = await beat(t, 'A');
@@ -61,7 +89,14 @@ describe('KIP-848 static membership', () => {
     expect([a2.memberEpoch, a2.assignment, held(t, 'A')]).to.deep.equal([epoch, null, aParts]);
     expect(group(t).state).to.equal('Stable');
     // The replaced member is fenced by its instance id; the replacement is durable.
-    const old = await hb(t, { memberId: 'B', instanceId: 'ib', memberEpoch: epoch, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null });
+    const old = await hb(t, {
+      memberId: 'B',
+      instanceId: 'ib',
+      memberEpoch: epoch,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+    });
     expect(old.errorCode).to.equal(ErrorCode.FENCED_INSTANCE_ID);
     t.coordinator.shutdown();
     const t2 = testCoordinator({ 'group.consumer.session.timeout.ms': SESSION_MS }, { logs: t.logs });
@@ -76,7 +111,14 @@ describe('KIP-848 static membership', () => {
   it('a static member that left and does not come back is removed after the session timeout; the others get its partitions', async () => {
     await twoMembers(t);
     const epoch = group(t).groupEpoch;
-    await hb(t, { memberId: 'B', instanceId: 'ib', memberEpoch: -2, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null });
+    await hb(t, {
+      memberId: 'B',
+      instanceId: 'ib',
+      memberEpoch: -2,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+    });
     for (let waited = 0; group(t).members.has('B') && waited < SESSION_MS * 3; waited += 100) {
       await sleep(100);
       await beat(t, 'A');
@@ -109,7 +151,14 @@ describe('KIP-848 static membership', () => {
   it('a static member rejoining with another subscription takes over but triggers a rebalance', async () => {
     await twoMembers(t);
     const epoch = group(t).groupEpoch;
-    await hb(t, { memberId: 'B', instanceId: 'ib', memberEpoch: -2, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null });
+    await hb(t, {
+      memberId: 'B',
+      instanceId: 'ib',
+      memberEpoch: -2,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+    });
     const back = await hb(t, { memberId: 'B5', instanceId: 'ib', subscribedTopicNames: ['t', 'missing'] });
     expect(back.errorCode).to.equal(ErrorCode.NONE);
     expect(group(t).groupEpoch).to.equal(epoch + 1);
@@ -121,7 +170,14 @@ describe('KIP-848 static membership', () => {
     await hb(t, { memberId: 'A' });
     await beat(t, 'B'); // asked to revoke three
     expect(group(t).members.get('B')?.partitionsPendingRevocation.get(T)?.size).to.equal(3);
-    await hb(t, { memberId: 'B', instanceId: 'ib', memberEpoch: -2, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null });
+    await hb(t, {
+      memberId: 'B',
+      instanceId: 'ib',
+      memberEpoch: -2,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+    });
     await beat(t, 'A');
     expect(held(t, 'A')).to.have.length(3); // the released ones, at once
     expect(held(t, 'B')).to.have.length(3); // the kept ones, still B's
@@ -129,9 +185,23 @@ describe('KIP-848 static membership', () => {
 
   it('leave with an unknown or stale instance id is refused as Kafka does', async () => {
     await twoMembers(t);
-    const unknown = await hb(t, { memberId: 'B', instanceId: 'nope', memberEpoch: -2, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null });
+    const unknown = await hb(t, {
+      memberId: 'B',
+      instanceId: 'nope',
+      memberEpoch: -2,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+    });
     expect(unknown.errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    const fenced = await hb(t, { memberId: 'Z', instanceId: 'ib', memberEpoch: -2, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: null });
+    const fenced = await hb(t, {
+      memberId: 'Z',
+      instanceId: 'ib',
+      memberEpoch: -2,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+    });
     expect(fenced.errorCode).to.equal(ErrorCode.FENCED_INSTANCE_ID);
     expect(group(t).members.get('B')?.memberEpoch).to.equal(group(t).groupEpoch);
   });

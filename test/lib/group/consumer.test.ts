@@ -29,8 +29,22 @@ describe('KIP-848 assignors', () => {
 
 function hb(t: TestCoordinator, o: Partial<ConsumerGroupHeartbeatRequest>) {
   return t.coordinator.consumer.heartbeat(
-    { groupId: 'cg', memberId: '', memberEpoch: 0, instanceId: null, rackId: null, rebalanceTimeoutMs: 30000, subscribedTopicNames: ['t'], subscribedTopicRegex: null, serverAssignor: null, topicPartitions: [], ...o },
-    1, 'client', '/127.0.0.1',
+    {
+      groupId: 'cg',
+      memberId: '',
+      memberEpoch: 0,
+      instanceId: null,
+      rackId: null,
+      rebalanceTimeoutMs: 30000,
+      subscribedTopicNames: ['t'],
+      subscribedTopicRegex: null,
+      serverAssignor: null,
+      topicPartitions: [],
+      ...o,
+    },
+    1,
+    'client',
+    '/127.0.0.1',
   );
 }
 const parts = (r: Awaited<ReturnType<typeof hb>>) => r.assignment?.topicPartitions.flatMap((tp) => tp.partitions) ?? [];
@@ -51,11 +65,23 @@ describe('KIP-848 ConsumerGroupHeartbeat', () => {
     const b = await hb(t, { memberId: 'B' });
     expect(b.memberEpoch).to.equal(2);
     expect(parts(b)).to.deep.equal([]); // its partitions are still owned by A
-    const a2 = await hb(t, { memberId: 'A', memberEpoch: 1, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: [{ topicId: T, partitions: [0, 1, 2, 3, 4, 5] }] });
+    const a2 = await hb(t, {
+      memberId: 'A',
+      memberEpoch: 1,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: [{ topicId: T, partitions: [0, 1, 2, 3, 4, 5] }],
+    });
     expect(a2.memberEpoch).to.equal(1); // still revoking
     expect(parts(a2)).to.have.length(3);
     const kept = parts(a2);
-    const a3 = await hb(t, { memberId: 'A', memberEpoch: 1, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: [{ topicId: T, partitions: kept }] });
+    const a3 = await hb(t, {
+      memberId: 'A',
+      memberEpoch: 1,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: [{ topicId: T, partitions: kept }],
+    });
     expect(a3.memberEpoch).to.equal(2);
     const b2 = await hb(t, { memberId: 'B', memberEpoch: 2, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: [] });
     expect(parts(b2).concat(kept).sort()).to.deep.equal([0, 1, 2, 3, 4, 5]);
@@ -68,7 +94,22 @@ describe('KIP-848 ConsumerGroupHeartbeat', () => {
     expect((await hb(t, { memberId: 'Z', memberEpoch: 1, topicPartitions: null })).errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
     expect((await hb(t, { memberId: 'C', serverAssignor: 'nope' })).errorCode).to.equal(ErrorCode.UNSUPPORTED_ASSIGNOR);
     expect((await hb(t, { memberId: 'C', rebalanceTimeoutMs: -1 })).errorCode).to.equal(ErrorCode.INVALID_REQUEST);
-    const join = (o: object) => t.coordinator.classic.joinGroup({ groupId: 'cg', memberId: '', groupInstanceId: null, requireKnownMemberId: false, supportSkippingAssignment: false, clientId: 'c', clientHost: 'h', rebalanceTimeoutMs: 10000, sessionTimeoutMs: 10000, protocolType: 'consumer', protocols: [{ name: 'range', metadata: Buffer.alloc(0) }], reason: null, ...o });
+    const join = (o: object) =>
+      t.coordinator.classic.joinGroup({
+        groupId: 'cg',
+        memberId: '',
+        groupInstanceId: null,
+        requireKnownMemberId: false,
+        supportSkippingAssignment: false,
+        clientId: 'c',
+        clientHost: 'h',
+        rebalanceTimeoutMs: 10000,
+        sessionTimeoutMs: 10000,
+        protocolType: 'consumer',
+        protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+        reason: null,
+        ...o,
+      });
     // Kafka serves classic members in a consumer group, but only of the consumer protocol type and with a readable subscription.
     expect((await join({ protocolType: 'connect' })).errorCode).to.equal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
     expect((await join({})).errorCode).to.equal(ErrorCode.UNKNOWN_SERVER_ERROR);

@@ -9,7 +9,20 @@ describe('group admin views: ListGroups while loading', () => {
     const first = testCoordinator();
     await first.coordinator.startup();
     await first.coordinator.whenLoaded();
-    const commit = (groupId: string) => ({ groupId, memberId: '', groupInstanceId: null, generationIdOrMemberEpoch: -1, retentionTimeMs: -1, apiVersion: 8, topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1, committedMetadata: '' }] }] });
+    const commit = (groupId: string) => ({
+      groupId,
+      memberId: '',
+      groupInstanceId: null,
+      generationIdOrMemberEpoch: -1,
+      retentionTimeMs: -1,
+      apiVersion: 8,
+      topics: [
+        {
+          name: 't',
+          partitions: [{ partitionIndex: 0, committedOffset: 1n, committedLeaderEpoch: -1, commitTimestamp: -1, committedMetadata: '' }],
+        },
+      ],
+    });
     // Groups on two different partitions.
     const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
     for (const id of ids) await commitOffsets(first.coordinator, commit(id), () => true);

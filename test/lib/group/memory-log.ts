@@ -37,7 +37,10 @@ export interface TestCoordinator {
   topics: Map<string, { topicId: string; partitions: number }>;
 }
 
-export function testCoordinator(config: Record<string, string | ConfigValue> = {}, opts: { logs?: MemoryLog[]; topics?: Map<string, { topicId: string; partitions: number }>; logger?: Logger } = {}): TestCoordinator {
+export function testCoordinator(
+  config: Record<string, string | ConfigValue> = {},
+  opts: { logs?: MemoryLog[]; topics?: Map<string, { topicId: string; partitions: number }>; logger?: Logger } = {},
+): TestCoordinator {
   const cfg = new BrokerConfig({ overrides: { 'offsets.topic.num.partitions': 4, 'group.initial.rebalance.delay.ms': 0, ...config } });
   const n = cfg.int('offsets.topic.num.partitions');
   const logs = opts.logs ?? Array.from({ length: n }, () => new MemoryLog());

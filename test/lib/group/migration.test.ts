@@ -6,7 +6,10 @@
  */
 import { expect } from 'chai';
 import { Writer } from '../../../protocol/codec/writer.js';
-import { type ConsumerProtocolSubscription, ConsumerProtocolSubscriptionSchema } from '../../../protocol/generated/data/consumer-protocol-subscription.js';
+import {
+  type ConsumerProtocolSubscription,
+  ConsumerProtocolSubscriptionSchema,
+} from '../../../protocol/generated/data/consumer-protocol-subscription.js';
 import type { ConsumerGroupHeartbeatRequest } from '../../../protocol/generated/consumer-group-heartbeat.js';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import { RecordBatch } from '../../../protocol/records/index.js';
@@ -14,7 +17,14 @@ import { BrokerConfig, ConfigError } from '../../../lib/config.js';
 import type { JoinGroupParams } from '../../../lib/group/classic-coordinator.js';
 import { ClassicGroup, ClassicGroupState } from '../../../lib/group/classic-group.js';
 import { ConsumerGroup, MemberState } from '../../../lib/group/consumer-group.js';
-import { classicGroupFromConsumer, consumerGroupFromClassic, consumerGroupRecords, decodeAssignment, encodeAssignment, MigrationError } from '../../../lib/group/migration.js';
+import {
+  classicGroupFromConsumer,
+  consumerGroupFromClassic,
+  consumerGroupRecords,
+  decodeAssignment,
+  encodeAssignment,
+  MigrationError,
+} from '../../../lib/group/migration.js';
 import { commitOffsets } from '../../../lib/group/offset-manager.js';
 import { decodeCoordinatorRecord, type DecodedRecord } from '../../../lib/group/records.js';
 import { testCoordinator, type TestCoordinator } from './memory-log.js';
@@ -24,35 +34,82 @@ const G = 'mg';
 
 /** A consumer's JoinGroup metadata: ConsumerProtocolSubscription with its version header. */
 export function subscription(topics: string[], owned: number[] = [], version = 1, rackId: string | null = null): Buffer {
-  const m: ConsumerProtocolSubscription = { topics, userData: null, ownedPartitions: owned.length === 0 ? [] : [{ topic: 't', partitions: owned }], generationId: -1, rackId };
+  const m: ConsumerProtocolSubscription = {
+    topics,
+    userData: null,
+    ownedPartitions: owned.length === 0 ? [] : [{ topic: 't', partitions: owned }],
+    generationId: -1,
+    rackId,
+  };
   const w = Writer.alloc(2 + ConsumerProtocolSubscriptionSchema.size(m, version));
   w.int16(version);
   ConsumerProtocolSubscriptionSchema.write(w, m, version);
   return w.done();
 }
 const assignment = (parts: number[]) => encodeAssignment(parts.length === 0 ? [] : [{ topic: 't', partitions: parts }], 1);
-const assigned = (buf: Buffer) => decodeAssignment(buf).assignedPartitions.flatMap((tp) => tp.partitions).sort((a, b) => a - b);
+const assigned = (buf: Buffer) =>
+  decodeAssignment(buf)
+    .assignedPartitions.flatMap((tp) => tp.partitions)
+    .sort((a, b) => a - b);
 
 function join(t: TestCoordinator, o: Partial<JoinGroupParams> = {}) {
   return t.coordinator.classic.joinGroup({
-    groupId: G, memberId: '', groupInstanceId: null, requireKnownMemberId: false, supportSkippingAssignment: false,
-    clientId: 'classic', clientHost: '/127.0.0.1', rebalanceTimeoutMs: 10_000, sessionTimeoutMs: 10_000, protocolType: 'consumer',
-    protocols: [{ name: 'range', metadata: subscription(['t']) }], reason: null, ...o,
+    groupId: G,
+    memberId: '',
+    groupInstanceId: null,
+    requireKnownMemberId: false,
+    supportSkippingAssignment: false,
+    clientId: 'classic',
+    clientHost: '/127.0.0.1',
+    rebalanceTimeoutMs: 10_000,
+    sessionTimeoutMs: 10_000,
+    protocolType: 'consumer',
+    protocols: [{ name: 'range', metadata: subscription(['t']) }],
+    reason: null,
+    ...o,
   });
 }
 const sync = (t: TestCoordinator, memberId: string, generationId: number, assignments: { memberId: string; assignment: Buffer }[] = []) =>
-  t.coordinator.classic.syncGroup({ groupId: G, generationId, memberId, groupInstanceId: null, protocolType: 'consumer', protocolName: 'range', assignments });
+  t.coordinator.classic.syncGroup({
+    groupId: G,
+    generationId,
+    memberId,
+    groupInstanceId: null,
+    protocolType: 'consumer',
+    protocolName: 'range',
+    assignments,
+  });
 const hb = (t: TestCoordinator, o: Partial<ConsumerGroupHeartbeatRequest>) =>
   t.coordinator.consumer.heartbeat(
-    { groupId: G, memberId: '', memberEpoch: 0, instanceId: null, rackId: null, rebalanceTimeoutMs: 30_000, subscribedTopicNames: ['t'], subscribedTopicRegex: null, serverAssignor: null, topicPartitions: [], ...o },
-    1, 'kip848', '/127.0.0.1',
+    {
+      groupId: G,
+      memberId: '',
+      memberEpoch: 0,
+      instanceId: null,
+      rackId: null,
+      rebalanceTimeoutMs: 30_000,
+      subscribedTopicNames: ['t'],
+      subscribedTopicRegex: null,
+      serverAssignor: null,
+      topicPartitions: [],
+      ...o,
+    },
+    1,
+    'kip848',
+    '/127.0.0.1',
   );
 const group = (t: TestCoordinator) => t.coordinator.groups.get(G) as ClassicGroup | ConsumerGroup;
 const consumerGroup = (t: TestCoordinator) => group(t) as ConsumerGroup;
 /** The decoded records of the group's offsets partition, from `from` on. */
 function written(t: TestCoordinator, from = 0): DecodedRecord[] {
   const log = t.logs[t.coordinator.partitionFor(G)];
-  return (log?.batches ?? []).flatMap((b) => RecordBatch.at(b).records({ maxOutput: 1 << 20 }).map((r) => decodeCoordinatorRecord(r.key as Buffer, r.value))).slice(from);
+  return (log?.batches ?? [])
+    .flatMap((b) =>
+      RecordBatch.at(b)
+        .records({ maxOutput: 1 << 20 })
+        .map((r) => decodeCoordinatorRecord(r.key as Buffer, r.value)),
+    )
+    .slice(from);
 }
 const recordCount = (t: TestCoordinator) => written(t).length;
 
@@ -61,9 +118,17 @@ async function classicGroupOfTwo(t: TestCoordinator): Promise<{ a: string; b: st
   const [ra, rb] = await Promise.all([join(t, { clientId: 'a' }), join(t, { clientId: 'b' })]);
   const leader = ra.leaderId === ra.memberId ? ra : rb;
   const follower = leader === ra ? rb : ra;
-  const parts = new Map([[ra.memberId, [0, 1, 2]], [rb.memberId, [3, 4, 5]]]);
+  const parts = new Map([
+    [ra.memberId, [0, 1, 2]],
+    [rb.memberId, [3, 4, 5]],
+  ]);
   const fs = sync(t, follower.memberId, 1);
-  await sync(t, leader.memberId, 1, [...parts].map(([memberId, p]) => ({ memberId, assignment: assignment(p) })));
+  await sync(
+    t,
+    leader.memberId,
+    1,
+    [...parts].map(([memberId, p]) => ({ memberId, assignment: assignment(p) })),
+  );
   await fs;
   expect((group(t) as ClassicGroup).state).to.equal(ClassicGroupState.STABLE);
   return { a: ra.memberId, b: rb.memberId, generation: 1 };
@@ -72,7 +137,14 @@ async function classicGroupOfTwo(t: TestCoordinator): Promise<{ a: string; b: st
 /** A classic member's rejoin and sync inside the consumer group; what it holds afterwards. */
 async function rejoin(t: TestCoordinator, memberId: string, owned: number[]) {
   const j = await join(t, { memberId, protocols: [{ name: 'range', metadata: subscription(['t'], owned) }] });
-  expect(j, `rejoin of ${memberId}`).to.include({ errorCode: ErrorCode.NONE, memberId, protocolType: 'consumer', protocolName: 'range', leaderId: '', skipAssignment: false });
+  expect(j, `rejoin of ${memberId}`).to.include({
+    errorCode: ErrorCode.NONE,
+    memberId,
+    protocolType: 'consumer',
+    protocolName: 'range',
+    leaderId: '',
+    skipAssignment: false,
+  });
   expect(j.members).to.deep.equal([]);
   const s = await sync(t, memberId, j.generationId);
   expect(s.errorCode, `sync of ${memberId}`).to.equal(ErrorCode.NONE);
@@ -107,14 +179,30 @@ describe('online migration between the classic and the consumer group protocols'
     expect(cg.currentPartitionEpoch(T, 4)).to.equal(1);
     // Kafka's createConsumerGroupRecords order: members, epoch, targets, target epoch, current assignments.
     const kinds = consumerGroupRecords(cg).map((r) => decodeCoordinatorRecord(r.key, r.value).type);
-    expect(kinds).to.deep.equal(['consumer-member', 'consumer-member', 'consumer-group', 'consumer-target-member', 'consumer-target-member', 'consumer-target-metadata', 'consumer-current-member', 'consumer-current-member']);
+    expect(kinds).to.deep.equal([
+      'consumer-member',
+      'consumer-member',
+      'consumer-group',
+      'consumer-target-member',
+      'consumer-target-member',
+      'consumer-target-metadata',
+      'consumer-current-member',
+      'consumer-current-member',
+    ]);
     const m = decodeCoordinatorRecord(consumerGroupRecords(cg)[0]!.key, consumerGroupRecords(cg)[0]!.value);
     expect(m).to.have.nested.property('value.classicMemberMetadata.sessionTimeoutMs', 10_000);
 
     // And back, without member b (as if it were the consumer-protocol member leaving).
     cg.targetAssignment.set(a, new Map([[T, new Set([0, 1, 2, 5])]]));
     const back = classicGroupFromConsumer(cg, b, Date.now, (id) => (id === T ? 't' : undefined));
-    expect([back.generationId, back.state, back.protocolType, back.protocolName, back.size, back.leaderId]).to.deep.equal([1, 'Stable', 'consumer', 'range', 1, a]);
+    expect([back.generationId, back.state, back.protocolType, back.protocolName, back.size, back.leaderId]).to.deep.equal([
+      1,
+      'Stable',
+      'consumer',
+      'range',
+      1,
+      a,
+    ]);
     const enc = back.members.get(a)?.assignment as Buffer;
     expect(enc.readInt16BE(0)).to.equal(1); // the version of a's subscription
     expect(assigned(enc)).to.deep.equal([0, 1, 2, 5]);
@@ -131,7 +219,16 @@ describe('online migration between the classic and the consumer group protocols'
     expect([consumerGroup(t).groupEpoch, consumerGroup(t).assignmentEpoch]).to.deep.equal([2, 2]);
     const recs = written(t, before);
     expect(recs[0]).to.deep.equal({ type: 'group', group: G, value: null });
-    expect(recs.slice(1, 9).map((r) => r.type)).to.deep.equal(['consumer-member', 'consumer-member', 'consumer-group', 'consumer-target-member', 'consumer-target-member', 'consumer-target-metadata', 'consumer-current-member', 'consumer-current-member']);
+    expect(recs.slice(1, 9).map((r) => r.type)).to.deep.equal([
+      'consumer-member',
+      'consumer-member',
+      'consumer-group',
+      'consumer-target-member',
+      'consumer-target-member',
+      'consumer-target-metadata',
+      'consumer-current-member',
+      'consumer-current-member',
+    ]);
     expect(recs.slice(1, 9).filter((r) => r.type === 'consumer-group')).to.deep.equal([{ type: 'consumer-group', group: G, epoch: 1 }]);
     expect(recs.slice(9).map((r) => r.type)).to.include.members(['consumer-member', 'consumer-group', 'consumer-target-metadata']);
     // The classic members must rejoin: the group epoch moved past theirs.
@@ -162,7 +259,27 @@ describe('online migration between the classic and the consumer group protocols'
     expect(consumerGroup(t).members.get(a)?.state).to.equal(MemberState.UNREVOKED_PARTITIONS);
     expect(t.coordinator.classic.heartbeat(G, a, null, 1)).to.equal(ErrorCode.REBALANCE_IN_PROGRESS);
     // It commits with its generation (OffsetCommit v8, as librdkafka's classic consumer does).
-    const commit = (gen: number) => commitOffsets(t.coordinator, { groupId: G, memberId: a, groupInstanceId: null, generationIdOrMemberEpoch: gen, retentionTimeMs: -1, apiVersion: 8, topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, commitTimestamp: -1, committedMetadata: '' }] }] }, () => true);
+    const commit = (gen: number) =>
+      commitOffsets(
+        t.coordinator,
+        {
+          groupId: G,
+          memberId: a,
+          groupInstanceId: null,
+          generationIdOrMemberEpoch: gen,
+          retentionTimeMs: -1,
+          apiVersion: 8,
+          topics: [
+            {
+              name: 't',
+              partitions: [
+                { partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, commitTimestamp: -1, committedMetadata: '' },
+              ],
+            },
+          ],
+        },
+        () => true,
+      );
     expect((await commit(1))[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.NONE);
     expect((await commit(2))[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.ILLEGAL_GENERATION);
     // Once it no longer owns the revoked partition it moves to the group epoch.
@@ -185,9 +302,23 @@ describe('online migration between the classic and the consumer group protocols'
     // Errors as Kafka's: unknown member, stale generation, other protocol name, a consumer-protocol member.
     expect((await sync(t, 'nobody', 2)).errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
     expect((await sync(t, a, 1)).errorCode).to.equal(ErrorCode.ILLEGAL_GENERATION);
-    expect((await t.coordinator.classic.syncGroup({ groupId: G, generationId: 2, memberId: a, groupInstanceId: null, protocolType: 'consumer', protocolName: 'roundrobin', assignments: [] })).errorCode).to.equal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    expect(
+      (
+        await t.coordinator.classic.syncGroup({
+          groupId: G,
+          generationId: 2,
+          memberId: a,
+          groupInstanceId: null,
+          protocolType: 'consumer',
+          protocolName: 'roundrobin',
+          assignments: [],
+        })
+      ).errorCode,
+    ).to.equal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
     expect((await sync(t, 'C', 2)).errorCode).to.equal(ErrorCode.UNKNOWN_MEMBER_ID);
-    expect((await join(t, { protocols: [{ name: 'roundrobin', metadata: subscription(['t']) }] })).errorCode).to.equal(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    expect((await join(t, { protocols: [{ name: 'roundrobin', metadata: subscription(['t']) }] })).errorCode).to.equal(
+      ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+    );
     // A new classic member (JoinGroup v4+) is given its id first.
     const fresh = await join(t, { requireKnownMemberId: true });
     expect(fresh.errorCode).to.equal(ErrorCode.MEMBER_ID_REQUIRED);
@@ -201,7 +332,13 @@ describe('online migration between the classic and the consumer group protocols'
     await hb(t, { memberId: 'C' });
     const epoch = consumerGroup(t).groupEpoch;
     const g = consumerGroup(t);
-    expect(await t.coordinator.inConsumerGroup.leave(g, [{ memberId: a, groupInstanceId: null, reason: null }, { memberId: 'C', groupInstanceId: null, reason: null }, { memberId: 'x', groupInstanceId: null, reason: null }])).to.deep.equal([
+    expect(
+      await t.coordinator.inConsumerGroup.leave(g, [
+        { memberId: a, groupInstanceId: null, reason: null },
+        { memberId: 'C', groupInstanceId: null, reason: null },
+        { memberId: 'x', groupInstanceId: null, reason: null },
+      ]),
+    ).to.deep.equal([
       ErrorCode.NONE,
       ErrorCode.UNKNOWN_MEMBER_ID, // C uses the consumer protocol
       ErrorCode.UNKNOWN_MEMBER_ID,
@@ -228,13 +365,29 @@ describe('online migration between the classic and the consumer group protocols'
     expect(left).to.include({ errorCode: ErrorCode.NONE, memberEpoch: -1 });
     const classic = group(t) as ClassicGroup;
     expect(classic.type).to.equal('classic');
-    expect([classic.generationId, classic.state, classic.protocolType, classic.protocolName, classic.size]).to.deep.equal([epoch, ClassicGroupState.PREPARING_REBALANCE, 'consumer', 'range', 2]);
+    expect([classic.generationId, classic.state, classic.protocolType, classic.protocolName, classic.size]).to.deep.equal([
+      epoch,
+      ClassicGroupState.PREPARING_REBALANCE,
+      'consumer',
+      'range',
+      2,
+    ]);
     expect(assigned(classic.members.get(b)?.assignment as Buffer)).to.deep.equal(b1.parts);
     const recs = written(t, before);
     expect(recs.map((r) => r.type)).to.deep.equal([
-      'consumer-current-member', 'consumer-current-member', 'consumer-current-member',
-      'consumer-target-member', 'consumer-target-member', 'consumer-target-member', 'consumer-target-metadata',
-      'consumer-member', 'consumer-member', 'consumer-member', 'consumer-partition-metadata', 'consumer-group', 'group',
+      'consumer-current-member',
+      'consumer-current-member',
+      'consumer-current-member',
+      'consumer-target-member',
+      'consumer-target-member',
+      'consumer-target-member',
+      'consumer-target-metadata',
+      'consumer-member',
+      'consumer-member',
+      'consumer-member',
+      'consumer-partition-metadata',
+      'consumer-group',
+      'group',
     ]);
     expect(recs.slice(0, -1).every((r) => !('value' in r) || r.value === null)).to.equal(true);
     expect(recs.find((r) => r.type === 'consumer-group')).to.deep.equal({ type: 'consumer-group', group: G, epoch: null });
@@ -255,12 +408,29 @@ describe('online migration between the classic and the consumer group protocols'
 
   it('sessions of classic members in a consumer group run on their own timeout; a member told to rejoin that does not is fenced after its rebalance timeout', async () => {
     await start({ 'group.consumer.session.timeout.ms': 60_000 });
-    const [ra, rb] = await Promise.all([join(t, { sessionTimeoutMs: 150, rebalanceTimeoutMs: 10_000 }), join(t, { sessionTimeoutMs: 60_000, rebalanceTimeoutMs: 150 })]);
-    await Promise.all([sync(t, ra.memberId, 1, [{ memberId: ra.memberId, assignment: assignment([0, 1, 2]) }, { memberId: rb.memberId, assignment: assignment([3, 4, 5]) }]), sync(t, rb.memberId, 1, [{ memberId: ra.memberId, assignment: assignment([0, 1, 2]) }, { memberId: rb.memberId, assignment: assignment([3, 4, 5]) }])]);
+    const [ra, rb] = await Promise.all([
+      join(t, { sessionTimeoutMs: 150, rebalanceTimeoutMs: 10_000 }),
+      join(t, { sessionTimeoutMs: 60_000, rebalanceTimeoutMs: 150 }),
+    ]);
+    await Promise.all([
+      sync(t, ra.memberId, 1, [
+        { memberId: ra.memberId, assignment: assignment([0, 1, 2]) },
+        { memberId: rb.memberId, assignment: assignment([3, 4, 5]) },
+      ]),
+      sync(t, rb.memberId, 1, [
+        { memberId: ra.memberId, assignment: assignment([0, 1, 2]) },
+        { memberId: rb.memberId, assignment: assignment([3, 4, 5]) },
+      ]),
+    ]);
     await hb(t, { memberId: 'C' });
     const g = consumerGroup(t);
     // a rejoins and syncs (its session restarts on its own 150 ms), then goes silent.
-    const a1 = await join(t, { memberId: ra.memberId, sessionTimeoutMs: 150, rebalanceTimeoutMs: 10_000, protocols: [{ name: 'range', metadata: subscription(['t'], [0, 1, 2]) }] });
+    const a1 = await join(t, {
+      memberId: ra.memberId,
+      sessionTimeoutMs: 150,
+      rebalanceTimeoutMs: 10_000,
+      protocols: [{ name: 'range', metadata: subscription(['t'], [0, 1, 2]) }],
+    });
     expect((await sync(t, ra.memberId, a1.generationId)).errorCode).to.equal(ErrorCode.NONE);
     // b is told to rejoin and never does: fenced after its 150 ms rebalance timeout, its session notwithstanding.
     expect(t.coordinator.classic.heartbeat(G, rb.memberId, null, 1)).to.equal(ErrorCode.REBALANCE_IN_PROGRESS);
@@ -273,7 +443,10 @@ describe('online migration between the classic and the consumer group protocols'
   it('a static classic member is replaced at once by the same instance restarting with the consumer protocol (no UNRELEASED_INSTANCE_ID)', async () => {
     await start();
     const [ra, rb] = await Promise.all([join(t, { groupInstanceId: 'i-a' }), join(t, { groupInstanceId: 'i-b' })]);
-    const parts = [{ memberId: ra.memberId, assignment: assignment([0, 1, 2]) }, { memberId: rb.memberId, assignment: assignment([3, 4, 5]) }];
+    const parts = [
+      { memberId: ra.memberId, assignment: assignment([0, 1, 2]) },
+      { memberId: rb.memberId, assignment: assignment([3, 4, 5]) },
+    ];
     await Promise.all([sync(t, ra.memberId, 1, parts), sync(t, rb.memberId, 1, parts)]);
     const c = await hb(t, { memberId: 'A2', instanceId: 'i-a' });
     expect(c).to.include({ errorCode: ErrorCode.NONE, memberId: 'A2' });
@@ -291,7 +464,14 @@ describe('online migration between the classic and the consumer group protocols'
       const d = await hb(t, { memberId: 'D', instanceId: 'i-d' });
       const j = await join(t, { clientId: 'j' });
       expect(j.errorCode).to.equal(ErrorCode.NONE);
-      await hb(t, { memberId: 'D', instanceId: 'i-d', memberEpoch: d.memberEpoch, rebalanceTimeoutMs: -1, subscribedTopicNames: null, topicPartitions: d.assignment?.topicPartitions ?? [] });
+      await hb(t, {
+        memberId: 'D',
+        instanceId: 'i-d',
+        memberEpoch: d.memberEpoch,
+        rebalanceTimeoutMs: -1,
+        subscribedTopicNames: null,
+        topicPartitions: d.assignment?.topicPartitions ?? [],
+      });
       const target = [...(consumerGroup(t).targetAssignment.get('D')?.get(T) ?? [])].sort((a, b) => a - b);
       expect(target).to.have.length(3);
       const epoch = consumerGroup(t).groupEpoch;
@@ -318,7 +498,10 @@ describe('online migration between the classic and the consumer group protocols'
   it('refuses upgrades Kafka refuses: another protocol type, more members than group.consumer.max.size, an assignment carrying user data (KAFKA-18134) or malformed', async () => {
     await start({ 'group.consumer.max.size': 1 });
     await classicGroupOfTwo(t);
-    expect(await hb(t, { memberId: 'C' })).to.include({ errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Group ${G} is not a consumer group` });
+    expect(await hb(t, { memberId: 'C' })).to.include({
+      errorCode: ErrorCode.GROUP_ID_NOT_FOUND,
+      errorMessage: `Group ${G} is not a consumer group`,
+    });
     expect(group(t).type).to.equal('classic');
     t.coordinator.shutdown();
     await start();
@@ -328,7 +511,9 @@ describe('online migration between the classic and the consumer group protocols'
     t.coordinator.shutdown();
     await start();
     const s = await join(t);
-    await sync(t, s.memberId, 1, [{ memberId: s.memberId, assignment: Buffer.from([0, 0, 0, 0, 0, 1, 0, 1, 't'.charCodeAt(0), 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 9]) }]);
+    await sync(t, s.memberId, 1, [
+      { memberId: s.memberId, assignment: Buffer.from([0, 0, 0, 0, 0, 1, 0, 1, 't'.charCodeAt(0), 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 9]) },
+    ]);
     expect(await hb(t, { memberId: 'C' })).to.include({
       errorCode: ErrorCode.GROUP_ID_NOT_FOUND,
       errorMessage: `Cannot upgrade classic group ${G} to consumer group because an unsupported custom assignor is in use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.`,
@@ -336,7 +521,10 @@ describe('online migration between the classic and the consumer group protocols'
     const count = recordCount(t);
     await sync(t, s.memberId, 1, []);
     (group(t) as ClassicGroup).members.get(s.memberId)!.assignment = Buffer.from([0, 1, 0]);
-    expect(await hb(t, { memberId: 'C' })).to.include({ errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Cannot upgrade classic group ${G} to consumer group because the embedded consumer protocol is malformed.` });
+    expect(await hb(t, { memberId: 'C' })).to.include({
+      errorCode: ErrorCode.GROUP_ID_NOT_FOUND,
+      errorMessage: `Cannot upgrade classic group ${G} to consumer group because the embedded consumer protocol is malformed.`,
+    });
     expect([group(t).type, recordCount(t)]).to.deep.equal(['classic', count]); // nothing written, nothing converted
   });
 
@@ -349,13 +537,50 @@ describe('online migration between the classic and the consumer group protocols'
       await classicGroupOfTwo(t);
       const c = await hb(t, { memberId: 'C' });
       if (upgrades) expect([c.errorCode, group(t).type]).to.deep.equal([ErrorCode.NONE, 'consumer']);
-      else expect([c.errorCode, c.errorMessage, group(t).type]).to.deep.equal([ErrorCode.GROUP_ID_NOT_FOUND, `Group ${G} is not a consumer group`, 'classic']);
+      else
+        expect([c.errorCode, c.errorMessage, group(t).type]).to.deep.equal([
+          ErrorCode.GROUP_ID_NOT_FOUND,
+          `Group ${G} is not a consumer group`,
+          'classic',
+        ]);
       // Downgrade: a consumer group (fresh id) with classic members loses its only consumer-protocol member.
       const H = 'mh';
-      await t.coordinator.consumer.heartbeat({ groupId: H, memberId: 'D', memberEpoch: 0, instanceId: null, rackId: null, rebalanceTimeoutMs: 30_000, subscribedTopicNames: ['t'], subscribedTopicRegex: null, serverAssignor: null, topicPartitions: [] }, 1, 'kip848', '/h');
+      await t.coordinator.consumer.heartbeat(
+        {
+          groupId: H,
+          memberId: 'D',
+          memberEpoch: 0,
+          instanceId: null,
+          rackId: null,
+          rebalanceTimeoutMs: 30_000,
+          subscribedTopicNames: ['t'],
+          subscribedTopicRegex: null,
+          serverAssignor: null,
+          topicPartitions: [],
+        },
+        1,
+        'kip848',
+        '/h',
+      );
       const j = await join(t, { groupId: H });
       expect(j.errorCode, 'a classic member may join a consumer group under any policy').to.equal(ErrorCode.NONE);
-      await t.coordinator.consumer.heartbeat({ groupId: H, memberId: 'D', memberEpoch: -1, instanceId: null, rackId: null, rebalanceTimeoutMs: -1, subscribedTopicNames: null, subscribedTopicRegex: null, serverAssignor: null, topicPartitions: null }, 1, 'kip848', '/h');
+      await t.coordinator.consumer.heartbeat(
+        {
+          groupId: H,
+          memberId: 'D',
+          memberEpoch: -1,
+          instanceId: null,
+          rackId: null,
+          rebalanceTimeoutMs: -1,
+          subscribedTopicNames: null,
+          subscribedTopicRegex: null,
+          serverAssignor: null,
+          topicPartitions: null,
+        },
+        1,
+        'kip848',
+        '/h',
+      );
       const h = t.coordinator.groups.get(H);
       expect(h?.type).to.equal(downgrades ? 'classic' : 'consumer');
       if (!downgrades) {
@@ -369,7 +594,10 @@ describe('online migration between the classic and the consumer group protocols'
 
   it('the policy is validated as Kafka does (case-insensitive, one of four values)', () => {
     expect(new BrokerConfig({ overrides: {} }).string('group.consumer.migration.policy')).to.equal('bidirectional');
-    expect(() => new BrokerConfig({ overrides: { 'group.consumer.migration.policy': 'sideways' } })).to.throw(ConfigError, /group.consumer.migration.policy/);
+    expect(() => new BrokerConfig({ overrides: { 'group.consumer.migration.policy': 'sideways' } })).to.throw(
+      ConfigError,
+      /group.consumer.migration.policy/,
+    );
     expect(new MigrationError(ErrorCode.GROUP_ID_NOT_FOUND, 'm').errorCode).to.equal(ErrorCode.GROUP_ID_NOT_FOUND);
   });
 });

@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { consumerGroupMetadataRecord, decodeCoordinatorRecord, groupMetadataRecord, javaStringHashCode, offsetCommitRecord, partitionFor } from '../../../lib/group/records.js';
+import {
+  consumerGroupMetadataRecord,
+  decodeCoordinatorRecord,
+  groupMetadataRecord,
+  javaStringHashCode,
+  offsetCommitRecord,
+  partitionFor,
+} from '../../../lib/group/records.js';
 
 describe('group records (__consumer_offsets layouts)', () => {
   it("hashes group ids like Java's String.hashCode and Kafka's partitionFor", () => {
@@ -14,11 +21,20 @@ describe('group records (__consumer_offsets layouts)', () => {
   });
 
   it('offset commits are key v1 / value v3 (v1 when an expire timestamp is set), tombstones have no value', () => {
-    const r = offsetCommitRecord('g', 't', 3, { offset: 42n, leaderEpoch: 7, metadata: 'm', commitTimestamp: 1000n, expireTimestamp: null });
+    const r = offsetCommitRecord('g', 't', 3, {
+      offset: 42n,
+      leaderEpoch: 7,
+      metadata: 'm',
+      commitTimestamp: 1000n,
+      expireTimestamp: null,
+    });
     expect(r.key.readInt16BE(0)).to.equal(1);
     expect(r.value?.readInt16BE(0)).to.equal(3);
     expect(decodeCoordinatorRecord(r.key, r.value)).to.deep.equal({
-      type: 'offset', group: 'g', topic: 't', partition: 3,
+      type: 'offset',
+      group: 'g',
+      topic: 't',
+      partition: 3,
       value: { offset: 42n, leaderEpoch: 7, metadata: 'm', commitTimestamp: 1000n, expireTimestamp: null },
     });
     const v1 = offsetCommitRecord('g', 't', 3, { offset: 1n, leaderEpoch: -1, metadata: '', commitTimestamp: 5n, expireTimestamp: 9n });
@@ -31,8 +47,23 @@ describe('group records (__consumer_offsets layouts)', () => {
 
   it('group metadata is key v2 / value v3 and round-trips members', () => {
     const value = {
-      protocolType: 'consumer', generation: 4, protocol: 'range', leader: 'm1', currentStateTimestamp: 123n,
-      members: [{ memberId: 'm1', groupInstanceId: 'i1', clientId: 'c', clientHost: '/127.0.0.1', rebalanceTimeout: 300, sessionTimeout: 100, subscription: Buffer.from([1]), assignment: Buffer.from([2]) }],
+      protocolType: 'consumer',
+      generation: 4,
+      protocol: 'range',
+      leader: 'm1',
+      currentStateTimestamp: 123n,
+      members: [
+        {
+          memberId: 'm1',
+          groupInstanceId: 'i1',
+          clientId: 'c',
+          clientHost: '/127.0.0.1',
+          rebalanceTimeout: 300,
+          sessionTimeout: 100,
+          subscription: Buffer.from([1]),
+          assignment: Buffer.from([2]),
+        },
+      ],
     };
     const r = groupMetadataRecord('g', value);
     expect(r.key.readInt16BE(0)).to.equal(2);

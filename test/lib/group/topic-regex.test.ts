@@ -73,9 +73,12 @@ describe('KIP-848 topic regexes (RE2/J syntax, whole-name match)', () => {
       '((a{1000}){1000})': 'invalid repeat count',
     };
     for (const [pattern, description] of Object.entries(refused)) {
-      expect(topicRegexError(pattern), pattern).to.equal(`SubscribedTopicRegex \`${pattern}\` is not a valid regular expression: ${description}.`);
+      expect(topicRegexError(pattern), pattern).to.equal(
+        `SubscribedTopicRegex \`${pattern}\` is not a valid regular expression: ${description}.`,
+      );
     }
-    for (const ok of ['^re-.*', '(?i)x', 'a{2}', 'a*?', '(?)x', '\\_', '[\\d-z]', '\\p{Greek}']) expect(topicRegexError(ok), ok).to.equal(null);
+    for (const ok of ['^re-.*', '(?i)x', 'a{2}', 'a*?', '(?)x', '\\_', '[\\d-z]', '\\p{Greek}'])
+      expect(topicRegexError(ok), ok).to.equal(null);
   });
 
   it('matches in linear time: patterns that make a backtracking engine explode answer at once', () => {

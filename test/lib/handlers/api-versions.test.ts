@@ -18,7 +18,10 @@ describe('ApiVersions and broker.version.emulate', () => {
 
     it('advertises full ranges from version 0 for the data path', async () => {
       const c = await RawClient.connect(b.bootstrap);
-      const res = await c.request<ApiVersionsResponse>(ApiKey.ApiVersions, 3, { clientSoftwareName: 'gregor-test', clientSoftwareVersion: '1.0' });
+      const res = await c.request<ApiVersionsResponse>(ApiKey.ApiVersions, 3, {
+        clientSoftwareName: 'gregor-test',
+        clientSoftwareVersion: '1.0',
+      });
       c.destroy();
       expect(res.errorCode).to.equal(ErrorCode.NONE);
       const r = ranges(res);
@@ -32,7 +35,10 @@ describe('ApiVersions and broker.version.emulate', () => {
 
     it('refuses a malformed client software name with INVALID_REQUEST (KIP-511)', async () => {
       const c = await RawClient.connect(b.bootstrap);
-      const res = await c.request<ApiVersionsResponse>(ApiKey.ApiVersions, 3, { clientSoftwareName: 'bad name!', clientSoftwareVersion: '1' });
+      const res = await c.request<ApiVersionsResponse>(ApiKey.ApiVersions, 3, {
+        clientSoftwareName: 'bad name!',
+        clientSoftwareVersion: '1',
+      });
       c.destroy();
       expect(res.errorCode).to.equal(ErrorCode.INVALID_REQUEST);
     });

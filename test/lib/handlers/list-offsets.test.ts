@@ -63,8 +63,18 @@ describe('ListOffsets (API 2) by timestamp at the handler', function () {
     return out;
   }
 
-  const hit = (version: number, offset: bigint, timestamp: bigint): Found => ({ errorCode: ErrorCode.NONE, offset, timestamp, ...(version >= 4 ? { leaderEpoch: 0 } : {}) });
-  const none = (version: number): Found => ({ errorCode: ErrorCode.NONE, offset: -1n, timestamp: -1n, ...(version >= 4 ? { leaderEpoch: -1 } : {}) });
+  const hit = (version: number, offset: bigint, timestamp: bigint): Found => ({
+    errorCode: ErrorCode.NONE,
+    offset,
+    timestamp,
+    ...(version >= 4 ? { leaderEpoch: 0 } : {}),
+  });
+  const none = (version: number): Found => ({
+    errorCode: ErrorCode.NONE,
+    offset: -1n,
+    timestamp: -1n,
+    ...(version >= 4 ? { leaderEpoch: -1 } : {}),
+  });
 
   before(async () => {
     dataDir = tempDir('gregor-list-offsets-');
@@ -125,10 +135,14 @@ describe('ListOffsets (API 2) by timestamp at the handler', function () {
   });
 
   it('after DeleteRecords: earliest is the new log start, and a timestamp before it finds the log start', async () => {
-    const del = await c.request<{ topics: { partitions: { partitionIndex: number; lowWatermark: bigint; errorCode: number }[] }[] }>(ApiKey.DeleteRecords, 2, {
-      topics: [{ name: TOPIC, partitions: [{ partitionIndex: 2, offset: 2n }] }],
-      timeoutMs: 5000,
-    });
+    const del = await c.request<{ topics: { partitions: { partitionIndex: number; lowWatermark: bigint; errorCode: number }[] }[] }>(
+      ApiKey.DeleteRecords,
+      2,
+      {
+        topics: [{ name: TOPIC, partitions: [{ partitionIndex: 2, offset: 2n }] }],
+        timeoutMs: 5000,
+      },
+    );
     expect(del.topics[0]?.partitions[0]).to.include({ errorCode: 0, lowWatermark: 2n });
     expect(await list(9, 2, EARLIEST)).to.deep.equal(hit(9, 2n, -1n));
     expect(await list(9, 2, LATEST)).to.deep.equal(hit(9, 4n, -1n));

@@ -43,7 +43,16 @@ describe('OffsetForLeaderEpoch (API 23) at the handler', function () {
   async function ask(version: number, asks: Ask[], topic = TOPIC): Promise<Answer[]> {
     const res = await c.request<OffsetForLeaderEpochResponse>(ApiKey.OffsetForLeaderEpoch, version, {
       replicaId: -1,
-      topics: [{ topic, partitions: asks.map((a) => ({ partition: a.partition, currentLeaderEpoch: a.currentLeaderEpoch ?? -1, leaderEpoch: a.leaderEpoch })) }],
+      topics: [
+        {
+          topic,
+          partitions: asks.map((a) => ({
+            partition: a.partition,
+            currentLeaderEpoch: a.currentLeaderEpoch ?? -1,
+            leaderEpoch: a.leaderEpoch,
+          })),
+        },
+      ],
     });
     expect(res.topics.map((t) => t.topic)).to.deep.equal([topic]);
     const parts = res.topics[0]!.partitions;
@@ -68,10 +77,16 @@ describe('OffsetForLeaderEpoch (API 23) at the handler', function () {
   });
 
   it('the current epoch (0, as Metadata and the stored batches say) ends at the log end offset, in v2, v3 and v4', async () => {
-    const md = await c.request<MetadataResponse>(ApiKey.Metadata, 12, { topics: [{ topicId: ZERO_ID, name: TOPIC }], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false });
+    const md = await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
+      topics: [{ topicId: ZERO_ID, name: TOPIC }],
+      allowAutoTopicCreation: false,
+      includeTopicAuthorizedOperations: false,
+    });
     expect(md.topics[0]?.partitions.map((p) => p.leaderEpoch)).to.deep.equal([0, 0, 0]);
     const fetched = await rawFetch(c, TOPIC, 0, 0n);
-    const epochs = [...logEntries(fetched.records ?? Buffer.alloc(0))].map((e) => (e.kind === 'batch' ? e.batch.partitionLeaderEpoch : null));
+    const epochs = [...logEntries(fetched.records ?? Buffer.alloc(0))].map((e) =>
+      e.kind === 'batch' ? e.batch.partitionLeaderEpoch : null,
+    );
     expect(epochs).to.deep.equal([0, 0]);
     expect(await rawListOffset(c, TOPIC, 0)).to.equal(6n);
     for (const v of [2, 3, 4]) {
@@ -139,7 +154,9 @@ describe('OffsetForLeaderEpoch (API 23) at the handler', function () {
       [ErrorCode.NONE, 0, 6n],
       [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1n],
     ]);
-    expect(await ask(3, [{ partition: 0, leaderEpoch: 0 }], 'olep-no-such-topic')).to.deep.equal([[ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1n]]);
+    expect(await ask(3, [{ partition: 0, leaderEpoch: 0 }], 'olep-no-such-topic')).to.deep.equal([
+      [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1n],
+    ]);
   });
 
   it('an empty partition answers the current epoch with end offset 0, as Kafka', async () => {

@@ -43,7 +43,10 @@ describe('Produce error paths at the handler', function () {
       transactionalId: null,
       acks,
       timeoutMs: 5000,
-      topicData: topics.map((name) => ({ name, partitionData: parts.filter(([t]) => t === name).map(([, index, records]) => ({ index, records })) })),
+      topicData: topics.map((name) => ({
+        name,
+        partitionData: parts.filter(([t]) => t === name).map(([, index, records]) => ({ index, records })),
+      })),
     });
     return res.responses.flatMap((t) => t.partitionResponses.map((p): Result => [t.name, p.index, p.errorCode, p.baseOffset]));
   }
@@ -73,7 +76,13 @@ describe('Produce error paths at the handler', function () {
   it('acks outside -1, 0, 1 → INVALID_REQUIRED_ACKS for every partition, and nothing is written', async () => {
     const before = await ends(TOPIC, [0, 1]);
     for (const acks of [2, -2, 5, 32767]) {
-      expect(await produce(acks, [[TOPIC, 0, batch(`a${acks}`)], [TOPIC, 1, batch(`b${acks}`)]]), `acks=${acks}`).to.deep.equal([
+      expect(
+        await produce(acks, [
+          [TOPIC, 0, batch(`a${acks}`)],
+          [TOPIC, 1, batch(`b${acks}`)],
+        ]),
+        `acks=${acks}`,
+      ).to.deep.equal([
         [TOPIC, 0, ErrorCode.INVALID_REQUIRED_ACKS, -1n],
         [TOPIC, 1, ErrorCode.INVALID_REQUIRED_ACKS, -1n],
       ]);
@@ -82,7 +91,12 @@ describe('Produce error paths at the handler', function () {
   });
 
   it('invalid acks on a partition that does not exist → UNKNOWN_TOPIC_OR_PARTITION (checked first, as Kafka)', async () => {
-    expect(await produce(2, [[TOPIC, 0, batch('x')], [TOPIC, 9, batch('y')]])).to.deep.equal([
+    expect(
+      await produce(2, [
+        [TOPIC, 0, batch('x')],
+        [TOPIC, 9, batch('y')],
+      ]),
+    ).to.deep.equal([
       [TOPIC, 0, ErrorCode.INVALID_REQUIRED_ACKS, -1n],
       [TOPIC, 9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1n],
     ]);
@@ -109,11 +123,18 @@ describe('Produce error paths at the handler', function () {
       allowAutoTopicCreation: false,
       includeTopicAuthorizedOperations: false,
     });
-    expect(md.topics.map((t) => [t.name, t.errorCode])).to.deep.equal([['produce-errors-no-such-topic', ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]]);
+    expect(md.topics.map((t) => [t.name, t.errorCode])).to.deep.equal([
+      ['produce-errors-no-such-topic', ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+    ]);
   });
 
   it('a successful acks=0 Produce gets no response, and the connection stays open', async () => {
-    await c.send(ApiKey.Produce, PRODUCE_V, { transactionalId: null, acks: 0, timeoutMs: 5000, topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: batch('zero') }] }] });
+    await c.send(ApiKey.Produce, PRODUCE_V, {
+      transactionalId: null,
+      acks: 0,
+      timeoutMs: 5000,
+      topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: batch('zero') }] }],
+    });
     const before = c.responses.length;
     // the next request's answer is the next response: nothing came for the acks=0 one
     const [end] = await ends(TOPIC, [0]);
@@ -126,7 +147,12 @@ describe('Produce error paths at the handler', function () {
     // no response to carry it, and the producer refreshes its metadata on the disconnect.
     const other = await RawClient.connect(b.bootstrap);
     try {
-      await other.send(ApiKey.Produce, PRODUCE_V, { transactionalId: null, acks: 0, timeoutMs: 5000, topicData: [{ name: TOPIC, partitionData: [{ index: 9, records: batch('lost') }] }] });
+      await other.send(ApiKey.Produce, PRODUCE_V, {
+        transactionalId: null,
+        acks: 0,
+        timeoutMs: 5000,
+        topicData: [{ name: TOPIC, partitionData: [{ index: 9, records: batch('lost') }] }],
+      });
       expect(await other.waitClosed(5000)).to.equal(true);
     } finally {
       other.destroy();
@@ -139,7 +165,15 @@ describe('Produce error paths at the handler', function () {
         transactionalId: null,
         acks: 0,
         timeoutMs: 5000,
-        topicData: [{ name: TOPIC, partitionData: [{ index: 1, records: batch('kept', 2) }, { index: 9, records: batch('lost') }] }],
+        topicData: [
+          {
+            name: TOPIC,
+            partitionData: [
+              { index: 1, records: batch('kept', 2) },
+              { index: 9, records: batch('lost') },
+            ],
+          },
+        ],
       });
       expect(await third.waitClosed(5000)).to.equal(true);
     } finally {
@@ -154,12 +188,22 @@ describe('Produce error paths at the handler', function () {
     expect(await ends(MISR, [0])).to.deep.equal([0n]);
     // in the same request, a topic with the default min.insync.replicas=1 is written
     const [end0] = await ends(TOPIC, [0]);
-    expect(await produce(-1, [[MISR, 0, batch('all2')], [TOPIC, 0, batch('ok')]])).to.deep.equal([
+    expect(
+      await produce(-1, [
+        [MISR, 0, batch('all2')],
+        [TOPIC, 0, batch('ok')],
+      ]),
+    ).to.deep.equal([
       [MISR, 0, ErrorCode.NOT_ENOUGH_REPLICAS, -1n],
       [TOPIC, 0, ErrorCode.NONE, end0],
     ]);
     expect(await produce(1, [[MISR, 0, batch('leader', 2)]])).to.deep.equal([[MISR, 0, ErrorCode.NONE, 0n]]);
-    await c.send(ApiKey.Produce, PRODUCE_V, { transactionalId: null, acks: 0, timeoutMs: 5000, topicData: [{ name: MISR, partitionData: [{ index: 0, records: batch('fire') }] }] });
+    await c.send(ApiKey.Produce, PRODUCE_V, {
+      transactionalId: null,
+      acks: 0,
+      timeoutMs: 5000,
+      topicData: [{ name: MISR, partitionData: [{ index: 0, records: batch('fire') }] }],
+    });
     expect(await ends(MISR, [0])).to.deep.equal([3n]);
   });
 

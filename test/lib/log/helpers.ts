@@ -29,7 +29,14 @@ export function records(n: number, opts: { prefix?: string; ts?: bigint; size?: 
 
 export function v2(n: number, opts: BuildBatchOptions & { prefix?: string; ts?: bigint; size?: number } = {}): Buffer {
   const { prefix, ts, size, ...rest } = opts;
-  return buildRecordBatch(records(n, { ...(prefix === undefined ? {} : { prefix }), ...(ts === undefined ? {} : { ts }), ...(size === undefined ? {} : { size }) }), rest);
+  return buildRecordBatch(
+    records(n, {
+      ...(prefix === undefined ? {} : { prefix }),
+      ...(ts === undefined ? {} : { ts }),
+      ...(size === undefined ? {} : { size }),
+    }),
+    rest,
+  );
 }
 
 export function legacy(n: number, opts: BuildMessageSetOptions & { ts?: bigint }): Buffer {
@@ -44,7 +51,12 @@ export function config(over: Partial<LogConfig> = {}): LogConfig {
   return defaultLogConfig({ fileDeleteDelayMs: 0, ...over });
 }
 
-export async function openLog(dir: string, over: Partial<LogConfig> = {}, recover = false, extra: { recentCacheBytes?: number } = {}): Promise<PartitionLog> {
+export async function openLog(
+  dir: string,
+  over: Partial<LogConfig> = {},
+  recover = false,
+  extra: { recentCacheBytes?: number } = {},
+): Promise<PartitionLog> {
   return PartitionLog.open(dir, 'topic', 0, config(over), { recover, ...extra });
 }
 
@@ -86,7 +98,7 @@ export async function readAll(log: PartitionLog, from = log.logStartOffset): Pro
 /** A read result's Buffer (one entry, or a run of uncompressed magic 0/1 messages) as whole entries. */
 export function splitEntries(buf: Buffer): Buffer[] {
   const out: Buffer[] = [];
-  for (let p = 0; p + 12 <= buf.length; ) {
+  for (let p = 0; p + 12 <= buf.length;) {
     const end = p + 12 + buf.readInt32BE(p + 8);
     out.push(buf.subarray(p, end));
     p = end;

@@ -24,14 +24,18 @@ import { T0, config, expectLogError, readAll, rmDir, tmpDir, v2 } from './helper
 const broker = new BrokerConfig({ overrides: { 'log.retention.bytes': '-1' } });
 const PID = { producerId: 4242n, producerEpoch: 0 };
 
-function capture(): { lines: string[]; logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void } } {
+function capture(): {
+  lines: string[];
+  logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void };
+} {
   const lines: string[] = [];
   const push = (_: object, m?: string): void => void lines.push(m ?? '');
   return { lines, logger: { info: push, warn: push, error: push } };
 }
 
 /** An idempotent batch of `n` records from PID at sequence `seq`. */
-const idem = (seq: number, n = 3): Buffer => v2(n, { producerId: PID.producerId, producerEpoch: PID.producerEpoch, baseSequence: seq, prefix: `s${seq}` });
+const idem = (seq: number, n = 3): Buffer =>
+  v2(n, { producerId: PID.producerId, producerEpoch: PID.producerEpoch, baseSequence: seq, prefix: `s${seq}` });
 
 /** Tears the last `tail` bytes of the active segment in half and appends garbage. */
 function tearTail(log: { dir: string }, tail: number): void {
@@ -104,7 +108,12 @@ describe('lib/log lazy open', () => {
     expect(fs.existsSync(path.join(dir, SUMMARY_CHECKPOINT))).to.equal(true);
     expect(fs.existsSync(path.join(dir, OPEN_JOURNAL))).to.equal(false);
     // partitions never used have no directory at all
-    expect(fs.readdirSync(dir).filter((n) => n.startsWith('wide-')).sort()).to.deep.equal(['wide-0', 'wide-299', 'wide-7']);
+    expect(
+      fs
+        .readdirSync(dir)
+        .filter((n) => n.startsWith('wide-'))
+        .sort(),
+    ).to.deep.equal(['wide-0', 'wide-299', 'wide-7']);
 
     const c = capture();
     mgr = await open(c.logger);
@@ -125,7 +134,8 @@ describe('lib/log lazy open', () => {
 
   it('the first produce, read or timestamp search opens just that log; appends continue at its end', async () => {
     let mgr = await open();
-    for (let p = 0; p < 10; p++) await (await mgr.getOrCreate('t', p, config())).appendAsync(v2(p + 1, { ts: T0 + BigInt(p) }), { leaderEpoch: 0 });
+    for (let p = 0; p < 10; p++)
+      await (await mgr.getOrCreate('t', p, config())).appendAsync(v2(p + 1, { ts: T0 + BigInt(p) }), { leaderEpoch: 0 });
     await mgr.shutdown();
     mgr = await open();
     const logs = Array.from({ length: 10 }, (_, p) => mgr.attach('t', p, config()));
@@ -149,7 +159,13 @@ describe('lib/log lazy open', () => {
     expect(logs[6]!.offsetForTimestamp(T0)).to.deep.equal({ offset: 0n, timestamp: T0 + 6n, leaderEpoch: 0 });
     expect(logs[8]!.append(v2(1), { leaderEpoch: 0 }).info.firstOffset).to.equal(9n);
     expect(opened()).to.deep.equal([3, 5, 6, 8]);
-    expect(fs.readFileSync(path.join(dir, OPEN_JOURNAL), 'utf8').split('\n').filter((l) => l !== '').sort()).to.deep.equal(['t 3', 't 5', 't 6', 't 8']);
+    expect(
+      fs
+        .readFileSync(path.join(dir, OPEN_JOURNAL), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .sort(),
+    ).to.deep.equal(['t 3', 't 5', 't 6', 't 8']);
   });
 
   it('appends made while a log opens keep their arrival order', async () => {

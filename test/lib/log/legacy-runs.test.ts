@@ -14,7 +14,11 @@ import { T0, expectLogError, legacy, openLog, readAll, rmDir, splitEntries, tmpD
 /** Messages of `n` offsets with values of varying size (so positions are irregular). */
 function set(n: number, magic: 0 | 1, from = 0, ts = T0): Buffer {
   return buildMessageSet(
-    Array.from({ length: n }, (_, i) => ({ key: Buffer.from(`k${from + i}`), value: Buffer.alloc(10 + ((from + i) % 7) * 13, `v${from + i}`), timestamp: ts + BigInt(i) })),
+    Array.from({ length: n }, (_, i) => ({
+      key: Buffer.from(`k${from + i}`),
+      value: Buffer.alloc(10 + ((from + i) % 7) * 13, `v${from + i}`),
+      timestamp: ts + BigInt(i),
+    })),
     { magic },
   );
 }
@@ -166,7 +170,11 @@ describe('lib/log uncompressed magic 0/1 runs', () => {
     rmDir(dir);
     log = await openLog(dir, { timestampBeforeMaxMs: 1000 });
     const late = buildMessageSet(
-      [0, 1, 2].map((i) => ({ key: null, value: Buffer.from(`x${i}`), timestamp: i === 2 ? BigInt(Date.now() - 60_000) : BigInt(Date.now()) })),
+      [0, 1, 2].map((i) => ({
+        key: null,
+        value: Buffer.from(`x${i}`),
+        timestamp: i === 2 ? BigInt(Date.now() - 60_000) : BigInt(Date.now()),
+      })),
       { magic: 1 },
     );
     expectLogError(() => log?.append(late, { leaderEpoch: 0 }), ErrorCode.INVALID_TIMESTAMP);
@@ -175,7 +183,11 @@ describe('lib/log uncompressed magic 0/1 runs', () => {
 
   it('max timestamp and ListOffsets by timestamp inside a chunk', async () => {
     log = await openLog(dir, { indexIntervalBytes: 100 });
-    const recs = Array.from({ length: 30 }, (_, i) => ({ key: null, value: Buffer.alloc(30, i), timestamp: T0 + BigInt([5, 1, 9, 9, 3][i % 5] as number) + BigInt(i) }));
+    const recs = Array.from({ length: 30 }, (_, i) => ({
+      key: null,
+      value: Buffer.alloc(30, i),
+      timestamp: T0 + BigInt([5, 1, 9, 9, 3][i % 5] as number) + BigInt(i),
+    }));
     const { info } = log.append(buildMessageSet(recs, { magic: 1 }), { leaderEpoch: 0 });
     const max = recs.reduce((a, r) => (r.timestamp > a ? r.timestamp : a), -1n);
     expect(info.maxTimestamp).to.equal(max);
@@ -196,7 +208,11 @@ describe('lib/log uncompressed magic 0/1 runs', () => {
     expect(info.recordCount).to.equal(9);
     const entries = await readAll(log);
     expect(entries.map((b) => LegacyMessage.at(b).offset)).to.deep.equal([0n, 1n, 2n, 6n, 7n, 8n]);
-    expect(LegacyMessage.at(entries[3] as Buffer).records({ maxOutput: 1 << 20 }).map((r) => r.offset)).to.deep.equal([3n, 4n, 5n, 6n]);
+    expect(
+      LegacyMessage.at(entries[3] as Buffer)
+        .records({ maxOutput: 1 << 20 })
+        .map((r) => r.offset),
+    ).to.deep.equal([3n, 4n, 5n, 6n]);
     // a read at an offset inside the wrapper returns the wrapper (the whole batch holding it)
     expect(offsets((await log.read(4n, 1 << 20, { minOneMessage: true })).records)).to.deep.equal([6n, 7n, 8n]);
   });

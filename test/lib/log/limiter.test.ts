@@ -19,7 +19,20 @@ describe('lib/log Limiter', () => {
     const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => limiter.run(task(i))));
     expect(peak).to.equal(3);
     expect(started).to.deep.equal(Array.from({ length: 12 }, (_, i) => i));
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'failed'))).to.deep.equal([0, 1, 2, 3, 'failed', 5, 6, 7, 8, 9, 10, 11]);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'failed'))).to.deep.equal([
+      0,
+      1,
+      2,
+      3,
+      'failed',
+      5,
+      6,
+      7,
+      8,
+      9,
+      10,
+      11,
+    ]);
     // every slot came back
     expect(await Promise.all([1, 2, 3].map((i) => limiter.run(async () => i)))).to.deep.equal([1, 2, 3]);
   });

@@ -6,7 +6,10 @@ import { logConfigFrom } from '../../../lib/log/log-config.js';
 import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.js';
 import { config, rmDir, tmpDir, v2 } from './helpers.js';
 
-function capture(): { lines: string[]; logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void } } {
+function capture(): {
+  lines: string[];
+  logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void };
+} {
   const lines: string[] = [];
   const push = (_: object, m?: string): void => void lines.push(m ?? '');
   return { lines, logger: { info: push, warn: push, error: push } };
@@ -63,7 +66,10 @@ describe('lib/log LogManager', () => {
 
   it('deletes topics and runs retention on one maintenance timer', async () => {
     const mgr = await LogManager.open(dir, broker);
-    const cfg = logConfigFrom(new BrokerConfig({ overrides: { 'log.segment.bytes': '1000', 'log.retention.bytes': '1500', 'log.segment.delete.delay.ms': '0' } }), new Map());
+    const cfg = logConfigFrom(
+      new BrokerConfig({ overrides: { 'log.segment.bytes': '1000', 'log.retention.bytes': '1500', 'log.segment.delete.delay.ms': '0' } }),
+      new Map(),
+    );
     expect(cfg.segmentBytes).to.equal(1000);
     const keep = await mgr.getOrCreate('keep', 0, cfg);
     const gone = await mgr.getOrCreate('gone', 0, cfg);
@@ -84,8 +90,17 @@ describe('lib/log LogManager', () => {
   });
 
   it('resolves LogConfig from topic overrides over broker defaults', () => {
-    const b = new BrokerConfig({ overrides: { 'log.retention.hours': '1', 'message.max.bytes': '5000', 'log.message.timestamp.difference.max.ms': '777' } });
-    const c = logConfigFrom(b, new Map<string, string | number | boolean | string[] | bigint | null>([['max.message.bytes', 100], ['cleanup.policy', ['compact', 'delete']], ['message.timestamp.type', 'LogAppendTime']]));
+    const b = new BrokerConfig({
+      overrides: { 'log.retention.hours': '1', 'message.max.bytes': '5000', 'log.message.timestamp.difference.max.ms': '777' },
+    });
+    const c = logConfigFrom(
+      b,
+      new Map<string, string | number | boolean | string[] | bigint | null>([
+        ['max.message.bytes', 100],
+        ['cleanup.policy', ['compact', 'delete']],
+        ['message.timestamp.type', 'LogAppendTime'],
+      ]),
+    );
     expect(c.retentionMs).to.equal(3600000);
     expect(c.maxMessageBytes).to.equal(100);
     expect(c.cleanupPolicy).to.deep.equal(['compact', 'delete']);

@@ -255,7 +255,7 @@ describe('lib/log PartitionLog', () => {
     const files = fs.readdirSync(path.join(dir, 'topic-0'));
     expect(files.filter((f) => f.endsWith('.index')).length).to.equal(log.segmentBaseOffsets.length);
     expect(fs.statSync(path.join(dir, 'topic-0', files.find((f) => f.endsWith('.index')) as string)).size).to.be.greaterThan(0);
-    log = await openLog(dir, { segmentBytes: 4000, indexIntervalBytes: 300, }, false, { recentCacheBytes: 0 });
+    log = await openLog(dir, { segmentBytes: 4000, indexIntervalBytes: 300 }, false, { recentCacheBytes: 0 });
     await check(log);
   });
 
@@ -278,7 +278,13 @@ describe('lib/log PartitionLog', () => {
       log.append(v2(4, { ts, compression: i % 2 === 0 ? CompressionCodec.NONE : CompressionCodec.GZIP }), { leaderEpoch: i < 25 ? 1 : 2 });
     }
     for (const l of [log, null]) {
-      const cur = l ?? (await (async () => { await log.close(); log = await openLog(dir, { segmentBytes: 2000, indexIntervalBytes: 100 }); return log; })());
+      const cur =
+        l ??
+        (await (async () => {
+          await log.close();
+          log = await openLog(dir, { segmentBytes: 2000, indexIntervalBytes: 100 });
+          return log;
+        })());
       expect(cur.offsetForTimestamp(T0)).to.deep.equal({ offset: 0n, timestamp: T0, leaderEpoch: 1 });
       expect(cur.offsetForTimestamp(T0 + 2n)).to.deep.equal({ offset: 2n, timestamp: T0 + 2n, leaderEpoch: 1 });
       expect(cur.offsetForTimestamp(T0 + 4n)).to.deep.equal({ offset: 4n, timestamp: T0 + 10n, leaderEpoch: 1 });

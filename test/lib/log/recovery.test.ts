@@ -143,7 +143,10 @@ describe('lib/log recovery', () => {
       });
     }
     expect(acked.size).to.be.greaterThan(1000);
-    log = await PartitionLog.open(dir, 'topic', 0, defaultLogConfig({ segmentBytes: 64 * 1024, indexIntervalBytes: 512 }), { recover: true, recentCacheBytes: 0 });
+    log = await PartitionLog.open(dir, 'topic', 0, defaultLogConfig({ segmentBytes: 64 * 1024, indexIntervalBytes: 512 }), {
+      recover: true,
+      recentCacheBytes: 0,
+    });
     for (const [s, { first, last }] of acked) {
       expect(log.logEndOffset > last).to.equal(true);
       const r = await log.read(first, 1, { minOneMessage: true });

@@ -89,12 +89,20 @@ describe('network: fault rules (validation, filters, expiry, pause gate)', () =>
       expect(b).to.deep.equal({ apiKey: ApiKey.ListOffsets, action: 'delay', delayMs: 5, jitterMs: 2, expiresAt: at.getTime() });
       expect(c).to.deep.equal({ apiKey: ApiKey.Produce, action: 'pause', topic: 't', partition: 2, ttlMs: 1000 });
       // names are for JSON documents; embedded rules may use them too, an ISO string only over JSON
-      expect(refusal(() => new FaultInjector().add({ apiKey: 0, action: 'close', expiresAt: at.toISOString() as unknown as number })).field).to.equal('expiresAt');
+      expect(
+        refusal(() => new FaultInjector().add({ apiKey: 0, action: 'close', expiresAt: at.toISOString() as unknown as number })).field,
+      ).to.equal('expiresAt');
     });
 
     it('a list is all or none: the first bad rule is named by index and nothing is added', () => {
       const f = new FaultInjector();
-      const e = refusal(() => f.addJson([{ apiKey: 0, action: 'close' }, { apiKey: 0, action: 'error', errorCode: 0 }, { apiKey: 1, action: 'close' }]));
+      const e = refusal(() =>
+        f.addJson([
+          { apiKey: 0, action: 'close' },
+          { apiKey: 0, action: 'error', errorCode: 0 },
+          { apiKey: 1, action: 'close' },
+        ]),
+      );
       expect(e).to.include({ index: 1, field: 'errorCode' });
       expect(e.message).to.match(/^GREGOR_ERR_FAULT_RULE: rule 1: /);
       expect(f.list()).to.deep.equal([]);
@@ -114,9 +122,27 @@ describe('network: fault rules (validation, filters, expiry, pause gate)', () =>
       expect(f.get(b.id)).to.equal(b);
       expect(f.pick(ApiKey.Produce, produceReq([['t', [0]]]), info())).to.equal(a);
       const [la, lb] = f.list();
-      expect(la).to.deep.include({ id: a.id, api: 'Produce', action: 'error', errorCode: NOT_LEADER, error: 'NOT_LEADER_OR_FOLLOWER', when: 'before', probability: 1 });
+      expect(la).to.deep.include({
+        id: a.id,
+        api: 'Produce',
+        action: 'error',
+        errorCode: NOT_LEADER,
+        error: 'NOT_LEADER_OR_FOLLOWER',
+        when: 'before',
+        probability: 1,
+      });
       expect(la).to.deep.include({ topic: 't', clientId: 'c', times: 3, remaining: 2, applied: 1, expiresAt: null, remainingMs: null });
-      expect(lb).to.deep.include({ id: b.id, api: 'Fetch', delayMs: 10, jitterMs: 5, ttlMs: 60_000, match: true, times: null, remaining: null, applied: 0 });
+      expect(lb).to.deep.include({
+        id: b.id,
+        api: 'Fetch',
+        delayMs: 10,
+        jitterMs: 5,
+        ttlMs: 60_000,
+        match: true,
+        times: null,
+        remaining: null,
+        applied: 0,
+      });
       expect(lb!.remainingMs).to.be.within(59_000, 60_000);
       expect(Date.parse(lb!.expiresAt!) - Date.parse(lb!.addedAt)).to.equal(60_000);
       const listed = f.list();
@@ -140,20 +166,46 @@ describe('network: fault rules (validation, filters, expiry, pause gate)', () =>
       expect(f.pick(ApiKey.Produce, produceReq([['t', [0, 2]]]), info('victim'))).to.equal(null);
       expect(f.pick(ApiKey.Produce, produceReq([['u', [1]]]), info('victim'))).to.equal(null);
       expect(draws).to.equal(0);
-      expect(f.pick(ApiKey.Produce, produceReq([['u', [0]], ['t', [0, 1]]]), info('victim'))).to.equal(h);
+      expect(
+        f.pick(
+          ApiKey.Produce,
+          produceReq([
+            ['u', [0]],
+            ['t', [0, 1]],
+          ]),
+          info('victim'),
+        ),
+      ).to.equal(h);
       expect(draws).to.equal(1);
     });
 
     it('knows where each API names topics and partitions (topic ids resolved, Metadata without partitions)', () => {
       const byId = (id: string) => (id === 'aa'.repeat(16) ? 'by-id' : undefined);
-      expect(namedTopics(ApiKey.Fetch, { topics: [{ topic: '', topicId: 'aa'.repeat(16), partitions: [{ partition: 3 }] }] }, byId)).to.deep.equal([{ topic: 'by-id', partitions: [3] }]);
-      expect(namedTopics(ApiKey.ListOffsets, { topics: [{ name: 'l', partitions: [{ partitionIndex: 0 }, { partitionIndex: 4 }] }] })).to.deep.equal([{ topic: 'l', partitions: [0, 4] }]);
+      expect(
+        namedTopics(ApiKey.Fetch, { topics: [{ topic: '', topicId: 'aa'.repeat(16), partitions: [{ partition: 3 }] }] }, byId),
+      ).to.deep.equal([{ topic: 'by-id', partitions: [3] }]);
+      expect(
+        namedTopics(ApiKey.ListOffsets, { topics: [{ name: 'l', partitions: [{ partitionIndex: 0 }, { partitionIndex: 4 }] }] }),
+      ).to.deep.equal([{ topic: 'l', partitions: [0, 4] }]);
       expect(namedTopics(ApiKey.Metadata, { topics: [{ name: 'm' }] })).to.deep.equal([{ topic: 'm', partitions: null }]);
       expect(namedTopics(ApiKey.Metadata, { topics: null })).to.deep.equal([]);
-      expect(namedTopics(ApiKey.OffsetFetch, { groups: [{ groupId: 'g', topics: [{ name: 'o', partitionIndexes: [1] }] }] })).to.deep.equal([{ topic: 'o', partitions: [1] }]);
-      expect(namedTopics(ApiKey.OffsetCommit, { topics: [{ name: 'oc', partitions: [{ partitionIndex: 2 }] }] })).to.deep.equal([{ topic: 'oc', partitions: [2] }]);
-      expect(namedTopics(ApiKey.AddPartitionsToTxn, { transactions: [{ topics: [{ name: 'x', partitions: [0] }] }], v3AndBelowTopics: [] })).to.deep.equal([{ topic: 'x', partitions: [0] }]);
-      expect(namedTopics(ApiKey.DescribeConfigs, { resources: [{ resourceType: 2, resourceName: 'cfg' }, { resourceType: 4, resourceName: '1' }] })).to.deep.equal([{ topic: 'cfg', partitions: null }]);
+      expect(namedTopics(ApiKey.OffsetFetch, { groups: [{ groupId: 'g', topics: [{ name: 'o', partitionIndexes: [1] }] }] })).to.deep.equal(
+        [{ topic: 'o', partitions: [1] }],
+      );
+      expect(namedTopics(ApiKey.OffsetCommit, { topics: [{ name: 'oc', partitions: [{ partitionIndex: 2 }] }] })).to.deep.equal([
+        { topic: 'oc', partitions: [2] },
+      ]);
+      expect(
+        namedTopics(ApiKey.AddPartitionsToTxn, { transactions: [{ topics: [{ name: 'x', partitions: [0] }] }], v3AndBelowTopics: [] }),
+      ).to.deep.equal([{ topic: 'x', partitions: [0] }]);
+      expect(
+        namedTopics(ApiKey.DescribeConfigs, {
+          resources: [
+            { resourceType: 2, resourceName: 'cfg' },
+            { resourceType: 4, resourceName: '1' },
+          ],
+        }),
+      ).to.deep.equal([{ topic: 'cfg', partitions: null }]);
       expect(namedTopics(ApiKey.Heartbeat, { groupId: 'g' })).to.deep.equal([]);
 
       const f = new FaultInjector();
@@ -213,7 +265,8 @@ describe('network: fault rules (validation, filters, expiry, pause gate)', () =>
       expect(f.pick(ApiKey.Produce, produceReq([['t', [0]]]), info())).to.equal(null); // pause is not a dispatcher fault
       expect(f.appendGate('u', 0, 'a')).to.equal(null);
       const order: string[] = [];
-      const hold = (name: string, partition: number, clientId: string) => f.appendGate('t', partition, clientId)!.then(() => order.push(name));
+      const hold = (name: string, partition: number, clientId: string) =>
+        f.appendGate('t', partition, clientId)!.then(() => order.push(name));
       const waits = [hold('a0-1', 0, 'a'), hold('b0', 0, 'b'), hold('a1', 1, 'a'), hold('a0-2', 0, 'a')];
       expect(all.applied).to.equal(4); // the first matching pause counts it
       expect(f.list().map((x) => x.held)).to.deep.equal([4, 2]);
@@ -245,23 +298,55 @@ describe('network: fault rules (validation, filters, expiry, pause gate)', () =>
   describe('partition-scoped errors', () => {
     const hit = (t: string, p: number) => t === 't' && p === 1;
     it('Produce: the request without the named partitions, or null when none are left', () => {
-      const req = produceReq([['t', [0, 1]], ['u', [1]]]);
-      expect(withoutPartitions(ApiKey.Produce, req, hit)).to.deep.equal({ ...req, topicData: [{ name: 't', partitionData: [req.topicData[0]!.partitionData[0]] }, req.topicData[1]] });
+      const req = produceReq([
+        ['t', [0, 1]],
+        ['u', [1]],
+      ]);
+      expect(withoutPartitions(ApiKey.Produce, req, hit)).to.deep.equal({
+        ...req,
+        topicData: [{ name: 't', partitionData: [req.topicData[0]!.partitionData[0]] }, req.topicData[1]],
+      });
       expect(withoutPartitions(ApiKey.Produce, produceReq([['t', [1]]]), hit)).to.equal(null);
     });
 
     it('the answer: named partitions from the error response, the others from the real one, in request order', () => {
-      const req = produceReq([['t', [0, 1, 2]], ['u', [1]]]);
+      const req = produceReq([
+        ['t', [0, 1, 2]],
+        ['u', [1]],
+      ]);
       const part = (index: number, errorCode: number, baseOffset: bigint) => ({ index, errorCode, baseOffset });
-      const errorBody = { responses: [{ name: 't', partitionResponses: [part(0, NOT_LEADER, -1n), part(1, NOT_LEADER, -1n), part(2, NOT_LEADER, -1n)] }, { name: 'u', partitionResponses: [part(1, NOT_LEADER, -1n)] }], throttleTimeMs: 0 };
-      const real = { responses: [{ name: 'u', partitionResponses: [part(1, 0, 7n)] }, { name: 't', partitionResponses: [part(2, 0, 5n), part(0, 0, 4n)] }], throttleTimeMs: 3 };
+      const errorBody = {
+        responses: [
+          { name: 't', partitionResponses: [part(0, NOT_LEADER, -1n), part(1, NOT_LEADER, -1n), part(2, NOT_LEADER, -1n)] },
+          { name: 'u', partitionResponses: [part(1, NOT_LEADER, -1n)] },
+        ],
+        throttleTimeMs: 0,
+      };
+      const real = {
+        responses: [
+          { name: 'u', partitionResponses: [part(1, 0, 7n)] },
+          { name: 't', partitionResponses: [part(2, 0, 5n), part(0, 0, 4n)] },
+        ],
+        throttleTimeMs: 3,
+      };
       expect(mergeScopedError(ApiKey.Produce, req, errorBody, real, hit)).to.deep.equal({
-        responses: [{ name: 't', partitionResponses: [part(0, 0, 4n), part(1, NOT_LEADER, -1n), part(2, 0, 5n)] }, { name: 'u', partitionResponses: [part(1, 0, 7n)] }],
+        responses: [
+          { name: 't', partitionResponses: [part(0, 0, 4n), part(1, NOT_LEADER, -1n), part(2, 0, 5n)] },
+          { name: 'u', partitionResponses: [part(1, 0, 7n)] },
+        ],
         throttleTimeMs: 3,
       });
       // a Fetch that failed as a whole stays as it is
       const failed = { errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, responses: [] };
-      expect(mergeScopedError(ApiKey.Fetch, { topics: [{ topic: 't', partitions: [{ partition: 1 }] }] }, { errorCode: NOT_LEADER, responses: [] }, failed, hit)).to.equal(failed);
+      expect(
+        mergeScopedError(
+          ApiKey.Fetch,
+          { topics: [{ topic: 't', partitions: [{ partition: 1 }] }] },
+          { errorCode: NOT_LEADER, responses: [] },
+          failed,
+          hit,
+        ),
+      ).to.equal(failed);
     });
   });
 });

@@ -12,7 +12,19 @@ import { ApiKey } from '../../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import { buildRecordBatch, decodeRecords } from '../../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../../helpers/broker.js';
-import { FETCH_V, fetchBody, type PartitionProduceResult, PRODUCE_V, RawClient, type RawFetchPartition, rawCreateTopics, rawFetch, rawListOffset, rawProduce, rawRequestFrame } from '../../helpers/raw-client.js';
+import {
+  FETCH_V,
+  fetchBody,
+  type PartitionProduceResult,
+  PRODUCE_V,
+  RawClient,
+  type RawFetchPartition,
+  rawCreateTopics,
+  rawFetch,
+  rawListOffset,
+  rawProduce,
+  rawRequestFrame,
+} from '../../helpers/raw-client.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -207,7 +219,14 @@ describe('network: fault injection', function () {
 
     it("'error' after on Produce (times: 1): the client gets the error, but the record was appended", async () => {
       const topic = await newTopic();
-      const h = b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'error', when: 'after', errorCode: NOT_LEADER, times: 1, match: produceTo(topic) });
+      const h = b.broker.faults.add({
+        apiKey: ApiKey.Produce,
+        action: 'error',
+        when: 'after',
+        errorCode: NOT_LEADER,
+        times: 1,
+        match: produceTo(topic),
+      });
       const c = await connect();
       const [r] = await rawProduce(c, topic, [[0, batch('k0')]]);
       expect(r?.errorCode).to.equal(NOT_LEADER);
@@ -215,7 +234,9 @@ describe('network: fault injection', function () {
       expect(await end(topic)).to.equal(1n);
       const f = await rawFetch(admin, topic, 0, 0n);
       expect(f.highWatermark).to.equal(1n);
-      expect(decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal(['k0']);
+      expect(decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal([
+        'k0',
+      ]);
       expect(h.applied).to.equal(1);
       expect(h.active).to.equal(false);
       // used up: the retry succeeds and is appended again (the duplicate idempotence must prevent)
@@ -241,7 +262,14 @@ describe('network: fault injection', function () {
     it("'error' on a Produce with acks=0 sends nothing: after, the record is appended; before, it is not", async () => {
       const topic = await newTopic();
       const c = await connect();
-      const h = b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'error', when: 'after', errorCode: NOT_LEADER, times: 1, match: produceTo(topic) });
+      const h = b.broker.faults.add({
+        apiKey: ApiKey.Produce,
+        action: 'error',
+        when: 'after',
+        errorCode: NOT_LEADER,
+        times: 1,
+        match: produceTo(topic),
+      });
       await c.send(ApiKey.Produce, PRODUCE_V, produceBody(topic, batch('acks0-after'), 0));
       // the next response on this connection is the ListOffsets one (rawListOffset checks the correlation id)
       expect(await rawListOffset(c, topic, 0)).to.equal(1n);
@@ -265,7 +293,9 @@ describe('network: fault injection', function () {
       await bystanderWorks();
       expect(await end(topic)).to.equal(1n);
       const f = await rawFetch(admin, topic, 0, 0n);
-      expect(decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal(['closed-after']);
+      expect(decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal([
+        'closed-after',
+      ]);
       expect(h.applied).to.equal(1);
     });
 
@@ -317,7 +347,14 @@ describe('network: fault injection', function () {
       const topic = await newTopic();
       const r = cycle([0.1, 0.9]);
       b.broker.faults.random = r.random;
-      const h = b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'error', errorCode: NOT_LEADER, probability: 0.5, times: 2, match: produceTo(topic) });
+      const h = b.broker.faults.add({
+        apiKey: ApiKey.Produce,
+        action: 'error',
+        errorCode: NOT_LEADER,
+        probability: 0.5,
+        times: 2,
+        match: produceTo(topic),
+      });
       const c = await connect();
       const codes: number[] = [];
       for (let i = 0; i < 6; i++) codes.push((await rawProduce(c, topic, [[0, batch(`p${i}`)]]))[0]!.errorCode);
@@ -329,7 +366,8 @@ describe('network: fault injection', function () {
     });
 
     it('rules on other APIs: Metadata closes until remove(); clear() restores everything', async () => {
-      const metadata = (c: RawClient) => c.request<{ brokers: unknown[] }>(ApiKey.Metadata, 4, { topics: null, allowAutoTopicCreation: false });
+      const metadata = (c: RawClient) =>
+        c.request<{ brokers: unknown[] }>(ApiKey.Metadata, 4, { topics: null, allowAutoTopicCreation: false });
       const h = b.broker.faults.add({ apiKey: ApiKey.Metadata, action: 'close' });
       for (let i = 0; i < 2; i++) {
         const c = await connect();
@@ -373,7 +411,12 @@ describe('network: fault injection', function () {
     it('kafkajs (not idempotent) retries a Produce whose connection dropped after the append: the record is written twice', async () => {
       const topic = await newTopic();
       const h = b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'close', when: 'after', times: 1, match: produceTo(topic) });
-      const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'faults-test', logLevel: logLevel.NOTHING, retry: { initialRetryTime: 50, retries: 5 } });
+      const kafka = new Kafka({
+        brokers: [b.bootstrap],
+        clientId: 'faults-test',
+        logLevel: logLevel.NOTHING,
+        retry: { initialRetryTime: 50, retries: 5 },
+      });
       const producer = kafka.producer({ allowAutoTopicCreation: false });
       await producer.connect();
       try {
@@ -385,7 +428,10 @@ describe('network: fault injection', function () {
       expect(h.applied).to.equal(1);
       expect(await end(topic)).to.equal(2n);
       const f = await rawFetch(admin, topic, 0, 0n);
-      expect(decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal(['dup', 'dup']);
+      expect(decodeRecords(f.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal([
+        'dup',
+        'dup',
+      ]);
     });
 
     it("a topic/partition 'error' before on Produce errs only the partition named: the others are appended and answered", async () => {
@@ -393,23 +439,39 @@ describe('network: fault injection', function () {
       const other = await newTopic(1);
       const h = b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'error', errorCode: NOT_LEADER, topic, partition: 0 });
       const c = await connect();
-      const res = await c.request<{ responses: { name: string; partitionResponses: { index: number; errorCode: number; baseOffset: bigint }[] }[] }>(ApiKey.Produce, PRODUCE_V, {
+      const res = await c.request<{
+        responses: { name: string; partitionResponses: { index: number; errorCode: number; baseOffset: bigint }[] }[];
+      }>(ApiKey.Produce, PRODUCE_V, {
         transactionalId: null,
         acks: -1,
         timeoutMs: 10000,
         topicData: [
-          { name: topic, partitionData: [{ index: 1, records: batch('p1') }, { index: 0, records: batch('p0') }] },
+          {
+            name: topic,
+            partitionData: [
+              { index: 1, records: batch('p1') },
+              { index: 0, records: batch('p0') },
+            ],
+          },
           { name: other, partitionData: [{ index: 0, records: batch('o0') }] },
         ],
       });
       expect(res.responses.map((t) => [t.name, t.partitionResponses.map((p) => [p.index, p.errorCode, p.baseOffset])])).to.deep.equal([
-        [topic, [[1, 0, 0n], [0, NOT_LEADER, -1n]]],
+        [
+          topic,
+          [
+            [1, 0, 0n],
+            [0, NOT_LEADER, -1n],
+          ],
+        ],
         [other, [[0, 0, 0n]]],
       ]);
       expect([await end(topic, 0), await end(topic, 1), await end(other)]).to.deep.equal([0n, 1n, 1n]);
       expect(h.applied).to.equal(1);
       // a request that names only partition 1 is not touched at all
-      expect((await rawProduce(c, topic, [[1, batch('p1-again')]])).map((p) => [p.index, p.errorCode, p.baseOffset])).to.deep.equal([[1, 0, 1n]]);
+      expect((await rawProduce(c, topic, [[1, batch('p1-again')]])).map((p) => [p.index, p.errorCode, p.baseOffset])).to.deep.equal([
+        [1, 0, 1n],
+      ]);
       expect(h.applied).to.equal(1);
       // one that names only partition 0 gets the error without the handler running
       expect((await rawProduce(c, topic, [[0, batch('p0-again')]]))[0]?.errorCode).to.equal(NOT_LEADER);
@@ -421,25 +483,39 @@ describe('network: fault injection', function () {
       const topic = await newTopic(2);
       b.broker.faults.add({ apiKey: ApiKey.Produce, action: 'error', when: 'after', errorCode: NOT_LEADER, topic, partition: 1, times: 1 });
       const c = await connect();
-      const r = await rawProduce(c, topic, [[0, batch('a0')], [1, batch('a1')]]);
-      expect(r.map((p) => [p.index, p.errorCode])).to.deep.equal([[0, 0], [1, NOT_LEADER]]);
+      const r = await rawProduce(c, topic, [
+        [0, batch('a0')],
+        [1, batch('a1')],
+      ]);
+      expect(r.map((p) => [p.index, p.errorCode])).to.deep.equal([
+        [0, 0],
+        [1, NOT_LEADER],
+      ]);
       expect([await end(topic, 0), await end(topic, 1)]).to.deep.equal([1n, 1n]);
     });
 
     it("a topic/partition 'error' on Fetch: the named partition carries the error, the other its records", async () => {
       const topic = await newTopic(2);
       const c = await connect();
-      await rawProduce(c, topic, [[0, batch('f0')], [1, batch('f1')]]);
+      await rawProduce(c, topic, [
+        [0, batch('f0')],
+        [1, batch('f1')],
+      ]);
       const h = b.broker.faults.add({ apiKey: ApiKey.Fetch, action: 'error', errorCode: NOT_LEADER, topic, partition: 1 });
       const res = await c.request<{ errorCode: number; responses: { topic: string; partitions: RawFetchPartition[] }[] }>(
         ApiKey.Fetch,
         FETCH_V,
-        fetchBody(topic, [{ partition: 0, fetchOffset: 0n }, { partition: 1, fetchOffset: 0n }]),
+        fetchBody(topic, [
+          { partition: 0, fetchOffset: 0n },
+          { partition: 1, fetchOffset: 0n },
+        ]),
       );
       expect(res.errorCode).to.equal(0);
       const [p0, p1] = res.responses[0]!.partitions;
       expect([p0?.partitionIndex, p0?.errorCode, p0?.highWatermark]).to.deep.equal([0, 0, 1n]);
-      expect(decodeRecords(p0?.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal(['f0']);
+      expect(decodeRecords(p0?.records ?? Buffer.alloc(0), { maxOutput: 1 << 20 }).records.map((x) => x.key?.toString())).to.deep.equal([
+        'f0',
+      ]);
       expect([p1?.partitionIndex, p1?.errorCode, p1?.records?.length ?? 0]).to.deep.equal([1, NOT_LEADER, 0]);
       expect(h.applied).to.equal(1);
       expect((await rawFetch(c, topic, 0, 0n)).errorCode).to.equal(0); // partition 0 alone: not named, not touched
@@ -453,7 +529,18 @@ describe('network: fault injection', function () {
       const pending: Promise<PartitionProduceResult[]>[] = [];
       for (const [i, c] of producers.entries()) {
         // one at a time, so the arrival order is known; the first also carries partition 1
-        pending.push(rawProduce(c, topic, i === 0 ? [[0, batch('held-0')], [1, batch('free-1')]] : [[0, batch(`held-${i}`)]]));
+        pending.push(
+          rawProduce(
+            c,
+            topic,
+            i === 0
+              ? [
+                  [0, batch('held-0')],
+                  [1, batch('free-1')],
+                ]
+              : [[0, batch(`held-${i}`)]],
+          ),
+        );
         const until = performance.now() + 5000;
         while (b.broker.faults.list()[0]!.held !== i + 1 && performance.now() < until) await sleep(5);
       }
@@ -466,7 +553,10 @@ describe('network: fault injection', function () {
       h.remove();
       const results = await Promise.all(pending);
       expect(results.map((r) => r.map((p) => [p.index, p.errorCode, p.baseOffset]))).to.deep.equal([
-        [[0, 0, 0n], [1, 0, 0n]],
+        [
+          [0, 0, 0n],
+          [1, 0, 0n],
+        ],
         [[0, 0, 1n]],
         [[0, 0, 2n]],
       ]);

@@ -96,7 +96,10 @@ describe('network: framing, ordering, responses', () => {
     const c = await connect();
     c.send(Buffer.concat([request(1, { mode: Mode.SPLIT, payload: Buffer.from('abc') }), request(2, { payload: Buffer.from('d') })]));
     const rs = await c.waitFor(2);
-    expect(rs.map((r) => [r.correlationId, r.payload.toString()])).to.deep.equal([[1, 'abc'], [2, 'd']]);
+    expect(rs.map((r) => [r.correlationId, r.payload.toString()])).to.deep.equal([
+      [1, 'abc'],
+      [2, 'd'],
+    ]);
   });
 
   it('a zero-length frame reaches dispatch (which may close the connection)', async () => {

@@ -82,9 +82,16 @@ export function stubDispatch(stats: StubStats) {
     if (mode === Mode.REJECT) {
       return new Promise<DispatchResult>((_, reject) => setTimeout(() => (done(), reject(new Error('stub rejected'))), delayMs));
     }
-    if (delayMs > 0) return new Promise<DispatchResult>((resolve, reject) => setTimeout(() => {
-      try { resolve(answer()); } catch (e) { reject(e); }
-    }, delayMs));
+    if (delayMs > 0)
+      return new Promise<DispatchResult>((resolve, reject) =>
+        setTimeout(() => {
+          try {
+            resolve(answer());
+          } catch (e) {
+            reject(e);
+          }
+        }, delayMs),
+      );
     return answer();
   };
 }
@@ -157,11 +164,13 @@ export class Client {
       }
       this.wake();
     });
-    this.closedAt = new Promise((resolve) => socket.on('close', () => {
-      this.closed = true;
-      this.wake();
-      resolve();
-    }));
+    this.closedAt = new Promise((resolve) =>
+      socket.on('close', () => {
+        this.closed = true;
+        this.wake();
+        resolve();
+      }),
+    );
   }
 
   static connect(port: number): Promise<Client> {

@@ -78,7 +78,11 @@ describe('network: limits and bad clients', () => {
       h = await startServer();
     });
 
-    for (const [what, mode] of [['asks to close', Mode.CLOSE], ['throws', Mode.THROW], ['rejects', Mode.REJECT]] as const) {
+    for (const [what, mode] of [
+      ['asks to close', Mode.CLOSE],
+      ['throws', Mode.THROW],
+      ['rejects', Mode.REJECT],
+    ] as const) {
       it(`closes only the connection whose dispatch ${what}, with one log line`, async () => {
         const other = await connect();
         other.send(request(1, { delayMs: 100 }));

@@ -68,7 +68,9 @@ describe('network: socket.send.buffer.bytes / socket.receive.buffer.bytes', () =
 
   it('the addon rejects bad arguments and bad fds with GREGOR_ERR_SOCKOPT', () => {
     const addon = sockoptAddon()!;
-    expect(() => addon.getBufferSizes('x' as unknown as number)).to.throw().with.property('code', 'GREGOR_ERR_SOCKOPT');
+    expect(() => addon.getBufferSizes('x' as unknown as number))
+      .to.throw()
+      .with.property('code', 'GREGOR_ERR_SOCKOPT');
     expect(() => addon.setBufferSizes(1_000_000, 1, 1)).to.throw(/Bad file descriptor/);
   });
 });

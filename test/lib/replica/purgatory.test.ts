@@ -79,7 +79,7 @@ describe('purgatory: standing watches', () => {
 });
 
 describe('fetch watch (per connection)', () => {
-  it('wakes the connection\'s waiting fetch on an append to any partition it fetched, until the connection closes', async () => {
+  it("wakes the connection's waiting fetch on an append to any partition it fetched, until the connection closes", async () => {
     const p = new Purgatory();
     let close!: () => void;
     const conn = { closed: new Promise<void>((r) => (close = r)) };

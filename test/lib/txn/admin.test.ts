@@ -72,7 +72,11 @@ describe('lib/txn/admin (KIP-664 views)', () => {
     expect(listTransactions(f.c, NO_FILTER).transactionStates).to.have.length(1);
     for (let p = 0; p < NUM_PARTITIONS; p++) {
       f.loading = new Set([p]);
-      expect(listTransactions(f.c, NO_FILTER)).to.deep.equal({ errorCode: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknownStateFilters: [], transactionStates: [] });
+      expect(listTransactions(f.c, NO_FILTER)).to.deep.equal({
+        errorCode: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        unknownStateFilters: [],
+        transactionStates: [],
+      });
     }
     // DescribeTransactions: only the ids on a loading partition wait
     f.loading = new Set([partitionFor('a', NUM_PARTITIONS)]);
@@ -90,7 +94,11 @@ describe('lib/txn/admin (KIP-664 views)', () => {
     expect(describeTransaction(f.c, '').errorCode).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     const fresh = new FakeCoordinator();
     fresh.ready = false;
-    expect(listTransactions(fresh.c, { ...NO_FILTER, stateFilters: ['Nope'] })).to.deep.equal({ errorCode: ErrorCode.NONE, unknownStateFilters: ['Nope'], transactionStates: [] });
+    expect(listTransactions(fresh.c, { ...NO_FILTER, stateFilters: ['Nope'] })).to.deep.equal({
+      errorCode: ErrorCode.NONE,
+      unknownStateFilters: ['Nope'],
+      transactionStates: [],
+    });
     expect(describeTransaction(fresh.c, 'a').errorCode).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
   });
 
@@ -99,7 +107,9 @@ describe('lib/txn/admin (KIP-664 views)', () => {
       .add(txn('dead', 1n, TxnState.DEAD))
       .add(txn('expiring', 2n, TxnState.COMPLETE_COMMIT, { pending: TxnState.DEAD }))
       .add(txn('busy', 3n, TxnState.ONGOING, { pending: TxnState.PREPARE_COMMIT, txnStartTimestamp: NOW - 10 }));
-    expect(listTransactions(f.c, NO_FILTER).transactionStates).to.deep.equal([{ transactionalId: 'busy', producerId: 3n, transactionState: 'Ongoing' }]);
+    expect(listTransactions(f.c, NO_FILTER).transactionStates).to.deep.equal([
+      { transactionalId: 'busy', producerId: 3n, transactionState: 'Ongoing' },
+    ]);
     expect(listTransactions(f.c, { ...NO_FILTER, stateFilters: ['Dead'] }).transactionStates).to.deep.equal([]);
     expect(describeTransaction(f.c, 'dead').errorCode).to.equal(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND);
     expect(describeTransaction(f.c, 'expiring').errorCode).to.equal(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND);
@@ -113,7 +123,9 @@ describe('lib/txn/admin (KIP-664 views)', () => {
       ['alpha', new Set([2, 0, 1])],
       ['empty', new Set<number>()],
     ]);
-    const f = new FakeCoordinator().add(txn('t', 77n, TxnState.PREPARE_COMMIT, { partitions, txnStartTimestamp: NOW - 500, txnTimeoutMs: 12_345, producerEpoch: 9 }));
+    const f = new FakeCoordinator().add(
+      txn('t', 77n, TxnState.PREPARE_COMMIT, { partitions, txnStartTimestamp: NOW - 500, txnTimeoutMs: 12_345, producerEpoch: 9 }),
+    );
     expect(describeTransaction(f.c, 't')).to.deep.equal({
       errorCode: ErrorCode.NONE,
       transactionalId: 't',
@@ -145,18 +157,31 @@ describe('lib/txn/admin (KIP-664 views)', () => {
       .add(txn('young', 1n, TxnState.ONGOING, { txnStartTimestamp: NOW - 100 }))
       .add(txn('old', 2n, TxnState.ONGOING, { txnStartTimestamp: NOW - 5000 }))
       .add(txn('never', 3n, TxnState.EMPTY));
-    const ids = (durationFilter: bigint) => listTransactions(f.c, { ...NO_FILTER, durationFilter }).transactionStates.map((s) => s.transactionalId);
+    const ids = (durationFilter: bigint) =>
+      listTransactions(f.c, { ...NO_FILTER, durationFilter }).transactionStates.map((s) => s.transactionalId);
     expect(ids(-1n)).to.deep.equal(['never', 'old', 'young']);
     expect(ids(99n)).to.deep.equal(['never', 'old', 'young']);
     expect(ids(100n)).to.deep.equal(['never', 'old']);
     expect(ids(4999n)).to.deep.equal(['never', 'old']);
     expect(ids(5000n)).to.deep.equal(['never']);
-    expect(listTransactions(f.c, { ...NO_FILTER, durationFilter: 100n }, NOW + 1).transactionStates.map((s) => s.transactionalId)).to.deep.equal(['never', 'old', 'young']);
+    expect(
+      listTransactions(f.c, { ...NO_FILTER, durationFilter: 100n }, NOW + 1).transactionStates.map((s) => s.transactionalId),
+    ).to.deep.equal(['never', 'old', 'young']);
   });
 
   it('activeProducers maps the producer state entries as Kafka does, by producer id', () => {
     const entries: ProducerStateEntry[] = [
-      { producerId: 9n, producerEpoch: 2, batches: [{ firstSeq: 0, lastSeq: 4, firstOffset: 0n, lastOffset: 4n, timestamp: 50n }, { firstSeq: 5, lastSeq: 6, firstOffset: 10n, lastOffset: 11n, timestamp: 60n }], lastTimestamp: 60n, coordinatorEpoch: -1, currentTxnFirstOffset: 10n },
+      {
+        producerId: 9n,
+        producerEpoch: 2,
+        batches: [
+          { firstSeq: 0, lastSeq: 4, firstOffset: 0n, lastOffset: 4n, timestamp: 50n },
+          { firstSeq: 5, lastSeq: 6, firstOffset: 10n, lastOffset: 11n, timestamp: 60n },
+        ],
+        lastTimestamp: 60n,
+        coordinatorEpoch: -1,
+        currentTxnFirstOffset: 10n,
+      },
       { producerId: 4n, producerEpoch: -1, batches: [], lastTimestamp: 70n, coordinatorEpoch: 3, currentTxnFirstOffset: null },
     ];
     const producers = new ProducerStateManager('t-0');
@@ -167,7 +192,10 @@ describe('lib/txn/admin (KIP-664 views)', () => {
       { producerId: 9n, producerEpoch: 2, lastSequence: 6, lastTimestamp: 60n, coordinatorEpoch: -1, currentTxnStartOffset: 10n },
     ]);
     const lookup = { topicExists: (t: string) => t === 't', partition: (t: string, p: number) => (t === 't' && p === 0 ? log : undefined) };
-    const res = describeProducers(lookup, [{ name: 't', partitionIndexes: [0, 1] }, { name: '..', partitionIndexes: [0] }]);
+    const res = describeProducers(lookup, [
+      { name: 't', partitionIndexes: [0, 1] },
+      { name: '..', partitionIndexes: [0] },
+    ]);
     expect(res[0]?.partitions.map((p) => [p.partitionIndex, p.errorCode, p.activeProducers.length])).to.deep.equal([
       [0, ErrorCode.NONE, 2],
       [1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0],
@@ -178,7 +206,8 @@ describe('lib/txn/admin (KIP-664 views)', () => {
 
   it('emulated releases: 2.8 advertises DescribeProducers v0 only, older ones none of the three; latest all three', () => {
     const keys = [ApiKey.DescribeProducers, ApiKey.DescribeTransactions, ApiKey.ListTransactions];
-    const has = (emulate: string | null) => advertisedVersions(HANDLERS, emulate).filter((a) => keys.includes(a.apiKey as (typeof keys)[number]));
+    const has = (emulate: string | null) =>
+      advertisedVersions(HANDLERS, emulate).filter((a) => keys.includes(a.apiKey as (typeof keys)[number]));
     expect(has(null)).to.deep.equal([
       { apiKey: ApiKey.DescribeProducers, minVersion: 0, maxVersion: 0 },
       { apiKey: ApiKey.DescribeTransactions, minVersion: 0, maxVersion: 0 },

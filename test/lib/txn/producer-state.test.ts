@@ -14,7 +14,13 @@ import { expectLogError, expectLogErrorAsync, openLog, rmDir, tmpDir, v2 } from 
 const PID = 1000n;
 
 function idem(n: number, seq: number, opts: { pid?: bigint; epoch?: number; txn?: boolean; prefix?: string } = {}): Buffer {
-  return v2(n, { producerId: opts.pid ?? PID, producerEpoch: opts.epoch ?? 0, baseSequence: seq, isTransactional: opts.txn === true, prefix: opts.prefix ?? `s${seq}` });
+  return v2(n, {
+    producerId: opts.pid ?? PID,
+    producerEpoch: opts.epoch ?? 0,
+    baseSequence: seq,
+    isTransactional: opts.txn === true,
+    prefix: opts.prefix ?? `s${seq}`,
+  });
 }
 
 describe('lib/txn producer state (on a partition log)', () => {
@@ -104,7 +110,9 @@ describe('lib/txn producer state (on a partition log)', () => {
     // sequences continue after the marker (same epoch), the next transaction commits: nothing indexed
     await log.append(idem(1, 2, { txn: true }), { leaderEpoch: 0 }).written;
     expect(log.lastStableOffset).to.equal(7n);
-    await (await log.appendMarker({ producerId: PID, producerEpoch: 0, coordinatorEpoch: 0, commit: true }, { leaderEpoch: 0 })).written;
+    await (
+      await log.appendMarker({ producerId: PID, producerEpoch: 0, coordinatorEpoch: 0, commit: true }, { leaderEpoch: 0 })
+    ).written;
     expect(log.lastStableOffset).to.equal(9n);
     expect(log.abortedTransactions(0n, 9n)).to.have.length(1);
   });
@@ -112,20 +120,39 @@ describe('lib/txn producer state (on a partition log)', () => {
   it('markers from an older producer epoch or coordinator epoch are refused', async () => {
     log = await openLog(dir);
     await log.append(idem(1, 0, { epoch: 2, txn: true }), { leaderEpoch: 0 }).written;
-    await expectLogErrorAsync(log.appendMarker({ producerId: PID, producerEpoch: 1, coordinatorEpoch: 0, commit: true }, { leaderEpoch: 0 }), ErrorCode.INVALID_PRODUCER_EPOCH);
+    await expectLogErrorAsync(
+      log.appendMarker({ producerId: PID, producerEpoch: 1, coordinatorEpoch: 0, commit: true }, { leaderEpoch: 0 }),
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+    );
     // a fence: abort written with a bumped epoch; the zombie's later batches are refused
     await log.appendMarker({ producerId: PID, producerEpoch: 3, coordinatorEpoch: 5, commit: false }, { leaderEpoch: 0 });
     expectLogError(() => log!.append(idem(1, 1, { epoch: 2, txn: true }), { leaderEpoch: 0 }), ErrorCode.INVALID_PRODUCER_EPOCH);
     await log.append(idem(1, 0, { epoch: 3, txn: true }), { leaderEpoch: 0 }).written;
-    await expectLogErrorAsync(log.appendMarker({ producerId: PID, producerEpoch: 3, coordinatorEpoch: 4, commit: true }, { leaderEpoch: 0 }), ErrorCode.TRANSACTION_COORDINATOR_FENCED);
+    await expectLogErrorAsync(
+      log.appendMarker({ producerId: PID, producerEpoch: 3, coordinatorEpoch: 4, commit: true }, { leaderEpoch: 0 }),
+      ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+    );
     expect(log.logEndOffset).to.equal(3n);
   });
 
   it('coordinator appends (transactional offset commits) skip sequence checks but not epoch checks', async () => {
     log = await openLog(dir);
-    log.append(v2(1, { producerId: PID, producerEpoch: 1, baseSequence: 0, isTransactional: true }), { leaderEpoch: 0, origin: AppendOrigin.COORDINATOR });
-    log.append(v2(1, { producerId: PID, producerEpoch: 1, baseSequence: 0, isTransactional: true }), { leaderEpoch: 0, origin: AppendOrigin.COORDINATOR });
-    expectLogError(() => log!.append(v2(1, { producerId: PID, producerEpoch: 0, baseSequence: 0, isTransactional: true }), { leaderEpoch: 0, origin: AppendOrigin.COORDINATOR }), ErrorCode.INVALID_PRODUCER_EPOCH);
+    log.append(v2(1, { producerId: PID, producerEpoch: 1, baseSequence: 0, isTransactional: true }), {
+      leaderEpoch: 0,
+      origin: AppendOrigin.COORDINATOR,
+    });
+    log.append(v2(1, { producerId: PID, producerEpoch: 1, baseSequence: 0, isTransactional: true }), {
+      leaderEpoch: 0,
+      origin: AppendOrigin.COORDINATOR,
+    });
+    expectLogError(
+      () =>
+        log!.append(v2(1, { producerId: PID, producerEpoch: 0, baseSequence: 0, isTransactional: true }), {
+          leaderEpoch: 0,
+          origin: AppendOrigin.COORDINATOR,
+        }),
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+    );
     expect(log.lastStableOffset).to.equal(0n);
   });
 
@@ -141,7 +168,8 @@ describe('lib/txn producer state (on a partition log)', () => {
     const snaps = fs.readdirSync(log.dir).filter((f) => f.endsWith('.snapshot'));
     expect(snaps).to.deep.equal(['00000000000000000010.snapshot']);
     log = await openLog(dir);
-    for (let i = 0; i < 5; i++) expect(log.append(Buffer.from(sent[i] as Buffer), { leaderEpoch: 0 }).info.firstOffset).to.equal(BigInt(i * 2));
+    for (let i = 0; i < 5; i++)
+      expect(log.append(Buffer.from(sent[i] as Buffer), { leaderEpoch: 0 }).info.firstOffset).to.equal(BigInt(i * 2));
     expect(log.logEndOffset).to.equal(10n);
     log.append(idem(1, 10), { leaderEpoch: 0 });
     expect(log.logEndOffset).to.equal(11n);
@@ -172,7 +200,8 @@ describe('lib/txn producer state (on a partition log)', () => {
       expect(log.logEndOffset).to.equal(first.logEndOffset);
       expect(log.lastStableOffset).to.equal(open.info.firstOffset);
       expect(log.abortedTransactions(0n, log.logEndOffset)).to.deep.equal(abortedBefore);
-      for (let i = 25; i < 30; i++) expect(log.append(Buffer.from(sent[i] as Buffer), { leaderEpoch: 0 }).info.firstOffset).to.equal(BigInt(i * 2));
+      for (let i = 25; i < 30; i++)
+        expect(log.append(Buffer.from(sent[i] as Buffer), { leaderEpoch: 0 }).info.firstOffset).to.equal(BigInt(i * 2));
       expect(log.logEndOffset).to.equal(first.logEndOffset);
       await log.close();
       log = undefined;
@@ -214,7 +243,14 @@ describe('lib/txn producer state (on a partition log)', () => {
 
   it('snapshot files round-trip and reject corruption', () => {
     const entries = [
-      { producerId: 5n, producerEpoch: 2, batches: [{ firstSeq: 0, lastSeq: 3, firstOffset: 10n, lastOffset: 13n, timestamp: 99n }], lastTimestamp: 99n, coordinatorEpoch: 1, currentTxnFirstOffset: 10n },
+      {
+        producerId: 5n,
+        producerEpoch: 2,
+        batches: [{ firstSeq: 0, lastSeq: 3, firstOffset: 10n, lastOffset: 13n, timestamp: 99n }],
+        lastTimestamp: 99n,
+        coordinatorEpoch: 1,
+        currentTxnFirstOffset: 10n,
+      },
       { producerId: 6n, producerEpoch: -1, batches: [], lastTimestamp: -1n, coordinatorEpoch: -1, currentTxnFirstOffset: null },
     ];
     const b = serializeSnapshot(entries);

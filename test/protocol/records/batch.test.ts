@@ -34,7 +34,15 @@ function expectProtocolError(fn: () => unknown, code?: string): void {
 const RECORDS: RecordInput[] = [
   { key: Buffer.from('key-1'), value: Buffer.from('value-1'), timestamp: 1_700_000_000_000n },
   { key: null, value: Buffer.from('no key'), timestamp: 1_700_000_000_005n, headers: [{ key: 'h1', value: Buffer.from('x') }] },
-  { key: Buffer.from('tombstone'), value: null, timestamp: 1_699_999_999_000n, headers: [{ key: 'null', value: null }, { key: 'ünïcode', value: Buffer.alloc(0) }] },
+  {
+    key: Buffer.from('tombstone'),
+    value: null,
+    timestamp: 1_699_999_999_000n,
+    headers: [
+      { key: 'null', value: null },
+      { key: 'ünïcode', value: Buffer.alloc(0) },
+    ],
+  },
   { key: Buffer.alloc(0), value: Buffer.alloc(300, 7), timestamp: 1_700_000_000_001n },
 ];
 
@@ -132,7 +140,12 @@ describe('records/batch (v2)', () => {
     batch.setPartitionLeaderEpoch(17);
     expect(batch.crc).to.equal(crc);
     batch.validate();
-    expect(batch.records(LIMIT).map((r) => r.offset)).to.deep.equal([1_000_000_000_000n, 1_000_000_000_001n, 1_000_000_000_002n, 1_000_000_000_003n]);
+    expect(batch.records(LIMIT).map((r) => r.offset)).to.deep.equal([
+      1_000_000_000_000n,
+      1_000_000_000_001n,
+      1_000_000_000_002n,
+      1_000_000_000_003n,
+    ]);
     expect(batch.partitionLeaderEpoch).to.equal(17);
   });
 
@@ -236,7 +249,10 @@ describe('records/batch (v2)', () => {
         if (!(err instanceof ProtocolError)) throw err;
       }
     };
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 400 }), (bytes) => decodeAll(Buffer.from(bytes))), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 400 }), (bytes) => decodeAll(Buffer.from(bytes))),
+      { numRuns: 500 },
+    );
     // mutations of valid batches reach deeper into the record decoder
     fc.assert(
       fc.property(fc.nat(1), fc.array(fc.tuple(fc.nat(2000), fc.nat(255)), { minLength: 1, maxLength: 4 }), (which, edits) => {

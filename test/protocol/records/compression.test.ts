@@ -148,7 +148,7 @@ describe('records/compression', () => {
     it('stores incompressible blocks uncompressed (high bit set)', () => {
       const noise = randomBytes(1000);
       const frame = compress(CompressionCodec.LZ4, noise);
-      expect(frame.readUInt32LE(7) >>> 31, frame.subarray(0, 16).toString("hex")).to.equal(1);
+      expect(frame.readUInt32LE(7) >>> 31, frame.subarray(0, 16).toString('hex')).to.equal(1);
       expect(decompress(CompressionCodec.LZ4, frame, { maxOutput: 1000 }).equals(noise)).to.equal(true);
     });
     it('checks block and content checksums and content size', () => {
@@ -194,7 +194,16 @@ describe('records/compression', () => {
         b.writeUInt32LE(n);
         return b;
       };
-      const frame = Buffer.concat([Buffer.from([0x04, 0x22, 0x4d, 0x18]), desc, Buffer.from([(xxhash32(desc) >>> 8) & 0xff]), size(b1.length), b1, size(b2.length), b2, Buffer.alloc(4)]);
+      const frame = Buffer.concat([
+        Buffer.from([0x04, 0x22, 0x4d, 0x18]),
+        desc,
+        Buffer.from([(xxhash32(desc) >>> 8) & 0xff]),
+        size(b1.length),
+        b1,
+        size(b2.length),
+        b2,
+        Buffer.alloc(4),
+      ]);
       const out = decompress(CompressionCodec.LZ4, frame, { maxOutput: MB });
       expect(out.equals(Buffer.concat([first, second]))).to.equal(true);
       // the same blocks declared independent: the second cannot be decoded alone

@@ -23,7 +23,15 @@ const LEGACY_CODECS = [0, 1, 2, 3] as const;
 const hex = (s: string): string => Buffer.from(s).toString('hex');
 
 const PY_RECORDS: PyRecord[] = [
-  { key: hex('k1'), value: hex('hello'), timestamp: NOW, headers: [['h1', hex('v')], ['h2', null]] },
+  {
+    key: hex('k1'),
+    value: hex('hello'),
+    timestamp: NOW,
+    headers: [
+      ['h1', hex('v')],
+      ['h2', null],
+    ],
+  },
   { key: null, value: hex('no key'), timestamp: NOW + 7 },
   { key: hex('tomb'), value: null, timestamp: NOW - 2, headers: [['ü', '']] },
   { key: '', value: Buffer.alloc(70_000, 0x62).toString('hex'), timestamp: NOW + 1 },
@@ -74,7 +82,14 @@ describe('records interop with kafka-python (Debian, /usr/bin/python3)', functio
   it('decodes v2 batches built by DefaultRecordBatchBuilder with every codec', function () {
     if (missing !== null) skipBecause(this, missing);
     const bufs = pyBuildDefault(
-      V2_CODECS.map((codec) => ({ codec, records: PY_RECORDS, transactional: codec === 3, producerId: 99, producerEpoch: 4, baseSequence: 17 })),
+      V2_CODECS.map((codec) => ({
+        codec,
+        records: PY_RECORDS,
+        transactional: codec === 3,
+        producerId: 99,
+        producerEpoch: 4,
+        baseSequence: 17,
+      })),
     );
     expect(bufs).to.have.length(V2_CODECS.length);
     bufs.forEach((buf, i) => {
@@ -108,7 +123,10 @@ describe('records interop with kafka-python (Debian, /usr/bin/python3)', functio
         if (m.isCompressed) m.setOffset(BigInt(PY_RECORDS.length - 1));
       }
       const records = messages.flatMap((m) => m.records({ ...LIMIT }));
-      expect(records.map((r) => asPy(r, false)), `magic ${magic} codec ${codec}`).to.deep.equal(expectedPy(magic));
+      expect(
+        records.map((r) => asPy(r, false)),
+        `magic ${magic} codec ${codec}`,
+      ).to.deep.equal(expectedPy(magic));
     });
   }
 
@@ -130,10 +148,26 @@ describe('records interop with kafka-python (Debian, /usr/bin/python3)', functio
       timestamp: BigInt(r.timestamp),
       headers: (r.headers ?? []).map(([key, v]) => ({ key, value: v === null ? null : Buffer.from(v, 'hex') })),
     }));
-    const bufs = V2_CODECS.map((codec) => buildRecordBatch(input, { compression: codec, baseOffset: 100n, isTransactional: codec === 4, producerId: 3n, producerEpoch: 0, baseSequence: 0 }));
+    const bufs = V2_CODECS.map((codec) =>
+      buildRecordBatch(input, {
+        compression: codec,
+        baseOffset: 100n,
+        isTransactional: codec === 4,
+        producerId: 3n,
+        producerEpoch: 0,
+        baseSequence: 0,
+      }),
+    );
     const appendTime = RecordBatch.at(buildRecordBatch(input, { compression: CompressionCodec.LZ4, baseOffset: 100n }).subarray());
     appendTime.setLogAppendTime(BigInt(NOW + 1000));
-    const control = buildEndTxnBatch({ type: ControlRecordType.ABORT, producerId: 3n, producerEpoch: 0, coordinatorEpoch: 5, timestamp: BigInt(NOW), baseOffset: 104n });
+    const control = buildEndTxnBatch({
+      type: ControlRecordType.ABORT,
+      producerId: 3n,
+      producerEpoch: 0,
+      coordinatorEpoch: 5,
+      timestamp: BigInt(NOW),
+      baseOffset: 104n,
+    });
     const results = pyRead([...bufs, appendTime.bytes, Buffer.concat([bufs[0] as Buffer, control])]);
     V2_CODECS.forEach((codec, i) => {
       const [batch] = results[i] ?? [];
@@ -164,7 +198,10 @@ describe('records interop with kafka-python (Debian, /usr/bin/python3)', functio
     cases.forEach(({ magic, codec }, i) => {
       const batches = results[i] ?? [];
       expect(batches.length, `magic ${magic} codec ${codec}`).to.be.greaterThan(0);
-      expect(batches.every((b) => b.crcValid), `magic ${magic} codec ${codec}`).to.equal(true);
+      expect(
+        batches.every((b) => b.crcValid),
+        `magic ${magic} codec ${codec}`,
+      ).to.equal(true);
       const records = batches.flatMap((b) => b.records).map((r) => ({ ...r, timestamp: r.timestamp ?? -1 }));
       expect(records, `magic ${magic} codec ${codec}`).to.deep.equal(expectedPy(magic, 50));
       // and we agree with ourselves on the same bytes

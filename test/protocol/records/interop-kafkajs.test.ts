@@ -13,7 +13,9 @@ import {
 import type { RecordInput } from '../../../protocol/records/index.js';
 
 const require = createRequire(import.meta.url);
-const { RecordBatch: KjsRecordBatch } = require('kafkajs/src/protocol/recordBatch/v0/index.js') as { RecordBatch: (a: object) => Promise<any> };
+const { RecordBatch: KjsRecordBatch } = require('kafkajs/src/protocol/recordBatch/v0/index.js') as {
+  RecordBatch: (a: object) => Promise<any>;
+};
 const KjsRecord = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (a: object) => any;
 const kjsDecodeBatch = require('kafkajs/src/protocol/recordBatch/v0/decoder.js') as (d: any) => Promise<any>;
 const KjsMessageSet = require('kafkajs/src/protocol/messageSet/index.js') as (a: object) => any;
@@ -33,7 +35,12 @@ interface Msg {
 }
 
 const MESSAGES: Msg[] = [
-  { key: Buffer.from('user-1'), value: Buffer.from('{"a":1}'), timestamp: NOW, headers: { trace: Buffer.from('abc'), empty: Buffer.alloc(0) } },
+  {
+    key: Buffer.from('user-1'),
+    value: Buffer.from('{"a":1}'),
+    timestamp: NOW,
+    headers: { trace: Buffer.from('abc'), empty: Buffer.alloc(0) },
+  },
   { key: null, value: Buffer.from('no key'), timestamp: NOW + 5 },
   { key: Buffer.from('tombstone'), value: null, timestamp: NOW - 3 },
   { key: Buffer.from('big'), value: Buffer.alloc(5000, 0x41), timestamp: NOW + 1, headers: { h: Buffer.from('ü') } },
@@ -49,9 +56,14 @@ function asInput(m: Msg): RecordInput {
 }
 
 describe('records interop with kafkajs 2.2.4', () => {
-  for (const [name, compression] of [['none', KjsCompression.None], ['gzip', KjsCompression.GZIP]] as const) {
+  for (const [name, compression] of [
+    ['none', KjsCompression.None],
+    ['gzip', KjsCompression.GZIP],
+  ] as const) {
     it(`decodes a kafkajs v2 record batch (${name})`, async () => {
-      const records = MESSAGES.map((m, i) => KjsRecord({ offsetDelta: i, timestampDelta: m.timestamp - NOW, key: m.key, value: m.value, headers: m.headers ?? {} }));
+      const records = MESSAGES.map((m, i) =>
+        KjsRecord({ offsetDelta: i, timestampDelta: m.timestamp - NOW, key: m.key, value: m.value, headers: m.headers ?? {} }),
+      );
       const enc = await KjsRecordBatch({
         compression,
         firstTimestamp: NOW,
@@ -80,12 +92,20 @@ describe('records interop with kafkajs 2.2.4', () => {
         expect(r.timestamp).to.equal(BigInt(m.timestamp));
         expect(r.key === null ? null : r.key.toString('hex')).to.equal(m.key === null ? null : m.key.toString('hex'));
         expect(r.value === null ? null : r.value.toString('hex')).to.equal(m.value === null ? null : m.value.toString('hex'));
-        expect(r.headers.map((h) => [h.key, h.value?.toString('hex')])).to.deep.equal(Object.entries(m.headers ?? {}).map(([k, v]) => [k, v.toString('hex')]));
+        expect(r.headers.map((h) => [h.key, h.value?.toString('hex')])).to.deep.equal(
+          Object.entries(m.headers ?? {}).map(([k, v]) => [k, v.toString('hex')]),
+        );
       });
     });
 
     it(`kafkajs decodes our v2 record batch (${name})`, async () => {
-      const buf = buildRecordBatch(MESSAGES.map(asInput), { compression, baseOffset: 1000n, producerId: 7n, producerEpoch: 1, baseSequence: 0 });
+      const buf = buildRecordBatch(MESSAGES.map(asInput), {
+        compression,
+        baseOffset: 1000n,
+        producerId: 7n,
+        producerEpoch: 1,
+        baseSequence: 0,
+      });
       const decoded = await kjsDecodeBatch(new KjsDecoder(buf));
       expect(decoded.firstOffset).to.equal('1000');
       expect(decoded.producerId).to.equal('7');
@@ -103,7 +123,13 @@ describe('records interop with kafkajs 2.2.4', () => {
   }
 
   it('kafkajs sees our control batch as a control record', async () => {
-    const buf = buildEndTxnBatch({ type: ControlRecordType.COMMIT, producerId: 5n, producerEpoch: 0, coordinatorEpoch: 3, timestamp: BigInt(NOW) });
+    const buf = buildEndTxnBatch({
+      type: ControlRecordType.COMMIT,
+      producerId: 5n,
+      producerEpoch: 0,
+      coordinatorEpoch: 3,
+      timestamp: BigInt(NOW),
+    });
     const decoded = await kjsDecodeBatch(new KjsDecoder(buf));
     expect(decoded.isControlBatch).to.equal(true);
     expect(decoded.inTransaction).to.equal(true);

@@ -80,14 +80,19 @@ describe('records/message-set (magic 0 and 1)', () => {
   }
 
   it('refuses zstd for the old formats', () => {
-    expectProtocolError(() => buildMessageSet(RECORDS, { magic: 1, compression: CompressionCodec.ZSTD }), GregorErrorCode.UNSUPPORTED_COMPRESSION);
+    expectProtocolError(
+      () => buildMessageSet(RECORDS, { magic: 1, compression: CompressionCodec.ZSTD }),
+      GregorErrorCode.UNSUPPORTED_COMPRESSION,
+    );
   });
 
   it('exposes the timestamp type per magic', () => {
     const [m0] = scanMessageSet(buildMessageSet(RECORDS, { magic: 0 })).messages;
     expect(m0?.timestampType).to.equal(NO_TIMESTAMP_TYPE);
     expect(m0?.timestamp).to.equal(-1n);
-    const [m1] = scanMessageSet(buildMessageSet(RECORDS, { magic: 1, timestampType: TimestampType.LOG_APPEND_TIME, logAppendTime: 77n })).messages;
+    const [m1] = scanMessageSet(
+      buildMessageSet(RECORDS, { magic: 1, timestampType: TimestampType.LOG_APPEND_TIME, logAppendTime: 77n }),
+    ).messages;
     expect(m1?.timestampType).to.equal(TimestampType.LOG_APPEND_TIME);
     expect(m1?.timestamp).to.equal(77n);
     m1?.validate();
@@ -105,7 +110,10 @@ describe('records/message-set (magic 0 and 1)', () => {
     const records = wrapper.records(LIMIT);
     expect(records.map((r) => r.offset)).to.deep.equal([10_000n, 10_001n, 10_002n, 10_003n]);
     expect(records.map((r) => r.timestamp)).to.deep.equal([5555n, 5555n, 5555n, 5555n]);
-    expectProtocolError(() => LegacyMessage.at(buildMessageSet(RECORDS, { magic: 0 })).setLogAppendTime(1n), GregorErrorCode.UNSUPPORTED_MAGIC);
+    expectProtocolError(
+      () => LegacyMessage.at(buildMessageSet(RECORDS, { magic: 0 })).setLogAppendTime(1n),
+      GregorErrorCode.UNSUPPORTED_MAGIC,
+    );
   });
 
   it('detects flipped bytes with CRC-32 (outer and inner)', () => {
@@ -164,7 +172,10 @@ describe('records/message-set (magic 0 and 1)', () => {
 
   it('walks a log holding message sets followed by v2 batches', () => {
     const old = buildMessageSet(RECORDS, { magic: 1, compression: CompressionCodec.SNAPPY, baseOffset: 0n });
-    const v2 = buildRecordBatch(RECORDS.map((r) => ({ key: r.key, value: r.value, timestamp: r.timestamp ?? 0n })), { baseOffset: 4n });
+    const v2 = buildRecordBatch(
+      RECORDS.map((r) => ({ key: r.key, value: r.value, timestamp: r.timestamp ?? 0n })),
+      { baseOffset: 4n },
+    );
     const kinds = [...logEntries(Buffer.concat([old, v2, v2.subarray(0, 20)]))].map((e) => e.kind);
     expect(kinds).to.deep.equal(['message', 'batch', 'partial']);
     const { records, partial } = decodeRecords(Buffer.concat([old, v2]), LIMIT);
@@ -185,7 +196,10 @@ describe('records/message-set (magic 0 and 1)', () => {
         if (!(err instanceof ProtocolError)) throw err;
       }
     };
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => decodeAll(Buffer.from(bytes))), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => decodeAll(Buffer.from(bytes))),
+      { numRuns: 500 },
+    );
     fc.assert(
       fc.property(fc.nat(1), fc.array(fc.tuple(fc.nat(3000), fc.nat(255)), { minLength: 1, maxLength: 4 }), (which, edits) => {
         const buf = Buffer.from(valid[which] ?? Buffer.alloc(0));

@@ -147,7 +147,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 1;
   }
   if (stopping && args.readyFile !== undefined) await removeReadyFile(args.readyFile).catch(() => undefined); // a signal came while it was written
-  if (process.stderr.isTTY === true) {
+  if (process.stderr.isTTY) {
     const defaultPartitions = broker.config.int('num.partitions');
     const declared = topics.map((t) => ({ name: t.name, partitions: t.partitions === -1 ? defaultPartitions : t.partitions }));
     process.stderr.write(banner(info, { dataDir: broker.dataDir, topics: declared, readyMs: performance.now() }));

@@ -140,7 +140,7 @@ const kjsMessages: KjsMessage[] = sources.map((s) => ({
 /** Batch fields set to what kafkajs writes for a non-idempotent producer, so both frames can match byte for byte. */
 const batchOpts: BuildBatchOptions = { partitionLeaderEpoch: 0, producerId: -1n, producerEpoch: 0, baseSequence: 0 };
 
-let correlationId = 1;
+const correlationId = 1;
 
 function oursEncodeProduce(): Buffer {
   const batch = buildRecordBatch(ourRecords, batchOpts);

@@ -144,7 +144,7 @@ async function main(): Promise<void> {
     windows.push(await measure('idle, no clients', pid));
 
     // librdkafka consumer on all partitions
-    const ck = createRequire(path.join(PROJECT_ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript') as Any;
+    const ck = createRequire(path.join(PROJECT_ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript');
     const consumer = new ck.KafkaConsumer(
       {
         'bootstrap.servers': broker.bootstrap,

@@ -15,7 +15,7 @@ let cached: ConfluentModule | undefined;
 export function loadConfluent(): ConfluentModule {
   if (cached !== undefined) return cached;
   try {
-    cached = createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript') as ConfluentModule;
+    cached = createRequire(join(ROOT, 'compat/clients/confluent/package.json'))('@confluentinc/kafka-javascript');
     return cached;
   } catch (e) {
     throw new Error(

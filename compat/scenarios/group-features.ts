@@ -122,9 +122,7 @@ function staticScenario(protocol: GroupProtocol): Scenario {
       need(client, protocol, 'staticGroup');
       let sessionTimeoutMs = CLASSIC_SESSION_MS;
       if (!classic) {
-        const cfg = await rawBrokerConfigs(ctx.main.bootstrap, ['group.consumer.session.timeout.ms']).catch(
-          () => ({}) as Record<string, string | null>,
-        );
+        const cfg = await rawBrokerConfigs(ctx.main.bootstrap, ['group.consumer.session.timeout.ms']).catch(() => ({}));
         sessionTimeoutMs = Number(cfg['group.consumer.session.timeout.ms'] ?? 45000);
       }
       const topic = ctx.topic('static');

@@ -15,7 +15,10 @@ export function healthRoutes(readiness: Readiness): AdminRoute[] {
       method: 'GET',
       path: '/v1/status/ready',
       handle(_req, res) {
-        if (readiness.isReady) return sendJson(res, 200, { status: 'ready' });
+        if (readiness.isReady) {
+          sendJson(res, 200, { status: 'ready' });
+          return;
+        }
         sendJson(res, 503, { status: 'booting', pending: readiness.pending });
       },
     },

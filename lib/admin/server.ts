@@ -98,7 +98,10 @@ export class AdminServer {
   /** Stops accepting and closes every connection (idle keep-alive ones at once). */
   close(): Promise<void> {
     this.closing ??= new Promise((resolve) => {
-      if (!this.server.listening) return resolve();
+      if (!this.server.listening) {
+        resolve();
+        return;
+      }
       this.server.close(() => resolve());
       this.server.closeIdleConnections();
       // requests in progress (a scrape) get a moment to finish
@@ -115,11 +118,12 @@ export class AdminServer {
     if (!adminClientAllowed(remote, this.opts.allowRemote)) {
       this.logger.warn(where, 'admin: refused a non-loopback client (admin.listener.allow.remote=false)');
       req.resume();
-      return sendText(
+      sendText(
         res,
         403,
         'forbidden: the admin listener serves loopback clients only (set admin.listener.allow.remote=true to allow others)',
       );
+      return;
     }
     let pathMatched = false;
     const allowed = new Set<string>();
@@ -145,9 +149,10 @@ export class AdminServer {
     req.resume();
     if (pathMatched) {
       this.logger.info(where, 'admin: method not allowed');
-      return sendText(res, 405, `method ${method} not allowed on ${url.pathname} (allowed: ${[...allowed].join(', ')})`, {
+      sendText(res, 405, `method ${method} not allowed on ${url.pathname} (allowed: ${[...allowed].join(', ')})`, {
         allow: [...allowed].join(', '),
       });
+      return;
     }
     this.logger.info(where, 'admin: unknown path');
     sendText(res, 404, `not found: ${url.pathname}`);

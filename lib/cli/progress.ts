@@ -25,7 +25,7 @@ export class Progress {
     private readonly stream: NodeJS.WriteStream = process.stderr,
     enabled?: boolean,
   ) {
-    this.enabled = enabled ?? stream.isTTY === true;
+    this.enabled = enabled ?? stream.isTTY;
   }
 
   add(records: number, bytes: number): void {

@@ -47,20 +47,27 @@ export class ClassicCoordinator extends ClassicMembership {
   protected handleJoinGroup(p: JoinGroupParams, callback: (r: JoinGroupResult) => void): void {
     const s = this.ctx.settings;
     if (p.sessionTimeoutMs < s.minSessionTimeoutMs || p.sessionTimeoutMs > s.maxSessionTimeoutMs) {
-      return callback(joinError(p.memberId, ErrorCode.INVALID_SESSION_TIMEOUT));
+      callback(joinError(p.memberId, ErrorCode.INVALID_SESSION_TIMEOUT));
+      return;
     }
     const isUnknownMember = p.memberId === '';
     const found = this.ctx.classicGroup(p.groupId, isUnknownMember);
     if (found?.type === 'consumer') {
       // A known member id joining an empty consumer group: Kafka drops the group and finds no member.
-      if (found.members.size === 0) return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      if (found.members.size === 0) {
+        callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+        return;
+      }
       void this.ctx.inConsumerGroup.join(found, p).then(callback, (e: unknown) => {
         this.log.error({ err: e, group: p.groupId }, 'JoinGroup to a consumer group failed');
         callback(joinError(p.memberId, ErrorCode.UNKNOWN_SERVER_ERROR));
       });
       return;
     }
-    if (found === undefined) return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+    if (found === undefined) {
+      callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      return;
+    }
     const group = found;
     if (!this.acceptJoiningMember(group, p.memberId)) {
       group.remove(p.memberId);
@@ -87,9 +94,14 @@ export class ClassicCoordinator extends ClassicMembership {
   }
 
   protected doNewMemberJoinGroup(group: ClassicGroup, p: JoinGroupParams, callback: (r: JoinGroupResult) => void): void {
-    if (group.is(S.DEAD)) return callback(joinError(p.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
-    if (!group.supportsProtocols(p.protocolType, p.protocols))
-      return callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    if (group.is(S.DEAD)) {
+      callback(joinError(p.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+      return;
+    }
+    if (!group.supportsProtocols(p.protocolType, p.protocols)) {
+      callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+      return;
+    }
     const newMemberId = `${p.groupInstanceId ?? p.clientId}-${randomUUID()}`;
     if (group.hasStaticMember(p.groupInstanceId)) {
       this.doStaticMemberJoinGroup(group, newMemberId, p, callback);
@@ -162,34 +174,63 @@ export class ClassicCoordinator extends ClassicMembership {
   }
 
   protected doCurrentMemberJoinGroup(group: ClassicGroup, p: JoinGroupParams, callback: (r: JoinGroupResult) => void): void {
-    if (group.is(S.DEAD)) return callback(joinError(p.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
-    if (!group.supportsProtocols(p.protocolType, p.protocols))
-      return callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    if (group.is(S.DEAD)) {
+      callback(joinError(p.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+      return;
+    }
+    if (!group.supportsProtocols(p.protocolType, p.protocols)) {
+      callback(joinError(p.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+      return;
+    }
     if (group.isPendingMember(p.memberId)) {
       const t = group.pendingMembers.get(p.memberId);
       if (t !== undefined) clearTimeout(t);
-      if (p.groupInstanceId !== null) return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
-      return this.addMemberAndRebalance(group, p.memberId, p, callback);
+      if (p.groupInstanceId !== null) {
+        callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+        return;
+      }
+      this.addMemberAndRebalance(group, p.memberId, p, callback);
+      return;
     }
     const instanceNotFound = p.groupInstanceId !== null && !group.hasStaticMember(p.groupInstanceId);
-    if (group.isStaticMemberFenced(p.groupInstanceId, p.memberId)) return callback(joinError(p.memberId, ErrorCode.FENCED_INSTANCE_ID));
+    if (group.isStaticMemberFenced(p.groupInstanceId, p.memberId)) {
+      callback(joinError(p.memberId, ErrorCode.FENCED_INSTANCE_ID));
+      return;
+    }
     const member = group.members.get(p.memberId);
-    if (member === undefined || instanceNotFound) return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+    if (member === undefined || instanceNotFound) {
+      callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      return;
+    }
     const reason = `member ${p.memberId} rejoins during ${group.state}${p.reason === null ? '' : ` (${p.reason})`}`;
     switch (group.state) {
-      case S.PREPARING_REBALANCE:
-        return this.updateMemberAndRebalance(group, member, p, reason, callback);
+      case S.PREPARING_REBALANCE: {
+        this.updateMemberAndRebalance(group, member, p, reason, callback);
+        return;
+      }
       case S.COMPLETING_REBALANCE:
         // Same metadata: the member probably lost the join response; answer it again.
-        if (member.matches(p.protocols))
-          return callback(this.joinResult(group, p.memberId, group.isLeader(p.memberId), group.leaderId ?? '', false));
-        return this.updateMemberAndRebalance(group, member, p, reason, callback);
+        if (member.matches(p.protocols)) {
+          callback(this.joinResult(group, p.memberId, group.isLeader(p.memberId), group.leaderId ?? '', false));
+          return;
+        }
+        {
+          this.updateMemberAndRebalance(group, member, p, reason, callback);
+          return;
+        }
       case S.STABLE:
-        if (group.isLeader(p.memberId) || !member.matches(p.protocols))
-          return this.updateMemberAndRebalance(group, member, p, reason, callback);
-        return callback(this.joinResult(group, p.memberId, false, group.leaderId ?? '', false));
-      default:
-        return callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+        if (group.isLeader(p.memberId) || !member.matches(p.protocols)) {
+          this.updateMemberAndRebalance(group, member, p, reason, callback);
+          return;
+        }
+        {
+          callback(this.joinResult(group, p.memberId, false, group.leaderId ?? '', false));
+          return;
+        }
+      default: {
+        callback(joinError(p.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+        return;
+      }
     }
   }
 

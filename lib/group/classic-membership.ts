@@ -79,16 +79,29 @@ export abstract class ClassicMembership {
 
   protected handleSyncGroup(p: SyncGroupParams, callback: (r: SyncGroupResult) => void): void {
     const found = this.ctx.classicGroup(p.groupId, false);
-    if (found?.type === 'consumer') return callback(this.ctx.inConsumerGroup.sync(found, p));
-    if (found === undefined) return callback(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+    if (found?.type === 'consumer') {
+      callback(this.ctx.inConsumerGroup.sync(found, p));
+      return;
+    }
+    if (found === undefined) {
+      callback(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+      return;
+    }
     const group = found;
     const error = this.validateSyncGroup(group, p);
-    if (error !== ErrorCode.NONE) return callback(syncError(error));
+    if (error !== ErrorCode.NONE) {
+      callback(syncError(error));
+      return;
+    }
     switch (group.state) {
-      case S.EMPTY:
-        return callback(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
-      case S.PREPARING_REBALANCE:
-        return callback(syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+      case S.EMPTY: {
+        callback(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+        return;
+      }
+      case S.PREPARING_REBALANCE: {
+        callback(syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+        return;
+      }
       case S.COMPLETING_REBALANCE: {
         const member = group.members.get(p.memberId) as ClassicGroupMember;
         member.awaitingSync = callback;
@@ -128,8 +141,10 @@ export abstract class ClassicMembership {
         this.scheduleHeartbeat(group, member);
         return;
       }
-      default:
-        return callback(syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+      default: {
+        callback(syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+        return;
+      }
     }
   }
 

@@ -21,11 +21,11 @@ import { type ConnectionDetails, type Handler, isCloseConnection, NO_RESPONSE, t
 export type DispatchResult = { response: Buffer | Buffer[] } | { noResponse: true } | { close: string };
 
 export class Dispatcher {
-  private readonly handlers = new Map<number, Handler<never, unknown>>();
+  private readonly handlers = new Map<number, Handler>();
   private readonly advertised = new Map<number, { minVersion: number; maxVersion: number }>();
 
   constructor(
-    handlers: readonly Handler<never, unknown>[],
+    handlers: readonly Handler[],
     private readonly services: () => BrokerServices,
     private readonly faults: FaultInjector | null = null,
     /** request and topic meters: shown every response before it is encoded */
@@ -114,12 +114,7 @@ export class Dispatcher {
    * A scoped 'error' (topic filter, Produce/Fetch) errs only the partitions the rule names: 'before',
    * the handler runs on the request without them; either way the answer merges both (fault-scope.ts).
    */
-  private async dispatchFault(
-    fault: PickedFault,
-    handler: Handler<never, unknown>,
-    req: never,
-    ctx: RequestContext,
-  ): Promise<DispatchResult> {
+  private async dispatchFault(fault: PickedFault, handler: Handler, req: never, ctx: RequestContext): Promise<DispatchResult> {
     const { apiKey, apiVersion, correlationId, logger } = ctx;
     const what = `${fault.action} ${fault.when} API ${apiKey} v${apiVersion}`;
     const delayMs = fault.action === 'delay' ? fault.nextDelayMs() : 0;
@@ -181,7 +176,7 @@ export class Dispatcher {
     return this.encode(handler, req, body, ctx);
   }
 
-  private encode(handler: Handler<never, unknown>, req: never, body: unknown, ctx: RequestContext): DispatchResult {
+  private encode(handler: Handler, req: never, body: unknown, ctx: RequestContext): DispatchResult {
     const { apiKey, apiVersion, correlationId } = ctx;
     this.metrics?.responded(apiKey, req, body, ctx.timing);
     let out: DispatchResult;

@@ -40,7 +40,7 @@ import { describeTransactionsHandler } from './describe-transactions.js';
 import { listTransactionsHandler } from './list-transactions.js';
 import type { Handler } from './types.js';
 
-export const HANDLERS: readonly Handler<never, unknown>[] = [
+export const HANDLERS: readonly Handler[] = [
   produceHandler,
   fetchHandler,
   listOffsetsHandler,
@@ -77,10 +77,10 @@ export const HANDLERS: readonly Handler<never, unknown>[] = [
   createPartitionsHandler,
   incrementalAlterConfigsHandler,
   describeClusterHandler,
-] as unknown as Handler<never, unknown>[];
+];
 
 /** The ranges to advertise: every handler's, or those an emulated Kafka release had. */
-export function advertisedVersions(handlers: readonly Handler<never, unknown>[], emulate: string | null): ApiVersionRange[] {
+export function advertisedVersions(handlers: readonly Handler[], emulate: string | null): ApiVersionRange[] {
   const all = handlers
     .map((h) => ({ apiKey: h.apiKey, minVersion: h.minVersion, maxVersion: h.maxVersion }))
     .sort((a, b) => a.apiKey - b.apiKey);

@@ -230,7 +230,7 @@ function assignedParts(assigned: AssignedEntry[], v: ValidatedRecords): { buf: B
       firstOffset: a.firstOffset,
       lastOffset: a.lastOffset,
       maxTimestamp: a.maxTimestamp,
-      codec: v.entries[i] === undefined ? 0 : entryCodec(v.entries[i] as ValidatedEntry),
+      codec: v.entries[i] === undefined ? 0 : entryCodec(v.entries[i]),
     },
   }));
 }

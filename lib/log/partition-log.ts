@@ -207,7 +207,10 @@ export class PartitionLog {
     if (this.closed && this.opening === null) return Promise.reject(closedError(this.dir));
     return new Promise<T>((resolve, reject) => {
       this.waiting.push((log, err) => {
-        if (log === null) return reject(err);
+        if (log === null) {
+          reject(err);
+          return;
+        }
         try {
           resolve(fn(log));
         } catch (e) {

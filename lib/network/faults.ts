@@ -374,7 +374,10 @@ export class FaultInjector {
   /** A timer (not keeping the process alive) removes the rule at its deadline; a pause releases its appends then. */
   private armExpiry(e: FaultEntry): void {
     const left = e.deadline - Date.now();
-    if (left <= 0) return this.removeEntry(e);
+    if (left <= 0) {
+      this.removeEntry(e);
+      return;
+    }
     e.timer = setTimeout(() => this.armExpiry(e), Math.min(left + 1, MAX_TIMER_MS));
     e.timer.unref();
   }

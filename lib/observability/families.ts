@@ -33,7 +33,7 @@ function samples(fill: Fill): Sample[] {
   return values;
 }
 
-class GaugeFamily extends Gauge<string> {
+class GaugeFamily extends Gauge {
   constructor(
     private readonly meta: { name: string; help: string; labelNames: readonly string[]; registers: Registry[] },
     private readonly serial: Serial,
@@ -42,15 +42,15 @@ class GaugeFamily extends Gauge<string> {
     super(meta);
   }
 
-  override get(): ReturnType<Gauge<string>['get']> {
+  override get(): ReturnType<Gauge['get']> {
     const { name, help } = this.meta;
     return this.serial.run(() => ({ name, help, type: 'gauge', values: samples(this.fill), aggregator: 'sum' })) as unknown as ReturnType<
-      Gauge<string>['get']
+      Gauge['get']
     >;
   }
 }
 
-class CounterFamily extends Counter<string> {
+class CounterFamily extends Counter {
   constructor(
     private readonly meta: { name: string; help: string; labelNames: readonly string[]; registers: Registry[] },
     private readonly serial: Serial,
@@ -59,10 +59,10 @@ class CounterFamily extends Counter<string> {
     super(meta);
   }
 
-  override get(): ReturnType<Counter<string>['get']> {
+  override get(): ReturnType<Counter['get']> {
     const { name, help } = this.meta;
     return this.serial.run(() => ({ name, help, type: 'counter', values: samples(this.fill), aggregator: 'sum' })) as unknown as ReturnType<
-      Counter<string>['get']
+      Counter['get']
     >;
   }
 }

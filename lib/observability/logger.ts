@@ -35,7 +35,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   };
   if (opts.name !== undefined) options.name = opts.name;
   const dest = opts.destination ?? pino.destination({ dest: 1, sync: false });
-  return pino(options, dest as pino.DestinationStream);
+  return pino(options, dest);
 }
 
 /** A logger that discards everything (tests, embedded use without logs). */

@@ -181,7 +181,10 @@ export class Writer {
 
   /** int16-length string; null as -1. */
   string(v: string | null): void {
-    if (v === null) return this.int16(-1);
+    if (v === null) {
+      this.int16(-1);
+      return;
+    }
     const n = Buffer.byteLength(v, 'utf8');
     if (n > 0x7fff) throw new RangeError(`string of ${n} bytes is too long for an int16 length`);
     this.int16(n);
@@ -189,20 +192,29 @@ export class Writer {
   }
 
   compactString(v: string | null): void {
-    if (v === null) return this.uvarint(0);
+    if (v === null) {
+      this.uvarint(0);
+      return;
+    }
     const n = Buffer.byteLength(v, 'utf8');
     this.uvarint(n + 1);
     this.utf8(v, n);
   }
 
   bytes(v: Buffer | null): void {
-    if (v === null) return this.int32(-1);
+    if (v === null) {
+      this.int32(-1);
+      return;
+    }
     this.int32(v.length);
     this.raw(v);
   }
 
   compactBytes(v: Buffer | null): void {
-    if (v === null) return this.uvarint(0);
+    if (v === null) {
+      this.uvarint(0);
+      return;
+    }
     this.uvarint(v.length + 1);
     this.raw(v);
   }
@@ -217,7 +229,10 @@ export class Writer {
 
   /** Writes a tagged-field section; `fields` must already be in ascending tag order. */
   taggedFields(fields: readonly TaggedField[] | undefined): void {
-    if (fields === undefined || fields.length === 0) return this.uvarint(0);
+    if (fields === undefined || fields.length === 0) {
+      this.uvarint(0);
+      return;
+    }
     this.uvarint(fields.length);
     for (const f of fields) {
       this.uvarint(f.tag);

@@ -21,10 +21,10 @@ export const fzstdModule = lazy<typeof import('fzstd')>('fzstd');
 
 /** CRC-32C (Castagnoli) of `data`, as record batches (magic 2) carry it. */
 export function crc32c(data: Buffer | Uint8Array): number {
-  return crc32Module().crc32c(data as Buffer);
+  return crc32Module().crc32c(data);
 }
 
 /** CRC-32 (IEEE) of `data`, as legacy messages (magic 0/1) carry it. */
 export function crc32(data: Buffer | Uint8Array): number {
-  return crc32Module().crc32(data as Buffer);
+  return crc32Module().crc32(data);
 }

@@ -86,7 +86,10 @@ export class RawClient {
   /** Writes raw bytes (resolves once handed to the kernel, or on error). */
   write(bytes: Buffer | Uint8Array | string): Promise<void> {
     return new Promise((resolve) => {
-      if (this.socket.destroyed) return resolve();
+      if (this.socket.destroyed) {
+        resolve();
+        return;
+      }
       this.socket.write(bytes, () => resolve());
     });
   }

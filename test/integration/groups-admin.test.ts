@@ -452,7 +452,7 @@ describe('group admin views as Kafka 4 answers them', function () {
   });
 
   it('librdkafka 2.15: describeGroups with includeAuthorizedOperations (both types), listGroups by state and type, deleteGroups reports', async () => {
-    const { KafkaJS } = loadConfluent() as Any;
+    const { KafkaJS } = loadConfluent();
     const kafka = new KafkaJS.Kafka({ kafkaJS: { brokers: [b.bootstrap], clientId: 'adm-rdk', logLevel: KafkaJS.logLevel.NOTHING } });
     const admin = kafka.admin();
     await admin.connect();

@@ -19,7 +19,7 @@ import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 type Any = any;
-const { KafkaConsumer, KafkaJS } = loadConfluent() as Any;
+const { KafkaConsumer, KafkaJS } = loadConfluent();
 const require = createRequire(import.meta.url);
 const kafkajs = require('kafkajs') as typeof import('kafkajs');
 

@@ -14,7 +14,7 @@ import { RawClient } from '../helpers/raw-client.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 
 type Any = any;
-const confluent = loadConfluent() as Any;
+const confluent = loadConfluent();
 const { KafkaJS } = confluent;
 
 const SESSION_MS = 6000;

@@ -11,7 +11,7 @@ import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 
 type Any = any;
-const { KafkaJS } = loadConfluent() as Any;
+const { KafkaJS } = loadConfluent();
 
 async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;

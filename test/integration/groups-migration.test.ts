@@ -20,7 +20,7 @@ import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawClient } from '../helpers/raw-client.js';
 
 type Any = any;
-const { KafkaJS } = loadConfluent() as Any;
+const { KafkaJS } = loadConfluent();
 
 const PARTITIONS = 6;
 const SESSION_MS = 6000;

@@ -116,7 +116,7 @@ const kafkajsClient = (bootstrap: string): PipelineClient => {
 };
 
 const confluentClient = (bootstrap: string): PipelineClient => {
-  const { KafkaJS } = loadConfluent() as Any;
+  const { KafkaJS } = loadConfluent();
   const kafka = new KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrap], clientId: 'ctp-rdk', logLevel: KafkaJS.logLevel.NOTHING } });
   return {
     name: 'librdkafka',
@@ -256,7 +256,7 @@ class Stage {
 }
 
 async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void> {
-  const ck = loadConfluent() as Any;
+  const ck = loadConfluent();
   const pre = `ctp-${client.name}`;
   const [src, s1, s2, s3] = ['src', 's1', 's2', 's3'].map((t) => `${pre}-${t}`) as [string, string, string, string];
   const raw = await RawClient.connect(b.bootstrap);
@@ -328,7 +328,7 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
     const g2 = `${pre}-g2`;
     const fetchWatch = observeRequests(b, 9, (r) => {
       if (r.groupId === g2 || (r.groups ?? []).some((g: Any) => g.groupId === g2))
-        void (r.requireStable === true ? fetches.stable++ : fetches.plain++);
+        r.requireStable === true ? fetches.stable++ : fetches.plain++;
     });
     watches.push(fetchWatch);
     await restarted.start(client, 1000);

@@ -109,7 +109,7 @@ describe('generated message semantics', () => {
     const got = (body as ProduceRequest).topicData[0]?.partitionData[0]?.records;
     expect(got?.equals(records)).to.equal(true);
     expect(got?.buffer).to.equal(frame.buffer);
-    void readProduceRequest;
+    readProduceRequest;
   });
 
   it('int64 fields are bigints', () => {

@@ -29,11 +29,12 @@ function python(cmd: object, timeoutMs = 60000): Promise<unknown> {
       try {
         res = JSON.parse(line) as typeof res;
       } catch {
-        return reject(
+        reject(
           new Error(
             `kafka-python driver exited with ${code}${code === null ? ' (killed after timeout)' : ''}: ${err.trim().split('\n').slice(-3).join(' | ')}`,
           ),
         );
+        return;
       }
       if (res.error === undefined) resolve(res.ok);
       else reject(res.notSupported === true ? new NotSupportedError(res.error) : new Error(res.error));

@@ -53,7 +53,7 @@ async function readPartitions(
   isolationLevel = 1,
 ): Promise<ReadRecord[]> {
   const Cluster = require('kafkajs/src/cluster') as new (o: object) => Any;
-  const { createLogger, LEVELS } = require('kafkajs/src/loggers') as Any;
+  const { createLogger, LEVELS } = require('kafkajs/src/loggers');
   const Batch = require('kafkajs/src/consumer/batch') as new (t: string, o: string, p: Any) => { messages: Any[] };
   const socketFactory = (require('kafkajs/src/network/socketFactory') as () => unknown)();
   const logger = createLogger({ level: LEVELS.NOTHING, logCreator: () => () => undefined });

@@ -245,7 +245,7 @@ export async function topicAlterConfig(ctx: Context, names: string[], f: Flags):
       api: r.api,
       validateOnly: f['dryRun'] === true,
       changes: changes.map((c) => ({ name: c.name, op: OP_NAMES[c.op], value: c.value })),
-      error: r.error === null ? null : (jsonClientError(r.error) as JsonError),
+      error: r.error === null ? null : jsonClientError(r.error),
     })),
     () =>
       renderTable(

@@ -77,7 +77,10 @@ function fakeClient(s: AdminServer, remoteAddress: string, request: string): Pro
     socket.on('finish', () => {
       const text = Buffer.concat(out).toString();
       const m = /^HTTP\/1\.1 (\d{3})[^]*?\r\n\r\n([^]*)$/.exec(text);
-      if (m === null) return reject(new Error(`no HTTP response: ${text}`));
+      if (m === null) {
+        reject(new Error(`no HTTP response: ${text}`));
+        return;
+      }
       resolve({ status: Number(m[1]), body: m[2] ?? '' });
     });
     s.httpServer.emit('connection', socket);

@@ -91,7 +91,7 @@ describe('network: limits and bad clients', () => {
         await c.waitClosed();
         expect(c.responses.map((r) => r.correlationId)).to.deep.equal([10]);
         expect(h!.stats.started).to.not.include(12);
-        const closeLines = h!.lines.filter((l) => typeof l['msg'] === 'string' && (l['msg'] as string).startsWith('closing connection'));
+        const closeLines = h!.lines.filter((l) => typeof l['msg'] === 'string' && l['msg'].startsWith('closing connection'));
         expect(closeLines).to.have.length(1);
         await other.waitFor(1);
         other.send(request(2));
@@ -143,8 +143,8 @@ describe('network: limits and bad clients', () => {
       await c.waitClosed(2000);
       const d = await connect();
       await d.waitClosed(2000);
-      expect(h!.server.connectionCount).to.equal(2);
-      expect(h!.lines.filter((l) => l['level'] === 'warn' && /max\.connections\.per\.ip/.test(String(l['msg'])))).to.have.length(1);
+      expect(h.server.connectionCount).to.equal(2);
+      expect(h.lines.filter((l) => l['level'] === 'warn' && /max\.connections\.per\.ip/.test(String(l['msg'])))).to.have.length(1);
       a.send(request(1));
       b.send(request(2));
       await a.waitFor(1);
@@ -173,7 +173,7 @@ describe('network: limits and bad clients', () => {
       a.send(request(1));
       await a.waitFor(1);
       await sleep(10);
-      expect(h!.server.connectionCount).to.equal(1);
+      expect(h.server.connectionCount).to.equal(1);
     });
   });
 });

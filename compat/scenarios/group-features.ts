@@ -122,7 +122,9 @@ function staticScenario(protocol: GroupProtocol): Scenario {
       need(client, protocol, 'staticGroup');
       let sessionTimeoutMs = CLASSIC_SESSION_MS;
       if (!classic) {
-        const cfg = await rawBrokerConfigs(ctx.main.bootstrap, ['group.consumer.session.timeout.ms']).catch(() => ({}));
+        const cfg = await rawBrokerConfigs(ctx.main.bootstrap, ['group.consumer.session.timeout.ms']).catch(
+          (): Record<string, string | null> => ({}),
+        );
         sessionTimeoutMs = Number(cfg['group.consumer.session.timeout.ms'] ?? 45000);
       }
       const topic = ctx.topic('static');

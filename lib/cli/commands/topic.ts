@@ -10,7 +10,7 @@ import type { Context } from '../context.js';
 import { UsageError } from '../errors.js';
 import { heading, idList, renderPairs, renderTable } from '../output.js';
 import { parseKeyValue } from '../parse.js';
-import { byName, emit, itemError, jsonClientError, jsonKafkaError, reportFailures, statusCell, type JsonError } from './common.js';
+import { byName, emit, itemError, jsonClientError, jsonKafkaError, reportFailures, statusCell } from './common.js';
 
 type Flags = Record<string, unknown>;
 

@@ -279,6 +279,7 @@ export class Broker {
       if (explicit || err.code !== 'EADDRINUSE') {
         throw new Error(
           `GREGOR_ERR_ADMIN_LISTEN: cannot bind the admin listener to ${spec.host}:${spec.port} (admin.listener): ${err.message}`,
+          { cause: e },
         );
       }
       this.logger.warn(
@@ -335,17 +336,21 @@ export class Broker {
       this.readiness.hold('shutdown'); // not ready from here on
       this.faults.clear(); // paused appends go ahead and no injected delay holds a connection open
       const adminClosed = this.admin?.close();
-      this.services?.groups.shutdown();
-      this.services?.txn.shutdown();
-      this.services?.purgatory.expireAll();
+      // stop() may run before start() got as far as the services (a failed start cleans up through it)
+      const services = this.services as BrokerServices | undefined;
+      const metadata = this.metadata as LocalMetadataStore | undefined;
+      const logManager = this.logManager as LogManager | undefined;
+      services?.groups.shutdown();
+      services?.txn.shutdown();
+      services?.purgatory.expireAll();
       await Promise.all(this.servers.map((s) => s.server.close(10_000)));
       await adminClosed;
-      this.services?.purgatory.expireAll();
-      await this.metadata?.persisted();
-      await this.logManager?.shutdown();
+      services?.purgatory.expireAll();
+      await metadata?.persisted();
+      await logManager?.shutdown();
       await this.appendPool?.stop();
       this.logger.info('gregor stopped');
-      this.logger.flush?.();
+      this.logger.flush();
     })();
     return this.stopping;
   }

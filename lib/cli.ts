@@ -115,7 +115,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     throw e;
   }
-  let stopping = false;
+  let stopping = false as boolean; // set by the signal handlers below, which narrowing does not see
   const exit = new Promise<number>((resolveExit) => {
     const stop = (signal: string) => {
       if (stopping) return;
@@ -146,6 +146,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     await broker.stop();
     return 1;
   }
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a signal handler may have set it during the await
   if (stopping && args.readyFile !== undefined) await removeReadyFile(args.readyFile).catch(() => undefined); // a signal came while it was written
   if (process.stderr.isTTY) {
     const defaultPartitions = broker.config.int('num.partitions');

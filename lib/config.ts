@@ -247,11 +247,14 @@ export function envKeyToConfigKey(envName: string): string {
   return envName
     .slice('KAFKA_'.length)
     .toLowerCase()
-    .replace(/___/g, '\u0000')
-    .replace(/__/g, '\u0001')
-    .replace(/_/g, '.')
-    .replace(/\u0000/g, '-')
-    .replace(/\u0001/g, '_');
+    .split('___')
+    .map((dashed) =>
+      dashed
+        .split('__')
+        .map((part) => part.replace(/_/g, '.'))
+        .join('_'),
+    )
+    .join('-');
 }
 
 /** Environment variables that are not configs even though they start with KAFKA_. */
@@ -304,7 +307,7 @@ export class BrokerConfig {
     const brokerId = this.int('broker.id');
     if (nodeId >= 0 && brokerId >= 0 && nodeId !== brokerId) throw new ConfigError(`node.id=${nodeId} and broker.id=${brokerId} disagree`);
     for (const l of this.list('listeners')) parseListener(l);
-    for (const l of this.list('advertised.listeners') ?? []) parseListener(l);
+    for (const l of this.list('advertised.listeners')) parseListener(l);
   }
 
   get(key: string): ConfigValue {

@@ -31,7 +31,7 @@ export function prepareReadyFile(path: string): void {
     rmSync(path, { force: true });
     accessSync(dirname(path), constants.W_OK);
   } catch (e) {
-    throw new Error(`--ready-file ${path}: ${(e as Error).message}`);
+    throw new Error(`--ready-file ${path}: ${(e as Error).message}`, { cause: e });
   }
 }
 

@@ -60,8 +60,8 @@ export function requestLogRoutes(log: RequestLog): AdminRoute[] {
       method: 'POST',
       path: '/v1/requests/record-all',
       handle(_req, res, { body }) {
-        const v = jsonBody(body) as { on?: unknown } | undefined;
-        if (typeof v !== 'object' || v === null || typeof v.on !== 'boolean')
+        const v: unknown = jsonBody(body);
+        if (typeof v !== 'object' || v === null || !('on' in v) || typeof v.on !== 'boolean')
           throw new AdminHttpError(400, 'expected a JSON body {"on": true} or {"on": false}');
         log.recordAll(v.on);
         sendJson(res, 200, { recording: log.status });

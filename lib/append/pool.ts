@@ -15,6 +15,7 @@ import { LogError } from '../log/errors.js';
 import type { LogConfig } from '../log/log-config.js';
 import { convertedFrom, copyToArrayBuffer } from './jobs.js';
 import type { JobMessage, ResultMessage } from './jobs.js';
+import { asError } from '../as-error.js';
 
 export interface PoolLogger {
   warn(obj: object, msg: string): void;
@@ -87,7 +88,7 @@ export class AppendPool implements ConversionRunner {
       try {
         return Promise.resolve(convertForAppend(records, config, base, now));
       } catch (err) {
-        return Promise.reject(err);
+        return Promise.reject(asError(err));
       }
     }
     const buf = copyToArrayBuffer(records);
@@ -100,7 +101,7 @@ export class AppendPool implements ConversionRunner {
       try {
         return Promise.resolve(downConvert(data, toMagic, fetchOffset, maxOutput));
       } catch (err) {
-        return Promise.reject(err);
+        return Promise.reject(asError(err));
       }
     }
     const buf = copyToArrayBuffer(data);

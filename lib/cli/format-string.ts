@@ -41,6 +41,7 @@ export function compileFormat(format: string, enc: Encoding): (r: FetchedRecord)
       else throw new UsageError(`unknown escape '\\${e ?? ''}' in format '${format}' (known: \\n \\t \\r \\\\ \\0)`);
       continue;
     }
+    if (c === undefined) break; // i < format.length
     if (c !== '%') {
       lit += c;
       continue;

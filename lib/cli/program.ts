@@ -72,7 +72,7 @@ interface Run {
 }
 
 /** Wraps an action: builds the context, runs, maps errors to a stderr line and an exit code. */
-function action(run: Run, needsConnection: boolean, fn: (ctx: Context, args: unknown[], flags: Flags) => Promise<number | void>) {
+function action(run: Run, needsConnection: boolean, fn: (ctx: Context, args: unknown[], flags: Flags) => Promise<number | undefined>) {
   return async (...all: unknown[]): Promise<void> => {
     const cmd = all[all.length - 1] as Command;
     const flags = cmd.opts();

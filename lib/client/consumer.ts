@@ -31,7 +31,7 @@ export interface ConsumeOptions {
   partitionMaxBytes?: number;
   signal?: AbortSignal;
   onRecord(record: FetchedRecord): void;
-  onNotice?(message: string): void;
+  onNotice?: (message: string) => void;
   /** awaited after each fetch round's records were handed over (output backpressure) */
   afterRound?(): Promise<void>;
 }

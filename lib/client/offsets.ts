@@ -99,7 +99,8 @@ export async function listOffsets(
   for (let attempt = 0; todo.length > 0; attempt++) {
     const groups = await byLeader(client, todo, attempt > 0);
     const retry: OffsetQuery[] = [];
-    let lastError: ClientError | null = null;
+    // assigned inside the per-partition callbacks below, which control-flow narrowing does not see
+    let lastError = null as ClientError | null;
     await Promise.all(
       [...groups].map(async ([c, items]) => {
         const needsV7 = items.some((q) => q.timestamp === OffsetTime.MAX_TIMESTAMP);

@@ -140,8 +140,8 @@ export class Producer {
       if (this.failure !== null) throw this.failure;
       return this.send(batch);
     });
-    this.chain = run.catch((e: Error) => {
-      this.failure ??= e;
+    this.chain = run.catch((e: unknown) => {
+      this.failure ??= e instanceof Error ? e : new Error(String(e));
     });
     return run;
   }
@@ -181,7 +181,8 @@ export class Producer {
         byLeader.set(c, [...(byLeader.get(c) ?? []), entry]);
       }
       const retry: [number, Pending][] = [];
-      let lastError: ClientError | null = null;
+      // assigned inside the per-partition callbacks below, which control-flow narrowing does not see
+      let lastError = null as ClientError | null;
       await Promise.all(
         [...byLeader].map(async ([c, entries]) => {
           try {

@@ -328,7 +328,13 @@ export class ConsumerCoordinator {
         'static member temporarily left the consumer group',
       );
       this.cancelRebalanceTimeout(member);
-      found.updateAssignment(member, { ...member, memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitionsPendingRevocation: new Map() });
+      found.updateAssignment(member, {
+        memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+        previousMemberEpoch: member.previousMemberEpoch,
+        state: member.state,
+        assignedPartitions: member.assignedPartitions,
+        partitionsPendingRevocation: new Map(),
+      });
       error = await this.ctx.write(found.groupId, [
         consumerGroupCurrentMemberRecord(found.groupId, member.memberId, this.currentValue(member)),
       ]);

@@ -178,7 +178,7 @@ export class ConsumerGroup {
     for (const a of [m.assignedPartitions, m.partitionsPendingRevocation]) {
       for (const [t, parts] of a) {
         let byP = this.partitionEpochs.get(t);
-        if (byP === undefined) this.partitionEpochs.set(t, (byP = new Map()));
+        if (byP === undefined) this.partitionEpochs.set(t, (byP = new Map<number, number>()));
         for (const p of parts) {
           if (epoch === null) byP.delete(p);
           else byP.set(p, epoch);

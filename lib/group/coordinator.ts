@@ -48,8 +48,8 @@ export interface CoordinatorDeps {
   /** Creates `__consumer_offsets` if missing (internal, compacted) and waits until its logs are open. */
   ensureOffsetsTopic(numPartitions: number): Promise<void>;
   offsetsLog(partition: number): OffsetsLog | undefined;
-  topicByName(name: string): { topicId: string; partitions: number } | undefined;
-  topicName(topicId: string): string | undefined;
+  topicByName: (name: string) => { topicId: string; partitions: number } | undefined;
+  topicName: (topicId: string) => string | undefined;
   /** Every topic name, for KIP-848 regex subscriptions (none when absent). */
   topicNames?(): Iterable<string>;
   notifyAppend(topic: string, partition: number, bytes: number): void;
@@ -125,6 +125,8 @@ export class GroupCoordinator {
       maxSize: c.explicit.has('group.consumer.max.size') ? c.int('group.consumer.max.size') : c.int('group.max.size'),
     };
     this.migrationPolicy = parseMigrationPolicy(c.string('group.consumer.migration.policy'));
+    // The getters below read fields assigned after this constructor call; inside them `this` is the literal.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- see above
     const self = this;
     this.classic = new ClassicCoordinator({
       purgatory: deps.purgatory,

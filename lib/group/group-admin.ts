@@ -183,7 +183,7 @@ export function describeConsumerGroup(c: GroupCoordinator, groupId: string, incl
       subscribedTopicNames: m.subscribedTopicNames,
       subscribedTopicRegex: m.subscribedTopicRegex,
       assignment: named(m.assignedPartitions),
-      targetAssignment: named(g.targetAssignment.get(m.memberId) ?? new Map()),
+      targetAssignment: named(g.targetAssignment.get(m.memberId) ?? new Map<string, Set<number>>()),
     })),
     authorizedOperations: authorizedOperations(includeAuthorizedOperations),
   };

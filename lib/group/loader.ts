@@ -98,7 +98,7 @@ export async function loadPartition(log: ReplayableLog): Promise<LoadedPartition
           if (txn !== null) {
             if (value === null) break;
             let pending = out.pendingTxn.get(txn);
-            if (pending === undefined) out.pendingTxn.set(txn, (pending = new Map()));
+            if (pending === undefined) out.pendingTxn.set(txn, (pending = new Map<string, PendingOffset>()));
             pending.set(k, { group: d.group, topic: d.topic, partition: d.partition, value });
             break;
           }

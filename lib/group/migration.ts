@@ -230,7 +230,7 @@ export function consumerGroupRecords(g: ConsumerGroup): CoordinatorRecord[] {
     consumerGroupMetadataRecord(g.groupId, g.groupEpoch),
     ...members.map((m) =>
       consumerGroupTargetMemberRecord(g.groupId, m.memberId, {
-        topicPartitions: fromAssignment(g.targetAssignment.get(m.memberId) ?? new Map()),
+        topicPartitions: fromAssignment(g.targetAssignment.get(m.memberId) ?? new Map<string, Set<number>>()),
       }),
     ),
     consumerGroupTargetMetadataRecord(g.groupId, g.groupEpoch),
@@ -313,7 +313,10 @@ export function classicGroupFromConsumer(
   for (const cm of classic.members.values()) {
     try {
       const version = consumerProtocolVersion(cm.metadata(classic.protocolName));
-      cm.assignment = encodeAssignment(namedPartitions(g.targetAssignment.get(cm.memberId) ?? new Map(), topicName), version);
+      cm.assignment = encodeAssignment(
+        namedPartitions(g.targetAssignment.get(cm.memberId) ?? new Map<string, Set<number>>(), topicName),
+        version,
+      );
     } catch (e) {
       throw new MigrationError(ErrorCode.GROUP_ID_NOT_FOUND, `Cannot downgrade the classic group ${g.groupId}: ${(e as Error).message}.`);
     }

@@ -20,9 +20,9 @@ export class OffsetStore {
 
   put(group: string, topic: string, partition: number, o: OffsetAndMetadata): void {
     let topics = this.byGroup.get(group);
-    if (topics === undefined) this.byGroup.set(group, (topics = new Map()));
+    if (topics === undefined) this.byGroup.set(group, (topics = new Map<string, Map<number, OffsetAndMetadata>>()));
     let parts = topics.get(topic);
-    if (parts === undefined) topics.set(topic, (parts = new Map()));
+    if (parts === undefined) topics.set(topic, (parts = new Map<number, OffsetAndMetadata>()));
     parts.set(partition, o);
   }
 

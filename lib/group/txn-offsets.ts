@@ -21,7 +21,7 @@ export class PendingTxnOffsets {
 
   add(producerId: bigint, p: PendingOffset): void {
     let m = this.byProducer.get(producerId);
-    if (m === undefined) this.byProducer.set(producerId, (m = new Map()));
+    if (m === undefined) this.byProducer.set(producerId, (m = new Map<string, PendingOffset>()));
     const k = offsetKey(p.group, p.topic, p.partition);
     if (!m.has(k)) this.pendingKeys.set(k, (this.pendingKeys.get(k) ?? 0) + 1);
     m.set(k, p);

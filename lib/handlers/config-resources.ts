@@ -252,7 +252,7 @@ export async function replaceTopicConfigs(
 export function resourceFailure(e: unknown): { errorCode: number; errorMessage: string } {
   if (e instanceof ResourceError) return { errorCode: e.errorCode, errorMessage: e.message };
   if (e !== null && typeof e === 'object' && 'errorCode' in e && typeof e.errorCode === 'number') {
-    return { errorCode: e.errorCode, errorMessage: e instanceof Error ? e.message : String(e) };
+    return { errorCode: e.errorCode, errorMessage: e instanceof Error ? e.message : `error code ${e.errorCode}` };
   }
   throw e;
 }

@@ -23,7 +23,7 @@ const MESSAGES: Record<number, string> = {
 async function lookup(key: string, keyType: number, ctx: RequestContext): Promise<Found> {
   const s = ctx.services;
   const listener = s.advertisedListener(ctx.conn.listenerName);
-  let errorCode: number = ErrorCode.NONE;
+  let errorCode: number;
   if (keyType === CoordinatorType.TRANSACTION) {
     // __transaction_state is created on first use, as Kafka does
     errorCode = await s.txn.ensureReady();

@@ -25,7 +25,7 @@ export function applyOps(
   t: TopicRecord,
   ops: readonly IncrementalAlterConfigsRequestAlterableConfig[],
 ): Record<string, string | null> {
-  const next: Record<string, string | null> = { ...t.configs };
+  const next = new Map<string, string | null>(Object.entries(t.configs));
   const seen = new Set<string>();
   for (const op of ops) {
     if (seen.has(op.name)) throw new ResourceError(ErrorCode.INVALID_REQUEST, 'Error due to duplicate config keys');
@@ -36,10 +36,10 @@ export function applyOps(
     if (def === undefined) throw new ResourceError(ErrorCode.INVALID_CONFIG, `Unknown topic config name: ${op.name}`);
     switch (op.configOperation) {
       case AlterConfigOp.SET:
-        next[op.name] = op.value;
+        next.set(op.name, op.value);
         break;
       case AlterConfigOp.DELETE:
-        delete next[op.name];
+        next.delete(op.name);
         break;
       case AlterConfigOp.APPEND:
       case AlterConfigOp.SUBTRACT: {
@@ -49,7 +49,7 @@ export function applyOps(
             `Can't ${OP_NAMES[op.configOperation]} to key ${op.name} because its type is not LIST.`,
           );
         }
-        const current = next[op.name] ?? topicConfigEntry(s.config, {}, op.name).value ?? '';
+        const current = next.get(op.name) ?? topicConfigEntry(s.config, {}, op.name).value ?? '';
         const parts = current === '' ? [] : current.split(',').map((x) => x.trim());
         const values = (op.value ?? '')
           .split(',')
@@ -63,14 +63,14 @@ export function applyOps(
             if (i >= 0) parts.splice(i, 1);
           }
         }
-        next[op.name] = parts.join(',');
+        next.set(op.name, parts.join(','));
         break;
       }
       default:
         throw new ResourceError(ErrorCode.INVALID_REQUEST, `Unknown alter config operation ${op.configOperation} for key ${op.name}`);
     }
   }
-  return next;
+  return Object.fromEntries(next);
 }
 
 export const incrementalAlterConfigsHandler = defineHandler<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>({

@@ -44,7 +44,10 @@ function corrupt(dir: string, message: string): LogError {
 export function matchesSummary(segments: readonly LogSegment[], expected: LogSummary): boolean {
   if (segments.length === 0) return expected.logEndOffset === expected.logStartOffset && expected.segments.every((s) => s.size === 0);
   if (segments.length !== expected.segments.length) return false;
-  return segments.every((s, i) => s.baseOffset === expected.segments[i]?.baseOffset && s.size === expected.segments[i]?.size);
+  return segments.every((s, i) => {
+    const e = expected.segments[i];
+    return e !== undefined && s.baseOffset === e.baseOffset && s.size === e.size;
+  });
 }
 
 /**

@@ -261,7 +261,7 @@ export class LogManager {
     if (this.producerTimer !== null) clearInterval(this.producerTimer);
     this.producerTimer = null;
     if (this.tick !== null) await this.tick;
-    let failed = false;
+    let failed = false as boolean; // set by the closers below, which narrowing does not see
     // a few at a time: closing an open log is mostly waiting for fsyncs (a log not open has nothing to do)
     const logs = [...this.logs.values()];
     let next = 0;

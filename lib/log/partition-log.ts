@@ -29,6 +29,7 @@ import type { AbortedTxn } from './transaction-index.js';
 import { ListOffsetsTimestamp, UnifiedLog } from './unified-log.js';
 import type { AppendOptions, TxnMarker } from './unified-log.js';
 import type { ProducerStateManager } from '../txn/producer-state.js';
+import { asError } from '../as-error.js';
 
 export { LogError } from './errors.js';
 export type { AppendInfo, AppendResult } from './commit-queue.js';
@@ -200,7 +201,7 @@ export class PartitionLog {
       try {
         return Promise.resolve(fn(this.log));
       } catch (err) {
-        return Promise.reject(err);
+        return Promise.reject(asError(err));
       }
     }
     if (this.failed !== null) return Promise.reject(this.failed);
@@ -208,13 +209,13 @@ export class PartitionLog {
     return new Promise<T>((resolve, reject) => {
       this.waiting.push((log, err) => {
         if (log === null) {
-          reject(err);
+          reject(asError(err));
           return;
         }
         try {
           resolve(fn(log));
         } catch (e) {
-          reject(e);
+          reject(asError(e));
         }
       });
       this.opened().catch(noop);

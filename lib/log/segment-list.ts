@@ -43,7 +43,7 @@ export function searchTimestamp(
     const fromOffset = seg.timeIndex.lookup(target).offset;
     const from = fromOffset > start ? fromOffset : start;
     const position = from > seg.baseOffset ? seg.offsetIndex.lookup(from).position : 0;
-    let found: TimestampOffset | null = null;
+    let found = null as TimestampOffset | null; // set by the walk's callback, which narrowing does not see
     try {
       walkSegmentSync(seg, position, (h, bytes) => {
         if (h.maxTimestamp < target || h.lastOffset < start) return false;

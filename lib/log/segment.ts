@@ -277,6 +277,7 @@ export class LogSegment {
   private async writeIndexes(): Promise<void> {
     if (this.deleted) return;
     await this.handle();
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- delete() may have run during the await
     if (this.deleted) return;
     for (const [idx, file] of [
       [this.offsetIndex, this.indexPath],

@@ -25,6 +25,7 @@ import type { AbortedTxn } from './transaction-index.js';
 import { ControlRecordType, buildEndTxnBatch } from '../../protocol/records/index.js';
 import { AppendOrigin } from '../txn/producer-state.js';
 import type { BatchMetadata } from '../txn/producer-state.js';
+import { asError } from '../as-error.js';
 
 /** ListOffsets special timestamps. */
 export const ListOffsetsTimestamp = { LATEST: -1n, EARLIEST: -2n, MAX_TIMESTAMP: -3n, EARLIEST_LOCAL: -4n } as const;
@@ -50,6 +51,8 @@ export class UnifiedLog extends LocalLog {
 
   private constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions, stats: IoStats) {
     super(dataDir, topic, partition, config, opts, stats);
+    // The queue's getters read this log's fields as they change; inside them `this` is the literal.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- see above
     const self = this;
     this.commits = new CommitQueue({
       get logEndOffset() {
@@ -137,7 +140,7 @@ export class UnifiedLog extends LocalLog {
       this.commits.ready(r, (base) => ({ entries: at(base), recordCount: 1 }));
       return result;
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(asError(err));
     }
   }
 
@@ -179,7 +182,7 @@ export class UnifiedLog extends LocalLog {
       }
       return result;
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(asError(err));
     }
   }
 

@@ -57,7 +57,7 @@ const LEGAL_TOPIC = /^[a-zA-Z0-9._-]+$/;
 export const MAX_TOPIC_NAME_LENGTH = 249;
 
 export function newTopicId(): string {
-  let id = '';
+  let id: string;
   do id = randomBytes(16).toString('hex');
   while (/^0+$/.test(id));
   return id;

@@ -114,10 +114,11 @@ const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Num
 
 function show(rule: unknown): string {
   try {
-    return (
-      JSON.stringify(rule, (_k, v: unknown) => (typeof v === 'function' ? '[function]' : typeof v === 'bigint' ? `${v}n` : v)) ??
-      String(rule)
-    );
+    // undefined for undefined and functions, whatever lib.d.ts says
+    const text = JSON.stringify(rule, (_k, v: unknown) =>
+      typeof v === 'function' ? '[function]' : typeof v === 'bigint' ? `${v}n` : v,
+    ) as string | undefined;
+    return text ?? String(rule);
   } catch {
     return String(rule);
   }

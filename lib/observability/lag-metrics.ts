@@ -51,7 +51,7 @@ function snapshot(src: MetricsSource): Map<string, Row[]> {
     const committed = new Map<string, Map<number, bigint>>();
     for (const o of g.offsets()) {
       let parts = committed.get(o.topic);
-      if (parts === undefined) committed.set(o.topic, (parts = new Map()));
+      if (parts === undefined) committed.set(o.topic, (parts = new Map<number, bigint>()));
       parts.set(o.partition, o.offset);
     }
     for (const [topic, parts] of committed) {

@@ -30,8 +30,8 @@ export class ProducerIdManager {
   static async open(dataDir: string, blockSize = PRODUCER_ID_BLOCK_SIZE): Promise<ProducerIdManager> {
     const file = path.join(dataDir, PRODUCER_ID_BLOCK_FILE);
     let start = 0n;
-    const text = await fsp.readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return null;
+    const text = await fsp.readFile(file, 'utf8').catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     });
     if (text !== null) {

@@ -348,6 +348,7 @@ export class Reader {
       const tag = this.uvarint();
       const size = this.uvarint();
       const data = this.raw(size);
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- raw() sets this.error, which narrowing does not see
       if (this.error !== undefined) break;
       if (onTag !== undefined) {
         const sub = new Reader(data);

@@ -8,6 +8,8 @@ import { createRequire } from 'node:module';
 
 const load = createRequire(import.meta.url);
 
+// T is the module's type, named by the caller: require() cannot infer it.
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- see above
 function lazy<T>(id: string): () => T {
   let mod: T | undefined;
   return () => (mod ??= load(id) as T);

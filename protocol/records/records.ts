@@ -77,6 +77,7 @@ export function readRecord(r: Reader, baseOffset: bigint, baseTimestamp: bigint,
   for (let i = 0; i < headerCount && sub.error === undefined; i++) {
     const keyLength = sub.varint();
     if (keyLength < 0) {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- varint() sets sub.error, which narrowing does not see
       if (sub.error === undefined) return invalid(r, 'null header key');
       break;
     }

@@ -37,6 +37,9 @@ export default tseslint.config(
       // bounded by the length, `a[i]!` is the honest statement, and the alternatives are a cast or a
       // runtime check on the hot path. The tsconfig flags stay on, so unchecked reads elsewhere still fail.
       '@typescript-eslint/no-non-null-assertion': 'off',
+      // The same convention as tsc's noUnusedParameters: a leading underscore marks a parameter that an
+      // interface or a caller's signature requires but this implementation does not need.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }],
     },
   },
   {

@@ -232,7 +232,7 @@ function dumpIndex(
   return { entries, invalidBytes: rest.every((b) => b === 0) ? 0 : rest.length };
 }
 
-export async function dumpLog(ctx: Context, files: string[], f: Flags): Promise<number> {
+export function dumpLog(ctx: Context, files: string[], f: Flags): number {
   const data = f['printData'] === true;
   const enc = f['encoding'] as Encoding;
   const json: unknown[] = [];

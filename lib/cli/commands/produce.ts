@@ -91,8 +91,8 @@ export function parseJsonRecord(text: string, enc: Encoding, line: number): Prod
 export async function produce(ctx: Context, topic: string, f: Flags): Promise<number> {
   const enc = f['encoding'] as Encoding;
   const json = f['input'] === 'json';
-  const sep = f['keySeparator'] === undefined ? null : Buffer.from(String(f['keySeparator']), 'utf8');
-  const fixedKey = f['key'] === undefined ? null : decodeText(String(f['key']), enc);
+  const sep = f['keySeparator'] === undefined ? null : Buffer.from(f['keySeparator'] as string, 'utf8');
+  const fixedKey = f['key'] === undefined ? null : decodeText(f['key'] as string, enc);
   const headers: RecordHeader[] = ((f['header'] as string[] | undefined) ?? []).map((kv) => {
     const [k, v] = parseKeyValue(kv, '--header key=value');
     return { key: k, value: decodeText(v, enc) };

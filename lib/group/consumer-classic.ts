@@ -76,7 +76,7 @@ export class ClassicInConsumerGroup {
   /** Kafka's throwIfRebalanceInProgress: the group moved on and the member is not revoking already. */
   private mustRejoin(group: ConsumerGroup, m: ConsumerGroupMember): boolean {
     if (group.groupEpoch > m.memberEpoch && m.state !== MemberState.UNREVOKED_PARTITIONS) {
-      this.consumer.scheduleJoinTimeoutIfAbsent(group, m);
+      this.consumer.timers.scheduleJoinTimeoutIfAbsent(group, m);
       return true;
     }
     return false;
@@ -167,7 +167,7 @@ export class ClassicInConsumerGroup {
     member.classicMemberMetadata = classicMeta;
     if (changed) records.push(consumerGroupMemberRecord(group.groupId, member.memberId, this.consumer.memberValue(member)));
 
-    this.consumer.advanceGroup(group, bump, records);
+    this.consumer.subscriptions.advanceGroup(group, bump, records);
 
     // 3. Reconcile the member towards its target; what it owns comes from its subscription.
     if (!(member.memberEpoch === group.assignmentEpoch && member.state === MemberState.STABLE)) {
@@ -190,11 +190,11 @@ export class ClassicInConsumerGroup {
 
     const error = await this.ctx.write(group.groupId, records);
     if (error !== ErrorCode.NONE) return fail(error);
-    this.consumer.cancelJoinTimeout(member);
+    this.consumer.timers.cancelJoinTimeout(member);
     if (downgrade === null) {
       // The member must now sync within its rebalance timeout; its session runs on its own timeout.
-      this.consumer.scheduleSessionTimeout(group, member, p.sessionTimeoutMs);
-      this.consumer.scheduleSyncTimeout(group, member);
+      this.consumer.timers.scheduleSessionTimeout(group, member, p.sessionTimeoutMs);
+      this.consumer.timers.scheduleSyncTimeout(group, member);
     }
     return {
       errorCode: ErrorCode.NONE,
@@ -226,8 +226,8 @@ export class ClassicInConsumerGroup {
     } catch {
       return syncError(ErrorCode.UNKNOWN_SERVER_ERROR); // Kafka: "Malformed embedded consumer protocol in version deserialization."
     }
-    this.consumer.cancelSyncTimeout(m);
-    this.consumer.scheduleSessionTimeout(group, m, m.classicMemberMetadata?.sessionTimeoutMs);
+    this.consumer.timers.cancelSyncTimeout(m);
+    this.consumer.timers.scheduleSessionTimeout(group, m, m.classicMemberMetadata?.sessionTimeoutMs);
     return { errorCode: ErrorCode.NONE, protocolType: p.protocolType, protocolName: p.protocolName, assignment };
   }
 
@@ -238,14 +238,14 @@ export class ClassicInConsumerGroup {
     if (typeof found === 'number') return found;
     const m = found;
     if (generationId !== m.memberEpoch) return ErrorCode.ILLEGAL_GENERATION;
-    this.consumer.scheduleSessionTimeout(group, m, m.classicMemberMetadata?.sessionTimeoutMs);
+    this.consumer.timers.scheduleSessionTimeout(group, m, m.classicMemberMetadata?.sessionTimeoutMs);
     // Rejoin when the group moved on, when partitions must be revoked, or when partitions waited for are free.
     if (
       m.memberEpoch < group.groupEpoch ||
       m.state === MemberState.UNREVOKED_PARTITIONS ||
       (m.state === MemberState.UNRELEASED_PARTITIONS && !group.waitingOnUnreleasedPartition(m))
     ) {
-      this.consumer.scheduleJoinTimeoutIfAbsent(group, m);
+      this.consumer.timers.scheduleJoinTimeoutIfAbsent(group, m);
       return ErrorCode.REBALANCE_IN_PROGRESS;
     }
     return ErrorCode.NONE;
@@ -275,13 +275,13 @@ export class ClassicInConsumerGroup {
         consumerGroupTargetMemberRecord(group.groupId, m.memberId, null),
         consumerGroupMemberRecord(group.groupId, m.memberId, null),
       );
-      this.consumer.cancelTimers(m);
+      this.consumer.timers.cancelTimers(m);
       group.removeMember(m.memberId);
       return ErrorCode.NONE;
     });
     if (records.length > 0) {
-      this.consumer.resolveRegexes(group);
-      group.subscriptionMetadata = this.consumer.subscriptionMetadata(group);
+      this.consumer.subscriptions.resolveRegexes(group);
+      group.subscriptionMetadata = this.consumer.subscriptions.subscriptionMetadata(group);
       group.groupEpoch++;
       records.push(consumerGroupMetadataRecord(group.groupId, group.groupEpoch));
     }

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse } from '../../protocol/generated/consumer-group-heartbeat.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { ASSIGNORS, type Assignment, DEFAULT_ASSIGNOR, uniformAssignor } from './assignors.js';
+import { ASSIGNORS, type Assignment } from './assignors.js';
 import {
   assignmentsEqual,
   cloneAssignment,
@@ -22,13 +22,14 @@ import {
   MemberState,
   toAssignment,
 } from './consumer-group.js';
-import { resolveTopicRegex, topicRegexError } from './topic-regex.js';
+import { ConsumerSubscriptions } from './consumer-subscriptions.js';
+import { MemberTimers } from './consumer-timers.js';
+import { topicRegexError } from './topic-regex.js';
 import {
   consumerGroupCurrentMemberRecord,
   consumerGroupMemberRecord,
   consumerGroupMetadataRecord,
   consumerGroupTargetMemberRecord,
-  consumerGroupTargetMetadataRecord,
   type CoordinatorRecord,
 } from './records.js';
 
@@ -82,10 +83,18 @@ function newMemberId(): string {
 }
 
 export class ConsumerCoordinator {
-  /** Moves on every topic creation, deletion or partition change; regex resolutions older than it are redone. */
-  private topicsVersion = 0;
+  /** Subscriptions, regexes and target assignments (consumer-subscriptions.ts). */
+  readonly subscriptions: ConsumerSubscriptions;
+  /** Session, rebalance, and classic members' join/sync timers (consumer-timers.ts). */
+  readonly timers: MemberTimers;
 
-  constructor(private readonly ctx: ConsumerContext) {}
+  constructor(private readonly ctx: ConsumerContext) {
+    this.subscriptions = new ConsumerSubscriptions(ctx);
+    this.timers = new MemberTimers(
+      (group, member, why) => this.fenceMember(group, member, why),
+      () => this.ctx.settings.sessionTimeoutMs,
+    );
+  }
 
   private validate(req: ConsumerGroupHeartbeatRequest, apiVersion: number): HeartbeatResult | null {
     const bad = (m: string) => fail(ErrorCode.INVALID_REQUEST, m);
@@ -226,7 +235,7 @@ export class ConsumerCoordinator {
     if (changed) records.push(consumerGroupMemberRecord(group.groupId, member.memberId, this.memberValue(member)));
 
     // 2. The group epoch and, when it moved past it, a new target assignment.
-    this.advanceGroup(group, bump, records);
+    this.subscriptions.advanceGroup(group, bump, records);
 
     // 3. Reconcile this member towards the target.
     const owned = req.topicPartitions === null ? null : toAssignment(req.topicPartitions);
@@ -240,11 +249,11 @@ export class ConsumerCoordinator {
       if (moved || replaced !== undefined) {
         group.updateAssignment(member, next);
         records.push(consumerGroupCurrentMemberRecord(group.groupId, member.memberId, this.currentValue(member)));
-        if (member.state === MemberState.UNREVOKED_PARTITIONS) this.scheduleRebalanceTimeout(group, member);
-        else this.cancelRebalanceTimeout(member);
+        if (member.state === MemberState.UNREVOKED_PARTITIONS) this.timers.scheduleRebalanceTimeout(group, member);
+        else this.timers.cancelRebalanceTimeout(member);
       }
     }
-    this.scheduleSessionTimeout(group, member);
+    this.timers.scheduleSessionTimeout(group, member);
     const error = records.length === 0 ? ErrorCode.NONE : await this.ctx.write(group.groupId, records);
     if (error !== ErrorCode.NONE) return fail(error);
     const full =
@@ -282,7 +291,7 @@ export class ConsumerCoordinator {
     member.rebalanceTimeoutMs = old.rebalanceTimeoutMs;
     member.serverAssignor = old.serverAssignor;
     if (classic) member.classicMemberMetadata = old.classicMemberMetadata;
-    this.cancelTimers(old);
+    this.timers.cancelTimers(old);
     const target = group.targetAssignment.get(old.memberId) ?? new Map<string, Set<number>>();
     group.removeMember(old.memberId);
     group.members.set(member.memberId, member);
@@ -327,7 +336,7 @@ export class ConsumerCoordinator {
         { group: found.groupId, member: member.memberId, instance: req.instanceId },
         'static member temporarily left the consumer group',
       );
-      this.cancelRebalanceTimeout(member);
+      this.timers.cancelRebalanceTimeout(member);
       found.updateAssignment(member, {
         memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH,
         previousMemberEpoch: member.previousMemberEpoch,
@@ -359,7 +368,7 @@ export class ConsumerCoordinator {
    */
   fenceMember(group: ConsumerGroup, member: ConsumerGroupMember, why: string): Promise<number> {
     if (group.dead || group.members.get(member.memberId) !== member) return Promise.resolve(ErrorCode.NONE);
-    this.cancelTimers(member);
+    this.timers.cancelTimers(member);
     let downgrade: CoordinatorRecord[] | null;
     try {
       downgrade = this.ctx.maybeDowngrade(group, member);
@@ -376,8 +385,8 @@ export class ConsumerCoordinator {
     }
     group.removeMember(member.memberId);
     group.groupEpoch++;
-    this.resolveRegexes(group);
-    group.subscriptionMetadata = this.subscriptionMetadata(group);
+    this.subscriptions.resolveRegexes(group);
+    group.subscriptionMetadata = this.subscriptions.subscriptionMetadata(group);
     this.ctx.logger.info(
       { group: group.groupId, member: member.memberId, epoch: group.groupEpoch, why },
       'member removed from consumer group',
@@ -392,195 +401,12 @@ export class ConsumerCoordinator {
 
   // ---- regex subscriptions ----
 
-  /**
-   * Resolves the group's regexes (Kafka's TopicRegexResolver): new ones, and all of them when topics
-   * changed since; drops the ones no member uses any more. Synchronous, so a new regex is resolved
-   * within the heartbeat that brings it (Kafka resolves asynchronously, batched at most every 10 s).
-   */
-  resolveRegexes(group: ConsumerGroup): void {
-    const wanted = group.subscribedRegexes();
-    for (const r of [...group.resolvedRegexes.keys()]) if (!wanted.has(r)) group.resolvedRegexes.delete(r);
-    const stale = group.regexTopicsVersion !== this.topicsVersion;
-    let names: string[] | undefined;
-    for (const r of wanted) {
-      if (!stale && group.resolvedRegexes.has(r)) continue;
-      names ??= [...this.ctx.topicNames()];
-      group.resolvedRegexes.set(r, resolveTopicRegex(r, names));
-    }
-    group.regexTopicsVersion = this.topicsVersion;
-  }
-
-  /**
-   * A group replayed from `__consumer_offsets`: its regexes are resolved again (their resolutions are not
-   * persisted) and its subscription metadata recomputed, so the first heartbeat does not see a change.
-   */
-  loaded(group: ConsumerGroup): void {
-    this.resolveRegexes(group);
-    group.subscriptionMetadata = this.subscriptionMetadata(group);
-  }
-
-  /**
-   * A topic was created, deleted or grew: every group whose subscription (names or regex matches) it
-   * changes gets a new group epoch, so its target assignment is recomputed at the next heartbeat.
-   */
-  topicsChanged(groups: Iterable<{ readonly type: string }>): void {
-    this.topicsVersion++;
-    for (const g of groups) {
-      if (!(g instanceof ConsumerGroup) || g.dead || g.members.size === 0) continue;
-      this.resolveRegexes(g);
-      const meta = this.subscriptionMetadata(g);
-      if (meta === g.subscriptionMetadata) continue;
-      g.subscriptionMetadata = meta;
-      g.groupEpoch++;
-      this.ctx.logger.info({ group: g.groupId, epoch: g.groupEpoch }, 'bumped consumer group epoch: subscribed topics changed');
-      void this.ctx.write(g.groupId, [consumerGroupMetadataRecord(g.groupId, g.groupEpoch)]).then((e) => {
-        if (e !== ErrorCode.NONE) this.ctx.logger.warn({ group: g.groupId, errorCode: e }, 'could not write the consumer group epoch');
-      });
-    }
-  }
-
-  subscriptionMetadata(group: ConsumerGroup): string {
-    const parts: string[] = [];
-    for (const name of [...group.subscribedTopicNames()].sort()) {
-      const t = this.ctx.topicByName(name);
-      if (t !== undefined) parts.push(`${name}:${t.topicId}:${t.partitions}`);
-    }
-    return parts.join(',');
-  }
-
-  updateTargetAssignment(group: ConsumerGroup): CoordinatorRecord[] {
-    const counts = new Map<string, number>();
-    const members = [...group.members.values()].map((m) => {
-      const ids = new Set<string>();
-      for (const name of group.memberTopicNames(m)) {
-        const t = this.ctx.topicByName(name);
-        if (t !== undefined) {
-          ids.add(t.topicId);
-          counts.set(t.topicId, t.partitions);
-        }
-      }
-      return { memberId: m.memberId, subscribedTopicIds: ids, current: group.targetAssignment.get(m.memberId) ?? new Map() };
-    });
-    const assignor = ASSIGNORS.get(group.preferredAssignor(DEFAULT_ASSIGNOR)) ?? uniformAssignor;
-    const target = assignor.assign(members, counts);
-    const records: CoordinatorRecord[] = [];
-    for (const [memberId, a] of target) {
-      const old = group.targetAssignment.get(memberId);
-      group.targetAssignment.set(memberId, a);
-      if (old === undefined || !assignmentsEqual(old, a)) {
-        records.push(consumerGroupTargetMemberRecord(group.groupId, memberId, { topicPartitions: fromAssignment(a) }));
-      }
-    }
-    group.assignmentEpoch = group.groupEpoch;
-    records.push(consumerGroupTargetMetadataRecord(group.groupId, group.assignmentEpoch));
-    this.ctx.logger.info(
-      { group: group.groupId, epoch: group.assignmentEpoch, assignor: assignor.name, members: members.length },
-      'computed new target assignment',
-    );
-    return records;
-  }
-
-  /**
-   * Regexes resolved against the current topics; topics appearing, going or growing (or `bump`: a
-   * member's subscription changed) move the group epoch; past the assignment epoch, a new target
-   * assignment is computed. Adds the records to write.
-   */
-  advanceGroup(group: ConsumerGroup, bump: boolean, records: CoordinatorRecord[]): void {
-    this.resolveRegexes(group);
-    const meta = this.subscriptionMetadata(group);
-    if (meta !== group.subscriptionMetadata) {
-      group.subscriptionMetadata = meta;
-      bump = true;
-    }
-    if (bump) {
-      group.groupEpoch++;
-      records.push(consumerGroupMetadataRecord(group.groupId, group.groupEpoch));
-      this.ctx.logger.info({ group: group.groupId, epoch: group.groupEpoch }, 'bumped consumer group epoch');
-    }
-    if (group.groupEpoch > group.assignmentEpoch) records.push(...this.updateTargetAssignment(group));
-  }
-
   memberValue(m: ConsumerGroupMember) {
     return memberMetadataValue(m);
   }
 
   currentValue(m: ConsumerGroupMember) {
     return currentAssignmentValue(m);
-  }
-
-  // ---- timers ----
-
-  /** (Re)arms the member's session timer: the group's session timeout unless told otherwise (a classic member's own). */
-  scheduleSessionTimeout(group: ConsumerGroup, member: ConsumerGroupMember, timeoutMs = this.ctx.settings.sessionTimeoutMs): void {
-    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
-    member.sessionTimer = setTimeout(() => {
-      member.sessionTimer = undefined;
-      void this.fenceMember(group, member, 'session timeout expired');
-    }, timeoutMs);
-    member.sessionTimer.unref();
-  }
-
-  /** Classic members: fenced unless they rejoin within their rebalance timeout (kept when already running). */
-  scheduleJoinTimeoutIfAbsent(group: ConsumerGroup, member: ConsumerGroupMember): void {
-    if (member.joinTimer !== undefined) return;
-    member.joinTimer = setTimeout(
-      () => {
-        member.joinTimer = undefined;
-        void this.fenceMember(group, member, 'the classic member failed to join within the rebalance timeout');
-      },
-      Math.max(member.rebalanceTimeoutMs, 0),
-    );
-    member.joinTimer.unref();
-  }
-
-  /** Classic members: fenced unless they sync within their rebalance timeout after a join. */
-  scheduleSyncTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
-    if (member.syncTimer !== undefined) clearTimeout(member.syncTimer);
-    member.syncTimer = setTimeout(
-      () => {
-        member.syncTimer = undefined;
-        void this.fenceMember(group, member, 'the member failed to sync within timeout');
-      },
-      Math.max(member.rebalanceTimeoutMs, 0),
-    );
-    member.syncTimer.unref();
-  }
-
-  cancelJoinTimeout(member: ConsumerGroupMember): void {
-    if (member.joinTimer !== undefined) clearTimeout(member.joinTimer);
-    member.joinTimer = undefined;
-  }
-
-  cancelSyncTimeout(member: ConsumerGroupMember): void {
-    if (member.syncTimer !== undefined) clearTimeout(member.syncTimer);
-    member.syncTimer = undefined;
-  }
-
-  private scheduleRebalanceTimeout(group: ConsumerGroup, member: ConsumerGroupMember): void {
-    this.cancelRebalanceTimeout(member);
-    const epoch = member.memberEpoch;
-    member.rebalanceTimer = setTimeout(
-      () => {
-        member.rebalanceTimer = undefined;
-        if (member.memberEpoch === epoch && member.state === MemberState.UNREVOKED_PARTITIONS)
-          void this.fenceMember(group, member, 'did not revoke partitions within the rebalance timeout');
-      },
-      Math.max(member.rebalanceTimeoutMs, 0),
-    );
-    member.rebalanceTimer.unref();
-  }
-
-  private cancelRebalanceTimeout(member: ConsumerGroupMember): void {
-    if (member.rebalanceTimer !== undefined) clearTimeout(member.rebalanceTimer);
-    member.rebalanceTimer = undefined;
-  }
-
-  cancelTimers(member: ConsumerGroupMember): void {
-    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
-    member.sessionTimer = undefined;
-    this.cancelRebalanceTimeout(member);
-    this.cancelJoinTimeout(member);
-    this.cancelSyncTimeout(member);
   }
 }
 

@@ -241,8 +241,8 @@ export class GroupCoordinator {
       if (r.epoch === null) continue;
       const g = buildConsumerGroup(groupId, r);
       this.groups.set(groupId, g);
-      this.consumer.loaded(g);
-      for (const m of g.members.values()) this.consumer.scheduleSessionTimeout(g, m);
+      this.consumer.subscriptions.loaded(g);
+      for (const m of g.members.values()) this.consumer.timers.scheduleSessionTimeout(g, m);
     }
     // Groups known only by their offsets are simple (assign-based) groups.
     for (const groupId of this.offsets.groups())
@@ -259,7 +259,7 @@ export class GroupCoordinator {
         this.classic.unload(g, ErrorCode.NOT_COORDINATOR);
         g.state = ClassicGroupState.DEAD;
       } else {
-        for (const m of g.members.values()) this.consumer.cancelTimers(m);
+        for (const m of g.members.values()) this.consumer.timers.cancelTimers(m);
         g.dead = true;
       }
     }
@@ -356,7 +356,7 @@ export class GroupCoordinator {
     classic.transitionTo(ClassicGroupState.DEAD);
     this.groups.set(classic.groupId, converted);
     for (const m of converted.members.values())
-      this.consumer.scheduleSessionTimeout(converted, m, m.classicMemberMetadata?.sessionTimeoutMs);
+      this.consumer.timers.scheduleSessionTimeout(converted, m, m.classicMemberMetadata?.sessionTimeoutMs);
     this.logger.info(
       { group: classic.groupId, epoch: converted.groupEpoch, members: converted.members.size },
       'upgraded classic group to consumer group',
@@ -372,7 +372,7 @@ export class GroupCoordinator {
   private downgrade(group: ConsumerGroup, leavingMemberId: string | null): CoordinatorRecord[] {
     const classic = classicGroupFromConsumer(group, leavingMemberId, this.now, (id) => this.deps.topicName(id));
     const records = [...consumerGroupTombstones(group), groupMetadataRecord(group.groupId, classic.toRecordValue())];
-    for (const m of group.members.values()) this.consumer.cancelTimers(m);
+    for (const m of group.members.values()) this.consumer.timers.cancelTimers(m);
     group.dead = true;
     this.groups.set(group.groupId, classic);
     for (const m of classic.members.values()) this.classic.scheduleHeartbeat(classic, m);

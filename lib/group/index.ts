@@ -49,6 +49,6 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
     notifyAppend: (t, p, b) => w.notifyAppend(t, p, b),
   });
   // KIP-848: topics created, deleted or grown change what consumer groups subscribe to (names and regexes).
-  w.topics.onTopicsChanged(() => coordinator.consumer.topicsChanged(coordinator.groups.values()));
+  w.topics.onTopicsChanged(() => coordinator.consumer.subscriptions.topicsChanged(coordinator.groups.values()));
   return coordinator;
 }

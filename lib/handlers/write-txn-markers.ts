@@ -21,7 +21,7 @@ export const writeTxnMarkersHandler = defineHandler<WriteTxnMarkersRequest, Writ
         for (const partitionIndex of t.partitionIndexes) {
           partitions.push({
             partitionIndex,
-            errorCode: await txn.appendMarker(
+            errorCode: await txn.markers.append(
               t.name,
               partitionIndex,
               m.producerId,

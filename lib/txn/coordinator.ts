@@ -7,6 +7,7 @@
  * its timeout is fenced (epoch + 1) and aborted.
  */
 import type { Logger } from 'pino';
+import { TxnMarkerWriter } from './markers.js';
 import { InternalTopicOnFirstUse } from '../internal-topic.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
@@ -71,6 +72,8 @@ export class TransactionCoordinator {
   private readonly timers: NodeJS.Timeout[] = [];
   /** Transactions whose markers are being (re)written in the background. */
   private readonly completing = new Set<string>();
+  /** Writes COMMIT/ABORT markers to data partitions (markers.ts); WriteTxnMarkers uses it too. */
+  readonly markers: TxnMarkerWriter;
 
   constructor(readonly deps: TxnCoordinatorDeps) {
     const c = deps.config;
@@ -84,6 +87,7 @@ export class TransactionCoordinator {
     this.maxTimeoutMs = c.int('transaction.max.timeout.ms');
     this.verification = c.bool('transaction.partition.verification.enable');
     this.now = deps.now ?? Date.now;
+    this.markers = new TxnMarkerWriter(deps);
   }
 
   get logger(): Logger {
@@ -448,7 +452,7 @@ export class TransactionCoordinator {
     const writes: Promise<boolean>[] = [];
     for (const [topic, parts] of m.partitions)
       for (const partition of parts)
-        writes.push(this.writeMarker(topic, partition, m.producerId, m.producerEpoch, commit, coordinatorEpoch));
+        writes.push(this.markers.write(topic, partition, m.producerId, m.producerEpoch, commit, coordinatorEpoch));
     if (!(await Promise.all(writes)).every((ok) => ok)) return false;
     const done = withChanges(m, {
       state: commit ? TxnState.COMPLETE_COMMIT : TxnState.COMPLETE_ABORT,
@@ -456,69 +460,6 @@ export class TransactionCoordinator {
       txnLastUpdateTimestamp: this.now(),
     });
     return (await this.transition(m, done)) === ErrorCode.NONE;
-  }
-
-  /**
-   * The coordinator's marker write to one partition; true when done. A partition that is gone, or
-   * whose producer state refuses the marker (a newer epoch or coordinator wrote there), needs no
-   * marker any more: done, as Kafka drops it. Anything else is retried.
-   */
-  private async writeMarker(
-    topic: string,
-    partition: number,
-    producerId: bigint,
-    producerEpoch: number,
-    commit: boolean,
-    coordinatorEpoch: number,
-  ): Promise<boolean> {
-    const code = await this.appendMarker(topic, partition, producerId, producerEpoch, commit, coordinatorEpoch);
-    switch (code) {
-      case ErrorCode.NONE:
-        return true;
-      case ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-      case ErrorCode.INVALID_PRODUCER_EPOCH:
-      case ErrorCode.TRANSACTION_COORDINATOR_FENCED:
-        this.logger.info(
-          { topic, partition, producerId: producerId.toString(), errorCode: code },
-          'transaction marker not needed there; dropping it',
-        );
-        return true;
-      default:
-        this.logger.warn(
-          { topic, partition, producerId: producerId.toString(), errorCode: code, code: 'GREGOR_ERR_TXN_MARKER' },
-          'writing a transaction marker failed; will retry',
-        );
-        return false;
-    }
-  }
-
-  /**
-   * Appends a COMMIT/ABORT marker to a partition and waits until it is written (WriteTxnMarkers does
-   * this per partition). Returns a Kafka error code: NONE, UNKNOWN_TOPIC_OR_PARTITION, or what the
-   * partition's producer state or log refused it with.
-   */
-  async appendMarker(
-    topic: string,
-    partition: number,
-    producerId: bigint,
-    producerEpoch: number,
-    commit: boolean,
-    coordinatorEpoch: number,
-  ): Promise<number> {
-    const log = this.deps.partitionLog(topic, partition);
-    if (log === undefined) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
-    try {
-      const r = await log.appendMarker({ producerId, producerEpoch, coordinatorEpoch, commit }, { leaderEpoch: 0 });
-      await r.written;
-      // the last stable offset may have moved past any amount of data: wake every waiting fetch
-      this.deps.notifyAppend(topic, partition, Number.MAX_SAFE_INTEGER);
-      if (topic === this.deps.offsetsTopic) this.deps.onOffsetsMarker(partition, producerId, commit);
-      return ErrorCode.NONE;
-    } catch (err) {
-      if (err instanceof LogError) return err.errorCode;
-      this.logger.error({ err, topic, partition }, 'appending a transaction marker failed');
-      return ErrorCode.UNKNOWN_SERVER_ERROR;
-    }
   }
 
   private completeInBackground(m: TxnMetadata): void {

@@ -49,7 +49,7 @@ const names = (t: TestCoordinator, r: Hb) =>
     .flatMap((tp) => tp.partitions.map((p) => `${[...t.topics].find(([, v]) => v.topicId === tp.topicId)?.[0]}-${p}`))
     .sort();
 const group = (t: TestCoordinator) => t.coordinator.groups.get('rg') as ConsumerGroup;
-const changed = (t: TestCoordinator) => t.coordinator.consumer.topicsChanged(t.coordinator.groups.values());
+const changed = (t: TestCoordinator) => t.coordinator.consumer.subscriptions.topicsChanged(t.coordinator.groups.values());
 
 describe('KIP-848 regex subscriptions (broker-side resolution)', () => {
   let t: TestCoordinator;

@@ -67,7 +67,7 @@ export async function startChildBroker(
   let out = '';
   const ready = await new Promise<{ bootstrap: string; admin: string | null }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`broker did not start:\n${out}`)), 20000);
-    child.stdout?.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /^GREGOR_READY (\{.*\})$/m.exec(out);
       if (m?.[1] !== undefined) {
@@ -75,7 +75,7 @@ export async function startChildBroker(
         resolve(JSON.parse(m[1]) as { bootstrap: string; admin: string | null });
       }
     });
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('exit', (code) => reject(new Error(`broker exited with ${code}:\n${out}`)));
   });
   return { child, bootstrap: ready.bootstrap, admin: ready.admin, port: Number(ready.bootstrap.split(':').pop()), exited };

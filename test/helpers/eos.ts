@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import type { FaultHandle, FaultRequestInfo } from '../../lib/network/faults.js';
 import type { TestBroker } from './broker.js';
+import { asError } from '../../lib/as-error.js';
 import type { RawClient } from './raw-client.js';
 
 type Any = any;
@@ -56,7 +57,7 @@ export async function readAllRdkafka(
     },
     {},
   );
-  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(asError(e)) : resolve())));
   try {
     const parts: ReadRecord[][] = Array.from({ length: partitions }, () => []);
     const eof = new Set<number>();
@@ -70,7 +71,9 @@ export async function readAllRdkafka(
         throw new Error(
           `reading ${topic} (${isolation}): no EOF after ${timeoutMs} ms on partitions ${[...Array(partitions).keys()].filter((p) => !eof.has(p)).join(',')}`,
         );
-      const batch: Any[] = await new Promise((resolve, reject) => c.consume(10_000, (e: Any, m: Any[]) => (e ? reject(e) : resolve(m))));
+      const batch: Any[] = await new Promise((resolve, reject) =>
+        c.consume(10_000, (e: Any, m: Any[]) => (e ? reject(asError(e)) : resolve(m))),
+      );
       for (const m of batch) {
         parts[m.partition]?.push({
           partition: m.partition,

@@ -77,7 +77,8 @@ export interface PyBatch {
   compression?: number;
   timestampType?: number;
   maxTimestamp?: number;
-  records: (PyRecord & { offset: number })[];
+  /** kafka-python reads no timestamp (None) from a magic 0 message */
+  records: (Omit<PyRecord, 'timestamp'> & { offset: number; timestamp: number | null })[];
 }
 
 /** Why kafka-python cannot be used here, or null when it can. */

@@ -18,6 +18,8 @@ import { createLogger, silentLogger } from '../../lib/observability/logger.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import { RawClient, rawCreateTopics, rawProduce } from '../helpers/raw-client.js';
 import { startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 const TIMERS = ['totaltimems', 'requestqueuetimems', 'localtimems', 'remotetimems', 'responsequeuetimems', 'responsesendtimems'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -160,16 +162,17 @@ describe('admin HTTP listener', function () {
     let kafka: Kafka;
     let producer: ReturnType<Kafka['producer']>;
     let s: Scrape;
+    const cleanup = new Cleanup();
 
     before(async () => {
-      tb = await startTestBroker();
+      tb = cleanup.add(await startTestBroker(), (t) => t.stop());
       admin = tb.broker.adminAddress!;
       kafka = new Kafka({ brokers: [tb.bootstrap], clientId: 'admin-kjs', logLevel: logLevel.NOTHING });
       const adm = kafka.admin();
       await adm.connect();
       await adm.createTopics({ topics: [{ topic: TOPIC, numPartitions: 2 }], waitForLeaders: true });
       await adm.disconnect();
-      producer = kafka.producer();
+      producer = cleanup.add(kafka.producer(), (p) => p.disconnect());
       await producer.connect();
       const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ partition: (from + i) % 2, value: VALUE }));
       for (let i = 0; i < N1; i += 20) await producer.send({ topic: TOPIC, acks: -1, messages: batch(i, 20) });
@@ -181,9 +184,10 @@ describe('admin HTTP listener', function () {
       let seen = 0;
       await consumer.run({
         autoCommit: false,
-        eachMessage: async ({ partition, message }) => {
+        eachMessage: ({ partition, message }) => {
           next.set(partition, Number(message.offset) + 1);
           seen++;
+          return Promise.resolve();
         },
       });
       const deadline = Date.now() + 30_000;
@@ -195,10 +199,7 @@ describe('admin HTTP listener', function () {
       s = await scrape(admin);
     });
 
-    after(async () => {
-      await producer?.disconnect();
-      await tb?.stop();
-    });
+    after(() => cleanup.run());
 
     it('has every metric the Strimzi Kafka and kafka_exporter dashboards query, with their labels', () => {
       const missing: string[] = [];
@@ -316,10 +317,11 @@ describe('admin HTTP listener', function () {
 
   describe('request time split of a librdkafka long poll', () => {
     let tb: TestBroker;
+    const cleanup = new Cleanup();
     before(async () => {
-      tb = await startTestBroker();
+      tb = cleanup.add(await startTestBroker(), (t) => t.stop());
     });
-    after(() => tb?.stop());
+    after(() => cleanup.run());
 
     it('is a Fetch whose wait is remote time, not local time', async () => {
       const raw = await RawClient.connect(tb.bootstrap);
@@ -355,11 +357,11 @@ describe('admin HTTP listener', function () {
         },
         {},
       );
-      await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e) => (e ? reject(e) : resolve())));
+      await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e) => (e ? reject(asError(e)) : resolve())));
       try {
         c.assign([{ topic: 'admin-lp', partition: 0, offset: -1 }]); // the end: every fetch waits
         const until = Date.now() + 3000;
-        while (Date.now() < until) await new Promise<void>((resolve, reject) => c.consume(10, (e) => (e ? reject(e) : resolve())));
+        while (Date.now() < until) await new Promise<void>((resolve, reject) => c.consume(10, (e) => (e ? reject(asError(e)) : resolve())));
         const { requests } = await requestLog(admin, '?api=Fetch&client=lp-probe');
         const polls = requests.filter((r) => r.latencyMs.total >= 400);
         expect(polls.length, JSON.stringify(requests.map((r) => r.latencyMs))).to.be.at.least(3);
@@ -432,11 +434,12 @@ describe('admin HTTP listener', function () {
   describe('request log and bad requests', () => {
     let tb: TestBroker;
     let admin: string;
+    const cleanup = new Cleanup();
     before(async () => {
-      tb = await startTestBroker({ 'admin.requests.log.size': 5 });
+      tb = cleanup.add(await startTestBroker({ 'admin.requests.log.size': 5 }), (t) => t.stop());
       admin = tb.broker.adminAddress!;
     });
-    after(() => tb?.stop());
+    after(() => cleanup.run());
 
     it('filters by API, client and errors, keeps the last N, and records everything on request', async () => {
       const raw = await RawClient.connect(tb.bootstrap);
@@ -515,7 +518,7 @@ describe('admin HTTP listener', function () {
       try {
         const b = new Broker({ port: kafkaPort, dataDir, logger: silentLogger(), config: { 'admin.listener': `127.0.0.1:${taken}` } });
         let err: Error | undefined;
-        await b.start().catch((e: Error) => (err = e));
+        await b.start().catch((e: unknown) => (err = asError(e)));
         expect(err?.message).to.match(/^GREGOR_ERR_ADMIN_LISTEN: cannot bind the admin listener to 127.0.0.1:\d+/);
         const again = net.createServer();
         await new Promise<void>((resolve, reject) => again.once('error', reject).listen(kafkaPort, '127.0.0.1', () => resolve()));

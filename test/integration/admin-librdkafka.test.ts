@@ -12,6 +12,8 @@ import { type Broker, startBroker } from '../../lib/broker.js';
 import { createLogger, silentLogger } from '../../lib/observability/logger.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { RawClient } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 type Any = any;
 
@@ -35,22 +37,19 @@ describe('admin APIs through librdkafka (integration)', function () {
   let admin: Any;
   let native: Any;
 
+  const cleanup = new Cleanup();
+
   before(async function () {
     ck = loadConfluent();
-    dataDir = await mkdtemp(join(tmpdir(), 'gregor-admin-rd-'));
-    broker = await startBroker({ port: 0, dataDir, logger: testLogger() });
+    dataDir = cleanup.add(await mkdtemp(join(tmpdir(), 'gregor-admin-rd-')), (d) => rm(d, { recursive: true, force: true }));
+    broker = cleanup.add(await startBroker({ port: 0, dataDir, logger: testLogger() }), (b) => b.stop());
     kafka = new ck.KafkaJS.Kafka({ kafkaJS: { brokers: [broker.bootstrapServers], logLevel: ck.KafkaJS.logLevel.NOTHING } });
-    admin = kafka.admin();
+    admin = cleanup.add(kafka.admin(), (a) => a.disconnect());
     await admin.connect();
-    native = ck.AdminClient.create({ 'bootstrap.servers': broker.bootstrapServers, log_level: 0 });
+    native = cleanup.add(ck.AdminClient.create({ 'bootstrap.servers': broker.bootstrapServers, log_level: 0 }), (n) => n.disconnect());
   });
 
-  after(async function () {
-    native?.disconnect();
-    await admin?.disconnect();
-    await broker?.stop();
-    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
-  });
+  after(() => cleanup.run());
 
   async function failure(fn: () => Promise<unknown>): Promise<Any> {
     try {
@@ -95,7 +94,9 @@ describe('admin APIs through librdkafka (integration)', function () {
   }
 
   function createPartitions(topic: string, total: number): Promise<void> {
-    return new Promise((resolve, reject) => native.createPartitions(topic, total, 5000, (err: Any) => (err ? reject(err) : resolve())));
+    return new Promise((resolve, reject) =>
+      native.createPartitions(topic, total, 5000, (err: Any) => (err ? reject(asError(err)) : resolve())),
+    );
   }
 
   it('creates topics with configs and describes them', async function () {

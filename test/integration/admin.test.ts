@@ -21,6 +21,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchResponse } from '../../protocol/generated/fetch.js';
 import type { IncrementalAlterConfigsResponse } from '../../protocol/generated/incremental-alter-configs.js';
 import type { AlterConfigsResponse } from '../../protocol/generated/alter-configs.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const { Kafka, logLevel, ConfigResourceTypes } = kafkajs;
 
@@ -83,20 +84,20 @@ describe('admin APIs (integration)', function () {
   let kafka: InstanceType<typeof Kafka>;
   let admin: ReturnType<InstanceType<typeof Kafka>['admin']>;
 
+  const cleanup = new Cleanup();
+
   before(async function () {
-    dataDir = await mkdtemp(join(tmpdir(), 'gregor-admin-'));
+    dataDir = cleanup.add(await mkdtemp(join(tmpdir(), 'gregor-admin-')), (d) => rm(d, { recursive: true, force: true }));
     // log.segment.bytes is set explicitly so that describeConfigs shows a STATIC_BROKER_CONFIG source.
-    broker = await startBroker({ port: 0, dataDir, logger: testLogger(), config: { 'log.segment.bytes': '1048576' } });
+    broker = cleanup.add(await startBroker({ port: 0, dataDir, logger: testLogger(), config: { 'log.segment.bytes': '1048576' } }), (b) =>
+      b.stop(),
+    );
     kafka = new Kafka({ clientId: 'admin-test', brokers: [broker.bootstrapServers], logLevel: logLevel.NOTHING });
-    admin = kafka.admin();
+    admin = cleanup.add(kafka.admin(), (a) => a.disconnect());
     await admin.connect();
   });
 
-  after(async function () {
-    await admin?.disconnect();
-    await broker?.stop();
-    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
-  });
+  after(() => cleanup.run());
 
   /** Runs `fn`, expecting it to fail; returns the error. */
   async function failure(
@@ -302,12 +303,11 @@ describe('admin APIs (integration)', function () {
 
   describe('wire level (versions no client here sends)', function () {
     let raw: RawClient;
+    const rawCleanup = new Cleanup();
     before(async function () {
-      raw = await RawClient.connect(broker.bootstrapServers);
+      raw = rawCleanup.add(await RawClient.connect(broker.bootstrapServers), (r) => r.close());
     });
-    after(function () {
-      raw?.close();
-    });
+    after(() => rawCleanup.run());
 
     it('CreateTopics v7 returns the topic id, counts and configs; duplicates are INVALID_REQUEST', async function () {
       const res = await raw.send<CreateTopicsResponse>(ApiKey.CreateTopics, 7, {

@@ -12,6 +12,8 @@ import { buildRecordBatch, decodeRecords } from '../../protocol/records/index.js
 import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
 import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
 import { processRss, RawClient, rawCreateTopics, rawFetch, rawListOffset, rawProduce, rawRequestFrame } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -61,7 +63,7 @@ describe('bad input on the Kafka port (child broker, kafkajs producing alongside
   const bgSent = new Map<number, string[]>(); // partition → values, in acknowledged order
   let bgAcked = 0;
   let bgStop = false;
-  let bgError: unknown = null;
+  let bgError: Error | null = null;
   let bgLoop: Promise<void> = Promise.resolve();
 
   /** Resolves once the background producer acknowledged `n` more records (proves the broker serves). */
@@ -97,13 +99,21 @@ describe('bad input on the Kafka port (child broker, kafkajs producing alongside
     c.destroy();
   }
 
+  const cleanup = new Cleanup();
+
   before(async () => {
-    dataDir = tempDir('gregor-bad-input-');
-    b = await startChildBroker(dataDir, 0, {
-      'socket.request.max.bytes': String(MAX_REQUEST),
-      'message.max.bytes': String(MESSAGE_MAX),
-      'num.partitions': '2',
-    });
+    dataDir = cleanup.add(tempDir('gregor-bad-input-'), (d) => rmSync(d, { recursive: true, force: true }));
+    b = cleanup.add(
+      await startChildBroker(dataDir, 0, {
+        'socket.request.max.bytes': String(MAX_REQUEST),
+        'message.max.bytes': String(MESSAGE_MAX),
+        'num.partitions': '2',
+      }),
+      async (child) => {
+        child.child.kill('SIGKILL');
+        await child.exited;
+      },
+    );
     pid = b.child.pid!;
     const admin = await RawClient.connect(b.bootstrap);
     await rawCreateTopics(admin, [
@@ -116,6 +126,10 @@ describe('bad input on the Kafka port (child broker, kafkajs producing alongside
     const producer = kafka.producer();
     await producer.connect();
     let n = 0;
+    cleanup.defer(async () => {
+      bgStop = true;
+      await bgLoop;
+    });
     bgLoop = (async () => {
       try {
         while (!bgStop) {
@@ -133,7 +147,7 @@ describe('bad input on the Kafka port (child broker, kafkajs producing alongside
           bgAcked += messages.length;
         }
       } catch (e) {
-        bgError = e;
+        bgError = asError(e);
       } finally {
         await producer.disconnect().catch(() => undefined);
       }
@@ -142,15 +156,7 @@ describe('bad input on the Kafka port (child broker, kafkajs producing alongside
     baselineRss = await processRss(pid);
   });
 
-  after(async () => {
-    bgStop = true;
-    await bgLoop;
-    if (b !== undefined) {
-      b.child.kill('SIGKILL');
-      await b.exited;
-    }
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => cleanup.run());
 
   it('random garbage bytes: closed', async () => {
     await badCase(async () => {

@@ -13,6 +13,7 @@ import { escapeBytes } from '../../lib/cli/encoding.js';
 import { startChildBroker, startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 import { cliOk, runCli } from '../helpers/cli.js';
 import { RawClient, rawFetch } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -44,12 +45,11 @@ describe('cli: data round trips against a real broker', function () {
   let b: TestBroker;
   const B = () => ['-b', b.bootstrap];
 
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker({ 'num.partitions': 1 });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': 1 }), (t) => t.stop());
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('produce and consume round-trip all 256 byte values in keys, values and headers (base64, escape, hex, raw)', async () => {
     await cliOk(['topic', 'create', 'bin', ...B()]);
@@ -127,7 +127,12 @@ describe('cli: data round trips against a real broker', function () {
     const c1 = kafka.consumer({ groupId: 'seek-g', heartbeatInterval: 500, maxWaitTimeInMs: 100 });
     await c1.connect();
     await c1.subscribe({ topic: 'seek-t', fromBeginning: true });
-    await c1.run({ eachMessage: async ({ message }) => void seen.push(String(message.value)) });
+    await c1.run({
+      eachMessage: ({ message }) => {
+        seen.push(String(message.value));
+        return Promise.resolve();
+      },
+    });
     for (let i = 0; i < 200 && seen.length < 5; i++) await new Promise((r) => setTimeout(r, 50));
     expect(seen).to.deep.equal(['r0', 'r1', 'r2', 'r3', 'r4']);
 
@@ -161,7 +166,12 @@ describe('cli: data round trips against a real broker', function () {
     const c2 = kafka.consumer({ groupId: 'seek-g', heartbeatInterval: 500, maxWaitTimeInMs: 100 });
     await c2.connect();
     await c2.subscribe({ topic: 'seek-t', fromBeginning: true });
-    await c2.run({ eachMessage: async ({ message }) => void again.push({ offset: message.offset, value: String(message.value) }) });
+    await c2.run({
+      eachMessage: ({ message }) => {
+        again.push({ offset: message.offset, value: String(message.value) });
+        return Promise.resolve();
+      },
+    });
     for (let i = 0; i < 200 && again.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
     await c2.disconnect();
     expect(again).to.deep.equal([

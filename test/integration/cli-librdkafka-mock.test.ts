@@ -9,6 +9,7 @@
 import { expect } from 'chai';
 import { cliOk, golden, normalise, runCli, samewidth, type Normaliser } from '../helpers/cli.js';
 import { rdkafkaMockMissing, startRdkafkaMock, type RdkafkaMock } from '../helpers/rdkafka-mock.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const ALL = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
 const T0 = 1700000000000;
@@ -31,6 +32,7 @@ describe('cli: against the librdkafka mock cluster', function () {
   let rules: Normaliser;
   const B = () => ['-b', mock.bootstrap];
   const g = (name: string, text: string) => golden(name, normalise(text, rules));
+  const cleanup = new Cleanup();
 
   before(async function () {
     const missing = rdkafkaMockMissing();
@@ -38,7 +40,7 @@ describe('cli: against the librdkafka mock cluster', function () {
       console.log(`      skipped: ${missing}`);
       this.skip();
     }
-    mock = await startRdkafkaMock(1, ['mock-t:3', 'mock-bin:1']);
+    mock = cleanup.add(await startRdkafkaMock(1, ['mock-t:3', 'mock-bin:1']), (m) => m.stop());
     const port = mock.bootstrap.split(':').pop() as string;
     rules = [
       [mock.bootstrap, '127.0.0.1:PORT'],
@@ -48,9 +50,7 @@ describe('cli: against the librdkafka mock cluster', function () {
       [/"topicId": "[A-Za-z0-9_-]{22}"/g, '"topicId": "<id>"'],
     ];
   });
-  after(async () => {
-    await mock?.stop();
-  });
+  after(() => cleanup.run());
 
   it('cluster info and health (Metadata: no DescribeCluster on the mock)', async () => {
     g('mock-cluster-info.txt', (await cliOk(['cluster', 'info', ...B()])).out);

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { cliOk, golden, normalise, runCli, samewidth, type Normaliser } from '../helpers/cli.js';
 import { RawClient } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const T0 = 1700000000000;
 
@@ -51,8 +52,9 @@ describe('cli: every command against a real broker (goldens)', function () {
   const B = () => ['-b', b.bootstrap];
   const g = (name: string, text: string) => golden(name, normalise(text, rules));
 
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker({ 'num.partitions': 1 });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': 1 }), (t) => t.stop());
     const port = b.bootstrap.split(':').pop() as string;
     rules = [
       [b.bootstrap, '127.0.0.1:PORT'],
@@ -61,9 +63,7 @@ describe('cli: every command against a real broker (goldens)', function () {
       [/"(topicId|clusterId)": "[A-Za-z0-9_-]{22}"/g, '"$1": "<id>"'],
     ];
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('topic create: text and JSON; an existing topic is TOPIC_ALREADY_EXISTS (36) naming the broker', async () => {
     g('topic-create.txt', (await cliOk(['topic', 'create', 'orders', '-p', '3', '-c', 'retention.ms=86400000', ...B()])).out);

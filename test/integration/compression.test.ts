@@ -15,6 +15,8 @@ import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawClient, rawCreateTopics, rawFetch, rawProduce } from '../helpers/raw-client.js';
 import { runKcat } from '../helpers/kcat.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 type Any = any;
 const require = createRequire(import.meta.url);
@@ -174,14 +176,16 @@ async function readAllWithLibrdkafka(bootstrap: string, topics: string[]): Promi
     { 'bootstrap.servers': bootstrap, 'group.id': 'compression-reader', 'enable.auto.commit': false, log_level: 0 },
     {},
   );
-  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(asError(e)) : resolve())));
   const got = new Map<string, Consumed[]>(topics.map((t) => [t, []]));
   try {
     c.assign(topics.map((topic) => ({ topic, partition: 0, offset: 0 })));
     const deadline = Date.now() + 60_000;
     const missing = (): boolean => [...got.values()].some((l) => l.length < N);
     while (missing() && Date.now() < deadline) {
-      const batch: Any[] = await new Promise((resolve, reject) => c.consume(2000, (e: Any, m: Any[]) => (e ? reject(e) : resolve(m))));
+      const batch: Any[] = await new Promise((resolve, reject) =>
+        c.consume(2000, (e: Any, m: Any[]) => (e ? reject(asError(e)) : resolve(m))),
+      );
       for (const m of batch) {
         got.get(m.topic)?.push({
           topic: m.topic,
@@ -223,8 +227,9 @@ describe('compression.type × every codec × every client (broker recompression 
   let consumed: Map<string, Consumed[]>;
   const produceErrors = new Map<string, string>();
 
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker({ 'num.append.workers': 2, 'auto.create.topics.enable': false });
+    b = cleanup.add(await startTestBroker({ 'num.append.workers': 2, 'auto.create.topics.enable': false }), (t) => t.stop());
     const base = Date.now() - 60_000;
     for (const client of ['kafkajs', 'librdkafka', 'kcat', 'kafka-python'] as Client[]) {
       for (const codec of CLIENT_CODECS[client]) {
@@ -277,9 +282,7 @@ describe('compression.type × every codec × every client (broker recompression 
       combos.map((c) => c.topic),
     );
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   for (const client of ['kafkajs', 'librdkafka', 'kcat', 'kafka-python'] as Client[]) {
     for (const codec of CLIENT_CODECS[client]) {

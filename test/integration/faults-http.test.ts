@@ -23,6 +23,7 @@ import { startChildBroker, startTestBroker, tempDir, type TestBroker } from '../
 import { until } from '../helpers/eos.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 import { RawClient, rawCreateTopics, rawFetch, rawProduce } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -109,18 +110,16 @@ describe('fault injection over HTTP, with kafkajs and librdkafka', function () {
   const messages = (tag: string, n: number) =>
     Array.from({ length: n }, (_, i) => ({ key: `${tag}-${i}`, value: `value ${i}`, partition: 0 }));
 
+  const cleanup = new Cleanup();
+
   before(async () => {
     ck = loadConfluent();
-    b = await startTestBroker();
-    admin = await serveRoutes(faultRoutes(b.broker.faults));
-    raw = await RawClient.connect(b.bootstrap);
+    b = cleanup.add(await startTestBroker(), (t) => t.stop());
+    admin = cleanup.add(await serveRoutes(faultRoutes(b.broker.faults)), (a) => a.close());
+    raw = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
   });
   afterEach(() => b.broker.faults.clear());
-  after(async () => {
-    raw?.destroy();
-    await admin?.close();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('malformed rules are answered 400 with a message naming the field, and nothing is added', async () => {
     const cases: [string, string | null, number | null][] = [

@@ -36,8 +36,8 @@ async function startLogged(dataDir: string, port: number, overrides: Record<stri
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let out = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const bootstrap = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`broker did not start:\n${out}`)), 20000);
     const check = () => {
@@ -47,7 +47,7 @@ async function startLogged(dataDir: string, port: number, overrides: Record<stri
         resolve(m[1]);
       }
     };
-    child.stdout?.on('data', check);
+    child.stdout.on('data', check);
     child.on('exit', (code) => reject(new Error(`broker exited with ${code}:\n${out}`)));
   });
   const logs = () =>
@@ -95,7 +95,7 @@ describe('faults: kill -9 and torn segments (child broker)', function () {
   this.timeout(150_000);
   const dirs: string[] = [];
   const brokers: LoggedBroker[] = [];
-  after(async () => {
+  after(() => {
     for (const b of brokers) if (b.child.exitCode === null && b.child.signalCode === null) b.child.kill('SIGKILL');
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
@@ -161,13 +161,13 @@ describe('faults: kill -9 and torn segments (child broker)', function () {
           }
         }
       });
-      let failed: unknown = null;
-      const settled = Promise.all(loops.map((l) => l.catch((e: unknown) => void (failed ??= e))));
-      while (roundAcks < 2000 && failed === null) await new Promise((r) => setTimeout(r, 5));
+      const failures: unknown[] = [];
+      const settled = Promise.all(loops.map((l) => l.catch((e: unknown) => void failures.push(e))));
+      while (roundAcks < 2000 && failures.length === 0) await new Promise((r) => setTimeout(r, 5));
       await kill9(b);
       stop = true;
       await settled;
-      if (failed !== null) throw failed;
+      if (failures.length > 0) throw failures[0];
       expect(errors.length, 'sends in flight when the broker died fail').to.be.at.least(1);
       await producer.disconnect().catch(() => undefined);
 

@@ -14,6 +14,7 @@ import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 import { RawClient, rawCreateTopics } from '../helpers/raw-client.js';
 import { addOffsets, endTxn, initProducerId, offsetCommit, offsetFetch, txnOffsetCommit } from '../helpers/txn-raw.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 type Any = any;
 const require = createRequire(import.meta.url);
@@ -158,9 +159,11 @@ describe('group admin views as Kafka 4 answers them', function () {
   const SUB = subscription(['adm-t']);
   const ASG = assignment('adm-t', [0, 1]);
 
+  const cleanup = new Cleanup();
+
   before(async () => {
-    b = await startTestBroker({ 'group.consumer.session.timeout.ms': 600_000 });
-    raw = await RawClient.connect(b.bootstrap);
+    b = cleanup.add(await startTestBroker({ 'group.consumer.session.timeout.ms': 600_000 }), (t) => t.stop());
+    raw = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
     await rawCreateTopics(raw, [
       { name: 'adm-t', partitions: 2 },
       { name: 'adm-u', partitions: 2 },
@@ -171,10 +174,7 @@ describe('group admin views as Kafka 4 answers them', function () {
     expect(await offsetCommit(raw, 'adm-simple', 'adm-t', 0, 3n)).to.equal(ErrorCode.NONE);
     kip848 = await joinConsumer(raw, 'adm-848', ['adm-t']);
   });
-  after(async () => {
-    raw?.destroy();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('DescribeGroups v0-5: Stable with metadata and assignment, rebalancing without, KIP-848 and missing groups Dead; authorized operations when asked (v3+)', async () => {
     for (let v = 0; v <= 5; v++) {
@@ -430,7 +430,7 @@ describe('group admin views as Kafka 4 answers them', function () {
       expect(listed).to.include.members(['adm-848:consumer', 'adm-simple:', 'adm-stable:consumer']);
       const refused = await admin.deleteGroups(['adm-stable', 'adm-848', 'adm-none']).then(
         () => null,
-        (e: Any) => e,
+        (e: unknown) => e as Any,
       );
       expect(refused?.name).to.equal('KafkaJSDeleteGroupsError');
       expect(refused.groups.map((g: Any) => [g.groupId, g.errorCode])).to.deep.equal([
@@ -493,7 +493,7 @@ describe('group admin views as Kafka 4 answers them', function () {
       expect(await offsetCommit(raw, 'adm-rdk-del', 'adm-t', 0, 1n)).to.equal(ErrorCode.NONE);
       const refused = await admin.deleteGroups(['adm-848', 'adm-none', 'adm-rdk-del']).then(
         () => null,
-        (e: Any) => e,
+        (e: unknown) => e as Any,
       );
       expect(refused?.name).to.equal('KafkaJSDeleteGroupsError');
       expect(refused.groups.map((g: Any) => [g.groupId, g.errorCode ?? 0])).to.deep.equal([
@@ -538,6 +538,7 @@ describe('offsets pending in a transaction, under OffsetDelete and DeleteGroups 
       expect(await read()).to.deep.equal([-1n, 5n, -1n]);
       raw.destroy();
       await b.stop();
+      b = undefined; // stopped: if the restart below fails, the finally must not stop it again
       b = await startTestBroker({}, { dataDir });
       raw = await RawClient.connect(b.bootstrap);
       // (offsetFetch retries while the coordinator is still loading.)

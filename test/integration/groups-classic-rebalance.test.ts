@@ -17,6 +17,8 @@ import type { ClassicGroup } from '../../lib/group/classic-group.js';
 import type { GroupCoordinator } from '../../lib/group/coordinator.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 type Any = any;
 const { KafkaConsumer, KafkaJS } = loadConfluent();
@@ -77,7 +79,7 @@ class Member {
       if (kind === null) throw new Error(`${name}: unexpected rebalance error ${err.code}`);
       m.callbacks.push({ kind, partitions: sorted(tps.filter((tp) => tp.topic === topic).map((tp) => tp.partition)), at: Date.now() });
     });
-    await new Promise<void>((resolve, reject) => c.connect({}, (e: unknown) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => c.connect({}, (e: unknown) => (e ? reject(asError(e)) : resolve())));
     c.subscribe([topic]);
     c.consume(() => undefined);
     return m;
@@ -112,18 +114,20 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
   let seq = 0;
   const live: Member[] = [];
 
+  const cleanup = new Cleanup();
+
   before(async () => {
     // Session timeouts of 5 s (Kafka's default minimum is 6 s).
-    b = await startTestBroker({ 'group.min.session.timeout.ms': 1000 });
-    admin = new KafkaJS.Kafka({
-      kafkaJS: { brokers: [b.bootstrap], clientId: 'classic-rebalance', logLevel: KafkaJS.logLevel.NOTHING },
-    }).admin();
+    b = cleanup.add(await startTestBroker({ 'group.min.session.timeout.ms': 1000 }), (t) => t.stop());
+    admin = cleanup.add(
+      new KafkaJS.Kafka({
+        kafkaJS: { brokers: [b.bootstrap], clientId: 'classic-rebalance', logLevel: KafkaJS.logLevel.NOTHING },
+      }).admin(),
+      (a) => a.disconnect(),
+    );
     await admin.connect();
   });
-  after(async () => {
-    await admin?.disconnect();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
   afterEach(async () => {
     await Promise.all(live.splice(0).map((m) => m.close()));
   });
@@ -361,7 +365,7 @@ describe('classic-protocol rebalances counted in the clients (issue 12)', functi
         );
         await c.connect();
         await c.subscribe({ topic });
-        await c.run({ eachMessage: async () => undefined });
+        await c.run({ eachMessage: () => Promise.resolve() });
         consumers.push(c);
       }
       const current = () => [0, 1, 2].map((i) => joins.get(i)?.at(-1));

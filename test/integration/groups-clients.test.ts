@@ -16,6 +16,7 @@ import type { GroupCoordinator } from '../../lib/group/coordinator.js';
 import { startChildBroker, startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 import { runKcat } from '../helpers/kcat.js';
 import { RawClient } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -65,13 +66,12 @@ async function committed(bootstrap: string, groupId: string, topic: string): Pro
 describe('group consumers of kcat and kafka-python; durability; bad input', function () {
   this.timeout(120_000);
   let b: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker();
+    b = cleanup.add(await startTestBroker(), (t) => t.stop());
     await seed(b.bootstrap, 'other-clients', 3, 300);
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('kcat -G (librdkafka 2.0.2) consumes every record as a group member and commits', async () => {
     const r = await runKcat(['-b', b.bootstrap, '-G', 'kcat-group', '-o', 'beginning', '-e', '-q', '-f', '%p:%o\\n', 'other-clients']);
@@ -149,7 +149,10 @@ c.close()
       await c2.connect();
       await c2.subscribe({ topic: 'durable', fromBeginning: true });
       await c2.run({
-        eachMessage: async ({ partition, message }) => void (firsts.has(partition) || firsts.set(partition, message.offset)),
+        eachMessage: ({ partition, message }) => {
+          if (!firsts.has(partition)) firsts.set(partition, message.offset);
+          return Promise.resolve();
+        },
       });
       await until(() => firsts.size === 2, 20_000, 'resumed consumer');
       expect([...firsts.values()]).to.deep.equal(['30', '30']);
@@ -169,8 +172,9 @@ c.close()
     await bystander.run({ eachMessage: async () => {} });
     try {
       const coordinator = (b.broker as unknown as { services: { groups: GroupCoordinator } }).services.groups;
-      const group = () => coordinator.groups.get('bystander') as ClassicGroup;
-      await until(() => group()?.state === 'Stable', 20_000, 'bystander Stable');
+      const found = () => coordinator.groups.get('bystander') as ClassicGroup | undefined;
+      const group = () => found() ?? expect.fail('group bystander is gone');
+      await until(() => found()?.state === 'Stable', 20_000, 'bystander Stable');
       const generation = group().generationId;
 
       const raw = await RawClient.connect(b.bootstrap);

@@ -12,6 +12,8 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 type Any = any;
 const confluent = loadConfluent();
@@ -50,19 +52,21 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
   const coordinator = () => (b.broker as unknown as { services: { groups: GroupCoordinator } }).services.groups;
   const group = (id: string) => coordinator().groups.get(id) as ConsumerGroup | undefined;
 
+  const cleanup = new Cleanup();
+
   before(async () => {
-    b = await startTestBroker({ 'group.consumer.session.timeout.ms': SESSION_MS, 'group.consumer.heartbeat.interval.ms': HEARTBEAT_MS });
+    b = cleanup.add(
+      await startTestBroker({ 'group.consumer.session.timeout.ms': SESSION_MS, 'group.consumer.heartbeat.interval.ms': HEARTBEAT_MS }),
+      (t) => t.stop(),
+    );
     kafka = new KafkaJS.Kafka({ kafkaJS: { brokers: [b.bootstrap], clientId: 'kip848', logLevel: KafkaJS.logLevel.NOTHING } });
-    admin = kafka.admin();
+    admin = cleanup.add(kafka.admin(), (a) => a.disconnect());
     await admin.connect();
   });
   afterEach(async () => {
     await Promise.all(live.splice(0).map((m) => m.c.disconnect().catch(() => undefined)));
   });
-  after(async () => {
-    await admin?.disconnect();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   async function produce(topic: string, partitions: number, n: number): Promise<void> {
     const p = kafka.producer();
@@ -91,7 +95,12 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     });
     await m.c.connect();
     await m.c.subscribe({ topics });
-    await m.c.run({ eachMessage: async ({ topic, message }: Any) => void m.seen.add(`${topic}/${message.value.toString()}`) });
+    await m.c.run({
+      eachMessage: ({ topic, message }: Any) => {
+        m.seen.add(`${topic}/${message.value.toString()}`);
+        return Promise.resolve();
+      },
+    });
     live.push(m);
     return m;
   }
@@ -116,7 +125,7 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     await until(
       () => m1.seen.size === 20,
       30_000,
-      () => `re-a and re-b consumed (have ${m1.seen.size}, owned ${sorted(m1.owned)})`,
+      () => `re-a and re-b consumed (have ${m1.seen.size}, owned ${sorted(m1.owned).join(',')})`,
     );
     expect(sorted(m1.owned)).to.deep.equal(['re-a-0', 're-a-1', 're-b-0']);
     expect([...(group(groupId)?.members.values() ?? [])].map((m) => m.subscribedTopicRegex)).to.deep.equal(['(^re-.*)']); // as librdkafka sends it
@@ -131,7 +140,7 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     const pickedUp = await until(
       () => m1.owned.has('re-c-0') && m1.owned.has('re-c-1'),
       10_000,
-      () => `re-c assigned (owned ${sorted(m1.owned)})`,
+      () => `re-c assigned (owned ${sorted(m1.owned).join(',')})`,
     );
     console.log(`      re-c assigned ${pickedUp} ms after CreateTopics`);
     expect(pickedUp).to.be.below(3000); // the broker bumps the group epoch at once; the next heartbeats carry it
@@ -150,7 +159,7 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     await until(
       () => m2.owned.size > 0 && m1.owned.size + m2.owned.size === 5,
       30_000,
-      () => `shared (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`,
+      () => `shared (m1 ${sorted(m1.owned).join(',')}, m2 ${sorted(m2.owned).join(',')})`,
     );
     expect(sorted([...m1.owned, ...m2.owned])).to.deep.equal(['re-a-0', 're-a-1', 're-b-0', 're-c-0', 're-c-1']);
     expect([m1.owned.size, m2.owned.size].sort()).to.deep.equal([2, 3]);
@@ -160,12 +169,12 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     await until(
       () => ![...m1.owned, ...m2.owned].some((k) => k.startsWith('re-a-')),
       15_000,
-      () => `re-a revoked (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`,
+      () => `re-a revoked (m1 ${sorted(m1.owned).join(',')}, m2 ${sorted(m2.owned).join(',')})`,
     );
     await until(
       () => m1.owned.size + m2.owned.size === 3,
       15_000,
-      () => `rebalanced without re-a (m1 ${sorted(m1.owned)}, m2 ${sorted(m2.owned)})`,
+      () => `rebalanced without re-a (m1 ${sorted(m1.owned).join(',')}, m2 ${sorted(m2.owned).join(',')})`,
     );
     expect(sorted([...m1.owned, ...m2.owned])).to.deep.equal(['re-b-0', 're-c-0', 're-c-1']);
     expect(group(groupId)?.resolvedRegexes.get('(^re-.*)')).to.deep.equal(new Set(['re-b', 're-c']));
@@ -178,13 +187,13 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     await until(
       () => a.owned.size === 4,
       30_000,
-      () => `A assigned (${sorted(a.owned)})`,
+      () => `A assigned (${sorted(a.owned).join(',')})`,
     );
     const bb = await start(groupId, [topic], { 'group.instance.id': 'ib' });
     await until(
       () => a.owned.size === 2 && bb.owned.size === 2 && group(groupId)?.state === 'Stable',
       30_000,
-      () => `A and B share (A ${sorted(a.owned)}, B ${sorted(bb.owned)}, ${group(groupId)?.state})`,
+      () => `A and B share (A ${sorted(a.owned).join(',')}, B ${sorted(bb.owned).join(',')}, ${group(groupId)?.state})`,
     );
     await sleep(1000);
     return [a, bb];
@@ -202,7 +211,7 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     const back = await until(
       () => b2.owned.size === 2,
       20_000,
-      () => `B back (${sorted(b2.owned)})`,
+      () => `B back (${sorted(b2.owned).join(',')})`,
     );
     console.log(`      B assigned ${back} ms after restarting`);
     await sleep(2 * HEARTBEAT_MS + 1000);
@@ -227,7 +236,7 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
     await until(
       () => a.owned.size === 4,
       SESSION_MS + 10_000,
-      () => `A gets B's partitions (${sorted(a.owned)})`,
+      () => `A gets B's partitions (${sorted(a.owned).join(',')})`,
     );
     const after = Date.now() - stoppedAt;
     console.log(`      A assigned B's partitions ${after} ms after B closed (session timeout ${SESSION_MS} ms)`);
@@ -245,7 +254,7 @@ describe('librdkafka 2.15 group.protocol=consumer: regex subscriptions and stati
       {},
     );
     c.on('event.log', (l: Any) => logs.push(String(l.message)));
-    await new Promise<void>((resolve, reject) => c.connect({}, (e: Any) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => c.connect({}, (e: Any) => (e ? reject(asError(e)) : resolve())));
     try {
       // A backreference: POSIX regcomp (librdkafka's check) accepts it, RE2 does not.
       c.subscribe(['^(re)-\\1']);

@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import { createRequire } from 'node:module';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -27,13 +28,12 @@ describe('kafkajs 2.2.4 consumer groups', function () {
   this.timeout(120_000);
   let b: TestBroker;
   let kafka: import('kafkajs').Kafka;
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker();
+    b = cleanup.add(await startTestBroker(), (t) => t.stop());
     kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'groups-kjs', logLevel: logLevel.NOTHING });
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('3 consumers, 6 partitions, 30,000 records: exactly once across a leave and a join mid-stream', async () => {
     const topic = 'kjs-group-eo';
@@ -48,10 +48,11 @@ describe('kafkajs 2.2.4 consumer groups', function () {
       await c.connect();
       await c.subscribe({ topic, fromBeginning: true });
       await c.run({
-        eachMessage: async ({ message }) => {
+        eachMessage: ({ message }) => {
           const v = message.value?.toString() ?? '';
           seen.set(v, (seen.get(v) ?? 0) + 1);
           byConsumer.set(name, (byConsumer.get(name) ?? 0) + 1);
+          return Promise.resolve();
         },
       });
       return c;
@@ -120,7 +121,12 @@ describe('kafkajs 2.2.4 consumer groups', function () {
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     let n = 0;
-    await consumer.run({ eachMessage: async () => void n++ });
+    await consumer.run({
+      eachMessage: () => {
+        n++;
+        return Promise.resolve();
+      },
+    });
     await until(() => n === 100, 20_000, 'live consumer');
     await until(async () => (await admin.describeGroups(['kjs-admin-live'])).groups[0]?.state === 'Stable', 20_000, 'Stable');
     const d = (await admin.describeGroups(['kjs-admin-live', 'no-such-group'])).groups;

@@ -9,6 +9,7 @@ import type { GroupCoordinator } from '../../lib/group/coordinator.js';
 import type { ClassicGroup } from '../../lib/group/classic-group.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 type Any = any;
 const { KafkaJS } = loadConfluent();
@@ -28,16 +29,14 @@ describe('librdkafka 2.15 consumer groups', function () {
   let b: TestBroker;
   let kafka: Any;
   let admin: Any;
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker();
+    b = cleanup.add(await startTestBroker(), (t) => t.stop());
     kafka = new KafkaJS.Kafka({ kafkaJS: { brokers: [b.bootstrap], clientId: 'groups-rdk', logLevel: KafkaJS.logLevel.NOTHING } });
-    admin = kafka.admin();
+    admin = cleanup.add(kafka.admin(), (a) => a.disconnect());
     await admin.connect();
   });
-  after(async () => {
-    await admin?.disconnect();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   async function produce(topic: string, from: number, n: number, partitions: number): Promise<void> {
     const producer = kafka.producer();
@@ -142,10 +141,11 @@ describe('librdkafka 2.15 consumer groups', function () {
       live.push(a);
       const bb = await start('ib');
       live.push(bb);
-      const group = () => coordinatorOf(b).groups.get(groupId) as ClassicGroup;
+      const found = () => coordinatorOf(b).groups.get(groupId) as ClassicGroup | undefined;
+      const group = () => found() ?? expect.fail(`group ${groupId} is gone`);
       await until(
         () =>
-          group()?.state === 'Stable' && group().size === 2 && (assigned.get('ia')?.length ?? 0) + (assigned.get('ib')?.length ?? 0) === 4,
+          found()?.state === 'Stable' && found()?.size === 2 && (assigned.get('ia')?.length ?? 0) + (assigned.get('ib')?.length ?? 0) === 4,
         40_000,
         'Stable with 2 static members',
       );

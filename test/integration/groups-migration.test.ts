@@ -18,6 +18,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawClient } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 type Any = any;
 const { KafkaJS } = loadConfluent();
@@ -63,18 +64,19 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
   let raw: RawClient;
   const coordinator = () => (b.broker as unknown as { services: { groups: GroupCoordinator } }).services.groups;
 
+  const cleanup = new Cleanup();
+
   before(async () => {
-    b = await startTestBroker({ 'group.consumer.session.timeout.ms': SESSION_MS, 'group.consumer.heartbeat.interval.ms': HEARTBEAT_MS });
+    b = cleanup.add(
+      await startTestBroker({ 'group.consumer.session.timeout.ms': SESSION_MS, 'group.consumer.heartbeat.interval.ms': HEARTBEAT_MS }),
+      (t) => t.stop(),
+    );
     kafka = new KafkaJS.Kafka({ kafkaJS: { brokers: [b.bootstrap], clientId: 'migration', logLevel: KafkaJS.logLevel.NOTHING } });
-    admin = kafka.admin();
+    admin = cleanup.add(kafka.admin(), (a) => a.disconnect());
     await admin.connect();
-    raw = await RawClient.connect(b.bootstrap);
+    raw = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
   });
-  after(async () => {
-    raw?.destroy();
-    await admin?.disconnect();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   /** ListGroups v5: the group's type and state. */
   async function listed(groupId: string): Promise<{ groupType: string; groupState: string } | undefined> {
@@ -109,7 +111,9 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
     await producer.connect();
     let produced = 0;
     let producing = true;
-    const producerLoop = (async () => {
+    // A named function, not an IIFE: TypeScript follows an IIFE's body as straight-line code and would
+    // take `producing` for always true, while the scenario below clears it as the loop awaits.
+    const produce = async () => {
       while (producing) {
         const from = produced;
         await producer.send({
@@ -119,7 +123,8 @@ describe('librdkafka 2.15: online migration of a live group between the classic 
         produced += 30;
         await sleep(100);
       }
-    })();
+    };
+    const producerLoop = produce();
 
     /**
      * A commit the member knows landed. Through its KafkaJS API librdkafka resolves commitOffsets even when

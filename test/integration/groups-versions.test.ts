@@ -9,6 +9,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { defaultJoinGroupRequest } from '../../protocol/generated/join-group.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawClient, rawCreateTopics } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 type Any = any;
 const API = {
@@ -31,15 +32,13 @@ describe('group APIs: every served version', function () {
   this.timeout(60_000);
   let b: TestBroker;
   let raw: RawClient;
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker();
-    raw = await RawClient.connect(b.bootstrap);
+    b = cleanup.add(await startTestBroker(), (t) => t.stop());
+    raw = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
     await rawCreateTopics(raw, [{ name: 'sweep', partitions: 2 }]);
   });
-  after(async () => {
-    raw?.destroy();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('FindCoordinator v0-6 answers this node for group keys', async () => {
     const port = Number(b.bootstrap.split(':').pop());

@@ -17,6 +17,8 @@ import type { ProduceRequest } from '../../protocol/generated/produce.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { expectOffsets, expectSequence, readAllRdkafka } from '../helpers/eos.js';
 import { RawClient, rawCreateTopics } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -75,9 +77,10 @@ describe('idempotent producers under faults: every record exactly once, in order
   this.timeout(240_000);
   let ck: Any;
   let b: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
     ck = loadConfluent();
-    b = await startTestBroker({ 'num.partitions': PARTITIONS });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': PARTITIONS }), (t) => t.stop());
     const c = await RawClient.connect(b.bootstrap);
     await rawCreateTopics(
       c,
@@ -86,9 +89,7 @@ describe('idempotent producers under faults: every record exactly once, in order
     c.destroy();
   });
   afterEach(() => b.broker.faults.clear());
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it(`librdkafka enable.idempotence=true acks=all: ${COUNT.toLocaleString('en')} records, connections dropped and NOT_LEADER_OR_FOLLOWER after the append`, async () => {
     const topic = 'idem-rdk';
@@ -108,7 +109,7 @@ describe('idempotent producers under faults: every record exactly once, in order
     });
     const errors: string[] = [];
     producer.on('event.error', (e: Any) => errors.push(`${e.code} ${e.message}`));
-    await new Promise<void>((resolve, reject) => producer.connect({}, (e: Any) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => producer.connect({}, (e: Any) => (e ? reject(asError(e)) : resolve())));
     const faults = addFaults(b, topic, P_CLOSE, P_ERROR);
     const t0 = Date.now();
     const offsets: number[][] = Array.from({ length: PARTITIONS }, () => []);

@@ -13,6 +13,7 @@ import { logEntries, type LogEntry } from '../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { hex, runKafkaPython, type PyRecord, type PyResult, type PyRun } from '../helpers/kafka-python.js';
 import { CODEC_ID } from '../helpers/codecs.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const PARTITIONS = 3;
 const COUNT = 10_000;
@@ -129,12 +130,11 @@ function expectExact(res: PyResult | undefined, sent: PyRecord[], withHeaders: b
 describe('kafka-python 2.0.2: produce and read back', function () {
   this.timeout(180_000);
   let b: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker({ 'num.partitions': PARTITIONS });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': PARTITIONS }), (t) => t.stop());
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   const scenarios = [
     {

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { createRequire } from 'node:module';
 import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, CompressionTypes, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -17,12 +18,11 @@ interface Sent {
 describe('kafkajs 2.2.4: produce and read back', function () {
   this.timeout(120_000);
   let b: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker({ 'num.partitions': 3 });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': 3 }), (t) => t.stop());
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   for (const [codecName, codec] of [
     ['none', CompressionTypes.None],

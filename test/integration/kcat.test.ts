@@ -13,6 +13,7 @@ import { CompressionCodec, logEntries, type RecordBatch } from '../../protocol/r
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { KCAT_FORMAT, parseKcatOutput, runKcat, type KcatRecord } from '../helpers/kcat.js';
 import { CODEC_ID, CODECS, type Codec } from '../helpers/codecs.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const PARTITIONS = 3;
 const COUNT = 10_000;
@@ -105,12 +106,11 @@ function expectPartition(
 describe('kcat 1.7.1 (librdkafka 2.0.2): produce and read back', function () {
   this.timeout(120_000);
   let b: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker({ 'num.partitions': PARTITIONS });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': PARTITIONS }), (t) => t.stop());
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   for (const codec of CODECS) {
     it(`-P -K -H -p, ${codec}: 10,000 keyed records with headers into 3 partitions, read back with -C -f exactly`, async () => {

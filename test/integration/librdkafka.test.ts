@@ -14,6 +14,8 @@ import { CompressionCodec, LegacyMessage, RecordBatch, logEntries } from '../../
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { CODEC_ID, CODECS, type Codec } from '../helpers/codecs.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 type Any = any;
 
@@ -93,11 +95,11 @@ async function produceKafkaJS(ck: Any, bootstrap: string, topic: string, recs: R
  */
 async function produceNative(ck: Any, bootstrap: string, topic: string, recs: Rec[], config: Record<string, unknown>): Promise<Any[]> {
   const producer = new ck.Producer({ 'bootstrap.servers': bootstrap, dr_cb: true, 'linger.ms': 5, log_level: 0, ...config });
-  await new Promise<void>((resolve, reject) => producer.connect({}, (e: Any) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) => producer.connect({}, (e: Any) => (e ? reject(asError(e)) : resolve())));
   const reports: Any[] = [];
   const delivered = new Promise<void>((resolve, reject) => {
     producer.on('delivery-report', (err: Any, report: Any) => {
-      if (err) reject(err);
+      if (err) reject(asError(err));
       reports.push(report);
       if (reports.length === recs.length) resolve();
     });
@@ -148,13 +150,15 @@ async function readBack(ck: Any, bootstrap: string, topic: string, counts: numbe
     },
     {},
   );
-  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(asError(e)) : resolve())));
   try {
     c.assign(counts.map((_, partition) => ({ topic, partition, offset: 0 })));
     const parts: Consumed[][] = counts.map(() => []);
     const deadline = Date.now() + 60_000;
     while (parts.some((got, p) => got.length < (counts[p] ?? 0)) && Date.now() < deadline) {
-      const batch: Any[] = await new Promise((resolve, reject) => c.consume(5000, (e: Any, m: Any[]) => (e ? reject(e) : resolve(m))));
+      const batch: Any[] = await new Promise((resolve, reject) =>
+        c.consume(5000, (e: Any, m: Any[]) => (e ? reject(asError(e)) : resolve(m))),
+      );
       for (const m of batch) {
         parts[m.partition]?.push({
           partition: m.partition,
@@ -169,7 +173,7 @@ async function readBack(ck: Any, bootstrap: string, topic: string, counts: numbe
     const high: number[] = [];
     for (let p = 0; p < counts.length; p++) {
       const w: Any = await new Promise((resolve, reject) =>
-        c.queryWatermarkOffsets(topic, p, 10_000, (e: Any, o: Any) => (e ? reject(e) : resolve(o))),
+        c.queryWatermarkOffsets(topic, p, 10_000, (e: Any, o: Any) => (e ? reject(asError(e)) : resolve(o))),
       );
       high.push(w.highOffset);
     }
@@ -257,13 +261,12 @@ describe('librdkafka 2.15 (@confluentinc/kafka-javascript): produce and read bac
   this.timeout(120_000);
   let ck: Any;
   let b: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
     ck = loadConfluent();
-    b = await startTestBroker({ 'num.partitions': PARTITIONS });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': PARTITIONS }), (t) => t.stop());
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   for (const codec of CODECS) {
     for (const acks of [1, -1]) {
@@ -351,19 +354,20 @@ describe('librdkafka 2.15 against broker.version.emulate=0.10.0: Produce v2 with
   let ck: Any;
   let b: TestBroker;
   let appendTime: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
     ck = loadConfluent();
-    b = await startTestBroker({ 'num.partitions': PARTITIONS, 'broker.version.emulate': '0.10.0' });
-    appendTime = await startTestBroker({
-      'num.partitions': PARTITIONS,
-      'broker.version.emulate': '0.10.0',
-      'log.message.timestamp.type': 'LogAppendTime',
-    });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': PARTITIONS, 'broker.version.emulate': '0.10.0' }), (t) => t.stop());
+    appendTime = cleanup.add(
+      await startTestBroker({
+        'num.partitions': PARTITIONS,
+        'broker.version.emulate': '0.10.0',
+        'log.message.timestamp.type': 'LogAppendTime',
+      }),
+      (t) => t.stop(),
+    );
   });
-  after(async () => {
-    await b?.stop();
-    await appendTime?.stop();
-  });
+  after(() => cleanup.run());
 
   for (const codec of ['none', 'gzip', 'snappy', 'lz4'] as const) {
     it(`${codec}, CreateTime: 10,000 keyed records stored as magic 1, read back with producer timestamps and offsets`, async () => {

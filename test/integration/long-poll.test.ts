@@ -22,6 +22,8 @@ import {
   rawProduce,
   type RawFetchPartition,
 } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { asError } from '../../lib/as-error.js';
 
 const TOPIC = 'long-poll';
 /** max_wait of the fetches an append must wake: they must return in well under half of it */
@@ -59,25 +61,22 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
   let fetcher: RawClient;
   let producer: RawClient;
 
+  const cleanup = new Cleanup();
+
   before(async () => {
-    dataDir = tempDir('gregor-long-poll-');
-    b = await startChildBroker(dataDir, 0, {});
-    producer = await RawClient.connect(b.bootstrap);
-    fetcher = await RawClient.connect(b.bootstrap);
+    dataDir = cleanup.add(tempDir('gregor-long-poll-'), (d) => rmSync(d, { recursive: true, force: true }));
+    b = cleanup.add(await startChildBroker(dataDir, 0, {}), async (child) => {
+      child.child.kill('SIGKILL');
+      await child.exited;
+    });
+    producer = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
+    fetcher = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
     await rawCreateTopics(producer, [{ name: TOPIC, partitions: 3 }]);
     // warm both connections and the partitions' logs
     for (let p = 0; p < 3; p++) expect((await rawProduce(producer, TOPIC, [[p, batch(1, 'warm')]]))[0]?.errorCode).to.equal(0);
   });
 
-  after(async () => {
-    fetcher?.destroy();
-    producer?.destroy();
-    if (b !== undefined) {
-      b.child.kill('SIGKILL');
-      await b.exited;
-    }
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => cleanup.run());
 
   /** Sends a fetch at `offset` and returns a promise of [partition data, ms after sending]. */
   async function startFetch(
@@ -222,10 +221,11 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
       },
       {},
     );
-    await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: unknown) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: unknown) => (e ? reject(asError(e)) : resolve())));
     try {
       c.assign(topics.flatMap((topic) => Array.from({ length: 100 }, (_, partition) => ({ topic, partition, offset: 0 }))));
-      const consume = (): Promise<RdMessage[]> => new Promise((resolve, reject) => c.consume(100, (e, m) => (e ? reject(e) : resolve(m))));
+      const consume = (): Promise<RdMessage[]> =>
+        new Promise((resolve, reject) => c.consume(100, (e, m) => (e ? reject(asError(e)) : resolve(m))));
       // let it settle into an idle long poll; each round's wake-up then sends the next, rotated, request
       const settle = Date.now() + 4000;
       while (Date.now() < settle) expect(await consume()).to.have.length(0);

@@ -53,8 +53,9 @@ describe('__consumer_offsets created on first use', function () {
     await new Promise<void>((resolve, reject) => {
       consumer
         .run({
-          eachMessage: async () => {
+          eachMessage: () => {
             if (++seen === 3) resolve();
+            return Promise.resolve();
           },
         })
         .catch(reject);

@@ -42,11 +42,11 @@ function gregor(args: readonly string[], env: Record<string, string> = {}, timeo
   let out = '';
   let err = '';
   const changed: (() => void)[] = [];
-  child.stdout?.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => {
     out += d.toString();
     for (const f of changed.splice(0)) f();
   });
-  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const logs = () =>
     out

@@ -14,6 +14,7 @@
  */
 import { expect } from 'chai';
 import { createRequire } from 'node:module';
+import { inspect } from 'node:util';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { MetadataResponse } from '../../protocol/generated/metadata.js';
@@ -21,6 +22,7 @@ import type { ProduceResponse } from '../../protocol/generated/produce.js';
 import { buildRecordBatch, decodeRecords } from '../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { PRODUCE_V, RawClient, rawCreateTopics, rawFetch, rawListOffset } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -51,7 +53,8 @@ async function until(what: string, cond: () => boolean, timeoutMs = 30_000): Pro
 function rawProducerLoop(c: RawClient, topic: string, partition: number, tag: string): { acks: Ack[]; stop: () => Promise<void> } {
   const acks: Ack[] = [];
   let running = true;
-  const done = (async () => {
+  // a named function, not an IIFE (TypeScript would follow an IIFE inline and take `running` for always true)
+  const loop = async () => {
     for (let seq = 0; running; seq++) {
       const value = `${tag}-${seq}`;
       const res = await c.request<ProduceResponse>(ApiKey.Produce, PRODUCE_V, {
@@ -72,7 +75,8 @@ function rawProducerLoop(c: RawClient, topic: string, partition: number, tag: st
       acks.push({ value, errorCode: p.errorCode, baseOffset: p.baseOffset });
       if (p.errorCode !== 0) await sleep(2); // as a client backs off on an error
     }
-  })();
+  };
+  const done = loop();
   return {
     acks,
     stop: async () => {
@@ -126,12 +130,11 @@ describe('delete and re-create a topic under load', function () {
   this.timeout(120_000);
   let b: TestBroker;
 
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker({ 'auto.create.topics.enable': false, 'delete.topic.enable': true });
+    b = cleanup.add(await startTestBroker({ 'auto.create.topics.enable': false, 'delete.topic.enable': true }), (t) => t.stop());
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('producers see UNKNOWN_TOPIC_OR_PARTITION and retry; the new topic has a new id, starts at 0 and holds none of the old records', async () => {
     const admin = await RawClient.connect(b.bootstrap);
@@ -148,7 +151,10 @@ describe('delete and re-create a topic under load', function () {
       brokers: [b.bootstrap],
       clientId: 'recreate-kafkajs',
       logLevel: logLevel.ERROR,
-      logCreator: () => (entry) => kjsLogs.push(`${entry.log.message} ${String((entry.log as { error?: unknown }).error ?? '')}`),
+      logCreator: () => (entry) => {
+        const error = (entry.log as { error?: unknown }).error;
+        kjsLogs.push(`${entry.log.message} ${typeof error === 'string' ? error : error === undefined ? '' : inspect(error)}`);
+      },
       retry: { retries: 30, initialRetryTime: 50, maxRetryTime: 500 },
     });
     const producer = kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 30, initialRetryTime: 50, maxRetryTime: 500 } });
@@ -156,7 +162,8 @@ describe('delete and re-create a topic under load', function () {
     const kjs: Ack[] = [];
     const kjsFailures: string[] = [];
     let kjsRunning = true;
-    const kjsDone = (async () => {
+    // a named function, not an IIFE (TypeScript would follow an IIFE inline and take `kjsRunning` for always true)
+    const kjsLoop = async () => {
       for (let seq = 0; kjsRunning; seq++) {
         const value = `kjs-${seq}`;
         try {
@@ -167,7 +174,8 @@ describe('delete and re-create a topic under load', function () {
           await sleep(50);
         }
       }
-    })();
+    };
+    const kjsDone = kjsLoop();
 
     const raw = rawProducerLoop(rawConn, TOPIC, 0, 'raw');
     const bystander = rawProducerLoop(byConn, BYSTANDER, 0, 'by');

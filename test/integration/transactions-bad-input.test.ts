@@ -13,6 +13,7 @@ import { ControlRecordType, buildEndTxnBatch, buildRecordBatch } from '../../pro
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { rawOffsetFetch } from '../helpers/eos.js';
 import { RawClient, rawCreateTopics, rawListOffset, type PartitionProduceResult } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const E = {
   NONE: 0,
@@ -62,15 +63,14 @@ describe('bad idempotent and transactional input (raw protocol): Kafka error cod
   let b: TestBroker;
   let c: RawClient;
 
+  const cleanup = new Cleanup();
+
   before(async () => {
-    b = await startTestBroker();
-    c = await RawClient.connect(b.bootstrap);
+    b = cleanup.add(await startTestBroker(), (t) => t.stop());
+    c = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
     await rawCreateTopics(c, [{ name: TOPIC, partitions: PARTITIONS }]);
   });
-  after(async () => {
-    c?.destroy();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   async function initPid(transactionalId: string | null, transactionTimeoutMs = 60_000, v = 1): Promise<Pid & { errorCode: number }> {
     return c.request<Pid & { errorCode: number }>(22, v, { transactionalId, transactionTimeoutMs, producerId: -1n, producerEpoch: -1 });

@@ -13,6 +13,7 @@ import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { observeRequests, readAllRdkafka, until } from '../helpers/eos.js';
 import { RawClient, rawCreateTopics } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const kafkajs = require('kafkajs') as typeof import('kafkajs');
@@ -43,20 +44,20 @@ describe('zombie fencing: a second producer with the same transactional id fence
   let ck: Any;
   let b: TestBroker;
   let raw: RawClient;
+  const cleanup = new Cleanup();
   before(async () => {
     ck = loadConfluent();
-    b = await startTestBroker();
-    raw = await RawClient.connect(b.bootstrap);
+    b = cleanup.add(await startTestBroker(), (t) => t.stop());
+    raw = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
   });
-  after(async () => {
-    raw?.destroy();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   /** InitProducerId requests with this transactional id (what fences). */
   function watchInits(txnId: string): { count: () => number; remove: () => void } {
     let n = 0;
-    const h = observeRequests(b, 22, (r) => void (r.transactionalId === txnId && n++));
+    const h = observeRequests(b, 22, (r) => {
+      if (r.transactionalId === txnId) n++;
+    });
     return { count: () => n, remove: () => h.remove() };
   }
 

@@ -19,6 +19,7 @@ import type { FaultHandle } from '../../lib/network/faults.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { expectSequence, observeRequests, rawOffsetFetch, readAllRdkafka, sleep, until } from '../helpers/eos.js';
 import { RawClient, rawCreateTopics } from '../helpers/raw-client.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const kafkajs = require('kafkajs') as typeof import('kafkajs');
@@ -77,8 +78,9 @@ const kafkajsClient = (bootstrap: string): PipelineClient => {
         async begin() {
           const t = await p.transaction();
           return {
-            send: async (topic, partition, values) =>
-              void (await t.send({ topic, acks: -1, messages: values.map((value) => ({ value, partition })) })),
+            send: async (topic, partition, values) => {
+              await t.send({ topic, acks: -1, messages: values.map((value) => ({ value, partition })) });
+            },
             sendOffsets: (_c, consumerGroupId, topic, partition, offset) =>
               t.sendOffsets({ consumerGroupId, topics: [{ topic, partitions: [{ partition, offset }] }] }),
             commit: () => t.commit(),
@@ -127,8 +129,9 @@ const confluentClient = (bootstrap: string): PipelineClient => {
         async begin() {
           const t = await p.transaction();
           return {
-            send: async (topic, partition, values) =>
-              void (await t.send({ topic, messages: values.map((value) => ({ value, partition })) })),
+            send: async (topic, partition, values) => {
+              await t.send({ topic, messages: values.map((value) => ({ value, partition })) });
+            },
             sendOffsets: (c, _g, topic, partition, offset) =>
               t.sendOffsets({ consumer: c.raw, topics: [{ topic, partitions: [{ partition, offset }] }] }),
             commit: () => t.commit(),
@@ -270,9 +273,22 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
     );
     const groups = new Set([1, 2, 3].map((i) => `${pre}-g${i}`));
     const seen = { endTxnCommit: 0, endTxnAbort: 0, txnOffsetCommit: 0, offsetCommit: 0 };
-    watches.push(observeRequests(b, 26, (r) => void (r.committed ? seen.endTxnCommit++ : seen.endTxnAbort++)));
-    watches.push(observeRequests(b, 28, (r) => void (groups.has(r.groupId) && seen.txnOffsetCommit++)));
-    watches.push(observeRequests(b, 8, (r) => void (groups.has(r.groupId) && seen.offsetCommit++)));
+    watches.push(
+      observeRequests(b, 26, (r) => {
+        if (r.committed) seen.endTxnCommit++;
+        else seen.endTxnAbort++;
+      }),
+    );
+    watches.push(
+      observeRequests(b, 28, (r) => {
+        if (groups.has(r.groupId)) seen.txnOffsetCommit++;
+      }),
+    );
+    watches.push(
+      observeRequests(b, 8, (r) => {
+        if (groups.has(r.groupId)) seen.offsetCommit++;
+      }),
+    );
 
     const mk = (no: number, input: string, output: string, crashAt: number | null = null) =>
       new Stage(no, input, output, `${pre}-g${no}`, `${pre}-txn${no}`, crashAt);
@@ -280,8 +296,8 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
     for (const s of stages) await s.start(client);
     const failed = () => stages.flatMap((s) => s.errors);
     const check = () => {
-      const e = failed()[0];
-      if (e !== undefined) throw e;
+      const errors = failed();
+      if (errors.length > 0) throw errors[0];
     };
 
     // the source: record k of partition p is `s<p>-<k>`, sent plainly (not in a transaction)
@@ -327,8 +343,10 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
     const fetches = { stable: 0, plain: 0 };
     const g2 = `${pre}-g2`;
     const fetchWatch = observeRequests(b, 9, (r) => {
-      if (r.groupId === g2 || (r.groups ?? []).some((g: Any) => g.groupId === g2))
-        r.requireStable === true ? fetches.stable++ : fetches.plain++;
+      if (r.groupId === g2 || (r.groups ?? []).some((g: Any) => g.groupId === g2)) {
+        if (r.requireStable === true) fetches.stable++;
+        else fetches.plain++;
+      }
     });
     watches.push(fetchWatch);
     await restarted.start(client, 1000);
@@ -426,13 +444,12 @@ async function runPipeline(b: TestBroker, client: PipelineClient): Promise<void>
 describe('consume-transform-produce exactly once (3 transactional stages, aborts, a stage restarted mid-stream)', function () {
   this.timeout(240_000);
   let b: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
     loadConfluent();
-    b = await startTestBroker({ 'num.partitions': PARTITIONS });
+    b = cleanup.add(await startTestBroker({ 'num.partitions': PARTITIONS }), (t) => t.stop());
   });
-  after(async () => {
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('kafkajs 2.2.4: sendOffsets({ consumerGroupId }) inside each transaction', async () => {
     await runPipeline(b, kafkajsClient(b.bootstrap));

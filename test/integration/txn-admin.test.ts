@@ -20,6 +20,7 @@ import type { ListTransactionsResponse } from '../../protocol/generated/list-tra
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawClient, rawCreateTopics, rawProduce } from '../helpers/raw-client.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
+import { Cleanup } from '../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -89,15 +90,15 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
     let raw: RawClient;
     let kafka: Kafka;
     const producers: Producer[] = [];
+    const cleanup = new Cleanup();
     before(async () => {
-      b = await startTestBroker({ 'transaction.state.log.num.partitions': 3 });
-      raw = await RawClient.connect(b.bootstrap);
+      b = cleanup.add(await startTestBroker({ 'transaction.state.log.num.partitions': 3 }), (t) => t.stop());
+      raw = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
       kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'txn-admin-test', logLevel: logLevel.NOTHING });
     });
     after(async () => {
       for (const p of producers) await p.disconnect().catch(() => undefined);
-      raw?.destroy();
-      await b?.stop();
+      await cleanup.run();
     });
 
     it('advertises DescribeProducers v0, DescribeTransactions v0 and ListTransactions v0-1', async () => {
@@ -281,9 +282,11 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
       ['f-ongoing', 'Ongoing'],
     ];
 
+    const cleanup = new Cleanup();
+
     before(async () => {
-      b = await startTestBroker({ 'transaction.state.log.num.partitions': 2 });
-      raw = await RawClient.connect(b.bootstrap);
+      b = cleanup.add(await startTestBroker({ 'transaction.state.log.num.partitions': 2 }), (t) => t.stop());
+      raw = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
       const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'txn-admin-filters', logLevel: logLevel.NOTHING });
       await rawCreateTopics(raw, [{ name: 'flt', partitions: 2 }]);
       const run = async (id: string, end: 'commit' | 'abort' | 'open' | 'none') => {
@@ -316,8 +319,7 @@ describe('KIP-664 admin APIs: DescribeProducers, DescribeTransactions, ListTrans
     });
     after(async () => {
       for (const p of producers) await p.disconnect().catch(() => undefined);
-      raw?.destroy();
-      await b?.stop();
+      await cleanup.run();
     });
 
     it('no filter: every id with its state, sorted; the same in v0', async () => {

@@ -19,6 +19,7 @@ import { type ChildBroker, startChildBroker, tempDir } from '../helpers/broker.j
 import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { fetchPartition, initProducerId } from '../helpers/txn-raw.js';
+import { asError } from '../../lib/as-error.js';
 
 type Any = any;
 
@@ -144,13 +145,14 @@ async function idempotentStream(ck: Any, bootstrap: string) {
     if (err) failed.add(n);
     else delivered.add(n);
   });
-  await new Promise<void>((resolve, reject) => producer.connect({}, (e: Any) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) => producer.connect({}, (e: Any) => (e ? reject(asError(e)) : resolve())));
   producer.setPollInterval(10);
   let stopped = false;
   let sent = 0;
-  const loop = (async () => {
+  // a named function, not an IIFE (TypeScript would follow an IIFE inline and take `stopped` for always false)
+  const produce = async () => {
     while (!stopped) {
-      for (let i = 0; i < 200 && !stopped; i++) {
+      for (let i = 0; i < 200; i++) {
         try {
           producer.produce(IDEM_TOPIC, sent % 2, Buffer.from(`i${sent}`), null, null, sent);
           sent++;
@@ -160,7 +162,8 @@ async function idempotentStream(ck: Any, bootstrap: string) {
       }
       await sleep(20);
     }
-  })();
+  };
+  const loop = produce();
   return {
     delivered,
     failed,
@@ -170,7 +173,7 @@ async function idempotentStream(ck: Any, bootstrap: string) {
     async finish() {
       stopped = true;
       await loop;
-      await new Promise<void>((resolve, reject) => producer.flush(120_000, (e: Any) => (e ? reject(e) : resolve())));
+      await new Promise<void>((resolve, reject) => producer.flush(120_000, (e: Any) => (e ? reject(asError(e)) : resolve())));
       // delivery reports reach JS on the poll interval, after flush returns
       const deadline = Date.now() + 30_000;
       while (delivered.size + failed.size < sent && Date.now() < deadline) await sleep(50);
@@ -192,7 +195,7 @@ async function readCommittedRdkafka(ck: Any, bootstrap: string, topic: string, p
     },
     {},
   );
-  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(asError(e)) : resolve())));
   const out: string[][] = Array.from({ length: partitions }, () => []);
   const eof = new Set<number>();
   c.on('partition.eof', (e: Any) => eof.add(e.partition));
@@ -200,7 +203,9 @@ async function readCommittedRdkafka(ck: Any, bootstrap: string, topic: string, p
     c.assign(out.map((_, partition) => ({ topic, partition, offset: 0 })));
     const deadline = Date.now() + 60_000;
     while (eof.size < partitions && Date.now() < deadline) {
-      const batch: Any[] = await new Promise((resolve, reject) => c.consume(1000, (e: Any, m: Any[]) => (e ? reject(e) : resolve(m))));
+      const batch: Any[] = await new Promise((resolve, reject) =>
+        c.consume(1000, (e: Any, m: Any[]) => (e ? reject(asError(e)) : resolve(m))),
+      );
       for (const m of batch) out[m.partition]?.push(m.value.toString());
     }
     expect(eof.size, 'librdkafka reached the end of every partition').to.equal(partitions);

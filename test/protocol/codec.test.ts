@@ -11,7 +11,7 @@ import {
   type ApiVersionsResponse,
 } from '../../protocol/generated/api-versions.js';
 import { ErrorCode, isRetriable } from '../../protocol/generated/error-codes.js';
-import { readProduceRequest, type ProduceRequest } from '../../protocol/generated/produce.js';
+import type { ProduceRequest } from '../../protocol/generated/produce.js';
 import { readFetchRequest, sizeFetchRequest, writeFetchRequest, defaultFetchRequest } from '../../protocol/generated/fetch.js';
 import { sizeMetadataRequest, writeMetadataRequest } from '../../protocol/generated/metadata.js';
 import {
@@ -109,7 +109,6 @@ describe('generated message semantics', () => {
     const got = (body as ProduceRequest).topicData[0]?.partitionData[0]?.records;
     expect(got?.equals(records)).to.equal(true);
     expect(got?.buffer).to.equal(frame.buffer);
-    readProduceRequest;
   });
 
   it('int64 fields are bigints', () => {

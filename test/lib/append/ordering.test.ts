@@ -14,6 +14,7 @@ import type { LogConfig } from '../../../lib/log/log-config.js';
 import { PartitionLog } from '../../../lib/log/partition-log.js';
 import type { AppendResult } from '../../../lib/log/partition-log.js';
 import { config, readAll, rmDir, tmpDir, T0 } from '../log/helpers.js';
+import { asError } from '../../../lib/as-error.js';
 
 /** A runner that does the real work after a delay chosen per call: completions arrive out of order. */
 class DelayedRunner implements ConversionRunner {
@@ -29,7 +30,7 @@ class DelayedRunner implements ConversionRunner {
         try {
           resolve(convertForAppend(copy, cfg, base, now));
         } catch (e) {
-          reject(e);
+          reject(asError(e));
         }
       }, this.delay(call));
     });
@@ -144,7 +145,7 @@ describe('lib/append: reserve → parallel → commit in PartitionLog.appendAsyn
     ];
     const settled = await Promise.allSettled(p);
     expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-    const err = (settled[1] as PromiseRejectedResult).reason;
+    const err: unknown = (settled[1] as PromiseRejectedResult).reason;
     expect(err).to.be.instanceOf(LogError);
     expect((err as LogError).errorCode).to.equal(ErrorCode.CORRUPT_MESSAGE);
     const ok = settled.filter((s): s is PromiseFulfilledResult<AppendResult> => s.status === 'fulfilled').map((s) => s.value.info);

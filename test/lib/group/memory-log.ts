@@ -25,8 +25,8 @@ export class MemoryLog implements OffsetsLog {
     return { info: { firstOffset }, written: Promise.resolve() };
   }
 
-  async read(fetchOffset: bigint): Promise<{ records: Buffer[] }> {
-    return { records: this.batches.filter((b) => RecordBatch.at(b).nextOffset > fetchOffset) };
+  read(fetchOffset: bigint): Promise<{ records: Buffer[] }> {
+    return Promise.resolve({ records: this.batches.filter((b) => RecordBatch.at(b).nextOffset > fetchOffset) });
   }
 }
 

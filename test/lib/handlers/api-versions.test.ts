@@ -5,6 +5,7 @@ import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import { decodeResponse } from '../../../protocol/frame.js';
 import { startTestBroker, type TestBroker } from '../../helpers/broker.js';
 import { RawClient } from '../../helpers/raw-client.js';
+import { Cleanup } from '../../helpers/cleanup.js';
 
 function ranges(res: ApiVersionsResponse): Map<number, [number, number]> {
   return new Map(res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]));
@@ -13,8 +14,9 @@ function ranges(res: ApiVersionsResponse): Map<number, [number, number]> {
 describe('ApiVersions and broker.version.emulate', () => {
   describe('default (Kafka 3.9 ranges)', () => {
     let b: TestBroker;
-    before(async () => (b = await startTestBroker()));
-    after(async () => b?.stop());
+    const cleanup = new Cleanup();
+    before(async () => (b = cleanup.add(await startTestBroker(), (t) => t.stop())));
+    after(() => cleanup.run());
 
     it('advertises full ranges from version 0 for the data path', async () => {
       const c = await RawClient.connect(b.bootstrap);
@@ -63,8 +65,9 @@ describe('ApiVersions and broker.version.emulate', () => {
 
   describe('emulating Kafka 0.10.0', () => {
     let b: TestBroker;
-    before(async () => (b = await startTestBroker({ 'broker.version.emulate': '0.10.0' })));
-    after(async () => b?.stop());
+    const cleanup = new Cleanup();
+    before(async () => (b = cleanup.add(await startTestBroker({ 'broker.version.emulate': '0.10.0' }), (t) => t.stop())));
+    after(() => cleanup.run());
 
     it("advertises exactly 0.10.0's ranges for the APIs gregor serves", async () => {
       const c = await RawClient.connect(b.bootstrap);

@@ -17,6 +17,7 @@ import type { ListOffsetsResponse } from '../../../protocol/generated/list-offse
 import { buildRecordBatch } from '../../../protocol/records/index.js';
 import { startTestBroker, tempDir, type TestBroker } from '../../helpers/broker.js';
 import { RawClient, rawCreateTopics, rawProduce } from '../../helpers/raw-client.js';
+import { Cleanup } from '../../helpers/cleanup.js';
 
 const TOPIC = 'list-offsets-ts';
 const EARLIEST = -2n;
@@ -76,10 +77,12 @@ describe('ListOffsets (API 2) by timestamp at the handler', function () {
     ...(version >= 4 ? { leaderEpoch: -1 } : {}),
   });
 
+  const cleanup = new Cleanup();
+
   before(async () => {
-    dataDir = tempDir('gregor-list-offsets-');
-    b = await startTestBroker({ 'auto.create.topics.enable': false }, { dataDir });
-    c = await RawClient.connect(b.bootstrap);
+    dataDir = cleanup.add(tempDir('gregor-list-offsets-'), (d) => rmSync(d, { recursive: true, force: true }));
+    b = cleanup.add(await startTestBroker({ 'auto.create.topics.enable': false }, { dataDir }), (t) => t.stop());
+    c = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
     await rawCreateTopics(c, [{ name: TOPIC, partitions: 3 }]);
     for (const part of [P0.slice(0, 3), P0.slice(3, 6), P0.slice(6)]) {
       const [r] = await rawProduce(c, TOPIC, [[0, batch(part.map(([, ts]) => ts))]]);
@@ -89,11 +92,7 @@ describe('ListOffsets (API 2) by timestamp at the handler', function () {
     expect((await rawProduce(c, TOPIC, [[2, batch([T + 1000n, T + 1001n, T + 1002n, T + 1003n])]]))[0]?.errorCode).to.equal(0);
   });
 
-  after(async () => {
-    c?.destroy();
-    await b?.stop();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => cleanup.run());
 
   for (const v of [1, 4, 7, 9]) {
     it(`v${v}: earliest (-2) is the log start offset and latest (-1) the high watermark, both without a timestamp`, async () => {

@@ -4,15 +4,20 @@ import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import type { MetadataResponse } from '../../../protocol/generated/metadata.js';
 import { startTestBroker, type TestBroker } from '../../helpers/broker.js';
 import { RawClient } from '../../helpers/raw-client.js';
+import { Cleanup } from '../../helpers/cleanup.js';
 
 const ZERO = '0'.repeat(32);
 
 describe('Metadata', () => {
   let b: TestBroker;
+  const cleanup = new Cleanup();
   before(async () => {
-    b = await startTestBroker({ 'num.partitions': 2, 'advertised.listeners': 'PLAINTEXT://gregor.invalid:0', 'broker.rack': 'r1' });
+    b = cleanup.add(
+      await startTestBroker({ 'num.partitions': 2, 'advertised.listeners': 'PLAINTEXT://gregor.invalid:0', 'broker.rack': 'r1' }),
+      (t) => t.stop(),
+    );
   });
-  after(async () => b?.stop());
+  after(() => cleanup.run());
 
   it('returns the advertised listener (port 0 resolves to the bound port), rack, cluster id and controller', async () => {
     const c = await RawClient.connect(`127.0.0.1:${b.broker.port}`);

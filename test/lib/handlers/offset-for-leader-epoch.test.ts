@@ -18,6 +18,7 @@ import { buildRecordBatch, logEntries } from '../../../protocol/records/index.js
 import { startTestBroker, tempDir, type TestBroker } from '../../helpers/broker.js';
 import { RawClient, rawCreateTopics, rawFetch, rawListOffset, rawProduce } from '../../helpers/raw-client.js';
 import { rmSync } from 'node:fs';
+import { Cleanup } from '../../helpers/cleanup.js';
 
 const TOPIC = 'olep';
 const ZERO_ID = '0'.repeat(32);
@@ -60,21 +61,19 @@ describe('OffsetForLeaderEpoch (API 23) at the handler', function () {
     return parts.map((p) => [p.errorCode, p.leaderEpoch, p.endOffset]);
   }
 
+  const cleanup = new Cleanup();
+
   before(async () => {
-    dataDir = tempDir('gregor-olep-');
-    b = await startTestBroker({ 'auto.create.topics.enable': false }, { dataDir });
-    c = await RawClient.connect(b.bootstrap);
+    dataDir = cleanup.add(tempDir('gregor-olep-'), (d) => rmSync(d, { recursive: true, force: true }));
+    b = cleanup.add(await startTestBroker({ 'auto.create.topics.enable': false }, { dataDir }), (t) => t.stop());
+    c = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
     await rawCreateTopics(c, [{ name: TOPIC, partitions: 3 }]);
     expect((await rawProduce(c, TOPIC, [[0, batch(4)]]))[0]?.errorCode).to.equal(0);
     expect((await rawProduce(c, TOPIC, [[0, batch(2)]]))[0]?.errorCode).to.equal(0);
     expect((await rawProduce(c, TOPIC, [[1, batch(1)]]))[0]?.errorCode).to.equal(0);
   });
 
-  after(async () => {
-    c?.destroy();
-    await b?.stop();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => cleanup.run());
 
   it('the current epoch (0, as Metadata and the stored batches say) ends at the log end offset, in v2, v3 and v4', async () => {
     const md = await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
@@ -175,8 +174,8 @@ describe('OffsetForLeaderEpoch (API 23) at the handler', function () {
     ]);
     c.destroy();
     await b.stop();
-    b = await startTestBroker({ 'auto.create.topics.enable': false }, { dataDir });
-    c = await RawClient.connect(b.bootstrap);
+    b = cleanup.add(await startTestBroker({ 'auto.create.topics.enable': false }, { dataDir }), (t) => t.stop());
+    c = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
     expect(before.map((x) => x[0])).to.deep.equal([ErrorCode.NONE, ErrorCode.NONE]);
     expect(
       await ask(4, [

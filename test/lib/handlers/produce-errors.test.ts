@@ -17,6 +17,7 @@ import type { ProduceResponse } from '../../../protocol/generated/produce.js';
 import { buildRecordBatch } from '../../../protocol/records/index.js';
 import { startTestBroker, type TestBroker } from '../../helpers/broker.js';
 import { PRODUCE_V, RawClient, rawCreateTopics, rawListOffset } from '../../helpers/raw-client.js';
+import { Cleanup } from '../../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -57,10 +58,12 @@ describe('Produce error paths at the handler', function () {
     return out;
   }
 
+  const cleanup = new Cleanup();
+
   before(async () => {
     // auto-creation on (the default): a Produce to a missing topic must still not create it
-    b = await startTestBroker({ 'auto.create.topics.enable': true });
-    c = await RawClient.connect(b.bootstrap);
+    b = cleanup.add(await startTestBroker({ 'auto.create.topics.enable': true }), (t) => t.stop());
+    c = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
     await rawCreateTopics(c, [
       { name: TOPIC, partitions: 2 },
       { name: MISR, partitions: 1, configs: { 'min.insync.replicas': '2' } },
@@ -68,10 +71,7 @@ describe('Produce error paths at the handler', function () {
     expect(await produce(1, [[TOPIC, 0, batch('warm', 2)]])).to.deep.equal([[TOPIC, 0, 0, 0n]]);
   });
 
-  after(async () => {
-    c?.destroy();
-    await b?.stop();
-  });
+  after(() => cleanup.run());
 
   it('acks outside -1, 0, 1 → INVALID_REQUIRED_ACKS for every partition, and nothing is written', async () => {
     const before = await ends(TOPIC, [0, 1]);

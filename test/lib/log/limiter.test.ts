@@ -34,6 +34,6 @@ describe('lib/log Limiter', () => {
       11,
     ]);
     // every slot came back
-    expect(await Promise.all([1, 2, 3].map((i) => limiter.run(async () => i)))).to.deep.equal([1, 2, 3]);
+    expect(await Promise.all([1, 2, 3].map((i) => limiter.run(() => Promise.resolve(i))))).to.deep.equal([1, 2, 3]);
   });
 });

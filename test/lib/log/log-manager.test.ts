@@ -39,7 +39,7 @@ describe('lib/log LogManager', () => {
     expect(mgr.hadCleanShutdown).to.equal(false);
     const [a, b] = await Promise.all([mgr.getOrCreate('my-topic', 3, config()), mgr.getOrCreate('my-topic', 3, config())]);
     expect(a).to.equal(b);
-    await a?.append(v2(3), { leaderEpoch: 0 }).written;
+    await a.append(v2(3), { leaderEpoch: 0 }).written;
     await mgr.shutdown();
     expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(true);
 

@@ -12,12 +12,13 @@ const LIMIT = { maxOutput: 64 << 20 };
 
 describe('lib/log PartitionLog', () => {
   let dir: string;
-  let log: PartitionLog;
+  let log: PartitionLog | undefined;
   beforeEach(() => {
     dir = tmpDir();
   });
   afterEach(async () => {
     await log?.close().catch(() => undefined);
+    log = undefined;
     rmDir(dir);
   });
 
@@ -122,7 +123,8 @@ describe('lib/log PartitionLog', () => {
     const first = log.append(big, { leaderEpoch: 0 }).written;
     await new Promise((r) => setImmediate(r));
     expect(log.highWatermark < log.logEndOffset, 'the large append is still being written').to.equal(true);
-    const more = [0, 1, 2].map(() => log.append(v2(1), { leaderEpoch: 0 }).written);
+    const opened = log;
+    const more = [0, 1, 2].map(() => opened.append(v2(1), { leaderEpoch: 0 }).written);
     await Promise.all([first, ...more]);
     expect(log.stats.writes - mid, 'four appends in two writes').to.equal(2);
   });
@@ -340,6 +342,7 @@ describe('lib/log PartitionLog', () => {
     }
     const recs = decodeRecords(Buffer.concat(await readAll(log)), LIMIT).records;
     expect(recs.map((r) => r.offset)).to.deep.equal(Array.from({ length: Number(next) }, (_, i) => BigInt(i)));
-    expectLogError(() => log.deleteRecordsBefore(next + 1n), ErrorCode.OFFSET_OUT_OF_RANGE);
+    const opened = log;
+    expectLogError(() => opened.deleteRecordsBefore(next + 1n), ErrorCode.OFFSET_OUT_OF_RANGE);
   });
 });

@@ -8,25 +8,26 @@ import { expectLogError, expectLogErrorAsync, openLog, rmDir, segmentFiles, tmpD
 
 describe('lib/log retention and DeleteRecords', () => {
   let dir: string;
-  let log: PartitionLog;
+  let log: PartitionLog | undefined;
   beforeEach(() => {
     dir = tmpDir('ret');
   });
   afterEach(async () => {
     await log?.close().catch(() => undefined);
+    log = undefined;
     rmDir(dir);
   });
 
-  async function fill(batches: number, ts: (i: number) => bigint): Promise<void> {
-    for (let i = 0; i < batches; i++) log.append(v2(5, { ts: ts(i), size: 50 }), { leaderEpoch: 0 });
-    await log.flush();
+  async function fill(l: PartitionLog, batches: number, ts: (i: number) => bigint): Promise<void> {
+    for (let i = 0; i < batches; i++) l.append(v2(5, { ts: ts(i), size: 50 }), { leaderEpoch: 0 });
+    await l.flush();
   }
 
   it('deletes the oldest segments beyond retention.bytes, never the active one', async () => {
     const over = { segmentBytes: 2000, retentionBytes: 5000 };
     log = await openLog(dir, over);
     const now = Date.now();
-    await fill(60, () => BigInt(now));
+    await fill(log, 60, () => BigInt(now));
     const before = log.segmentBaseOffsets;
     expect(before.length).to.be.greaterThan(5);
     await log.maintenance(now);
@@ -48,7 +49,7 @@ describe('lib/log retention and DeleteRecords', () => {
   it('deletes segments whose newest record is older than retention.ms', async () => {
     log = await openLog(dir, { segmentBytes: 2000, retentionMs: 60_000 });
     const now = Date.now();
-    await fill(40, (i) => BigInt(now - (i < 20 ? 120_000 : 1000)));
+    await fill(log, 40, (i) => BigInt(now - (i < 20 ? 120_000 : 1000)));
     const segs = log.segmentBaseOffsets;
     await log.maintenance(now);
     expect(log.logStartOffset > 0n).to.equal(true);
@@ -62,7 +63,7 @@ describe('lib/log retention and DeleteRecords', () => {
 
   it('keeps deleted files renamed until file.delete.delay.ms', async () => {
     log = await openLog(dir, { segmentBytes: 2000, retentionBytes: 0, fileDeleteDelayMs: 60_000 });
-    await fill(20, () => BigInt(Date.now()));
+    await fill(log, 20, () => BigInt(Date.now()));
     await log.maintenance(Date.now());
     await new Promise((r) => setTimeout(r, 50));
     expect(segmentFiles(dir).some((f) => f.endsWith('.log.deleted'))).to.equal(true);
@@ -72,9 +73,10 @@ describe('lib/log retention and DeleteRecords', () => {
 
   it('deleteRecordsBefore moves the log start offset, deletes whole segments below it, and persists', async () => {
     log = await openLog(dir, { segmentBytes: 2000 });
-    await fill(30, () => BigInt(Date.now()));
+    await fill(log, 30, () => BigInt(Date.now()));
     const segs = log.segmentBaseOffsets;
-    expectLogError(() => log.deleteRecordsBefore(log.highWatermark + 1n), ErrorCode.OFFSET_OUT_OF_RANGE);
+    const opened = log;
+    expectLogError(() => opened.deleteRecordsBefore(opened.highWatermark + 1n), ErrorCode.OFFSET_OUT_OF_RANGE);
     const target = (segs[2] as bigint) + 2n;
     expect(log.deleteRecordsBefore(target)).to.equal(target);
     expect(log.logStartOffset).to.equal(target);

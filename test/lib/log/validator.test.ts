@@ -7,6 +7,7 @@ import { crc32c } from '@node-rs/crc32';
 import type { LogConfig } from '../../../lib/log/log-config.js';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
 import { T0, expectLogError, legacy, openLog, rmDir, tmpDir, v2 } from './helpers.js';
+import { Cleanup } from '../../helpers/cleanup.js';
 
 const NOW = Number(T0);
 const LIMIT = { maxOutput: 1 << 24 };
@@ -23,16 +24,18 @@ function recrc(b: Buffer): Buffer {
 describe('lib/log append validation', () => {
   let dir: string;
   let log: PartitionLog;
+  const opened = new Cleanup();
+  /** Opens `log` with these settings, closing the one opened before, if any. */
   const open = async (over: Partial<LogConfig> = {}): Promise<void> => {
-    await log?.close().catch(() => undefined);
-    log = await openLog(dir, over);
+    await opened.run();
+    log = opened.add(await openLog(dir, over), (l) => l.close().catch(() => undefined));
   };
   beforeEach(async () => {
     dir = tmpDir('val');
     await open();
   });
   afterEach(async () => {
-    await log.close().catch(() => undefined);
+    await opened.run();
     rmDir(dir);
   });
 

@@ -234,7 +234,7 @@ describe('network: fault rules (validation, filters, expiry, pause gate)', () =>
       expect(h.applied).to.equal(1);
     });
 
-    it('expiresAt (epoch ms): same, and a pick after the deadline never applies it even before its timer runs', async () => {
+    it('expiresAt (epoch ms): same, and a pick after the deadline never applies it even before its timer runs', () => {
       const f = new FaultInjector();
       const h = f.add({ apiKey: ApiKey.Metadata, action: 'close', expiresAt: Date.now() + 60 });
       expect(h.expiresAt).to.be.a('number');

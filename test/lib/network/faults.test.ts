@@ -25,6 +25,7 @@ import {
   rawProduce,
   rawRequestFrame,
 } from '../../helpers/raw-client.js';
+import { Cleanup } from '../../helpers/cleanup.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -198,10 +199,12 @@ describe('network: fault injection', function () {
       bystanderCount++;
     };
 
+    const cleanup = new Cleanup();
+
     before(async () => {
-      b = await startTestBroker();
-      admin = await RawClient.connect(b.bootstrap);
-      bystander = await RawClient.connect(b.bootstrap);
+      b = cleanup.add(await startTestBroker(), (t) => t.stop());
+      admin = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
+      bystander = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
       await rawCreateTopics(admin, [{ name: 'bystander', partitions: 1 }]);
       await bystanderWorks();
     });
@@ -211,11 +214,7 @@ describe('network: fault injection', function () {
       for (const c of clients.splice(0)) c.destroy();
       await bystanderWorks();
     });
-    after(async () => {
-      admin?.destroy();
-      bystander?.destroy();
-      await b?.stop();
-    });
+    after(() => cleanup.run());
 
     it("'error' after on Produce (times: 1): the client gets the error, but the record was appended", async () => {
       const topic = await newTopic();

@@ -10,6 +10,7 @@ import { Writable } from 'node:stream';
 import { createLogger, type Logger } from '../../../lib/observability/logger.js';
 import { KafkaServer, type ListenerOptions } from '../../../lib/network/server.js';
 import type { ConnectionInfo, DispatchResult } from '../../../lib/network/connection.js';
+import { asError } from '../../../lib/as-error.js';
 
 export const Mode = {
   ECHO: 0,
@@ -80,7 +81,12 @@ export function stubDispatch(stats: StubStats) {
     };
     if (mode === Mode.HANG) return new Promise<DispatchResult>(() => {});
     if (mode === Mode.REJECT) {
-      return new Promise<DispatchResult>((_, reject) => setTimeout(() => (done(), reject(new Error('stub rejected'))), delayMs));
+      return new Promise<DispatchResult>((_, reject) =>
+        setTimeout(() => {
+          done();
+          reject(new Error('stub rejected'));
+        }, delayMs),
+      );
     }
     if (delayMs > 0)
       return new Promise<DispatchResult>((resolve, reject) =>
@@ -88,7 +94,7 @@ export function stubDispatch(stats: StubStats) {
           try {
             resolve(answer());
           } catch (e) {
-            reject(e);
+            reject(asError(e));
           }
         }, delayMs),
       );

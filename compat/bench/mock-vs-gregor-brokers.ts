@@ -4,20 +4,17 @@
  * mock cluster hosted by compat/bench/native/rdkafka-mock-bench.c (one broker, the given topics with
  * their log limits lifted; ready at its "bootstrap" line), or any broker given by --bootstrap; the
  * start-up timings; and the C end-to-end latency client (compat/bench/native/rdkafka-e2e.c).
- * The C programs are compiled on first use against the librdkafka that scripts/setup-test-deps.sh
- * builds inside @confluentinc/kafka-javascript, the one the other C load generators link.
+ * The C programs are compiled on first use by native-build.ts, against the librdkafka the other C
+ * load generators link.
  */
-import { type ChildProcess, type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { cpuSeconds, peakRssBytes, percentile, mean, round, rssBytes, threadCpu } from './proc-stats.js';
 import { ROOT } from '../lib/paths.js';
-
-const CKJS = join(ROOT, 'compat/clients/confluent/node_modules/@confluentinc/kafka-javascript');
-const RDK_SRC = join(CKJS, 'deps/librdkafka');
-const RDK_LIB = join(CKJS, 'build/deps');
+import { buildRdkafkaProgram, RDK_LIB, RDK_SRC } from './native-build.js';
 
 /** librdkafka's version from the header the C programs are compiled against (RD_KAFKA_VERSION). */
 export function librdkafkaVersion(): string {
@@ -29,22 +26,12 @@ export function librdkafkaVersion(): string {
 
 /** compat/bench/native/<name>.c compiled into dist/compat/bench/native/ when missing or older than its source. */
 export function benchBinary(name: 'rdkafka-mock-bench' | 'rdkafka-e2e'): string {
-  const source = join(ROOT, `compat/bench/native/${name}.c`);
-  const binary = join(ROOT, `dist/compat/bench/native/${name}`);
-  if (!existsSync(join(RDK_SRC, 'src/rdkafka.h')) || !existsSync(join(RDK_LIB, 'librdkafka.so'))) {
-    throw new Error(`librdkafka is not built under ${CKJS}; run \`bash scripts/setup-test-deps.sh\` first`);
-  }
-  // also after librdkafka is rebuilt: the mock host depends on the layout of its internal structs
-  const newest = Math.max(statSync(source).mtimeMs, statSync(join(RDK_LIB, 'librdkafka.so.1')).mtimeMs);
-  if (!existsSync(binary) || statSync(binary).mtimeMs < newest) {
-    mkdirSync(join(binary, '..'), { recursive: true });
+  return buildRdkafkaProgram(join(ROOT, `compat/bench/native/${name}.c`), join(ROOT, `dist/compat/bench/native/${name}`), {
     // the mock host reads the mock's internal structs: it needs the build's config.h (deps/librdkafka)
-    const includes = [`-I${join(RDK_SRC, 'src')}`, ...(name === 'rdkafka-mock-bench' ? [`-I${RDK_SRC}`] : [])];
-    execFileSync('cc', ['-O2', '-o', binary, source, ...includes, `-L${RDK_LIB}`, '-lrdkafka', `-Wl,-rpath,${RDK_LIB}`], {
-      stdio: 'inherit',
-    });
-  }
-  return binary;
+    includes: name === 'rdkafka-mock-bench' ? [RDK_SRC] : [],
+    // also after librdkafka is rebuilt: the mock host depends on the layout of its internal structs
+    dependsOn: [join(RDK_LIB, 'librdkafka.so.1')],
+  });
 }
 
 export type TargetName = 'gregor' | 'mock' | 'broker';

@@ -1,36 +1,18 @@
 /**
  * The C librdkafka programs of the benchmarks: compat/bench/native/rdkafka-produce.c (KAFKA-3565,
- * EOS cost, read_committed fill) and rdkafka-consume.c (read_committed): compiled on first use with
- * the machine's cc against the librdkafka that scripts/setup-test-deps.sh builds inside
- * @confluentinc/kafka-javascript, then driven over their stdin/stdout line protocol so that CPU
- * counters can be read exactly around the timed part.
+ * EOS cost, read_committed fill) and rdkafka-consume.c (read_committed): compiled on first use by
+ * native-build.ts, then driven over their stdin/stdout line protocol so that CPU counters can be
+ * read exactly around the timed part.
  */
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { ROOT } from '../lib/paths.js';
+import { buildRdkafkaProgram } from './native-build.js';
 
-const CKJS = join(ROOT, 'compat/clients/confluent/node_modules/@confluentinc/kafka-javascript');
-
-/** The binary of compat/bench/native/<name>.c, compiled when it is missing or older than its source. */
+/** The binary of compat/bench/native/<name>.c, compiled when it is missing or older than its sources. */
 export function nativeBinary(name: 'rdkafka-produce' | 'rdkafka-consume'): string {
-  const source = join(ROOT, `compat/bench/native/${name}.c`);
-  const binary = join(ROOT, `dist/compat/bench/native/${name}`);
-  const header = join(CKJS, 'deps/librdkafka/src/rdkafka.h');
-  const libDir = join(CKJS, 'build/deps');
-  if (!existsSync(header) || !existsSync(join(libDir, 'librdkafka.so'))) {
-    throw new Error(`librdkafka is not built under ${CKJS}; run \`bash scripts/setup-test-deps.sh\` first`);
-  }
-  if (!existsSync(binary) || statSync(binary).mtimeMs < statSync(source).mtimeMs) {
-    mkdirSync(join(binary, '..'), { recursive: true });
-    execFileSync(
-      'cc',
-      ['-O2', '-o', binary, source, `-I${join(CKJS, 'deps/librdkafka/src')}`, `-L${libDir}`, '-lrdkafka', `-Wl,-rpath,${libDir}`],
-      { stdio: 'inherit' },
-    );
-  }
-  return binary;
+  return buildRdkafkaProgram(join(ROOT, `compat/bench/native/${name}.c`), join(ROOT, `dist/compat/bench/native/${name}`));
 }
 
 /** The producer's binary (kept for callers of the KAFKA-3565 name). */
@@ -154,7 +136,7 @@ export async function startNativeProducer(
       return (await readWatermarks()).highWatermark;
     },
     watermarks: readWatermarks,
-    end: c.end,
+    end: () => c.end(),
   };
 }
 
@@ -196,6 +178,6 @@ export async function startNativeConsumer(
         markedRecords: Number(marked),
       };
     },
-    end: c.end,
+    end: () => c.end(),
   };
 }

@@ -1,34 +1,24 @@
 /**
  * librdkafka's mock cluster (rd_kafka_mock_cluster_new) as "another Kafka" for CLI tests, hosted by
- * test/helpers/native/rdkafka-mock.c: compiled on first use against the librdkafka that
- * scripts/setup-test-deps.sh builds inside compat/clients/confluent (as compat/bench/native-producer.ts does).
+ * test/helpers/native/rdkafka-mock.c: compiled on first use, with the C code it shares with the
+ * benchmarks' programs, by compat/bench/native-build.ts.
  */
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { buildRdkafkaProgram, librdkafkaMissing } from '../../compat/bench/native-build.js';
 import { PROJECT_ROOT } from './project.js';
-
-const CKJS = join(PROJECT_ROOT, 'compat/clients/confluent/node_modules/@confluentinc/kafka-javascript');
-const INCLUDE = join(CKJS, 'build/deps/include');
-const LIB = join(CKJS, 'build/deps');
 
 /** Why the mock cannot run here, or null when it can. */
 export function rdkafkaMockMissing(): string | null {
-  if (!existsSync(join(INCLUDE, 'librdkafka/rdkafka_mock.h')) || !existsSync(join(LIB, 'librdkafka.so'))) {
-    return `librdkafka is not built under ${CKJS} (run \`bash scripts/setup-test-deps.sh\`)`;
-  }
-  return null;
+  return librdkafkaMissing();
 }
 
 function binary(): string {
-  const source = join(PROJECT_ROOT, 'test/helpers/native/rdkafka-mock.c');
-  const out = join(PROJECT_ROOT, 'dist/test/helpers/native/rdkafka-mock');
-  if (!existsSync(out) || statSync(out).mtimeMs < statSync(source).mtimeMs) {
-    mkdirSync(join(out, '..'), { recursive: true });
-    execFileSync('cc', ['-O1', '-o', out, source, `-I${INCLUDE}`, `-L${LIB}`, '-lrdkafka', `-Wl,-rpath,${LIB}`], { stdio: 'inherit' });
-  }
-  return out;
+  return buildRdkafkaProgram(
+    join(PROJECT_ROOT, 'test/helpers/native/rdkafka-mock.c'),
+    join(PROJECT_ROOT, 'dist/test/helpers/native/rdkafka-mock'),
+  );
 }
 
 export interface RdkafkaMock {

@@ -22,33 +22,14 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "rdkafka.h"
+#include "rdk-common.h"
 
+#define PROG "rdkafka-consume"
 #define BATCH 10000
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void wait_line(void) {
-  char line[64];
-  if (fgets(line, sizeof line, stdin) == NULL) exit(3);
-}
-
-static int set(rd_kafka_conf_t *conf, const char *k, const char *v) {
-  char errstr[512];
-  if (rd_kafka_conf_set(conf, k, v, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-    fprintf(stderr, "rdkafka-consume: %s\n", errstr);
-    return -1;
-  }
-  return 0;
-}
+static int set(rd_kafka_conf_t *conf, const char *k, const char *v) { return rdk_conf_set(conf, PROG, k, v); }
 
 int main(int argc, char **argv) {
   if (argc < 4 || atoi(argv[3]) < 1) {
@@ -64,13 +45,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (int a = 4; a < argc; a++) {
-    char *eq = strchr(argv[a], '=');
-    if (eq == NULL) {
-      fprintf(stderr, "rdkafka-consume: not key=value: %s\n", argv[a]);
-      return 2;
-    }
-    *eq = '\0';
-    if (set(conf, argv[a], eq + 1) != 0) return 2;
+    const char *value = rdk_split_key_value(argv[a], PROG);
+    if (value == NULL || set(conf, argv[a], value) != 0) return 2;
   }
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (rk == NULL) {
@@ -89,9 +65,9 @@ int main(int argc, char **argv) {
   rd_kafka_message_t **msgs = malloc(sizeof *msgs * BATCH);
   printf("ready\n");
   fflush(stdout);
-  wait_line();
+  rdk_wait_line();
 
-  double t0 = now_seconds();
+  double t0 = rdk_now_seconds();
   rd_kafka_topic_partition_list_t *tps = rd_kafka_topic_partition_list_new(partitions);
   for (int p = 0; p < partitions; p++) rd_kafka_topic_partition_list_add(tps, argv[2], p)->offset = RD_KAFKA_OFFSET_BEGINNING;
   err = rd_kafka_assign(rk, tps);
@@ -134,12 +110,12 @@ int main(int argc, char **argv) {
       }
       rd_kafka_message_destroy(m);
     }
-    if (records > before) last = now_seconds();
+    if (records > before) last = rdk_now_seconds();
   }
-  double to_eof = now_seconds() - t0;
+  double to_eof = rdk_now_seconds() - t0;
   printf("done %.6f %ld %lld %ld %.6f\n", last - t0, records, bytes, marked, to_eof);
   fflush(stdout);
-  wait_line();
+  rdk_wait_line();
 
   rd_kafka_queue_destroy(queue);
   rd_kafka_topic_destroy(topic);

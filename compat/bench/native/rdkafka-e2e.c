@@ -24,10 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "rdkafka.h"
+#include "rdk-common.h"
+
+#define PROG "rdkafka-e2e"
 
 #define VALUE_BYTES 100
 #define WAIT_S 10.0
@@ -43,25 +44,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   delivery_err = m->err;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void wait_line(void) {
-  char line[64];
-  if (fgets(line, sizeof line, stdin) == NULL) exit(3);
-}
-
-static int set(rd_kafka_conf_t *conf, const char *k, const char *v) {
-  char errstr[512];
-  if (rd_kafka_conf_set(conf, k, v, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-    fprintf(stderr, "rdkafka-e2e: %s\n", errstr);
-    return -1;
-  }
-  return 0;
-}
+static int set(rd_kafka_conf_t *conf, const char *k, const char *v) { return rdk_conf_set(conf, PROG, k, v); }
 
 static rd_kafka_t *producer, *consumer;
 static rd_kafka_topic_t *ptopic;
@@ -74,14 +57,14 @@ static int one_round(long n, long *latency_us, long *ack_us) {
   snprintf(digits, sizeof digits, "%010ld", n);
   memcpy(value, digits, 10);
   delivered = 0;
-  double t0 = now_seconds();
+  double t0 = rdk_now_seconds();
   if (rd_kafka_produce(ptopic, 0, RD_KAFKA_MSG_F_COPY, value, sizeof value, NULL, 0, NULL) != 0) {
     fprintf(stderr, "rdkafka-e2e: produce: %s\n", rd_kafka_err2str(rd_kafka_last_error()));
     return -1;
   }
   while (!delivered) {
     rd_kafka_poll(producer, 100);
-    if (now_seconds() - t0 > WAIT_S) {
+    if (rdk_now_seconds() - t0 > WAIT_S) {
       fprintf(stderr, "rdkafka-e2e: round %ld: no delivery report within %.0f s\n", n, WAIT_S);
       return -1;
     }
@@ -90,7 +73,7 @@ static int one_round(long n, long *latency_us, long *ack_us) {
     fprintf(stderr, "rdkafka-e2e: round %ld: delivery failed: %s\n", n, rd_kafka_err2str(delivery_err));
     return -1;
   }
-  double tack = now_seconds();
+  double tack = rdk_now_seconds();
   for (;;) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, 100);
     if (m != NULL) {
@@ -103,12 +86,12 @@ static int one_round(long n, long *latency_us, long *ack_us) {
       rd_kafka_message_destroy(m);
       if (match) break;
     }
-    if (now_seconds() - t0 > WAIT_S) {
+    if (rdk_now_seconds() - t0 > WAIT_S) {
       fprintf(stderr, "rdkafka-e2e: round %ld: the consumer did not see the record within %.0f s\n", n, WAIT_S);
       return -1;
     }
   }
-  double t1 = now_seconds();
+  double t1 = rdk_now_seconds();
   *latency_us = (long)((t1 - t0) * 1e6 + 0.5);
   *ack_us = (long)((tack - t0) * 1e6 + 0.5);
   return 0;
@@ -129,17 +112,13 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (int a = 6; a < argc; a++) {
-    char *eq = strchr(argv[a], '=');
-    if (eq == NULL) {
-      fprintf(stderr, "rdkafka-e2e: not key=value: %s\n", argv[a]);
-      return 2;
-    }
-    *eq = '\0';
+    const char *v = rdk_split_key_value(argv[a], PROG);
+    if (v == NULL) return 2;
     const char *k = argv[a];
     int to_p = 1, to_c = 1;
     if (strncmp(k, "p.", 2) == 0) k += 2, to_c = 0;
     else if (strncmp(k, "c.", 2) == 0) k += 2, to_p = 0;
-    if ((to_p && set(pconf, k, eq + 1)) || (to_c && set(cconf, k, eq + 1))) return 2;
+    if ((to_p && set(pconf, k, v)) || (to_c && set(cconf, k, v))) return 2;
   }
   rd_kafka_conf_set_dr_msg_cb(pconf, on_delivery);
   producer = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, errstr, sizeof errstr);
@@ -171,30 +150,30 @@ int main(int argc, char **argv) {
   long *lat = malloc(sizeof *lat * (size_t)rounds), *ack = malloc(sizeof *ack * (size_t)rounds);
   printf("ready\n");
   fflush(stdout);
-  wait_line();
+  rdk_wait_line();
 
   long n = 0, l, a;
-  double w0 = now_seconds();
-  for (long i = 0; i < warmup && (i == 0 || now_seconds() - w0 < WARMUP_MAX_S); i++, n++)
+  double w0 = rdk_now_seconds();
+  for (long i = 0; i < warmup && (i == 0 || rdk_now_seconds() - w0 < WARMUP_MAX_S); i++, n++)
     if (one_round(n, &l, &a) != 0) return 1;
   printf("warm\n");
   fflush(stdout);
-  wait_line();
+  rdk_wait_line();
 
-  double t0 = now_seconds();
+  double t0 = rdk_now_seconds();
   long done = 0;
-  while (done < rounds && (done == 0 || now_seconds() - t0 < max_seconds)) {
+  while (done < rounds && (done == 0 || rdk_now_seconds() - t0 < max_seconds)) {
     if (one_round(n++, &lat[done], &ack[done]) != 0) return 1;
     done++;
   }
-  double seconds = now_seconds() - t0;
+  double seconds = rdk_now_seconds() - t0;
   printf("done %ld %.6f ", done, seconds);
   for (long i = 0; i < done; i++) printf(i == 0 ? "%ld" : ",%ld", lat[i]);
   printf(" ");
   for (long i = 0; i < done; i++) printf(i == 0 ? "%ld" : ",%ld", ack[i]);
   printf("\n");
   fflush(stdout);
-  wait_line();
+  rdk_wait_line();
 
   rd_kafka_consumer_close(consumer);
   rd_kafka_destroy(consumer);

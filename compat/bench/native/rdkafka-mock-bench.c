@@ -24,11 +24,12 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "rdk-common.h"
+
 /* Lifts the log limits of every partition of `name` (called right after the topic is created,
- * before any client connects, so the mock thread is not touching it). */
+ * before any client connects, so the mock thread is not touching it); 0, or -1 after printing why. */
 static int unlimit(rd_kafka_mock_cluster_t *mc, const char *name) {
   rd_kafka_mock_topic_t *t;
   int found = 0;
@@ -42,48 +43,14 @@ static int unlimit(rd_kafka_mock_cluster_t *mc, const char *name) {
     found = 1;
   }
   mtx_unlock(&mc->lock);
-  return found;
+  if (!found) fprintf(stderr, "topic %s: not found after creating it\n", name);
+  return found ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
-  char errstr[512];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof errstr);
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (rk == NULL) {
-    fprintf(stderr, "rd_kafka_new: %s\n", errstr);
-    return 1;
-  }
-  rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(rk, 1);
-  if (mc == NULL) {
-    fprintf(stderr, "rd_kafka_mock_cluster_new failed\n");
-    return 1;
-  }
-  for (int i = 1; i < argc; i++) {
-    char *spec = strdup(argv[i]);
-    char *colon = strrchr(spec, ':');
-    int partitions = 1;
-    if (colon != NULL) {
-      *colon = '\0';
-      partitions = atoi(colon + 1);
-    }
-    rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(mc, spec, partitions, 1);
-    if (err) {
-      fprintf(stderr, "topic %s: %s\n", spec, rd_kafka_err2str(err));
-      return 1;
-    }
-    if (!unlimit(mc, spec)) {
-      fprintf(stderr, "topic %s: not found after creating it\n", spec);
-      return 1;
-    }
-    free(spec);
-  }
-  printf("bootstrap %s\n", rd_kafka_mock_cluster_bootstraps(mc));
-  fflush(stdout);
-  char line[256];
-  while (fgets(line, sizeof line, stdin) != NULL) {
-  }
-  rd_kafka_mock_cluster_destroy(mc);
-  rd_kafka_destroy(rk);
+  rd_kafka_t *rk;
+  rd_kafka_mock_cluster_t *mc = rdk_mock_cluster_start(1, &rk);
+  if (mc == NULL || rdk_mock_create_topics(mc, argv + 1, argc - 1, unlimit) != 0) return 1;
+  rdk_mock_serve(mc, rk);
   return 0;
 }

@@ -38,10 +38,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "rdkafka.h"
+#include "rdk-common.h"
 
+#define PROG "rdkafka-produce"
 #define MAX_PARTITIONS 1024
 
 static long failed = 0;
@@ -66,12 +66,6 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   }
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int txn_error(const char *what, rd_kafka_error_t *error) {
   if (error == NULL) return 0;
   fprintf(stderr, "rdkafka-produce: %s: %s\n", what, rd_kafka_error_string(error));
@@ -86,7 +80,7 @@ static int begin_txn(rd_kafka_t *rk) {
 
 /* Ends the open transaction: commits it, or (every abort_every-th) flushes and aborts it. */
 static int end_txn(rd_kafka_t *rk, long records_in_txn) {
-  double t0 = now_seconds();
+  double t0 = rdk_now_seconds();
   int abort = abort_every > 0 && (txn_count + 1) % abort_every == 0;
   if (abort) {
     rd_kafka_resp_err_t err = rd_kafka_flush(rk, 120000);
@@ -99,7 +93,7 @@ static int end_txn(rd_kafka_t *rk, long records_in_txn) {
   } else if (txn_error("commit_transaction", rd_kafka_commit_transaction(rk, 120000)) != 0) {
     return -1;
   }
-  commit_seconds += now_seconds() - t0;
+  commit_seconds += rdk_now_seconds() - t0;
   txn_count++;
   for (int p = 0; p < partitions; p++) control_records += touched[p];
   return 0;
@@ -107,7 +101,7 @@ static int end_txn(rd_kafka_t *rk, long records_in_txn) {
 
 static int produce_all(rd_kafka_t *rk, rd_kafka_topic_t *topic, long n, char *values, char *aborted_values, long distinct) {
   long in_txn = 0;
-  double txn_start = now_seconds();
+  double txn_start = rdk_now_seconds();
   if (transactional && n > 0 && begin_txn(rk) != 0) return -1;
   for (long i = 0; i < n;) {
     int aborting = transactional && abort_every > 0 && (txn_count + 1) % abort_every == 0;
@@ -119,10 +113,10 @@ static int produce_all(rd_kafka_t *rk, rd_kafka_topic_t *topic, long n, char *va
       if (!transactional) continue;
       touched[partition] = 1;
       in_txn++;
-      if (i < n && ((txn_records > 0 && in_txn >= txn_records) || (txn_ms > 0 && (i & 15) == 0 && now_seconds() - txn_start >= txn_ms / 1000.0))) {
+      if (i < n && ((txn_records > 0 && in_txn >= txn_records) || (txn_ms > 0 && (i & 15) == 0 && rdk_now_seconds() - txn_start >= txn_ms / 1000.0))) {
         if (end_txn(rk, in_txn) != 0 || begin_txn(rk) != 0) return -1;
         in_txn = 0;
-        txn_start = now_seconds();
+        txn_start = rdk_now_seconds();
       }
     } else if (rd_kafka_last_error() == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
       rd_kafka_poll(rk, 1);
@@ -142,11 +136,6 @@ static int produce_all(rd_kafka_t *rk, rd_kafka_topic_t *topic, long n, char *va
   return 0;
 }
 
-static void wait_line(void) {
-  char line[64];
-  if (fgets(line, sizeof line, stdin) == NULL) exit(3);
-}
-
 /* "--name=N": sets *out and returns 1 when arg is that option. */
 static int option(const char *arg, const char *name, long *out) {
   size_t len = strlen(name);
@@ -163,10 +152,7 @@ int main(int argc, char **argv) {
   long distinct = atol(argv[5]);
   char errstr[512];
   rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  if (rd_kafka_conf_set(conf, "bootstrap.servers", argv[1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-    fprintf(stderr, "rdkafka-produce: %s\n", errstr);
-    return 2;
-  }
+  if (rdk_conf_set(conf, PROG, "bootstrap.servers", argv[1]) != 0) return 2;
   for (int a = 6; a < argc; a++) {
     long parts = 0;
     if (strncmp(argv[a], "--", 2) == 0) {
@@ -178,17 +164,10 @@ int main(int argc, char **argv) {
       fprintf(stderr, "rdkafka-produce: unknown option %s\n", argv[a]);
       return 2;
     }
-    char *eq = strchr(argv[a], '=');
-    if (eq == NULL) {
-      fprintf(stderr, "rdkafka-produce: not key=value: %s\n", argv[a]);
-      return 2;
-    }
-    *eq = '\0';
+    const char *value = rdk_split_key_value(argv[a], PROG);
+    if (value == NULL) return 2;
     if (strcmp(argv[a], "transactional.id") == 0) transactional = 1;
-    if (rd_kafka_conf_set(conf, argv[a], eq + 1, errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-      fprintf(stderr, "rdkafka-produce: %s\n", errstr);
-      return 2;
-    }
+    if (rdk_conf_set(conf, PROG, argv[a], value) != 0) return 2;
   }
   if (value_bytes < 1 || partitions < 1 || partitions > MAX_PARTITIONS || txn_ms < 0 || txn_records < 0 || abort_every < 0) {
     fprintf(stderr, "rdkafka-produce: bad option value\n");
@@ -220,13 +199,13 @@ int main(int argc, char **argv) {
   if (produce_all(rk, topic, atol(argv[3]), values, aborted_values, distinct) != 0 || failed > 0) return 1;
   printf("warm\n");
   fflush(stdout);
-  wait_line();
+  rdk_wait_line();
 
   long txn0 = txn_count, aborted0 = aborted_records;
   commit_seconds = 0;
-  double t0 = now_seconds();
+  double t0 = rdk_now_seconds();
   if (produce_all(rk, topic, atol(argv[4]), values, aborted_values, distinct) != 0) return 1;
-  double seconds = now_seconds() - t0;
+  double seconds = rdk_now_seconds() - t0;
   printf("done %.6f %ld %ld %.6f %ld\n", seconds, failed, txn_count - txn0, commit_seconds, aborted_records - aborted0);
   fflush(stdout);
 
@@ -242,7 +221,7 @@ int main(int argc, char **argv) {
   }
   printf("hw %lld %ld\n", high_sum, control_records);
   fflush(stdout);
-  wait_line();
+  rdk_wait_line();
 
   rd_kafka_topic_destroy(topic);
   rd_kafka_destroy(rk);

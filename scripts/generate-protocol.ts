@@ -31,7 +31,7 @@ function readJsonWithComments(path: string): unknown {
   let out = '';
   let inString = false;
   for (let i = 0; i < text.length; i++) {
-    const c = text[i];
+    const c = text.charAt(i);
     if (inString) {
       out += c;
       if (c === '\\') out += text[++i] ?? '';
@@ -101,7 +101,7 @@ export function generate(referenceDir: string): GenerateResult {
     files.set(`${api.module}.ts`, body);
   }
   for (const msg of dataMessages.sort((a, b) => a.name.localeCompare(b.name))) {
-    const body = HEADER + emitImports('../') + emitMessageCode(msg, '../') + emitDataCodec(msg);
+    const body = HEADER + emitImports('../') + emitMessageCode(msg) + emitDataCodec(msg);
     files.set(`data/${kebab(msg.name)}.ts`, body);
   }
   const schema: Record<string, MessageDescriptor> = {};

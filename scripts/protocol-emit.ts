@@ -379,7 +379,7 @@ function unusedVersionParams(code: string): string {
     .join('\n');
 }
 
-export function emitMessageCode(msg: Message, _up = ''): string {
+export function emitMessageCode(msg: Message): string {
   const ctx: Ctx = { msg, valid: msg.validVersions, structs: new Map() };
   collectStructs(ctx, msg.fields);
   let s = `// ${msg.name}: versions ${msg.validVersions.lo}-${msg.validVersions.hi}, flexible ${msg.flexibleVersions === null ? 'none' : `${msg.flexibleVersions.lo}+`}\n\n`;

@@ -33,6 +33,7 @@ export interface Message {
 
 export function parseRange(spec: unknown): VersionRange | null {
   if (spec === undefined || spec === null || spec === 'none' || spec === '') return null;
+  if (typeof spec !== 'string' && typeof spec !== 'number') throw new Error(`bad version range ${JSON.stringify(spec)}`);
   const s = String(spec).trim();
   let m = /^(\d+)\+$/.exec(s);
   if (m) return { lo: Number(m[1]), hi: Infinity };

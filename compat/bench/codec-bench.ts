@@ -308,7 +308,7 @@ async function measure(op: Op, ms: number): Promise<number> {
   const budget = BigInt(Math.round(ms * 1e6));
   const start = process.hrtime.bigint();
   let n = 0;
-  let elapsed = 0n;
+  let elapsed: bigint;
   do {
     const v = op();
     const out = v instanceof Promise ? await v : v;

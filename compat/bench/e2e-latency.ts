@@ -9,6 +9,7 @@ import type { BenchContext } from '../lib/suite.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import {
   connectRd,
+  asError,
   cpuMeter,
   disconnectRd,
   envInt,
@@ -98,7 +99,7 @@ async function measure(bootstrap: string, pid: number, topic: string, fetchWait:
     const t0 = performance.now();
     producer.produce(topic, 0, value, null);
     const err = await Promise.race([acked, sleep(10_000).then(() => new Error('no delivery report within 10 s'))]);
-    if (err) throw new Error(`round ${i}: ${String((err as { message?: string }).message ?? err)}`);
+    if (err) throw new Error(`round ${i}: ${asError(err).message}`);
     const tAck = performance.now();
     const ok = await Promise.race([seen.then(() => true), sleep(10_000).then(() => false)]);
     if (!ok) throw new Error(`round ${i}: the consumer did not see the record within 10 s (fetch.wait.max.ms=${fetchWait})`);

@@ -46,7 +46,7 @@ async function round(
       stableAt = performance.now();
     else await new Promise((r) => setTimeout(r, 1));
   }
-  while (joined.filter((t) => t !== undefined && t >= lastJoinAt).length < 3) await new Promise((r) => setTimeout(r, 1));
+  while (joined.filter((t) => t >= lastJoinAt).length < 3) await new Promise((r) => setTimeout(r, 1));
   const result = { brokerStableMs: stableAt - lastJoinAt, allMembersAssignedMs: Math.max(...joined) - lastJoinAt };
   await Promise.all(consumers.map((c) => c.disconnect()));
   return result;

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
 import { fetchBody, FETCH_V, processRss, RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
+import { asError } from './proc-stats.js';
 
 type Any = any;
 
@@ -103,7 +104,6 @@ async function main(): Promise<void> {
   const pid = broker.child.pid!;
   const topicNames = Array.from({ length: TOPICS }, (_, i) => `idle-${String(i).padStart(2, '0')}`);
   const windows: Window[] = [];
-  let metadata: Record<string, number> = {};
   try {
     const admin = await RawClient.connect(broker.bootstrap);
     const tc = performance.now();
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
       metadataTopics = md.topics.length;
     }
     if (partitionsSeen !== TOPICS * PARTITIONS) throw new Error(`Metadata saw ${partitionsSeen} partitions`);
-    metadata = {
+    const metadata: Record<string, number> = {
       requests: METADATA_N,
       topicsInResponse: metadataTopics,
       benchPartitions: partitionsSeen,
@@ -156,18 +156,19 @@ async function main(): Promise<void> {
       },
       {},
     );
-    await new Promise<void>((resolve, reject) => consumer.connect({ timeout: 30_000 }, (e: Any) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) => consumer.connect({ timeout: 30_000 }, (e: Any) => (e ? reject(asError(e)) : resolve())));
     consumer.assign(topicNames.flatMap((topic) => Array.from({ length: PARTITIONS }, (_, partition) => ({ topic, partition, offset: 0 }))));
     let consumed = 0;
     let consuming = true;
-    const consumeLoop = (async () => {
+    const consumeAll = async () => {
       while (consuming) {
         const batch: Any[] = await new Promise((resolve, reject) =>
-          consumer.consume(1000, (e: Any, m: Any[]) => (e ? reject(e) : resolve(m))),
+          consumer.consume(1000, (e: Any, m: Any[]) => (e ? reject(asError(e)) : resolve(m))),
         );
         consumed += batch.length;
       }
-    })();
+    };
+    const consumeLoop = consumeAll();
     await sleep(SETTLE_S * 1000);
     console.log(`measuring: librdkafka consumer on ${TOPICS * PARTITIONS} partitions (${WINDOW_S} s)`);
     windows.push(await measure(`librdkafka assign ${TOPICS * PARTITIONS} partitions, fetch.wait.max.ms=${MAX_WAIT_MS}`, pid));
@@ -192,7 +193,7 @@ async function main(): Promise<void> {
     let fetches = 0;
     let fetching = true;
     const fetchDurations: number[] = [];
-    const fetchLoop = (async () => {
+    const fetchAll = async () => {
       while (fetching) {
         const t = performance.now();
         const res = await f.request<{ errorCode: number; responses: { partitions: { errorCode: number }[] }[] }>(1, FETCH_V, body, 10_000);
@@ -200,7 +201,8 @@ async function main(): Promise<void> {
         if (res.errorCode !== 0 || res.responses.some((r) => r.partitions.some((p) => p.errorCode !== 0))) throw new Error('fetch error');
         fetches++;
       }
-    })();
+    };
+    const fetchLoop = fetchAll();
     await sleep(SETTLE_S * 1000);
     const before = fetches;
     console.log(`measuring: raw Fetch v${FETCH_V} loop on ${TOPICS * PARTITIONS} partitions (${WINDOW_S} s)`);

@@ -283,8 +283,8 @@ function benchFile(rows: Row[], settings: object, timestamp: string, mach: objec
         r.speedup === null ? null : Number(r.speedup.toFixed(2)),
         Number(r.mbPerSecond.toFixed(1)),
         Number(r.brokerCpuSeconds.toFixed(2)),
-        Number((r.brokerMainThreadCpuSeconds ?? NaN).toFixed(2)),
-        Number((r.clientCpuSeconds ?? NaN).toFixed(2)),
+        Number(r.brokerMainThreadCpuSeconds.toFixed(2)),
+        Number(r.clientCpuSeconds.toFixed(2)),
         Number(r.latencyMs.p50.toFixed(2)),
         Number(r.latencyMs.p99.toFixed(2)),
         r.verified.contiguous && r.verified.perProducerOrder && r.verified.values ? `ok (${r.verified.storedCodec})` : 'FAILED',
@@ -311,7 +311,7 @@ function printTable(rows: Row[], bytes: number): void {
         ? `ok (${r.verified.storedCodec})`
         : `FAILED ${JSON.stringify(r.verified)}`;
     console.log(
-      `${r.codec.padEnd(6)} ${String(r.workers).padStart(7)}  ${r.wallSeconds.toFixed(2).padStart(6)}  ${(r.speedup ?? NaN).toFixed(2).padStart(8)}  ${r.mbPerSecond.toFixed(1).padStart(5)}  ${r.brokerCpuSeconds.toFixed(2).padStart(12)}  ${(r.brokerMainThreadCpuSeconds ?? NaN).toFixed(2).padStart(6)}  ${(r.clientCpuSeconds ?? NaN).toFixed(2).padStart(12)}  ${r.latencyMs.p50.toFixed(2).padStart(10)}  ${r.latencyMs.p99.toFixed(2).padStart(10)}  ${ok}`,
+      `${r.codec.padEnd(6)} ${String(r.workers).padStart(7)}  ${r.wallSeconds.toFixed(2).padStart(6)}  ${(r.speedup ?? NaN).toFixed(2).padStart(8)}  ${r.mbPerSecond.toFixed(1).padStart(5)}  ${r.brokerCpuSeconds.toFixed(2).padStart(12)}  ${r.brokerMainThreadCpuSeconds.toFixed(2).padStart(6)}  ${r.clientCpuSeconds.toFixed(2).padStart(12)}  ${r.latencyMs.p50.toFixed(2).padStart(10)}  ${r.latencyMs.p99.toFixed(2).padStart(10)}  ${ok}`,
     );
   }
 }

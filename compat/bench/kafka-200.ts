@@ -23,6 +23,7 @@ import { buildRecordBatch } from '../../protocol/records/index.js';
 import type { BenchContext } from '../lib/suite.js';
 import { RawClient, rawCreateTopics, rawProduce } from '../../test/helpers/raw-client.js';
 import {
+  asError,
   connectRd,
   disconnectRd,
   envInt,
@@ -113,9 +114,7 @@ async function worker(a: WorkerArgs): Promise<void> {
   let bytesAtFirst = 0;
   const deadline = t0 + 1_200_000;
   while (records < a.records && performance.now() < deadline) {
-    const msgs = await new Promise<RdMessage[]>((res, rej) =>
-      c.consume(10000, (e, m) => (e ? rej(e instanceof Error ? e : new Error(String(e))) : res(m))),
-    );
+    const msgs = await new Promise<RdMessage[]>((res, rej) => c.consume(10000, (e, m) => (e ? rej(asError(e)) : res(m))));
     if (msgs.length > 0 && first < 0) {
       first = performance.now();
       for (const m of msgs) bytesAtFirst += m.size;
@@ -156,8 +155,8 @@ function spawnUntil(
   let out = '';
   let err = '';
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  child.stdout?.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-1_000_000)));
-  child.stderr?.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-100_000)));
+  child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-1_000_000)));
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-100_000)));
   return new Promise((resolveP, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`${cmd} ${args.join(' ')}: not ready within ${timeoutMs} ms\n${out.slice(-2000)}${err.slice(-2000)}`)),
@@ -169,7 +168,7 @@ function spawnUntil(
         resolveP({ child, out: () => out, err: () => err, exited });
       }
     };
-    child.stdout?.on('data', check);
+    child.stdout.on('data', check);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`${cmd} ${args.slice(0, 6).join(' ')} exited with ${code}\n${out.slice(-2000)}${err.slice(-2000)}`));
@@ -330,11 +329,11 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
           w.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
           const wExit = new Promise<number | null>((r) => w.once('exit', (code) => r(code)));
           // sample the sockets while it runs: the largest values seen
-          let tb: number | null = null;
-          let rb: number | null = null;
-          let wnd: number | null = null;
           let running = true;
-          const sampler = (async () => {
+          const sample = async () => {
+            let tb: number | null = null;
+            let rb: number | null = null;
+            let wnd: number | null = null;
             while (running) {
               const a = sockets(NS_A).sort((x, y) => y.bytes - x.bytes)[0];
               const b = sockets(NS_B).sort((x, y) => y.bytes - x.bytes)[0];
@@ -345,10 +344,12 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
               if (b !== undefined) rb = Math.max(rb ?? 0, b.rb);
               await sleep(300);
             }
-          })();
+            return { tb, rb, wnd };
+          };
+          const sampler = sample();
           const code = await wExit;
           running = false;
-          await sampler;
+          const { tb, rb, wnd } = await sampler;
           const line = out.trim().split('\n').pop() ?? '';
           if (code !== 0 || !line.startsWith('{'))
             throw new Error(`consumer (rcvbuf ${rcv.label}, broker sndbuf ${snd.label}) exited with ${code}: ${err}${out}`);

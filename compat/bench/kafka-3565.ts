@@ -25,7 +25,7 @@ import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
 import { loadConfluent } from '../lib/confluent-module.js';
 import { startNativeProducer } from './native-producer.js';
-import { busiest, cpuSeconds, mainThreadCpuSeconds, threadsByName, type ThreadBusy } from './proc-stats.js';
+import { asError, busiest, cpuSeconds, mainThreadCpuSeconds, threadsByName, type ThreadBusy } from './proc-stats.js';
 
 type Any = any;
 const ck: Any = loadConfluent();
@@ -103,7 +103,7 @@ async function connect(bootstrap: string, codecSpec: string): Promise<Any> {
     log_level: 0,
     ...PRODUCER_CONFIG,
   });
-  await new Promise<void>((resolve, reject) => p.connect({}, (e: Any) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) => p.connect({}, (e: Any) => (e ? reject(asError(e)) : resolve())));
   p.setPollInterval(50);
   return p;
 }
@@ -121,12 +121,12 @@ async function produce(p: Any, topic: string, n: number, vals: Buffer[]): Promis
     }
     if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
   }
-  await new Promise<void>((resolve, reject) => p.flush(120_000, (e: Any) => (e ? reject(e) : resolve())));
+  await new Promise<void>((resolve, reject) => p.flush(120_000, (e: Any) => (e ? reject(asError(e)) : resolve())));
 }
 
 function highWatermark(p: Any, topic: string): Promise<number> {
   return new Promise((resolve, reject) =>
-    p.queryWatermarkOffsets(topic, 0, 10_000, (e: Any, o: Any) => (e ? reject(e) : resolve(o.highOffset))),
+    p.queryWatermarkOffsets(topic, 0, 10_000, (e: Any, o: Any) => (e ? reject(asError(e)) : resolve(o.highOffset))),
   );
 }
 

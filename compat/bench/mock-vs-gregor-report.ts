@@ -210,7 +210,7 @@ export function markdownTable(targets: readonly TargetName[], rows: readonly Row
 export function compareFiles(a: string, b: string): string {
   const load = (p: string) => {
     const f = JSON.parse(readFileSync(p, 'utf8')) as ResultFile;
-    if (f.schema !== SCHEMA) throw new Error(`${p}: schema ${String(f.schema)}, expected ${SCHEMA}`);
+    if (f.schema !== SCHEMA) throw new Error(`${p}: schema ${f.schema}, expected ${SCHEMA}`);
     return f;
   };
   const A = load(a);

@@ -11,6 +11,7 @@
 import type { BenchContext } from '../lib/suite.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import {
+  asError,
   connectRd,
   cpuMeter,
   disconnectRd,
@@ -137,14 +138,15 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
     consumer.assign(topics.flatMap((topic) => Array.from({ length: PER_TOPIC }, (_, partition) => ({ topic, partition, offset: 0 }))));
     let consumed = 0;
     let consuming = true;
-    const loop = (async () => {
+    const consumeAll = async () => {
       while (consuming) {
         const batch = await new Promise<RdMessage[]>((resolve, reject) =>
-          consumer.consume(1000, (e, m) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(m))),
+          consumer.consume(1000, (e, m) => (e ? reject(asError(e)) : resolve(m))),
         );
         consumed += batch.length;
       }
-    })();
+    };
+    const loop = consumeAll();
     await sleep(settleS * 1000);
     const intervals = Math.max(1, Math.round(windowS / (STATS_MS / 1000)));
     ctx.log(`  ${partitions} partitions: librdkafka consumer window ${(intervals * STATS_MS) / 1000} s`);
@@ -271,7 +273,7 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
     },
     notes: [
       `CPU % is of one core (100% = one core busy); the kernel counts CPU in clock ticks (10 ms), so 0 means less than one tick in the window (< ${round(1 / windowS, 2)}%).`,
-      `Fetch requests are counted from librdkafka\'s own statistics (statistics.interval.ms=${STATS_MS}, req.Fetch of the broker); the consumer window runs from one statistics event to the one ${windowS} s later, so CPU and the count cover the same interval. "consumer process CPU" is the benchmark process (librdkafka\'s threads and the statistics JSON parsing).`,
+      `Fetch requests are counted from librdkafka's own statistics (statistics.interval.ms=${STATS_MS}, req.Fetch of the broker); the consumer window runs from one statistics event to the one ${windowS} s later, so CPU and the count cover the same interval. "consumer process CPU" is the benchmark process (librdkafka's threads and the statistics JSON parsing).`,
       'librdkafka sends full Fetch requests naming every assigned partition (no incremental fetch sessions), so each long poll carries all partitions.',
     ],
   });

@@ -54,11 +54,11 @@ async function startBroker(dataDir: string, profile: boolean): Promise<Running> 
   });
   let out = '';
   let err = '';
-  child.stderr?.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-8000)));
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-8000)));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const bootstrap = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no GREGOR_READY within 120 s: ${err}`)), 120_000);
-    child.stdout?.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /(?:^|\n)GREGOR_READY (\{.*\})/.exec(out);
       if (m?.[1] !== undefined) {

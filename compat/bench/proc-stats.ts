@@ -216,12 +216,17 @@ export function confluentVersion(): string {
   }
 }
 
+/**
+ * An Error for whatever a client's callback or a catch produced: Errors as they are (librdkafka's
+ * LibrdKafkaError is one), anything else wrapped, with its message when it has one.
+ */
+export function asError(e: unknown): Error {
+  if (e instanceof Error) return e;
+  return new Error(typeof e === 'object' && e !== null && 'message' in e && typeof e.message === 'string' ? e.message : String(e));
+}
+
 export function connectRd(c: { connect(opts: { timeout?: number }, cb: (err: unknown) => void): void }, timeoutMs = 30_000): Promise<void> {
-  return new Promise((resolve, reject) =>
-    c.connect({ timeout: timeoutMs }, (e) =>
-      e ? reject(e instanceof Error ? e : new Error(String((e as { message?: string }).message ?? e))) : resolve(),
-    ),
-  );
+  return new Promise((resolve, reject) => c.connect({ timeout: timeoutMs }, (e) => (e ? reject(asError(e)) : resolve())));
 }
 
 export function disconnectRd(c: { disconnect(cb: () => void): void }, timeoutMs = 10_000): Promise<void> {
@@ -229,9 +234,7 @@ export function disconnectRd(c: { disconnect(cb: () => void): void }, timeoutMs 
 }
 
 export function flushRd(p: RdProducer, timeoutMs = 60_000): Promise<void> {
-  return new Promise((resolve, reject) =>
-    p.flush(timeoutMs, (e) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve())),
-  );
+  return new Promise((resolve, reject) => p.flush(timeoutMs, (e) => (e ? reject(asError(e)) : resolve())));
 }
 
 export const ROOT_DIR = ROOT;

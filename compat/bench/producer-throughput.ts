@@ -14,6 +14,7 @@ import type { BenchContext } from '../lib/suite.js';
 import type { GregorProcess } from '../lib/broker-process.js';
 import { RawClient, rawCreateTopics, rawListOffset } from '../../test/helpers/raw-client.js';
 import {
+  asError,
   confluentVersion,
   connectRd,
   cpuMeter,
@@ -119,7 +120,7 @@ async function rdProduce(
       i++;
     } catch (e) {
       // QUEUE_FULL: let librdkafka drain
-      if (!/full/i.test(String((e as Error).message))) throw e;
+      if (!(e instanceof Error && /full/i.test(e.message))) throw e;
       await sleep(1);
     }
     if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
@@ -189,9 +190,7 @@ async function rdConsume(bootstrap: string, pid: number, topic: string, codec: C
   let bytes = 0;
   const deadline = t0 + 120_000;
   while (got < n && performance.now() < deadline) {
-    const msgs = await new Promise<RdMessage[]>((resolve, reject) =>
-      c.consume(10000, (e, m) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(m))),
-    );
+    const msgs = await new Promise<RdMessage[]>((resolve, reject) => c.consume(10000, (e, m) => (e ? reject(asError(e)) : resolve(m))));
     got += msgs.length;
     for (const m of msgs) bytes += m.size;
   }
@@ -222,10 +221,11 @@ async function kjsConsume(bootstrap: string, pid: number, topic: string, codec: 
   await consumer.run({
     autoCommit: false,
     eachBatchAutoResolve: true,
-    eachBatch: async ({ batch }) => {
+    eachBatch: ({ batch }) => {
       got += batch.messages.length;
       for (const m of batch.messages) bytes += m.value?.length ?? 0;
       if (got >= n) resolveDone();
+      return Promise.resolve();
     },
   });
   await Promise.race([done, sleep(120_000)]);

@@ -76,12 +76,12 @@ async function round(bootstrap: string, protocol: Protocol, setting: Setting, ta
       if (i === 2) {
         const started = performance.now();
         await c.subscribe({ topics: [topic] });
-        await c.run({ eachMessage: async () => undefined });
+        await c.run({ eachMessage: () => Promise.resolve() });
         await waitSettled(consumers, topic, 60_000);
         joinMs = performance.now() - started;
       } else {
         await c.subscribe({ topics: [topic] });
-        await c.run({ eachMessage: async () => undefined });
+        await c.run({ eachMessage: () => Promise.resolve() });
         await waitSettled(consumers, topic, 60_000);
       }
     }

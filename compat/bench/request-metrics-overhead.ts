@@ -134,8 +134,8 @@ async function inproc(trees: Tree[]): Promise<void> {
   const brokers = new Map<string, InprocBroker>();
   const dirs: string[] = [];
   for (const t of trees) {
-    const { startBroker } = (await import(join(t.root, 'dist/lib/broker.js'))) as { startBroker(o: object): Promise<InprocBroker> };
-    const { silentLogger } = (await import(join(t.root, 'dist/lib/observability/logger.js'))) as { silentLogger(): unknown };
+    const { startBroker } = (await import(join(t.root, 'dist/lib/broker.js'))) as { startBroker: (o: object) => Promise<InprocBroker> };
+    const { silentLogger } = (await import(join(t.root, 'dist/lib/observability/logger.js'))) as { silentLogger: () => unknown };
     const dataDir = mkdtempSync(join(tmpdir(), 'gregor-rmo-'));
     dirs.push(dataDir);
     brokers.set(t.label, await startBroker({ port: 0, dataDir, logger: silentLogger(), config: { 'auto.create.topics.enable': true } }));

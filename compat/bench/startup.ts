@@ -70,7 +70,7 @@ async function startAndProduce(): Promise<Started> {
     env: { ...process.env, LOG_LEVEL: 'warn' },
   });
   let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -164,12 +164,12 @@ async function startToReady(variant: (typeof READY_VARIANTS)[number]): Promise<n
   };
   let out = '';
   let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   try {
     return await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no GREGOR_READY within 30 s: ${stderr}`)), 30_000);
-      child.stdout?.on('data', (d: Buffer) => {
+      child.stdout.on('data', (d: Buffer) => {
         out += d.toString();
         if (/(^|\n)GREGOR_READY \{/.test(out)) {
           clearTimeout(timer);
@@ -229,7 +229,7 @@ async function produceMany(bootstrap: string, topic: string, n: number): Promise
       p.produce(topic, 0, value, null);
       i++;
     } catch (e) {
-      if (!/full/i.test(String((e as Error).message))) throw e;
+      if (!(e instanceof Error && /full/i.test(e.message))) throw e;
       await sleep(1);
     }
     if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
@@ -306,11 +306,11 @@ export async function startup(ctx: BenchContext): Promise<void> {
 
   const s = await startAndProduce();
   const pid = s.child.pid ?? -1;
-  let rssIdle = NaN;
-  let rssAfter = NaN;
-  let rssSettled = NaN;
-  let peak = NaN;
-  let produceSecs = NaN;
+  let rssIdle: number;
+  let rssAfter: number;
+  let rssSettled: number;
+  let peak: number;
+  let produceSecs: number;
   try {
     await sleep(5000);
     rssIdle = rssBytes(pid);

@@ -23,26 +23,33 @@ export interface BenchFile {
   notes?: string[];
 }
 
-/** Checks the shape; returns the problems (empty when valid). */
+type JsonObject = Record<string, unknown>;
+const isObject = (x: unknown): x is JsonObject => typeof x === 'object' && x !== null;
+const isArray = (x: unknown): x is unknown[] => Array.isArray(x);
+/** The points of a series, when it has an array of them. */
+const pointsOf = (s: unknown): unknown[] | undefined => (isObject(s) && isArray(s.points) ? s.points : undefined);
+
+/** Checks the shape of a parsed JSON value; returns the problems (empty when valid). */
 export function validateBench(v: unknown): string[] {
+  if (!isObject(v)) return ['not a JSON object'];
   const p: string[] = [];
-  const b = v as Partial<BenchFile>;
-  if (typeof v !== 'object' || v === null) return ['not a JSON object'];
-  if (b.schema !== BENCH_SCHEMA) p.push(`schema must be "${BENCH_SCHEMA}"`);
-  if (typeof b.id !== 'string' || !/^[a-zA-Z0-9._-]+$/.test(b.id)) p.push('id must be a file-safe string');
-  if (typeof b.title !== 'string') p.push('title must be a string');
-  for (const [i, c] of (b.charts ?? []).entries()) {
-    if (c.kind !== 'bar' && c.kind !== 'line') p.push(`charts[${i}].kind must be "bar" or "line"`);
-    if (
-      !Array.isArray(c.series) ||
-      c.series.some((s) => typeof s.name !== 'string' || !Array.isArray(s.points) || s.points.some((pt) => typeof pt.y !== 'number'))
-    ) {
+  if (v.schema !== BENCH_SCHEMA) p.push(`schema must be "${BENCH_SCHEMA}"`);
+  if (typeof v.id !== 'string' || !/^[a-zA-Z0-9._-]+$/.test(v.id)) p.push('id must be a file-safe string');
+  if (typeof v.title !== 'string') p.push('title must be a string');
+  const charts = v.charts ?? [];
+  if (!isArray(charts)) p.push('charts must be an array');
+  for (const [i, c] of (isArray(charts) ? charts : []).entries()) {
+    const kind = isObject(c) ? c.kind : undefined;
+    const series = isObject(c) ? c.series : undefined;
+    if (kind !== 'bar' && kind !== 'line') p.push(`charts[${i}].kind must be "bar" or "line"`);
+    const yNotNumber = (pt: unknown) => !isObject(pt) || typeof pt.y !== 'number';
+    if (!isArray(series) || series.some((s) => !isObject(s) || typeof s.name !== 'string' || pointsOf(s)?.some(yNotNumber) !== false))
       p.push(`charts[${i}].series must be [{ name, points: [{ x, y: number }] }]`);
-    }
-    if (c.kind === 'line' && c.series?.some((s) => s.points.some((pt) => typeof pt.x !== 'number')))
+    const xNotNumber = (pt: unknown) => isObject(pt) && typeof pt.x !== 'number';
+    if (kind === 'line' && isArray(series) && series.some((s) => pointsOf(s)?.some(xNotNumber) === true))
       p.push(`charts[${i}]: line charts need numeric x`);
   }
-  if (b.table !== undefined && (!Array.isArray(b.table.columns) || !Array.isArray(b.table.rows)))
+  if (v.table !== undefined && (!isObject(v.table) || !isArray(v.table.columns) || !isArray(v.table.rows)))
     p.push('table must be { columns: string[], rows: [][] }');
   return p;
 }

@@ -10,7 +10,7 @@ import { ROOT } from './paths.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type ConfluentModule = any;
 
-let cached: ConfluentModule | undefined;
+let cached: unknown;
 
 export function loadConfluent(): ConfluentModule {
   if (cached !== undefined) return cached;
@@ -20,6 +20,7 @@ export function loadConfluent(): ConfluentModule {
   } catch (e) {
     throw new Error(
       `@confluentinc/kafka-javascript cannot be loaded (${(e as Error).message.split('\n')[0]}); run \`bash scripts/setup-test-deps.sh\` first`,
+      { cause: e },
     );
   }
 }

@@ -53,13 +53,22 @@ export function summarize(cells: CellResult[]): ResultsFile['summary'] {
   return s;
 }
 
+/** A client's versions, or the error that asking for them threw or rejected with. */
+async function versionsOf(c: Client): Promise<Record<string, string>> {
+  try {
+    return await c.versions();
+  } catch (e) {
+    return { error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
 export async function clientInfo(clients: Client[]): Promise<ResultsFile['clients']> {
   return Promise.all(
     clients.map(async (c) => ({
       id: c.id,
       title: c.title,
       description: c.description,
-      versions: (await c.unavailable()) === null ? await c.versions().catch((e: Error) => ({ error: e.message })) : { unavailable: 'yes' },
+      versions: (await c.unavailable()) === null ? await versionsOf(c) : { unavailable: 'yes' },
     })),
   );
 }
@@ -70,7 +79,7 @@ export function scenarioInfo(scenarios: Scenario[]): ResultsFile['scenarios'] {
 
 /** Reads a results.json, refusing other schemas. */
 export function parseResults(text: string, from: string): ResultsFile {
-  const r = JSON.parse(text) as ResultsFile;
+  const r = JSON.parse(text) as Partial<Record<keyof ResultsFile, unknown>>;
   if (r.schema !== RESULTS_SCHEMA) throw new Error(`${from}: schema ${String(r.schema)}, expected ${RESULTS_SCHEMA}`);
-  return r;
+  return r as ResultsFile;
 }

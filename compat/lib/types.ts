@@ -214,10 +214,10 @@ export interface Client {
   ops: Partial<ClientOps>;
   /** why an op is missing (shown in the cell) */
   unsupported: Partial<Record<OpName | 'idempotence' | 'consumerProtocol' | Codec, string>>;
-  /** null when usable, otherwise why not (e.g. not installed) */
-  unavailable(): Promise<string | null>;
-  /** library and protocol-implementation versions, for results.json */
-  versions(): Promise<Record<string, string>>;
+  /** null when usable, otherwise why not (e.g. not installed); a client that must ask a process answers with a Promise */
+  unavailable(): string | null | Promise<string | null>;
+  /** library and protocol-implementation versions, for results.json; thrown or rejected errors are recorded there */
+  versions(): Record<string, string> | Promise<Record<string, string>>;
   /** releases anything kept between cells */
   close?(): Promise<void>;
 }

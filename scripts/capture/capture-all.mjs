@@ -157,7 +157,9 @@ function runStep([cmd, args, env, input], deadlineMs) {
       () => {
         try {
           process.kill(-proc.pid, 'SIGKILL');
-        } catch {}
+        } catch {
+          // the process group is already gone
+        }
       },
       Math.max(500, deadlineMs),
     );

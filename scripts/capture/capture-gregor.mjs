@@ -91,7 +91,9 @@ function run(cmd, args, env, deadlineMs) {
     const killer = setTimeout(() => {
       try {
         process.kill(-proc.pid, 'SIGKILL');
-      } catch {}
+      } catch {
+        // the process group is already gone
+      }
     }, deadlineMs);
     proc.on('close', (code, signal) => {
       clearTimeout(killer);

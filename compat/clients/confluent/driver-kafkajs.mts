@@ -49,9 +49,10 @@ async function group(bootstrap: string, spec: GroupSpec): Promise<GroupObservati
     await c.connect();
     await c.subscribe({ topics: [spec.topic] });
     await c.run({
-      eachMessage: async ({ partition, message }: Any) => {
+      eachMessage: ({ partition, message }: Any) => {
         if (!first.has(partition)) first.set(partition, Number(message.offset));
         seen.set(partition, Number(message.offset) + 1);
+        return Promise.resolve();
       },
     });
     live.push(c);
@@ -120,7 +121,7 @@ async function consumeCommitted(bootstrap: string, topic: string, last: string |
   try {
     await c.subscribe({ topics: [topic] });
     await c.run({
-      eachMessage: async ({ partition, message }: Any) => {
+      eachMessage: ({ partition, message }: Any) => {
         out.push({
           partition,
           offset: Number(message.offset),
@@ -130,6 +131,7 @@ async function consumeCommitted(bootstrap: string, topic: string, last: string |
           timestamp: Number(message.timestamp),
         });
         if (message.value != null && String(message.value) === last) seen();
+        return Promise.resolve();
       },
     });
     await Promise.race([seenLast.then(() => sleep(300)), sleep(timeoutMs)]);
@@ -173,7 +175,7 @@ async function flowMember(
   await c.connect();
   await c.subscribe({ topics: [topic] });
   await c.run({
-    eachMessage: async ({ topic: t, partition, message }: Any) => {
+    eachMessage: ({ topic: t, partition, message }: Any) => {
       records.push({
         topic: t,
         partition,
@@ -181,6 +183,7 @@ async function flowMember(
         value: message.value == null ? null : String(message.value),
         at: Date.now(),
       });
+      return Promise.resolve();
     },
   });
   return {
@@ -216,8 +219,8 @@ export const confluentKjsClient: Client = {
     alterConfigs: NO_CONFIGS,
     createPartitions: 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no createPartitions',
   },
-  unavailable: async () => ckUnavailable(),
-  versions: async () => ckVersions(),
+  unavailable: ckUnavailable,
+  versions: ckVersions,
   ops: {
     metadata: (bootstrap, topics) =>
       withAdmin(bootstrap, async (a) => {
@@ -261,8 +264,13 @@ export const confluentKjsClient: Client = {
         return Number(res.find((r) => r.partition === partition).offset);
       }),
     createTopic: (b, topic, partitions) =>
-      withAdmin(b, async (a) => void (await a.createTopics({ topics: [{ topic, numPartitions: partitions }] }))),
-    deleteTopic: (b, topic) => withAdmin(b, async (a) => void (await a.deleteTopics({ topics: [topic] }))),
+      withAdmin(b, async (a) => {
+        await a.createTopics({ topics: [{ topic, numPartitions: partitions }] });
+      }),
+    deleteTopic: (b, topic) =>
+      withAdmin(b, async (a) => {
+        await a.deleteTopics({ topics: [topic] });
+      }),
     deleteRecords: (b, topic, partition, before) =>
       withAdmin(b, async (a) => {
         await a.fetchTopicMetadata({ topics: [topic] });

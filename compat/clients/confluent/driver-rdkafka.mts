@@ -30,10 +30,11 @@ async function nativeProducer(
     p,
     async produce(topic, records) {
       let pending = records.length;
-      let failure: Error | null = null;
+      // set by the delivery-report callback, hence an object: tsc does not see assignments made in callbacks
+      const outcome: { failure: Error | null } = { failure: null };
       const done = new Promise<void>((resolve) => {
         const onReport = (err: Any) => {
-          if (err && failure === null) failure = new Error(`delivery failed: ${err.message ?? err}`);
+          if (err && outcome.failure === null) outcome.failure = new Error(`delivery failed: ${err.message ?? err}`);
           if (--pending === 0) resolve();
         };
         p.on('delivery-report', onReport);
@@ -51,7 +52,7 @@ async function nativeProducer(
       await cb((d) => p.flush(15000, d));
       await Promise.race([done, new Promise((r) => setTimeout(r, 15000))]);
       p.removeAllListeners('delivery-report');
-      if (failure !== null) throw failure;
+      if (outcome.failure !== null) throw outcome.failure;
       if (pending > 0) throw new Error(`${pending} delivery reports missing after 15 s`);
     },
   };
@@ -74,8 +75,8 @@ export const confluentRdkafkaClient: Client = {
     consumerProtocol: true,
   },
   unsupported: { describeConfigs: NO_CONFIGS, alterConfigs: NO_CONFIGS },
-  unavailable: async () => ckUnavailable(),
-  versions: async () => ckVersions(),
+  unavailable: ckUnavailable,
+  versions: ckVersions,
   ops: {
     async metadata(bootstrap, topics) {
       const c = await nativeConsumer(bootstrap);

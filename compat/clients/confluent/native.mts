@@ -256,7 +256,7 @@ export async function nativeFlowMember(
   c.setDefaultConsumeTimeout(100);
   c.subscribe(subscription);
   let stop = false;
-  const loop = (async () => {
+  const consumeUntilStopped = async () => {
     while (!stop) {
       const msgs: Any[] = await cb<Any[]>((d) => c.consume(20, d)).catch(() => []);
       const at = Date.now();
@@ -270,7 +270,8 @@ export async function nativeFlowMember(
         });
       await sleep(5);
     }
-  })();
+  };
+  const loop = consumeUntilStopped();
   return {
     assignment: () => (c.assignments() as Any[]).map((a) => ({ topic: a.topic, partition: a.partition })),
     events,

@@ -151,7 +151,7 @@ const NO_COOPERATIVE =
   "kafka-python 2.0.2 has only the eager rebalance protocol: ConsumerCoordinator._on_join_prepare revokes every assigned partition before each rejoin, and its assignors (range, roundrobin, and KIP-54's eager sticky) have no COOPERATIVE protocol (KIP-429)";
 const NO_DELETE_RECORDS = 'kafka-python 2.0.2 has no DeleteRecords (KafkaAdminClient.delete_records came in 2.1)';
 
-async function unavailable(): Promise<string | null> {
+function unavailable(): string | null {
   if (!existsSync(PYTHON)) return `${PYTHON} is missing`;
   const r = spawnSync(PYTHON, ['-c', 'import kafka'], { encoding: 'utf8' });
   return r.status === 0
@@ -159,7 +159,7 @@ async function unavailable(): Promise<string | null> {
     : `${PYTHON} cannot import kafka (apt-get install python3-kafka): ${r.stderr.trim().split('\n').pop() ?? ''}`;
 }
 
-async function versions(): Promise<Record<string, string>> {
+function versions(): Record<string, string> {
   const r = spawnSync(PYTHON, ['-c', 'import kafka, sys; print(kafka.__version__, sys.version.split()[0])'], { encoding: 'utf8' });
   const [kp, py] = r.stdout.trim().split(' ');
   return { 'kafka-python': kp ?? 'unknown', python: py ?? 'unknown' };

@@ -125,9 +125,10 @@ async function group(bootstrap: string, spec: import('../../lib/types.js').Group
     await c.subscribe({ topic: spec.topic, fromBeginning: true });
     await c.run({
       autoCommit: false,
-      eachMessage: async ({ partition, message }: Any) => {
+      eachMessage: ({ partition, message }: Any) => {
         if (!state.first.has(partition)) state.first.set(partition, Number(message.offset));
         state.seen.set(partition, Number(message.offset) + 1);
+        return Promise.resolve();
       },
     });
     return state;
@@ -193,7 +194,7 @@ async function regexMember(bootstrap: string, spec: import('../../lib/types.js')
   await c.subscribe({ topics: [new RegExp(spec.pattern)], fromBeginning: true });
   await c.run({
     autoCommit: false,
-    eachMessage: async ({ topic, partition, message }: Any) => {
+    eachMessage: ({ topic, partition, message }: Any) => {
       records.push({
         topic,
         partition,
@@ -201,6 +202,7 @@ async function regexMember(bootstrap: string, spec: import('../../lib/types.js')
         value: message.value === null ? null : String(message.value),
         at: Date.now(),
       });
+      return Promise.resolve();
     },
   });
   return { assignment: () => assignment, events, records, stop: () => c.disconnect() };
@@ -227,9 +229,10 @@ async function consumeCommitted(bootstrap: string, topic: string, last: string |
     await c.subscribe({ topic, fromBeginning: true });
     await c.run({
       autoCommit: false,
-      eachMessage: async ({ partition, message }: Any) => {
+      eachMessage: ({ partition, message }: Any) => {
         out.push(toRead(partition, message));
         if (message.value !== null && String(message.value) === last) seen();
+        return Promise.resolve();
       },
     });
     await Promise.race([seenLast.then(() => sleep(300)), sleep(timeoutMs)]);
@@ -263,7 +266,7 @@ export const kafkajsClient: Client = {
     lz4: 'kafkajs 2.2.4 ships only gzip; lz4 needs a third-party codec plug-in (not installed)',
     zstd: 'kafkajs 2.2.4 ships only gzip; zstd needs a third-party codec plug-in (not installed)',
   },
-  async unavailable() {
+  unavailable() {
     try {
       kjs();
       return null;
@@ -271,7 +274,7 @@ export const kafkajsClient: Client = {
       return `kafkajs cannot be loaded: ${(e as Error).message}`;
     }
   },
-  async versions() {
+  versions() {
     return { kafkajs: (require('kafkajs/package.json') as { version: string }).version };
   },
   ops: {
@@ -308,10 +311,17 @@ export const kafkajsClient: Client = {
       });
     },
     createTopic: (b, topic, partitions) =>
-      withAdmin(b, async (a) => void (await a.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true }))),
-    deleteTopic: (b, topic) => withAdmin(b, async (a) => void (await a.deleteTopics({ topics: [topic] }))),
+      withAdmin(b, async (a) => {
+        await a.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+      }),
+    deleteTopic: (b, topic) =>
+      withAdmin(b, async (a) => {
+        await a.deleteTopics({ topics: [topic] });
+      }),
     createPartitions: (b, topic, count) =>
-      withAdmin(b, async (a) => void (await a.createPartitions({ topicPartitions: [{ topic, count }] }))),
+      withAdmin(b, async (a) => {
+        await a.createPartitions({ topicPartitions: [{ topic, count }] });
+      }),
     describeConfigs: (b, topic, names) =>
       withAdmin(b, async (a) => {
         const res = await a.describeConfigs({

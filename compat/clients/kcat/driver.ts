@@ -343,7 +343,7 @@ export const kcatClient: Client = {
     alterConfigs: NO_ADMIN,
     deleteRecords: NO_ADMIN,
   },
-  async unavailable() {
+  unavailable() {
     return existsSync(KCAT) ? null : `${KCAT} is missing (apt-get install kcat)`;
   },
   async versions() {

@@ -102,6 +102,13 @@ describe('purgatory: reusable waits', () => {
     const again = r.wait(10_000, (bytes) => (bytes ?? 0) > 0);
     p.checkAndComplete(conn, 1);
     expect(await again).to.equal(true);
+    // the same timeout again and again: the timer, fired or not, is re-armed each time
+    expect(await r.wait(20, () => false)).to.equal(false);
+    expect(await r.wait(20, () => false)).to.equal(false);
+    const woken = r.wait(20, (bytes) => bytes === 5);
+    p.checkAndComplete(conn, 5);
+    expect(await woken).to.equal(true);
+    expect(await r.wait(20, () => false)).to.equal(false);
     // ready at once: no wait at all
     expect(await r.wait(10_000, () => true)).to.equal(true);
     expect(p.size).to.equal(0);

@@ -56,11 +56,61 @@ function codecFor(apiKey: number, apiVersion: number): ApiCodec {
   return codec;
 }
 
-/** Reads the request header; returns it and a reader positioned at the body. */
-export function readRequestHeaderFrom(frame: Buffer): { header: RequestHeaderInfo; reader: Reader } {
+/**
+ * The client id a connection last sent, so that its next requests, which nearly always repeat it, get
+ * the same string back without decoding it: the id's bytes are compared with the last ones (kept as a
+ * copy, so no socket chunk is held), and decoded only when they differ.
+ */
+export class ClientIdCache {
+  private bytes: Buffer | null = null;
+  private value = '';
+
+  /** The client id stored (UTF-8) in frame[start, start + length), which the caller has bounds-checked. */
+  get(frame: Buffer, start: number, length: number): string {
+    const last = this.bytes;
+    if (last?.length === length && sameBytes(frame, start, last)) return this.value;
+    this.value = frame.toString('utf8', start, start + length);
+    this.bytes = Buffer.from(frame.subarray(start, start + length));
+    return this.value;
+  }
+}
+
+function sameBytes(frame: Buffer, start: number, b: Buffer): boolean {
+  if (b.length > 32) return frame.compare(b, 0, b.length, start, start + b.length) === 0;
+  for (let i = 0; i < b.length; i++) if (frame[start + i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * Reads the request header; returns it and a reader positioned at the body. With `clientIds` (one per
+ * connection) the client id is taken from the cache when its bytes repeat.
+ */
+export function readRequestHeaderFrom(frame: Buffer, clientIds?: ClientIdCache): { header: RequestHeaderInfo; reader: Reader } {
   const peek = peekRequestHeader(frame);
   if (peek === null) throw new ProtocolError(GregorErrorCode.TRUNCATED, `request frame of ${frame.length} bytes has no header`);
   const hv = requestHeaderVersion(peek.apiKey, peek.apiVersion);
+  if (clientIds !== undefined && hv >= 1 && frame.length >= 10) {
+    // Header v1/v2 as readRequestHeader reads it, the client id through the cache. An id of any
+    // other length than -1 (null) or one that fits in the frame takes the generic path for its error.
+    const n = frame.readInt16BE(8);
+    if (n >= -1 && 10 + n <= frame.length) {
+      const r = new Reader(frame, 10);
+      const header: RequestHeaderInfo = {
+        apiKey: peek.apiKey,
+        apiVersion: peek.apiVersion,
+        correlationId: peek.correlationId,
+        clientId: n === -1 ? null : clientIds.get(frame, 10, n),
+        headerVersion: hv,
+      };
+      if (n > 0) r.offset += n;
+      if (hv >= 2) {
+        const tagged = r.taggedFields();
+        if (tagged !== undefined) header.taggedFields = tagged;
+      }
+      r.check();
+      return { header, reader: r };
+    }
+  }
   const r = new Reader(frame);
   const h = readRequestHeader(r, hv);
   r.check();
@@ -75,12 +125,15 @@ export function readRequestHeaderFrom(frame: Buffer): { header: RequestHeaderInf
   return { header, reader: r };
 }
 
-/** Decodes a whole request frame. Unknown APIs and versions raise UNKNOWN_API_KEY / UNSUPPORTED_VERSION. */
-export function decodeRequest(frame: Buffer): DecodedRequest {
+/**
+ * Decodes a whole request frame. Unknown APIs and versions raise UNKNOWN_API_KEY / UNSUPPORTED_VERSION.
+ * `clientIds`: the connection's client-id cache (readRequestHeaderFrom).
+ */
+export function decodeRequest(frame: Buffer, clientIds?: ClientIdCache): DecodedRequest {
   const peek = peekRequestHeader(frame);
   if (peek === null) throw new ProtocolError(GregorErrorCode.TRUNCATED, `request frame of ${frame.length} bytes has no header`);
   const codec = codecFor(peek.apiKey, peek.apiVersion);
-  const { header, reader } = readRequestHeaderFrom(frame);
+  const { header, reader } = readRequestHeaderFrom(frame, clientIds);
   const body = codec.request.read(reader, header.apiVersion);
   // Kafka ignores bytes after a complete request body, and some clients rely on it (librdkafka 2.15 sends
   // Metadata v9+ "all topics" requests with a 4-byte placeholder where a 1-byte compact null belongs).

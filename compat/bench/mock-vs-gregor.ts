@@ -58,7 +58,14 @@ const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
 const ROUNDS = envInt('BENCH_ROUNDS', 3);
 const WARMUP = envInt('BENCH_WARMUP_RECORDS', 50_000);
 const E2E_ROUNDS = envInt('BENCH_E2E_ROUNDS', 1000);
-const E2E_WARMUP = envInt('BENCH_E2E_WARMUP', 100);
+/**
+ * e2e warm-up rounds (rdkafka-e2e stops warming up after 3 s whatever this says). gregor's first few
+ * thousand calls of each per-request function run while V8 tiers up: TurboFan compiling on its
+ * background threads cost ~300 µs per round on top of the main thread's unoptimized code. A broker
+ * pays that once; with 100 warm-up rounds the e2e CPU figure measured mostly that
+ * (compat/bench/e2e-threads.ts splits the CPU by thread).
+ */
+const E2E_WARMUP = envInt('BENCH_E2E_WARMUP', 3000);
 const E2E_MAX_S = envInt('BENCH_E2E_MAX_S', 15);
 const STARTUP_RUNS = envInt('BENCH_STARTUP_RUNS', 5);
 const IDLE_S = envInt('BENCH_IDLE_S', 5);

@@ -66,7 +66,7 @@ export class Dispatcher {
     }
     let decoded;
     try {
-      decoded = decodeRequest(frame);
+      decoded = decodeRequest(frame, conn.clientIds);
     } catch (e) {
       if (e instanceof ProtocolError) return { close: `malformed request (API ${apiKey} v${apiVersion}): ${e.message}` };
       throw e;

@@ -1,5 +1,6 @@
 /** The contract every API handler implements; one file per API under lib/handlers/. */
 import type { Logger } from 'pino';
+import type { ClientIdCache } from '../../protocol/frame.js';
 import type { FaultInjector } from '../network/faults.js';
 import type { RequestTiming } from '../observability/request-timing.js';
 import type { BrokerServices } from '../services.js';
@@ -34,6 +35,8 @@ export interface ConnectionDetails {
   readonly closed: Promise<void>;
   /** The client's software name and version from its ApiVersions v3+ request (the dispatcher remembers it). */
   clientSoftware?: { name: string; version: string };
+  /** The connection's client-id cache (lib/network/connection.ts); absent: every client id is decoded. */
+  readonly clientIds?: ClientIdCache;
 }
 
 export interface RequestContext {

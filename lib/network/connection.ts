@@ -4,6 +4,7 @@
  * mutes the channel), responses written in request order, backpressure and idle timeout.
  */
 import type { Socket } from 'node:net';
+import { ClientIdCache } from '../../protocol/frame.js';
 import type { Logger } from '../observability/logger.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 
@@ -18,6 +19,8 @@ export interface ConnectionInfo {
   closed: Promise<void>;
   /** the client's software name and version, from its ApiVersions v3+ request (set by the dispatcher) */
   clientSoftware?: { name: string; version: string };
+  /** the client id of the connection's last request, reused while the next ones repeat it (protocol/frame.ts) */
+  readonly clientIds: ClientIdCache;
 }
 
 /**
@@ -77,7 +80,7 @@ export class Connection {
 
   constructor(
     readonly socket: Socket,
-    info: Omit<ConnectionInfo, 'logger' | 'closed'>,
+    info: Omit<ConnectionInfo, 'logger' | 'closed' | 'clientIds'>,
     private readonly dispatch: Dispatch,
     private readonly limits: ConnectionLimits,
     logger: Logger,
@@ -85,7 +88,7 @@ export class Connection {
     private readonly observer: RequestObserver | null = null,
   ) {
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
-    this.info = { ...info, logger: logger.child({ conn: info.id }), closed: this.closed };
+    this.info = { ...info, logger: logger.child({ conn: info.id }), closed: this.closed, clientIds: new ClientIdCache() };
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => this.pump());
     socket.on('error', (err: NodeJS.ErrnoException) => {

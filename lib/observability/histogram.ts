@@ -13,13 +13,15 @@ const SUB = 1 << SUB_BITS;
 /** values up to 2^31 µs (~36 minutes); larger ones land in the last bucket */
 const MAX_EXP = 30;
 export const BUCKETS = (MAX_EXP - SUB_BITS + 2) * SUB;
+/** the first value of the last bucket (a constant: V8 computes `2 ** n` with a pow() call in optimized code) */
+const LAST_BUCKET_US = 2 ** (MAX_EXP + 1);
 export const WINDOW_MINUTES = 5;
 const MINUTE_MS = 60_000;
 
 /** The bucket of a value in microseconds (integer >= 0). */
 export function bucketOf(us: number): number {
   if (us < SUB) return us < 0 ? 0 : us;
-  if (us >= 2 ** (MAX_EXP + 1)) return BUCKETS - 1;
+  if (us >= LAST_BUCKET_US) return BUCKETS - 1;
   const e = 31 - Math.clz32(us);
   return (e - SUB_BITS + 1) * SUB + ((us >>> (e - SUB_BITS)) & (SUB - 1));
 }

@@ -3,18 +3,23 @@
  * kafkajs, kafka-python) names every assigned partition in every Fetch; registering a delayed
  * operation under each of them on every poll is most of what an idle consumer on thousands of
  * partitions costs. Instead each connection keeps one standing watch under the partitions it last
- * fetched, replaced only when that set changes, and a waiting fetch registers under the
- * connection's key alone: an unchanged idle poll touches one registration, not thousands.
+ * fetched, replaced only when that set changes, and a waiting fetch waits under the connection's
+ * key alone: an unchanged idle poll touches one registration, not thousands. That wait is a
+ * reusable one (Purgatory.reusable), registered once per connection with one timer re-armed per
+ * wait, so a woken long poll neither registers nor creates and cancels a timer.
  */
 import type { PartitionLog } from '../log/partition-log.js';
-import { type Purgatory, type StandingWatch, waitFor } from './purgatory.js';
+import type { Purgatory, ReusableWait, StandingWatch } from './purgatory.js';
 
 export class FetchWatch {
   private readonly standing: StandingWatch;
+  /** the connection's fetches wait one at a time (a connection runs its requests in order): one reusable wait */
+  private readonly waiting: ReusableWait;
 
-  constructor(private readonly purgatory: Purgatory) {
+  constructor(purgatory: Purgatory) {
     // A change to any watched partition re-checks the fetch waiting on this connection, if any.
     this.standing = purgatory.standing((change) => purgatory.checkAndComplete(this, change));
+    this.waiting = purgatory.reusable([this]);
   }
 
   /**
@@ -23,11 +28,12 @@ export class FetchWatch {
    */
   wait(logs: readonly PartitionLog[], timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean> {
     this.standing.setKeys(logs);
-    return waitFor(this.purgatory, [this], timeoutMs, ready);
+    return this.waiting.wait(timeoutMs, ready);
   }
 
   close(): void {
     this.standing.close();
+    this.waiting.close();
   }
 }
 

@@ -24,6 +24,8 @@ interface Watched {
   done: boolean;
   /** a standing watch: never finishes, only closes */
   standing: boolean;
+  /** a reusable wait (see Purgatory.reusable): stays registered and keeps its timer between operations */
+  reusable: boolean;
 }
 
 export class Purgatory {
@@ -41,7 +43,7 @@ export class Purgatory {
       op.onComplete(false);
       return true;
     }
-    const w: Watched = { op, keys, timer: undefined, done: false, standing: false };
+    const w: Watched = { op, keys, timer: undefined, done: false, standing: false, reusable: false };
     for (const k of keys) this.watchKey(w, k);
     this.count++;
     w.timer = setTimeout(() => this.finish(w, true), Math.max(0, timeoutMs));
@@ -71,6 +73,7 @@ export class Purgatory {
       timer: undefined,
       done: false,
       standing: true,
+      reusable: false,
     };
     const unregister = (keys: Iterable<PurgatoryKey>) => {
       for (const k of keys) this.unwatchKey(w, k);
@@ -93,6 +96,49 @@ export class Purgatory {
     };
   }
 
+  /**
+   * A wait for a caller that waits once at a time under the same keys (a connection's long-polling
+   * fetches, which a connection runs one after another). Unlike waitFor, a wait registers nothing and
+   * creates no timer: the registration stays between waits, and the timer is re-armed
+   * (Timeout.refresh) rather than created and cancelled. A wait counts in `size` and is expired by
+   * expireAll like any other operation.
+   */
+  reusable(keys: readonly PurgatoryKey[]): ReusableWait {
+    const op = new ReusableOp();
+    const w: Watched = { op, keys, timer: undefined, done: true, standing: false, reusable: true };
+    for (const k of keys) this.watchKey(w, k);
+    let armedMs = -1;
+    let closed = false;
+    return {
+      wait: (timeoutMs, ready) => {
+        if (closed) return Promise.resolve(ready());
+        if (!w.done) this.finish(w, true); // one wait at a time: a forgotten one ends as expired
+        const promise = op.start(ready);
+        if (op.tryComplete()) {
+          op.onComplete(false);
+          return promise;
+        }
+        const ms = Math.max(1, timeoutMs);
+        if (w.timer === undefined || armedMs !== ms) {
+          if (w.timer !== undefined) clearTimeout(w.timer);
+          // A timer left armed after its wait completed fires into a finished wait: finish() ignores it.
+          w.timer = setTimeout(() => this.finish(w, true), ms);
+          armedMs = ms;
+        } else w.timer.refresh().ref();
+        w.done = false;
+        this.count++;
+        return promise;
+      },
+      close: () => {
+        if (closed) return;
+        closed = true;
+        this.finish(w, true);
+        if (w.timer !== undefined) clearTimeout(w.timer);
+        for (const k of keys) this.unwatchKey(w, k);
+      },
+    };
+  }
+
   /** Completes every waiting operation as expired (shutdown); standing watches stay. */
   expireAll(): void {
     const all = new Set<Watched>();
@@ -103,8 +149,13 @@ export class Purgatory {
   private finish(w: Watched, expired: boolean): void {
     if (w.done) return;
     w.done = true;
-    if (w.timer !== undefined) clearTimeout(w.timer);
-    for (const k of w.keys) this.unwatchKey(w, k);
+    if (w.reusable) {
+      // stays registered; its timer stays armed, unreferenced, until the next wait re-arms it
+      w.timer?.unref();
+    } else {
+      if (w.timer !== undefined) clearTimeout(w.timer);
+      for (const k of w.keys) this.unwatchKey(w, k);
+    }
     this.count--;
     w.op.onComplete(expired);
   }
@@ -134,6 +185,38 @@ export interface StandingWatch {
   /** Makes `keys` the watched set; a no-op when it already is (same keys, any order). */
   setKeys(keys: readonly PurgatoryKey[]): void;
   close(): void;
+}
+
+/** Waits one at a time under fixed keys: Purgatory.reusable. */
+export interface ReusableWait {
+  /**
+   * Waits until `ready(change)` holds (re-checked when a key is touched) or `timeoutMs` passes;
+   * resolves true when ready. A wait started before the last one ended ends that one as expired.
+   */
+  wait(timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean>;
+  /** Ends a pending wait as expired and unregisters; later waits resolve at once with ready(). */
+  close(): void;
+}
+
+/** The operation of a ReusableWait: the current wait's test and promise. */
+class ReusableOp implements DelayedOperation {
+  private ready: (change?: number) => boolean = () => false;
+  private resolve: ((ok: boolean) => void) | null = null;
+
+  start(ready: (change?: number) => boolean): Promise<boolean> {
+    this.ready = ready;
+    return new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  tryComplete(change?: number): boolean {
+    return this.ready(change);
+  }
+
+  onComplete(expired: boolean): void {
+    const resolve = this.resolve;
+    this.resolve = null;
+    resolve?.(!expired || this.ready());
+  }
 }
 
 /** Waits until `ready()` holds (re-checked when a key is touched) or `timeoutMs` passes. Resolves true when ready. */

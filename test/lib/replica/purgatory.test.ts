@@ -78,6 +78,81 @@ describe('purgatory: standing watches', () => {
   });
 });
 
+describe('purgatory: reusable waits', () => {
+  const conn = { name: 'connection' };
+
+  it('runs wait after wait under one registration: woken, expired, ready at once', async () => {
+    const p = new Purgatory();
+    const r = p.reusable([conn]);
+    for (let i = 0; i < 3; i++) {
+      let total = 0;
+      const woken = r.wait(10_000, (bytes) => (total += bytes ?? 0) >= 100);
+      expect(p.size, `wait ${i} counts as waiting`).to.equal(1);
+      p.checkAndComplete(conn, 60);
+      p.checkAndComplete(conn, 60);
+      expect(await woken).to.equal(true);
+      expect(total).to.equal(120);
+      expect(p.size).to.equal(0);
+      p.checkAndComplete(conn, 1000); // nothing waits now: the finished wait is not asked again
+      expect(total).to.equal(120);
+    }
+    // a wait that times out, then one woken on the re-armed timer's watch
+    expect(await r.wait(10, () => false)).to.equal(false);
+    expect(p.size).to.equal(0);
+    const again = r.wait(10_000, (bytes) => (bytes ?? 0) > 0);
+    p.checkAndComplete(conn, 1);
+    expect(await again).to.equal(true);
+    // the same timeout again and again: the timer, fired or not, is re-armed each time
+    expect(await r.wait(20, () => false)).to.equal(false);
+    expect(await r.wait(20, () => false)).to.equal(false);
+    const woken = r.wait(20, (bytes) => bytes === 5);
+    p.checkAndComplete(conn, 5);
+    expect(await woken).to.equal(true);
+    expect(await r.wait(20, () => false)).to.equal(false);
+    // ready at once: no wait at all
+    expect(await r.wait(10_000, () => true)).to.equal(true);
+    expect(p.size).to.equal(0);
+    r.close();
+  });
+
+  it("a wait's timer is re-armed: the timeout of an earlier, woken wait does not end a later one", async () => {
+    const p = new Purgatory();
+    const r = p.reusable([conn]);
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const first = r.wait(400, (bytes) => bytes === 1);
+    p.checkAndComplete(conn, 1);
+    expect(await first).to.equal(true);
+    await sleep(250);
+    const second = r.wait(400, (bytes) => bytes === 2); // its 400 ms run from here, not from the first wait
+    await sleep(250); // past the first wait's 400 ms
+    expect(p.size, 'still waiting').to.equal(1);
+    p.checkAndComplete(conn, 2);
+    expect(await second).to.equal(true);
+    r.close();
+  });
+
+  it('expireAll and close end a pending wait as expired; after close, waits resolve at once', async () => {
+    const p = new Purgatory();
+    const r = p.reusable([conn]);
+    const a = r.wait(10_000, () => false);
+    p.expireAll();
+    expect(await a).to.equal(false);
+    expect(p.size).to.equal(0);
+    const b = r.wait(10_000, () => false);
+    const c = r.wait(10_000, (bytes) => bytes === 1); // a second wait ends the first as expired
+    expect(await b).to.equal(false);
+    expect(p.size).to.equal(1);
+    p.checkAndComplete(conn, 1);
+    expect(await c).to.equal(true);
+    const d = r.wait(10_000, () => false);
+    r.close();
+    expect(await d).to.equal(false);
+    expect(p.size).to.equal(0);
+    expect(await r.wait(10_000, () => true)).to.equal(true);
+    expect(await r.wait(10_000, () => false)).to.equal(false);
+  });
+});
+
 /** A partition log for FetchWatch, which only keys the purgatory by it (compared by identity) and never reads it. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- only the object's identity is used (see above)
 const standInLog = (): PartitionLog => ({}) as PartitionLog;
@@ -100,5 +175,7 @@ describe('fetch watch (per connection)', () => {
     const after = waitFor(p, [watch], 50, (bytes) => (bytes ?? 0) > 0);
     p.checkAndComplete(logA, 10);
     expect(await after, 'expired, not woken').to.equal(false);
+    expect(await watch.wait([logA], 10_000, () => false), 'a closed watch does not wait').to.equal(false);
+    expect(p.size).to.equal(0);
   });
 });

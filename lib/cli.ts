@@ -8,6 +8,7 @@
  */
 import { Broker } from './broker.js';
 import { ConfigError } from './config.js';
+import { headroomFromEnv, startHeapHeadroom } from './heap-headroom.js';
 import { isToolCommand, runTool } from './cli/index.js';
 import { announceReady, banner, prepareReadyFile, removeReadyFile } from './ready-signal.js';
 import { mergeTopicSpecs, parseTopicSpec, parseTopicSpecList, TOPIC_SPEC_SYNTAX, type TopicSpec } from './topic-spec.js';
@@ -104,6 +105,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     broker.logger.warn({ faults: broker.faults.list() }, 'fault injection rules from GREGOR_FAULTS are active');
   }
   broker.logger.info({ config: broker.config.effective() }, 'effective configuration');
+  // the broker owns this process: keep V8's full collections from chasing short-lived record buffers
+  startHeapHeadroom({ headroomBytes: headroomFromEnv(process.env['GREGOR_HEAP_HEADROOM_MB']) });
   try {
     await broker.start();
   } catch (e) {
@@ -115,7 +118,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     throw e;
   }
-  let stopping = false as boolean; // set by the signal handlers below, which narrowing does not see
+  let stopping = false;
+  // read through a call: TypeScript would narrow the local to false across the awaits below
+  const signalled = (): boolean => stopping;
   const exit = new Promise<number>((resolveExit) => {
     const stop = (signal: string) => {
       if (stopping) return;
@@ -137,7 +142,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.on('SIGINT', () => stop('SIGINT'));
   });
   await Promise.race([broker.ready, exit]);
-  if (stopping) return exit;
+  if (signalled()) return exit;
   const info = { bootstrap: broker.bootstrapServers, admin: broker.adminAddress };
   try {
     await announceReady(info, { logger: broker.logger, readyFile: args.readyFile });
@@ -146,8 +151,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     await broker.stop();
     return 1;
   }
-  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a signal handler may have set it during the await
-  if (stopping && args.readyFile !== undefined) await removeReadyFile(args.readyFile).catch(() => undefined); // a signal came while it was written
+  if (signalled() && args.readyFile !== undefined) await removeReadyFile(args.readyFile).catch(() => undefined); // a signal came while it was written
   if (process.stderr.isTTY) {
     const defaultPartitions = broker.config.int('num.partitions');
     const declared = topics.map((t) => ({ name: t.name, partitions: t.partitions === -1 ? defaultPartitions : t.partitions }));

@@ -29,7 +29,7 @@ const INT32_MAX = 2147483647n;
 const SCAN_CHUNK = 1 << 20;
 
 /** Coalesced writes up to this size are written synchronously (see Segment.writePending). */
-export const SYNC_WRITE_MAX_BYTES = 256 * 1024;
+export const SYNC_WRITE_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Counters shared by a log's segments (tests use them to check write coalescing). */
 export interface IoStats {
@@ -240,9 +240,13 @@ export class LogSegment {
     for (const b of bufs) bytes += b.length;
     const fh = this.fh ?? (await this.handle());
     // Up to SYNC_WRITE_MAX_BYTES the write goes to the page cache synchronously, as Kafka's request
-    // threads write: a handful of microseconds, where handing it to libuv's thread pool costs more
-    // in submission, a pool thread's wake-up and the completion's callback than the copy itself.
-    // Larger groups stay asynchronous so that one big write does not hold the event loop.
+    // threads write: a handful of microseconds for a small group, where handing it to libuv's thread
+    // pool costs more in submission, a pool thread's wake-up and the completion's callback than the
+    // copy itself; and for a large one (a produce request of 0.5-1 MB, or a few coalesced) the copy
+    // runs while the bytes are still in this core's cache from the CRC check, at ~0.3 ms per MB,
+    // small beside the main thread's cost of receiving them (1M 100-byte records: 0.27 -> 0.24
+    // broker CPU-s at acks=1, 0.23 -> 0.21 at acks=all, with 4 MiB rather than 256 KiB here).
+    // Only larger groups go asynchronous, so that one write does not hold the event loop long.
     const sync = bytes <= SYNC_WRITE_MAX_BYTES;
     let done = 0;
     let rest = bufs;

@@ -115,18 +115,19 @@ describe('lib/log PartitionLog', () => {
     expect(log.highWatermark, 'a small group is on the page cache by the next turn').to.equal(log.logEndOffset);
     await one;
     expect(log.stats.writes - small).to.equal(1);
-    // A group larger than SYNC_WRITE_MAX_BYTES is written asynchronously; appends arriving while it
-    // is in flight share the next write, so four appends take two writes.
+    // A group larger than SYNC_WRITE_MAX_BYTES (appends of one turn, each within max.message.bytes)
+    // is written asynchronously; appends arriving while it is in flight share the next write.
     const mid = log.stats.writes;
-    const big = v2(1, { size: SYNC_WRITE_MAX_BYTES + 1024 });
-    expect(big.length).to.be.greaterThan(SYNC_WRITE_MAX_BYTES);
-    const first = log.append(big, { leaderEpoch: 0 }).written;
-    await new Promise((r) => setImmediate(r));
-    expect(log.highWatermark < log.logEndOffset, 'the large append is still being written').to.equal(true);
+    const part = v2(1, { size: 512 * 1024 });
+    const parts = Math.ceil((SYNC_WRITE_MAX_BYTES + 1024) / part.length);
     const opened = log;
+    const first = Array.from({ length: parts }, () => opened.append(v2(1, { size: 512 * 1024 }), { leaderEpoch: 0 }).written);
+    expect(parts * part.length).to.be.greaterThan(SYNC_WRITE_MAX_BYTES);
+    await new Promise((r) => setImmediate(r));
+    expect(log.highWatermark < log.logEndOffset, 'the large group is still being written').to.equal(true);
     const more = [0, 1, 2].map(() => opened.append(v2(1), { leaderEpoch: 0 }).written);
-    await Promise.all([first, ...more]);
-    expect(log.stats.writes - mid, 'four appends in two writes').to.equal(2);
+    await Promise.all([...first, ...more]);
+    expect(log.stats.writes - mid, 'the large group and the three appends after it in two writes').to.equal(2);
   });
 
   it('flush.policy=always fsyncs before acknowledging; flush.messages fsyncs every N', async () => {

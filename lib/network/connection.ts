@@ -73,6 +73,12 @@ export class Connection {
   /** while onData runs (with an observer): when its chunk was read, so requests it dispatches need no second clock read */
   private readAtNow = -1;
   private inFlight = false;
+  /**
+   * The peer closed with whole requests still queued: they are processed all the same, with no
+   * responses (Kafka handles a request it has read even when its connection is gone, so an acks=0
+   * producer that sends and disconnects loses nothing). `closed` resolves once they are done.
+   */
+  private headless = false;
   private readPaused = false;
   private state: State = 'open';
   private closeLogged = false;
@@ -118,6 +124,14 @@ export class Connection {
     if (reason !== undefined) this.logClose(reason, level, fields);
     this.state = 'closed';
     this.socket.destroy();
+    if (this.headless) {
+      // a headless drain given up (a request failed, or the shutdown's grace period ran out)
+      this.headless = false;
+      this.queue.length = 0;
+      this.queueTimes.length = 0;
+      this.queuedBytes = 0;
+      this.resolveClosed();
+    }
   }
 
   // ---- reading and framing ----
@@ -223,7 +237,7 @@ export class Connection {
 
   /** Dispatches queued requests one at a time while the socket's write buffer has room. */
   private pump(): void {
-    while (!this.inFlight && this.queue.length > 0 && this.state !== 'closed' && !this.socket.writableNeedDrain) {
+    while (!this.inFlight && this.queue.length > 0 && (this.state !== 'closed' || this.headless) && !this.socket.writableNeedDrain) {
       const frame = this.queue.shift()!;
       this.queuedBytes -= frame.length;
       this.inFlight = true;
@@ -260,11 +274,18 @@ export class Connection {
     }
     this.updateReading();
     if (this.state === 'ending' && !this.busy) this.finishEnding();
+    if (this.headless && !this.busy) {
+      this.headless = false;
+      this.resolveClosed();
+    }
   }
 
   /** Writes a result's response. Returns false if the connection is now closing. */
   private complete(r: DispatchResult, timing: RequestTiming | undefined): boolean {
-    if (this.state === 'closed') return false;
+    if (this.state === 'closed') {
+      if (timing !== undefined) this.endedWithout(timing, RequestOutcome.CLOSED, 'the peer closed the connection');
+      return this.headless; // a headless drain goes on to the next queued request
+    }
     if ('response' in r) {
       const res = r.response;
       if (!Buffer.isBuffer(res) && res.length === 0) {
@@ -352,11 +373,18 @@ export class Connection {
   }
 
   private onClose(): void {
+    // Closed by the peer (not by us: destroy() and closeAfterFlush() leave 'open' first) with whole
+    // requests queued: process them without responses before `closed` resolves.
+    this.headless = this.state === 'open' && this.queue.length > 0;
     this.state = 'closed';
+    this.dropUnframed();
+    if (this.headless) {
+      if (!this.inFlight) this.pump();
+      return;
+    }
     this.queue.length = 0;
     this.queueTimes.length = 0;
     this.queuedBytes = 0;
-    this.dropUnframed();
     this.resolveClosed();
   }
 

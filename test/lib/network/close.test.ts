@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import net from 'node:net';
-import { Client, Mode, request, sleep, startServer, type Harness } from './helpers.js';
+import { Client, eventually, Mode, request, sleep, startServer, type Harness } from './helpers.js';
 
 describe('network: graceful close', () => {
   let h: Harness;
@@ -41,6 +41,21 @@ describe('network: graceful close', () => {
     await h.server.close(5000);
     expect(c.responses.map((r) => r.correlationId)).to.deep.equal([1, 2, 3]);
     await c.waitClosed();
+  });
+
+  it('a peer that sends and closes at once: every whole request it sent is still processed (acks=0 producers)', async () => {
+    const c = await connect();
+    // the first is in flight (its dispatch takes 100 ms) when the peer's FIN closes the socket; the
+    // rest are queued behind it, and the last is cut short (not a whole request: dropped)
+    const whole = Buffer.concat([request(1, { delayMs: 100 }), ...[2, 3, 4].map((id) => request(id, { mode: Mode.NO_RESPONSE }))]);
+    c.socket.end(Buffer.concat([whole, request(5).subarray(0, 10)]));
+    await c.waitClosed();
+    await eventually(() => h.stats.started.length === 4, 3000, 'the queued requests to be dispatched');
+    expect(h.stats.started).to.deep.equal([1, 2, 3, 4]);
+    await sleep(150); // nothing more comes
+    expect(h.stats.started).to.deep.equal([1, 2, 3, 4]);
+    expect(c.responses, 'nothing is written to a closed socket').to.have.length(0);
+    await eventually(() => h.server.connectionCount === 0, 3000, 'the connection to be gone');
   });
 
   it('destroys connections still busy after graceMs', async () => {

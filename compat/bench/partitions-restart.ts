@@ -16,7 +16,7 @@
  * the first read of a partition, which opens a lazily opened log). After the last restart, one
  * ListOffsets request for every partition checks all log end offsets (the time until every log is
  * recovered and answers: *AllOffsetsMs, and from spawn: *SpawnToAllOffsetsMs), with the broker's CPU seconds (utime+stime from
- * /proc/<pid>/stat) at ready and after that request, and VmRSS then.
+ * /proc/<pid>/stat) at ready, after that request and BENCH_SETTLE_MS later, and VmRSS then.
  *
  * BENCH_CPU_PROF=<dir>: the restarted brokers run with `node --cpu-prof --cpu-prof-dir=<dir>` (the
  * profile is written when each exits). Output: a table on stdout and
@@ -257,6 +257,9 @@ async function main(): Promise<void> {
     figures['kill9AllWrittenSpawnToAllOffsetsMs'] = performance.now() - current.spawnedAt;
     figures['kill9AllWrittenCpuAfterAllOffsetsS'] = cpuSeconds(current.pid);
     figures['rssAfterKill9AllWrittenAllOffsetsMb'] = MB(rssBytes(current.pid));
+    await sleep(SETTLE_MS);
+    figures['rssAfterKill9AllWrittenSettledMb'] = MB(rssBytes(current.pid));
+    figures['kill9AllWrittenCpuSettledS'] = cpuSeconds(current.pid);
     await stopClean(current);
     current = null;
   } finally {

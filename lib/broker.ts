@@ -297,9 +297,10 @@ export class Broker {
   /** What /metrics reads (computed at scrape time). */
   private metricsSource(): MetricsSource {
     const s = this.services;
-    // a log not recovered yet has no offsets to show: left out as a partition without a log
+    // a log not recovered (yet, or its recovery failed) has no offsets to show: left out as a
+    // partition without a log
     const recovered = (logs: readonly PartitionLog[]): readonly (PartitionLog | undefined)[] =>
-      this.logManager.recovering ? logs.map((l) => (l.servable ? l : undefined)) : logs;
+      this.logManager.hasUnservable ? logs.map((l) => (l.servable ? l : undefined)) : logs;
     const brokerMinIsr = this.config.int('min.insync.replicas');
     return {
       metrics: this.metrics,

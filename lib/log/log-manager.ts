@@ -67,6 +67,8 @@ export class LogManager {
   private readonly hooks: OpenHooks;
   /** Logs attached without a summary (to recover) whose first open has not finished yet. */
   private readonly unrecovered = new Map<string, PartitionLog>();
+  /** Logs whose recovery failed: offline, with no summary to answer from. */
+  private readonly failedRecovery = new Set<string>();
   /** The background recovery pass (startRecovery), while it runs. */
   private recovery: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -97,7 +99,12 @@ export class LogManager {
     this.hooks = {
       beforeOpen: (topic, partition) => this.journal.add(topic, partition),
       schedule: (open) => opens.run(open),
-      settled: (topic, partition) => this.unrecovered.delete(key(topic, partition)),
+      settled: (topic, partition) => {
+        const k = key(topic, partition);
+        const log = this.unrecovered.get(k);
+        this.unrecovered.delete(k);
+        if (log !== undefined && !log.servable) this.failedRecovery.add(k);
+      },
     };
   }
 
@@ -178,6 +185,11 @@ export class LogManager {
     return this.unrecovered.size > 0;
   }
 
+  /** Whether some log cannot answer offsets (`servable` is false): not recovered yet, or its recovery failed. */
+  get hasUnservable(): boolean {
+    return this.unrecovered.size > 0 || this.failedRecovery.size > 0;
+  }
+
   /**
    * Recovers, in the background and a few at a time, every log attached so far that waits for
    * recovery (after an unclean shutdown: those in the open journal). A log whose first use comes
@@ -217,7 +229,7 @@ export class LogManager {
   async deleteTopic(topic: string): Promise<void> {
     const victims = [...this.logs.values()].filter((l) => l.topic === topic);
     for (const log of victims) this.logs.delete(key(log.topic, log.partition));
-    for (const set of [this.summaries, this.dirty, this.dirs, this.unrecovered]) {
+    for (const set of [this.summaries, this.dirty, this.dirs, this.unrecovered, this.failedRecovery]) {
       for (const k of set.keys()) if (parseKey(k)?.topic === topic) set.delete(k);
     }
     for (const log of victims) await log.delete();

@@ -222,6 +222,12 @@ describe('lib/log recovery after ready in a broker process', function () {
       expect({ errorCode: p.errorCode, offset: p.offset }, `partition ${p.partitionIndex}`).to.deep.equal(want);
     }
     expect((await rawFetch(c, 'wide', 9, 0n, { maxWaitMs: 0 })).errorCode).to.equal(ErrorCode.KAFKA_STORAGE_ERROR);
+    // the metrics leave the offline partition out (it has no offsets to show) and show the others
+    const metrics = await fetch(`http://${b.admin ?? ''}/metrics`);
+    expect(metrics.status).to.equal(200);
+    const text = await metrics.text();
+    expect(text).to.include('kafka_log_log_logendoffset{topic="wide",partition="7"} 2');
+    expect(text).to.not.include('kafka_log_log_logendoffset{topic="wide",partition="9"}');
     c.destroy();
     b.child.kill('SIGTERM');
     expect(await b.exited).to.equal(0);

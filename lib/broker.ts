@@ -15,6 +15,7 @@ import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogManager } from './log/log-manager.js';
+import type { PartitionLog } from './log/partition-log.js';
 import { LocalMetadataStore, MetadataError } from './metadata/local-store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
@@ -242,6 +243,8 @@ export class Broker {
       },
       'gregor started',
     );
+    // after an unclean shutdown: the logs to recover that no request has opened yet, in the background
+    void this.logManager.startRecovery();
     const advertised = this.servers.map((x) => ({ bound: x.listener, advertised: this.advertised.get(x.listener.name) ?? x.listener }));
     void checkAdvertisedListeners(advertised, {
       clusterId: this.metadata.clusterId,
@@ -295,6 +298,10 @@ export class Broker {
   /** What /metrics reads (computed at scrape time). */
   private metricsSource(): MetricsSource {
     const s = this.services;
+    // a log not recovered (yet, or its recovery failed) has no offsets to show: left out as a
+    // partition without a log
+    const recovered = (logs: readonly PartitionLog[]): readonly (PartitionLog | undefined)[] =>
+      this.logManager.hasUnservable ? logs.map((l) => (l.servable ? l : undefined)) : logs;
     const brokerMinIsr = this.config.int('min.insync.replicas');
     return {
       metrics: this.metrics,
@@ -306,7 +313,7 @@ export class Broker {
           const minIsr = t.configs['min.insync.replicas'];
           yield {
             name: t.name,
-            partitions: s.topics.logsOf(t.name) ?? [],
+            partitions: recovered(s.topics.logsOf(t.name) ?? []),
             partitionCount: t.partitions,
             minInsyncReplicas: minIsr !== undefined ? Number(minIsr) : brokerMinIsr,
           };

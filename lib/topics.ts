@@ -101,8 +101,9 @@ export class TopicManager {
       const added: PartitionLog[] = [];
       for (let i = logs.length; i < t.partitions; i++) added.push(this.logManager.attach(t.name, i, cfg, opts));
       // the coordinators load their internal topics at once (and append to them synchronously);
-      // logs to recover after an unclean shutdown are opened before anyone reads them
-      await openAll(t.internal ? added : added.filter((l) => !l.servable));
+      // other logs to recover after an unclean shutdown are recovered on first use (see recover) or
+      // by the log manager's background pass
+      if (t.internal) await openAll(added);
       for (const log of added) {
         logs.push(log);
         for (const l of this.listeners) l(t.name, log.partition, log);
@@ -152,6 +153,33 @@ export class TopicManager {
       if (log !== undefined && !log.isOpen) wanted.push(log);
     }
     await openAll(wanted).catch(() => undefined);
+  }
+
+  /** Whether some log waits for recovery (after an unclean shutdown, until all are recovered). */
+  get recovering(): boolean {
+    return this.logManager.recovering;
+  }
+
+  /**
+   * Recovers those of `logs` that wait for it (after an unclean shutdown, see LogManager): every
+   * call that answers from a log's offsets, sizes or epochs passes its logs here first. A log that
+   * fails to recover is offline (`servable` stays false): callers answer KAFKA_STORAGE_ERROR.
+   */
+  async recover(logs: Iterable<PartitionLog | undefined>): Promise<void> {
+    if (!this.logManager.recovering) return;
+    const opens: Promise<void>[] = [];
+    for (const log of logs) if (log !== undefined && !log.servable && !log.isOffline) opens.push(log.open());
+    if (opens.length > 0) await Promise.allSettled(opens);
+  }
+
+  /** recover() for these partitions of `topic` (those it has). */
+  async recoverPartitions(topic: string, partitions: Iterable<number>): Promise<void> {
+    if (!this.logManager.recovering) return;
+    const logs = this.logs.get(topic);
+    if (logs === undefined) return;
+    const wanted: (PartitionLog | undefined)[] = [];
+    for (const p of partitions) wanted.push(logs[p]);
+    await this.recover(wanted);
   }
 
   private validateConfigs(configs: Record<string, string | null>): Record<string, string> {

@@ -13,7 +13,10 @@
  *      which every log has to be recovered before the broker is ready;
  * after each restart the log end offsets of the produced partitions are checked with ListOffsets
  * (a wrong figure fails the run), and partition 0 is fetched from its start (its time is reported:
- * the first read of a partition, which opens a lazily opened log).
+ * the first read of a partition, which opens a lazily opened log). After the last restart, one
+ * ListOffsets request for every partition checks all log end offsets (the time until every log is
+ * recovered and answers: *AllOffsetsMs, and from spawn: *SpawnToAllOffsetsMs), with the broker's CPU seconds (utime+stime from
+ * /proc/<pid>/stat) at ready, after that request and BENCH_SETTLE_MS later, and VmRSS then.
  *
  * BENCH_CPU_PROF=<dir>: the restarted brokers run with `node --cpu-prof --cpu-prof-dir=<dir>` (the
  * profile is written when each exits). Output: a table on stdout and
@@ -24,8 +27,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildRecordBatch } from '../../protocol/records/index.js';
-import { PRODUCE_V, RawClient, rawCreateTopics, rawFetch, rawListOffset, rawProduce } from '../../test/helpers/raw-client.js';
-import { envInt, ROOT_DIR, round, rssBytes, sleep, writeBench } from './proc-stats.js';
+import {
+  LIST_OFFSETS_V,
+  PRODUCE_V,
+  RawClient,
+  rawCreateTopics,
+  rawFetch,
+  rawListOffset,
+  rawProduce,
+} from '../../test/helpers/raw-client.js';
+import { cpuSeconds, envInt, ROOT_DIR, round, rssBytes, sleep, writeBench } from './proc-stats.js';
 
 const PARTITIONS = envInt('BENCH_PARTITIONS', 10_000);
 const SETTLE_MS = envInt('BENCH_SETTLE_MS', 2000);
@@ -37,6 +48,8 @@ interface Running {
   pid: number;
   bootstrap: string;
   readyMs: number;
+  /** performance.now() at spawn. */
+  spawnedAt: number;
   exited: Promise<number | null>;
   stderr(): string;
 }
@@ -71,7 +84,7 @@ async function startBroker(dataDir: string, profile: boolean): Promise<Running> 
       reject(new Error(`gregor exited with ${code} before GREGOR_READY: ${err}`));
     });
   });
-  return { child, pid: child.pid ?? -1, bootstrap, readyMs: performance.now() - spawnedAt, exited, stderr: () => err };
+  return { child, pid: child.pid ?? -1, bootstrap, readyMs: performance.now() - spawnedAt, spawnedAt, exited, stderr: () => err };
 }
 
 /** SIGTERM; ms until the process exited. */
@@ -112,6 +125,44 @@ async function checkOffsets(bootstrap: string, expected: Map<number, bigint>): P
     if (f.errorCode !== 0) throw new Error(`fetch of partition 0: error ${f.errorCode}`);
     if (f.records === null || f.records.length === 0) throw new Error('fetch of partition 0 returned no records');
     return { listOffsetsMs, firstFetchMs: performance.now() - t1 };
+  } finally {
+    c.destroy();
+  }
+}
+
+/** One ListOffsets (latest) of every partition; throws unless each is `expected`. */
+async function checkAllOffsets(bootstrap: string, expected: Map<number, bigint>): Promise<number> {
+  const c = await RawClient.connect(bootstrap);
+  try {
+    const t0 = performance.now();
+    const res = await c.request<{ topics: { partitions: { partitionIndex: number; errorCode: number; offset: bigint }[] }[] }>(
+      2,
+      LIST_OFFSETS_V,
+      {
+        replicaId: -1,
+        isolationLevel: 0,
+        topics: [
+          {
+            name: TOPIC,
+            partitions: Array.from({ length: PARTITIONS }, (_, partitionIndex) => ({
+              partitionIndex,
+              currentLeaderEpoch: -1,
+              timestamp: -1n,
+            })),
+          },
+        ],
+      },
+      600_000,
+    );
+    const ms = performance.now() - t0;
+    const got = res.topics[0]?.partitions ?? [];
+    if (got.length !== PARTITIONS) throw new Error(`ListOffsets of every partition answered ${got.length}`);
+    for (const p of got) {
+      const want = expected.get(p.partitionIndex) ?? 0n;
+      if (p.errorCode !== 0 || p.offset !== want)
+        throw new Error(`partition ${p.partitionIndex}: error ${p.errorCode}, log end offset ${p.offset}, expected ${want}`);
+    }
+    return ms;
   } finally {
     c.destroy();
   }
@@ -197,7 +248,18 @@ async function main(): Promise<void> {
     current = await startBroker(dataDir, true);
     figures['kill9AllWrittenRestartMs'] = current.readyMs;
     figures['rssAfterKill9AllWrittenRestartMb'] = MB(rssBytes(current.pid));
-    await checkOffsets(current.bootstrap, expected);
+    figures['kill9AllWrittenCpuAtReadyS'] = cpuSeconds(current.pid);
+    // the first reads come while the logs are still being recovered (in the background, or by them)
+    const all = await checkOffsets(current.bootstrap, expected);
+    figures['kill9AllWrittenListOffsetsMs'] = all.listOffsetsMs;
+    figures['kill9AllWrittenFirstFetchMs'] = all.firstFetchMs;
+    figures['kill9AllWrittenAllOffsetsMs'] = await checkAllOffsets(current.bootstrap, expected);
+    figures['kill9AllWrittenSpawnToAllOffsetsMs'] = performance.now() - current.spawnedAt;
+    figures['kill9AllWrittenCpuAfterAllOffsetsS'] = cpuSeconds(current.pid);
+    figures['rssAfterKill9AllWrittenAllOffsetsMb'] = MB(rssBytes(current.pid));
+    await sleep(SETTLE_MS);
+    figures['rssAfterKill9AllWrittenSettledMb'] = MB(rssBytes(current.pid));
+    figures['kill9AllWrittenCpuSettledS'] = cpuSeconds(current.pid);
     await stopClean(current);
     current = null;
   } finally {
@@ -205,7 +267,7 @@ async function main(): Promise<void> {
     rmSync(dataDir, { recursive: true, force: true });
   }
   for (const [k, v] of Object.entries(figures)) {
-    figures[k] = round(v, k.endsWith('Mb') ? 1 : 0);
+    figures[k] = round(v, k.endsWith('Mb') ? 1 : k.endsWith('S') ? 2 : 0);
     rows.push([k, figures[k] ?? null]);
   }
   const ts = new Date().toISOString().replace(/:/g, '-');

@@ -84,6 +84,20 @@ function abortedIn(log: PartitionLog, fetchOffset: bigint, records: Buffer[]): F
   return found.length === 0 ? NO_ABORTED : found.map((a) => ({ producerId: a.producerId, firstOffset: a.firstOffset }));
 }
 
+/** After an unclean shutdown: recovers the partitions asked for whose logs wait for it (a no-op otherwise). */
+async function recoverFetched(req: FetchRequest, ctx: RequestContext): Promise<void> {
+  const s = ctx.services;
+  if (!s.topics.recovering) return;
+  for (const t of req.topics) {
+    const rec = ctx.apiVersion >= 13 ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
+    if (rec !== undefined)
+      await s.topics.recoverPartitions(
+        rec.name,
+        t.partitions.map((p) => p.partition),
+      );
+  }
+}
+
 /** The topics and partitions asked for with their logs (one pass), and whether all are caught up. */
 function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean) {
   const s = ctx.services;
@@ -101,6 +115,12 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
       if (log === undefined) {
         allCaughtUp = false;
         wanted.push({ req: p, log, errorCode: rec === undefined ? missing : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION });
+        continue;
+      }
+      if (!log.servable) {
+        // its recovery failed (see recoverFetched): offline, no offsets to give
+        allCaughtUp = false;
+        wanted.push({ req: p, log: undefined, errorCode: ErrorCode.KAFKA_STORAGE_ERROR });
         continue;
       }
       logs.push(log);
@@ -184,6 +204,7 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
       return { throttleTimeMs: 0, errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
     }
     const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;
+    await recoverFetched(req, ctx);
     const { topics, logs, allCaughtUp } = resolve(req, ctx, readCommitted);
     const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
     const allowOversized = ctx.apiVersion >= 3;

@@ -20,11 +20,17 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
   maxVersion: 9,
   async handle(req, ctx) {
     const s = ctx.services;
-    for (const t of req.topics)
+    for (const t of req.topics) {
+      // a log not recovered yet (after an unclean shutdown) is recovered before its offsets are read
+      await s.topics.recoverPartitions(
+        t.name,
+        t.partitions.map((p) => p.partitionIndex),
+      );
       await s.topics.openPartitions(
         t.name,
         t.partitions.filter((p) => p.timestamp >= 0n || p.timestamp === OffsetSpec.MAX_TIMESTAMP).map((p) => p.partitionIndex),
       );
+    }
     // v2+ carry an isolation level; read_committed (1) sees up to the last stable offset
     const readCommitted = ctx.apiVersion >= 2 && req.isolationLevel === 1;
     return {
@@ -34,6 +40,8 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
         partitions: t.partitions.map((p) => {
           const log = s.topics.partition(t.name, p.partitionIndex);
           if (log === undefined) return failed(p.partitionIndex, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+          // its recovery (or open) failed: the log is offline
+          if (!log.servable) return failed(p.partitionIndex, ErrorCode.KAFKA_STORAGE_ERROR);
           const lastFetchable = readCommitted ? log.lastStableOffset : log.highWatermark;
           let found: { offset: bigint; timestamp: bigint; leaderEpoch: number } | null;
           switch (p.timestamp) {

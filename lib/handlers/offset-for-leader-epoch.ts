@@ -10,7 +10,13 @@ export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochReq
   apiKey: ApiKey.OffsetForLeaderEpoch,
   minVersion: 2,
   maxVersion: 4,
-  handle(req, ctx) {
+  async handle(req, ctx) {
+    // a log not recovered yet (after an unclean shutdown) is recovered before its epochs are read
+    for (const t of req.topics)
+      await ctx.services.topics.recoverPartitions(
+        t.topic,
+        t.partitions.map((p) => p.partition),
+      );
     return {
       throttleTimeMs: 0,
       topics: req.topics.map((t) => ({
@@ -19,6 +25,7 @@ export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochReq
           const log = ctx.services.topics.partition(t.topic, p.partition);
           if (log === undefined)
             return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+          if (!log.servable) return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
           const current = p.currentLeaderEpoch ?? -1;
           if (current > CURRENT_EPOCH)
             return { errorCode: ErrorCode.UNKNOWN_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };

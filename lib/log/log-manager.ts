@@ -8,7 +8,10 @@
  * A partition is then served from its summary when the last clean shutdown recorded one and the
  * open journal does not list it (it was not opened since, so its files are as summarised). The
  * partitions the journal lists after an unclean shutdown, and any with files but no summary, have
- * to be opened (recovered) before use: `attach` marks them (`servable` is false).
+ * to be opened (recovered) before use: `attach` marks them (`servable` is false). They are not
+ * recovered before the broker is ready: each is recovered by its first use (every call that needs
+ * its offsets opens it first, see TopicManager.recover) or by the recovery pass that `startRecovery`
+ * runs in the background, whichever comes first. A log to recover answers no offsets before that.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -32,6 +35,9 @@ const PARTITION_DIR = /^(.+)-(\d+)$/;
 /** Logs opened (or recovered) at once, and closed at once at shutdown: mostly waiting for the disk. */
 const OPEN_CONCURRENCY = 16;
 const CLOSE_CONCURRENCY = 16;
+/** Logs the background recovery pass opens at once: half the open slots, so a first use gets one at once. */
+const RECOVERY_CONCURRENCY = 8;
+const noop = (): void => undefined;
 
 const key = summaryKey;
 
@@ -59,6 +65,12 @@ export class LogManager {
   private readonly checkpoint: CheckpointFile;
   /** What every log of this dir calls when it opens: journal first, then a bounded number of opens at once. */
   private readonly hooks: OpenHooks;
+  /** Logs attached without a summary (to recover) whose first open has not finished yet. */
+  private readonly unrecovered = new Map<string, PartitionLog>();
+  /** Logs whose recovery failed: offline, with no summary to answer from. */
+  private readonly failedRecovery = new Set<string>();
+  /** The background recovery pass (startRecovery), while it runs. */
+  private recovery: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private producerTimer: NodeJS.Timeout | null = null;
   private tick: Promise<void> | null = null;
@@ -87,6 +99,12 @@ export class LogManager {
     this.hooks = {
       beforeOpen: (topic, partition) => this.journal.add(topic, partition),
       schedule: (open) => opens.run(open),
+      settled: (topic, partition) => {
+        const k = key(topic, partition);
+        const log = this.unrecovered.get(k);
+        this.unrecovered.delete(k);
+        if (log !== undefined && !log.servable) this.failedRecovery.add(k);
+      },
     };
   }
 
@@ -146,6 +164,7 @@ export class LogManager {
     const recover = dirty || (summary === null && this.recover);
     const log = PartitionLog.lazy(this.dataDir, topic, partition, config, { logger: this.logger, ...opts, recover }, summary, this.hooks);
     this.logs.set(k, log);
+    if (summary === null) this.unrecovered.set(k, log);
     return log;
   }
 
@@ -161,6 +180,43 @@ export class LogManager {
     return log;
   }
 
+  /** Whether some log still waits for its recovery (its first open); false once all have opened or failed. */
+  get recovering(): boolean {
+    return this.unrecovered.size > 0;
+  }
+
+  /** Whether some log cannot answer offsets (`servable` is false): not recovered yet, or its recovery failed. */
+  get hasUnservable(): boolean {
+    return this.unrecovered.size > 0 || this.failedRecovery.size > 0;
+  }
+
+  /**
+   * Recovers, in the background and a few at a time, every log attached so far that waits for
+   * recovery (after an unclean shutdown: those in the open journal). A log whose first use comes
+   * first is recovered by that use, and the pass finds it done. Resolves when the pass is over.
+   */
+  startRecovery(concurrency = RECOVERY_CONCURRENCY): Promise<void> {
+    if (this.recovery !== null) return this.recovery;
+    if (this.closed || this.unrecovered.size === 0) return Promise.resolve();
+    const queue = [...this.unrecovered.values()];
+    const started = performance.now();
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (!this.closed && next < queue.length) {
+        const log = queue[next++] as PartitionLog;
+        // a failure leaves the log offline, and PartitionLog logs it
+        if (!log.servable && !log.isOffline) await log.open().catch(noop);
+      }
+    };
+    this.recovery = Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker)).then(() => {
+      this.logger.info(
+        { dataDir: this.dataDir, logs: next, left: this.unrecovered.size, ms: Math.round(performance.now() - started) },
+        this.closed ? 'log recovery pass stopped by shutdown' : 'log recovery pass done',
+      );
+    });
+    return this.recovery;
+  }
+
   get(topic: string, partition: number): PartitionLog | undefined {
     return this.logs.get(key(topic, partition));
   }
@@ -173,7 +229,7 @@ export class LogManager {
   async deleteTopic(topic: string): Promise<void> {
     const victims = [...this.logs.values()].filter((l) => l.topic === topic);
     for (const log of victims) this.logs.delete(key(log.topic, log.partition));
-    for (const set of [this.summaries, this.dirty, this.dirs]) {
+    for (const set of [this.summaries, this.dirty, this.dirs, this.unrecovered, this.failedRecovery]) {
       for (const k of set.keys()) if (parseKey(k)?.topic === topic) set.delete(k);
     }
     for (const log of victims) await log.delete();
@@ -189,10 +245,14 @@ export class LogManager {
     }
   }
 
-  /** Writes the summary of every partition: those with a log (as they are now) and those without one. */
+  /**
+   * Writes the summary of every partition: those with a log (as they are now) and those without one.
+   * A log not recovered yet has none: it is left out (the open journal still lists it, and with no
+   * summary it is recovered when opened after an unclean shutdown; a clean one recovers it first).
+   */
   private async writeSummaries(): Promise<void> {
     const rows: string[][] = [];
-    for (const log of this.logs.values()) rows.push([log.topic, String(log.partition), ...summaryFields(log.summary())]);
+    for (const log of this.logs.values()) if (log.servable) rows.push([log.topic, String(log.partition), ...summaryFields(log.summary())]);
     for (const [k, s] of this.summaries) {
       const p = parseKey(k);
       if (p !== null) rows.push([p.topic, String(p.partition), ...summaryFields(s)]);
@@ -261,6 +321,8 @@ export class LogManager {
     if (this.producerTimer !== null) clearInterval(this.producerTimer);
     this.producerTimer = null;
     if (this.tick !== null) await this.tick;
+    // the recovery pass stops at the log it is at (closed is set)
+    if (this.recovery !== null) await this.recovery;
     let failed = false as boolean; // set by the closers below, which narrowing does not see
     // a few at a time: closing an open log is mostly waiting for fsyncs (a log not open has nothing to do)
     const logs = [...this.logs.values()];
@@ -278,6 +340,14 @@ export class LogManager {
       }
     };
     await Promise.all(Array.from({ length: CLOSE_CONCURRENCY }, closer));
+    // a log never recovered has no summary to write: the next start has to recover it, as after a crash
+    if (this.unrecovered.size > 0) {
+      failed = true;
+      this.logger.warn(
+        { dataDir: this.dataDir, logs: this.unrecovered.size },
+        'logs not recovered yet at shutdown: no clean-shutdown marker, the next start recovers them',
+      );
+    }
     if (failed) {
       await this.journal.close();
     } else {

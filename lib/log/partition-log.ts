@@ -47,6 +47,8 @@ export interface OpenHooks {
   beforeOpen(topic: string, partition: number): Promise<void>;
   /** Runs the open itself (the manager bounds how many run at once). */
   schedule<T>(open: () => Promise<T>): Promise<T>;
+  /** The open finished, opened or failed (the log needs no recovery any more, or is offline). */
+  settled(topic: string, partition: number): void;
 }
 
 export class PartitionLog {
@@ -178,6 +180,7 @@ export class PartitionLog {
       this.failed = err instanceof LogError ? err : storageError(`opening ${this.dir} failed: ${(err as Error).message}`, err);
       this.logger.error({ err, dir: this.dir }, 'opening the log failed; the partition is offline');
       this.opening = null;
+      this.hooks?.settled(this.topic, this.partition);
       this.settleWaiting(null, this.failed);
       throw this.failed;
     }
@@ -185,6 +188,7 @@ export class PartitionLog {
     this.log = log;
     this.epochs = null;
     this.opening = null;
+    this.hooks?.settled(this.topic, this.partition);
     this.settleWaiting(log, null);
     return log;
   }
@@ -231,12 +235,20 @@ export class PartitionLog {
     throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} is not open yet (${what}); retry`, GregorLogErrorCode.NOT_OPEN);
   }
 
+  /**
+   * What a log not open answers from: its summary. A log without one (to be recovered after an
+   * unclean shutdown) answers nothing before it is open: this starts the open and throws a
+   * retriable error (or the open's error once it failed), as the callers should have opened it.
+   */
   private get state(): LogSummary {
+    if (this.closedState === null) this.requireLog('offsets of a log not recovered yet');
     return this.closedState ?? EMPTY_SUMMARY;
   }
 
   /** leader-epoch-checkpoint of a log not open (small; read once, synchronously). */
   private closedEpochs(): LeaderEpochCache {
+    // recovery may cut epochs past the end: a log to recover has to be open first
+    if (this.closedState === null) this.requireLog('leader epochs of a log not recovered yet');
     if (this.epochs === null) {
       this.epochs = new LeaderEpochCache(path.join(this.dir, 'leader-epoch-checkpoint'));
       try {
@@ -398,7 +410,8 @@ export class PartitionLog {
    */
   maintenanceDue(now: number): boolean {
     if (this.log !== null) return true;
-    if (this.closed || this.failed !== null || this.opening !== null) return false;
+    // a log to recover is opened by the manager's recovery pass (or its first use), not here
+    if (this.closed || this.failed !== null || this.opening !== null || this.closedState === null) return false;
     const s = this.state;
     const active = s.segments[s.segments.length - 1];
     if (active !== undefined && active.size > 0 && now - this.since > this.config.segmentMs) return true;

@@ -11,6 +11,8 @@ import { type Purgatory, type StandingWatch, waitFor } from './purgatory.js';
 
 export class FetchWatch {
   private readonly standing: StandingWatch;
+  /** The logs last given to `standing`, in the order given (a repeated poll names them in the same order). */
+  private watched: readonly PartitionLog[] = [];
 
   constructor(private readonly purgatory: Purgatory) {
     // A change to any watched partition re-checks the fetch waiting on this connection, if any.
@@ -22,13 +24,26 @@ export class FetchWatch {
    * resolves true when ready.
    */
   wait(logs: readonly PartitionLog[], timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean> {
-    this.standing.setKeys(logs);
+    if (!sameInOrder(logs, this.watched)) {
+      this.standing.setKeys(logs);
+      this.watched = logs;
+    }
     return waitFor(this.purgatory, [this], timeoutMs, ready);
   }
 
   close(): void {
     this.standing.close();
   }
+}
+
+/**
+ * The same logs in the same order: one identity compare per partition, where the standing watch's
+ * own order-free check costs a Set lookup each (a different order still goes to it, and is kept).
+ */
+function sameInOrder(a: readonly PartitionLog[], b: readonly PartitionLog[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 const watches = new WeakMap<object, FetchWatch>();

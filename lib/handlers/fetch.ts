@@ -44,12 +44,27 @@ function partitionResult(
   records: Buffer,
   aborted: FetchResponseAbortedTransaction[] = NO_ABORTED,
 ): FetchResponsePartitionData {
+  if (log === undefined) return resultOf(partitionIndex, readCommitted, errorCode, -1n, -1n, -1n, records, aborted);
+  return resultOf(partitionIndex, readCommitted, errorCode, log.highWatermark, log.lastStableOffset, log.logStartOffset, records, aborted);
+}
+
+/** One shape for every partition result (the encoder's property reads stay monomorphic). */
+function resultOf(
+  partitionIndex: number,
+  readCommitted: boolean,
+  errorCode: number,
+  highWatermark: bigint,
+  lastStableOffset: bigint,
+  logStartOffset: bigint,
+  records: Buffer,
+  aborted: FetchResponseAbortedTransaction[],
+): FetchResponsePartitionData {
   return {
     partitionIndex,
     errorCode,
-    highWatermark: log === undefined ? -1n : log.highWatermark,
-    lastStableOffset: log === undefined ? -1n : log.lastStableOffset,
-    logStartOffset: log === undefined ? -1n : log.logStartOffset,
+    highWatermark,
+    lastStableOffset,
+    logStartOffset,
     // read_uncommitted gets null: librdkafka complains about a list it did not ask for
     abortedTransactions: readCommitted ? aborted : null,
     preferredReadReplica: -1,
@@ -145,9 +160,20 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
         partitions.push(partitionResult(p.partition, log, readCommitted, versionError, EMPTY));
         continue;
       }
-      if (caughtUp(p.fetchOffset, log, readCommitted)) {
-        // Caught up: nothing to read, so no read call (an idle consumer on thousands of partitions is all this).
-        partitions.push(partitionResult(p.partition, log, readCommitted, ErrorCode.NONE, EMPTY));
+      // Caught up: nothing to read, so no read call (an idle consumer on thousands of partitions is all
+      // this). The log's offsets are read once for both the check and the answer.
+      const highWatermark = log.highWatermark;
+      const lastStableOffset = log.lastStableOffset;
+      const logStartOffset = log.logStartOffset;
+      const fetchOffset = p.fetchOffset;
+      if (
+        fetchOffset >= (readCommitted ? lastStableOffset : highWatermark) &&
+        fetchOffset >= logStartOffset &&
+        fetchOffset <= log.logEndOffset
+      ) {
+        partitions.push(
+          resultOf(p.partition, readCommitted, ErrorCode.NONE, highWatermark, lastStableOffset, logStartOffset, EMPTY, NO_ABORTED),
+        );
         continue;
       }
       partitions.push(await readOne(p, log));

@@ -1,6 +1,8 @@
 import { GregorErrorCode, ProtocolError } from './errors.js';
 
 const ZERO_UUID = '00000000000000000000000000000000';
+/** `-1n` written in an expression is a unary minus on 1n, evaluated (and allocated) every time. */
+const MINUS_ONE = -1n;
 
 /** An unknown tagged field, kept verbatim so that it survives a decode → encode round trip. */
 export interface TaggedField {
@@ -116,7 +118,7 @@ export class Reader {
     const lo = dv.getUint32(this.offset + 4);
     let v: bigint;
     if (hi === 0) v = lo === 0 ? 0n : BigInt(lo);
-    else if (hi === -1 && lo === 0xffffffff) v = -1n;
+    else if (hi === -1 && lo === 0xffffffff) v = MINUS_ONE;
     else if (hi >= -0x200000 && hi < 0x200000) v = BigInt(hi * 0x100000000 + lo);
     else v = dv.getBigInt64(this.offset);
     this.offset += 8;

@@ -11,7 +11,7 @@ import { type Purgatory, type StandingWatch, waitFor } from './purgatory.js';
 
 export class FetchWatch {
   private readonly standing: StandingWatch;
-  /** The logs last given to `standing`, in the order given (a repeated poll names them in the same order). */
+  /** The logs of the last wait, in their order (the standing watch holds the same set). */
   private watched: readonly PartitionLog[] = [];
 
   constructor(private readonly purgatory: Purgatory) {
@@ -24,10 +24,8 @@ export class FetchWatch {
    * resolves true when ready.
    */
   wait(logs: readonly PartitionLog[], timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean> {
-    if (!sameInOrder(logs, this.watched)) {
-      this.standing.setKeys(logs);
-      this.watched = logs;
-    }
+    if (!sameRotation(logs, this.watched)) this.standing.setKeys(logs);
+    this.watched = logs;
     return waitFor(this.purgatory, [this], timeoutMs, ready);
   }
 
@@ -37,12 +35,21 @@ export class FetchWatch {
 }
 
 /**
- * The same logs in the same order: one identity compare per partition, where the standing watch's
- * own order-free check costs a Set lookup each (a different order still goes to it, and is kept).
+ * The same logs in the same cyclic order: librdkafka starts each Fetch's list one partition later
+ * than the last, so a rotation is the common change. Two identity compares per partition at most,
+ * where the standing watch's own order-free check costs a Set lookup each (any other change still
+ * goes to it).
  */
-function sameInOrder(a: readonly PartitionLog[], b: readonly PartitionLog[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+function sameRotation(a: readonly PartitionLog[], b: readonly PartitionLog[]): boolean {
+  const n = a.length;
+  if (n !== b.length) return false;
+  if (n === 0) return true;
+  let j = b.indexOf(a[0]!);
+  if (j < 0) return false;
+  for (let i = 0; i < n; i++) {
+    if (a[i] !== b[j]) return false;
+    j = j + 1 === n ? 0 : j + 1;
+  }
   return true;
 }
 

@@ -3,6 +3,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type {
   FetchRequest,
   FetchRequestFetchPartition,
+  FetchRequestFetchTopic,
   FetchResponse,
   FetchResponseAbortedTransaction,
   FetchResponsePartitionData,
@@ -17,34 +18,53 @@ const READ_COMMITTED = 1;
 const ZERO_UUID = '0'.repeat(32);
 const EMPTY = Buffer.alloc(0);
 
-interface Wanted {
-  req: FetchRequestFetchPartition;
-  log: PartitionLog | undefined;
-  errorCode: number;
-}
-
+/**
+ * A requested topic with its partition logs, resolved once per request. No object per partition: an
+ * idle consumer names thousands of partitions in every poll, and whatever is made per partition
+ * lives through the long poll (young-generation copies, promotions).
+ */
 interface TopicOut {
   topic: string;
   topicId: string;
-  wanted: Wanted[];
+  req: FetchRequestFetchTopic;
+  /** the topic's logs by partition index; undefined when the topic is unknown */
+  logs: readonly PartitionLog[] | undefined;
+  /** the error of a partition not in `logs` */
+  missing: number;
 }
 
 /** Shared by every read_committed partition result without aborted transactions (the encoder only reads it). */
 const NO_ABORTED: FetchResponseAbortedTransaction[] = [];
 
 function partitionResult(
-  w: Wanted,
+  partitionIndex: number,
+  log: PartitionLog | undefined,
   readCommitted: boolean,
   errorCode: number,
   records: Buffer,
   aborted: FetchResponseAbortedTransaction[] = NO_ABORTED,
 ): FetchResponsePartitionData {
+  if (log === undefined) return resultOf(partitionIndex, readCommitted, errorCode, -1n, -1n, -1n, records, aborted);
+  return resultOf(partitionIndex, readCommitted, errorCode, log.highWatermark, log.lastStableOffset, log.logStartOffset, records, aborted);
+}
+
+/** One shape for every partition result (the encoder's property reads stay monomorphic). */
+function resultOf(
+  partitionIndex: number,
+  readCommitted: boolean,
+  errorCode: number,
+  highWatermark: bigint,
+  lastStableOffset: bigint,
+  logStartOffset: bigint,
+  records: Buffer,
+  aborted: FetchResponseAbortedTransaction[],
+): FetchResponsePartitionData {
   return {
-    partitionIndex: w.req.partition,
+    partitionIndex,
     errorCode,
-    highWatermark: w.log?.highWatermark ?? -1n,
-    lastStableOffset: w.log?.lastStableOffset ?? -1n,
-    logStartOffset: w.log?.logStartOffset ?? -1n,
+    highWatermark,
+    lastStableOffset,
+    logStartOffset,
     // read_uncommitted gets null: librdkafka complains about a list it did not ask for
     abortedTransactions: readCommitted ? aborted : null,
     preferredReadReplica: -1,
@@ -98,36 +118,40 @@ async function recoverFetched(req: FetchRequest, ctx: RequestContext): Promise<v
   }
 }
 
-/** The topics and partitions asked for with their logs (one pass), and whether all are caught up. */
+/** The topics asked for with their logs (one pass), every partition log found, and whether all are caught up. */
 function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean) {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
-  const missing = byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+  const unknownTopic = byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
   const topics: TopicOut[] = [];
   const logs: PartitionLog[] = [];
   let allCaughtUp = true;
   for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
     const partitionLogs = rec === undefined ? undefined : s.topics.logsOf(rec.name);
-    const wanted: Wanted[] = [];
-    for (const p of t.partitions) {
+    const parts = t.partitions;
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as FetchRequestFetchPartition;
       const log = partitionLogs?.[p.partition];
       if (log === undefined) {
         allCaughtUp = false;
-        wanted.push({ req: p, log, errorCode: rec === undefined ? missing : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION });
         continue;
       }
       if (!log.servable) {
-        // its recovery failed (see recoverFetched): offline, no offsets to give
+        // its recovery failed (see recoverFetched): offline, answered KAFKA_STORAGE_ERROR by readAll
         allCaughtUp = false;
-        wanted.push({ req: p, log: undefined, errorCode: ErrorCode.KAFKA_STORAGE_ERROR });
         continue;
       }
       logs.push(log);
       if (allCaughtUp && !caughtUp(p.fetchOffset, log, readCommitted)) allCaughtUp = false;
-      wanted.push({ req: p, log, errorCode: ErrorCode.NONE });
     }
-    topics.push({ topic: rec?.name ?? t.topic ?? '', topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID, wanted });
+    topics.push({
+      topic: rec?.name ?? t.topic ?? '',
+      topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID,
+      req: t,
+      logs: partitionLogs,
+      missing: rec === undefined ? unknownTopic : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    });
   }
   return { topics, logs, allCaughtUp };
 }
@@ -139,58 +163,74 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
   let errors = 0;
   const out: FetchResponse['responses'] = [];
   for (const t of topics) {
+    const parts = t.req.partitions;
     const partitions: FetchResponsePartitionData[] = [];
-    for (const w of t.wanted) {
-      if (w.log === undefined || w.errorCode !== ErrorCode.NONE) {
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as FetchRequestFetchPartition;
+      const log = t.logs?.[p.partition];
+      if (log === undefined) {
         errors++;
-        partitions.push(partitionResult(w, readCommitted, w.errorCode, EMPTY));
+        partitions.push(partitionResult(p.partition, undefined, readCommitted, t.missing, EMPTY));
         continue;
       }
-      const versionError = fetchVersionError(w.log, apiVersion);
+      if (!log.servable) {
+        // its recovery failed: offline, no offsets to give
+        errors++;
+        partitions.push(partitionResult(p.partition, undefined, readCommitted, ErrorCode.KAFKA_STORAGE_ERROR, EMPTY));
+        continue;
+      }
+      const versionError = fetchVersionError(log, apiVersion);
       if (versionError !== ErrorCode.NONE) {
         errors++;
-        partitions.push(partitionResult(w, readCommitted, versionError, EMPTY));
+        partitions.push(partitionResult(p.partition, log, readCommitted, versionError, EMPTY));
         continue;
       }
-      if (caughtUp(w.req.fetchOffset, w.log, readCommitted)) {
-        // Caught up: nothing to read, so no read call (an idle consumer on thousands of partitions is all this).
-        partitions.push(partitionResult(w, readCommitted, ErrorCode.NONE, EMPTY));
-        continue;
-      }
-      try {
-        const limit = Math.max(0, Math.min(w.req.partitionMaxBytes, budget));
-        const { records, size } = await w.log.read(w.req.fetchOffset, limit, {
-          minOneMessage: allowOversized && total === 0,
-          maxOffset: readLimit(w.log, readCommitted),
-        });
-        budget -= size;
-        total += size;
-        if (apiVersion <= 3) {
-          // old readers get magic 0/1 (down-converted on the append pool when stored newer)
-          const r = await recordsForFetchVersion(w.log, records, apiVersion, w.req.fetchOffset);
-          if (r.errorCode !== ErrorCode.NONE) errors++;
-          partitions.push(partitionResult(w, readCommitted, r.errorCode, r.records));
-          continue;
-        }
-        const bytes = records.length === 0 ? EMPTY : records.length === 1 ? (records[0] ?? EMPTY) : Buffer.concat(records, size);
+      // Caught up: nothing to read, so no read call (an idle consumer on thousands of partitions is all
+      // this). The log's offsets are read once for both the check and the answer.
+      const highWatermark = log.highWatermark;
+      const lastStableOffset = log.lastStableOffset;
+      const logStartOffset = log.logStartOffset;
+      const fetchOffset = p.fetchOffset;
+      if (
+        fetchOffset >= (readCommitted ? lastStableOffset : highWatermark) &&
+        fetchOffset >= logStartOffset &&
+        fetchOffset <= log.logEndOffset
+      ) {
         partitions.push(
-          partitionResult(
-            w,
-            readCommitted,
-            ErrorCode.NONE,
-            bytes,
-            readCommitted ? abortedIn(w.log, w.req.fetchOffset, records) : NO_ABORTED,
-          ),
+          resultOf(p.partition, readCommitted, ErrorCode.NONE, highWatermark, lastStableOffset, logStartOffset, EMPTY, NO_ABORTED),
         );
-      } catch (e) {
-        if (!(e instanceof LogError)) throw e;
-        errors++;
-        partitions.push(partitionResult(w, readCommitted, e.errorCode, EMPTY));
+        continue;
       }
+      partitions.push(await readOne(p, log));
     }
     out.push({ topic: t.topic, topicId: t.topicId, partitions });
   }
   return { responses: out, total, errors };
+
+  async function readOne(p: FetchRequestFetchPartition, log: PartitionLog): Promise<FetchResponsePartitionData> {
+    try {
+      const limit = Math.max(0, Math.min(p.partitionMaxBytes, budget));
+      const { records, size } = await log.read(p.fetchOffset, limit, {
+        minOneMessage: allowOversized && total === 0,
+        maxOffset: readLimit(log, readCommitted),
+      });
+      budget -= size;
+      total += size;
+      if (apiVersion <= 3) {
+        // old readers get magic 0/1 (down-converted on the append pool when stored newer)
+        const r = await recordsForFetchVersion(log, records, apiVersion, p.fetchOffset);
+        if (r.errorCode !== ErrorCode.NONE) errors++;
+        return partitionResult(p.partition, log, readCommitted, r.errorCode, r.records);
+      }
+      const bytes = records.length === 0 ? EMPTY : records.length === 1 ? (records[0] ?? EMPTY) : Buffer.concat(records, size);
+      const aborted = readCommitted ? abortedIn(log, p.fetchOffset, records) : NO_ABORTED;
+      return partitionResult(p.partition, log, readCommitted, ErrorCode.NONE, bytes, aborted);
+    } catch (e) {
+      if (!(e instanceof LogError)) throw e;
+      errors++;
+      return partitionResult(p.partition, log, readCommitted, e.errorCode, EMPTY);
+    }
+  }
 }
 
 export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({

@@ -15,6 +15,8 @@ export class FetchWatch {
   private readonly standing: StandingWatch;
   /** the connection's fetches wait one at a time (a connection runs its requests in order): one reusable wait */
   private readonly waiting: ReusableWait;
+  /** The logs of the last wait, in their order (the standing watch holds the same set). */
+  private watched: readonly PartitionLog[] = [];
 
   constructor(purgatory: Purgatory) {
     // A change to any watched partition re-checks the fetch waiting on this connection, if any.
@@ -27,7 +29,8 @@ export class FetchWatch {
    * resolves true when ready.
    */
   wait(logs: readonly PartitionLog[], timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean> {
-    this.standing.setKeys(logs);
+    if (!sameRotation(logs, this.watched)) this.standing.setKeys(logs);
+    this.watched = logs;
     return this.waiting.wait(timeoutMs, ready);
   }
 
@@ -35,6 +38,25 @@ export class FetchWatch {
     this.standing.close();
     this.waiting.close();
   }
+}
+
+/**
+ * The same logs in the same cyclic order: librdkafka starts each Fetch's list one partition later
+ * than the last, so a rotation is the common change. Two identity compares per partition at most,
+ * where the standing watch's own order-free check costs a Set lookup each (any other change still
+ * goes to it).
+ */
+function sameRotation(a: readonly PartitionLog[], b: readonly PartitionLog[]): boolean {
+  const n = a.length;
+  if (n !== b.length) return false;
+  if (n === 0) return true;
+  let j = b.indexOf(a[0]!);
+  if (j < 0) return false;
+  for (let i = 0; i < n; i++) {
+    if (a[i] !== b[j]) return false;
+    j = j + 1 === n ? 0 : j + 1;
+  }
+  return true;
 }
 
 const watches = new WeakMap<object, FetchWatch>();

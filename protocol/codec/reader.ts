@@ -1,6 +1,8 @@
 import { GregorErrorCode, ProtocolError } from './errors.js';
 
 const ZERO_UUID = '00000000000000000000000000000000';
+/** `-1n` written in an expression is a unary minus on 1n, evaluated (and allocated) every time. */
+const MINUS_ONE = -1n;
 
 /** An unknown tagged field, kept verbatim so that it survives a decode → encode round trip. */
 export interface TaggedField {
@@ -104,9 +106,21 @@ export class Reader {
     return v;
   }
 
+  /**
+   * Offsets, epochs and ids are mostly small: those are read as two int32 halves and made a BigInt
+   * from the number (0 and -1, the commonest, are constants and allocate nothing), which is several
+   * times cheaper than DataView#getBigInt64 on Node 20. Anything beyond 2^53 takes the general path.
+   */
   int64(): bigint {
     if (!this.need(8)) return 0n;
-    const v = this.view.getBigInt64(this.offset);
+    const dv = this.view;
+    const hi = dv.getInt32(this.offset);
+    const lo = dv.getUint32(this.offset + 4);
+    let v: bigint;
+    if (hi === 0) v = lo === 0 ? 0n : BigInt(lo);
+    else if (hi === -1 && lo === 0xffffffff) v = MINUS_ONE;
+    else if (hi >= -0x200000 && hi < 0x200000) v = BigInt(hi * 0x100000000 + lo);
+    else v = dv.getBigInt64(this.offset);
     this.offset += 8;
     return v;
   }

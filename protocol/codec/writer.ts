@@ -167,6 +167,7 @@ export class Writer {
   }
 
   raw(v: Buffer): void {
+    if (v.length === 0) return; // empty records of every caught-up fetch partition: skip TypedArray#set's call
     if (this.offset + v.length > this.buf.length) throw new RangeError('write past the end of the buffer');
     // TypedArray#set: same bytes as Buffer#copy without its JS argument handling (cheaper for small values).
     this.buf.set(v, this.offset);

@@ -69,6 +69,40 @@ describe('codec primitives', () => {
     expect(r.compactString()).to.equal('abc');
   });
 
+  it('int64 reads every range exactly (small values take a fast path, the rest DataView)', () => {
+    const values = [0n, 1n, -1n, -2n, 0xffffffffn, 0x100000000n, -0x100000000n, -0xffffffffn, 123456789012345n, -123456789012345n];
+    values.push(
+      2n ** 53n - 1n,
+      2n ** 53n,
+      -(2n ** 53n),
+      -(2n ** 53n) - 1n,
+      2n ** 63n - 1n,
+      -(2n ** 63n),
+      0x1fffffn << 32n,
+      (0x1fffffn << 32n) - 1n,
+    );
+    for (const v of values) {
+      const w = Writer.alloc(8);
+      w.int64(v);
+      const r = new Reader(w.done());
+      expect(r.int64()).to.equal(v);
+      r.finish(true);
+    }
+    // unaligned, after other fields
+    const w = Writer.alloc(1 + 8 + 8);
+    w.int8(7);
+    w.int64(-5n);
+    w.int64(2n ** 62n);
+    const r = new Reader(w.done());
+    expect([r.int8(), r.int64(), r.int64()]).to.deep.equal([7, -5n, 2n ** 62n]);
+  });
+
+  it('writes empty raw bytes without touching the buffer', () => {
+    const w = Writer.alloc(4);
+    w.bytes(Buffer.alloc(0));
+    expect([...w.done()]).to.deep.equal([0, 0, 0, 0]);
+  });
+
   it('a truncated read is a sticky ProtocolError, never a RangeError', () => {
     const r = new Reader(Buffer.from([0, 0, 0]));
     expect(r.int32()).to.equal(0);

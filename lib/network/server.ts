@@ -153,7 +153,9 @@ export class KafkaServer {
     this.conns.set(id, conn);
     this.perIp.set(remoteAddress, (this.perIp.get(remoteAddress) ?? 0) + 1);
     conn.info.logger.debug({ remoteAddress, remotePort }, 'connection accepted');
-    socket.once('close', () => {
+    // counted until the connection is done: after a peer's FIN, whole requests it sent are still being
+    // processed (see Connection.headless), and a shutdown waits for them within its grace period
+    void conn.closed.then(() => {
       this.conns.delete(id);
       const n = (this.perIp.get(remoteAddress) ?? 1) - 1;
       if (n <= 0) this.perIp.delete(remoteAddress);

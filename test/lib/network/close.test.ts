@@ -58,6 +58,16 @@ describe('network: graceful close', () => {
     await eventually(() => h.server.connectionCount === 0, 3000, 'the connection to be gone');
   });
 
+  it('a shutdown waits (within its grace period) for the requests of a peer that already closed', async () => {
+    const c = await connect();
+    c.socket.end(Buffer.concat([request(1, { delayMs: 200 }), request(2, { mode: Mode.NO_RESPONSE })]));
+    await c.waitClosed();
+    expect(h.server.connectionCount, 'still counted while its requests run').to.equal(1);
+    await h.server.close(5000);
+    expect(h.stats.started).to.deep.equal([1, 2]);
+    expect(h.server.connectionCount).to.equal(0);
+  });
+
   it('destroys connections still busy after graceMs', async () => {
     const c = await connect();
     c.send(request(1, { mode: Mode.HANG }));

@@ -115,3 +115,25 @@ export function lastOffsetOf(entry: Buffer): bigint {
 export function segmentFiles(dir: string): string[] {
   return fs.readdirSync(path.join(dir, 'topic-0')).sort();
 }
+
+/** A logger for LogManager that keeps each line's message, for asserting what was logged. */
+export function captureLog(): {
+  lines: string[];
+  logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void };
+} {
+  const lines: string[] = [];
+  const push = (_: object, m?: string): void => void lines.push(m ?? '');
+  return { lines, logger: { info: push, warn: push, error: push } };
+}
+
+/** A torn write: cuts the last `tail` bytes of the partition directory's active segment in half and appends garbage. */
+export function tearTail(dir: string, tail: number): void {
+  const seg = fs
+    .readdirSync(dir)
+    .filter((n) => n.endsWith('.log'))
+    .sort()
+    .pop() as string;
+  const file = path.join(dir, seg);
+  fs.truncateSync(file, fs.statSync(file).size - Math.ceil(tail / 2));
+  fs.appendFileSync(file, Buffer.from('torn \x00\x01\x02 garbage garbage'));
+}

@@ -19,36 +19,14 @@ import type { PartitionLog } from '../../../lib/log/partition-log.js';
 import { type ChildBroker, startChildBroker } from '../../helpers/broker.js';
 import { RawClient, rawCreateTopics, rawFetch, rawListOffset } from '../../helpers/raw-client.js';
 import { initProducerId, produce, producerBatch } from '../../helpers/txn-raw.js';
-import { T0, config, expectLogError, readAll, rmDir, tmpDir, v2 } from './helpers.js';
+import { captureLog, config, expectLogError, readAll, rmDir, T0, tearTail, tmpDir, v2 } from './helpers.js';
 
 const broker = new BrokerConfig({ overrides: { 'log.retention.bytes': '-1' } });
 const PID = { producerId: 4242n, producerEpoch: 0 };
 
-function capture(): {
-  lines: string[];
-  logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void };
-} {
-  const lines: string[] = [];
-  const push = (_: object, m?: string): void => void lines.push(m ?? '');
-  return { lines, logger: { info: push, warn: push, error: push } };
-}
-
 /** An idempotent batch of `n` records from PID at sequence `seq`. */
 const idem = (seq: number, n = 3): Buffer =>
   v2(n, { producerId: PID.producerId, producerEpoch: PID.producerEpoch, baseSequence: seq, prefix: `s${seq}` });
-
-/** Tears the last `tail` bytes of the active segment in half and appends garbage. */
-function tearTail(log: { dir: string }, tail: number): void {
-  const seg = fs
-    .readdirSync(log.dir)
-    .filter((n) => n.endsWith('.log'))
-    .sort()
-    .pop() as string;
-  const file = path.join(log.dir, seg);
-  const size = fs.statSync(file).size;
-  fs.truncateSync(file, size - Math.ceil(tail / 2));
-  fs.appendFileSync(file, Buffer.from('torn \x00\x01\x02 garbage garbage'));
-}
 
 interface Seen {
   logStartOffset: bigint;
@@ -79,7 +57,7 @@ describe('lib/log lazy open', () => {
     for (const m of managers.splice(0)) await m.shutdown().catch(() => undefined);
     rmDir(dir);
   });
-  const open = async (logger?: ReturnType<typeof capture>['logger']): Promise<LogManager> => {
+  const open = async (logger?: ReturnType<typeof captureLog>['logger']): Promise<LogManager> => {
     const m = await LogManager.open(dir, broker, logger);
     managers.push(m);
     return m;
@@ -115,7 +93,7 @@ describe('lib/log lazy open', () => {
         .sort(),
     ).to.deep.equal(['wide-0', 'wide-299', 'wide-7']);
 
-    const c = capture();
+    const c = captureLog();
     mgr = await open(c.logger);
     expect(mgr.hadCleanShutdown).to.equal(true);
     const again = Array.from({ length: 300 }, (_, p) => mgr.attach('wide', p, cfg));
@@ -199,10 +177,10 @@ describe('lib/log lazy open', () => {
     expect((await p3.appendAsync(idem(12), { leaderEpoch: 0 })).info.firstOffset).to.equal(12n);
     expect((await p3.appendAsync(idem(15), { leaderEpoch: 0 })).info.firstOffset).to.equal(15n);
     await p3.flush();
-    tearTail(p3, idem(15).length);
+    tearTail(p3.dir, idem(15).length);
     crash(mgr);
 
-    const c = capture();
+    const c = captureLog();
     mgr = await open(c.logger);
     expect(mgr.hadCleanShutdown).to.equal(false);
     const r3 = mgr.attach('t', 3, config());
@@ -228,9 +206,9 @@ describe('lib/log lazy open', () => {
     for (let i = 0; i < 5; i++) await log.appendAsync(idem(i * 3), { leaderEpoch: 0 });
     await mgr.shutdown();
     // the files change while the broker is down (the summary cannot know)
-    tearTail(log, idem(12).length);
+    tearTail(log.dir, idem(12).length);
 
-    const c = capture();
+    const c = captureLog();
     mgr = await open(c.logger);
     expect(mgr.hadCleanShutdown).to.equal(true);
     const lazy = mgr.attach('t', 0, config());
@@ -354,9 +332,9 @@ describe('lib/log lazy open in a broker process', function () {
     c.destroy();
     b.child.kill('SIGKILL');
     await b.exited;
-    tearTail({ dir: path.join(dataDir, 'wide-5') }, fifth.length);
+    tearTail(path.join(dataDir, 'wide-5'), fifth.length);
     // partition 7 was not open when the broker died; its files change while it is down
-    tearTail({ dir: path.join(dataDir, 'wide-7') }, batches.get(7)![3]!.length);
+    tearTail(path.join(dataDir, 'wide-7'), batches.get(7)![3]!.length);
 
     // kill -9 restart: the logs opened since the clean shutdown (3, 5) are recovered after ready,
     // by their first use or the background pass, whichever comes first; 7 stays closed

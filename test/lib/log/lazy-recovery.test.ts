@@ -14,7 +14,7 @@ import { BrokerConfig } from '../../../lib/config.js';
 import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.js';
 import { type ChildBroker, startChildBroker } from '../../helpers/broker.js';
 import { LIST_OFFSETS_V, RawClient, rawCreateTopics, rawFetch, rawListOffset, rawProduce } from '../../helpers/raw-client.js';
-import { config, expectLogError, readAll, rmDir, tmpDir, v2 } from './helpers.js';
+import { captureLog, config, expectLogError, readAll, rmDir, tearTail, tmpDir, v2 } from './helpers.js';
 
 const broker = new BrokerConfig({ overrides: { 'log.retention.bytes': '-1' } });
 const PID = { producerId: 777n, producerEpoch: 0 };
@@ -22,27 +22,6 @@ const PID = { producerId: 777n, producerEpoch: 0 };
 /** An idempotent batch of `n` records at sequence `seq`. */
 const idem = (seq: number, n = 3): Buffer =>
   v2(n, { producerId: PID.producerId, producerEpoch: PID.producerEpoch, baseSequence: seq, prefix: `s${seq}` });
-
-/** Cuts the last `tail` bytes of the partition's active segment in half and appends garbage: a torn write. */
-function tearTail(dir: string, tail: number): void {
-  const seg = fs
-    .readdirSync(dir)
-    .filter((n) => n.endsWith('.log'))
-    .sort()
-    .pop() as string;
-  const file = path.join(dir, seg);
-  fs.truncateSync(file, fs.statSync(file).size - Math.ceil(tail / 2));
-  fs.appendFileSync(file, Buffer.from('torn \x00\x01 garbage'));
-}
-
-function capture(): {
-  lines: string[];
-  logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void };
-} {
-  const lines: string[] = [];
-  const push = (_: object, m?: string): void => void lines.push(m ?? '');
-  return { lines, logger: { info: push, warn: push, error: push } };
-}
 
 describe('lib/log recovery after ready', () => {
   let dir: string;
@@ -54,7 +33,7 @@ describe('lib/log recovery after ready', () => {
     for (const m of managers.splice(0)) await m.shutdown().catch(() => undefined);
     rmDir(dir);
   });
-  const open = async (logger?: ReturnType<typeof capture>['logger']): Promise<LogManager> => {
+  const open = async (logger?: ReturnType<typeof captureLog>['logger']): Promise<LogManager> => {
     const m = await LogManager.open(dir, broker, logger);
     managers.push(m);
     return m;
@@ -77,7 +56,7 @@ describe('lib/log recovery after ready', () => {
 
   it('a log to recover answers no offsets before its recovery; a produce to it lands after the recovered tail', async () => {
     await crashedWithTornTail([0, 1]);
-    const c = capture();
+    const c = captureLog();
     const mgr = await open(c.logger);
     expect(mgr.hadCleanShutdown).to.equal(false);
     const log = mgr.attach('t', 0, config());

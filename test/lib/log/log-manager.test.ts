@@ -4,16 +4,7 @@ import { expect } from 'chai';
 import { BrokerConfig } from '../../../lib/config.js';
 import { logConfigFrom } from '../../../lib/log/log-config.js';
 import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.js';
-import { config, rmDir, tmpDir, v2 } from './helpers.js';
-
-function capture(): {
-  lines: string[];
-  logger: { info: (o: object, m?: string) => void; warn: (o: object, m?: string) => void; error: (o: object, m?: string) => void };
-} {
-  const lines: string[] = [];
-  const push = (_: object, m?: string): void => void lines.push(m ?? '');
-  return { lines, logger: { info: push, warn: push, error: push } };
-}
+import { captureLog, config, rmDir, tmpDir, v2 } from './helpers.js';
 
 describe('lib/log LogManager', () => {
   let dir: string;
@@ -24,7 +15,7 @@ describe('lib/log LogManager', () => {
   afterEach(() => rmDir(dir));
 
   it('a fresh data dir (first start) recovers nothing and warns about nothing', async () => {
-    const c = capture();
+    const c = captureLog();
     const mgr = await LogManager.open(dir, broker, c.logger);
     const log = await mgr.getOrCreate('fresh', 0, config());
     await log.append(v2(2), { leaderEpoch: 0 }).written;
@@ -34,7 +25,7 @@ describe('lib/log LogManager', () => {
   });
 
   it('writes the clean-shutdown marker on shutdown and removes it while running', async () => {
-    const c1 = capture();
+    const c1 = captureLog();
     let mgr = await LogManager.open(dir, broker, c1.logger);
     expect(mgr.hadCleanShutdown).to.equal(false);
     const [a, b] = await Promise.all([mgr.getOrCreate('my-topic', 3, config()), mgr.getOrCreate('my-topic', 3, config())]);
@@ -43,7 +34,7 @@ describe('lib/log LogManager', () => {
     await mgr.shutdown();
     expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(true);
 
-    const c2 = capture();
+    const c2 = captureLog();
     mgr = await LogManager.open(dir, broker, c2.logger);
     expect(mgr.hadCleanShutdown).to.equal(true);
     expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(false);
@@ -54,7 +45,7 @@ describe('lib/log LogManager', () => {
     expect(mgr.get('my-topic', 3)).to.equal(log);
     // "crash": no shutdown, so the next start recovers
     await log.flush();
-    const c3 = capture();
+    const c3 = captureLog();
     const mgr3 = await LogManager.open(dir, broker, c3.logger);
     expect(mgr3.hadCleanShutdown).to.equal(false);
     const again = await mgr3.getOrCreate('my-topic', 3, config());

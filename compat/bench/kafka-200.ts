@@ -20,6 +20,7 @@ import net from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildRecordBatch } from '../../protocol/records/index.js';
+import { sockets, spawnUntil, stopChild, teardown } from './kafka-200-netns.js';
 import type { BenchContext } from '../lib/suite.js';
 import { RawClient, rawCreateTopics, rawProduce } from '../../test/helpers/raw-client.js';
 import {
@@ -130,104 +131,6 @@ async function worker(a: WorkerArgs): Promise<void> {
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 
-// ---- helpers ----------------------------------------------------------------------------------
-
-function sh(cmd: string, args: string[]): string {
-  return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-function teardown(): void {
-  try {
-    execFileSync('bash', [join(DELAY_DIR, 'teardown.sh'), PREFIX], { stdio: 'ignore' });
-  } catch {
-    // best effort
-  }
-}
-
-/** Spawns a process and resolves once its stdout matches `ready` (rejects on exit or timeout). */
-function spawnUntil(
-  cmd: string,
-  args: string[],
-  ready: RegExp,
-  timeoutMs: number,
-): Promise<{ child: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> }> {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
-  let out = '';
-  let err = '';
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-1_000_000)));
-  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-100_000)));
-  return new Promise((resolveP, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${cmd} ${args.join(' ')}: not ready within ${timeoutMs} ms\n${out.slice(-2000)}${err.slice(-2000)}`)),
-      timeoutMs,
-    );
-    const check = () => {
-      if (ready.test(out)) {
-        clearTimeout(timer);
-        resolveP({ child, out: () => out, err: () => err, exited });
-      }
-    };
-    child.stdout.on('data', check);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`${cmd} ${args.slice(0, 6).join(' ')} exited with ${code}\n${out.slice(-2000)}${err.slice(-2000)}`));
-    });
-  });
-}
-
-async function stopChild(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(t);
-}
-
-interface SockSample {
-  rb: number;
-  tb: number;
-  /** peer's advertised window seen by the broker (bytes), when ss shows it */
-  sndWnd: number | null;
-  bytes: number;
-}
-
-/** `ss -tmi` inside a namespace: per established connection on the broker port, skmem rb/tb and TCP info. */
-function sockets(ns: string): SockSample[] {
-  let text: string;
-  try {
-    text = sh('ip', [
-      'netns',
-      'exec',
-      ns,
-      'ss',
-      '-tmiHn',
-      'state',
-      'established',
-      `( sport = :${BROKER_PORT} or dport = :${BROKER_PORT} )`,
-    ]);
-  } catch {
-    return [];
-  }
-  // ss prints each connection on one line with -H? it wraps info onto continuation lines: join them
-  const blocks = text.split(/\n(?=\S)/);
-  return blocks.flatMap((b) => {
-    const mem = /skmem:\(r\d+,rb(\d+),t\d+,tb(\d+)/.exec(b);
-    if (mem === null) return [];
-    const wnd = /snd_wnd:(\d+)/.exec(b);
-    const sent = /bytes_(?:sent|acked):(\d+)/.exec(b);
-    const recv = /bytes_received:(\d+)/.exec(b);
-    return [
-      {
-        rb: Number(mem[1]),
-        tb: Number(mem[2]),
-        sndWnd: wnd === null ? null : Number(wnd[1]),
-        bytes: Math.max(Number(sent?.[1] ?? 0), Number(recv?.[1] ?? 0)),
-      },
-    ];
-  });
-}
-
 interface Cell {
   sndbuf: (typeof BUFFERS)[number];
   rcvbuf: (typeof BUFFERS)[number];
@@ -278,18 +181,18 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
   const cells: Cell[] = [];
   const delayStats: string[] = [];
   const onSignal = (sig: NodeJS.Signals) => {
-    teardown();
+    teardown(PREFIX);
     rmSync(dataDir, { recursive: true, force: true });
     process.exit(sig === 'SIGINT' ? 130 : 143);
   };
-  const onExit = () => teardown();
+  const onExit = () => teardown(PREFIX);
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   process.once('exit', onExit);
   const delays: { child: ChildProcess; exited: Promise<unknown>; err: () => string }[] = [];
   try {
     // 2. namespaces, veth, rules, delay lines
-    teardown(); // leftovers of an interrupted run
+    teardown(PREFIX); // leftovers of an interrupted run
     execFileSync('bash', [join(DELAY_DIR, 'setup.sh'), PREFIX], { stdio: 'inherit' });
     for (const ns of [NS_A, NS_B])
       delays.push(await spawnUntil('ip', ['netns', 'exec', ns, DELAY_BIN, '-q', '0', '-d', String(DELAY_MS)], /ready/, 5000));
@@ -335,8 +238,8 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
             let rb: number | null = null;
             let wnd: number | null = null;
             while (running) {
-              const a = sockets(NS_A).sort((x, y) => y.bytes - x.bytes)[0];
-              const b = sockets(NS_B).sort((x, y) => y.bytes - x.bytes)[0];
+              const a = sockets(NS_A, BROKER_PORT).sort((x, y) => y.bytes - x.bytes)[0];
+              const b = sockets(NS_B, BROKER_PORT).sort((x, y) => y.bytes - x.bytes)[0];
               if (a !== undefined) {
                 tb = Math.max(tb ?? 0, a.tb);
                 if (a.sndWnd !== null) wnd = Math.max(wnd ?? 0, a.sndWnd);
@@ -381,7 +284,7 @@ export async function kafka200(ctx: BenchContext): Promise<void> {
       await stopChild(d.child, d.exited);
       delayStats.push(d.err().trim());
     }
-    teardown();
+    teardown(PREFIX);
     rmSync(dataDir, { recursive: true, force: true });
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);

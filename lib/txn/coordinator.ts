@@ -14,11 +14,10 @@ import { buildRecordBatch } from '../../protocol/records/index.js';
 import type { BrokerConfig } from '../config.js';
 import { LogError } from '../log/errors.js';
 import type { PartitionLog } from '../log/partition-log.js';
-import { replayBatches } from '../log/replay.js';
 import { partitionFor } from '../group/records.js';
 import type { ProducerIdManager } from './producer-ids.js';
 import {
-  decodeTxnRecord,
+  replayTxnLog,
   persistError,
   withChanges,
   hasPartition,
@@ -148,17 +147,7 @@ export class TransactionCoordinator {
     for (let p = 0; p < this.numPartitions; p++) {
       const log = this.deps.stateLog(p);
       try {
-        if (log !== undefined && log.logEndOffset > log.logStartOffset) {
-          await replayBatches(log, (batch) => {
-            if (batch.isControl) return;
-            for (const r of batch.records({ maxOutput: 64 << 20 })) {
-              if (r.key === null) continue;
-              const { transactionalId, metadata } = decodeTxnRecord(r.key, r.value);
-              if (metadata === null) this.txns.delete(transactionalId);
-              else this.txns.set(transactionalId, metadata);
-            }
-          });
-        }
+        if (log !== undefined) await replayTxnLog(log, this.txns);
       } catch (err) {
         this.logger.error({ err, partition: p, code: 'GREGOR_ERR_TXN_LOAD' }, `failed to load ${TRANSACTION_STATE_TOPIC}-${p}`);
       } finally {

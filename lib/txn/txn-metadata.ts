@@ -4,6 +4,8 @@
  * version 0 + TransactionLogValue, a tombstone when the id expires. Kafka's tools can read them.
  */
 import { Reader } from '../../protocol/codec/reader.js';
+import type { PartitionLog } from '../log/partition-log.js';
+import { replayBatches } from '../log/replay.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { Writer } from '../../protocol/codec/writer.js';
 import { TransactionLogKeySchema } from '../../protocol/generated/data/transaction-log-key.js';
@@ -149,4 +151,18 @@ export function persistError(errorCode: number): number {
     default:
       return ErrorCode.UNKNOWN_SERVER_ERROR;
   }
+}
+
+/** Replays one `__transaction_state` partition into `txns`: the last record of each id wins, a tombstone removes it. */
+export async function replayTxnLog(log: PartitionLog, txns: Map<string, TxnMetadata>): Promise<void> {
+  if (log.logEndOffset <= log.logStartOffset) return;
+  await replayBatches(log, (batch) => {
+    if (batch.isControl) return;
+    for (const r of batch.records({ maxOutput: 64 << 20 })) {
+      if (r.key === null) continue;
+      const { transactionalId, metadata } = decodeTxnRecord(r.key, r.value);
+      if (metadata === null) txns.delete(transactionalId);
+      else txns.set(transactionalId, metadata);
+    }
+  });
 }

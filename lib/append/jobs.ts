@@ -6,7 +6,8 @@
  * result comes back in the one buffer the worker packed, moved, not copied.
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { convertForAppend, downConvert } from '../log/convert.js';
+import { convertForAppend } from '../log/convert.js';
+import { downConvert } from '../log/down-convert.js';
 import type { ConvertedAppend, ConvertedEntry } from '../log/convert.js';
 import { LogError } from '../log/errors.js';
 import type { LogConfig } from '../log/log-config.js';

@@ -9,7 +9,8 @@
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { convertForAppend, downConvert } from '../log/convert.js';
+import { convertForAppend } from '../log/convert.js';
+import { downConvert } from '../log/down-convert.js';
 import type { ConversionRunner, ConvertedAppend } from '../log/convert.js';
 import { LogError } from '../log/errors.js';
 import type { LogConfig } from '../log/log-config.js';

@@ -7,7 +7,7 @@
  * topic with `compression.type=zstd` answers UNSUPPORTED_COMPRESSION_TYPE below Fetch v10.
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { downConvert, fetchMagic, needsDownConversion } from '../log/convert.js';
+import { downConvert, fetchMagic, needsDownConversion } from '../log/down-convert.js';
 import { LogError } from '../log/errors.js';
 import type { PartitionLog } from '../log/partition-log.js';
 import { decompressLimit } from '../log/validator.js';

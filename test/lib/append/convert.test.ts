@@ -17,7 +17,8 @@ import {
   logEntries,
 } from '../../../protocol/records/index.js';
 import type { RecordInput } from '../../../protocol/records/index.js';
-import { convertForAppend, downConvert, formatMagic, planAppend, rebaseConverted } from '../../../lib/log/convert.js';
+import { convertForAppend, formatMagic, planAppend, rebaseConverted } from '../../../lib/log/convert.js';
+import { downConvert } from '../../../lib/log/down-convert.js';
 import { LogError } from '../../../lib/log/errors.js';
 import { defaultLogConfig } from '../../../lib/log/log-config.js';
 import type { LogConfig } from '../../../lib/log/log-config.js';

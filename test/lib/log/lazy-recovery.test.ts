@@ -15,7 +15,19 @@ import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.
 import { type ChildBroker, startChildBroker } from '../../helpers/broker.js';
 import { LIST_OFFSETS_V, RawClient, rawCreateTopics, rawFetch, rawListOffset, rawProduce } from '../../helpers/raw-client.js';
 import { captureLog, config, expectLogError, readAll, rmDir, tearTail, tmpDir, v2 } from './helpers.js';
+import { createRequire } from 'node:module';
+import { loadConfluent } from '../../../compat/lib/confluent-module.js';
+import { asError } from '../../../lib/as-error.js';
 
+/** The part of librdkafka's KafkaConsumer (@confluentinc/kafka-javascript, loaded at run time) used here. */
+interface RdConsumer {
+  connect(opts: { timeout: number }, cb: (e: unknown) => void): void;
+  assign(tps: { topic: string; partition: number; offset: number }[]): void;
+  consume(n: number, cb: (e: unknown, m: { partition: number; offset: number; value: Buffer }[]) => void): void;
+  disconnect(cb: () => void): void;
+}
+
+const require = createRequire(import.meta.url);
 const broker = new BrokerConfig({ overrides: { 'log.retention.bytes': '-1' } });
 const PID = { producerId: 777n, producerEpoch: 0 };
 
@@ -191,13 +203,38 @@ describe('lib/log recovery after ready in a broker process', function () {
     expect([after[0]?.errorCode, after[0]?.baseOffset]).to.deep.equal([0, 1n]);
     const f = await rawFetch(c, 'wide', 7, 0n, { maxWaitMs: 0 });
     expect([f.errorCode, f.highWatermark]).to.deep.equal([0, 2n]);
+    // first use by off-the-shelf clients: kafkajs produces to partition 3, librdkafka reads partition 5
+    const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
+    const producer = new Kafka({ brokers: [b.bootstrap], logLevel: logLevel.NOTHING }).producer();
+    await producer.connect();
+    const sent = await producer.send({ topic: 'wide', acks: -1, messages: [{ partition: 3, value: 'kafkajs after the crash' }] });
+    await producer.disconnect();
+    expect(sent.map((r) => [r.partition, r.errorCode, r.baseOffset])).to.deep.equal([[3, 0, '1']]);
+    const rd = loadConfluent() as { KafkaConsumer: new (conf: object, topicConf: object) => RdConsumer };
+    const consumer = new rd.KafkaConsumer({ 'bootstrap.servers': b.bootstrap, 'group.id': 'lazy-recovery', log_level: 0 }, {});
+    await new Promise<void>((resolve, reject) =>
+      consumer.connect({ timeout: 10_000 }, (e: unknown) => (e ? reject(asError(e)) : resolve())),
+    );
+    consumer.assign([{ topic: 'wide', partition: 5, offset: 0 }]);
+    const read: { partition: number; offset: number; value: string }[] = [];
+    const deadline = Date.now() + 10_000;
+    while (read.length === 0 && Date.now() < deadline) {
+      const batch = await new Promise<{ partition: number; offset: number; value: Buffer }[]>((resolve, reject) =>
+        consumer.consume(10, (e: unknown, m: { partition: number; offset: number; value: Buffer }[]) =>
+          e ? reject(asError(e)) : resolve(m),
+        ),
+      );
+      for (const m of batch) read.push({ partition: m.partition, offset: m.offset, value: m.value.toString() });
+    }
+    await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
+    expect(read.map((m) => [m.partition, m.offset, m.value.startsWith('all')])).to.deep.equal([[5, 0, true]]);
     const got = await listAll(c);
     expect(got).to.have.length(PARTITIONS);
     for (const p of got) {
       const want =
         p.partitionIndex === 9
           ? { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, offset: -1n }
-          : { errorCode: 0, offset: p.partitionIndex === 7 ? 2n : 1n };
+          : { errorCode: 0, offset: p.partitionIndex === 7 || p.partitionIndex === 3 ? 2n : 1n };
       expect({ errorCode: p.errorCode, offset: p.offset }, `partition ${p.partitionIndex}`).to.deep.equal(want);
     }
     expect((await rawFetch(c, 'wide', 9, 0n, { maxWaitMs: 0 })).errorCode).to.equal(ErrorCode.KAFKA_STORAGE_ERROR);

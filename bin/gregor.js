@@ -1,13 +1,24 @@
 #!/usr/bin/env node
-// Tool commands (topic, produce, consume, ...) load only the CLI and the protocol client, not the broker.
-// `start` runs the bundled broker (dist/bundle/, scripts/bundle.mjs): a few files load much faster
-// than the ~300 modules of dist/lib/.
-import { isToolCommand, runTool } from '../dist/lib/cli/index.js';
-
+'use strict';
+// `gregor start` (also no command, or options only) runs the bundled broker through bin/load-broker.js:
+// one CommonJS file compiled from a V8 code cache, with no ES module loader (start-up time).
+// Tool commands (topic, produce, consume, ...) load only the CLI and the protocol client, as ES
+// modules from dist/lib/, not the broker.
 const argv = process.argv.slice(2);
-const run = isToolCommand(argv[0]) ? runTool : (await import('../dist/bundle/cli.js')).main;
+const command = argv[0];
 
-run(argv).then(
+function startBroker(args) {
+  const { main, saveCodeCache } = require('./load-broker.js').loadBroker();
+  return main(args, saveCodeCache !== undefined ? { afterReady: saveCodeCache } : {});
+}
+
+async function toolOrBroker(args) {
+  const cli = await import('../dist/lib/cli/index.js');
+  return cli.isToolCommand(args[0]) ? cli.runTool(args) : startBroker(args);
+}
+
+const startPath = command === undefined || command === 'start' || command.startsWith('-');
+(startPath ? startBroker(argv) : toolOrBroker(argv)).then(
   (code) => process.exit(code),
   (err) => {
     console.error(err instanceof Error ? err.stack : String(err));

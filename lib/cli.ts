@@ -61,7 +61,17 @@ export function parseArgs(argv: readonly string[]): CliArgs {
   return args;
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
+/** What the process that runs `main` may add to a start. */
+export interface StartHooks {
+  /**
+   * Called once, on the turn after the ready line, under V8's default flags (the heap-headroom tuning
+   * set aside: lib/heap-headroom.ts). bin/load-broker.js writes the start path's code cache here, when
+   * the functions start-up compiled are in it.
+   */
+  afterReady?: () => void;
+}
+
+export async function main(argv: readonly string[], hooks: StartHooks = {}): Promise<number> {
   if (isToolCommand(argv[0])) return runTool(argv);
   let args: CliArgs;
   try {
@@ -106,7 +116,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   broker.logger.info({ config: broker.config.effective() }, 'effective configuration');
   // the broker owns this process: keep V8's full collections from chasing short-lived record buffers
-  startHeapHeadroom({ headroomBytes: headroomFromEnv(process.env['GREGOR_HEAP_HEADROOM_MB']) });
+  const headroom = startHeapHeadroom({ headroomBytes: headroomFromEnv(process.env['GREGOR_HEAP_HEADROOM_MB']) });
   try {
     await broker.start();
   } catch (e) {
@@ -157,5 +167,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const declared = topics.map((t) => ({ name: t.name, partitions: t.partitions === -1 ? defaultPartitions : t.partitions }));
     process.stderr.write(banner(info, { dataDir: broker.dataDir, topics: declared, readyMs: performance.now() }));
   }
+  const { afterReady } = hooks;
+  if (afterReady !== undefined) setImmediate(() => headroom.withV8Defaults(afterReady));
   return exit;
 }

@@ -54,6 +54,12 @@ export interface HeapHeadroom {
   readonly percent: number;
   /** Re-reads the heap: `afterFullGc` when it was just collected (its size is the live heap). */
   update(afterFullGc: boolean): void;
+  /**
+   * Runs `fn` with V8's own factor in force, then applies the percent again. A V8 code cache carries a
+   * hash of the V8 flags it was made under and is refused by a process whose flags differ, so one made
+   * while the tuning is on must be made under the flags a fresh process starts with (bin/load-broker.js).
+   */
+  withV8Defaults<T>(fn: () => T): T;
   stop(): void;
 }
 
@@ -82,7 +88,7 @@ export function startHeapHeadroom(opts: HeapHeadroomOptions = {}): HeapHeadroom 
     else if (used - headroom - YOUNG_BYTES > live) live = used - headroom - YOUNG_BYTES;
     apply(growingPercent(live, headroom));
   };
-  if (headroom <= 0) return { percent: 0, update: () => undefined, stop: () => undefined };
+  if (headroom <= 0) return { percent: 0, update: () => undefined, withV8Defaults: (fn) => fn(), stop: () => undefined };
   update(true);
   const observer = new PerformanceObserver((list) => {
     const full = list.getEntries().some((e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR);
@@ -96,6 +102,15 @@ export function startHeapHeadroom(opts: HeapHeadroomOptions = {}): HeapHeadroom 
       return percent;
     },
     update,
+    withV8Defaults<T>(fn: () => T): T {
+      const applied = percent;
+      apply(0);
+      try {
+        return fn();
+      } finally {
+        apply(applied);
+      }
+    },
     stop() {
       clearInterval(timer);
       observer.disconnect();

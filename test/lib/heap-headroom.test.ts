@@ -60,10 +60,35 @@ describe('heap headroom (V8 growing percent of the broker process)', () => {
     expect(h.percent).to.equal(0);
   });
 
+  it('withV8Defaults runs a function under V8 defaults (for a code cache made after ready) and applies the percent again, even if it throws', () => {
+    const flags: string[] = [];
+    const h = startHeapHeadroom({ headroomBytes: 64 * MB, setFlags: (f) => flags.push(f), heapUsed: () => 10 * MB });
+    try {
+      const seen = h.withV8Defaults(() => flags.at(-1));
+      expect(seen).to.equal('--heap-growing-percent=0');
+      expect(() =>
+        h.withV8Defaults(() => {
+          throw new Error('cache write failed');
+        }),
+      ).to.throw('cache write failed');
+      expect(flags).to.deep.equal([
+        '--heap-growing-percent=640',
+        '--heap-growing-percent=0',
+        '--heap-growing-percent=640',
+        '--heap-growing-percent=0',
+        '--heap-growing-percent=640',
+      ]);
+      expect(h.percent).to.equal(640);
+    } finally {
+      h.stop();
+    }
+  });
+
   it('does nothing with a headroom of 0', () => {
     const flags: string[] = [];
     const h = startHeapHeadroom({ headroomBytes: 0, setFlags: (f) => flags.push(f), heapUsed: () => 10 * MB });
     h.update(true);
+    expect(h.withV8Defaults(() => 7)).to.equal(7);
     h.stop();
     expect(flags).to.deep.equal([]);
   });

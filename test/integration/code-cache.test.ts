@@ -1,0 +1,170 @@
+/**
+ * Issue 14, start-up: bin/gregor.js runs the bundled start path (dist/bundle/start.cjs) through
+ * bin/load-broker.js with a V8 code cache. The first start writes the cache after its ready line,
+ * later starts use it, and a cache that is stale (another bundle), damaged (V8 refuses it) or turned
+ * off never stops a broker from starting and serving: it is compiled as usual and written again.
+ * Each case uses its own cache file (GREGOR_CODE_CACHE=path); which cache a load used is read by
+ * loading the bundle in a child process with the broker's own flags (none).
+ */
+import { expect } from 'chai';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { Cleanup } from '../helpers/cleanup.js';
+import { tempDir } from '../helpers/broker.js';
+import { PROJECT_ROOT } from '../helpers/project.js';
+
+const BIN = join(PROJECT_ROOT, 'bin/gregor.js');
+const LOADER = join(PROJECT_ROOT, 'bin/load-broker.js');
+
+/** What loadBroker() reports for this environment: used | missing | refused | off. */
+function cacheState(cacheFile: string): string {
+  const r = spawnSync(process.execPath, ['-e', `console.log(require(${JSON.stringify(LOADER)}).loadBroker().cache)`], {
+    env: { ...process.env, GREGOR_CODE_CACHE: cacheFile },
+    encoding: 'utf8',
+  });
+  expect(r.status, r.stderr).to.equal(0);
+  return r.stdout.trim();
+}
+
+interface Started {
+  child: ChildProcess;
+  bootstrap: string;
+}
+
+function startGregor(cacheFile: string, dataDir: string): Promise<Started> {
+  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', '--data-dir', dataDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_LEVEL: 'warn', GREGOR_TOPICS: '', GREGOR_CODE_CACHE: cacheFile },
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no GREGOR_READY within 30 s\n${out}\n${err}`)), 30_000);
+    child.once('exit', (code) => reject(new Error(`exited ${String(code)} before ready\n${out}\n${err}`)));
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => l.startsWith('GREGOR_READY '));
+      if (line === undefined) return;
+      clearTimeout(timer);
+      resolve({ child, bootstrap: (JSON.parse(line.slice('GREGOR_READY '.length)) as { bootstrap: string }).bootstrap });
+    });
+  });
+}
+
+async function stopGregor(s: Started): Promise<void> {
+  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill('SIGTERM');
+  await exited;
+}
+
+async function until(what: string, probe: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A kafkajs round trip: the broker that loaded this way serves. */
+async function roundTrip(bootstrap: string, topic: string): Promise<string[]> {
+  const kafka = new Kafka({ brokers: [bootstrap], logLevel: logLevel.NOTHING });
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: [{ value: 'one' }, { value: 'two' }] });
+  await producer.disconnect();
+  const consumer = kafka.consumer({ groupId: `${topic}-g` });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const seen: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    consumer
+      .run({
+        eachMessage: async ({ message }) => {
+          seen.push(message.value?.toString() ?? '');
+          if (seen.length === 2) resolve();
+          return Promise.resolve();
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  return seen;
+}
+
+describe('gregor start: the start path loads from a V8 code cache', function () {
+  this.timeout(90_000);
+  const cleanup = new Cleanup();
+  afterEach(() => cleanup.run());
+
+  it('the first start writes the cache after ready, the next one uses it and serves kafkajs', async () => {
+    const dir = cleanup.add(tempDir('cc-'), (d) => rmSync(d, { recursive: true, force: true }));
+    const cacheFile = join(dir, 'start.cache');
+    expect(cacheState(cacheFile)).to.equal('missing');
+    const first = cleanup.add(await startGregor(cacheFile, join(dir, 'data1')), stopGregor);
+    await until('cache written', () => existsSync(cacheFile));
+    const header = readFileSync(cacheFile).subarray(0, 200).toString('latin1').split('\n')[0] ?? '';
+    expect(header.split(' ').slice(0, 3)).to.deep.equal(['gregor-code-cache/1', process.version, process.arch]);
+    await stopGregor(first);
+    expect(cacheState(cacheFile)).to.equal('used');
+
+    const written = statSync(cacheFile).mtimeMs;
+    const second = cleanup.add(await startGregor(cacheFile, join(dir, 'data2')), stopGregor);
+    expect(await roundTrip(second.bootstrap, 'cc-used')).to.deep.equal(['one', 'two']);
+    // a used cache is left alone (a missing or refused one is written again, as the next cases show)
+    expect(statSync(cacheFile).mtimeMs).to.equal(written);
+  });
+
+  it('a damaged cache is refused by V8, the broker starts and serves anyway and writes a good one', async () => {
+    const dir = cleanup.add(tempDir('cc-'), (d) => rmSync(d, { recursive: true, force: true }));
+    const cacheFile = join(dir, 'start.cache');
+    await stopGregor(
+      await startGregor(cacheFile, join(dir, 'data1')).then(async (s) => {
+        await until('cache written', () => existsSync(cacheFile));
+        return s;
+      }),
+    );
+    const good = readFileSync(cacheFile);
+    const eol = good.indexOf(0x0a);
+    // same header, the data after it flipped
+    const damaged = Buffer.from(good);
+    for (let i = eol + 1; i < damaged.length; i += 7) damaged[i] = (damaged[i] ?? 0) ^ 0x5a;
+    writeFileSync(cacheFile, damaged);
+    expect(cacheState(cacheFile)).to.equal('refused');
+
+    const s = cleanup.add(await startGregor(cacheFile, join(dir, 'data2')), stopGregor);
+    expect(await roundTrip(s.bootstrap, 'cc-refused')).to.deep.equal(['one', 'two']);
+    await until('cache written again', () => !readFileSync(cacheFile).equals(damaged));
+    expect(cacheState(cacheFile)).to.equal('used');
+  });
+
+  it('a cache made from another bundle (header differs) is not given to V8 and is replaced; GREGOR_CODE_CACHE=0 turns it off', async () => {
+    const dir = cleanup.add(tempDir('cc-'), (d) => rmSync(d, { recursive: true, force: true }));
+    const cacheFile = join(dir, 'start.cache');
+    await stopGregor(
+      await startGregor(cacheFile, join(dir, 'data1')).then(async (s) => {
+        await until('cache written', () => existsSync(cacheFile));
+        return s;
+      }),
+    );
+    const good = readFileSync(cacheFile);
+    const eol = good.indexOf(0x0a);
+    const fields = good.subarray(0, eol).toString('latin1').split(' ');
+    fields[3] = String(Number(fields[3]) + 1); // the bundle's size
+    const stale = Buffer.concat([Buffer.from(fields.join(' '), 'latin1'), good.subarray(eol)]);
+    writeFileSync(cacheFile, stale);
+    expect(cacheState(cacheFile)).to.equal('missing');
+    const s = cleanup.add(await startGregor(cacheFile, join(dir, 'data2')), stopGregor);
+    await until('cache replaced', () => !readFileSync(cacheFile).equals(stale));
+    expect(cacheState(cacheFile)).to.equal('used');
+    await stopGregor(s);
+
+    expect(cacheState('0')).to.equal('off');
+    const off = cleanup.add(await startGregor('0', join(dir, 'data3')), stopGregor);
+    expect(await roundTrip(off.bootstrap, 'cc-off')).to.deep.equal(['one', 'two']);
+    expect(existsSync(join(PROJECT_ROOT, '0'))).to.equal(false);
+  });
+});

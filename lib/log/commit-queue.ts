@@ -8,7 +8,7 @@
 import type { AppendOrigin } from '../txn/producer-state.js';
 import { LogError } from './errors.js';
 import { fromProtocolError } from './validator.js';
-import type { AssignedEntry } from './validator.js';
+import type { AssignedEntry } from './assign-offsets.js';
 
 export interface AppendInfo {
   firstOffset: bigint;

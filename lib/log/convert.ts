@@ -30,8 +30,9 @@ import {
 import type { BuildBatchOptions, LegacyRecordInput, Record as LogRecord, RecordInput } from '../../protocol/records/index.js';
 import { LogError } from './errors.js';
 import type { LogConfig } from './log-config.js';
-import { assignOffsets, decompressLimit, fromProtocolError, validateRecords } from './validator.js';
-import type { AssignedEntry, ValidatedEntry, ValidatedRecords } from './validator.js';
+import { assignOffsets, type AssignedEntry } from './assign-offsets.js';
+import { decompressLimit, fromProtocolError, validateRecords } from './validator.js';
+import type { ValidatedEntry, ValidatedRecords } from './validator.js';
 
 export type Magic = 0 | 1 | 2;
 

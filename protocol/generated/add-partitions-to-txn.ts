@@ -51,11 +51,11 @@ export function writeAddPartitionsToTxnRequest(w: W.Writer, m: AddPartitionsToTx
 
 export function sizeAddPartitionsToTxnRequest(m: AddPartitionsToTxnRequest, v: number): number {
   let n = 0;
-  if (v >= 4) { const x = (m.transactions === undefined ? [] : m.transactions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction, v))); }
+  if (v >= 4) { const x = (m.transactions === undefined ? [] : m.transactions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransactionArray(x, v))); }
   if (v <= 3) { const x = (m.v3AndBelowTransactionalId === undefined ? "" : m.v3AndBelowTransactionalId); n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 3) n += 8;
   if (v <= 3) n += 2;
-  if (v <= 3) { const x = (m.v3AndBelowTopics === undefined ? [] : m.v3AndBelowTopics); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic, v))); }
+  if (v <= 3) { const x = (m.v3AndBelowTopics === undefined ? [] : m.v3AndBelowTopics); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopicArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -106,8 +106,14 @@ export function sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(m: Ad
   if (v >= 4) n += 8;
   if (v >= 4) n += 2;
   if (v >= 4) n += 1;
-  if (v >= 4) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic, v))); }
+  if (v >= 4) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopicArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransactionArray(items: readonly AddPartitionsToTxnRequestAddPartitionsToTxnTransaction[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAddPartitionsToTxnRequestAddPartitionsToTxnTransaction(items[i]!, v);
   return n;
 }
 
@@ -142,6 +148,12 @@ export function sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(m: AddParti
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.length * 4)); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopicArray(items: readonly AddPartitionsToTxnRequestAddPartitionsToTxnTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAddPartitionsToTxnRequestAddPartitionsToTxnTopic(items[i]!, v);
   return n;
 }
 
@@ -185,8 +197,8 @@ export function sizeAddPartitionsToTxnResponse(m: AddPartitionsToTxnResponse, v:
   let n = 0;
   n += 4;
   if (v >= 4) n += 2;
-  if (v >= 4) { const x = (m.resultsByTransaction === undefined ? [] : m.resultsByTransaction); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult, v))); }
-  if (v <= 3) { const x = (m.resultsByTopicV3AndBelow === undefined ? [] : m.resultsByTopicV3AndBelow); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult, v))); }
+  if (v >= 4) { const x = (m.resultsByTransaction === undefined ? [] : m.resultsByTransaction); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAddPartitionsToTxnResponseAddPartitionsToTxnResultArray(x, v))); }
+  if (v <= 3) { const x = (m.resultsByTopicV3AndBelow === undefined ? [] : m.resultsByTopicV3AndBelow); n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResultArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -222,8 +234,14 @@ export function writeAddPartitionsToTxnResponseAddPartitionsToTxnResult(w: W.Wri
 export function sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult(m: AddPartitionsToTxnResponseAddPartitionsToTxnResult, v: number): number {
   let n = 0;
   if (v >= 4) { const x = (m.transactionalId === undefined ? "" : m.transactionalId); n += W.sizeCompactString(x); }
-  if (v >= 4) { const x = (m.topicResults === undefined ? [] : m.topicResults); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult, v))); }
+  if (v >= 4) { const x = (m.topicResults === undefined ? [] : m.topicResults); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResultArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAddPartitionsToTxnResponseAddPartitionsToTxnResultArray(items: readonly AddPartitionsToTxnResponseAddPartitionsToTxnResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAddPartitionsToTxnResponseAddPartitionsToTxnResult(items[i]!, v);
   return n;
 }
 
@@ -256,8 +274,14 @@ export function writeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(w: 
 export function sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(m: AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.resultsByPartition; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult, v))); }
+  { const x = m.resultsByPartition; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResultArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResultArray(items: readonly AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAddPartitionsToTxnResponseAddPartitionsToTxnTopicResult(items[i]!, v);
   return n;
 }
 
@@ -292,6 +316,12 @@ export function sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult(
   n += 4;
   n += 2;
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResultArray(items: readonly AddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult(items[i]!, v);
   return n;
 }
 

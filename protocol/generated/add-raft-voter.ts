@@ -50,7 +50,7 @@ export function sizeAddRaftVoterRequest(m: AddRaftVoterRequest, v: number): numb
   n += 4;
   n += 4;
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAddRaftVoterRequestListener, v))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAddRaftVoterRequestListenerArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -90,6 +90,12 @@ export function sizeAddRaftVoterRequestListener(m: AddRaftVoterRequestListener, 
   { const x = m.host; n += W.sizeCompactString(x); }
   n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAddRaftVoterRequestListenerArray(items: readonly AddRaftVoterRequestListener[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAddRaftVoterRequestListener(items[i]!, v);
   return n;
 }
 

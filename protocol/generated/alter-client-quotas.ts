@@ -37,7 +37,7 @@ export function writeAlterClientQuotasRequest(w: W.Writer, m: AlterClientQuotasR
 
 export function sizeAlterClientQuotasRequest(m: AlterClientQuotasRequest, v: number): number {
   let n = 0;
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasRequestEntryData, v))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterClientQuotasRequestEntryDataArray(x, v))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -71,9 +71,15 @@ export function writeAlterClientQuotasRequestEntryData(w: W.Writer, m: AlterClie
 
 export function sizeAlterClientQuotasRequestEntryData(m: AlterClientQuotasRequestEntryData, v: number): number {
   let n = 0;
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasRequestEntityData, v))); }
-  { const x = m.ops; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasRequestOpData, v))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterClientQuotasRequestEntityDataArray(x, v))); }
+  { const x = m.ops; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterClientQuotasRequestOpDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterClientQuotasRequestEntryDataArray(items: readonly AlterClientQuotasRequestEntryData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterClientQuotasRequestEntryData(items[i]!, v);
   return n;
 }
 
@@ -108,6 +114,12 @@ export function sizeAlterClientQuotasRequestEntityData(m: AlterClientQuotasReque
   { const x = m.entityType; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.entityName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterClientQuotasRequestEntityDataArray(items: readonly AlterClientQuotasRequestEntityData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterClientQuotasRequestEntityData(items[i]!, v);
   return n;
 }
 
@@ -149,6 +161,12 @@ export function sizeAlterClientQuotasRequestOpData(m: AlterClientQuotasRequestOp
   return n;
 }
 
+function sizeAlterClientQuotasRequestOpDataArray(items: readonly AlterClientQuotasRequestOpData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterClientQuotasRequestOpData(items[i]!, v);
+  return n;
+}
+
 // AlterClientQuotasResponse: versions 0-1, flexible 1+
 
 export interface AlterClientQuotasResponse {
@@ -180,7 +198,7 @@ export function writeAlterClientQuotasResponse(w: W.Writer, m: AlterClientQuotas
 export function sizeAlterClientQuotasResponse(m: AlterClientQuotasResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasResponseEntryData, v))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterClientQuotasResponseEntryDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -218,8 +236,14 @@ export function sizeAlterClientQuotasResponseEntryData(m: AlterClientQuotasRespo
   let n = 0;
   n += 2;
   { const x = m.errorMessage; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterClientQuotasResponseEntityData, v))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterClientQuotasResponseEntityDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterClientQuotasResponseEntryDataArray(items: readonly AlterClientQuotasResponseEntryData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterClientQuotasResponseEntryData(items[i]!, v);
   return n;
 }
 
@@ -254,6 +278,12 @@ export function sizeAlterClientQuotasResponseEntityData(m: AlterClientQuotasResp
   { const x = m.entityType; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.entityName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterClientQuotasResponseEntityDataArray(items: readonly AlterClientQuotasResponseEntityData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterClientQuotasResponseEntityData(items[i]!, v);
   return n;
 }
 

@@ -37,7 +37,7 @@ export function writeAlterConfigsRequest(w: W.Writer, m: AlterConfigsRequest, v:
 
 export function sizeAlterConfigsRequest(m: AlterConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterConfigsRequestAlterConfigsResource, v))); }
+  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterConfigsRequestAlterConfigsResourceArray(x, v))); }
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -76,8 +76,14 @@ export function sizeAlterConfigsRequestAlterConfigsResource(m: AlterConfigsReque
   let n = 0;
   n += 1;
   { const x = m.resourceName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterConfigsRequestAlterableConfig, v))); }
+  { const x = m.configs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterConfigsRequestAlterableConfigArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterConfigsRequestAlterConfigsResourceArray(items: readonly AlterConfigsRequestAlterConfigsResource[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterConfigsRequestAlterConfigsResource(items[i]!, v);
   return n;
 }
 
@@ -115,6 +121,12 @@ export function sizeAlterConfigsRequestAlterableConfig(m: AlterConfigsRequestAlt
   return n;
 }
 
+function sizeAlterConfigsRequestAlterableConfigArray(items: readonly AlterConfigsRequestAlterableConfig[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterConfigsRequestAlterableConfig(items[i]!, v);
+  return n;
+}
+
 // AlterConfigsResponse: versions 0-2, flexible 2+
 
 export interface AlterConfigsResponse {
@@ -146,7 +158,7 @@ export function writeAlterConfigsResponse(w: W.Writer, m: AlterConfigsResponse, 
 export function sizeAlterConfigsResponse(m: AlterConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.responses; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterConfigsResponseAlterConfigsResourceResponse, v))); }
+  { const x = m.responses; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterConfigsResponseAlterConfigsResourceResponseArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -190,6 +202,12 @@ export function sizeAlterConfigsResponseAlterConfigsResourceResponse(m: AlterCon
   n += 1;
   { const x = m.resourceName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterConfigsResponseAlterConfigsResourceResponseArray(items: readonly AlterConfigsResponseAlterConfigsResourceResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterConfigsResponseAlterConfigsResourceResponse(items[i]!, v);
   return n;
 }
 

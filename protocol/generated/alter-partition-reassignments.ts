@@ -38,7 +38,7 @@ export function writeAlterPartitionReassignmentsRequest(w: W.Writer, m: AlterPar
 export function sizeAlterPartitionReassignmentsRequest(m: AlterPartitionReassignmentsRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionReassignmentsRequestReassignableTopic, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionReassignmentsRequestReassignableTopicArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,8 +72,14 @@ export function writeAlterPartitionReassignmentsRequestReassignableTopic(w: W.Wr
 export function sizeAlterPartitionReassignmentsRequestReassignableTopic(m: AlterPartitionReassignmentsRequestReassignableTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionReassignmentsRequestReassignablePartition, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionReassignmentsRequestReassignablePartitionArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterPartitionReassignmentsRequestReassignableTopicArray(items: readonly AlterPartitionReassignmentsRequestReassignableTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionReassignmentsRequestReassignableTopic(items[i]!, v);
   return n;
 }
 
@@ -108,6 +114,12 @@ export function sizeAlterPartitionReassignmentsRequestReassignablePartition(m: A
   n += 4;
   { const x = m.replicas; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterPartitionReassignmentsRequestReassignablePartitionArray(items: readonly AlterPartitionReassignmentsRequestReassignablePartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionReassignmentsRequestReassignablePartition(items[i]!, v);
   return n;
 }
 
@@ -150,7 +162,7 @@ export function sizeAlterPartitionReassignmentsResponse(m: AlterPartitionReassig
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionReassignmentsResponseReassignableTopicResponse, v))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionReassignmentsResponseReassignableTopicResponseArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -184,8 +196,14 @@ export function writeAlterPartitionReassignmentsResponseReassignableTopicRespons
 export function sizeAlterPartitionReassignmentsResponseReassignableTopicResponse(m: AlterPartitionReassignmentsResponseReassignableTopicResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionReassignmentsResponseReassignablePartitionResponse, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionReassignmentsResponseReassignablePartitionResponseArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterPartitionReassignmentsResponseReassignableTopicResponseArray(items: readonly AlterPartitionReassignmentsResponseReassignableTopicResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionReassignmentsResponseReassignableTopicResponse(items[i]!, v);
   return n;
 }
 
@@ -224,6 +242,12 @@ export function sizeAlterPartitionReassignmentsResponseReassignablePartitionResp
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterPartitionReassignmentsResponseReassignablePartitionResponseArray(items: readonly AlterPartitionReassignmentsResponseReassignablePartitionResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionReassignmentsResponseReassignablePartitionResponse(items[i]!, v);
   return n;
 }
 

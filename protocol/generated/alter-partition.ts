@@ -42,7 +42,7 @@ export function sizeAlterPartitionRequest(m: AlterPartitionRequest, v: number): 
   let n = 0;
   n += 4;
   n += 8;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionRequestTopicData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionRequestTopicDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -80,8 +80,14 @@ export function sizeAlterPartitionRequestTopicData(m: AlterPartitionRequestTopic
   let n = 0;
   if (v <= 1) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
   if (v >= 2) n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterPartitionRequestTopicDataArray(items: readonly AlterPartitionRequestTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionRequestTopicData(items[i]!, v);
   return n;
 }
 
@@ -131,10 +137,16 @@ export function sizeAlterPartitionRequestPartitionData(m: AlterPartitionRequestP
   n += 4;
   n += 4;
   if (v <= 2) { const x = (m.newIsr === undefined ? [] : m.newIsr); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
-  if (v >= 3) { const x = (m.newIsrWithEpochs === undefined ? [] : m.newIsrWithEpochs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionRequestBrokerState, v))); }
+  if (v >= 3) { const x = (m.newIsrWithEpochs === undefined ? [] : m.newIsrWithEpochs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionRequestBrokerStateArray(x, v))); }
   if (v >= 1) n += 1;
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterPartitionRequestPartitionDataArray(items: readonly AlterPartitionRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionRequestPartitionData(items[i]!, v);
   return n;
 }
 
@@ -174,6 +186,12 @@ export function sizeAlterPartitionRequestBrokerState(m: AlterPartitionRequestBro
   return n;
 }
 
+function sizeAlterPartitionRequestBrokerStateArray(items: readonly AlterPartitionRequestBrokerState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionRequestBrokerState(items[i]!, v);
+  return n;
+}
+
 // AlterPartitionResponse: versions 0-3, flexible 0+
 
 export interface AlterPartitionResponse {
@@ -209,7 +227,7 @@ export function sizeAlterPartitionResponse(m: AlterPartitionResponse, v: number)
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionResponseTopicData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionResponseTopicDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -247,8 +265,14 @@ export function sizeAlterPartitionResponseTopicData(m: AlterPartitionResponseTop
   let n = 0;
   if (v <= 1) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
   if (v >= 2) n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterPartitionResponsePartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterPartitionResponsePartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterPartitionResponseTopicDataArray(items: readonly AlterPartitionResponseTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionResponseTopicData(items[i]!, v);
   return n;
 }
 
@@ -303,6 +327,12 @@ export function sizeAlterPartitionResponsePartitionData(m: AlterPartitionRespons
   if (v >= 1) n += 1;
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterPartitionResponsePartitionDataArray(items: readonly AlterPartitionResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterPartitionResponsePartitionData(items[i]!, v);
   return n;
 }
 

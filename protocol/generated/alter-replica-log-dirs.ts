@@ -34,7 +34,7 @@ export function writeAlterReplicaLogDirsRequest(w: W.Writer, m: AlterReplicaLogD
 
 export function sizeAlterReplicaLogDirsRequest(m: AlterReplicaLogDirsRequest, v: number): number {
   let n = 0;
-  { const x = m.dirs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterReplicaLogDirsRequestAlterReplicaLogDir, v))); }
+  { const x = m.dirs; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterReplicaLogDirsRequestAlterReplicaLogDirArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -68,8 +68,14 @@ export function writeAlterReplicaLogDirsRequestAlterReplicaLogDir(w: W.Writer, m
 export function sizeAlterReplicaLogDirsRequestAlterReplicaLogDir(m: AlterReplicaLogDirsRequestAlterReplicaLogDir, v: number): number {
   let n = 0;
   { const x = m.path; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic, v))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopicArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterReplicaLogDirsRequestAlterReplicaLogDirArray(items: readonly AlterReplicaLogDirsRequestAlterReplicaLogDir[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterReplicaLogDirsRequestAlterReplicaLogDir(items[i]!, v);
   return n;
 }
 
@@ -107,6 +113,12 @@ export function sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(m: AlterRe
   return n;
 }
 
+function sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopicArray(items: readonly AlterReplicaLogDirsRequestAlterReplicaLogDirTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterReplicaLogDirsRequestAlterReplicaLogDirTopic(items[i]!, v);
+  return n;
+}
+
 // AlterReplicaLogDirsResponse: versions 0-2, flexible 2+
 
 export interface AlterReplicaLogDirsResponse {
@@ -138,7 +150,7 @@ export function writeAlterReplicaLogDirsResponse(w: W.Writer, m: AlterReplicaLog
 export function sizeAlterReplicaLogDirsResponse(m: AlterReplicaLogDirsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, v))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,8 +184,14 @@ export function writeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(w:
 export function sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(m: AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, v))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResultArray(items: readonly AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(items[i]!, v);
   return n;
 }
 
@@ -208,6 +226,12 @@ export function sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult
   n += 4;
   n += 2;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResultArray(items: readonly AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(items[i]!, v);
   return n;
 }
 

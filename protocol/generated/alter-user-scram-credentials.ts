@@ -37,8 +37,8 @@ export function writeAlterUserScramCredentialsRequest(w: W.Writer, m: AlterUserS
 
 export function sizeAlterUserScramCredentialsRequest(m: AlterUserScramCredentialsRequest, v: number): number {
   let n = 0;
-  { const x = m.deletions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterUserScramCredentialsRequestScramCredentialDeletion, v))); }
-  { const x = m.upsertions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterUserScramCredentialsRequestScramCredentialUpsertion, v))); }
+  { const x = m.deletions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterUserScramCredentialsRequestScramCredentialDeletionArray(x, v))); }
+  { const x = m.upsertions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterUserScramCredentialsRequestScramCredentialUpsertionArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -74,6 +74,12 @@ export function sizeAlterUserScramCredentialsRequestScramCredentialDeletion(m: A
   { const x = m.name; n += W.sizeCompactString(x); }
   n += 1;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterUserScramCredentialsRequestScramCredentialDeletionArray(items: readonly AlterUserScramCredentialsRequestScramCredentialDeletion[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterUserScramCredentialsRequestScramCredentialDeletion(items[i]!, v);
   return n;
 }
 
@@ -123,6 +129,12 @@ export function sizeAlterUserScramCredentialsRequestScramCredentialUpsertion(m: 
   return n;
 }
 
+function sizeAlterUserScramCredentialsRequestScramCredentialUpsertionArray(items: readonly AlterUserScramCredentialsRequestScramCredentialUpsertion[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterUserScramCredentialsRequestScramCredentialUpsertion(items[i]!, v);
+  return n;
+}
+
 // AlterUserScramCredentialsResponse: versions 0-0, flexible 0+
 
 export interface AlterUserScramCredentialsResponse {
@@ -154,7 +166,7 @@ export function writeAlterUserScramCredentialsResponse(w: W.Writer, m: AlterUser
 export function sizeAlterUserScramCredentialsResponse(m: AlterUserScramCredentialsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsResult, v))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -194,6 +206,12 @@ export function sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsRe
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsResultArray(items: readonly AlterUserScramCredentialsResponseAlterUserScramCredentialsResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAlterUserScramCredentialsResponseAlterUserScramCredentialsResult(items[i]!, v);
   return n;
 }
 

@@ -87,11 +87,11 @@ function taggedApiVersionsResponse(m: ApiVersionsResponse, v: number): TaggedFie
   if (m.supportedFeatures === undefined && m.finalizedFeaturesEpoch === undefined && m.finalizedFeatures === undefined && m.zkMigrationReady === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 3 && m.supportedFeatures !== undefined) { const x = m.supportedFeatures; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeApiVersionsResponseSupportedFeatureKey, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseSupportedFeatureKey(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeApiVersionsResponseSupportedFeatureKeyArray(x, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseSupportedFeatureKey(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   if (v >= 3 && m.finalizedFeaturesEpoch !== undefined) { const x = m.finalizedFeaturesEpoch; if (!RT.isDefaultValue(x, -1n)) {
     const tw = W.Writer.alloc(8); tw.int64(x); t.push({ tag: 1, data: tw.done() }); } }
   if (v >= 3 && m.finalizedFeatures !== undefined) { const x = m.finalizedFeatures; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeApiVersionsResponseFinalizedFeatureKey, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseFinalizedFeatureKey(tw, e0, v); } t.push({ tag: 2, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeApiVersionsResponseFinalizedFeatureKeyArray(x, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeApiVersionsResponseFinalizedFeatureKey(tw, e0, v); } t.push({ tag: 2, data: tw.done() }); } }
   if (v >= 3 && m.zkMigrationReady !== undefined) { const x = m.zkMigrationReady; if (!RT.isDefaultValue(x, false)) {
     const tw = W.Writer.alloc(1); tw.bool(x); t.push({ tag: 3, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
@@ -107,7 +107,7 @@ export function writeApiVersionsResponse(w: W.Writer, m: ApiVersionsResponse, v:
 export function sizeApiVersionsResponse(m: ApiVersionsResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.apiKeys; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeApiVersionsResponseApiVersion, v))); }
+  { const x = m.apiKeys; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeApiVersionsResponseApiVersionArray(x, v))); }
   if (v >= 1) n += 4;
   if (v >= 3) n += W.sizeTaggedFields(taggedApiVersionsResponse(m, v));
   return n;
@@ -148,6 +148,12 @@ export function sizeApiVersionsResponseApiVersion(m: ApiVersionsResponseApiVersi
   n += 2;
   n += 2;
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeApiVersionsResponseApiVersionArray(items: readonly ApiVersionsResponseApiVersion[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeApiVersionsResponseApiVersion(items[i]!, v);
   return n;
 }
 
@@ -192,6 +198,12 @@ export function sizeApiVersionsResponseSupportedFeatureKey(m: ApiVersionsRespons
   return n;
 }
 
+function sizeApiVersionsResponseSupportedFeatureKeyArray(items: readonly ApiVersionsResponseSupportedFeatureKey[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeApiVersionsResponseSupportedFeatureKey(items[i]!, v);
+  return n;
+}
+
 export interface ApiVersionsResponseFinalizedFeatureKey {
   name?: string;
   maxVersionLevel?: number;
@@ -230,6 +242,12 @@ export function sizeApiVersionsResponseFinalizedFeatureKey(m: ApiVersionsRespons
   if (v >= 3) n += 2;
   if (v >= 3) n += 2;
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeApiVersionsResponseFinalizedFeatureKeyArray(items: readonly ApiVersionsResponseFinalizedFeatureKey[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeApiVersionsResponseFinalizedFeatureKey(items[i]!, v);
   return n;
 }
 

@@ -42,7 +42,7 @@ export function sizeAssignReplicasToDirsRequest(m: AssignReplicasToDirsRequest, 
   let n = 0;
   n += 4;
   n += 8;
-  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsRequestDirectoryData, v))); }
+  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAssignReplicasToDirsRequestDirectoryDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,8 +76,14 @@ export function writeAssignReplicasToDirsRequestDirectoryData(w: W.Writer, m: As
 export function sizeAssignReplicasToDirsRequestDirectoryData(m: AssignReplicasToDirsRequestDirectoryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsRequestTopicData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAssignReplicasToDirsRequestTopicDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAssignReplicasToDirsRequestDirectoryDataArray(items: readonly AssignReplicasToDirsRequestDirectoryData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAssignReplicasToDirsRequestDirectoryData(items[i]!, v);
   return n;
 }
 
@@ -110,8 +116,14 @@ export function writeAssignReplicasToDirsRequestTopicData(w: W.Writer, m: Assign
 export function sizeAssignReplicasToDirsRequestTopicData(m: AssignReplicasToDirsRequestTopicData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAssignReplicasToDirsRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAssignReplicasToDirsRequestTopicDataArray(items: readonly AssignReplicasToDirsRequestTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAssignReplicasToDirsRequestTopicData(items[i]!, v);
   return n;
 }
 
@@ -142,6 +154,12 @@ export function sizeAssignReplicasToDirsRequestPartitionData(m: AssignReplicasTo
   let n = 0;
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAssignReplicasToDirsRequestPartitionDataArray(items: readonly AssignReplicasToDirsRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAssignReplicasToDirsRequestPartitionData(items[i]!, v);
   return n;
 }
 
@@ -180,7 +198,7 @@ export function sizeAssignReplicasToDirsResponse(m: AssignReplicasToDirsResponse
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsResponseDirectoryData, v))); }
+  { const x = m.directories; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAssignReplicasToDirsResponseDirectoryDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -214,8 +232,14 @@ export function writeAssignReplicasToDirsResponseDirectoryData(w: W.Writer, m: A
 export function sizeAssignReplicasToDirsResponseDirectoryData(m: AssignReplicasToDirsResponseDirectoryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsResponseTopicData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAssignReplicasToDirsResponseTopicDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAssignReplicasToDirsResponseDirectoryDataArray(items: readonly AssignReplicasToDirsResponseDirectoryData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAssignReplicasToDirsResponseDirectoryData(items[i]!, v);
   return n;
 }
 
@@ -248,8 +272,14 @@ export function writeAssignReplicasToDirsResponseTopicData(w: W.Writer, m: Assig
 export function sizeAssignReplicasToDirsResponseTopicData(m: AssignReplicasToDirsResponseTopicData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeAssignReplicasToDirsResponsePartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeAssignReplicasToDirsResponsePartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAssignReplicasToDirsResponseTopicDataArray(items: readonly AssignReplicasToDirsResponseTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAssignReplicasToDirsResponseTopicData(items[i]!, v);
   return n;
 }
 
@@ -284,6 +314,12 @@ export function sizeAssignReplicasToDirsResponsePartitionData(m: AssignReplicasT
   n += 4;
   n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeAssignReplicasToDirsResponsePartitionDataArray(items: readonly AssignReplicasToDirsResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeAssignReplicasToDirsResponsePartitionData(items[i]!, v);
   return n;
 }
 

@@ -45,8 +45,8 @@ export function sizeBeginQuorumEpochRequest(m: BeginQuorumEpochRequest, v: numbe
   let n = 0;
   { const x = m.clusterId; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochRequestTopicData, v))); }
-  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochRequestLeaderEndpoint, v))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeBeginQuorumEpochRequestTopicDataArray(x, v))); }
+  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeBeginQuorumEpochRequestLeaderEndpointArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -80,8 +80,14 @@ export function writeBeginQuorumEpochRequestTopicData(w: W.Writer, m: BeginQuoru
 export function sizeBeginQuorumEpochRequestTopicData(m: BeginQuorumEpochRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochRequestPartitionData, v))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeBeginQuorumEpochRequestPartitionDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeBeginQuorumEpochRequestTopicDataArray(items: readonly BeginQuorumEpochRequestTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeBeginQuorumEpochRequestTopicData(items[i]!, v);
   return n;
 }
 
@@ -127,6 +133,12 @@ export function sizeBeginQuorumEpochRequestPartitionData(m: BeginQuorumEpochRequ
   return n;
 }
 
+function sizeBeginQuorumEpochRequestPartitionDataArray(items: readonly BeginQuorumEpochRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeBeginQuorumEpochRequestPartitionData(items[i]!, v);
+  return n;
+}
+
 export interface BeginQuorumEpochRequestLeaderEndpoint {
   name?: string;
   host?: string;
@@ -168,6 +180,12 @@ export function sizeBeginQuorumEpochRequestLeaderEndpoint(m: BeginQuorumEpochReq
   return n;
 }
 
+function sizeBeginQuorumEpochRequestLeaderEndpointArray(items: readonly BeginQuorumEpochRequestLeaderEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeBeginQuorumEpochRequestLeaderEndpoint(items[i]!, v);
+  return n;
+}
+
 // BeginQuorumEpochResponse: versions 0-1, flexible 1+
 
 export interface BeginQuorumEpochResponse {
@@ -201,7 +219,7 @@ function taggedBeginQuorumEpochResponse(m: BeginQuorumEpochResponse, v: number):
   if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeBeginQuorumEpochResponseNodeEndpointArray(x, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeBeginQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -215,7 +233,7 @@ export function writeBeginQuorumEpochResponse(w: W.Writer, m: BeginQuorumEpochRe
 export function sizeBeginQuorumEpochResponse(m: BeginQuorumEpochResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochResponseTopicData, v))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeBeginQuorumEpochResponseTopicDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(taggedBeginQuorumEpochResponse(m, v));
   return n;
 }
@@ -249,8 +267,14 @@ export function writeBeginQuorumEpochResponseTopicData(w: W.Writer, m: BeginQuor
 export function sizeBeginQuorumEpochResponseTopicData(m: BeginQuorumEpochResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeBeginQuorumEpochResponsePartitionData, v))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeBeginQuorumEpochResponsePartitionDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeBeginQuorumEpochResponseTopicDataArray(items: readonly BeginQuorumEpochResponseTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeBeginQuorumEpochResponseTopicData(items[i]!, v);
   return n;
 }
 
@@ -296,6 +320,12 @@ export function sizeBeginQuorumEpochResponsePartitionData(m: BeginQuorumEpochRes
   return n;
 }
 
+function sizeBeginQuorumEpochResponsePartitionDataArray(items: readonly BeginQuorumEpochResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeBeginQuorumEpochResponsePartitionData(items[i]!, v);
+  return n;
+}
+
 export interface BeginQuorumEpochResponseNodeEndpoint {
   nodeId?: number;
   host?: string;
@@ -334,6 +364,12 @@ export function sizeBeginQuorumEpochResponseNodeEndpoint(m: BeginQuorumEpochResp
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); n += W.sizeCompactString(x); }
   if (v >= 1) n += 2;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeBeginQuorumEpochResponseNodeEndpointArray(items: readonly BeginQuorumEpochResponseNodeEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeBeginQuorumEpochResponseNodeEndpoint(items[i]!, v);
   return n;
 }
 

@@ -62,8 +62,8 @@ export function sizeBrokerRegistrationRequest(m: BrokerRegistrationRequest, v: n
   n += 4;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeBrokerRegistrationRequestListener, v))); }
-  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeBrokerRegistrationRequestFeature, v))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeBrokerRegistrationRequestListenerArray(x, v))); }
+  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeBrokerRegistrationRequestFeatureArray(x, v))); }
   { const x = m.rack; n += W.sizeCompactString(x); }
   if (v >= 1) n += 1;
   if (v >= 2) { const x = (m.logDirs === undefined ? [] : m.logDirs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 16)); }
@@ -114,6 +114,12 @@ export function sizeBrokerRegistrationRequestListener(m: BrokerRegistrationReque
   return n;
 }
 
+function sizeBrokerRegistrationRequestListenerArray(items: readonly BrokerRegistrationRequestListener[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeBrokerRegistrationRequestListener(items[i]!, v);
+  return n;
+}
+
 export interface BrokerRegistrationRequestFeature {
   name: string;
   minSupportedVersion: number;
@@ -149,6 +155,12 @@ export function sizeBrokerRegistrationRequestFeature(m: BrokerRegistrationReques
   n += 2;
   n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeBrokerRegistrationRequestFeatureArray(items: readonly BrokerRegistrationRequestFeature[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeBrokerRegistrationRequestFeature(items[i]!, v);
   return n;
 }
 

@@ -74,7 +74,7 @@ export function writeConsumerGroupDescribeResponse(w: W.Writer, m: ConsumerGroup
 export function sizeConsumerGroupDescribeResponse(m: ConsumerGroupDescribeResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupDescribeResponseDescribedGroup, v))); }
+  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupDescribeResponseDescribedGroupArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -135,9 +135,15 @@ export function sizeConsumerGroupDescribeResponseDescribedGroup(m: ConsumerGroup
   n += 4;
   n += 4;
   { const x = m.assignorName; n += W.sizeCompactString(x); }
-  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupDescribeResponseMember, v))); }
+  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupDescribeResponseMemberArray(x, v))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupDescribeResponseDescribedGroupArray(items: readonly ConsumerGroupDescribeResponseDescribedGroup[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupDescribeResponseDescribedGroup(items[i]!, v);
   return n;
 }
 
@@ -207,6 +213,12 @@ export function sizeConsumerGroupDescribeResponseMember(m: ConsumerGroupDescribe
   return n;
 }
 
+function sizeConsumerGroupDescribeResponseMemberArray(items: readonly ConsumerGroupDescribeResponseMember[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupDescribeResponseMember(items[i]!, v);
+  return n;
+}
+
 export interface ConsumerGroupDescribeResponseAssignment {
   topicPartitions: ConsumerGroupDescribeResponseTopicPartitions[];
   _unknownTaggedFields?: TaggedField[];
@@ -232,7 +244,7 @@ export function writeConsumerGroupDescribeResponseAssignment(w: W.Writer, m: Con
 
 export function sizeConsumerGroupDescribeResponseAssignment(m: ConsumerGroupDescribeResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupDescribeResponseTopicPartitions, v))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupDescribeResponseTopicPartitionsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -272,6 +284,12 @@ export function sizeConsumerGroupDescribeResponseTopicPartitions(m: ConsumerGrou
   { const x = m.topicName; n += W.sizeCompactString(x); }
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupDescribeResponseTopicPartitionsArray(items: readonly ConsumerGroupDescribeResponseTopicPartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupDescribeResponseTopicPartitions(items[i]!, v);
   return n;
 }
 

@@ -71,7 +71,7 @@ export function sizeConsumerGroupHeartbeatRequest(m: ConsumerGroupHeartbeatReque
   { const x = m.subscribedTopicNames; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (v >= 1) { const x = (m.subscribedTopicRegex === undefined ? null : m.subscribedTopicRegex); n += W.sizeCompactString(x); }
   { const x = m.serverAssignor; n += W.sizeCompactString(x); }
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupHeartbeatRequestTopicPartitions, v))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupHeartbeatRequestTopicPartitionsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -107,6 +107,12 @@ export function sizeConsumerGroupHeartbeatRequestTopicPartitions(m: ConsumerGrou
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupHeartbeatRequestTopicPartitionsArray(items: readonly ConsumerGroupHeartbeatRequestTopicPartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupHeartbeatRequestTopicPartitions(items[i]!, v);
   return n;
 }
 
@@ -191,7 +197,7 @@ export function writeConsumerGroupHeartbeatResponseAssignment(w: W.Writer, m: Co
 
 export function sizeConsumerGroupHeartbeatResponseAssignment(m: ConsumerGroupHeartbeatResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupHeartbeatResponseTopicPartitions, v))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupHeartbeatResponseTopicPartitionsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -227,6 +233,12 @@ export function sizeConsumerGroupHeartbeatResponseTopicPartitions(m: ConsumerGro
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupHeartbeatResponseTopicPartitionsArray(items: readonly ConsumerGroupHeartbeatResponseTopicPartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupHeartbeatResponseTopicPartitions(items[i]!, v);
   return n;
 }
 

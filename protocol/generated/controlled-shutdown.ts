@@ -74,7 +74,7 @@ export function writeControlledShutdownResponse(w: W.Writer, m: ControlledShutdo
 export function sizeControlledShutdownResponse(m: ControlledShutdownResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.remainingPartitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeControlledShutdownResponseRemainingPartition, v))); }
+  { const x = m.remainingPartitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeControlledShutdownResponseRemainingPartitionArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -110,6 +110,12 @@ export function sizeControlledShutdownResponseRemainingPartition(m: ControlledSh
   { const x = m.topicName; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 4;
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeControlledShutdownResponseRemainingPartitionArray(items: readonly ControlledShutdownResponseRemainingPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeControlledShutdownResponseRemainingPartition(items[i]!, v);
   return n;
 }
 

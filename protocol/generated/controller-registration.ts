@@ -49,8 +49,8 @@ export function sizeControllerRegistrationRequest(m: ControllerRegistrationReque
   n += 4;
   n += 16;
   n += 1;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeControllerRegistrationRequestListener, v))); }
-  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeControllerRegistrationRequestFeature, v))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeControllerRegistrationRequestListenerArray(x, v))); }
+  { const x = m.features; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeControllerRegistrationRequestFeatureArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -97,6 +97,12 @@ export function sizeControllerRegistrationRequestListener(m: ControllerRegistrat
   return n;
 }
 
+function sizeControllerRegistrationRequestListenerArray(items: readonly ControllerRegistrationRequestListener[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeControllerRegistrationRequestListener(items[i]!, v);
+  return n;
+}
+
 export interface ControllerRegistrationRequestFeature {
   name: string;
   minSupportedVersion: number;
@@ -132,6 +138,12 @@ export function sizeControllerRegistrationRequestFeature(m: ControllerRegistrati
   n += 2;
   n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeControllerRegistrationRequestFeatureArray(items: readonly ControllerRegistrationRequestFeature[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeControllerRegistrationRequestFeature(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeCreateAclsRequest(w: W.Writer, m: CreateAclsRequest, v: num
 
 export function sizeCreateAclsRequest(m: CreateAclsRequest, v: number): number {
   let n = 0;
-  { const x = m.creations; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateAclsRequestAclCreation, v))); }
+  { const x = m.creations; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreateAclsRequestAclCreationArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -94,6 +94,12 @@ export function sizeCreateAclsRequestAclCreation(m: CreateAclsRequestAclCreation
   return n;
 }
 
+function sizeCreateAclsRequestAclCreationArray(items: readonly CreateAclsRequestAclCreation[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreateAclsRequestAclCreation(items[i]!, v);
+  return n;
+}
+
 // CreateAclsResponse: versions 0-3, flexible 2+
 
 export interface CreateAclsResponse {
@@ -125,7 +131,7 @@ export function writeCreateAclsResponse(w: W.Writer, m: CreateAclsResponse, v: n
 export function sizeCreateAclsResponse(m: CreateAclsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateAclsResponseAclCreationResult, v))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreateAclsResponseAclCreationResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -161,6 +167,12 @@ export function sizeCreateAclsResponseAclCreationResult(m: CreateAclsResponseAcl
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeCreateAclsResponseAclCreationResultArray(items: readonly CreateAclsResponseAclCreationResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreateAclsResponseAclCreationResult(items[i]!, v);
   return n;
 }
 

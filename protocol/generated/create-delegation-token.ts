@@ -47,7 +47,7 @@ export function sizeCreateDelegationTokenRequest(m: CreateDelegationTokenRequest
   let n = 0;
   if (v >= 3) { const x = (m.ownerPrincipalType === undefined ? "" : m.ownerPrincipalType); n += W.sizeCompactString(x); }
   if (v >= 3) { const x = (m.ownerPrincipalName === undefined ? "" : m.ownerPrincipalName); n += W.sizeCompactString(x); }
-  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateDelegationTokenRequestCreatableRenewers, v))); }
+  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreateDelegationTokenRequestCreatableRenewersArray(x, v))); }
   n += 8;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -84,6 +84,12 @@ export function sizeCreateDelegationTokenRequestCreatableRenewers(m: CreateDeleg
   { const x = m.principalType; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.principalName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeCreateDelegationTokenRequestCreatableRenewersArray(items: readonly CreateDelegationTokenRequestCreatableRenewers[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreateDelegationTokenRequestCreatableRenewers(items[i]!, v);
   return n;
 }
 

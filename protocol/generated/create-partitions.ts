@@ -40,7 +40,7 @@ export function writeCreatePartitionsRequest(w: W.Writer, m: CreatePartitionsReq
 
 export function sizeCreatePartitionsRequest(m: CreatePartitionsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreatePartitionsRequestCreatePartitionsTopic, v))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreatePartitionsRequestCreatePartitionsTopicArray(x, v))); }
   n += 4;
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -80,8 +80,14 @@ export function sizeCreatePartitionsRequestCreatePartitionsTopic(m: CreatePartit
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 4;
-  { const x = m.assignments; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreatePartitionsRequestCreatePartitionsAssignment, v))); }
+  { const x = m.assignments; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreatePartitionsRequestCreatePartitionsAssignmentArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeCreatePartitionsRequestCreatePartitionsTopicArray(items: readonly CreatePartitionsRequestCreatePartitionsTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreatePartitionsRequestCreatePartitionsTopic(items[i]!, v);
   return n;
 }
 
@@ -112,6 +118,12 @@ export function sizeCreatePartitionsRequestCreatePartitionsAssignment(m: CreateP
   let n = 0;
   { const x = m.brokerIds; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.length * 4)); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeCreatePartitionsRequestCreatePartitionsAssignmentArray(items: readonly CreatePartitionsRequestCreatePartitionsAssignment[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreatePartitionsRequestCreatePartitionsAssignment(items[i]!, v);
   return n;
 }
 
@@ -146,7 +158,7 @@ export function writeCreatePartitionsResponse(w: W.Writer, m: CreatePartitionsRe
 export function sizeCreatePartitionsResponse(m: CreatePartitionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreatePartitionsResponseCreatePartitionsTopicResult, v))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreatePartitionsResponseCreatePartitionsTopicResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -186,6 +198,12 @@ export function sizeCreatePartitionsResponseCreatePartitionsTopicResult(m: Creat
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeCreatePartitionsResponseCreatePartitionsTopicResultArray(items: readonly CreatePartitionsResponseCreatePartitionsTopicResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreatePartitionsResponseCreatePartitionsTopicResult(items[i]!, v);
   return n;
 }
 

@@ -41,7 +41,7 @@ export function writeCreateTopicsRequest(w: W.Writer, m: CreateTopicsRequest, v:
 
 export function sizeCreateTopicsRequest(m: CreateTopicsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsRequestCreatableTopic, v))); }
+  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreateTopicsRequestCreatableTopicArray(x, v))); }
   n += 4;
   if (v >= 1) n += 1;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -88,9 +88,15 @@ export function sizeCreateTopicsRequestCreatableTopic(m: CreateTopicsRequestCrea
   { const x = m.name; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 4;
   n += 2;
-  { const x = m.assignments; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsRequestCreatableReplicaAssignment, v))); }
-  { const x = m.configs; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsRequestCreatableTopicConfig, v))); }
+  { const x = m.assignments; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreateTopicsRequestCreatableReplicaAssignmentArray(x, v))); }
+  { const x = m.configs; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreateTopicsRequestCreatableTopicConfigArray(x, v))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeCreateTopicsRequestCreatableTopicArray(items: readonly CreateTopicsRequestCreatableTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreateTopicsRequestCreatableTopic(items[i]!, v);
   return n;
 }
 
@@ -128,6 +134,12 @@ export function sizeCreateTopicsRequestCreatableReplicaAssignment(m: CreateTopic
   return n;
 }
 
+function sizeCreateTopicsRequestCreatableReplicaAssignmentArray(items: readonly CreateTopicsRequestCreatableReplicaAssignment[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreateTopicsRequestCreatableReplicaAssignment(items[i]!, v);
+  return n;
+}
+
 export interface CreateTopicsRequestCreatableTopicConfig {
   name: string;
   value: string | null;
@@ -162,6 +174,12 @@ export function sizeCreateTopicsRequestCreatableTopicConfig(m: CreateTopicsReque
   return n;
 }
 
+function sizeCreateTopicsRequestCreatableTopicConfigArray(items: readonly CreateTopicsRequestCreatableTopicConfig[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreateTopicsRequestCreatableTopicConfig(items[i]!, v);
+  return n;
+}
+
 // CreateTopicsResponse: versions 0-7, flexible 5+
 
 export interface CreateTopicsResponse {
@@ -193,7 +211,7 @@ export function writeCreateTopicsResponse(w: W.Writer, m: CreateTopicsResponse, 
 export function sizeCreateTopicsResponse(m: CreateTopicsResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsResponseCreatableTopicResult, v))); }
+  { const x = m.topics; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeCreateTopicsResponseCreatableTopicResultArray(x, v))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -262,8 +280,14 @@ export function sizeCreateTopicsResponseCreatableTopicResult(m: CreateTopicsResp
   if (v >= 1) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) n += 4;
   if (v >= 5) n += 2;
-  if (v >= 5) { const x = (m.configs === undefined ? [] : m.configs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeCreateTopicsResponseCreatableTopicConfigs, v))); }
+  if (v >= 5) { const x = (m.configs === undefined ? [] : m.configs); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeCreateTopicsResponseCreatableTopicConfigsArray(x, v))); }
   if (v >= 5) n += W.sizeTaggedFields(taggedCreateTopicsResponseCreatableTopicResult(m, v));
+  return n;
+}
+
+function sizeCreateTopicsResponseCreatableTopicResultArray(items: readonly CreateTopicsResponseCreatableTopicResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreateTopicsResponseCreatableTopicResult(items[i]!, v);
   return n;
 }
 
@@ -314,6 +338,12 @@ export function sizeCreateTopicsResponseCreatableTopicConfigs(m: CreateTopicsRes
   if (v >= 5) n += 1;
   if (v >= 5) n += 1;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeCreateTopicsResponseCreatableTopicConfigsArray(items: readonly CreateTopicsResponseCreatableTopicConfigs[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeCreateTopicsResponseCreatableTopicConfigs(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeDeleteAclsRequest(w: W.Writer, m: DeleteAclsRequest, v: num
 
 export function sizeDeleteAclsRequest(m: DeleteAclsRequest, v: number): number {
   let n = 0;
-  { const x = m.filters; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteAclsRequestDeleteAclsFilter, v))); }
+  { const x = m.filters; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteAclsRequestDeleteAclsFilterArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -94,6 +94,12 @@ export function sizeDeleteAclsRequestDeleteAclsFilter(m: DeleteAclsRequestDelete
   return n;
 }
 
+function sizeDeleteAclsRequestDeleteAclsFilterArray(items: readonly DeleteAclsRequestDeleteAclsFilter[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteAclsRequestDeleteAclsFilter(items[i]!, v);
+  return n;
+}
+
 // DeleteAclsResponse: versions 0-3, flexible 2+
 
 export interface DeleteAclsResponse {
@@ -125,7 +131,7 @@ export function writeDeleteAclsResponse(w: W.Writer, m: DeleteAclsResponse, v: n
 export function sizeDeleteAclsResponse(m: DeleteAclsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.filterResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteAclsResponseDeleteAclsFilterResult, v))); }
+  { const x = m.filterResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteAclsResponseDeleteAclsFilterResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -163,8 +169,14 @@ export function sizeDeleteAclsResponseDeleteAclsFilterResult(m: DeleteAclsRespon
   let n = 0;
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.matchingAcls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteAclsResponseDeleteAclsMatchingAcl, v))); }
+  { const x = m.matchingAcls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteAclsResponseDeleteAclsMatchingAclArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteAclsResponseDeleteAclsFilterResultArray(items: readonly DeleteAclsResponseDeleteAclsFilterResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteAclsResponseDeleteAclsFilterResult(items[i]!, v);
   return n;
 }
 
@@ -228,6 +240,12 @@ export function sizeDeleteAclsResponseDeleteAclsMatchingAcl(m: DeleteAclsRespons
   n += 1;
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteAclsResponseDeleteAclsMatchingAclArray(items: readonly DeleteAclsResponseDeleteAclsMatchingAcl[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteAclsResponseDeleteAclsMatchingAcl(items[i]!, v);
   return n;
 }
 

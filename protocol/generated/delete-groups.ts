@@ -70,7 +70,7 @@ export function writeDeleteGroupsResponse(w: W.Writer, m: DeleteGroupsResponse, 
 export function sizeDeleteGroupsResponse(m: DeleteGroupsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteGroupsResponseDeletableGroupResult, v))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteGroupsResponseDeletableGroupResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -106,6 +106,12 @@ export function sizeDeleteGroupsResponseDeletableGroupResult(m: DeleteGroupsResp
   { const x = m.groupId; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 2;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteGroupsResponseDeletableGroupResultArray(items: readonly DeleteGroupsResponseDeletableGroupResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteGroupsResponseDeletableGroupResult(items[i]!, v);
   return n;
 }
 

@@ -37,7 +37,7 @@ export function writeDeleteRecordsRequest(w: W.Writer, m: DeleteRecordsRequest, 
 
 export function sizeDeleteRecordsRequest(m: DeleteRecordsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteRecordsRequestDeleteRecordsTopic, v))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteRecordsRequestDeleteRecordsTopicArray(x, v))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -72,8 +72,14 @@ export function writeDeleteRecordsRequestDeleteRecordsTopic(w: W.Writer, m: Dele
 export function sizeDeleteRecordsRequestDeleteRecordsTopic(m: DeleteRecordsRequestDeleteRecordsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteRecordsRequestDeleteRecordsPartition, v))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteRecordsRequestDeleteRecordsPartitionArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteRecordsRequestDeleteRecordsTopicArray(items: readonly DeleteRecordsRequestDeleteRecordsTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteRecordsRequestDeleteRecordsTopic(items[i]!, v);
   return n;
 }
 
@@ -111,6 +117,12 @@ export function sizeDeleteRecordsRequestDeleteRecordsPartition(m: DeleteRecordsR
   return n;
 }
 
+function sizeDeleteRecordsRequestDeleteRecordsPartitionArray(items: readonly DeleteRecordsRequestDeleteRecordsPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteRecordsRequestDeleteRecordsPartition(items[i]!, v);
+  return n;
+}
+
 // DeleteRecordsResponse: versions 0-2, flexible 2+
 
 export interface DeleteRecordsResponse {
@@ -142,7 +154,7 @@ export function writeDeleteRecordsResponse(w: W.Writer, m: DeleteRecordsResponse
 export function sizeDeleteRecordsResponse(m: DeleteRecordsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteRecordsResponseDeleteRecordsTopicResult, v))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteRecordsResponseDeleteRecordsTopicResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -176,8 +188,14 @@ export function writeDeleteRecordsResponseDeleteRecordsTopicResult(w: W.Writer, 
 export function sizeDeleteRecordsResponseDeleteRecordsTopicResult(m: DeleteRecordsResponseDeleteRecordsTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteRecordsResponseDeleteRecordsPartitionResult, v))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteRecordsResponseDeleteRecordsPartitionResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteRecordsResponseDeleteRecordsTopicResultArray(items: readonly DeleteRecordsResponseDeleteRecordsTopicResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteRecordsResponseDeleteRecordsTopicResult(items[i]!, v);
   return n;
 }
 
@@ -216,6 +234,12 @@ export function sizeDeleteRecordsResponseDeleteRecordsPartitionResult(m: DeleteR
   n += 8;
   n += 2;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteRecordsResponseDeleteRecordsPartitionResultArray(items: readonly DeleteRecordsResponseDeleteRecordsPartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteRecordsResponseDeleteRecordsPartitionResult(items[i]!, v);
   return n;
 }
 

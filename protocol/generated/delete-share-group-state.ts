@@ -38,7 +38,7 @@ export function writeDeleteShareGroupStateRequest(w: W.Writer, m: DeleteShareGro
 export function sizeDeleteShareGroupStateRequest(m: DeleteShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteShareGroupStateRequestDeleteStateData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDeleteShareGroupStateRequestDeleteStateDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,8 +72,14 @@ export function writeDeleteShareGroupStateRequestDeleteStateData(w: W.Writer, m:
 export function sizeDeleteShareGroupStateRequestDeleteStateData(m: DeleteShareGroupStateRequestDeleteStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteShareGroupStateRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDeleteShareGroupStateRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteShareGroupStateRequestDeleteStateDataArray(items: readonly DeleteShareGroupStateRequestDeleteStateData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteShareGroupStateRequestDeleteStateData(items[i]!, v);
   return n;
 }
 
@@ -107,6 +113,12 @@ export function sizeDeleteShareGroupStateRequestPartitionData(m: DeleteShareGrou
   return n;
 }
 
+function sizeDeleteShareGroupStateRequestPartitionDataArray(items: readonly DeleteShareGroupStateRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteShareGroupStateRequestPartitionData(items[i]!, v);
+  return n;
+}
+
 // DeleteShareGroupStateResponse: versions 0-0, flexible 0+
 
 export interface DeleteShareGroupStateResponse {
@@ -134,7 +146,7 @@ export function writeDeleteShareGroupStateResponse(w: W.Writer, m: DeleteShareGr
 
 export function sizeDeleteShareGroupStateResponse(m: DeleteShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteShareGroupStateResponseDeleteStateResult, v))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDeleteShareGroupStateResponseDeleteStateResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -168,8 +180,14 @@ export function writeDeleteShareGroupStateResponseDeleteStateResult(w: W.Writer,
 export function sizeDeleteShareGroupStateResponseDeleteStateResult(m: DeleteShareGroupStateResponseDeleteStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteShareGroupStateResponsePartitionResult, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDeleteShareGroupStateResponsePartitionResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteShareGroupStateResponseDeleteStateResultArray(items: readonly DeleteShareGroupStateResponseDeleteStateResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteShareGroupStateResponseDeleteStateResult(items[i]!, v);
   return n;
 }
 
@@ -208,6 +226,12 @@ export function sizeDeleteShareGroupStateResponsePartitionResult(m: DeleteShareG
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteShareGroupStateResponsePartitionResultArray(items: readonly DeleteShareGroupStateResponsePartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteShareGroupStateResponsePartitionResult(items[i]!, v);
   return n;
 }
 

@@ -41,7 +41,7 @@ export function writeDeleteTopicsRequest(w: W.Writer, m: DeleteTopicsRequest, v:
 
 export function sizeDeleteTopicsRequest(m: DeleteTopicsRequest, v: number): number {
   let n = 0;
-  if (v >= 6) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteTopicsRequestDeleteTopicState, v))); }
+  if (v >= 6) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDeleteTopicsRequestDeleteTopicStateArray(x, v))); }
   if (v <= 5) { const x = (m.topicNames === undefined ? [] : m.topicNames); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, (e0) => (v >= 4 ? W.sizeCompactString(e0) : W.sizeString(e0)), v))); }
   n += 4;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -84,6 +84,12 @@ export function sizeDeleteTopicsRequestDeleteTopicState(m: DeleteTopicsRequestDe
   return n;
 }
 
+function sizeDeleteTopicsRequestDeleteTopicStateArray(items: readonly DeleteTopicsRequestDeleteTopicState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteTopicsRequestDeleteTopicState(items[i]!, v);
+  return n;
+}
+
 // DeleteTopicsResponse: versions 0-6, flexible 4+
 
 export interface DeleteTopicsResponse {
@@ -115,7 +121,7 @@ export function writeDeleteTopicsResponse(w: W.Writer, m: DeleteTopicsResponse, 
 export function sizeDeleteTopicsResponse(m: DeleteTopicsResponse, v: number): number {
   let n = 0;
   if (v >= 1) n += 4;
-  { const x = m.responses; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDeleteTopicsResponseDeletableTopicResult, v))); }
+  { const x = m.responses; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDeleteTopicsResponseDeletableTopicResultArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -159,6 +165,12 @@ export function sizeDeleteTopicsResponseDeletableTopicResult(m: DeleteTopicsResp
   n += 2;
   if (v >= 5) { const x = (m.errorMessage === undefined ? null : m.errorMessage); n += W.sizeCompactString(x); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDeleteTopicsResponseDeletableTopicResultArray(items: readonly DeleteTopicsResponseDeletableTopicResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDeleteTopicsResponseDeletableTopicResult(items[i]!, v);
   return n;
 }
 

@@ -103,7 +103,7 @@ export function sizeDescribeAclsResponse(m: DescribeAclsResponse, v: number): nu
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeAclsResponseDescribeAclsResource, v))); }
+  { const x = m.resources; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeAclsResponseDescribeAclsResourceArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -146,8 +146,14 @@ export function sizeDescribeAclsResponseDescribeAclsResource(m: DescribeAclsResp
   n += 1;
   { const x = m.resourceName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 1;
-  { const x = m.acls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeAclsResponseAclDescription, v))); }
+  { const x = m.acls; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeAclsResponseAclDescriptionArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeAclsResponseDescribeAclsResourceArray(items: readonly DescribeAclsResponseDescribeAclsResource[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeAclsResponseDescribeAclsResource(items[i]!, v);
   return n;
 }
 
@@ -190,6 +196,12 @@ export function sizeDescribeAclsResponseAclDescription(m: DescribeAclsResponseAc
   n += 1;
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeAclsResponseAclDescriptionArray(items: readonly DescribeAclsResponseAclDescription[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeAclsResponseAclDescription(items[i]!, v);
   return n;
 }
 

@@ -37,7 +37,7 @@ export function writeDescribeClientQuotasRequest(w: W.Writer, m: DescribeClientQ
 
 export function sizeDescribeClientQuotasRequest(m: DescribeClientQuotasRequest, v: number): number {
   let n = 0;
-  { const x = m.components; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClientQuotasRequestComponentData, v))); }
+  { const x = m.components; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeClientQuotasRequestComponentDataArray(x, v))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -81,6 +81,12 @@ export function sizeDescribeClientQuotasRequestComponentData(m: DescribeClientQu
   return n;
 }
 
+function sizeDescribeClientQuotasRequestComponentDataArray(items: readonly DescribeClientQuotasRequestComponentData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeClientQuotasRequestComponentData(items[i]!, v);
+  return n;
+}
+
 // DescribeClientQuotasResponse: versions 0-1, flexible 1+
 
 export interface DescribeClientQuotasResponse {
@@ -120,7 +126,7 @@ export function sizeDescribeClientQuotasResponse(m: DescribeClientQuotasResponse
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClientQuotasResponseEntryData, v))); }
+  { const x = m.entries; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeClientQuotasResponseEntryDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -153,9 +159,15 @@ export function writeDescribeClientQuotasResponseEntryData(w: W.Writer, m: Descr
 
 export function sizeDescribeClientQuotasResponseEntryData(m: DescribeClientQuotasResponseEntryData, v: number): number {
   let n = 0;
-  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClientQuotasResponseEntityData, v))); }
-  { const x = m.values; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClientQuotasResponseValueData, v))); }
+  { const x = m.entity; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeClientQuotasResponseEntityDataArray(x, v))); }
+  { const x = m.values; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeClientQuotasResponseValueDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeClientQuotasResponseEntryDataArray(items: readonly DescribeClientQuotasResponseEntryData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeClientQuotasResponseEntryData(items[i]!, v);
   return n;
 }
 
@@ -193,6 +205,12 @@ export function sizeDescribeClientQuotasResponseEntityData(m: DescribeClientQuot
   return n;
 }
 
+function sizeDescribeClientQuotasResponseEntityDataArray(items: readonly DescribeClientQuotasResponseEntityData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeClientQuotasResponseEntityData(items[i]!, v);
+  return n;
+}
+
 export interface DescribeClientQuotasResponseValueData {
   key: string;
   value: number;
@@ -224,6 +242,12 @@ export function sizeDescribeClientQuotasResponseValueData(m: DescribeClientQuota
   { const x = m.key; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 8;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeClientQuotasResponseValueDataArray(items: readonly DescribeClientQuotasResponseValueData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeClientQuotasResponseValueData(items[i]!, v);
   return n;
 }
 

@@ -99,7 +99,7 @@ export function sizeDescribeClusterResponse(m: DescribeClusterResponse, v: numbe
   if (v >= 1) n += 1;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.brokers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeClusterResponseDescribeClusterBroker, v))); }
+  { const x = m.brokers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeClusterResponseDescribeClusterBrokerArray(x, v))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -144,6 +144,12 @@ export function sizeDescribeClusterResponseDescribeClusterBroker(m: DescribeClus
   n += 4;
   { const x = m.rack; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeClusterResponseDescribeClusterBrokerArray(items: readonly DescribeClusterResponseDescribeClusterBroker[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeClusterResponseDescribeClusterBroker(items[i]!, v);
   return n;
 }
 

@@ -42,7 +42,7 @@ export function writeDescribeConfigsRequest(w: W.Writer, m: DescribeConfigsReque
 
 export function sizeDescribeConfigsRequest(m: DescribeConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeConfigsRequestDescribeConfigsResource, v))); }
+  { const x = m.resources; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeConfigsRequestDescribeConfigsResourceArray(x, v))); }
   if (v >= 1) n += 1;
   if (v >= 3) n += 1;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -87,6 +87,12 @@ export function sizeDescribeConfigsRequestDescribeConfigsResource(m: DescribeCon
   return n;
 }
 
+function sizeDescribeConfigsRequestDescribeConfigsResourceArray(items: readonly DescribeConfigsRequestDescribeConfigsResource[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeConfigsRequestDescribeConfigsResource(items[i]!, v);
+  return n;
+}
+
 // DescribeConfigsResponse: versions 0-4, flexible 4+
 
 export interface DescribeConfigsResponse {
@@ -118,7 +124,7 @@ export function writeDescribeConfigsResponse(w: W.Writer, m: DescribeConfigsResp
 export function sizeDescribeConfigsResponse(m: DescribeConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.results; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeConfigsResponseDescribeConfigsResult, v))); }
+  { const x = m.results; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeConfigsResponseDescribeConfigsResultArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -164,8 +170,14 @@ export function sizeDescribeConfigsResponseDescribeConfigsResult(m: DescribeConf
   { const x = m.errorMessage; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 1;
   { const x = m.resourceName; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeConfigsResponseDescribeConfigsResourceResult, v))); }
+  { const x = m.configs; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeConfigsResponseDescribeConfigsResourceResultArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeConfigsResponseDescribeConfigsResultArray(items: readonly DescribeConfigsResponseDescribeConfigsResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeConfigsResponseDescribeConfigsResult(items[i]!, v);
   return n;
 }
 
@@ -225,10 +237,16 @@ export function sizeDescribeConfigsResponseDescribeConfigsResourceResult(m: Desc
   if (v <= 0) n += 1;
   if (v >= 1) n += 1;
   n += 1;
-  if (v >= 1) { const x = (m.synonyms === undefined ? [] : m.synonyms); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeConfigsResponseDescribeConfigsSynonym, v))); }
+  if (v >= 1) { const x = (m.synonyms === undefined ? [] : m.synonyms); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeConfigsResponseDescribeConfigsSynonymArray(x, v))); }
   if (v >= 3) n += 1;
   if (v >= 3) { const x = (m.documentation === undefined ? "" : m.documentation); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeConfigsResponseDescribeConfigsResourceResultArray(items: readonly DescribeConfigsResponseDescribeConfigsResourceResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeConfigsResponseDescribeConfigsResourceResult(items[i]!, v);
   return n;
 }
 
@@ -270,6 +288,12 @@ export function sizeDescribeConfigsResponseDescribeConfigsSynonym(m: DescribeCon
   if (v >= 1) { const x = (m.value === undefined ? "" : m.value); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 1;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeConfigsResponseDescribeConfigsSynonymArray(items: readonly DescribeConfigsResponseDescribeConfigsSynonym[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeConfigsResponseDescribeConfigsSynonym(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeDescribeDelegationTokenRequest(w: W.Writer, m: DescribeDele
 
 export function sizeDescribeDelegationTokenRequest(m: DescribeDelegationTokenRequest, v: number): number {
   let n = 0;
-  { const x = m.owners; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwner, v))); }
+  { const x = m.owners; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwnerArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,6 +73,12 @@ export function sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwner(m
   return n;
 }
 
+function sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwnerArray(items: readonly DescribeDelegationTokenRequestDescribeDelegationTokenOwner[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeDelegationTokenRequestDescribeDelegationTokenOwner(items[i]!, v);
+  return n;
+}
+
 // DescribeDelegationTokenResponse: versions 0-3, flexible 2+
 
 export interface DescribeDelegationTokenResponse {
@@ -107,7 +113,7 @@ export function writeDescribeDelegationTokenResponse(w: W.Writer, m: DescribeDel
 export function sizeDescribeDelegationTokenResponse(m: DescribeDelegationTokenResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.tokens; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeDelegationTokenResponseDescribedDelegationToken, v))); }
+  { const x = m.tokens; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeDelegationTokenResponseDescribedDelegationTokenArray(x, v))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -176,8 +182,14 @@ export function sizeDescribeDelegationTokenResponseDescribedDelegationToken(m: D
   n += 8;
   { const x = m.tokenId; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.hmac; n += (v >= 2 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
-  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenewer, v))); }
+  { const x = m.renewers; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenewerArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeDelegationTokenResponseDescribedDelegationTokenArray(items: readonly DescribeDelegationTokenResponseDescribedDelegationToken[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeDelegationTokenResponseDescribedDelegationToken(items[i]!, v);
   return n;
 }
 
@@ -212,6 +224,12 @@ export function sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenew
   { const x = m.principalType; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.principalName; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenewerArray(items: readonly DescribeDelegationTokenResponseDescribedDelegationTokenRenewer[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeDelegationTokenResponseDescribedDelegationTokenRenewer(items[i]!, v);
   return n;
 }
 

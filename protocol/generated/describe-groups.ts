@@ -75,7 +75,7 @@ export function writeDescribeGroupsResponse(w: W.Writer, m: DescribeGroupsRespon
 export function sizeDescribeGroupsResponse(m: DescribeGroupsResponse, v: number): number {
   let n = 0;
   if (v >= 1) n += 4;
-  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeGroupsResponseDescribedGroup, v))); }
+  { const x = m.groups; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeGroupsResponseDescribedGroupArray(x, v))); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -129,9 +129,15 @@ export function sizeDescribeGroupsResponseDescribedGroup(m: DescribeGroupsRespon
   { const x = m.groupState; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolType; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolData; n += (v >= 5 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.members; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeGroupsResponseDescribedGroupMember, v))); }
+  { const x = m.members; n += ((v >= 5 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeGroupsResponseDescribedGroupMemberArray(x, v))); }
   if (v >= 3) n += 4;
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeGroupsResponseDescribedGroupArray(items: readonly DescribeGroupsResponseDescribedGroup[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeGroupsResponseDescribedGroup(items[i]!, v);
   return n;
 }
 
@@ -182,6 +188,12 @@ export function sizeDescribeGroupsResponseDescribedGroupMember(m: DescribeGroups
   { const x = m.memberMetadata; n += (v >= 5 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   { const x = m.memberAssignment; n += (v >= 5 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   if (v >= 5) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeGroupsResponseDescribedGroupMemberArray(items: readonly DescribeGroupsResponseDescribedGroupMember[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeGroupsResponseDescribedGroupMember(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeDescribeLogDirsRequest(w: W.Writer, m: DescribeLogDirsReque
 
 export function sizeDescribeLogDirsRequest(m: DescribeLogDirsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeLogDirsRequestDescribableLogDirTopic, v))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeLogDirsRequestDescribableLogDirTopicArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,6 +73,12 @@ export function sizeDescribeLogDirsRequestDescribableLogDirTopic(m: DescribeLogD
   return n;
 }
 
+function sizeDescribeLogDirsRequestDescribableLogDirTopicArray(items: readonly DescribeLogDirsRequestDescribableLogDirTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeLogDirsRequestDescribableLogDirTopic(items[i]!, v);
+  return n;
+}
+
 // DescribeLogDirsResponse: versions 0-4, flexible 2+
 
 export interface DescribeLogDirsResponse {
@@ -108,7 +114,7 @@ export function sizeDescribeLogDirsResponse(m: DescribeLogDirsResponse, v: numbe
   let n = 0;
   n += 4;
   if (v >= 3) n += 2;
-  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeLogDirsResponseDescribeLogDirsResult, v))); }
+  { const x = m.results; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeLogDirsResponseDescribeLogDirsResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -152,10 +158,16 @@ export function sizeDescribeLogDirsResponseDescribeLogDirsResult(m: DescribeLogD
   let n = 0;
   n += 2;
   { const x = m.logDir; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeLogDirsResponseDescribeLogDirsTopic, v))); }
+  { const x = m.topics; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeLogDirsResponseDescribeLogDirsTopicArray(x, v))); }
   if (v >= 4) n += 8;
   if (v >= 4) n += 8;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeLogDirsResponseDescribeLogDirsResultArray(items: readonly DescribeLogDirsResponseDescribeLogDirsResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeLogDirsResponseDescribeLogDirsResult(items[i]!, v);
   return n;
 }
 
@@ -188,8 +200,14 @@ export function writeDescribeLogDirsResponseDescribeLogDirsTopic(w: W.Writer, m:
 export function sizeDescribeLogDirsResponseDescribeLogDirsTopic(m: DescribeLogDirsResponseDescribeLogDirsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeLogDirsResponseDescribeLogDirsPartition, v))); }
+  { const x = m.partitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeDescribeLogDirsResponseDescribeLogDirsPartitionArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeLogDirsResponseDescribeLogDirsTopicArray(items: readonly DescribeLogDirsResponseDescribeLogDirsTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeLogDirsResponseDescribeLogDirsTopic(items[i]!, v);
   return n;
 }
 
@@ -232,6 +250,12 @@ export function sizeDescribeLogDirsResponseDescribeLogDirsPartition(m: DescribeL
   n += 8;
   n += 1;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeLogDirsResponseDescribeLogDirsPartitionArray(items: readonly DescribeLogDirsResponseDescribeLogDirsPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeLogDirsResponseDescribeLogDirsPartition(items[i]!, v);
   return n;
 }
 

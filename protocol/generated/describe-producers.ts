@@ -34,7 +34,7 @@ export function writeDescribeProducersRequest(w: W.Writer, m: DescribeProducersR
 
 export function sizeDescribeProducersRequest(m: DescribeProducersRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeProducersRequestTopicRequest, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeProducersRequestTopicRequestArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -73,6 +73,12 @@ export function sizeDescribeProducersRequestTopicRequest(m: DescribeProducersReq
   return n;
 }
 
+function sizeDescribeProducersRequestTopicRequestArray(items: readonly DescribeProducersRequestTopicRequest[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeProducersRequestTopicRequest(items[i]!, v);
+  return n;
+}
+
 // DescribeProducersResponse: versions 0-0, flexible 0+
 
 export interface DescribeProducersResponse {
@@ -104,7 +110,7 @@ export function writeDescribeProducersResponse(w: W.Writer, m: DescribeProducers
 export function sizeDescribeProducersResponse(m: DescribeProducersResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeProducersResponseTopicResponse, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeProducersResponseTopicResponseArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -138,8 +144,14 @@ export function writeDescribeProducersResponseTopicResponse(w: W.Writer, m: Desc
 export function sizeDescribeProducersResponseTopicResponse(m: DescribeProducersResponseTopicResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeProducersResponsePartitionResponse, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeProducersResponsePartitionResponseArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeProducersResponseTopicResponseArray(items: readonly DescribeProducersResponseTopicResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeProducersResponseTopicResponse(items[i]!, v);
   return n;
 }
 
@@ -180,8 +192,14 @@ export function sizeDescribeProducersResponsePartitionResponse(m: DescribeProduc
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.activeProducers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeProducersResponseProducerState, v))); }
+  { const x = m.activeProducers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeProducersResponseProducerStateArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeProducersResponsePartitionResponseArray(items: readonly DescribeProducersResponsePartitionResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeProducersResponsePartitionResponse(items[i]!, v);
   return n;
 }
 
@@ -232,6 +250,12 @@ export function sizeDescribeProducersResponseProducerState(m: DescribeProducersR
   n += 4;
   n += 8;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeProducersResponseProducerStateArray(items: readonly DescribeProducersResponseProducerState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeProducersResponseProducerState(items[i]!, v);
   return n;
 }
 

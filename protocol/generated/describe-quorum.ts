@@ -34,7 +34,7 @@ export function writeDescribeQuorumRequest(w: W.Writer, m: DescribeQuorumRequest
 
 export function sizeDescribeQuorumRequest(m: DescribeQuorumRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumRequestTopicData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeQuorumRequestTopicDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -68,8 +68,14 @@ export function writeDescribeQuorumRequestTopicData(w: W.Writer, m: DescribeQuor
 export function sizeDescribeQuorumRequestTopicData(m: DescribeQuorumRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeQuorumRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeQuorumRequestTopicDataArray(items: readonly DescribeQuorumRequestTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeQuorumRequestTopicData(items[i]!, v);
   return n;
 }
 
@@ -100,6 +106,12 @@ export function sizeDescribeQuorumRequestPartitionData(m: DescribeQuorumRequestP
   let n = 0;
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeQuorumRequestPartitionDataArray(items: readonly DescribeQuorumRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeQuorumRequestPartitionData(items[i]!, v);
   return n;
 }
 
@@ -142,8 +154,8 @@ export function sizeDescribeQuorumResponse(m: DescribeQuorumResponse, v: number)
   let n = 0;
   n += 2;
   if (v >= 2) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseTopicData, v))); }
-  if (v >= 2) { const x = (m.nodes === undefined ? [] : m.nodes); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseNode, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeQuorumResponseTopicDataArray(x, v))); }
+  if (v >= 2) { const x = (m.nodes === undefined ? [] : m.nodes); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeQuorumResponseNodeArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -177,8 +189,14 @@ export function writeDescribeQuorumResponseTopicData(w: W.Writer, m: DescribeQuo
 export function sizeDescribeQuorumResponseTopicData(m: DescribeQuorumResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponsePartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeQuorumResponsePartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeQuorumResponseTopicDataArray(items: readonly DescribeQuorumResponseTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeQuorumResponseTopicData(items[i]!, v);
   return n;
 }
 
@@ -234,9 +252,15 @@ export function sizeDescribeQuorumResponsePartitionData(m: DescribeQuorumRespons
   n += 4;
   n += 4;
   n += 8;
-  { const x = m.currentVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseReplicaState, v))); }
-  { const x = m.observers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseReplicaState, v))); }
+  { const x = m.currentVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeQuorumResponseReplicaStateArray(x, v))); }
+  { const x = m.observers; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeQuorumResponseReplicaStateArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeQuorumResponsePartitionDataArray(items: readonly DescribeQuorumResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeQuorumResponsePartitionData(items[i]!, v);
   return n;
 }
 
@@ -287,6 +311,12 @@ export function sizeDescribeQuorumResponseReplicaState(m: DescribeQuorumResponse
   return n;
 }
 
+function sizeDescribeQuorumResponseReplicaStateArray(items: readonly DescribeQuorumResponseReplicaState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeQuorumResponseReplicaState(items[i]!, v);
+  return n;
+}
+
 export interface DescribeQuorumResponseNode {
   nodeId?: number;
   listeners?: DescribeQuorumResponseListener[];
@@ -318,8 +348,14 @@ export function writeDescribeQuorumResponseNode(w: W.Writer, m: DescribeQuorumRe
 export function sizeDescribeQuorumResponseNode(m: DescribeQuorumResponseNode, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  if (v >= 2) { const x = (m.listeners === undefined ? [] : m.listeners); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeQuorumResponseListener, v))); }
+  if (v >= 2) { const x = (m.listeners === undefined ? [] : m.listeners); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeQuorumResponseListenerArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeQuorumResponseNodeArray(items: readonly DescribeQuorumResponseNode[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeQuorumResponseNode(items[i]!, v);
   return n;
 }
 
@@ -361,6 +397,12 @@ export function sizeDescribeQuorumResponseListener(m: DescribeQuorumResponseList
   if (v >= 2) { const x = (m.host === undefined ? "" : m.host); n += W.sizeCompactString(x); }
   if (v >= 2) n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeQuorumResponseListenerArray(items: readonly DescribeQuorumResponseListener[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeQuorumResponseListener(items[i]!, v);
   return n;
 }
 

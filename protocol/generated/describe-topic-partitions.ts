@@ -40,7 +40,7 @@ export function writeDescribeTopicPartitionsRequest(w: W.Writer, m: DescribeTopi
 
 export function sizeDescribeTopicPartitionsRequest(m: DescribeTopicPartitionsRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTopicPartitionsRequestTopicRequest, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeTopicPartitionsRequestTopicRequestArray(x, v))); }
   n += 4;
   { const x = m.cursor; n += (x === null ? 1 : 1 + sizeDescribeTopicPartitionsRequestCursor(x, v)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -74,6 +74,12 @@ export function sizeDescribeTopicPartitionsRequestTopicRequest(m: DescribeTopicP
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeTopicPartitionsRequestTopicRequestArray(items: readonly DescribeTopicPartitionsRequestTopicRequest[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeTopicPartitionsRequestTopicRequest(items[i]!, v);
   return n;
 }
 
@@ -145,7 +151,7 @@ export function writeDescribeTopicPartitionsResponse(w: W.Writer, m: DescribeTop
 export function sizeDescribeTopicPartitionsResponse(m: DescribeTopicPartitionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopicArray(x, v))); }
   { const x = m.nextCursor; n += (x === null ? 1 : 1 + sizeDescribeTopicPartitionsResponseCursor(x, v)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -195,9 +201,15 @@ export function sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsRespon
   { const x = m.name; n += W.sizeCompactString(x); }
   n += 16;
   n += 1;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartitionArray(x, v))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopicArray(items: readonly DescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic(items[i]!, v);
   return n;
 }
 
@@ -260,6 +272,12 @@ export function sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsRespon
   { const x = m.lastKnownElr; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   { const x = m.offlineReplicas; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartitionArray(items: readonly DescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition(items[i]!, v);
   return n;
 }
 

@@ -70,7 +70,7 @@ export function writeDescribeTransactionsResponse(w: W.Writer, m: DescribeTransa
 export function sizeDescribeTransactionsResponse(m: DescribeTransactionsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTransactionsResponseTransactionState, v))); }
+  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeTransactionsResponseTransactionStateArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -128,8 +128,14 @@ export function sizeDescribeTransactionsResponseTransactionState(m: DescribeTran
   n += 8;
   n += 8;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeTransactionsResponseTopicData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeTransactionsResponseTopicDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeTransactionsResponseTransactionStateArray(items: readonly DescribeTransactionsResponseTransactionState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeTransactionsResponseTransactionState(items[i]!, v);
   return n;
 }
 
@@ -164,6 +170,12 @@ export function sizeDescribeTransactionsResponseTopicData(m: DescribeTransaction
   { const x = m.topic; n += W.sizeCompactString(x); }
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeTransactionsResponseTopicDataArray(items: readonly DescribeTransactionsResponseTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeTransactionsResponseTopicData(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeDescribeUserScramCredentialsRequest(w: W.Writer, m: Describ
 
 export function sizeDescribeUserScramCredentialsRequest(m: DescribeUserScramCredentialsRequest, v: number): number {
   let n = 0;
-  { const x = m.users; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeUserScramCredentialsRequestUserName, v))); }
+  { const x = m.users; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeUserScramCredentialsRequestUserNameArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -66,6 +66,12 @@ export function sizeDescribeUserScramCredentialsRequestUserName(m: DescribeUserS
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeUserScramCredentialsRequestUserNameArray(items: readonly DescribeUserScramCredentialsRequestUserName[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeUserScramCredentialsRequestUserName(items[i]!, v);
   return n;
 }
 
@@ -108,7 +114,7 @@ export function sizeDescribeUserScramCredentialsResponse(m: DescribeUserScramCre
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult, v))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -150,8 +156,14 @@ export function sizeDescribeUserScramCredentialsResponseDescribeUserScramCredent
   { const x = m.user; n += W.sizeCompactString(x); }
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.credentialInfos; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeDescribeUserScramCredentialsResponseCredentialInfo, v))); }
+  { const x = m.credentialInfos; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeDescribeUserScramCredentialsResponseCredentialInfoArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResultArray(items: readonly DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult(items[i]!, v);
   return n;
 }
 
@@ -186,6 +198,12 @@ export function sizeDescribeUserScramCredentialsResponseCredentialInfo(m: Descri
   n += 1;
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeDescribeUserScramCredentialsResponseCredentialInfoArray(items: readonly DescribeUserScramCredentialsResponseCredentialInfo[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeDescribeUserScramCredentialsResponseCredentialInfo(items[i]!, v);
   return n;
 }
 

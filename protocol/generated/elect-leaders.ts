@@ -42,7 +42,7 @@ export function writeElectLeadersRequest(w: W.Writer, m: ElectLeadersRequest, v:
 export function sizeElectLeadersRequest(m: ElectLeadersRequest, v: number): number {
   let n = 0;
   if (v >= 1) n += 1;
-  { const x = m.topicPartitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeElectLeadersRequestTopicPartitions, v))); }
+  { const x = m.topicPartitions; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeElectLeadersRequestTopicPartitionsArray(x, v))); }
   n += 4;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -82,6 +82,12 @@ export function sizeElectLeadersRequestTopicPartitions(m: ElectLeadersRequestTop
   return n;
 }
 
+function sizeElectLeadersRequestTopicPartitionsArray(items: readonly ElectLeadersRequestTopicPartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeElectLeadersRequestTopicPartitions(items[i]!, v);
+  return n;
+}
+
 // ElectLeadersResponse: versions 0-2, flexible 2+
 
 export interface ElectLeadersResponse {
@@ -118,7 +124,7 @@ export function sizeElectLeadersResponse(m: ElectLeadersResponse, v: number): nu
   let n = 0;
   n += 4;
   if (v >= 1) n += 2;
-  { const x = m.replicaElectionResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeElectLeadersResponseReplicaElectionResult, v))); }
+  { const x = m.replicaElectionResults; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeElectLeadersResponseReplicaElectionResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -152,8 +158,14 @@ export function writeElectLeadersResponseReplicaElectionResult(w: W.Writer, m: E
 export function sizeElectLeadersResponseReplicaElectionResult(m: ElectLeadersResponseReplicaElectionResult, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionResult; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeElectLeadersResponsePartitionResult, v))); }
+  { const x = m.partitionResult; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeElectLeadersResponsePartitionResultArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeElectLeadersResponseReplicaElectionResultArray(items: readonly ElectLeadersResponseReplicaElectionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeElectLeadersResponseReplicaElectionResult(items[i]!, v);
   return n;
 }
 
@@ -192,6 +204,12 @@ export function sizeElectLeadersResponsePartitionResult(m: ElectLeadersResponseP
   n += 2;
   { const x = m.errorMessage; n += (v >= 2 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeElectLeadersResponsePartitionResultArray(items: readonly ElectLeadersResponsePartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeElectLeadersResponsePartitionResult(items[i]!, v);
   return n;
 }
 

@@ -41,8 +41,8 @@ export function writeEndQuorumEpochRequest(w: W.Writer, m: EndQuorumEpochRequest
 export function sizeEndQuorumEpochRequest(m: EndQuorumEpochRequest, v: number): number {
   let n = 0;
   { const x = m.clusterId; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochRequestTopicData, v))); }
-  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochRequestLeaderEndpoint, v))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeEndQuorumEpochRequestTopicDataArray(x, v))); }
+  if (v >= 1) { const x = (m.leaderEndpoints === undefined ? [] : m.leaderEndpoints); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeEndQuorumEpochRequestLeaderEndpointArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,8 +76,14 @@ export function writeEndQuorumEpochRequestTopicData(w: W.Writer, m: EndQuorumEpo
 export function sizeEndQuorumEpochRequestTopicData(m: EndQuorumEpochRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochRequestPartitionData, v))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeEndQuorumEpochRequestPartitionDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeEndQuorumEpochRequestTopicDataArray(items: readonly EndQuorumEpochRequestTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeEndQuorumEpochRequestTopicData(items[i]!, v);
   return n;
 }
 
@@ -122,8 +128,14 @@ export function sizeEndQuorumEpochRequestPartitionData(m: EndQuorumEpochRequestP
   n += 4;
   n += 4;
   if (v <= 0) { const x = (m.preferredSuccessors === undefined ? [] : m.preferredSuccessors); n += (4 + (x === null ? 0 : x.length * 4)); }
-  if (v >= 1) { const x = (m.preferredCandidates === undefined ? [] : m.preferredCandidates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochRequestReplicaInfo, v))); }
+  if (v >= 1) { const x = (m.preferredCandidates === undefined ? [] : m.preferredCandidates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeEndQuorumEpochRequestReplicaInfoArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeEndQuorumEpochRequestPartitionDataArray(items: readonly EndQuorumEpochRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeEndQuorumEpochRequestPartitionData(items[i]!, v);
   return n;
 }
 
@@ -160,6 +172,12 @@ export function sizeEndQuorumEpochRequestReplicaInfo(m: EndQuorumEpochRequestRep
   if (v >= 1) n += 4;
   if (v >= 1) n += 16;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeEndQuorumEpochRequestReplicaInfoArray(items: readonly EndQuorumEpochRequestReplicaInfo[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeEndQuorumEpochRequestReplicaInfo(items[i]!, v);
   return n;
 }
 
@@ -204,6 +222,12 @@ export function sizeEndQuorumEpochRequestLeaderEndpoint(m: EndQuorumEpochRequest
   return n;
 }
 
+function sizeEndQuorumEpochRequestLeaderEndpointArray(items: readonly EndQuorumEpochRequestLeaderEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeEndQuorumEpochRequestLeaderEndpoint(items[i]!, v);
+  return n;
+}
+
 // EndQuorumEpochResponse: versions 0-1, flexible 1+
 
 export interface EndQuorumEpochResponse {
@@ -237,7 +261,7 @@ function taggedEndQuorumEpochResponse(m: EndQuorumEpochResponse, v: number): Tag
   if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeEndQuorumEpochResponseNodeEndpointArray(x, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeEndQuorumEpochResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -251,7 +275,7 @@ export function writeEndQuorumEpochResponse(w: W.Writer, m: EndQuorumEpochRespon
 export function sizeEndQuorumEpochResponse(m: EndQuorumEpochResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochResponseTopicData, v))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeEndQuorumEpochResponseTopicDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(taggedEndQuorumEpochResponse(m, v));
   return n;
 }
@@ -285,8 +309,14 @@ export function writeEndQuorumEpochResponseTopicData(w: W.Writer, m: EndQuorumEp
 export function sizeEndQuorumEpochResponseTopicData(m: EndQuorumEpochResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeEndQuorumEpochResponsePartitionData, v))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeEndQuorumEpochResponsePartitionDataArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeEndQuorumEpochResponseTopicDataArray(items: readonly EndQuorumEpochResponseTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeEndQuorumEpochResponseTopicData(items[i]!, v);
   return n;
 }
 
@@ -332,6 +362,12 @@ export function sizeEndQuorumEpochResponsePartitionData(m: EndQuorumEpochRespons
   return n;
 }
 
+function sizeEndQuorumEpochResponsePartitionDataArray(items: readonly EndQuorumEpochResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeEndQuorumEpochResponsePartitionData(items[i]!, v);
+  return n;
+}
+
 export interface EndQuorumEpochResponseNodeEndpoint {
   nodeId?: number;
   host?: string;
@@ -370,6 +406,12 @@ export function sizeEndQuorumEpochResponseNodeEndpoint(m: EndQuorumEpochResponse
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); n += W.sizeCompactString(x); }
   if (v >= 1) n += 2;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeEndQuorumEpochResponseNodeEndpointArray(items: readonly EndQuorumEpochResponseNodeEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeEndQuorumEpochResponseNodeEndpoint(items[i]!, v);
   return n;
 }
 

@@ -57,7 +57,7 @@ export function sizeFetchSnapshotRequest(m: FetchSnapshotRequest, v: number): nu
   let n = 0;
   n += 4;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotRequestTopicSnapshot, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeFetchSnapshotRequestTopicSnapshotArray(x, v))); }
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotRequest(m, v));
   return n;
 }
@@ -91,8 +91,14 @@ export function writeFetchSnapshotRequestTopicSnapshot(w: W.Writer, m: FetchSnap
 export function sizeFetchSnapshotRequestTopicSnapshot(m: FetchSnapshotRequestTopicSnapshot, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotRequestPartitionSnapshot, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeFetchSnapshotRequestPartitionSnapshotArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeFetchSnapshotRequestTopicSnapshotArray(items: readonly FetchSnapshotRequestTopicSnapshot[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchSnapshotRequestTopicSnapshot(items[i]!, v);
   return n;
 }
 
@@ -150,6 +156,12 @@ export function sizeFetchSnapshotRequestPartitionSnapshot(m: FetchSnapshotReques
   { const x = m.snapshotId; n += sizeFetchSnapshotRequestSnapshotId(x, v); }
   n += 8;
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotRequestPartitionSnapshot(m, v));
+  return n;
+}
+
+function sizeFetchSnapshotRequestPartitionSnapshotArray(items: readonly FetchSnapshotRequestPartitionSnapshot[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchSnapshotRequestPartitionSnapshot(items[i]!, v);
   return n;
 }
 
@@ -222,7 +234,7 @@ function taggedFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): Tagge
   if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeFetchSnapshotResponseNodeEndpointArray(x, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -238,7 +250,7 @@ export function sizeFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): 
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotResponseTopicSnapshot, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeFetchSnapshotResponseTopicSnapshotArray(x, v))); }
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotResponse(m, v));
   return n;
 }
@@ -272,8 +284,14 @@ export function writeFetchSnapshotResponseTopicSnapshot(w: W.Writer, m: FetchSna
 export function sizeFetchSnapshotResponseTopicSnapshot(m: FetchSnapshotResponseTopicSnapshot, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchSnapshotResponsePartitionSnapshot, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeFetchSnapshotResponsePartitionSnapshotArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeFetchSnapshotResponseTopicSnapshotArray(items: readonly FetchSnapshotResponseTopicSnapshot[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchSnapshotResponseTopicSnapshot(items[i]!, v);
   return n;
 }
 
@@ -339,6 +357,12 @@ export function sizeFetchSnapshotResponsePartitionSnapshot(m: FetchSnapshotRespo
   n += 8;
   { const x = m.unalignedRecords; n += W.sizeCompactBytes(x); }
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotResponsePartitionSnapshot(m, v));
+  return n;
+}
+
+function sizeFetchSnapshotResponsePartitionSnapshotArray(items: readonly FetchSnapshotResponsePartitionSnapshot[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchSnapshotResponsePartitionSnapshot(items[i]!, v);
   return n;
 }
 
@@ -448,6 +472,12 @@ export function sizeFetchSnapshotResponseNodeEndpoint(m: FetchSnapshotResponseNo
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); n += W.sizeCompactString(x); }
   if (v >= 1) n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeFetchSnapshotResponseNodeEndpointArray(items: readonly FetchSnapshotResponseNodeEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchSnapshotResponseNodeEndpoint(items[i]!, v);
   return n;
 }
 

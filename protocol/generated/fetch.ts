@@ -91,8 +91,8 @@ export function sizeFetchRequest(m: FetchRequest, v: number): number {
   if (v >= 4) n += 1;
   if (v >= 7) n += 4;
   if (v >= 7) n += 4;
-  { const x = m.topics; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchRequestFetchTopic, v))); }
-  if (v >= 7) { const x = (m.forgottenTopicsData === undefined ? [] : m.forgottenTopicsData); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchRequestForgottenTopic, v))); }
+  { const x = m.topics; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeFetchRequestFetchTopicArray(x, v))); }
+  if (v >= 7) { const x = (m.forgottenTopicsData === undefined ? [] : m.forgottenTopicsData); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeFetchRequestForgottenTopicArray(x, v))); }
   if (v >= 11) { const x = (m.rackId === undefined ? "" : m.rackId); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchRequest(m, v));
   return n;
@@ -167,8 +167,14 @@ export function sizeFetchRequestFetchTopic(m: FetchRequestFetchTopic, v: number)
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;
-  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchRequestFetchPartition, v))); }
+  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeFetchRequestFetchPartitionArray(x, v))); }
   if (v >= 12) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeFetchRequestFetchTopicArray(items: readonly FetchRequestFetchTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchRequestFetchTopic(items[i]!, v);
   return n;
 }
 
@@ -238,6 +244,12 @@ export function sizeFetchRequestFetchPartition(m: FetchRequestFetchPartition, v:
   return n;
 }
 
+function sizeFetchRequestFetchPartitionArray(items: readonly FetchRequestFetchPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchRequestFetchPartition(items[i]!, v);
+  return n;
+}
+
 export interface FetchRequestForgottenTopic {
   topic?: string;
   topicId?: string;
@@ -274,6 +286,12 @@ export function sizeFetchRequestForgottenTopic(m: FetchRequestForgottenTopic, v:
   if (v >= 13) n += 16;
   if (v >= 7) { const x = (m.partitions === undefined ? [] : m.partitions); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.length * 4)); }
   if (v >= 12) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeFetchRequestForgottenTopicArray(items: readonly FetchRequestForgottenTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchRequestForgottenTopic(items[i]!, v);
   return n;
 }
 
@@ -314,7 +332,7 @@ function taggedFetchResponse(m: FetchResponse, v: number): TaggedField[] | undef
   if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 16 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFetchResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeFetchResponseNodeEndpointArray(x, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -333,7 +351,7 @@ export function sizeFetchResponse(m: FetchResponse, v: number): number {
   if (v >= 1) n += 4;
   if (v >= 7) n += 2;
   if (v >= 7) n += 4;
-  { const x = m.responses; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchResponseFetchableTopicResponse, v))); }
+  { const x = m.responses; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeFetchResponseFetchableTopicResponseArray(x, v))); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchResponse(m, v));
   return n;
 }
@@ -371,8 +389,14 @@ export function sizeFetchResponseFetchableTopicResponse(m: FetchResponseFetchabl
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;
-  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchResponsePartitionData, v))); }
+  { const x = m.partitions; n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeFetchResponsePartitionDataArray(x, v))); }
   if (v >= 12) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeFetchResponseFetchableTopicResponseArray(items: readonly FetchResponseFetchableTopicResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchResponseFetchableTopicResponse(items[i]!, v);
   return n;
 }
 
@@ -456,10 +480,16 @@ export function sizeFetchResponsePartitionData(m: FetchResponsePartitionData, v:
   n += 8;
   if (v >= 4) n += 8;
   if (v >= 5) n += 8;
-  if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeFetchResponseAbortedTransaction, v))); }
+  if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeFetchResponseAbortedTransactionArray(x, v))); }
   if (v >= 11) n += 4;
   { const x = m.records; n += (v >= 12 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchResponsePartitionData(m, v));
+  return n;
+}
+
+function sizeFetchResponsePartitionDataArray(items: readonly FetchResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchResponsePartitionData(items[i]!, v);
   return n;
 }
 
@@ -605,6 +635,12 @@ export function sizeFetchResponseAbortedTransaction(m: FetchResponseAbortedTrans
   return n;
 }
 
+function sizeFetchResponseAbortedTransactionArray(items: readonly FetchResponseAbortedTransaction[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchResponseAbortedTransaction(items[i]!, v);
+  return n;
+}
+
 export interface FetchResponseNodeEndpoint {
   nodeId?: number;
   host?: string;
@@ -648,6 +684,12 @@ export function sizeFetchResponseNodeEndpoint(m: FetchResponseNodeEndpoint, v: n
   if (v >= 16) n += 4;
   if (v >= 16) { const x = (m.rack === undefined ? null : m.rack); n += W.sizeCompactString(x); }
   if (v >= 12) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeFetchResponseNodeEndpointArray(items: readonly FetchResponseNodeEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFetchResponseNodeEndpoint(items[i]!, v);
   return n;
 }
 

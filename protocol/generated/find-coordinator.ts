@@ -106,7 +106,7 @@ export function sizeFindCoordinatorResponse(m: FindCoordinatorResponse, v: numbe
   if (v <= 3) n += 4;
   if (v <= 3) { const x = (m.host === undefined ? "" : m.host); n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 3) n += 4;
-  if (v >= 4) { const x = (m.coordinators === undefined ? [] : m.coordinators); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeFindCoordinatorResponseCoordinator, v))); }
+  if (v >= 4) { const x = (m.coordinators === undefined ? [] : m.coordinators); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeFindCoordinatorResponseCoordinatorArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -163,6 +163,12 @@ export function sizeFindCoordinatorResponseCoordinator(m: FindCoordinatorRespons
   if (v >= 4) n += 2;
   if (v >= 4) { const x = (m.errorMessage === undefined ? "" : m.errorMessage); n += W.sizeCompactString(x); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeFindCoordinatorResponseCoordinatorArray(items: readonly FindCoordinatorResponseCoordinator[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeFindCoordinatorResponseCoordinator(items[i]!, v);
   return n;
 }
 

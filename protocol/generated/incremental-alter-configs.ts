@@ -37,7 +37,7 @@ export function writeIncrementalAlterConfigsRequest(w: W.Writer, m: IncrementalA
 
 export function sizeIncrementalAlterConfigsRequest(m: IncrementalAlterConfigsRequest, v: number): number {
   let n = 0;
-  { const x = m.resources; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeIncrementalAlterConfigsRequestAlterConfigsResource, v))); }
+  { const x = m.resources; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeIncrementalAlterConfigsRequestAlterConfigsResourceArray(x, v))); }
   n += 1;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -76,8 +76,14 @@ export function sizeIncrementalAlterConfigsRequestAlterConfigsResource(m: Increm
   let n = 0;
   n += 1;
   { const x = m.resourceName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.configs; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeIncrementalAlterConfigsRequestAlterableConfig, v))); }
+  { const x = m.configs; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeIncrementalAlterConfigsRequestAlterableConfigArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeIncrementalAlterConfigsRequestAlterConfigsResourceArray(items: readonly IncrementalAlterConfigsRequestAlterConfigsResource[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeIncrementalAlterConfigsRequestAlterConfigsResource(items[i]!, v);
   return n;
 }
 
@@ -119,6 +125,12 @@ export function sizeIncrementalAlterConfigsRequestAlterableConfig(m: Incremental
   return n;
 }
 
+function sizeIncrementalAlterConfigsRequestAlterableConfigArray(items: readonly IncrementalAlterConfigsRequestAlterableConfig[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeIncrementalAlterConfigsRequestAlterableConfig(items[i]!, v);
+  return n;
+}
+
 // IncrementalAlterConfigsResponse: versions 0-1, flexible 1+
 
 export interface IncrementalAlterConfigsResponse {
@@ -150,7 +162,7 @@ export function writeIncrementalAlterConfigsResponse(w: W.Writer, m: Incremental
 export function sizeIncrementalAlterConfigsResponse(m: IncrementalAlterConfigsResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.responses; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponse, v))); }
+  { const x = m.responses; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponseArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -194,6 +206,12 @@ export function sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(
   n += 1;
   { const x = m.resourceName; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponseArray(items: readonly IncrementalAlterConfigsResponseAlterConfigsResourceResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeIncrementalAlterConfigsResponseAlterConfigsResourceResponse(items[i]!, v);
   return n;
 }
 

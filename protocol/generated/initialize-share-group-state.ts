@@ -38,7 +38,7 @@ export function writeInitializeShareGroupStateRequest(w: W.Writer, m: Initialize
 export function sizeInitializeShareGroupStateRequest(m: InitializeShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeInitializeShareGroupStateRequestInitializeStateData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeInitializeShareGroupStateRequestInitializeStateDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,8 +72,14 @@ export function writeInitializeShareGroupStateRequestInitializeStateData(w: W.Wr
 export function sizeInitializeShareGroupStateRequestInitializeStateData(m: InitializeShareGroupStateRequestInitializeStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeInitializeShareGroupStateRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeInitializeShareGroupStateRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeInitializeShareGroupStateRequestInitializeStateDataArray(items: readonly InitializeShareGroupStateRequestInitializeStateData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeInitializeShareGroupStateRequestInitializeStateData(items[i]!, v);
   return n;
 }
 
@@ -115,6 +121,12 @@ export function sizeInitializeShareGroupStateRequestPartitionData(m: InitializeS
   return n;
 }
 
+function sizeInitializeShareGroupStateRequestPartitionDataArray(items: readonly InitializeShareGroupStateRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeInitializeShareGroupStateRequestPartitionData(items[i]!, v);
+  return n;
+}
+
 // InitializeShareGroupStateResponse: versions 0-0, flexible 0+
 
 export interface InitializeShareGroupStateResponse {
@@ -142,7 +154,7 @@ export function writeInitializeShareGroupStateResponse(w: W.Writer, m: Initializ
 
 export function sizeInitializeShareGroupStateResponse(m: InitializeShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeInitializeShareGroupStateResponseInitializeStateResult, v))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeInitializeShareGroupStateResponseInitializeStateResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -176,8 +188,14 @@ export function writeInitializeShareGroupStateResponseInitializeStateResult(w: W
 export function sizeInitializeShareGroupStateResponseInitializeStateResult(m: InitializeShareGroupStateResponseInitializeStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeInitializeShareGroupStateResponsePartitionResult, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeInitializeShareGroupStateResponsePartitionResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeInitializeShareGroupStateResponseInitializeStateResultArray(items: readonly InitializeShareGroupStateResponseInitializeStateResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeInitializeShareGroupStateResponseInitializeStateResult(items[i]!, v);
   return n;
 }
 
@@ -216,6 +234,12 @@ export function sizeInitializeShareGroupStateResponsePartitionResult(m: Initiali
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeInitializeShareGroupStateResponsePartitionResultArray(items: readonly InitializeShareGroupStateResponsePartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeInitializeShareGroupStateResponsePartitionResult(items[i]!, v);
   return n;
 }
 

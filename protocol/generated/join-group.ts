@@ -62,7 +62,7 @@ export function sizeJoinGroupRequest(m: JoinGroupRequest, v: number): number {
   { const x = m.memberId; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.protocolType; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.protocols; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeJoinGroupRequestJoinGroupRequestProtocol, v))); }
+  { const x = m.protocols; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeJoinGroupRequestJoinGroupRequestProtocolArray(x, v))); }
   if (v >= 8) { const x = (m.reason === undefined ? null : m.reason); n += W.sizeCompactString(x); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -99,6 +99,12 @@ export function sizeJoinGroupRequestJoinGroupRequestProtocol(m: JoinGroupRequest
   { const x = m.name; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.metadata; n += (v >= 6 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeJoinGroupRequestJoinGroupRequestProtocolArray(items: readonly JoinGroupRequestJoinGroupRequestProtocol[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeJoinGroupRequestJoinGroupRequestProtocol(items[i]!, v);
   return n;
 }
 
@@ -162,7 +168,7 @@ export function sizeJoinGroupResponse(m: JoinGroupResponse, v: number): number {
   { const x = m.leader; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 9) n += 1;
   { const x = m.memberId; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.members; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeJoinGroupResponseJoinGroupResponseMember, v))); }
+  { const x = m.members; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeJoinGroupResponseJoinGroupResponseMemberArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -202,6 +208,12 @@ export function sizeJoinGroupResponseJoinGroupResponseMember(m: JoinGroupRespons
   if (v >= 5) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.metadata; n += (v >= 6 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeJoinGroupResponseJoinGroupResponseMemberArray(items: readonly JoinGroupResponseJoinGroupResponseMember[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeJoinGroupResponseJoinGroupResponseMember(items[i]!, v);
   return n;
 }
 

@@ -64,9 +64,9 @@ export function sizeLeaderAndIsrRequest(m: LeaderAndIsrRequest, v: number): numb
   n += 4;
   if (v >= 2) n += 8;
   if (v >= 5) n += 1;
-  if (v <= 1) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrRequestLeaderAndIsrPartitionState, v))); }
-  if (v >= 2) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrRequestLeaderAndIsrTopicState, v))); }
-  { const x = m.liveLeaders; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrRequestLeaderAndIsrLiveLeader, v))); }
+  if (v <= 1) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : sizeLeaderAndIsrRequestLeaderAndIsrPartitionStateArray(x, v))); }
+  if (v >= 2) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeLeaderAndIsrRequestLeaderAndIsrTopicStateArray(x, v))); }
+  { const x = m.liveLeaders; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeLeaderAndIsrRequestLeaderAndIsrLiveLeaderArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -146,6 +146,12 @@ export function sizeLeaderAndIsrRequestLeaderAndIsrPartitionState(m: LeaderAndIs
   return n;
 }
 
+function sizeLeaderAndIsrRequestLeaderAndIsrPartitionStateArray(items: readonly LeaderAndIsrRequestLeaderAndIsrPartitionState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeLeaderAndIsrRequestLeaderAndIsrPartitionState(items[i]!, v);
+  return n;
+}
+
 export interface LeaderAndIsrRequestLeaderAndIsrTopicState {
   topicName?: string;
   topicId?: string;
@@ -181,8 +187,14 @@ export function sizeLeaderAndIsrRequestLeaderAndIsrTopicState(m: LeaderAndIsrReq
   let n = 0;
   if (v >= 2) { const x = (m.topicName === undefined ? "" : m.topicName); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) n += 16;
-  if (v >= 2) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrRequestLeaderAndIsrPartitionState, v))); }
+  if (v >= 2) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeLeaderAndIsrRequestLeaderAndIsrPartitionStateArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeLeaderAndIsrRequestLeaderAndIsrTopicStateArray(items: readonly LeaderAndIsrRequestLeaderAndIsrTopicState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeLeaderAndIsrRequestLeaderAndIsrTopicState(items[i]!, v);
   return n;
 }
 
@@ -224,6 +236,12 @@ export function sizeLeaderAndIsrRequestLeaderAndIsrLiveLeader(m: LeaderAndIsrReq
   return n;
 }
 
+function sizeLeaderAndIsrRequestLeaderAndIsrLiveLeaderArray(items: readonly LeaderAndIsrRequestLeaderAndIsrLiveLeader[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeLeaderAndIsrRequestLeaderAndIsrLiveLeader(items[i]!, v);
+  return n;
+}
+
 // LeaderAndIsrResponse: versions 0-7, flexible 4+
 
 export interface LeaderAndIsrResponse {
@@ -260,8 +278,8 @@ export function writeLeaderAndIsrResponse(w: W.Writer, m: LeaderAndIsrResponse, 
 export function sizeLeaderAndIsrResponse(m: LeaderAndIsrResponse, v: number): number {
   let n = 0;
   n += 2;
-  if (v <= 4) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrResponseLeaderAndIsrPartitionError, v))); }
-  if (v >= 5) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrResponseLeaderAndIsrTopicError, v))); }
+  if (v <= 4) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeLeaderAndIsrResponseLeaderAndIsrPartitionErrorArray(x, v))); }
+  if (v >= 5) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeLeaderAndIsrResponseLeaderAndIsrTopicErrorArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -304,6 +322,12 @@ export function sizeLeaderAndIsrResponseLeaderAndIsrPartitionError(m: LeaderAndI
   return n;
 }
 
+function sizeLeaderAndIsrResponseLeaderAndIsrPartitionErrorArray(items: readonly LeaderAndIsrResponseLeaderAndIsrPartitionError[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeLeaderAndIsrResponseLeaderAndIsrPartitionError(items[i]!, v);
+  return n;
+}
+
 export interface LeaderAndIsrResponseLeaderAndIsrTopicError {
   topicId?: string;
   partitionErrors?: LeaderAndIsrResponseLeaderAndIsrPartitionError[];
@@ -335,8 +359,14 @@ export function writeLeaderAndIsrResponseLeaderAndIsrTopicError(w: W.Writer, m: 
 export function sizeLeaderAndIsrResponseLeaderAndIsrTopicError(m: LeaderAndIsrResponseLeaderAndIsrTopicError, v: number): number {
   let n = 0;
   if (v >= 5) n += 16;
-  if (v >= 5) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderAndIsrResponseLeaderAndIsrPartitionError, v))); }
+  if (v >= 5) { const x = (m.partitionErrors === undefined ? [] : m.partitionErrors); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeLeaderAndIsrResponseLeaderAndIsrPartitionErrorArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeLeaderAndIsrResponseLeaderAndIsrTopicErrorArray(items: readonly LeaderAndIsrResponseLeaderAndIsrTopicError[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeLeaderAndIsrResponseLeaderAndIsrTopicError(items[i]!, v);
   return n;
 }
 

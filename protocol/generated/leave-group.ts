@@ -44,7 +44,7 @@ export function sizeLeaveGroupRequest(m: LeaveGroupRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 2) { const x = (m.memberId === undefined ? "" : m.memberId); n += W.sizeString(x); }
-  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaveGroupRequestMemberIdentity, v))); }
+  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeLeaveGroupRequestMemberIdentityArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -89,6 +89,12 @@ export function sizeLeaveGroupRequestMemberIdentity(m: LeaveGroupRequestMemberId
   return n;
 }
 
+function sizeLeaveGroupRequestMemberIdentityArray(items: readonly LeaveGroupRequestMemberIdentity[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeLeaveGroupRequestMemberIdentity(items[i]!, v);
+  return n;
+}
+
 // LeaveGroupResponse: versions 0-5, flexible 4+
 
 export interface LeaveGroupResponse {
@@ -125,7 +131,7 @@ export function sizeLeaveGroupResponse(m: LeaveGroupResponse, v: number): number
   let n = 0;
   if (v >= 1) n += 4;
   n += 2;
-  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeLeaveGroupResponseMemberResponse, v))); }
+  if (v >= 3) { const x = (m.members === undefined ? [] : m.members); n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeLeaveGroupResponseMemberResponseArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -168,6 +174,12 @@ export function sizeLeaveGroupResponseMemberResponse(m: LeaveGroupResponseMember
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? "" : m.groupInstanceId); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 3) n += 2;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeLeaveGroupResponseMemberResponseArray(items: readonly LeaveGroupResponseMemberResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeLeaveGroupResponseMemberResponse(items[i]!, v);
   return n;
 }
 

@@ -70,7 +70,7 @@ export function sizeListClientMetricsResourcesResponse(m: ListClientMetricsResou
   let n = 0;
   n += 4;
   n += 2;
-  { const x = m.clientMetricsResources; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListClientMetricsResourcesResponseClientMetricsResource, v))); }
+  { const x = m.clientMetricsResources; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeListClientMetricsResourcesResponseClientMetricsResourceArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -102,6 +102,12 @@ export function sizeListClientMetricsResourcesResponseClientMetricsResource(m: L
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListClientMetricsResourcesResponseClientMetricsResourceArray(items: readonly ListClientMetricsResourcesResponseClientMetricsResource[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListClientMetricsResourcesResponseClientMetricsResource(items[i]!, v);
   return n;
 }
 

@@ -80,7 +80,7 @@ export function sizeListGroupsResponse(m: ListGroupsResponse, v: number): number
   let n = 0;
   if (v >= 1) n += 4;
   n += 2;
-  { const x = m.groups; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListGroupsResponseListedGroup, v))); }
+  { const x = m.groups; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeListGroupsResponseListedGroupArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -124,6 +124,12 @@ export function sizeListGroupsResponseListedGroup(m: ListGroupsResponseListedGro
   if (v >= 4) { const x = (m.groupState === undefined ? "" : m.groupState); n += W.sizeCompactString(x); }
   if (v >= 5) { const x = (m.groupType === undefined ? "" : m.groupType); n += W.sizeCompactString(x); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListGroupsResponseListedGroupArray(items: readonly ListGroupsResponseListedGroup[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListGroupsResponseListedGroup(items[i]!, v);
   return n;
 }
 

@@ -46,7 +46,7 @@ export function sizeListOffsetsRequest(m: ListOffsetsRequest, v: number): number
   let n = 0;
   n += 4;
   if (v >= 2) n += 1;
-  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListOffsetsRequestListOffsetsTopic, v))); }
+  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeListOffsetsRequestListOffsetsTopicArray(x, v))); }
   if (v >= 10) n += 4;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -81,8 +81,14 @@ export function writeListOffsetsRequestListOffsetsTopic(w: W.Writer, m: ListOffs
 export function sizeListOffsetsRequestListOffsetsTopic(m: ListOffsetsRequestListOffsetsTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListOffsetsRequestListOffsetsPartition, v))); }
+  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeListOffsetsRequestListOffsetsPartitionArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListOffsetsRequestListOffsetsTopicArray(items: readonly ListOffsetsRequestListOffsetsTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListOffsetsRequestListOffsetsTopic(items[i]!, v);
   return n;
 }
 
@@ -129,6 +135,12 @@ export function sizeListOffsetsRequestListOffsetsPartition(m: ListOffsetsRequest
   return n;
 }
 
+function sizeListOffsetsRequestListOffsetsPartitionArray(items: readonly ListOffsetsRequestListOffsetsPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListOffsetsRequestListOffsetsPartition(items[i]!, v);
+  return n;
+}
+
 // ListOffsetsResponse: versions 0-10, flexible 6+
 
 export interface ListOffsetsResponse {
@@ -160,7 +172,7 @@ export function writeListOffsetsResponse(w: W.Writer, m: ListOffsetsResponse, v:
 export function sizeListOffsetsResponse(m: ListOffsetsResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListOffsetsResponseListOffsetsTopicResponse, v))); }
+  { const x = m.topics; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeListOffsetsResponseListOffsetsTopicResponseArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -194,8 +206,14 @@ export function writeListOffsetsResponseListOffsetsTopicResponse(w: W.Writer, m:
 export function sizeListOffsetsResponseListOffsetsTopicResponse(m: ListOffsetsResponseListOffsetsTopicResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeListOffsetsResponseListOffsetsPartitionResponse, v))); }
+  { const x = m.partitions; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeListOffsetsResponseListOffsetsPartitionResponseArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListOffsetsResponseListOffsetsTopicResponseArray(items: readonly ListOffsetsResponseListOffsetsTopicResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListOffsetsResponseListOffsetsTopicResponse(items[i]!, v);
   return n;
 }
 
@@ -250,6 +268,12 @@ export function sizeListOffsetsResponseListOffsetsPartitionResponse(m: ListOffse
   if (v >= 1) n += 8;
   if (v >= 4) n += 4;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListOffsetsResponseListOffsetsPartitionResponseArray(items: readonly ListOffsetsResponseListOffsetsPartitionResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListOffsetsResponseListOffsetsPartitionResponse(items[i]!, v);
   return n;
 }
 

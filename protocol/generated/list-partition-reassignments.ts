@@ -38,7 +38,7 @@ export function writeListPartitionReassignmentsRequest(w: W.Writer, m: ListParti
 export function sizeListPartitionReassignmentsRequest(m: ListPartitionReassignmentsRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListPartitionReassignmentsRequestListPartitionReassignmentsTopics, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeListPartitionReassignmentsRequestListPartitionReassignmentsTopicsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -74,6 +74,12 @@ export function sizeListPartitionReassignmentsRequestListPartitionReassignmentsT
   { const x = m.name; n += W.sizeCompactString(x); }
   { const x = m.partitionIndexes; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListPartitionReassignmentsRequestListPartitionReassignmentsTopicsArray(items: readonly ListPartitionReassignmentsRequestListPartitionReassignmentsTopics[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListPartitionReassignmentsRequestListPartitionReassignmentsTopics(items[i]!, v);
   return n;
 }
 
@@ -116,7 +122,7 @@ export function sizeListPartitionReassignmentsResponse(m: ListPartitionReassignm
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListPartitionReassignmentsResponseOngoingTopicReassignment, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeListPartitionReassignmentsResponseOngoingTopicReassignmentArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -150,8 +156,14 @@ export function writeListPartitionReassignmentsResponseOngoingTopicReassignment(
 export function sizeListPartitionReassignmentsResponseOngoingTopicReassignment(m: ListPartitionReassignmentsResponseOngoingTopicReassignment, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListPartitionReassignmentsResponseOngoingPartitionReassignment, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeListPartitionReassignmentsResponseOngoingPartitionReassignmentArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListPartitionReassignmentsResponseOngoingTopicReassignmentArray(items: readonly ListPartitionReassignmentsResponseOngoingTopicReassignment[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListPartitionReassignmentsResponseOngoingTopicReassignment(items[i]!, v);
   return n;
 }
 
@@ -194,6 +206,12 @@ export function sizeListPartitionReassignmentsResponseOngoingPartitionReassignme
   { const x = m.addingReplicas; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   { const x = m.removingReplicas; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListPartitionReassignmentsResponseOngoingPartitionReassignmentArray(items: readonly ListPartitionReassignmentsResponseOngoingPartitionReassignment[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListPartitionReassignmentsResponseOngoingPartitionReassignment(items[i]!, v);
   return n;
 }
 

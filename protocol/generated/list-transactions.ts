@@ -87,7 +87,7 @@ export function sizeListTransactionsResponse(m: ListTransactionsResponse, v: num
   n += 4;
   n += 2;
   { const x = m.unknownStateFilters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
-  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeListTransactionsResponseTransactionState, v))); }
+  { const x = m.transactionStates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeListTransactionsResponseTransactionStateArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -127,6 +127,12 @@ export function sizeListTransactionsResponseTransactionState(m: ListTransactions
   n += 8;
   { const x = m.transactionState; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeListTransactionsResponseTransactionStateArray(items: readonly ListTransactionsResponseTransactionState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeListTransactionsResponseTransactionState(items[i]!, v);
   return n;
 }
 

@@ -46,7 +46,7 @@ export function writeMetadataRequest(w: W.Writer, m: MetadataRequest, v: number)
 
 export function sizeMetadataRequest(m: MetadataRequest, v: number): number {
   let n = 0;
-  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeMetadataRequestMetadataRequestTopic, v))); }
+  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeMetadataRequestMetadataRequestTopicArray(x, v))); }
   if (v >= 4) n += 1;
   if (v >= 8 && v <= 10) n += 1;
   if (v >= 8) n += 1;
@@ -85,6 +85,12 @@ export function sizeMetadataRequestMetadataRequestTopic(m: MetadataRequestMetada
   if (v >= 10) n += 16;
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeMetadataRequestMetadataRequestTopicArray(items: readonly MetadataRequestMetadataRequestTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeMetadataRequestMetadataRequestTopic(items[i]!, v);
   return n;
 }
 
@@ -132,10 +138,10 @@ export function writeMetadataResponse(w: W.Writer, m: MetadataResponse, v: numbe
 export function sizeMetadataResponse(m: MetadataResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.brokers; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeMetadataResponseMetadataResponseBroker, v))); }
+  { const x = m.brokers; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeMetadataResponseMetadataResponseBrokerArray(x, v))); }
   if (v >= 2) { const x = (m.clusterId === undefined ? null : m.clusterId); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeMetadataResponseMetadataResponseTopic, v))); }
+  { const x = m.topics; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeMetadataResponseMetadataResponseTopicArray(x, v))); }
   if (v >= 8 && v <= 10) n += 4;
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -180,6 +186,12 @@ export function sizeMetadataResponseMetadataResponseBroker(m: MetadataResponseMe
   n += 4;
   if (v >= 1) { const x = (m.rack === undefined ? null : m.rack); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeMetadataResponseMetadataResponseBrokerArray(items: readonly MetadataResponseMetadataResponseBroker[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeMetadataResponseMetadataResponseBroker(items[i]!, v);
   return n;
 }
 
@@ -228,9 +240,15 @@ export function sizeMetadataResponseMetadataResponseTopic(m: MetadataResponseMet
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 10) n += 16;
   if (v >= 1) n += 1;
-  { const x = m.partitions; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeMetadataResponseMetadataResponsePartition, v))); }
+  { const x = m.partitions; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeMetadataResponseMetadataResponsePartitionArray(x, v))); }
   if (v >= 8) n += 4;
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeMetadataResponseMetadataResponseTopicArray(items: readonly MetadataResponseMetadataResponseTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeMetadataResponseMetadataResponseTopic(items[i]!, v);
   return n;
 }
 
@@ -285,6 +303,12 @@ export function sizeMetadataResponseMetadataResponsePartition(m: MetadataRespons
   { const x = m.isrNodes; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.length * 4)); }
   if (v >= 5) { const x = (m.offlineReplicas === undefined ? [] : m.offlineReplicas); n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.length * 4)); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeMetadataResponseMetadataResponsePartitionArray(items: readonly MetadataResponseMetadataResponsePartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeMetadataResponseMetadataResponsePartition(items[i]!, v);
   return n;
 }
 

@@ -55,7 +55,7 @@ export function sizeOffsetCommitRequest(m: OffsetCommitRequest, v: number): numb
   if (v >= 1) { const x = (m.memberId === undefined ? "" : m.memberId); n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 7) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2 && v <= 4) n += 8;
-  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetCommitRequestOffsetCommitRequestTopic, v))); }
+  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetCommitRequestOffsetCommitRequestTopicArray(x, v))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -89,8 +89,14 @@ export function writeOffsetCommitRequestOffsetCommitRequestTopic(w: W.Writer, m:
 export function sizeOffsetCommitRequestOffsetCommitRequestTopic(m: OffsetCommitRequestOffsetCommitRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetCommitRequestOffsetCommitRequestPartition, v))); }
+  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetCommitRequestOffsetCommitRequestPartitionArray(x, v))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetCommitRequestOffsetCommitRequestTopicArray(items: readonly OffsetCommitRequestOffsetCommitRequestTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetCommitRequestOffsetCommitRequestTopic(items[i]!, v);
   return n;
 }
 
@@ -141,6 +147,12 @@ export function sizeOffsetCommitRequestOffsetCommitRequestPartition(m: OffsetCom
   return n;
 }
 
+function sizeOffsetCommitRequestOffsetCommitRequestPartitionArray(items: readonly OffsetCommitRequestOffsetCommitRequestPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetCommitRequestOffsetCommitRequestPartition(items[i]!, v);
+  return n;
+}
+
 // OffsetCommitResponse: versions 0-9, flexible 8+
 
 export interface OffsetCommitResponse {
@@ -172,7 +184,7 @@ export function writeOffsetCommitResponse(w: W.Writer, m: OffsetCommitResponse, 
 export function sizeOffsetCommitResponse(m: OffsetCommitResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetCommitResponseOffsetCommitResponseTopic, v))); }
+  { const x = m.topics; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetCommitResponseOffsetCommitResponseTopicArray(x, v))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -206,8 +218,14 @@ export function writeOffsetCommitResponseOffsetCommitResponseTopic(w: W.Writer, 
 export function sizeOffsetCommitResponseOffsetCommitResponseTopic(m: OffsetCommitResponseOffsetCommitResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 8 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetCommitResponseOffsetCommitResponsePartition, v))); }
+  { const x = m.partitions; n += ((v >= 8 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetCommitResponseOffsetCommitResponsePartitionArray(x, v))); }
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetCommitResponseOffsetCommitResponseTopicArray(items: readonly OffsetCommitResponseOffsetCommitResponseTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetCommitResponseOffsetCommitResponseTopic(items[i]!, v);
   return n;
 }
 
@@ -242,6 +260,12 @@ export function sizeOffsetCommitResponseOffsetCommitResponsePartition(m: OffsetC
   n += 4;
   n += 2;
   if (v >= 8) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetCommitResponseOffsetCommitResponsePartitionArray(items: readonly OffsetCommitResponseOffsetCommitResponsePartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetCommitResponseOffsetCommitResponsePartition(items[i]!, v);
   return n;
 }
 

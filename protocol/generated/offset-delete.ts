@@ -33,7 +33,7 @@ export function writeOffsetDeleteRequest(w: W.Writer, m: OffsetDeleteRequest, v:
 export function sizeOffsetDeleteRequest(m: OffsetDeleteRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeString(x); }
-  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeOffsetDeleteRequestOffsetDeleteRequestTopic, v))); }
+  { const x = m.topics; n += (4 + (x === null ? 0 : sizeOffsetDeleteRequestOffsetDeleteRequestTopicArray(x, v))); }
   return n;
 }
 
@@ -61,7 +61,13 @@ export function writeOffsetDeleteRequestOffsetDeleteRequestTopic(w: W.Writer, m:
 export function sizeOffsetDeleteRequestOffsetDeleteRequestTopic(m: OffsetDeleteRequestOffsetDeleteRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeString(x); }
-  { const x = m.partitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeOffsetDeleteRequestOffsetDeleteRequestPartition, v))); }
+  { const x = m.partitions; n += (4 + (x === null ? 0 : sizeOffsetDeleteRequestOffsetDeleteRequestPartitionArray(x, v))); }
+  return n;
+}
+
+function sizeOffsetDeleteRequestOffsetDeleteRequestTopicArray(items: readonly OffsetDeleteRequestOffsetDeleteRequestTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetDeleteRequestOffsetDeleteRequestTopic(items[i]!, v);
   return n;
 }
 
@@ -86,6 +92,12 @@ export function writeOffsetDeleteRequestOffsetDeleteRequestPartition(w: W.Writer
 export function sizeOffsetDeleteRequestOffsetDeleteRequestPartition(_m: OffsetDeleteRequestOffsetDeleteRequestPartition, _v: number): number {
   let n = 0;
   n += 4;
+  return n;
+}
+
+function sizeOffsetDeleteRequestOffsetDeleteRequestPartitionArray(items: readonly OffsetDeleteRequestOffsetDeleteRequestPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetDeleteRequestOffsetDeleteRequestPartition(items[i]!, v);
   return n;
 }
 
@@ -119,7 +131,7 @@ export function sizeOffsetDeleteResponse(m: OffsetDeleteResponse, v: number): nu
   let n = 0;
   n += 2;
   n += 4;
-  { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeOffsetDeleteResponseOffsetDeleteResponseTopic, v))); }
+  { const x = m.topics; n += (4 + (x === null ? 0 : sizeOffsetDeleteResponseOffsetDeleteResponseTopicArray(x, v))); }
   return n;
 }
 
@@ -147,7 +159,13 @@ export function writeOffsetDeleteResponseOffsetDeleteResponseTopic(w: W.Writer, 
 export function sizeOffsetDeleteResponseOffsetDeleteResponseTopic(m: OffsetDeleteResponseOffsetDeleteResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeString(x); }
-  { const x = m.partitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeOffsetDeleteResponseOffsetDeleteResponsePartition, v))); }
+  { const x = m.partitions; n += (4 + (x === null ? 0 : sizeOffsetDeleteResponseOffsetDeleteResponsePartitionArray(x, v))); }
+  return n;
+}
+
+function sizeOffsetDeleteResponseOffsetDeleteResponseTopicArray(items: readonly OffsetDeleteResponseOffsetDeleteResponseTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetDeleteResponseOffsetDeleteResponseTopic(items[i]!, v);
   return n;
 }
 
@@ -176,6 +194,12 @@ export function sizeOffsetDeleteResponseOffsetDeleteResponsePartition(_m: Offset
   let n = 0;
   n += 4;
   n += 2;
+  return n;
+}
+
+function sizeOffsetDeleteResponseOffsetDeleteResponsePartitionArray(items: readonly OffsetDeleteResponseOffsetDeleteResponsePartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetDeleteResponseOffsetDeleteResponsePartition(items[i]!, v);
   return n;
 }
 

@@ -48,8 +48,8 @@ export function writeOffsetFetchRequest(w: W.Writer, m: OffsetFetchRequest, v: n
 export function sizeOffsetFetchRequest(m: OffsetFetchRequest, v: number): number {
   let n = 0;
   if (v <= 7) { const x = (m.groupId === undefined ? "" : m.groupId); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchRequestOffsetFetchRequestTopic, v))); }
-  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchRequestOffsetFetchRequestGroup, v))); }
+  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetFetchRequestOffsetFetchRequestTopicArray(x, v))); }
+  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeOffsetFetchRequestOffsetFetchRequestGroupArray(x, v))); }
   if (v >= 7) n += 1;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -88,6 +88,12 @@ export function sizeOffsetFetchRequestOffsetFetchRequestTopic(m: OffsetFetchRequ
   if (v <= 7) { const x = (m.name === undefined ? "" : m.name); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v <= 7) { const x = (m.partitionIndexes === undefined ? [] : m.partitionIndexes); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.length * 4)); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetFetchRequestOffsetFetchRequestTopicArray(items: readonly OffsetFetchRequestOffsetFetchRequestTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetFetchRequestOffsetFetchRequestTopic(items[i]!, v);
   return n;
 }
 
@@ -130,8 +136,14 @@ export function sizeOffsetFetchRequestOffsetFetchRequestGroup(m: OffsetFetchRequ
   if (v >= 8) { const x = (m.groupId === undefined ? "" : m.groupId); n += W.sizeCompactString(x); }
   if (v >= 9) { const x = (m.memberId === undefined ? null : m.memberId); n += W.sizeCompactString(x); }
   if (v >= 9) n += 4;
-  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchRequestOffsetFetchRequestTopics, v))); }
+  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeOffsetFetchRequestOffsetFetchRequestTopicsArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetFetchRequestOffsetFetchRequestGroupArray(items: readonly OffsetFetchRequestOffsetFetchRequestGroup[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetFetchRequestOffsetFetchRequestGroup(items[i]!, v);
   return n;
 }
 
@@ -168,6 +180,12 @@ export function sizeOffsetFetchRequestOffsetFetchRequestTopics(m: OffsetFetchReq
   if (v >= 8) { const x = (m.name === undefined ? "" : m.name); n += W.sizeCompactString(x); }
   if (v >= 8) { const x = (m.partitionIndexes === undefined ? [] : m.partitionIndexes); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetFetchRequestOffsetFetchRequestTopicsArray(items: readonly OffsetFetchRequestOffsetFetchRequestTopics[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetFetchRequestOffsetFetchRequestTopics(items[i]!, v);
   return n;
 }
 
@@ -210,9 +228,9 @@ export function writeOffsetFetchResponse(w: W.Writer, m: OffsetFetchResponse, v:
 export function sizeOffsetFetchResponse(m: OffsetFetchResponse, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponseTopic, v))); }
+  if (v <= 7) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetFetchResponseOffsetFetchResponseTopicArray(x, v))); }
   if (v >= 2 && v <= 7) n += 2;
-  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponseGroup, v))); }
+  if (v >= 8) { const x = (m.groups === undefined ? [] : m.groups); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeOffsetFetchResponseOffsetFetchResponseGroupArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -248,8 +266,14 @@ export function writeOffsetFetchResponseOffsetFetchResponseTopic(w: W.Writer, m:
 export function sizeOffsetFetchResponseOffsetFetchResponseTopic(m: OffsetFetchResponseOffsetFetchResponseTopic, v: number): number {
   let n = 0;
   if (v <= 7) { const x = (m.name === undefined ? "" : m.name); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  if (v <= 7) { const x = (m.partitions === undefined ? [] : m.partitions); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponsePartition, v))); }
+  if (v <= 7) { const x = (m.partitions === undefined ? [] : m.partitions); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetFetchResponseOffsetFetchResponsePartitionArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetFetchResponseOffsetFetchResponseTopicArray(items: readonly OffsetFetchResponseOffsetFetchResponseTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetFetchResponseOffsetFetchResponseTopic(items[i]!, v);
   return n;
 }
 
@@ -303,6 +327,12 @@ export function sizeOffsetFetchResponseOffsetFetchResponsePartition(m: OffsetFet
   return n;
 }
 
+function sizeOffsetFetchResponseOffsetFetchResponsePartitionArray(items: readonly OffsetFetchResponseOffsetFetchResponsePartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetFetchResponseOffsetFetchResponsePartition(items[i]!, v);
+  return n;
+}
+
 export interface OffsetFetchResponseOffsetFetchResponseGroup {
   groupId?: string;
   topics?: OffsetFetchResponseOffsetFetchResponseTopics[];
@@ -338,9 +368,15 @@ export function writeOffsetFetchResponseOffsetFetchResponseGroup(w: W.Writer, m:
 export function sizeOffsetFetchResponseOffsetFetchResponseGroup(m: OffsetFetchResponseOffsetFetchResponseGroup, v: number): number {
   let n = 0;
   if (v >= 8) { const x = (m.groupId === undefined ? "" : m.groupId); n += W.sizeCompactString(x); }
-  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponseTopics, v))); }
+  if (v >= 8) { const x = (m.topics === undefined ? [] : m.topics); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeOffsetFetchResponseOffsetFetchResponseTopicsArray(x, v))); }
   if (v >= 8) n += 2;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetFetchResponseOffsetFetchResponseGroupArray(items: readonly OffsetFetchResponseOffsetFetchResponseGroup[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetFetchResponseOffsetFetchResponseGroup(items[i]!, v);
   return n;
 }
 
@@ -375,8 +411,14 @@ export function writeOffsetFetchResponseOffsetFetchResponseTopics(w: W.Writer, m
 export function sizeOffsetFetchResponseOffsetFetchResponseTopics(m: OffsetFetchResponseOffsetFetchResponseTopics, v: number): number {
   let n = 0;
   if (v >= 8) { const x = (m.name === undefined ? "" : m.name); n += W.sizeCompactString(x); }
-  if (v >= 8) { const x = (m.partitions === undefined ? [] : m.partitions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetFetchResponseOffsetFetchResponsePartitions, v))); }
+  if (v >= 8) { const x = (m.partitions === undefined ? [] : m.partitions); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeOffsetFetchResponseOffsetFetchResponsePartitionsArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetFetchResponseOffsetFetchResponseTopicsArray(items: readonly OffsetFetchResponseOffsetFetchResponseTopics[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetFetchResponseOffsetFetchResponseTopics(items[i]!, v);
   return n;
 }
 
@@ -427,6 +469,12 @@ export function sizeOffsetFetchResponseOffsetFetchResponsePartitions(m: OffsetFe
   if (v >= 8) { const x = (m.metadata === undefined ? "" : m.metadata); n += W.sizeCompactString(x); }
   if (v >= 8) n += 2;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetFetchResponseOffsetFetchResponsePartitionsArray(items: readonly OffsetFetchResponseOffsetFetchResponsePartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetFetchResponseOffsetFetchResponsePartitions(items[i]!, v);
   return n;
 }
 

@@ -38,7 +38,7 @@ export function writeOffsetForLeaderEpochRequest(w: W.Writer, m: OffsetForLeader
 export function sizeOffsetForLeaderEpochRequest(m: OffsetForLeaderEpochRequest, v: number): number {
   let n = 0;
   if (v >= 3) n += 4;
-  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic, v))); }
+  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetForLeaderEpochRequestOffsetForLeaderTopicArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,8 +72,14 @@ export function writeOffsetForLeaderEpochRequestOffsetForLeaderTopic(w: W.Writer
 export function sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic(m: OffsetForLeaderEpochRequestOffsetForLeaderTopic, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetForLeaderEpochRequestOffsetForLeaderPartition, v))); }
+  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetForLeaderEpochRequestOffsetForLeaderPartitionArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetForLeaderEpochRequestOffsetForLeaderTopicArray(items: readonly OffsetForLeaderEpochRequestOffsetForLeaderTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetForLeaderEpochRequestOffsetForLeaderTopic(items[i]!, v);
   return n;
 }
 
@@ -115,6 +121,12 @@ export function sizeOffsetForLeaderEpochRequestOffsetForLeaderPartition(m: Offse
   return n;
 }
 
+function sizeOffsetForLeaderEpochRequestOffsetForLeaderPartitionArray(items: readonly OffsetForLeaderEpochRequestOffsetForLeaderPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetForLeaderEpochRequestOffsetForLeaderPartition(items[i]!, v);
+  return n;
+}
+
 // OffsetForLeaderEpochResponse: versions 0-4, flexible 4+
 
 export interface OffsetForLeaderEpochResponse {
@@ -146,7 +158,7 @@ export function writeOffsetForLeaderEpochResponse(w: W.Writer, m: OffsetForLeade
 export function sizeOffsetForLeaderEpochResponse(m: OffsetForLeaderEpochResponse, v: number): number {
   let n = 0;
   if (v >= 2) n += 4;
-  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult, v))); }
+  { const x = m.topics; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResultArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -180,8 +192,14 @@ export function writeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(w: W
 export function sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(m: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, v: number): number {
   let n = 0;
   { const x = m.topic; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeOffsetForLeaderEpochResponseEpochEndOffset, v))); }
+  { const x = m.partitions; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeOffsetForLeaderEpochResponseEpochEndOffsetArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResultArray(items: readonly OffsetForLeaderEpochResponseOffsetForLeaderTopicResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetForLeaderEpochResponseOffsetForLeaderTopicResult(items[i]!, v);
   return n;
 }
 
@@ -224,6 +242,12 @@ export function sizeOffsetForLeaderEpochResponseEpochEndOffset(m: OffsetForLeade
   if (v >= 1) n += 4;
   n += 8;
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeOffsetForLeaderEpochResponseEpochEndOffsetArray(items: readonly OffsetForLeaderEpochResponseEpochEndOffset[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeOffsetForLeaderEpochResponseEpochEndOffset(items[i]!, v);
   return n;
 }
 

@@ -47,7 +47,7 @@ export function sizeProduceRequest(m: ProduceRequest, v: number): number {
   if (v >= 3) { const x = (m.transactionalId === undefined ? null : m.transactionalId); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 2;
   n += 4;
-  { const x = m.topicData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceRequestTopicProduceData, v))); }
+  { const x = m.topicData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeProduceRequestTopicProduceDataArray(x, v))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -81,8 +81,14 @@ export function writeProduceRequestTopicProduceData(w: W.Writer, m: ProduceReque
 export function sizeProduceRequestTopicProduceData(m: ProduceRequestTopicProduceData, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceRequestPartitionProduceData, v))); }
+  { const x = m.partitionData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeProduceRequestPartitionProduceDataArray(x, v))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeProduceRequestTopicProduceDataArray(items: readonly ProduceRequestTopicProduceData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeProduceRequestTopicProduceData(items[i]!, v);
   return n;
 }
 
@@ -120,6 +126,12 @@ export function sizeProduceRequestPartitionProduceData(m: ProduceRequestPartitio
   return n;
 }
 
+function sizeProduceRequestPartitionProduceDataArray(items: readonly ProduceRequestPartitionProduceData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeProduceRequestPartitionProduceData(items[i]!, v);
+  return n;
+}
+
 // ProduceResponse: versions 0-11, flexible 9+
 
 export interface ProduceResponse {
@@ -153,7 +165,7 @@ function taggedProduceResponse(m: ProduceResponse, v: number): TaggedField[] | u
   if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 10 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeProduceResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeProduceResponseNodeEndpointArray(x, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -166,7 +178,7 @@ export function writeProduceResponse(w: W.Writer, m: ProduceResponse, v: number)
 
 export function sizeProduceResponse(m: ProduceResponse, v: number): number {
   let n = 0;
-  { const x = m.responses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceResponseTopicProduceResponse, v))); }
+  { const x = m.responses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeProduceResponseTopicProduceResponseArray(x, v))); }
   if (v >= 1) n += 4;
   if (v >= 9) n += W.sizeTaggedFields(taggedProduceResponse(m, v));
   return n;
@@ -201,8 +213,14 @@ export function writeProduceResponseTopicProduceResponse(w: W.Writer, m: Produce
 export function sizeProduceResponseTopicProduceResponse(m: ProduceResponseTopicProduceResponse, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitionResponses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceResponsePartitionProduceResponse, v))); }
+  { const x = m.partitionResponses; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeProduceResponsePartitionProduceResponseArray(x, v))); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeProduceResponseTopicProduceResponseArray(items: readonly ProduceResponseTopicProduceResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeProduceResponseTopicProduceResponse(items[i]!, v);
   return n;
 }
 
@@ -270,9 +288,15 @@ export function sizeProduceResponsePartitionProduceResponse(m: ProduceResponsePa
   n += 8;
   if (v >= 2) n += 8;
   if (v >= 5) n += 8;
-  if (v >= 8) { const x = (m.recordErrors === undefined ? [] : m.recordErrors); n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeProduceResponseBatchIndexAndErrorMessage, v))); }
+  if (v >= 8) { const x = (m.recordErrors === undefined ? [] : m.recordErrors); n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeProduceResponseBatchIndexAndErrorMessageArray(x, v))); }
   if (v >= 8) { const x = (m.errorMessage === undefined ? null : m.errorMessage); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 9) n += W.sizeTaggedFields(taggedProduceResponsePartitionProduceResponse(m, v));
+  return n;
+}
+
+function sizeProduceResponsePartitionProduceResponseArray(items: readonly ProduceResponsePartitionProduceResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeProduceResponsePartitionProduceResponse(items[i]!, v);
   return n;
 }
 
@@ -309,6 +333,12 @@ export function sizeProduceResponseBatchIndexAndErrorMessage(m: ProduceResponseB
   if (v >= 8) n += 4;
   if (v >= 8) { const x = (m.batchIndexErrorMessage === undefined ? null : m.batchIndexErrorMessage); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeProduceResponseBatchIndexAndErrorMessageArray(items: readonly ProduceResponseBatchIndexAndErrorMessage[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeProduceResponseBatchIndexAndErrorMessage(items[i]!, v);
   return n;
 }
 
@@ -391,6 +421,12 @@ export function sizeProduceResponseNodeEndpoint(m: ProduceResponseNodeEndpoint, 
   if (v >= 10) n += 4;
   if (v >= 10) { const x = (m.rack === undefined ? null : m.rack); n += W.sizeCompactString(x); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeProduceResponseNodeEndpointArray(items: readonly ProduceResponseNodeEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeProduceResponseNodeEndpoint(items[i]!, v);
   return n;
 }
 

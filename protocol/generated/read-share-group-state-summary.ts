@@ -38,7 +38,7 @@ export function writeReadShareGroupStateSummaryRequest(w: W.Writer, m: ReadShare
 export function sizeReadShareGroupStateSummaryRequest(m: ReadShareGroupStateSummaryRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateSummaryRequestReadStateSummaryData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateSummaryRequestReadStateSummaryDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,8 +72,14 @@ export function writeReadShareGroupStateSummaryRequestReadStateSummaryData(w: W.
 export function sizeReadShareGroupStateSummaryRequestReadStateSummaryData(m: ReadShareGroupStateSummaryRequestReadStateSummaryData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateSummaryRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateSummaryRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeReadShareGroupStateSummaryRequestReadStateSummaryDataArray(items: readonly ReadShareGroupStateSummaryRequestReadStateSummaryData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateSummaryRequestReadStateSummaryData(items[i]!, v);
   return n;
 }
 
@@ -111,6 +117,12 @@ export function sizeReadShareGroupStateSummaryRequestPartitionData(m: ReadShareG
   return n;
 }
 
+function sizeReadShareGroupStateSummaryRequestPartitionDataArray(items: readonly ReadShareGroupStateSummaryRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateSummaryRequestPartitionData(items[i]!, v);
+  return n;
+}
+
 // ReadShareGroupStateSummaryResponse: versions 0-0, flexible 0+
 
 export interface ReadShareGroupStateSummaryResponse {
@@ -138,7 +150,7 @@ export function writeReadShareGroupStateSummaryResponse(w: W.Writer, m: ReadShar
 
 export function sizeReadShareGroupStateSummaryResponse(m: ReadShareGroupStateSummaryResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateSummaryResponseReadStateSummaryResult, v))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateSummaryResponseReadStateSummaryResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,8 +184,14 @@ export function writeReadShareGroupStateSummaryResponseReadStateSummaryResult(w:
 export function sizeReadShareGroupStateSummaryResponseReadStateSummaryResult(m: ReadShareGroupStateSummaryResponseReadStateSummaryResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateSummaryResponsePartitionResult, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateSummaryResponsePartitionResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeReadShareGroupStateSummaryResponseReadStateSummaryResultArray(items: readonly ReadShareGroupStateSummaryResponseReadStateSummaryResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateSummaryResponseReadStateSummaryResult(items[i]!, v);
   return n;
 }
 
@@ -220,6 +238,12 @@ export function sizeReadShareGroupStateSummaryResponsePartitionResult(m: ReadSha
   n += 4;
   n += 8;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeReadShareGroupStateSummaryResponsePartitionResultArray(items: readonly ReadShareGroupStateSummaryResponsePartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateSummaryResponsePartitionResult(items[i]!, v);
   return n;
 }
 

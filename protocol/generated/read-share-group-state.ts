@@ -38,7 +38,7 @@ export function writeReadShareGroupStateRequest(w: W.Writer, m: ReadShareGroupSt
 export function sizeReadShareGroupStateRequest(m: ReadShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateRequestReadStateData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateRequestReadStateDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,8 +72,14 @@ export function writeReadShareGroupStateRequestReadStateData(w: W.Writer, m: Rea
 export function sizeReadShareGroupStateRequestReadStateData(m: ReadShareGroupStateRequestReadStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeReadShareGroupStateRequestReadStateDataArray(items: readonly ReadShareGroupStateRequestReadStateData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateRequestReadStateData(items[i]!, v);
   return n;
 }
 
@@ -111,6 +117,12 @@ export function sizeReadShareGroupStateRequestPartitionData(m: ReadShareGroupSta
   return n;
 }
 
+function sizeReadShareGroupStateRequestPartitionDataArray(items: readonly ReadShareGroupStateRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateRequestPartitionData(items[i]!, v);
+  return n;
+}
+
 // ReadShareGroupStateResponse: versions 0-0, flexible 0+
 
 export interface ReadShareGroupStateResponse {
@@ -138,7 +150,7 @@ export function writeReadShareGroupStateResponse(w: W.Writer, m: ReadShareGroupS
 
 export function sizeReadShareGroupStateResponse(m: ReadShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateResponseReadStateResult, v))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateResponseReadStateResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,8 +184,14 @@ export function writeReadShareGroupStateResponseReadStateResult(w: W.Writer, m: 
 export function sizeReadShareGroupStateResponseReadStateResult(m: ReadShareGroupStateResponseReadStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateResponsePartitionResult, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateResponsePartitionResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeReadShareGroupStateResponseReadStateResultArray(items: readonly ReadShareGroupStateResponseReadStateResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateResponseReadStateResult(items[i]!, v);
   return n;
 }
 
@@ -222,8 +240,14 @@ export function sizeReadShareGroupStateResponsePartitionResult(m: ReadShareGroup
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   n += 4;
   n += 8;
-  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeReadShareGroupStateResponseStateBatch, v))); }
+  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeReadShareGroupStateResponseStateBatchArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeReadShareGroupStateResponsePartitionResultArray(items: readonly ReadShareGroupStateResponsePartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateResponsePartitionResult(items[i]!, v);
   return n;
 }
 
@@ -266,6 +290,12 @@ export function sizeReadShareGroupStateResponseStateBatch(m: ReadShareGroupState
   n += 1;
   n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeReadShareGroupStateResponseStateBatchArray(items: readonly ReadShareGroupStateResponseStateBatch[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeReadShareGroupStateResponseStateBatch(items[i]!, v);
   return n;
 }
 

@@ -46,7 +46,7 @@ export function sizeShareAcknowledgeRequest(m: ShareAcknowledgeRequest, v: numbe
   { const x = m.groupId; n += W.sizeCompactString(x); }
   { const x = m.memberId; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeRequestAcknowledgeTopic, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeRequestAcknowledgeTopicArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -80,8 +80,14 @@ export function writeShareAcknowledgeRequestAcknowledgeTopic(w: W.Writer, m: Sha
 export function sizeShareAcknowledgeRequestAcknowledgeTopic(m: ShareAcknowledgeRequestAcknowledgeTopic, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeRequestAcknowledgePartition, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeRequestAcknowledgePartitionArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareAcknowledgeRequestAcknowledgeTopicArray(items: readonly ShareAcknowledgeRequestAcknowledgeTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareAcknowledgeRequestAcknowledgeTopic(items[i]!, v);
   return n;
 }
 
@@ -114,8 +120,14 @@ export function writeShareAcknowledgeRequestAcknowledgePartition(w: W.Writer, m:
 export function sizeShareAcknowledgeRequestAcknowledgePartition(m: ShareAcknowledgeRequestAcknowledgePartition, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeRequestAcknowledgementBatch, v))); }
+  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeRequestAcknowledgementBatchArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareAcknowledgeRequestAcknowledgePartitionArray(items: readonly ShareAcknowledgeRequestAcknowledgePartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareAcknowledgeRequestAcknowledgePartition(items[i]!, v);
   return n;
 }
 
@@ -154,6 +166,12 @@ export function sizeShareAcknowledgeRequestAcknowledgementBatch(m: ShareAcknowle
   n += 8;
   { const x = m.acknowledgeTypes; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 1)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareAcknowledgeRequestAcknowledgementBatchArray(items: readonly ShareAcknowledgeRequestAcknowledgementBatch[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareAcknowledgeRequestAcknowledgementBatch(items[i]!, v);
   return n;
 }
 
@@ -199,8 +217,8 @@ export function sizeShareAcknowledgeResponse(m: ShareAcknowledgeResponse, v: num
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse, v))); }
-  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeResponseNodeEndpoint, v))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeResponseShareAcknowledgeTopicResponseArray(x, v))); }
+  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeResponseNodeEndpointArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -234,8 +252,14 @@ export function writeShareAcknowledgeResponseShareAcknowledgeTopicResponse(w: W.
 export function sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse(m: ShareAcknowledgeResponseShareAcknowledgeTopicResponse, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareAcknowledgeResponsePartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeResponsePartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareAcknowledgeResponseShareAcknowledgeTopicResponseArray(items: readonly ShareAcknowledgeResponseShareAcknowledgeTopicResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareAcknowledgeResponseShareAcknowledgeTopicResponse(items[i]!, v);
   return n;
 }
 
@@ -278,6 +302,12 @@ export function sizeShareAcknowledgeResponsePartitionData(m: ShareAcknowledgeRes
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   { const x = m.currentLeader; n += sizeShareAcknowledgeResponseLeaderIdAndEpoch(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareAcknowledgeResponsePartitionDataArray(items: readonly ShareAcknowledgeResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareAcknowledgeResponsePartitionData(items[i]!, v);
   return n;
 }
 
@@ -354,6 +384,12 @@ export function sizeShareAcknowledgeResponseNodeEndpoint(m: ShareAcknowledgeResp
   n += 4;
   { const x = m.rack; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareAcknowledgeResponseNodeEndpointArray(items: readonly ShareAcknowledgeResponseNodeEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareAcknowledgeResponseNodeEndpoint(items[i]!, v);
   return n;
 }
 

@@ -61,8 +61,8 @@ export function sizeShareFetchRequest(m: ShareFetchRequest, v: number): number {
   n += 4;
   n += 4;
   n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchRequestFetchTopic, v))); }
-  { const x = m.forgottenTopicsData; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchRequestForgottenTopic, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchRequestFetchTopicArray(x, v))); }
+  { const x = m.forgottenTopicsData; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchRequestForgottenTopicArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -96,8 +96,14 @@ export function writeShareFetchRequestFetchTopic(w: W.Writer, m: ShareFetchReque
 export function sizeShareFetchRequestFetchTopic(m: ShareFetchRequestFetchTopic, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchRequestFetchPartition, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchRequestFetchPartitionArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareFetchRequestFetchTopicArray(items: readonly ShareFetchRequestFetchTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareFetchRequestFetchTopic(items[i]!, v);
   return n;
 }
 
@@ -134,8 +140,14 @@ export function sizeShareFetchRequestFetchPartition(m: ShareFetchRequestFetchPar
   let n = 0;
   n += 4;
   n += 4;
-  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchRequestAcknowledgementBatch, v))); }
+  { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchRequestAcknowledgementBatchArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareFetchRequestFetchPartitionArray(items: readonly ShareFetchRequestFetchPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareFetchRequestFetchPartition(items[i]!, v);
   return n;
 }
 
@@ -177,6 +189,12 @@ export function sizeShareFetchRequestAcknowledgementBatch(m: ShareFetchRequestAc
   return n;
 }
 
+function sizeShareFetchRequestAcknowledgementBatchArray(items: readonly ShareFetchRequestAcknowledgementBatch[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareFetchRequestAcknowledgementBatch(items[i]!, v);
+  return n;
+}
+
 export interface ShareFetchRequestForgottenTopic {
   topicId: string;
   partitions: number[];
@@ -208,6 +226,12 @@ export function sizeShareFetchRequestForgottenTopic(m: ShareFetchRequestForgotte
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareFetchRequestForgottenTopicArray(items: readonly ShareFetchRequestForgottenTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareFetchRequestForgottenTopic(items[i]!, v);
   return n;
 }
 
@@ -253,8 +277,8 @@ export function sizeShareFetchResponse(m: ShareFetchResponse, v: number): number
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchResponseShareFetchableTopicResponse, v))); }
-  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchResponseNodeEndpoint, v))); }
+  { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchResponseShareFetchableTopicResponseArray(x, v))); }
+  { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchResponseNodeEndpointArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -288,8 +312,14 @@ export function writeShareFetchResponseShareFetchableTopicResponse(w: W.Writer, 
 export function sizeShareFetchResponseShareFetchableTopicResponse(m: ShareFetchResponseShareFetchableTopicResponse, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchResponsePartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchResponsePartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareFetchResponseShareFetchableTopicResponseArray(items: readonly ShareFetchResponseShareFetchableTopicResponse[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareFetchResponseShareFetchableTopicResponse(items[i]!, v);
   return n;
 }
 
@@ -346,8 +376,14 @@ export function sizeShareFetchResponsePartitionData(m: ShareFetchResponsePartiti
   { const x = m.acknowledgeErrorMessage; n += W.sizeCompactString(x); }
   { const x = m.currentLeader; n += sizeShareFetchResponseLeaderIdAndEpoch(x, v); }
   { const x = m.records; n += W.sizeCompactBytes(x); }
-  { const x = m.acquiredRecords; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareFetchResponseAcquiredRecords, v))); }
+  { const x = m.acquiredRecords; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchResponseAcquiredRecordsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareFetchResponsePartitionDataArray(items: readonly ShareFetchResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareFetchResponsePartitionData(items[i]!, v);
   return n;
 }
 
@@ -423,6 +459,12 @@ export function sizeShareFetchResponseAcquiredRecords(m: ShareFetchResponseAcqui
   return n;
 }
 
+function sizeShareFetchResponseAcquiredRecordsArray(items: readonly ShareFetchResponseAcquiredRecords[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareFetchResponseAcquiredRecords(items[i]!, v);
+  return n;
+}
+
 export interface ShareFetchResponseNodeEndpoint {
   nodeId: number;
   host: string;
@@ -462,6 +504,12 @@ export function sizeShareFetchResponseNodeEndpoint(m: ShareFetchResponseNodeEndp
   n += 4;
   { const x = m.rack; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareFetchResponseNodeEndpointArray(items: readonly ShareFetchResponseNodeEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareFetchResponseNodeEndpoint(items[i]!, v);
   return n;
 }
 

@@ -74,7 +74,7 @@ export function writeShareGroupDescribeResponse(w: W.Writer, m: ShareGroupDescri
 export function sizeShareGroupDescribeResponse(m: ShareGroupDescribeResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupDescribeResponseDescribedGroup, v))); }
+  { const x = m.groups; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupDescribeResponseDescribedGroupArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -135,9 +135,15 @@ export function sizeShareGroupDescribeResponseDescribedGroup(m: ShareGroupDescri
   n += 4;
   n += 4;
   { const x = m.assignorName; n += W.sizeCompactString(x); }
-  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupDescribeResponseMember, v))); }
+  { const x = m.members; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupDescribeResponseMemberArray(x, v))); }
   n += 4;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareGroupDescribeResponseDescribedGroupArray(items: readonly ShareGroupDescribeResponseDescribedGroup[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupDescribeResponseDescribedGroup(items[i]!, v);
   return n;
 }
 
@@ -195,6 +201,12 @@ export function sizeShareGroupDescribeResponseMember(m: ShareGroupDescribeRespon
   return n;
 }
 
+function sizeShareGroupDescribeResponseMemberArray(items: readonly ShareGroupDescribeResponseMember[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupDescribeResponseMember(items[i]!, v);
+  return n;
+}
+
 export interface ShareGroupDescribeResponseAssignment {
   topicPartitions: ShareGroupDescribeResponseTopicPartitions[];
   _unknownTaggedFields?: TaggedField[];
@@ -220,7 +232,7 @@ export function writeShareGroupDescribeResponseAssignment(w: W.Writer, m: ShareG
 
 export function sizeShareGroupDescribeResponseAssignment(m: ShareGroupDescribeResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupDescribeResponseTopicPartitions, v))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupDescribeResponseTopicPartitionsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -260,6 +272,12 @@ export function sizeShareGroupDescribeResponseTopicPartitions(m: ShareGroupDescr
   { const x = m.topicName; n += W.sizeCompactString(x); }
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareGroupDescribeResponseTopicPartitionsArray(items: readonly ShareGroupDescribeResponseTopicPartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupDescribeResponseTopicPartitions(items[i]!, v);
   return n;
 }
 

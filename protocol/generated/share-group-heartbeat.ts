@@ -136,7 +136,7 @@ export function writeShareGroupHeartbeatResponseAssignment(w: W.Writer, m: Share
 
 export function sizeShareGroupHeartbeatResponseAssignment(m: ShareGroupHeartbeatResponseAssignment, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupHeartbeatResponseTopicPartitions, v))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupHeartbeatResponseTopicPartitionsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -172,6 +172,12 @@ export function sizeShareGroupHeartbeatResponseTopicPartitions(m: ShareGroupHear
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareGroupHeartbeatResponseTopicPartitionsArray(items: readonly ShareGroupHeartbeatResponseTopicPartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupHeartbeatResponseTopicPartitions(items[i]!, v);
   return n;
 }
 

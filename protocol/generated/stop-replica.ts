@@ -65,9 +65,9 @@ export function sizeStopReplicaRequest(m: StopReplicaRequest, v: number): number
   n += 4;
   if (v >= 1) n += 8;
   if (v <= 2) n += 1;
-  if (v <= 0) { const x = (m.ungroupedPartitions === undefined ? [] : m.ungroupedPartitions); n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaRequestStopReplicaPartitionV0, v))); }
-  if (v >= 1 && v <= 2) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaRequestStopReplicaTopicV1, v))); }
-  if (v >= 3) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaRequestStopReplicaTopicState, v))); }
+  if (v <= 0) { const x = (m.ungroupedPartitions === undefined ? [] : m.ungroupedPartitions); n += (4 + (x === null ? 0 : sizeStopReplicaRequestStopReplicaPartitionV0Array(x, v))); }
+  if (v >= 1 && v <= 2) { const x = (m.topics === undefined ? [] : m.topics); n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeStopReplicaRequestStopReplicaTopicV1Array(x, v))); }
+  if (v >= 3) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeStopReplicaRequestStopReplicaTopicStateArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -108,6 +108,12 @@ export function sizeStopReplicaRequestStopReplicaPartitionV0(m: StopReplicaReque
   return n;
 }
 
+function sizeStopReplicaRequestStopReplicaPartitionV0Array(items: readonly StopReplicaRequestStopReplicaPartitionV0[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeStopReplicaRequestStopReplicaPartitionV0(items[i]!, v);
+  return n;
+}
+
 export interface StopReplicaRequestStopReplicaTopicV1 {
   name?: string;
   partitionIndexes?: number[];
@@ -144,6 +150,12 @@ export function sizeStopReplicaRequestStopReplicaTopicV1(m: StopReplicaRequestSt
   return n;
 }
 
+function sizeStopReplicaRequestStopReplicaTopicV1Array(items: readonly StopReplicaRequestStopReplicaTopicV1[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeStopReplicaRequestStopReplicaTopicV1(items[i]!, v);
+  return n;
+}
+
 export interface StopReplicaRequestStopReplicaTopicState {
   topicName?: string;
   partitionStates?: StopReplicaRequestStopReplicaPartitionState[];
@@ -175,8 +187,14 @@ export function writeStopReplicaRequestStopReplicaTopicState(w: W.Writer, m: Sto
 export function sizeStopReplicaRequestStopReplicaTopicState(m: StopReplicaRequestStopReplicaTopicState, v: number): number {
   let n = 0;
   if (v >= 3) { const x = (m.topicName === undefined ? "" : m.topicName); n += W.sizeCompactString(x); }
-  if (v >= 3) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaRequestStopReplicaPartitionState, v))); }
+  if (v >= 3) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeStopReplicaRequestStopReplicaPartitionStateArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeStopReplicaRequestStopReplicaTopicStateArray(items: readonly StopReplicaRequestStopReplicaTopicState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeStopReplicaRequestStopReplicaTopicState(items[i]!, v);
   return n;
 }
 
@@ -221,6 +239,12 @@ export function sizeStopReplicaRequestStopReplicaPartitionState(m: StopReplicaRe
   return n;
 }
 
+function sizeStopReplicaRequestStopReplicaPartitionStateArray(items: readonly StopReplicaRequestStopReplicaPartitionState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeStopReplicaRequestStopReplicaPartitionState(items[i]!, v);
+  return n;
+}
+
 // StopReplicaResponse: versions 0-4, flexible 2+
 
 export interface StopReplicaResponse {
@@ -252,7 +276,7 @@ export function writeStopReplicaResponse(w: W.Writer, m: StopReplicaResponse, v:
 export function sizeStopReplicaResponse(m: StopReplicaResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.partitionErrors; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeStopReplicaResponseStopReplicaPartitionError, v))); }
+  { const x = m.partitionErrors; n += ((v >= 2 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeStopReplicaResponseStopReplicaPartitionErrorArray(x, v))); }
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -292,6 +316,12 @@ export function sizeStopReplicaResponseStopReplicaPartitionError(m: StopReplicaR
   n += 4;
   n += 2;
   if (v >= 2) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeStopReplicaResponseStopReplicaPartitionErrorArray(items: readonly StopReplicaResponseStopReplicaPartitionError[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeStopReplicaResponseStopReplicaPartitionError(items[i]!, v);
   return n;
 }
 

@@ -59,7 +59,7 @@ export function sizeSyncGroupRequest(m: SyncGroupRequest, v: number): number {
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 5) { const x = (m.protocolType === undefined ? null : m.protocolType); n += W.sizeCompactString(x); }
   if (v >= 5) { const x = (m.protocolName === undefined ? null : m.protocolName); n += W.sizeCompactString(x); }
-  { const x = m.assignments; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeSyncGroupRequestSyncGroupRequestAssignment, v))); }
+  { const x = m.assignments; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeSyncGroupRequestSyncGroupRequestAssignmentArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -95,6 +95,12 @@ export function sizeSyncGroupRequestSyncGroupRequestAssignment(m: SyncGroupReque
   { const x = m.memberId; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.assignment; n += (v >= 4 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeSyncGroupRequestSyncGroupRequestAssignmentArray(items: readonly SyncGroupRequestSyncGroupRequestAssignment[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeSyncGroupRequestSyncGroupRequestAssignment(items[i]!, v);
   return n;
 }
 

@@ -65,7 +65,7 @@ export function sizeTxnOffsetCommitRequest(m: TxnOffsetCommitRequest, v: number)
   if (v >= 3) n += 4;
   if (v >= 3) { const x = (m.memberId === undefined ? "" : m.memberId); n += W.sizeCompactString(x); }
   if (v >= 3) { const x = (m.groupInstanceId === undefined ? null : m.groupInstanceId); n += W.sizeCompactString(x); }
-  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic, v))); }
+  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopicArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -99,8 +99,14 @@ export function writeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(w: W.Writ
 export function sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(m: TxnOffsetCommitRequestTxnOffsetCommitRequestTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition, v))); }
+  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartitionArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopicArray(items: readonly TxnOffsetCommitRequestTxnOffsetCommitRequestTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(items[i]!, v);
   return n;
 }
 
@@ -146,6 +152,12 @@ export function sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(m: Txn
   return n;
 }
 
+function sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartitionArray(items: readonly TxnOffsetCommitRequestTxnOffsetCommitRequestPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(items[i]!, v);
+  return n;
+}
+
 // TxnOffsetCommitResponse: versions 0-4, flexible 3+
 
 export interface TxnOffsetCommitResponse {
@@ -177,7 +189,7 @@ export function writeTxnOffsetCommitResponse(w: W.Writer, m: TxnOffsetCommitResp
 export function sizeTxnOffsetCommitResponse(m: TxnOffsetCommitResponse, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic, v))); }
+  { const x = m.topics; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopicArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -211,8 +223,14 @@ export function writeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(w: W.Wr
 export function sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(m: TxnOffsetCommitResponseTxnOffsetCommitResponseTopic, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 3 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition, v))); }
+  { const x = m.partitions; n += ((v >= 3 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartitionArray(x, v))); }
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopicArray(items: readonly TxnOffsetCommitResponseTxnOffsetCommitResponseTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(items[i]!, v);
   return n;
 }
 
@@ -247,6 +265,12 @@ export function sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition(m: T
   n += 4;
   n += 2;
   if (v >= 3) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartitionArray(items: readonly TxnOffsetCommitResponseTxnOffsetCommitResponsePartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition(items[i]!, v);
   return n;
 }
 

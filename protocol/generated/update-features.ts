@@ -42,7 +42,7 @@ export function writeUpdateFeaturesRequest(w: W.Writer, m: UpdateFeaturesRequest
 export function sizeUpdateFeaturesRequest(m: UpdateFeaturesRequest, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.featureUpdates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateFeaturesRequestFeatureUpdateKey, v))); }
+  { const x = m.featureUpdates; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeUpdateFeaturesRequestFeatureUpdateKeyArray(x, v))); }
   if (v >= 1) n += 1;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -92,6 +92,12 @@ export function sizeUpdateFeaturesRequestFeatureUpdateKey(m: UpdateFeaturesReque
   return n;
 }
 
+function sizeUpdateFeaturesRequestFeatureUpdateKeyArray(items: readonly UpdateFeaturesRequestFeatureUpdateKey[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeUpdateFeaturesRequestFeatureUpdateKey(items[i]!, v);
+  return n;
+}
+
 // UpdateFeaturesResponse: versions 0-2, flexible 0+
 
 export interface UpdateFeaturesResponse {
@@ -131,7 +137,7 @@ export function sizeUpdateFeaturesResponse(m: UpdateFeaturesResponse, v: number)
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
-  if (v <= 1) { const x = (m.results === undefined ? [] : m.results); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateFeaturesResponseUpdatableFeatureResult, v))); }
+  if (v <= 1) { const x = (m.results === undefined ? [] : m.results); n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeUpdateFeaturesResponseUpdatableFeatureResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -171,6 +177,12 @@ export function sizeUpdateFeaturesResponseUpdatableFeatureResult(m: UpdateFeatur
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeUpdateFeaturesResponseUpdatableFeatureResultArray(items: readonly UpdateFeaturesResponseUpdatableFeatureResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeUpdateFeaturesResponseUpdatableFeatureResult(items[i]!, v);
   return n;
 }
 

@@ -75,9 +75,9 @@ export function sizeUpdateMetadataRequest(m: UpdateMetadataRequest, v: number): 
   if (v >= 8) n += 1;
   n += 4;
   if (v >= 5) n += 8;
-  if (v <= 4) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataPartitionState, v))); }
-  if (v >= 5) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataTopicState, v))); }
-  { const x = m.liveBrokers; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataBroker, v))); }
+  if (v <= 4) { const x = (m.ungroupedPartitionStates === undefined ? [] : m.ungroupedPartitionStates); n += (4 + (x === null ? 0 : sizeUpdateMetadataRequestUpdateMetadataPartitionStateArray(x, v))); }
+  if (v >= 5) { const x = (m.topicStates === undefined ? [] : m.topicStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeUpdateMetadataRequestUpdateMetadataTopicStateArray(x, v))); }
+  { const x = m.liveBrokers; n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeUpdateMetadataRequestUpdateMetadataBrokerArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(taggedUpdateMetadataRequest(m, v));
   return n;
 }
@@ -144,6 +144,12 @@ export function sizeUpdateMetadataRequestUpdateMetadataPartitionState(m: UpdateM
   return n;
 }
 
+function sizeUpdateMetadataRequestUpdateMetadataPartitionStateArray(items: readonly UpdateMetadataRequestUpdateMetadataPartitionState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeUpdateMetadataRequestUpdateMetadataPartitionState(items[i]!, v);
+  return n;
+}
+
 export interface UpdateMetadataRequestUpdateMetadataTopicState {
   topicName?: string;
   topicId?: string;
@@ -179,8 +185,14 @@ export function sizeUpdateMetadataRequestUpdateMetadataTopicState(m: UpdateMetad
   let n = 0;
   if (v >= 5) { const x = (m.topicName === undefined ? "" : m.topicName); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 7) n += 16;
-  if (v >= 5) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataPartitionState, v))); }
+  if (v >= 5) { const x = (m.partitionStates === undefined ? [] : m.partitionStates); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeUpdateMetadataRequestUpdateMetadataPartitionStateArray(x, v))); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeUpdateMetadataRequestUpdateMetadataTopicStateArray(items: readonly UpdateMetadataRequestUpdateMetadataTopicState[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeUpdateMetadataRequestUpdateMetadataTopicState(items[i]!, v);
   return n;
 }
 
@@ -224,9 +236,15 @@ export function sizeUpdateMetadataRequestUpdateMetadataBroker(m: UpdateMetadataR
   n += 4;
   if (v <= 0) { const x = (m.v0Host === undefined ? "" : m.v0Host); n += W.sizeString(x); }
   if (v <= 0) n += 4;
-  if (v >= 1) { const x = (m.endpoints === undefined ? [] : m.endpoints); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateMetadataRequestUpdateMetadataEndpoint, v))); }
+  if (v >= 1) { const x = (m.endpoints === undefined ? [] : m.endpoints); n += ((v >= 6 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeUpdateMetadataRequestUpdateMetadataEndpointArray(x, v))); }
   if (v >= 2) { const x = (m.rack === undefined ? "" : m.rack); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeUpdateMetadataRequestUpdateMetadataBrokerArray(items: readonly UpdateMetadataRequestUpdateMetadataBroker[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeUpdateMetadataRequestUpdateMetadataBroker(items[i]!, v);
   return n;
 }
 
@@ -272,6 +290,12 @@ export function sizeUpdateMetadataRequestUpdateMetadataEndpoint(m: UpdateMetadat
   if (v >= 3) { const x = (m.listener === undefined ? "" : m.listener); n += (v >= 6 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 1) n += 2;
   if (v >= 6) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeUpdateMetadataRequestUpdateMetadataEndpointArray(items: readonly UpdateMetadataRequestUpdateMetadataEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeUpdateMetadataRequestUpdateMetadataEndpoint(items[i]!, v);
   return n;
 }
 

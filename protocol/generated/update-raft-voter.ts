@@ -53,7 +53,7 @@ export function sizeUpdateRaftVoterRequest(m: UpdateRaftVoterRequest, v: number)
   n += 4;
   n += 4;
   n += 16;
-  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeUpdateRaftVoterRequestListener, v))); }
+  { const x = m.listeners; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeUpdateRaftVoterRequestListenerArray(x, v))); }
   { const x = m.kRaftVersionFeature; n += sizeUpdateRaftVoterRequestKRaftVersionFeature(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -94,6 +94,12 @@ export function sizeUpdateRaftVoterRequestListener(m: UpdateRaftVoterRequestList
   { const x = m.host; n += W.sizeCompactString(x); }
   n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeUpdateRaftVoterRequestListenerArray(items: readonly UpdateRaftVoterRequestListener[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeUpdateRaftVoterRequestListener(items[i]!, v);
   return n;
 }
 

@@ -42,7 +42,7 @@ export function sizeVoteRequest(m: VoteRequest, v: number): number {
   let n = 0;
   { const x = m.clusterId; n += W.sizeCompactString(x); }
   if (v >= 1) n += 4;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteRequestTopicData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeVoteRequestTopicDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,8 +76,14 @@ export function writeVoteRequestTopicData(w: W.Writer, m: VoteRequestTopicData, 
 export function sizeVoteRequestTopicData(m: VoteRequestTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeVoteRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeVoteRequestTopicDataArray(items: readonly VoteRequestTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeVoteRequestTopicData(items[i]!, v);
   return n;
 }
 
@@ -135,6 +141,12 @@ export function sizeVoteRequestPartitionData(m: VoteRequestPartitionData, v: num
   return n;
 }
 
+function sizeVoteRequestPartitionDataArray(items: readonly VoteRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeVoteRequestPartitionData(items[i]!, v);
+  return n;
+}
+
 // VoteResponse: versions 0-1, flexible 0+
 
 export interface VoteResponse {
@@ -168,7 +180,7 @@ function taggedVoteResponse(m: VoteResponse, v: number): TaggedField[] | undefin
   if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
-    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteResponseNodeEndpoint, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
+    const tw = W.Writer.alloc((W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeVoteResponseNodeEndpointArray(x, v)))); tw.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeVoteResponseNodeEndpoint(tw, e0, v); } t.push({ tag: 0, data: tw.done() }); } }
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
@@ -182,7 +194,7 @@ export function writeVoteResponse(w: W.Writer, m: VoteResponse, v: number): void
 export function sizeVoteResponse(m: VoteResponse, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteResponseTopicData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeVoteResponseTopicDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(taggedVoteResponse(m, v));
   return n;
 }
@@ -216,8 +228,14 @@ export function writeVoteResponseTopicData(w: W.Writer, m: VoteResponseTopicData
 export function sizeVoteResponseTopicData(m: VoteResponseTopicData, v: number): number {
   let n = 0;
   { const x = m.topicName; n += W.sizeCompactString(x); }
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVoteResponsePartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeVoteResponsePartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeVoteResponseTopicDataArray(items: readonly VoteResponseTopicData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeVoteResponseTopicData(items[i]!, v);
   return n;
 }
 
@@ -267,6 +285,12 @@ export function sizeVoteResponsePartitionData(m: VoteResponsePartitionData, _v: 
   return n;
 }
 
+function sizeVoteResponsePartitionDataArray(items: readonly VoteResponsePartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeVoteResponsePartitionData(items[i]!, v);
+  return n;
+}
+
 export interface VoteResponseNodeEndpoint {
   nodeId?: number;
   host?: string;
@@ -305,6 +329,12 @@ export function sizeVoteResponseNodeEndpoint(m: VoteResponseNodeEndpoint, v: num
   if (v >= 1) { const x = (m.host === undefined ? "" : m.host); n += W.sizeCompactString(x); }
   if (v >= 1) n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeVoteResponseNodeEndpointArray(items: readonly VoteResponseNodeEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeVoteResponseNodeEndpoint(items[i]!, v);
   return n;
 }
 

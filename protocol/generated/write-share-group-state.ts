@@ -38,7 +38,7 @@ export function writeWriteShareGroupStateRequest(w: W.Writer, m: WriteShareGroup
 export function sizeWriteShareGroupStateRequest(m: WriteShareGroupStateRequest, v: number): number {
   let n = 0;
   { const x = m.groupId; n += W.sizeCompactString(x); }
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateRequestWriteStateData, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeWriteShareGroupStateRequestWriteStateDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -72,8 +72,14 @@ export function writeWriteShareGroupStateRequestWriteStateData(w: W.Writer, m: W
 export function sizeWriteShareGroupStateRequestWriteStateData(m: WriteShareGroupStateRequestWriteStateData, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateRequestPartitionData, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeWriteShareGroupStateRequestPartitionDataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeWriteShareGroupStateRequestWriteStateDataArray(items: readonly WriteShareGroupStateRequestWriteStateData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteShareGroupStateRequestWriteStateData(items[i]!, v);
   return n;
 }
 
@@ -118,8 +124,14 @@ export function sizeWriteShareGroupStateRequestPartitionData(m: WriteShareGroupS
   n += 4;
   n += 4;
   n += 8;
-  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateRequestStateBatch, v))); }
+  { const x = m.stateBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeWriteShareGroupStateRequestStateBatchArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeWriteShareGroupStateRequestPartitionDataArray(items: readonly WriteShareGroupStateRequestPartitionData[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteShareGroupStateRequestPartitionData(items[i]!, v);
   return n;
 }
 
@@ -165,6 +177,12 @@ export function sizeWriteShareGroupStateRequestStateBatch(m: WriteShareGroupStat
   return n;
 }
 
+function sizeWriteShareGroupStateRequestStateBatchArray(items: readonly WriteShareGroupStateRequestStateBatch[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteShareGroupStateRequestStateBatch(items[i]!, v);
+  return n;
+}
+
 // WriteShareGroupStateResponse: versions 0-0, flexible 0+
 
 export interface WriteShareGroupStateResponse {
@@ -192,7 +210,7 @@ export function writeWriteShareGroupStateResponse(w: W.Writer, m: WriteShareGrou
 
 export function sizeWriteShareGroupStateResponse(m: WriteShareGroupStateResponse, v: number): number {
   let n = 0;
-  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateResponseWriteStateResult, v))); }
+  { const x = m.results; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeWriteShareGroupStateResponseWriteStateResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -226,8 +244,14 @@ export function writeWriteShareGroupStateResponseWriteStateResult(w: W.Writer, m
 export function sizeWriteShareGroupStateResponseWriteStateResult(m: WriteShareGroupStateResponseWriteStateResult, v: number): number {
   let n = 0;
   n += 16;
-  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeWriteShareGroupStateResponsePartitionResult, v))); }
+  { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeWriteShareGroupStateResponsePartitionResultArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeWriteShareGroupStateResponseWriteStateResultArray(items: readonly WriteShareGroupStateResponseWriteStateResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteShareGroupStateResponseWriteStateResult(items[i]!, v);
   return n;
 }
 
@@ -266,6 +290,12 @@ export function sizeWriteShareGroupStateResponsePartitionResult(m: WriteShareGro
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeWriteShareGroupStateResponsePartitionResultArray(items: readonly WriteShareGroupStateResponsePartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteShareGroupStateResponsePartitionResult(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeWriteTxnMarkersRequest(w: W.Writer, m: WriteTxnMarkersReque
 
 export function sizeWriteTxnMarkersRequest(m: WriteTxnMarkersRequest, v: number): number {
   let n = 0;
-  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersRequestWritableTxnMarker, v))); }
+  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeWriteTxnMarkersRequestWritableTxnMarkerArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -79,9 +79,15 @@ export function sizeWriteTxnMarkersRequestWritableTxnMarker(m: WriteTxnMarkersRe
   n += 8;
   n += 2;
   n += 1;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersRequestWritableTxnMarkerTopic, v))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeWriteTxnMarkersRequestWritableTxnMarkerTopicArray(x, v))); }
   n += 4;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeWriteTxnMarkersRequestWritableTxnMarkerArray(items: readonly WriteTxnMarkersRequestWritableTxnMarker[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteTxnMarkersRequestWritableTxnMarker(items[i]!, v);
   return n;
 }
 
@@ -119,6 +125,12 @@ export function sizeWriteTxnMarkersRequestWritableTxnMarkerTopic(m: WriteTxnMark
   return n;
 }
 
+function sizeWriteTxnMarkersRequestWritableTxnMarkerTopicArray(items: readonly WriteTxnMarkersRequestWritableTxnMarkerTopic[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteTxnMarkersRequestWritableTxnMarkerTopic(items[i]!, v);
+  return n;
+}
+
 // WriteTxnMarkersResponse: versions 0-1, flexible 1+
 
 export interface WriteTxnMarkersResponse {
@@ -146,7 +158,7 @@ export function writeWriteTxnMarkersResponse(w: W.Writer, m: WriteTxnMarkersResp
 
 export function sizeWriteTxnMarkersResponse(m: WriteTxnMarkersResponse, v: number): number {
   let n = 0;
-  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersResponseWritableTxnMarkerResult, v))); }
+  { const x = m.markers; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeWriteTxnMarkersResponseWritableTxnMarkerResultArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -180,8 +192,14 @@ export function writeWriteTxnMarkersResponseWritableTxnMarkerResult(w: W.Writer,
 export function sizeWriteTxnMarkersResponseWritableTxnMarkerResult(m: WriteTxnMarkersResponseWritableTxnMarkerResult, v: number): number {
   let n = 0;
   n += 8;
-  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult, v))); }
+  { const x = m.topics; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResultArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeWriteTxnMarkersResponseWritableTxnMarkerResultArray(items: readonly WriteTxnMarkersResponseWritableTxnMarkerResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteTxnMarkersResponseWritableTxnMarkerResult(items[i]!, v);
   return n;
 }
 
@@ -214,8 +232,14 @@ export function writeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(w: W.Wr
 export function sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(m: WriteTxnMarkersResponseWritableTxnMarkerTopicResult, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
-  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult, v))); }
+  { const x = m.partitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResultArray(x, v))); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResultArray(items: readonly WriteTxnMarkersResponseWritableTxnMarkerTopicResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteTxnMarkersResponseWritableTxnMarkerTopicResult(items[i]!, v);
   return n;
 }
 
@@ -250,6 +274,12 @@ export function sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult(m: W
   n += 4;
   n += 2;
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResultArray(items: readonly WriteTxnMarkersResponseWritableTxnMarkerPartitionResult[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeWriteTxnMarkersResponseWritableTxnMarkerPartitionResult(items[i]!, v);
   return n;
 }
 

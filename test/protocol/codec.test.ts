@@ -97,6 +97,51 @@ describe('codec primitives', () => {
     expect([r.int8(), r.int64(), r.int64()]).to.deep.equal([7, -5n, 2n ** 62n]);
   });
 
+  it('int64 writes the whole signed range and refuses anything outside it', () => {
+    const edges = [-(2n ** 63n), -(2n ** 63n) + 1n, -1n, 0n, 1n, 2n ** 53n + 1n, 2n ** 63n - 1n];
+    const w = Writer.alloc(8 * edges.length);
+    for (const v of edges) w.int64(v);
+    const r = new Reader(w.done());
+    expect(edges.map(() => r.int64())).to.deep.equal(edges);
+    for (const bad of [2n ** 63n, -(2n ** 63n) - 1n, 2n ** 64n - 1n, 2n ** 64n]) {
+      expect(() => Writer.alloc(8).int64(bad)).to.throw(RangeError, /out of range for int64/);
+    }
+  });
+
+  it('a one-byte uvarint still refuses to write past the end', () => {
+    const w = Writer.alloc(1);
+    w.uvarint(0x7f);
+    expect(() => w.uvarint(0)).to.throw(RangeError, /past the end/);
+    expect([...w.done()]).to.deep.equal([0x7f]);
+  });
+
+  it('writes fixed-width fields at the right place in a buffer that is a view into a larger one', () => {
+    const backing = Buffer.alloc(32, 0xee);
+    const w = new Writer(backing.subarray(8, 8 + 14));
+    w.int16(-2);
+    w.int32(0x01020304);
+    w.int64(-3n);
+    expect(w.done().toString('hex')).to.equal('fffe01020304fffffffffffffffd');
+    expect(backing.subarray(0, 8).every((b) => b === 0xee) && backing.subarray(22).every((b) => b === 0xee)).to.equal(true);
+  });
+
+  it('sizes an array of structs as the sum of its items, as written (generated per-struct size loops)', () => {
+    const req = {
+      ...defaultFetchRequest(),
+      topics: [0, 1, 2].map((t) => ({
+        topic: `t${t}`,
+        topicId: '0'.repeat(31) + String(t + 1),
+        partitions: Array.from({ length: t * 3 }, (_, i) => ({ partition: i, fetchOffset: BigInt(i) * 1000n, partitionMaxBytes: 1 << 20 })),
+      })),
+    };
+    for (const v of [0, 4, 11, 12, 13, 16]) {
+      const w = Writer.alloc(sizeFetchRequest(req, v));
+      writeFetchRequest(w, req, v); // done() throws if the size pass and the write pass disagree
+      const back = readFetchRequest(new Reader(w.done()), v);
+      expect(back.topics.map((t) => t.partitions.length)).to.deep.equal([0, 3, 6]);
+    }
+  });
+
   it('writes empty raw bytes without touching the buffer', () => {
     const w = Writer.alloc(4);
     w.bytes(Buffer.alloc(0));

@@ -49,8 +49,8 @@ export function sizeConsumerGroupCurrentMemberAssignmentValue(m: ConsumerGroupCu
   n += 4;
   n += 4;
   n += 1;
-  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions, v))); }
-  { const x = m.partitionsPendingRevocation; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions, v))); }
+  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitionsArray(x, v))); }
+  { const x = m.partitionsPendingRevocation; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitionsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -86,6 +86,12 @@ export function sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(m: 
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitionsArray(items: readonly ConsumerGroupCurrentMemberAssignmentValueTopicPartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupCurrentMemberAssignmentValueTopicPartitions(items[i]!, v);
   return n;
 }
 

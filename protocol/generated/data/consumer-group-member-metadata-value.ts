@@ -111,7 +111,7 @@ export function writeConsumerGroupMemberMetadataValueClassicMemberMetadata(w: W.
 export function sizeConsumerGroupMemberMetadataValueClassicMemberMetadata(m: ConsumerGroupMemberMetadataValueClassicMemberMetadata, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.supportedProtocols; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupMemberMetadataValueClassicProtocol, v))); }
+  { const x = m.supportedProtocols; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupMemberMetadataValueClassicProtocolArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -147,6 +147,12 @@ export function sizeConsumerGroupMemberMetadataValueClassicProtocol(m: ConsumerG
   { const x = m.name; n += W.sizeCompactString(x); }
   { const x = m.metadata; n += W.sizeCompactBytes(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupMemberMetadataValueClassicProtocolArray(items: readonly ConsumerGroupMemberMetadataValueClassicProtocol[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupMemberMetadataValueClassicProtocol(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeConsumerGroupPartitionMetadataValue(w: W.Writer, m: Consume
 
 export function sizeConsumerGroupPartitionMetadataValue(m: ConsumerGroupPartitionMetadataValue, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupPartitionMetadataValueTopicMetadata, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupPartitionMetadataValueTopicMetadataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,8 +76,14 @@ export function sizeConsumerGroupPartitionMetadataValueTopicMetadata(m: Consumer
   n += 16;
   { const x = m.topicName; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupPartitionMetadataValuePartitionMetadata, v))); }
+  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupPartitionMetadataValuePartitionMetadataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupPartitionMetadataValueTopicMetadataArray(items: readonly ConsumerGroupPartitionMetadataValueTopicMetadata[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupPartitionMetadataValueTopicMetadata(items[i]!, v);
   return n;
 }
 
@@ -112,6 +118,12 @@ export function sizeConsumerGroupPartitionMetadataValuePartitionMetadata(m: Cons
   n += 4;
   { const x = m.racks; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupPartitionMetadataValuePartitionMetadataArray(items: readonly ConsumerGroupPartitionMetadataValuePartitionMetadata[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupPartitionMetadataValuePartitionMetadata(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeConsumerGroupTargetAssignmentMemberValue(w: W.Writer, m: Co
 
 export function sizeConsumerGroupTargetAssignmentMemberValue(m: ConsumerGroupTargetAssignmentMemberValue, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeConsumerGroupTargetAssignmentMemberValueTopicPartition, v))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeConsumerGroupTargetAssignmentMemberValueTopicPartitionArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -70,6 +70,12 @@ export function sizeConsumerGroupTargetAssignmentMemberValueTopicPartition(m: Co
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeConsumerGroupTargetAssignmentMemberValueTopicPartitionArray(items: readonly ConsumerGroupTargetAssignmentMemberValueTopicPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerGroupTargetAssignmentMemberValueTopicPartition(items[i]!, v);
   return n;
 }
 

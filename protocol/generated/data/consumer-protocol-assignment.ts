@@ -32,7 +32,7 @@ export function writeConsumerProtocolAssignment(w: W.Writer, m: ConsumerProtocol
 
 export function sizeConsumerProtocolAssignment(m: ConsumerProtocolAssignment, v: number): number {
   let n = 0;
-  { const x = m.assignedPartitions; n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeConsumerProtocolAssignmentTopicPartition, v))); }
+  { const x = m.assignedPartitions; n += (4 + (x === null ? 0 : sizeConsumerProtocolAssignmentTopicPartitionArray(x, v))); }
   { const x = m.userData; n += W.sizeBytes(x); }
   return n;
 }
@@ -62,6 +62,12 @@ export function sizeConsumerProtocolAssignmentTopicPartition(m: ConsumerProtocol
   let n = 0;
   { const x = m.topic; n += W.sizeString(x); }
   { const x = m.partitions; n += (4 + (x === null ? 0 : x.length * 4)); }
+  return n;
+}
+
+function sizeConsumerProtocolAssignmentTopicPartitionArray(items: readonly ConsumerProtocolAssignmentTopicPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerProtocolAssignmentTopicPartition(items[i]!, v);
   return n;
 }
 

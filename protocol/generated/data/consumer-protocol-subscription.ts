@@ -43,7 +43,7 @@ export function sizeConsumerProtocolSubscription(m: ConsumerProtocolSubscription
   let n = 0;
   { const x = m.topics; n += (4 + (x === null ? 0 : RT.sumSizes(x, W.sizeString, v))); }
   { const x = m.userData; n += W.sizeBytes(x); }
-  if (v >= 1) { const x = (m.ownedPartitions === undefined ? [] : m.ownedPartitions); n += (4 + (x === null ? 0 : RT.sumSizes(x, sizeConsumerProtocolSubscriptionTopicPartition, v))); }
+  if (v >= 1) { const x = (m.ownedPartitions === undefined ? [] : m.ownedPartitions); n += (4 + (x === null ? 0 : sizeConsumerProtocolSubscriptionTopicPartitionArray(x, v))); }
   if (v >= 2) n += 4;
   if (v >= 3) { const x = (m.rackId === undefined ? null : m.rackId); n += W.sizeString(x); }
   return n;
@@ -76,6 +76,12 @@ export function sizeConsumerProtocolSubscriptionTopicPartition(m: ConsumerProtoc
   let n = 0;
   if (v >= 1) { const x = (m.topic === undefined ? "" : m.topic); n += W.sizeString(x); }
   if (v >= 1) { const x = (m.partitions === undefined ? [] : m.partitions); n += (4 + (x === null ? 0 : x.length * 4)); }
+  return n;
+}
+
+function sizeConsumerProtocolSubscriptionTopicPartitionArray(items: readonly ConsumerProtocolSubscriptionTopicPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeConsumerProtocolSubscriptionTopicPartition(items[i]!, v);
   return n;
 }
 

@@ -54,7 +54,7 @@ export function sizeGroupMetadataValue(m: GroupMetadataValue, v: number): number
   { const x = m.protocol; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.leader; n += (v >= 4 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 2) n += 8;
-  { const x = m.members; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeGroupMetadataValueMemberMetadata, v))); }
+  { const x = m.members; n += ((v >= 4 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeGroupMetadataValueMemberMetadataArray(x, v))); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -114,6 +114,12 @@ export function sizeGroupMetadataValueMemberMetadata(m: GroupMetadataValueMember
   { const x = m.subscription; n += (v >= 4 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   { const x = m.assignment; n += (v >= 4 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
   if (v >= 4) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeGroupMetadataValueMemberMetadataArray(items: readonly GroupMetadataValueMemberMetadata[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeGroupMetadataValueMemberMetadata(items[i]!, v);
   return n;
 }
 

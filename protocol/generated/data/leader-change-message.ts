@@ -45,8 +45,8 @@ export function sizeLeaderChangeMessage(m: LeaderChangeMessage, v: number): numb
   let n = 0;
   n += 2;
   n += 4;
-  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderChangeMessageVoter, v))); }
-  { const x = m.grantingVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeLeaderChangeMessageVoter, v))); }
+  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeLeaderChangeMessageVoterArray(x, v))); }
+  { const x = m.grantingVoters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeLeaderChangeMessageVoterArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -83,6 +83,12 @@ export function sizeLeaderChangeMessageVoter(m: LeaderChangeMessageVoter, v: num
   n += 4;
   if (v >= 1) n += 16;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeLeaderChangeMessageVoterArray(items: readonly LeaderChangeMessageVoter[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeLeaderChangeMessageVoter(items[i]!, v);
   return n;
 }
 

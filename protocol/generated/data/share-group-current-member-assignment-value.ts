@@ -46,7 +46,7 @@ export function sizeShareGroupCurrentMemberAssignmentValue(m: ShareGroupCurrentM
   n += 4;
   n += 4;
   n += 1;
-  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupCurrentMemberAssignmentValueTopicPartitions, v))); }
+  { const x = m.assignedPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupCurrentMemberAssignmentValueTopicPartitionsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -82,6 +82,12 @@ export function sizeShareGroupCurrentMemberAssignmentValueTopicPartitions(m: Sha
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareGroupCurrentMemberAssignmentValueTopicPartitionsArray(items: readonly ShareGroupCurrentMemberAssignmentValueTopicPartitions[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupCurrentMemberAssignmentValueTopicPartitions(items[i]!, v);
   return n;
 }
 

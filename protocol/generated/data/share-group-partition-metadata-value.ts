@@ -34,7 +34,7 @@ export function writeShareGroupPartitionMetadataValue(w: W.Writer, m: ShareGroup
 
 export function sizeShareGroupPartitionMetadataValue(m: ShareGroupPartitionMetadataValue, v: number): number {
   let n = 0;
-  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupPartitionMetadataValueTopicMetadata, v))); }
+  { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupPartitionMetadataValueTopicMetadataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -76,8 +76,14 @@ export function sizeShareGroupPartitionMetadataValueTopicMetadata(m: ShareGroupP
   n += 16;
   { const x = m.topicName; n += W.sizeCompactString(x); }
   n += 4;
-  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupPartitionMetadataValuePartitionMetadata, v))); }
+  { const x = m.partitionMetadata; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupPartitionMetadataValuePartitionMetadataArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareGroupPartitionMetadataValueTopicMetadataArray(items: readonly ShareGroupPartitionMetadataValueTopicMetadata[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupPartitionMetadataValueTopicMetadata(items[i]!, v);
   return n;
 }
 
@@ -112,6 +118,12 @@ export function sizeShareGroupPartitionMetadataValuePartitionMetadata(m: ShareGr
   n += 4;
   { const x = m.racks; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, W.sizeCompactString, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareGroupPartitionMetadataValuePartitionMetadataArray(items: readonly ShareGroupPartitionMetadataValuePartitionMetadata[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupPartitionMetadataValuePartitionMetadata(items[i]!, v);
   return n;
 }
 

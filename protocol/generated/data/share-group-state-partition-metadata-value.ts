@@ -37,8 +37,8 @@ export function writeShareGroupStatePartitionMetadataValue(w: W.Writer, m: Share
 
 export function sizeShareGroupStatePartitionMetadataValue(m: ShareGroupStatePartitionMetadataValue, v: number): number {
   let n = 0;
-  { const x = m.initializedTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfo, v))); }
-  { const x = m.deletingTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupStatePartitionMetadataValueTopicInfo, v))); }
+  { const x = m.initializedTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfoArray(x, v))); }
+  { const x = m.deletingTopics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupStatePartitionMetadataValueTopicInfoArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -81,6 +81,12 @@ export function sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfo(m: 
   return n;
 }
 
+function sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfoArray(items: readonly ShareGroupStatePartitionMetadataValueTopicPartitionsInfo[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupStatePartitionMetadataValueTopicPartitionsInfo(items[i]!, v);
+  return n;
+}
+
 export interface ShareGroupStatePartitionMetadataValueTopicInfo {
   topicId: string;
   topicName: string;
@@ -112,6 +118,12 @@ export function sizeShareGroupStatePartitionMetadataValueTopicInfo(m: ShareGroup
   n += 16;
   { const x = m.topicName; n += W.sizeCompactString(x); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareGroupStatePartitionMetadataValueTopicInfoArray(items: readonly ShareGroupStatePartitionMetadataValueTopicInfo[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupStatePartitionMetadataValueTopicInfo(items[i]!, v);
   return n;
 }
 

@@ -34,7 +34,7 @@ export function writeShareGroupTargetAssignmentMemberValue(w: W.Writer, m: Share
 
 export function sizeShareGroupTargetAssignmentMemberValue(m: ShareGroupTargetAssignmentMemberValue, v: number): number {
   let n = 0;
-  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeShareGroupTargetAssignmentMemberValueTopicPartition, v))); }
+  { const x = m.topicPartitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareGroupTargetAssignmentMemberValueTopicPartitionArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -70,6 +70,12 @@ export function sizeShareGroupTargetAssignmentMemberValueTopicPartition(m: Share
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : x.length * 4)); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeShareGroupTargetAssignmentMemberValueTopicPartitionArray(items: readonly ShareGroupTargetAssignmentMemberValueTopicPartition[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeShareGroupTargetAssignmentMemberValueTopicPartition(items[i]!, v);
   return n;
 }
 

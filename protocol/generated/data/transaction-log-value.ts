@@ -84,7 +84,7 @@ export function sizeTransactionLogValue(m: TransactionLogValue, v: number): numb
   n += 2;
   n += 4;
   n += 1;
-  { const x = m.transactionPartitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : RT.sumSizes(x, sizeTransactionLogValuePartitionsSchema, v))); }
+  { const x = m.transactionPartitions; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeTransactionLogValuePartitionsSchemaArray(x, v))); }
   n += 8;
   n += 8;
   if (v >= 1) n += W.sizeTaggedFields(taggedTransactionLogValue(m, v));
@@ -122,6 +122,12 @@ export function sizeTransactionLogValuePartitionsSchema(m: TransactionLogValuePa
   { const x = m.topic; n += (v >= 1 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.partitionIds; n += ((v >= 1 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : x.length * 4)); }
   if (v >= 1) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeTransactionLogValuePartitionsSchemaArray(items: readonly TransactionLogValuePartitionsSchema[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeTransactionLogValuePartitionsSchema(items[i]!, v);
   return n;
 }
 

@@ -38,7 +38,7 @@ export function writeVotersRecord(w: W.Writer, m: VotersRecord, v: number): void
 export function sizeVotersRecord(m: VotersRecord, v: number): number {
   let n = 0;
   n += 2;
-  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVotersRecordVoter, v))); }
+  { const x = m.voters; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeVotersRecordVoterArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
@@ -79,9 +79,15 @@ export function sizeVotersRecordVoter(m: VotersRecordVoter, v: number): number {
   let n = 0;
   n += 4;
   n += 16;
-  { const x = m.endpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : RT.sumSizes(x, sizeVotersRecordEndpoint, v))); }
+  { const x = m.endpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeVotersRecordEndpointArray(x, v))); }
   { const x = m.kRaftVersionFeature; n += sizeVotersRecordKRaftVersionFeature(x, v); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeVotersRecordVoterArray(items: readonly VotersRecordVoter[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeVotersRecordVoter(items[i]!, v);
   return n;
 }
 
@@ -120,6 +126,12 @@ export function sizeVotersRecordEndpoint(m: VotersRecordEndpoint, _v: number): n
   { const x = m.host; n += W.sizeCompactString(x); }
   n += 2;
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  return n;
+}
+
+function sizeVotersRecordEndpointArray(items: readonly VotersRecordEndpoint[], v: number): number {
+  let n = 0;
+  for (let i = 0; i < items.length; i++) n += sizeVotersRecordEndpoint(items[i]!, v);
   return n;
 }
 

@@ -9,7 +9,7 @@ const command = argv[0];
 
 function startBroker(args) {
   const { main, saveCodeCache } = require('./load-broker.js').loadBroker();
-  return main(args, saveCodeCache !== undefined ? { afterReady: saveCodeCache } : {});
+  return main(args, saveCodeCache !== undefined ? { beforeReadyLine: saveCodeCache } : {});
 }
 
 async function toolOrBroker(args) {

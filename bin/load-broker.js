@@ -9,7 +9,7 @@
  * The cache file starts with a line naming what it was made from (Node version, architecture, the
  * bundle's size and mtime) and is ignored when any of those differ; V8 itself refuses one made by
  * another V8 or under other V8 flags (`cachedDataRejected`). A missing, stale or refused cache is
- * written again after the ready line, atomically (temporary file + rename, so brokers starting at the
+ * written again once the broker is ready, before its ready line (~10 ms, once), atomically (temporary file + rename, so brokers starting at the
  * same time never read a partial one); a read-only install simply runs without one.
  * GREGOR_CODE_CACHE=0 turns it off; any other value is the cache file's path.
  */
@@ -54,7 +54,7 @@ function writeCache(file, key, data) {
 
 /**
  * Compiles and runs the bundle. Returns its exports (`main`) and, when the cache was missing, stale or
- * refused, `saveCodeCache` for main to call once the broker is ready; `cache` says which it was.
+ * refused, `saveCodeCache` for main to call once the broker is ready (before its ready line); `cache` says which it was.
  */
 function loadBroker(env = process.env) {
   const source = fs.readFileSync(BUNDLE, 'latin1'); // ASCII, see scripts/bundle.mjs

@@ -64,11 +64,12 @@ export function parseArgs(argv: readonly string[]): CliArgs {
 /** What the process that runs `main` may add to a start. */
 export interface StartHooks {
   /**
-   * Called once, on the turn after the ready line, under V8's default flags (the heap-headroom tuning
-   * set aside: lib/heap-headroom.ts). bin/load-broker.js writes the start path's code cache here, when
-   * the functions start-up compiled are in it.
+   * Called once the broker is ready, just before the ready line, under V8's default flags (the
+   * heap-headroom tuning set aside: lib/heap-headroom.ts). bin/load-broker.js writes the start path's
+   * code cache here, when the functions start-up compiled are in it, and before a harness that reads
+   * the ready line can stop the process.
    */
-  afterReady?: () => void;
+  beforeReadyLine?: () => void;
 }
 
 export async function main(argv: readonly string[], hooks: StartHooks = {}): Promise<number> {
@@ -154,6 +155,8 @@ export async function main(argv: readonly string[], hooks: StartHooks = {}): Pro
   await Promise.race([broker.ready, exit]);
   if (signalled()) return exit;
   const info = { bootstrap: broker.bootstrapServers, admin: broker.adminAddress };
+  const { beforeReadyLine } = hooks;
+  if (beforeReadyLine !== undefined) headroom.withV8Defaults(beforeReadyLine);
   try {
     await announceReady(info, { logger: broker.logger, readyFile: args.readyFile });
   } catch (e) {
@@ -167,7 +170,5 @@ export async function main(argv: readonly string[], hooks: StartHooks = {}): Pro
     const declared = topics.map((t) => ({ name: t.name, partitions: t.partitions === -1 ? defaultPartitions : t.partitions }));
     process.stderr.write(banner(info, { dataDir: broker.dataDir, topics: declared, readyMs: performance.now() }));
   }
-  const { afterReady } = hooks;
-  if (afterReady !== undefined) setImmediate(() => headroom.withV8Defaults(afterReady));
   return exit;
 }

@@ -39,12 +39,20 @@ async function writeAtomically(file: string, data: string | Buffer): Promise<voi
  * space-separated fields. Writes are serialised and coalesced: only the newest content is written.
  */
 export class CheckpointFile {
-  readonly file: string;
   private next: string | null = null;
   private running: Promise<void> | null = null;
 
-  constructor(file: string) {
-    this.file = file;
+  /**
+   * `<dir>/<name>`. The path is joined when the file is read or written, not kept: a log's two
+   * checkpoints would hold ~160 bytes of path strings each (1.6 MB at 10,000 partitions).
+   */
+  constructor(
+    private readonly dir: string,
+    private readonly name: string,
+  ) {}
+
+  get file(): string {
+    return path.join(this.dir, this.name);
   }
 
   static format(entries: readonly (readonly (string | number | bigint)[])[], version = 0): string {
@@ -99,6 +107,8 @@ export interface EpochEntry {
   startOffset: bigint;
 }
 
+export const LEADER_EPOCH_CHECKPOINT = 'leader-epoch-checkpoint';
+
 /**
  * Leader epoch → start offset, as Kafka's LeaderEpochFileCache, persisted in `leader-epoch-checkpoint`.
  */
@@ -107,8 +117,9 @@ export class LeaderEpochCache {
   private readonly checkpoint: CheckpointFile;
   onError: (err: unknown) => void = () => undefined;
 
-  constructor(file: string) {
-    this.checkpoint = new CheckpointFile(file);
+  /** `dir`: the partition directory, which holds the `leader-epoch-checkpoint` file. */
+  constructor(dir: string) {
+    this.checkpoint = new CheckpointFile(dir, LEADER_EPOCH_CHECKPOINT);
   }
 
   load(): void {

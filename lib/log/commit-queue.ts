@@ -58,8 +58,8 @@ export class CommitQueue {
   private readonly reservations: Reservation[] = [];
   /** End of the reserved offsets: the log end offset plus what the reservations are expected to take. */
   private reservedEnd = 0n;
-  /** Settles when the latest reservation did (they settle in order). */
-  private last: Promise<unknown> = Promise.resolve();
+  /** Settles when the latest reservation did (they settle in order); null before the first. */
+  private last: Promise<unknown> | null = null;
 
   constructor(private readonly target: CommitTarget) {}
 

@@ -68,8 +68,9 @@ export abstract class LocalLog {
   private flushTimer: NodeJS.Timeout | null = null;
   protected offline: LogError | null = null;
   protected closed = false;
-  private readonly background = new Set<Promise<unknown>>();
-  private readonly pendingDeletes = new Map<LogSegment, { timer: NodeJS.Timeout; done: () => void }>();
+  /** Checkpoint writes, flushes and deletions running on their own (made on first use, as the Map below: an idle log holds neither). */
+  private background: Set<Promise<unknown>> | null = null;
+  private pendingDeletes: Map<LogSegment, { timer: NodeJS.Timeout; done: () => void }> | null = null;
   /** Idempotence and transactions: producer ids, their sequences, open transactions. */
   readonly producers: ProducerStateManager;
   /** Offsets of the producer-state snapshot files, newest first. */
@@ -83,9 +84,9 @@ export abstract class LocalLog {
     this.opts = opts;
     this.stats = stats;
     this.logger = opts.logger ?? NOOP_LOGGER;
-    this.epochs = new LeaderEpochCache(path.join(this.dir, 'leader-epoch-checkpoint'));
+    this.epochs = new LeaderEpochCache(this.dir);
     this.epochs.onError = (err) => this.logger.error({ err, dir: this.dir }, 'writing leader-epoch-checkpoint failed');
-    this.startCheckpoint = new CheckpointFile(path.join(this.dir, 'log-start-offset-checkpoint'));
+    this.startCheckpoint = new CheckpointFile(this.dir, 'log-start-offset-checkpoint');
     this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20);
     this.producers = new ProducerStateManager(`${topic}-${partition}`);
   }
@@ -285,8 +286,9 @@ export abstract class LocalLog {
 
   private track(p: Promise<unknown>, what: string): void {
     const q = p.catch((err: unknown) => this.logger.error({ err, dir: this.dir }, `${what} failed`));
-    this.background.add(q);
-    void q.finally(() => this.background.delete(q));
+    const background = (this.background ??= new Set());
+    background.add(q);
+    void q.finally(() => background.delete(q));
   }
 
   protected setLogStartOffset(offset: bigint): void {
@@ -345,13 +347,13 @@ export abstract class LocalLog {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(
           () => {
-            this.pendingDeletes.delete(seg);
+            this.pendingDeletes?.delete(seg);
             seg.destroy().then(resolve, resolve);
           },
           Math.min(delay, MAX_TIMER_MS),
         );
         timer.unref();
-        this.pendingDeletes.set(seg, { timer, done: resolve });
+        (this.pendingDeletes ??= new Map()).set(seg, { timer, done: resolve });
       });
     });
     this.track(p, 'deleting a segment');
@@ -372,13 +374,14 @@ export abstract class LocalLog {
     // reserved appends still commit (or fail) in order before the files close
     await this.drainAppends();
     await this.queue.idle();
-    for (const [seg, d] of this.pendingDeletes) {
+    for (const [seg, d] of this.pendingDeletes ?? []) {
       clearTimeout(d.timer);
       await seg.destroy().catch(noop);
       d.done();
     }
-    this.pendingDeletes.clear();
-    while (this.background.size > 0) await Promise.all([...this.background]);
+    this.pendingDeletes?.clear();
+    const background = this.background;
+    while (background !== null && background.size > 0) await Promise.all([...background]);
     await this.epochs.settle();
     await this.startCheckpoint.settle();
   }

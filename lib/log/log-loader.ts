@@ -87,9 +87,10 @@ export async function loadSegments(
   bases.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 
   const segments: LogSegment[] = [];
+  const files = new Set(names);
   for (const base of bases) {
     try {
-      segments.push(await openSegment(dir, base, config, now, stats));
+      segments.push(await openSegment(dir, base, config, now, stats, files));
     } catch (err) {
       for (const s of segments) await s.close();
       throw err;
@@ -147,8 +148,15 @@ export async function loadSegments(
   return { segments, tail, truncatedBytes, snapshots, recovered: recover };
 }
 
-async function openSegment(dir: string, base: bigint, config: LogConfig, now: number, stats: IoStats): Promise<LogSegment> {
-  const { segment, indexesValid } = await LogSegment.open(dir, base, config.segmentIndexBytes, now, stats);
+async function openSegment(
+  dir: string,
+  base: bigint,
+  config: LogConfig,
+  now: number,
+  stats: IoStats,
+  files: ReadonlySet<string>,
+): Promise<LogSegment> {
+  const { segment, indexesValid } = await LogSegment.open(dir, base, config.segmentIndexBytes, now, stats, files);
   if (!indexesValid) segment.resetIndexes();
   return segment;
 }

@@ -94,7 +94,7 @@ export class LogManager {
     this.dirs = state.dirs;
     this.journal = new OpenJournal(dataDir);
     this.journal.preload(state.dirty);
-    this.checkpoint = new CheckpointFile(path.join(dataDir, SUMMARY_CHECKPOINT));
+    this.checkpoint = new CheckpointFile(dataDir, SUMMARY_CHECKPOINT);
     const opens = new Limiter(OPEN_CONCURRENCY);
     this.hooks = {
       beforeOpen: (topic, partition) => this.journal.add(topic, partition),

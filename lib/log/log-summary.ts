@@ -100,7 +100,7 @@ export function parseSummary(f: readonly string[]): LogSummary | null {
 export function readSummaries(dataDir: string, onError: (err: unknown) => void): Map<string, LogSummary> {
   const out = new Map<string, LogSummary>();
   try {
-    for (const row of new CheckpointFile(path.join(dataDir, SUMMARY_CHECKPOINT)).readSync() ?? []) {
+    for (const row of new CheckpointFile(dataDir, SUMMARY_CHECKPOINT).readSync() ?? []) {
       const [topic, partition, ...rest] = row;
       const s = parseSummary(rest);
       if (topic === undefined || partition === undefined || !/^\d+$/.test(partition) || s === null)

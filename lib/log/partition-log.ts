@@ -250,7 +250,7 @@ export class PartitionLog {
     // recovery may cut epochs past the end: a log to recover has to be open first
     if (this.closedState === null) this.requireLog('leader epochs of a log not recovered yet');
     if (this.epochs === null) {
-      this.epochs = new LeaderEpochCache(path.join(this.dir, 'leader-epoch-checkpoint'));
+      this.epochs = new LeaderEpochCache(this.dir);
       try {
         this.epochs.load();
       } catch (err) {

@@ -5,7 +5,6 @@
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { LOG_OVERHEAD, MessageField } from '../../protocol/records/index.js';
 import {
@@ -22,6 +21,7 @@ import {
 } from './segment-format.js';
 import { OffsetIndex, TimeIndex } from './indexes.js';
 import { TransactionIndex, TXN_INDEX_ENTRY_SIZE } from './transaction-index.js';
+import { LogFile, openFd } from './file-io.js';
 
 export * from './segment-format.js';
 
@@ -47,12 +47,10 @@ export interface ScanResult {
 
 export class LogSegment {
   readonly baseOffset: bigint;
-  readonly logPath: string;
-  readonly indexPath: string;
-  readonly timeIndexPath: string;
-  readonly txnIndexPath: string;
-  private fh: FileHandle | null = null;
-  private opening: Promise<FileHandle> | null = null;
+  /** The partition directory (the log's own string: the file paths are made when needed, not kept). */
+  private readonly dir: string;
+  /** The `.log` file (a descriptor, not a FileHandle: see file-io.ts). */
+  private readonly file: LogFile;
   /** Logical size, pending bytes included. */
   size = 0;
   /** Bytes handed to the kernel. */
@@ -77,14 +75,13 @@ export class LogSegment {
   /** Whether open() found sane index files. */
   indexesLoaded = false;
   private readonly stats: IoStats;
-  private indexWrites: Promise<void> = Promise.resolve();
+  /** The latest index write (they run one at a time); null when none ran since the last settled. */
+  private indexWrites: Promise<void> | null = null;
 
   private constructor(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats) {
     this.baseOffset = baseOffset;
-    this.logPath = path.join(dir, segmentFileName(baseOffset, LOG_SUFFIX));
-    this.indexPath = path.join(dir, segmentFileName(baseOffset, INDEX_SUFFIX));
-    this.timeIndexPath = path.join(dir, segmentFileName(baseOffset, TIME_INDEX_SUFFIX));
-    this.txnIndexPath = path.join(dir, segmentFileName(baseOffset, TXN_INDEX_SUFFIX));
+    this.dir = dir;
+    this.file = new LogFile(this);
     this.offsetIndex = new OffsetIndex(baseOffset, Math.floor(maxIndexBytes / 8));
     this.timeIndex = new TimeIndex(baseOffset, Math.floor(maxIndexBytes / 12));
     this.nextOffset = baseOffset;
@@ -97,29 +94,41 @@ export class LogSegment {
   static create(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats): LogSegment {
     const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
     // stale index files of an earlier segment with this base offset go before anything is written
-    seg.opening = Promise.all([seg.indexPath, seg.timeIndexPath, seg.txnIndexPath].map((f) => fsp.rm(f, { force: true }))).then(() =>
-      fsp.open(seg.logPath, 'w+'),
+    seg.file.openingWith(
+      Promise.all([seg.indexPath, seg.timeIndexPath, seg.txnIndexPath].map((f) => fsp.rm(f, { force: true }))).then(() =>
+        openFd(seg.logPath, 'w+'),
+      ),
     );
-    seg.opening.catch(() => undefined);
     return seg;
   }
 
-  /** Opens an existing segment and loads its index files (null indexes when missing or not sane). */
+  /**
+   * Opens an existing segment and loads its index files (null indexes when missing or not sane).
+   * `files`: the names in `dir` when the caller listed it (index files not among them are not read:
+   * after a crash they are often missing, and each failed read costs an error object).
+   */
   static async open(
     dir: string,
     baseOffset: bigint,
     maxIndexBytes: number,
     now: number,
     stats: IoStats,
+    files?: ReadonlySet<string>,
   ): Promise<{ segment: LogSegment; indexesValid: boolean }> {
     const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
-    seg.fh = await fsp.open(seg.logPath, 'r+');
-    const st = await seg.fh.stat();
+    await seg.file.openNow('r+');
+    const st = await seg.file.stat().catch(async (err: unknown) => {
+      await seg.close();
+      throw err;
+    });
     seg.size = st.size;
     seg.writtenSize = st.size;
     seg.lastModified = st.mtimeMs;
-    const read = async (f: string): Promise<Buffer | null> => fsp.readFile(f).catch(() => null);
-    const [ib, tb, xb] = await Promise.all([read(seg.indexPath), read(seg.timeIndexPath), read(seg.txnIndexPath)]);
+    const read = async (suffix: string): Promise<Buffer | null> => {
+      const name = segmentFileName(baseOffset, suffix);
+      return files !== undefined && !files.has(name) ? null : fsp.readFile(path.join(dir, name)).catch(() => null);
+    };
+    const [ib, tb, xb] = await Promise.all([read(INDEX_SUFFIX), read(TIME_INDEX_SUFFIX), read(TXN_INDEX_SUFFIX)]);
     if (xb !== null) {
       const xi = TransactionIndex.parse(xb);
       if (xi === null) seg.txnIndexValid = false;
@@ -141,13 +150,17 @@ export class LogSegment {
     return { segment: seg, indexesValid };
   }
 
-  private handle(): Promise<FileHandle> {
-    if (this.fh !== null) return Promise.resolve(this.fh);
-    if (this.opening === null) this.opening = fsp.open(this.logPath, 'r+');
-    return this.opening.then((fh) => {
-      this.fh = fh;
-      return fh;
-    });
+  get logPath(): string {
+    return path.join(this.dir, segmentFileName(this.baseOffset, LOG_SUFFIX));
+  }
+  get indexPath(): string {
+    return path.join(this.dir, segmentFileName(this.baseOffset, INDEX_SUFFIX));
+  }
+  get timeIndexPath(): string {
+    return path.join(this.dir, segmentFileName(this.baseOffset, TIME_INDEX_SUFFIX));
+  }
+  get txnIndexPath(): string {
+    return path.join(this.dir, segmentFileName(this.baseOffset, TXN_INDEX_SUFFIX));
   }
 
   get isEmpty(): boolean {
@@ -238,7 +251,7 @@ export class LogSegment {
     const bufs = this.pending.slice();
     let bytes = 0;
     for (const b of bufs) bytes += b.length;
-    const fh = this.fh ?? (await this.handle());
+    const fd = this.file.fd >= 0 ? this.file.fd : await this.file.handle();
     // Up to SYNC_WRITE_MAX_BYTES the write goes to the page cache synchronously, as Kafka's request
     // threads write: a handful of microseconds for a small group, where handing it to libuv's thread
     // pool costs more in submission, a pool thread's wake-up and the completion's callback than the
@@ -251,9 +264,7 @@ export class LogSegment {
     let done = 0;
     let rest = bufs;
     while (done < bytes) {
-      const bytesWritten = sync
-        ? fs.writevSync(fh.fd, rest, this.writtenSize + done)
-        : (await fh.writev(rest, this.writtenSize + done)).bytesWritten;
+      const bytesWritten = sync ? fs.writevSync(fd, rest, this.writtenSize + done) : await this.file.writev(rest, this.writtenSize + done);
       this.stats.writes++;
       if (bytesWritten <= 0) throw new Error(`writev wrote nothing to ${this.logPath}`);
       done += bytesWritten;
@@ -265,22 +276,31 @@ export class LogSegment {
   }
 
   async sync(): Promise<void> {
-    if (!this.unsynced || this.fh === null) return;
+    if (!this.unsynced || this.file.fd < 0) return;
     this.unsynced = false;
     this.stats.syncs++;
-    await this.fh.sync();
+    await this.file.sync();
   }
 
   /** Writes new index entries (or rewrites the files after a truncation); calls are serialised. */
   persistIndexes(): Promise<void> {
-    const p = this.indexWrites.then(() => this.writeIndexes());
-    this.indexWrites = p.catch(() => undefined);
+    const p = (this.indexWrites ?? Promise.resolve()).then(() => this.writeIndexes());
+    // once the chain is done, an idle segment keeps no promise
+    const tail: Promise<void> = p.then(
+      () => this.settleIndexWrites(tail),
+      () => this.settleIndexWrites(tail),
+    );
+    this.indexWrites = tail;
     return p;
+  }
+
+  private settleIndexWrites(tail: Promise<void>): void {
+    if (this.indexWrites === tail) this.indexWrites = null;
   }
 
   private async writeIndexes(): Promise<void> {
     if (this.deleted) return;
-    await this.handle();
+    await this.file.handle();
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- delete() may have run during the await
     if (this.deleted) return;
     for (const [idx, file] of [
@@ -335,13 +355,8 @@ export class LogSegment {
   async read(pos: number, len: number): Promise<Buffer> {
     const { out, fileEnd } = this.prepareRead(pos, len);
     if (fileEnd > pos) {
-      const fh = await this.handle();
-      let got = 0;
-      while (got < fileEnd - pos) {
-        const { bytesRead } = await fh.read(out, got, fileEnd - pos - got, pos + got);
-        if (bytesRead === 0) return out.subarray(0, got);
-        got += bytesRead;
-      }
+      const got = await this.file.readFully(out, fileEnd - pos, pos);
+      if (got < fileEnd - pos) return out.subarray(0, got);
     }
     return out;
   }
@@ -350,7 +365,7 @@ export class LogSegment {
   readSync(pos: number, len: number): Buffer {
     const { out, fileEnd } = this.prepareRead(pos, len);
     if (fileEnd > pos) {
-      const fd = this.fh?.fd ?? -1;
+      const fd = this.file.fd;
       if (fd < 0) throw new Error(`segment ${this.logPath} is not open`);
       let got = 0;
       while (got < fileEnd - pos) {
@@ -431,9 +446,7 @@ export class LogSegment {
 
   /** Cuts the file at `position` (recovery only: nothing may be pending). */
   async truncateTo(position: number): Promise<void> {
-    const fh = await this.handle();
-    await fh.truncate(position);
-    await fh.sync();
+    await this.file.truncate(position);
     this.size = position;
     this.writtenSize = position;
     this.offsetIndex.truncateToPosition(position);
@@ -449,10 +462,7 @@ export class LogSegment {
   }
 
   async close(): Promise<void> {
-    const fh = this.fh ?? (this.opening !== null ? await this.opening.catch(() => null) : null);
-    this.fh = null;
-    this.opening = null;
-    if (fh !== null) await fh.close();
+    await this.file.close();
   }
 
   /** Closes and unlinks the files (renamed or not). */

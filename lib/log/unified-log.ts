@@ -46,15 +46,23 @@ export interface TxnMarker {
 }
 
 export class UnifiedLog extends LocalLog {
-  /** Appends waiting for their CPU work or for an earlier one, in reservation (= commit) order. */
-  private readonly commits: CommitQueue;
+  /**
+   * Appends waiting for their CPU work or for an earlier one, in reservation (= commit) order: made
+   * by the first append that reserves (the conversion pipeline; a log only appended to inline, or
+   * idle, has none: ~600 bytes of heap with its target and closures).
+   */
+  private commitQueue: CommitQueue | null = null;
 
   private constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions, stats: IoStats) {
     super(dataDir, topic, partition, config, opts, stats);
+  }
+
+  private get commits(): CommitQueue {
+    if (this.commitQueue !== null) return this.commitQueue;
     // The queue's getters read this log's fields as they change; inside them `this` is the literal.
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- see above
     const self = this;
-    this.commits = new CommitQueue({
+    this.commitQueue = new CommitQueue({
       get logEndOffset() {
         return self._logEndOffset;
       },
@@ -63,6 +71,12 @@ export class UnifiedLog extends LocalLog {
       },
       commit: (entries, recordCount, now, origin) => this.commitEntries(entries, recordCount, now, origin),
     });
+    return this.commitQueue;
+  }
+
+  /** Appends reserved and not yet committed (0 without a queue). */
+  private get reserved(): number {
+    return this.commitQueue === null ? 0 : this.commitQueue.length;
   }
 
   /**
@@ -85,7 +99,7 @@ export class UnifiedLog extends LocalLog {
   }
 
   protected drainAppends(): Promise<void> {
-    return this.commits.drain();
+    return this.commitQueue === null ? Promise.resolve() : this.commitQueue.drain();
   }
 
   /** The runner of conversion work given to this log (the fetch path's down-conversion uses it too). */
@@ -95,14 +109,14 @@ export class UnifiedLog extends LocalLog {
 
   /** Appends reserved and not yet committed (waiting for the worker pool or an earlier append). */
   get pendingAppends(): number {
-    return this.commits.length;
+    return this.reserved;
   }
 
   /** See PartitionLog.append. */
   append(records: Buffer, opts: AppendOptions): AppendResult {
     this.ensureWritable();
-    if (this.commits.length > 0) {
-      throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} has ${this.commits.length} appends in the conversion pipeline; retry`);
+    if (this.reserved > 0) {
+      throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} has ${this.reserved} appends in the conversion pipeline; retry`);
     }
     const now = opts.now ?? Date.now();
     const config = this.config;
@@ -135,7 +149,7 @@ export class UnifiedLog extends LocalLog {
           { buf: batch, magic: 2, firstOffset: base, lastOffset: base, maxTimestamp: BigInt(now), partitionLeaderEpoch: opts.leaderEpoch },
         ];
       };
-      if (this.commits.length === 0) return Promise.resolve(this.commitEntries(at(this._logEndOffset), 1, now, AppendOrigin.COORDINATOR));
+      if (this.reserved === 0) return Promise.resolve(this.commitEntries(at(this._logEndOffset), 1, now, AppendOrigin.COORDINATOR));
       const { r, result } = this.commits.reserve(1, now, opts.leaderEpoch, AppendOrigin.COORDINATOR);
       this.commits.ready(r, (base) => ({ entries: at(base), recordCount: 1 }));
       return result;
@@ -154,7 +168,7 @@ export class UnifiedLog extends LocalLog {
       const plan = planAppend(records, config);
       if (plan === null) {
         const v = this.validateFast(records, now);
-        if (this.commits.length === 0) {
+        if (this.reserved === 0) {
           if (v.entries.length === 0) return Promise.resolve(this.commitEntries([], 0, now, origin));
           return Promise.resolve(
             this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now, origin),

@@ -19,7 +19,8 @@ const noop = (): void => undefined;
 
 export class WriteQueue {
   private group: WriteGroup | null = null;
-  private latest: Promise<void> = Promise.resolve();
+  /** The newest group's promise; null before the first append. */
+  private latest: Promise<void> | null = null;
   private draining = false;
   private scheduled = false;
   private readonly write: (g: WriteGroup) => Promise<void>;
@@ -72,15 +73,15 @@ export class WriteQueue {
 
   /** Settles when everything appended so far is written (never rejects). */
   written(): Promise<void> {
-    return this.latest.catch(noop);
+    return this.latest === null ? Promise.resolve() : this.latest.catch(noop);
   }
 
   /** Settles when the queue is empty, including appends made while waiting. */
   async idle(): Promise<void> {
-    let p: Promise<void>;
+    let p: Promise<void> | null;
     do {
       p = this.latest;
-      await p.catch(noop);
+      await p?.catch(noop);
     } while (p !== this.latest || this.group !== null || this.draining);
   }
 }

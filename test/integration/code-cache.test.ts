@@ -111,13 +111,18 @@ describe('gregor start: the start path loads from a V8 code cache', function () 
     expect(statSync(cacheFile).mtimeMs).to.equal(written);
   });
 
-  it('a damaged cache is refused by V8, the broker starts and serves anyway and writes a good one', async () => {
+  /** A broker started once with a cache file of its own: the cache it wrote and where its header ends. */
+  async function firstStart(): Promise<{ dir: string; cacheFile: string; good: Buffer; eol: number }> {
     const dir = cleanup.add(tempDir('cc-'), (d) => rmSync(d, { recursive: true, force: true }));
     const cacheFile = join(dir, 'start.cache');
     await stopGregor(await startGregor(cacheFile, join(dir, 'data1')));
     expect(existsSync(cacheFile)).to.equal(true);
     const good = readFileSync(cacheFile);
-    const eol = good.indexOf(0x0a);
+    return { dir, cacheFile, good, eol: good.indexOf(0x0a) };
+  }
+
+  it('a damaged cache is refused by V8, the broker starts and serves anyway and writes a good one', async () => {
+    const { dir, cacheFile, good, eol } = await firstStart();
     // same header, the data after it flipped
     const damaged = Buffer.from(good);
     for (let i = eol + 1; i < damaged.length; i += 7) damaged[i] = (damaged[i] ?? 0) ^ 0x5a;
@@ -131,12 +136,7 @@ describe('gregor start: the start path loads from a V8 code cache', function () 
   });
 
   it('a cache made from another bundle (header differs) is not given to V8 and is replaced; GREGOR_CODE_CACHE=0 turns it off', async () => {
-    const dir = cleanup.add(tempDir('cc-'), (d) => rmSync(d, { recursive: true, force: true }));
-    const cacheFile = join(dir, 'start.cache');
-    await stopGregor(await startGregor(cacheFile, join(dir, 'data1')));
-    expect(existsSync(cacheFile)).to.equal(true);
-    const good = readFileSync(cacheFile);
-    const eol = good.indexOf(0x0a);
+    const { dir, cacheFile, good, eol } = await firstStart();
     const fields = good.subarray(0, eol).toString('latin1').split(' ');
     fields[3] = String(Number(fields[3]) + 1); // the bundle's size
     const stale = Buffer.concat([Buffer.from(fields.join(' '), 'latin1'), good.subarray(eol)]);

@@ -167,9 +167,9 @@ export class TopicManager {
    */
   async recover(logs: Iterable<PartitionLog | undefined>): Promise<void> {
     if (!this.logManager.recovering) return;
-    const opens: Promise<void>[] = [];
-    for (const log of logs) if (log !== undefined && !log.servable && !log.isOffline) opens.push(log.open());
-    if (opens.length > 0) await Promise.allSettled(opens);
+    const wanted: PartitionLog[] = [];
+    for (const log of logs) if (log !== undefined && !log.servable && !log.isOffline) wanted.push(log);
+    if (wanted.length > 0) await openAll(wanted).catch(() => undefined);
   }
 
   /** recover() for these partitions of `topic` (those it has). */

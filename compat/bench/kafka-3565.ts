@@ -24,7 +24,7 @@ import path from 'node:path';
 import { startChildBroker, tempDir } from '../../test/helpers/broker.js';
 import { PROJECT_ROOT } from '../../test/helpers/project.js';
 import { loadConfluent } from '../lib/confluent-module.js';
-import { startNativeProducer } from './native-producer.js';
+import { startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
 import { asError, busiest, cpuSeconds, mainThreadCpuSeconds, threadsByName, type ThreadBusy } from './proc-stats.js';
 
 type Any = any;
@@ -61,16 +61,7 @@ const DISTINCT: Record<string, number> = { perf: 1, random: 20_000 };
 for (const shape of SHAPES) if (DISTINCT[shape] === undefined) throw new Error(`BENCH_3565_VALUES: unknown shape ${shape} (perf, random)`);
 const WARMUP = 50_000;
 
-const PRODUCER_CONFIG = {
-  'request.required.acks': 1,
-  'linger.ms': 5,
-  'batch.num.messages': 10000,
-  'batch.size': 1_000_000,
-  'queue.buffering.max.messages': 1_000_000,
-  'queue.buffering.max.kbytes': 1_048_576,
-  'max.in.flight.requests.per.connection': 5,
-  'enable.idempotence': false,
-};
+const PRODUCER_CONFIG = { 'request.required.acks': 1, ...THROUGHPUT_PRODUCER_CONFIG };
 
 /**
  * `n` distinct values of random uppercase letters (the C producer generates the same ones). The

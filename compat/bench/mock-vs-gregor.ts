@@ -51,7 +51,7 @@ import {
   type TargetRound,
   type Throughput,
 } from './mock-vs-gregor-report.js';
-import { nativeBinary, startNativeConsumer, startNativeProducer } from './native-producer.js';
+import { nativeBinary, startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
 import { benchMachine, cpuSeconds, envInt, round, sleep } from './proc-stats.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
@@ -75,15 +75,7 @@ const WAITS = [500, 0] as const;
 const VALUE_BYTES = 100;
 
 /** The load generators' settings (as KAFKA-3565's producer; acks set per workload). */
-const PRODUCER_CONFIG = {
-  'linger.ms': 5,
-  'batch.num.messages': 10000,
-  'batch.size': 1_000_000,
-  'queue.buffering.max.messages': 1_000_000,
-  'queue.buffering.max.kbytes': 1_048_576,
-  'max.in.flight.requests.per.connection': 5,
-  'enable.idempotence': false,
-};
+const PRODUCER_CONFIG = THROUGHPUT_PRODUCER_CONFIG;
 const CONSUMER_CONFIG = {}; // librdkafka's defaults (fetch.wait.max.ms 500, fetch.max.bytes 50 MB, ...)
 
 const log = (s: string): void => void process.stderr.write(`${s}\n`);

@@ -10,6 +10,21 @@ import { join } from 'node:path';
 import { ROOT } from '../lib/paths.js';
 import { buildRdkafkaProgram } from './native-build.js';
 
+/**
+ * The throughput producer's settings, as KAFKA-3565's (acks set by each workload): 5 ms linger,
+ * batches of up to 10,000 records / 1 MB, 5 requests in flight, no idempotence. Shared by
+ * kafka-3565.ts, mock-vs-gregor.ts and produce-cpu.ts, so their figures compare.
+ */
+export const THROUGHPUT_PRODUCER_CONFIG = {
+  'linger.ms': 5,
+  'batch.num.messages': 10000,
+  'batch.size': 1_000_000,
+  'queue.buffering.max.messages': 1_000_000,
+  'queue.buffering.max.kbytes': 1_048_576,
+  'max.in.flight.requests.per.connection': 5,
+  'enable.idempotence': false,
+} as const;
+
 /** The binary of compat/bench/native/<name>.c, compiled when it is missing or older than its sources. */
 export function nativeBinary(name: 'rdkafka-produce' | 'rdkafka-consume'): string {
   return buildRdkafkaProgram(join(ROOT, `compat/bench/native/${name}.c`), join(ROOT, `dist/compat/bench/native/${name}`));

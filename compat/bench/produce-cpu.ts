@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { externalBroker, startGregor } from './mock-vs-gregor-brokers.js';
-import { startNativeConsumer, startNativeProducer } from './native-producer.js';
+import { startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
 import { cpuSeconds, envInt, peakRssBytes, round, rssBytes, threadCpu } from './proc-stats.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
@@ -20,15 +20,7 @@ const WARMUP = envInt('BENCH_WARMUP_RECORDS', 50_000);
 const REPEAT = envInt('BENCH_REPEAT', 1);
 const VALUE_BYTES = envInt('BENCH_VALUE_BYTES', 100);
 
-const PRODUCER_CONFIG = {
-  'linger.ms': 5,
-  'batch.num.messages': 10000,
-  'batch.size': 1_000_000,
-  'queue.buffering.max.messages': 1_000_000,
-  'queue.buffering.max.kbytes': 1_048_576,
-  'max.in.flight.requests.per.connection': 5,
-  'enable.idempotence': false,
-};
+const PRODUCER_CONFIG = THROUGHPUT_PRODUCER_CONFIG;
 
 /** BENCH_PERF_DIR set: `perf record -g` of the broker over the timed part, into <dir>/<workload>.data. */
 function perfRecord(pid: number, name: string): () => Promise<void> {

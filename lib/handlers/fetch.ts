@@ -79,7 +79,12 @@ function readLimit(log: PartitionLog, readCommitted: boolean): bigint {
 
 /** At the high watermark (read_committed: the last stable offset), inside the log: nothing to read yet. */
 function caughtUp(fetchOffset: bigint, log: PartitionLog, readCommitted: boolean): boolean {
-  return fetchOffset >= readLimit(log, readCommitted) && fetchOffset <= log.logEndOffset && fetchOffset >= log.logStartOffset;
+  return caughtUpAt(fetchOffset, readLimit(log, readCommitted), log.logStartOffset, log.logEndOffset);
+}
+
+/** caughtUp() from offsets already read: `readable` is the high watermark (read_committed: the last stable offset). */
+function caughtUpAt(fetchOffset: bigint, readable: bigint, logStartOffset: bigint, logEndOffset: bigint): boolean {
+  return fetchOffset >= readable && fetchOffset <= logEndOffset && fetchOffset >= logStartOffset;
 }
 
 /** The offset after the last whole entry in `records` (stored entries: v2 batches or magic 0/1 messages). */
@@ -191,11 +196,7 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
       const lastStableOffset = log.lastStableOffset;
       const logStartOffset = log.logStartOffset;
       const fetchOffset = p.fetchOffset;
-      if (
-        fetchOffset >= (readCommitted ? lastStableOffset : highWatermark) &&
-        fetchOffset >= logStartOffset &&
-        fetchOffset <= log.logEndOffset
-      ) {
+      if (caughtUpAt(fetchOffset, readCommitted ? lastStableOffset : highWatermark, logStartOffset, log.logEndOffset)) {
         partitions.push(
           resultOf(p.partition, readCommitted, ErrorCode.NONE, highWatermark, lastStableOffset, logStartOffset, EMPTY, NO_ABORTED),
         );

@@ -6,39 +6,16 @@
  * open (nothing closes a descriptor on garbage collection).
  */
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 
 /** Opens `file` with `flags` ('r+', 'w+', ...); resolves with the descriptor. */
-export function openFd(file: string, flags: string): Promise<number> {
-  return new Promise((resolve, reject) => fs.open(file, flags, (err, fd) => (err === null ? resolve(fd) : reject(err))));
-}
-
-export function fstatFd(fd: number): Promise<fs.Stats> {
-  return new Promise((resolve, reject) => fs.fstat(fd, (err, st) => (err === null ? resolve(st) : reject(err))));
-}
-
-/** Reads up to `length` bytes at `position` into `buf` at `offset`; resolves with the bytes read. */
-export function readAt(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number> {
-  return new Promise((resolve, reject) =>
-    fs.read(fd, buf, offset, length, position, (err, n) => (err === null ? resolve(n) : reject(err))),
-  );
-}
-
-/** One positional writev; resolves with the bytes written. */
-export function writevAt(fd: number, bufs: Buffer[], position: number): Promise<number> {
-  return new Promise((resolve, reject) => fs.writev(fd, bufs, position, (err, n) => (err === null ? resolve(n) : reject(err))));
-}
-
-export function fsyncFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fs.fsync(fd, (err) => (err === null ? resolve() : reject(err))));
-}
-
-export function truncateFd(fd: number, length: number): Promise<void> {
-  return new Promise((resolve, reject) => fs.ftruncate(fd, length, (err) => (err === null ? resolve() : reject(err))));
-}
-
-export function closeFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fs.close(fd, (err) => (err === null ? resolve() : reject(err))));
-}
+export const openFd = promisify(fs.open);
+const fstatFd = promisify(fs.fstat);
+const readAt = promisify(fs.read);
+const writevAt = promisify(fs.writev);
+const fsyncFd = promisify(fs.fsync);
+const truncateFd = promisify(fs.ftruncate);
+const closeFd = promisify(fs.close);
 
 /**
  * The `.log` file of a segment: its descriptor, opened once (and again after close() when used
@@ -98,29 +75,21 @@ export class LogFile {
   }
 
   /** Reads [pos, pos + length) into `out` from offset 0; resolves with the bytes read (fewer at the end of the file). */
-  async readFully(out: Buffer, length: number, pos: number): Promise<number> {
-    this.inflight++;
-    try {
-      const fd = this.fd >= 0 ? this.fd : await this.handle();
+  readFully(out: Buffer, length: number, pos: number): Promise<number> {
+    return this.track(async () => {
+      const fd = await this.handle();
       let got = 0;
       while (got < length) {
-        const n = await readAt(fd, out, got, length - got, pos + got);
-        if (n === 0) break;
-        got += n;
+        const { bytesRead } = await readAt(fd, out, got, length - got, pos + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
       }
       return got;
-    } finally {
-      this.endIo();
-    }
+    });
   }
 
-  async writev(bufs: Buffer[], pos: number): Promise<number> {
-    this.inflight++;
-    try {
-      return await writevAt(this.fd >= 0 ? this.fd : await this.handle(), bufs, pos);
-    } finally {
-      this.endIo();
-    }
+  writev(bufs: Buffer[], pos: number): Promise<number> {
+    return this.track(async () => (await writevAt(await this.handle(), bufs, pos)).bytesWritten);
   }
 
   sync(): Promise<void> {

@@ -74,11 +74,6 @@ export class UnifiedLog extends LocalLog {
     return this.commitQueue;
   }
 
-  /** Appends reserved and not yet committed (0 without a queue). */
-  private get reserved(): number {
-    return this.commitQueue === null ? 0 : this.commitQueue.length;
-  }
-
   /**
    * Opens (creating if needed) the log in `<dataDir>/<topic>-<partition>`. `expected`: the summary
    * it was served from while closed (files that differ from it are recovered).
@@ -109,14 +104,14 @@ export class UnifiedLog extends LocalLog {
 
   /** Appends reserved and not yet committed (waiting for the worker pool or an earlier append). */
   get pendingAppends(): number {
-    return this.reserved;
+    return this.commitQueue === null ? 0 : this.commitQueue.length;
   }
 
   /** See PartitionLog.append. */
   append(records: Buffer, opts: AppendOptions): AppendResult {
     this.ensureWritable();
-    if (this.reserved > 0) {
-      throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} has ${this.reserved} appends in the conversion pipeline; retry`);
+    if (this.pendingAppends > 0) {
+      throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} has ${this.pendingAppends} appends in the conversion pipeline; retry`);
     }
     const now = opts.now ?? Date.now();
     const config = this.config;
@@ -149,7 +144,7 @@ export class UnifiedLog extends LocalLog {
           { buf: batch, magic: 2, firstOffset: base, lastOffset: base, maxTimestamp: BigInt(now), partitionLeaderEpoch: opts.leaderEpoch },
         ];
       };
-      if (this.reserved === 0) return Promise.resolve(this.commitEntries(at(this._logEndOffset), 1, now, AppendOrigin.COORDINATOR));
+      if (this.pendingAppends === 0) return Promise.resolve(this.commitEntries(at(this._logEndOffset), 1, now, AppendOrigin.COORDINATOR));
       const { r, result } = this.commits.reserve(1, now, opts.leaderEpoch, AppendOrigin.COORDINATOR);
       this.commits.ready(r, (base) => ({ entries: at(base), recordCount: 1 }));
       return result;
@@ -168,7 +163,7 @@ export class UnifiedLog extends LocalLog {
       const plan = planAppend(records, config);
       if (plan === null) {
         const v = this.validateFast(records, now);
-        if (this.reserved === 0) {
+        if (this.pendingAppends === 0) {
           if (v.entries.length === 0) return Promise.resolve(this.commitEntries([], 0, now, origin));
           return Promise.resolve(
             this.commitEntries(this.assignFast(v, this._logEndOffset, opts.leaderEpoch, now), v.recordCount, now, origin),

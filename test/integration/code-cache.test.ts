@@ -31,10 +31,11 @@ function cacheState(cacheFile: string): string {
 interface Started {
   child: ChildProcess;
   bootstrap: string;
+  admin: string;
 }
 
 function startGregor(cacheFile: string, dataDir: string): Promise<Started> {
-  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', '--data-dir', dataDir], {
+  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', '--data-dir', dataDir, '--override', 'admin.listener=127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LOG_LEVEL: 'warn', GREGOR_TOPICS: '', GREGOR_CODE_CACHE: cacheFile },
   });
@@ -49,7 +50,8 @@ function startGregor(cacheFile: string, dataDir: string): Promise<Started> {
       const line = out.split('\n').find((l) => l.startsWith('GREGOR_READY '));
       if (line === undefined) return;
       clearTimeout(timer);
-      resolve({ child, bootstrap: (JSON.parse(line.slice('GREGOR_READY '.length)) as { bootstrap: string }).bootstrap });
+      const ready = JSON.parse(line.slice('GREGOR_READY '.length)) as { bootstrap: string; admin: string };
+      resolve({ child, bootstrap: ready.bootstrap, admin: ready.admin });
     });
   });
 }
@@ -107,6 +109,12 @@ describe('gregor start: the start path loads from a V8 code cache', function () 
     const written = statSync(cacheFile).mtimeMs;
     const second = cleanup.add(await startGregor(cacheFile, join(dir, 'data2')), stopGregor);
     expect(await roundTrip(second.bootstrap, 'cc-used')).to.deep.equal(['one', 'two']);
+    // the bundle carries prom-client in parts (scripts/bundle.mjs): its registry, metric types and
+    // default metrics serve /metrics, with the produce just counted
+    const metrics = await (await fetch(`http://${second.admin}/metrics`)).text();
+    expect(metrics).to.match(/^process_cpu_seconds_total \d/m);
+    expect(metrics).to.match(/^nodejs_eventloop_lag_seconds \d/m);
+    expect(metrics).to.match(/^kafka_server_brokertopicmetrics_messagesin_total 2$/m);
     // a used cache is left alone (a missing or refused one is written again, as the next cases show)
     expect(statSync(cacheFile).mtimeMs).to.equal(written);
   });

@@ -8,6 +8,8 @@ import { LogError } from '../../../lib/log/errors.js';
 import { defaultLogConfig } from '../../../lib/log/log-config.js';
 import type { LogConfig } from '../../../lib/log/log-config.js';
 import { PartitionLog } from '../../../lib/log/partition-log.js';
+import type { BrokerConfig } from '../../../lib/config.js';
+import { LogManager } from '../../../lib/log/log-manager.js';
 
 export const T0 = 1_700_000_000_000n;
 
@@ -136,4 +138,39 @@ export function tearTail(dir: string, tail: number): void {
   const file = path.join(dir, seg);
   fs.truncateSync(file, fs.statSync(file).size - Math.ceil(tail / 2));
   fs.appendFileSync(file, Buffer.from('torn \x00\x01\x02 garbage garbage'));
+}
+
+/**
+ * Runs of a LogManager over one data directory per test (made before each test, removed after it):
+ * `open` starts a run, `crash` drops one without a shutdown (as a kill -9 would), and every run still
+ * open is shut down after the test. Call inside a describe().
+ */
+export function managerRuns(
+  name: string,
+  broker: BrokerConfig,
+): {
+  readonly dir: string;
+  open: (logger?: ReturnType<typeof captureLog>['logger']) => Promise<LogManager>;
+  crash: (m: LogManager) => void;
+} {
+  let dir = '';
+  const managers: LogManager[] = [];
+  beforeEach(() => {
+    dir = tmpDir(name);
+  });
+  afterEach(async () => {
+    for (const m of managers.splice(0)) await m.shutdown().catch(() => undefined);
+    rmDir(dir);
+  });
+  return {
+    get dir() {
+      return dir;
+    },
+    open: async (logger) => {
+      const m = await LogManager.open(dir, broker, logger);
+      managers.push(m);
+      return m;
+    },
+    crash: (m) => void managers.splice(managers.indexOf(m), 1),
+  };
 }

@@ -13,13 +13,13 @@ import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import { RecordBatch } from '../../../protocol/records/index.js';
 import { BrokerConfig } from '../../../lib/config.js';
 import { GregorLogErrorCode } from '../../../lib/log/errors.js';
-import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.js';
+import { CLEAN_SHUTDOWN_MARKER } from '../../../lib/log/log-manager.js';
 import { OPEN_JOURNAL, SUMMARY_CHECKPOINT } from '../../../lib/log/log-summary.js';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
 import { type ChildBroker, startChildBroker } from '../../helpers/broker.js';
 import { RawClient, rawCreateTopics, rawFetch, rawListOffset } from '../../helpers/raw-client.js';
 import { initProducerId, produce, producerBatch } from '../../helpers/txn-raw.js';
-import { captureLog, config, expectLogError, readAll, rmDir, T0, tearTail, tmpDir, v2 } from './helpers.js';
+import { captureLog, config, expectLogError, readAll, rmDir, T0, tearTail, tmpDir, v2, managerRuns } from './helpers.js';
 
 const broker = new BrokerConfig({ overrides: { 'log.retention.bytes': '-1' } });
 const PID = { producerId: 4242n, producerEpoch: 0 };
@@ -48,22 +48,10 @@ const seen = (l: PartitionLog): Seen => ({
 });
 
 describe('lib/log lazy open', () => {
-  let dir: string;
-  const managers: LogManager[] = [];
-  beforeEach(() => {
-    dir = tmpDir('lazy');
-  });
-  afterEach(async () => {
-    for (const m of managers.splice(0)) await m.shutdown().catch(() => undefined);
-    rmDir(dir);
-  });
-  const open = async (logger?: ReturnType<typeof captureLog>['logger']): Promise<LogManager> => {
-    const m = await LogManager.open(dir, broker, logger);
-    managers.push(m);
-    return m;
-  };
+  const runs = managerRuns('lazy', broker);
+  const open = runs.open;
   /** The crash of a run: its manager is dropped without a shutdown. */
-  const crash = (m: LogManager): void => void managers.splice(managers.indexOf(m), 1);
+  const crash = runs.crash;
 
   it('restarts without opening a log: offsets, LSO, epochs, sizes and segments come from the summary checkpoint', async () => {
     const cfg = config({ segmentBytes: 1500, retentionMs: -1 });
@@ -83,12 +71,12 @@ describe('lib/log lazy open', () => {
     expect(before.get(7)!.lastStableOffset).to.equal(5n);
     expect(logs.filter((l) => l.isOpen).length).to.equal(3);
     await mgr.shutdown();
-    expect(fs.existsSync(path.join(dir, SUMMARY_CHECKPOINT))).to.equal(true);
-    expect(fs.existsSync(path.join(dir, OPEN_JOURNAL))).to.equal(false);
+    expect(fs.existsSync(path.join(runs.dir, SUMMARY_CHECKPOINT))).to.equal(true);
+    expect(fs.existsSync(path.join(runs.dir, OPEN_JOURNAL))).to.equal(false);
     // partitions never used have no directory at all
     expect(
       fs
-        .readdirSync(dir)
+        .readdirSync(runs.dir)
         .filter((n) => n.startsWith('wide-'))
         .sort(),
     ).to.deep.equal(['wide-0', 'wide-299', 'wide-7']);
@@ -107,7 +95,7 @@ describe('lib/log lazy open', () => {
     expect(again.filter((l) => l.isOpen)).to.deep.equal([]);
     expect(c.lines).to.not.include('log recovered');
     // the journal is written only when a log opens
-    expect(fs.existsSync(path.join(dir, OPEN_JOURNAL))).to.equal(false);
+    expect(fs.existsSync(path.join(runs.dir, OPEN_JOURNAL))).to.equal(false);
   });
 
   it('the first produce, read or timestamp search opens just that log; appends continue at its end', async () => {
@@ -122,7 +110,7 @@ describe('lib/log lazy open', () => {
     const r = await logs[3]!.appendAsync(v2(2), { leaderEpoch: 0 });
     expect(r.info.firstOffset).to.equal(4n);
     expect(opened()).to.deep.equal([3]);
-    expect(fs.readFileSync(path.join(dir, OPEN_JOURNAL), 'utf8')).to.equal('t 3\n');
+    expect(fs.readFileSync(path.join(runs.dir, OPEN_JOURNAL), 'utf8')).to.equal('t 3\n');
 
     const read = await logs[5]!.read(0n, 1 << 20, { minOneMessage: true });
     expect(RecordBatch.at(read.records[0] as Buffer).lastOffset).to.equal(5n);
@@ -139,7 +127,7 @@ describe('lib/log lazy open', () => {
     expect(opened()).to.deep.equal([3, 5, 6, 8]);
     expect(
       fs
-        .readFileSync(path.join(dir, OPEN_JOURNAL), 'utf8')
+        .readFileSync(path.join(runs.dir, OPEN_JOURNAL), 'utf8')
         .split('\n')
         .filter((l) => l !== '')
         .sort(),
@@ -256,7 +244,7 @@ describe('lib/log lazy open', () => {
     mgr = await open();
     const again = mgr.attach('gone', 0, config());
     expect([again.servable, again.logEndOffset]).to.deep.equal([true, 0n]);
-    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(false);
+    expect(fs.existsSync(path.join(runs.dir, CLEAN_SHUTDOWN_MARKER))).to.equal(false);
   });
 });
 

@@ -11,10 +11,10 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import { BrokerConfig } from '../../../lib/config.js';
-import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.js';
+import { CLEAN_SHUTDOWN_MARKER } from '../../../lib/log/log-manager.js';
 import { type ChildBroker, startChildBroker } from '../../helpers/broker.js';
 import { LIST_OFFSETS_V, RawClient, rawCreateTopics, rawFetch, rawListOffset, rawProduce } from '../../helpers/raw-client.js';
-import { captureLog, config, expectLogError, readAll, rmDir, tearTail, tmpDir, v2 } from './helpers.js';
+import { captureLog, config, expectLogError, readAll, rmDir, tearTail, tmpDir, v2, managerRuns } from './helpers.js';
 import { createRequire } from 'node:module';
 import { loadConfluent } from '../../../compat/lib/confluent-module.js';
 import { asError } from '../../../lib/as-error.js';
@@ -36,21 +36,10 @@ const idem = (seq: number, n = 3): Buffer =>
   v2(n, { producerId: PID.producerId, producerEpoch: PID.producerEpoch, baseSequence: seq, prefix: `s${seq}` });
 
 describe('lib/log recovery after ready', () => {
-  let dir: string;
-  const managers: LogManager[] = [];
-  beforeEach(() => {
-    dir = tmpDir('lazy-recovery');
-  });
-  afterEach(async () => {
-    for (const m of managers.splice(0)) await m.shutdown().catch(() => undefined);
-    rmDir(dir);
-  });
-  const open = async (logger?: ReturnType<typeof captureLog>['logger']): Promise<LogManager> => {
-    const m = await LogManager.open(dir, broker, logger);
-    managers.push(m);
-    return m;
-  };
-  const crash = (m: LogManager): void => void managers.splice(managers.indexOf(m), 1);
+  const runs = managerRuns('lazy-recovery', broker);
+  const open = runs.open;
+  /** The crash of a run: its manager is dropped without a shutdown. */
+  const crash = runs.crash;
 
   /** A clean run, then a run that writes 4 idempotent batches (12 records) to each partition and dies with partition 0's last batch torn. */
   async function crashedWithTornTail(partitions: number[]): Promise<void> {
@@ -62,7 +51,7 @@ describe('lib/log recovery after ready', () => {
       for (let i = 0; i < 4; i++) await log.appendAsync(idem(i * 3), { leaderEpoch: 0 });
       await log.flush();
     }
-    tearTail(path.join(dir, 't-0'), idem(9).length);
+    tearTail(path.join(runs.dir, 't-0'), idem(9).length);
     crash(mgr);
   }
 
@@ -110,7 +99,7 @@ describe('lib/log recovery after ready', () => {
     await first.open();
     expect(first.logEndOffset).to.equal(12n);
     await mgr.shutdown();
-    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(false);
+    expect(fs.existsSync(path.join(runs.dir, CLEAN_SHUTDOWN_MARKER))).to.equal(false);
 
     mgr = await open();
     expect(mgr.hadCleanShutdown).to.equal(false);
@@ -119,7 +108,7 @@ describe('lib/log recovery after ready', () => {
     await mgr.startRecovery();
     expect(logs.map((l) => l.logEndOffset)).to.deep.equal([9n, 12n, 12n]);
     await mgr.shutdown();
-    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_MARKER))).to.equal(true);
+    expect(fs.existsSync(path.join(runs.dir, CLEAN_SHUTDOWN_MARKER))).to.equal(true);
 
     // all recovered: a clean start serves them from their summaries
     mgr = await open();

@@ -1,0 +1,133 @@
+/**
+ * What the broker knows of the cluster, behind one interface with two implementations:
+ * - `local` (lib/metadata/local-store.ts): one node, state in the data dir, no dependencies — the default;
+ * - `etcd` (lib/metadata/etcd-store.ts, `metadata.store=etcd`): brokers register under a lease, a
+ *   controller elected through etcd owns partition leadership, and every broker watches the state.
+ * Reads are synchronous (from memory: the local state, or the etcd store's watched copy); writes are
+ * asynchronous and resolve once they are durable (on disk, or committed in etcd and seen by the watch).
+ */
+
+export interface TopicRecord {
+  name: string;
+  /** 32 lowercase hex digits; never all zero. */
+  topicId: string;
+  partitions: number;
+  replicationFactor: number;
+  configs: Record<string, string>;
+  internal: boolean;
+}
+
+/** A new topic: its partitions' replicas are placed by the store (`assignments` when the request named them). */
+export type NewTopic = Omit<TopicRecord, 'topicId'> & { topicId?: string; assignments?: readonly (readonly number[])[] };
+
+export interface BrokerEndpoint {
+  /** Listener name (PLAINTEXT, …). */
+  listener: string;
+  host: string;
+  port: number;
+}
+
+/** A live broker as registered (etcd: under its lease; local: this node). */
+export interface BrokerInfo {
+  nodeId: number;
+  rack: string | null;
+  /** Advertised endpoints, one per listener. */
+  endpoints: readonly BrokerEndpoint[];
+  /** Grows every time the broker registers anew (etcd: the registration's create revision). */
+  brokerEpoch: number;
+}
+
+/** One partition's leadership, as Kafka's PartitionRecord/PartitionChangeRecord carry it. */
+export interface PartitionState {
+  /** -1: no leader (every replica in the ISR is down). */
+  leader: number;
+  leaderEpoch: number;
+  replicas: readonly number[];
+  isr: readonly number[];
+  /** Grows with every change of this state (leader, ISR or replicas). */
+  partitionEpoch: number;
+}
+
+/** What changed, for listeners (changes made through this store and, with etcd, by other brokers). */
+export type MetadataChange =
+  | { kind: 'topic'; topic: string; change: 'created' | 'deleted' | 'partitions' | 'configs' }
+  | { kind: 'partition'; topic: string; partition: number; state: PartitionState }
+  | { kind: 'brokers' }
+  | { kind: 'controller'; controllerId: number };
+
+export type MetadataListener = (change: MetadataChange) => void;
+
+/** Stable internal codes of the metadata store's failures (they appear in logs; never rename one). */
+export const GregorMetadataErrorCode = {
+  /** gregor-metadata.json is torn, empty, not JSON, or JSON that is not the store's state. */
+  CORRUPT: 'GREGOR_ERR_METADATA_CORRUPT',
+  /** gregor-metadata.json is missing from a data dir that holds partition directories. */
+  MISSING: 'GREGOR_ERR_METADATA_MISSING',
+  /** The data dir belongs to another cluster than cluster.id says. */
+  CLUSTER_ID: 'GREGOR_ERR_CLUSTER_ID',
+  /** etcd cannot be reached, or answered something the store cannot use. */
+  ETCD: 'GREGOR_ERR_ETCD',
+  /** Another live broker is registered with this node.id. */
+  NODE_ID_IN_USE: 'GREGOR_ERR_NODE_ID_IN_USE',
+} as const;
+export type GregorMetadataErrorCode = (typeof GregorMetadataErrorCode)[keyof typeof GregorMetadataErrorCode];
+
+/** A metadata store that cannot be opened: the broker must not start on it. The message starts with the code. */
+export class MetadataError extends Error {
+  readonly code: GregorMetadataErrorCode;
+  /** The metadata file (or etcd key prefix) the error is about. */
+  readonly file: string;
+  constructor(code: GregorMetadataErrorCode, file: string, message: string, options?: { cause?: unknown }) {
+    super(`${code}: ${message}`, options);
+    this.name = 'MetadataError';
+    this.code = code;
+    this.file = file;
+  }
+}
+
+/** A write the store refused; `errorCode` is the Kafka error a request answers with. */
+export class MetadataWriteError extends Error {
+  readonly errorCode: number;
+  constructor(errorCode: number, message: string) {
+    super(message);
+    this.name = 'MetadataWriteError';
+    this.errorCode = errorCode;
+  }
+}
+
+export interface MetadataStore {
+  readonly kind: 'local' | 'etcd';
+  readonly clusterId: string;
+  readonly nodeId: number;
+
+  topics(): TopicRecord[];
+  topic(name: string): TopicRecord | undefined;
+  topicById(id: string): TopicRecord | undefined;
+  /** The partition's leadership; undefined when the topic or partition does not exist. */
+  partitionState(topic: string, partition: number): PartitionState | undefined;
+  /** Live brokers, by node id (this one included once registered). */
+  brokers(): readonly BrokerInfo[];
+  /** The active controller's node id, or -1 when there is none (etcd: between elections). */
+  controllerId(): number;
+
+  /**
+   * Creates the topic and its partitions' states (replicas placed across live brokers, each partition
+   * led by its first replica). Rejects with MetadataWriteError: TOPIC_ALREADY_EXISTS (also when another
+   * broker created it first), INVALID_REPLICATION_FACTOR (more replicas than live brokers),
+   * INVALID_REPLICA_ASSIGNMENT.
+   */
+  createTopic(t: NewTopic): Promise<TopicRecord>;
+  deleteTopic(name: string): Promise<TopicRecord | undefined>;
+  /** Grows the topic to `partitions` (new partitions placed like a creation's). */
+  setPartitionCount(name: string, partitions: number): Promise<void>;
+  setConfigs(name: string, configs: Record<string, string>): Promise<void>;
+
+  /** Registers this broker (after its listeners are bound, so ports are known). */
+  register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void>;
+  /** Called on every change, after the store's state reflects it. */
+  onChange(listener: MetadataListener): void;
+  /** Resolves once every write made so far is durable. */
+  persisted(): Promise<void>;
+  /** Releases what the store holds (etcd: resigns the controllership, revokes the lease, closes the client). */
+  close(): Promise<void>;
+}

@@ -15,8 +15,8 @@ import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogManager } from './log/log-manager.js';
-import type { PartitionLog } from './log/partition-log.js';
-import { LocalMetadataStore, MetadataError } from './metadata/local-store.js';
+import { LocalMetadataStore } from './metadata/local-store.js';
+import { MetadataError, type MetadataStore } from './metadata/store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
@@ -29,7 +29,7 @@ import type { RequestTiming } from './observability/request-timing.js';
 import { Purgatory } from './replica/purgatory.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { ensureTopics, type TopicSpec } from './topic-spec.js';
-import { TopicManager } from './topics.js';
+import { TopicManager, type TopicLogs } from './topics.js';
 import { createTransactionCoordinator } from './txn/index.js';
 import { ProducerIdManager } from './txn/producer-ids.js';
 
@@ -70,7 +70,7 @@ export class Broker {
   private readonly advertised = new Map<string, Listener>();
   private services!: BrokerServices;
   private logManager!: LogManager;
-  private metadata!: LocalMetadataStore;
+  private metadata!: MetadataStore;
   private appendPool: AppendPool | null = null;
   private stopping: Promise<void> | null = null;
   private readonly declaredTopics: readonly TopicSpec[];
@@ -125,7 +125,7 @@ export class Broker {
     await mkdir(dataDir, { recursive: true });
     const apiVersions: ApiVersionRange[] = advertisedVersions(HANDLERS, this.config.string('broker.version.emulate'));
     try {
-      this.metadata = await LocalMetadataStore.open(dataDir, { nodeId: this.config.nodeId, clusterId: this.config.string('cluster.id') });
+      this.metadata = await this.openMetadata(dataDir);
     } catch (e) {
       // a data dir the broker must not start on: one error line, and the error (its message starts with the code) to the caller
       if (e instanceof MetadataError) this.logger.error({ code: e.code, file: e.file, dataDir }, e.message);
@@ -143,7 +143,8 @@ export class Broker {
       metadata: this.metadata,
       notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b),
     });
-    const producerIds = await ProducerIdManager.open(dataDir);
+    // a cluster's brokers hand out producer ids from disjoint ranges
+    const producerIds = await ProducerIdManager.open(dataDir, undefined, topics.clustered ? BigInt(this.config.nodeId) << 40n : 0n);
     const txn = createTransactionCoordinator({
       config: this.config,
       logger: this.logger,
@@ -225,6 +226,11 @@ export class Broker {
       const adv = advertisedSpecs.get(l.name);
       this.advertised.set(l.name, adv === undefined ? listener : { ...adv, port: adv.port === 0 ? bound.port : adv.port });
     }
+    await this.metadata.register({
+      nodeId: this.config.nodeId,
+      rack: this.config.string('broker.rack'),
+      endpoints: [...this.advertised.values()].map((l) => ({ listener: l.name, host: l.host, port: l.port })),
+    });
     this.listenersBound.release();
     try {
       await this.startAdmin();
@@ -252,6 +258,21 @@ export class Broker {
       signal: this.background.signal,
     }).catch(() => undefined);
     return this;
+  }
+
+  /** The metadata store metadata.store names: the data dir's file (local), or etcd (loaded only then). */
+  private async openMetadata(dataDir: string): Promise<MetadataStore> {
+    if (this.config.string('metadata.store') !== 'etcd')
+      return LocalMetadataStore.open(dataDir, { nodeId: this.config.nodeId, clusterId: this.config.string('cluster.id') });
+    const { EtcdMetadataStore } = await import('./metadata/etcd-store.js');
+    return EtcdMetadataStore.open({
+      endpoints: this.config.list('etcd.endpoints'),
+      clusterId: this.config.string('cluster.id') ?? '',
+      nodeId: this.config.nodeId,
+      sessionTimeoutMs: this.config.int('broker.session.timeout.ms'),
+      logger: this.logger.child({ component: 'etcd-store' }),
+      dataDir,
+    });
   }
 
   /**
@@ -300,8 +321,8 @@ export class Broker {
     const s = this.services;
     // a log not recovered (yet, or its recovery failed) has no offsets to show: left out as a
     // partition without a log
-    const recovered = (logs: readonly PartitionLog[]): readonly (PartitionLog | undefined)[] =>
-      this.logManager.hasUnservable ? logs.map((l) => (l.servable ? l : undefined)) : logs;
+    const recovered = (logs: TopicLogs): TopicLogs =>
+      this.logManager.hasUnservable ? logs.map((l) => (l?.servable === true ? l : undefined)) : logs;
     const brokerMinIsr = this.config.int('min.insync.replicas');
     return {
       metrics: this.metrics,
@@ -345,7 +366,7 @@ export class Broker {
       const adminClosed = this.admin?.close();
       // stop() may run before start() got as far as the services (a failed start cleans up through it)
       const services = this.services as BrokerServices | undefined;
-      const metadata = this.metadata as LocalMetadataStore | undefined;
+      const metadata = this.metadata as MetadataStore | undefined;
       const logManager = this.logManager as LogManager | undefined;
       services?.groups.shutdown();
       services?.txn.shutdown();
@@ -355,6 +376,8 @@ export class Broker {
       services?.purgatory.expireAll();
       await metadata?.persisted();
       await logManager?.shutdown();
+      // last: a cluster's registration (and any controllership) go once the logs are flushed
+      await metadata?.close();
       await this.appendPool?.stop();
       this.logger.info('gregor stopped');
       this.logger.flush();

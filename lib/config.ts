@@ -144,6 +144,10 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'validation.deep': { type: 'boolean', default: false },
   'num.append.workers': { type: 'int', default: -1, validate: atLeast(-1) },
   'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },
+  // metadata.store=etcd: the etcd client URLs (comma-separated), and how long a broker's registration
+  // outlives its last keep-alive (Kafka's broker.session.timeout.ms, the etcd lease's TTL).
+  'etcd.endpoints': { type: 'list', default: null },
+  'broker.session.timeout.ms': { type: 'int', default: 9000, validate: atLeast(1000) },
   // The admin HTTP listener (metrics, health, request log, fault injection): host:port, 0 or host:0
   // for a free port, none to disable. Clients other than loopback ones are refused unless allowed.
   'admin.listener': { type: 'string', default: '127.0.0.1:9644', validate: (v) => adminListenerError(v) },

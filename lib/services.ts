@@ -1,7 +1,7 @@
 /** What handlers can reach: the broker's state owners and settings. Built once by broker.ts. */
 import type { Logger } from 'pino';
 import type { BrokerConfig, Listener } from './config.js';
-import type { LocalMetadataStore } from './metadata/local-store.js';
+import type { MetadataStore } from './metadata/store.js';
 import type { GroupCoordinator } from './group/coordinator.js';
 import type { BrokerMetrics } from './observability/broker-metrics.js';
 import type { Purgatory } from './replica/purgatory.js';
@@ -18,7 +18,7 @@ export interface BrokerServices {
   readonly config: BrokerConfig;
   readonly nodeId: number;
   readonly clusterId: string;
-  readonly metadata: LocalMetadataStore;
+  readonly metadata: MetadataStore;
   readonly topics: TopicManager;
   readonly purgatory: Purgatory;
   /** Consumer groups and committed offsets (on __consumer_offsets). */

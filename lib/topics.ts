@@ -9,7 +9,8 @@ import { logConfigFrom, type LogConfig } from './log/log-config.js';
 import type { ConversionRunner } from './log/convert.js';
 import type { LogManager } from './log/log-manager.js';
 import type { PartitionLog } from './log/partition-log.js';
-import { invalidTopicName, type LocalMetadataStore, type TopicRecord } from './metadata/local-store.js';
+import { invalidTopicName } from './metadata/local-store.js';
+import { type MetadataChange, type MetadataStore, MetadataWriteError, type NewTopic, type TopicRecord } from './metadata/store.js';
 
 export class TopicError extends Error {
   readonly errorCode: number;
@@ -32,27 +33,116 @@ export const INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_sta
 
 type PartitionListener = (topic: string, partition: number, log: PartitionLog) => void;
 type TopicsListener = (topic: string, change: 'created' | 'deleted' | 'partitions') => void;
+type LeadershipListener = (topic: string, partition: number, leads: boolean) => void;
+
+/** A topic's logs by partition index: undefined where this broker holds no replica (clusters). */
+export type TopicLogs = readonly (PartitionLog | undefined)[];
+
+/** How long an auto-creation that lost a race waits for the winner's topic to reach this broker. */
+const RACED_CREATION_WAIT_MS = 5000;
 
 /** Opens `logs` (the log manager bounds how many open at once); rejects with the first failure once all have settled. */
-async function openAll(logs: readonly PartitionLog[]): Promise<void> {
-  const failed = (await Promise.allSettled(logs.map((l) => l.open()))).find((r) => r.status === 'rejected');
+async function openAll(logs: readonly (PartitionLog | undefined)[]): Promise<void> {
+  const failed = (await Promise.allSettled(logs.map((l) => l?.open()))).find((r) => r.status === 'rejected');
   if (failed !== undefined) throw failed.reason;
 }
 
 export class TopicManager {
-  private readonly logs = new Map<string, PartitionLog[]>();
-  private readonly opening = new Map<string, Promise<PartitionLog[]>>();
+  /** Every log this broker holds (one node: every partition), by topic and partition index. */
+  private readonly logs = new Map<string, (PartitionLog | undefined)[]>();
+  /**
+   * The logs of the partitions this broker leads, what client requests are served from. One node: the
+   * same arrays as `logs`; a cluster: kept by the partition states the metadata store reports.
+   */
+  private readonly led: Map<string, (PartitionLog | undefined)[]>;
+  private readonly opening = new Map<string, Promise<(PartitionLog | undefined)[]>>();
+  /** Whether partitions can live on other brokers (metadata.store=etcd). */
+  readonly clustered: boolean;
+  /** Topics this broker is creating: their logs are made by create(), not by the change the store reports. */
+  private readonly creating = new Set<string>();
   private readonly listeners: PartitionListener[] = [];
   private readonly topicsListeners: TopicsListener[] = [];
+  private readonly leadershipListeners: LeadershipListener[] = [];
 
   constructor(
     private readonly config: BrokerConfig,
-    private readonly metadata: LocalMetadataStore,
+    private readonly metadata: MetadataStore,
     private readonly logManager: LogManager,
     private readonly logger: Logger,
     /** Runs recompression / format conversion for the partition logs (the append worker pool). */
     private readonly converter?: ConversionRunner,
-  ) {}
+  ) {
+    this.clustered = metadata.kind !== 'local';
+    this.led = this.clustered ? new Map() : this.logs;
+    if (this.clustered) metadata.onChange((c) => this.applyChange(c));
+  }
+
+  /** A change another broker (or the controller) made: open, drop or re-lead logs to match. */
+  private applyChange(c: MetadataChange): void {
+    if (c.kind === 'partition') {
+      this.refreshLeadership(c.topic, c.partition);
+      return;
+    }
+    if (c.kind !== 'topic') return;
+    const t = this.metadata.topic(c.topic);
+    if (c.change === 'deleted') {
+      if (t !== undefined || !this.logs.has(c.topic)) return;
+      this.logs.delete(c.topic);
+      this.led.delete(c.topic);
+      this.topicsChanged(c.topic, 'deleted');
+      void this.logManager
+        .deleteTopic(c.topic)
+        .catch((err: unknown) => this.logger.error({ err, topic: c.topic }, 'deleting a topic failed'));
+      return;
+    }
+    if (t === undefined || this.creating.has(t.name)) return;
+    if (c.change === 'configs') {
+      const cfg = this.logConfig(t);
+      for (const log of this.logs.get(t.name) ?? []) log?.updateConfig(cfg);
+      return;
+    }
+    const known = this.logs.get(t.name)?.length ?? 0;
+    if (known >= t.partitions) return;
+    void this.openLogs(t).then(
+      () => this.topicsChanged(t.name, known === 0 ? 'created' : 'partitions'),
+      (err: unknown) => this.logger.error({ err, topic: t.name }, 'opening the logs of a topic failed'),
+    );
+  }
+
+  /** Whether this broker holds a replica of the partition. */
+  private holdsReplica(topic: string, partition: number): boolean {
+    if (!this.clustered) return true;
+    return this.metadata.partitionState(topic, partition)?.replicas.includes(this.metadata.nodeId) ?? false;
+  }
+
+  /** Serves the partition from here when this broker leads it, and stops when it does not. */
+  private refreshLeadership(topic: string, partition: number): void {
+    if (!this.clustered) return;
+    const log = this.logs.get(topic)?.[partition];
+    const leads = log !== undefined && this.metadata.partitionState(topic, partition)?.leader === this.metadata.nodeId;
+    let led = this.led.get(topic);
+    if (led === undefined) {
+      if (!leads) return;
+      led = [];
+      this.led.set(topic, led);
+    }
+    const t = this.metadata.topic(topic);
+    if (t !== undefined && led.length < t.partitions) led.length = t.partitions;
+    const before = led[partition] !== undefined;
+    led[partition] = leads ? log : undefined;
+    if (before === leads) return;
+    this.logger.debug(
+      { topic, partition, leaderEpoch: this.leaderEpoch(topic, partition) },
+      leads ? 'leading the partition' : 'no longer leading the partition',
+    );
+    for (const l of this.leadershipListeners) {
+      try {
+        l(topic, partition, leads);
+      } catch (e) {
+        this.logger.error({ err: e, topic, partition }, 'leadership listener failed');
+      }
+    }
+  }
 
   /**
    * Makes the logs of every known topic (at start-up). A log opens on first use; only those that
@@ -66,6 +156,11 @@ export class TopicManager {
   /** Called for each partition log as it is made (its files open on first use). */
   onPartitionOpened(l: PartitionListener): void {
     this.listeners.push(l);
+  }
+
+  /** Clusters: called when this broker starts or stops leading a partition it holds. */
+  onLeadershipChanged(l: LeadershipListener): void {
+    this.leadershipListeners.push(l);
   }
 
   /** Called once a topic is created (logs open), deleted, or given more partitions. */
@@ -89,7 +184,7 @@ export class TopicManager {
     return logConfigFrom(this.config, overrides);
   }
 
-  private async openLogs(t: TopicRecord): Promise<PartitionLog[]> {
+  private async openLogs(t: TopicRecord): Promise<(PartitionLog | undefined)[]> {
     const existing = this.logs.get(t.name);
     if (existing !== undefined && existing.length === t.partitions) return existing;
     const pending = this.opening.get(t.name);
@@ -98,17 +193,19 @@ export class TopicManager {
       const cfg = this.logConfig(t);
       const logs = existing ?? [];
       const opts = this.converter === undefined ? {} : { converter: this.converter };
-      const added: PartitionLog[] = [];
-      for (let i = logs.length; i < t.partitions; i++) added.push(this.logManager.attach(t.name, i, cfg, opts));
+      const added: (PartitionLog | undefined)[] = [];
+      for (let i = logs.length; i < t.partitions; i++)
+        added.push(this.holdsReplica(t.name, i) ? this.logManager.attach(t.name, i, cfg, opts) : undefined);
       // the coordinators load their internal topics at once (and append to them synchronously);
       // other logs to recover after an unclean shutdown are recovered on first use (see recover) or
       // by the log manager's background pass
       if (t.internal) await openAll(added);
       for (const log of added) {
         logs.push(log);
-        for (const l of this.listeners) l(t.name, log.partition, log);
+        if (log !== undefined) for (const l of this.listeners) l(t.name, log.partition, log);
       }
       this.logs.set(t.name, logs);
+      if (this.clustered) for (let i = 0; i < logs.length; i++) this.refreshLeadership(t.name, i);
       return logs;
     })();
     this.opening.set(t.name, p);
@@ -119,21 +216,49 @@ export class TopicManager {
     }
   }
 
-  /** The partition's log, or undefined when the topic or partition does not exist (yet). */
+  /**
+   * The log of a partition this broker leads: undefined when the topic or partition does not exist
+   * (yet), or (clusters) another broker leads it — `notHereError` says which.
+   */
   partition(topic: string, partition: number): PartitionLog | undefined {
+    return this.led.get(topic)?.[partition];
+  }
+
+  /** The logs of the partitions of `topic` this broker leads, by partition index (one lookup for a request naming many). */
+  logsOf(topic: string): TopicLogs | undefined {
+    return this.led.get(topic);
+  }
+
+  /** The log this broker holds for the partition, led or not (the coordinators' loaders, metrics). */
+  replica(topic: string, partition: number): PartitionLog | undefined {
     return this.logs.get(topic)?.[partition];
   }
 
-  /** The open logs of `topic` by partition index (one lookup for a request naming many partitions). */
-  logsOf(topic: string): readonly PartitionLog[] | undefined {
-    return this.logs.get(topic);
+  /** Whether the topic has this partition (wherever it lives). */
+  exists(topic: string, partition: number): boolean {
+    const t = this.metadata.topic(topic);
+    return t !== undefined && partition >= 0 && partition < t.partitions;
+  }
+
+  /** What a partition request answers for a partition `partition()` has no log for. */
+  notHereError(topic: string, partition: number): number {
+    const t = this.metadata.topic(topic);
+    if (t === undefined || partition < 0 || partition >= t.partitions || !this.clustered) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    return this.metadata.partitionState(topic, partition)?.leader === -1
+      ? ErrorCode.LEADER_NOT_AVAILABLE
+      : ErrorCode.NOT_LEADER_OR_FOLLOWER;
+  }
+
+  /** The leader epoch appends to a partition this broker leads are stamped with (one node: 0). */
+  leaderEpoch(topic: string, partition: number): number {
+    return this.clustered ? (this.metadata.partitionState(topic, partition)?.leaderEpoch ?? 0) : 0;
   }
 
   /**
    * Waits until the logs of `topic` exist (right after creation they may still be in the making).
    * They open on first use: see openPartitions for the calls that need an open log.
    */
-  async ready(topic: string): Promise<PartitionLog[] | undefined> {
+  async ready(topic: string): Promise<TopicLogs | undefined> {
     const t = this.metadata.topic(topic);
     if (t === undefined) return undefined;
     return this.openLogs(t);
@@ -149,7 +274,7 @@ export class TopicManager {
     if (logs === undefined) return;
     const wanted: PartitionLog[] = [];
     for (const p of partitions) {
-      const log = logs[p];
+      const log = this.logs.get(topic)?.[p];
       if (log !== undefined && !log.isOpen) wanted.push(log);
     }
     await openAll(wanted).catch(() => undefined);
@@ -200,7 +325,7 @@ export class TopicManager {
   }
 
   /** Validates a creation; returns the record that would be created. Throws TopicError. */
-  checkCreate(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): Omit<TopicRecord, 'topicId'> {
+  checkCreate(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): NewTopic {
     const bad = invalidTopicName(spec.name);
     if (bad !== undefined) throw new TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, bad);
     if (this.metadata.topic(spec.name) !== undefined)
@@ -222,23 +347,45 @@ export class TopicManager {
           ? this.config.int('default.replication.factor')
           : spec.replicationFactor;
     if (rf <= 0) throw new TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, 'Replication factor must be larger than 0.');
+    const live = this.clustered ? this.metadata.brokers().map((b) => b.nodeId) : [this.metadata.nodeId];
+    if (rf > live.length) {
+      throw new TopicError(
+        ErrorCode.INVALID_REPLICATION_FACTOR,
+        `Replication factor: ${rf} larger than available brokers: ${live.length}.`,
+      );
+    }
     if (rf > 1) {
-      throw new TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, `Replication factor: ${rf} larger than available brokers: 1.`);
+      // followers do not fetch from leaders yet: a second replica would be a copy in name only
+      throw new TopicError(
+        ErrorCode.INVALID_REPLICATION_FACTOR,
+        `Replication factor: ${rf} is not supported yet: gregor clusters place each partition on one broker until follower replication lands.`,
+      );
     }
     for (const a of assignments) {
-      if (a.length !== rf || a.some((b) => b !== this.metadata.nodeId)) {
+      if (a.length !== rf || a.some((b) => !live.includes(b)) || new Set(a).size !== a.length) {
         throw new TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, `Replica assignment ${JSON.stringify(a)} names unknown brokers.`);
       }
     }
     const configs = this.validateConfigs(spec.configs);
-    return { name: spec.name, partitions, replicationFactor: rf, configs, internal: INTERNAL_TOPICS.has(spec.name) };
+    const rec: NewTopic = { name: spec.name, partitions, replicationFactor: rf, configs, internal: INTERNAL_TOPICS.has(spec.name) };
+    if (assignments.length > 0) rec.assignments = assignments;
+    return rec;
   }
 
   async create(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): Promise<TopicRecord> {
-    const rec = this.metadata.createTopic(this.checkCreate(spec, opts));
-    this.logger.info({ topic: rec.name, partitions: rec.partitions, topicId: rec.topicId }, 'topic created');
-    await this.metadata.persisted();
-    await this.openLogs(rec);
+    let rec: TopicRecord;
+    const checked = this.checkCreate(spec, opts);
+    this.creating.add(checked.name);
+    try {
+      rec = await this.metadata.createTopic(checked);
+      this.logger.info({ topic: rec.name, partitions: rec.partitions, topicId: rec.topicId }, 'topic created');
+      await this.openLogs(rec);
+    } catch (e) {
+      if (e instanceof MetadataWriteError) throw new TopicError(e.errorCode, e.message);
+      throw e;
+    } finally {
+      this.creating.delete(checked.name);
+    }
     this.topicsChanged(rec.name, 'created');
     return rec;
   }
@@ -248,8 +395,24 @@ export class TopicManager {
     try {
       return await this.create({ name, numPartitions: -1, replicationFactor: -1, configs: {} });
     } catch (e) {
-      if (e instanceof TopicError) return e;
-      throw e;
+      if (!(e instanceof TopicError)) throw e;
+      // another broker created it first: its topic reaches this one through the watch
+      if (e.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && this.clustered) return (await this.awaitTopic(name)) ?? e;
+      return e;
+    }
+  }
+
+  /** The topic once this broker's view has it (undefined after RACED_CREATION_WAIT_MS), its logs made. */
+  private async awaitTopic(name: string): Promise<TopicRecord | undefined> {
+    const deadline = Date.now() + RACED_CREATION_WAIT_MS;
+    for (;;) {
+      const t = this.metadata.topic(name);
+      if (t !== undefined) {
+        await this.openLogs(t);
+        return t;
+      }
+      if (Date.now() >= deadline) return undefined;
+      await new Promise((r) => setTimeout(r, 20));
     }
   }
 
@@ -258,10 +421,11 @@ export class TopicManager {
     if (t === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 'This server does not host this topic-partition.');
     if (t.internal) throw new TopicError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, `Deletion of internal topic ${name} is not allowed.`);
     if (!this.config.bool('delete.topic.enable')) throw new TopicError(ErrorCode.TOPIC_DELETION_DISABLED, 'Topic deletion is disabled.');
-    this.metadata.deleteTopic(name);
+    const deleted = this.metadata.deleteTopic(name);
     this.logs.delete(name);
+    this.led.delete(name);
     this.topicsChanged(name, 'deleted');
-    await this.metadata.persisted();
+    await deleted;
     await this.logManager.deleteTopic(name);
     this.logger.info({ topic: name }, 'topic deleted');
   }
@@ -280,10 +444,10 @@ export class TopicManager {
   }
 
   async addPartitions(name: string, count: number): Promise<void> {
-    const t = this.checkAddPartitions(name, count);
-    this.metadata.setPartitionCount(name, count);
-    await this.metadata.persisted();
-    await this.openLogs(t);
+    this.checkAddPartitions(name, count);
+    await this.metadata.setPartitionCount(name, count);
+    const t = this.metadata.topic(name);
+    if (t !== undefined) await this.openLogs(t);
     this.topicsChanged(name, 'partitions');
   }
 
@@ -298,9 +462,8 @@ export class TopicManager {
     const merged: Record<string, string | null> = opts.incremental ? { ...t.configs, ...changes } : { ...changes };
     const next = this.validateConfigs(merged);
     if (opts.validateOnly) return;
-    this.metadata.setConfigs(name, next);
-    await this.metadata.persisted();
-    const cfg = this.logConfig(t);
-    for (const log of this.logs.get(name) ?? []) log.updateConfig(cfg);
+    await this.metadata.setConfigs(name, next);
+    const cfg = this.logConfig(this.metadata.topic(name) ?? t);
+    for (const log of this.logs.get(name) ?? []) log?.updateConfig(cfg);
   }
 }

@@ -3,7 +3,8 @@
 // dist/bundle/start.cjs: dist/lib/cli.js and the pure-JS packages it needs, as ONE CommonJS file.
 // bin/load-broker.js compiles it with a V8 code cache (vm.Script cachedData), which no ES module can
 // use on Node 20, and a CommonJS entry also spares the process the ES module loader. Kept outside:
-// the native packages (crc32, compression codecs), re2js (required on first use), and the tool
+// the native packages (crc32, compression codecs), re2js (required on first use), etcd3 (required
+// only by a broker with metadata.store=etcd, with grpc-js and protobufjs behind it), and the tool
 // commands' program (lib/cli/program.js, loaded by dynamic import only when a tool runs). prom-client
 // is bundled through its parts: its index also loads its cluster aggregator, whose `cluster` module
 // pulls child_process, dgram and dns into every start (~7 ms) for a feature the broker never uses.
@@ -77,7 +78,7 @@ await build({
   platform: 'node',
   target: 'node20',
   charset: 'ascii',
-  external: ['@node-rs/crc32', '@toondepauw/node-zstd', 'lz4-napi', 'snappy', 're2js'],
+  external: ['@node-rs/crc32', '@toondepauw/node-zstd', 'lz4-napi', 'snappy', 're2js', 'etcd3'],
   define: { 'import.meta.url': '__gregorBundleUrl' },
   banner: { js: 'var __gregorBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
   plugins: [startPath],

@@ -268,6 +268,14 @@ function otherCommands(program: Command, run: Run): void {
         .argParser(arg((t) => parseDuration(t, '--timeout'))),
     )
     .action(action(run, true, async (ctx, _a, f) => (await import('./commands/cluster.js')).clusterHealth(ctx, f)));
+  withFormat(
+    cluster.command('start').description('run a local cluster: an etcd (Debian etcd-server) and N brokers on free ports, until Ctrl-C'),
+  )
+    .addOption(new Option('-n, --brokers <n>', 'number of brokers').default(3).argParser(arg((t) => parsePositiveInt(t, '--brokers'))))
+    .option('-d, --dir <dir>', 'directory for etcd, data dirs and logs (kept; default: a temporary one, removed on exit)')
+    .option('--cluster-id <id>', 'cluster.id (default: a new one)')
+    .option('--override <key=value>', 'broker config for every broker (repeatable)', collect, [])
+    .action(action(run, false, async (ctx, _a, f) => (await import('./commands/cluster-start.js')).clusterStart(ctx, f)));
 
   const debug = program.command('debug').description('offline tools');
   withFormat(

@@ -47,7 +47,12 @@ export interface CoordinatorDeps {
   offsetsTopicExists(): boolean;
   /** Creates `__consumer_offsets` if missing (internal, compacted) and waits until its logs are open. */
   ensureOffsetsTopic(numPartitions: number): Promise<void>;
+  /** The log of an offsets partition this broker leads (clusters: undefined for one led elsewhere). */
   offsetsLog(partition: number): OffsetsLog | undefined;
+  /** Clusters: whether this broker leads the offsets partition (one node: always). */
+  leads?(partition: number): boolean;
+  /** Clusters: the leader epoch of the offsets partition, stamped on the coordinator's batches (one node: 0). */
+  leaderEpoch?(partition: number): number;
   topicByName: (name: string) => { topicId: string; partitions: number } | undefined;
   topicName: (topicId: string) => string | undefined;
   /** Every topic name, for KIP-848 regex subscriptions (none when absent). */
@@ -250,19 +255,53 @@ export class GroupCoordinator {
     return { groups: this.groups.size, offsets };
   }
 
+  /**
+   * Clusters: this broker became (or stopped being) the leader of offsets partition `p`. Gaining it
+   * replays the partition (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), as Kafka's
+   * onElection does; losing it drops the partition's groups and offsets (their members are answered
+   * NOT_COORDINATOR and find the new coordinator), as onResignation does.
+   */
+  async leadershipChanged(p: number, leads: boolean): Promise<void> {
+    if (!this.active || !this.offsetsTopic.isReady) return;
+    if (!leads) {
+      for (const [groupId, g] of this.groups) {
+        if (this.partitionFor(groupId) !== p) continue;
+        this.unloadGroup(g);
+        this.groups.delete(groupId);
+      }
+      for (const groupId of [...this.offsets.groups()]) if (this.partitionFor(groupId) === p) this.offsets.removeGroup(groupId);
+      this.logger.info({ partition: p }, `resigned as coordinator of ${OFFSETS_TOPIC}-${p}`);
+      return;
+    }
+    if (this.loading.has(p)) return;
+    this.loading.add(p);
+    try {
+      const log = this.deps.offsetsLog(p);
+      const n =
+        log !== undefined && log.logEndOffset > log.logStartOffset ? this.applyLoaded(await loadPartition(log)) : { groups: 0, offsets: 0 };
+      this.logger.info({ partition: p, ...n }, `elected coordinator of ${OFFSETS_TOPIC}-${p}`);
+    } catch (e) {
+      this.logger.error({ err: e, partition: p, code: 'GREGOR_ERR_GROUP_LOAD' }, `failed to load ${OFFSETS_TOPIC}-${p}`);
+    } finally {
+      this.loading.delete(p);
+    }
+  }
+
+  private unloadGroup(g: Group): void {
+    if (g.type === 'classic') {
+      this.classic.unload(g, ErrorCode.NOT_COORDINATOR);
+      g.state = ClassicGroupState.DEAD;
+    } else {
+      for (const m of g.members.values()) this.consumer.timers.cancelTimers(m);
+      g.dead = true;
+    }
+  }
+
   /** Answers everyone waiting with NOT_COORDINATOR and stops every timer. */
   shutdown(): void {
     this.active = false;
     if (this.retentionTimer !== undefined) clearInterval(this.retentionTimer);
-    for (const g of this.groups.values()) {
-      if (g.type === 'classic') {
-        this.classic.unload(g, ErrorCode.NOT_COORDINATOR);
-        g.state = ClassicGroupState.DEAD;
-      } else {
-        for (const m of g.members.values()) this.consumer.timers.cancelTimers(m);
-        g.dead = true;
-      }
-    }
+    for (const g of this.groups.values()) this.unloadGroup(g);
     this.groups.clear();
   }
 
@@ -276,7 +315,9 @@ export class GroupCoordinator {
     const emptyOk = api === 'commit' || api === 'fetch' || api === 'describe' || api === 'delete';
     if (groupId === null || (!emptyOk && groupId === '')) return ErrorCode.INVALID_GROUP_ID;
     if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    if (this.loading.has(this.partitionFor(groupId))) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    const p = this.partitionFor(groupId);
+    if (this.deps.leads !== undefined && !this.deps.leads(p)) return ErrorCode.NOT_COORDINATOR;
+    if (this.loading.has(p)) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
     return ErrorCode.NONE;
   }
 
@@ -407,7 +448,10 @@ export class GroupCoordinator {
     }
     const p = this.partitionFor(groupId);
     const log = this.deps.offsetsLog(p);
-    if (log === undefined) return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };
+    if (log === undefined) {
+      const notHere = this.deps.leads !== undefined && !this.deps.leads(p);
+      return { errorCode: notHere ? ErrorCode.NOT_LEADER_OR_FOLLOWER : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };
+    }
     const ts = BigInt(this.now());
     const producer =
       txn === undefined ? {} : { producerId: txn.producerId, producerEpoch: txn.producerEpoch, baseSequence: 0, isTransactional: true };
@@ -416,7 +460,7 @@ export class GroupCoordinator {
       producer,
     );
     try {
-      const { info, written } = log.append(batch, { leaderEpoch: 0, origin: AppendOrigin.COORDINATOR });
+      const { info, written } = log.append(batch, { leaderEpoch: this.deps.leaderEpoch?.(p) ?? 0, origin: AppendOrigin.COORDINATOR });
       await written;
       this.deps.notifyAppend(OFFSETS_TOPIC, p, batch.length);
       return { errorCode: ErrorCode.NONE, offset: info.firstOffset };

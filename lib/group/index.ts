@@ -1,7 +1,7 @@
 /** The group coordinator wired to the broker's topics: `createGroupCoordinator` is what broker.ts calls. */
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config.js';
-import type { LocalMetadataStore } from '../metadata/local-store.js';
+import type { MetadataStore } from '../metadata/store.js';
 import type { Purgatory } from '../replica/purgatory.js';
 import type { TopicManager } from '../topics.js';
 import { GroupCoordinator } from './coordinator.js';
@@ -15,7 +15,7 @@ export interface GroupCoordinatorWiring {
   logger: Logger;
   purgatory: Purgatory;
   topics: TopicManager;
-  metadata: LocalMetadataStore;
+  metadata: MetadataStore;
   notifyAppend(topic: string, partition: number, bytes: number): void;
 }
 
@@ -40,6 +40,12 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
       await w.topics.ready(OFFSETS_TOPIC);
     },
     offsetsLog: (p) => w.topics.partition(OFFSETS_TOPIC, p),
+    ...(w.topics.clustered
+      ? {
+          leads: (p: number) => w.topics.partition(OFFSETS_TOPIC, p) !== undefined,
+          leaderEpoch: (p: number) => w.topics.leaderEpoch(OFFSETS_TOPIC, p),
+        }
+      : {}),
     topicByName(name) {
       const t = w.metadata.topic(name);
       return t === undefined ? undefined : { topicId: t.topicId, partitions: t.partitions };
@@ -47,6 +53,10 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
     topicName: (id) => w.metadata.topicById(id)?.name,
     topicNames: () => w.metadata.topics().map((t) => t.name),
     notifyAppend: (t, p, b) => w.notifyAppend(t, p, b),
+  });
+  // clusters: the offsets partitions this broker leads move with the controller's elections
+  w.topics.onLeadershipChanged((topic, p, leads) => {
+    if (topic === OFFSETS_TOPIC) void coordinator.leadershipChanged(p, leads);
   });
   // KIP-848: topics created, deleted or grown change what consumer groups subscribe to (names and regexes).
   w.topics.onTopicsChanged(() => coordinator.consumer.subscriptions.topicsChanged(coordinator.groups.values()));

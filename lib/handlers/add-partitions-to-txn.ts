@@ -35,7 +35,7 @@ async function addOne(
   verifyOnly: boolean,
 ): Promise<TopicResult[]> {
   const s = ctx.services;
-  const exists = (t: string, p: number) => s.topics.partition(t, p) !== undefined;
+  const exists = (t: string, p: number) => s.topics.exists(t, p);
   if (topics.some((t) => t.partitions.some((p) => !exists(t.name, p)))) {
     return results(topics, (t, p) => (exists(t, p) ? ErrorCode.OPERATION_NOT_ATTEMPTED : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION));
   }

@@ -34,7 +34,7 @@ function deleteOne(
   offset: bigint,
 ): DeleteRecordsResponseDeleteRecordsPartitionResult {
   const log = s.topics.partition(topic, partitionIndex);
-  if (log === undefined) return failed(partitionIndex, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+  if (log === undefined) return failed(partitionIndex, s.topics.notHereError(topic, partitionIndex));
   if (INTERNAL_TOPICS.has(topic)) return failed(partitionIndex, ErrorCode.INVALID_TOPIC_EXCEPTION);
   if (!allowsDeletion(s, topic)) return failed(partitionIndex, ErrorCode.POLICY_VIOLATION);
   const target = offset === HIGH_WATERMARK ? log.highWatermark : offset;

@@ -1,10 +1,12 @@
 /**
- * DescribeCluster (key 60) v0–1: this node as the only broker and as the controller clients see.
- * v1 asks for broker (1) or controller (2) endpoints; a broker serves only the former.
+ * DescribeCluster (key 60) v0–1: the live brokers (one node: this one) and the controller clients see
+ * (one node: this one; a cluster: the one elected through etcd). v1 asks for broker (1) or controller
+ * (2) endpoints; a broker serves only the former.
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { DescribeClusterRequest, DescribeClusterResponse } from '../../protocol/generated/describe-cluster.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { controllerId, liveBrokers } from './cluster-view.js';
 import { defineHandler } from './types.js';
 
 export const EndpointType = { UNKNOWN: 0, BROKER: 1, CONTROLLER: 2 } as const;
@@ -31,7 +33,7 @@ export const describeClusterHandler = defineHandler<DescribeClusterRequest, Desc
       errorCode: ErrorCode.NONE,
       errorMessage: null,
       clusterId: s.clusterId,
-      controllerId: s.nodeId,
+      controllerId: controllerId(s),
       brokers: [],
       clusterAuthorizedOperations: req.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
     };
@@ -44,9 +46,8 @@ export const describeClusterHandler = defineHandler<DescribeClusterRequest, Desc
       res.clusterAuthorizedOperations = AUTHORIZED_OPERATIONS_OMITTED;
       return res;
     }
-    const listener = s.advertisedListener(ctx.conn.listenerName);
-    if (listener !== undefined)
-      res.brokers.push({ brokerId: s.nodeId, host: listener.host, port: listener.port, rack: s.config.string('broker.rack') });
+    for (const b of liveBrokers(s, ctx.conn.listenerName))
+      res.brokers.push({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack });
     return res;
   },
   errorResponse(req, errorCode, ctx) {

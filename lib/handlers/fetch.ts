@@ -10,6 +10,7 @@ import type {
 } from '../../protocol/generated/fetch.js';
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
+import type { TopicLogs } from '../topics.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { defineHandler, type RequestContext } from './types.js';
@@ -28,9 +29,11 @@ interface TopicOut {
   topicId: string;
   req: FetchRequestFetchTopic;
   /** the topic's logs by partition index; undefined when the topic is unknown */
-  logs: readonly PartitionLog[] | undefined;
-  /** the error of a partition not in `logs` */
+  logs: TopicLogs | undefined;
+  /** the error of a partition not in `logs` (clusters: NOT_LEADER_OR_FOLLOWER for one another broker leads, see notHere) */
   missing: number;
+  /** clusters: the error of one of the topic's partitions this broker does not lead */
+  notHere?: (partition: number) => number;
 }
 
 /** Shared by every read_committed partition result without aborted transactions (the encoder only reads it). */
@@ -156,6 +159,7 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
       req: t,
       logs: partitionLogs,
       missing: rec === undefined ? unknownTopic : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      ...(rec !== undefined && s.topics.clustered ? { notHere: (partition: number) => s.topics.notHereError(rec.name, partition) } : {}),
     });
   }
   return { topics, logs, allCaughtUp };
@@ -175,7 +179,7 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
       const log = t.logs?.[p.partition];
       if (log === undefined) {
         errors++;
-        partitions.push(partitionResult(p.partition, undefined, readCommitted, t.missing, EMPTY));
+        partitions.push(partitionResult(p.partition, undefined, readCommitted, t.notHere?.(p.partition) ?? t.missing, EMPTY));
         continue;
       }
       if (!log.servable) {

@@ -1,6 +1,9 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../../protocol/generated/find-coordinator.js';
+import { OFFSETS_TOPIC } from '../group/records.js';
+import { TRANSACTION_STATE_TOPIC } from '../txn/txn-metadata.js';
+import { brokerAddress } from './cluster-view.js';
 import { defineHandler, type RequestContext } from './types.js';
 
 /** Key types of FindCoordinator. */
@@ -31,13 +34,22 @@ async function lookup(key: string, keyType: number, ctx: RequestContext): Promis
       errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
   } else if (keyType !== CoordinatorType.GROUP) errorCode = ErrorCode.INVALID_REQUEST;
   else errorCode = await s.groups.ensureReady(); // __consumer_offsets too
+  if (errorCode === ErrorCode.NONE && s.topics.clustered) {
+    // the coordinator is the leader of the key's partition of the internal topic, wherever it is
+    const txn = keyType === CoordinatorType.TRANSACTION;
+    const p = txn ? s.txn.partitionFor(key) : s.groups.partitionFor(key);
+    const leader = s.metadata.partitionState(txn ? TRANSACTION_STATE_TOPIC : OFFSETS_TOPIC, p)?.leader ?? -1;
+    const at = leader === s.nodeId ? undefined : brokerAddress(s, ctx.conn.listenerName, leader);
+    if (at !== undefined) return { key, nodeId: at.nodeId, host: at.host, port: at.port, errorCode, errorMessage: null };
+    if (leader !== s.nodeId) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  }
   if (listener === undefined && errorCode === ErrorCode.NONE) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
   if (errorCode !== ErrorCode.NONE || listener === undefined)
     return { key, nodeId: -1, host: '', port: -1, errorCode, errorMessage: MESSAGES[errorCode] ?? null };
   return { key, nodeId: s.nodeId, host: listener.host, port: listener.port, errorCode, errorMessage: null };
 }
 
-/** One node coordinates every group and transactional id: answer this broker for every key. */
+/** One node coordinates every group and transactional id; a cluster's coordinator for a key is the leader of its partition. */
 export const findCoordinatorHandler = defineHandler<FindCoordinatorRequest, FindCoordinatorResponse>({
   apiKey: ApiKey.FindCoordinator,
   minVersion: 0,

@@ -39,7 +39,7 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
         name: t.name,
         partitions: t.partitions.map((p) => {
           const log = s.topics.partition(t.name, p.partitionIndex);
-          if (log === undefined) return failed(p.partitionIndex, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+          if (log === undefined) return failed(p.partitionIndex, s.topics.notHereError(t.name, p.partitionIndex));
           // its recovery (or open) failed: the log is offline
           if (!log.servable) return failed(p.partitionIndex, ErrorCode.KAFKA_STORAGE_ERROR);
           const lastFetchable = readCommitted ? log.lastStableOffset : log.highWatermark;

@@ -1,18 +1,65 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import type { MetadataRequest, MetadataResponse, MetadataResponseMetadataResponseTopic } from '../../protocol/generated/metadata.js';
+import type {
+  MetadataRequest,
+  MetadataResponse,
+  MetadataResponseMetadataResponsePartition,
+  MetadataResponseMetadataResponseTopic,
+} from '../../protocol/generated/metadata.js';
 import type { TopicRecord } from '../metadata/local-store.js';
 import { invalidTopicName } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
+import { controllerId, liveBrokers } from './cluster-view.js';
 import { defineHandler } from './types.js';
 
 /** Sentinel Kafka uses when authorized operations were not requested. */
 const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
 const ZERO_UUID = '0'.repeat(32);
 
-/** One topic's metadata: every partition led by this node (leader epoch 0 until clusters exist). */
+/** One partition's metadata from the store's state (clusters): leader, epoch, replicas, ISR, replicas on dead brokers. */
+function partitionMetadata(
+  s: BrokerServices,
+  topic: string,
+  i: number,
+  live: ReadonlySet<number>,
+): MetadataResponseMetadataResponsePartition {
+  const st = s.metadata.partitionState(topic, i);
+  if (st === undefined)
+    return {
+      errorCode: ErrorCode.LEADER_NOT_AVAILABLE,
+      partitionIndex: i,
+      leaderId: -1,
+      leaderEpoch: -1,
+      replicaNodes: [],
+      isrNodes: [],
+      offlineReplicas: [],
+    };
+  const leaderLive = st.leader >= 0 && live.has(st.leader);
+  return {
+    errorCode: leaderLive ? ErrorCode.NONE : ErrorCode.LEADER_NOT_AVAILABLE,
+    partitionIndex: i,
+    leaderId: leaderLive ? st.leader : -1,
+    leaderEpoch: st.leaderEpoch,
+    replicaNodes: [...st.replicas],
+    isrNodes: [...st.isr],
+    offlineReplicas: st.replicas.filter((r) => !live.has(r)),
+  };
+}
+
+/** One topic's metadata: one node leads every partition at leader epoch 0; a cluster answers from the partition states. */
 export function topicMetadata(services: BrokerServices, t: TopicRecord): MetadataResponseMetadataResponseTopic {
   const node = services.nodeId;
+  if (services.metadata.kind !== 'local') {
+    const live = new Set(services.metadata.brokers().map((b) => b.nodeId));
+    return {
+      errorCode: ErrorCode.NONE,
+      name: t.name,
+      topicId: t.topicId,
+      isInternal: t.internal,
+      partitions: Array.from({ length: t.partitions }, (_, i) => partitionMetadata(services, t.name, i, live)),
+      topicAuthorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
+    };
+  }
   return {
     errorCode: ErrorCode.NONE,
     name: t.name,
@@ -41,9 +88,7 @@ export const metadataHandler = defineHandler<MetadataRequest, MetadataResponse>(
   maxVersion: 12,
   async handle(req, ctx) {
     const s = ctx.services;
-    const listener = s.advertisedListener(ctx.conn.listenerName);
-    const brokers =
-      listener === undefined ? [] : [{ nodeId: s.nodeId, host: listener.host, port: listener.port, rack: s.config.string('broker.rack') }];
+    const brokers = liveBrokers(s, ctx.conn.listenerName);
     // v0: an empty list means every topic; v1+: null means every topic and [] none.
     const all = req.topics === null || (ctx.apiVersion === 0 && req.topics.length === 0);
     const topics: MetadataResponseMetadataResponseTopic[] = [];
@@ -75,7 +120,7 @@ export const metadataHandler = defineHandler<MetadataRequest, MetadataResponse>(
       throttleTimeMs: 0,
       brokers,
       clusterId: s.clusterId,
-      controllerId: s.nodeId,
+      controllerId: controllerId(s),
       topics,
       clusterAuthorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
     };

@@ -30,7 +30,7 @@ export const offsetCommitHandler = defineHandler<OffsetCommitRequest, OffsetComm
           })),
         })),
       },
-      (topic, partition) => s.topics.partition(topic, partition) !== undefined,
+      (topic, partition) => s.topics.exists(topic, partition),
     );
     return { throttleTimeMs: 0, topics };
   },

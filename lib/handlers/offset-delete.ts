@@ -13,7 +13,7 @@ export const offsetDeleteHandler = defineHandler<OffsetDeleteRequest, OffsetDele
       s.groups,
       req.groupId,
       req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => p.partitionIndex) })),
-      (topic, partition) => s.topics.partition(topic, partition) !== undefined,
+      (topic, partition) => s.topics.exists(topic, partition),
     );
     return { throttleTimeMs: 0, errorCode: r.errorCode, topics: r.topics };
   },

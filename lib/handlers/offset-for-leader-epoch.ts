@@ -24,7 +24,12 @@ export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochReq
         partitions: t.partitions.map((p) => {
           const log = ctx.services.topics.partition(t.topic, p.partition);
           if (log === undefined)
-            return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+            return {
+              errorCode: ctx.services.topics.notHereError(t.topic, p.partition),
+              partition: p.partition,
+              leaderEpoch: -1,
+              endOffset: -1n,
+            };
           if (!log.servable) return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
           const current = p.currentLeaderEpoch ?? -1;
           if (current > CURRENT_EPOCH)

@@ -112,7 +112,7 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             const held = ctx.faults?.appendGate(td.name, pd.index, ctx.clientId);
             if (held !== undefined && held !== null) await held;
             const log = s.topics.partition(td.name, pd.index);
-            if (log === undefined) return failed(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+            if (log === undefined) return failed(pd.index, s.topics.notHereError(td.name, pd.index));
             if (pd.records === null || pd.records.length === 0) return failed(pd.index, ErrorCode.CORRUPT_MESSAGE, 'empty produce payload');
             const bad = checkRecordsForVersion(pd.records, ctx.apiVersion);
             if (bad !== undefined) return failed(pd.index, bad.errorCode, bad.message);
@@ -129,7 +129,7 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             }
             const size = pd.records.length;
             try {
-              const { info, written } = await log.appendAsync(pd.records, { leaderEpoch: 0 });
+              const { info, written } = await log.appendAsync(pd.records, { leaderEpoch: s.topics.leaderEpoch(td.name, pd.index) });
               s.metrics.topics.produced(td.name, info.recordCount, size);
               writes.push(written.then(() => s.notifyAppend(td.name, pd.index, size)));
               return {

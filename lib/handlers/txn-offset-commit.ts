@@ -39,7 +39,7 @@ export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnO
           })),
         })),
       },
-      (topic, partition) => s.topics.partition(topic, partition) !== undefined,
+      (topic, partition) => s.topics.exists(topic, partition),
       verify,
     );
     return { throttleTimeMs: 0, topics };

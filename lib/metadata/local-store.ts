@@ -6,16 +6,20 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import {
+  type BrokerInfo,
+  GregorMetadataErrorCode,
+  MetadataError,
+  type MetadataListener,
+  MetadataWriteError,
+  type MetadataStore,
+  type NewTopic,
+  type PartitionState,
+  type TopicRecord,
+} from './store.js';
 
-export interface TopicRecord {
-  name: string;
-  /** 32 lowercase hex digits; never all zero. */
-  topicId: string;
-  partitions: number;
-  replicationFactor: number;
-  configs: Record<string, string>;
-  internal: boolean;
-}
+export { GregorMetadataErrorCode, MetadataError, type TopicRecord } from './store.js';
 
 interface StoredState {
   version: 1;
@@ -30,29 +34,6 @@ const PARTITION_DIR = /^(.+)-(\d+)$/;
 /** Orphan partition directories named in a GREGOR_ERR_METADATA_MISSING message; the rest are counted. */
 const ORPHANS_SHOWN = 5;
 
-/** Stable internal codes of the metadata store's failures (they appear in logs; never rename one). */
-export const GregorMetadataErrorCode = {
-  /** gregor-metadata.json is torn, empty, not JSON, or JSON that is not the store's state. */
-  CORRUPT: 'GREGOR_ERR_METADATA_CORRUPT',
-  /** gregor-metadata.json is missing from a data dir that holds partition directories. */
-  MISSING: 'GREGOR_ERR_METADATA_MISSING',
-  /** The data dir belongs to another cluster than cluster.id says. */
-  CLUSTER_ID: 'GREGOR_ERR_CLUSTER_ID',
-} as const;
-export type GregorMetadataErrorCode = (typeof GregorMetadataErrorCode)[keyof typeof GregorMetadataErrorCode];
-
-/** A metadata store that cannot be opened: the broker must not start on it. The message starts with the code. */
-export class MetadataError extends Error {
-  readonly code: GregorMetadataErrorCode;
-  /** The metadata file the error is about. */
-  readonly file: string;
-  constructor(code: GregorMetadataErrorCode, file: string, message: string, options?: { cause?: unknown }) {
-    super(`${code}: ${message}`, options);
-    this.name = 'MetadataError';
-    this.code = code;
-    this.file = file;
-  }
-}
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]+$/;
 export const MAX_TOPIC_NAME_LENGTH = 249;
 
@@ -95,7 +76,8 @@ export async function writeFileAtomic(dir: string, name: string, data: string | 
   }
 }
 
-export class LocalMetadataStore {
+export class LocalMetadataStore implements MetadataStore {
+  readonly kind = 'local' as const;
   readonly dir: string;
   readonly clusterId: string;
   readonly nodeId: number;
@@ -103,6 +85,8 @@ export class LocalMetadataStore {
   private readonly byId = new Map<string, TopicRecord>();
   private writing: Promise<void> = Promise.resolve();
   private dirty = false;
+  private self: BrokerInfo | null = null;
+  private readonly listeners: MetadataListener[] = [];
 
   private constructor(dir: string, state: StoredState) {
     this.dir = dir;
@@ -164,35 +148,74 @@ export class LocalMetadataStore {
     return this.byId.get(id);
   }
 
-  createTopic(t: Omit<TopicRecord, 'topicId'> & { topicId?: string }): TopicRecord {
-    if (this.byName.has(t.name)) throw new Error(`topic ${t.name} exists`);
-    const rec: TopicRecord = { ...t, topicId: t.topicId ?? newTopicId() };
+  /** One node leads every partition, at leader epoch 0. */
+  partitionState(topic: string, partition: number): PartitionState | undefined {
+    const t = this.byName.get(topic);
+    if (t === undefined || partition < 0 || partition >= t.partitions) return undefined;
+    return { leader: this.nodeId, leaderEpoch: 0, replicas: [this.nodeId], isr: [this.nodeId], partitionEpoch: 0 };
+  }
+
+  brokers(): readonly BrokerInfo[] {
+    return this.self === null ? [] : [this.self];
+  }
+
+  controllerId(): number {
+    return this.nodeId;
+  }
+
+  register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void> {
+    this.self = { ...info, brokerEpoch: 0 };
+    this.emit({ kind: 'brokers' });
+    return Promise.resolve();
+  }
+
+  onChange(listener: MetadataListener): void {
+    this.listeners.push(listener);
+  }
+
+  private emit(change: Parameters<MetadataListener>[0]): void {
+    for (const l of this.listeners) l(change);
+  }
+
+  /** Indexes the topic at once (before the first await: one node has no other writer to race), then waits for the disk. */
+  async createTopic(t: NewTopic): Promise<TopicRecord> {
+    if (this.byName.has(t.name)) throw new MetadataWriteError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${t.name}' already exists.`);
+    const { assignments: _assignments, ...fields } = t;
+    const rec: TopicRecord = { ...fields, topicId: t.topicId ?? newTopicId() };
     this.index(rec);
     this.markDirty();
+    this.emit({ kind: 'topic', topic: rec.name, change: 'created' });
+    await this.persisted();
     return rec;
   }
 
-  deleteTopic(name: string): TopicRecord | undefined {
+  async deleteTopic(name: string): Promise<TopicRecord | undefined> {
     const t = this.byName.get(name);
     if (t === undefined) return undefined;
     this.byName.delete(name);
     this.byId.delete(t.topicId);
     this.markDirty();
+    this.emit({ kind: 'topic', topic: name, change: 'deleted' });
+    await this.persisted();
     return t;
   }
 
-  setPartitionCount(name: string, partitions: number): void {
+  async setPartitionCount(name: string, partitions: number): Promise<void> {
     const t = this.byName.get(name);
     if (t === undefined) throw new Error(`no topic ${name}`);
     t.partitions = partitions;
     this.markDirty();
+    this.emit({ kind: 'topic', topic: name, change: 'partitions' });
+    await this.persisted();
   }
 
-  setConfigs(name: string, configs: Record<string, string>): void {
+  async setConfigs(name: string, configs: Record<string, string>): Promise<void> {
     const t = this.byName.get(name);
     if (t === undefined) throw new Error(`no topic ${name}`);
     t.configs = configs;
     this.markDirty();
+    this.emit({ kind: 'topic', topic: name, change: 'configs' });
+    await this.persisted();
   }
 
   private markDirty(): void {
@@ -208,6 +231,10 @@ export class LocalMetadataStore {
   /** Resolves once every mutation made so far is on disk. */
   persisted(): Promise<void> {
     return this.writing;
+  }
+
+  close(): Promise<void> {
+    return this.persisted();
   }
 }
 

@@ -38,6 +38,8 @@ export interface TxnCoordinatorDeps {
   /** Creates `__transaction_state` if missing (internal, compacted) and waits until its logs are open. */
   ensureStateTopic(numPartitions: number): Promise<void>;
   stateLog(partition: number): PartitionLog | undefined;
+  /** Clusters: whether this broker leads the state partition (one node: always). */
+  leads?(partition: number): boolean;
   partitionLog(topic: string, partition: number): PartitionLog | undefined;
   /** The offsets topic: its name, and a marker landed on one of its partitions. */
   offsetsTopic: string;
@@ -172,8 +174,36 @@ export class TransactionCoordinator {
   /** NONE when this coordinator can serve the id now. */
   status(transactionalId: string): number {
     if (!this.active || !this.stateTopic.isReady) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    if (this.loading.has(this.partitionFor(transactionalId))) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    const p = this.partitionFor(transactionalId);
+    if (this.deps.leads !== undefined && !this.deps.leads(p)) return ErrorCode.NOT_COORDINATOR;
+    if (this.loading.has(p)) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
     return ErrorCode.NONE;
+  }
+
+  /**
+   * Clusters: this broker became (or stopped being) the leader of state partition `p`: replay it and
+   * finish what its prepared transactions decided, or forget its transactional ids.
+   */
+  async leadershipChanged(p: number, leads: boolean): Promise<void> {
+    if (!this.active || !this.stateTopic.isReady) return;
+    if (!leads) {
+      for (const id of [...this.txns.keys()]) if (this.partitionFor(id) === p) this.txns.delete(id);
+      return;
+    }
+    if (this.loading.has(p)) return;
+    this.loading.add(p);
+    try {
+      const log = this.deps.stateLog(p);
+      if (log !== undefined) await replayTxnLog(log, this.txns);
+    } catch (err) {
+      this.logger.error({ err, partition: p, code: 'GREGOR_ERR_TXN_LOAD' }, `failed to load ${TRANSACTION_STATE_TOPIC}-${p}`);
+    } finally {
+      this.loading.delete(p);
+    }
+    for (const m of this.txns.values()) {
+      if (this.partitionFor(m.transactionalId) !== p) continue;
+      if (m.state === TxnState.PREPARE_COMMIT || m.state === TxnState.PREPARE_ABORT) this.completeInBackground(m);
+    }
   }
 
   private coordinatorEpoch(transactionalId: string): number {

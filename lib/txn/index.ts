@@ -4,7 +4,7 @@ import type { BrokerConfig } from '../config.js';
 import type { GroupCoordinator } from '../group/coordinator.js';
 import { OFFSETS_TOPIC } from '../group/records.js';
 import { completeTxnOffsets } from '../group/txn-offsets.js';
-import type { LocalMetadataStore } from '../metadata/local-store.js';
+import type { MetadataStore } from '../metadata/store.js';
 import type { TopicManager } from '../topics.js';
 import { TransactionCoordinator } from './coordinator.js';
 import type { ProducerIdManager } from './producer-ids.js';
@@ -17,14 +17,14 @@ export interface TxnCoordinatorWiring {
   config: BrokerConfig;
   logger: Logger;
   topics: TopicManager;
-  metadata: LocalMetadataStore;
+  metadata: MetadataStore;
   groups: GroupCoordinator;
   producerIds: ProducerIdManager;
   notifyAppend(topic: string, partition: number, bytes: number): void;
 }
 
 export function createTransactionCoordinator(w: TxnCoordinatorWiring): TransactionCoordinator {
-  return new TransactionCoordinator({
+  const coordinator = new TransactionCoordinator({
     config: w.config,
     logger: w.logger.child({ component: 'transaction-coordinator' }),
     producerIds: w.producerIds,
@@ -51,10 +51,16 @@ export function createTransactionCoordinator(w: TxnCoordinatorWiring): Transacti
       await w.topics.ready(TRANSACTION_STATE_TOPIC);
     },
     stateLog: (p) => w.topics.partition(TRANSACTION_STATE_TOPIC, p),
+    ...(w.topics.clustered ? { leads: (p: number) => w.topics.partition(TRANSACTION_STATE_TOPIC, p) !== undefined } : {}),
     partitionLog: (topic, partition) => w.topics.partition(topic, partition),
     offsetsTopic: OFFSETS_TOPIC,
     onOffsetsMarker: (partition, producerId, commit) => completeTxnOffsets(w.groups, partition, producerId, commit),
     groupsLoaded: () => w.groups.whenLoaded(),
     notifyAppend: (t, p, b) => w.notifyAppend(t, p, b),
   });
+  // clusters: the state partitions this broker leads move with the controller's elections
+  w.topics.onLeadershipChanged((topic, p, leads) => {
+    if (topic === TRANSACTION_STATE_TOPIC) void coordinator.leadershipChanged(p, leads);
+  });
+  return coordinator;
 }

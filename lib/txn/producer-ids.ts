@@ -26,8 +26,12 @@ export class ProducerIdManager {
     this.blockEnd = start;
   }
 
-  /** Reads where the last block ended (0 on a new data dir). A file it cannot parse stops the broker. */
-  static async open(dataDir: string, blockSize = PRODUCER_ID_BLOCK_SIZE): Promise<ProducerIdManager> {
+  /**
+   * Reads where the last block ended (0 on a new data dir). A file it cannot parse stops the broker.
+   * `floor` starts the ids there at least: a cluster's brokers each hand out ids from their own range
+   * (node id × 2^40), so no two brokers ever hand out the same one.
+   */
+  static async open(dataDir: string, blockSize = PRODUCER_ID_BLOCK_SIZE, floor = 0n): Promise<ProducerIdManager> {
     const file = path.join(dataDir, PRODUCER_ID_BLOCK_FILE);
     let start = 0n;
     const text = await fsp.readFile(file, 'utf8').catch((err: unknown) => {
@@ -40,7 +44,7 @@ export class ProducerIdManager {
         throw new Error(`GREGOR_ERR_PRODUCER_ID_BLOCK: ${file} is not a producer-id block file; refusing to reuse producer ids`);
       start = BigInt(m[1]);
     }
-    return new ProducerIdManager(file, start, blockSize);
+    return new ProducerIdManager(file, start < floor ? floor : start, blockSize);
   }
 
   /** The first id of the next block to be reserved (what a restart would start from). */

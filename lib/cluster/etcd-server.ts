@@ -19,6 +19,8 @@ export interface EtcdServerOptions {
   clientPort?: number;
   /** 0 or absent: a free port. */
   peerPort?: number;
+  /** The etcd executable (default: findEtcdBinary()). */
+  binary?: string;
   /** How long start and restart wait for the member to answer (default 20 s). */
   readyTimeoutMs?: number;
 }
@@ -40,13 +42,13 @@ const STOP_GRACE_MS = 5000;
 /** Lines of the member's output kept for the error of a start that failed. */
 const TAIL_LINES = 20;
 
-/** The etcd binary: a known install path or the first `etcd` on PATH. */
-export function findEtcdBinary(): string {
+/** The etcd binary: the first executable of `candidates` (default: known install paths, then `etcd` on PATH). */
+export function findEtcdBinary(candidates?: readonly string[]): string {
   const onPath = (process.env['PATH'] ?? '')
     .split(delimiter)
     .filter((d) => d !== '')
     .map((d) => join(d, 'etcd'));
-  for (const candidate of [...CANDIDATES, ...onPath]) {
+  for (const candidate of candidates ?? [...CANDIDATES, ...onPath]) {
     try {
       accessSync(candidate, constants.X_OK);
       return candidate;
@@ -90,7 +92,7 @@ function track(child: ChildProcess): void {
 }
 
 export async function startEtcd(opts: EtcdServerOptions = {}): Promise<EtcdServer> {
-  const binary = findEtcdBinary();
+  const binary = findEtcdBinary(opts.binary === undefined ? undefined : [opts.binary]);
   const ownDir = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'gregor-etcd-')));
   const clientPort = opts.clientPort !== undefined && opts.clientPort !== 0 ? opts.clientPort : await freePort();

@@ -43,7 +43,9 @@ const RACED_CREATION_WAIT_MS = 5000;
 
 /** Opens `logs` (the log manager bounds how many open at once); rejects with the first failure once all have settled. */
 async function openAll(logs: readonly (PartitionLog | undefined)[]): Promise<void> {
-  const failed = (await Promise.allSettled(logs.map((l) => l?.open()))).find((r) => r.status === 'rejected');
+  const opening: Promise<void>[] = [];
+  for (const l of logs) if (l !== undefined) opening.push(l.open());
+  const failed = (await Promise.allSettled(opening)).find((r) => r.status === 'rejected');
   if (failed !== undefined) throw failed.reason;
 }
 
@@ -73,7 +75,7 @@ export class TopicManager {
     private readonly converter?: ConversionRunner,
   ) {
     this.clustered = metadata.kind !== 'local';
-    this.led = this.clustered ? new Map() : this.logs;
+    this.led = this.clustered ? new Map<string, (PartitionLog | undefined)[]>() : this.logs;
     if (this.clustered) metadata.onChange((c) => this.applyChange(c));
   }
 

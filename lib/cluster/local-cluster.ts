@@ -110,8 +110,8 @@ class ChildBrokerProcess implements LocalBroker {
           resolve(JSON.parse(m[1]) as { bootstrap: string; admin: string | null });
         }
       };
-      child.stdout?.on('data', seen);
-      child.stderr?.on('data', (d: Buffer) => {
+      child.stdout.on('data', seen);
+      child.stderr.on('data', (d: Buffer) => {
         log.write(d);
         if (out.length < 1 << 20) out += d.toString();
       });

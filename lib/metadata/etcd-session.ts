@@ -4,11 +4,14 @@
  * registration deleted under us) the session grants a new lease and registers again as soon as etcd
  * answers; the new registration has a new create revision, hence a new brokerEpoch.
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { EtcdLeaseInvalidError, type Etcd3, type Lease } from 'etcd3';
 import type { Logger } from 'pino';
 import type { Controller } from '../cluster/controller.js';
 import { createdAt, del, get, leaseIs, put, revisionOf, toKeyValue } from './etcd-ops.js';
 import type { BrokerRegistration, EtcdKeys, EtcdState } from './etcd-state.js';
+import { writeFileAtomic } from './local-store.js';
 import { GregorMetadataErrorCode, MetadataError, type MetadataChange } from './store.js';
 
 export interface SessionHost {
@@ -23,6 +26,8 @@ export interface SessionHost {
 }
 
 const RETRY_MS = 500;
+/** The data dir's record of the lease this broker last held: a restart within the TTL replaces its own registration. */
+export const LEASE_FILE = 'etcd-lease';
 
 export class EtcdSession {
   private lease: Lease | undefined;
@@ -37,7 +42,21 @@ export class EtcdSession {
   constructor(
     private readonly host: SessionHost,
     readonly ttlSeconds: number,
+    /** The data dir, where the lease held is recorded (none: not recorded). */
+    private readonly dataDir?: string,
   ) {}
+
+  /**
+   * Reads the lease this data dir's broker held before (a crash leaves its registration alive until
+   * the TTL passes): registering replaces that registration at once instead of waiting for it to expire,
+   * as Kafka lets a restarted broker re-register with a new epoch. Two live brokers never share a data dir.
+   */
+  async adoptPredecessor(): Promise<void> {
+    if (this.dataDir === undefined) return;
+    const text = await readFile(join(this.dataDir, LEASE_FILE), 'utf8').catch(() => '');
+    const id = text.trim();
+    if (/^\d+$/.test(id)) this.pastLeases.add(id);
+  }
 
   /** The live lease's id, undefined while the session has none (lost, not granted yet, closed). */
   leaseOf(): string | undefined {
@@ -99,6 +118,7 @@ export class EtcdSession {
     }
     this.lease = lease;
     this.leaseId = id;
+    if (this.dataDir !== undefined) await writeFileAtomic(this.dataDir, LEASE_FILE, `${id}\n`);
   }
 
   /** Puts brokers/<nodeId> if absent (or under one of our past leases); refuses another broker's. */
@@ -128,7 +148,14 @@ export class EtcdSession {
         return;
       }
       if (this.pastLeases.has(kv.lease)) {
+        // a registration of ours from before (a lost session, or this data dir's broker before a
+        // restart): revoking its lease drops it and whatever else it held (a controllership) at once
+        await this.host.client.leaseClient.leaseRevoke({ ID: kv.lease }).catch((e: unknown) => {
+          if (!(e instanceof EtcdLeaseInvalidError)) throw e;
+        });
         await this.host.client.kv.txn({ compare: [leaseIs(key, kv.lease)], success: [del(key)] });
+        this.host.logger.info({ nodeId: reg.nodeId, lease: kv.lease }, 'replaced the registration of this broker before its restart');
+        this.pastLeases.delete(kv.lease);
         continue;
       }
       const ttl = await this.host.client.leaseClient.leaseTimeToLive({ ID: kv.lease }).then(

@@ -76,7 +76,7 @@ export class EtcdMetadataStore implements MetadataStore {
     this.state = state;
     this.logger = opts.logger;
     this.client = client;
-    this.session = new EtcdSession(this, Math.max(1, Math.ceil(opts.sessionTimeoutMs / 1000)));
+    this.session = new EtcdSession(this, Math.max(1, Math.ceil(opts.sessionTimeoutMs / 1000)), opts.dataDir);
     this.controller = opts.controller === false ? undefined : new Controller(this);
   }
 
@@ -91,6 +91,7 @@ export class EtcdMetadataStore implements MetadataStore {
       const state = new EtcdState(new EtcdKeys(opts.clusterId));
       await load(client, state, opts.logger);
       const store = new EtcdMetadataStore(opts, client, state);
+      await store.session.adoptPredecessor();
       store.watch();
       opts.logger.info({ endpoints: opts.endpoints, prefix, revision: state.revision }, 'etcd metadata loaded');
       return store;

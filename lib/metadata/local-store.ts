@@ -180,8 +180,15 @@ export class LocalMetadataStore implements MetadataStore {
   /** Indexes the topic at once (before the first await: one node has no other writer to race), then waits for the disk. */
   async createTopic(t: NewTopic): Promise<TopicRecord> {
     if (this.byName.has(t.name)) throw new MetadataWriteError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${t.name}' already exists.`);
-    const { assignments: _assignments, ...fields } = t;
-    const rec: TopicRecord = { ...fields, topicId: t.topicId ?? newTopicId() };
+    // one node places every partition here: an assignment has nothing to add
+    const rec: TopicRecord = {
+      name: t.name,
+      topicId: t.topicId ?? newTopicId(),
+      partitions: t.partitions,
+      replicationFactor: t.replicationFactor,
+      configs: t.configs,
+      internal: t.internal,
+    };
     this.index(rec);
     this.markDirty();
     this.emit({ kind: 'topic', topic: rec.name, change: 'created' });

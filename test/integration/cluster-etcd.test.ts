@@ -7,6 +7,7 @@
  * killed with SIGKILL loses its partitions' leadership (LEADER_NOT_AVAILABLE) until it is back, when the
  * controller elects it again with a higher leader epoch and nothing it acknowledged is gone.
  */
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
@@ -33,9 +34,16 @@ async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, 
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last !== undefined ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** The first running broker's host:port (the raw client connects to one). */
+function firstBootstrap(cluster: LocalCluster): string {
+  const b = cluster.brokers.find((x) => x.running);
+  if (b === undefined) throw new Error('no running broker');
+  return b.bootstrap;
 }
 
 async function metadata(bootstrap: string, topics: string[] | null): Promise<MetadataResponse> {
@@ -49,6 +57,28 @@ async function metadata(bootstrap: string, topics: string[] | null): Promise<Met
   } finally {
     c.destroy();
   }
+}
+
+/** Creates `topic` through kafkajs and waits until every broker has its leaders. */
+async function createTopic(cluster: LocalCluster, topic: string, numPartitions: number): Promise<void> {
+  const kafka = new Kafka({ clientId: 'cluster-admin', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    expect(await admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: true })).to.equal(true);
+  } finally {
+    await admin.disconnect();
+  }
+  await until(
+    async () => {
+      const all = await Promise.all(cluster.brokers.map((b) => metadata(b.bootstrap, [topic])));
+      return all.every((m) => m.topics[0]?.partitions.length === numPartitions && m.topics[0].partitions.every((p) => p.leaderId >= 0))
+        ? true
+        : undefined;
+    },
+    10_000,
+    `${topic} on every broker`,
+  );
 }
 
 describe('cluster mode on etcd: three brokers, partitions placed across them', function () {
@@ -130,17 +160,18 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
   });
 
   it('a broker that does not lead a partition answers NOT_LEADER_OR_FOLLOWER; its leader takes the write', async () => {
-    const m = await metadata(cluster.bootstrap(), ['spread']);
+    await createTopic(cluster, 'direct', 3);
+    const m = await metadata(firstBootstrap(cluster), ['direct']);
     const p0 = m.topics[0]?.partitions.find((p) => p.partitionIndex === 0);
     const leader = cluster.brokers.find((b) => b.nodeId === p0?.leaderId);
     const other = cluster.brokers.find((b) => b.nodeId !== p0?.leaderId);
-    if (leader === undefined || other === undefined) throw new Error('no leader for spread-0');
+    if (leader === undefined || other === undefined) throw new Error('no leader for direct-0');
     const batch = buildRecordBatch([{ key: null, value: Buffer.from('direct'), timestamp: BigInt(Date.now()) }]);
     const wrong = await RawClient.connect(other.bootstrap);
     const right = await RawClient.connect(leader.bootstrap);
     try {
-      expect((await rawProduce(wrong, 'spread', [[0, batch]], -1))[0]?.errorCode).to.equal(ErrorCode.NOT_LEADER_OR_FOLLOWER);
-      const ok = (await rawProduce(right, 'spread', [[0, batch]], -1))[0];
+      expect((await rawProduce(wrong, 'direct', [[0, batch]], -1))[0]?.errorCode).to.equal(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+      const ok = (await rawProduce(right, 'direct', [[0, batch]], -1))[0];
       expect(ok?.errorCode).to.equal(ErrorCode.NONE);
       expect(ok?.baseOffset).to.equal(0n);
     } finally {
@@ -150,13 +181,14 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
   });
 
   it('kafkajs: produce to every partition and consume them in a group whose coordinator is wherever its partition leads', async () => {
+    await createTopic(cluster, 'kjs-spread', 6);
     const kafka = new Kafka({ clientId: 'cluster-kafkajs', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
     await producer.connect();
     const COUNT = 600;
     try {
       await producer.send({
-        topic: 'spread',
+        topic: 'kjs-spread',
         acks: -1,
         messages: Array.from({ length: COUNT }, (_, i) => ({ key: `k${i}`, value: `v${i}`, partition: i % 6 })),
       });
@@ -167,25 +199,32 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     await consumer.connect();
     const seen: string[] = [];
     try {
-      await consumer.subscribe({ topic: 'spread', fromBeginning: true });
+      await consumer.subscribe({ topic: 'kjs-spread', fromBeginning: true });
       await consumer.run({
-        eachMessage: async ({ message }) => {
+        eachMessage: ({ message }) => {
           seen.push(message.value?.toString() ?? '');
+          return Promise.resolve();
         },
       });
-      await until(async () => (seen.length >= COUNT + 1 ? true : undefined), 60_000, `${COUNT + 1} records`);
+      await until(() => Promise.resolve(seen.length >= COUNT ? true : undefined), 60_000, `${COUNT} records`);
     } finally {
       await consumer.disconnect();
     }
-    expect(seen.filter((v) => v.startsWith('v')).sort()).to.deep.equal(Array.from({ length: COUNT }, (_, i) => `v${i}`).sort());
-    expect(seen).to.include('direct');
+    expect([...seen].sort()).to.deep.equal(Array.from({ length: COUNT }, (_, i) => `v${i}`).sort());
     // the committed offsets are kept by the coordinator of the group, on whichever broker that is
     const admin = kafka.admin();
     await admin.connect();
     try {
-      const offsets = await admin.fetchOffsets({ groupId: 'cluster-group', topics: ['spread'] });
-      const total = (offsets[0]?.partitions ?? []).reduce((n, p) => n + Number(p.offset), 0);
-      expect(total).to.equal(COUNT + 1);
+      const total = await until(
+        async () => {
+          const offsets = await admin.fetchOffsets({ groupId: 'cluster-group', topics: ['kjs-spread'] });
+          const n = (offsets[0]?.partitions ?? []).reduce((sum, p) => sum + Number(p.offset), 0);
+          return n === COUNT ? n : undefined;
+        },
+        10_000,
+        'the committed offsets',
+      );
+      expect(total).to.equal(COUNT);
     } finally {
       await admin.disconnect();
     }
@@ -209,11 +248,12 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     try {
       await consumer.subscribe({ topics: ['rdk-spread'] });
       await consumer.run({
-        eachMessage: async ({ message }: Any) => {
+        eachMessage: ({ message }: Any) => {
           seen.add(String(message.value));
+          return Promise.resolve();
         },
       });
-      await until(async () => (seen.size >= 300 ? true : undefined), 60_000, '300 records through librdkafka');
+      await until(() => Promise.resolve(seen.size >= 300 ? true : undefined), 60_000, '300 records through librdkafka');
     } finally {
       await consumer.disconnect();
     }
@@ -221,7 +261,20 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
   });
 
   it('kill -9 of a broker: its partitions lose their leader until it is back, then it leads them at a higher epoch with its data', async () => {
-    const before = await metadata(cluster.bootstrap(), ['spread']);
+    await createTopic(cluster, 'survive', 6);
+    const kafka = new Kafka({ clientId: 'cluster-kill', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING });
+    const producer = kafka.producer();
+    await producer.connect();
+    try {
+      await producer.send({
+        topic: 'survive',
+        acks: -1,
+        messages: Array.from({ length: 120 }, (_, i) => ({ value: `s${i}`, partition: i % 6 })),
+      });
+    } finally {
+      await producer.disconnect();
+    }
+    const before = await metadata(firstBootstrap(cluster), ['survive']);
     const victim = cluster.brokers.find((b) => b.nodeId === before.controllerId) ?? cluster.brokers[0];
     if (victim === undefined) throw new Error('no broker');
     const led = (before.topics[0]?.partitions ?? []).filter((p) => p.leaderId === victim.nodeId);
@@ -232,10 +285,12 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     // once its lease expires: gone from the broker list, its partitions without a leader, a new controller
     const during = await until(
       async () => {
-        const m = await metadata(survivor.bootstrap, ['spread']);
+        const m = await metadata(survivor.bootstrap, ['survive']);
         const parts = m.topics[0]?.partitions ?? [];
         const leaderless = led.every((l) => parts.find((p) => p.partitionIndex === l.partitionIndex)?.leaderId === -1);
-        return m.brokers.length === 2 && leaderless && (m.controllerId ?? -1) !== victim.nodeId && (m.controllerId ?? -1) >= 0 ? m : undefined;
+        return m.brokers.length === 2 && leaderless && (m.controllerId ?? -1) !== victim.nodeId && (m.controllerId ?? -1) >= 0
+          ? m
+          : undefined;
       },
       SESSION_TIMEOUT_MS * 5,
       'the dead broker to lose its partitions',
@@ -248,7 +303,7 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     await victim.start();
     const after = await until(
       async () => {
-        const m = await metadata(victim.bootstrap, ['spread']);
+        const m = await metadata(victim.bootstrap, ['survive']);
         const parts = m.topics[0]?.partitions ?? [];
         return led.every((l) => parts.find((p) => p.partitionIndex === l.partitionIndex)?.leaderId === victim.nodeId) ? m : undefined;
       },
@@ -259,15 +314,50 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
       const p = after.topics[0]?.partitions.find((x) => x.partitionIndex === l.partitionIndex);
       expect(p?.leaderEpoch).to.be.greaterThan(l.leaderEpoch ?? 0);
     }
-    // everything acknowledged before the kill is still there
-    const kafka = new Kafka({ clientId: 'cluster-after', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING });
+    // everything acknowledged before the kill is still there, and the restarted broker takes writes again
     const admin = kafka.admin();
     await admin.connect();
     try {
-      const offsets = await admin.fetchTopicOffsets('spread');
-      expect(offsets.reduce((n, p) => n + Number(p.high), 0)).to.equal(601);
+      const offsets = await admin.fetchTopicOffsets('survive');
+      expect(offsets.map((p) => Number(p.high))).to.deep.equal([20, 20, 20, 20, 20, 20]);
     } finally {
       await admin.disconnect();
+    }
+    const again = kafka.producer();
+    await again.connect();
+    try {
+      const res = await again.send({ topic: 'survive', acks: -1, messages: [{ value: 'after', partition: led[0]?.partitionIndex ?? 0 }] });
+      expect(res[0]?.baseOffset).to.equal('20');
+    } finally {
+      await again.disconnect();
+    }
+  });
+
+  it('kill -9 and an immediate restart (within the session): the broker replaces its old registration and leads its partitions again', async () => {
+    await createTopic(cluster, 'quick', 3);
+    const m = await metadata(firstBootstrap(cluster), ['quick']);
+    const leaderId = m.topics[0]?.partitions[0]?.leaderId;
+    const victim = cluster.brokers.find((b) => b.nodeId === leaderId);
+    if (victim === undefined) throw new Error('no leader for quick-0');
+    await victim.kill('SIGKILL');
+    // with the old registration alive, a start refused as NODE_ID_IN_USE would reject here
+    await victim.start();
+    const log = readFileSync(victim.logFile, 'utf8');
+    expect(log).to.include('replaced the registration of this broker before its restart');
+    await until(
+      async () => {
+        const after = await metadata(victim.bootstrap, ['quick']);
+        return after.brokers.length === 3 && after.topics[0]?.partitions[0]?.leaderId === victim.nodeId ? true : undefined;
+      },
+      20_000,
+      'the restarted broker to lead quick-0 again',
+    );
+    const c = await RawClient.connect(victim.bootstrap);
+    try {
+      const batch = buildRecordBatch([{ key: null, value: Buffer.from('again'), timestamp: BigInt(Date.now()) }]);
+      expect((await rawProduce(c, 'quick', [[0, batch]], -1))[0]?.errorCode).to.equal(ErrorCode.NONE);
+    } finally {
+      c.destroy();
     }
   });
 });

@@ -153,6 +153,13 @@ export class LeaderEpochCache {
     this.flush();
   }
 
+  /** Forgets every entry (the log was emptied and starts over at another offset). */
+  clear(): void {
+    if (this.entries.length === 0) return;
+    this.entries = [];
+    this.flush();
+  }
+
   /** The log now starts at `startOffset`: the epoch covering it starts there, older ones go. */
   truncateFromStart(startOffset: bigint): void {
     let i = -1;

@@ -8,6 +8,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { CheckpointFile, LeaderEpochCache } from './checkpoint.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { LogError, closedError, storageError } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER, loadSegments } from './log-loader.js';
@@ -59,8 +60,16 @@ export abstract class LocalLog {
   protected _logStartOffset = 0n;
   protected _logEndOffset = 0n;
   protected _highWatermark = 0n;
+  /** End of the data handed to the kernel (or fsynced, under flush.policy=always / flush.messages). */
+  protected _writtenEndOffset = 0n;
+  /** Set for a replicated partition: the replication layer moves the high watermark (replica-log.ts). */
+  protected externalHw: { onWritten: ((writtenEndOffset: bigint) => void) | null } | null = null;
+  /** A truncation runs: appends are refused until it is over. */
+  protected truncating = false;
+  /** The work of the latest rolls (index writes, producer snapshot) until it is done. */
+  protected rolling: Promise<void> | null = null;
   protected readonly epochs: LeaderEpochCache;
-  private readonly startCheckpoint: CheckpointFile;
+  protected readonly startCheckpoint: CheckpointFile;
   protected readonly cache: RecentCache;
   protected readonly queue = new WriteQueue((g) => this.writeGroup(g));
   private unflushedMessages = 0;
@@ -74,7 +83,7 @@ export abstract class LocalLog {
   /** Idempotence and transactions: producer ids, their sequences, open transactions. */
   readonly producers: ProducerStateManager;
   /** Offsets of the producer-state snapshot files, newest first. */
-  private snapshots: bigint[] = [];
+  protected snapshots: bigint[] = [];
 
   protected constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions, stats: IoStats) {
     this.topic = topic;
@@ -121,6 +130,7 @@ export abstract class LocalLog {
     this.epochs.truncateFromEnd(this._logEndOffset);
     this.epochs.truncateFromStart(this._logStartOffset);
     this._highWatermark = this._logEndOffset;
+    this._writtenEndOffset = this._logEndOffset;
     // a log that never held data needs no checkpoint yet (its start is its first segment's base)
     if (checkpointed !== start && !(checkpointed === null && start === 0n)) this.persistLogStartOffset();
     this.snapshots = (
@@ -188,10 +198,11 @@ export abstract class LocalLog {
   protected ensureWritable(): void {
     if (this.closed) throw closedError(this.dir);
     if (this.offline !== null) throw this.offline;
+    if (this.truncating) throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} is being truncated; retry`);
   }
 
   /** Writes the producer-state snapshot for offset `at` and drops the oldest beyond the few kept. */
-  private async takeSnapshot(at: bigint, data: Buffer): Promise<void> {
+  protected async takeSnapshot(at: bigint, data: Buffer): Promise<void> {
     await writeSnapshot(this.dir, at, data);
     const list = [at, ...this.snapshots.filter((o) => o !== at)].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
     this.snapshots = list.slice(0, SNAPSHOTS_KEPT);
@@ -200,23 +211,25 @@ export abstract class LocalLog {
 
   /** Kafka's shouldRoll: size, time (by record timestamps), full indexes, relative offset overflow. */
   protected maybeRoll(bytes: number, lastOffset: bigint, maxTimestamp: bigint, now: number): void {
+    if (this.shouldRoll(bytes, lastOffset, maxTimestamp, now)) this.roll(now);
+  }
+
+  protected shouldRoll(bytes: number, lastOffset: bigint, maxTimestamp: bigint, now: number): boolean {
     const seg = this.active;
-    if (seg.isEmpty) return;
+    if (seg.isEmpty) return false;
     const c = this.config;
     const base = seg.rollBaseTimestamp;
     const waited = base !== null && maxTimestamp >= 0n ? Number(maxTimestamp) - base : now - seg.created;
-    if (
+    return (
       seg.size > c.segmentBytes - bytes ||
       waited > c.segmentMs ||
       seg.offsetIndex.isFull ||
       seg.timeIndex.isFull ||
       !seg.canHold(lastOffset)
-    ) {
-      this.roll(now);
-    }
+    );
   }
 
-  private roll(now: number): void {
+  protected roll(now: number): void {
     const old = this.active;
     old.onBecomeInactive();
     this.segments.push(LogSegment.create(this.dir, this._logEndOffset, this.config.segmentIndexBytes, now, this.stats));
@@ -226,13 +239,17 @@ export abstract class LocalLog {
     const wait = this.queue.written();
     const snapshot = serializeSnapshot(this.producers.producers.values());
     const at = this._logEndOffset;
-    this.track(
-      wait
-        .then(() => old.persistIndexes())
-        .then(() => old.sync())
-        .then(() => this.takeSnapshot(at, snapshot)),
-      'finishing a rolled segment',
-    );
+    const done = wait
+      .then(() => old.persistIndexes())
+      .then(() => old.sync())
+      .then(() => this.takeSnapshot(at, snapshot));
+    this.track(done, 'finishing a rolled segment');
+    // a truncation waits for the snapshot (it must not appear after the truncation removed those above it)
+    const all = this.rolling === null ? done.catch(noop) : Promise.all([this.rolling, done.catch(noop)]).then(noop);
+    this.rolling = all;
+    void all.then(() => {
+      if (this.rolling === all) this.rolling = null;
+    });
     this.logger.info({ dir: this.dir, segment: this._logEndOffset.toString() }, 'rolled segment');
   }
 
@@ -246,7 +263,9 @@ export abstract class LocalLog {
       this.unflushedMessages += g.messages;
       if (this.config.flushPolicy === 'always' || this.unflushedMessages >= this.config.flushMessages) await this.syncAll();
       else this.armFlushTimer();
-      this.advanceHighWatermark(g.endOffset);
+      this._writtenEndOffset = g.endOffset;
+      if (this.externalHw === null) this.advanceHighWatermark(g.endOffset);
+      else this.externalHw.onWritten?.(g.endOffset);
       g.resolve();
     } catch (err) {
       this.offline = storageError(`writing ${this.dir} failed: ${(err as Error).message}`, err);
@@ -255,7 +274,7 @@ export abstract class LocalLog {
     }
   }
 
-  private advanceHighWatermark(offset: bigint): void {
+  protected advanceHighWatermark(offset: bigint): void {
     if (offset <= this._highWatermark) return;
     this._highWatermark = offset;
     this.producers.onHighWatermark(offset);
@@ -284,7 +303,7 @@ export abstract class LocalLog {
     this.flushTimer.unref();
   }
 
-  private track(p: Promise<unknown>, what: string): void {
+  protected track(p: Promise<unknown>, what: string): void {
     const q = p.catch((err: unknown) => this.logger.error({ err, dir: this.dir }, `${what} failed`));
     const background = (this.background ??= new Set());
     background.add(q);
@@ -313,7 +332,7 @@ export abstract class LocalLog {
 
   /** Periodic work: roll by segment.ms, retention by time and size, flush by flush.ms. */
   async maintenance(now: number): Promise<void> {
-    if (this.closed || this.offline !== null) return;
+    if (this.closed || this.offline !== null || this.truncating) return;
     const seg = this.active;
     if (!seg.isEmpty && now - seg.created > this.config.segmentMs) this.roll(now);
     this.deleteOldSegments(now, true);

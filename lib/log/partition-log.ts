@@ -75,6 +75,8 @@ export class PartitionLog {
   private closed = false;
   /** leader-epoch-checkpoint read for OffsetForLeaderEpoch while the log is not open. */
   private epochs: LeaderEpochCache | null = null;
+  /** Replicated: the replication layer moves the high watermark (see useExternalHighWatermark); else null. */
+  private externalHw: { onWritten: ((writtenEndOffset: bigint) => void) | null } | null = null;
 
   private constructor(
     dataDir: string,
@@ -185,6 +187,7 @@ export class PartitionLog {
       throw this.failed;
     }
     if (log.currentConfig !== this.config) log.updateConfig(this.config);
+    if (this.externalHw !== null) log.useExternalHighWatermark(this.externalHw.onWritten);
     this.log = log;
     this.epochs = null;
     this.opening = null;
@@ -269,6 +272,14 @@ export class PartitionLog {
   get highWatermark(): bigint {
     return this.log?.highWatermark ?? this.state.logEndOffset;
   }
+  /**
+   * The end of the data that reached the kernel (or the disk under flush.policy=always): what the
+   * leader counts as its own log end for the high watermark. `logEndOffset` is the next offset
+   * (data below it is readable, some perhaps still being written): where a follower fetches from.
+   */
+  get writtenEndOffset(): bigint {
+    return this.log?.writtenEndOffset ?? this.state.logEndOffset;
+  }
   get latestEpoch(): number {
     return this.log?.latestEpoch ?? this.closedEpochs().latestEpoch;
   }
@@ -349,6 +360,66 @@ export class PartitionLog {
    */
   appendAsync(records: Buffer, opts: AppendOptions): Promise<AppendResult> {
     return this.withLog((log) => log.appendAsync(records, opts));
+  }
+
+  /**
+   * Replication, follower side: appends the leader's entries (one or more stored entries, as a
+   * Fetch returned them) as they are: their offsets, leader epochs, producer ids and timestamps.
+   * Checked at the header level (CRC, magic, codec; compressed magic 0/1 wrappers are opened to
+   * count their messages); the first must start at the log end offset and each later one right
+   * after the one before, else UNKNOWN_SERVER_ERROR (Kafka's UnexpectedAppendOffsetException: the
+   * fetch position and the log disagree, a bug or a race with a truncation, not a client error)
+   * and nothing changes. A partial entry at the end is left out (fetched again). The leader epochs,
+   * producer state, transaction index and indexes follow the entries. Waits for leader appends
+   * still in the pipeline.
+   */
+  appendAsFollower(records: Buffer, opts: { now?: number } = {}): Promise<AppendResult> {
+    return this.withLog((log) =>
+      log.pendingAppends === 0
+        ? log.appendAsFollower(records, opts.now)
+        : log.settleAppends().then(() => log.appendAsFollower(records, opts.now)),
+    );
+  }
+
+  /**
+   * Replication: from now on the high watermark moves only by setHighWatermark, not when appended
+   * data is written (the single-node default); it stays where it is. `onWritten` is told each move
+   * of writtenEndOffset (the leader recomputes the minimum over the ISR then).
+   */
+  useExternalHighWatermark(onWritten: ((writtenEndOffset: bigint) => void) | null = null): void {
+    this.externalHw = { onWritten };
+    this.log?.useExternalHighWatermark(onWritten);
+  }
+
+  /** Back to the default: the high watermark follows the written data (moves there now). */
+  useLocalHighWatermark(): void {
+    this.externalHw = null;
+    this.log?.useLocalHighWatermark();
+  }
+
+  /**
+   * Moves the high watermark (leader: the minimum log end over the ISR; follower: min(the leader's
+   * high watermark, its own log end)), clamped to [logStartOffset, logEndOffset]; never backwards.
+   * Returns the high watermark now. Needs the open log.
+   */
+  setHighWatermark(offset: bigint): bigint {
+    return this.requireLog('high watermark').setHighWatermark(offset);
+  }
+
+  /**
+   * Replication: removes every entry at or after `offset` (an entry straddling it goes whole) with
+   * its index entries, leader epochs, aborted-transaction entries and producer state; the high
+   * watermark comes down with it. Below the log start it starts over there (truncateFullyAndStartAt).
+   * Waits for appends and writes in flight; appends meanwhile are refused (retriable). Resolves to
+   * whether anything was removed.
+   */
+  truncateTo(offset: bigint): Promise<boolean> {
+    return this.withLog((log) => log.truncateTo(offset));
+  }
+
+  /** Replication: empties the log, which then starts and ends at `offset` (the leader's log start was above the fetch offset). */
+  truncateFullyAndStartAt(offset: bigint): Promise<void> {
+    return this.withLog((log) => log.truncateFullyAndStartAt(offset));
   }
 
   /** Whole stored entries from the one holding fetchOffset, up to maxBytes (KIP-74 with minOneMessage). */

@@ -1,7 +1,8 @@
 /**
- * An open partition log (Kafka's UnifiedLog, one node): validated appends with offsets assigned
+ * An open partition log (Kafka's UnifiedLog): validated leader appends with offsets assigned
  * synchronously (and the reserve → convert → commit pipeline), producer-state checks, reads by
- * offset and timestamp, leader-epoch lookups and DeleteRecords, over LocalLog's files.
+ * offset and timestamp, leader-epoch lookups and DeleteRecords, over ReplicaLog (follower appends,
+ * truncation, the replicated high watermark) and LocalLog's files.
  */
 import fsp from 'node:fs/promises';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
@@ -10,7 +11,7 @@ import type { LogConfig } from './log-config.js';
 import { EMPTY_READ, readSegment } from './log-read.js';
 import type { ReadLimits, ReadResult } from './log-read.js';
 import type { LogSummary } from './log-summary.js';
-import { LocalLog } from './local-log.js';
+import { ReplicaLog } from './replica-log.js';
 import type { PartitionLogOptions } from './local-log.js';
 import type { IoStats, LogSegment } from './segment.js';
 import { convertForAppend, planAppend, rebaseConverted } from './convert.js';
@@ -45,7 +46,7 @@ export interface TxnMarker {
   commit: boolean;
 }
 
-export class UnifiedLog extends LocalLog {
+export class UnifiedLog extends ReplicaLog {
   /**
    * Appends waiting for their CPU work or for an earlier one, in reservation (= commit) order: made
    * by the first append that reserves (the conversion pipeline; a log only appended to inline, or
@@ -95,6 +96,11 @@ export class UnifiedLog extends LocalLog {
 
   protected drainAppends(): Promise<void> {
     return this.commitQueue === null ? Promise.resolve() : this.commitQueue.drain();
+  }
+
+  /** Settles once the appends in the pipeline now (and those queued meanwhile) committed or failed. */
+  settleAppends(): Promise<void> {
+    return this.drainAppends();
   }
 
   /** The runner of conversion work given to this log (the fetch path's down-conversion uses it too). */

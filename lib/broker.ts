@@ -27,6 +27,8 @@ import type { MetricsSource, PrometheusExporter } from './observability/promethe
 import { Readiness } from './observability/readiness.js';
 import type { RequestTiming } from './observability/request-timing.js';
 import { Purgatory } from './replica/purgatory.js';
+import { ReplicaFetcherManager } from './replica/replica-fetcher.js';
+import { Replication } from './replica/replication.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { ensureTopics, type TopicSpec } from './topic-spec.js';
 import { TopicManager, type TopicLogs } from './topics.js';
@@ -72,6 +74,7 @@ export class Broker {
   private logManager!: LogManager;
   private metadata!: MetadataStore;
   private appendPool: AppendPool | null = null;
+  private replication: Replication | undefined;
   private stopping: Promise<void> | null = null;
   private readonly declaredTopics: readonly TopicSpec[];
   /** Aborts background start-up work (the advertised-listener check) on stop. */
@@ -135,6 +138,9 @@ export class Broker {
     const purgatory = new Purgatory();
     this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);
     const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger, this.appendPool);
+    // clusters: made before the logs load, so that every replica's high watermark is driven by it
+    const replication = topics.clustered ? this.makeReplication(topics, purgatory) : undefined;
+    this.replication = replication;
     const groups = createGroupCoordinator({
       config: this.config,
       logger: this.logger,
@@ -142,6 +148,7 @@ export class Broker {
       topics,
       metadata: this.metadata,
       notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b),
+      replication: () => replication,
     });
     // a cluster's brokers hand out producer ids from disjoint ranges
     const producerIds = await ProducerIdManager.open(dataDir, undefined, topics.clustered ? BigInt(this.config.nodeId) << 40n : 0n);
@@ -161,6 +168,7 @@ export class Broker {
       metadata: this.metadata,
       topics,
       purgatory,
+      replication,
       groups,
       txn,
       logger: this.logger,
@@ -174,6 +182,7 @@ export class Broker {
       },
     };
     await topics.loadAll();
+    replication?.start();
     await groups.startup();
     this.readiness.add('group coordinator', groups.whenLoaded());
     topics.onTopicsChanged((topic, change) => {
@@ -258,6 +267,29 @@ export class Broker {
       signal: this.background.signal,
     }).catch(() => undefined);
     return this;
+  }
+
+  /** Clusters: the replication layer, with one replica fetcher per leader this broker follows. */
+  private makeReplication(topics: TopicManager, purgatory: Purgatory): Replication {
+    const c = this.config;
+    const listener = c.string('inter.broker.listener.name') ?? parseListener(c.list('listeners')[0] ?? 'PLAINTEXT://:9092').name;
+    const addressOf = (nodeId: number) => {
+      const b = this.metadata.brokers().find((x) => x.nodeId === nodeId);
+      const ep = b?.endpoints.find((e) => e.listener === listener) ?? b?.endpoints[0];
+      return ep === undefined ? undefined : { host: ep.host, port: ep.port };
+    };
+    const followers = new ReplicaFetcherManager(addressOf, {
+      replicaId: c.nodeId,
+      clientId: `gregor-replica-fetcher-${c.nodeId}`,
+      maxWaitMs: c.int('replica.fetch.wait.max.ms'),
+      minBytes: c.int('replica.fetch.min.bytes'),
+      maxBytes: c.int('replica.fetch.response.max.bytes'),
+      partitionMaxBytes: c.int('replica.fetch.max.bytes'),
+      backoffMs: c.int('replica.fetch.backoff.ms'),
+      requestTimeoutMs: c.int('replica.socket.timeout.ms'),
+      logger: this.logger.child({ component: 'replica-fetcher' }),
+    });
+    return new Replication({ metadata: this.metadata, topics, purgatory, followers, config: c, logger: this.logger.child({ component: 'replication' }) });
   }
 
   /** The metadata store metadata.store names: the data dir's file (local), or etcd (loaded only then). */
@@ -372,6 +404,8 @@ export class Broker {
       services?.txn.shutdown();
       services?.purgatory.expireAll();
       await Promise.all(this.servers.map((s) => s.server.close(10_000)));
+      // no follower appends once the logs are being closed
+      await this.replication?.stop();
       await adminClosed;
       services?.purgatory.expireAll();
       await metadata?.persisted();

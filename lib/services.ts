@@ -5,6 +5,7 @@ import type { MetadataStore } from './metadata/store.js';
 import type { GroupCoordinator } from './group/coordinator.js';
 import type { BrokerMetrics } from './observability/broker-metrics.js';
 import type { Purgatory } from './replica/purgatory.js';
+import type { Replication } from './replica/replication.js';
 import type { TopicManager } from './topics.js';
 import type { TransactionCoordinator } from './txn/coordinator.js';
 
@@ -21,6 +22,8 @@ export interface BrokerServices {
   readonly metadata: MetadataStore;
   readonly topics: TopicManager;
   readonly purgatory: Purgatory;
+  /** Clusters: followers, high watermarks, the ISR and acks=all (undefined on one node). */
+  readonly replication: Replication | undefined;
   /** Consumer groups and committed offsets (on __consumer_offsets). */
   readonly groups: GroupCoordinator;
   /** Producer ids, transactions (on __transaction_state) and their markers. */

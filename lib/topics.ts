@@ -356,13 +356,6 @@ export class TopicManager {
         `Replication factor: ${rf} larger than available brokers: ${live.length}.`,
       );
     }
-    if (rf > 1) {
-      // followers do not fetch from leaders yet: a second replica would be a copy in name only
-      throw new TopicError(
-        ErrorCode.INVALID_REPLICATION_FACTOR,
-        `Replication factor: ${rf} is not supported yet: gregor clusters place each partition on one broker until follower replication lands.`,
-      );
-    }
     for (const a of assignments) {
       if (a.length !== rf || a.some((b) => !live.includes(b)) || new Set(a).size !== a.length) {
         throw new TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, `Replica assignment ${JSON.stringify(a)} names unknown brokers.`);

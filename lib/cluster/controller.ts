@@ -117,14 +117,18 @@ export class Controller {
   /**
    * Changes a partition's ISR for its leader (Kafka's AlterPartition): the leader and partition epochs
    * must be current, the ISR must hold the leader and only live replicas. Resolves with the new state.
+   * `asLeader`: the partition's leader asks on a broker that may not be the controller; the write is
+   * then guarded by the partition's revision alone (fenced as usual when this broker is the controller).
    */
   async alterPartition(
     topic: string,
     partition: number,
     req: { leaderEpoch: number; partitionEpoch: number; isr: readonly number[] },
+    opts: { asLeader?: boolean } = {},
   ): Promise<PartitionState> {
     const fence = this.currentFence();
-    if (fence === undefined) throw new MetadataWriteError(ErrorCode.NOT_CONTROLLER, `Broker ${this.host.nodeId} is not the controller.`);
+    if (fence === undefined && opts.asLeader !== true)
+      throw new MetadataWriteError(ErrorCode.NOT_CONTROLLER, `Broker ${this.host.nodeId} is not the controller.`);
     const entry = this.host.state.partition(topic, partition);
     const t = this.host.state.topics.get(topic);
     if (entry === undefined || t === undefined)
@@ -158,7 +162,7 @@ export class Controller {
       fence,
     );
     if (!ok) {
-      if (this.currentFence() === undefined)
+      if (opts.asLeader !== true && this.currentFence() === undefined)
         throw new MetadataWriteError(ErrorCode.NOT_CONTROLLER, `Broker ${this.host.nodeId} is no longer the controller.`);
       throw new MetadataWriteError(
         ErrorCode.INVALID_UPDATE_VERSION,
@@ -171,11 +175,14 @@ export class Controller {
   /**
    * Writes partition states in transactions of at most MAX_TXN_OPS operations, each fenced by `fence`
    * (and by every partition's and topic's revision). True when every batch committed; the copy then
-   * holds them. A false answer may leave earlier batches committed.
+   * holds them. A false answer may leave earlier batches committed. Without a fence (a partition's
+   * leader changing its ISR) only the revisions guard the write: it commits only onto the state the
+   * leader saw, so an election in between makes it fail.
    */
-  async writePartitions(changes: readonly PartitionChange[], fence: ControllerFence): Promise<boolean> {
+  async writePartitions(changes: readonly PartitionChange[], fence: ControllerFence | undefined): Promise<boolean> {
     const { keys } = this.host;
-    const fenceCompares = [createdAt(keys.controller, fence.createRevision), valueIs(keys.controllerEpoch, String(fence.epoch))];
+    const fenceCompares =
+      fence === undefined ? [] : [createdAt(keys.controller, fence.createRevision), valueIs(keys.controllerEpoch, String(fence.epoch))];
     let i = 0;
     while (i < changes.length) {
       const compare = [...fenceCompares];

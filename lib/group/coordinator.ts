@@ -53,6 +53,8 @@ export interface CoordinatorDeps {
   leads?(partition: number): boolean;
   /** Clusters: the leader epoch of the offsets partition, stamped on the coordinator's batches (one node: 0). */
   leaderEpoch?(partition: number): number;
+  /** Clusters: waits until the ISR holds the offsets partition up to `endOffset` (the coordinator writes with acks=all); NONE or an error. */
+  awaitCommitted?(partition: number, endOffset: bigint): Promise<number>;
   topicByName: (name: string) => { topicId: string; partitions: number } | undefined;
   topicName: (topicId: string) => string | undefined;
   /** Every topic name, for KIP-848 regex subscriptions (none when absent). */
@@ -463,6 +465,10 @@ export class GroupCoordinator {
       const { info, written } = log.append(batch, { leaderEpoch: this.deps.leaderEpoch?.(p) ?? 0, origin: AppendOrigin.COORDINATOR });
       await written;
       this.deps.notifyAppend(OFFSETS_TOPIC, p, batch.length);
+      if (this.deps.awaitCommitted !== undefined) {
+        const errorCode = await this.deps.awaitCommitted(p, info.lastOffset + 1n);
+        if (errorCode !== ErrorCode.NONE) return { errorCode, offset: -1n };
+      }
       return { errorCode: ErrorCode.NONE, offset: info.firstOffset };
     } catch (e) {
       this.logger.warn({ err: e, group: groupId, partition: p, code: 'GREGOR_ERR_GROUP_WRITE' }, `failed to write to ${OFFSETS_TOPIC}`);

@@ -6,6 +6,8 @@ import type { Purgatory } from '../replica/purgatory.js';
 import type { TopicManager } from '../topics.js';
 import { GroupCoordinator } from './coordinator.js';
 import { OFFSETS_TOPIC } from './records.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { Replication } from '../replica/replication.js';
 
 export { GroupCoordinator } from './coordinator.js';
 export { OFFSETS_TOPIC, partitionFor } from './records.js';
@@ -17,6 +19,8 @@ export interface GroupCoordinatorWiring {
   topics: TopicManager;
   metadata: MetadataStore;
   notifyAppend(topic: string, partition: number, bytes: number): void;
+  /** Clusters: the replication layer (made after the coordinator). */
+  replication?: () => Replication | undefined;
 }
 
 export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordinator {
@@ -31,7 +35,7 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
           {
             name: OFFSETS_TOPIC,
             numPartitions,
-            replicationFactor: -1,
+            replicationFactor: w.config.int('offsets.topic.replication.factor'),
             configs: { 'cleanup.policy': 'compact', 'compression.type': 'producer', 'segment.bytes': '104857600' },
           },
           { internal: true },
@@ -44,6 +48,9 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
       ? {
           leads: (p: number) => w.topics.partition(OFFSETS_TOPIC, p) !== undefined,
           leaderEpoch: (p: number) => w.topics.leaderEpoch(OFFSETS_TOPIC, p),
+          awaitCommitted: (p: number, endOffset: bigint) =>
+            w.replication?.()?.awaitCommitted(OFFSETS_TOPIC, p, endOffset, w.config.int('offsets.commit.timeout.ms'), 1) ??
+            Promise.resolve(ErrorCode.NONE),
         }
       : {}),
     topicByName(name) {

@@ -13,6 +13,7 @@ import { LogError, type PartitionLog } from '../log/partition-log.js';
 import type { TopicLogs } from '../topics.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
+import { fetchReplicaId, replicaFetch } from './fetch-replica.js';
 import { defineHandler, type RequestContext } from './types.js';
 
 const READ_COMMITTED = 1;
@@ -247,6 +248,10 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
     if (ctx.apiVersion >= 7 && (req.sessionId ?? 0) !== 0) {
       // No fetch sessions yet: an incremental fetch names a session we never created.
       return { throttleTimeMs: 0, errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
+    }
+    if (s.replication !== undefined) {
+      const replicaId = fetchReplicaId(req, ctx.apiVersion);
+      if (replicaId >= 0) return replicaFetch(req, ctx, replicaId, s.replication);
     }
     const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;
     await recoverFetched(req, ctx);

@@ -3,9 +3,6 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse } from '../../protocol/generated/offset-for-leader-epoch.js';
 import { defineHandler } from './types.js';
 
-/** The current leader epoch of every partition on a single node. */
-const CURRENT_EPOCH = 0;
-
 export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>({
   apiKey: ApiKey.OffsetForLeaderEpoch,
   minVersion: 2,
@@ -31,17 +28,19 @@ export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochReq
               endOffset: -1n,
             };
           if (!log.servable) return { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
+          // one node: 0 for every partition; a cluster: the partition's epoch from the controller
+          const currentEpoch = ctx.services.topics.leaderEpoch(t.topic, p.partition);
           const current = p.currentLeaderEpoch ?? -1;
-          if (current > CURRENT_EPOCH)
+          if (current > currentEpoch)
             return { errorCode: ErrorCode.UNKNOWN_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
-          if (current !== -1 && current < CURRENT_EPOCH)
+          if (current !== -1 && current < currentEpoch)
             return { errorCode: ErrorCode.FENCED_LEADER_EPOCH, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
           // Kafka's leader puts its current epoch in the leader-epoch cache at the log end offset when it
           // becomes leader (Partition.makeLeader), so LeaderEpochFileCache.endOffsetFor answers the current
           // epoch with the log end offset even before anything is written in it. Here the cache learns
-          // epoch 0 only from the first append: answer the current epoch directly, whatever the cache holds.
-          if (p.leaderEpoch === CURRENT_EPOCH)
-            return { errorCode: ErrorCode.NONE, partition: p.partition, leaderEpoch: CURRENT_EPOCH, endOffset: log.logEndOffset };
+          // epoch only from the first append in it: answer the current epoch directly, whatever the cache holds.
+          if (p.leaderEpoch === currentEpoch)
+            return { errorCode: ErrorCode.NONE, partition: p.partition, leaderEpoch: currentEpoch, endOffset: log.logEndOffset };
           const r = log.endOffsetForEpoch(p.leaderEpoch);
           return { errorCode: ErrorCode.NONE, partition: p.partition, leaderEpoch: r.leaderEpoch, endOffset: r.endOffset };
         }),

@@ -118,8 +118,14 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             if (bad !== undefined) return failed(pd.index, bad.errorCode, bad.message);
             // as Kafka: unknown partitions and invalid records are answered before the acks check (ReplicaManager's)
             if (!validAcks) return failed(pd.index, ErrorCode.INVALID_REQUIRED_ACKS);
-            if (req.acks === -1 && minInsyncReplicas(ctx, td.name) > 1) {
-              return failed(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS, 'The size of the current ISR 1 is insufficient to satisfy min.isr');
+            const minIsr = req.acks === -1 ? minInsyncReplicas(ctx, td.name) : 0;
+            const isrSize = s.replication === undefined ? 1 : s.replication.isrSize(td.name, pd.index);
+            if (minIsr > isrSize) {
+              return failed(
+                pd.index,
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                `The size of the current ISR ${isrSize} is insufficient to satisfy the min.isr requirement of ${minIsr}`,
+              );
             }
             const txnProducer = transactionalId === null ? null : transactionalProducer(pd.records);
             if (txnProducer !== null && transactionalId !== null) {
@@ -131,8 +137,7 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             try {
               const { info, written } = await log.appendAsync(pd.records, { leaderEpoch: s.topics.leaderEpoch(td.name, pd.index) });
               s.metrics.topics.produced(td.name, info.recordCount, size);
-              writes.push(written.then(() => s.notifyAppend(td.name, pd.index, size)));
-              return {
+              const res: ProduceResponsePartitionProduceResponse = {
                 index: pd.index,
                 errorCode: ErrorCode.NONE,
                 baseOffset: info.firstOffset,
@@ -141,6 +146,18 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
                 recordErrors: [],
                 errorMessage: null,
               };
+              const replication = s.replication;
+              if (req.acks === -1 && replication !== undefined) {
+                // a cluster's acks=all: answered once the ISR has it (the high watermark passed it)
+                writes.push(
+                  written.then(async () => {
+                    s.notifyAppend(td.name, pd.index, size);
+                    const code = await replication.awaitCommitted(td.name, pd.index, info.lastOffset + 1n, req.timeoutMs, minIsr);
+                    if (code !== ErrorCode.NONE) Object.assign(res, failed(pd.index, code));
+                  }),
+                );
+              } else writes.push(written.then(() => s.notifyAppend(td.name, pd.index, size)));
+              return res;
             } catch (e) {
               if (e instanceof LogError) {
                 ctx.logger.debug({ topic: td.name, partition: pd.index, errorCode: e.errorCode, msg: e.message }, 'produce rejected');

@@ -212,6 +212,16 @@ export class EtcdMetadataStore implements MetadataStore {
     await this.rewriteTopic(name, (t) => ({ ...t.record, configs: { ...configs }, replicas: t.replicas }));
   }
 
+  alterIsr(
+    topic: string,
+    partition: number,
+    req: { leaderEpoch: number; partitionEpoch: number; isr: readonly number[] },
+  ): Promise<PartitionState> {
+    if (this.controller === undefined)
+      return Promise.reject(new MetadataWriteError(ErrorCode.INVALID_REQUEST, 'this store was opened without a controller'));
+    return this.controller.alterPartition(topic, partition, req, { asLeader: true });
+  }
+
   async register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void> {
     if (info.nodeId !== this.nodeId) throw new Error(`register: node id ${info.nodeId} is not this store's ${this.nodeId}`);
     await this.session.register({ nodeId: info.nodeId, rack: info.rack, endpoints: [...info.endpoints] });

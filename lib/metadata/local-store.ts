@@ -163,6 +163,12 @@ export class LocalMetadataStore implements MetadataStore {
     return this.nodeId;
   }
 
+  alterIsr(topic: string, partition: number): Promise<PartitionState> {
+    return Promise.reject(
+      new MetadataWriteError(ErrorCode.INVALID_REQUEST, `${topic}-${partition}: one node has no followers, its ISR never changes`),
+    );
+  }
+
   register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void> {
     this.self = { ...info, brokerEpoch: 0 };
     this.emit({ kind: 'brokers' });

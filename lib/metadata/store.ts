@@ -122,6 +122,16 @@ export interface MetadataStore {
   setPartitionCount(name: string, partitions: number): Promise<void>;
   setConfigs(name: string, configs: Record<string, string>): Promise<void>;
 
+  /**
+   * The partition's leader changes its ISR (shrink or expand): `leaderEpoch` and `partitionEpoch` must be
+   * the current ones. Resolves with the new state; rejects with MetadataWriteError (FENCED_LEADER_EPOCH,
+   * INVALID_UPDATE_VERSION when the state moved on, INELIGIBLE_REPLICA, INVALID_REQUEST). One node: never called.
+   */
+  alterIsr(
+    topic: string,
+    partition: number,
+    req: { leaderEpoch: number; partitionEpoch: number; isr: readonly number[] },
+  ): Promise<PartitionState>;
   /** Registers this broker (after its listeners are bound, so ports are known). */
   register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void>;
   /** Called on every change, after the store's state reflects it. */

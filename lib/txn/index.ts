@@ -36,7 +36,7 @@ export function createTransactionCoordinator(w: TxnCoordinatorWiring): Transacti
           {
             name: TRANSACTION_STATE_TOPIC,
             numPartitions,
-            replicationFactor: -1,
+            replicationFactor: w.config.int('transaction.state.log.replication.factor'),
             configs: {
               'cleanup.policy': 'compact',
               'compression.type': 'uncompressed',

@@ -14,7 +14,7 @@ export class MemoryLog implements OffsetsLog {
   /** When set, appends fail with this error. */
   failWith: Error | null = null;
 
-  append(records: Buffer): { info: { firstOffset: bigint }; written: Promise<void> } {
+  append(records: Buffer): { info: { firstOffset: bigint; lastOffset: bigint }; written: Promise<void> } {
     if (this.failWith !== null) throw this.failWith;
     const copy = Buffer.from(records);
     const b = RecordBatch.at(copy);
@@ -22,7 +22,7 @@ export class MemoryLog implements OffsetsLog {
     b.setBaseOffset(firstOffset);
     this.logEndOffset = b.nextOffset;
     this.batches.push(copy);
-    return { info: { firstOffset }, written: Promise.resolve() };
+    return { info: { firstOffset, lastOffset: b.nextOffset - 1n }, written: Promise.resolve() };
   }
 
   read(fetchOffset: bigint): Promise<{ records: Buffer[] }> {

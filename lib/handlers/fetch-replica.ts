@@ -1,0 +1,104 @@
+/**
+ * Fetch from a follower (a replica id ≥ 0, in a cluster): Kafka's leader side of replication. Reads
+ * go up to the log end offset, not the high watermark; each partition's fetch offset is the
+ * follower's log end offset, handed to the replication layer (high watermark, ISR); the follower's
+ * leader epoch must be the current one. Idle followers long-poll on the connection's fetch watch
+ * (woken by appends and by high watermark moves).
+ */
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { FetchRequest, FetchResponse, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
+import { LogError, type PartitionLog } from '../log/partition-log.js';
+import { fetchWatchFor } from '../replica/fetch-watch.js';
+import type { Replication } from '../replica/replication.js';
+import type { RequestContext } from './types.js';
+
+const ZERO_UUID = '0'.repeat(32);
+const EMPTY = Buffer.alloc(0);
+
+/** The replica id a Fetch carries: the field up to v14, the replica state from v15 (-1: a consumer). */
+export function fetchReplicaId(req: FetchRequest, apiVersion: number): number {
+  return apiVersion >= 15 ? (req.replicaState?.replicaId ?? -1) : (req.replicaId ?? -1);
+}
+
+function result(partitionIndex: number, errorCode: number, log: PartitionLog | undefined, records: Buffer = EMPTY): FetchResponsePartitionData {
+  return {
+    partitionIndex,
+    errorCode,
+    highWatermark: log?.highWatermark ?? -1n,
+    lastStableOffset: log?.lastStableOffset ?? -1n,
+    logStartOffset: log?.logStartOffset ?? -1n,
+    abortedTransactions: null,
+    preferredReadReplica: -1,
+    records,
+  };
+}
+
+export async function replicaFetch(req: FetchRequest, ctx: RequestContext, replicaId: number, replication: Replication): Promise<FetchResponse> {
+  const s = ctx.services;
+  const byId = ctx.apiVersion >= 13;
+  const read = async (): Promise<{ responses: FetchResponse['responses']; total: number; caughtUp: boolean; logs: PartitionLog[] }> => {
+    let budget = req.maxBytes ?? 0x7fffffff;
+    let total = 0;
+    let caughtUp = true;
+    const logs: PartitionLog[] = [];
+    const responses: FetchResponse['responses'] = [];
+    for (const t of req.topics) {
+      const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
+      const partitions: FetchResponsePartitionData[] = [];
+      for (const p of t.partitions) {
+        if (rec === undefined) {
+          partitions.push(result(p.partition, byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, undefined));
+          continue;
+        }
+        const log = s.topics.partition(rec.name, p.partition);
+        if (log === undefined || !log.servable) {
+          partitions.push(result(p.partition, log === undefined ? s.topics.notHereError(rec.name, p.partition) : ErrorCode.KAFKA_STORAGE_ERROR, undefined));
+          continue;
+        }
+        const epoch = s.topics.leaderEpoch(rec.name, p.partition);
+        const asked = p.currentLeaderEpoch ?? -1;
+        if (asked >= 0 && asked !== epoch) {
+          partitions.push(result(p.partition, asked < epoch ? ErrorCode.FENCED_LEADER_EPOCH : ErrorCode.UNKNOWN_LEADER_EPOCH, log));
+          continue;
+        }
+        const logEnd = log.logEndOffset;
+        if (p.fetchOffset < log.logStartOffset || p.fetchOffset > logEnd) {
+          partitions.push(result(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, log));
+          continue;
+        }
+        const code = replication.followerFetched(rec.name, p.partition, replicaId, p.fetchOffset);
+        if (code !== ErrorCode.NONE) {
+          partitions.push(result(p.partition, code, log));
+          continue;
+        }
+        logs.push(log);
+        if (p.fetchOffset >= logEnd) {
+          partitions.push(result(p.partition, ErrorCode.NONE, log));
+          continue;
+        }
+        caughtUp = false;
+        try {
+          const limit = Math.max(0, Math.min(p.partitionMaxBytes, budget));
+          const { records, size } = await log.read(p.fetchOffset, limit, { minOneMessage: total === 0, maxOffset: logEnd });
+          budget -= size;
+          total += size;
+          const bytes = records.length === 0 ? EMPTY : records.length === 1 ? (records[0] ?? EMPTY) : Buffer.concat(records, size);
+          partitions.push(result(p.partition, ErrorCode.NONE, log, bytes));
+        } catch (e) {
+          if (!(e instanceof LogError)) throw e;
+          partitions.push(result(p.partition, e.errorCode, log));
+        }
+      }
+      responses.push({ topic: rec?.name ?? t.topic ?? '', topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID, partitions });
+    }
+    return { responses, total, caughtUp, logs };
+  };
+  let r = await read();
+  if (r.caughtUp && r.logs.length > 0 && req.maxWaitMs > 0 && req.minBytes > 0) {
+    const parkedAt = performance.now();
+    await fetchWatchFor(s.purgatory, ctx.conn).wait(r.logs, req.maxWaitMs, () => true);
+    if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
+    r = await read();
+  }
+  return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, sessionId: 0, responses: r.responses };
+}

@@ -1,0 +1,362 @@
+/**
+ * Replication in a cluster (metadata.store=etcd), Kafka's Partition/ReplicaManager in our terms. For
+ * every partition this broker holds a replica of, the controller's partition state says its role:
+ * - leader: its followers' fetch offsets are their log end offsets; the high watermark is the
+ *   smallest log end offset in the ISR (this broker's own: what it has written); acks=all appends
+ *   complete once the high watermark passes them; a follower that caught up joins the ISR and one
+ *   that lags more than replica.lag.time.max.ms leaves it (both through the store's alterIsr);
+ * - follower: the replica fetchers (lib/replica/replica-fetcher.ts) keep the log in step with the
+ *   leader's, and set its high watermark from the leader's;
+ * - neither (no leader): nothing is fetched until the controller elects one.
+ * Every local replica's high watermark is driven from here (PartitionLog.useExternalHighWatermark).
+ */
+import type { Logger } from 'pino';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { BrokerConfig } from '../config.js';
+import type { PartitionLog } from '../log/partition-log.js';
+import type { MetadataChange, MetadataStore, PartitionState } from '../metadata/store.js';
+import { MetadataWriteError } from '../metadata/store.js';
+import type { TopicManager } from '../topics.js';
+import type { Purgatory } from './purgatory.js';
+
+/** What a follower needs to fetch a partition (the replica fetchers' view). */
+export interface FollowedPartition {
+  topic: string;
+  topicId: string;
+  partition: number;
+  log: PartitionLog;
+  leaderEpoch: number;
+}
+
+/** The replica fetchers, one per leader this broker follows. */
+export interface Followers {
+  follow(p: FollowedPartition, leaderId: number): Promise<void>;
+  unfollow(topic: string, partition: number): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+interface FollowerProgress {
+  /** The follower's log end offset (its last fetch offset); -1 until it fetches under this leadership. */
+  logEndOffset: bigint;
+  /** When it last had everything the leader had (Kafka's lastCaughtUpTimeMs). */
+  lastCaughtUpMs: number;
+  /** When it fetched last, and the leader's log end offset then. */
+  lastFetchMs: number;
+  leaderEndAtLastFetch: bigint;
+}
+
+interface Waiter {
+  offset: bigint;
+  /** The min.insync.replicas the append was made under. */
+  minIsr: number;
+  resolve(errorCode: number): void;
+  timer: NodeJS.Timeout;
+}
+
+/** A partition this broker leads. */
+class Led {
+  readonly followers = new Map<number, FollowerProgress>();
+  /** acks=all appends waiting for the high watermark, in offset order. */
+  waiters: Waiter[] = [];
+  /** An ISR change this leader asked for and has no answer to yet. */
+  altering = false;
+  /** The log end offset when this leadership began (a follower must reach it to join the ISR, as Kafka requires); -1 until the log is open. */
+  epochStartOffset = -1n;
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly log: PartitionLog,
+    public state: PartitionState,
+    now: number,
+  ) {
+    this.resetFollowers(now);
+  }
+
+  /** Kafka starts every follower's clock at the election: ISR members get the lag time to show up. */
+  resetFollowers(now: number): void {
+    for (const r of this.state.replicas) {
+      if (this.followers.has(r)) continue;
+      this.followers.set(r, { logEndOffset: -1n, lastCaughtUpMs: now, lastFetchMs: 0, leaderEndAtLastFetch: -1n });
+    }
+    for (const r of this.followers.keys()) if (!this.state.replicas.includes(r)) this.followers.delete(r);
+  }
+}
+
+/** Where a partition's acks=all wait ends: NONE once replicated to the ISR, an error otherwise. */
+export type CommitOutcome = number;
+
+const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+/** Bytes passed to a consumer's long poll when the high watermark moves (any amount completes a wait of min_bytes 1). */
+const HIGH_WATERMARK_MOVED = 1 << 30;
+
+export class Replication {
+  private readonly led = new Map<string, Led>();
+  /** Partitions followed, with the leader and epoch they are followed at. */
+  private readonly following = new Map<string, { leader: number; leaderEpoch: number }>();
+  private readonly lagMaxMs: number;
+  private readonly nodeId: number;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: {
+      metadata: MetadataStore;
+      topics: TopicManager;
+      purgatory: Purgatory;
+      followers: Followers;
+      config: BrokerConfig;
+      logger: Logger;
+      now?: () => number;
+    },
+  ) {
+    this.nodeId = deps.metadata.nodeId;
+    this.lagMaxMs = deps.config.long('replica.lag.time.max.ms') ?? 30000;
+    // every local replica's high watermark is set by the replication layer, whatever its role
+    deps.topics.onPartitionOpened((topic, partition, log) => {
+      log.useExternalHighWatermark(() => this.written(topic, partition));
+    });
+    deps.metadata.onChange((c) => this.changed(c));
+  }
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  /** Applies the current state of every local replica, and starts the ISR lag check. */
+  start(): void {
+    for (const t of this.deps.metadata.topics()) this.applyTopic(t.name);
+    this.timer = setInterval(() => this.checkLag(), Math.max(100, Math.floor(this.lagMaxMs / 2)));
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    for (const l of this.led.values()) this.failWaiters(l, ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    this.led.clear();
+    this.following.clear();
+    await this.deps.followers.shutdown();
+  }
+
+  private changed(c: MetadataChange): void {
+    if (this.stopped) return;
+    if (c.kind === 'partition') this.apply(c.topic, c.partition);
+    else if (c.kind === 'topic' && (c.change === 'created' || c.change === 'partitions')) this.applyTopic(c.topic);
+    else if (c.kind === 'topic' && c.change === 'deleted') this.dropTopic(c.topic);
+  }
+
+  private applyTopic(topic: string): void {
+    const t = this.deps.metadata.topic(topic);
+    if (t === undefined) return;
+    for (let p = 0; p < t.partitions; p++) this.apply(topic, p);
+  }
+
+  private dropTopic(topic: string): void {
+    for (const [k, l] of this.led) {
+      if (l.topic !== topic) continue;
+      this.failWaiters(l, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+      this.led.delete(k);
+    }
+    for (const k of this.following.keys()) {
+      if (!k.startsWith(`${topic}\u0000`)) continue;
+      this.following.delete(k);
+      void this.deps.followers.unfollow(topic, Number(k.slice(topic.length + 1)));
+    }
+  }
+
+  /** Makes this broker's role for the partition match its state: leader, follower or neither. */
+  private apply(topic: string, partition: number): void {
+    const state = this.deps.metadata.partitionState(topic, partition);
+    const log = this.deps.topics.replica(topic, partition);
+    const k = key(topic, partition);
+    const wasLed = this.led.get(k);
+    if (state === undefined || log === undefined || !state.replicas.includes(this.nodeId)) {
+      if (wasLed !== undefined) this.resign(k, wasLed);
+      if (this.following.delete(k)) void this.deps.followers.unfollow(topic, partition);
+      return;
+    }
+    if (state.leader === this.nodeId) {
+      if (this.following.delete(k)) void this.deps.followers.unfollow(topic, partition);
+      if (wasLed !== undefined && wasLed.state.leaderEpoch === state.leaderEpoch) {
+        // same leadership, new ISR (or replicas): keep the followers' progress
+        wasLed.state = state;
+        wasLed.altering = false;
+        wasLed.resetFollowers(this.now());
+        this.failIfUnderMinIsr(wasLed);
+        this.advance(wasLed);
+        return;
+      }
+      if (wasLed !== undefined) this.resign(k, wasLed);
+      const led = new Led(topic, partition, log, state, this.now());
+      this.led.set(k, led);
+      this.deps.logger.info({ topic, partition, leaderEpoch: state.leaderEpoch, isr: state.isr }, 'leading the partition');
+      const begin = () => {
+        led.epochStartOffset = log.logEndOffset;
+        this.advance(led);
+      };
+      if (log.isOpen) begin();
+      else void log.open().then(begin, () => undefined);
+      return;
+    }
+    if (wasLed !== undefined) this.resign(k, wasLed);
+    if (state.leader === -1) {
+      if (this.following.delete(k)) void this.deps.followers.unfollow(topic, partition);
+      return;
+    }
+    const was = this.following.get(k);
+    if (was !== undefined && was.leader === state.leader && was.leaderEpoch === state.leaderEpoch) return;
+    this.following.set(k, { leader: state.leader, leaderEpoch: state.leaderEpoch });
+    const topicId = this.deps.metadata.topic(topic)?.topicId ?? '0'.repeat(32);
+    void this.deps.followers.follow({ topic, topicId, partition, log, leaderEpoch: state.leaderEpoch }, state.leader).catch((err: unknown) =>
+      this.deps.logger.error({ err, topic, partition }, 'following the partition failed'),
+    );
+  }
+
+  private resign(k: string, l: Led): void {
+    this.led.delete(k);
+    this.failWaiters(l, ErrorCode.NOT_LEADER_OR_FOLLOWER);
+  }
+
+  // ---- leader side ----
+
+  /** The leader's own write reached the log: with an ISR of one, that is the new high watermark. */
+  private written(topic: string, partition: number): void {
+    const l = this.led.get(key(topic, partition));
+    if (l !== undefined) this.advance(l);
+  }
+
+  /**
+   * A follower fetched the partition from `fetchOffset` (it holds everything before): its log end
+   * offset. Moves the high watermark, and asks for the follower to join the ISR once it caught up.
+   * Returns the error the fetch answers for this partition (NONE when this broker leads it).
+   */
+  followerFetched(topic: string, partition: number, replicaId: number, fetchOffset: bigint): number {
+    const l = this.led.get(key(topic, partition));
+    if (l === undefined) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
+    const f = l.followers.get(replicaId);
+    if (f === undefined) return ErrorCode.NOT_LEADER_OR_FOLLOWER; // not a replica of this partition
+    const now = this.now();
+    const leaderEnd = l.log.logEndOffset;
+    if (fetchOffset >= leaderEnd) f.lastCaughtUpMs = now;
+    else if (f.leaderEndAtLastFetch >= 0n && fetchOffset >= f.leaderEndAtLastFetch) f.lastCaughtUpMs = Math.max(f.lastCaughtUpMs, f.lastFetchMs);
+    f.logEndOffset = fetchOffset;
+    f.lastFetchMs = now;
+    f.leaderEndAtLastFetch = leaderEnd;
+    this.advance(l);
+    if (!l.state.isr.includes(replicaId) && fetchOffset >= l.log.highWatermark && l.epochStartOffset >= 0n && fetchOffset >= l.epochStartOffset) {
+      this.alterIsr(l, [...l.state.isr, replicaId], 'expand');
+    }
+    return ErrorCode.NONE;
+  }
+
+  /** The ISR's size as this leader sees it (min.insync.replicas checks), 0 when it does not lead. */
+  isrSize(topic: string, partition: number): number {
+    return this.led.get(key(topic, partition))?.state.isr.length ?? 0;
+  }
+
+  /**
+   * Resolves once the partition's high watermark is past `endOffset` (the acks=all append's last
+   * offset + 1) with NONE; REQUEST_TIMED_OUT after `timeoutMs`; NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+   * the ISR shrinks below `minIsr` meanwhile; NOT_LEADER_OR_FOLLOWER when leadership moves.
+   */
+  awaitCommitted(topic: string, partition: number, endOffset: bigint, timeoutMs: number, minIsr: number): Promise<CommitOutcome> {
+    const l = this.led.get(key(topic, partition));
+    if (l === undefined) return Promise.resolve(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    if (l.log.highWatermark >= endOffset) return Promise.resolve(ErrorCode.NONE);
+    if (l.state.isr.length < minIsr) return Promise.resolve(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+    return new Promise((resolve) => {
+      const w: Waiter = {
+        offset: endOffset,
+        minIsr,
+        resolve,
+        timer: setTimeout(() => {
+          l.waiters = l.waiters.filter((x) => x !== w);
+          resolve(ErrorCode.REQUEST_TIMED_OUT);
+        }, timeoutMs),
+      };
+      // appends complete in offset order: almost always at the end
+      let i = l.waiters.length;
+      while (i > 0 && (l.waiters[i - 1]?.offset ?? 0n) > endOffset) i--;
+      l.waiters.splice(i, 0, w);
+    });
+  }
+
+  /** Recomputes the high watermark: the smallest log end offset among the ISR (this broker's: what it wrote). */
+  private advance(l: Led): void {
+    if (!l.log.isOpen) return;
+    let hw = l.log.writtenEndOffset;
+    for (const r of l.state.isr) {
+      if (r === this.nodeId) continue;
+      const f = l.followers.get(r);
+      const leo = f === undefined ? -1n : f.logEndOffset;
+      if (leo < hw) hw = leo;
+    }
+    if (hw < 0n) return;
+    const before = l.log.highWatermark;
+    const after = l.log.setHighWatermark(hw);
+    if (after <= before) return;
+    let done = 0;
+    while (done < l.waiters.length && (l.waiters[done]?.offset ?? 0n) <= after) done++;
+    if (done > 0) {
+      for (const w of l.waiters.splice(0, done)) {
+        clearTimeout(w.timer);
+        w.resolve(ErrorCode.NONE);
+      }
+    }
+    // consumers read up to the high watermark: their long polls wake when it moves
+    this.deps.purgatory.checkAndComplete(l.log, HIGH_WATERMARK_MOVED);
+  }
+
+  private failIfUnderMinIsr(l: Led): void {
+    const keep: Waiter[] = [];
+    for (const w of l.waiters) {
+      if (l.state.isr.length < w.minIsr) {
+        clearTimeout(w.timer);
+        w.resolve(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+      } else keep.push(w);
+    }
+    l.waiters = keep;
+  }
+
+  private failWaiters(l: Led, errorCode: number): void {
+    for (const w of l.waiters) {
+      clearTimeout(w.timer);
+      w.resolve(errorCode);
+    }
+    l.waiters = [];
+  }
+
+  /** Followers in the ISR that have not caught up for replica.lag.time.max.ms leave it. */
+  private checkLag(): void {
+    const now = this.now();
+    for (const l of this.led.values()) {
+      if (l.altering || l.state.isr.length <= 1) continue;
+      const lagging = l.state.isr.filter((r) => r !== this.nodeId && now - (l.followers.get(r)?.lastCaughtUpMs ?? now) > this.lagMaxMs);
+      if (lagging.length > 0) this.alterIsr(l, l.state.isr.filter((r) => !lagging.includes(r)), 'shrink');
+    }
+  }
+
+  private alterIsr(l: Led, isr: number[], why: 'expand' | 'shrink'): void {
+    if (l.altering) return;
+    l.altering = true;
+    const { topic, partition } = l;
+    const from = l.state;
+    this.deps.metadata
+      .alterIsr(topic, partition, { leaderEpoch: from.leaderEpoch, partitionEpoch: from.partitionEpoch, isr })
+      .then(
+        (next) => {
+          this.deps.logger.info({ topic, partition, isr: next.isr, was: from.isr, why }, `ISR ${why === 'expand' ? 'expanded' : 'shrunk'}`);
+        },
+        (err: unknown) => {
+          const code = err instanceof MetadataWriteError ? err.errorCode : undefined;
+          this.deps.logger.warn({ topic, partition, isr, why, errorCode: code, err: (err as Error).message }, 'ISR change refused');
+        },
+      )
+      .finally(() => {
+        // the new state arrives through the watch (apply); allow the next change either way
+        const cur = this.led.get(key(topic, partition));
+        if (cur !== undefined) cur.altering = false;
+      });
+  }
+}

@@ -1,0 +1,268 @@
+/**
+ * Follower replication in a cluster (issue 15): three brokers (child processes on a real etcd), topics
+ * with replication factor 3 and min.insync.replicas 2. Followers fetch from leaders and hold
+ * byte-identical logs; acks=all completes once the ISR has the records; a leader killed with SIGKILL
+ * is replaced from the ISR, and, restarted, truncates to the new leader and rejoins the ISR. The last
+ * case kills the leader five times in a row under running acks=all producers and checks, from what the
+ * clients saw, that no acknowledged record is lost, no offset holds two different records, and the
+ * high watermark never goes back (Jepsen's Kafka checks, in small).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { MetadataResponse } from '../../protocol/generated/metadata.js';
+import { buildRecordBatch } from '../../protocol/records/index.js';
+import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
+import { Cleanup } from '../helpers/cleanup.js';
+import { RawClient, rawProduce } from '../helpers/raw-client.js';
+
+const SESSION_TIMEOUT_MS = 3000;
+
+async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function metadata(bootstrap: string, topics: string[]): Promise<MetadataResponse> {
+  const c = await RawClient.connect(bootstrap);
+  try {
+    return await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
+      topics: topics.map((name) => ({ topicId: '0'.repeat(32), name })),
+      allowAutoTopicCreation: false,
+      includeTopicAuthorizedOperations: false,
+    });
+  } finally {
+    c.destroy();
+  }
+}
+
+function running(cluster: LocalCluster): LocalBroker {
+  const b = cluster.brokers.find((x) => x.running);
+  if (b === undefined) throw new Error('no running broker');
+  return b;
+}
+
+/** The partition's state as a running broker reports it. */
+async function partitionOf(cluster: LocalCluster, topic: string, partition: number) {
+  const m = await metadata(running(cluster).bootstrap, [topic]);
+  const p = m.topics[0]?.partitions.find((x) => x.partitionIndex === partition);
+  if (p === undefined) throw new Error(`no ${topic}-${partition}`);
+  return p;
+}
+
+/** The partition's .log files of one broker, concatenated in offset order. */
+function logBytes(b: LocalBroker, topic: string, partition: number): Buffer {
+  const dir = join(b.dataDir, `${topic}-${partition}`);
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.log'))
+    .sort();
+  return Buffer.concat(files.map((f) => readFileSync(join(dir, f))));
+}
+
+describe('cluster replication: replication factor 3, min.insync.replicas 2', function () {
+  this.timeout(300_000);
+  let cluster: LocalCluster;
+  const cleanup = new Cleanup();
+  before(async function () {
+    this.timeout(60_000);
+    cluster = cleanup.add(
+      await startLocalCluster({
+        brokers: 3,
+        overrides: {
+          'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
+          'group.initial.rebalance.delay.ms': '0',
+          'offsets.topic.num.partitions': '3',
+          'offsets.topic.replication.factor': '3',
+          'default.replication.factor': '3',
+          'min.insync.replicas': '2',
+          'replica.lag.time.max.ms': '4000',
+          'replica.fetch.backoff.ms': '200',
+        },
+      }),
+      (c) => c.stop(),
+    );
+    await until(async () => ((await metadata(running(cluster).bootstrap, [])).brokers.length === 3 ? true : undefined), 15_000, '3 brokers');
+  });
+  after(() => cleanup.run());
+
+  const kafka = () =>
+    new Kafka({ clientId: 'replication', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 } });
+
+  async function createTopic(topic: string, numPartitions: number): Promise<void> {
+    const admin = kafka().admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({ topics: [{ topic, numPartitions, replicationFactor: 3 }], waitForLeaders: true });
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  it('acks=all: every replica holds byte-identical logs, and the ISR is all three', async () => {
+    await createTopic('replicated', 3);
+    const producer = kafka().producer();
+    await producer.connect();
+    try {
+      for (let i = 0; i < 10; i++) {
+        await producer.send({ topic: 'replicated', acks: -1, messages: Array.from({ length: 30 }, (_, j) => ({ value: `m${i}-${j}`, partition: j % 3 })) });
+      }
+    } finally {
+      await producer.disconnect();
+    }
+    for (let p = 0; p < 3; p++) {
+      const state = await partitionOf(cluster, 'replicated', p);
+      expect([...state.replicaNodes].sort()).to.deep.equal([1, 2, 3]);
+      expect([...state.isrNodes].sort()).to.deep.equal([1, 2, 3]);
+      const leader = cluster.brokers.find((b) => b.nodeId === state.leaderId);
+      if (leader === undefined) throw new Error('no leader');
+      const expected = logBytes(leader, 'replicated', p);
+      expect(expected.length).to.be.greaterThan(0);
+      // followers catch up within a fetch or two: every copy the same bytes
+      await until(
+        () => Promise.resolve(cluster.brokers.every((b) => logBytes(b, 'replicated', p).equals(expected)) ? true : undefined),
+        10_000,
+        `replicated-${p} on every broker`,
+      );
+    }
+  });
+
+  it('a follower answers NOT_LEADER_OR_FOLLOWER; with two brokers down acks=all gets NOT_ENOUGH_REPLICAS, and works again once they return', async () => {
+    await createTopic('min-isr', 1);
+    const state = await partitionOf(cluster, 'min-isr', 0);
+    const leader = cluster.brokers.find((b) => b.nodeId === state.leaderId);
+    const followers = cluster.brokers.filter((b) => b.nodeId !== state.leaderId);
+    if (leader === undefined || followers.length !== 2) throw new Error('unexpected placement');
+    const batch = () => buildRecordBatch([{ key: null, value: Buffer.from('x'), timestamp: BigInt(Date.now()) }]);
+    const atFollower = await RawClient.connect(followers[0]?.bootstrap ?? '');
+    try {
+      expect((await rawProduce(atFollower, 'min-isr', [[0, batch()]], -1))[0]?.errorCode).to.equal(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    } finally {
+      atFollower.destroy();
+    }
+    await Promise.all(followers.map((f) => f.kill('SIGKILL')));
+    // the controller drops dead brokers from the ISR once their sessions expire
+    await until(async () => ((await partitionOf(cluster, 'min-isr', 0)).isrNodes.length === 1 ? true : undefined), SESSION_TIMEOUT_MS * 5, 'ISR of one');
+    const c = await RawClient.connect(leader.bootstrap);
+    try {
+      const refused = (await rawProduce(c, 'min-isr', [[0, batch()]], -1))[0];
+      expect(refused?.errorCode).to.equal(ErrorCode.NOT_ENOUGH_REPLICAS);
+      expect((await rawProduce(c, 'min-isr', [[0, batch()]], 1))[0]?.errorCode, 'acks=1 does not need the ISR').to.equal(ErrorCode.NONE);
+      await Promise.all(followers.map((f) => f.start()));
+      await until(async () => ((await partitionOf(cluster, 'min-isr', 0)).isrNodes.length === 3 ? true : undefined), 20_000, 'the ISR back to three');
+      const ok = (await rawProduce(c, 'min-isr', [[0, batch()]], -1))[0];
+      expect(ok?.errorCode).to.equal(ErrorCode.NONE);
+      expect(ok?.baseOffset).to.equal(1n);
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('kill -9 of the leader five times under acks=all producers: nothing acknowledged is lost, no offset changes its record, the high watermark never goes back', async () => {
+    await createTopic('jepsen', 1);
+    const acked = new Map<string, bigint>(); // value -> offset the producer was told
+    const hwSeen: bigint[] = [];
+    let stop = false;
+    const producers: Producer[] = [];
+    const loops: Promise<void>[] = [];
+    for (let w = 0; w < 2; w++) {
+      const producer = kafka().producer({ idempotent: true, maxInFlightRequests: 1 });
+      await producer.connect();
+      producers.push(producer);
+      loops.push(
+        (async () => {
+          for (let i = 0; !stop; i++) {
+            const value = `w${w}-${i}`;
+            try {
+              const res = await producer.send({ topic: 'jepsen', acks: -1, timeout: 5000, messages: [{ value }] });
+              const offset = BigInt(res[0]?.baseOffset ?? '-1');
+              acked.set(value, offset);
+            } catch {
+              // not acknowledged: it may or may not be in the log; only acknowledged ones must be
+            }
+          }
+        })(),
+      );
+    }
+    const admin = kafka().admin();
+    await admin.connect();
+    try {
+      for (let round = 0; round < 5; round++) {
+        await until(async () => (acked.size >= (round + 1) * 20 ? true : undefined), 30_000, `round ${round}: progress`);
+        const before = await partitionOf(cluster, 'jepsen', 0);
+        const victim = cluster.brokers.find((b) => b.nodeId === before.leaderId);
+        if (victim === undefined) throw new Error('no leader');
+        await victim.kill('SIGKILL');
+        await until(
+          async () => {
+            const p = await partitionOf(cluster, 'jepsen', 0);
+            return p.leaderId >= 0 && p.leaderId !== victim.nodeId ? true : undefined;
+          },
+          SESSION_TIMEOUT_MS * 5,
+          `round ${round}: a new leader`,
+        );
+        const high = await admin.fetchTopicOffsets('jepsen').then((o) => BigInt(o[0]?.high ?? '-1'), () => undefined);
+        if (high !== undefined) hwSeen.push(high);
+        await victim.start();
+        await until(async () => ((await partitionOf(cluster, 'jepsen', 0)).isrNodes.length === 3 ? true : undefined), 30_000, `round ${round}: ISR back to three`);
+        const after = await admin.fetchTopicOffsets('jepsen').then((o) => BigInt(o[0]?.high ?? '-1'), () => undefined);
+        if (after !== undefined) hwSeen.push(after);
+      }
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+      await Promise.all(producers.map((p) => p.disconnect()));
+      await admin.disconnect();
+    }
+    for (let i = 1; i < hwSeen.length; i++) expect(hwSeen[i]).to.be.at.least(hwSeen[i - 1] ?? 0n, 'the high watermark went back');
+    // read the whole partition: each acknowledged value at the offset it was acknowledged at, exactly once
+    const consumer = kafka().consumer({ groupId: 'jepsen-check' });
+    await consumer.connect();
+    const byOffset = new Map<bigint, string>();
+    const seen = new Map<string, number>();
+    try {
+      await consumer.subscribe({ topic: 'jepsen', fromBeginning: true });
+      const end = BigInt((await (async () => {
+        const a = kafka().admin();
+        await a.connect();
+        try {
+          return (await a.fetchTopicOffsets('jepsen'))[0]?.high ?? '0';
+        } finally {
+          await a.disconnect();
+        }
+      })()));
+      await consumer.run({
+        eachMessage: ({ message }) => {
+          const offset = BigInt(message.offset);
+          const value = message.value?.toString() ?? '';
+          const prior = byOffset.get(offset);
+          if (prior !== undefined && prior !== value) throw new Error(`offset ${offset} holds ${prior} and ${value}`);
+          byOffset.set(offset, value);
+          seen.set(value, (seen.get(value) ?? 0) + 1);
+          return Promise.resolve();
+        },
+      });
+      await until(() => Promise.resolve(byOffset.size >= Number(end) ? true : undefined), 60_000, `all ${end} records`);
+    } finally {
+      await consumer.disconnect();
+    }
+    const lost = [...acked.keys()].filter((v) => !seen.has(v));
+    expect(lost, 'acknowledged records lost').to.deep.equal([]);
+    for (const [value, offset] of acked) expect(byOffset.get(offset), `offset ${offset}`).to.equal(value);
+    const duplicated = [...seen].filter(([, n]) => n > 1);
+    expect(duplicated, 'records stored twice (idempotent producers)').to.deep.equal([]);
+    expect(acked.size).to.be.greaterThan(100);
+  });
+});

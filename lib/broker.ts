@@ -289,7 +289,14 @@ export class Broker {
       requestTimeoutMs: c.int('replica.socket.timeout.ms'),
       logger: this.logger.child({ component: 'replica-fetcher' }),
     });
-    return new Replication({ metadata: this.metadata, topics, purgatory, followers, config: c, logger: this.logger.child({ component: 'replication' }) });
+    return new Replication({
+      metadata: this.metadata,
+      topics,
+      purgatory,
+      followers,
+      config: c,
+      logger: this.logger.child({ component: 'replication' }),
+    });
   }
 
   /** The metadata store metadata.store names: the data dir's file (local), or etcd (loaded only then). */

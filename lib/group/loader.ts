@@ -15,7 +15,10 @@ import type { AppendOrigin } from '../txn/producer-state.js';
 
 /** The part of a partition log the coordinator uses (PartitionLog satisfies it). */
 export interface OffsetsLog extends ReplayableLog {
-  append(records: Buffer, opts: { leaderEpoch: number; origin?: AppendOrigin }): { info: { firstOffset: bigint; lastOffset: bigint }; written: Promise<void> };
+  append(
+    records: Buffer,
+    opts: { leaderEpoch: number; origin?: AppendOrigin },
+  ): { info: { firstOffset: bigint; lastOffset: bigint }; written: Promise<void> };
 }
 
 interface ConsumerGroupRecords {

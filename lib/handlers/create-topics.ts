@@ -50,10 +50,11 @@ function preCheck(s: BrokerServices, t: CreateTopicsRequestCreatableTopic): void
     throw new TopicError(ErrorCode.INVALID_PARTITIONS, 'Number of partitions was set to an invalid non-positive value.');
   }
   const rf = t.replicationFactor === -1 ? s.config.int('default.replication.factor') : t.replicationFactor;
-  if (rf > 1) {
+  const registered = s.metadata.kind === 'local' ? 1 : s.metadata.brokers().length;
+  if (rf > registered) {
     throw new TopicError(
       ErrorCode.INVALID_REPLICATION_FACTOR,
-      `Unable to replicate the partition ${rf} time(s): The target replication factor of ${rf} cannot be reached because only 1 broker(s) are registered.`,
+      `Unable to replicate the partition ${rf} time(s): The target replication factor of ${rf} cannot be reached because only ${registered} broker(s) are registered.`,
     );
   }
 }

@@ -20,7 +20,12 @@ export function fetchReplicaId(req: FetchRequest, apiVersion: number): number {
   return apiVersion >= 15 ? (req.replicaState?.replicaId ?? -1) : (req.replicaId ?? -1);
 }
 
-function result(partitionIndex: number, errorCode: number, log: PartitionLog | undefined, records: Buffer = EMPTY): FetchResponsePartitionData {
+function result(
+  partitionIndex: number,
+  errorCode: number,
+  log: PartitionLog | undefined,
+  records: Buffer = EMPTY,
+): FetchResponsePartitionData {
   return {
     partitionIndex,
     errorCode,
@@ -33,7 +38,12 @@ function result(partitionIndex: number, errorCode: number, log: PartitionLog | u
   };
 }
 
-export async function replicaFetch(req: FetchRequest, ctx: RequestContext, replicaId: number, replication: Replication): Promise<FetchResponse> {
+export async function replicaFetch(
+  req: FetchRequest,
+  ctx: RequestContext,
+  replicaId: number,
+  replication: Replication,
+): Promise<FetchResponse> {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
   const read = async (): Promise<{ responses: FetchResponse['responses']; total: number; caughtUp: boolean; logs: PartitionLog[] }> => {
@@ -52,7 +62,13 @@ export async function replicaFetch(req: FetchRequest, ctx: RequestContext, repli
         }
         const log = s.topics.partition(rec.name, p.partition);
         if (log === undefined || !log.servable) {
-          partitions.push(result(p.partition, log === undefined ? s.topics.notHereError(rec.name, p.partition) : ErrorCode.KAFKA_STORAGE_ERROR, undefined));
+          partitions.push(
+            result(
+              p.partition,
+              log === undefined ? s.topics.notHereError(rec.name, p.partition) : ErrorCode.KAFKA_STORAGE_ERROR,
+              undefined,
+            ),
+          );
           continue;
         }
         const epoch = s.topics.leaderEpoch(rec.name, p.partition);

@@ -97,6 +97,7 @@ export class Replication {
   private readonly lagMaxMs: number;
   private readonly nodeId: number;
   private timer: NodeJS.Timeout | undefined;
+  private started = false;
   private stopped = false;
 
   constructor(
@@ -115,6 +116,9 @@ export class Replication {
     // every local replica's high watermark is set by the replication layer, whatever its role
     deps.topics.onPartitionOpened((topic, partition, log) => {
       log.useExternalHighWatermark(() => this.written(topic, partition));
+      // a replica made after its state arrived (this broker created the topic): take up its role once
+      // the topic manager holds it (it is listed right after this call)
+      if (this.started) queueMicrotask(() => this.apply(topic, partition));
     });
     deps.metadata.onChange((c) => this.changed(c));
   }
@@ -125,6 +129,7 @@ export class Replication {
 
   /** Applies the current state of every local replica, and starts the ISR lag check. */
   start(): void {
+    this.started = true;
     for (const t of this.deps.metadata.topics()) this.applyTopic(t.name);
     this.timer = setInterval(() => this.checkLag(), Math.max(100, Math.floor(this.lagMaxMs / 2)));
     this.timer.unref();
@@ -208,9 +213,9 @@ export class Replication {
     if (was !== undefined && was.leader === state.leader && was.leaderEpoch === state.leaderEpoch) return;
     this.following.set(k, { leader: state.leader, leaderEpoch: state.leaderEpoch });
     const topicId = this.deps.metadata.topic(topic)?.topicId ?? '0'.repeat(32);
-    void this.deps.followers.follow({ topic, topicId, partition, log, leaderEpoch: state.leaderEpoch }, state.leader).catch((err: unknown) =>
-      this.deps.logger.error({ err, topic, partition }, 'following the partition failed'),
-    );
+    void this.deps.followers
+      .follow({ topic, topicId, partition, log, leaderEpoch: state.leaderEpoch }, state.leader)
+      .catch((err: unknown) => this.deps.logger.error({ err, topic, partition }, 'following the partition failed'));
   }
 
   private resign(k: string, l: Led): void {
@@ -239,12 +244,18 @@ export class Replication {
     const now = this.now();
     const leaderEnd = l.log.logEndOffset;
     if (fetchOffset >= leaderEnd) f.lastCaughtUpMs = now;
-    else if (f.leaderEndAtLastFetch >= 0n && fetchOffset >= f.leaderEndAtLastFetch) f.lastCaughtUpMs = Math.max(f.lastCaughtUpMs, f.lastFetchMs);
+    else if (f.leaderEndAtLastFetch >= 0n && fetchOffset >= f.leaderEndAtLastFetch)
+      f.lastCaughtUpMs = Math.max(f.lastCaughtUpMs, f.lastFetchMs);
     f.logEndOffset = fetchOffset;
     f.lastFetchMs = now;
     f.leaderEndAtLastFetch = leaderEnd;
     this.advance(l);
-    if (!l.state.isr.includes(replicaId) && fetchOffset >= l.log.highWatermark && l.epochStartOffset >= 0n && fetchOffset >= l.epochStartOffset) {
+    if (
+      !l.state.isr.includes(replicaId) &&
+      fetchOffset >= l.log.highWatermark &&
+      l.epochStartOffset >= 0n &&
+      fetchOffset >= l.epochStartOffset
+    ) {
       this.alterIsr(l, [...l.state.isr, replicaId], 'expand');
     }
     return ErrorCode.NONE;
@@ -333,7 +344,12 @@ export class Replication {
     for (const l of this.led.values()) {
       if (l.altering || l.state.isr.length <= 1) continue;
       const lagging = l.state.isr.filter((r) => r !== this.nodeId && now - (l.followers.get(r)?.lastCaughtUpMs ?? now) > this.lagMaxMs);
-      if (lagging.length > 0) this.alterIsr(l, l.state.isr.filter((r) => !lagging.includes(r)), 'shrink');
+      if (lagging.length > 0)
+        this.alterIsr(
+          l,
+          l.state.isr.filter((r) => !lagging.includes(r)),
+          'shrink',
+        );
     }
   }
 

@@ -10,15 +10,18 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { MetadataResponse } from '../../protocol/generated/metadata.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
+import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { RawClient, rawProduce } from '../helpers/raw-client.js';
 
+type Any = any;
+const { KafkaJS } = loadConfluent();
 const SESSION_TIMEOUT_MS = 3000;
 
 async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
@@ -94,12 +97,21 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
       }),
       (c) => c.stop(),
     );
-    await until(async () => ((await metadata(running(cluster).bootstrap, [])).brokers.length === 3 ? true : undefined), 15_000, '3 brokers');
+    await until(
+      async () => ((await metadata(running(cluster).bootstrap, [])).brokers.length === 3 ? true : undefined),
+      15_000,
+      '3 brokers',
+    );
   });
   after(() => cleanup.run());
 
   const kafka = () =>
-    new Kafka({ clientId: 'replication', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 } });
+    new Kafka({
+      clientId: 'replication',
+      brokers: cluster.bootstrap().split(','),
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 },
+    });
 
   async function createTopic(topic: string, numPartitions: number): Promise<void> {
     const admin = kafka().admin();
@@ -117,7 +129,11 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     await producer.connect();
     try {
       for (let i = 0; i < 10; i++) {
-        await producer.send({ topic: 'replicated', acks: -1, messages: Array.from({ length: 30 }, (_, j) => ({ value: `m${i}-${j}`, partition: j % 3 })) });
+        await producer.send({
+          topic: 'replicated',
+          acks: -1,
+          messages: Array.from({ length: 30 }, (_, j) => ({ value: `m${i}-${j}`, partition: j % 3 })),
+        });
       }
     } finally {
       await producer.disconnect();
@@ -154,14 +170,22 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     }
     await Promise.all(followers.map((f) => f.kill('SIGKILL')));
     // the controller drops dead brokers from the ISR once their sessions expire
-    await until(async () => ((await partitionOf(cluster, 'min-isr', 0)).isrNodes.length === 1 ? true : undefined), SESSION_TIMEOUT_MS * 5, 'ISR of one');
+    await until(
+      async () => ((await partitionOf(cluster, 'min-isr', 0)).isrNodes.length === 1 ? true : undefined),
+      SESSION_TIMEOUT_MS * 5,
+      'ISR of one',
+    );
     const c = await RawClient.connect(leader.bootstrap);
     try {
       const refused = (await rawProduce(c, 'min-isr', [[0, batch()]], -1))[0];
       expect(refused?.errorCode).to.equal(ErrorCode.NOT_ENOUGH_REPLICAS);
       expect((await rawProduce(c, 'min-isr', [[0, batch()]], 1))[0]?.errorCode, 'acks=1 does not need the ISR').to.equal(ErrorCode.NONE);
       await Promise.all(followers.map((f) => f.start()));
-      await until(async () => ((await partitionOf(cluster, 'min-isr', 0)).isrNodes.length === 3 ? true : undefined), 20_000, 'the ISR back to three');
+      await until(
+        async () => ((await partitionOf(cluster, 'min-isr', 0)).isrNodes.length === 3 ? true : undefined),
+        20_000,
+        'the ISR back to three',
+      );
       const ok = (await rawProduce(c, 'min-isr', [[0, batch()]], -1))[0];
       expect(ok?.errorCode).to.equal(ErrorCode.NONE);
       expect(ok?.baseOffset).to.equal(1n);
@@ -170,37 +194,49 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     }
   });
 
-  it('kill -9 of the leader five times under acks=all producers: nothing acknowledged is lost, no offset changes its record, the high watermark never goes back', async () => {
+  it('kill -9 of the leader five times under acks=all producers (kafkajs and librdkafka, idempotent): nothing acknowledged is lost, no offset changes its record, the high watermark never goes back', async () => {
     await createTopic('jepsen', 1);
     const acked = new Map<string, bigint>(); // value -> offset the producer was told
     const hwSeen: bigint[] = [];
-    let stop = false;
-    const producers: Producer[] = [];
-    const loops: Promise<void>[] = [];
-    for (let w = 0; w < 2; w++) {
-      const producer = kafka().producer({ idempotent: true, maxInFlightRequests: 1 });
-      await producer.connect();
-      producers.push(producer);
-      loops.push(
-        (async () => {
-          for (let i = 0; !stop; i++) {
-            const value = `w${w}-${i}`;
-            try {
-              const res = await producer.send({ topic: 'jepsen', acks: -1, timeout: 5000, messages: [{ value }] });
-              const offset = BigInt(res[0]?.baseOffset ?? '-1');
-              acked.set(value, offset);
-            } catch {
-              // not acknowledged: it may or may not be in the log; only acknowledged ones must be
-            }
-          }
-        })(),
-      );
-    }
+    const run = { stop: false };
+    // two idempotent acks=all writers: kafkajs and librdkafka
+    const rdk: Any = new KafkaJS.Kafka({
+      kafkaJS: { brokers: cluster.bootstrap().split(','), clientId: 'jepsen-rdk', logLevel: KafkaJS.logLevel.NOTHING },
+    });
+    const writers: { send(value: string): Promise<bigint>; disconnect(): Promise<void> }[] = [];
+    const kjs = kafka().producer({ idempotent: true, maxInFlightRequests: 1 });
+    await kjs.connect();
+    writers.push({
+      send: async (value) => {
+        const res = await kjs.send({ topic: 'jepsen', acks: -1, timeout: 5000, messages: [{ value }] });
+        return BigInt(res[0]?.baseOffset ?? '-1');
+      },
+      disconnect: () => kjs.disconnect(),
+    });
+    const rdkProducer: Any = rdk.producer({ kafkaJS: { idempotent: true, acks: -1 } });
+    await rdkProducer.connect();
+    writers.push({
+      send: async (value) => {
+        const res: Any[] = await rdkProducer.send({ topic: 'jepsen', messages: [{ value }] });
+        return BigInt(String(res[0]?.baseOffset ?? '-1'));
+      },
+      disconnect: () => rdkProducer.disconnect() as Promise<void>,
+    });
+    const loops = writers.map(async (writer, w) => {
+      for (let i = 0; !run.stop; i++) {
+        const value = `w${w}-${i}`;
+        try {
+          acked.set(value, await writer.send(value));
+        } catch {
+          // not acknowledged: it may or may not be in the log; only acknowledged ones must be
+        }
+      }
+    });
     const admin = kafka().admin();
     await admin.connect();
     try {
       for (let round = 0; round < 5; round++) {
-        await until(async () => (acked.size >= (round + 1) * 20 ? true : undefined), 30_000, `round ${round}: progress`);
+        await until(() => Promise.resolve(acked.size >= (round + 1) * 20 ? true : undefined), 30_000, `round ${round}: progress`);
         const before = await partitionOf(cluster, 'jepsen', 0);
         const victim = cluster.brokers.find((b) => b.nodeId === before.leaderId);
         if (victim === undefined) throw new Error('no leader');
@@ -213,20 +249,33 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
           SESSION_TIMEOUT_MS * 5,
           `round ${round}: a new leader`,
         );
-        const high = await admin.fetchTopicOffsets('jepsen').then((o) => BigInt(o[0]?.high ?? '-1'), () => undefined);
+        const high = await admin.fetchTopicOffsets('jepsen').then(
+          (o) => BigInt(o[0]?.high ?? '-1'),
+          () => undefined,
+        );
         if (high !== undefined) hwSeen.push(high);
         await victim.start();
-        await until(async () => ((await partitionOf(cluster, 'jepsen', 0)).isrNodes.length === 3 ? true : undefined), 30_000, `round ${round}: ISR back to three`);
-        const after = await admin.fetchTopicOffsets('jepsen').then((o) => BigInt(o[0]?.high ?? '-1'), () => undefined);
+        await until(
+          async () => ((await partitionOf(cluster, 'jepsen', 0)).isrNodes.length === 3 ? true : undefined),
+          30_000,
+          `round ${round}: ISR back to three`,
+        );
+        const after = await admin.fetchTopicOffsets('jepsen').then(
+          (o) => BigInt(o[0]?.high ?? '-1'),
+          () => undefined,
+        );
         if (after !== undefined) hwSeen.push(after);
       }
     } finally {
-      stop = true;
+      run.stop = true;
       await Promise.all(loops);
-      await Promise.all(producers.map((p) => p.disconnect()));
+      await Promise.all(writers.map((p) => p.disconnect()));
       await admin.disconnect();
     }
-    for (let i = 1; i < hwSeen.length; i++) expect(hwSeen[i]).to.be.at.least(hwSeen[i - 1] ?? 0n, 'the high watermark went back');
+    for (let i = 1; i < hwSeen.length; i++) {
+      const [before, after] = [hwSeen[i - 1] ?? 0n, hwSeen[i] ?? 0n];
+      expect(after >= before, `the high watermark went back from ${before} to ${after}`).to.equal(true);
+    }
     // read the whole partition: each acknowledged value at the offset it was acknowledged at, exactly once
     const consumer = kafka().consumer({ groupId: 'jepsen-check' });
     await consumer.connect();
@@ -234,15 +283,17 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     const seen = new Map<string, number>();
     try {
       await consumer.subscribe({ topic: 'jepsen', fromBeginning: true });
-      const end = BigInt((await (async () => {
-        const a = kafka().admin();
-        await a.connect();
-        try {
-          return (await a.fetchTopicOffsets('jepsen'))[0]?.high ?? '0';
-        } finally {
-          await a.disconnect();
-        }
-      })()));
+      const end = BigInt(
+        await (async () => {
+          const a = kafka().admin();
+          await a.connect();
+          try {
+            return (await a.fetchTopicOffsets('jepsen'))[0]?.high ?? '0';
+          } finally {
+            await a.disconnect();
+          }
+        })(),
+      );
       await consumer.run({
         eachMessage: ({ message }) => {
           const offset = BigInt(message.offset);

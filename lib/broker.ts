@@ -401,6 +401,12 @@ export class Broker {
     this.stopping ??= (async () => {
       this.background.abort();
       this.readiness.hold('shutdown'); // not ready from here on
+      // clusters: hand leadership to the other in-sync replicas first (Kafka's controlled shutdown)
+      if (this.replication !== undefined) {
+        await this.metadata
+          .resignLeadership()
+          .catch((err: unknown) => this.logger.warn({ err }, 'controlled shutdown could not move leadership'));
+      }
       this.faults.clear(); // paused appends go ahead and no injected delay holds a connection open
       const adminClosed = this.admin?.close();
       // stop() may run before start() got as far as the services (a failed start cleans up through it)

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Etcd3, type IOptions, type ITxnRequest, type ITxnResponse, type IWatchResponse, type Watcher } from 'etcd3';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { Controller } from '../cluster/controller.js';
+import { Controller, type PartitionChange } from '../cluster/controller.js';
 import { placeReplicas, validateAssignments, checkReplicationFactor } from '../cluster/placement.js';
 import { createdAt, delPrefix, del, get, modifiedAt, prefixEnd, put, rangedKeyValues, revisionOf, toKeyValue } from './etcd-ops.js';
 import { EtcdSession } from './etcd-session.js';
@@ -220,6 +220,35 @@ export class EtcdMetadataStore implements MetadataStore {
     if (this.controller === undefined)
       return Promise.reject(new MetadataWriteError(ErrorCode.INVALID_REQUEST, 'this store was opened without a controller'));
     return this.controller.alterPartition(topic, partition, req, { asLeader: true });
+  }
+
+  async resignLeadership(): Promise<number> {
+    const controller = this.controller;
+    if (controller === undefined) return 0;
+    const changes: PartitionChange[] = [];
+    for (const [name, t] of this.state.topics) {
+      for (let p = 0; p < t.record.partitions; p++) {
+        const entry = this.state.partition(name, p);
+        if (entry === undefined || entry.state.leader !== this.nodeId) continue;
+        const cur = entry.state;
+        const next = cur.replicas.find((r) => r !== this.nodeId && cur.isr.includes(r) && this.state.brokers.has(r));
+        if (next === undefined) continue; // no other in-sync replica: it stays until the session ends
+        const state: PartitionState = {
+          ...cur,
+          leader: next,
+          leaderEpoch: cur.leaderEpoch + 1,
+          isr: cur.isr.filter((r) => r !== this.nodeId),
+          partitionEpoch: cur.partitionEpoch + 1,
+        };
+        changes.push({ topic: name, partition: p, modRevision: entry.modRevision, topicCreateRevision: t.createRevision, state });
+      }
+    }
+    if (changes.length === 0) return 0;
+    // fenced as the controller's own writes when this broker is the controller; else each change is
+    // guarded by its partition's revision (a change made meanwhile wins, and that partition stays)
+    const ok = await controller.writePartitions(changes, controller.currentFence());
+    this.logger.info({ partitions: changes.length, complete: ok }, 'controlled shutdown: leadership moved to other in-sync replicas');
+    return changes.length;
   }
 
   async register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void> {

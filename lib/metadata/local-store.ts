@@ -169,6 +169,10 @@ export class LocalMetadataStore implements MetadataStore {
     );
   }
 
+  resignLeadership(): Promise<number> {
+    return Promise.resolve(0);
+  }
+
   register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void> {
     this.self = { ...info, brokerEpoch: 0 };
     this.emit({ kind: 'brokers' });

@@ -132,6 +132,12 @@ export interface MetadataStore {
     partition: number,
     req: { leaderEpoch: number; partitionEpoch: number; isr: readonly number[] },
   ): Promise<PartitionState>;
+  /**
+   * Controlled shutdown (SIGTERM): hands the leadership of every partition this broker leads to another
+   * live member of its ISR, leaving this broker out of the ISR, so that clients move before it goes.
+   * Resolves with the number of partitions moved once this store's view has them. One node: 0.
+   */
+  resignLeadership(): Promise<number>;
   /** Registers this broker (after its listeners are bound, so ports are known). */
   register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void>;
   /** Called on every change, after the store's state reflects it. */

@@ -194,6 +194,36 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     }
   });
 
+  it('SIGTERM: controlled shutdown hands leadership to the other in-sync replicas before the broker goes', async () => {
+    await createTopic('controlled', 3);
+    const before = await metadata(running(cluster).bootstrap, ['controlled']);
+    const victim = cluster.brokers.find((b) => b.nodeId === before.topics[0]?.partitions[0]?.leaderId);
+    if (victim === undefined) throw new Error('no leader');
+    const led = (before.topics[0]?.partitions ?? []).filter((p) => p.leaderId === victim.nodeId);
+    expect(await victim.kill('SIGTERM')).to.equal(0);
+    const log = readFileSync(victim.logFile, 'utf8');
+    const line = log.split('\n').find((l) => l.includes('controlled shutdown: leadership moved'));
+    expect(line, 'the controlled shutdown line').to.not.equal(undefined);
+    expect((JSON.parse(line ?? '{}') as { partitions?: number }).partitions).to.be.at.least(led.length);
+    const after = await metadata(running(cluster).bootstrap, ['controlled']);
+    for (const l of led) {
+      const p = after.topics[0]?.partitions.find((x) => x.partitionIndex === l.partitionIndex);
+      expect(p?.leaderId).to.not.equal(victim.nodeId);
+      expect(p?.leaderId).to.be.at.least(0);
+      expect(p?.isrNodes).to.not.include(victim.nodeId);
+      expect(p?.leaderEpoch).to.equal((l.leaderEpoch ?? 0) + 1);
+    }
+    await victim.start();
+    await until(
+      async () => {
+        const m = await metadata(running(cluster).bootstrap, ['controlled']);
+        return (m.topics[0]?.partitions ?? []).every((p) => p.isrNodes.length === 3) ? true : undefined;
+      },
+      20_000,
+      'the restarted broker back in every ISR',
+    );
+  });
+
   it('kill -9 of the leader five times under acks=all producers (kafkajs and librdkafka, idempotent): nothing acknowledged is lost, no offset changes its record, the high watermark never goes back', async () => {
     await createTopic('jepsen', 1);
     const acked = new Map<string, bigint>(); // value -> offset the producer was told

@@ -1,8 +1,8 @@
 /**
  * Cluster mode, first slice (issue 15): three brokers as child processes (`gregor start` with
  * metadata.store=etcd) around a real etcd from the Debian package, started by lib/cluster/local-cluster.ts
- * as `gregor cluster start` does. Partitions are placed across the brokers (one replica each: follower
- * replication is the next slice), clients find leaders and coordinators through Metadata and
+ * as `gregor cluster start` does. Partitions are placed across the brokers (one replica each here:
+ * replication is cluster-replication.test.ts's), clients find leaders and coordinators through Metadata and
  * FindCoordinator, a broker that does not lead a partition says NOT_LEADER_OR_FOLLOWER, and a broker
  * killed with SIGKILL loses its partitions' leadership (LEADER_NOT_AVAILABLE) until it is back, when the
  * controller elects it again with a higher leader epoch and nothing it acknowledged is gone.

@@ -160,6 +160,7 @@ export class Broker {
       groups,
       producerIds,
       notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b),
+      replication: () => replication,
     });
     this.services = {
       config: this.config,

@@ -134,7 +134,7 @@ export async function commitTxnOffsets(
   c: GroupCoordinator,
   p: TxnCommitParams,
   partitionExists: (topic: string, partition: number) => boolean,
-  verify: (offsetsPartition: number) => number,
+  verify: (offsetsPartition: number) => number | Promise<number>,
 ): Promise<PartitionErrors> {
   const result: PartitionErrors = p.topics.map((t) => ({
     name: t.name,
@@ -146,7 +146,8 @@ export async function commitTxnOffsets(
   };
   const status = c.validateGroupStatus(p.groupId, 'commit');
   if (status !== ErrorCode.NONE) return setAll(status);
-  const verified = verify(c.partitionFor(p.groupId));
+  const verifying = verify(c.partitionFor(p.groupId));
+  const verified = typeof verifying === 'number' ? verifying : await verifying;
   if (verified !== ErrorCode.NONE) return setAll(verified);
   const member = validateMember(c, p);
   if (member !== ErrorCode.NONE) return setAll(member);

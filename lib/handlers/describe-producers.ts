@@ -18,6 +18,8 @@ export const describeProducersHandler = defineHandler<DescribeProducersRequest, 
     const lookup = {
       topicExists: (topic: string) => s.metadata.topic(topic) !== undefined,
       partition: (topic: string, p: number) => s.topics.partition(topic, p),
+      // clusters: a partition another broker leads (Kafka's NOT_LEADER_OR_FOLLOWER)
+      notHereError: (topic: string, p: number) => s.topics.notHereError(topic, p),
     };
     return { throttleTimeMs: 0, topics: describeProducers(lookup, req.topics) };
   },

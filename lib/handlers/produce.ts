@@ -2,7 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode, errorName } from '../../protocol/generated/error-codes.js';
 import type { ProduceRequest, ProduceResponse, ProduceResponsePartitionProduceResponse } from '../../protocol/generated/produce.js';
 import { BatchAttribute, BatchField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
-import { LogError } from '../log/partition-log.js';
+import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { type CloseConnection, closeConnection, defineHandler, NO_RESPONSE, type RequestContext } from './types.js';
 
 /** Byte offset of the magic in both a v2 batch and a v0/v1 message (after offset, length and epoch/crc). */
@@ -28,8 +28,18 @@ function verifyTransactional(
   p: { producerId: bigint; producerEpoch: number },
   topic: string,
   partition: number,
-): number {
-  const code = ctx.services.txn.verify(transactionalId, p.producerId, p.producerEpoch, topic, partition);
+  log: PartitionLog,
+): number | Promise<number> {
+  // clusters: a transactional id another broker coordinates is checked there (once per transaction and partition)
+  const code = ctx.services.txn.verifyForWrite(transactionalId, p.producerId, p.producerEpoch, topic, partition, () => {
+    const e = log.producers.producers.get(p.producerId);
+    return e !== undefined && e.producerEpoch === p.producerEpoch && e.currentTxnFirstOffset !== null;
+  });
+  return typeof code === 'number' ? produceVerifyError(ctx, code) : code.then((c) => produceVerifyError(ctx, c));
+}
+
+/** The coordinator's answer as Produce reports it (Kafka's AddPartitionsToTxnManager mapping). */
+function produceVerifyError(ctx: RequestContext, code: number): number {
   switch (code) {
     case ErrorCode.PRODUCER_FENCED:
       return ErrorCode.INVALID_PRODUCER_EPOCH;
@@ -129,7 +139,8 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
             }
             const txnProducer = transactionalId === null ? null : transactionalProducer(pd.records);
             if (txnProducer !== null && transactionalId !== null) {
-              const code = verifyTransactional(ctx, transactionalId, txnProducer, td.name, pd.index);
+              const verified = verifyTransactional(ctx, transactionalId, txnProducer, td.name, pd.index, log);
+              const code = typeof verified === 'number' ? verified : await verified;
               if (code !== ErrorCode.NONE)
                 return failed(pd.index, code, 'Partition was not added to the transaction, or the producer is not its current one');
             }

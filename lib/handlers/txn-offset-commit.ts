@@ -13,11 +13,18 @@ export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnO
   async handle(req, ctx) {
     const s = ctx.services;
     const v = ctx.apiVersion;
-    const verify = (offsetsPartition: number): number => {
-      const code = s.txn.verify(req.transactionalId, req.producerId, req.producerEpoch, OFFSETS_TOPIC, offsetsPartition);
+    const map = (code: number): number => {
       if (code === ErrorCode.PRODUCER_FENCED) return ErrorCode.INVALID_PRODUCER_EPOCH;
       if (code === ErrorCode.TRANSACTION_ABORTABLE && v < 4) return ErrorCode.INVALID_TXN_STATE;
       return code;
+    };
+    // clusters: a transactional id another broker coordinates is checked there
+    const verify = (offsetsPartition: number): number | Promise<number> => {
+      const code = s.txn.verifyForWrite(req.transactionalId, req.producerId, req.producerEpoch, OFFSETS_TOPIC, offsetsPartition, () => {
+        const e = s.topics.partition(OFFSETS_TOPIC, offsetsPartition)?.producers.producers.get(req.producerId);
+        return e !== undefined && e.producerEpoch === req.producerEpoch && e.currentTxnFirstOffset !== null;
+      });
+      return typeof code === 'number' ? map(code) : code.then(map);
     };
     const topics = await commitTxnOffsets(
       s.groups,

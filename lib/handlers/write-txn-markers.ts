@@ -13,28 +13,30 @@ export const writeTxnMarkersHandler = defineHandler<WriteTxnMarkersRequest, Writ
   maxVersion: 1,
   async handle(req, ctx) {
     const txn = ctx.services.txn;
-    const markers = [];
-    for (const m of req.markers) {
-      const topics = [];
-      for (const t of m.topics) {
-        const partitions = [];
-        for (const partitionIndex of t.partitionIndexes) {
-          partitions.push({
-            partitionIndex,
-            errorCode: await txn.markers.append(
-              t.name,
-              partitionIndex,
-              m.producerId,
-              m.producerEpoch,
-              m.transactionResult,
-              m.coordinatorEpoch,
+    // every partition at once (in a cluster each waits for its ISR)
+    const markers = await Promise.all(
+      req.markers.map(async (m) => ({
+        producerId: m.producerId,
+        topics: await Promise.all(
+          m.topics.map(async (t) => ({
+            name: t.name,
+            partitions: await Promise.all(
+              t.partitionIndexes.map(async (partitionIndex) => ({
+                partitionIndex,
+                errorCode: await txn.markers.append(
+                  t.name,
+                  partitionIndex,
+                  m.producerId,
+                  m.producerEpoch,
+                  m.transactionResult,
+                  m.coordinatorEpoch,
+                ),
+              })),
             ),
-          });
-        }
-        topics.push({ name: t.name, partitions });
-      }
-      markers.push({ producerId: m.producerId, topics });
-    }
+          })),
+        ),
+      })),
+    );
     return { markers };
   },
   errorResponse(req, errorCode) {

@@ -53,6 +53,8 @@ export function activeProducers(log: PartitionLog): DescribeProducersResponsePro
 export interface PartitionLookup {
   topicExists(topic: string): boolean;
   partition(topic: string, partition: number): PartitionLog | undefined;
+  /** The error for a partition without a log here (default UNKNOWN_TOPIC_OR_PARTITION; clusters: led elsewhere). */
+  notHereError?(topic: string, partition: number): number;
 }
 
 function partitionError(
@@ -86,7 +88,7 @@ export function describeProducers(
       partitions: t.partitionIndexes.map((p) => {
         if (topicError !== null) return partitionError(p, topicError[0], topicError[1]);
         const log = lookup.partition(t.name, p);
-        if (log === undefined) return partitionError(p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, null);
+        if (log === undefined) return partitionError(p, lookup.notHereError?.(t.name, p) ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, null);
         return { partitionIndex: p, errorCode: ErrorCode.NONE, errorMessage: null, activeProducers: activeProducers(log) };
       }),
     };

@@ -8,6 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { TxnMarkerWriter } from './markers.js';
+import type { RemoteMarker, RemoteVerification } from './inter-broker.js';
 import { InternalTopicOnFirstUse } from '../internal-topic.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
@@ -48,6 +49,21 @@ export interface TxnCoordinatorDeps {
   groupsLoaded(): Promise<void>;
   notifyAppend(topic: string, partition: number, bytes: number): void;
   now?: () => number;
+  // ---- clusters only (absent on one node) ----
+  /** The leader epoch an append to a partition this broker leads carries (one node: 0). */
+  leaderEpoch?(topic: string, partition: number): number;
+  /** acks=all before an append: NONE, or NOT_ENOUGH_REPLICAS when the ISR is below the topic's min.insync.replicas. */
+  checkIsr?(topic: string, partition: number): number;
+  /** acks=all after an append: NONE once the ISR has everything below `endOffset`, else the error (request.timeout.ms). */
+  awaitCommitted?(topic: string, partition: number, endOffset: bigint): Promise<number>;
+  /** What a partition this broker does not lead answers (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION). */
+  notHereError?(topic: string, partition: number): number;
+  /** A marker for a partition another broker leads: WriteTxnMarkers to its leader; a Kafka error code. */
+  remoteMarker?(m: RemoteMarker): Promise<number>;
+  /** KIP-890's check of a write whose transactional id another broker coordinates (AddPartitionsToTxn verifyOnly there). */
+  remoteVerify?(v: RemoteVerification): Promise<number>;
+  /** Called by shutdown (closes the inter-broker connections). */
+  onShutdown?(): void;
 }
 
 export interface InitProducerIdResult {
@@ -81,7 +97,13 @@ export class TransactionCoordinator {
     this.numPartitions = c.int('transaction.state.log.num.partitions');
     this.stateTopic = new InternalTopicOnFirstUse({
       name: TRANSACTION_STATE_TOPIC,
-      create: () => deps.ensureStateTopic(this.numPartitions),
+      create: async () => {
+        await deps.ensureStateTopic(this.numPartitions);
+        // clusters: the topic may have been made by another broker, and leadership of some of its
+        // partitions reached this one before it was ready here: load those now (before it is ready)
+        if (deps.leads !== undefined && this.active)
+          for (let p = 0; p < this.numPartitions; p++) if (deps.leads(p) && !this.loading.has(p)) void this.loadPartition(p);
+      },
       logger: deps.logger,
       errorCode: 'GREGOR_ERR_TXN_TOPIC',
     });
@@ -140,6 +162,7 @@ export class TransactionCoordinator {
 
   shutdown(): void {
     this.active = false;
+    this.deps.onShutdown?.();
     for (const t of this.timers) clearInterval(t);
     this.timers.length = 0;
   }
@@ -185,11 +208,21 @@ export class TransactionCoordinator {
    * finish what its prepared transactions decided, or forget its transactional ids.
    */
   async leadershipChanged(p: number, leads: boolean): Promise<void> {
-    if (!this.active || !this.stateTopic.isReady) return;
+    if (!this.active) return;
+    if (!this.stateTopic.isReady) {
+      // made by another broker and never used here yet: getting ready loads what this broker leads
+      if (leads && this.deps.stateTopicExists()) await this.ensureReady();
+      return;
+    }
     if (!leads) {
       for (const id of [...this.txns.keys()]) if (this.partitionFor(id) === p) this.txns.delete(id);
       return;
     }
+    await this.loadPartition(p);
+  }
+
+  /** Replays state partition `p` (its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile) and finishes its prepared transactions. */
+  private async loadPartition(p: number): Promise<void> {
     if (this.loading.has(p)) return;
     this.loading.add(p);
     try {
@@ -206,8 +239,10 @@ export class TransactionCoordinator {
     }
   }
 
+  /** The epoch markers carry: the state partition's (clusters: its leader epoch, Kafka's coordinator epoch). */
   private coordinatorEpoch(transactionalId: string): number {
-    return Math.max(0, this.deps.stateLog(this.partitionFor(transactionalId))?.latestEpoch ?? 0);
+    const p = this.partitionFor(transactionalId);
+    return Math.max(0, this.deps.stateLog(p)?.latestEpoch ?? 0, this.deps.leaderEpoch?.(TRANSACTION_STATE_TOPIC, p) ?? 0);
   }
 
   // ---- persistence ----
@@ -218,14 +253,23 @@ export class TransactionCoordinator {
     const p = this.partitionFor(m.transactionalId);
     const log = this.deps.stateLog(p);
     let errorCode: number = ErrorCode.NONE;
-    if (log === undefined) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (log === undefined) errorCode = this.deps.leads === undefined ? ErrorCode.COORDINATOR_NOT_AVAILABLE : ErrorCode.NOT_COORDINATOR;
     else {
       const batch = buildRecordBatch([
         { key: txnLogKey(m.transactionalId), value: next === null ? null : txnLogValue(next), timestamp: BigInt(this.now()) },
       ]);
       try {
-        await log.append(batch, { leaderEpoch: 0 }).written;
+        // clusters: acks=all, as Kafka writes the state log (refused up front below transaction.state.log.min.isr)
+        const isr = this.deps.checkIsr?.(TRANSACTION_STATE_TOPIC, p) ?? ErrorCode.NONE;
+        if (isr !== ErrorCode.NONE) throw new LogError(isr, `${TRANSACTION_STATE_TOPIC}-${p}: the ISR is below min.insync.replicas`);
+        const r = log.append(batch, { leaderEpoch: this.deps.leaderEpoch?.(TRANSACTION_STATE_TOPIC, p) ?? 0 });
+        await r.written;
         this.deps.notifyAppend(TRANSACTION_STATE_TOPIC, p, batch.length);
+        if (this.deps.awaitCommitted !== undefined) {
+          const committed = await this.deps.awaitCommitted(TRANSACTION_STATE_TOPIC, p, r.info.lastOffset + 1n);
+          if (committed !== ErrorCode.NONE)
+            throw new LogError(committed, `${TRANSACTION_STATE_TOPIC}-${p}: the ISR did not get the write (${committed})`);
+        }
       } catch (err) {
         this.logger.warn(
           { err, transactionalId: m.transactionalId, code: 'GREGOR_ERR_TXN_WRITE' },
@@ -409,9 +453,39 @@ export class TransactionCoordinator {
     const status = this.status(transactionalId);
     if (status !== ErrorCode.NONE) return status;
     const m = this.txns.get(transactionalId);
-    const e = this.check(m, producerId, producerEpoch);
-    if (e !== ErrorCode.NONE || m === undefined) return e;
+    if (m === undefined || m.producerId !== producerId) return ErrorCode.INVALID_PRODUCER_ID_MAPPING;
+    if (m.producerEpoch !== producerEpoch) return ErrorCode.PRODUCER_FENCED;
+    // as Kafka's handleVerifyPartitionsInTransaction: a pending transition (another AddPartitionsToTxn
+    // being written) is not checked; the partitions count once their Ongoing state is written
+    if (m.state === TxnState.PREPARE_COMMIT || m.state === TxnState.PREPARE_ABORT) return ErrorCode.CONCURRENT_TRANSACTIONS;
     return m.state === TxnState.ONGOING && hasPartition(m, topic, partition) ? ErrorCode.NONE : ErrorCode.TRANSACTION_ABORTABLE;
+  }
+
+  /**
+   * `verify` for the partition leader's side of a transactional write (Produce, TxnOffsetCommit). In
+   * a cluster, a transactional id another broker coordinates is checked there (AddPartitionsToTxn
+   * v4 verifyOnly, as Kafka's AddPartitionsToTxnManager does), unless `ongoingHere` (the partition
+   * already holds this producer's open transaction, which Kafka does not verify again). That
+   * coordinator moving or not answering is COORDINATOR_NOT_AVAILABLE (callers map it to their
+   * API's retriable error). Synchronous on one node.
+   */
+  verifyForWrite(
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+    topic: string,
+    partition: number,
+    ongoingHere: () => boolean,
+  ): number | Promise<number> {
+    const d = this.deps;
+    if (!this.verification || d.remoteVerify === undefined || d.leads === undefined || d.leads(this.partitionFor(transactionalId)))
+      return this.verify(transactionalId, producerId, producerEpoch, topic, partition);
+    if (ongoingHere()) return ErrorCode.NONE;
+    return d.remoteVerify({ transactionalId, producerId, producerEpoch, topic, partition }).then((code) => {
+      return code === ErrorCode.NOT_COORDINATOR || code === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        ? ErrorCode.COORDINATOR_NOT_AVAILABLE
+        : code;
+    });
   }
 
   // ---- EndTxn ----

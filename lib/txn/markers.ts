@@ -1,7 +1,10 @@
 /**
- * Transaction markers (Kafka's TransactionMarkerChannelManager on one node): the coordinator's COMMIT or
- * ABORT control batch appended to each partition of a completing transaction, and WriteTxnMarkers'
- * per-partition append.
+ * Transaction markers (Kafka's TransactionMarkerChannelManager): the coordinator's COMMIT or ABORT
+ * control batch for each partition of a completing transaction, and WriteTxnMarkers' per-partition
+ * append. A partition this broker leads gets it appended here; in a cluster, one another broker
+ * leads gets it through WriteTxnMarkers to that leader (inter-broker.ts). In a cluster an append
+ * carries the partition's leader epoch and counts once the ISR has it (acks=all, as Kafka writes
+ * markers).
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
@@ -10,7 +13,18 @@ import type { TxnCoordinatorDeps } from './coordinator.js';
 
 export class TxnMarkerWriter {
   constructor(
-    private readonly deps: Pick<TxnCoordinatorDeps, 'partitionLog' | 'notifyAppend' | 'offsetsTopic' | 'onOffsetsMarker'> & {
+    private readonly deps: Pick<
+      TxnCoordinatorDeps,
+      | 'partitionLog'
+      | 'notifyAppend'
+      | 'offsetsTopic'
+      | 'onOffsetsMarker'
+      | 'leaderEpoch'
+      | 'checkIsr'
+      | 'awaitCommitted'
+      | 'notHereError'
+      | 'remoteMarker'
+    > & {
       readonly logger: Logger;
     },
   ) {}
@@ -18,7 +32,8 @@ export class TxnMarkerWriter {
   /**
    * The coordinator's marker write to one partition; true when done. A partition that is gone, or
    * whose producer state refuses the marker (a newer epoch or coordinator wrote there), needs no
-   * marker any more: done, as Kafka drops it. Anything else is retried.
+   * marker any more: done, as Kafka drops it. Anything else is retried (in a cluster: no leader,
+   * another leader now, the leader unreachable, the ISR too small or too slow).
    */
   async write(
     topic: string,
@@ -28,7 +43,11 @@ export class TxnMarkerWriter {
     commit: boolean,
     coordinatorEpoch: number,
   ): Promise<boolean> {
-    const code = await this.append(topic, partition, producerId, producerEpoch, commit, coordinatorEpoch);
+    const remote = this.deps.remoteMarker;
+    const code =
+      remote !== undefined && this.deps.partitionLog(topic, partition) === undefined
+        ? await remote({ topic, partition, producerId, producerEpoch, commit, coordinatorEpoch })
+        : await this.append(topic, partition, producerId, producerEpoch, commit, coordinatorEpoch);
     switch (code) {
       case ErrorCode.NONE:
         return true;
@@ -52,7 +71,9 @@ export class TxnMarkerWriter {
   /**
    * Appends a COMMIT/ABORT marker to a partition and waits until it is written (WriteTxnMarkers does
    * this per partition). Returns a Kafka error code: NONE, UNKNOWN_TOPIC_OR_PARTITION, or what the
-   * partition's producer state or log refused it with.
+   * partition's producer state or log refused it with; in a cluster also NOT_LEADER_OR_FOLLOWER /
+   * LEADER_NOT_AVAILABLE for a partition not led here, NOT_ENOUGH_REPLICAS before the append and
+   * NOT_ENOUGH_REPLICAS_AFTER_APPEND / REQUEST_TIMED_OUT when the ISR did not get it.
    */
   async append(
     topic: string,
@@ -63,12 +84,21 @@ export class TxnMarkerWriter {
     coordinatorEpoch: number,
   ): Promise<number> {
     const log = this.deps.partitionLog(topic, partition);
-    if (log === undefined) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    if (log === undefined) return this.deps.notHereError?.(topic, partition) ?? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    // acks=all: refused before the append when the ISR is below min.insync.replicas
+    const isr = this.deps.checkIsr?.(topic, partition) ?? ErrorCode.NONE;
+    if (isr !== ErrorCode.NONE) return isr;
     try {
-      const r = await log.appendMarker({ producerId, producerEpoch, coordinatorEpoch, commit }, { leaderEpoch: 0 });
+      const leaderEpoch = this.deps.leaderEpoch?.(topic, partition) ?? 0;
+      const r = await log.appendMarker({ producerId, producerEpoch, coordinatorEpoch, commit }, { leaderEpoch });
       await r.written;
       // the last stable offset may have moved past any amount of data: wake every waiting fetch
       this.deps.notifyAppend(topic, partition, Number.MAX_SAFE_INTEGER);
+      if (this.deps.awaitCommitted !== undefined) {
+        const committed = await this.deps.awaitCommitted(topic, partition, r.info.lastOffset + 1n);
+        if (committed !== ErrorCode.NONE) return committed;
+        this.deps.notifyAppend(topic, partition, Number.MAX_SAFE_INTEGER);
+      }
       if (topic === this.deps.offsetsTopic) this.deps.onOffsetsMarker(partition, producerId, commit);
       return ErrorCode.NONE;
     } catch (err) {

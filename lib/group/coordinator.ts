@@ -264,7 +264,12 @@ export class GroupCoordinator {
    * NOT_COORDINATOR and find the new coordinator), as onResignation does.
    */
   async leadershipChanged(p: number, leads: boolean): Promise<void> {
-    if (!this.active || !this.offsetsTopic.isReady) return;
+    if (!this.active) return;
+    if (!this.offsetsTopic.isReady) {
+      // another broker created the topic: this one learns of it by leading one of its partitions
+      if (!leads || !this.deps.offsetsTopicExists()) return;
+      this.offsetsTopic.markReady();
+    }
     if (!leads) {
       for (const [groupId, g] of this.groups) {
         if (this.partitionFor(groupId) !== p) continue;

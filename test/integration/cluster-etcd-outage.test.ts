@@ -7,41 +7,11 @@
  */
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
-import { ApiKey } from '../../protocol/generated/api-keys.js';
-import type { MetadataResponse } from '../../protocol/generated/metadata.js';
 import { type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
 import { Cleanup } from '../helpers/cleanup.js';
-import { RawClient } from '../helpers/raw-client.js';
+import { metadata, until } from '../helpers/cluster.js';
 
 const OUTAGE_MS = 10_000;
-
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-async function metadata(bootstrap: string, topics: string[]): Promise<MetadataResponse> {
-  const c = await RawClient.connect(bootstrap);
-  try {
-    return await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
-      topics: topics.map((name) => ({ topicId: '0'.repeat(32), name })),
-      allowAutoTopicCreation: false,
-      includeTopicAuthorizedOperations: false,
-    });
-  } finally {
-    c.destroy();
-  }
-}
 
 describe('cluster: etcd unreachable for 10 s', function () {
   this.timeout(180_000);

@@ -10,54 +10,19 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
-import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import type { MetadataResponse } from '../../protocol/generated/metadata.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import { type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { Cleanup } from '../helpers/cleanup.js';
+import { metadata, running, until } from '../helpers/cluster.js';
 import { runKcat } from '../helpers/kcat.js';
 import { RawClient, rawProduce } from '../helpers/raw-client.js';
 
 type Any = any;
 const { KafkaJS } = loadConfluent();
-const SESSION_TIMEOUT_MS = 3000;
-
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** The first running broker's host:port (the raw client connects to one). */
-function firstBootstrap(cluster: LocalCluster): string {
-  const b = cluster.brokers.find((x) => x.running);
-  if (b === undefined) throw new Error('no running broker');
-  return b.bootstrap;
-}
-
-async function metadata(bootstrap: string, topics: string[] | null): Promise<MetadataResponse> {
-  const c = await RawClient.connect(bootstrap);
-  try {
-    return await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
-      topics: topics === null ? null : topics.map((name) => ({ topicId: '0'.repeat(32), name })),
-      allowAutoTopicCreation: false,
-      includeTopicAuthorizedOperations: false,
-    });
-  } finally {
-    c.destroy();
-  }
-}
+// long enough that a broker restarted at once (the immediate-restart case) is back before its old session ends
+const SESSION_TIMEOUT_MS = 8000;
 
 /** Creates `topic` through kafkajs and waits until every broker has its leaders. */
 async function createTopic(cluster: LocalCluster, topic: string, numPartitions: number): Promise<void> {
@@ -161,7 +126,7 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
 
   it('a broker that does not lead a partition answers NOT_LEADER_OR_FOLLOWER; its leader takes the write', async () => {
     await createTopic(cluster, 'direct', 3);
-    const m = await metadata(firstBootstrap(cluster), ['direct']);
+    const m = await metadata(running(cluster).bootstrap, ['direct']);
     const p0 = m.topics[0]?.partitions.find((p) => p.partitionIndex === 0);
     const leader = cluster.brokers.find((b) => b.nodeId === p0?.leaderId);
     const other = cluster.brokers.find((b) => b.nodeId !== p0?.leaderId);
@@ -274,7 +239,7 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     } finally {
       await producer.disconnect();
     }
-    const before = await metadata(firstBootstrap(cluster), ['survive']);
+    const before = await metadata(running(cluster).bootstrap, ['survive']);
     const victim = cluster.brokers.find((b) => b.nodeId === before.controllerId) ?? cluster.brokers[0];
     if (victim === undefined) throw new Error('no broker');
     const led = (before.topics[0]?.partitions ?? []).filter((p) => p.leaderId === victim.nodeId);
@@ -335,7 +300,7 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
 
   it('kill -9 and an immediate restart (within the session): the broker replaces its old registration and leads its partitions again', async () => {
     await createTopic(cluster, 'quick', 3);
-    const m = await metadata(firstBootstrap(cluster), ['quick']);
+    const m = await metadata(running(cluster).bootstrap, ['quick']);
     const leaderId = m.topics[0]?.partitions[0]?.leaderId;
     const victim = cluster.brokers.find((b) => b.nodeId === leaderId);
     if (victim === undefined) throw new Error('no leader for quick-0');

@@ -11,52 +11,18 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
-import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import type { MetadataResponse } from '../../protocol/generated/metadata.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
+import { partitionFor } from '../../lib/group/records.js';
 import { Cleanup } from '../helpers/cleanup.js';
+import { metadata, running, until } from '../helpers/cluster.js';
 import { RawClient, rawProduce } from '../helpers/raw-client.js';
 
 type Any = any;
 const { KafkaJS } = loadConfluent();
 const SESSION_TIMEOUT_MS = 3000;
-
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-async function metadata(bootstrap: string, topics: string[]): Promise<MetadataResponse> {
-  const c = await RawClient.connect(bootstrap);
-  try {
-    return await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
-      topics: topics.map((name) => ({ topicId: '0'.repeat(32), name })),
-      allowAutoTopicCreation: false,
-      includeTopicAuthorizedOperations: false,
-    });
-  } finally {
-    c.destroy();
-  }
-}
-
-function running(cluster: LocalCluster): LocalBroker {
-  const b = cluster.brokers.find((x) => x.running);
-  if (b === undefined) throw new Error('no running broker');
-  return b;
-}
 
 /** The partition's state as a running broker reports it. */
 async function partitionOf(cluster: LocalCluster, topic: string, partition: number) {
@@ -222,6 +188,59 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
       20_000,
       'the restarted broker back in every ISR',
     );
+  });
+
+  it('kill -9 of a group coordinator: the group and its committed offsets move to the new leader of its offsets partition', async () => {
+    await createTopic('grouped', 3);
+    const groupId = 'failover-group';
+    const client = kafka();
+    const producer = client.producer();
+    await producer.connect();
+    await producer.send({
+      topic: 'grouped',
+      acks: -1,
+      messages: Array.from({ length: 60 }, (_, i) => ({ value: `g${i}`, partition: i % 3 })),
+    });
+    await producer.disconnect();
+    const consumer = client.consumer({ groupId, sessionTimeout: 10_000 });
+    await consumer.connect();
+    let seen = 0;
+    await consumer.subscribe({ topic: 'grouped', fromBeginning: true });
+    await consumer.run({
+      eachMessage: () => {
+        seen++;
+        return Promise.resolve();
+      },
+    });
+    const admin = client.admin();
+    await admin.connect();
+    try {
+      await until(() => Promise.resolve(seen >= 60 ? true : undefined), 30_000, '60 records');
+      await consumer.disconnect(); // commits what it consumed
+      const committed = async () =>
+        (await admin.fetchOffsets({ groupId, topics: ['grouped'] }))[0]?.partitions.reduce((n, p) => n + Number(p.offset), 0);
+      expect(await committed()).to.equal(60);
+      // the coordinator: the leader of the group's __consumer_offsets partition (3 partitions here)
+      const p = partitionFor(groupId, 3);
+      const coordinatorId = (await partitionOf(cluster, '__consumer_offsets', p)).leaderId;
+      const coordinator = cluster.brokers.find((b) => b.nodeId === coordinatorId);
+      if (coordinator === undefined) throw new Error('no coordinator');
+      await coordinator.kill('SIGKILL');
+      await until(
+        async () => {
+          const q = await partitionOf(cluster, '__consumer_offsets', p);
+          return q.leaderId >= 0 && q.leaderId !== coordinatorId ? true : undefined;
+        },
+        SESSION_TIMEOUT_MS * 5,
+        'a new coordinator',
+      );
+      expect(
+        await until(async () => ((await committed()) === 60 ? 60 : undefined), 20_000, 'the offsets from the new coordinator'),
+      ).to.equal(60);
+      await coordinator.start();
+    } finally {
+      await admin.disconnect();
+    }
   });
 
   it('kill -9 of the leader five times under acks=all producers (kafkajs and librdkafka, idempotent): nothing acknowledged is lost, no offset changes its record, the high watermark never goes back', async () => {

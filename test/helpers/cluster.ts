@@ -1,0 +1,42 @@
+/** Shared by the cluster tests (lib/cluster/local-cluster.ts clusters): polling with a deadline, raw Metadata, a running broker. */
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { MetadataResponse } from '../../protocol/generated/metadata.js';
+import type { LocalBroker, LocalCluster } from '../../lib/cluster/local-cluster.js';
+import { RawClient } from './raw-client.js';
+
+/** Polls `probe` every `everyMs` until it gives a value (errors count as "not yet"); rejects after `timeoutMs` naming `what`. */
+export async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string, everyMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Metadata v12 from one broker: `topics` by name, or null for every topic. */
+export async function metadata(bootstrap: string, topics: string[] | null): Promise<MetadataResponse> {
+  const c = await RawClient.connect(bootstrap);
+  try {
+    return await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
+      topics: topics === null ? null : topics.map((name) => ({ topicId: '0'.repeat(32), name })),
+      allowAutoTopicCreation: false,
+      includeTopicAuthorizedOperations: false,
+    });
+  } finally {
+    c.destroy();
+  }
+}
+
+/** The first running broker of the cluster. */
+export function running(cluster: LocalCluster): LocalBroker {
+  const b = cluster.brokers.find((x) => x.running);
+  if (b === undefined) throw new Error('no running broker');
+  return b;
+}

@@ -7,7 +7,6 @@
  * killed with SIGKILL loses its partitions' leadership (LEADER_NOT_AVAILABLE) until it is back, when the
  * controller elects it again with a higher leader epoch and nothing it acknowledged is gone.
  */
-import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
@@ -298,7 +297,7 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     }
   });
 
-  it('kill -9 and an immediate restart (within the session): the broker replaces its old registration and leads its partitions again', async () => {
+  it('kill -9 and an immediate restart (within the session): the broker registers again at once (not NODE_ID_IN_USE) and leads its partitions again', async () => {
     await createTopic(cluster, 'quick', 3);
     const m = await metadata(running(cluster).bootstrap, ['quick']);
     const leaderId = m.topics[0]?.partitions[0]?.leaderId;
@@ -307,8 +306,6 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     await victim.kill('SIGKILL');
     // with the old registration alive, a start refused as NODE_ID_IN_USE would reject here
     await victim.start();
-    const log = readFileSync(victim.logFile, 'utf8');
-    expect(log).to.include('replaced the registration of this broker before its restart');
     await until(
       async () => {
         const after = await metadata(victim.bootstrap, ['quick']);

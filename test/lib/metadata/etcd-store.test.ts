@@ -96,6 +96,26 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
     expectMetadataError(await rejection(open(await tempDir(each), '', 1)), GregorMetadataErrorCode.CLUSTER_ID);
   });
 
+  it('a broker restarted on its data dir within its session replaces its own registration (the lease it held is in the data dir)', async () => {
+    const dir = await tempDir(each);
+    const crashed = await openStore(etcd, each, clusterId, 1, { dataDir: dir, controller: false });
+    const oldEpoch = crashed.session.brokerEpoch();
+    const oldLease = crashed.session.leaseOf();
+    expect((await readFile(join(dir, 'etcd-lease'), 'utf8')).trim()).to.equal(oldLease);
+    // a crash: the client goes without revoking anything, the registration lives on until its TTL
+    crashed.client.close();
+    const watcher = await openStore(etcd, each, clusterId, 2, { controller: false });
+    expect(watcher.brokers().map((b) => b.nodeId)).to.include(1);
+    const restarted = await openStore(etcd, each, clusterId, 1, { dataDir: dir, controller: false });
+    expect(restarted.session.brokerEpoch()).to.be.greaterThan(oldEpoch);
+    expect(restarted.session.leaseOf()).to.not.equal(oldLease);
+    await until(
+      () => watcher.brokers().find((b) => b.nodeId === 1)?.brokerEpoch === restarted.session.brokerEpoch(),
+      5000,
+      'the new registration',
+    );
+  });
+
   it('creates a topic once when two brokers race: the loser gets TOPIC_ALREADY_EXISTS and both copies agree', async () => {
     const [a, b, c] = await openCluster(etcd, each, clusterId, 3);
     if (a === undefined || b === undefined || c === undefined) throw new Error('three stores');

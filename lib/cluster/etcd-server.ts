@@ -29,6 +29,8 @@ export interface EtcdServer {
   /** The client URL, e.g. `http://127.0.0.1:2379`. */
   readonly endpoints: string;
   readonly dataDir: string;
+  /** The member's process id while it runs (benchmarks read its CPU from /proc). */
+  readonly pid: number | undefined;
   /** Stops the member (SIGTERM, then SIGKILL after 5 s) and removes a temporary data dir. */
   stop(): Promise<void>;
   /** Sends a signal to the member (SIGKILL to crash it, SIGSTOP/SIGCONT to freeze it); no waiting. */
@@ -167,6 +169,9 @@ export async function startEtcd(opts: EtcdServerOptions = {}): Promise<EtcdServe
   return {
     endpoints: clientUrl,
     dataDir,
+    get pid() {
+      return child?.pid;
+    },
     async stop() {
       await halt();
       if (ownDir) await rm(dataDir, { recursive: true, force: true });

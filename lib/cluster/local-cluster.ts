@@ -41,6 +41,8 @@ export interface LocalBroker {
   /** The admin HTTP listener's host:port, null when it has none. */
   admin: string | null;
   readonly running: boolean;
+  /** The current process's id (undefined before the first start); benchmarks read its CPU from /proc. */
+  readonly pid: number | undefined;
   /** Resolves with the exit code (null when killed by a signal) of the current process. */
   exited: Promise<number | null>;
   /** Starts the broker (again), on the port it had, and waits for its ready line. */
@@ -81,6 +83,10 @@ class ChildBrokerProcess implements LocalBroker {
     private readonly nodeFlags: readonly string[],
     private readonly env: Record<string, string>,
   ) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
 
   get running(): boolean {
     return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;

@@ -46,11 +46,19 @@ export async function replicaFetch(
 ): Promise<FetchResponse> {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
-  const read = async (): Promise<{ responses: FetchResponse['responses']; total: number; caughtUp: boolean; logs: PartitionLog[] }> => {
+  const read = async (): Promise<{
+    responses: FetchResponse['responses'];
+    total: number;
+    caughtUp: boolean;
+    logs: PartitionLog[];
+    /** each log's end offset as read */
+    ends: bigint[];
+  }> => {
     let budget = req.maxBytes ?? 0x7fffffff;
     let total = 0;
     let caughtUp = true;
     const logs: PartitionLog[] = [];
+    const ends: bigint[] = [];
     const responses: FetchResponse['responses'] = [];
     for (const t of req.topics) {
       const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
@@ -88,6 +96,7 @@ export async function replicaFetch(
           continue;
         }
         logs.push(log);
+        ends.push(logEnd);
         if (p.fetchOffset >= logEnd) {
           partitions.push(result(p.partition, ErrorCode.NONE, log));
           continue;
@@ -107,12 +116,20 @@ export async function replicaFetch(
       }
       responses.push({ topic: rec?.name ?? t.topic ?? '', topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID, partitions });
     }
-    return { responses, total, caughtUp, logs };
+    return { responses, total, caughtUp, logs, ends };
   };
   let r = await read();
   if (r.caughtUp && r.logs.length > 0 && req.maxWaitMs > 0 && req.minBytes > 0) {
     const parkedAt = performance.now();
-    await fetchWatchFor(s.purgatory, ctx.conn).wait(r.logs, req.maxWaitMs, () => true);
+    // Any change to a fetched partition (an append, a high watermark move) ends the wait. The check a
+    // wait starts with (no change) only asks whether a log grew since it was read (an append between
+    // the read and the wait): a caught-up follower must park, not poll.
+    const { logs, ends } = r;
+    const grown = (): boolean => {
+      for (let i = 0; i < logs.length; i++) if (logs[i]!.logEndOffset !== ends[i]) return true;
+      return false;
+    };
+    await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (change) => change !== undefined || grown());
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
     r = await read();
   }

@@ -182,6 +182,7 @@ async function admin(b: LocalBroker, method: string, p: string, body?: unknown):
 
 interface LoggedRequest {
   clientId: string | null;
+  responseBytes: number;
   latencyMs: { total: number; local: number; remote: number };
 }
 
@@ -197,6 +198,8 @@ interface FetchTimes {
   replicaLocalMaxMs: number;
   replicaLocalAvgMs: number;
   replicaTotalP50Ms: number;
+  /** a replica fetch's response size, median (bytes) */
+  replicaResponseBytesP50: number;
   consumerFetches: number;
   consumerLocalP50Ms: number;
   consumerLocalP99Ms: number;
@@ -227,6 +230,10 @@ async function stopRecording(brokers: readonly LocalBroker[]): Promise<{ per: Fe
           rep.map((x) => x.latencyMs.total),
           50,
         ),
+      ),
+      replicaResponseBytesP50: percentile(
+        rep.map((x) => x.responseBytes),
+        50,
       ),
       consumerFetches: con.length,
       consumerLocalP50Ms: r3(

@@ -46,7 +46,12 @@ export async function replicaFetch(
 ): Promise<FetchResponse> {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
-  const read = async (): Promise<{
+  // `track`: hand each fetch offset to the replication layer. Only the first read of a Fetch does, as
+  // Kafka's ReplicaManager updates the follower's state from the read before the long poll and not
+  // from the DelayedFetch's read after it (the offsets are the same; only the clock moved).
+  const read = async (
+    track: boolean,
+  ): Promise<{
     responses: FetchResponse['responses'];
     total: number;
     caughtUp: boolean;
@@ -59,6 +64,7 @@ export async function replicaFetch(
     let caughtUp = true;
     const logs: PartitionLog[] = [];
     const ends: bigint[] = [];
+    const now = track ? replication.now() : 0;
     const responses: FetchResponse['responses'] = [];
     for (const t of req.topics) {
       const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
@@ -90,7 +96,7 @@ export async function replicaFetch(
           partitions.push(result(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, log));
           continue;
         }
-        const code = replication.followerFetched(rec.name, p.partition, replicaId, p.fetchOffset);
+        const code = track ? replication.followerFetched(rec.name, p.partition, replicaId, p.fetchOffset, now) : ErrorCode.NONE;
         if (code !== ErrorCode.NONE) {
           partitions.push(result(p.partition, code, log));
           continue;
@@ -118,7 +124,7 @@ export async function replicaFetch(
     }
     return { responses, total, caughtUp, logs, ends };
   };
-  let r = await read();
+  let r = await read(true);
   if (r.caughtUp && r.logs.length > 0 && req.maxWaitMs > 0 && req.minBytes > 0) {
     const parkedAt = performance.now();
     // Any change to a fetched partition (an append, a high watermark move) ends the wait. The check a
@@ -131,7 +137,7 @@ export async function replicaFetch(
     };
     await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (change) => change !== undefined || grown());
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
-    r = await read();
+    r = await read(false);
   }
   return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, sessionId: 0, responses: r.responses };
 }

@@ -87,11 +87,56 @@ class Led {
 export type CommitOutcome = number;
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+/**
+ * Partitions' values by `topic\0partition` key, with an index by topic and partition index beside it
+ * for the lookups made per partition of every follower Fetch and every append (`at`): no key string
+ * is built there. (Exported for its test.)
+ */
+export class PartitionMap<V extends { readonly topic: string; readonly partition: number }> extends Map<string, V> {
+  private readonly byTopic = new Map<string, (V | undefined)[]>();
+
+  override set(k: string, v: V): this {
+    const old = super.get(k);
+    if (old !== undefined && old !== v) this.unindex(old);
+    super.set(k, v);
+    let a = this.byTopic.get(v.topic);
+    if (a === undefined) this.byTopic.set(v.topic, (a = []));
+    a[v.partition] = v;
+    return this;
+  }
+
+  override delete(k: string): boolean {
+    const v = super.get(k);
+    if (v !== undefined) this.unindex(v);
+    return super.delete(k);
+  }
+
+  override clear(): void {
+    this.byTopic.clear();
+    super.clear();
+  }
+
+  at(topic: string, partition: number): V | undefined {
+    return this.byTopic.get(topic)?.[partition];
+  }
+
+  /** Drops the topic's index once none of its partitions is left. */
+  forgetTopic(topic: string): void {
+    if (this.byTopic.get(topic)?.every((v) => v === undefined) === true) this.byTopic.delete(topic);
+  }
+
+  private unindex(v: V): void {
+    const a = this.byTopic.get(v.topic);
+    if (a?.[v.partition] === v) a[v.partition] = undefined;
+  }
+}
+
 /** Bytes passed to a consumer's long poll when the high watermark moves (any amount completes a wait of min_bytes 1). */
 const HIGH_WATERMARK_MOVED = 1 << 30;
 
 export class Replication {
-  private readonly led = new Map<string, Led>();
+  private readonly led = new PartitionMap<Led>();
   /** Partitions followed, with the leader and epoch they are followed at. */
   private readonly following = new Map<string, { leader: number; leaderEpoch: number }>();
   private readonly lagMaxMs: number;
@@ -123,7 +168,8 @@ export class Replication {
     deps.metadata.onChange((c) => this.changed(c));
   }
 
-  private now(): number {
+  /** The clock of the ISR's lag checks (ms). */
+  now(): number {
     return this.deps.now?.() ?? Date.now();
   }
 
@@ -163,6 +209,7 @@ export class Replication {
       this.failWaiters(l, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
       this.led.delete(k);
     }
+    this.led.forgetTopic(topic);
     for (const k of this.following.keys()) {
       if (!k.startsWith(`${topic}\u0000`)) continue;
       this.following.delete(k);
@@ -227,21 +274,21 @@ export class Replication {
 
   /** The leader's own write reached the log: with an ISR of one, that is the new high watermark. */
   private written(topic: string, partition: number): void {
-    const l = this.led.get(key(topic, partition));
+    const l = this.led.at(topic, partition);
     if (l !== undefined) this.advance(l);
   }
 
   /**
    * A follower fetched the partition from `fetchOffset` (it holds everything before): its log end
    * offset. Moves the high watermark, and asks for the follower to join the ISR once it caught up.
-   * Returns the error the fetch answers for this partition (NONE when this broker leads it).
+   * Returns the error the fetch answers for this partition (NONE when this broker leads it). `now`: the
+   * clock read once for a request naming many partitions.
    */
-  followerFetched(topic: string, partition: number, replicaId: number, fetchOffset: bigint): number {
-    const l = this.led.get(key(topic, partition));
+  followerFetched(topic: string, partition: number, replicaId: number, fetchOffset: bigint, now = this.now()): number {
+    const l = this.led.at(topic, partition);
     if (l === undefined) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
     const f = l.followers.get(replicaId);
     if (f === undefined) return ErrorCode.NOT_LEADER_OR_FOLLOWER; // not a replica of this partition
-    const now = this.now();
     const leaderEnd = l.log.logEndOffset;
     if (fetchOffset >= leaderEnd) f.lastCaughtUpMs = now;
     else if (f.leaderEndAtLastFetch >= 0n && fetchOffset >= f.leaderEndAtLastFetch)
@@ -263,7 +310,7 @@ export class Replication {
 
   /** The ISR's size as this leader sees it (min.insync.replicas checks), 0 when it does not lead. */
   isrSize(topic: string, partition: number): number {
-    return this.led.get(key(topic, partition))?.state.isr.length ?? 0;
+    return this.led.at(topic, partition)?.state.isr.length ?? 0;
   }
 
   /**

@@ -28,7 +28,8 @@
  * BENCH_E2E_ROUNDS (2000), BENCH_E2E_WARMUP (100), BENCH_FETCH_WAIT_MS (500: the consumers'
  * fetch.wait.max.ms), BENCH_RESTARTS ("SIGTERM,SIGKILL", "" for none), BENCH_CPU_PROF (a directory:
  * the brokers run with --cpu-prof there; a profile is written when a broker exits cleanly),
- * BENCH_KEEP_DIR (a directory for the cluster, kept afterwards: logs and data).
+ * BENCH_KEEP_DIR (a directory for the cluster, kept afterwards: logs and data), BENCH_LOG_LEVEL (the
+ * brokers' LOG_LEVEL, default warn).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -518,7 +519,7 @@ async function main(): Promise<void> {
     brokers: 2,
     ...(KEEP_DIR !== undefined ? { dir: KEEP_DIR } : {}),
     nodeFlags,
-    env: { LOG_LEVEL: 'warn' },
+    env: { LOG_LEVEL: process.env['BENCH_LOG_LEVEL'] ?? 'warn' },
     overrides: {
       'default.replication.factor': '2',
       'offsets.topic.replication.factor': '2',

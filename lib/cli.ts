@@ -9,6 +9,7 @@
 import { Broker } from './broker.js';
 import { ConfigError } from './config.js';
 import { headroomFromEnv, startHeapHeadroom } from './heap-headroom.js';
+import { idleMsFromEnv, startIdleMemory } from './idle-memory.js';
 import { isToolCommand, runTool } from './cli/index.js';
 import { announceReady, banner, prepareReadyFile, removeReadyFile } from './ready-signal.js';
 import { mergeTopicSpecs, parseTopicSpec, parseTopicSpecList, TOPIC_SPEC_SYNTAX, type TopicSpec } from './topic-spec.js';
@@ -118,6 +119,8 @@ export async function main(argv: readonly string[], hooks: StartHooks = {}): Pro
   broker.logger.info({ config: broker.config.effective() }, 'effective configuration');
   // the broker owns this process: keep V8's full collections from chasing short-lived record buffers
   const headroom = startHeapHeadroom({ headroomBytes: headroomFromEnv(process.env['GREGOR_HEAP_HEADROOM_MB']) });
+  // and give the heap a burst grew (start-up, the recovery pass, traffic) back once the process is idle
+  startIdleMemory({ idleMs: idleMsFromEnv(process.env['GREGOR_IDLE_GC_MS']) });
   try {
     await broker.start();
   } catch (e) {

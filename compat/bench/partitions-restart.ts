@@ -16,7 +16,9 @@
  * the first read of a partition, which opens a lazily opened log). After the last restart, one
  * ListOffsets request for every partition checks all log end offsets (the time until every log is
  * recovered and answers: *AllOffsetsMs, and from spawn: *SpawnToAllOffsetsMs), with the broker's CPU seconds (utime+stime from
- * /proc/<pid>/stat) at ready, after that request and BENCH_SETTLE_MS later, and VmRSS then.
+ * /proc/<pid>/stat) at ready, after that request and BENCH_SETTLE_MS later, and VmRSS then. After the
+ * clean restart and the last one, VmRSS once the broker has been idle BENCH_IDLE_MS (default 15000;
+ * 0 skips it) more: *IdleMb, after lib/idle-memory.ts gave the heap back.
  *
  * BENCH_CPU_PROF=<dir>: the restarted brokers run with `node --cpu-prof --cpu-prof-dir=<dir>` (the
  * profile is written when each exits). Output: a table on stdout and
@@ -41,6 +43,8 @@ import { cpuSeconds, envInt, ROOT_DIR, round, rssBytes, sleep, writeBench } from
 const PARTITIONS = envInt('BENCH_PARTITIONS', 10_000);
 const SETTLE_MS = envInt('BENCH_SETTLE_MS', 2000);
 const CPU_PROF = process.env['BENCH_CPU_PROF'];
+/** How long the broker is left idle for the *IdleMb figures (lib/idle-memory.ts gives memory back ~11 s into an idle stretch). */
+const IDLE_MS = envInt('BENCH_IDLE_MS', 15_000);
 const TOPIC = 'wide';
 
 interface Running {
@@ -209,6 +213,10 @@ async function main(): Promise<void> {
     figures['cleanFirstFetchMs'] = clean.firstFetchMs;
     await sleep(SETTLE_MS);
     figures['rssAfterCleanRestartSettledMb'] = MB(rssBytes(current.pid));
+    if (IDLE_MS > 0) {
+      await sleep(IDLE_MS);
+      figures['rssAfterCleanRestartIdleMb'] = MB(rssBytes(current.pid));
+    }
 
     // 5. kill -9 restart
     await kill9(current);
@@ -260,6 +268,11 @@ async function main(): Promise<void> {
     await sleep(SETTLE_MS);
     figures['rssAfterKill9AllWrittenSettledMb'] = MB(rssBytes(current.pid));
     figures['kill9AllWrittenCpuSettledS'] = cpuSeconds(current.pid);
+    if (IDLE_MS > 0) {
+      await sleep(IDLE_MS);
+      figures['rssAfterKill9AllWrittenIdleMb'] = MB(rssBytes(current.pid));
+      figures['kill9AllWrittenCpuIdleS'] = cpuSeconds(current.pid);
+    }
     await stopClean(current);
     current = null;
   } finally {
@@ -286,7 +299,7 @@ async function main(): Promise<void> {
       ],
       table: { columns: ['figure', 'value'], rows },
       notes: [
-        `BENCH_PARTITIONS=${PARTITIONS}, BENCH_SETTLE_MS=${SETTLE_MS}${CPU_PROF !== undefined ? `, CPU profiles in ${CPU_PROF}` : ''}.`,
+        `BENCH_PARTITIONS=${PARTITIONS}, BENCH_SETTLE_MS=${SETTLE_MS}, BENCH_IDLE_MS=${IDLE_MS}${CPU_PROF !== undefined ? `, CPU profiles in ${CPU_PROF}` : ''}.`,
       ],
     },
     { partitions: PARTITIONS, figures },

@@ -151,7 +151,16 @@ function kafkajsClient(cluster: LocalCluster): TxnClient {
           const t = await p.transaction();
           return {
             send: async (topic, messages) => {
-              await t.send({ topic, acks: -1, messages });
+              const acked = new Set((await t.send({ topic, acks: -1, messages })).map((r) => r.partition));
+              // kafkajs 2.2.4 (src/producer/sendMessages.js) keeps one send()'s responses by broker
+              // across its retries: a partition whose leadership moved, during the send, to a broker
+              // that had already answered for its other partitions is never sent again, and send()
+              // resolves all the same (no AddPartitionsToTxn for it, no record). Its commit would then
+              // be whole for the coordinator and miss that record: the transaction fails here instead
+              // (the loop counts it unknown; the next instance's InitProducerId aborts it).
+              const missing = messages.filter((m) => !acked.has(m.partition)).map((m) => m.partition);
+              if (missing.length > 0)
+                throw new Error(`kafkajs resolved send() without producing to ${topic} partitions ${missing.join(',')}`);
             },
             commit: () => t.commit(),
             abort: () => t.abort(),
@@ -199,6 +208,8 @@ type Outcome = 'committed' | 'aborted' | 'unknown';
 /** Transactions in a loop, one record per partition each, every third aborted; a failure re-creates the producer. */
 class TxnLoop {
   readonly outcomes = new Map<number, Outcome>();
+  /** Why the transactions of unknown outcome failed (diagnostics: GREGOR_TEST_VERBOSE=1 prints them). */
+  readonly failures: string[] = [];
   stopped = false;
   /** While set, the next transaction waits after its sends (open) until it resolves. */
   hold: Promise<void> | null = null;
@@ -251,8 +262,9 @@ class TxnLoop {
           await tx.commit();
           this.outcomes.set(k, 'committed');
         }
-      } catch {
+      } catch (e) {
         this.outcomes.set(k, 'unknown');
+        this.failures.push(`${k}: ${e instanceof Error ? e.message : String(e)}`);
         await producer?.disconnect().catch(() => undefined);
         producer = null;
         this.recreated++;
@@ -535,6 +547,8 @@ describe('cluster transactions: markers and verification across brokers, coordin
       await allInSync();
     } finally {
       await Promise.all(loops.map((l) => l.stop()));
+      if (process.env['GREGOR_TEST_VERBOSE'] === '1')
+        for (const l of loops) for (const f of l.failures) console.log(`      ${l.client.name} transaction ${f}`);
     }
     await expectStable(cluster, topic);
     const seen = await readCommitted(topic, 6);

@@ -376,13 +376,31 @@ export class TopicManager {
       this.logger.info({ topic: rec.name, partitions: rec.partitions, topicId: rec.topicId }, 'topic created');
       await this.openLogs(rec);
     } catch (e) {
-      if (e instanceof MetadataWriteError) throw new TopicError(e.errorCode, e.message);
+      if (e instanceof MetadataWriteError) {
+        if (e.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && this.clustered) this.openRaced(checked.name);
+        throw new TopicError(e.errorCode, e.message);
+      }
       throw e;
     } finally {
       this.creating.delete(checked.name);
     }
     this.topicsChanged(rec.name, 'created');
     return rec;
+  }
+
+  /**
+   * Another broker created the topic while this one was creating it (two coordinators making an
+   * internal topic on first use at once): the store's report of the topic was passed over (see
+   * `creating`), so its logs are opened here as that report would have opened them. Without this
+   * the broker holds no replica of the topic until something asks for it again.
+   */
+  private openRaced(name: string): void {
+    void this.awaitTopic(name).then(
+      (t) => {
+        if (t !== undefined) this.topicsChanged(name, 'created');
+      },
+      (err: unknown) => this.logger.error({ err, topic: name }, 'opening the logs of a topic failed'),
+    );
   }
 
   /** Creates the topic with broker defaults when auto-creation is on and the name is valid. */

@@ -12,6 +12,8 @@
  * coordinator moves with the partition's leadership, the producers carry on (or re-initialise), and
  * nothing committed is lost, nothing aborted is visible, no transaction is left hanging.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
@@ -358,6 +360,31 @@ describe('cluster transactions: markers and verification across brokers, coordin
     const stray = [...count.keys()].filter((v) => !known.has(v));
     expect(stray, 'records of no transaction the producers ran').to.deep.equal([]);
   }
+
+  it('__transaction_state and __consumer_offsets made on first use by all three brokers at once: every broker opens its replicas of them', async () => {
+    // FindCoordinator at every broker in the same instant: one creation of each topic wins, the
+    // others are refused TOPIC_ALREADY_EXISTS by the store, and those brokers must still replicate it
+    const clients = await Promise.all(cluster.brokers.flatMap((b) => [0, 1].map(() => RawClient.connect(b.bootstrap))));
+    try {
+      await Promise.all(
+        clients.map((c, i) => c.request(ApiKey.FindCoordinator, 4, { keyType: i % 2, coordinatorKeys: ['first-use'] }, 15_000)),
+      );
+    } finally {
+      for (const c of clients) c.destroy();
+    }
+    const missing = () =>
+      cluster.brokers.flatMap((b) =>
+        [
+          ...Array.from({ length: STATE_PARTITIONS }, (_, p) => `${TXN_STATE}-${p}`),
+          ...Array.from({ length: OFFSETS_PARTITIONS }, (_, p) => `${OFFSETS}-${p}`),
+        ]
+          .filter((d) => !existsSync(join(cluster.dir, `broker-${b.nodeId}`, d)))
+          .map((d) => `broker-${b.nodeId}/${d}`),
+      );
+    await until(() => Promise.resolve(missing().length === 0 ? true : undefined), 10_000, 'every replica of the internal topics').catch(
+      () => expect(missing(), 'replicas of the internal topics not opened').to.deep.equal([]),
+    );
+  });
 
   it('kafkajs and librdkafka: commits and aborts over partitions led by all three brokers; read_committed sees exactly the committed records, every LSO reaches the high watermark', async () => {
     const topic = 'txn-spread';

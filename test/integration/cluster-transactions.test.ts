@@ -509,10 +509,7 @@ describe('cluster transactions: markers and verification across brokers, coordin
     expect(seen.map((v) => v.replace(/>ok$/, '')).sort()).to.deep.equal(Array.from({ length: N }, (_, i) => `v${i}`).sort());
   });
 
-  // Skipped: in about 1 run of 3-5 a transaction kafkajs reported committed shows 4 of its 6 records to the
-  // read_committed reader after the coordinator's broker is killed (2026-12-02). A data-loss or marker bug
-  // under investigation (issue 15's note); the case runs again once it is found and fixed.
-  it.skip("SIGKILL of the coordinator's broker between transactions and with transactions open: the coordinator moves, nothing committed is lost, nothing aborted is visible", async () => {
+  it("SIGKILL of the coordinator's broker between transactions and with transactions open: the coordinator moves, nothing committed is lost, nothing aborted is visible", async () => {
     const topic = 'txn-kill';
     await createTopic(topic, 6);
     // both producers' ids on one __transaction_state partition: one broker coordinates both

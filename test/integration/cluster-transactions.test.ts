@@ -17,11 +17,11 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
-import type { MetadataResponse } from '../../protocol/generated/metadata.js';
 import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
 import { partitionFor } from '../../lib/group/records.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { Cleanup } from '../helpers/cleanup.js';
+import { metadata, running, until } from '../helpers/cluster.js';
 import { readAllRdkafka, sleep } from '../helpers/eos.js';
 import { RawClient } from '../helpers/raw-client.js';
 
@@ -31,40 +31,6 @@ const STATE_PARTITIONS = 3;
 const OFFSETS_PARTITIONS = 3;
 const TXN_STATE = '__transaction_state';
 const OFFSETS = '__consumer_offsets';
-
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await sleep(200);
-  }
-}
-
-async function metadata(bootstrap: string, topics: string[]): Promise<MetadataResponse> {
-  const c = await RawClient.connect(bootstrap);
-  try {
-    return await c.request<MetadataResponse>(ApiKey.Metadata, 12, {
-      topics: topics.map((name) => ({ topicId: '0'.repeat(32), name })),
-      allowAutoTopicCreation: false,
-      includeTopicAuthorizedOperations: false,
-    });
-  } finally {
-    c.destroy();
-  }
-}
-
-function running(cluster: LocalCluster): LocalBroker {
-  const b = cluster.brokers.find((x) => x.running);
-  if (b === undefined) throw new Error('no running broker');
-  return b;
-}
 
 async function partitions(cluster: LocalCluster, topic: string) {
   const m = await metadata(running(cluster).bootstrap, [topic]);

@@ -27,7 +27,7 @@ import {
 const WAITS = [0, 500] as const;
 const VALUE_SIZE = 100;
 
-interface Result {
+export interface E2eLatencyResult {
   fetchWaitMaxMs: number;
   rounds: number;
   avgMs: number;
@@ -36,13 +36,26 @@ interface Result {
   p999Ms: number;
   maxMs: number;
   minMs: number;
-  /** the acks=-1 produce alone (delivery report), median */
+  /** the acks=-1 produce alone (delivery report), median and p99 */
   ackP50Ms: number;
+  ackP99Ms: number;
   brokerCpuPercent: number;
   seconds: number;
 }
 
-async function measure(bootstrap: string, pid: number, topic: string, fetchWait: number, rounds: number, warmup: number): Promise<Result> {
+/**
+ * One record at a time on partition 0 of `topic`: librdkafka producer (acks=-1, delivery report) and a
+ * long-polling librdkafka consumer; the time from produce to the consumer seeing it, over `rounds` after
+ * `warmup`, with the CPU of process `pid` (the broker leading the partition) over the measured rounds.
+ */
+export async function measureE2eLatency(
+  bootstrap: string,
+  pid: number,
+  topic: string,
+  fetchWait: number,
+  rounds: number,
+  warmup: number,
+): Promise<E2eLatencyResult> {
   const rk = rdkafka();
   const producer: RdProducer = new rk.Producer({ 'bootstrap.servers': bootstrap, acks: -1, 'linger.ms': 0, dr_cb: true, log_level: 0 });
   await connectRd(producer);
@@ -123,6 +136,7 @@ async function measure(bootstrap: string, pid: number, topic: string, fetchWait:
     maxMs: r3(Math.max(...lat)),
     minMs: r3(Math.min(...lat)),
     ackP50Ms: r3(percentile(acks, 50)),
+    ackP99Ms: r3(percentile(acks, 99)),
     brokerCpuPercent: round(cpu.cpuPercent, 1),
     seconds: round(cpu.wallSeconds, 1),
   };
@@ -132,7 +146,7 @@ export async function e2eLatency(ctx: BenchContext): Promise<void> {
   const rounds = envInt('BENCH_E2E_ROUNDS', 5000);
   const warmup = envInt('BENCH_E2E_WARMUP', 200);
   const broker = await ctx.startGregor({ 'group.initial.rebalance.delay.ms': '0' });
-  const results: Result[] = [];
+  const results: E2eLatencyResult[] = [];
   try {
     const admin = await RawClient.connect(broker.bootstrap);
     await rawCreateTopics(
@@ -141,7 +155,7 @@ export async function e2eLatency(ctx: BenchContext): Promise<void> {
     );
     admin.destroy();
     for (const w of WAITS) {
-      const r = await measure(broker.bootstrap, broker.pid, `e2e-wait${w}`, w, rounds, warmup);
+      const r = await measureE2eLatency(broker.bootstrap, broker.pid, `e2e-wait${w}`, w, rounds, warmup);
       results.push(r);
       ctx.log(
         `  fetch.wait.max.ms=${w}: avg ${r.avgMs} ms, p50 ${r.p50Ms}, p99 ${r.p99Ms}, p99.9 ${r.p999Ms} (broker CPU ${r.brokerCpuPercent}% of a core)`,

@@ -38,6 +38,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { MetadataResponse } from '../../protocol/generated/metadata.js';
 import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
 import { RawClient } from '../../test/helpers/raw-client.js';
+import { type E2eLatencyResult, measureE2eLatency } from './e2e-latency.js';
 import {
   asError,
   clkTck,
@@ -50,7 +51,6 @@ import {
   percentile,
   type RdKafkaConsumer,
   type RdMessage,
-  type RdProducer,
   rdkafka,
   ROOT_DIR,
   round,
@@ -69,7 +69,6 @@ const CPU_PROF = process.env['BENCH_CPU_PROF'];
 const KEEP_DIR = process.env['BENCH_KEEP_DIR'];
 const TOPIC = 'kafka-1952';
 const E2E_TOPIC = 'kafka-1952-e2e';
-const VALUE_SIZE = 100;
 const ISR_TIMEOUT_MS = 600_000;
 const REPLICA_CLIENT = 'gregor-replica-fetcher-';
 
@@ -353,96 +352,22 @@ async function wideConsumer(bootstrap: string): Promise<{ stop(): Promise<number
   };
 }
 
-interface E2eResult {
-  rounds: number;
-  avgMs: number;
-  p50Ms: number;
-  p99Ms: number;
-  p999Ms: number;
-  minMs: number;
-  maxMs: number;
-  ackP50Ms: number;
-  ackP99Ms: number;
-  leader: number;
-}
+type E2eResult = Omit<E2eLatencyResult, 'fetchWaitMaxMs' | 'brokerCpuPercent' | 'seconds'> & { leader: number };
 
-async function e2e(bootstrap: string, leader: number): Promise<E2eResult> {
-  const rk = rdkafka();
-  const producer: RdProducer = new rk.Producer({ 'bootstrap.servers': bootstrap, acks: -1, 'linger.ms': 0, dr_cb: true, log_level: 0 });
-  await connectRd(producer);
-  producer.setPollInBackground(true);
-  const consumer: RdKafkaConsumer = new rk.KafkaConsumer(
-    {
-      'bootstrap.servers': bootstrap,
-      'group.id': `kafka-1952-e2e-${Date.now()}`,
-      'enable.auto.commit': false,
-      'enable.auto.offset.store': false,
-      'fetch.wait.max.ms': FETCH_WAIT_MS,
-      'fetch.min.bytes': 1,
-      log_level: 0,
-    },
-    { 'auto.offset.reset': 'latest' },
-  );
-  await connectRd(consumer);
-  const c = consumer as RdKafkaConsumer & { setDefaultConsumeLoopTimeoutDelay(ms: number): void };
-  c.setDefaultConsumeTimeout(1000);
-  c.setDefaultConsumeLoopTimeoutDelay(0);
-  let wantSeen = -1;
-  let seenResolve: (() => void) | null = null;
-  let ackResolve: ((err: unknown) => void) | null = null;
-  consumer.on('data', (m: RdMessage) => {
-    const n = Number(m.value?.subarray(0, 10).toString() ?? -2);
-    if (n === wantSeen && seenResolve !== null) {
-      const r = seenResolve;
-      seenResolve = null;
-      r();
-    }
-  });
-  producer.on('delivery-report', (err) => {
-    const r = ackResolve;
-    ackResolve = null;
-    r?.(err);
-  });
-  consumer.assign([{ topic: E2E_TOPIC, partition: 0, offset: -1 }]);
-  consumer.consume();
-  await sleep(2000);
-  const filler = Buffer.alloc(VALUE_SIZE - 10, 'x');
-  const lat: number[] = [];
-  const acks: number[] = [];
-  try {
-    for (let i = 0; i < E2E_WARMUP + E2E_ROUNDS; i++) {
-      const value = Buffer.concat([Buffer.from(String(i).padStart(10, '0')), filler]);
-      wantSeen = i;
-      const seen = new Promise<void>((r) => (seenResolve = r));
-      const acked = new Promise<unknown>((r) => (ackResolve = r));
-      const t0 = performance.now();
-      producer.produce(E2E_TOPIC, 0, value, null);
-      const err = await Promise.race([acked, sleep(10_000).then(() => new Error('no delivery report within 10 s'))]);
-      if (err) throw new Error(`e2e round ${i}: ${asError(err).message}`);
-      const tAck = performance.now();
-      const ok = await Promise.race([seen.then(() => true), sleep(10_000).then(() => false)]);
-      if (!ok) throw new Error(`e2e round ${i}: the consumer did not see the record within 10 s`);
-      const t1 = performance.now();
-      if (i >= E2E_WARMUP) {
-        lat.push(t1 - t0);
-        acks.push(tAck - t0);
-      }
-    }
-  } finally {
-    await disconnectRd(consumer);
-    await disconnectRd(producer);
-  }
+/** e2e-latency.ts's measurement, against the 1-partition RF-2 topic while the 3,000 partitions exist. */
+async function e2e(bootstrap: string, leader: LocalBroker): Promise<E2eResult> {
+  const r = await measureE2eLatency(bootstrap, leader.pid ?? process.pid, E2E_TOPIC, FETCH_WAIT_MS, E2E_ROUNDS, E2E_WARMUP);
   return {
-    rounds: lat.length,
-    avgMs: r3(mean(lat)),
-    p50Ms: r3(percentile(lat, 50)),
-    p99Ms: r3(percentile(lat, 99)),
-    p999Ms: r3(percentile(lat, 99.9)),
-    minMs: r3(Math.min(...lat)),
-    maxMs: r3(Math.max(...lat)),
-    ackP50Ms: r3(percentile(acks, 50)),
-    ackP99Ms: r3(percentile(acks, 99)),
-    leader,
+    rounds: r.rounds,
+    avgMs: r.avgMs,
+    p50Ms: r.p50Ms,
+    p99Ms: r.p99Ms,
+    p999Ms: r.p999Ms,
+    minMs: r.minMs,
+    maxMs: r.maxMs,
+    ackP50Ms: r.ackP50Ms,
+    ackP99Ms: r.ackP99Ms,
+    leader: leader.nodeId,
   };
 }
 
@@ -612,7 +537,9 @@ async function main(): Promise<void> {
     // 3. e2e while the wide consumer polls
     await startRecording(cluster.brokers);
     const e0 = readCpu(cluster);
-    const lat = await e2e(cluster.bootstrap(), e2eLeader);
+    const e2eBroker = cluster.brokers.find((b) => b.nodeId === e2eLeader);
+    if (e2eBroker === undefined) throw new Error(`no broker ${e2eLeader}`);
+    const lat = await e2e(cluster.bootstrap(), e2eBroker);
     const e1 = readCpu(cluster);
     const e2eFetch = await stopRecording(cluster.brokers);
     report['e2e'] = {

@@ -1,6 +1,7 @@
 /**
- * `npm run compat [-- --clients a,b --scenarios x,y --bootstrap host:port --bench --out DIR --compare FILE]`
- * Runs the compatibility matrix and writes compat/results/<timestamp>/{results.json,REPORT.md}.
+ * `npm run compat [-- --clients a,b --scenarios x,y --bootstrap host:port | --cluster N [--cluster-dir DIR] --bench --out DIR --compare FILE]`
+ * Runs the compatibility matrix against one gregor, a gregor cluster of N brokers on an etcd
+ * (--cluster N), or a running broker (--bootstrap), and writes compat/results/<timestamp>/{results.json,REPORT.md}.
  * Exits 1 when a cell that should pass fails, 2 on bad arguments.
  */
 import { join, resolve } from 'node:path';
@@ -27,6 +28,8 @@ async function main(): Promise<number> {
       clients: { type: 'string' },
       scenarios: { type: 'string' },
       bootstrap: { type: 'string' },
+      cluster: { type: 'string' },
+      'cluster-dir': { type: 'string' },
       bench: { type: 'boolean', default: false },
       out: { type: 'string' },
       compare: { type: 'string' },
@@ -35,10 +38,19 @@ async function main(): Promise<number> {
   });
   if (values.help) {
     console.log(
-      'npm run compat -- [--clients a,b] [--scenarios x,y] [--bootstrap host:port] [--bench] [--out DIR] [--compare older/results.json]',
+      'npm run compat -- [--clients a,b] [--scenarios x,y] [--bootstrap host:port | --cluster N [--cluster-dir DIR]] [--bench] [--out DIR] [--compare older/results.json]',
     );
     console.log(`clients: ${CLIENTS.map((c) => c.id).join(', ')}\nscenarios: ${SCENARIOS.map((s) => s.id).join(', ')}`);
     return 0;
+  }
+  const cluster = values.cluster !== undefined ? Number(values.cluster) : undefined;
+  if (cluster !== undefined && (!Number.isInteger(cluster) || cluster < 1 || values.bootstrap !== undefined)) {
+    console.error('--cluster takes a number of brokers (1 or more) and excludes --bootstrap');
+    return 2;
+  }
+  if (values['cluster-dir'] !== undefined && cluster === undefined) {
+    console.error('--cluster-dir needs --cluster N');
+    return 2;
   }
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const outDir = values.out !== undefined ? resolve(values.out) : join(RESULTS_DIR, stamp);
@@ -47,6 +59,8 @@ async function main(): Promise<number> {
     scenarios: pick(SCENARIOS, values.scenarios, 'scenario'),
     clients: pick(CLIENTS, values.clients, 'client'),
     ...(values.bootstrap !== undefined ? { bootstrap: values.bootstrap } : {}),
+    ...(cluster !== undefined ? { cluster } : {}),
+    ...(values['cluster-dir'] !== undefined ? { clusterDir: resolve(values['cluster-dir']) } : {}),
     ...(values.compare !== undefined ? { compare: resolve(values.compare) } : {}),
     bench: values.bench,
     outDir,

@@ -6,6 +6,7 @@
 import net from 'node:net';
 import { decodeResponse, encodeRequest } from '../../protocol/frame.js';
 import { API_KEYS } from '../../protocol/generated/api-keys.js';
+import { errorName, isRetriable } from '../../protocol/generated/error-codes.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 
 export interface ApiRange {
@@ -140,19 +141,23 @@ export function pickVersion(ranges: ApiRange[], apiKey: number, cap: number): nu
   return Math.min(r.maxVersion, cap);
 }
 
-/** Creates a topic with CreateTopics v1 (in Kafka since 0.10.1); an existing topic is fine. */
+/**
+ * Creates a topic with CreateTopics v4 (Kafka 2.4+), replication factor -1: the broker's
+ * default.replication.factor, as an admin client that names none gets (1 on a single node, 3 on the
+ * suite's 3-broker cluster). An existing topic is fine. Returns once every broker shows it with leaders.
+ */
 export async function rawCreateTopic(
   bootstrap: string,
   name: string,
   partitions: number,
   configs: Record<string, string> = {},
 ): Promise<void> {
-  const res = await rawRequest<{ topics: { name: string; errorCode: number; errorMessage?: string | null }[] }>(bootstrap, 19, 1, {
+  const res = await rawRequest<{ topics: { name: string; errorCode: number; errorMessage?: string | null }[] }>(bootstrap, 19, 4, {
     topics: [
       {
         name,
         numPartitions: partitions,
-        replicationFactor: 1,
+        replicationFactor: -1,
         assignments: [],
         configs: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
       },
@@ -165,30 +170,86 @@ export async function rawCreateTopic(
   await waitForTopic(bootstrap, name, partitions);
 }
 
-/** Polls Metadata v1 until `topic` shows `partitions` partitions with leaders. */
+interface MetadataV1 {
+  brokers: { nodeId: number; host: string; port: number }[];
+  topics: {
+    name: string;
+    errorCode: number;
+    partitions: { partitionIndex: number; errorCode: number; leaderId: number; replicaNodes: number[] }[];
+  }[];
+}
+
+const metadataV1 = (bootstrap: string, topics: string[]) =>
+  rawRequest<MetadataV1>(bootstrap, 3, 1, { topics: topics.map((name) => ({ name })) });
+
+/** Whether `topic` shows `partitions` partitions, each with a leader, in `md`. */
+function ready(md: MetadataV1, topic: string, partitions: number): boolean {
+  const t = md.topics.find((x) => x.name === topic);
+  return (
+    t !== undefined &&
+    t.errorCode === 0 &&
+    t.partitions.length === partitions &&
+    t.partitions.every((p) => p.errorCode === 0 && p.leaderId >= 0)
+  );
+}
+
+/**
+ * Polls Metadata v1 until `topic` shows `partitions` partitions with leaders on every broker of the
+ * cluster (each broker answers from its own view of the metadata; one broker in a single-node run).
+ */
 export async function waitForTopic(bootstrap: string, topic: string, partitions: number, timeoutMs = 10000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const md = await rawRequest<{ topics: { name: string; errorCode: number; partitions: { errorCode: number; leaderId: number }[] }[] }>(
-      bootstrap,
-      3,
-      1,
-      { topics: [{ name: topic }] },
-    );
-    const t = md.topics.find((x) => x.name === topic);
-    if (
-      t !== undefined &&
-      t.errorCode === 0 &&
-      t.partitions.length === partitions &&
-      t.partitions.every((p) => p.errorCode === 0 && p.leaderId >= 0)
-    )
-      return;
-    if (Date.now() > deadline) throw new Error(`topic ${topic} not ready with ${partitions} partitions`);
+    const md = await metadataV1(bootstrap, [topic]);
+    if (ready(md, topic, partitions)) {
+      const views = await Promise.all(md.brokers.map((b) => metadataV1(`${b.host}:${b.port}`, [topic])));
+      if (views.every((v) => ready(v, topic, partitions))) return;
+    }
+    if (Date.now() > deadline) throw new Error(`topic ${topic} not ready with ${partitions} partitions on every broker`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-/** Writes records with the project's own encoder (Produce v3, one batch per partition, acks=all). */
+/** The node ids of the replicas of `topic`-`partition` (Metadata v1). */
+export async function partitionReplicas(bootstrap: string, topic: string, partition: number): Promise<number[]> {
+  const md = await metadataV1(bootstrap, [topic]);
+  const p = md.topics.find((t) => t.name === topic)?.partitions.find((x) => x.partitionIndex === partition);
+  if (p === undefined || p.errorCode !== 0) throw new Error(`Metadata of ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
+  return p.replicaNodes;
+}
+
+/** A Kafka error code a partition answered with. */
+class PartitionError extends Error {
+  constructor(
+    readonly errorCode: number,
+    what: string,
+  ) {
+    super(`${what}: error ${errorCode} ${errorName(errorCode)}`);
+  }
+}
+
+/**
+ * Runs `fn` against the leader of `topic`-`partition` (host:port from the bootstrap broker's Metadata),
+ * again while it fails with a retriable partition error (NOT_LEADER_OR_FOLLOWER while a new leader's
+ * view catches up, …), for up to 10 s. On a single node the leader is the bootstrap broker itself.
+ */
+async function atLeader<T>(bootstrap: string, topic: string, partition: number, fn: (leader: string) => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const md = await metadataV1(bootstrap, [topic]);
+    const id = md.topics.find((t) => t.name === topic)?.partitions.find((p) => p.partitionIndex === partition)?.leaderId;
+    const b = md.brokers.find((x) => x.nodeId === id);
+    try {
+      if (b === undefined) throw new PartitionError(5, `${topic}-${partition} has no leader`);
+      return await fn(`${b.host}:${b.port}`);
+    } catch (e) {
+      if (!(e instanceof PartitionError) || !isRetriable(e.errorCode) || Date.now() > deadline) throw e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Writes records with the project's own encoder (Produce v3, one batch per partition, acks=all) to each partition's leader. */
 export async function rawProduce(
   bootstrap: string,
   topic: string,
@@ -196,46 +257,51 @@ export async function rawProduce(
 ): Promise<void> {
   const byPartition = new Map<number, typeof records>();
   for (const r of records) byPartition.set(r.partition, [...(byPartition.get(r.partition) ?? []), r]);
-  const partitionData = [...byPartition].map(([index, rs]) => ({
-    index,
-    records: buildRecordBatch(
+  for (const [index, rs] of byPartition) {
+    const batch = buildRecordBatch(
       rs.map((r) => ({ key: r.key === null ? null : Buffer.from(r.key), value: Buffer.from(r.value), timestamp: BigInt(r.timestamp) })),
-    ),
-  }));
-  const res = await rawRequest<{ responses: { partitionResponses: { index: number; errorCode: number }[] }[] }>(bootstrap, 0, 3, {
-    transactionalId: null,
-    acks: -1,
-    timeoutMs: 10000,
-    topicData: [{ name: topic, partitionData }],
-  });
-  for (const p of res.responses.flatMap((t) => t.partitionResponses))
-    if (p.errorCode !== 0) throw new Error(`seed produce to ${topic}-${p.index}: error ${p.errorCode}`);
+    );
+    await atLeader(bootstrap, topic, index, async (leader) => {
+      const res = await rawRequest<{ responses: { partitionResponses: { index: number; errorCode: number }[] }[] }>(leader, 0, 3, {
+        transactionalId: null,
+        acks: -1,
+        timeoutMs: 10000,
+        topicData: [{ name: topic, partitionData: [{ index, records: batch }] }],
+      });
+      const p = res.responses[0]?.partitionResponses[0];
+      if (p === undefined || p.errorCode !== 0) throw new PartitionError(p?.errorCode ?? -1, `seed produce to ${topic}-${index}`);
+    });
+  }
 }
 
-/** ListOffsets v1: earliest (-2), latest (-1) or by timestamp. */
+/** ListOffsets v1 at the partition's leader: earliest (-2), latest (-1) or by timestamp. */
 export async function rawListOffset(bootstrap: string, topic: string, partition: number, timestamp: number): Promise<number> {
-  const res = await rawRequest<{ topics: { partitions: { errorCode: number; offset: bigint }[] }[] }>(bootstrap, 2, 1, {
-    replicaId: -1,
-    topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp: BigInt(timestamp) }] }],
+  return atLeader(bootstrap, topic, partition, async (leader) => {
+    const res = await rawRequest<{ topics: { partitions: { errorCode: number; offset: bigint }[] }[] }>(leader, 2, 1, {
+      replicaId: -1,
+      topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp: BigInt(timestamp) }] }],
+    });
+    const p = res.topics[0]?.partitions[0];
+    if (p === undefined || p.errorCode !== 0) throw new PartitionError(p?.errorCode ?? -1, `ListOffsets ${topic}-${partition}`);
+    return Number(p.offset);
   });
-  const p = res.topics[0]?.partitions[0];
-  if (p === undefined || p.errorCode !== 0) throw new Error(`ListOffsets ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
-  return Number(p.offset);
 }
 
-/** The raw record bytes of a partition from offset 0 (Fetch v4: stored bytes, no down-conversion). */
+/** The raw record bytes of a partition from offset 0, from its leader (Fetch v4: stored bytes, no down-conversion). */
 export async function rawFetchBytes(bootstrap: string, topic: string, partition: number): Promise<Buffer> {
-  const res = await rawRequest<{ responses: { partitions: { errorCode: number; records: Buffer | null }[] }[] }>(bootstrap, 1, 4, {
-    replicaId: -1,
-    maxWaitMs: 0,
-    minBytes: 1,
-    maxBytes: 16 << 20,
-    isolationLevel: 0,
-    topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
+  return atLeader(bootstrap, topic, partition, async (leader) => {
+    const res = await rawRequest<{ responses: { partitions: { errorCode: number; records: Buffer | null }[] }[] }>(leader, 1, 4, {
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 16 << 20,
+      isolationLevel: 0,
+      topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
+    });
+    const p = res.responses[0]?.partitions[0];
+    if (p === undefined || p.errorCode !== 0) throw new PartitionError(p?.errorCode ?? -1, `Fetch ${topic}-${partition}`);
+    return p.records ?? Buffer.alloc(0);
   });
-  const p = res.responses[0]?.partitions[0];
-  if (p === undefined || p.errorCode !== 0) throw new Error(`Fetch ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
-  return p.records ?? Buffer.alloc(0);
 }
 
 export interface ReadCommittedView {
@@ -247,7 +313,7 @@ export interface ReadCommittedView {
   latestCommitted: number;
 }
 
-/** How the broker presents a partition to read_committed consumers (Fetch v4 and ListOffsets v2, isolation level 1). */
+/** How the partition's leader presents it to read_committed consumers (Fetch v4 and ListOffsets v2, isolation level 1). */
 export async function rawReadCommittedView(bootstrap: string, topic: string, partition: number): Promise<ReadCommittedView> {
   type P = {
     errorCode: number;
@@ -255,49 +321,53 @@ export async function rawReadCommittedView(bootstrap: string, topic: string, par
     lastStableOffset?: bigint;
     abortedTransactions?: { producerId?: bigint; firstOffset?: bigint }[] | null;
   };
-  const f = await rawRequest<{ responses: { partitions: P[] }[] }>(bootstrap, 1, 4, {
-    replicaId: -1,
-    maxWaitMs: 0,
-    minBytes: 1,
-    maxBytes: 16 << 20,
-    isolationLevel: 1,
-    topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
+  return atLeader(bootstrap, topic, partition, async (leader) => {
+    const f = await rawRequest<{ responses: { partitions: P[] }[] }>(leader, 1, 4, {
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 16 << 20,
+      isolationLevel: 1,
+      topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
+    });
+    const p = f.responses[0]?.partitions[0];
+    if (p === undefined || p.errorCode !== 0) throw new PartitionError(p?.errorCode ?? -1, `Fetch v4 read_committed ${topic}-${partition}`);
+    const l = await rawRequest<{ topics: { partitions: { errorCode: number; offset?: bigint }[] }[] }>(leader, 2, 2, {
+      replicaId: -1,
+      isolationLevel: 1,
+      topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp: -1n }] }],
+    });
+    const o = l.topics[0]?.partitions[0];
+    if (o === undefined || o.errorCode !== 0)
+      throw new PartitionError(o?.errorCode ?? -1, `ListOffsets v2 read_committed ${topic}-${partition}`);
+    return {
+      highWatermark: Number(p.highWatermark),
+      lastStableOffset: Number(p.lastStableOffset ?? -1n),
+      aborted: (p.abortedTransactions ?? []).map((a) => ({
+        producerId: Number(a.producerId ?? -1n),
+        firstOffset: Number(a.firstOffset ?? -1n),
+      })),
+      latestCommitted: Number(o.offset ?? -1n),
+    };
   });
-  const p = f.responses[0]?.partitions[0];
-  if (p === undefined || p.errorCode !== 0)
-    throw new Error(`Fetch v4 read_committed ${topic}-${partition}: error ${p?.errorCode ?? 'missing'}`);
-  const l = await rawRequest<{ topics: { partitions: { errorCode: number; offset?: bigint }[] }[] }>(bootstrap, 2, 2, {
-    replicaId: -1,
-    isolationLevel: 1,
-    topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp: -1n }] }],
-  });
-  const o = l.topics[0]?.partitions[0];
-  if (o === undefined || o.errorCode !== 0)
-    throw new Error(`ListOffsets v2 read_committed ${topic}-${partition}: error ${o?.errorCode ?? 'missing'}`);
-  return {
-    highWatermark: Number(p.highWatermark),
-    lastStableOffset: Number(p.lastStableOffset ?? -1n),
-    aborted: (p.abortedTransactions ?? []).map((a) => ({
-      producerId: Number(a.producerId ?? -1n),
-      firstOffset: Number(a.firstOffset ?? -1n),
-    })),
-    latestCommitted: Number(o.offset ?? -1n),
-  };
 }
 
-/** Broker-level config values (DescribeConfigs v1 on the first broker of Metadata v1); null for names it does not know. */
+/**
+ * Broker-level config values of the first broker of Metadata v1, asked of that broker (as Kafka wants a
+ * broker resource described by the broker itself); null for names it does not know.
+ */
 export async function rawBrokerConfigs(bootstrap: string, names: string[]): Promise<Record<string, string | null>> {
-  const md = await rawRequest<{ brokers: { nodeId: number }[] }>(bootstrap, 3, 1, { topics: [] });
-  const nodeId = md.brokers[0]?.nodeId;
-  if (nodeId === undefined) throw new Error('Metadata listed no broker');
+  const md = await metadataV1(bootstrap, []);
+  const broker = md.brokers[0];
+  if (broker === undefined) throw new Error('Metadata listed no broker');
   const res = await rawRequest<{
     results: { errorCode: number; errorMessage: string | null; configs: { name: string; value: string | null }[] }[];
-  }>(bootstrap, 32, 1, {
-    resources: [{ resourceType: 4, resourceName: String(nodeId), configurationKeys: names }],
+  }>(`${broker.host}:${broker.port}`, 32, 1, {
+    resources: [{ resourceType: 4, resourceName: String(broker.nodeId), configurationKeys: names }],
     includeSynonyms: false,
   });
   const r = res.results[0];
   if (r === undefined || r.errorCode !== 0)
-    throw new Error(`DescribeConfigs of broker ${nodeId}: error ${r?.errorCode} ${r?.errorMessage ?? ''}`);
+    throw new Error(`DescribeConfigs of broker ${broker.nodeId}: error ${r?.errorCode} ${r?.errorMessage ?? ''}`);
   return Object.fromEntries(names.map((n) => [n, r.configs.find((c) => c.name === n)?.value ?? null]));
 }

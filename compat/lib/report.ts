@@ -18,7 +18,11 @@ const LABEL: Record<CellResult['outcome'], string> = {
 const cell = (r: ResultsFile, scenario: string, client: string) => r.cells.find((c) => c.scenario === scenario && c.client === client);
 const md = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 const brokerName = (r: ResultsFile) =>
-  r.broker.kind === 'gregor' ? `gregor ${r.broker.version}` : `external broker at ${r.broker.bootstrap}`;
+  r.broker.kind === 'external'
+    ? `external broker at ${r.broker.bootstrap}`
+    : r.broker.cluster !== undefined
+      ? `${r.broker.cluster.brokers}-broker gregor cluster ${r.broker.version}`
+      : `single-node gregor ${r.broker.version}`;
 
 function matrix(r: ResultsFile, older?: ResultsFile): string[] {
   const lines: string[] = [];
@@ -106,6 +110,16 @@ export function writeReport(runDir: string, r: ResultsFile, older?: ResultsFile)
   L.push(
     `${brokerName(r)} at ${r.broker.bootstrap}. Advertised APIs: ${r.broker.apiVersions.map((a) => `${a.name} ${a.minVersion}-${a.maxVersion}`).join(', ')}.`,
   );
+  const c = r.broker.cluster;
+  if (c !== undefined)
+    L.push(
+      '',
+      `${c.brokers} brokers (${c.nodes.map((n) => `node ${n.nodeId} at ${n.bootstrap}`).join(', ')}) sharing their metadata through ${c.metadataStore}, each started with ${Object.entries(
+        c.overrides,
+      )
+        .map(([k, v]) => `\`${k}=${v}\``)
+        .join(', ')}.`,
+    );
   if (r.broker.legacy !== undefined)
     L.push(
       '',

@@ -4,7 +4,9 @@ import type { Scenario } from '../scenarios/context.js';
 import type { ApiRange } from './raw.js';
 import type { CellResult, Client } from './types.js';
 
-export const RESULTS_SCHEMA = 'gregor-compat-results/1';
+/** /2 added `broker.cluster`; /1 files (single-node or external runs) are still read, for --compare. */
+export const RESULTS_SCHEMA = 'gregor-compat-results/2';
+const OLDER_SCHEMAS: readonly string[] = ['gregor-compat-results/1'];
 
 export interface MachineInfo {
   node: string;
@@ -22,6 +24,18 @@ export interface BrokerInfo {
   apiVersions: ApiRange[];
   /** the emulate=0.10.0 gregor used by the format-v1 scenario, when started */
   legacy?: { bootstrap: string; emulate: string; apiVersions: ApiRange[] };
+  /** set when the broker under test is a gregor cluster the suite started (--cluster N); absent: one broker */
+  cluster?: ClusterInfo;
+}
+
+export interface ClusterInfo {
+  /** number of brokers */
+  brokers: number;
+  nodes: { nodeId: number; bootstrap: string }[];
+  /** the metadata store the brokers share, e.g. "etcd 3.4.23" */
+  metadataStore: string;
+  /** the broker config every broker ran with (replication factors, min.insync.replicas, …) */
+  overrides: Record<string, string>;
 }
 
 export interface ResultsFile {
@@ -77,9 +91,10 @@ export function scenarioInfo(scenarios: Scenario[]): ResultsFile['scenarios'] {
   return scenarios.map((s) => ({ id: s.id, title: s.title, description: s.description }));
 }
 
-/** Reads a results.json, refusing other schemas. */
+/** Reads a results.json of this or an older schema (an older file is read as this one: it has no cluster), refusing others. */
 export function parseResults(text: string, from: string): ResultsFile {
   const r = JSON.parse(text) as Partial<Record<keyof ResultsFile, unknown>>;
-  if (r.schema !== RESULTS_SCHEMA) throw new Error(`${from}: schema ${String(r.schema)}, expected ${RESULTS_SCHEMA}`);
-  return r as ResultsFile;
+  if (r.schema === RESULTS_SCHEMA) return r as ResultsFile;
+  if (typeof r.schema === 'string' && OLDER_SCHEMAS.includes(r.schema)) return { ...(r as ResultsFile), schema: RESULTS_SCHEMA };
+  throw new Error(`${from}: schema ${String(r.schema)}, expected ${[RESULTS_SCHEMA, ...OLDER_SCHEMAS].join(' or ')}`);
 }

@@ -1,14 +1,16 @@
 /** What a scenario gets from the runner, and helpers several scenarios share. */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ControlRecordType, logEntries, readControlRecordKey } from '../../protocol/records/index.js';
-import { type ApiRange, rawFetchBytes, rawRequest } from '../lib/raw.js';
+import { type ApiRange, partitionReplicas, rawFetchBytes, rawRequest } from '../lib/raw.js';
 import type { Client, OpName } from '../lib/types.js';
 
 export interface BrokerTarget {
   bootstrap: string;
   /** set when the suite started this broker (gregor): its log files can be read directly */
   dataDir?: string;
+  /** set when the suite started a cluster: each broker's node id and data dir (every replica's log files can be read) */
+  nodes?: { nodeId: number; dataDir: string }[];
   apis: ApiRange[];
 }
 
@@ -54,23 +56,60 @@ export interface StoredEntry {
   control?: string;
 }
 
+/** The entries stored for a partition: `replicas` is the number of replicas whose log files were read (0: fetched). */
+export type StoredLog = StoredEntry[] & { replicas: number };
+
 /**
- * The entries stored for a partition: read from the log files when the suite owns the broker, else
- * fetched raw with Fetch v4 (which returns stored bytes without conversion).
+ * The entries stored for a partition: read from the log files when the suite owns a single broker; in
+ * a cluster the suite started, fetched from the leader (up to the high watermark) and compared with
+ * the log files of every replica, each of which must hold the same entries below that offset (a
+ * follower gets 10 s to catch up); else fetched raw with Fetch v4 (which returns stored bytes without
+ * conversion).
  */
-export async function storedEntries(target: BrokerTarget, topic: string, partition: number): Promise<StoredEntry[]> {
-  let buf: Buffer;
-  if (target.dataDir !== undefined) {
-    const dir = join(target.dataDir, `${topic}-${partition}`);
-    buf = Buffer.concat(
-      readdirSync(dir)
-        .filter((f) => f.endsWith('.log'))
-        .sort()
-        .map((f) => readFileSync(join(dir, f))),
-    );
-  } else {
-    buf = await rawFetchBytes(target.bootstrap, topic, partition);
+export async function storedEntries(target: BrokerTarget, topic: string, partition: number): Promise<StoredLog> {
+  if (target.dataDir !== undefined) return Object.assign(parseEntries(logFiles(target.dataDir, topic, partition)), { replicas: 1 });
+  const fetched = parseEntries(await rawFetchBytes(target.bootstrap, topic, partition));
+  const nodes = target.nodes;
+  if (nodes === undefined) return Object.assign(fetched, { replicas: 0 });
+  const last = fetched[fetched.length - 1];
+  const end = last === undefined ? 0 : last.offset + last.count;
+  const want = fetched.map((e) => JSON.stringify(e));
+  const replicas = await partitionReplicas(target.bootstrap, topic, partition);
+  for (const nodeId of replicas) {
+    const node = nodes.find((n) => n.nodeId === nodeId);
+    if (node === undefined) throw new Error(`${topic}-${partition}: replica ${nodeId} is not a broker the suite started`);
+    let have: string[] = [];
+    const same = () => {
+      have = parseEntries(logFiles(node.dataDir, topic, partition))
+        .filter((e) => e.offset < end)
+        .map((e) => JSON.stringify(e));
+      return Promise.resolve(have.join() === want.join());
+    };
+    await eventually(`${topic}-${partition}`, same).catch(() => {
+      throw new Error(
+        `${topic}-${partition}: the log files of replica ${nodeId} hold [${have.join(', ')}] below offset ${end}, the leader served [${want.join(', ')}]`,
+      );
+    });
   }
+  return Object.assign(fetched, { replicas: replicas.length });
+}
+
+/** ", identical on N replicas" for a log compared across replicas, else "". */
+export const replicaNote = (log: StoredLog): string => (log.replicas > 1 ? `, identical on ${log.replicas} replicas` : '');
+
+/** The concatenated .log files of a partition in a broker's data dir (empty when the partition has none there yet). */
+function logFiles(dataDir: string, topic: string, partition: number): Buffer {
+  const dir = join(dataDir, `${topic}-${partition}`);
+  if (!existsSync(dir)) return Buffer.alloc(0);
+  return Buffer.concat(
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.log'))
+      .sort()
+      .map((f) => readFileSync(join(dir, f))),
+  );
+}
+
+function parseEntries(buf: Buffer): StoredEntry[] {
   const out: StoredEntry[] = [];
   try {
     for (const e of logEntries(buf)) {
@@ -96,7 +135,7 @@ export async function storedEntries(target: BrokerTarget, topic: string, partiti
       else break;
     }
   } catch {
-    // zero padding after the last entry ends the walk
+    // zero padding (or a batch still being written) after the last entry ends the walk
   }
   return out;
 }

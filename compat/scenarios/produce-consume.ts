@@ -2,12 +2,13 @@
 import { rawCreateTopic, rawProduce } from '../lib/raw.js';
 import { checkReadBack, makeRecords, readBackSpec } from '../lib/records.js';
 import { type Acks, type Client, type Codec, CODECS, NotSupportedError } from '../lib/types.js';
-import { CODEC_ID, type Scenario, type ScenarioContext, storedEntries } from './context.js';
+import { CODEC_ID, replicaNote, type Scenario, type ScenarioContext, storedEntries } from './context.js';
 
 const metadata: Scenario = {
   id: 'metadata',
   title: 'bootstrap + metadata',
-  description: 'connects, then reads cluster and topic metadata: the broker list and a 3-partition topic with a leader per partition',
+  description:
+    'connects, then reads cluster and topic metadata: the broker list (in a cluster the suite started: every broker) and a 3-partition topic with a leader per partition',
   ops: ['metadata'],
   smoke: true,
   async run(ctx, client) {
@@ -20,6 +21,9 @@ const metadata: Scenario = {
     if (parts.join() !== '0,1,2') throw new Error(`partitions ${parts.join()} , expected 0,1,2`);
     if (md.brokers.length === 0) throw new Error('no brokers in metadata');
     const ids = new Set(md.brokers.map((b) => b.nodeId));
+    const nodes = ctx.main.nodes?.map((n) => n.nodeId).sort((a, b) => a - b);
+    if (nodes !== undefined && [...ids].sort((a, b) => a - b).join() !== nodes.join())
+      throw new Error(`metadata lists broker(s) ${[...ids].join(', ')}, the cluster has ${nodes.join(', ')}`);
     const bad = t.partitions.filter((p) => !ids.has(p.leader));
     if (bad.length > 0) throw new Error(`partition(s) ${bad.map((p) => p.partition).join()} led by unknown broker ${bad[0]?.leader}`);
     return `${md.brokers.length} broker(s) (${md.brokers.map((b) => `${b.nodeId}@${b.host}:${b.port}`).join(', ')}), 3 partitions with leaders`;
@@ -69,7 +73,7 @@ function codecScenario(codec: Exclude<Codec, 'none'>): Scenario {
       const codecs = [...new Set(stored.map((e) => e.compression))];
       if (codecs.length !== 1 || codecs[0] !== CODEC_ID[codec])
         throw new Error(`stored entries carry codec id(s) ${codecs.join(',')}, expected ${CODEC_ID[codec]} (${codec})`);
-      return `${detail}; stored as ${stored.length} ${codec} batch(es)`;
+      return `${detail}; stored as ${stored.length} ${codec} batch(es)${replicaNote(stored)}`;
     },
   };
 }

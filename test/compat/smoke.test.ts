@@ -11,10 +11,10 @@ import { join } from 'node:path';
 import { BENCH_SCHEMA, validateBench } from '../../compat/lib/bench.js';
 import { CLIENTS } from '../../compat/lib/clients.js';
 import { writeReport } from '../../compat/lib/report.js';
-import { RESULTS_SCHEMA, type ResultsFile } from '../../compat/lib/results.js';
+import { parseResults, RESULTS_SCHEMA, type ResultsFile } from '../../compat/lib/results.js';
 import { runSuite } from '../../compat/lib/suite.js';
 import { formatNumber, niceScale, renderChart } from '../../compat/lib/svg-chart.js';
-import { SCENARIOS } from '../../compat/scenarios/index.js';
+import { noEos, SMOKE_IDS, SMOKE_ROWS, SMOKE_SCENARIOS, unexpectedCells } from '../helpers/compat-smoke.js';
 
 describe('compat smoke: every client once (metadata, produce/consume, idempotence, transactions)', function () {
   this.timeout(120_000);
@@ -25,27 +25,21 @@ describe('compat smoke: every client once (metadata, produce/consume, idempotenc
   after(() => rmSync(out, { recursive: true, force: true }));
 
   it('runs the smoke scenarios for each client column and writes results.json and REPORT.md', async () => {
-    const scenarios = SCENARIOS.filter((s) => s.smoke === true);
-    expect(scenarios.map((s) => s.id)).to.deep.equal(['metadata', 'produce-consume', 'idempotent-producer', 'transactions']);
-    const run = await runSuite({ scenarios, clients: CLIENTS, outDir: out, progress: () => undefined });
-    // kafka-python 2.0.2 has neither an idempotent nor a transactional producer: those cells must say so, the rest pass.
-    const noEos = (c: { scenario: string; client: string }) =>
-      ['idempotent-producer', 'transactions'].includes(c.scenario) && c.client.startsWith('kafka-python');
-    const failures = run.results.cells
-      .filter((c) => c.outcome !== (noEos(c) ? 'unsupported-client' : 'pass'))
-      .map((c) => `${c.scenario} × ${c.client}: ${c.outcome} ${c.reason ?? ''}`);
-    expect(failures).to.deep.equal([]);
+    expect(SMOKE_SCENARIOS.map((s) => s.id)).to.deep.equal(SMOKE_IDS);
+    const run = await runSuite({ scenarios: SMOKE_SCENARIOS, clients: CLIENTS, outDir: out, progress: () => undefined });
+    expect(unexpectedCells(run.results.cells)).to.deep.equal([]);
     for (const c of run.results.cells.filter(noEos))
       expect(c.reason).to.match(/^kafka-python 2\.0\.2 has no (idempotent|transactional) producer/);
-    expect(run.results.cells).to.have.length(scenarios.length * CLIENTS.length);
+    expect(run.results.cells).to.have.length(SMOKE_SCENARIOS.length * CLIENTS.length);
     const saved = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as ResultsFile;
     expect(saved.schema).to.equal(RESULTS_SCHEMA);
     expect(saved.broker.kind).to.equal('gregor');
+    expect(saved.broker.cluster).to.equal(undefined);
     expect(saved.broker.apiVersions.some((a) => a.name === 'Produce')).to.equal(true);
     expect(saved.clients.map((c) => c.id)).to.deep.equal(CLIENTS.map((c) => c.id));
     const report = readFileSync(join(out, 'REPORT.md'), 'utf8');
-    expect(report).to.contain('| bootstrap + metadata | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |');
-    expect(report).to.contain('| transactions (abort + commit, read_committed) | ✓ | ✓ | ✓ | ✓ | — | — |');
+    expect(report).to.contain('against **single-node gregor ');
+    for (const row of SMOKE_ROWS) expect(report).to.contain(row);
   });
 });
 
@@ -136,7 +130,17 @@ describe('compat SVG charts and benchmark section', () => {
         cells: [{ scenario: 's', client: 'c', outcome: 'fail', reason: 'boom | bad', durationMs: 1 }],
         summary: { pass: 0, fail: 1, 'unsupported-client': 0, 'unsupported-broker': 0, 'needs-gregor': 0 },
       };
-      const older: ResultsFile = { ...results, cells: [{ scenario: 's', client: 'c', outcome: 'pass', durationMs: 1 }] };
+      // --compare reads files of the previous schema (no broker.cluster) and refuses unknown ones
+      const olderFile = {
+        ...results,
+        schema: 'gregor-compat-results/1',
+        cells: [{ scenario: 's', client: 'c', outcome: 'pass', durationMs: 1 }],
+      };
+      const older = parseResults(JSON.stringify(olderFile), 'older.json');
+      expect(older.schema).to.equal(RESULTS_SCHEMA);
+      expect(() => parseResults(JSON.stringify({ ...olderFile, schema: 'gregor-compat-results/0' }), 'x.json')).to.throw(
+        'x.json: schema gregor-compat-results/0, expected gregor-compat-results/2 or gregor-compat-results/1',
+      );
       const text = writeReport(dir, results, older);
       expect(text).to.contain('| S | ✗ · ✓ |');
       expect(text).to.contain('- **s × c**: boom \\| bad');

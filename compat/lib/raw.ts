@@ -287,21 +287,33 @@ export async function rawListOffset(bootstrap: string, topic: string, partition:
   });
 }
 
+interface FetchedPartition {
+  errorCode: number;
+  highWatermark: bigint;
+  lastStableOffset?: bigint;
+  abortedTransactions?: { producerId?: bigint; firstOffset?: bigint }[] | null;
+  records: Buffer | null;
+}
+
+/** Fetch v4 of a partition from offset 0 at `leader` (stored bytes, no down-conversion), at the isolation level given. */
+async function fetchV4(leader: string, topic: string, partition: number, isolationLevel: 0 | 1): Promise<FetchedPartition> {
+  const res = await rawRequest<{ responses: { partitions: FetchedPartition[] }[] }>(leader, 1, 4, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 16 << 20,
+    isolationLevel,
+    topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
+  });
+  const p = res.responses[0]?.partitions[0];
+  if (p === undefined || p.errorCode !== 0)
+    throw new PartitionError(p?.errorCode ?? -1, `Fetch v4${isolationLevel === 1 ? ' read_committed' : ''} ${topic}-${partition}`);
+  return p;
+}
+
 /** The raw record bytes of a partition from offset 0, from its leader (Fetch v4: stored bytes, no down-conversion). */
 export async function rawFetchBytes(bootstrap: string, topic: string, partition: number): Promise<Buffer> {
-  return atLeader(bootstrap, topic, partition, async (leader) => {
-    const res = await rawRequest<{ responses: { partitions: { errorCode: number; records: Buffer | null }[] }[] }>(leader, 1, 4, {
-      replicaId: -1,
-      maxWaitMs: 0,
-      minBytes: 1,
-      maxBytes: 16 << 20,
-      isolationLevel: 0,
-      topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
-    });
-    const p = res.responses[0]?.partitions[0];
-    if (p === undefined || p.errorCode !== 0) throw new PartitionError(p?.errorCode ?? -1, `Fetch ${topic}-${partition}`);
-    return p.records ?? Buffer.alloc(0);
-  });
+  return atLeader(bootstrap, topic, partition, async (leader) => (await fetchV4(leader, topic, partition, 0)).records ?? Buffer.alloc(0));
 }
 
 export interface ReadCommittedView {
@@ -315,23 +327,8 @@ export interface ReadCommittedView {
 
 /** How the partition's leader presents it to read_committed consumers (Fetch v4 and ListOffsets v2, isolation level 1). */
 export async function rawReadCommittedView(bootstrap: string, topic: string, partition: number): Promise<ReadCommittedView> {
-  type P = {
-    errorCode: number;
-    highWatermark: bigint;
-    lastStableOffset?: bigint;
-    abortedTransactions?: { producerId?: bigint; firstOffset?: bigint }[] | null;
-  };
   return atLeader(bootstrap, topic, partition, async (leader) => {
-    const f = await rawRequest<{ responses: { partitions: P[] }[] }>(leader, 1, 4, {
-      replicaId: -1,
-      maxWaitMs: 0,
-      minBytes: 1,
-      maxBytes: 16 << 20,
-      isolationLevel: 1,
-      topics: [{ topic, partitions: [{ partition, fetchOffset: 0n, partitionMaxBytes: 16 << 20 }] }],
-    });
-    const p = f.responses[0]?.partitions[0];
-    if (p === undefined || p.errorCode !== 0) throw new PartitionError(p?.errorCode ?? -1, `Fetch v4 read_committed ${topic}-${partition}`);
+    const p = await fetchV4(leader, topic, partition, 1);
     const l = await rawRequest<{ topics: { partitions: { errorCode: number; offset?: bigint }[] }[] }>(leader, 2, 2, {
       replicaId: -1,
       isolationLevel: 1,

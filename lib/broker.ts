@@ -24,6 +24,7 @@ import { checkAdvertisedListeners } from './network/advertised-check.js';
 import { BrokerMetrics } from './observability/broker-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import type { MetricsSource, PrometheusExporter } from './observability/prometheus.js';
+import { FetchSessionCache } from './replica/fetch-sessions.js';
 import { Readiness } from './observability/readiness.js';
 import type { RequestTiming } from './observability/request-timing.js';
 import { Purgatory } from './replica/purgatory.js';
@@ -136,6 +137,7 @@ export class Broker {
     }
     this.logManager = await LogManager.open(dataDir, this.config, this.logger);
     const purgatory = new Purgatory();
+    const fetchSessions = new FetchSessionCache(this.config.int('max.incremental.fetch.session.cache.slots'));
     this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);
     const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger, this.appendPool);
     // clusters: made before the logs load, so that every replica's high watermark is driven by it
@@ -169,6 +171,7 @@ export class Broker {
       metadata: this.metadata,
       topics,
       purgatory,
+      fetchSessions,
       replication,
       groups,
       txn,
@@ -177,9 +180,11 @@ export class Broker {
       apiVersions,
       advertisedListener: (name) => this.advertised.get(name),
       notifyAppend: (topic, partition, bytes) => {
-        const key = topics.partition(topic, partition);
-        if (key === undefined) return;
-        purgatory.checkAndComplete(key, bytes);
+        const log = topics.partition(topic, partition);
+        if (log === undefined) return;
+        // on a single node the appended bytes are readable at once; with replication, once the high
+        // watermark passes them (the replication layer tells the purgatory then)
+        purgatory.checkAndComplete(log, { appendedBytes: bytes, readableBytes: log.externalHighWatermark ? 0 : bytes });
       },
     };
     await topics.loadAll();
@@ -367,6 +372,7 @@ export class Broker {
     return {
       metrics: this.metrics,
       nodeId: this.config.nodeId,
+      fetchSessions: () => s.fetchSessions.stats(),
       brokerAddress: () => this.bootstrapServers,
       isReady: () => this.readiness.isReady,
       *topics() {

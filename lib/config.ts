@@ -91,6 +91,7 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'queued.max.requests': { type: 'int', default: 500, validate: atLeast(1) },
   'message.max.bytes': { type: 'int', default: 1048588, validate: atLeast(0) },
   'replica.fetch.max.bytes': { type: 'int', default: 1048576 },
+  'max.incremental.fetch.session.cache.slots': { type: 'int', default: 1000, validate: atLeast(0) },
   'replica.fetch.wait.max.ms': { type: 'int', default: 500, validate: atLeast(0) },
   'replica.fetch.min.bytes': { type: 'int', default: 1, validate: atLeast(1) },
   'replica.fetch.response.max.bytes': { type: 'int', default: 10485760, validate: atLeast(0) },

@@ -4,6 +4,7 @@ import type { BrokerConfig, Listener } from './config.js';
 import type { MetadataStore } from './metadata/store.js';
 import type { GroupCoordinator } from './group/coordinator.js';
 import type { BrokerMetrics } from './observability/broker-metrics.js';
+import type { FetchSessionCache } from './replica/fetch-sessions.js';
 import type { Purgatory } from './replica/purgatory.js';
 import type { Replication } from './replica/replication.js';
 import type { TopicManager } from './topics.js';
@@ -22,6 +23,8 @@ export interface BrokerServices {
   readonly metadata: MetadataStore;
   readonly topics: TopicManager;
   readonly purgatory: Purgatory;
+  /** Fetch sessions (KIP-227) of followers and consumers. */
+  readonly fetchSessions: FetchSessionCache;
   /** Clusters: followers, high watermarks, the ISR and acks=all (undefined on one node). */
   readonly replication: Replication | undefined;
   /** Consumer groups and committed offsets (on __consumer_offsets). */
@@ -37,7 +40,8 @@ export interface BrokerServices {
   readonly apiVersions: readonly ApiVersionRange[];
   /**
    * Called after every append: wakes delayed fetches on that partition (purgatory key: its log; the
-   * appended byte count goes along so each fetch can add up toward its min_bytes).
+   * appended byte count goes along, readable at once on a single node, so each fetch can add up
+   * toward its min_bytes).
    */
   notifyAppend(topic: string, partition: number, bytes: number): void;
 }

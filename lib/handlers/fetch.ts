@@ -239,44 +239,52 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
   }
 }
 
+/** A consumer's Fetch (replica id -1) of the partitions in `req`: the answer for each, in order. */
+async function consumerFetch(req: FetchRequest, ctx: RequestContext): Promise<FetchResponse['responses']> {
+  const s = ctx.services;
+  const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;
+  await recoverFetched(req, ctx);
+  const { topics, logs, allCaughtUp } = resolve(req, ctx, readCommitted);
+  const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
+  const allowOversized = ctx.apiVersion >= 3;
+  const longPoll = req.maxWaitMs > 0 && req.minBytes > 0;
+  // Long poll: wait in the purgatory (on the connection's standing watch of these partitions) until
+  // enough bytes became readable in them. A consumer that is caught up everywhere waits before any
+  // response is built, so an idle consumer on thousands of partitions holds no response objects
+  // across the wait.
+  // The time parked there is Kafka's RemoteTimeMs for this request, not handler (local) time.
+  const waitForBytes = async (needed: number) => {
+    let readable = 0;
+    const parkedAt = performance.now();
+    await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (change) => (readable += change?.readableBytes ?? 0) >= needed);
+    if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
+  };
+  if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);
+  let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
+  if (longPoll && !allCaughtUp && result.total < req.minBytes && result.errors === 0) {
+    await waitForBytes(req.minBytes - result.total);
+    result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
+  }
+  return result.responses;
+}
+
 export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
   apiKey: ApiKey.Fetch,
   minVersion: 0,
   maxVersion: 17,
-  async handle(req, ctx) {
+  async handle(request, ctx) {
     const s = ctx.services;
-    if (ctx.apiVersion >= 7 && (req.sessionId ?? 0) !== 0) {
-      // No fetch sessions yet: an incremental fetch names a session we never created.
-      return { throttleTimeMs: 0, errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
-    }
-    if (s.replication !== undefined) {
-      const replicaId = fetchReplicaId(req, ctx.apiVersion);
-      if (replicaId >= 0) return replicaFetch(req, ctx, replicaId, s.replication);
-    }
-    const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;
-    await recoverFetched(req, ctx);
-    const { topics, logs, allCaughtUp } = resolve(req, ctx, readCommitted);
-    const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
-    const allowOversized = ctx.apiVersion >= 3;
-    const longPoll = req.maxWaitMs > 0 && req.minBytes > 0;
-    // Long poll: wait in the purgatory (on the connection's standing watch of these partitions) until
-    // enough bytes were appended to them. A consumer that is caught up everywhere waits before any
-    // response is built, so an idle consumer on thousands of partitions holds no response objects
-    // across the wait.
-    // The time parked there is Kafka's RemoteTimeMs for this request, not handler (local) time.
-    const waitForBytes = async (needed: number) => {
-      let appended = 0;
-      const parkedAt = performance.now();
-      await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (bytes) => (appended += bytes ?? 0) >= needed);
-      if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
-    };
-    if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);
-    let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
-    if (longPoll && !allCaughtUp && result.total < req.minBytes && result.errors === 0) {
-      await waitForBytes(req.minBytes - result.total);
-      result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
-    }
-    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, sessionId: 0, responses: result.responses };
+    const replicaId = s.replication !== undefined ? fetchReplicaId(request, ctx.apiVersion) : -1;
+    // KIP-227: the session decides which partitions are read (all of the session's) and which of
+    // their answers are sent (an incremental response: only those that changed)
+    const session = s.fetchSessions.newContext(request, ctx.apiVersion, replicaId >= 0);
+    if (session.kind === 'error') return { throttleTimeMs: 0, errorCode: session.errorCode, sessionId: 0, responses: [] };
+    const req = session.topics === request.topics ? request : { ...request, topics: session.topics };
+    const responses =
+      replicaId >= 0 && s.replication !== undefined
+        ? (await replicaFetch(req, ctx, replicaId, s.replication)).responses
+        : await consumerFetch(req, ctx);
+    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, sessionId: session.sessionId, responses: session.respond(responses) };
   },
   errorResponse(req, errorCode) {
     return {

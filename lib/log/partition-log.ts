@@ -391,6 +391,11 @@ export class PartitionLog {
     this.log?.useExternalHighWatermark(onWritten);
   }
 
+  /** Whether the replication layer moves the high watermark (appended data is not readable to consumers until it does). */
+  get externalHighWatermark(): boolean {
+    return this.externalHw !== null;
+  }
+
   /** Back to the default: the high watermark follows the written data (moves there now). */
   useLocalHighWatermark(): void {
     this.externalHw = null;

@@ -16,6 +16,7 @@ import { registerLagMetrics } from './lag-metrics.js';
 import { processRegistry } from './process-metrics.js';
 import { QUANTILES, TIMERS, errorName } from './request-metrics.js';
 import type { TopicStats } from './topic-metrics.js';
+import type { FetchSessionStats } from '../replica/fetch-sessions.js';
 
 /** A partition's log as the metrics read it (PartitionLog satisfies it). */
 export interface PartitionView {
@@ -51,6 +52,8 @@ export interface ListenerView {
 export interface MetricsSource {
   readonly metrics: BrokerMetrics;
   readonly nodeId: number;
+  /** the fetch session cache's counts (KIP-227) */
+  fetchSessions(): FetchSessionStats;
   /** host:port clients bootstrap from (kafka_broker_info) */
   brokerAddress(): string;
   isReady(): boolean;
@@ -171,6 +174,38 @@ export class PrometheusExporter {
         for (const s of m.requests.all()) put({ request: s.name }, s.count);
       });
     });
+
+    // ---- FetchSessionCache (KIP-227) ----
+    gauge('kafka_server_fetchsessioncache_numincrementalfetchsessions', 'Open fetch sessions (NumIncrementalFetchSessions)', [], (put) =>
+      put(null, src.fetchSessions().sessions),
+    );
+    gauge('kafka_server_fetchsessioncache_sessions', 'Open fetch sessions by kind: follower (privileged) or consumer', ['kind'], (put) => {
+      const st = src.fetchSessions();
+      put({ kind: 'follower' }, st.followerSessions);
+      put({ kind: 'consumer' }, st.sessions - st.followerSessions);
+    });
+    gauge(
+      'kafka_server_fetchsessioncache_numincrementalfetchpartitionscached',
+      'Partitions cached over all fetch sessions (NumIncrementalFetchPartitionsCached)',
+      [],
+      (put) => put(null, src.fetchSessions().partitions),
+    );
+    counter(
+      'kafka_server_fetchsessioncache_fetches_total',
+      'Fetch requests by fetcher (follower, consumer) and session context (sessionless, full, incremental, error)',
+      ['fetcher', 'context'],
+      (put) => {
+        const st = src.fetchSessions();
+        for (const fetcher of ['follower', 'consumer'] as const)
+          for (const [context, n] of Object.entries(st.fetches[fetcher])) put({ fetcher, context }, n);
+      },
+    );
+    counter(
+      'kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total',
+      'Fetch sessions evicted (IncrementalFetchSessionEvictionsPerSec)',
+      [],
+      (put) => put(null, src.fetchSessions().evictions),
+    );
 
     // ---- ReplicaManager, Partition, Log (one node: every partition is a leader with an ISR of 1) ----
     const partitions = function* () {

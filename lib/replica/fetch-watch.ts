@@ -9,7 +9,7 @@
  * wait, so a woken long poll neither registers nor creates and cancels a timer.
  */
 import type { PartitionLog } from '../log/partition-log.js';
-import type { Purgatory, ReusableWait, StandingWatch } from './purgatory.js';
+import type { PartitionChange, Purgatory, ReusableWait, StandingWatch } from './purgatory.js';
 
 export class FetchWatch {
   private readonly standing: StandingWatch;
@@ -25,10 +25,10 @@ export class FetchWatch {
   }
 
   /**
-   * Waits until `ready(appendedBytes)` holds after an append to one of `logs`, or `timeoutMs` passes;
+   * Waits until `ready(change)` holds after a change (an append, a high watermark move) to one of `logs`, or `timeoutMs` passes;
    * resolves true when ready.
    */
-  wait(logs: readonly PartitionLog[], timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean> {
+  wait(logs: readonly PartitionLog[], timeoutMs: number, ready: (change?: PartitionChange) => boolean): Promise<boolean> {
     if (!sameRotation(logs, this.watched)) this.standing.setKeys(logs);
     this.watched = logs;
     return this.waiting.wait(timeoutMs, ready);

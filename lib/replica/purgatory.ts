@@ -4,12 +4,23 @@
  * checkAndComplete(key). Each operation has one timer; completion is idempotent and unregisters it.
  */
 
+/**
+ * What changed behind a partition's key, passed along by checkAndComplete to the fetches waiting on
+ * it: an append (followers read up to the log end) or a high watermark move (consumers read up to it).
+ */
+export interface PartitionChange {
+  /** bytes appended to the log */
+  readonly appendedBytes: number;
+  /** bytes that became readable to consumers (below the high watermark; the appended ones on a single node) */
+  readonly readableBytes: number;
+}
+
 export interface DelayedOperation {
   /**
    * Returns true when the operation can complete now. Must be cheap and synchronous. `change` is what
-   * the caller of checkAndComplete passed along (e.g. the bytes just appended); absent on the first try.
+   * the caller of checkAndComplete passed along (e.g. a partition's change); absent on the first try.
    */
-  tryComplete(change?: number): boolean;
+  tryComplete(change?: PartitionChange): boolean;
   /** Runs exactly once, when the operation completes or expires. */
   onComplete(expired: boolean): void;
 }
@@ -51,7 +62,7 @@ export class Purgatory {
   }
 
   /** Re-checks the operations watching `key`; returns how many completed. */
-  checkAndComplete(key: PurgatoryKey, change?: number): number {
+  checkAndComplete(key: PurgatoryKey, change?: PartitionChange): number {
     const set = this.watchers.get(key);
     if (set === undefined) return 0;
     let n = 0;
@@ -65,7 +76,7 @@ export class Purgatory {
   }
 
   /** Registers a standing watch (see StandingWatch); it does not count in `size`. */
-  standing(onChange: (change?: number) => void): StandingWatch {
+  standing(onChange: (change?: PartitionChange) => void): StandingWatch {
     let current = new Set<PurgatoryKey>();
     const w: Watched = {
       op: { tryComplete: (change) => (onChange(change), false), onComplete: () => {} },
@@ -193,22 +204,22 @@ export interface ReusableWait {
    * Waits until `ready(change)` holds (re-checked when a key is touched) or `timeoutMs` passes;
    * resolves true when ready. A wait started before the last one ended ends that one as expired.
    */
-  wait(timeoutMs: number, ready: (change?: number) => boolean): Promise<boolean>;
+  wait(timeoutMs: number, ready: (change?: PartitionChange) => boolean): Promise<boolean>;
   /** Ends a pending wait as expired and unregisters; later waits resolve at once with ready(). */
   close(): void;
 }
 
 /** The operation of a ReusableWait: the current wait's test and promise. */
 class ReusableOp implements DelayedOperation {
-  private ready: (change?: number) => boolean = () => false;
+  private ready: (change?: PartitionChange) => boolean = () => false;
   private resolve: ((ok: boolean) => void) | null = null;
 
-  start(ready: (change?: number) => boolean): Promise<boolean> {
+  start(ready: (change?: PartitionChange) => boolean): Promise<boolean> {
     this.ready = ready;
     return new Promise((resolve) => (this.resolve = resolve));
   }
 
-  tryComplete(change?: number): boolean {
+  tryComplete(change?: PartitionChange): boolean {
     return this.ready(change);
   }
 
@@ -224,7 +235,7 @@ export function waitFor(
   purgatory: Purgatory,
   keys: readonly PurgatoryKey[],
   timeoutMs: number,
-  ready: (change?: number) => boolean,
+  ready: (change?: PartitionChange) => boolean,
 ): Promise<boolean> {
   return new Promise((resolve) => {
     purgatory.tryCompleteElseWatch({ tryComplete: ready, onComplete: (expired) => resolve(!expired || ready()) }, keys, timeoutMs);

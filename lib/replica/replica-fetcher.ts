@@ -9,8 +9,9 @@
  * a time covers every partition ready to fetch, from each log's end, as replica `replicaId`; the
  * leader's entries are appended as they are (appendAsFollower), and the high watermark and the log
  * start offset follow the leader's. The leader's long poll does the waiting: an idle fetcher sends
- * one request per `maxWaitMs`, and the request's arrays are rebuilt only when the set of partitions
- * to fetch changes (a partition added, removed, delayed, back from a delay, or one that got data,
+ * one request per `maxWaitMs`, in a fetch session (KIP-227: after the first, each Fetch names only
+ * the partitions whose fetch state changed, and the leader answers only those that changed), and
+ * the full request's arrays are rebuilt only when the set of partitions to fetch changes (a partition added, removed, delayed, back from a delay, or one that got data,
  * which moves to the end so that every partition gets its turn at the response's byte limit).
  *
  * Errors of one partition delay it by `backoffMs` while the others go on: NOT_LEADER_OR_FOLLOWER,
@@ -35,6 +36,7 @@ import type { OffsetForLeaderEpochResponse } from '../../protocol/generated/offs
 import type { BrokerAddress } from '../client/address.js';
 import type { BrokerConnection } from '../client/connection.js';
 import { ClientError } from '../client/errors.js';
+import { FetchSessionClient } from './fetch-session-client.js';
 import { FetcherLoop, type ReplicaFetcherSettings } from './fetcher-loop.js';
 import {
   buildFetchRequest,
@@ -84,6 +86,8 @@ export class ReplicaFetcher extends FetcherLoop {
   private readonly delayed = new Set<PartitionState>();
   private readonly toTruncate = new Set<PartitionState>();
   private request: CachedFetch | null = null;
+  /** the fetch session with the leader (KIP-227) */
+  readonly session = new FetchSessionClient();
   /** The partition whose log the loop is changing (append, truncation), until it is done. */
   private busy: { state: PartitionState; done: Promise<void> } | null = null;
 
@@ -317,9 +321,23 @@ export class ReplicaFetcher extends FetcherLoop {
     const version = conn.version(ApiKey.Fetch);
     const req = this.fetchRequest(version);
     if (req === null) return;
-    const res = (await conn.request<FetchResponse>(ApiKey.Fetch, () => req.body)).body;
+    // KIP-227: after the first (full) Fetch, only the partitions whose fetch state changed
+    const { body, incremental } = this.session.request(version, req.body);
+    let res: FetchResponse;
+    try {
+      res = (await conn.request<FetchResponse>(ApiKey.Fetch, () => body)).body;
+    } catch (e) {
+      this.session.reset();
+      throw e;
+    }
+    const sessionError = this.session.response(res, incremental);
     if ((res.errorCode ?? 0) !== ErrorCode.NONE) {
-      // the whole request refused (a fetch session error, say): every partition in it waits
+      if (sessionError) {
+        // the leader lost or refused our session: the next round asks for a new one in full
+        this.logger.debug({ leader: this.leaderId, errorCode: errorName(res.errorCode ?? 0) }, 'replica fetcher: fetch session reset');
+        return;
+      }
+      // the whole request refused: every partition in it waits
       for (const s of req.states) this.delay(s, `Fetch: ${errorName(res.errorCode ?? 0)}`);
       return;
     }

@@ -18,6 +18,7 @@ import type { MetadataChange, MetadataStore, PartitionState } from '../metadata/
 import { MetadataWriteError } from '../metadata/store.js';
 import type { TopicManager } from '../topics.js';
 import type { Purgatory } from './purgatory.js';
+import { ReadableBytes } from './readable-bytes.js';
 
 /** What a follower needs to fetch a partition (the replica fetchers' view). */
 export interface FollowedPartition {
@@ -60,6 +61,8 @@ class Led {
   waiters: Waiter[] = [];
   /** An ISR change this leader asked for and has no answer to yet. */
   altering = false;
+  /** how many bytes each high watermark move makes readable to consumers */
+  readonly readable = new ReadableBytes();
   /** The log end offset when this leadership began (a follower must reach it to join the ISR, as Kafka requires); -1 until the log is open. */
   epochStartOffset = -1n;
 
@@ -131,9 +134,6 @@ export class PartitionMap<V extends { readonly topic: string; readonly partition
     if (a?.[v.partition] === v) a[v.partition] = undefined;
   }
 }
-
-/** Bytes passed to a consumer's long poll when the high watermark moves (any amount completes a wait of min_bytes 1). */
-const HIGH_WATERMARK_MOVED = 1 << 30;
 
 export class Replication {
   private readonly led = new PartitionMap<Led>();
@@ -245,6 +245,7 @@ export class Replication {
       this.deps.logger.info({ topic, partition, leaderEpoch: state.leaderEpoch, isr: state.isr }, 'leading the partition');
       const begin = () => {
         led.epochStartOffset = log.logEndOffset;
+        led.readable.start(log.size);
         this.advance(led);
       };
       if (log.isOpen) begin();
@@ -275,7 +276,9 @@ export class Replication {
   /** The leader's own write reached the log: with an ISR of one, that is the new high watermark. */
   private written(topic: string, partition: number): void {
     const l = this.led.at(topic, partition);
-    if (l !== undefined) this.advance(l);
+    if (l === undefined) return;
+    if (l.log.isOpen) l.readable.written(l.log.writtenEndOffset, l.log.size);
+    this.advance(l);
   }
 
   /**
@@ -362,8 +365,8 @@ export class Replication {
         w.resolve(ErrorCode.NONE);
       }
     }
-    // consumers read up to the high watermark: their long polls wake when it moves
-    this.deps.purgatory.checkAndComplete(l.log, HIGH_WATERMARK_MOVED);
+    // consumers read up to the high watermark: their long polls count what its move made readable
+    this.deps.purgatory.checkAndComplete(l.log, { appendedBytes: 0, readableBytes: l.readable.committed(after) });
   }
 
   private failIfUnderMinIsr(l: Led): void {

@@ -40,3 +40,22 @@ export function running(cluster: LocalCluster): LocalBroker {
   if (b === undefined) throw new Error('no running broker');
   return b;
 }
+
+/**
+ * The follower Fetches the running brokers served, by fetch session context (their /metrics'
+ * kafka_server_fetchsessioncache_fetches_total, summed), and the follower sessions open on them.
+ */
+export async function followerFetches(
+  cluster: LocalCluster,
+): Promise<{ full: number; incremental: number; sessionless: number; error: number; sessions: number }> {
+  const sum = { full: 0, incremental: 0, sessionless: 0, error: 0, sessions: 0 };
+  for (const b of cluster.brokers) {
+    if (!b.running || b.admin === null) continue;
+    const text = await (await fetch(`http://${b.admin}/metrics`)).text();
+    for (const m of text.matchAll(/^kafka_server_fetchsessioncache_fetches_total\{fetcher="follower",context="(\w+)"\} (\S+)$/gm))
+      sum[m[1] as 'full' | 'incremental' | 'sessionless' | 'error'] += Number(m[2]);
+    const open = /^kafka_server_fetchsessioncache_sessions\{kind="follower"\} (\S+)$/m.exec(text);
+    sum.sessions += Number(open?.[1] ?? 0);
+  }
+  return sum;
+}

@@ -17,7 +17,7 @@ import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../li
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { partitionFor } from '../../lib/group/records.js';
 import { Cleanup } from '../helpers/cleanup.js';
-import { metadata, running, until } from '../helpers/cluster.js';
+import { followerFetches, metadata, running, until } from '../helpers/cluster.js';
 import { RawClient, rawProduce } from '../helpers/raw-client.js';
 
 type Any = any;
@@ -119,6 +119,18 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
         `replicated-${p} on every broker`,
       );
     }
+    // the followers fetch in sessions (KIP-227): one full Fetch per leader they follow, incremental after it
+    const fetches = await until(
+      async () => {
+        const f = await followerFetches(cluster);
+        return f.incremental > 3 * f.full ? f : undefined;
+      },
+      15_000,
+      'incremental follower fetches',
+    );
+    expect(fetches.sessionless, 'follower Fetches without a session').to.equal(0);
+    expect(fetches.full).to.be.greaterThan(0);
+    expect(fetches.sessions).to.be.within(1, 6); // at most one per (follower, leader) pair of the three brokers
   });
 
   it('a follower answers NOT_LEADER_OR_FOLLOWER; with two brokers down acks=all gets NOT_ENOUGH_REPLICAS, and works again once they return', async () => {

@@ -86,7 +86,7 @@ describe('Fetch from a follower (leader side): long poll', () => {
     expect(settled, 'answered at once instead of parking').to.equal(undefined);
     expect(s.purgatory.size).to.equal(1);
     expect(s.fetched).to.deep.equal([5n]);
-    s.purgatory.checkAndComplete(log, 100); // an append of 100 bytes
+    s.purgatory.checkAndComplete(log, { appendedBytes: 100, readableBytes: 0 }); // an append of 100 bytes
     await pending;
     expect(settled?.responses[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.NONE);
     expect(s.purgatory.size).to.equal(0);
@@ -103,7 +103,7 @@ describe('Fetch from a follower (leader side): long poll', () => {
       const pending = replicaFetch(s.req(60_000, 1n), s.ctx, 2, s.replication).then(() => (done = true));
       await turns();
       expect(done, `fetch ${i} answered at once`).to.equal(false);
-      s.purgatory.checkAndComplete(log, 1);
+      s.purgatory.checkAndComplete(log, { appendedBytes: 1, readableBytes: 0 });
       await pending;
     }
     s.close();

@@ -2,7 +2,10 @@
 import { expect } from 'chai';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
 import { fetchWatchFor } from '../../../lib/replica/fetch-watch.js';
-import { Purgatory, waitFor } from '../../../lib/replica/purgatory.js';
+import { type PartitionChange, Purgatory, waitFor } from '../../../lib/replica/purgatory.js';
+
+/** An append of `n` bytes on a single node (readable at once). */
+const bytes = (n: number): PartitionChange => ({ appendedBytes: n, readableBytes: n });
 
 describe('purgatory: standing watches', () => {
   const a = { name: 'a' };
@@ -12,35 +15,35 @@ describe('purgatory: standing watches', () => {
   it('is told of every change to its keys until closed, and never counts as waiting', () => {
     const p = new Purgatory();
     const seen: (number | undefined)[] = [];
-    const s = p.standing((change) => seen.push(change));
+    const s = p.standing((change) => seen.push(change?.readableBytes));
     s.setKeys([a, b]);
     expect(p.size).to.equal(0);
-    p.checkAndComplete(a, 10);
-    p.checkAndComplete(b, 20);
-    p.checkAndComplete(c, 30);
-    p.checkAndComplete(a, 40);
+    p.checkAndComplete(a, bytes(10));
+    p.checkAndComplete(b, bytes(20));
+    p.checkAndComplete(c, bytes(30));
+    p.checkAndComplete(a, bytes(40));
     expect(seen).to.deep.equal([10, 20, 40]);
     s.close();
-    p.checkAndComplete(a, 50);
+    p.checkAndComplete(a, bytes(50));
     expect(seen).to.deep.equal([10, 20, 40]);
   });
 
   it('setKeys replaces the watched set; the same keys in another order change nothing', () => {
     const p = new Purgatory();
     const seen: number[] = [];
-    const s = p.standing((change) => seen.push(change ?? -1));
+    const s = p.standing((change) => seen.push(change?.readableBytes ?? -1));
     s.setKeys([a, b]);
     s.setKeys([b, a]);
-    p.checkAndComplete(a, 1);
+    p.checkAndComplete(a, bytes(1));
     expect(seen).to.deep.equal([1]);
     s.setKeys([c]);
-    p.checkAndComplete(a, 2);
-    p.checkAndComplete(b, 3);
-    p.checkAndComplete(c, 4);
+    p.checkAndComplete(a, bytes(2));
+    p.checkAndComplete(b, bytes(3));
+    p.checkAndComplete(c, bytes(4));
     expect(seen).to.deep.equal([1, 4]);
     s.setKeys([c, a, a]);
-    p.checkAndComplete(a, 5);
-    p.checkAndComplete(c, 6);
+    p.checkAndComplete(a, bytes(5));
+    p.checkAndComplete(c, bytes(6));
     expect(seen).to.deep.equal([1, 4, 5, 6]);
   });
 
@@ -50,29 +53,29 @@ describe('purgatory: standing watches', () => {
     const s = p.standing((change) => p.checkAndComplete(conn, change));
     s.setKeys([a, b]);
     let total = 0;
-    const done = waitFor(p, [conn], 10_000, (bytes) => (total += bytes ?? 0) >= 100);
+    const done = waitFor(p, [conn], 10_000, (change) => (total += change?.readableBytes ?? 0) >= 100);
     expect(p.size).to.equal(1);
-    p.checkAndComplete(c, 500); // not watched
-    p.checkAndComplete(a, 60);
+    p.checkAndComplete(c, bytes(500)); // not watched
+    p.checkAndComplete(a, bytes(60));
     expect(p.size).to.equal(1);
-    p.checkAndComplete(b, 60);
+    p.checkAndComplete(b, bytes(60));
     expect(await done).to.equal(true);
     expect(p.size).to.equal(0);
     expect(total).to.equal(120);
-    p.checkAndComplete(a, 1000); // nothing waits now: no error, nothing counted
+    p.checkAndComplete(a, bytes(1000)); // nothing waits now: no error, nothing counted
     expect(total).to.equal(120);
   });
 
   it('expireAll expires waiting operations and leaves standing watches in place', async () => {
     const p = new Purgatory();
     const seen: number[] = [];
-    const s = p.standing((change) => seen.push(change ?? -1));
+    const s = p.standing((change) => seen.push(change?.readableBytes ?? -1));
     s.setKeys([a]);
     const waiting = waitFor(p, [b], 10_000, () => false);
     p.expireAll();
     expect(await waiting).to.equal(false);
     expect(p.size).to.equal(0);
-    p.checkAndComplete(a, 7);
+    p.checkAndComplete(a, bytes(7));
     expect(seen).to.deep.equal([7]);
     s.close();
   });
@@ -86,27 +89,27 @@ describe('purgatory: reusable waits', () => {
     const r = p.reusable([conn]);
     for (let i = 0; i < 3; i++) {
       let total = 0;
-      const woken = r.wait(10_000, (bytes) => (total += bytes ?? 0) >= 100);
+      const woken = r.wait(10_000, (change) => (total += change?.readableBytes ?? 0) >= 100);
       expect(p.size, `wait ${i} counts as waiting`).to.equal(1);
-      p.checkAndComplete(conn, 60);
-      p.checkAndComplete(conn, 60);
+      p.checkAndComplete(conn, bytes(60));
+      p.checkAndComplete(conn, bytes(60));
       expect(await woken).to.equal(true);
       expect(total).to.equal(120);
       expect(p.size).to.equal(0);
-      p.checkAndComplete(conn, 1000); // nothing waits now: the finished wait is not asked again
+      p.checkAndComplete(conn, bytes(1000)); // nothing waits now: the finished wait is not asked again
       expect(total).to.equal(120);
     }
     // a wait that times out, then one woken on the re-armed timer's watch
     expect(await r.wait(10, () => false)).to.equal(false);
     expect(p.size).to.equal(0);
-    const again = r.wait(10_000, (bytes) => (bytes ?? 0) > 0);
-    p.checkAndComplete(conn, 1);
+    const again = r.wait(10_000, (change) => (change?.readableBytes ?? 0) > 0);
+    p.checkAndComplete(conn, bytes(1));
     expect(await again).to.equal(true);
     // the same timeout again and again: the timer, fired or not, is re-armed each time
     expect(await r.wait(20, () => false)).to.equal(false);
     expect(await r.wait(20, () => false)).to.equal(false);
-    const woken = r.wait(20, (bytes) => bytes === 5);
-    p.checkAndComplete(conn, 5);
+    const woken = r.wait(20, (change) => change?.readableBytes === 5);
+    p.checkAndComplete(conn, bytes(5));
     expect(await woken).to.equal(true);
     expect(await r.wait(20, () => false)).to.equal(false);
     // ready at once: no wait at all
@@ -119,14 +122,14 @@ describe('purgatory: reusable waits', () => {
     const p = new Purgatory();
     const r = p.reusable([conn]);
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    const first = r.wait(400, (bytes) => bytes === 1);
-    p.checkAndComplete(conn, 1);
+    const first = r.wait(400, (change) => change?.readableBytes === 1);
+    p.checkAndComplete(conn, bytes(1));
     expect(await first).to.equal(true);
     await sleep(250);
-    const second = r.wait(400, (bytes) => bytes === 2); // its 400 ms run from here, not from the first wait
+    const second = r.wait(400, (change) => change?.readableBytes === 2); // its 400 ms run from here, not from the first wait
     await sleep(250); // past the first wait's 400 ms
     expect(p.size, 'still waiting').to.equal(1);
-    p.checkAndComplete(conn, 2);
+    p.checkAndComplete(conn, bytes(2));
     expect(await second).to.equal(true);
     r.close();
   });
@@ -139,10 +142,10 @@ describe('purgatory: reusable waits', () => {
     expect(await a).to.equal(false);
     expect(p.size).to.equal(0);
     const b = r.wait(10_000, () => false);
-    const c = r.wait(10_000, (bytes) => bytes === 1); // a second wait ends the first as expired
+    const c = r.wait(10_000, (change) => change?.readableBytes === 1); // a second wait ends the first as expired
     expect(await b).to.equal(false);
     expect(p.size).to.equal(1);
-    p.checkAndComplete(conn, 1);
+    p.checkAndComplete(conn, bytes(1));
     expect(await c).to.equal(true);
     const d = r.wait(10_000, () => false);
     r.close();
@@ -166,14 +169,14 @@ describe('fetch watch (per connection)', () => {
     const logB = standInLog();
     const watch = fetchWatchFor(p, conn);
     expect(fetchWatchFor(p, conn), 'one watch per connection').to.equal(watch);
-    const woken = watch.wait([logA, logB], 10_000, (bytes) => (bytes ?? 0) > 0);
-    p.checkAndComplete(logB, 10);
+    const woken = watch.wait([logA, logB], 10_000, (change) => (change?.readableBytes ?? 0) > 0);
+    p.checkAndComplete(logB, bytes(10));
     expect(await woken).to.equal(true);
     close();
     await conn.closed;
     // closed: appends no longer reach anything waiting under the connection's key
-    const after = waitFor(p, [watch], 50, (bytes) => (bytes ?? 0) > 0);
-    p.checkAndComplete(logA, 10);
+    const after = waitFor(p, [watch], 50, (change) => (change?.readableBytes ?? 0) > 0);
+    p.checkAndComplete(logA, bytes(10));
     expect(await after, 'expired, not woken').to.equal(false);
     expect(await watch.wait([logA], 10_000, () => false), 'a closed watch does not wait').to.equal(false);
     expect(p.size).to.equal(0);

@@ -11,6 +11,7 @@ import type {
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import type { TopicLogs } from '../topics.js';
+import { type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { fetchReplicaId, replicaFetch } from './fetch-replica.js';
@@ -167,7 +168,14 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
 }
 
 /** Reads every partition within the byte limits; returns the response parts and the bytes read. */
-async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boolean, readCommitted: boolean, apiVersion: number) {
+async function readAll(
+  topics: TopicOut[],
+  maxBytes: number,
+  allowOversized: boolean,
+  readCommitted: boolean,
+  apiVersion: number,
+  session: Pick<FetchContext, 'unchanged'>,
+) {
   let budget = maxBytes;
   let total = 0;
   let errors = 0;
@@ -203,7 +211,9 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
       const fetchOffset = p.fetchOffset;
       if (caughtUpAt(fetchOffset, readCommitted ? lastStableOffset : highWatermark, logStartOffset, log.logEndOffset)) {
         partitions.push(
-          resultOf(p.partition, readCommitted, ErrorCode.NONE, highWatermark, lastStableOffset, logStartOffset, EMPTY, NO_ABORTED),
+          session.unchanged(p, highWatermark, lastStableOffset, logStartOffset)
+            ? UNCHANGED
+            : resultOf(p.partition, readCommitted, ErrorCode.NONE, highWatermark, lastStableOffset, logStartOffset, EMPTY, NO_ABORTED),
         );
         continue;
       }
@@ -240,7 +250,11 @@ async function readAll(topics: TopicOut[], maxBytes: number, allowOversized: boo
 }
 
 /** A consumer's Fetch (replica id -1) of the partitions in `req`: the answer for each, in order. */
-async function consumerFetch(req: FetchRequest, ctx: RequestContext): Promise<FetchResponse['responses']> {
+async function consumerFetch(
+  req: FetchRequest,
+  ctx: RequestContext,
+  session: Pick<FetchContext, 'unchanged'>,
+): Promise<FetchResponse['responses']> {
   const s = ctx.services;
   const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;
   await recoverFetched(req, ctx);
@@ -260,10 +274,10 @@ async function consumerFetch(req: FetchRequest, ctx: RequestContext): Promise<Fe
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
   };
   if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);
-  let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
+  let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session);
   if (longPoll && !allCaughtUp && result.total < req.minBytes && result.errors === 0) {
     await waitForBytes(req.minBytes - result.total);
-    result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion);
+    result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session);
   }
   return result.responses;
 }
@@ -282,8 +296,8 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
     const req = session.topics === request.topics ? request : { ...request, topics: session.topics };
     const responses =
       replicaId >= 0 && s.replication !== undefined
-        ? (await replicaFetch(req, ctx, replicaId, s.replication)).responses
-        : await consumerFetch(req, ctx);
+        ? await replicaFetch(req, ctx, replicaId, s.replication, session)
+        : await consumerFetch(req, ctx, session);
     return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, sessionId: session.sessionId, responses: session.respond(responses) };
   },
   errorResponse(req, errorCode) {

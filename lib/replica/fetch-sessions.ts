@@ -177,14 +177,39 @@ export interface FetchContext {
   readonly topics: FetchRequestFetchTopic[];
   /** the session id the response carries */
   readonly sessionId: number;
-  /** The response's topics from the answers for `topics` (same order; one per partition). */
+  /**
+   * Whether the answer for a partition of `topics` with no records, no error and these offsets would
+   * be left out of the response (an incremental one, nothing changed): the handler may then answer
+   * UNCHANGED instead of building it (an idle session of thousands of partitions builds nothing).
+   */
+  unchanged(p: FetchRequestFetchPartition, highWatermark: bigint, lastStableOffset: bigint, logStartOffset: bigint): boolean;
+  /** The response's topics from the answers for `topics` (same order; one per partition, or UNCHANGED). */
   respond(responses: FetchResponse['responses']): FetchResponse['responses'];
 }
 
+/** The answer for a partition that `FetchContext.unchanged` leaves out (never sent). */
+export const UNCHANGED: FetchResponsePartitionData = Object.freeze({
+  partitionIndex: -1,
+  errorCode: ErrorCode.NONE,
+  highWatermark: -1n,
+  lastStableOffset: -1n,
+  logStartOffset: -1n,
+  abortedTransactions: null,
+  preferredReadReplica: -1,
+  records: null,
+});
+
 const passThrough = (responses: FetchResponse['responses']) => responses;
+const never = () => false;
 
 function errorContext(errorCode: number): FetchContext {
-  return { kind: 'error', errorCode, topics: [], sessionId: 0, respond: () => [] };
+  return { kind: 'error', errorCode, topics: [], sessionId: 0, unchanged: never, respond: () => [] };
+}
+
+/** An incremental session's partition whose answer would carry nothing new. */
+function unchangedIn(p: FetchRequestFetchPartition, highWatermark: bigint, lastStableOffset: bigint, logStartOffset: bigint): boolean {
+  const c = p as CachedPartition;
+  return c.highWatermark === highWatermark && c.lastStableOffset === lastStableOffset && c.leaderLogStartOffset === logStartOffset;
 }
 
 /** Fetches by who sent them and what context they got. */
@@ -250,7 +275,7 @@ export class FetchSessionCache {
       if (sessionId !== 0) this.sessions.delete(sessionId);
       const session = epoch === FetchSessionEpoch.INITIAL ? this.create(follower, byId, countPartitions(req)) : undefined;
       if (session === undefined)
-        return { kind: 'sessionless', errorCode: ErrorCode.NONE, topics: req.topics, sessionId: 0, respond: passThrough };
+        return { kind: 'sessionless', errorCode: ErrorCode.NONE, topics: req.topics, sessionId: 0, unchanged: never, respond: passThrough };
       for (const t of req.topics) for (const p of t.partitions) session.upsert(t.topic ?? '', t.topicId ?? ZERO_UUID, p);
       return this.sessionContext('full', session);
     }
@@ -273,6 +298,7 @@ export class FetchSessionCache {
       errorCode: ErrorCode.NONE,
       topics,
       sessionId: session.id,
+      unchanged: kind === 'incremental' ? unchangedIn : never,
       respond: (responses) => {
         const out: FetchResponse['responses'] = [];
         const moved: [string, string, number][] = [];
@@ -283,7 +309,7 @@ export class FetchSessionCache {
           for (let j = 0; j < r.partitions.length; j++) {
             const pd = r.partitions[j]!;
             const c = asked?.[j];
-            if (c === undefined || !mustRespond(c, pd)) continue;
+            if (pd === UNCHANGED || c === undefined || !mustRespond(c, pd)) continue;
             if (pd.records !== null && pd.records.length > 0) moved.push([r.topic ?? '', r.topicId ?? ZERO_UUID, pd.partitionIndex]);
             if (kind === 'incremental') (kept ??= []).push(pd);
           }

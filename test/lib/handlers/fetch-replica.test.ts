@@ -9,6 +9,9 @@ import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchResponse } from '../../../protocol/generated/fetch.js';
 import { replicaFetch } from '../../../lib/handlers/fetch-replica.js';
+
+/** No fetch session: every answer is built. */
+const SESSIONLESS = { unchanged: () => false };
 import type { RequestContext } from '../../../lib/handlers/types.js';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
 import { Purgatory } from '../../../lib/replica/purgatory.js';
@@ -80,15 +83,15 @@ describe('Fetch from a follower (leader side): long poll', () => {
   it('a caught-up follower parks until an append to a fetched partition, and the wait counts as remote time', async () => {
     const log = fakeLog(5n);
     const s = setup(log);
-    let settled: FetchResponse | undefined;
-    const pending = replicaFetch(s.req(60_000, 5n), s.ctx, 2, s.replication).then((r) => (settled = r));
+    let settled: FetchResponse['responses'] | undefined;
+    const pending = replicaFetch(s.req(60_000, 5n), s.ctx, 2, s.replication, SESSIONLESS).then((r) => (settled = r));
     await turns();
     expect(settled, 'answered at once instead of parking').to.equal(undefined);
     expect(s.purgatory.size).to.equal(1);
     expect(s.fetched).to.deep.equal([5n]);
     s.purgatory.checkAndComplete(log, { appendedBytes: 100, readableBytes: 0 }); // an append of 100 bytes
     await pending;
-    expect(settled?.responses[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.NONE);
+    expect(settled?.[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.NONE);
     expect(s.purgatory.size).to.equal(0);
     expect(s.fetched, "the follower's state is updated once per Fetch, from the read before the wait").to.deep.equal([5n]);
     expect(s.timing.remoteMs).to.be.greaterThan(0);
@@ -100,7 +103,7 @@ describe('Fetch from a follower (leader side): long poll', () => {
     const s = setup(log);
     for (let i = 0; i < 3; i++) {
       let done = false;
-      const pending = replicaFetch(s.req(60_000, 1n), s.ctx, 2, s.replication).then(() => (done = true));
+      const pending = replicaFetch(s.req(60_000, 1n), s.ctx, 2, s.replication, SESSIONLESS).then(() => (done = true));
       await turns();
       expect(done, `fetch ${i} answered at once`).to.equal(false);
       s.purgatory.checkAndComplete(log, { appendedBytes: 1, readableBytes: 0 });
@@ -111,8 +114,8 @@ describe('Fetch from a follower (leader side): long poll', () => {
 
   it('ends at max_wait_ms when nothing changes', async () => {
     const s = setup(fakeLog(0n));
-    const res = await replicaFetch(s.req(20, 0n), s.ctx, 2, s.replication);
-    expect(res.responses[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.NONE);
+    const res = await replicaFetch(s.req(20, 0n), s.ctx, 2, s.replication, SESSIONLESS);
+    expect(res[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.NONE);
     expect(s.purgatory.size).to.equal(0);
     s.close();
   });
@@ -131,11 +134,11 @@ describe('Fetch from a follower (leader side): long poll', () => {
       read: () => Promise.resolve({ records: [Buffer.from('r')], size: 1 }),
     } as unknown as PartitionLog;
     const s = setup(log);
-    let settled: FetchResponse | undefined;
-    const pending = replicaFetch(s.req(60_000, 5n), s.ctx, 2, s.replication).then((r) => (settled = r));
+    let settled: FetchResponse['responses'] | undefined;
+    const pending = replicaFetch(s.req(60_000, 5n), s.ctx, 2, s.replication, SESSIONLESS).then((r) => (settled = r));
     await turns();
     expect(settled, 'parked although the log had grown').to.not.equal(undefined);
-    expect(settled?.responses[0]?.partitions[0]?.records).to.deep.equal(Buffer.from('r'));
+    expect(settled?.[0]?.partitions[0]?.records).to.deep.equal(Buffer.from('r'));
     expect(s.purgatory.size).to.equal(0);
     await pending;
     s.close();
@@ -145,8 +148,8 @@ describe('Fetch from a follower (leader side): long poll', () => {
     const log = fakeLog(3n);
     (log as unknown as { read: unknown }).read = () => Promise.resolve({ records: [Buffer.from('xyz')], size: 3 });
     const s = setup(log);
-    const res = await replicaFetch(s.req(60_000, 1n), s.ctx, 2, s.replication);
-    expect(res.responses[0]?.partitions[0]?.records).to.deep.equal(Buffer.from('xyz'));
+    const res = await replicaFetch(s.req(60_000, 1n), s.ctx, 2, s.replication, SESSIONLESS);
+    expect(res[0]?.partitions[0]?.records).to.deep.equal(Buffer.from('xyz'));
     expect(s.purgatory.size).to.equal(0);
     s.close();
   });

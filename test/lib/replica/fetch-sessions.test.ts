@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchRequestFetchTopic, FetchResponse, FetchResponsePartitionData } from '../../../protocol/generated/fetch.js';
 import { FetchSessionClient } from '../../../lib/replica/fetch-session-client.js';
-import { EVICTION_MS, type FetchContext, FetchSessionCache, nextEpoch } from '../../../lib/replica/fetch-sessions.js';
+import { EVICTION_MS, type FetchContext, FetchSessionCache, nextEpoch, UNCHANGED } from '../../../lib/replica/fetch-sessions.js';
 
 const V = 12; // topics by name
 const part = (partition: number, fetchOffset = 0n) => ({
@@ -82,6 +82,17 @@ describe('lib/replica fetch sessions: the cache', () => {
     expect(inc1.kind).to.equal('incremental');
     expect(inc1.topics.flatMap((t) => t.partitions.map((p) => `${t.topic}-${p.partition}`))).to.deep.equal(['a-0', 'a-1', 'b-0']);
     expect(named(respond(inc1, () => 5n))).to.deep.equal([]);
+    // the handlers ask first and answer UNCHANGED instead of building what would be left out
+    const first = inc1.topics[0]!.partitions[0]!;
+    expect(inc1.unchanged(first, 5n, 5n, 0n)).to.equal(true);
+    expect(inc1.unchanged(first, 6n, 5n, 0n)).to.equal(false);
+    expect(full.unchanged(first, 5n, 5n, 0n), 'a full response answers everything').to.equal(false);
+    expect(
+      inc1.respond([
+        { topic: 'a', partitions: [UNCHANGED, UNCHANGED] },
+        { topic: 'b', partitions: [UNCHANGED] },
+      ]),
+    ).to.deep.equal([]);
 
     // a-1 moved its fetch offset; b-0's high watermark moved; a-0 has records
     const inc2 = cache.newContext(fetch(full.sessionId, 2, [{ topic: 'a', partitions: [part(1, 5n)] }]), V, true);

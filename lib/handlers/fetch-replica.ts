@@ -99,8 +99,9 @@ export async function replicaFetch(
   for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
     if (rec === undefined) continue;
+    const led = s.topics.logsOf(rec.name);
     for (const p of t.partitions) {
-      const log = s.topics.partition(rec.name, p.partition);
+      const log = led?.[p.partition];
       if (log === undefined || partitionError(ctx, rec.name, p, log) !== ErrorCode.NONE) continue;
       const code = replication.followerFetched(rec.name, p.partition, replicaId, p.fetchOffset, now);
       if (code !== ErrorCode.NONE) {
@@ -131,12 +132,13 @@ export async function replicaFetch(
   for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
     const partitions: FetchResponsePartitionData[] = [];
+    const led = rec === undefined ? undefined : s.topics.logsOf(rec.name);
     for (const p of t.partitions) {
       if (rec === undefined) {
         partitions.push(result(p.partition, byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, undefined));
         continue;
       }
-      const log = s.topics.partition(rec.name, p.partition);
+      const log = led?.[p.partition];
       const error = refused?.get(p) ?? partitionError(ctx, rec.name, p, log);
       if (log === undefined || error !== ErrorCode.NONE) {
         const known = log !== undefined && error !== ErrorCode.KAFKA_STORAGE_ERROR;

@@ -296,10 +296,13 @@ export class Replication {
     if (fetchOffset >= leaderEnd) f.lastCaughtUpMs = now;
     else if (f.leaderEndAtLastFetch >= 0n && fetchOffset >= f.leaderEndAtLastFetch)
       f.lastCaughtUpMs = Math.max(f.lastCaughtUpMs, f.lastFetchMs);
+    // the high watermark moves with a follower's log end (and with the leader's writes and ISR
+    // changes, which advance it themselves): an idle follower's fetch leaves it where it is
+    const moved = f.logEndOffset !== fetchOffset;
     f.logEndOffset = fetchOffset;
     f.lastFetchMs = now;
     f.leaderEndAtLastFetch = leaderEnd;
-    this.advance(l);
+    if (moved) this.advance(l);
     if (
       !l.state.isr.includes(replicaId) &&
       fetchOffset >= l.log.highWatermark &&

@@ -118,22 +118,32 @@ describe('fetch sessions (KIP-227) over TCP', function () {
     );
   }
 
+  /** A full Fetch of the three partitions from their ends, with epoch 0 (opening a session). */
+  async function openSession(v: number, c = raw): Promise<{ full: FetchResponse; ends: bigint[] }> {
+    const at = await ends();
+    const full = await fetchV(
+      v,
+      {
+        sessionId: 0,
+        sessionEpoch: 0,
+        topics: topics(
+          v,
+          at.map((end, p) => [p, end]),
+        ),
+      },
+      c,
+    );
+    return { full, ends: at };
+  }
+
   async function produce(partition: number, tag: string): Promise<void> {
     expect((await rawProduce(raw, TOPIC, [[partition, batch(tag)]]))[0]?.errorCode).to.equal(ErrorCode.NONE);
   }
 
   for (const v of VERSIONS) {
     it(`Fetch v${v}: full → incremental (only what changed) → forgotten → bad epoch, unknown session, close`, async () => {
-      const [e0, e1, e2] = (await ends()) as [bigint, bigint, bigint];
-      const full = await fetchV(v, {
-        sessionId: 0,
-        sessionEpoch: 0,
-        topics: topics(v, [
-          [0, e0],
-          [1, e1],
-          [2, e2],
-        ]),
-      });
+      const { full, ends: at } = await openSession(v);
+      const e1 = at[1]!;
       expect(full.errorCode).to.equal(ErrorCode.NONE);
       const id = full.sessionId ?? 0;
       expect(id, 'a session id').to.not.equal(0);
@@ -188,21 +198,8 @@ describe('fetch sessions (KIP-227) over TCP', function () {
 
   it('an incremental Fetch naming nothing long-polls on its whole session and is woken by a kafkajs produce', async () => {
     const v = 16;
-    const [e0, e1, e2] = (await ends()) as [bigint, bigint, bigint];
     const c = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
-    const full = await fetchV(
-      v,
-      {
-        sessionId: 0,
-        sessionEpoch: 0,
-        topics: topics(v, [
-          [0, e0],
-          [1, e1],
-          [2, e2],
-        ]),
-      },
-      c,
-    );
+    const { full } = await openSession(v, c);
     const id = full.sessionId ?? 0;
     const maxWaitMs = 30_000;
     const sentAt = performance.now();

@@ -50,7 +50,7 @@ function setup(log: PartitionLog) {
       purgatory,
       metadata: { topic: (name: string) => (name === TOPIC ? { name, topicId: 'a'.repeat(32) } : undefined) },
       topics: {
-        partition: (t: string, p: number) => (t === TOPIC && p === 0 ? log : undefined),
+        logsOf: (t: string) => (t === TOPIC ? [log] : undefined),
         leaderEpoch: () => 3,
         notHereError: () => ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
       },

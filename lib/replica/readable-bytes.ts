@@ -5,6 +5,9 @@
  * min_bytes, as Kafka's DelayedFetch counts the bytes between the fetch offset and the high
  * watermark.
  */
+/** Marks kept above the high watermark at most (a stuck ISR): the oldest go, which only coarsens the counts. */
+const MAX_MARKS = 4096;
+
 export class ReadableBytes {
   private ends: bigint[] = [];
   private sizes: number[] = [];
@@ -20,6 +23,7 @@ export class ReadableBytes {
 
   /** The log's written end moved to `endOffset`, with `logSize` bytes in the log. */
   written(endOffset: bigint, logSize: number): void {
+    if (this.ends.length - this.head >= MAX_MARKS) this.dropPassed(this.head + 1);
     this.ends.push(endOffset);
     this.sizes.push(logSize);
   }
@@ -31,20 +35,24 @@ export class ReadableBytes {
    */
   committed(highWatermark: bigint): number {
     let size = -1;
-    while (this.head < this.ends.length && this.ends[this.head]! <= highWatermark) {
-      size = this.sizes[this.head]!;
-      this.head++;
-    }
-    if (this.head > 64 && this.head * 2 > this.ends.length) {
-      this.ends = this.ends.slice(this.head);
-      this.sizes = this.sizes.slice(this.head);
-      this.head = 0;
-    }
+    let head = this.head;
+    while (head < this.ends.length && this.ends[head]! <= highWatermark) size = this.sizes[head++]!;
+    this.dropPassed(head);
     if (size < 0) return 1;
     const before = this.committedSize;
     this.committedSize = size;
     // a log that shrank (retention, truncation) meanwhile: no baseline
     return before < 0 || size <= before ? 1 : size - before;
+  }
+
+  /** Forgets the marks before index `head`. */
+  private dropPassed(head: number): void {
+    this.head = head;
+    if (head > 64 && head * 2 > this.ends.length) {
+      this.ends = this.ends.slice(head);
+      this.sizes = this.sizes.slice(head);
+      this.head = 0;
+    }
   }
 
   /** The log was truncated or restarted: the marks no longer describe it. */

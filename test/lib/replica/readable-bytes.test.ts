@@ -34,4 +34,14 @@ describe('lib/replica ReadableBytes', () => {
     }
     expect((r as unknown as { ends: bigint[] }).ends.length).to.be.below(200);
   });
+
+  it('a high watermark that does not move for many writes keeps a bounded number of marks, and the total still adds up', () => {
+    const r = new ReadableBytes();
+    r.start(0);
+    for (let i = 1; i <= 20_000; i++) r.written(BigInt(i), i * 10);
+    const internal = r as unknown as { ends: bigint[]; head: number };
+    expect(internal.ends.length - internal.head).to.be.at.most(4096);
+    expect(r.committed(100n), 'a mark dropped: at least one byte').to.equal(1);
+    expect(r.committed(20_000n), 'from the baseline to the last mark').to.equal(200_000);
+  });
 });

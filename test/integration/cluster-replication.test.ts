@@ -11,7 +11,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { FetchRequest, FetchResponse } from '../../protocol/generated/fetch.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
@@ -131,6 +133,57 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     expect(fetches.sessionless, 'follower Fetches without a session').to.equal(0);
     expect(fetches.full).to.be.greaterThan(0);
     expect(fetches.sessions).to.be.within(1, 6); // at most one per (follower, leader) pair of the three brokers
+  });
+
+  it("a consumer's incremental fetch session on a leader long-polls until the high watermark moves past an acks=all write", async () => {
+    await createTopic('session-consumer', 2);
+    const state = await partitionOf(cluster, 'session-consumer', 1);
+    const leader = cluster.brokers.find((b) => b.nodeId === state.leaderId);
+    if (leader === undefined) throw new Error('no leader');
+    const c = await RawClient.connect(leader.bootstrap);
+    try {
+      type Fetched = FetchResponse & { correlationId: number };
+      const fetchV12 = (body: Partial<FetchRequest>, timeoutMs = 5000) =>
+        c.request<Fetched>(
+          ApiKey.Fetch,
+          12,
+          {
+            replicaId: -1,
+            maxWaitMs: 0,
+            minBytes: 0,
+            maxBytes: 1 << 20,
+            isolationLevel: 0,
+            topics: [],
+            forgottenTopicsData: [],
+            rackId: '',
+            ...body,
+          },
+          timeoutMs,
+        );
+      // a session of partition 1 alone (partition 0 may be led elsewhere: its error would answer at once)
+      const partitions = [{ partition: 1, fetchOffset: 0n, partitionMaxBytes: 1 << 20, logStartOffset: -1n, currentLeaderEpoch: -1 }];
+      const full = await fetchV12({ sessionId: 0, sessionEpoch: 0, topics: [{ topic: 'session-consumer', partitions }] });
+      const id = full.sessionId ?? 0;
+      expect([full.errorCode, id === 0]).to.deep.equal([ErrorCode.NONE, false]);
+      const maxWaitMs = 30_000;
+      const sentAt = performance.now();
+      const waiting = fetchV12({ sessionId: id, sessionEpoch: 1, maxWaitMs, minBytes: 1 }, maxWaitMs + 10_000);
+      const producer = kafka().producer();
+      await producer.connect();
+      try {
+        await producer.send({ topic: 'session-consumer', acks: -1, messages: [{ partition: 1, value: 'past the high watermark' }] });
+      } finally {
+        await producer.disconnect();
+      }
+      const res = await waiting;
+      const got = res.responses.flatMap((t) => t.partitions);
+      expect(got.map((p) => [p.partitionIndex, p.highWatermark])).to.deep.equal([[1, 1n]]);
+      expect(got[0]?.records?.length ?? 0).to.be.greaterThan(0);
+      // woken when the followers' fetches moved the high watermark, not by max_wait_ms
+      expect(performance.now() - sentAt).to.be.below(maxWaitMs / 2);
+    } finally {
+      c.destroy();
+    }
   });
 
   it('a follower answers NOT_LEADER_OR_FOLLOWER; with two brokers down acks=all gets NOT_ENOUGH_REPLICAS, and works again once they return', async () => {

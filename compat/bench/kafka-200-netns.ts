@@ -5,11 +5,8 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { sh } from '../lib/netns.js';
 import { ROOT_DIR } from './proc-stats.js';
-
-export function sh(cmd: string, args: string[]): string {
-  return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
 
 export function teardown(prefix: string): void {
   try {

@@ -1,5 +1,5 @@
 /**
- * Starts a single-member etcd on 127.0.0.1 (tests, and `gregor cluster start`): free ports for the
+ * Starts a single-member etcd on 127.0.0.1 or a given address (tests, and `gregor cluster start`): free ports for the
  * client and peer URLs, a data dir (temporary unless given), and a promise that resolves once the
  * member answers a linearizable read through its /health endpoint.
  */
@@ -15,6 +15,8 @@ import { GregorMetadataErrorCode, MetadataError } from '../metadata/store.js';
 export interface EtcdServerOptions {
   /** Kept on stop() when given; a temporary directory (removed on stop()) otherwise. */
   dataDir?: string;
+  /** The address the client URL listens on (default 127.0.0.1; e.g. a bridge's address that brokers in network namespaces reach). */
+  host?: string;
   /** 0 or absent: a free port. */
   clientPort?: number;
   /** 0 or absent: a free port. */
@@ -101,7 +103,7 @@ export async function startEtcd(opts: EtcdServerOptions = {}): Promise<EtcdServe
   const peerPort = opts.peerPort !== undefined && opts.peerPort !== 0 ? opts.peerPort : await freePort();
   const readyTimeoutMs = opts.readyTimeoutMs ?? 20_000;
   const name = `gregor-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const clientUrl = `http://127.0.0.1:${clientPort}`;
+  const clientUrl = `http://${opts.host ?? '127.0.0.1'}:${clientPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const args = [
     `--name=${name}`,

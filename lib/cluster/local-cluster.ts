@@ -2,7 +2,9 @@
  * A cluster on this machine for development and tests (`gregor cluster start -n 3`): an etcd from the
  * Debian package in its own directory, and N brokers as child processes (`gregor start` with
  * metadata.store=etcd) on free ports, each with its data dir and log file under one directory.
- * Brokers can be killed (kill -9 included) and started again on the same port and data dir.
+ * Brokers can be killed (kill -9 included) and started again on the same port and data dir. A test
+ * can place each broker in a network namespace of its own (`placement`), listening on that
+ * namespace's address, with etcd on an address every namespace reaches (`etcdHost`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,6 +32,15 @@ export interface LocalClusterOptions {
   nodeFlags?: readonly string[];
   /** Environment for the brokers' processes (added to this process's). */
   env?: Record<string, string>;
+  /** Where etcd's client URL listens (default 127.0.0.1). */
+  etcdHost?: string;
+  /** Where broker `nodeId` runs: its listener's (and admin listener's) host, and the network namespace to run it in (`ip netns exec`); 127.0.0.1 in this one when absent. */
+  placement?: (nodeId: number) => BrokerPlacement;
+}
+
+export interface BrokerPlacement {
+  host: string;
+  netns?: string;
 }
 
 export interface LocalBroker {
@@ -82,6 +93,7 @@ class ChildBrokerProcess implements LocalBroker {
     private readonly overrides: Record<string, string>,
     private readonly nodeFlags: readonly string[],
     private readonly env: Record<string, string>,
+    private readonly placement: BrokerPlacement | undefined,
   ) {}
 
   get pid(): number | undefined {
@@ -95,10 +107,20 @@ class ChildBrokerProcess implements LocalBroker {
   async start(): Promise<void> {
     if (this.running) return;
     const args = [...this.nodeFlags, GREGOR_BIN, 'start', '--data-dir', this.dataDir, '--port', String(this.port)];
-    for (const [k, v] of Object.entries({ 'node.id': String(this.nodeId), ...this.overrides })) args.push('--override', `${k}=${v}`);
+    const host = this.placement?.host;
+    // the admin listener on the same address, open to the clients that reach it (the test's, in the root namespace)
+    const placed =
+      host === undefined
+        ? {}
+        : { listeners: `PLAINTEXT://${host}:${this.port}`, 'admin.listener': `${host}:0`, 'admin.listener.allow.remote': 'true' };
+    for (const [k, v] of Object.entries({ 'node.id': String(this.nodeId), ...this.overrides, ...placed }))
+      args.push('--override', `${k}=${v}`);
     this.log ??= createWriteStream(this.logFile, { flags: 'a' });
     const log = this.log;
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...this.env } });
+    // `ip netns exec` execs the command in place: the child's pid is the broker's
+    const netns = this.placement?.netns;
+    const [cmd, argv] = netns === undefined ? [process.execPath, args] : ['ip', ['netns', 'exec', netns, process.execPath, ...args]];
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...this.env } });
     this.child = child;
     this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
     let out = '';
@@ -150,7 +172,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'gregor-cluster-'));
   mkdirSync(dir, { recursive: true });
   const clusterId = opts.clusterId ?? newClusterId();
-  const etcd = await startEtcd({ dataDir: join(dir, 'etcd') });
+  const etcd = await startEtcd({ dataDir: join(dir, 'etcd'), ...(opts.etcdHost === undefined ? {} : { host: opts.etcdHost }) });
   const brokers: ChildBrokerProcess[] = [];
   const stop = async () => {
     await Promise.all(
@@ -181,6 +203,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
           overrides,
           opts.nodeFlags ?? [],
           opts.env ?? {},
+          opts.placement?.(id),
         ),
       );
     }

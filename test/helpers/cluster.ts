@@ -1,4 +1,6 @@
-/** Shared by the cluster tests (lib/cluster/local-cluster.ts clusters): polling with a deadline, raw Metadata, a running broker. */
+/** Shared by the cluster tests (lib/cluster/local-cluster.ts clusters): polling with a deadline, raw Metadata, a running broker, a replica's log bytes. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { MetadataResponse } from '../../protocol/generated/metadata.js';
 import type { LocalBroker, LocalCluster } from '../../lib/cluster/local-cluster.js';
@@ -58,4 +60,13 @@ export async function followerFetches(
     sum.sessions += Number(open?.[1] ?? 0);
   }
   return sum;
+}
+
+/** The partition's .log files of one broker, concatenated in offset order (replicas in step hold the same bytes). */
+export function logBytes(b: LocalBroker, topic: string, partition: number): Buffer {
+  const dir = join(b.dataDir, `${topic}-${partition}`);
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.log'))
+    .sort();
+  return Buffer.concat(files.map((f) => readFileSync(join(dir, f))));
 }

@@ -182,13 +182,25 @@ export interface PartitionProduceResult {
 }
 
 /** Produce v8 of `batches` (partition → records bytes) to one topic; resolves with the per-partition results. */
-export async function rawProduce(c: RawClient, topic: string, batches: [number, Buffer][], acks = 1): Promise<PartitionProduceResult[]> {
-  const res = await c.request<{ responses: { name: string; partitionResponses: PartitionProduceResult[] }[] }>(0, PRODUCE_V, {
-    transactionalId: null,
-    acks,
-    timeoutMs: 10000,
-    topicData: [{ name: topic, partitionData: batches.map(([index, records]) => ({ index, records })) }],
-  });
+/** Produce v8; `timeoutMs` is the request's (how long acks=all may wait), the answer is awaited 5 s past it when given. */
+export async function rawProduce(
+  c: RawClient,
+  topic: string,
+  batches: [number, Buffer][],
+  acks = 1,
+  timeoutMs?: number,
+): Promise<PartitionProduceResult[]> {
+  const res = await c.request<{ responses: { name: string; partitionResponses: PartitionProduceResult[] }[] }>(
+    0,
+    PRODUCE_V,
+    {
+      transactionalId: null,
+      acks,
+      timeoutMs: timeoutMs ?? 10000,
+      topicData: [{ name: topic, partitionData: batches.map(([index, records]) => ({ index, records })) }],
+    },
+    timeoutMs === undefined ? undefined : timeoutMs + 5000,
+  );
   return res.responses.flatMap((t) => t.partitionResponses);
 }
 

@@ -7,19 +7,18 @@
  * clients saw, that no acknowledged record is lost, no offset holds two different records, and the
  * high watermark never goes back (Jepsen's Kafka checks, in small).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchResponse } from '../../protocol/generated/fetch.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
-import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
+import { type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { partitionFor } from '../../lib/group/records.js';
 import { Cleanup } from '../helpers/cleanup.js';
-import { followerFetches, metadata, running, until } from '../helpers/cluster.js';
+import { followerFetches, logBytes, metadata, running, until } from '../helpers/cluster.js';
 import { RawClient, rawProduce } from '../helpers/raw-client.js';
 
 type Any = any;
@@ -32,15 +31,6 @@ async function partitionOf(cluster: LocalCluster, topic: string, partition: numb
   const p = m.topics[0]?.partitions.find((x) => x.partitionIndex === partition);
   if (p === undefined) throw new Error(`no ${topic}-${partition}`);
   return p;
-}
-
-/** The partition's .log files of one broker, concatenated in offset order. */
-function logBytes(b: LocalBroker, topic: string, partition: number): Buffer {
-  const dir = join(b.dataDir, `${topic}-${partition}`);
-  const files = readdirSync(dir)
-    .filter((f) => f.endsWith('.log'))
-    .sort();
-  return Buffer.concat(files.map((f) => readFileSync(join(dir, f))));
 }
 
 describe('cluster replication: replication factor 3, min.insync.replicas 2', function () {

@@ -43,10 +43,15 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
           // its recovery (or open) failed: the log is offline
           if (!log.servable) return failed(p.partitionIndex, ErrorCode.KAFKA_STORAGE_ERROR);
           const lastFetchable = readCommitted ? log.lastStableOffset : log.highWatermark;
+          // a client's lookup at a new leader whose high watermark may still be behind the previous leader's
+          // answers (KIP-207): retriable, and the offsets it would give could go back
+          const notYet =
+            req.replicaId === -1 && ctx.apiVersion >= 1 && s.replication?.highWatermarkBehindEpochStart(t.name, p.partitionIndex) === true;
           let found: { offset: bigint; timestamp: bigint; leaderEpoch: number } | null;
           switch (p.timestamp) {
             case OffsetSpec.LATEST:
             case OffsetSpec.LATEST_TIERED:
+              if (notYet) return failed(p.partitionIndex, ErrorCode.OFFSET_NOT_AVAILABLE);
               found = { offset: lastFetchable, timestamp: -1n, leaderEpoch: 0 };
               break;
             case OffsetSpec.EARLIEST:
@@ -58,6 +63,7 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
               found = log.offsetForTimestamp(p.timestamp);
               // only offsets a consumer of this isolation level could fetch (Kafka's lastFetchableOffset)
               if (found !== null && found.offset >= lastFetchable) found = null;
+              if (found === null && notYet) return failed(p.partitionIndex, ErrorCode.OFFSET_NOT_AVAILABLE);
           }
           if (ctx.apiVersion === 0) {
             // v0 answers a list of offsets; Kafka gives the one asked for (bounded by max_num_offsets).

@@ -314,6 +314,17 @@ export class Replication {
     return ErrorCode.NONE;
   }
 
+  /**
+   * True while this broker leads the partition and its high watermark is still below the log end its
+   * leadership began at (Kafka's KIP-207): that high watermark is the one it knew as a follower, which
+   * can be behind what the previous leader already answered, so clients' offset lookups wait
+   * (OFFSET_NOT_AVAILABLE) until the ISR's first fetches move it past there.
+   */
+  highWatermarkBehindEpochStart(topic: string, partition: number): boolean {
+    const l = this.led.at(topic, partition);
+    return l !== undefined && l.log.isOpen && l.epochStartOffset > l.log.highWatermark;
+  }
+
   /** The ISR's size as this leader sees it (min.insync.replicas checks), 0 when it does not lead. */
   isrSize(topic: string, partition: number): number {
     return this.led.at(topic, partition)?.state.isr.length ?? 0;

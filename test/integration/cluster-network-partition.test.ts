@@ -22,7 +22,7 @@ import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../li
 import { type BridgedNetwork, createBridgedNetwork, netnsUnavailable, type NetnsMember, type Peer } from '../../compat/lib/netns.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { logBytes, metadata, until } from '../helpers/cluster.js';
-import { RawClient, rawProduce } from '../helpers/raw-client.js';
+import { RawClient, rawListOffset, rawProduce } from '../helpers/raw-client.js';
 
 const SESSION_TIMEOUT_MS = 3000;
 const LAG_MAX_MS = 3000;
@@ -197,6 +197,39 @@ describe('cluster network partition: a leader cut from the other brokers (networ
   }
 
   /**
+   * A client looking up the partition's end offset (ListOffsets latest) every 20 ms at the leader
+   * `via`'s metadata names, until stopped: the offsets answered, in order (errors, such as
+   * OFFSET_NOT_AVAILABLE from a new leader, give none).
+   */
+  function endOffsetLookups(topic: string, via: LocalBroker): { stop(): Promise<bigint[]> } {
+    const ends: bigint[] = [];
+    const run = { stopped: false };
+    const loop = (async () => {
+      while (!run.stopped) {
+        try {
+          const leader = broker((await stateAt(via, topic)).leaderId);
+          const c = await RawClient.connect(leader.bootstrap);
+          try {
+            ends.push(await rawListOffset(c, topic, 0));
+          } finally {
+            c.destroy();
+          }
+        } catch {
+          // no leader, or no answer: nothing seen
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    return {
+      stop: async () => {
+        run.stopped = true;
+        await loop;
+        return ends;
+      },
+    };
+  }
+
+  /**
    * After the heal: the ISR is three again, the replicas' logs are byte-identical, and the partition
    * read from the start holds every acknowledged record once, at the offset it was acknowledged at.
    */
@@ -292,7 +325,9 @@ describe('cluster network partition: a leader cut from the other brokers (networ
     const watcher = await watch(topic);
     const steady = await writer(cluster.brokers, topic, 'steady');
     await until(() => Promise.resolve(steady.acked.size >= 20 ? true : undefined), 20_000, 'acks before the cut');
-    await steady.stop();
+    // the steady writer goes on through the cut, so the new leader is likely to know a high watermark
+    // one write behind the old leader's: the end offsets a client looks up must not go back meanwhile
+    const lookups = endOffsetLookups(topic, n1);
 
     const etcdPort = Number(new URL(cluster.etcd.endpoints).port);
     const brokersAndEtcd = [...others.map((b) => ({ address: member(b.nodeId).address })), { address: net.hostAddress, port: etcdPort }];
@@ -335,7 +370,13 @@ describe('cluster network partition: a leader cut from the other brokers (networ
     expect(moved.ackedBetween(cutAt, healedAt).length, 'acks from the new leader while the old one was cut off').to.be.at.least(10);
 
     await until(() => Promise.resolve(isolated.acked.size >= 5 ? true : undefined), 30_000, 'acks after the heal');
-    await Promise.all([isolated.stop(), moved.stop()]);
+    await Promise.all([isolated.stop(), moved.stop(), steady.stop()]);
+    const ends = await lookups.stop();
+    expect(ends.length).to.be.greaterThan(10);
+    for (let i = 1; i < ends.length; i++) {
+      const [was, now] = [ends[i - 1] ?? 0n, ends[i] ?? 0n];
+      expect(now >= was, `the end offset looked up went back from ${was} to ${now}`).to.equal(true);
+    }
     const byOffset = await checkHealed(topic, [steady, isolated, moved], watcher);
     // what the old leader took alone is gone: the offsets it gave those records hold the new leader's
     for (const o of divergent)

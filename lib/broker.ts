@@ -302,6 +302,7 @@ export class Broker {
       followers,
       config: c,
       logger: this.logger.child({ component: 'replication' }),
+      checkpoint: { dataDir: this.dataDir, logs: () => this.logManager.all() },
     });
   }
 

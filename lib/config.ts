@@ -35,6 +35,12 @@ const oneOfIgnoringCase =
   (...xs: string[]) =>
   (v: ConfigValue) =>
     typeof v === 'string' && !xs.includes(v.toLowerCase()) ? `must be one of ${xs.join(', ')} (any case)` : undefined;
+/** The replica.selector.class values gregor knows (Kafka's class name and a short alias). */
+export const RACK_AWARE_REPLICA_SELECTORS = ['org.apache.kafka.common.replica.RackAwareReplicaSelector', 'rack-aware'];
+const replicaSelectorError = (v: ConfigValue) =>
+  typeof v === 'string' && v !== '' && !RACK_AWARE_REPLICA_SELECTORS.includes(v)
+    ? `unknown replica selector ${v}: gregor has ${RACK_AWARE_REPLICA_SELECTORS.join(' (alias: ')})`
+    : undefined;
 const COMPRESSION = ['producer', 'uncompressed', 'gzip', 'snappy', 'lz4', 'zstd'];
 const TIMESTAMP_TYPES = ['CreateTime', 'LogAppendTime'];
 const LONG_MAX = 9223372036854775807n;
@@ -130,6 +136,9 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'min.insync.replicas': { type: 'int', default: 1, validate: atLeast(1) },
   'unclean.leader.election.enable': { type: 'boolean', default: false },
   'replica.lag.time.max.ms': { type: 'long', default: 30000 },
+  // KIP-392: null (leader only) or the rack-aware selector (Kafka's class name, or the alias rack-aware)
+  'replica.selector.class': { type: 'string', default: null, validate: (v) => replicaSelectorError(v) },
+  'replica.high.watermark.checkpoint.interval.ms': { type: 'long', default: 5000, validate: atLeast(1) },
   'group.min.session.timeout.ms': { type: 'int', default: 6000 },
   'group.max.session.timeout.ms': { type: 'int', default: 1800000 },
   'group.max.size': { type: 'int', default: 2147483647, validate: atLeast(1) },

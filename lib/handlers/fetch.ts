@@ -13,6 +13,7 @@ import { LogError, type PartitionLog } from '../log/partition-log.js';
 import type { TopicLogs } from '../topics.js';
 import { type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
+import { consumerReads } from '../replica/follower-reads.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { fetchReplicaId, replicaFetch } from './fetch-replica.js';
 import { defineHandler, type RequestContext } from './types.js';
@@ -36,6 +37,8 @@ interface TopicOut {
   missing: number;
   /** clusters: the error of one of the topic's partitions this broker does not lead */
   notHere?: (partition: number) => number;
+  /** clusters (KIP-392): partition → the replica the consumer is sent to read from instead */
+  readReplicas: Map<number, number> | undefined;
 }
 
 /** Shared by every read_committed partition result without aborted transactions (the encoder only reads it). */
@@ -138,11 +141,13 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
   let allCaughtUp = true;
   for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
-    const partitionLogs = rec === undefined ? undefined : s.topics.logsOf(rec.name);
+    // the led partitions' logs; clusters (KIP-392): also followed ones, and those sent to another replica
+    const reads = rec === undefined ? undefined : consumerReads(s, ctx.apiVersion, rec.name, t.partitions, req.rackId ?? '');
+    const partitionLogs = reads?.logs;
     const parts = t.partitions;
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as FetchRequestFetchPartition;
-      const log = partitionLogs?.[p.partition];
+      const log = reads?.readReplicas?.has(p.partition) === true ? undefined : partitionLogs?.[p.partition];
       if (log === undefined) {
         allCaughtUp = false;
         continue;
@@ -161,6 +166,7 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
       req: t,
       logs: partitionLogs,
       missing: rec === undefined ? unknownTopic : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      readReplicas: reads?.readReplicas,
       ...(rec !== undefined && s.topics.clustered ? { notHere: (partition: number) => s.topics.notHereError(rec.name, partition) } : {}),
     });
   }
@@ -186,6 +192,13 @@ async function readAll(
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as FetchRequestFetchPartition;
       const log = t.logs?.[p.partition];
+      const readReplica = t.readReplicas?.get(p.partition);
+      if (readReplica !== undefined && log !== undefined) {
+        // KIP-392: no records, the replica to read from instead; answered at once (counted as an error for that)
+        errors++;
+        partitions.push({ ...partitionResult(p.partition, log, readCommitted, ErrorCode.NONE, EMPTY), preferredReadReplica: readReplica });
+        continue;
+      }
       if (log === undefined) {
         errors++;
         partitions.push(partitionResult(p.partition, undefined, readCommitted, t.notHere?.(p.partition) ?? t.missing, EMPTY));

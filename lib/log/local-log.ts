@@ -44,6 +44,14 @@ export interface PartitionLogOptions {
   onHighWatermark?: (highWatermark: bigint) => void;
 }
 
+/** A replicated partition's high watermark, which the replication layer moves (see ReplicaLog.useExternalHighWatermark). */
+export interface ExternalHighWatermark {
+  /** told each move of writtenEndOffset (the leader recomputes the minimum over the ISR then) */
+  onWritten: ((writtenEndOffset: bigint) => void) | null;
+  /** told each advance of the high watermark (consumers' long polls wake) */
+  onAdvanced?: ((highWatermark: bigint) => void) | null;
+}
+
 const noop = (): void => undefined;
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -63,7 +71,7 @@ export abstract class LocalLog {
   /** End of the data handed to the kernel (or fsynced, under flush.policy=always / flush.messages). */
   protected _writtenEndOffset = 0n;
   /** Set for a replicated partition: the replication layer moves the high watermark (replica-log.ts). */
-  protected externalHw: { onWritten: ((writtenEndOffset: bigint) => void) | null } | null = null;
+  protected externalHw: ExternalHighWatermark | null = null;
   /** A truncation runs: appends are refused until it is over. */
   protected truncating = false;
   /** The work of the latest rolls (index writes, producer snapshot) until it is done. */
@@ -279,6 +287,7 @@ export abstract class LocalLog {
     this._highWatermark = offset;
     this.producers.onHighWatermark(offset);
     this.opts.onHighWatermark?.(offset);
+    this.externalHw?.onAdvanced?.(offset);
   }
 
   private async syncAll(): Promise<void> {

@@ -20,6 +20,7 @@ import type { ReadResult } from './log-read.js';
 import { EMPTY_SUMMARY } from './log-summary.js';
 import type { LogSummary } from './log-summary.js';
 import type { PartitionLogOptions } from './local-log.js';
+import type { ExternalHighWatermarkOptions } from './replica-log.js';
 import type { IoStats } from './segment.js';
 import type { ConversionRunner } from './convert.js';
 import type { AppendResult } from './commit-queue.js';
@@ -76,7 +77,7 @@ export class PartitionLog {
   /** leader-epoch-checkpoint read for OffsetForLeaderEpoch while the log is not open. */
   private epochs: LeaderEpochCache | null = null;
   /** Replicated: the replication layer moves the high watermark (see useExternalHighWatermark); else null. */
-  private externalHw: { onWritten: ((writtenEndOffset: bigint) => void) | null } | null = null;
+  private externalHw: { onWritten: ((writtenEndOffset: bigint) => void) | null; opts: ExternalHighWatermarkOptions } | null = null;
 
   private constructor(
     dataDir: string,
@@ -187,7 +188,7 @@ export class PartitionLog {
       throw this.failed;
     }
     if (log.currentConfig !== this.config) log.updateConfig(this.config);
-    if (this.externalHw !== null) log.useExternalHighWatermark(this.externalHw.onWritten);
+    if (this.externalHw !== null) log.useExternalHighWatermark(this.externalHw.onWritten, this.externalHw.opts);
     this.log = log;
     this.epochs = null;
     this.opening = null;
@@ -270,7 +271,14 @@ export class PartitionLog {
     return this.log?.logEndOffset ?? this.state.logEndOffset;
   }
   get highWatermark(): bigint {
-    return this.log?.highWatermark ?? this.state.logEndOffset;
+    return this.log?.highWatermark ?? this.closedHighWatermark(this.state);
+  }
+
+  /** The high watermark of a log not open: its end, or (replicated) where it will start when opened. */
+  private closedHighWatermark(s: LogSummary): bigint {
+    const start = this.externalHw?.opts.initialHighWatermark;
+    if (start === undefined || start >= s.logEndOffset) return s.logEndOffset;
+    return start < s.logStartOffset ? s.logStartOffset : start;
   }
   /**
    * The end of the data that reached the kernel (or the disk under flush.policy=always): what the
@@ -318,7 +326,8 @@ export class PartitionLog {
     if (this.log !== null) return this.log.lastStableOffset;
     const s = this.state;
     const unstable = s.firstUnstableOffset;
-    const lso = unstable === null || unstable > s.logEndOffset ? s.logEndOffset : unstable;
+    const hw = this.closedHighWatermark(s);
+    const lso = unstable === null || unstable > hw ? hw : unstable;
     return lso < s.logStartOffset ? s.logStartOffset : lso;
   }
 
@@ -383,12 +392,14 @@ export class PartitionLog {
 
   /**
    * Replication: from now on the high watermark moves only by setHighWatermark, not when appended
-   * data is written (the single-node default); it stays where it is. `onWritten` is told each move
-   * of writtenEndOffset (the leader recomputes the minimum over the ISR then).
+   * data is written (the single-node default); it stays where it is, or starts at
+   * `opts.initialHighWatermark` (the replication-offset-checkpoint's, clamped to the log; before
+   * the log opens too). `onWritten` is told each move of writtenEndOffset (the leader recomputes
+   * the minimum over the ISR then), `opts.onAdvanced` each advance of the high watermark.
    */
-  useExternalHighWatermark(onWritten: ((writtenEndOffset: bigint) => void) | null = null): void {
-    this.externalHw = { onWritten };
-    this.log?.useExternalHighWatermark(onWritten);
+  useExternalHighWatermark(onWritten: ((writtenEndOffset: bigint) => void) | null = null, opts: ExternalHighWatermarkOptions = {}): void {
+    this.externalHw = { onWritten, opts };
+    this.log?.useExternalHighWatermark(onWritten, opts);
   }
 
   /** Whether the replication layer moves the high watermark (appended data is not readable to consumers until it does). */

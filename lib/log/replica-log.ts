@@ -24,6 +24,12 @@ import { AppendOrigin } from '../txn/producer-state.js';
 import { recoverProducerState } from '../txn/producer-recovery.js';
 import { deleteSnapshot } from '../txn/producer-snapshot.js';
 
+export interface ExternalHighWatermarkOptions {
+  /** where the high watermark starts (see ReplicaLog.resetHighWatermark); absent: where it is */
+  initialHighWatermark?: bigint;
+  onAdvanced?: (highWatermark: bigint) => void;
+}
+
 export abstract class ReplicaLog extends LocalLog {
   /** Appends reserved and not yet committed (UnifiedLog's conversion pipeline). */
   abstract get pendingAppends(): number;
@@ -39,11 +45,25 @@ export abstract class ReplicaLog extends LocalLog {
   }
 
   /**
-   * From now on the high watermark moves only by setHighWatermark (it stays where it is);
-   * `onWritten` is called whenever writtenEndOffset moves.
+   * From now on the high watermark moves only by setHighWatermark (it stays where it is, or starts
+   * at `initialHighWatermark`: see resetHighWatermark); `onWritten` is called whenever
+   * writtenEndOffset moves, `onAdvanced` whenever the high watermark does.
    */
-  useExternalHighWatermark(onWritten: ((writtenEndOffset: bigint) => void) | null = null): void {
-    this.externalHw = { onWritten };
+  useExternalHighWatermark(onWritten: ((writtenEndOffset: bigint) => void) | null = null, opts: ExternalHighWatermarkOptions = {}): void {
+    this.externalHw = { onWritten, onAdvanced: opts.onAdvanced ?? null };
+    if (opts.initialHighWatermark !== undefined) this.resetHighWatermark(opts.initialHighWatermark);
+  }
+
+  /**
+   * The high watermark of a replica just loaded: `offset` (the replication-offset-checkpoint's),
+   * clamped to [logStartOffset, logEndOffset]. Unlike setHighWatermark it may lower it: a log opens
+   * with its high watermark at its end, which holds records the ISR may never have had.
+   */
+  resetHighWatermark(offset: bigint): void {
+    let hw = offset < this._logEndOffset ? offset : this._logEndOffset;
+    if (hw < this._logStartOffset) hw = this._logStartOffset;
+    if (hw < this._highWatermark) this._highWatermark = hw;
+    else this.advanceHighWatermark(hw);
   }
 
   /** Back to the single-node behaviour: the high watermark follows the written end (now at once). */

@@ -17,6 +17,7 @@ import type { PartitionLog } from '../log/partition-log.js';
 import type { MetadataChange, MetadataStore, PartitionState } from '../metadata/store.js';
 import { MetadataWriteError } from '../metadata/store.js';
 import type { TopicManager } from '../topics.js';
+import { HighWatermarkCheckpoint } from './hw-checkpoint.js';
 import type { Purgatory } from './purgatory.js';
 import { ReadableBytes } from './readable-bytes.js';
 
@@ -138,10 +139,13 @@ export class PartitionMap<V extends { readonly topic: string; readonly partition
 export class Replication {
   private readonly led = new PartitionMap<Led>();
   /** Partitions followed, with the leader and epoch they are followed at. */
-  private readonly following = new Map<string, { leader: number; leaderEpoch: number }>();
+  /** Followed partitions: whom and at which epoch, and the bytes each high watermark move makes readable (KIP-392 readers). */
+  private readonly following = new Map<string, { leader: number; leaderEpoch: number; readable: ReadableBytes }>();
   private readonly lagMaxMs: number;
   private readonly nodeId: number;
   private timer: NodeJS.Timeout | undefined;
+  private readonly hwCheckpoint: HighWatermarkCheckpoint | undefined;
+  private checkpointTimer: NodeJS.Timeout | undefined;
   private started = false;
   private stopped = false;
 
@@ -154,13 +158,23 @@ export class Replication {
       config: BrokerConfig;
       logger: Logger;
       now?: () => number;
+      /** The data dir's replication-offset-checkpoint and every replica in it (absent: no checkpoint; tests). */
+      checkpoint?: { dataDir: string; logs: () => Iterable<PartitionLog> };
     },
   ) {
     this.nodeId = deps.metadata.nodeId;
     this.lagMaxMs = deps.config.long('replica.lag.time.max.ms') ?? 30000;
-    // every local replica's high watermark is set by the replication layer, whatever its role
+    const cp = deps.checkpoint;
+    this.hwCheckpoint = cp === undefined ? undefined : new HighWatermarkCheckpoint(cp.dataDir, deps.logger);
+    // every local replica's high watermark is set by the replication layer, whatever its role; it
+    // starts at the checkpointed one, and consumers' long polls (on leaders and, KIP-392, followers)
+    // wake when it moves
     deps.topics.onPartitionOpened((topic, partition, log) => {
-      log.useExternalHighWatermark(() => this.written(topic, partition));
+      const initial = this.hwCheckpoint?.initial(topic, partition);
+      log.useExternalHighWatermark(() => this.written(topic, partition), {
+        ...(initial === undefined ? {} : { initialHighWatermark: initial }),
+        onAdvanced: (hw) => this.followerAdvanced(topic, partition, log, hw),
+      });
       // a replica made after its state arrived (this broker created the topic): take up its role once
       // the topic manager holds it (it is listed right after this call)
       if (this.started) queueMicrotask(() => this.apply(topic, partition));
@@ -179,15 +193,32 @@ export class Replication {
     for (const t of this.deps.metadata.topics()) this.applyTopic(t.name);
     this.timer = setInterval(() => this.checkLag(), Math.max(100, Math.floor(this.lagMaxMs / 2)));
     this.timer.unref();
+    if (this.hwCheckpoint !== undefined) {
+      const every = this.deps.config.long('replica.high.watermark.checkpoint.interval.ms') ?? 5000;
+      this.checkpointTimer = setInterval(() => void this.checkpointHighWatermarks(), Math.min(every, 2 ** 31 - 1));
+      this.checkpointTimer.unref();
+    }
+  }
+
+  /** Writes every replica's high watermark to the replication-offset-checkpoint (a failure is logged). */
+  checkpointHighWatermarks(): Promise<void> {
+    const cp = this.hwCheckpoint;
+    if (cp === undefined || this.deps.checkpoint === undefined) return Promise.resolve();
+    return cp
+      .write(this.deps.checkpoint.logs())
+      .catch((err: unknown) => this.deps.logger.error({ err }, 'writing the replication-offset-checkpoint failed'));
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.checkpointTimer !== undefined) clearInterval(this.checkpointTimer);
     for (const l of this.led.values()) this.failWaiters(l, ErrorCode.NOT_LEADER_OR_FOLLOWER);
     this.led.clear();
     this.following.clear();
     await this.deps.followers.shutdown();
+    // the high watermarks as they end (no fetcher moves them any more), for the next start
+    await this.checkpointHighWatermarks();
   }
 
   private changed(c: MetadataChange): void {
@@ -259,11 +290,24 @@ export class Replication {
     }
     const was = this.following.get(k);
     if (was !== undefined && was.leader === state.leader && was.leaderEpoch === state.leaderEpoch) return;
-    this.following.set(k, { leader: state.leader, leaderEpoch: state.leaderEpoch });
+    const readable = new ReadableBytes();
+    if (log.isOpen) readable.start(log.size);
+    this.following.set(k, { leader: state.leader, leaderEpoch: state.leaderEpoch, readable });
     const topicId = this.deps.metadata.topic(topic)?.topicId ?? '0'.repeat(32);
     void this.deps.followers
       .follow({ topic, topicId, partition, log, leaderEpoch: state.leaderEpoch }, state.leader)
       .catch((err: unknown) => this.deps.logger.error({ err, topic, partition }, 'following the partition failed'));
+  }
+
+  /**
+   * A replica's high watermark moved. A leader's consumers were woken by `advance`; a follower's
+   * (KIP-392 readers) count what the move made readable, as a leader's do.
+   */
+  private followerAdvanced(topic: string, partition: number, log: PartitionLog, highWatermark: bigint): void {
+    if (this.led.at(topic, partition) !== undefined) return;
+    const f = this.following.get(key(topic, partition));
+    const readableBytes = f === undefined ? 1 : f.readable.committed(highWatermark);
+    this.deps.purgatory.checkAndComplete(log, { appendedBytes: 0, readableBytes });
   }
 
   private resign(k: string, l: Led): void {
@@ -276,7 +320,12 @@ export class Replication {
   /** The leader's own write reached the log: with an ISR of one, that is the new high watermark. */
   private written(topic: string, partition: number): void {
     const l = this.led.at(topic, partition);
-    if (l === undefined) return;
+    if (l === undefined) {
+      const f = this.following.get(key(topic, partition));
+      const log = f === undefined ? undefined : this.deps.topics.replica(topic, partition);
+      if (f !== undefined && log?.isOpen === true) f.readable.written(log.writtenEndOffset, log.size);
+      return;
+    }
     if (l.log.isOpen) l.readable.written(l.log.writtenEndOffset, l.log.size);
     this.advance(l);
   }
@@ -323,6 +372,28 @@ export class Replication {
   highWatermarkBehindEpochStart(topic: string, partition: number): boolean {
     const l = this.led.at(topic, partition);
     return l !== undefined && l.log.isOpen && l.epochStartOffset > l.log.highWatermark;
+  }
+
+  /**
+   * KIP-392, for a partition this broker leads (undefined otherwise): the followers a consumer at
+   * `fetchOffset` could read from instead, as Kafka chooses them: in the ISR, and with a log end
+   * offset (as of their last fetch) at or past the offset; with how long ago each last caught up.
+   */
+  readCandidates(
+    topic: string,
+    partition: number,
+    fetchOffset: bigint,
+    now = this.now(),
+  ): { nodeId: number; logEndOffset: bigint; timeSinceCaughtUpMs: number }[] | undefined {
+    const l = this.led.at(topic, partition);
+    if (l === undefined) return undefined;
+    const out: { nodeId: number; logEndOffset: bigint; timeSinceCaughtUpMs: number }[] = [];
+    for (const r of l.state.isr) {
+      const f = r === this.nodeId ? undefined : l.followers.get(r);
+      if (f !== undefined && f.logEndOffset >= fetchOffset)
+        out.push({ nodeId: r, logEndOffset: f.logEndOffset, timeSinceCaughtUpMs: now - f.lastCaughtUpMs });
+    }
+    return out;
   }
 
   /** The ISR's size as this leader sees it (min.insync.replicas checks), 0 when it does not lead. */

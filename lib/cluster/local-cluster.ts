@@ -28,6 +28,8 @@ export interface LocalClusterOptions {
   clusterId?: string;
   /** Broker config for every broker (Kafka keys). */
   overrides?: Record<string, string>;
+  /** Broker config of one broker (its broker.rack, say), over `overrides`. */
+  brokerOverrides?: (nodeId: number) => Record<string, string>;
   /** Extra node flags for the brokers' processes. */
   nodeFlags?: readonly string[];
   /** Environment for the brokers' processes (added to this process's). */
@@ -194,6 +196,7 @@ export async function startLocalCluster(opts: LocalClusterOptions): Promise<Loca
         'cluster.id': clusterId,
         'admin.listener': '127.0.0.1:0',
         ...(opts.overrides ?? {}),
+        ...(opts.brokerOverrides?.(id) ?? {}),
       };
       brokers.push(
         new ChildBrokerProcess(

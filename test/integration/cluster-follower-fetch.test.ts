@@ -86,6 +86,7 @@ async function startRackCluster(cleanup: Cleanup, overrides: Record<string, stri
         'replica.fetch.backoff.ms': '200',
         'group.initial.rebalance.delay.ms': '0',
         'offsets.topic.num.partitions': '1',
+        'offsets.topic.replication.factor': '3',
         'admin.requests.log.size': '20000',
         ...overrides,
       },
@@ -233,6 +234,10 @@ describe('cluster: fetch from the closest replica (KIP-392)', function () {
       }
     });
 
+    // kafkajs 2.2.4 follows preferred_read_replica (consumerGroup.js keeps it until metadataMaxAge). Its
+    // fall-back when that replica dies is not asserted here: it checks the partition's offline replicas
+    // for the leader's id, not the replica's, and in a trial run it took 33 s (request timeouts, a
+    // rebalance) and redelivered a record before it read on from the leader.
     it('kafkajs (rackId): fetches go to the follower in its rack, and every record arrives', async () => {
       await topicWith(cluster, 'kjs', 200);
       const clientId = 'rack-kafkajs';

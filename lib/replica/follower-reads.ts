@@ -47,7 +47,8 @@ export function consumerReads(
 ): ConsumerReads {
   const led = s.topics.logsOf(topic);
   if (!s.topics.clustered || apiVersion < FOLLOWER_FETCH_MIN_VERSION) return { logs: led, readReplicas: undefined };
-  const selector = rackId === '' ? null : selectorOf(s);
+  // a client in the leader's own rack reads here whatever its followers hold (the rack-aware selector's first rule)
+  const selector = rackId === '' || rackId === s.config.string('broker.rack') ? null : selectorOf(s);
   let logs: (PartitionLog | undefined)[] | undefined;
   let readReplicas: Map<number, number> | undefined;
   for (let i = 0; i < partitions.length; i++) {

@@ -31,7 +31,7 @@ function verifyTransactional(
   log: PartitionLog,
 ): number | Promise<number> {
   // clusters: a transactional id another broker coordinates is checked there (once per transaction and partition)
-  const code = ctx.services.txn.verifyForWrite(transactionalId, p.producerId, p.producerEpoch, topic, partition, () => {
+  const code = ctx.services.txn.routing.verifyForWrite(transactionalId, p.producerId, p.producerEpoch, topic, partition, () => {
     const e = log.producers.producers.get(p.producerId);
     return e !== undefined && e.producerEpoch === p.producerEpoch && e.currentTxnFirstOffset !== null;
   });

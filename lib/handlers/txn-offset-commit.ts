@@ -19,8 +19,9 @@ export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnO
       return code;
     };
     // clusters: a transactional id another broker coordinates is checked there
+    const routing = s.txn.routing;
     const verify = (offsetsPartition: number): number | Promise<number> => {
-      const code = s.txn.verifyForWrite(req.transactionalId, req.producerId, req.producerEpoch, OFFSETS_TOPIC, offsetsPartition, () => {
+      const code = routing.verifyForWrite(req.transactionalId, req.producerId, req.producerEpoch, OFFSETS_TOPIC, offsetsPartition, () => {
         const e = s.topics.partition(OFFSETS_TOPIC, offsetsPartition)?.producers.producers.get(req.producerId);
         return e !== undefined && e.producerEpoch === req.producerEpoch && e.currentTxnFirstOffset !== null;
       });

@@ -9,16 +9,14 @@
 import type { Logger } from 'pino';
 import { TxnMarkerWriter } from './markers.js';
 import type { RemoteMarker, RemoteVerification } from './inter-broker.js';
-import { InternalTopicOnFirstUse } from '../internal-topic.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import type { BrokerConfig } from '../config.js';
 import { LogError } from '../log/errors.js';
 import type { PartitionLog } from '../log/partition-log.js';
-import { partitionFor } from '../group/records.js';
 import type { ProducerIdManager } from './producer-ids.js';
+import { TxnRouting } from './routing.js';
 import {
-  replayTxnLog,
   persistError,
   withChanges,
   hasPartition,
@@ -80,12 +78,8 @@ export class TransactionCoordinator {
   readonly maxTimeoutMs: number;
   readonly verification: boolean;
   readonly now: () => number;
-  private readonly loading = new Set<number>();
-  private active = false;
-  /** `__transaction_state` exists and its logs are open. */
-  /** `__transaction_state`, created on first use */
-  private readonly stateTopic: InternalTopicOnFirstUse;
-  private loaded: Promise<void> = Promise.resolve();
+  /** Which ids this broker serves now, the loading of the state partitions, remote verification. */
+  readonly routing: TxnRouting;
   private readonly timers: NodeJS.Timeout[] = [];
   /** Transactions whose markers are being (re)written in the background. */
   private readonly completing = new Set<string>();
@@ -93,23 +87,16 @@ export class TransactionCoordinator {
   readonly markers: TxnMarkerWriter;
 
   constructor(readonly deps: TxnCoordinatorDeps) {
-    const c = deps.config;
-    this.numPartitions = c.int('transaction.state.log.num.partitions');
-    this.stateTopic = new InternalTopicOnFirstUse({
-      name: TRANSACTION_STATE_TOPIC,
-      create: async () => {
-        await deps.ensureStateTopic(this.numPartitions);
-        // clusters: the topic may have been made by another broker, and leadership of some of its
-        // partitions reached this one before it was ready here: load those now (before it is ready)
-        if (deps.leads !== undefined && this.active)
-          for (let p = 0; p < this.numPartitions; p++) if (deps.leads(p) && !this.loading.has(p)) void this.loadPartition(p);
-      },
-      logger: deps.logger,
-      errorCode: 'GREGOR_ERR_TXN_TOPIC',
-    });
-    this.maxTimeoutMs = c.int('transaction.max.timeout.ms');
-    this.verification = c.bool('transaction.partition.verification.enable');
     this.now = deps.now ?? Date.now;
+    this.routing = new TxnRouting(deps, {
+      txns: this.txns,
+      now: () => this.now(),
+      verify: (id, producerId, producerEpoch, topic, partition) => this.verify(id, producerId, producerEpoch, topic, partition),
+      loaded: (p) => this.finishPrepared(p),
+    });
+    this.numPartitions = this.routing.numPartitions;
+    this.verification = this.routing.verification;
+    this.maxTimeoutMs = deps.config.int('transaction.max.timeout.ms');
     this.markers = new TxnMarkerWriter(deps);
   }
 
@@ -118,25 +105,19 @@ export class TransactionCoordinator {
   }
 
   get isActive(): boolean {
-    return this.active;
+    return this.routing.isActive;
   }
 
   /** Some `__transaction_state` partition is still being replayed. */
   get isLoading(): boolean {
-    return this.loading.size > 0;
+    return this.routing.isLoading;
   }
 
   // ---- lifecycle ----
 
   /** Loads `__transaction_state` when it exists (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS). */
   async startup(): Promise<void> {
-    this.active = true;
-    if (this.deps.stateTopicExists()) {
-      await this.deps.ensureStateTopic(this.numPartitions);
-      for (let p = 0; p < this.numPartitions; p++) this.loading.add(p);
-      this.stateTopic.markReady();
-      this.loaded = this.loadAll();
-    }
+    await this.routing.start();
     const c = this.deps.config;
     const every = (ms: number, f: () => Promise<unknown>) => {
       const t = setInterval(() => void f().catch((err: unknown) => this.logger.error({ err }, 'transaction coordinator timer failed')), ms);
@@ -148,101 +129,38 @@ export class TransactionCoordinator {
   }
 
   whenLoaded(): Promise<void> {
-    return this.loaded;
+    return this.routing.whenLoaded();
   }
 
-  /**
-   * Creates `__transaction_state` on first use (FindCoordinator for a transactional id, or
-   * InitProducerId with one). NONE once it is there, COORDINATOR_NOT_AVAILABLE when that failed.
-   */
-  async ensureReady(): Promise<number> {
-    if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    return this.stateTopic.ensure();
+  /** Creates `__transaction_state` on first use: NONE once it is there, COORDINATOR_NOT_AVAILABLE when that failed. */
+  ensureReady(): Promise<number> {
+    return this.routing.ensureReady();
   }
 
   shutdown(): void {
-    this.active = false;
+    this.routing.stop();
     this.deps.onShutdown?.();
     for (const t of this.timers) clearInterval(t);
     this.timers.length = 0;
   }
 
-  private async loadAll(): Promise<void> {
-    const started = this.now();
-    for (let p = 0; p < this.numPartitions; p++) {
-      const log = this.deps.stateLog(p);
-      try {
-        if (log !== undefined) await replayTxnLog(log, this.txns);
-      } catch (err) {
-        this.logger.error({ err, partition: p, code: 'GREGOR_ERR_TXN_LOAD' }, `failed to load ${TRANSACTION_STATE_TOPIC}-${p}`);
-      } finally {
-        this.loading.delete(p);
-      }
-      if (!this.active) return;
-    }
-    this.logger.info({ transactionalIds: this.txns.size, ms: this.now() - started }, 'transaction coordinator loaded');
-    await this.deps.groupsLoaded();
-    // a crash between prepare and complete: finish what was decided
-    for (const m of this.txns.values()) {
-      if (m.state === TxnState.PREPARE_COMMIT || m.state === TxnState.PREPARE_ABORT) this.completeInBackground(m);
-    }
-  }
-
-  // ---- routing ----
+  // ---- routing (routing.ts; verifyForWrite and leadershipChanged are called there) ----
 
   partitionFor(transactionalId: string): number {
-    return partitionFor(transactionalId, this.numPartitions);
+    return this.routing.partitionFor(transactionalId);
   }
 
   /** NONE when this coordinator can serve the id now. */
   status(transactionalId: string): number {
-    if (!this.active || !this.stateTopic.isReady) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    const p = this.partitionFor(transactionalId);
-    if (this.deps.leads !== undefined && !this.deps.leads(p)) return ErrorCode.NOT_COORDINATOR;
-    if (this.loading.has(p)) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
-    return ErrorCode.NONE;
+    return this.routing.status(transactionalId);
   }
 
-  /**
-   * Clusters: this broker became (or stopped being) the leader of state partition `p`: replay it and
-   * finish what its prepared transactions decided, or forget its transactional ids.
-   */
-  async leadershipChanged(p: number, leads: boolean): Promise<void> {
-    if (!this.active) return;
-    if (!this.stateTopic.isReady) {
-      // made by another broker and never used here yet: getting ready loads what this broker leads
-      if (leads && this.deps.stateTopicExists()) await this.ensureReady();
-      return;
-    }
-    if (!leads) {
-      for (const id of [...this.txns.keys()]) if (this.partitionFor(id) === p) this.txns.delete(id);
-      return;
-    }
-    await this.loadPartition(p);
-  }
-
-  /** Replays state partition `p` (its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile) and finishes its prepared transactions. */
-  private async loadPartition(p: number): Promise<void> {
-    if (this.loading.has(p)) return;
-    this.loading.add(p);
-    try {
-      const log = this.deps.stateLog(p);
-      if (log !== undefined) await replayTxnLog(log, this.txns);
-    } catch (err) {
-      this.logger.error({ err, partition: p, code: 'GREGOR_ERR_TXN_LOAD' }, `failed to load ${TRANSACTION_STATE_TOPIC}-${p}`);
-    } finally {
-      this.loading.delete(p);
-    }
+  /** Finishes the prepared transactions of state partition `p` (undefined: of all) after its replay. */
+  private finishPrepared(p: number | undefined): void {
     for (const m of this.txns.values()) {
-      if (this.partitionFor(m.transactionalId) !== p) continue;
+      if (p !== undefined && this.partitionFor(m.transactionalId) !== p) continue;
       if (m.state === TxnState.PREPARE_COMMIT || m.state === TxnState.PREPARE_ABORT) this.completeInBackground(m);
     }
-  }
-
-  /** The epoch markers carry: the state partition's (clusters: its leader epoch, Kafka's coordinator epoch). */
-  private coordinatorEpoch(transactionalId: string): number {
-    const p = this.partitionFor(transactionalId);
-    return Math.max(0, this.deps.stateLog(p)?.latestEpoch ?? 0, this.deps.leaderEpoch?.(TRANSACTION_STATE_TOPIC, p) ?? 0);
   }
 
   // ---- persistence ----
@@ -461,33 +379,6 @@ export class TransactionCoordinator {
     return m.state === TxnState.ONGOING && hasPartition(m, topic, partition) ? ErrorCode.NONE : ErrorCode.TRANSACTION_ABORTABLE;
   }
 
-  /**
-   * `verify` for the partition leader's side of a transactional write (Produce, TxnOffsetCommit). In
-   * a cluster, a transactional id another broker coordinates is checked there (AddPartitionsToTxn
-   * v4 verifyOnly, as Kafka's AddPartitionsToTxnManager does), unless `ongoingHere` (the partition
-   * already holds this producer's open transaction, which Kafka does not verify again). That
-   * coordinator moving or not answering is COORDINATOR_NOT_AVAILABLE (callers map it to their
-   * API's retriable error). Synchronous on one node.
-   */
-  verifyForWrite(
-    transactionalId: string,
-    producerId: bigint,
-    producerEpoch: number,
-    topic: string,
-    partition: number,
-    ongoingHere: () => boolean,
-  ): number | Promise<number> {
-    const d = this.deps;
-    if (!this.verification || d.remoteVerify === undefined || d.leads === undefined || d.leads(this.partitionFor(transactionalId)))
-      return this.verify(transactionalId, producerId, producerEpoch, topic, partition);
-    if (ongoingHere()) return ErrorCode.NONE;
-    return d.remoteVerify({ transactionalId, producerId, producerEpoch, topic, partition }).then((code) => {
-      return code === ErrorCode.NOT_COORDINATOR || code === ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        ? ErrorCode.COORDINATOR_NOT_AVAILABLE
-        : code;
-    });
-  }
-
   // ---- EndTxn ----
 
   /** EndTxn from a client: the transaction is decided, its markers written and it is complete when this resolves NONE. */
@@ -541,7 +432,7 @@ export class TransactionCoordinator {
   private async complete(m: TxnMetadata): Promise<boolean> {
     const commit = m.state === TxnState.PREPARE_COMMIT;
     if (!commit && m.state !== TxnState.PREPARE_ABORT) return true;
-    const coordinatorEpoch = this.coordinatorEpoch(m.transactionalId);
+    const coordinatorEpoch = this.routing.coordinatorEpoch(m.transactionalId);
     const writes: Promise<boolean>[] = [];
     for (const [topic, parts] of m.partitions)
       for (const partition of parts)
@@ -559,7 +450,7 @@ export class TransactionCoordinator {
     if (this.completing.has(m.transactionalId)) return;
     this.completing.add(m.transactionalId);
     const attempt = async (): Promise<void> => {
-      if (!this.active || this.txns.get(m.transactionalId) !== m) {
+      if (!this.routing.isActive || this.txns.get(m.transactionalId) !== m) {
         this.completing.delete(m.transactionalId);
         return;
       }

@@ -117,7 +117,7 @@ export function createTransactionCoordinator(w: TxnCoordinatorWiring): Transacti
   });
   // clusters: the state partitions this broker leads move with the controller's elections
   w.topics.onLeadershipChanged((topic, p, leads) => {
-    if (topic === TRANSACTION_STATE_TOPIC) void coordinator.leadershipChanged(p, leads);
+    if (topic === TRANSACTION_STATE_TOPIC) void coordinator.routing.leadershipChanged(p, leads);
   });
   return coordinator;
 }

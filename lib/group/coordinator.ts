@@ -16,7 +16,7 @@ import { ClassicGroup, ClassicGroupState } from './classic-group.js';
 import { ClassicInConsumerGroup } from './consumer-classic.js';
 import { ConsumerCoordinator, type ConsumerGroupLookup, type ConsumerSettings } from './consumer-coordinator.js';
 import { ConsumerGroup } from './consumer-group.js';
-import { buildConsumerGroup, loadPartition, type OffsetsLog } from './loader.js';
+import { loadInto, type OffsetsLog, unloadGroup, unloadPartition } from './loader.js';
 import { OffsetStore } from './offsets.js';
 import { PendingTxnOffsets } from './txn-offsets.js';
 import { AppendOrigin } from '../txn/producer-state.js';
@@ -213,13 +213,10 @@ export class GroupCoordinator {
     let groups = 0;
     let offsets = 0;
     for (let p = 0; p < this.numPartitions; p++) {
-      const log = this.deps.offsetsLog(p);
       try {
-        if (log !== undefined && log.logEndOffset > log.logStartOffset) {
-          const n = this.applyLoaded(await loadPartition(log));
-          groups += n.groups;
-          offsets += n.offsets;
-        }
+        const n = await loadInto(this, this.deps.offsetsLog(p));
+        groups += n.groups;
+        offsets += n.offsets;
       } catch (e) {
         this.logger.error({ err: e, partition: p, code: 'GREGOR_ERR_GROUP_LOAD' }, `failed to load ${OFFSETS_TOPIC}-${p}`);
       } finally {
@@ -230,38 +227,11 @@ export class GroupCoordinator {
     this.logger.info({ groups, offsets, ms: this.now() - started }, 'group coordinator loaded');
   }
 
-  private applyLoaded(l: Awaited<ReturnType<typeof loadPartition>>): { groups: number; offsets: number } {
-    let offsets = 0;
-    for (const o of l.offsets.values()) {
-      if (o.value === null) continue;
-      this.offsets.put(o.group, o.topic, o.partition, o.value);
-      offsets++;
-    }
-    for (const [pid, pending] of l.pendingTxn) for (const p of pending.values()) this.pendingTxn.add(pid, p);
-    for (const [groupId, v] of l.classic) {
-      if (v === null) continue;
-      const g = ClassicGroup.load(groupId, v, this.now);
-      this.groups.set(groupId, g);
-      for (const m of g.members.values()) this.classic.scheduleHeartbeat(g, m);
-    }
-    for (const [groupId, r] of l.consumer) {
-      if (r.epoch === null) continue;
-      const g = buildConsumerGroup(groupId, r);
-      this.groups.set(groupId, g);
-      this.consumer.subscriptions.loaded(g);
-      for (const m of g.members.values()) this.consumer.timers.scheduleSessionTimeout(g, m);
-    }
-    // Groups known only by their offsets are simple (assign-based) groups.
-    for (const groupId of this.offsets.groups())
-      if (!this.groups.has(groupId)) this.groups.set(groupId, new ClassicGroup(groupId, this.now));
-    return { groups: this.groups.size, offsets };
-  }
-
   /**
    * Clusters: this broker became (or stopped being) the leader of offsets partition `p`. Gaining it
    * replays the partition (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), as Kafka's
    * onElection does; losing it drops the partition's groups and offsets (their members are answered
-   * NOT_COORDINATOR and find the new coordinator), as onResignation does.
+   * NOT_COORDINATOR and find the new coordinator), as onResignation does (both in loader.ts).
    */
   async leadershipChanged(p: number, leads: boolean): Promise<void> {
     if (!this.active) return;
@@ -271,21 +241,13 @@ export class GroupCoordinator {
       this.offsetsTopic.markReady();
     }
     if (!leads) {
-      for (const [groupId, g] of this.groups) {
-        if (this.partitionFor(groupId) !== p) continue;
-        this.unloadGroup(g);
-        this.groups.delete(groupId);
-      }
-      for (const groupId of [...this.offsets.groups()]) if (this.partitionFor(groupId) === p) this.offsets.removeGroup(groupId);
-      this.logger.info({ partition: p }, `resigned as coordinator of ${OFFSETS_TOPIC}-${p}`);
+      unloadPartition(this, p);
       return;
     }
     if (this.loading.has(p)) return;
     this.loading.add(p);
     try {
-      const log = this.deps.offsetsLog(p);
-      const n =
-        log !== undefined && log.logEndOffset > log.logStartOffset ? this.applyLoaded(await loadPartition(log)) : { groups: 0, offsets: 0 };
+      const n = await loadInto(this, this.deps.offsetsLog(p));
       this.logger.info({ partition: p, ...n }, `elected coordinator of ${OFFSETS_TOPIC}-${p}`);
     } catch (e) {
       this.logger.error({ err: e, partition: p, code: 'GREGOR_ERR_GROUP_LOAD' }, `failed to load ${OFFSETS_TOPIC}-${p}`);
@@ -294,21 +256,11 @@ export class GroupCoordinator {
     }
   }
 
-  private unloadGroup(g: Group): void {
-    if (g.type === 'classic') {
-      this.classic.unload(g, ErrorCode.NOT_COORDINATOR);
-      g.state = ClassicGroupState.DEAD;
-    } else {
-      for (const m of g.members.values()) this.consumer.timers.cancelTimers(m);
-      g.dead = true;
-    }
-  }
-
   /** Answers everyone waiting with NOT_COORDINATOR and stops every timer. */
   shutdown(): void {
     this.active = false;
     if (this.retentionTimer !== undefined) clearInterval(this.retentionTimer);
-    for (const g of this.groups.values()) this.unloadGroup(g);
+    for (const g of this.groups.values()) unloadGroup(this, g);
     this.groups.clear();
   }
 

@@ -1,16 +1,21 @@
 /**
  * Replays one `__consumer_offsets` partition into groups and offsets (Kafka's loadGroupsAndOffsets):
  * the last record per key wins, tombstones delete. Reads with the log's own `read`, batch by batch.
+ * What is replayed goes into the coordinator (loadInto); a partition the coordinator resigns leaves
+ * it (unloadPartition, Kafka's onResignation).
  */
 import { ControlRecordType, type RecordBatch, readControlRecordKey } from '../../protocol/records/index.js';
 import { type ReplayableLog, replayBatches } from '../log/replay.js';
 import type { GroupMetadataValue } from '../../protocol/generated/data/group-metadata-value.js';
 import type { ConsumerGroupMemberMetadataValue } from '../../protocol/generated/data/consumer-group-member-metadata-value.js';
 import type { ConsumerGroupCurrentMemberAssignmentValue } from '../../protocol/generated/data/consumer-group-current-member-assignment-value.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { ClassicGroup, ClassicGroupState } from './classic-group.js';
 import { toAssignment } from './consumer-coordinator.js';
+import type { Group, GroupCoordinator } from './coordinator.js';
 import { ConsumerGroup, ConsumerGroupMember, type MemberState } from './consumer-group.js';
 import type { OffsetAndMetadata } from './offsets.js';
-import { decodeCoordinatorRecord } from './records.js';
+import { decodeCoordinatorRecord, OFFSETS_TOPIC } from './records.js';
 import type { AppendOrigin } from '../txn/producer-state.js';
 
 /** The part of a partition log the coordinator uses (PartitionLog satisfies it). */
@@ -176,4 +181,65 @@ export function buildConsumerGroup(groupId: string, r: ConsumerGroupRecords): Co
     if (target !== undefined) g.targetAssignment.set(memberId, toAssignment(target));
   }
   return g;
+}
+
+/** The coordinator state partitions are loaded into and unloaded from (GroupCoordinator). */
+export type LoadTarget = Pick<
+  GroupCoordinator,
+  'groups' | 'offsets' | 'pendingTxn' | 'classic' | 'consumer' | 'now' | 'partitionFor' | 'logger'
+>;
+
+/**
+ * Replays an offsets partition (nothing when it is missing or empty) into the coordinator: committed
+ * and pending transactional offsets, groups with their members' timers. `groups` is the
+ * coordinator's group count afterwards.
+ */
+export async function loadInto(c: LoadTarget, log: OffsetsLog | undefined): Promise<{ groups: number; offsets: number }> {
+  if (log === undefined || log.logEndOffset <= log.logStartOffset) return { groups: 0, offsets: 0 };
+  const l = await loadPartition(log);
+  let offsets = 0;
+  for (const o of l.offsets.values()) {
+    if (o.value === null) continue;
+    c.offsets.put(o.group, o.topic, o.partition, o.value);
+    offsets++;
+  }
+  for (const [pid, pending] of l.pendingTxn) for (const p of pending.values()) c.pendingTxn.add(pid, p);
+  for (const [groupId, v] of l.classic) {
+    if (v === null) continue;
+    const g = ClassicGroup.load(groupId, v, c.now);
+    c.groups.set(groupId, g);
+    for (const m of g.members.values()) c.classic.scheduleHeartbeat(g, m);
+  }
+  for (const [groupId, r] of l.consumer) {
+    if (r.epoch === null) continue;
+    const g = buildConsumerGroup(groupId, r);
+    c.groups.set(groupId, g);
+    c.consumer.subscriptions.loaded(g);
+    for (const m of g.members.values()) c.consumer.timers.scheduleSessionTimeout(g, m);
+  }
+  // Groups known only by their offsets are simple (assign-based) groups.
+  for (const groupId of c.offsets.groups()) if (!c.groups.has(groupId)) c.groups.set(groupId, new ClassicGroup(groupId, c.now));
+  return { groups: c.groups.size, offsets };
+}
+
+/** A group leaving the coordinator: its waiting members are answered NOT_COORDINATOR, its timers stop. */
+export function unloadGroup(c: LoadTarget, g: Group): void {
+  if (g.type === 'classic') {
+    c.classic.unload(g, ErrorCode.NOT_COORDINATOR);
+    g.state = ClassicGroupState.DEAD;
+  } else {
+    for (const m of g.members.values()) c.consumer.timers.cancelTimers(m);
+    g.dead = true;
+  }
+}
+
+/** The coordinator resigned offsets partition `p`: its groups and offsets are dropped. */
+export function unloadPartition(c: LoadTarget, p: number): void {
+  for (const [groupId, g] of c.groups) {
+    if (c.partitionFor(groupId) !== p) continue;
+    unloadGroup(c, g);
+    c.groups.delete(groupId);
+  }
+  for (const groupId of [...c.offsets.groups()]) if (c.partitionFor(groupId) === p) c.offsets.removeGroup(groupId);
+  c.logger.info({ partition: p }, `resigned as coordinator of ${OFFSETS_TOPIC}-${p}`);
 }

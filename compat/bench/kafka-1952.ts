@@ -22,7 +22,8 @@
  *      (Metadata from both brokers).
  * Not a test: prints a markdown table with Kafka 0.8.2's figures and the issue's goals beside ours and
  * writes compat/results/kafka-1952-<ISO timestamp, ':' → '-'>.json. `npm run build` first (the
- * brokers run bin/gregor.js, i.e. dist/bundle/).
+ * brokers run bin/gregor.js, i.e. dist/bundle/). Metadata polling, topic creation and restarts are in
+ * kafka-1952-cluster.ts; the CPU windows and the request-log Fetch times in kafka-1952-measure.ts.
  *
  * Knobs (environment): BENCH_PARTITIONS (3000), BENCH_IDLE_S (60), BENCH_SETTLE_S (15),
  * BENCH_E2E_ROUNDS (2000), BENCH_E2E_WARMUP (100), BENCH_FETCH_WAIT_MS (500: the consumers'
@@ -34,27 +35,30 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiKey } from '../../protocol/generated/api-keys.js';
-import type { MetadataResponse } from '../../protocol/generated/metadata.js';
-import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
-import { RawClient } from '../../test/helpers/raw-client.js';
+import { type LocalBroker, startLocalCluster } from '../../lib/cluster/local-cluster.js';
 import { type E2eLatencyResult, measureE2eLatency } from './e2e-latency.js';
+import { createTopic, ISR_TIMEOUT_MS, metadataOf, restart, type RestartResult, waitState } from './kafka-1952-cluster.js';
+import {
+  type CpuWindow,
+  cpuWindow,
+  type FetchTimes,
+  followerLocalTimeMetric,
+  readCpu,
+  startRecording,
+  stopRecording,
+} from './kafka-1952-measure.js';
 import {
   asError,
   clkTck,
   connectRd,
-  cpuSeconds,
   disconnectRd,
   envInt,
-  mainThreadCpuSeconds,
-  mean,
   percentile,
   type RdKafkaConsumer,
   type RdMessage,
   rdkafka,
   ROOT_DIR,
   round,
-  rssBytes,
   sleep,
 } from './proc-stats.js';
 
@@ -69,250 +73,8 @@ const CPU_PROF = process.env['BENCH_CPU_PROF'];
 const KEEP_DIR = process.env['BENCH_KEEP_DIR'];
 const TOPIC = 'kafka-1952';
 const E2E_TOPIC = 'kafka-1952-e2e';
-const ISR_TIMEOUT_MS = 600_000;
-const REPLICA_CLIENT = 'gregor-replica-fetcher-';
 
 const r3 = (x: number): number => round(x, 3);
-
-// ---- Metadata ---------------------------------------------------------------------------------
-
-async function metadataOf(bootstrap: string, topics: string[]): Promise<MetadataResponse> {
-  const c = await RawClient.connect(bootstrap);
-  try {
-    return await c.request<MetadataResponse>(
-      ApiKey.Metadata,
-      12,
-      {
-        topics: topics.map((name) => ({ topicId: '0'.repeat(32), name })),
-        allowAutoTopicCreation: false,
-        includeTopicAuthorizedOperations: false,
-      },
-      30_000,
-    );
-  } finally {
-    c.destroy();
-  }
-}
-
-interface TopicState {
-  partitions: number;
-  withLeader: number;
-  /** partitions whose ISR holds `isrSize` replicas */
-  fullIsr: number;
-  /** partitions whose ISR does not hold `without` */
-  isrWithout: number;
-  leaders: Record<string, number>;
-}
-
-async function topicState(bootstrap: string, topic: string, isrSize: number, without = -1): Promise<TopicState> {
-  const md = await metadataOf(bootstrap, [topic]);
-  const t = md.topics.find((x) => x.name === topic);
-  const s: TopicState = { partitions: 0, withLeader: 0, fullIsr: 0, isrWithout: 0, leaders: {} };
-  if (t === undefined || t.errorCode !== 0) return s;
-  for (const p of t.partitions) {
-    if (p.errorCode !== 0) continue;
-    s.partitions++;
-    if (p.leaderId >= 0) {
-      s.withLeader++;
-      s.leaders[p.leaderId] = (s.leaders[p.leaderId] ?? 0) + 1;
-    }
-    if (p.leaderId >= 0 && p.isrNodes.length === isrSize) s.fullIsr++;
-    if (p.leaderId >= 0 && !p.isrNodes.includes(without)) s.isrWithout++;
-  }
-  return s;
-}
-
-/** Polls Metadata (every 100 ms, from each of `brokers`) until `done` holds for all; ms from `since`, or NaN on timeout. */
-async function waitState(
-  brokers: readonly LocalBroker[],
-  topic: string,
-  isrSize: number,
-  done: (s: TopicState) => boolean,
-  since: number,
-  timeoutMs: number,
-  without = -1,
-): Promise<{ ms: number; last: TopicState[] }> {
-  let last: TopicState[] = [];
-  for (;;) {
-    try {
-      last = await Promise.all(brokers.map((b) => topicState(b.bootstrap, topic, isrSize, without)));
-      if (last.every(done)) return { ms: performance.now() - since, last };
-    } catch {
-      // a broker not answering yet: poll again
-    }
-    if (performance.now() - since > timeoutMs) return { ms: NaN, last };
-    await sleep(100);
-  }
-}
-
-async function createTopic(bootstrap: string, name: string, partitions: number): Promise<void> {
-  const c = await RawClient.connect(bootstrap);
-  try {
-    const res = await c.request<{ topics: { name: string; errorCode: number; errorMessage?: string | null }[] }>(
-      ApiKey.CreateTopics,
-      4,
-      {
-        topics: [{ name, numPartitions: partitions, replicationFactor: 2, assignments: [], configs: [] }],
-        timeoutMs: 60_000,
-        validateOnly: false,
-      },
-      120_000,
-    );
-    for (const t of res.topics)
-      if (t.errorCode !== 0) throw new Error(`CreateTopics ${t.name}: error ${t.errorCode} ${t.errorMessage ?? ''}`);
-  } finally {
-    c.destroy();
-  }
-}
-
-// ---- admin HTTP: request log and /metrics ----------------------------------------------------
-
-async function admin(b: LocalBroker, method: string, p: string, body?: unknown): Promise<unknown> {
-  if (b.admin === null) throw new Error(`broker ${b.nodeId} has no admin listener`);
-  const init: RequestInit = { method };
-  if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    init.headers = { 'content-type': 'application/json' };
-  }
-  const res = await fetch(`http://${b.admin}${p}`, init);
-  if (!res.ok) throw new Error(`${method} ${p} on broker ${b.nodeId}: HTTP ${res.status} ${await res.text()}`);
-  const type = res.headers.get('content-type') ?? '';
-  return type.includes('json') ? res.json() : res.text();
-}
-
-interface LoggedRequest {
-  clientId: string | null;
-  responseBytes: number;
-  latencyMs: { total: number; local: number; remote: number };
-}
-
-async function startRecording(brokers: readonly LocalBroker[]): Promise<void> {
-  await Promise.all(brokers.map((b) => admin(b, 'POST', '/v1/requests/record-all', { on: true })));
-}
-
-interface FetchTimes {
-  broker: number;
-  replicaFetches: number;
-  replicaLocalP50Ms: number;
-  replicaLocalP99Ms: number;
-  replicaLocalMaxMs: number;
-  replicaLocalAvgMs: number;
-  replicaTotalP50Ms: number;
-  /** a replica fetch's response size, median (bytes) */
-  replicaResponseBytesP50: number;
-  consumerFetches: number;
-  consumerLocalP50Ms: number;
-  consumerLocalP99Ms: number;
-  dropped: number;
-}
-
-/** Stops the recording and returns the Fetch local times it holds, replica fetches apart from consumers'. */
-async function stopRecording(brokers: readonly LocalBroker[]): Promise<{ per: FetchTimes[]; replicaLocal: number[] }> {
-  const per: FetchTimes[] = [];
-  const replicaLocal: number[] = [];
-  for (const b of brokers) {
-    await admin(b, 'POST', '/v1/requests/record-all', { on: false });
-    const r = (await admin(b, 'GET', '/v1/requests?api=Fetch')) as { recording: { dropped: number }; requests: LoggedRequest[] };
-    await admin(b, 'DELETE', '/v1/requests');
-    const rep = r.requests.filter((x) => (x.clientId ?? '').startsWith(REPLICA_CLIENT));
-    const con = r.requests.filter((x) => !(x.clientId ?? '').startsWith(REPLICA_CLIENT));
-    const local = rep.map((x) => x.latencyMs.local);
-    replicaLocal.push(...local);
-    per.push({
-      broker: b.nodeId,
-      replicaFetches: rep.length,
-      replicaLocalP50Ms: r3(percentile(local, 50)),
-      replicaLocalP99Ms: r3(percentile(local, 99)),
-      replicaLocalMaxMs: r3(Math.max(...local)),
-      replicaLocalAvgMs: r3(mean(local)),
-      replicaTotalP50Ms: r3(
-        percentile(
-          rep.map((x) => x.latencyMs.total),
-          50,
-        ),
-      ),
-      replicaResponseBytesP50: percentile(
-        rep.map((x) => x.responseBytes),
-        50,
-      ),
-      consumerFetches: con.length,
-      consumerLocalP50Ms: r3(
-        percentile(
-          con.map((x) => x.latencyMs.local),
-          50,
-        ),
-      ),
-      consumerLocalP99Ms: r3(
-        percentile(
-          con.map((x) => x.latencyMs.local),
-          99,
-        ),
-      ),
-      dropped: r.recording.dropped,
-    });
-  }
-  return { per, replicaLocal };
-}
-
-/** kafka_network_requestmetrics_localtimems{request="FetchFollower"} quantiles (last five minutes) of each broker. */
-async function followerLocalTimeMetric(brokers: readonly LocalBroker[]): Promise<{ broker: number; p50Ms: number; p99Ms: number }[]> {
-  const out: { broker: number; p50Ms: number; p99Ms: number }[] = [];
-  for (const b of brokers) {
-    const text = String(await admin(b, 'GET', '/metrics'));
-    const q = (label: string): number => {
-      const m = new RegExp(`^kafka_network_requestmetrics_localtimems\\{request="FetchFollower",quantile="${label}"\\} (\\S+)$`, 'm').exec(
-        text,
-      );
-      return m?.[1] === undefined ? NaN : r3(Number(m[1]));
-    };
-    out.push({ broker: b.nodeId, p50Ms: q('0.50'), p99Ms: q('0.99') });
-  }
-  return out;
-}
-
-// ---- CPU windows ------------------------------------------------------------------------------
-
-interface CpuReading {
-  at: number;
-  brokers: { total: number; main: number }[];
-  etcd: number;
-  self: NodeJS.CpuUsage;
-}
-
-function readCpu(cluster: LocalCluster): CpuReading {
-  const etcdPid = cluster.etcd.pid;
-  return {
-    at: performance.now(),
-    brokers: cluster.brokers.map((b) => ({ total: cpuSeconds(b.pid ?? -1), main: mainThreadCpuSeconds(b.pid ?? -1) })),
-    etcd: etcdPid === undefined ? NaN : cpuSeconds(etcdPid),
-    self: process.cpuUsage(),
-  };
-}
-
-interface CpuWindow {
-  seconds: number;
-  brokers: { broker: number; cpuPercent: number; mainThreadPercent: number; rssMb: number }[];
-  etcdPercent: number;
-  /** this process: the librdkafka client(s) and the bench's own loop */
-  clientPercent: number;
-}
-
-function cpuWindow(cluster: LocalCluster, a: CpuReading, b: CpuReading): CpuWindow {
-  const secs = (b.at - a.at) / 1000;
-  const pct = (x: number): number => round((x / secs) * 100, 2);
-  const self = (b.self.user + b.self.system - a.self.user - a.self.system) / 1e6;
-  return {
-    seconds: round(secs, 1),
-    brokers: cluster.brokers.map((br, i) => ({
-      broker: br.nodeId,
-      cpuPercent: pct((b.brokers[i]?.total ?? NaN) - (a.brokers[i]?.total ?? NaN)),
-      mainThreadPercent: pct((b.brokers[i]?.main ?? NaN) - (a.brokers[i]?.main ?? NaN)),
-      rssMb: round(rssBytes(br.pid ?? -1) / (1 << 20), 1),
-    })),
-    etcdPercent: pct(b.etcd - a.etcd),
-    clientPercent: pct(self),
-  };
-}
 
 // ---- clients ------------------------------------------------------------------------------------
 
@@ -368,69 +130,6 @@ async function e2e(bootstrap: string, leader: LocalBroker): Promise<E2eResult> {
     ackP50Ms: r.ackP50Ms,
     ackP99Ms: r.ackP99Ms,
     leader: leader.nodeId,
-  };
-}
-
-// ---- restarts -----------------------------------------------------------------------------------
-
-interface RestartResult {
-  signal: string;
-  broker: number;
-  /** kill → the process exited */
-  exitMs: number;
-  /** kill → every partition's ISR without the broker (Metadata from the other one) */
-  isrShrunkMs: number;
-  /** spawn → GREGOR_READY */
-  readyMs: number;
-  /** spawn → every partition's ISR at 2 again, in Metadata from both brokers */
-  isrFullMs: number;
-  /** the restarted broker's CPU seconds from spawn to full ISR */
-  restartedCpuS: number;
-  /** the other broker's CPU seconds over the same time */
-  otherCpuS: number;
-  leadersAfter: Record<string, number>;
-}
-
-async function restart(cluster: LocalCluster, victim: LocalBroker, signal: NodeJS.Signals): Promise<RestartResult> {
-  const others = cluster.brokers.filter((b) => b !== victim);
-  const t0 = performance.now();
-  await victim.kill(signal);
-  const exitMs = performance.now() - t0;
-  const shrunk = await waitState(
-    others,
-    TOPIC,
-    1,
-    (s) => s.partitions === PARTITIONS && s.isrWithout === PARTITIONS,
-    t0,
-    120_000,
-    victim.nodeId,
-  );
-  if (Number.isNaN(shrunk.ms))
-    console.log(`  ${signal}: after 120 s, ${shrunk.last[0]?.isrWithout ?? '?'} of ${PARTITIONS} ISRs without broker ${victim.nodeId}`);
-  const otherCpu0 = others.map((b) => cpuSeconds(b.pid ?? -1));
-  const t1 = performance.now();
-  await victim.start();
-  const readyMs = performance.now() - t1;
-  const full = await waitState(
-    cluster.brokers,
-    TOPIC,
-    2,
-    (s) => s.partitions === PARTITIONS && s.fullIsr === PARTITIONS,
-    t1,
-    ISR_TIMEOUT_MS,
-  );
-  const restartedCpuS = cpuSeconds(victim.pid ?? -1);
-  const otherCpuS = others.reduce((a, b, i) => a + cpuSeconds(b.pid ?? -1) - (otherCpu0[i] ?? 0), 0);
-  return {
-    signal,
-    broker: victim.nodeId,
-    exitMs: Math.round(exitMs),
-    isrShrunkMs: Math.round(shrunk.ms),
-    readyMs: Math.round(readyMs),
-    isrFullMs: Math.round(full.ms),
-    restartedCpuS: round(restartedCpuS, 2),
-    otherCpuS: round(otherCpuS, 2),
-    leadersAfter: full.last[0]?.leaders ?? {},
   };
 }
 
@@ -558,7 +257,7 @@ async function main(): Promise<void> {
     // 4. restarts of broker 2
     const restarts: RestartResult[] = [];
     for (const sig of RESTARTS) {
-      const r = await restart(cluster, b2, sig);
+      const r = await restart(cluster, b2, sig, TOPIC, PARTITIONS);
       restarts.push(r);
       console.log(
         `restart (${sig}): exit ${r.exitMs} ms, ISR shrunk ${r.isrShrunkMs} ms after the kill; ready ${r.readyMs} ms, full ISR ${r.isrFullMs} ms after spawn`,

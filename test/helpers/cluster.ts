@@ -1,9 +1,15 @@
-/** Shared by the cluster tests (lib/cluster/local-cluster.ts clusters): polling with a deadline, raw Metadata, a running broker, a replica's log bytes. */
+/**
+ * Shared by the cluster tests (lib/cluster/local-cluster.ts clusters): a suite's cluster
+ * (useCluster), polling with a deadline, raw Metadata, a running broker, a replica's log bytes,
+ * follower fetch counts.
+ */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { MetadataResponse } from '../../protocol/generated/metadata.js';
-import type { LocalBroker, LocalCluster } from '../../lib/cluster/local-cluster.js';
+import { type LocalBroker, type LocalCluster, type LocalClusterOptions, startLocalCluster } from '../../lib/cluster/local-cluster.js';
+import { Cleanup } from './cleanup.js';
 import { RawClient } from './raw-client.js';
 
 /** Polls `probe` every `everyMs` until it gives a value (errors count as "not yet"); rejects after `timeoutMs` naming `what`. */
@@ -69,4 +75,72 @@ export function logBytes(b: LocalBroker, topic: string, partition: number): Buff
     .filter((f) => f.endsWith('.log'))
     .sort();
   return Buffer.concat(files.map((f) => readFileSync(join(dir, f))));
+}
+
+export interface UseClusterOptions extends Omit<LocalClusterOptions, 'brokers' | 'overrides'> {
+  /** How many brokers (3). */
+  brokers?: number;
+  /** Whether before() waits until a broker's Metadata lists every broker (true). */
+  waitForBrokers?: boolean;
+  /** Runs in after() before the cluster stops (e.g. to thaw a frozen etcd). */
+  beforeStop?: (cluster: LocalCluster) => unknown;
+}
+
+/**
+ * The cluster of a mocha suite: started in the suite's before() with `overrides` (every broker's
+ * config), stopped (with its etcd and directory) in its after(). Returns a getter for the tests,
+ * which run only once before() succeeded.
+ */
+export function useCluster(overrides: Record<string, string>, opts: UseClusterOptions = {}): () => LocalCluster {
+  const { brokers = 3, waitForBrokers = true, beforeStop, ...rest } = opts;
+  const cleanup = new Cleanup();
+  let cluster: LocalCluster | undefined;
+  before(async function () {
+    this.timeout(60_000);
+    const c = cleanup.add(await startLocalCluster({ ...rest, brokers, overrides }), async (x) => {
+      await beforeStop?.(x);
+      await x.stop();
+    });
+    cluster = c;
+    if (waitForBrokers)
+      await until(
+        async () => ((await metadata(running(c).bootstrap, [])).brokers.length === brokers ? true : undefined),
+        15_000,
+        `${brokers} brokers`,
+      );
+  });
+  after(() => cleanup.run());
+  return () => {
+    if (cluster === undefined) throw new Error('no cluster: the suite has not started it');
+    return cluster;
+  };
+}
+
+/** Broker config of the replication-factor-3 suites: min.insync.replicas 2, ISR changes within seconds. */
+export const RF3_OVERRIDES: Readonly<Record<string, string>> = {
+  'default.replication.factor': '3',
+  'min.insync.replicas': '2',
+  'replica.lag.time.max.ms': '4000',
+  'replica.fetch.backoff.ms': '200',
+};
+
+/** A kafkajs client of the cluster, retrying long enough to ride out leader moves. */
+export function clusterKafka(cluster: LocalCluster, clientId: string): Kafka {
+  return new Kafka({
+    clientId,
+    brokers: cluster.bootstrap().split(','),
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 },
+  });
+}
+
+/** Creates a replication-factor-3 topic through kafkajs and waits for its leaders. */
+export async function createRf3Topic(kafka: Kafka, topic: string, numPartitions: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions, replicationFactor: 3 }], waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
 }

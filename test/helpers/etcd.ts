@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { EtcdServer } from '../../lib/cluster/etcd-server.js';
+import { startEtcd, type EtcdServer } from '../../lib/cluster/etcd-server.js';
 import { EtcdMetadataStore } from '../../lib/metadata/etcd-store.js';
 import { MetadataError, MetadataWriteError, type BrokerInfo, type GregorMetadataErrorCode } from '../../lib/metadata/store.js';
 import { silentLogger } from '../../lib/observability/logger.js';
-import type { Cleanup } from './cleanup.js';
+import { Cleanup } from './cleanup.js';
 
 export { until } from './eos.js';
 
@@ -67,6 +67,49 @@ export async function openCluster(etcd: EtcdServer, cleanup: Cleanup, clusterId:
   const stores: EtcdMetadataStore[] = [];
   for (let id = 1; id <= n; id++) stores.push(await openStore(etcd, cleanup, clusterId, id));
   return stores;
+}
+
+/** What useEtcd gives a suite's tests. */
+export interface EtcdSuite {
+  /** The suite's etcd, started in its before() and stopped in its after(). */
+  readonly etcd: EtcdServer;
+  /** A new cluster id for each test: the tests share the etcd and nothing else. */
+  readonly clusterId: string;
+  /** Released after each test (stores, directories, clients). */
+  readonly each: Cleanup;
+  /** openStore in this test's cluster, closed after the test. */
+  openStore(nodeId: number, opts?: OpenOptions): Promise<EtcdMetadataStore>;
+  /** openCluster (brokers 1..n) in this test's cluster, closed after the test. */
+  openCluster(n: number): Promise<EtcdMetadataStore[]>;
+}
+
+/** A real etcd for a mocha suite, and a cluster id of its own and a Cleanup for each of its tests. */
+export function useEtcd(): EtcdSuite {
+  const suite = new Cleanup();
+  const each = new Cleanup();
+  let etcd: EtcdServer | undefined;
+  let clusterId = '';
+  before(async () => {
+    etcd = suite.add(await startEtcd(), (e) => e.stop());
+  });
+  after(() => suite.run());
+  beforeEach(() => (clusterId = newClusterId()));
+  afterEach(() => each.run());
+  const server = (): EtcdServer => {
+    if (etcd === undefined) throw new Error('no etcd: the suite has not started it');
+    return etcd;
+  };
+  return {
+    get etcd() {
+      return server();
+    },
+    get clusterId() {
+      return clusterId;
+    },
+    each,
+    openStore: (nodeId, opts) => openStore(server(), each, clusterId, nodeId, opts),
+    openCluster: (n) => openCluster(server(), each, clusterId, n),
+  };
 }
 
 /** Awaits a promise expected to reject, and returns its error. */

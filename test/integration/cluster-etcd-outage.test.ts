@@ -7,38 +7,19 @@
  */
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
-import { type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
-import { Cleanup } from '../helpers/cleanup.js';
-import { metadata, until } from '../helpers/cluster.js';
+import { metadata, until, useCluster } from '../helpers/cluster.js';
 
 const OUTAGE_MS = 10_000;
 
 describe('cluster: etcd unreachable for 10 s', function () {
   this.timeout(180_000);
-  let cluster: LocalCluster;
-  const cleanup = new Cleanup();
-  before(async function () {
-    this.timeout(60_000);
-    cluster = cleanup.add(
-      await startLocalCluster({
-        brokers: 3,
-        overrides: { 'broker.session.timeout.ms': '3000', 'default.replication.factor': '3', 'min.insync.replicas': '2' },
-      }),
-      (c) => c.stop(),
-    );
-    await until(
-      async () => ((await metadata(cluster.brokers[0]?.bootstrap ?? '', [])).brokers.length === 3 ? true : undefined),
-      15_000,
-      '3 brokers',
-    );
-  });
-  after(async () => {
-    cluster.etcd.kill('SIGCONT');
-    await cleanup.run();
-  });
+  const cluster = useCluster(
+    { 'broker.session.timeout.ms': '3000', 'default.replication.factor': '3', 'min.insync.replicas': '2' },
+    { beforeStop: (c) => c.etcd.kill('SIGCONT') },
+  );
 
   it('brokers keep serving acks=all writes and metadata while etcd is frozen, then converge', async () => {
-    const kafka = new Kafka({ clientId: 'outage', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({ clientId: 'outage', brokers: cluster().bootstrap().split(','), logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
     const producer = kafka.producer();
@@ -47,7 +28,7 @@ describe('cluster: etcd unreachable for 10 s', function () {
       await admin.createTopics({ topics: [{ topic: 'outage', numPartitions: 3, replicationFactor: 3 }], waitForLeaders: true });
       await until(
         async () =>
-          (await metadata(cluster.brokers[0]?.bootstrap ?? '', ['outage'])).topics[0]?.partitions.every((p) => p.isrNodes.length === 3)
+          (await metadata(cluster().brokers[0]?.bootstrap ?? '', ['outage'])).topics[0]?.partitions.every((p) => p.isrNodes.length === 3)
             ? true
             : undefined,
         15_000,
@@ -59,7 +40,7 @@ describe('cluster: etcd unreachable for 10 s', function () {
         messages: Array.from({ length: 30 }, (_, i) => ({ value: `before-${i}`, partition: i % 3 })),
       });
 
-      cluster.etcd.kill('SIGSTOP');
+      cluster().etcd.kill('SIGSTOP');
       const frozenAt = Date.now();
       let during = 0;
       try {
@@ -71,7 +52,7 @@ describe('cluster: etcd unreachable for 10 s', function () {
           });
           during++;
           // every broker still answers Metadata from its copy, with the three brokers and a leader everywhere
-          for (const b of cluster.brokers) {
+          for (const b of cluster().brokers) {
             const m = await metadata(b.bootstrap, ['outage']);
             expect(m.brokers).to.have.length(3);
             expect(m.topics[0]?.partitions.every((p) => p.leaderId >= 0)).to.equal(true);
@@ -79,14 +60,14 @@ describe('cluster: etcd unreachable for 10 s', function () {
           await new Promise((r) => setTimeout(r, 500));
         }
       } finally {
-        cluster.etcd.kill('SIGCONT');
+        cluster().etcd.kill('SIGCONT');
       }
       expect(during).to.be.greaterThan(5);
 
       // converged: one controller named by every broker, all registered, full ISRs, and etcd writes work again
       await until(
         async () => {
-          const views = await Promise.all(cluster.brokers.map((b) => metadata(b.bootstrap, ['outage'])));
+          const views = await Promise.all(cluster().brokers.map((b) => metadata(b.bootstrap, ['outage'])));
           const controllers = new Set(views.map((m) => m.controllerId));
           const ok =
             controllers.size === 1 &&

@@ -11,10 +11,9 @@ import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
-import { type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
+import type { LocalCluster } from '../../lib/cluster/local-cluster.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
-import { Cleanup } from '../helpers/cleanup.js';
-import { metadata, running, until } from '../helpers/cluster.js';
+import { metadata, running, until, useCluster } from '../helpers/cluster.js';
 import { runKcat } from '../helpers/kcat.js';
 import { RawClient, rawProduce } from '../helpers/raw-client.js';
 
@@ -47,28 +46,20 @@ async function createTopic(cluster: LocalCluster, topic: string, numPartitions: 
 
 describe('cluster mode on etcd: three brokers, partitions placed across them', function () {
   this.timeout(180_000);
-  let cluster: LocalCluster;
-  const cleanup = new Cleanup();
-  before(async function () {
-    this.timeout(60_000);
-    cluster = cleanup.add(
-      await startLocalCluster({
-        brokers: 3,
-        overrides: {
-          'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
-          'group.initial.rebalance.delay.ms': '0',
-          'offsets.topic.num.partitions': '6',
-        },
-      }),
-      (c) => c.stop(),
-    );
-  });
-  after(() => cleanup.run());
+  const cluster = useCluster(
+    {
+      'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
+      'group.initial.rebalance.delay.ms': '0',
+      'offsets.topic.num.partitions': '6',
+    },
+    // the first test checks that every broker registers
+    { waitForBrokers: false },
+  );
 
   it('every broker lists the three brokers and one controller', async () => {
     const views = await until(
       async () => {
-        const all = await Promise.all(cluster.brokers.map((b) => metadata(b.bootstrap, [])));
+        const all = await Promise.all(cluster().brokers.map((b) => metadata(b.bootstrap, [])));
         return all.every((m) => m.brokers.length === 3) ? all : undefined;
       },
       15_000,
@@ -78,14 +69,18 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     expect(controllers.size).to.equal(1);
     expect([1, 2, 3]).to.include([...controllers][0]);
     for (const m of views) {
-      expect(m.clusterId).to.equal(cluster.clusterId);
+      expect(m.clusterId).to.equal(cluster().clusterId);
       expect(m.brokers.map((b) => b.nodeId).sort()).to.deep.equal([1, 2, 3]);
-      expect(m.brokers.map((b) => `${b.host}:${b.port}`).sort()).to.deep.equal(cluster.brokers.map((b) => b.bootstrap).sort());
+      expect(m.brokers.map((b) => `${b.host}:${b.port}`).sort()).to.deep.equal(
+        cluster()
+          .brokers.map((b) => b.bootstrap)
+          .sort(),
+      );
     }
   });
 
   it('a topic created through one broker is placed on all three, seen alike by every broker and by kcat', async () => {
-    const kafka = new Kafka({ clientId: 'cluster-admin', brokers: [cluster.brokers[1]?.bootstrap ?? ''], logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({ clientId: 'cluster-admin', brokers: [cluster().brokers[1]?.bootstrap ?? ''], logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
     try {
@@ -95,7 +90,7 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     }
     const views = await until(
       async () => {
-        const all = await Promise.all(cluster.brokers.map((b) => metadata(b.bootstrap, ['spread'])));
+        const all = await Promise.all(cluster().brokers.map((b) => metadata(b.bootstrap, ['spread'])));
         return all.every((m) => m.topics[0]?.partitions.length === 6) ? all : undefined;
       },
       10_000,
@@ -113,7 +108,7 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
         expect(p.leaderEpoch).to.equal(0);
       }
     }
-    const kcat = await runKcat(['-b', cluster.bootstrap(), '-L', '-J', '-t', 'spread']);
+    const kcat = await runKcat(['-b', cluster().bootstrap(), '-L', '-J', '-t', 'spread']);
     expect(kcat.code, kcat.stderr).to.equal(0);
     const listed = JSON.parse(kcat.stdout.toString()) as {
       brokers: { id: number }[];
@@ -124,11 +119,11 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
   });
 
   it('a broker that does not lead a partition answers NOT_LEADER_OR_FOLLOWER; its leader takes the write', async () => {
-    await createTopic(cluster, 'direct', 3);
-    const m = await metadata(running(cluster).bootstrap, ['direct']);
+    await createTopic(cluster(), 'direct', 3);
+    const m = await metadata(running(cluster()).bootstrap, ['direct']);
     const p0 = m.topics[0]?.partitions.find((p) => p.partitionIndex === 0);
-    const leader = cluster.brokers.find((b) => b.nodeId === p0?.leaderId);
-    const other = cluster.brokers.find((b) => b.nodeId !== p0?.leaderId);
+    const leader = cluster().brokers.find((b) => b.nodeId === p0?.leaderId);
+    const other = cluster().brokers.find((b) => b.nodeId !== p0?.leaderId);
     if (leader === undefined || other === undefined) throw new Error('no leader for direct-0');
     const batch = buildRecordBatch([{ key: null, value: Buffer.from('direct'), timestamp: BigInt(Date.now()) }]);
     const wrong = await RawClient.connect(other.bootstrap);
@@ -145,8 +140,8 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
   });
 
   it('kafkajs: produce to every partition and consume them in a group whose coordinator is wherever its partition leads', async () => {
-    await createTopic(cluster, 'kjs-spread', 6);
-    const kafka = new Kafka({ clientId: 'cluster-kafkajs', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING });
+    await createTopic(cluster(), 'kjs-spread', 6);
+    const kafka = new Kafka({ clientId: 'cluster-kafkajs', brokers: cluster().bootstrap().split(','), logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
     await producer.connect();
     const COUNT = 600;
@@ -196,7 +191,7 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
 
   it('librdkafka: a producer and a consumer group follow the leaders across the three brokers', async () => {
     const kafka = new KafkaJS.Kafka({
-      kafkaJS: { brokers: cluster.bootstrap().split(','), clientId: 'cluster-rdk', logLevel: KafkaJS.logLevel.NOTHING },
+      kafkaJS: { brokers: cluster().bootstrap().split(','), clientId: 'cluster-rdk', logLevel: KafkaJS.logLevel.NOTHING },
     });
     const admin: Any = kafka.admin();
     await admin.connect();
@@ -225,8 +220,8 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
   });
 
   it('kill -9 of a broker: its partitions lose their leader until it is back, then it leads them at a higher epoch with its data', async () => {
-    await createTopic(cluster, 'survive', 6);
-    const kafka = new Kafka({ clientId: 'cluster-kill', brokers: cluster.bootstrap().split(','), logLevel: logLevel.NOTHING });
+    await createTopic(cluster(), 'survive', 6);
+    const kafka = new Kafka({ clientId: 'cluster-kill', brokers: cluster().bootstrap().split(','), logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
     await producer.connect();
     try {
@@ -238,13 +233,13 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
     } finally {
       await producer.disconnect();
     }
-    const before = await metadata(running(cluster).bootstrap, ['survive']);
-    const victim = cluster.brokers.find((b) => b.nodeId === before.controllerId) ?? cluster.brokers[0];
+    const before = await metadata(running(cluster()).bootstrap, ['survive']);
+    const victim = cluster().brokers.find((b) => b.nodeId === before.controllerId) ?? cluster().brokers[0];
     if (victim === undefined) throw new Error('no broker');
     const led = (before.topics[0]?.partitions ?? []).filter((p) => p.leaderId === victim.nodeId);
     expect(led.length).to.be.greaterThan(0);
     await victim.kill('SIGKILL');
-    const survivor = cluster.brokers.find((b) => b.running);
+    const survivor = cluster().brokers.find((b) => b.running);
     if (survivor === undefined) throw new Error('no survivor');
     // once its lease expires: gone from the broker list, its partitions without a leader, a new controller
     const during = await until(
@@ -298,10 +293,10 @@ describe('cluster mode on etcd: three brokers, partitions placed across them', f
   });
 
   it('kill -9 and an immediate restart (within the session): the broker registers again at once (not NODE_ID_IN_USE) and leads its partitions again', async () => {
-    await createTopic(cluster, 'quick', 3);
-    const m = await metadata(running(cluster).bootstrap, ['quick']);
+    await createTopic(cluster(), 'quick', 3);
+    const m = await metadata(running(cluster()).bootstrap, ['quick']);
     const leaderId = m.topics[0]?.partitions[0]?.leaderId;
-    const victim = cluster.brokers.find((b) => b.nodeId === leaderId);
+    const victim = cluster().brokers.find((b) => b.nodeId === leaderId);
     if (victim === undefined) throw new Error('no leader for quick-0');
     await victim.kill('SIGKILL');
     // with the old registration alive, a start refused as NODE_ID_IN_USE would reject here

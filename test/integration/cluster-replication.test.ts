@@ -9,16 +9,24 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchResponse } from '../../protocol/generated/fetch.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
-import { type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
+import type { LocalCluster } from '../../lib/cluster/local-cluster.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { partitionFor } from '../../lib/group/records.js';
-import { Cleanup } from '../helpers/cleanup.js';
-import { followerFetches, logBytes, metadata, running, until } from '../helpers/cluster.js';
+import {
+  clusterKafka,
+  createRf3Topic,
+  followerFetches,
+  logBytes,
+  metadata,
+  RF3_OVERRIDES,
+  running,
+  until,
+  useCluster,
+} from '../helpers/cluster.js';
 import { RawClient, rawProduce } from '../helpers/raw-client.js';
 
 type Any = any;
@@ -35,51 +43,16 @@ async function partitionOf(cluster: LocalCluster, topic: string, partition: numb
 
 describe('cluster replication: replication factor 3, min.insync.replicas 2', function () {
   this.timeout(300_000);
-  let cluster: LocalCluster;
-  const cleanup = new Cleanup();
-  before(async function () {
-    this.timeout(60_000);
-    cluster = cleanup.add(
-      await startLocalCluster({
-        brokers: 3,
-        overrides: {
-          'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
-          'group.initial.rebalance.delay.ms': '0',
-          'offsets.topic.num.partitions': '3',
-          'offsets.topic.replication.factor': '3',
-          'default.replication.factor': '3',
-          'min.insync.replicas': '2',
-          'replica.lag.time.max.ms': '4000',
-          'replica.fetch.backoff.ms': '200',
-        },
-      }),
-      (c) => c.stop(),
-    );
-    await until(
-      async () => ((await metadata(running(cluster).bootstrap, [])).brokers.length === 3 ? true : undefined),
-      15_000,
-      '3 brokers',
-    );
+  const cluster = useCluster({
+    'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
+    'group.initial.rebalance.delay.ms': '0',
+    'offsets.topic.num.partitions': '3',
+    'offsets.topic.replication.factor': '3',
+    ...RF3_OVERRIDES,
   });
-  after(() => cleanup.run());
 
-  const kafka = () =>
-    new Kafka({
-      clientId: 'replication',
-      brokers: cluster.bootstrap().split(','),
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 },
-    });
-
-  async function createTopic(topic: string, numPartitions: number): Promise<void> {
-    const admin = kafka().admin();
-    await admin.connect();
-    try {
-      await admin.createTopics({ topics: [{ topic, numPartitions, replicationFactor: 3 }], waitForLeaders: true });
-    } finally {
-      await admin.disconnect();
-    }
-  }
+  const kafka = () => clusterKafka(cluster(), 'replication');
+  const createTopic = (topic: string, numPartitions: number) => createRf3Topic(kafka(), topic, numPartitions);
 
   it('acks=all: every replica holds byte-identical logs, and the ISR is all three', async () => {
     await createTopic('replicated', 3);
@@ -97,16 +70,16 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
       await producer.disconnect();
     }
     for (let p = 0; p < 3; p++) {
-      const state = await partitionOf(cluster, 'replicated', p);
+      const state = await partitionOf(cluster(), 'replicated', p);
       expect([...state.replicaNodes].sort()).to.deep.equal([1, 2, 3]);
       expect([...state.isrNodes].sort()).to.deep.equal([1, 2, 3]);
-      const leader = cluster.brokers.find((b) => b.nodeId === state.leaderId);
+      const leader = cluster().brokers.find((b) => b.nodeId === state.leaderId);
       if (leader === undefined) throw new Error('no leader');
       const expected = logBytes(leader, 'replicated', p);
       expect(expected.length).to.be.greaterThan(0);
       // followers catch up within a fetch or two: every copy the same bytes
       await until(
-        () => Promise.resolve(cluster.brokers.every((b) => logBytes(b, 'replicated', p).equals(expected)) ? true : undefined),
+        () => Promise.resolve(cluster().brokers.every((b) => logBytes(b, 'replicated', p).equals(expected)) ? true : undefined),
         10_000,
         `replicated-${p} on every broker`,
       );
@@ -114,7 +87,7 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     // the followers fetch in sessions (KIP-227): one full Fetch per leader they follow, incremental after it
     const fetches = await until(
       async () => {
-        const f = await followerFetches(cluster);
+        const f = await followerFetches(cluster());
         return f.incremental > 3 * f.full ? f : undefined;
       },
       15_000,
@@ -127,8 +100,8 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
 
   it("a consumer's incremental fetch session on a leader long-polls until the high watermark moves past an acks=all write", async () => {
     await createTopic('session-consumer', 2);
-    const state = await partitionOf(cluster, 'session-consumer', 1);
-    const leader = cluster.brokers.find((b) => b.nodeId === state.leaderId);
+    const state = await partitionOf(cluster(), 'session-consumer', 1);
+    const leader = cluster().brokers.find((b) => b.nodeId === state.leaderId);
     if (leader === undefined) throw new Error('no leader');
     const c = await RawClient.connect(leader.bootstrap);
     try {
@@ -178,9 +151,9 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
 
   it('a follower answers NOT_LEADER_OR_FOLLOWER; with two brokers down acks=all gets NOT_ENOUGH_REPLICAS, and works again once they return', async () => {
     await createTopic('min-isr', 1);
-    const state = await partitionOf(cluster, 'min-isr', 0);
-    const leader = cluster.brokers.find((b) => b.nodeId === state.leaderId);
-    const followers = cluster.brokers.filter((b) => b.nodeId !== state.leaderId);
+    const state = await partitionOf(cluster(), 'min-isr', 0);
+    const leader = cluster().brokers.find((b) => b.nodeId === state.leaderId);
+    const followers = cluster().brokers.filter((b) => b.nodeId !== state.leaderId);
     if (leader === undefined || followers.length !== 2) throw new Error('unexpected placement');
     const batch = () => buildRecordBatch([{ key: null, value: Buffer.from('x'), timestamp: BigInt(Date.now()) }]);
     const atFollower = await RawClient.connect(followers[0]?.bootstrap ?? '');
@@ -192,7 +165,7 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     await Promise.all(followers.map((f) => f.kill('SIGKILL')));
     // the controller drops dead brokers from the ISR once their sessions expire
     await until(
-      async () => ((await partitionOf(cluster, 'min-isr', 0)).isrNodes.length === 1 ? true : undefined),
+      async () => ((await partitionOf(cluster(), 'min-isr', 0)).isrNodes.length === 1 ? true : undefined),
       SESSION_TIMEOUT_MS * 5,
       'ISR of one',
     );
@@ -203,7 +176,7 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
       expect((await rawProduce(c, 'min-isr', [[0, batch()]], 1))[0]?.errorCode, 'acks=1 does not need the ISR').to.equal(ErrorCode.NONE);
       await Promise.all(followers.map((f) => f.start()));
       await until(
-        async () => ((await partitionOf(cluster, 'min-isr', 0)).isrNodes.length === 3 ? true : undefined),
+        async () => ((await partitionOf(cluster(), 'min-isr', 0)).isrNodes.length === 3 ? true : undefined),
         20_000,
         'the ISR back to three',
       );
@@ -217,8 +190,8 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
 
   it('SIGTERM: controlled shutdown hands leadership to the other in-sync replicas before the broker goes', async () => {
     await createTopic('controlled', 3);
-    const before = await metadata(running(cluster).bootstrap, ['controlled']);
-    const victim = cluster.brokers.find((b) => b.nodeId === before.topics[0]?.partitions[0]?.leaderId);
+    const before = await metadata(running(cluster()).bootstrap, ['controlled']);
+    const victim = cluster().brokers.find((b) => b.nodeId === before.topics[0]?.partitions[0]?.leaderId);
     if (victim === undefined) throw new Error('no leader');
     const led = (before.topics[0]?.partitions ?? []).filter((p) => p.leaderId === victim.nodeId);
     expect(await victim.kill('SIGTERM')).to.equal(0);
@@ -226,7 +199,7 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     const line = log.split('\n').find((l) => l.includes('controlled shutdown: leadership moved'));
     expect(line, 'the controlled shutdown line').to.not.equal(undefined);
     expect((JSON.parse(line ?? '{}') as { partitions?: number }).partitions).to.be.at.least(led.length);
-    const after = await metadata(running(cluster).bootstrap, ['controlled']);
+    const after = await metadata(running(cluster()).bootstrap, ['controlled']);
     for (const l of led) {
       const p = after.topics[0]?.partitions.find((x) => x.partitionIndex === l.partitionIndex);
       expect(p?.leaderId).to.not.equal(victim.nodeId);
@@ -237,7 +210,7 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     await victim.start();
     await until(
       async () => {
-        const m = await metadata(running(cluster).bootstrap, ['controlled']);
+        const m = await metadata(running(cluster()).bootstrap, ['controlled']);
         return (m.topics[0]?.partitions ?? []).every((p) => p.isrNodes.length === 3) ? true : undefined;
       },
       20_000,
@@ -277,13 +250,13 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
       expect(await committed()).to.equal(60);
       // the coordinator: the leader of the group's __consumer_offsets partition (3 partitions here)
       const p = partitionFor(groupId, 3);
-      const coordinatorId = (await partitionOf(cluster, '__consumer_offsets', p)).leaderId;
-      const coordinator = cluster.brokers.find((b) => b.nodeId === coordinatorId);
+      const coordinatorId = (await partitionOf(cluster(), '__consumer_offsets', p)).leaderId;
+      const coordinator = cluster().brokers.find((b) => b.nodeId === coordinatorId);
       if (coordinator === undefined) throw new Error('no coordinator');
       await coordinator.kill('SIGKILL');
       await until(
         async () => {
-          const q = await partitionOf(cluster, '__consumer_offsets', p);
+          const q = await partitionOf(cluster(), '__consumer_offsets', p);
           return q.leaderId >= 0 && q.leaderId !== coordinatorId ? true : undefined;
         },
         SESSION_TIMEOUT_MS * 5,
@@ -305,7 +278,7 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     const run = { stop: false };
     // two idempotent acks=all writers: kafkajs and librdkafka
     const rdk: Any = new KafkaJS.Kafka({
-      kafkaJS: { brokers: cluster.bootstrap().split(','), clientId: 'jepsen-rdk', logLevel: KafkaJS.logLevel.NOTHING },
+      kafkaJS: { brokers: cluster().bootstrap().split(','), clientId: 'jepsen-rdk', logLevel: KafkaJS.logLevel.NOTHING },
     });
     const writers: { send(value: string): Promise<bigint>; disconnect(): Promise<void> }[] = [];
     const kjs = kafka().producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -341,13 +314,13 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
     try {
       for (let round = 0; round < 5; round++) {
         await until(() => Promise.resolve(acked.size >= (round + 1) * 20 ? true : undefined), 30_000, `round ${round}: progress`);
-        const before = await partitionOf(cluster, 'jepsen', 0);
-        const victim = cluster.brokers.find((b) => b.nodeId === before.leaderId);
+        const before = await partitionOf(cluster(), 'jepsen', 0);
+        const victim = cluster().brokers.find((b) => b.nodeId === before.leaderId);
         if (victim === undefined) throw new Error('no leader');
         await victim.kill('SIGKILL');
         await until(
           async () => {
-            const p = await partitionOf(cluster, 'jepsen', 0);
+            const p = await partitionOf(cluster(), 'jepsen', 0);
             return p.leaderId >= 0 && p.leaderId !== victim.nodeId ? true : undefined;
           },
           SESSION_TIMEOUT_MS * 5,
@@ -360,7 +333,7 @@ describe('cluster replication: replication factor 3, min.insync.replicas 2', fun
         if (high !== undefined) hwSeen.push(high);
         await victim.start();
         await until(
-          async () => ((await partitionOf(cluster, 'jepsen', 0)).isrNodes.length === 3 ? true : undefined),
+          async () => ((await partitionOf(cluster(), 'jepsen', 0)).isrNodes.length === 3 ? true : undefined),
           30_000,
           `round ${round}: ISR back to three`,
         );

@@ -17,11 +17,10 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
-import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
+import type { LocalBroker, LocalCluster } from '../../lib/cluster/local-cluster.js';
 import { partitionFor } from '../../lib/group/records.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
-import { Cleanup } from '../helpers/cleanup.js';
-import { metadata, running, until } from '../helpers/cluster.js';
+import { clusterKafka, createRf3Topic, metadata, RF3_OVERRIDES, running, until, useCluster } from '../helpers/cluster.js';
 import { readAllRdkafka, sleep } from '../helpers/eos.js';
 import { RawClient } from '../helpers/raw-client.js';
 
@@ -245,62 +244,32 @@ class TxnLoop {
 
 describe('cluster transactions: markers and verification across brokers, coordinator failover', function () {
   this.timeout(300_000);
-  let cluster: LocalCluster;
-  const cleanup = new Cleanup();
-  before(async function () {
-    this.timeout(60_000);
-    cluster = cleanup.add(
-      await startLocalCluster({
-        brokers: 3,
-        ...(process.env['GREGOR_TEST_CLUSTER_DIR'] !== undefined ? { dir: process.env['GREGOR_TEST_CLUSTER_DIR'] } : {}),
-        overrides: {
-          'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
-          'group.initial.rebalance.delay.ms': '0',
-          'offsets.topic.num.partitions': String(OFFSETS_PARTITIONS),
-          'offsets.topic.replication.factor': '3',
-          'transaction.state.log.num.partitions': String(STATE_PARTITIONS),
-          'transaction.state.log.replication.factor': '3',
-          'transaction.state.log.min.isr': '2',
-          'transaction.abort.timed.out.transaction.cleanup.interval.ms': '1000',
-          'default.replication.factor': '3',
-          'min.insync.replicas': '2',
-          'replica.lag.time.max.ms': '4000',
-          'replica.fetch.backoff.ms': '200',
-        },
-      }),
-      (c) => c.stop(),
-    );
-    await until(
-      async () => ((await metadata(running(cluster).bootstrap, [])).brokers.length === 3 ? true : undefined),
-      15_000,
-      '3 brokers',
-    );
-  });
-  after(() => cleanup.run());
+  const cluster = useCluster(
+    {
+      'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
+      'group.initial.rebalance.delay.ms': '0',
+      'offsets.topic.num.partitions': String(OFFSETS_PARTITIONS),
+      'offsets.topic.replication.factor': '3',
+      'transaction.state.log.num.partitions': String(STATE_PARTITIONS),
+      'transaction.state.log.replication.factor': '3',
+      'transaction.state.log.min.isr': '2',
+      'transaction.abort.timed.out.transaction.cleanup.interval.ms': '1000',
+      ...RF3_OVERRIDES,
+    },
+    process.env['GREGOR_TEST_CLUSTER_DIR'] !== undefined ? { dir: process.env['GREGOR_TEST_CLUSTER_DIR'] } : {},
+  );
 
-  const kafka = () =>
-    new Kafka({
-      clientId: 'cluster-txn',
-      brokers: cluster.bootstrap().split(','),
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 },
-    });
+  const kafka = () => clusterKafka(cluster(), 'cluster-txn');
 
   async function createTopic(topic: string, numPartitions: number): Promise<void> {
-    const admin = kafka().admin();
-    await admin.connect();
-    try {
-      await admin.createTopics({ topics: [{ topic, numPartitions, replicationFactor: 3 }], waitForLeaders: true });
-    } finally {
-      await admin.disconnect();
-    }
-    const leaders = new Set((await partitions(cluster, topic)).map((p) => p.leaderId));
+    await createRf3Topic(kafka(), topic, numPartitions);
+    const leaders = new Set((await partitions(cluster(), topic)).map((p) => p.leaderId));
     expect([...leaders].sort(), `${topic} is led by every broker`).to.deep.equal([1, 2, 3]);
   }
 
   /** read_committed (librdkafka) of every partition to its end: the values by partition. */
   async function readCommitted(topic: string, numPartitions: number): Promise<string[][]> {
-    const parts = await readAllRdkafka(loadConfluent(), cluster.bootstrap(), topic, numPartitions, 'read_committed', 60_000);
+    const parts = await readAllRdkafka(loadConfluent(), cluster().bootstrap(), topic, numPartitions, 'read_committed', 60_000);
     return parts.map((p) => p.map((r) => r.value));
   }
 
@@ -330,7 +299,7 @@ describe('cluster transactions: markers and verification across brokers, coordin
   it('__transaction_state and __consumer_offsets made on first use by all three brokers at once: every broker opens its replicas of them', async () => {
     // FindCoordinator at every broker in the same instant: one creation of each topic wins, the
     // others are refused TOPIC_ALREADY_EXISTS by the store, and those brokers must still replicate it
-    const clients = await Promise.all(cluster.brokers.flatMap((b) => [0, 1].map(() => RawClient.connect(b.bootstrap))));
+    const clients = await Promise.all(cluster().brokers.flatMap((b) => [0, 1].map(() => RawClient.connect(b.bootstrap))));
     try {
       await Promise.all(
         clients.map((c, i) => c.request(ApiKey.FindCoordinator, 4, { keyType: i % 2, coordinatorKeys: ['first-use'] }, 15_000)),
@@ -339,12 +308,12 @@ describe('cluster transactions: markers and verification across brokers, coordin
       for (const c of clients) c.destroy();
     }
     const missing = () =>
-      cluster.brokers.flatMap((b) =>
+      cluster().brokers.flatMap((b) =>
         [
           ...Array.from({ length: STATE_PARTITIONS }, (_, p) => `${TXN_STATE}-${p}`),
           ...Array.from({ length: OFFSETS_PARTITIONS }, (_, p) => `${OFFSETS}-${p}`),
         ]
-          .filter((d) => !existsSync(join(cluster.dir, `broker-${b.nodeId}`, d)))
+          .filter((d) => !existsSync(join(cluster().dir, `broker-${b.nodeId}`, d)))
           .map((d) => `broker-${b.nodeId}/${d}`),
       );
     await until(() => Promise.resolve(missing().length === 0 ? true : undefined), 10_000, 'every replica of the internal topics').catch(
@@ -356,7 +325,7 @@ describe('cluster transactions: markers and verification across brokers, coordin
     const topic = 'txn-spread';
     await createTopic(topic, 6);
     const loops: TxnLoop[] = [];
-    for (const client of [kafkajsClient(cluster), rdkafkaClient(cluster)]) {
+    for (const client of [kafkajsClient(cluster()), rdkafkaClient(cluster())]) {
       const loop = new TxnLoop(client, `spread-${client.name}`, topic, 6);
       const producer = await client.producer(loop.transactionalId);
       try {
@@ -381,10 +350,10 @@ describe('cluster transactions: markers and verification across brokers, coordin
     }
     // the coordinators are brokers of the cluster, most of each transaction's partitions led by others
     const coordinators = await Promise.all(
-      loops.map((l) => leaderOf(cluster, TXN_STATE, partitionFor(l.transactionalId, STATE_PARTITIONS))),
+      loops.map((l) => leaderOf(cluster(), TXN_STATE, partitionFor(l.transactionalId, STATE_PARTITIONS))),
     );
     for (const c of coordinators) expect([1, 2, 3]).to.include(c);
-    await expectStable(cluster, topic);
+    await expectStable(cluster(), topic);
     const seen = await readCommitted(topic, 6);
     checkOutcomes(loops, seen);
     expect(seen.flat()).to.have.length(2 * 6 * 6);
@@ -404,8 +373,8 @@ describe('cluster transactions: markers and verification across brokers, coordin
     const admin = kafka().admin();
     await admin.connect();
     await admin.fetchOffsets({ groupId: 'warm-up', topics: [src] });
-    const offsetsLeaders = (await partitions(cluster, OFFSETS)).map((p) => p.leaderId);
-    const stateLeaders = (await partitions(cluster, TXN_STATE)).map((p) => p.leaderId);
+    const offsetsLeaders = (await partitions(cluster(), OFFSETS)).map((p) => p.leaderId);
+    const stateLeaders = (await partitions(cluster(), TXN_STATE)).map((p) => p.leaderId);
     const transactionalId = 'ctp-txn';
     const txnCoordinator = stateLeaders[partitionFor(transactionalId, STATE_PARTITIONS)];
     let groupId = '';
@@ -465,7 +434,7 @@ describe('cluster transactions: markers and verification across brokers, coordin
     const offsets = await admin.fetchOffsets({ groupId, topics: [src] });
     await admin.disconnect();
     expect(offsets[0]?.partitions.map((p) => p.offset).sort()).to.deep.equal(['100', '100', '100']);
-    await expectStable(cluster, out);
+    await expectStable(cluster(), out);
     const seen = (await readCommitted(out, 3)).flat();
     expect(
       seen.filter((v) => v.endsWith('>A')),
@@ -481,15 +450,15 @@ describe('cluster transactions: markers and verification across brokers, coordin
     // both producers' ids on one __transaction_state partition: one broker coordinates both
     const statePartition = partitionFor('kill-kafkajs-0', STATE_PARTITIONS);
     const loops = [
-      new TxnLoop(kafkajsClient(cluster), idOnStatePartition('kill-kafkajs', statePartition), topic, 6),
-      new TxnLoop(rdkafkaClient(cluster), idOnStatePartition('kill-librdkafka', statePartition), topic, 6),
+      new TxnLoop(kafkajsClient(cluster()), idOnStatePartition('kill-kafkajs', statePartition), topic, 6),
+      new TxnLoop(rdkafkaClient(cluster()), idOnStatePartition('kill-librdkafka', statePartition), topic, 6),
     ];
     const progress = async (atLeast: number, what: string) =>
       until(() => Promise.resolve(loops.every((l) => l.committed() >= atLeast) ? true : undefined), 90_000, what);
     const allInSync = async () =>
       until(
         async () => {
-          const m = await metadata(running(cluster).bootstrap, [topic, TXN_STATE, OFFSETS]);
+          const m = await metadata(running(cluster()).bootstrap, [topic, TXN_STATE, OFFSETS]);
           const lagging = m.topics.filter((t) => t.errorCode === 0).some((t) => t.partitions.some((p) => p.isrNodes.length !== 3));
           return lagging ? undefined : true;
         },
@@ -497,13 +466,13 @@ describe('cluster transactions: markers and verification across brokers, coordin
         'every ISR back to three',
       );
     const killCoordinator = async (): Promise<LocalBroker> => {
-      const before = await leaderOf(cluster, TXN_STATE, statePartition);
-      const victim = cluster.brokers.find((b) => b.nodeId === before);
+      const before = await leaderOf(cluster(), TXN_STATE, statePartition);
+      const victim = cluster().brokers.find((b) => b.nodeId === before);
       if (victim === undefined) throw new Error('no coordinator');
       await victim.kill('SIGKILL');
       await until(
         async () => {
-          const l = await leaderOf(cluster, TXN_STATE, statePartition);
+          const l = await leaderOf(cluster(), TXN_STATE, statePartition);
           return l >= 0 && l !== victim.nodeId ? true : undefined;
         },
         SESSION_TIMEOUT_MS * 5,
@@ -540,7 +509,7 @@ describe('cluster transactions: markers and verification across brokers, coordin
       if (process.env['GREGOR_TEST_VERBOSE'] === '1')
         for (const l of loops) for (const f of l.failures) console.log(`      ${l.client.name} transaction ${f}`);
     }
-    await expectStable(cluster, topic);
+    await expectStable(cluster(), topic);
     const seen = await readCommitted(topic, 6);
     checkOutcomes(loops, seen);
     for (const l of loops) expect(l.committed(), `${l.client.name} committed`).to.be.at.least(9);

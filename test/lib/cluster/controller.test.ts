@@ -4,12 +4,10 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
 import { nextState } from '../../../lib/cluster/controller.js';
-import { startEtcd, type EtcdServer } from '../../../lib/cluster/etcd-server.js';
 import type { EtcdMetadataStore } from '../../../lib/metadata/etcd-store.js';
 import type { PartitionState } from '../../../lib/metadata/store.js';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
-import { Cleanup } from '../../helpers/cleanup.js';
-import { expectWriteError, newClusterId, openCluster, openStore, rejection, SESSION_MS, tempDir, until } from '../../helpers/etcd.js';
+import { expectWriteError, rejection, SESSION_MS, tempDir, until, useEtcd } from '../../helpers/etcd.js';
 
 const topic = (name: string, assignments: number[][]) => ({
   name,
@@ -56,20 +54,10 @@ describe('lib/cluster Controller nextState', () => {
 
 describe('lib/cluster Controller (real etcd)', function () {
   this.timeout(60_000);
-  let etcd: EtcdServer;
-  const suite = new Cleanup();
-  const each = new Cleanup();
-  let clusterId: string;
-
-  before(async () => {
-    etcd = suite.add(await startEtcd(), (e) => e.stop());
-  });
-  after(() => suite.run());
-  beforeEach(() => (clusterId = newClusterId()));
-  afterEach(() => each.run());
+  const ctx = useEtcd();
 
   it('elects exactly one controller among three brokers, and every copy names it', async () => {
-    const stores = await openCluster(etcd, each, clusterId, 3);
+    const stores = await ctx.openCluster(3);
     const ctl = await controllerOf(stores);
     await until(() => stores.every((s) => s.controllerId() === ctl.nodeId), 5000, 'every copy naming the controller');
     expect(stores.filter((s) => s.isController())).to.deep.equal([ctl]);
@@ -78,7 +66,7 @@ describe('lib/cluster Controller (real etcd)', function () {
   });
 
   it("re-elects the leaders of a closed broker's partitions and drops it from ISRs; then the closed controller's successor does", async () => {
-    const stores = await openCluster(etcd, each, clusterId, 4);
+    const stores = await ctx.openCluster(4);
     const [first] = stores;
     if (first === undefined) throw new Error('stores');
     await until(() => first.brokers().length === 4, 5000, 'four brokers');
@@ -123,7 +111,7 @@ describe('lib/cluster Controller (real etcd)', function () {
   });
 
   it("writes a failover of 600 partitions in transactions under etcd's 128-operation cap", async () => {
-    const stores = await openCluster(etcd, each, clusterId, 3);
+    const stores = await ctx.openCluster(3);
     const [one] = stores;
     const three = stores[2];
     if (one === undefined || three === undefined) throw new Error('stores');
@@ -139,7 +127,7 @@ describe('lib/cluster Controller (real etcd)', function () {
   });
 
   it('leaves a partition without leader (its ISR kept) when its only ISR replica dies, and elects it when it returns', async () => {
-    const stores = await openCluster(etcd, each, clusterId, 3);
+    const stores = await ctx.openCluster(3);
     const [one] = stores;
     const three = stores[2];
     if (one === undefined || three === undefined) throw new Error('stores');
@@ -150,20 +138,26 @@ describe('lib/cluster Controller (real etcd)', function () {
     await until(() => one.partitionState('solo', 0)?.leader === -1, 10_000, 'solo-0 offline');
     expect(one.partitionState('solo', 0)).to.deep.equal({ leader: -1, leaderEpoch: 1, replicas: [3], isr: [3], partitionEpoch: 1 });
     expect(one.partitionState('solo', 1)).to.deep.equal({ leader: 1, leaderEpoch: 0, replicas: [1], isr: [1], partitionEpoch: 0 });
-    const back = await openStore(etcd, each, clusterId, 3);
+    const back = await ctx.openStore(3);
     await until(() => one.partitionState('solo', 0)?.leader === 3, 10_000, 'solo-0 led by 3 again');
     expect(one.partitionState('solo', 0)).to.deep.equal({ leader: 3, leaderEpoch: 2, replicas: [3], isr: [3], partitionEpoch: 2 });
     await until(() => back.partitionState('solo', 0)?.leader === 3, 5000, "the returning broker's copy");
   });
 
   it('moves the partitions of a broker whose lease expires (frozen process), which registers anew when it wakes', async () => {
-    const stores = await openCluster(etcd, each, clusterId, 2);
+    const stores = await ctx.openCluster(2);
     const [one] = stores;
     if (one === undefined) throw new Error('stores');
     const script = fileURLToPath(new URL('../../helpers/etcd-broker.js', import.meta.url));
-    const opts = { endpoints: [etcd.endpoints], clusterId, nodeId: 3, sessionTimeoutMs: SESSION_MS, dataDir: await tempDir(each) };
+    const opts = {
+      endpoints: [ctx.etcd.endpoints],
+      clusterId: ctx.clusterId,
+      nodeId: 3,
+      sessionTimeoutMs: SESSION_MS,
+      dataDir: await tempDir(ctx.each),
+    };
     const child = spawn(process.execPath, [script, JSON.stringify(opts)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    each.add(child, (c) => c.exitCode === null && c.signalCode === null && (c.kill('SIGCONT'), c.kill('SIGKILL')));
+    ctx.each.add(child, (c) => c.exitCode === null && c.signalCode === null && (c.kill('SIGCONT'), c.kill('SIGKILL')));
     const [line] = (await once(child.stdout, 'data')) as [Buffer];
     expect(line.toString()).to.match(/^READY \d+/);
     await until(() => one.brokers().length === 3, 5000, 'broker 3 registered');
@@ -203,7 +197,7 @@ describe('lib/cluster Controller (real etcd)', function () {
   });
 
   it('changes ISRs through alterPartition, checking epochs, membership and liveness', async () => {
-    const stores = await openCluster(etcd, each, clusterId, 3);
+    const stores = await ctx.openCluster(3);
     const [one, two] = stores;
     const three = stores[2];
     if (one === undefined || two === undefined || three === undefined) throw new Error('stores');
@@ -254,7 +248,7 @@ describe('lib/cluster Controller (real etcd)', function () {
   });
 
   it('fences a stale controller: once another won, a write with the old election revision and epoch changes nothing', async () => {
-    const stores = await openCluster(etcd, each, clusterId, 3);
+    const stores = await ctx.openCluster(3);
     const [one] = stores;
     if (one === undefined) throw new Error('stores');
     await until(() => one.brokers().length === 3, 5000, 'three brokers');
@@ -267,29 +261,29 @@ describe('lib/cluster Controller (real etcd)', function () {
     const moved: PartitionState = { leader: 3, leaderEpoch: 1, replicas: [1, 2, 3], isr: [3], partitionEpoch: 1 };
 
     // The election key vanishes as if the old controller's lease had expired unnoticed; a new election follows.
-    const raw = new Etcd3({ hosts: etcd.endpoints });
-    each.add(raw, (r) => r.close());
-    await raw.delete().key(`/gregor/${clusterId}/controller`);
+    const raw = new Etcd3({ hosts: ctx.etcd.endpoints });
+    ctx.each.add(raw, (r) => r.close());
+    await raw.delete().key(`/gregor/${ctx.clusterId}/controller`);
     await until(() => stores.some((s) => (s.controller?.currentFence()?.epoch ?? 0) === oldFence.epoch + 1), 10_000, 'a new controller');
     const fresh = activeController(stores);
     expect(fresh?.controller?.currentFence()?.createRevision).to.be.greaterThan(oldFence.createRevision);
 
     expect(await old.controller.writePartitions([{ ...change, state: moved }], oldFence)).to.equal(false);
-    expect(await raw.get(`/gregor/${clusterId}/partitions/f/0`).string()).to.equal(null);
+    expect(await raw.get(`/gregor/${ctx.clusterId}/partitions/f/0`).string()).to.equal(null);
     expect(stores.map((s) => s.partitionState('f', 0)?.leader)).to.deep.equal([1, 1, 1]);
     // a fence with the new revision but the old epoch fails too, and so does the new epoch with the old revision
     const newFence = fresh?.controller?.currentFence();
     if (newFence === undefined || fresh?.controller === undefined) throw new Error('new fence');
     expect(await old.controller.writePartitions([{ ...change, state: moved }], { ...newFence, epoch: oldFence.epoch })).to.equal(false);
     expect(await old.controller.writePartitions([{ ...change, state: moved }], { ...oldFence, epoch: newFence.epoch })).to.equal(false);
-    expect(await raw.get(`/gregor/${clusterId}/partitions/f/0`).string()).to.equal(null);
+    expect(await raw.get(`/gregor/${ctx.clusterId}/partitions/f/0`).string()).to.equal(null);
     // the new controller's own fence writes
     expect(await fresh.controller.writePartitions([{ ...change, state: moved }], newFence)).to.equal(true);
     expect(fresh.partitionState('f', 0)).to.deep.equal(moved);
   });
 
   it('survives etcd stopping for 5 s: sessions come back, the copies converge, and one controller acts', async () => {
-    const stores = await openCluster(etcd, each, clusterId, 3);
+    const stores = await ctx.openCluster(3);
     const [one] = stores;
     if (one === undefined) throw new Error('stores');
     await until(() => one.brokers().length === 3, 5000, 'three brokers');
@@ -304,11 +298,11 @@ describe('lib/cluster Controller (real etcd)', function () {
     const epochs = one.brokers().map((b) => b.brokerEpoch);
     let most = 0;
     const sampler = setInterval(() => (most = Math.max(most, stores.filter((s) => s.controller?.currentFence() !== undefined).length)), 20);
-    each.defer(() => clearInterval(sampler));
+    ctx.each.defer(() => clearInterval(sampler));
 
-    etcd.kill('SIGKILL');
+    ctx.etcd.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 5000)); // the outage itself: nothing to wait for
-    await etcd.restart();
+    await ctx.etcd.restart();
 
     const converged = (): boolean => {
       const ctl = activeController(stores);
@@ -326,9 +320,9 @@ describe('lib/cluster Controller (real etcd)', function () {
     expect(most).to.be.at.most(1);
     const after = activeController(stores);
     const fence = after?.controller?.currentFence();
-    const raw = new Etcd3({ hosts: etcd.endpoints });
-    each.add(raw, (r) => r.close());
-    expect(await raw.get(`/gregor/${clusterId}/controller-epoch`).string()).to.equal(String(fence?.epoch));
+    const raw = new Etcd3({ hosts: ctx.etcd.endpoints });
+    ctx.each.add(raw, (r) => r.close());
+    expect(await raw.get(`/gregor/${ctx.clusterId}/controller-epoch`).string()).to.equal(String(fence?.epoch));
     // the sessions were lost (TTL 2 s < outage): every broker registered anew, and a controller was elected again
     expect(one.brokers().map((b, i) => b.brokerEpoch > (epochs[i] ?? Infinity))).to.deep.equal([true, true, true]);
     expect(fence?.epoch).to.be.at.least(2);

@@ -2,23 +2,20 @@ import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
-import { startEtcd, type EtcdServer } from '../../../lib/cluster/etcd-server.js';
 import { EtcdMetadataStore } from '../../../lib/metadata/etcd-store.js';
 import { GregorMetadataErrorCode, type MetadataChange } from '../../../lib/metadata/store.js';
 import { silentLogger } from '../../../lib/observability/logger.js';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
-import { Cleanup } from '../../helpers/cleanup.js';
 import {
   brokerInfo,
   expectMetadataError,
   expectWriteError,
   newClusterId,
-  openCluster,
-  openStore,
   rejection,
   SESSION_MS,
   tempDir,
   until,
+  useEtcd,
 } from '../../helpers/etcd.js';
 
 const topic = (name: string, partitions: number, replicationFactor: number) => ({
@@ -31,20 +28,10 @@ const topic = (name: string, partitions: number, replicationFactor: number) => (
 
 describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
   this.timeout(30_000);
-  let etcd: EtcdServer;
-  const suite = new Cleanup();
-  const each = new Cleanup();
-  let clusterId: string;
-
-  before(async () => {
-    etcd = suite.add(await startEtcd(), (e) => e.stop());
-  });
-  after(() => suite.run());
-  beforeEach(() => (clusterId = newClusterId()));
-  afterEach(() => each.run());
+  const ctx = useEtcd();
 
   it('registers brokers under leases: every store lists them with their create revisions as brokerEpochs', async () => {
-    const [a, b] = await openCluster(etcd, each, clusterId, 2);
+    const [a, b] = await ctx.openCluster(2);
     if (a === undefined || b === undefined) throw new Error('two stores');
     await until(() => a.brokers().length === 2 && b.brokers().length === 2, 5000, 'both brokers in both copies');
     expect(a.brokers()).to.deep.equal(b.brokers());
@@ -55,9 +42,9 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
     expect(two?.brokerEpoch).to.be.greaterThan(one?.brokerEpoch ?? Infinity);
     expect(a.session.brokerEpoch()).to.equal(one?.brokerEpoch);
     // the lease's TTL is the session timeout
-    const raw = new Etcd3({ hosts: etcd.endpoints });
+    const raw = new Etcd3({ hosts: ctx.etcd.endpoints });
     try {
-      const kv = (await raw.kv.range({ key: Buffer.from(`/gregor/${clusterId}/brokers/1`) })).kvs[0];
+      const kv = (await raw.kv.range({ key: Buffer.from(`/gregor/${ctx.clusterId}/brokers/1`) })).kvs[0];
       const ttl = await raw.leaseClient.leaseTimeToLive({ ID: kv?.lease ?? '0' });
       expect(Number(ttl.grantedTTL)).to.equal(SESSION_MS / 1000);
     } finally {
@@ -70,17 +57,17 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
   });
 
   it('refuses a node id a live broker holds (NODE_ID_IN_USE), and a data dir of another cluster or node (CLUSTER_ID)', async () => {
-    const dir = await tempDir(each);
-    const first = await openStore(etcd, each, clusterId, 1, { dataDir: dir });
-    expect(JSON.parse(await readFile(join(dir, 'gregor-cluster.json'), 'utf8'))).to.include({ clusterId, nodeId: 1 });
-    const twin = await openStore(etcd, each, clusterId, 1, { register: false });
+    const dir = await tempDir(ctx.each);
+    const first = await ctx.openStore(1, { dataDir: dir });
+    expect(JSON.parse(await readFile(join(dir, 'gregor-cluster.json'), 'utf8'))).to.include({ clusterId: ctx.clusterId, nodeId: 1 });
+    const twin = await ctx.openStore(1, { register: false });
     const e = await rejection(twin.register(brokerInfo(1)));
     expectMetadataError(e, GregorMetadataErrorCode.NODE_ID_IN_USE);
     expect(first.brokers().map((b) => b.brokerEpoch)).to.deep.equal([first.session.brokerEpoch()]);
 
     const open = (dataDir: string, cluster: string, nodeId: number) =>
       EtcdMetadataStore.open({
-        endpoints: [etcd.endpoints],
+        endpoints: [ctx.etcd.endpoints],
         clusterId: cluster,
         nodeId,
         sessionTimeoutMs: SESSION_MS,
@@ -89,24 +76,24 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
       });
     for (const [cluster, nodeId] of [
       [newClusterId(), 1],
-      [clusterId, 2],
+      [ctx.clusterId, 2],
     ] as const) {
       expectMetadataError(await rejection(open(dir, cluster, nodeId)), GregorMetadataErrorCode.CLUSTER_ID);
     }
-    expectMetadataError(await rejection(open(await tempDir(each), '', 1)), GregorMetadataErrorCode.CLUSTER_ID);
+    expectMetadataError(await rejection(open(await tempDir(ctx.each), '', 1)), GregorMetadataErrorCode.CLUSTER_ID);
   });
 
   it('a broker restarted on its data dir within its session replaces its own registration (the lease it held is in the data dir)', async () => {
-    const dir = await tempDir(each);
-    const crashed = await openStore(etcd, each, clusterId, 1, { dataDir: dir, controller: false });
+    const dir = await tempDir(ctx.each);
+    const crashed = await ctx.openStore(1, { dataDir: dir, controller: false });
     const oldEpoch = crashed.session.brokerEpoch();
     const oldLease = crashed.session.leaseOf();
     expect((await readFile(join(dir, 'etcd-lease'), 'utf8')).trim()).to.equal(oldLease);
     // a crash: the client goes without revoking anything, the registration lives on until its TTL
     crashed.client.close();
-    const watcher = await openStore(etcd, each, clusterId, 2, { controller: false });
+    const watcher = await ctx.openStore(2, { controller: false });
     expect(watcher.brokers().map((b) => b.nodeId)).to.include(1);
-    const restarted = await openStore(etcd, each, clusterId, 1, { dataDir: dir, controller: false });
+    const restarted = await ctx.openStore(1, { dataDir: dir, controller: false });
     expect(restarted.session.brokerEpoch()).to.be.greaterThan(oldEpoch);
     expect(restarted.session.leaseOf()).to.not.equal(oldLease);
     await until(
@@ -117,7 +104,7 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
   });
 
   it('creates a topic once when two brokers race: the loser gets TOPIC_ALREADY_EXISTS and both copies agree', async () => {
-    const [a, b, c] = await openCluster(etcd, each, clusterId, 3);
+    const [a, b, c] = await ctx.openCluster(3);
     if (a === undefined || b === undefined || c === undefined) throw new Error('three stores');
     await until(() => a.brokers().length === 3 && b.brokers().length === 3, 5000, 'three brokers');
     const results = await Promise.allSettled([a.createTopic(topic('race', 6, 2)), b.createTopic(topic('race', 6, 2))]);
@@ -142,7 +129,7 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
   });
 
   it('propagates creations, growth, configs and deletions to the other stores, listeners firing after the copy', async () => {
-    const [a, b] = await openCluster(etcd, each, clusterId, 2);
+    const [a, b] = await ctx.openCluster(2);
     if (a === undefined || b === undefined) throw new Error('two stores');
     await until(() => a.brokers().length === 2, 5000, 'two brokers');
     const heard: string[] = [];
@@ -174,7 +161,7 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
   });
 
   it('rejects bad writes with Kafka error codes', async () => {
-    const [a] = await openCluster(etcd, each, clusterId, 2);
+    const [a] = await ctx.openCluster(2);
     if (a === undefined) throw new Error('a store');
     await until(() => a.brokers().length === 2, 5000, 'two brokers');
     const e = await rejection(a.createTopic(topic('big', 1, 3)));
@@ -204,7 +191,7 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
   });
 
   it('keeps a 3,000-partition topic in one key (etcd caps transactions at 128 operations) and deletes its partition keys', async () => {
-    const stores = await openCluster(etcd, each, clusterId, 3);
+    const stores = await ctx.openCluster(3);
     const [a, b] = stores;
     if (a === undefined || b === undefined) throw new Error('stores');
     await until(() => a.brokers().length === 3, 5000, 'three brokers');
@@ -218,9 +205,9 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
     await ctl.alterPartition('wide', 7, { leaderEpoch: 0, partitionEpoch: 0, isr: [st.leader] });
     await until(() => b.partitionState('wide', 7)?.partitionEpoch === 1, 5000, 'the ISR change in the other copy');
     await a.deleteTopic('wide');
-    const raw = new Etcd3({ hosts: etcd.endpoints });
+    const raw = new Etcd3({ hosts: ctx.etcd.endpoints });
     try {
-      expect(await raw.getAll().prefix(`/gregor/${clusterId}/partitions/`).count()).to.equal(0);
+      expect(await raw.getAll().prefix(`/gregor/${ctx.clusterId}/partitions/`).count()).to.equal(0);
     } finally {
       raw.close();
     }
@@ -228,10 +215,10 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
   });
 
   it('keeps a watched copy: a store opened later loads what exists, and each of 20 concurrent creations is heard once', async () => {
-    const [a] = await openCluster(etcd, each, clusterId, 1);
+    const [a] = await ctx.openCluster(1);
     if (a === undefined) throw new Error('a store');
     for (let i = 0; i < 5; i++) await a.createTopic(topic(`early-${i}`, 1, 1));
-    const late = await openStore(etcd, each, clusterId, 2, { register: false });
+    const late = await ctx.openStore(2, { register: false });
     expect(
       late
         .topics()

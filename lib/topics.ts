@@ -65,6 +65,8 @@ export class TopicManager {
   private readonly listeners: PartitionListener[] = [];
   private readonly topicsListeners: TopicsListener[] = [];
   private readonly leadershipListeners: LeadershipListener[] = [];
+  /** awaitTopic's callers, by topic name: told when the store reports the topic created. */
+  private readonly topicWaiters = new Map<string, Set<() => void>>();
 
   constructor(
     private readonly config: BrokerConfig,
@@ -81,6 +83,7 @@ export class TopicManager {
 
   /** A change another broker (or the controller) made: open, drop or re-lead logs to match. */
   private applyChange(c: MetadataChange): void {
+    if (c.kind === 'topic' && c.change === 'created') for (const wake of [...(this.topicWaiters.get(c.topic) ?? [])]) wake();
     if (c.kind === 'partition') {
       this.refreshLeadership(c.topic, c.partition);
       return;
@@ -418,15 +421,30 @@ export class TopicManager {
   /** The topic once this broker's view has it (undefined after RACED_CREATION_WAIT_MS), its logs made. */
   private async awaitTopic(name: string): Promise<TopicRecord | undefined> {
     const deadline = Date.now() + RACED_CREATION_WAIT_MS;
-    for (;;) {
-      const t = this.metadata.topic(name);
-      if (t !== undefined) {
-        await this.openLogs(t);
-        return t;
-      }
-      if (Date.now() >= deadline) return undefined;
-      await new Promise((r) => setTimeout(r, 20));
+    let t = this.metadata.topic(name);
+    while (t === undefined && Date.now() < deadline) {
+      await this.topicCreated(name, deadline - Date.now());
+      t = this.metadata.topic(name);
     }
+    if (t !== undefined) await this.openLogs(t);
+    return t;
+  }
+
+  /** Resolves when the store reports topic `name` created (applyChange wakes it; clusters only), or after `ms`. */
+  private topicCreated(name: string, ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let waiters = this.topicWaiters.get(name);
+      if (waiters === undefined) this.topicWaiters.set(name, (waiters = new Set()));
+      const set = waiters;
+      const wake = (): void => {
+        clearTimeout(timer);
+        set.delete(wake);
+        if (set.size === 0 && this.topicWaiters.get(name) === set) this.topicWaiters.delete(name);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      set.add(wake);
+    });
   }
 
   async delete(name: string): Promise<void> {

@@ -1,6 +1,10 @@
 /**
  * DeleteRecords (key 21) v0–2: moves each partition's log start offset forward. Offset -1 stands for the
- * high watermark; the answer carries the new low watermark (single node: the log start offset).
+ * high watermark; the answer carries the new low watermark. Single node: the log start offset, at once.
+ * Cluster: the smallest log start offset over the leader and its followers on live brokers, once it
+ * reached the requested offset (followers move theirs to the leader's from their Fetch responses and
+ * report it in their next Fetch); a partition whose followers do not get there within the request's
+ * timeout_ms answers REQUEST_TIMED_OUT, as Kafka's DelayedDeleteRecords.
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type {
@@ -27,12 +31,13 @@ function allowsDeletion(s: BrokerServices, topic: string): boolean {
   return Array.isArray(policy) && policy.includes('delete');
 }
 
+/** The result of the local delete, and the offset the low watermark must reach (the target) when it succeeded. */
 function deleteOne(
   s: BrokerServices,
   topic: string,
   partitionIndex: number,
   offset: bigint,
-): DeleteRecordsResponseDeleteRecordsPartitionResult {
+): DeleteRecordsResponseDeleteRecordsPartitionResult & { target?: bigint } {
   const log = s.topics.partition(topic, partitionIndex);
   if (log === undefined) return failed(partitionIndex, s.topics.notHereError(topic, partitionIndex));
   if (INTERNAL_TOPICS.has(topic)) return failed(partitionIndex, ErrorCode.INVALID_TOPIC_EXCEPTION);
@@ -46,7 +51,21 @@ function deleteOne(
       return failed(partitionIndex, e.errorCode);
     throw e;
   }
-  return { partitionIndex, lowWatermark: log.logStartOffset, errorCode: ErrorCode.NONE };
+  return { partitionIndex, lowWatermark: log.logStartOffset, errorCode: ErrorCode.NONE, target };
+}
+
+/** Deletes locally, then (in a cluster) waits for the replicas' low watermark to reach the target. */
+async function deleteAndAwait(
+  s: BrokerServices,
+  topic: string,
+  partitionIndex: number,
+  offset: bigint,
+  timeoutMs: number,
+): Promise<DeleteRecordsResponseDeleteRecordsPartitionResult> {
+  const { target, ...r } = deleteOne(s, topic, partitionIndex, offset);
+  if (target === undefined || s.replication === undefined) return r;
+  const waited = await s.replication.awaitLowWatermark(topic, partitionIndex, target, timeoutMs);
+  return { partitionIndex, ...waited };
 }
 
 export const deleteRecordsHandler = defineHandler<DeleteRecordsRequest, DeleteRecordsResponse>({
@@ -64,10 +83,12 @@ export const deleteRecordsHandler = defineHandler<DeleteRecordsRequest, DeleteRe
         );
     return {
       throttleTimeMs: 0,
-      topics: req.topics.map((t) => ({
-        name: t.name,
-        partitions: t.partitions.map((p) => deleteOne(s, t.name, p.partitionIndex, p.offset)),
-      })),
+      topics: await Promise.all(
+        req.topics.map(async (t) => ({
+          name: t.name,
+          partitions: await Promise.all(t.partitions.map((p) => deleteAndAwait(s, t.name, p.partitionIndex, p.offset, req.timeoutMs))),
+        })),
+      ),
     };
   },
   errorResponse(req, errorCode) {

@@ -103,7 +103,7 @@ export async function replicaFetch(
     for (const p of t.partitions) {
       const log = led?.[p.partition];
       if (log === undefined || partitionError(ctx, rec.name, p, log) !== ErrorCode.NONE) continue;
-      const code = replication.followerFetched(rec.name, p.partition, replicaId, p.fetchOffset, now);
+      const code = replication.followerFetched(rec.name, p.partition, replicaId, p.fetchOffset, now, p.logStartOffset ?? -1n);
       if (code !== ErrorCode.NONE) {
         (refused ??= new Map()).set(p, code);
         continue;

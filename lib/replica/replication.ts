@@ -5,8 +5,10 @@
  *   smallest log end offset in the ISR (this broker's own: what it has written); acks=all appends
  *   complete once the high watermark passes them; a follower that caught up joins the ISR and one
  *   that lags more than replica.lag.time.max.ms leaves it (both through the store's alterIsr);
+ *   DeleteRecords completes once the low watermark (the smallest log start offset its followers on
+ *   live brokers reported in their fetches, and its own) reaches the requested offset;
  * - follower: the replica fetchers (lib/replica/replica-fetcher.ts) keep the log in step with the
- *   leader's, and set its high watermark from the leader's;
+ *   leader's, and set its high watermark and log start offset from the leader's;
  * - neither (no leader): nothing is fetched until the controller elects one.
  * Every local replica's high watermark is driven from here (PartitionLog.useExternalHighWatermark).
  */
@@ -18,7 +20,7 @@ import type { MetadataChange, MetadataStore, PartitionState } from '../metadata/
 import { MetadataWriteError } from '../metadata/store.js';
 import type { TopicManager } from '../topics.js';
 import { HighWatermarkCheckpoint } from './hw-checkpoint.js';
-import type { Purgatory } from './purgatory.js';
+import { waitFor, type Purgatory } from './purgatory.js';
 import { ReadableBytes } from './readable-bytes.js';
 
 /** What a follower needs to fetch a partition (the replica fetchers' view). */
@@ -40,6 +42,8 @@ export interface Followers {
 interface FollowerProgress {
   /** The follower's log end offset (its last fetch offset); -1 until it fetches under this leadership. */
   logEndOffset: bigint;
+  /** The log start offset its last fetch reported (Fetch v5+); -1 until then. */
+  logStartOffset: bigint;
   /** When it last had everything the leader had (Kafka's lastCaughtUpTimeMs). */
   lastCaughtUpMs: number;
   /** When it fetched last, and the leader's log end offset then. */
@@ -66,6 +70,8 @@ class Led {
   readonly readable = new ReadableBytes();
   /** The log end offset when this leadership began (a follower must reach it to join the ISR, as Kafka requires); -1 until the log is open. */
   epochStartOffset = -1n;
+  /** The purgatory key DeleteRecords waits under for the low watermark (a string: its watch set goes once empty). */
+  readonly lowWatermarkKey: string;
 
   constructor(
     readonly topic: string,
@@ -74,6 +80,7 @@ class Led {
     public state: PartitionState,
     now: number,
   ) {
+    this.lowWatermarkKey = `low-watermark\u0000${topic}\u0000${partition}`;
     this.resetFollowers(now);
   }
 
@@ -81,7 +88,7 @@ class Led {
   resetFollowers(now: number): void {
     for (const r of this.state.replicas) {
       if (this.followers.has(r)) continue;
-      this.followers.set(r, { logEndOffset: -1n, lastCaughtUpMs: now, lastFetchMs: 0, leaderEndAtLastFetch: -1n });
+      this.followers.set(r, { logEndOffset: -1n, logStartOffset: -1n, lastCaughtUpMs: now, lastFetchMs: 0, leaderEndAtLastFetch: -1n });
     }
     for (const r of this.followers.keys()) if (!this.state.replicas.includes(r)) this.followers.delete(r);
   }
@@ -214,7 +221,9 @@ export class Replication {
     if (this.timer !== undefined) clearInterval(this.timer);
     if (this.checkpointTimer !== undefined) clearInterval(this.checkpointTimer);
     for (const l of this.led.values()) this.failWaiters(l, ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    const ended = [...this.led.values()];
     this.led.clear();
+    for (const l of ended) this.deps.purgatory.checkAndComplete(l.lowWatermarkKey);
     this.following.clear();
     await this.deps.followers.shutdown();
     // the high watermarks as they end (no fetcher moves them any more), for the next start
@@ -223,7 +232,8 @@ export class Replication {
 
   private changed(c: MetadataChange): void {
     if (this.stopped) return;
-    if (c.kind === 'partition') this.apply(c.topic, c.partition);
+    if (c.kind === 'brokers') this.checkLowWatermarks();
+    else if (c.kind === 'partition') this.apply(c.topic, c.partition);
     else if (c.kind === 'topic' && (c.change === 'created' || c.change === 'partitions')) this.applyTopic(c.topic);
     else if (c.kind === 'topic' && c.change === 'deleted') this.dropTopic(c.topic);
   }
@@ -239,6 +249,7 @@ export class Replication {
       if (l.topic !== topic) continue;
       this.failWaiters(l, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
       this.led.delete(k);
+      this.deps.purgatory.checkAndComplete(l.lowWatermarkKey);
     }
     this.led.forgetTopic(topic);
     for (const k of this.following.keys()) {
@@ -313,6 +324,7 @@ export class Replication {
   private resign(k: string, l: Led): void {
     this.led.delete(k);
     this.failWaiters(l, ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    this.deps.purgatory.checkAndComplete(l.lowWatermarkKey);
   }
 
   // ---- leader side ----
@@ -336,7 +348,14 @@ export class Replication {
    * Returns the error the fetch answers for this partition (NONE when this broker leads it). `now`: the
    * clock read once for a request naming many partitions.
    */
-  followerFetched(topic: string, partition: number, replicaId: number, fetchOffset: bigint, now = this.now()): number {
+  followerFetched(
+    topic: string,
+    partition: number,
+    replicaId: number,
+    fetchOffset: bigint,
+    now = this.now(),
+    logStartOffset = -1n,
+  ): number {
     const l = this.led.at(topic, partition);
     if (l === undefined) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
     const f = l.followers.get(replicaId);
@@ -351,6 +370,10 @@ export class Replication {
     f.logEndOffset = fetchOffset;
     f.lastFetchMs = now;
     f.leaderEndAtLastFetch = leaderEnd;
+    if (f.logStartOffset !== logStartOffset) {
+      f.logStartOffset = logStartOffset;
+      this.deps.purgatory.checkAndComplete(l.lowWatermarkKey);
+    }
     if (moved) this.advance(l);
     if (
       !l.state.isr.includes(replicaId) &&
@@ -426,6 +449,50 @@ export class Replication {
       while (i > 0 && (l.waiters[i - 1]?.offset ?? 0n) > endOffset) i--;
       l.waiters.splice(i, 0, w);
     });
+  }
+
+  /**
+   * Kafka's low watermark: the smallest log start offset among this leader's and those its followers
+   * reported, counting only followers on live brokers (a follower not heard from under this
+   * leadership counts as -1).
+   */
+  private lowWatermarkOf(l: Led): bigint {
+    let low = l.log.logStartOffset;
+    const live = this.deps.metadata.brokers();
+    for (const [r, f] of l.followers)
+      if (r !== this.nodeId && f.logStartOffset < low && live.some((b) => b.nodeId === r)) low = f.logStartOffset;
+    return low;
+  }
+
+  /**
+   * DeleteRecords' wait (Kafka's DelayedDeleteRecords): resolves once the low watermark reaches
+   * `offset` with it and NONE; with REQUEST_TIMED_OUT after `timeoutMs`; NOT_LEADER_OR_FOLLOWER
+   * (UNKNOWN_TOPIC_OR_PARTITION once the partition is gone) when this leadership ends meanwhile.
+   */
+  async awaitLowWatermark(
+    topic: string,
+    partition: number,
+    offset: bigint,
+    timeoutMs: number,
+  ): Promise<{ errorCode: number; lowWatermark: bigint }> {
+    const l = this.led.at(topic, partition);
+    if (l === undefined) return { errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER, lowWatermark: -1n };
+    const leading = () => this.led.at(topic, partition) === l;
+    const lowWatermark = this.lowWatermarkOf(l);
+    const ok = await waitFor(this.deps.purgatory, [l.lowWatermarkKey], timeoutMs, () => !leading() || this.lowWatermarkOf(l) >= offset);
+    if (!leading()) {
+      const gone = this.deps.metadata.partitionState(topic, partition) === undefined;
+      return { errorCode: gone ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION : ErrorCode.NOT_LEADER_OR_FOLLOWER, lowWatermark: -1n };
+    }
+    // Kafka answers a timed-out partition with the low watermark of the delete itself
+    return ok
+      ? { errorCode: ErrorCode.NONE, lowWatermark: this.lowWatermarkOf(l) }
+      : { errorCode: ErrorCode.REQUEST_TIMED_OUT, lowWatermark };
+  }
+
+  /** Re-checks the DeleteRecords waits of every led partition (a broker came or went, a leadership ended). */
+  private checkLowWatermarks(): void {
+    for (const l of this.led.values()) this.deps.purgatory.checkAndComplete(l.lowWatermarkKey);
   }
 
   /** Recomputes the high watermark: the smallest log end offset among the ISR (this broker's: what it wrote). */

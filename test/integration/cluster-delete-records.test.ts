@@ -6,6 +6,7 @@
  * next Fetch. A follower that died but is still registered (its session has not expired) keeps the
  * low watermark down: the request times out with REQUEST_TIMED_OUT. Once its session expired it no
  * longer counts (Kafka counts live brokers only); restarted, it catches up the leader's log start.
+ * A leadership that ends under a waiting request answers it with NOT_LEADER_OR_FOLLOWER.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -246,5 +247,20 @@ describe('cluster DeleteRecords: the low watermark over all replicas', function 
       'the low watermark with the returned follower',
     );
     expect(again.lowWatermark).to.equal(280n);
+  });
+
+  it('a waiting DeleteRecords whose leader hands over leadership (SIGTERM) answers NOT_LEADER_OR_FOLLOWER', async () => {
+    const leader = await leaderOf();
+    const follower = cluster.brokers.find((b) => b.nodeId !== leader.nodeId && b.running);
+    if (follower === undefined) throw new Error('no follower');
+    await follower.kill('SIGKILL'); // still registered: the delete waits for it
+    const pending = rawDeleteRecords(leader, 290n, 30_000);
+    // the local delete is done: the request waits in the leader's purgatory
+    await until(async () => ((await earliest()) === '290' ? true : undefined), 5000, "the leader's log start at 290");
+    const [answer, exit] = await Promise.all([pending, leader.kill('SIGTERM')]);
+    expect(exit).to.equal(0);
+    expect([answer.errorCode, answer.lowWatermark]).to.deep.equal([ErrorCode.NOT_LEADER_OR_FOLLOWER, -1n]);
+    await Promise.all([follower.start(), leader.start()]);
+    await isrOfThree();
   });
 });

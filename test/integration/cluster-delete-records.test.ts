@@ -11,14 +11,12 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { DeleteRecordsResponse } from '../../protocol/generated/delete-records.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { type LocalBroker, type LocalCluster, startLocalCluster } from '../../lib/cluster/local-cluster.js';
+import type { LocalBroker } from '../../lib/cluster/local-cluster.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
-import { Cleanup } from '../helpers/cleanup.js';
-import { metadata, running, until } from '../helpers/cluster.js';
+import { clusterKafka, metadata, RF3_OVERRIDES, running, until, useCluster } from '../helpers/cluster.js';
 import { RawClient } from '../helpers/raw-client.js';
 
 type Any = any;
@@ -63,43 +61,16 @@ async function rawDeleteRecords(leader: LocalBroker, offset: bigint, timeoutMs: 
 
 describe('cluster DeleteRecords: the low watermark over all replicas', function () {
   this.timeout(120_000);
-  let cluster: LocalCluster;
-  const cleanup = new Cleanup();
-  before(async function () {
-    this.timeout(60_000);
-    cluster = cleanup.add(
-      await startLocalCluster({
-        brokers: 3,
-        overrides: {
-          'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
-          'default.replication.factor': '3',
-          'offsets.topic.replication.factor': '3',
-          'min.insync.replicas': '2',
-          'replica.lag.time.max.ms': '4000',
-          'replica.fetch.backoff.ms': '200',
-          'replica.fetch.wait.max.ms': '200',
-        },
-      }),
-      (c) => c.stop(),
-    );
-    await until(
-      async () => ((await metadata(running(cluster).bootstrap, [])).brokers.length === 3 ? true : undefined),
-      15_000,
-      '3 brokers',
-    );
+  const cluster = useCluster({
+    ...RF3_OVERRIDES,
+    'broker.session.timeout.ms': String(SESSION_TIMEOUT_MS),
+    'offsets.topic.replication.factor': '3',
+    'replica.fetch.wait.max.ms': '200',
   });
-  after(() => cleanup.run());
-
-  const kafka = () =>
-    new Kafka({
-      clientId: 'delete-records',
-      brokers: cluster.bootstrap().split(','),
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 },
-    });
+  const kafka = () => clusterKafka(cluster(), 'delete-records');
 
   async function partitionState() {
-    const m = await metadata(running(cluster).bootstrap, [TOPIC]);
+    const m = await metadata(running(cluster()).bootstrap, [TOPIC]);
     const p = m.topics[0]?.partitions[0];
     if (p === undefined) throw new Error(`no ${TOPIC}-0`);
     return p;
@@ -107,7 +78,7 @@ describe('cluster DeleteRecords: the low watermark over all replicas', function 
 
   async function leaderOf(): Promise<LocalBroker> {
     const id = (await partitionState()).leaderId;
-    const b = cluster.brokers.find((x) => x.nodeId === id && x.running);
+    const b = cluster().brokers.find((x) => x.nodeId === id && x.running);
     if (b === undefined) throw new Error(`leader ${id} not running`);
     return b;
   }
@@ -150,9 +121,9 @@ describe('cluster DeleteRecords: the low watermark over all replicas', function 
       await producer.disconnect();
     }
     await isrOfThree();
-    for (const b of cluster.brokers) expect(segmentBases(b, TOPIC, 0).length, `segments on broker ${b.nodeId}`).to.be.greaterThan(4);
+    for (const b of cluster().brokers) expect(segmentBases(b, TOPIC, 0).length, `segments on broker ${b.nodeId}`).to.be.greaterThan(4);
 
-    const ck = new KafkaJS.Kafka({ kafkaJS: { brokers: cluster.bootstrap().split(','), logLevel: KafkaJS.logLevel.NOTHING } });
+    const ck = new KafkaJS.Kafka({ kafkaJS: { brokers: cluster().bootstrap().split(','), logLevel: KafkaJS.logLevel.NOTHING } });
     const rd = ck.admin();
     await rd.connect();
     try {
@@ -176,7 +147,7 @@ describe('cluster DeleteRecords: the low watermark over all replicas', function 
     expect(await earliest()).to.equal('250');
     // every replica deleted its whole segments below 250 (the renames to .deleted follow the answer)
     await until(
-      () => Promise.resolve(cluster.brokers.every((b) => trimmedTo(b, 250n)) ? true : undefined),
+      () => Promise.resolve(cluster().brokers.every((b) => trimmedTo(b, 250n)) ? true : undefined),
       10_000,
       'every replica trimmed',
     );
@@ -200,7 +171,7 @@ describe('cluster DeleteRecords: the low watermark over all replicas', function 
 
   it('a dead follower still registered: REQUEST_TIMED_OUT; once its session expired it no longer counts; restarted, it catches up', async () => {
     const leader = await leaderOf();
-    const follower = cluster.brokers.find((b) => b.nodeId !== leader.nodeId && b.running);
+    const follower = cluster().brokers.find((b) => b.nodeId !== leader.nodeId && b.running);
     if (follower === undefined) throw new Error('no follower');
     const rd = new KafkaJS.Kafka({ kafkaJS: { brokers: [leader.bootstrap], logLevel: KafkaJS.logLevel.NOTHING } }).admin();
     await rd.connect();
@@ -251,7 +222,7 @@ describe('cluster DeleteRecords: the low watermark over all replicas', function 
 
   it('a waiting DeleteRecords whose leader hands over leadership (SIGTERM) answers NOT_LEADER_OR_FOLLOWER', async () => {
     const leader = await leaderOf();
-    const follower = cluster.brokers.find((b) => b.nodeId !== leader.nodeId && b.running);
+    const follower = cluster().brokers.find((b) => b.nodeId !== leader.nodeId && b.running);
     if (follower === undefined) throw new Error('no follower');
     await follower.kill('SIGKILL'); // still registered: the delete waits for it
     const pending = rawDeleteRecords(leader, 290n, 30_000);

@@ -316,6 +316,11 @@ export class Broker {
       clusterId: this.config.string('cluster.id') ?? '',
       nodeId: this.config.nodeId,
       sessionTimeoutMs: this.config.int('broker.session.timeout.ms'),
+      controllerOptions: {
+        autoLeaderRebalance: this.config.bool('auto.leader.rebalance.enable'),
+        imbalanceCheckIntervalMs: (this.config.long('leader.imbalance.check.interval.seconds') ?? 300) * 1000,
+        imbalancePercentage: this.config.int('leader.imbalance.per.broker.percentage'),
+      },
       logger: this.logger.child({ component: 'etcd-store' }),
       dataDir,
     });

@@ -139,6 +139,10 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   // KIP-392: null (leader only) or the rack-aware selector (Kafka's class name, or the alias rack-aware)
   'replica.selector.class': { type: 'string', default: null, validate: (v) => replicaSelectorError(v) },
   'replica.high.watermark.checkpoint.interval.ms': { type: 'long', default: 5000, validate: atLeast(1) },
+  // clusters: the controller hands leadership back to preferred replicas when a broker leads too few of its own
+  'auto.leader.rebalance.enable': { type: 'boolean', default: true },
+  'leader.imbalance.check.interval.seconds': { type: 'long', default: 300, validate: atLeast(1) },
+  'leader.imbalance.per.broker.percentage': { type: 'int', default: 10, validate: atLeast(0) },
   'group.min.session.timeout.ms': { type: 'int', default: 6000 },
   'group.max.session.timeout.ms': { type: 'int', default: 1800000 },
   'group.max.size': { type: 'int', default: 2147483647, validate: atLeast(1) },

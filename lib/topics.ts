@@ -34,6 +34,8 @@ export const INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_sta
 type PartitionListener = (topic: string, partition: number, log: PartitionLog) => void;
 type TopicsListener = (topic: string, change: 'created' | 'deleted' | 'partitions') => void;
 type LeadershipListener = (topic: string, partition: number, leads: boolean) => void;
+/** Resolves once nothing uses the replica's log any more (its fetcher stopped): the log is deleted next. */
+type ReplicaRemovedListener = (topic: string, partition: number) => Promise<void>;
 
 /** A topic's logs by partition index: undefined where this broker holds no replica (clusters). */
 export type TopicLogs = readonly (PartitionLog | undefined)[];
@@ -67,6 +69,7 @@ export class TopicManager {
   private readonly leadershipListeners: LeadershipListener[] = [];
   /** awaitTopic's callers, by topic name: told when the store reports the topic created. */
   private readonly topicWaiters = new Map<string, Set<() => void>>();
+  private readonly replicaRemovedListeners: ReplicaRemovedListener[] = [];
 
   constructor(
     private readonly config: BrokerConfig,
@@ -85,6 +88,7 @@ export class TopicManager {
   private applyChange(c: MetadataChange): void {
     if (c.kind === 'topic' && c.change === 'created') for (const wake of [...(this.topicWaiters.get(c.topic) ?? [])]) wake();
     if (c.kind === 'partition') {
+      this.replicaChanged(c.topic, c.partition);
       this.refreshLeadership(c.topic, c.partition);
       return;
     }
@@ -112,6 +116,47 @@ export class TopicManager {
       () => this.topicsChanged(t.name, known === 0 ? 'created' : 'partitions'),
       (err: unknown) => this.logger.error({ err, topic: t.name }, 'opening the logs of a topic failed'),
     );
+  }
+
+  /**
+   * Reassignments: a partition this broker became a replica of gets its log (the replication layer
+   * then follows it); one it no longer is a replica of loses its log, deleted from disk once the
+   * replica-removed listeners have let go of it (Kafka's StopReplica with delete).
+   */
+  private replicaChanged(topic: string, partition: number): void {
+    const logs = this.logs.get(topic);
+    const t = this.metadata.topic(topic);
+    if (logs === undefined || t === undefined || partition >= logs.length || this.creating.has(topic) || this.opening.has(topic)) return;
+    const holds = this.holdsReplica(topic, partition);
+    const log = logs[partition];
+    if (holds && log === undefined) {
+      const added = this.logManager.attach(
+        topic,
+        partition,
+        this.logConfig(t),
+        this.converter === undefined ? {} : { converter: this.converter },
+      );
+      logs[partition] = added;
+      this.logger.info({ topic, partition }, 'replica added to this broker');
+      for (const l of this.listeners) l(topic, partition, added);
+    } else if (!holds && log !== undefined) {
+      logs[partition] = undefined;
+      void this.removeReplica(topic, partition).catch((err: unknown) =>
+        this.logger.error({ err, topic, partition }, 'deleting a removed replica failed'),
+      );
+    }
+  }
+
+  private async removeReplica(topic: string, partition: number): Promise<void> {
+    await Promise.all(this.replicaRemovedListeners.map((l) => l(topic, partition).catch(() => undefined)));
+    if (this.logs.get(topic)?.[partition] !== undefined) return; // a replica here again meanwhile: it keeps the log
+    await this.logManager.deletePartition(topic, partition);
+    this.logger.info({ topic, partition }, 'replica removed from this broker: log deleted');
+  }
+
+  /** Clusters: called when a reassignment takes a replica off this broker, before its log is deleted. */
+  onReplicaRemoved(l: ReplicaRemovedListener): void {
+    this.replicaRemovedListeners.push(l);
   }
 
   /** Whether this broker holds a replica of the partition. */

@@ -41,6 +41,13 @@ export function parseKeyValue(text: string, what = 'key=value'): [string, string
   return [text.slice(0, i), text.slice(i + 1)];
 }
 
+/** "2,3,1" → [2, 3, 1]: broker ids in the order given (a replica list: the first is the preferred leader). */
+export function parseBrokerList(text: string): number[] {
+  const out = text.split(',').map((s) => s.trim());
+  if (out.some((s) => !/^\d+$/.test(s))) throw new UsageError(`'${text}' is not a list of broker ids (example: 1,2,3)`);
+  return out.map(Number);
+}
+
 /** "0,1,4-6" → [0, 1, 4, 5, 6]. */
 export function parsePartitionList(text: string): number[] {
   const out: number[] = [];

@@ -11,6 +11,7 @@ import {
   collect,
   COMPRESSION_NAMES,
   parseAcks,
+  parseBrokerList,
   parseDuration,
   parseNonNegativeInt,
   parsePartitionList,
@@ -241,6 +242,35 @@ function groupCommands(program: Command, run: Run): void {
   ).action(action(run, true, async (ctx, [groups], f) => (await import('./commands/group.js')).groupDelete(ctx, groups as string[], f)));
 }
 
+function partitionCommands(program: Command, run: Run): void {
+  const partitions = program.command('partitions').description('move replicas between brokers and elect leaders (clusters)');
+  const impl = () => import('./commands/partitions.js');
+  const partitionOption = (what: string) => new Option('-p, --partition <list>', what).argParser(arg(parsePartitionList));
+  withFormat(withConnection(partitions.command('reassign').description('move partitions to new replicas (AlterPartitionReassignments)')))
+    .requiredOption('-t, --topic <topic>', 'topic')
+    .addOption(partitionOption('partitions to move (examples: 0, 0,2, 1-3)').makeOptionMandatory())
+    .addOption(
+      new Option('-r, --replicas <ids>', 'the new replicas, preferred leader first (example: 2,3)').argParser(arg(parseBrokerList)),
+    )
+    .option('--cancel', 'cancel the reassignments in progress (back to the original replicas)')
+    .option('-w, --wait', 'wait until the reassignments complete')
+    .addOption(
+      new Option('--timeout <duration>', 'how long --wait waits')
+        .default(60000, '60s')
+        .argParser(arg((t) => parseDuration(t, '--timeout'))),
+    )
+    .action(action(run, true, async (ctx, _a, f) => (await impl()).partitionsReassign(ctx, f)));
+  withFormat(withConnection(partitions.command('reassignments').description('reassignments in progress (ListPartitionReassignments)')))
+    .option('-t, --topic <topic>', 'only this topic')
+    .addOption(partitionOption('only these partitions of --topic'))
+    .action(action(run, true, async (ctx, _a, f) => (await impl()).partitionsReassignments(ctx, f)));
+  withFormat(withConnection(partitions.command('elect-leaders').description('preferred or unclean leader election (ElectLeaders)')))
+    .addOption(new Option('--type <type>', 'election type').choices(['preferred', 'unclean']).default('preferred'))
+    .option('-t, --topic <topic>', 'only this topic (default: every partition)')
+    .addOption(partitionOption('only these partitions of --topic'))
+    .action(action(run, true, async (ctx, _a, f) => (await impl()).partitionsElectLeaders(ctx, f)));
+}
+
 function otherCommands(program: Command, run: Run): void {
   withFormat(
     withConnection(
@@ -302,6 +332,7 @@ export function buildProgram(run: Run): Command {
   produceCommand(program, run);
   consumeCommand(program, run);
   groupCommands(program, run);
+  partitionCommands(program, run);
   otherCommands(program, run);
   return program;
 }

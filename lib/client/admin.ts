@@ -34,7 +34,7 @@ export interface NewTopic {
 }
 
 /** Sends to the controller; on NOT_CONTROLLER refreshes metadata and asks again (a few times). */
-async function onController<T>(
+export async function onController<T>(
   client: KafkaClient,
   fn: (c: BrokerConnection) => Promise<{ result: T; notController: boolean }>,
 ): Promise<T> {

@@ -7,7 +7,9 @@
  *
  * Duties here: leader election when brokers come and go (a partition whose leader is gone gets the
  * first live replica of its ISR, or no leader, keeping its last ISR, when none is live: no unclean
- * election), dead brokers leave ISRs, and alterPartition for the leaders' ISR changes.
+ * election), dead brokers leave ISRs, alterPartition for the leaders' ISR changes, completing
+ * reassignments once their new replicas are in the ISR, and (auto.leader.rebalance.enable) handing
+ * leadership back to preferred replicas. Changes made on request: lib/cluster/partition-admin.ts.
  */
 import type { Etcd3 } from 'etcd3';
 import type { Logger } from 'pino';
@@ -15,6 +17,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { createdAt, del, get, modifiedAt, put, rangedKeyValues, revisionOf, valueIs } from '../metadata/etcd-ops.js';
 import type { EtcdKeys, EtcdState } from '../metadata/etcd-state.js';
 import { MetadataWriteError, type MetadataChange, type PartitionState } from '../metadata/store.js';
+import { completeReassignment, isReassigning, preferredElection, rebalanceCandidates, type PartitionView } from './partition-changes.js';
 
 export interface ControllerHost {
   readonly nodeId: number;
@@ -26,6 +29,15 @@ export interface ControllerHost {
   caughtUp(revision: number): Promise<void>;
   isClosed(): boolean;
 }
+
+/** Kafka's auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds and leader.imbalance.per.broker.percentage. */
+export interface ControllerOptions {
+  autoLeaderRebalance: boolean;
+  imbalanceCheckIntervalMs: number;
+  imbalancePercentage: number;
+}
+
+const DEFAULT_OPTIONS: ControllerOptions = { autoLeaderRebalance: true, imbalanceCheckIntervalMs: 300_000, imbalancePercentage: 10 };
 
 /** What a controller's writes must match: the election key's create revision and the epoch it won. */
 export interface ControllerFence {
@@ -59,8 +71,13 @@ export class Controller {
   private stopped = false;
   private reconciling: Promise<void> | undefined;
   private again = false;
+  private rebalanceTimer: NodeJS.Timeout | undefined;
+  private rebalancing = false;
 
-  constructor(private readonly host: ControllerHost) {}
+  constructor(
+    private readonly host: ControllerHost,
+    private readonly options: ControllerOptions = DEFAULT_OPTIONS,
+  ) {}
 
   /** True while this broker holds the controllership as far as its copy of etcd shows. */
   isActive(): boolean {
@@ -78,12 +95,19 @@ export class Controller {
     this.running = true;
     this.stopped = false;
     this.campaign();
+    if (this.options.autoLeaderRebalance && this.rebalanceTimer === undefined) {
+      // every broker ticks; only the active controller acts on it
+      this.rebalanceTimer = setInterval(() => void this.rebalance(), Math.max(100, this.options.imbalanceCheckIntervalMs));
+      this.rebalanceTimer.unref();
+    }
   }
 
   /** Resigns: deletes the election key if it is still ours, and stops campaigning. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.running = false;
+    if (this.rebalanceTimer !== undefined) clearInterval(this.rebalanceTimer);
+    this.rebalanceTimer = undefined;
     const f = this.fence;
     this.fence = undefined;
     await this.campaigning?.catch(() => undefined);
@@ -112,6 +136,45 @@ export class Controller {
       return;
     }
     if (change.kind === 'brokers' || (change.kind === 'topic' && change.change !== 'configs')) this.schedule();
+    // a reassignment completes once its new replicas joined the ISR
+    else if (change.kind === 'partition' && isReassigning(change.state)) this.schedule();
+  }
+
+  /** One auto.leader.rebalance check: preferred replicas take back the partitions of imbalanced brokers. */
+  async rebalance(): Promise<number> {
+    const fence = this.currentFence();
+    if (fence === undefined || this.rebalancing || this.halted()) return 0;
+    this.rebalancing = true;
+    try {
+      const { state, logger } = this.host;
+      const live = new Set(state.brokers.keys());
+      const views: PartitionView[] = [];
+      const revisions = new Map<PartitionView, { modRevision: number; topicCreateRevision: number }>();
+      for (const [topic, t] of state.topics) {
+        for (let partition = 0; partition < t.record.partitions; partition++) {
+          const entry = state.partition(topic, partition);
+          if (entry === undefined) continue;
+          const v = { topic, partition, state: entry.state };
+          views.push(v);
+          revisions.set(v, { modRevision: entry.modRevision, topicCreateRevision: t.createRevision });
+        }
+      }
+      const changes: PartitionChange[] = [];
+      for (const v of rebalanceCandidates(views, live, this.options.imbalancePercentage)) {
+        const next = preferredElection(v.state, live).state;
+        const rev = revisions.get(v);
+        if (next !== undefined && rev !== undefined) changes.push({ topic: v.topic, partition: v.partition, ...rev, state: next });
+      }
+      if (changes.length === 0) return 0;
+      const ok = await this.writePartitions(changes, fence);
+      logger.info({ partitions: changes.length, complete: ok }, 'auto leader rebalance: leadership back to preferred replicas');
+      return changes.length;
+    } catch (e) {
+      this.host.logger.warn({ err: (e as Error).message }, 'auto leader rebalance failed; next check retries');
+      return 0;
+    } finally {
+      this.rebalancing = false;
+    }
   }
 
   /**
@@ -318,13 +381,17 @@ export class Controller {
       for (let p = 0; p < t.record.partitions; p++) {
         const entry = state.partition(topic, p);
         if (entry === undefined) continue;
-        const next = nextState(entry.state, live);
+        const elected = nextState(entry.state, live);
+        const next = completeReassignment(elected ?? entry.state, live) ?? elected;
         if (next !== undefined)
           changes.push({ topic, partition: p, modRevision: entry.modRevision, topicCreateRevision: t.createRevision, state: next });
       }
     }
     if (changes.length === 0) return true;
     const elections = changes.filter((c) => c.state.leader !== state.partition(c.topic, c.partition)?.state.leader);
+    const completed = changes.filter(
+      (c) => !isReassigning(c.state) && isReassigning(state.partition(c.topic, c.partition)?.state ?? c.state),
+    );
     const ok = await this.writePartitions(changes, fence);
     if (!ok) return false;
     for (const c of elections.slice(0, ELECTIONS_LOGGED)) {
@@ -334,6 +401,8 @@ export class Controller {
       );
     }
     if (elections.length > ELECTIONS_LOGGED) logger.info({ more: elections.length - ELECTIONS_LOGGED }, 'more partition leader changes');
+    for (const c of completed)
+      logger.info({ topic: c.topic, partition: c.partition, replicas: c.state.replicas, leader: c.state.leader }, 'reassignment completed');
     return true;
   }
 }

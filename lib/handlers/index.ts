@@ -38,6 +38,9 @@ import { writeTxnMarkersHandler } from './write-txn-markers.js';
 import { describeProducersHandler } from './describe-producers.js';
 import { describeTransactionsHandler } from './describe-transactions.js';
 import { listTransactionsHandler } from './list-transactions.js';
+import { electLeadersHandler } from './elect-leaders.js';
+import { alterPartitionReassignmentsHandler } from './alter-partition-reassignments.js';
+import { listPartitionReassignmentsHandler } from './list-partition-reassignments.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler[] = [
@@ -77,6 +80,9 @@ export const HANDLERS: readonly Handler[] = [
   createPartitionsHandler,
   incrementalAlterConfigsHandler,
   describeClusterHandler,
+  electLeadersHandler,
+  alterPartitionReassignmentsHandler,
+  listPartitionReassignmentsHandler,
 ];
 
 /** The ranges to advertise: every handler's, or those an emulated Kafka release had. */

@@ -226,19 +226,31 @@ export class LogManager {
   }
 
   /** Deletes every partition of `topic`: its logs, summaries and directories on disk. */
-  async deleteTopic(topic: string): Promise<void> {
-    const victims = [...this.logs.values()].filter((l) => l.topic === topic);
+  deleteTopic(topic: string): Promise<void> {
+    return this.deleteWhere((t) => t === topic);
+  }
+
+  /** Deletes one partition's log, summary and directory (a replica moved to other brokers). */
+  deletePartition(topic: string, partition: number): Promise<void> {
+    return this.deleteWhere((t, p) => t === topic && p === partition);
+  }
+
+  private async deleteWhere(match: (topic: string, partition: number) => boolean): Promise<void> {
+    const victims = [...this.logs.values()].filter((l) => match(l.topic, l.partition));
     for (const log of victims) this.logs.delete(key(log.topic, log.partition));
     for (const set of [this.summaries, this.dirty, this.dirs, this.unrecovered, this.failedRecovery]) {
-      for (const k of set.keys()) if (parseKey(k)?.topic === topic) set.delete(k);
+      for (const k of set.keys()) {
+        const p = parseKey(k);
+        if (p !== null && match(p.topic, p.partition)) set.delete(k);
+      }
     }
     for (const log of victims) await log.delete();
     // before the directories go: a topic created again under this name must not find these summaries
     await this.writeSummaries();
-    for (const { topic: t, partition } of await this.listPartitions()) {
-      if (t !== topic) continue;
+    for (const { topic, partition } of await this.listPartitions()) {
+      if (!match(topic, partition)) continue;
       // rename first so a crash mid-delete leaves a dir that start-up removes
-      const from = path.join(this.dataDir, key(t, partition));
+      const from = path.join(this.dataDir, key(topic, partition));
       const to = `${from}.${randomBytes(8).toString('hex')}-delete`;
       await fsp.rename(from, to).catch(() => undefined);
       await fsp.rm(to, { recursive: true, force: true });

@@ -244,11 +244,19 @@ function decodeTopic(kv: KeyValue): Omit<StoredTopic, 'name'> {
 
 function decodePartition(kv: KeyValue): PartitionState {
   const o = parseJson(kv);
-  const { leader, leaderEpoch, replicas, isr, partitionEpoch } = o;
+  const { leader, leaderEpoch, replicas, isr, partitionEpoch, addingReplicas, removingReplicas } = o;
   if (!isInt(leader)) bad(kv, 'leader');
   if (!isInt(leaderEpoch)) bad(kv, 'leaderEpoch');
   if (!isIntList(replicas)) bad(kv, 'replicas');
   if (!isIntList(isr)) bad(kv, 'isr');
   if (!isInt(partitionEpoch)) bad(kv, 'partitionEpoch');
-  return { leader, leaderEpoch, replicas, isr, partitionEpoch };
+  const state: PartitionState = { leader, leaderEpoch, replicas, isr, partitionEpoch };
+  // a reassignment in progress (keys written before reassignments existed have neither field)
+  if (addingReplicas !== undefined || removingReplicas !== undefined) {
+    if (addingReplicas !== undefined && !isIntList(addingReplicas)) bad(kv, 'addingReplicas');
+    if (removingReplicas !== undefined && !isIntList(removingReplicas)) bad(kv, 'removingReplicas');
+    state.addingReplicas = addingReplicas ?? [];
+    state.removingReplicas = removingReplicas ?? [];
+  }
+  return state;
 }

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { Etcd3, type IOptions, type ITxnRequest, type ITxnResponse, type IWatchResponse, type Watcher } from 'etcd3';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { Controller, type PartitionChange } from '../cluster/controller.js';
+import { Controller, type ControllerOptions } from '../cluster/controller.js';
+import { alterPartitionReassignments, electLeaders, resignLeadership } from '../cluster/partition-admin.js';
 import { placeReplicas, validateAssignments, checkReplicationFactor } from '../cluster/placement.js';
 import { createdAt, delPrefix, del, get, modifiedAt, prefixEnd, put, rangedKeyValues, revisionOf, toKeyValue } from './etcd-ops.js';
 import { EtcdSession } from './etcd-session.js';
@@ -21,11 +22,15 @@ import {
   MetadataError,
   MetadataWriteError,
   type BrokerInfo,
+  type ElectionType,
   type MetadataChange,
   type MetadataListener,
   type MetadataStore,
   type NewTopic,
+  type PartitionResult,
   type PartitionState,
+  type ReassignmentRequest,
+  type TopicPartitionRef,
   type TopicRecord,
 } from './store.js';
 
@@ -40,6 +45,8 @@ export interface EtcdStoreOptions {
   dataDir: string;
   /** Campaign for the controllership once registered (default true). */
   controller?: boolean;
+  /** The controller's settings (auto.leader.rebalance.enable and its check). */
+  controllerOptions?: ControllerOptions;
 }
 
 /** Written in the data dir on first open; a data dir of another cluster or node id is refused. */
@@ -77,7 +84,7 @@ export class EtcdMetadataStore implements MetadataStore {
     this.logger = opts.logger;
     this.client = client;
     this.session = new EtcdSession(this, Math.max(1, Math.ceil(opts.sessionTimeoutMs / 1000)), opts.dataDir);
-    this.controller = opts.controller === false ? undefined : new Controller(this);
+    this.controller = opts.controller === false ? undefined : new Controller(this, opts.controllerOptions);
   }
 
   static async open(opts: EtcdStoreOptions): Promise<EtcdMetadataStore> {
@@ -217,38 +224,22 @@ export class EtcdMetadataStore implements MetadataStore {
     partition: number,
     req: { leaderEpoch: number; partitionEpoch: number; isr: readonly number[] },
   ): Promise<PartitionState> {
-    if (this.controller === undefined)
-      return Promise.reject(new MetadataWriteError(ErrorCode.INVALID_REQUEST, 'this store was opened without a controller'));
+    if (this.controller === undefined) return Promise.reject(noController());
     return this.controller.alterPartition(topic, partition, req, { asLeader: true });
   }
 
   async resignLeadership(): Promise<number> {
-    const controller = this.controller;
-    if (controller === undefined) return 0;
-    const changes: PartitionChange[] = [];
-    for (const [name, t] of this.state.topics) {
-      for (let p = 0; p < t.record.partitions; p++) {
-        const entry = this.state.partition(name, p);
-        if (entry === undefined || entry.state.leader !== this.nodeId) continue;
-        const cur = entry.state;
-        const next = cur.replicas.find((r) => r !== this.nodeId && cur.isr.includes(r) && this.state.brokers.has(r));
-        if (next === undefined) continue; // no other in-sync replica: it stays until the session ends
-        const state: PartitionState = {
-          ...cur,
-          leader: next,
-          leaderEpoch: cur.leaderEpoch + 1,
-          isr: cur.isr.filter((r) => r !== this.nodeId),
-          partitionEpoch: cur.partitionEpoch + 1,
-        };
-        changes.push({ topic: name, partition: p, modRevision: entry.modRevision, topicCreateRevision: t.createRevision, state });
-      }
-    }
-    if (changes.length === 0) return 0;
-    // fenced as the controller's own writes when this broker is the controller; else each change is
-    // guarded by its partition's revision (a change made meanwhile wins, and that partition stays)
-    const ok = await controller.writePartitions(changes, controller.currentFence());
-    this.logger.info({ partitions: changes.length, complete: ok }, 'controlled shutdown: leadership moved to other in-sync replicas');
-    return changes.length;
+    return this.controller === undefined ? 0 : resignLeadership(this, this.controller);
+  }
+
+  electLeaders(type: ElectionType, partitions: readonly TopicPartitionRef[] | null): Promise<PartitionResult[]> {
+    if (this.controller === undefined) return Promise.reject(noController());
+    return this.track(() => electLeaders(this, this.controller as Controller, type, partitions));
+  }
+
+  alterPartitionReassignments(reqs: readonly ReassignmentRequest[]): Promise<PartitionResult[]> {
+    if (this.controller === undefined) return Promise.reject(noController());
+    return this.track(() => alterPartitionReassignments(this, this.controller as Controller, reqs));
   }
 
   async register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void> {
@@ -503,6 +494,10 @@ async function checkIdentity(dataDir: string, clusterId: string, nodeId: number)
 
 function alreadyExists(name: string): MetadataWriteError {
   return new MetadataWriteError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${name}' already exists.`);
+}
+
+function noController(): MetadataWriteError {
+  return new MetadataWriteError(ErrorCode.INVALID_REQUEST, 'this store was opened without a controller');
 }
 
 function conflict(name: string): MetadataWriteError {

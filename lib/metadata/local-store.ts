@@ -7,15 +7,20 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { cancelReassignment, preferredElection, targetError, uncleanElection } from '../cluster/partition-changes.js';
 import {
   type BrokerInfo,
+  ElectionType,
   GregorMetadataErrorCode,
   MetadataError,
   type MetadataListener,
   MetadataWriteError,
   type MetadataStore,
   type NewTopic,
+  type PartitionResult,
   type PartitionState,
+  type ReassignmentRequest,
+  type TopicPartitionRef,
   type TopicRecord,
 } from './store.js';
 
@@ -171,6 +176,38 @@ export class LocalMetadataStore implements MetadataStore {
 
   resignLeadership(): Promise<number> {
     return Promise.resolve(0);
+  }
+
+  /** As Kafka with one broker: it leads every partition already (ELECTION_NOT_NEEDED), none is left out. */
+  electLeaders(type: ElectionType, partitions: readonly TopicPartitionRef[] | null): Promise<PartitionResult[]> {
+    const live = new Set([this.nodeId]);
+    const elect = type === ElectionType.UNCLEAN ? uncleanElection : preferredElection;
+    const refs = partitions ?? [];
+    return Promise.resolve(
+      refs.map((ref) => {
+        const st = this.partitionState(ref.topic, ref.partition);
+        if (st === undefined) return { ...ref, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, errorMessage: null };
+        const d = elect(st, live);
+        return { ...ref, errorCode: d.errorCode, errorMessage: d.errorMessage };
+      }),
+    );
+  }
+
+  /** As Kafka with one broker: this node is the only replica there can be, so nothing is ever in progress. */
+  alterPartitionReassignments(reqs: readonly ReassignmentRequest[]): Promise<PartitionResult[]> {
+    return Promise.resolve(
+      reqs.map(({ topic, partition, replicas }) => {
+        const ref = { topic, partition };
+        const st = this.partitionState(topic, partition);
+        if (st === undefined) return { ...ref, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, errorMessage: null };
+        if (replicas === null) {
+          const d = cancelReassignment(st, new Set([this.nodeId]));
+          return { ...ref, errorCode: d.errorCode, errorMessage: d.errorMessage };
+        }
+        const bad = targetError(replicas, new Set([this.nodeId]));
+        return { ...ref, errorCode: bad === undefined ? ErrorCode.NONE : ErrorCode.INVALID_REPLICA_ASSIGNMENT, errorMessage: bad ?? null };
+      }),
+    );
   }
 
   register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void> {

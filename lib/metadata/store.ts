@@ -46,6 +46,33 @@ export interface PartitionState {
   isr: readonly number[];
   /** Grows with every change of this state (leader, ISR or replicas). */
   partitionEpoch: number;
+  /**
+   * A reassignment in progress (Kafka's PartitionRegistration): replicas joining and leaving. `replicas`
+   * then lists the target's first, then those leaving. Absent (or empty) when none is in progress.
+   */
+  addingReplicas?: readonly number[];
+  removingReplicas?: readonly number[];
+}
+
+/** ElectLeaders' election types (the request's electionType). */
+export const ElectionType = { PREFERRED: 0, UNCLEAN: 1 } as const;
+export type ElectionType = (typeof ElectionType)[keyof typeof ElectionType];
+
+/** One partition named by an admin request. */
+export interface TopicPartitionRef {
+  topic: string;
+  partition: number;
+}
+
+/** What an admin change came to for one partition (Kafka's per-partition error code and message). */
+export interface PartitionResult extends TopicPartitionRef {
+  errorCode: number;
+  errorMessage: string | null;
+}
+
+/** One partition's new replica set (null: cancel its reassignment). */
+export interface ReassignmentRequest extends TopicPartitionRef {
+  replicas: readonly number[] | null;
 }
 
 /** What changed, for listeners (changes made through this store and, with etcd, by other brokers). */
@@ -138,6 +165,13 @@ export interface MetadataStore {
    * Resolves with the number of partitions moved once this store's view has them. One node: 0.
    */
   resignLeadership(): Promise<number>;
+  /**
+   * ElectLeaders: a preferred or unclean election for each partition (null: every partition; those
+   * whose election is not needed are then left out of the answer, as Kafka does).
+   */
+  electLeaders(type: ElectionType, partitions: readonly TopicPartitionRef[] | null): Promise<PartitionResult[]>;
+  /** AlterPartitionReassignments: starts (or cancels, replicas null) each partition's reassignment. */
+  alterPartitionReassignments(reqs: readonly ReassignmentRequest[]): Promise<PartitionResult[]>;
   /** Registers this broker (after its listeners are bound, so ports are known). */
   register(info: Omit<BrokerInfo, 'brokerEpoch'>): Promise<void>;
   /** Called on every change, after the store's state reflects it. */

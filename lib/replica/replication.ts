@@ -187,6 +187,14 @@ export class Replication {
       if (this.started) queueMicrotask(() => this.apply(topic, partition));
     });
     deps.metadata.onChange((c) => this.changed(c));
+    // a reassignment took the replica off this broker: stop leading and fetching it before its log goes
+    deps.topics.onReplicaRemoved((topic, partition) => {
+      const k = key(topic, partition);
+      const wasLed = this.led.get(k);
+      if (wasLed !== undefined) this.resign(k, wasLed);
+      this.following.delete(k);
+      return this.deps.followers.unfollow(topic, partition);
+    });
   }
 
   /** The clock of the ISR's lag checks (ms). */

@@ -25,7 +25,8 @@ const USAGE = `usage: gregor start [--config FILE] [--override key=value]... [--
 
 Tools (each speaks the Kafka protocol to gregor or any Kafka; \`gregor <command> --help\` for details):
   topic create|list|describe|delete|alter-config|add-partitions, produce, consume,
-  group list|describe|seek|delete, offsets, cluster info|health, debug dump-log`;
+  group list|describe|seek|delete, partitions reassign|reassignments|elect-leaders, offsets,
+  cluster info|health, debug dump-log`;
 
 export interface CliArgs {
   command: string;

@@ -201,6 +201,19 @@ export class TopicManager {
    */
   async loadAll(): Promise<void> {
     for (const t of this.metadata.topics()) await this.openLogs(t);
+    if (this.clustered) await this.deleteStrayReplicas();
+  }
+
+  /**
+   * Clusters: the logs on disk of partitions this broker is no longer a replica of (a reassignment took
+   * them away while it was down: Kafka's stray replicas) are deleted at start-up.
+   */
+  private async deleteStrayReplicas(): Promise<void> {
+    for (const { topic, partition } of await this.logManager.listPartitions()) {
+      if (!this.exists(topic, partition) || this.holdsReplica(topic, partition)) continue;
+      await this.logManager.deletePartition(topic, partition);
+      this.logger.info({ topic, partition }, 'stray replica deleted: this broker is no longer one of its replicas');
+    }
   }
 
   /** Called for each partition log as it is made (its files open on first use). */

@@ -7,6 +7,8 @@ import type { ListPartitionReassignmentsResponse } from '../../protocol/generate
 import { ElectionType } from '../metadata/store.js';
 import { onController } from './admin.js';
 import type { KafkaClient } from './client.js';
+import type { BrokerConnection } from './connection.js';
+import { ClientError, ClientErrorCode } from './errors.js';
 
 export interface PartitionOutcome {
   topic: string;
@@ -38,6 +40,37 @@ function grouped<T extends { topic: string; partition: number }>(items: readonly
   return out;
 }
 
+/**
+ * onController, except that when the controller cannot be reached (it just died, and its election
+ * outlives it for the session timeout) any broker takes the request: gregor's brokers all do, as
+ * KRaft brokers do by forwarding; an older Kafka's answer NOT_CONTROLLER then says so.
+ */
+async function viaController<T>(
+  client: KafkaClient,
+  fn: (c: BrokerConnection) => Promise<{ result: T; notController: boolean }>,
+): Promise<T> {
+  try {
+    return await onController(client, fn);
+  } catch (e) {
+    if (!(e instanceof ClientError) || e.code !== ClientErrorCode.CONNECT) throw e;
+    return (await fn(await client.any())).result;
+  }
+}
+
+function outcome(
+  c: BrokerConnection,
+  topic: string,
+  partition: number,
+  p: { errorCode: number; errorMessage: string | null },
+): PartitionOutcome {
+  return { topic, partition, errorCode: p.errorCode, errorMessage: p.errorMessage, broker: c.label };
+}
+
+/** The outcomes, and whether the broker asked was not the controller (onController then asks again). */
+function answered(result: PartitionOutcome[]): { result: PartitionOutcome[]; notController: boolean } {
+  return { result, notController: result.some((r) => r.errorCode === ErrorCode.NOT_CONTROLLER) };
+}
+
 /** `partitions` null: every partition (the answer then leaves out those already led as asked). */
 export async function electLeaders(
   client: KafkaClient,
@@ -45,7 +78,7 @@ export async function electLeaders(
   partitions: readonly { topic: string; partition: number }[] | null,
   opts: { timeoutMs?: number } = {},
 ): Promise<PartitionOutcome[]> {
-  return onController(client, async (c) => {
+  return viaController(client, async (c) => {
     const res = await c.request<ElectLeadersResponse>(
       ApiKey.ElectLeaders,
       (v): ElectLeadersRequest => {
@@ -60,16 +93,7 @@ export async function electLeaders(
       { minVersion: type === ElectionType.PREFERRED ? 0 : 1 },
     );
     c.check(res.body.errorCode, ApiKey.ElectLeaders);
-    const result = res.body.replicaElectionResults.flatMap((t) =>
-      t.partitionResult.map((p) => ({
-        topic: t.topic,
-        partition: p.partitionId,
-        errorCode: p.errorCode,
-        errorMessage: p.errorMessage,
-        broker: c.label,
-      })),
-    );
-    return { result, notController: result.some((r) => r.errorCode === ErrorCode.NOT_CONTROLLER) };
+    return answered(res.body.replicaElectionResults.flatMap((t) => t.partitionResult.map((p) => outcome(c, t.topic, p.partitionId, p))));
   });
 }
 
@@ -79,7 +103,7 @@ export async function alterPartitionReassignments(
   reqs: readonly { topic: string; partition: number; replicas: number[] | null }[],
   opts: { timeoutMs?: number } = {},
 ): Promise<PartitionOutcome[]> {
-  return onController(client, async (c) => {
+  return viaController(client, async (c) => {
     const res = await c.request<AlterPartitionReassignmentsResponse>(ApiKey.AlterPartitionReassignments, () => ({
       timeoutMs: opts.timeoutMs ?? 30000,
       topics: [...grouped(reqs)].map(([name, ps]) => ({
@@ -88,16 +112,7 @@ export async function alterPartitionReassignments(
       })),
     }));
     c.check(res.body.errorCode, ApiKey.AlterPartitionReassignments, undefined, res.body.errorMessage);
-    const result = res.body.responses.flatMap((t) =>
-      t.partitions.map((p) => ({
-        topic: t.name,
-        partition: p.partitionIndex,
-        errorCode: p.errorCode,
-        errorMessage: p.errorMessage,
-        broker: c.label,
-      })),
-    );
-    return { result, notController: result.some((r) => r.errorCode === ErrorCode.NOT_CONTROLLER) };
+    return answered(res.body.responses.flatMap((t) => t.partitions.map((p) => outcome(c, t.name, p.partitionIndex, p))));
   });
 }
 
@@ -107,7 +122,7 @@ export async function listPartitionReassignments(
   topics: readonly { topic: string; partitions: number[] }[] | null,
   opts: { timeoutMs?: number } = {},
 ): Promise<OngoingReassignment[]> {
-  return onController(client, async (c) => {
+  return viaController(client, async (c) => {
     const res = await c.request<ListPartitionReassignmentsResponse>(ApiKey.ListPartitionReassignments, () => ({
       timeoutMs: opts.timeoutMs ?? 30000,
       topics: topics === null ? null : topics.map((t) => ({ name: t.topic, partitionIndexes: t.partitions })),

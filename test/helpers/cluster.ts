@@ -3,7 +3,7 @@
  * (useCluster), polling with a deadline, raw Metadata, a running broker, a replica's log bytes,
  * follower fetch counts.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
@@ -68,9 +68,29 @@ export async function followerFetches(
   return sum;
 }
 
-/** The partition's .log files of one broker, concatenated in offset order (replicas in step hold the same bytes). */
+/** Starts `brokers` brokers with `overrides` (stopped by `cleanup`) and waits until a broker lists them all. */
+export async function startCluster(cleanup: Cleanup, brokers: number, overrides: Record<string, string>): Promise<LocalCluster> {
+  const cluster = cleanup.add(await startLocalCluster({ brokers, overrides }), (c) => c.stop());
+  await until(
+    async () => ((await metadata(running(cluster).bootstrap, [])).brokers.length === brokers ? true : undefined),
+    15_000,
+    `${brokers} brokers`,
+  );
+  return cluster;
+}
+
+/** The partition's state as a running broker reports it (Metadata v12). */
+export async function partitionOf(cluster: LocalCluster, topic: string, partition: number) {
+  const m = await metadata(running(cluster).bootstrap, [topic]);
+  const p = m.topics[0]?.partitions.find((x) => x.partitionIndex === partition);
+  if (p === undefined) throw new Error(`no ${topic}-${partition}`);
+  return p;
+}
+
+/** The partition's .log files of one broker, concatenated in offset order (replicas in step hold the same bytes; empty when it holds no replica). */
 export function logBytes(b: LocalBroker, topic: string, partition: number): Buffer {
   const dir = join(b.dataDir, `${topic}-${partition}`);
+  if (!existsSync(dir)) return Buffer.alloc(0);
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.log'))
     .sort();

@@ -13,7 +13,6 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchRequest, FetchResponse } from '../../protocol/generated/fetch.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
-import type { LocalCluster } from '../../lib/cluster/local-cluster.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { partitionFor } from '../../lib/group/records.js';
 import {
@@ -22,6 +21,7 @@ import {
   followerFetches,
   logBytes,
   metadata,
+  partitionOf,
   RF3_OVERRIDES,
   running,
   until,
@@ -32,14 +32,6 @@ import { RawClient, rawProduce } from '../helpers/raw-client.js';
 type Any = any;
 const { KafkaJS } = loadConfluent();
 const SESSION_TIMEOUT_MS = 3000;
-
-/** The partition's state as a running broker reports it. */
-async function partitionOf(cluster: LocalCluster, topic: string, partition: number) {
-  const m = await metadata(running(cluster).bootstrap, [topic]);
-  const p = m.topics[0]?.partitions.find((x) => x.partitionIndex === partition);
-  if (p === undefined) throw new Error(`no ${topic}-${partition}`);
-  return p;
-}
 
 describe('cluster replication: replication factor 3, min.insync.replicas 2', function () {
   this.timeout(300_000);

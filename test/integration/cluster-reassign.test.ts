@@ -340,6 +340,73 @@ describe('cluster reassignment and leader election: four brokers', function () {
     }
   });
 
+  it('ElectLeaders UNCLEAN brings back a partition whose whole ISR is down, from a live out-of-sync replica; the old leader truncates to it on return', async () => {
+    await createTopic('unclean', [[2, 3]]);
+    const producer = kafka().producer();
+    await producer.connect();
+    try {
+      await producer.send({ topic: 'unclean', acks: -1, messages: [{ value: 'both' }] });
+      await broker(3).kill('SIGKILL');
+      await until(async () => ((await partitionOf(cluster, 'unclean', 0)).isrNodes.join() === '2' ? true : undefined), 15_000, 'ISR [2]');
+      await producer.send({ topic: 'unclean', acks: -1, messages: [{ value: 'only-on-2' }] });
+    } finally {
+      await producer.disconnect();
+    }
+    await broker(2).kill('SIGKILL');
+    await until(async () => ((await partitionOf(cluster, 'unclean', 0)).leaderId === -1 ? true : undefined), 15_000, 'no leader');
+    const asked = running(cluster);
+    const unclean = (b: LocalBroker) =>
+      raw<ElectLeadersResponse>(b, ApiKey.ElectLeaders, 2, {
+        electionType: 1,
+        topicPartitions: [{ topic: 'unclean', partitions: [0] }],
+        timeoutMs: 10_000,
+      });
+    expect(electCode(await unclean(asked)), 'no replica live').to.equal(ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE);
+    await broker(3).start();
+    // broker 3 is back but out of the ISR: the partition stays offline (unclean.leader.election.enable=false)
+    expect(electCode(await electPreferred(broker(3), 'unclean', [0])), 'preferred 2 is down').to.equal(
+      ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+    );
+    expect((await partitionOf(cluster, 'unclean', 0)).leaderId).to.equal(-1);
+    const cli = await cliOk([
+      'partitions',
+      'elect-leaders',
+      '--type',
+      'unclean',
+      '-t',
+      'unclean',
+      '-b',
+      cluster.bootstrap(),
+      '--format',
+      'json',
+    ]);
+    expect(JSON.parse(cli.out)).to.deep.equal([{ topic: 'unclean', partition: 0, error: null }]);
+    const after = await partitionOf(cluster, 'unclean', 0);
+    expect(after.leaderId).to.equal(3);
+    expect(after.isrNodes).to.deep.equal([3]);
+    // broker 2 returns, truncates what only it had, and rejoins the ISR with broker 3's log
+    await broker(2).start();
+    await until(
+      async () => ((await partitionOf(cluster, 'unclean', 0)).isrNodes.length === 2 ? true : undefined),
+      30_000,
+      '2 back in the ISR',
+    );
+    const expected = logBytes(broker(3), 'unclean', 0);
+    await until(
+      () => Promise.resolve(logBytes(broker(2), 'unclean', 0).equals(expected) ? true : undefined),
+      10_000,
+      'broker 2 truncated to broker 3',
+    );
+    // what only broker 2 had is gone: the log ends after the record both had
+    const admin = kafka().admin();
+    await admin.connect();
+    try {
+      expect((await admin.fetchTopicOffsets('unclean'))[0]?.high).to.equal('1');
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
   it('the CLI gets its answer from another broker while the controller it was told of just died', async () => {
     const controllerId = (await metadata(running(cluster).bootstrap, [])).controllerId ?? -1;
     const victim = broker(controllerId);

@@ -38,6 +38,10 @@ describe('cli: command line and exit codes', function () {
       [['topic', 'list', '-b', 'host:notaport'], /bad broker address/],
       [['group', 'seek', 'g'], /required option '--to <target>' not specified/],
       [['topic', 'add-partitions', 't', '-b', '127.0.0.1:1'], /give --num <n>/],
+      [['partitions', 'reassign', '-t', 't', '-p', '0', '-b', '127.0.0.1:1'], /give either --replicas or --cancel/],
+      [['partitions', 'reassign', '-t', 't', '-p', '0', '-r', '1,x'], /'1,x' is not a list of broker ids/],
+      [['partitions', 'reassign', '-t', 't', '-r', '1'], /required option '-p, --partition <list>' not specified/],
+      [['partitions', 'elect-leaders', '--type', 'dirty'], /Allowed choices are preferred, unclean/],
     ];
     for (const [args, re] of cases) {
       const r = await runCli(args);

@@ -10,6 +10,7 @@ import type { ConversionRunner } from './log/convert.js';
 import type { LogManager } from './log/log-manager.js';
 import type { PartitionLog } from './log/partition-log.js';
 import { invalidTopicName } from './metadata/local-store.js';
+import { type ReplicaRemovedListener, TopicReplicas } from './topic-replicas.js';
 import { type MetadataChange, type MetadataStore, MetadataWriteError, type NewTopic, type TopicRecord } from './metadata/store.js';
 
 export class TopicError extends Error {
@@ -34,8 +35,6 @@ export const INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_sta
 type PartitionListener = (topic: string, partition: number, log: PartitionLog) => void;
 type TopicsListener = (topic: string, change: 'created' | 'deleted' | 'partitions') => void;
 type LeadershipListener = (topic: string, partition: number, leads: boolean) => void;
-/** Resolves once nothing uses the replica's log any more (its fetcher stopped): the log is deleted next. */
-type ReplicaRemovedListener = (topic: string, partition: number) => Promise<void>;
 
 /** A topic's logs by partition index: undefined where this broker holds no replica (clusters). */
 export type TopicLogs = readonly (PartitionLog | undefined)[];
@@ -69,7 +68,8 @@ export class TopicManager {
   private readonly leadershipListeners: LeadershipListener[] = [];
   /** awaitTopic's callers, by topic name: told when the store reports the topic created. */
   private readonly topicWaiters = new Map<string, Set<() => void>>();
-  private readonly replicaRemovedListeners: ReplicaRemovedListener[] = [];
+  /** Clusters: the logs held follow the replicas of the partition states (reassignments). */
+  private readonly replicas: TopicReplicas;
 
   constructor(
     private readonly config: BrokerConfig,
@@ -81,6 +81,25 @@ export class TopicManager {
   ) {
     this.clustered = metadata.kind !== 'local';
     this.led = this.clustered ? new Map<string, (PartitionLog | undefined)[]>() : this.logs;
+    this.replicas = new TopicReplicas({
+      metadata,
+      logManager,
+      logger,
+      settledLogs: (topic) => (this.creating.has(topic) || this.opening.has(topic) ? undefined : this.logs.get(topic)),
+      attach: (topic, partition) => {
+        const t = this.metadata.topic(topic);
+        const logs = this.logs.get(topic);
+        if (t === undefined || logs === undefined) return;
+        const log = this.logManager.attach(
+          topic,
+          partition,
+          this.logConfig(t),
+          this.converter === undefined ? {} : { converter: this.converter },
+        );
+        logs[partition] = log;
+        for (const l of this.listeners) l(topic, partition, log);
+      },
+    });
     if (this.clustered) metadata.onChange((c) => this.applyChange(c));
   }
 
@@ -88,7 +107,7 @@ export class TopicManager {
   private applyChange(c: MetadataChange): void {
     if (c.kind === 'topic' && c.change === 'created') for (const wake of [...(this.topicWaiters.get(c.topic) ?? [])]) wake();
     if (c.kind === 'partition') {
-      this.replicaChanged(c.topic, c.partition);
+      this.replicas.changed(c.topic, c.partition);
       this.refreshLeadership(c.topic, c.partition);
       return;
     }
@@ -118,51 +137,14 @@ export class TopicManager {
     );
   }
 
-  /**
-   * Reassignments: a partition this broker became a replica of gets its log (the replication layer
-   * then follows it); one it no longer is a replica of loses its log, deleted from disk once the
-   * replica-removed listeners have let go of it (Kafka's StopReplica with delete).
-   */
-  private replicaChanged(topic: string, partition: number): void {
-    const logs = this.logs.get(topic);
-    const t = this.metadata.topic(topic);
-    if (logs === undefined || t === undefined || partition >= logs.length || this.creating.has(topic) || this.opening.has(topic)) return;
-    const holds = this.holdsReplica(topic, partition);
-    const log = logs[partition];
-    if (holds && log === undefined) {
-      const added = this.logManager.attach(
-        topic,
-        partition,
-        this.logConfig(t),
-        this.converter === undefined ? {} : { converter: this.converter },
-      );
-      logs[partition] = added;
-      this.logger.info({ topic, partition }, 'replica added to this broker');
-      for (const l of this.listeners) l(topic, partition, added);
-    } else if (!holds && log !== undefined) {
-      logs[partition] = undefined;
-      void this.removeReplica(topic, partition).catch((err: unknown) =>
-        this.logger.error({ err, topic, partition }, 'deleting a removed replica failed'),
-      );
-    }
-  }
-
-  private async removeReplica(topic: string, partition: number): Promise<void> {
-    await Promise.all(this.replicaRemovedListeners.map((l) => l(topic, partition).catch(() => undefined)));
-    if (this.logs.get(topic)?.[partition] !== undefined) return; // a replica here again meanwhile: it keeps the log
-    await this.logManager.deletePartition(topic, partition);
-    this.logger.info({ topic, partition }, 'replica removed from this broker: log deleted');
-  }
-
   /** Clusters: called when a reassignment takes a replica off this broker, before its log is deleted. */
   onReplicaRemoved(l: ReplicaRemovedListener): void {
-    this.replicaRemovedListeners.push(l);
+    this.replicas.onRemoved(l);
   }
 
   /** Whether this broker holds a replica of the partition. */
   private holdsReplica(topic: string, partition: number): boolean {
-    if (!this.clustered) return true;
-    return this.metadata.partitionState(topic, partition)?.replicas.includes(this.metadata.nodeId) ?? false;
+    return !this.clustered || this.replicas.holds(topic, partition);
   }
 
   /** Serves the partition from here when this broker leads it, and stops when it does not. */
@@ -201,19 +183,7 @@ export class TopicManager {
    */
   async loadAll(): Promise<void> {
     for (const t of this.metadata.topics()) await this.openLogs(t);
-    if (this.clustered) await this.deleteStrayReplicas();
-  }
-
-  /**
-   * Clusters: the logs on disk of partitions this broker is no longer a replica of (a reassignment took
-   * them away while it was down: Kafka's stray replicas) are deleted at start-up.
-   */
-  private async deleteStrayReplicas(): Promise<void> {
-    for (const { topic, partition } of await this.logManager.listPartitions()) {
-      if (!this.exists(topic, partition) || this.holdsReplica(topic, partition)) continue;
-      await this.logManager.deletePartition(topic, partition);
-      this.logger.info({ topic, partition }, 'stray replica deleted: this broker is no longer one of its replicas');
-    }
+    if (this.clustered) await this.replicas.deleteStray();
   }
 
   /** Called for each partition log as it is made (its files open on first use). */

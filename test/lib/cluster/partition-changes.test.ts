@@ -9,6 +9,7 @@ import {
   targetError,
   uncleanElection,
 } from '../../../lib/cluster/partition-changes.js';
+import { EtcdKeys, EtcdState } from '../../../lib/metadata/etcd-state.js';
 import type { PartitionState } from '../../../lib/metadata/store.js';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 
@@ -122,5 +123,50 @@ describe('lib/cluster partition-changes: elections', () => {
     expect(rebalanceCandidates(parts, live(1, 2), 10).map((p) => p.partition)).to.deep.equal([0]);
     expect(rebalanceCandidates(parts, live(1, 2), 70)).to.deep.equal([]);
     expect(rebalanceCandidates(parts, live(2), 10)).to.deep.equal([]); // broker 1 is down
+  });
+});
+
+describe('lib/metadata EtcdState: partition keys with and without a reassignment', () => {
+  const keys = new EtcdKeys('c1');
+  const kv = (key: string, value: unknown, rev: number) => ({
+    key,
+    value: Buffer.from(JSON.stringify(value)),
+    createRevision: rev,
+    modRevision: rev,
+    lease: '0',
+  });
+
+  it('reads keys written before reassignments existed (no adding/removing fields), and keys in the middle of one', () => {
+    const state = new EtcdState(keys);
+    state.apply(
+      kv(
+        keys.topic('t'),
+        {
+          topicId: 'a'.repeat(32),
+          partitions: 2,
+          replicationFactor: 2,
+          configs: {},
+          internal: false,
+          replicas: [
+            [1, 2],
+            [1, 2],
+          ],
+        },
+        1,
+      ),
+      false,
+    );
+    const old = { leader: 1, leaderEpoch: 2, replicas: [1, 2], isr: [1, 2], partitionEpoch: 3 };
+    state.apply(kv(keys.partition('t', 0), old, 2), false);
+    expect(state.partition('t', 0)?.state).to.deep.equal(old);
+    expect(isReassigning(state.partition('t', 0)?.state as PartitionState)).to.equal(false);
+    const moving = { ...old, replicas: [2, 3, 1], addingReplicas: [3], removingReplicas: [1] };
+    state.apply(kv(keys.partition('t', 1), moving, 3), false);
+    expect(state.partition('t', 1)?.state).to.deep.equal(moving);
+    // what the store writes (JSON of the state) reads back the same
+    const done = completeReassignment({ ...moving, isr: [1, 2, 3] }, live(1, 2, 3)) as PartitionState;
+    state.apply(kv(keys.partition('t', 1), JSON.parse(JSON.stringify(done)) as unknown, 4), false);
+    expect(state.partition('t', 1)?.state).to.deep.equal({ leader: 2, leaderEpoch: 3, replicas: [2, 3], isr: [2, 3], partitionEpoch: 4 });
+    expect(() => state.apply(kv(keys.partition('t', 1), { ...old, addingReplicas: 'x' }, 5), false)).to.throw(/addingReplicas/);
   });
 });

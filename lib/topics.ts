@@ -4,33 +4,17 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/generated/error-codes.js';
-import { type BrokerConfig, ConfigError, parseTopicConfig, TOPIC_CONFIG } from './config.js';
+import { type BrokerConfig, parseTopicConfig } from './config.js';
 import { logConfigFrom, type LogConfig } from './log/log-config.js';
 import type { ConversionRunner } from './log/convert.js';
 import type { LogManager } from './log/log-manager.js';
 import type { PartitionLog } from './log/partition-log.js';
-import { invalidTopicName } from './metadata/local-store.js';
+import { checkAddPartitions, checkCreate, type CreateTopicSpec, TopicError, validateTopicConfigs } from './topic-checks.js';
 import { type ReplicaRemovedListener, TopicReplicas } from './topic-replicas.js';
 import { type MetadataChange, type MetadataStore, MetadataWriteError, type NewTopic, type TopicRecord } from './metadata/store.js';
 
-export class TopicError extends Error {
-  readonly errorCode: number;
-  constructor(errorCode: number, message: string) {
-    super(message);
-    this.errorCode = errorCode;
-  }
-}
-
-export interface CreateTopicSpec {
-  name: string;
-  numPartitions: number; // -1: broker default
-  replicationFactor: number; // -1: broker default
-  configs: Record<string, string | null>;
-  assignments?: number[][];
-}
-
-/** Internal topics the broker owns; clients cannot create or delete them. */
-export const INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_state']);
+export { INTERNAL_TOPICS, TopicError } from './topic-checks.js';
+export type { CreateTopicSpec } from './topic-checks.js';
 
 type PartitionListener = (topic: string, partition: number, log: PartitionLog) => void;
 type TopicsListener = (topic: string, change: 'created' | 'deleted' | 'partitions') => void;
@@ -340,62 +324,10 @@ export class TopicManager {
     await this.recover(wanted);
   }
 
-  private validateConfigs(configs: Record<string, string | null>): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const [k, v] of Object.entries(configs)) {
-      if (TOPIC_CONFIG[k] === undefined) throw new TopicError(ErrorCode.INVALID_CONFIG, `Unknown topic config name: ${k}`);
-      try {
-        parseTopicConfig(k, v);
-      } catch (e) {
-        throw new TopicError(
-          ErrorCode.INVALID_CONFIG,
-          e instanceof ConfigError ? e.message.replace(/^GREGOR_ERR_CONFIG: /, '') : String(e),
-        );
-      }
-      if (v !== null) out[k] = v;
-    }
-    return out;
-  }
-
   /** Validates a creation; returns the record that would be created. Throws TopicError. */
   checkCreate(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): NewTopic {
-    const bad = invalidTopicName(spec.name);
-    if (bad !== undefined) throw new TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, bad);
-    if (this.metadata.topic(spec.name) !== undefined)
-      throw new TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${spec.name}' already exists.`);
-    if (INTERNAL_TOPICS.has(spec.name) && opts.internal !== true) {
-      throw new TopicError(ErrorCode.INVALID_REQUEST, `Creation of internal topic ${spec.name} is prohibited.`);
-    }
-    const assignments = spec.assignments ?? [];
-    if (assignments.length > 0 && (spec.numPartitions !== -1 || spec.replicationFactor !== -1)) {
-      throw new TopicError(ErrorCode.INVALID_REQUEST, 'Both numPartitions or replicationFactor and replicasAssignments were set.');
-    }
-    const partitions =
-      assignments.length > 0 ? assignments.length : spec.numPartitions === -1 ? this.config.int('num.partitions') : spec.numPartitions;
-    if (partitions <= 0) throw new TopicError(ErrorCode.INVALID_PARTITIONS, 'Number of partitions must be larger than 0.');
-    const rf =
-      assignments.length > 0
-        ? (assignments[0]?.length ?? 0)
-        : spec.replicationFactor === -1
-          ? this.config.int('default.replication.factor')
-          : spec.replicationFactor;
-    if (rf <= 0) throw new TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, 'Replication factor must be larger than 0.');
     const live = this.clustered ? this.metadata.brokers().map((b) => b.nodeId) : [this.metadata.nodeId];
-    if (rf > live.length) {
-      throw new TopicError(
-        ErrorCode.INVALID_REPLICATION_FACTOR,
-        `Replication factor: ${rf} larger than available brokers: ${live.length}.`,
-      );
-    }
-    for (const a of assignments) {
-      if (a.length !== rf || a.some((b) => !live.includes(b)) || new Set(a).size !== a.length) {
-        throw new TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, `Replica assignment ${JSON.stringify(a)} names unknown brokers.`);
-      }
-    }
-    const configs = this.validateConfigs(spec.configs);
-    const rec: NewTopic = { name: spec.name, partitions, replicationFactor: rf, configs, internal: INTERNAL_TOPICS.has(spec.name) };
-    if (assignments.length > 0) rec.assignments = assignments;
-    return rec;
+    return checkCreate(spec, { metadata: this.metadata, config: this.config, liveBrokers: live, internal: opts.internal === true });
   }
 
   async create(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): Promise<TopicRecord> {
@@ -490,16 +422,7 @@ export class TopicManager {
   }
 
   checkAddPartitions(name: string, count: number): TopicRecord {
-    const t = this.metadata.topic(name);
-    if (t === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 'This server does not host this topic-partition.');
-    if (count < t.partitions) {
-      throw new TopicError(
-        ErrorCode.INVALID_PARTITIONS,
-        `Topic currently has ${t.partitions} partitions, which is higher than the requested ${count}.`,
-      );
-    }
-    if (count === t.partitions) throw new TopicError(ErrorCode.INVALID_PARTITIONS, `Topic already has ${t.partitions} partitions.`);
-    return t;
+    return checkAddPartitions(this.metadata, name, count);
   }
 
   async addPartitions(name: string, count: number): Promise<void> {
@@ -519,7 +442,7 @@ export class TopicManager {
     const t = this.metadata.topic(name);
     if (t === undefined) throw new TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic ${name} does not exist.`);
     const merged: Record<string, string | null> = opts.incremental ? { ...t.configs, ...changes } : { ...changes };
-    const next = this.validateConfigs(merged);
+    const next = validateTopicConfigs(merged);
     if (opts.validateOnly) return;
     await this.metadata.setConfigs(name, next);
     const cfg = this.logConfig(this.metadata.topic(name) ?? t);

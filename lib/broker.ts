@@ -320,6 +320,7 @@ export class Broker {
         autoLeaderRebalance: this.config.bool('auto.leader.rebalance.enable'),
         imbalanceCheckIntervalMs: (this.config.long('leader.imbalance.check.interval.seconds') ?? 300) * 1000,
         imbalancePercentage: this.config.int('leader.imbalance.per.broker.percentage'),
+        uncleanLeaderElection: this.config.bool('unclean.leader.election.enable'),
       },
       logger: this.logger.child({ component: 'etcd-store' }),
       dataDir,

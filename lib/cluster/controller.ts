@@ -30,14 +30,21 @@ export interface ControllerHost {
   isClosed(): boolean;
 }
 
-/** Kafka's auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds and leader.imbalance.per.broker.percentage. */
+/**
+ * Kafka's auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds,
+ * leader.imbalance.per.broker.percentage, and the broker's unclean.leader.election.enable (a topic's
+ * own setting overrides it).
+ */
 export interface ControllerOptions {
   autoLeaderRebalance: boolean;
   imbalanceCheckIntervalMs: number;
   imbalancePercentage: number;
+  uncleanLeaderElection?: boolean;
 }
 
 const DEFAULT_OPTIONS: ControllerOptions = { autoLeaderRebalance: true, imbalanceCheckIntervalMs: 300_000, imbalancePercentage: 10 };
+
+const UNCLEAN_KEY = 'unclean.leader.election.enable';
 
 /** What a controller's writes must match: the election key's create revision and the epoch it won. */
 export interface ControllerFence {
@@ -135,9 +142,10 @@ export class Controller {
       if (change.controllerId === -1) this.campaign();
       return;
     }
-    if (change.kind === 'brokers' || (change.kind === 'topic' && change.change !== 'configs')) this.schedule();
+    // configs too: turning unclean.leader.election.enable on for a topic elects its offline partitions
+    if (change.kind === 'brokers' || change.kind === 'topic') this.schedule();
     // a reassignment completes once its new replicas joined the ISR
-    else if (change.kind === 'partition' && isReassigning(change.state)) this.schedule();
+    else if (isReassigning(change.state)) this.schedule();
   }
 
   /** One auto.leader.rebalance check: preferred replicas take back the partitions of imbalanced brokers. */
@@ -378,10 +386,12 @@ export class Controller {
     const live = new Set(state.brokers.keys());
     const changes: PartitionChange[] = [];
     for (const [topic, t] of state.topics) {
+      const own = t.record.configs[UNCLEAN_KEY];
+      const unclean = own !== undefined ? own.trim().toLowerCase() === 'true' : this.options.uncleanLeaderElection === true;
       for (let p = 0; p < t.record.partitions; p++) {
         const entry = state.partition(topic, p);
         if (entry === undefined) continue;
-        const elected = nextState(entry.state, live);
+        const elected = nextState(entry.state, live, unclean);
         const next = completeReassignment(elected ?? entry.state, live) ?? elected;
         if (next !== undefined)
           changes.push({ topic, partition: p, modRevision: entry.modRevision, topicCreateRevision: t.createRevision, state: next });
@@ -407,14 +417,24 @@ export class Controller {
   }
 }
 
-/** The state a partition moves to given the live brokers, or undefined when it stays. */
-export function nextState(cur: PartitionState, live: ReadonlySet<number>): PartitionState | undefined {
+/**
+ * The state a partition moves to given the live brokers, or undefined when it stays. With `unclean`
+ * (unclean.leader.election.enable), a partition whose whole ISR is down is led by its first live
+ * replica, alone in the ISR (what only the old ISR had may be lost), as Kafka's controller does.
+ */
+export function nextState(cur: PartitionState, live: ReadonlySet<number>, unclean = false): PartitionState | undefined {
   const liveIsr = cur.isr.filter((r) => live.has(r));
   if (cur.leader !== -1 && live.has(cur.leader)) {
     if (liveIsr.length === cur.isr.length || liveIsr.length === 0) return undefined;
     return { ...cur, isr: liveIsr, partitionEpoch: cur.partitionEpoch + 1 };
   }
   const leader = cur.replicas.find((r) => live.has(r) && cur.isr.includes(r)) ?? -1;
+  if (leader === -1 && unclean) {
+    // not a replica still being added by a reassignment (it may hold nothing yet)
+    const any = cur.replicas.find((r) => live.has(r) && !(cur.addingReplicas ?? []).includes(r));
+    if (any !== undefined)
+      return { ...cur, leader: any, leaderEpoch: cur.leaderEpoch + 1, isr: [any], partitionEpoch: cur.partitionEpoch + 1 };
+  }
   if (leader === -1 && cur.leader === -1) return undefined; // still offline
   return {
     ...cur,

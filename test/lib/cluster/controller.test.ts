@@ -50,6 +50,15 @@ describe('lib/cluster Controller nextState', () => {
     expect(nextState(s(-1, [1], 1, 1), new Set([2, 3]))).to.equal(undefined);
     expect(nextState(s(-1, [1], 1, 1), new Set([1, 2]))).to.deep.equal(s(1, [1], 2, 2));
   });
+
+  it('with unclean.leader.election.enable, a partition whose whole ISR is down is led by its first live replica, alone in the ISR', () => {
+    expect(nextState(s(1, [1]), new Set([2, 3]), true)).to.deep.equal(s(2, [2], 1, 1));
+    expect(nextState(s(-1, [1], 1, 1), new Set([3]), true)).to.deep.equal(s(3, [3], 2, 2)); // offline before
+    expect(nextState(s(1, [1, 3]), new Set([2, 3]), true)).to.deep.equal(s(3, [3], 1, 1)); // a clean choice first
+    expect(nextState(s(-1, [1], 1, 1), new Set<number>(), true)).to.equal(undefined); // nothing live
+    const adding: PartitionState = { ...s(1, [1]), replicas: [2, 3, 1], addingReplicas: [2], removingReplicas: [1] };
+    expect(nextState(adding, new Set([2, 3]), true)?.leader, 'not a replica still being added').to.equal(3);
+  });
 });
 
 describe('lib/cluster Controller (real etcd)', function () {

@@ -54,6 +54,7 @@ export class TopicManager {
   private readonly topicWaiters = new Map<string, Set<() => void>>();
   /** Clusters: the logs held follow the replicas of the partition states (reassignments). */
   private readonly replicas: TopicReplicas;
+  private changes = 0;
 
   constructor(
     private readonly config: BrokerConfig,
@@ -87,9 +88,19 @@ export class TopicManager {
     if (this.clustered) metadata.onChange((c) => this.applyChange(c));
   }
 
+  /**
+   * Counts every metadata change this manager saw and every change to the logs it holds or leads (a
+   * topic made, deleted, a partition led or no longer): what was looked up here (a led log, a leader
+   * epoch) holds while it stays the same (the replica fetch path's per-partition cache).
+   */
+  get generation(): number {
+    return this.changes;
+  }
+
   /** A change another broker (or the controller) made: open, drop or re-lead logs to match. */
   private applyChange(c: MetadataChange): void {
     if (c.kind === 'topic' && c.change === 'created') for (const wake of [...(this.topicWaiters.get(c.topic) ?? [])]) wake();
+    this.changes++;
     if (c.kind === 'partition') {
       this.replicas.changed(c.topic, c.partition);
       this.refreshLeadership(c.topic, c.partition);
@@ -145,6 +156,7 @@ export class TopicManager {
     const t = this.metadata.topic(topic);
     if (t !== undefined && led.length < t.partitions) led.length = t.partitions;
     const before = led[partition] !== undefined;
+    if (led[partition] !== (leads ? log : undefined)) this.changes++;
     led[partition] = leads ? log : undefined;
     if (before === leads) return;
     this.logger.debug(
@@ -222,6 +234,7 @@ export class TopicManager {
         if (log !== undefined) for (const l of this.listeners) l(t.name, log.partition, log);
       }
       this.logs.set(t.name, logs);
+      this.changes++;
       if (this.clustered) for (let i = 0; i < logs.length; i++) this.refreshLeadership(t.name, i);
       return logs;
     })();
@@ -415,6 +428,7 @@ export class TopicManager {
     const deleted = this.metadata.deleteTopic(name);
     this.logs.delete(name);
     this.led.delete(name);
+    this.changes++;
     this.topicsChanged(name, 'deleted');
     await deleted;
     await this.logManager.deleteTopic(name);

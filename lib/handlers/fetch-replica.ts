@@ -14,9 +14,9 @@ import type {
   FetchResponsePartitionData,
 } from '../../protocol/generated/fetch.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
-import { type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
+import { type CachedPartition, type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
-import type { Replication } from '../replica/replication.js';
+import type { LedFollower, Replication } from '../replica/replication.js';
 import type { RequestContext } from './types.js';
 
 const ZERO_UUID = '0'.repeat(32);
@@ -63,14 +63,49 @@ function resultOf(
  * offset): not led here, offline, another leader epoch, a fetch offset out of the log's range.
  */
 function partitionError(ctx: RequestContext, topic: string, p: FetchRequestFetchPartition, log: PartitionLog | undefined): number {
-  const s = ctx.services;
-  if (log === undefined) return s.topics.notHereError(topic, p.partition);
+  if (log === undefined) return ctx.services.topics.notHereError(topic, p.partition);
+  return logError(log, ctx.services.topics.leaderEpoch(topic, p.partition), p);
+}
+
+/** `partitionError` for a partition led here at `leaderEpoch` by `log`. */
+function logError(log: PartitionLog, leaderEpoch: number, p: FetchRequestFetchPartition): number {
   if (!log.servable) return ErrorCode.KAFKA_STORAGE_ERROR;
-  const epoch = s.topics.leaderEpoch(topic, p.partition);
   const asked = p.currentLeaderEpoch ?? -1;
-  if (asked >= 0 && asked !== epoch) return asked < epoch ? ErrorCode.FENCED_LEADER_EPOCH : ErrorCode.UNKNOWN_LEADER_EPOCH;
+  if (asked >= 0 && asked !== leaderEpoch) return asked < leaderEpoch ? ErrorCode.FENCED_LEADER_EPOCH : ErrorCode.UNKNOWN_LEADER_EPOCH;
   if (p.fetchOffset < log.logStartOffset || p.fetchOffset > log.logEndOffset) return ErrorCode.OFFSET_OUT_OF_RANGE;
   return ErrorCode.NONE;
+}
+
+/**
+ * A session partition's leader state (its `leaderState`), looked up by a follower's Fetch and kept for
+ * the next ones, as Kafka's FetchSession keeps each partition's resolved state: the led log, the
+ * leader epoch and the follower's progress record. It holds while neither the topic manager's nor the
+ * replication layer's generation moves (every metadata change, leadership change and topic change
+ * moves one) and for the replica that looked it up; what moves with the data (log end, high
+ * watermark, last stable offset, log start) is read from the log on every Fetch. An idle follower's
+ * Fetch then makes no map lookup per partition.
+ */
+interface LeaderSlot {
+  readonly topicsGeneration: number;
+  readonly replicationGeneration: number;
+  readonly replicaId: number;
+  readonly log: PartitionLog;
+  readonly leaderEpoch: number;
+  readonly follower: LedFollower;
+}
+
+/** The generations a `LeaderSlot` must carry to hold now. */
+interface Generations {
+  readonly topics: number;
+  readonly replication: number;
+}
+
+/** The slot kept for a session partition, if it still holds. */
+function keptSlot(p: FetchRequestFetchPartition, replicaId: number, now: Generations): LeaderSlot | undefined {
+  const kept = (p as Partial<CachedPartition>).leaderState as LeaderSlot | null | undefined;
+  if (kept === null || kept === undefined) return undefined;
+  const holds = kept.topicsGeneration === now.topics && kept.replicationGeneration === now.replication && kept.replicaId === replicaId;
+  return holds ? kept : undefined;
 }
 
 /**
@@ -96,17 +131,32 @@ export async function replicaFetch(
   /** partitions the replication layer refused (NOT_LEADER_OR_FOLLOWER: not a replica of it) */
   let refused: Map<FetchRequestFetchPartition, number> | undefined;
   let caughtUp = true;
+  let gens: Generations = { topics: s.topics.generation, replication: replication.generation };
   for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
     if (rec === undefined) continue;
     const led = s.topics.logsOf(rec.name);
     for (const p of t.partitions) {
-      const log = led?.[p.partition];
-      if (log === undefined || partitionError(ctx, rec.name, p, log) !== ErrorCode.NONE) continue;
-      const code = replication.followerFetched(rec.name, p.partition, replicaId, p.fetchOffset, now, p.logStartOffset ?? -1n);
-      if (code !== ErrorCode.NONE) {
-        (refused ??= new Map()).set(p, code);
-        continue;
+      let log: PartitionLog | undefined;
+      const slot = keptSlot(p, replicaId, gens);
+      if (slot !== undefined) {
+        log = slot.log;
+        if (logError(log, slot.leaderEpoch, p) !== ErrorCode.NONE) continue;
+        replication.fetchedBy(slot.follower, replicaId, p.fetchOffset, now, p.logStartOffset ?? -1n);
+      } else {
+        log = led?.[p.partition];
+        if (log === undefined || partitionError(ctx, rec.name, p, log) !== ErrorCode.NONE) continue;
+        const follower = replication.follower(rec.name, p.partition, replicaId);
+        if (follower === undefined) {
+          (refused ??= new Map()).set(p, ErrorCode.NOT_LEADER_OR_FOLLOWER); // not led here, or not a replica of it
+          continue;
+        }
+        replication.fetchedBy(follower, replicaId, p.fetchOffset, now, p.logStartOffset ?? -1n);
+        const c = p as Partial<CachedPartition>;
+        if (c.leaderState !== undefined) {
+          const leaderEpoch = s.topics.leaderEpoch(rec.name, p.partition);
+          c.leaderState = { topicsGeneration: gens.topics, replicationGeneration: gens.replication, replicaId, log, leaderEpoch, follower };
+        }
       }
       const logEnd = log.logEndOffset;
       logs.push(log);
@@ -126,6 +176,7 @@ export async function replicaFetch(
     await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (change) => change !== undefined || grown());
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
   }
+  gens = { topics: s.topics.generation, replication: replication.generation };
   let budget = req.maxBytes ?? 0x7fffffff;
   let total = 0;
   const responses: FetchResponse['responses'] = [];
@@ -138,8 +189,10 @@ export async function replicaFetch(
         partitions.push(result(p.partition, byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, undefined));
         continue;
       }
-      const log = led?.[p.partition];
-      const error = refused?.get(p) ?? partitionError(ctx, rec.name, p, log);
+      const slot = keptSlot(p, replicaId, gens);
+      const log = slot?.log ?? led?.[p.partition];
+      const error =
+        refused?.get(p) ?? (slot !== undefined ? logError(slot.log, slot.leaderEpoch, p) : partitionError(ctx, rec.name, p, log));
       if (log === undefined || error !== ErrorCode.NONE) {
         const known = log !== undefined && error !== ErrorCode.KAFKA_STORAGE_ERROR;
         partitions.push(result(p.partition, error, known ? log : undefined));

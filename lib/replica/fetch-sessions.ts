@@ -54,6 +54,12 @@ export interface CachedPartition extends FetchRequestFetchPartition {
   highWatermark: bigint;
   lastStableOffset: bigint;
   leaderLogStartOffset: bigint;
+  /**
+   * What the handler keeps for this partition from one Fetch of the session to the next (the replica
+   * fetch path: the partition's leader state, looked up once); null until it keeps something. Absent
+   * on a sessionless Fetch's partitions.
+   */
+  leaderState: object | null;
 }
 
 export class FetchSession {
@@ -118,6 +124,7 @@ export class FetchSession {
       highWatermark: -1n,
       lastStableOffset: -1n,
       leaderLogStartOffset: -1n,
+      leaderState: null,
     };
     this.partitions.set(k, { topic, topicId, part });
     this.view = null;

@@ -39,7 +39,7 @@ export interface Followers {
   shutdown(): Promise<void>;
 }
 
-interface FollowerProgress {
+export interface FollowerProgress {
   /** The follower's log end offset (its last fetch offset); -1 until it fetches under this leadership. */
   logEndOffset: bigint;
   /** The log start offset its last fetch reported (Fetch v5+); -1 until then. */
@@ -51,7 +51,7 @@ interface FollowerProgress {
   leaderEndAtLastFetch: bigint;
 }
 
-interface Waiter {
+export interface Waiter {
   offset: bigint;
   /** The min.insync.replicas the append was made under. */
   minIsr: number;
@@ -59,8 +59,8 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-/** A partition this broker leads. */
-class Led {
+/** A partition this broker leads (exported for the type of `LedFollower`). */
+export class Led {
   readonly followers = new Map<number, FollowerProgress>();
   /** acks=all appends waiting for the high watermark, in offset order. */
   waiters: Waiter[] = [];
@@ -96,6 +96,12 @@ class Led {
 
 /** Where a partition's acks=all wait ends: NONE once replicated to the ISR, an error otherwise. */
 export type CommitOutcome = number;
+
+/** A follower of a partition this broker leads, looked up once: it holds while `Replication.generation` stays the same. */
+export interface LedFollower {
+  readonly led: Led;
+  readonly progress: FollowerProgress;
+}
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
@@ -155,6 +161,7 @@ export class Replication {
   private checkpointTimer: NodeJS.Timeout | undefined;
   private started = false;
   private stopped = false;
+  private changes = 0;
 
   constructor(
     private readonly deps: {
@@ -197,6 +204,14 @@ export class Replication {
     });
   }
 
+  /**
+   * Counts the changes that may end a leadership or change its followers (every metadata change, every
+   * role applied, a topic dropped): a `LedFollower` holds while it stays the same.
+   */
+  get generation(): number {
+    return this.changes;
+  }
+
   /** The clock of the ISR's lag checks (ms). */
   now(): number {
     return this.deps.now?.() ?? Date.now();
@@ -226,6 +241,7 @@ export class Replication {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.changes++;
     if (this.timer !== undefined) clearInterval(this.timer);
     if (this.checkpointTimer !== undefined) clearInterval(this.checkpointTimer);
     for (const l of this.led.values()) this.failWaiters(l, ErrorCode.NOT_LEADER_OR_FOLLOWER);
@@ -239,6 +255,7 @@ export class Replication {
   }
 
   private changed(c: MetadataChange): void {
+    this.changes++;
     if (this.stopped) return;
     if (c.kind === 'brokers') this.checkLowWatermarks();
     else if (c.kind === 'partition') this.apply(c.topic, c.partition);
@@ -253,6 +270,7 @@ export class Replication {
   }
 
   private dropTopic(topic: string): void {
+    this.changes++;
     for (const [k, l] of this.led) {
       if (l.topic !== topic) continue;
       this.failWaiters(l, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
@@ -269,6 +287,7 @@ export class Replication {
 
   /** Makes this broker's role for the partition match its state: leader, follower or neither. */
   private apply(topic: string, partition: number): void {
+    this.changes++;
     const state = this.deps.metadata.partitionState(topic, partition);
     const log = this.deps.topics.replica(topic, partition);
     const k = key(topic, partition);
@@ -364,10 +383,21 @@ export class Replication {
     now = this.now(),
     logStartOffset = -1n,
   ): number {
-    const l = this.led.at(topic, partition);
-    if (l === undefined) return ErrorCode.NOT_LEADER_OR_FOLLOWER;
-    const f = l.followers.get(replicaId);
-    if (f === undefined) return ErrorCode.NOT_LEADER_OR_FOLLOWER; // not a replica of this partition
+    const f = this.follower(topic, partition, replicaId);
+    if (f === undefined) return ErrorCode.NOT_LEADER_OR_FOLLOWER; // not led here, or not a replica of it
+    this.fetchedBy(f, replicaId, fetchOffset, now, logStartOffset);
+    return ErrorCode.NONE;
+  }
+
+  /** The follower `replicaId` of a partition this broker leads (undefined: not led here, or not a replica of it). */
+  follower(topic: string, partition: number, replicaId: number): LedFollower | undefined {
+    const led = this.led.at(topic, partition);
+    const progress = led?.followers.get(replicaId);
+    return led === undefined || progress === undefined ? undefined : { led, progress };
+  }
+
+  /** `followerFetched` for a follower looked up before (while `generation` has not moved since). */
+  fetchedBy({ led: l, progress: f }: LedFollower, replicaId: number, fetchOffset: bigint, now: number, logStartOffset = -1n): void {
     const leaderEnd = l.log.logEndOffset;
     if (fetchOffset >= leaderEnd) f.lastCaughtUpMs = now;
     else if (f.leaderEndAtLastFetch >= 0n && fetchOffset >= f.leaderEndAtLastFetch)
@@ -391,7 +421,6 @@ export class Replication {
     ) {
       this.alterIsr(l, [...l.state.isr, replicaId], 'expand');
     }
-    return ErrorCode.NONE;
   }
 
   /**

@@ -36,9 +36,10 @@ function setup(log: PartitionLog) {
   const fetched: bigint[] = [];
   const replication = {
     now: () => Date.now(),
-    followerFetched: (_t: string, _p: number, _r: number, offset: bigint) => {
+    generation: 0,
+    follower: () => ({}),
+    fetchedBy: (_f: unknown, _r: number, offset: bigint) => {
       fetched.push(offset);
-      return ErrorCode.NONE;
     },
   } as unknown as Replication;
   const timing = { remoteMs: 0 };
@@ -51,6 +52,7 @@ function setup(log: PartitionLog) {
       metadata: { topic: (name: string) => (name === TOPIC ? { name, topicId: 'a'.repeat(32) } : undefined) },
       topics: {
         logsOf: (t: string) => (t === TOPIC ? [log] : undefined),
+        generation: 0,
         leaderEpoch: () => 3,
         notHereError: () => ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
       },

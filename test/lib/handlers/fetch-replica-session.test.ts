@@ -1,0 +1,177 @@
+/**
+ * The leader state a follower's fetch session keeps per partition (lib/handlers/fetch-replica.ts,
+ * LeaderSlot): looked up by the first Fetch, reused by the next ones while the topic manager's and the
+ * replication layer's generations stay, and looked up again once either moves. What moves with the
+ * data (high watermark, log end, log start) is read on every Fetch, so a follower whose session kept
+ * the state still sees a high watermark move, a truncation and a log start move; a leader epoch bump
+ * or a lost leadership (which move a generation) are answered at once. The session cache is the real
+ * one; stand-ins for the logs, the topic manager and the replication layer count their lookups.
+ */
+import { expect } from 'chai';
+import { ErrorCode } from '../../../protocol/generated/error-codes.js';
+import type { FetchRequest, FetchResponsePartitionData } from '../../../protocol/generated/fetch.js';
+import { replicaFetch } from '../../../lib/handlers/fetch-replica.js';
+import type { RequestContext } from '../../../lib/handlers/types.js';
+import type { PartitionLog } from '../../../lib/log/partition-log.js';
+import { FetchSessionCache } from '../../../lib/replica/fetch-sessions.js';
+import { Purgatory } from '../../../lib/replica/purgatory.js';
+import type { Replication } from '../../../lib/replica/replication.js';
+
+const TOPIC = 'replicated';
+const REPLICA = 2;
+
+interface MutableLog {
+  servable: boolean;
+  logEndOffset: bigint;
+  logStartOffset: bigint;
+  highWatermark: bigint;
+  lastStableOffset: bigint;
+}
+
+function setup(partitions: number) {
+  const logs: MutableLog[] = [];
+  for (let i = 0; i < partitions; i++)
+    logs.push({ servable: true, logEndOffset: 10n, logStartOffset: 0n, highWatermark: 10n, lastStableOffset: 10n });
+  const lookups = { leaderEpoch: 0, follower: 0 };
+  const topics = {
+    generation: 0,
+    epoch: 3,
+    led: true,
+    logsOf: (t: string) => (t === TOPIC && topics.led ? (logs as unknown as PartitionLog[]) : undefined),
+    leaderEpoch: () => {
+      lookups.leaderEpoch++;
+      return topics.epoch;
+    },
+    notHereError: () => ErrorCode.NOT_LEADER_OR_FOLLOWER,
+  };
+  const fetched: bigint[] = [];
+  const replication = {
+    generation: 0,
+    now: () => Date.now(),
+    follower: () => {
+      lookups.follower++;
+      return topics.led ? {} : undefined;
+    },
+    fetchedBy: (_f: unknown, _r: number, offset: bigint) => {
+      fetched.push(offset);
+    },
+  };
+  const purgatory = new Purgatory();
+  const ctx = {
+    apiVersion: 12,
+    conn: { closed: new Promise<void>(() => undefined) },
+    services: {
+      purgatory,
+      metadata: { topic: (name: string) => (name === TOPIC ? { name, topicId: 'a'.repeat(32) } : undefined) },
+      topics,
+    },
+  } as unknown as RequestContext;
+  const cache = new FetchSessionCache(10);
+  let sessionId = 0;
+  let epoch = 0;
+  /** One Fetch of the session (the first opens it): the answers the response sends, by partition. */
+  const fetch = async (fetchOffsets: Map<number, bigint> = new Map(), replicaId = REPLICA, leaderEpoch = 3) => {
+    const request: FetchRequest = {
+      replicaId,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 1 << 20,
+      sessionId,
+      sessionEpoch: epoch,
+      topics:
+        epoch === 0
+          ? [{ topic: TOPIC, partitions: logs.map((_, i) => part(i, fetchOffsets.get(i) ?? 10n, leaderEpoch)) }]
+          : fetchOffsets.size === 0
+            ? []
+            : [{ topic: TOPIC, partitions: [...fetchOffsets].map(([i, o]) => part(i, o, leaderEpoch)) }],
+      forgottenTopicsData: [],
+    };
+    const session = cache.newContext(request, 12, true);
+    expect(session.kind).to.equal(epoch === 0 ? 'full' : 'incremental');
+    sessionId = session.sessionId;
+    epoch = epoch === 0 ? 1 : epoch + 1;
+    const req = { ...request, topics: session.topics };
+    const responses = session.respond(await replicaFetch(req, ctx, replicaId, replication as unknown as Replication, session));
+    const sent = new Map<number, FetchResponsePartitionData>();
+    for (const t of responses) for (const p of t.partitions) sent.set(p.partitionIndex, p);
+    return sent;
+  };
+  return { logs, topics, replication, lookups, fetched, fetch };
+}
+
+function part(partition: number, fetchOffset: bigint, currentLeaderEpoch: number) {
+  return { partition, currentLeaderEpoch, fetchOffset, logStartOffset: 0n, partitionMaxBytes: 1 << 20 };
+}
+
+describe('Fetch from a follower (leader side): the leader state a fetch session keeps', () => {
+  it('an idle incremental Fetch looks nothing up again and sends nothing; the follower is still told of each fetch', async () => {
+    const s = setup(3);
+    expect((await s.fetch()).size).to.equal(3);
+    expect(s.lookups).to.deep.equal({ leaderEpoch: 6, follower: 3 }); // both passes check the epoch; the first keeps it
+    const before = { ...s.lookups };
+    s.fetched.length = 0;
+    expect((await s.fetch()).size).to.equal(0);
+    expect(s.lookups, 'looked up again with no change').to.deep.equal(before);
+    expect(s.fetched).to.deep.equal([10n, 10n, 10n]);
+  });
+
+  it('a high watermark move, a truncation and a log start move after the state was kept are answered', async () => {
+    const s = setup(3);
+    await s.fetch();
+    await s.fetch();
+    s.logs[0]!.highWatermark = 11n;
+    s.logs[1]!.logEndOffset = 8n; // the leader's log ends before the follower's fetch offset now
+    s.logs[2]!.logStartOffset = 5n;
+    const sent = await s.fetch();
+    expect(sent.get(0)?.errorCode).to.equal(ErrorCode.NONE);
+    expect(sent.get(0)?.highWatermark).to.equal(11n);
+    expect(sent.get(1)?.errorCode).to.equal(ErrorCode.OFFSET_OUT_OF_RANGE);
+    expect(sent.get(2)?.logStartOffset).to.equal(5n);
+    expect(s.lookups.follower, 'the kept state was used').to.equal(3);
+  });
+
+  it('a leader epoch bump (a metadata change) is answered with FENCED_LEADER_EPOCH to a follower of the old epoch', async () => {
+    const s = setup(2);
+    await s.fetch();
+    await s.fetch();
+    s.topics.epoch = 4;
+    s.topics.generation++;
+    const sent = await s.fetch();
+    expect(sent.get(0)?.errorCode).to.equal(ErrorCode.FENCED_LEADER_EPOCH);
+    expect(sent.get(1)?.errorCode).to.equal(ErrorCode.FENCED_LEADER_EPOCH);
+    // the follower comes back at the new epoch: served, looked up and kept again
+    const again = await s.fetch(
+      new Map([
+        [0, 10n],
+        [1, 10n],
+      ]),
+      REPLICA,
+      4,
+    );
+    expect(again.get(0)?.errorCode).to.equal(ErrorCode.NONE);
+    expect(again.get(1)?.errorCode).to.equal(ErrorCode.NONE);
+    const kept = { ...s.lookups };
+    expect((await s.fetch()).size).to.equal(0);
+    expect(s.lookups).to.deep.equal(kept);
+  });
+
+  it('a lost leadership (the replication layer moved on) is answered with NOT_LEADER_OR_FOLLOWER', async () => {
+    const s = setup(2);
+    await s.fetch();
+    await s.fetch();
+    s.topics.led = false;
+    s.replication.generation++;
+    const sent = await s.fetch();
+    expect(sent.get(0)?.errorCode).to.equal(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(sent.get(1)?.errorCode).to.equal(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(s.fetched.length, 'no fetch state handed over once not led').to.equal(4);
+  });
+
+  it('the state one replica kept is not used for another replica using the session', async () => {
+    const s = setup(1);
+    await s.fetch();
+    const followers = s.lookups.follower;
+    await s.fetch(new Map(), 3);
+    expect(s.lookups.follower).to.equal(followers + 1);
+  });
+});

@@ -161,7 +161,7 @@ export class Broker {
       metadata: this.metadata,
       groups,
       producerIds,
-      notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b),
+      notifyAppend: (t, p, b, stable) => this.services.notifyAppend(t, p, b, stable),
       replication: () => replication,
     });
     this.services = {
@@ -179,12 +179,13 @@ export class Broker {
       metrics: this.metrics,
       apiVersions,
       advertisedListener: (name) => this.advertised.get(name),
-      notifyAppend: (topic, partition, bytes) => {
+      notifyAppend: (topic, partition, bytes, stableBytes) => {
         const log = topics.partition(topic, partition);
         if (log === undefined) return;
         // on a single node the appended bytes are readable at once; with replication, once the high
         // watermark passes them (the replication layer tells the purgatory then)
-        purgatory.checkAndComplete(log, { appendedBytes: bytes, readableBytes: log.externalHighWatermark ? 0 : bytes });
+        const readableBytes = log.externalHighWatermark ? 0 : bytes;
+        purgatory.checkAndComplete(log, { appendedBytes: bytes, readableBytes, stableBytes: stableBytes ?? readableBytes });
       },
     };
     await topics.loadAll();

@@ -41,7 +41,9 @@ export interface BrokerServices {
   /**
    * Called after every append: wakes delayed fetches on that partition (purgatory key: its log; the
    * appended byte count goes along, readable at once on a single node, so each fetch can add up
-   * toward its min_bytes).
+   * toward its min_bytes). `stableBytes`: the bytes the append made readable to read_committed
+   * fetches (a transaction marker moves the last stable offset past the transaction's data); absent:
+   * the appended bytes.
    */
-  notifyAppend(topic: string, partition: number, bytes: number): void;
+  notifyAppend(topic: string, partition: number, bytes: number, stableBytes?: number): void;
 }

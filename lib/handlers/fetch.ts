@@ -14,6 +14,7 @@ import type { TopicLogs } from '../topics.js';
 import { type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { consumerReads } from '../replica/follower-reads.js';
+import { readableBytes } from '../replica/purgatory.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { fetchReplicaId, replicaFetch } from './fetch-replica.js';
 import { defineHandler, type RequestContext } from './types.js';
@@ -283,7 +284,11 @@ async function consumerFetch(
   const waitForBytes = async (needed: number) => {
     let readable = 0;
     const parkedAt = performance.now();
-    await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (change) => (readable += change?.readableBytes ?? 0) >= needed);
+    await fetchWatchFor(s.purgatory, ctx.conn).wait(
+      logs,
+      req.maxWaitMs,
+      (change) => (readable += readableBytes(change, readCommitted)) >= needed,
+    );
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
   };
   if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);

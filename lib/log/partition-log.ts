@@ -254,6 +254,11 @@ export class PartitionLog extends LazyLog {
     return this.requireLog('aborted transactions').abortedTransactions(fetchOffset, upperBound);
   }
 
+  /** The bytes between the entries holding `from` and `to` (segment-list's bytesBetween); 0 when the log is not open. */
+  bytesBetween(from: bigint, to: bigint): number {
+    return this.log?.bytesBetween(from, to) ?? 0;
+  }
+
   /** producer.id.expiration.ms: forgets idle producers without an open transaction (a log not open has none loaded). */
   expireProducers(now: number, expirationMs: number): number {
     return this.log?.expireProducers(now, expirationMs) ?? 0;

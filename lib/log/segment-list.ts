@@ -111,3 +111,32 @@ export function deletableSegments(
   }
   return i;
 }
+
+/**
+ * The bytes from the start of the entry holding `from` to the start of the one holding `to` (from ≤
+ * to; the log's end when none holds it): what a read from `from` up to `to` returns when both are
+ * entry boundaries, as a transaction's first offset and a last stable offset are. The boundaries are
+ * found by walking the headers from the offset index's entry below each offset. What a marker made
+ * readable to read_committed fetches.
+ */
+export function bytesBetween(segs: readonly LogSegment[], from: bigint, to: bigint): number {
+  if (segs.length === 0 || to <= from) return 0;
+  const a = segmentIndexFor(segs, from);
+  const b = segmentIndexFor(segs, to);
+  let bytes = positionIn(segs[b]!, to) - positionIn(segs[a]!, from);
+  for (let i = a; i < b; i++) bytes += segs[i]!.size;
+  return Math.max(0, bytes);
+}
+
+/** Where, in `seg`, the entry holding `offset` starts (the segment's size when no entry holds it). */
+function positionIn(seg: LogSegment, offset: bigint): number {
+  if (offset <= seg.baseOffset) return 0;
+  if (offset >= seg.nextOffset) return seg.size;
+  let at = seg.size;
+  walkSegmentSync(seg, seg.offsetIndex.lookup(offset).position, (h) => {
+    if (h.lastOffset < offset) return false;
+    at = h.position;
+    return true;
+  });
+  return at;
+}

@@ -20,7 +20,7 @@ import { assignOffsets, type AssignedEntry } from './assign-offsets.js';
 import { decompressLimit, fromProtocolError, validateRecords } from './validator.js';
 import { CommitQueue } from './commit-queue.js';
 import type { AppendResult } from './commit-queue.js';
-import { abortedTransactionsIn, searchTimestamp, segmentIndexFor } from './segment-list.js';
+import { abortedTransactionsIn, bytesBetween, searchTimestamp, segmentIndexFor } from './segment-list.js';
 import type { TimestampOffset } from './segment-list.js';
 import type { AbortedTxn } from './transaction-index.js';
 import { ControlRecordType, buildEndTxnBatch } from '../../protocol/records/index.js';
@@ -300,6 +300,11 @@ export class UnifiedLog extends ReplicaLog {
    */
   abortedTransactions(fetchOffset: bigint, upperBound: bigint): AbortedTxn[] {
     return abortedTransactionsIn(this.segments, fetchOffset, upperBound);
+  }
+
+  /** The bytes between the entries holding `from` and `to` (see segment-list's bytesBetween). */
+  bytesBetween(from: bigint, to: bigint): number {
+    return bytesBetween(this.segments, from, to);
   }
 
   /** producer.id.expiration.ms: forgets idle producers without an open transaction. */

@@ -13,6 +13,18 @@ export interface PartitionChange {
   readonly appendedBytes: number;
   /** bytes that became readable to consumers (below the high watermark; the appended ones on a single node) */
   readonly readableBytes: number;
+  /**
+   * bytes that became readable to read_committed consumers (below the last stable offset: a
+   * transaction marker moves it past the transaction's data); absent: readableBytes (a high watermark
+   * move, which counts bytes of an open transaction too)
+   */
+  readonly stableBytes?: number;
+}
+
+/** The bytes `change` made readable to a consumer's fetch (read_committed: below the last stable offset); 0 for none. */
+export function readableBytes(change: PartitionChange | undefined, readCommitted: boolean): number {
+  if (change === undefined) return 0;
+  return readCommitted ? (change.stableBytes ?? change.readableBytes) : change.readableBytes;
 }
 
 export interface DelayedOperation {

@@ -45,7 +45,8 @@ export interface TxnCoordinatorDeps {
   onOffsetsMarker(partition: number, producerId: bigint, commit: boolean): void;
   /** Resolves once the group coordinator has loaded (markers on offsets partitions need it). */
   groupsLoaded(): Promise<void>;
-  notifyAppend(topic: string, partition: number, bytes: number): void;
+  /** Wakes fetches after an append of `bytes` (see Services.notifyAppend for `stableBytes`). */
+  notifyAppend(topic: string, partition: number, bytes: number, stableBytes?: number): void;
   now?: () => number;
   // ---- clusters only (absent on one node) ----
   /** The leader epoch an append to a partition this broker leads carries (one node: 0). */

@@ -23,7 +23,7 @@ export interface TxnCoordinatorWiring {
   metadata: MetadataStore;
   groups: GroupCoordinator;
   producerIds: ProducerIdManager;
-  notifyAppend(topic: string, partition: number, bytes: number): void;
+  notifyAppend(topic: string, partition: number, bytes: number, stableBytes?: number): void;
   /** Clusters: the replication layer (made after the coordinator). */
   replication?: () => Replication | undefined;
 }
@@ -112,7 +112,7 @@ export function createTransactionCoordinator(w: TxnCoordinatorWiring): Transacti
     offsetsTopic: OFFSETS_TOPIC,
     onOffsetsMarker: (partition, producerId, commit) => completeTxnOffsets(w.groups, partition, producerId, commit),
     groupsLoaded: () => w.groups.whenLoaded(),
-    notifyAppend: (t, p, b) => w.notifyAppend(t, p, b),
+    notifyAppend: (t, p, b, stable) => w.notifyAppend(t, p, b, stable),
     ...(w.topics.clustered ? clusterDeps(w, (id) => partitionFor(id, numPartitions)) : {}),
   });
   // clusters: the state partitions this broker leads move with the controller's elections

@@ -90,14 +90,17 @@ export class TxnMarkerWriter {
     if (isr !== ErrorCode.NONE) return isr;
     try {
       const leaderEpoch = this.deps.leaderEpoch?.(topic, partition) ?? 0;
+      let stable = log.lastStableOffset;
       const r = await log.appendMarker({ producerId, producerEpoch, coordinatorEpoch, commit }, { leaderEpoch });
       await r.written;
-      // the last stable offset may have moved past any amount of data: wake every waiting fetch
-      this.deps.notifyAppend(topic, partition, Number.MAX_SAFE_INTEGER);
+      // the marker's own bytes, and the data the last stable offset moved past (the transaction's, on
+      // one node; in a cluster it moves once the ISR has the marker)
+      const markerBytes = log.bytesBetween(r.info.lastOffset, r.info.lastOffset + 1n);
+      this.deps.notifyAppend(topic, partition, markerBytes, log.bytesBetween(stable, (stable = log.lastStableOffset)));
       if (this.deps.awaitCommitted !== undefined) {
         const committed = await this.deps.awaitCommitted(topic, partition, r.info.lastOffset + 1n);
         if (committed !== ErrorCode.NONE) return committed;
-        this.deps.notifyAppend(topic, partition, Number.MAX_SAFE_INTEGER);
+        this.deps.notifyAppend(topic, partition, 0, log.bytesBetween(stable, log.lastStableOffset));
       }
       if (topic === this.deps.offsetsTopic) this.deps.onOffsetsMarker(partition, producerId, commit);
       return ErrorCode.NONE;

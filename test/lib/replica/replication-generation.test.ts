@@ -28,7 +28,8 @@ function setup() {
   } as unknown as MetadataStore;
   const log = { isOpen: false, open: () => new Promise(() => undefined), logEndOffset: 0n, highWatermark: 0n } as unknown as PartitionLog;
   const topics = { onPartitionOpened: () => undefined, replica: () => log } as unknown as TopicManager;
-  const followers: Followers = { follow: async () => undefined, unfollow: async () => undefined, shutdown: async () => undefined };
+  const done = () => Promise.resolve();
+  const followers: Followers = { follow: done, unfollow: done, shutdown: done };
   const replication = new Replication({
     metadata,
     topics,

@@ -27,7 +27,7 @@ function setup() {
     partitionState: (t: string, p: number) => (t === TOPIC && p === 0 ? state : undefined),
   } as unknown as MetadataStore;
   const log = { isOpen: false, open: () => new Promise(() => undefined), logEndOffset: 0n, highWatermark: 0n } as unknown as PartitionLog;
-  const topics = { onPartitionOpened: () => undefined, replica: () => log } as unknown as TopicManager;
+  const topics = { onPartitionOpened: () => undefined, onReplicaRemoved: () => undefined, replica: () => log } as unknown as TopicManager;
   const done = () => Promise.resolve();
   const followers: Followers = { follow: done, unfollow: done, shutdown: done };
   const replication = new Replication({

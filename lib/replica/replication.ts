@@ -16,138 +16,25 @@ import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { BrokerConfig } from '../config.js';
 import type { PartitionLog } from '../log/partition-log.js';
-import type { MetadataChange, MetadataStore, PartitionState } from '../metadata/store.js';
+import type { MetadataChange, MetadataStore } from '../metadata/store.js';
 import { MetadataWriteError } from '../metadata/store.js';
 import type { TopicManager } from '../topics.js';
 import { HighWatermarkCheckpoint } from './hw-checkpoint.js';
 import { waitFor, type Purgatory } from './purgatory.js';
 import { ReadableBytes } from './readable-bytes.js';
 
-/** What a follower needs to fetch a partition (the replica fetchers' view). */
-export interface FollowedPartition {
-  topic: string;
-  topicId: string;
-  partition: number;
-  log: PartitionLog;
-  leaderEpoch: number;
-}
+import {
+  type CommitOutcome,
+  type Followers,
+  Led,
+  type LedFollower,
+  PartitionMap,
+  partitionKey as key,
+  type Waiter,
+} from './led-partition.js';
 
-/** The replica fetchers, one per leader this broker follows. */
-export interface Followers {
-  follow(p: FollowedPartition, leaderId: number): Promise<void>;
-  unfollow(topic: string, partition: number): Promise<void>;
-  shutdown(): Promise<void>;
-}
-
-export interface FollowerProgress {
-  /** The follower's log end offset (its last fetch offset); -1 until it fetches under this leadership. */
-  logEndOffset: bigint;
-  /** The log start offset its last fetch reported (Fetch v5+); -1 until then. */
-  logStartOffset: bigint;
-  /** When it last had everything the leader had (Kafka's lastCaughtUpTimeMs). */
-  lastCaughtUpMs: number;
-  /** When it fetched last, and the leader's log end offset then. */
-  lastFetchMs: number;
-  leaderEndAtLastFetch: bigint;
-}
-
-export interface Waiter {
-  offset: bigint;
-  /** The min.insync.replicas the append was made under. */
-  minIsr: number;
-  resolve(errorCode: number): void;
-  timer: NodeJS.Timeout;
-}
-
-/** A partition this broker leads (exported for the type of `LedFollower`). */
-export class Led {
-  readonly followers = new Map<number, FollowerProgress>();
-  /** acks=all appends waiting for the high watermark, in offset order. */
-  waiters: Waiter[] = [];
-  /** An ISR change this leader asked for and has no answer to yet. */
-  altering = false;
-  /** how many bytes each high watermark move makes readable to consumers */
-  readonly readable = new ReadableBytes();
-  /** The log end offset when this leadership began (a follower must reach it to join the ISR, as Kafka requires); -1 until the log is open. */
-  epochStartOffset = -1n;
-  /** The purgatory key DeleteRecords waits under for the low watermark (a string: its watch set goes once empty). */
-  readonly lowWatermarkKey: string;
-
-  constructor(
-    readonly topic: string,
-    readonly partition: number,
-    readonly log: PartitionLog,
-    public state: PartitionState,
-    now: number,
-  ) {
-    this.lowWatermarkKey = `low-watermark\u0000${topic}\u0000${partition}`;
-    this.resetFollowers(now);
-  }
-
-  /** Kafka starts every follower's clock at the election: ISR members get the lag time to show up. */
-  resetFollowers(now: number): void {
-    for (const r of this.state.replicas) {
-      if (this.followers.has(r)) continue;
-      this.followers.set(r, { logEndOffset: -1n, logStartOffset: -1n, lastCaughtUpMs: now, lastFetchMs: 0, leaderEndAtLastFetch: -1n });
-    }
-    for (const r of this.followers.keys()) if (!this.state.replicas.includes(r)) this.followers.delete(r);
-  }
-}
-
-/** Where a partition's acks=all wait ends: NONE once replicated to the ISR, an error otherwise. */
-export type CommitOutcome = number;
-
-/** A follower of a partition this broker leads, looked up once: it holds while `Replication.generation` stays the same. */
-export interface LedFollower {
-  readonly led: Led;
-  readonly progress: FollowerProgress;
-}
-
-const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
-
-/**
- * Partitions' values by `topic\0partition` key, with an index by topic and partition index beside it
- * for the lookups made per partition of every follower Fetch and every append (`at`): no key string
- * is built there. (Exported for its test.)
- */
-export class PartitionMap<V extends { readonly topic: string; readonly partition: number }> extends Map<string, V> {
-  private readonly byTopic = new Map<string, (V | undefined)[]>();
-
-  override set(k: string, v: V): this {
-    const old = super.get(k);
-    if (old !== undefined && old !== v) this.unindex(old);
-    super.set(k, v);
-    let a = this.byTopic.get(v.topic);
-    if (a === undefined) this.byTopic.set(v.topic, (a = []));
-    a[v.partition] = v;
-    return this;
-  }
-
-  override delete(k: string): boolean {
-    const v = super.get(k);
-    if (v !== undefined) this.unindex(v);
-    return super.delete(k);
-  }
-
-  override clear(): void {
-    this.byTopic.clear();
-    super.clear();
-  }
-
-  at(topic: string, partition: number): V | undefined {
-    return this.byTopic.get(topic)?.[partition];
-  }
-
-  /** Drops the topic's index once none of its partitions is left. */
-  forgetTopic(topic: string): void {
-    if (this.byTopic.get(topic)?.every((v) => v === undefined) === true) this.byTopic.delete(topic);
-  }
-
-  private unindex(v: V): void {
-    const a = this.byTopic.get(v.topic);
-    if (a?.[v.partition] === v) a[v.partition] = undefined;
-  }
-}
+export { Led, PartitionMap, partitionKey } from './led-partition.js';
+export type { CommitOutcome, FollowedPartition, Followers, FollowerProgress, LedFollower, Waiter } from './led-partition.js';
 
 export class Replication {
   private readonly led = new PartitionMap<Led>();

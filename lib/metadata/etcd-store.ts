@@ -5,18 +5,17 @@
  * registration, lib/metadata/etcd-session.ts) and the controller (lib/cluster/controller.ts) run beside.
  * Key layout: lib/metadata/etcd-state.ts.
  */
-import { mkdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { Etcd3, type IOptions, type ITxnRequest, type ITxnResponse, type IWatchResponse, type Watcher } from 'etcd3';
+import { Etcd3, type ITxnRequest, type ITxnResponse, type IWatchResponse, type Watcher } from 'etcd3';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { Controller, type ControllerOptions } from '../cluster/controller.js';
 import { alterPartitionReassignments, electLeaders, resignLeadership } from '../cluster/partition-admin.js';
 import { placeReplicas, validateAssignments, checkReplicationFactor } from '../cluster/placement.js';
-import { createdAt, delPrefix, del, get, modifiedAt, prefixEnd, put, rangedKeyValues, revisionOf, toKeyValue } from './etcd-ops.js';
+import { createdAt, delPrefix, del, get, modifiedAt, put, rangedKeyValues, revisionOf, toKeyValue } from './etcd-ops.js';
+import { checkIdentity, clientOptions, load } from './etcd-open.js';
 import { EtcdSession } from './etcd-session.js';
 import { BadValueError, EtcdKeys, EtcdState, type StoredTopic, type TopicEntry } from './etcd-state.js';
-import { newTopicId, writeFileAtomic } from './local-store.js';
+import { newTopicId } from './local-store.js';
 import {
   GregorMetadataErrorCode,
   MetadataError,
@@ -49,12 +48,6 @@ export interface EtcdStoreOptions {
   controllerOptions?: ControllerOptions;
 }
 
-/** Written in the data dir on first open; a data dir of another cluster or node id is refused. */
-const IDENTITY_FILE = 'gregor-cluster.json';
-/** Range reads at open fetch this many keys per page. */
-const PAGE = 1000;
-/** Unary etcd calls give up after this long (streams have no deadline). */
-const CALL_TIMEOUT_MS = 5000;
 /** Compare-and-swap rewrites of a topic key retry this many times on a conflict. */
 const CAS_ATTEMPTS = 5;
 
@@ -417,79 +410,6 @@ export class EtcdMetadataStore implements MetadataStore {
       }
     }
   }
-}
-
-function clientOptions(endpoints: string[]): IOptions {
-  // No circuit breaker: the store retries on its own, and must see etcd again as soon as it answers.
-  const passThrough = {
-    execute: (fn: (ctx: { signal: AbortSignal }) => unknown) => Promise.resolve().then(() => fn({ signal: new AbortController().signal })),
-  };
-  type HostPolicy = ReturnType<NonNullable<NonNullable<IOptions['faultHandling']>['host']>>;
-  const backoff = (ms: number): { duration: number; next: () => unknown } => ({
-    duration: ms,
-    next: () => backoff(Math.min(1000, ms * 2 + 100)),
-  });
-  return {
-    hosts: endpoints,
-    defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + CALL_TIMEOUT_MS }),
-    faultHandling: {
-      host: () => passThrough as unknown as HostPolicy,
-      watchBackoff: backoff(0) as unknown as NonNullable<NonNullable<IOptions['faultHandling']>['watchBackoff']>,
-    },
-    grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000 },
-  };
-}
-
-/** Reads every key of the cluster at one revision, page by page, into `state`. */
-async function load(client: Etcd3, state: EtcdState, logger: Logger): Promise<void> {
-  const end = prefixEnd(state.keys.prefix);
-  let from = Buffer.from(state.keys.prefix);
-  let revision: number | undefined;
-  for (;;) {
-    const res = await client.kv.range({ key: from, range_end: end, limit: PAGE, ...(revision !== undefined ? { revision } : {}) });
-    revision ??= Number(res.header.revision);
-    for (const raw of res.kvs) {
-      const kv = toKeyValue(raw);
-      try {
-        state.apply(kv, false);
-      } catch (e) {
-        if (!(e instanceof BadValueError)) throw e;
-        logger.error({ key: kv.key, err: e.message }, 'etcd metadata value skipped');
-      }
-    }
-    const last = res.kvs[res.kvs.length - 1];
-    if (!res.more || last === undefined) break;
-    from = Buffer.concat([last.key, Buffer.from([0])]);
-  }
-  state.revision = revision;
-}
-
-async function checkIdentity(dataDir: string, clusterId: string, nodeId: number): Promise<void> {
-  const file = join(dataDir, IDENTITY_FILE);
-  let text: string | undefined;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-  }
-  if (text !== undefined) {
-    let found: { clusterId?: unknown; nodeId?: unknown };
-    try {
-      found = JSON.parse(text) as typeof found;
-    } catch {
-      throw new MetadataError(GregorMetadataErrorCode.CORRUPT, file, `${file} is not JSON`);
-    }
-    if (found.clusterId !== clusterId || found.nodeId !== nodeId) {
-      throw new MetadataError(
-        GregorMetadataErrorCode.CLUSTER_ID,
-        file,
-        `data dir ${dataDir} belongs to cluster ${String(found.clusterId)} node ${String(found.nodeId)}, not cluster ${clusterId} node ${nodeId}`,
-      );
-    }
-    return;
-  }
-  await mkdir(dataDir, { recursive: true });
-  await writeFileAtomic(dataDir, IDENTITY_FILE, `${JSON.stringify({ version: 1, clusterId, nodeId })}\n`);
 }
 
 function alreadyExists(name: string): MetadataWriteError {

@@ -68,6 +68,14 @@ export class Led {
     this.resetFollowers(now);
   }
 
+  /** The low watermark: the smallest log start offset of this leader's and its followers' on live brokers (DeleteRecords). */
+  lowWatermark(nodeId: number, live: readonly { nodeId: number }[]): bigint {
+    let low = this.log.logStartOffset;
+    for (const [r, f] of this.followers)
+      if (r !== nodeId && f.logStartOffset < low && live.some((b) => b.nodeId === r)) low = f.logStartOffset;
+    return low;
+  }
+
   /** Kafka starts every follower's clock at the election: ISR members get the lag time to show up. */
   resetFollowers(now: number): void {
     for (const r of this.state.replicas) {

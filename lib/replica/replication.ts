@@ -381,11 +381,7 @@ export class Replication {
    * leadership counts as -1).
    */
   private lowWatermarkOf(l: Led): bigint {
-    let low = l.log.logStartOffset;
-    const live = this.deps.metadata.brokers();
-    for (const [r, f] of l.followers)
-      if (r !== this.nodeId && f.logStartOffset < low && live.some((b) => b.nodeId === r)) low = f.logStartOffset;
-    return low;
+    return l.lowWatermark(this.nodeId, this.deps.metadata.brokers());
   }
 
   /**

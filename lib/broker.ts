@@ -185,6 +185,7 @@ export class Broker {
         // on a single node the appended bytes are readable at once; with replication, once the high
         // watermark passes them (the replication layer tells the purgatory then)
         const readableBytes = log.externalHighWatermark ? 0 : bytes;
+        log.noteChange();
         purgatory.checkAndComplete(log, { appendedBytes: bytes, readableBytes, stableBytes: stableBytes ?? readableBytes });
       },
     };

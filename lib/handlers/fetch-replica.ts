@@ -4,7 +4,9 @@
  * follower's log end offset, handed to the replication layer (high watermark, ISR); the follower's
  * leader epoch must be the current one. Idle followers long-poll on the connection's fetch watch
  * (woken by appends and by high watermark moves). In a fetch session the answers a session leaves
- * out are not built (UNCHANGED).
+ * out are not built (UNCHANGED), and a partition found idle (caught up, in the ISR, nothing to say)
+ * is not looked at again until its log announces a change or the follower names it (`idleLog`): an
+ * idle follower's Fetch costs one read per partition, whatever the partition count.
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type {
@@ -16,6 +18,7 @@ import type {
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { type CachedPartition, type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
+import { foldIdleClock } from '../replica/led-partition.js';
 import type { LedFollower, Replication } from '../replica/replication.js';
 import type { RequestContext } from './types.js';
 
@@ -94,6 +97,41 @@ interface LeaderSlot {
   readonly follower: LedFollower;
 }
 
+/**
+ * The state the leader slots of a Fetch hold under: the generations and the replica. The same object
+ * while they stay the same (one per replication layer and replica), so that a partition found idle
+ * under it (`CachedPartition.idleSince`) is recognised by one identity compare.
+ */
+interface SlotState {
+  readonly topics: number;
+  readonly replication: number;
+}
+
+const slotStates = new WeakMap<Replication, Map<number, SlotState>>();
+
+function slotState(replication: Replication, replicaId: number, gens: Generations): SlotState {
+  let byReplica = slotStates.get(replication);
+  if (byReplica === undefined) slotStates.set(replication, (byReplica = new Map<number, SlotState>()));
+  const cur = byReplica.get(replicaId);
+  if (cur !== undefined && cur.topics === gens.topics && cur.replication === gens.replication) return cur;
+  const next = { topics: gens.topics, replication: gens.replication };
+  byReplica.set(replicaId, next);
+  return next;
+}
+
+/**
+ * The log of an incremental session's partition still as the handler last found it idle, else null.
+ * Idle: nothing to answer, the follower caught up and in the ISR. It stays so while the leader state
+ * holds (`state`), the request does not name the partition and its log announces no change (no
+ * append, no high watermark move, no log start move: LazyLog.noteChange): its answer is UNCHANGED
+ * and its follower still caught up, as of the session's clock. An idle follower's Fetch of thousands
+ * of partitions then reads one object per partition and writes none.
+ */
+function idleLog(p: FetchRequestFetchPartition, state: SlotState | null): PartitionLog | null {
+  const c = p as Partial<CachedPartition>;
+  return state !== null && c.idleSince === state ? ((c.idleOn ?? null) as PartitionLog | null) : null;
+}
+
 /** The generations a `LeaderSlot` must carry to hold now. */
 interface Generations {
   readonly topics: number;
@@ -121,26 +159,37 @@ export async function replicaFetch(
   ctx: RequestContext,
   replicaId: number,
   replication: Replication,
-  session: Pick<FetchContext, 'unchanged'>,
+  session: Pick<FetchContext, 'unchanged' | 'kind' | 'clock'>,
 ): Promise<FetchResponse['responses']> {
   const s = ctx.services;
+  const incremental = session.kind === 'incremental';
   const byId = ctx.apiVersion >= 13;
   const now = replication.now();
+  /** every partition's log (what the long poll watches) */
   const logs: PartitionLog[] = [];
+  /** the logs read (not idle) and their log end offsets then */
+  const read: PartitionLog[] = [];
   const ends: bigint[] = [];
   /** partitions the replication layer refused (NOT_LEADER_OR_FOLLOWER: not a replica of it) */
   let refused: Map<FetchRequestFetchPartition, number> | undefined;
   let caughtUp = true;
   let gens: Generations = { topics: s.topics.generation, replication: replication.generation };
+  let state = incremental ? slotState(replication, replicaId, gens) : null;
   for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
     if (rec === undefined) continue;
     const led = s.topics.logsOf(rec.name);
     for (const p of t.partitions) {
+      const idle = idleLog(p, state);
+      if (idle !== null) {
+        logs.push(idle);
+        continue;
+      }
       let log: PartitionLog | undefined;
       const slot = keptSlot(p, replicaId, gens);
       if (slot !== undefined) {
         log = slot.log;
+        foldIdleClock(slot.follower.progress);
         if (logError(log, slot.leaderEpoch, p) !== ErrorCode.NONE) continue;
         replication.fetchedBy(slot.follower, replicaId, p.fetchOffset, now, p.logStartOffset ?? -1n);
       } else {
@@ -160,23 +209,27 @@ export async function replicaFetch(
       }
       const logEnd = log.logEndOffset;
       logs.push(log);
+      read.push(log);
       ends.push(logEnd);
       if (p.fetchOffset < logEnd) caughtUp = false;
     }
   }
+  // the idle partitions' followers are caught up as of now (FollowerProgress.idleClock)
+  if (session.clock !== null) session.clock.ms = now;
   if (caughtUp && logs.length > 0 && req.maxWaitMs > 0 && req.minBytes > 0) {
     const parkedAt = performance.now();
     // Any change to a fetched partition (an append, a high watermark move) ends the wait. The check a
     // wait starts with (no change) only asks whether a log grew since it was read (an append between
     // the read and the wait): a caught-up follower must park, not poll.
     const grown = (): boolean => {
-      for (let i = 0; i < logs.length; i++) if (logs[i]!.logEndOffset !== ends[i]) return true;
+      for (let i = 0; i < read.length; i++) if (read[i]!.logEndOffset !== ends[i]) return true;
       return false;
     };
     await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (change) => change !== undefined || grown());
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
   }
   gens = { topics: s.topics.generation, replication: replication.generation };
+  state = incremental ? slotState(replication, replicaId, gens) : null;
   let budget = req.maxBytes ?? 0x7fffffff;
   let total = 0;
   const responses: FetchResponse['responses'] = [];
@@ -187,6 +240,10 @@ export async function replicaFetch(
     for (const p of t.partitions) {
       if (rec === undefined) {
         partitions.push(result(p.partition, byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, undefined));
+        continue;
+      }
+      if (idleLog(p, state) !== null) {
+        partitions.push(UNCHANGED);
         continue;
       }
       const slot = keptSlot(p, replicaId, gens);
@@ -202,7 +259,18 @@ export async function replicaFetch(
         const hw = log.highWatermark;
         const lso = log.lastStableOffset;
         const start = log.logStartOffset;
-        partitions.push(session.unchanged(p, hw, lso, start) ? UNCHANGED : resultOf(p.partition, ErrorCode.NONE, hw, lso, start, EMPTY));
+        if (session.unchanged(p, hw, lso, start)) {
+          // idle until its log or the request moves, if its follower is in the ISR (otherwise each
+          // Fetch must look again whether it may join)
+          if (state !== null && session.clock !== null && slot !== undefined && slot.follower.led.state.isr.includes(replicaId)) {
+            const c = p as CachedPartition;
+            c.idleSince = state;
+            log.markUntilChange(c);
+            slot.follower.progress.idleClock = session.clock;
+            slot.follower.progress.idleOf = c;
+          }
+          partitions.push(UNCHANGED);
+        } else partitions.push(resultOf(p.partition, ErrorCode.NONE, hw, lso, start, EMPTY));
         continue;
       }
       try {

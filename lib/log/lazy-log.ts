@@ -4,6 +4,7 @@
  * call that needs the files starts the open, synchronous calls then get a retriable error, async
  * ones wait and run in arrival order once it is open. A failed open leaves the log offline.
  */
+import { type ChangeMark, ChangeMarks } from './change-marks.js';
 import path from 'node:path';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { LeaderEpochCache } from './checkpoint.js';
@@ -38,6 +39,8 @@ export abstract class LazyLog {
   readonly dir: string;
   /** Writes and fsyncs of this log (tests use them to check write coalescing). */
   readonly stats: IoStats = { writes: 0, syncs: 0 };
+  /** Marks cleared by the next announced change (`markUntilChange`, `noteChange`). */
+  private readonly marks = new ChangeMarks(this);
   private readonly dataDir: string;
   protected config: LogConfig;
   protected readonly opts: PartitionLogOptions;
@@ -79,6 +82,25 @@ export abstract class LazyLog {
 
   protected get logger(): LogLogger {
     return this.opts.logger ?? NOOP_LOGGER;
+  }
+
+  /**
+   * Announces a change to what a leader answers a follower for this log: an append written, a high
+   * watermark move (both also announced to the purgatory), a log start move. Together these are every
+   * way the log end, high watermark, last stable offset and log start of a led log move. Clears the
+   * marks left on the log (`markUntilChange`).
+   */
+  noteChange(): void {
+    this.marks.changed();
+  }
+
+  /**
+   * Leaves `m` on the log until its next announced change, which clears `m.idleOn` (if it is this
+   * log): a follower's fetch session marks a partition it found idle and skips it until then
+   * (lib/handlers/fetch-replica.ts). Listed once per log (`m.listedOn`) however often it is marked.
+   */
+  markUntilChange(m: ChangeMark): void {
+    this.marks.mark(m);
   }
 
   /** Whether the files are open (otherwise the summary answers). */

@@ -288,7 +288,10 @@ export class PartitionLog extends LazyLog {
 
   /** DeleteRecords: moves the log start offset (-1 means the high watermark); returns the new one. Needs the open log. */
   deleteRecordsBefore(offset: bigint): bigint {
-    return this.requireLog('DeleteRecords').deleteRecordsBefore(offset);
+    const before = this.logStartOffset;
+    const start = this.requireLog('DeleteRecords').deleteRecordsBefore(offset);
+    if (start !== before) this.noteChange();
+    return start;
   }
 
   updateConfig(c: LogConfig): void {
@@ -314,7 +317,9 @@ export class PartitionLog extends LazyLog {
   /** Periodic work: roll by segment.ms, retention by time and size, flush by flush.ms (opens the log only when due). */
   async maintenance(now: number): Promise<void> {
     if (this.log === null && !this.maintenanceDue(now)) return;
+    const before = this.logStartOffset;
     await (await this.opened()).maintenance(now);
+    if (this.logStartOffset !== before) this.noteChange();
   }
 
   /** Writes out everything appended so far and fsyncs data and indexes. */

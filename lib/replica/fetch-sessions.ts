@@ -22,6 +22,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { ChangeMark } from '../log/change-marks.js';
 import type {
   FetchRequest,
   FetchRequestFetchPartition,
@@ -49,7 +50,7 @@ export function nextEpoch(epoch: number): number {
 }
 
 /** A session's partition: the request fields the handlers read, and what it was last answered. */
-export interface CachedPartition extends FetchRequestFetchPartition {
+export interface CachedPartition extends FetchRequestFetchPartition, ChangeMark {
   /** answered last; -1n: never (the next answer names it whatever it says) */
   highWatermark: bigint;
   lastStableOffset: bigint;
@@ -60,6 +61,16 @@ export interface CachedPartition extends FetchRequestFetchPartition {
    * on a sessionless Fetch's partitions.
    */
   leaderState: object | null;
+  /**
+   * ChangeMark: the log the handler found the partition idle on (nothing to answer, the fetcher caught
+   * up and in the ISR), until that log announces a change; null: not idle. A request naming the
+   * partition clears it too. `idleSince` is the handler's key for the state it was found idle in.
+   */
+  idleOn: object | null;
+  listedOn: object | null;
+  idleSince: object | null;
+  /** the session forgot it (forgotten_topics_data) */
+  forgotten: boolean;
 }
 
 export class FetchSession {
@@ -67,6 +78,8 @@ export class FetchSession {
   readonly partitions = new Map<string, { topic: string; topicId: string; part: CachedPartition }>();
   /** the epoch the next incremental Fetch must carry */
   epoch = nextEpoch(FetchSessionEpoch.INITIAL);
+  /** when the handler last served the session (its clock: see FetchContext.clock) */
+  readonly clock = { ms: 0 };
   private view: FetchRequestFetchTopic[] | null = null;
 
   constructor(
@@ -112,6 +125,7 @@ export class FetchSession {
       if (p.currentLeaderEpoch !== undefined) c.currentLeaderEpoch = p.currentLeaderEpoch;
       if (p.logStartOffset !== undefined) c.logStartOffset = p.logStartOffset;
       if (p.lastFetchedEpoch !== undefined) c.lastFetchedEpoch = p.lastFetchedEpoch;
+      c.idleOn = null;
       return;
     }
     const part: CachedPartition = {
@@ -125,13 +139,23 @@ export class FetchSession {
       lastStableOffset: -1n,
       leaderLogStartOffset: -1n,
       leaderState: null,
+      idleOn: null,
+      listedOn: null,
+      idleSince: null,
+      forgotten: false,
     };
     this.partitions.set(k, { topic, topicId, part });
     this.view = null;
   }
 
   forget(topic: string, topicId: string, partition: number): void {
-    if (this.partitions.delete(this.key(topic, topicId, partition))) this.view = null;
+    const k = this.key(topic, topicId, partition);
+    const e = this.partitions.get(k);
+    if (e === undefined) return;
+    e.part.forgotten = true;
+    e.part.idleOn = null;
+    this.partitions.delete(k);
+    this.view = null;
   }
 
   /** Moves a partition that returned records to the end, so that the others go first next time. */
@@ -190,6 +214,11 @@ export interface FetchContext {
    * UNCHANGED instead of building it (an idle session of thousands of partitions builds nothing).
    */
   unchanged(p: FetchRequestFetchPartition, highWatermark: bigint, lastStableOffset: bigint, logStartOffset: bigint): boolean;
+  /**
+   * The session's clock (null without a session), which the handler sets to each Fetch's time: a
+   * follower's idle partitions are caught up as of it (FollowerProgress.idleClock).
+   */
+  readonly clock: { ms: number } | null;
   /** The response's topics from the answers for `topics` (same order; one per partition, or UNCHANGED). */
   respond(responses: FetchResponse['responses']): FetchResponse['responses'];
 }
@@ -210,7 +239,7 @@ const passThrough = (responses: FetchResponse['responses']) => responses;
 const never = () => false;
 
 function errorContext(errorCode: number): FetchContext {
-  return { kind: 'error', errorCode, topics: [], sessionId: 0, unchanged: never, respond: () => [] };
+  return { kind: 'error', errorCode, topics: [], sessionId: 0, clock: null, unchanged: never, respond: () => [] };
 }
 
 /** An incremental session's partition whose answer would carry nothing new. */
@@ -282,7 +311,15 @@ export class FetchSessionCache {
       if (sessionId !== 0) this.sessions.delete(sessionId);
       const session = epoch === FetchSessionEpoch.INITIAL ? this.create(follower, byId, countPartitions(req)) : undefined;
       if (session === undefined)
-        return { kind: 'sessionless', errorCode: ErrorCode.NONE, topics: req.topics, sessionId: 0, unchanged: never, respond: passThrough };
+        return {
+          kind: 'sessionless',
+          errorCode: ErrorCode.NONE,
+          topics: req.topics,
+          sessionId: 0,
+          clock: null,
+          unchanged: never,
+          respond: passThrough,
+        };
       for (const t of req.topics) for (const p of t.partitions) session.upsert(t.topic ?? '', t.topicId ?? ZERO_UUID, p);
       return this.sessionContext('full', session);
     }
@@ -305,6 +342,7 @@ export class FetchSessionCache {
       errorCode: ErrorCode.NONE,
       topics,
       sessionId: session.id,
+      clock: session.clock,
       unchanged: kind === 'incremental' ? unchangedIn : never,
       respond: (responses) => {
         const out: FetchResponse['responses'] = [];

@@ -33,6 +33,32 @@ export interface FollowerProgress {
   /** When it fetched last, and the leader's log end offset then. */
   lastFetchMs: number;
   leaderEndAtLastFetch: bigint;
+  /**
+   * Set while the follower's fetch session finds the partition idle (caught up, nothing changed): the
+   * session's clock, the time of its last Fetch, stands for both times above without a write per
+   * partition and Fetch. Folded back into them when the partition is fetched again (Replication.fetchedBy).
+   */
+  idleClock: { readonly ms: number } | null;
+  /** the session's partition it stands for: once the session forgets it, the clock no longer counts */
+  idleOf: { readonly forgotten: boolean } | null;
+}
+
+/** When the follower last had everything the leader had (its idle session's clock counts). */
+export function lastCaughtUpMs(f: FollowerProgress): number {
+  const idle = f.idleClock;
+  return idle !== null && f.idleOf?.forgotten !== true && idle.ms > f.lastCaughtUpMs ? idle.ms : f.lastCaughtUpMs;
+}
+
+/** Ends the stand-in of the idle session's clock (the partition is fetched again): its times become the follower's own. */
+export function foldIdleClock(f: FollowerProgress): void {
+  const idle = f.idleClock;
+  if (idle === null) return;
+  f.idleClock = null;
+  if (f.idleOf?.forgotten !== true) {
+    if (idle.ms > f.lastCaughtUpMs) f.lastCaughtUpMs = idle.ms;
+    if (idle.ms > f.lastFetchMs) f.lastFetchMs = idle.ms;
+  }
+  f.idleOf = null;
 }
 
 export interface Waiter {
@@ -80,7 +106,15 @@ export class Led {
   resetFollowers(now: number): void {
     for (const r of this.state.replicas) {
       if (this.followers.has(r)) continue;
-      this.followers.set(r, { logEndOffset: -1n, logStartOffset: -1n, lastCaughtUpMs: now, lastFetchMs: 0, leaderEndAtLastFetch: -1n });
+      this.followers.set(r, {
+        logEndOffset: -1n,
+        logStartOffset: -1n,
+        lastCaughtUpMs: now,
+        lastFetchMs: 0,
+        leaderEndAtLastFetch: -1n,
+        idleClock: null,
+        idleOf: null,
+      });
     }
     for (const r of this.followers.keys()) if (!this.state.replicas.includes(r)) this.followers.delete(r);
   }

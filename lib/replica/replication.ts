@@ -26,6 +26,8 @@ import { ReadableBytes } from './readable-bytes.js';
 import {
   type CommitOutcome,
   type Followers,
+  foldIdleClock,
+  lastCaughtUpMs,
   Led,
   type LedFollower,
   PartitionMap,
@@ -232,6 +234,7 @@ export class Replication {
     if (this.led.at(topic, partition) !== undefined) return;
     const f = this.following.get(key(topic, partition));
     const readableBytes = f === undefined ? 1 : f.readable.committed(highWatermark);
+    log.noteChange();
     this.deps.purgatory.checkAndComplete(log, { appendedBytes: 0, readableBytes });
   }
 
@@ -285,6 +288,7 @@ export class Replication {
 
   /** `followerFetched` for a follower looked up before (while `generation` has not moved since). */
   fetchedBy({ led: l, progress: f }: LedFollower, replicaId: number, fetchOffset: bigint, now: number, logStartOffset = -1n): void {
+    foldIdleClock(f); // its session's idle Fetches, up to the last one, found it caught up
     const leaderEnd = l.log.logEndOffset;
     if (fetchOffset >= leaderEnd) f.lastCaughtUpMs = now;
     else if (f.leaderEndAtLastFetch >= 0n && fetchOffset >= f.leaderEndAtLastFetch)
@@ -338,7 +342,7 @@ export class Replication {
     for (const r of l.state.isr) {
       const f = r === this.nodeId ? undefined : l.followers.get(r);
       if (f !== undefined && f.logEndOffset >= fetchOffset)
-        out.push({ nodeId: r, logEndOffset: f.logEndOffset, timeSinceCaughtUpMs: now - f.lastCaughtUpMs });
+        out.push({ nodeId: r, logEndOffset: f.logEndOffset, timeSinceCaughtUpMs: now - lastCaughtUpMs(f) });
     }
     return out;
   }
@@ -438,6 +442,7 @@ export class Replication {
       }
     }
     // consumers read up to the high watermark: their long polls count what its move made readable
+    l.log.noteChange();
     this.deps.purgatory.checkAndComplete(l.log, { appendedBytes: 0, readableBytes: l.readable.committed(after) });
   }
 
@@ -465,7 +470,10 @@ export class Replication {
     const now = this.now();
     for (const l of this.led.values()) {
       if (l.altering || l.state.isr.length <= 1) continue;
-      const lagging = l.state.isr.filter((r) => r !== this.nodeId && now - (l.followers.get(r)?.lastCaughtUpMs ?? now) > this.lagMaxMs);
+      const lagging = l.state.isr.filter((r) => {
+        const f = l.followers.get(r);
+        return r !== this.nodeId && f !== undefined && now - lastCaughtUpMs(f) > this.lagMaxMs;
+      });
       if (lagging.length > 0)
         this.alterIsr(
           l,

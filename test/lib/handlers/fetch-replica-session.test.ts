@@ -13,25 +13,35 @@ import type { FetchRequest, FetchResponsePartitionData } from '../../../protocol
 import { replicaFetch } from '../../../lib/handlers/fetch-replica.js';
 import type { RequestContext } from '../../../lib/handlers/types.js';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
+import { type ChangeMark, ChangeMarks } from '../../../lib/log/change-marks.js';
 import { FetchSessionCache } from '../../../lib/replica/fetch-sessions.js';
+import { type FollowerProgress, foldIdleClock, lastCaughtUpMs } from '../../../lib/replica/led-partition.js';
 import { Purgatory } from '../../../lib/replica/purgatory.js';
 import type { Replication } from '../../../lib/replica/replication.js';
 
 const TOPIC = 'replicated';
 const REPLICA = 2;
 
-interface MutableLog {
-  servable: boolean;
-  logEndOffset: bigint;
-  logStartOffset: bigint;
-  highWatermark: bigint;
-  lastStableOffset: bigint;
+/** A log's fields the handler reads, and its change marks as PartitionLog keeps them. */
+class MutableLog {
+  servable = true;
+  logEndOffset = 10n;
+  logStartOffset = 0n;
+  highWatermark = 10n;
+  lastStableOffset = 10n;
+  private readonly marks = new ChangeMarks(this);
+  /** what whoever moves the log end, the high watermark or the log start announces */
+  noteChange(): void {
+    this.marks.changed();
+  }
+  markUntilChange(m: ChangeMark): void {
+    this.marks.mark(m);
+  }
 }
 
 function setup(partitions: number) {
   const logs: MutableLog[] = [];
-  for (let i = 0; i < partitions; i++)
-    logs.push({ servable: true, logEndOffset: 10n, logStartOffset: 0n, highWatermark: 10n, lastStableOffset: 10n });
+  for (let i = 0; i < partitions; i++) logs.push(new MutableLog());
   const lookups = { leaderEpoch: 0, follower: 0 };
   const topics = {
     generation: 0,
@@ -45,14 +55,29 @@ function setup(partitions: number) {
     notHereError: () => ErrorCode.NOT_LEADER_OR_FOLLOWER,
   };
   const fetched: bigint[] = [];
+  const isr = [1, REPLICA];
+  const clock = { now: 1000 };
+  /** the follower's progress per partition, as the replication layer keeps it */
+  const progress = logs.map((): FollowerProgress => ({
+    logEndOffset: -1n,
+    logStartOffset: -1n,
+    lastCaughtUpMs: 0,
+    lastFetchMs: 0,
+    leaderEndAtLastFetch: -1n,
+    idleClock: null,
+    idleOf: null,
+  }));
+  let lookedUp = 0;
   const replication = {
     generation: 0,
-    now: () => Date.now(),
+    now: () => clock.now,
     follower: () => {
       lookups.follower++;
-      return topics.led ? {} : undefined;
+      return topics.led ? { led: { state: { isr } }, progress: progress[lookedUp++ % logs.length] } : undefined;
     },
-    fetchedBy: (_f: unknown, _r: number, offset: bigint) => {
+    fetchedBy: ({ progress: f }: { progress: FollowerProgress }, _r: number, offset: bigint, now: number) => {
+      foldIdleClock(f);
+      f.lastCaughtUpMs = now;
       fetched.push(offset);
     },
   };
@@ -69,6 +94,9 @@ function setup(partitions: number) {
   const cache = new FetchSessionCache(10);
   let sessionId = 0;
   let epoch = 0;
+  const forgotten: number[] = [];
+  /** the next Fetch forgets partition `i` */
+  const forget = (i: number) => forgotten.push(i);
   /** One Fetch of the session (the first opens it): the answers the response sends, by partition. */
   const fetch = async (fetchOffsets: Map<number, bigint> = new Map(), replicaId = REPLICA, leaderEpoch = 3) => {
     const request: FetchRequest = {
@@ -84,7 +112,7 @@ function setup(partitions: number) {
           : fetchOffsets.size === 0
             ? []
             : [{ topic: TOPIC, partitions: [...fetchOffsets].map(([i, o]) => part(i, o, leaderEpoch)) }],
-      forgottenTopicsData: [],
+      forgottenTopicsData: forgotten.splice(0).map((i) => ({ topic: TOPIC, partitions: [i] })),
     };
     const session = cache.newContext(request, 12, true);
     expect(session.kind).to.equal(epoch === 0 ? 'full' : 'incremental');
@@ -96,7 +124,7 @@ function setup(partitions: number) {
     for (const t of responses) for (const p of t.partitions) sent.set(p.partitionIndex, p);
     return sent;
   };
-  return { logs, topics, replication, lookups, fetched, fetch };
+  return { logs, topics, replication, lookups, fetched, isr, clock, progress, fetch, forget };
 }
 
 function part(partition: number, fetchOffset: bigint, currentLeaderEpoch: number) {
@@ -122,6 +150,7 @@ describe('Fetch from a follower (leader side): the leader state a fetch session 
     s.logs[0]!.highWatermark = 11n;
     s.logs[1]!.logEndOffset = 8n; // the leader's log ends before the follower's fetch offset now
     s.logs[2]!.logStartOffset = 5n;
+    for (const log of s.logs) log.noteChange();
     const sent = await s.fetch();
     expect(sent.get(0)?.errorCode).to.equal(ErrorCode.NONE);
     expect(sent.get(0)?.highWatermark).to.equal(11n);
@@ -173,5 +202,52 @@ describe('Fetch from a follower (leader side): the leader state a fetch session 
     const followers = s.lookups.follower;
     await s.fetch(new Map(), 3);
     expect(s.lookups.follower).to.equal(followers + 1);
+  });
+
+  it('a partition found idle is skipped until its log announces a change or the request names it', async () => {
+    const s = setup(3);
+    await s.fetch(); // opens the session (a full Fetch: nothing is idle)
+    await s.fetch(); // finds all three idle
+    s.fetched.length = 0;
+    s.clock.now = 2000;
+    expect((await s.fetch()).size).to.equal(0);
+    expect(s.fetched, 'no partition checked again').to.deep.equal([]);
+    expect(s.progress.map(lastCaughtUpMs), 'each caught up as of the session clock').to.deep.equal([2000, 2000, 2000]);
+    // a high watermark move on partition 0 (announced), and the follower's fetch of partition 1 named anew
+    s.logs[0]!.highWatermark = 11n;
+    s.logs[0]!.noteChange();
+    const sent = await s.fetch(new Map([[1, 10n]]));
+    expect(s.fetched).to.deep.equal([10n, 10n]);
+    expect([...sent.keys()], 'partition 0 has news to send').to.deep.equal([0]);
+    expect(sent.get(0)?.highWatermark).to.equal(11n);
+    // a move the log did not announce is not looked for: an unannounced high watermark stays unsent
+    s.logs[2]!.highWatermark = 9n;
+    expect((await s.fetch()).has(2)).to.equal(false);
+    // a log start move is announced too
+    s.logs[2]!.logStartOffset = 4n;
+    s.logs[2]!.noteChange();
+    expect((await s.fetch()).get(2)?.logStartOffset).to.equal(4n);
+  });
+
+  it('a forgotten partition stops being caught up with the session clock', async () => {
+    const s = setup(2);
+    await s.fetch();
+    await s.fetch();
+    s.clock.now = 2000;
+    await s.fetch();
+    s.forget(1);
+    s.clock.now = 3000;
+    await s.fetch();
+    expect(s.progress.map(lastCaughtUpMs)).to.deep.equal([3000, 1000]);
+  });
+
+  it('a follower outside the ISR is never idle: each Fetch checks whether it may join', async () => {
+    const s = setup(2);
+    s.isr.splice(s.isr.indexOf(REPLICA), 1);
+    await s.fetch();
+    await s.fetch();
+    s.fetched.length = 0;
+    await s.fetch();
+    expect(s.fetched).to.deep.equal([10n, 10n]);
   });
 });

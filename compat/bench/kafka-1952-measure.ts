@@ -4,7 +4,7 @@
  * fetchers apart from consumers), with /metrics' FetchFollower LocalTimeMs beside them.
  */
 import type { LocalBroker, LocalCluster } from '../../lib/cluster/local-cluster.js';
-import { cpuSeconds, mainThreadCpuSeconds, mean, percentile, round, rssBytes } from './proc-stats.js';
+import { cpuSeconds, mainThreadCpuSeconds, mean, percentile, round, rssBytes, threadCpu } from './proc-stats.js';
 
 const REPLICA_CLIENT = 'gregor-replica-fetcher-';
 
@@ -119,7 +119,7 @@ export async function followerLocalTimeMetric(
 
 export interface CpuReading {
   at: number;
-  brokers: { total: number; main: number }[];
+  brokers: { total: number; main: number; threads: Map<string, number> }[];
   etcd: number;
   self: NodeJS.CpuUsage;
 }
@@ -128,15 +128,33 @@ export function readCpu(cluster: LocalCluster): CpuReading {
   const etcdPid = cluster.etcd.pid;
   return {
     at: performance.now(),
-    brokers: cluster.brokers.map((b) => ({ total: cpuSeconds(b.pid ?? -1), main: mainThreadCpuSeconds(b.pid ?? -1) })),
+    brokers: cluster.brokers.map((b) => ({
+      total: cpuSeconds(b.pid ?? -1),
+      main: mainThreadCpuSeconds(b.pid ?? -1),
+      threads: threadGroups(b.pid ?? -1),
+    })),
     etcd: etcdPid === undefined ? NaN : cpuSeconds(etcdPid),
     self: process.cpuUsage(),
   };
 }
 
+/**
+ * CPU seconds by thread kind: the main thread ("main"), and the others by name with digits dropped
+ * (V8's GC and compiler workers "V8 DefaultWorke", libuv's pool "libuv-worker", …). Threads that
+ * ended between two readings drop out of the later one.
+ */
+function threadGroups(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const t of threadCpu(pid)) {
+    const kind = t.tid === pid ? 'main' : t.comm.replace(/\d+/g, '').trim();
+    out.set(kind, (out.get(kind) ?? 0) + t.cpuSeconds);
+  }
+  return out;
+}
+
 export interface CpuWindow {
   seconds: number;
-  brokers: { broker: number; cpuPercent: number; mainThreadPercent: number; rssMb: number }[];
+  brokers: { broker: number; cpuPercent: number; mainThreadPercent: number; rssMb: number; threadsPercent: Record<string, number> }[];
   etcdPercent: number;
   /** this process: the librdkafka client(s) and the bench's own loop */
   clientPercent: number;
@@ -152,6 +170,11 @@ export function cpuWindow(cluster: LocalCluster, a: CpuReading, b: CpuReading): 
       broker: br.nodeId,
       cpuPercent: pct((b.brokers[i]?.total ?? NaN) - (a.brokers[i]?.total ?? NaN)),
       mainThreadPercent: pct((b.brokers[i]?.main ?? NaN) - (a.brokers[i]?.main ?? NaN)),
+      threadsPercent: Object.fromEntries(
+        [...(b.brokers[i]?.threads ?? new Map<string, number>())]
+          .map(([kind, s]): [string, number] => [kind, pct(s - (a.brokers[i]?.threads.get(kind) ?? 0))])
+          .filter(([, p]) => p > 0),
+      ),
       rssMb: round(rssBytes(br.pid ?? -1) / (1 << 20), 1),
     })),
     etcdPercent: pct(b.etcd - a.etcd),

@@ -30,7 +30,8 @@
  * fetch.wait.max.ms), BENCH_RESTARTS ("SIGTERM,SIGKILL", "" for none), BENCH_CPU_PROF (a directory:
  * the brokers run with --cpu-prof there; a profile is written when a broker exits cleanly),
  * BENCH_KEEP_DIR (a directory for the cluster, kept afterwards: logs and data), BENCH_LOG_LEVEL (the
- * brokers' LOG_LEVEL, default warn).
+ * brokers' LOG_LEVEL, default warn), BENCH_NODE_FLAGS (more node flags for the brokers, e.g.
+ * --trace-gc: its lines go to the broker logs kept in BENCH_KEEP_DIR).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -137,6 +138,7 @@ async function e2e(bootstrap: string, leader: LocalBroker): Promise<E2eResult> {
 
 async function main(): Promise<void> {
   const nodeFlags = CPU_PROF !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [];
+  nodeFlags.push(...(process.env['BENCH_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== ''));
   if (CPU_PROF !== undefined) mkdirSync(CPU_PROF, { recursive: true });
   const t00 = performance.now();
   const cluster = await startLocalCluster({
@@ -228,6 +230,16 @@ async function main(): Promise<void> {
     };
     console.log(
       `idle: broker CPU ${idle.brokers.map((b) => `${b.broker}: ${b.cpuPercent}% (main ${b.mainThreadPercent}%)`).join(', ')}, etcd ${idle.etcdPercent}%, consumer ${idle.clientPercent}%`,
+    );
+    console.log(
+      `idle: broker threads ${idle.brokers
+        .map(
+          (b) =>
+            `${b.broker}: ${Object.entries(b.threadsPercent)
+              .map(([k, p]) => `${k} ${p}%`)
+              .join(', ')}`,
+        )
+        .join('; ')}`,
     );
     console.log(
       `replica-fetch local time: p50 ${r3(percentile(idleFetch.replicaLocal, 50))} ms, p99 ${r3(percentile(idleFetch.replicaLocal, 99))} ms over ${idleFetch.replicaLocal.length} requests`,

@@ -6,14 +6,17 @@ const MB = 2 ** 20;
 
 /** A reducer on fakes: the test sets the utilization, slack and clock, and calls check() itself. */
 function fakeReducer(idleMs = 3000) {
-  const io = { utilization: 0, slack: 64 * MB, now: 0, steps: [] as string[] };
+  const io = { utilization: 0, slack: 64 * MB, slackAfterCompaction: 4 * MB, now: 0, steps: [] as string[] };
   const r = startIdleMemory({
     idleMs,
     checkMs: 1000,
     minSlackBytes: 16 * MB,
     utilization: () => io.utilization,
     slack: () => io.slack,
-    compact: () => io.steps.push('compact'),
+    compact: () => {
+      io.steps.push('compact');
+      io.slack = io.slackAfterCompaction;
+    },
     shrinkYoung: () => io.steps.push('shrink'),
     now: () => io.now,
   });
@@ -51,8 +54,9 @@ describe('idle memory (heap given back once the broker process is idle)', () => 
       tick(30);
       expect(io.steps).to.deep.equal(['compact', 'shrink']);
       expect(r.stats).to.deep.equal({ compactions: 1, shrinks: 1 });
-      // a busy second arms it again
+      // a busy second arms it again (the heap grew)
       io.utilization = 0.5;
+      io.slack = 64 * MB;
       tick();
       io.utilization = 0.01;
       tick(3);
@@ -90,6 +94,35 @@ describe('idle memory (heap given back once the broker process is idle)', () => 
       io.slack = 4 * MB;
       tick(20);
       expect(io.steps).to.deep.equal(['compact']);
+    } finally {
+      r.stop();
+    }
+  });
+
+  it('does not repeat a compaction that gave nothing back until the slack grows past what it left', () => {
+    const { io, r, tick } = fakeReducer();
+    io.slackAfterCompaction = 34 * MB; // e.g. a young generation still at its largest
+    try {
+      tick(3);
+      expect(io.steps).to.deep.equal(['compact']);
+      // a busy second right after (recompiling what the collection flushed), then idle again
+      io.utilization = 0.3;
+      tick();
+      io.utilization = 0;
+      tick(3);
+      expect(io.steps, 'no second compaction: only the young generation shrink').to.deep.equal(['compact', 'shrink']);
+      io.utilization = 0.3;
+      tick();
+      io.utilization = 0;
+      tick(30);
+      expect(io.steps).to.deep.equal(['compact', 'shrink', 'shrink']);
+      // the heap grew by more than the minimum slack beyond what the compaction left: compacted again
+      io.utilization = 0.3;
+      io.slack = 51 * MB;
+      tick();
+      io.utilization = 0;
+      tick(3);
+      expect(io.steps).to.deep.equal(['compact', 'shrink', 'shrink', 'compact']);
     } finally {
       r.stop();
     }

@@ -148,8 +148,9 @@ export function startIdleMemory(opts: IdleMemoryOptions = {}): IdleMemory {
    * The slack the last compaction left (what it could not give back: committed young generation,
    * pages V8 keeps). Another compaction waits until the slack is minSlack beyond it: a compaction
    * that gives nothing back is not repeated at every idle stretch. Seen at 3,000 partitions with a
-   * long-polling consumer: each compaction flushed compiled code, the next poll's recompilation was
-   * a busy second, and a compaction of ~150 ms came back every 6 s (2.5% of a core at idle).
+   * long-polling consumer: a busy second followed each compaction (likely recompiling what the
+   * collection flushed; not proven), and a compaction of ~150 ms came back every 6 s (2.5% of a core
+   * at idle).
    */
   let floor = 0;
   const check = (): void => {

@@ -14,6 +14,7 @@ import { BrokerConfig, type ConfigValue, type Listener, parseAdminListener, pars
 import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
+import { LogDirError, checkLogDirIdentity } from './log/log-dir-identity.js';
 import { LogManager } from './log/log-manager.js';
 import { LocalMetadataStore } from './metadata/local-store.js';
 import { MetadataError, type MetadataStore } from './metadata/store.js';
@@ -119,8 +120,14 @@ export class Broker {
     return this.servers[0]?.listener.port ?? -1;
   }
 
+  /** The first log dir: the broker's metadata lives there (Kafka's metadata.log.dir default). */
   get dataDir(): string {
     return resolve(this.config.logDirs[0] ?? './data');
+  }
+
+  /** Every log dir (log.dirs, else log.dir), absolute, each once. */
+  get logDirs(): string[] {
+    return [...new Set(this.config.logDirs.map((d) => resolve(d)))];
   }
 
   async start(): Promise<this> {
@@ -135,7 +142,15 @@ export class Broker {
       if (e instanceof MetadataError) this.logger.error({ code: e.code, file: e.file, dataDir }, e.message);
       throw e;
     }
-    this.logManager = await LogManager.open(dataDir, this.config, this.logger);
+    const logDirs = this.logDirs;
+    try {
+      await checkLogDirIdentity(logDirs, this.metadata.clusterId, this.config.nodeId);
+      this.logManager = await LogManager.open(logDirs, this.config, this.logger);
+    } catch (e) {
+      if (e instanceof LogDirError) this.logger.error({ code: e.code, file: e.file, logDirs }, e.message);
+      await this.metadata.close().catch(() => undefined);
+      throw e;
+    }
     const purgatory = new Purgatory();
     const fetchSessions = new FetchSessionCache(this.config.int('max.incremental.fetch.session.cache.slots'));
     this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);
@@ -170,6 +185,7 @@ export class Broker {
       clusterId: this.metadata.clusterId,
       metadata: this.metadata,
       topics,
+      logManager: this.logManager,
       purgatory,
       fetchSessions,
       replication,
@@ -304,7 +320,7 @@ export class Broker {
       followers,
       config: c,
       logger: this.logger.child({ component: 'replication' }),
-      checkpoint: { dataDir: this.dataDir, logs: () => this.logManager.all() },
+      checkpoint: { dataDirs: this.logManager.logDirs(), logs: (dir) => this.logManager.logsIn(dir) },
     });
   }
 

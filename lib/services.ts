@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig, Listener } from './config.js';
 import type { MetadataStore } from './metadata/store.js';
+import type { LogManager } from './log/log-manager.js';
 import type { GroupCoordinator } from './group/coordinator.js';
 import type { BrokerMetrics } from './observability/broker-metrics.js';
 import type { FetchSessionCache } from './replica/fetch-sessions.js';
@@ -22,6 +23,8 @@ export interface BrokerServices {
   readonly clusterId: string;
   readonly metadata: MetadataStore;
   readonly topics: TopicManager;
+  /** The partition logs of every log dir (DescribeLogDirs). */
+  readonly logManager: LogManager;
   readonly purgatory: Purgatory;
   /** Fetch sessions (KIP-227) of followers and consumers. */
   readonly fetchSessions: FetchSessionCache;

@@ -41,6 +41,7 @@ import { listTransactionsHandler } from './list-transactions.js';
 import { electLeadersHandler } from './elect-leaders.js';
 import { alterPartitionReassignmentsHandler } from './alter-partition-reassignments.js';
 import { listPartitionReassignmentsHandler } from './list-partition-reassignments.js';
+import { describeLogDirsHandler } from './describe-log-dirs.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler[] = [
@@ -83,6 +84,7 @@ export const HANDLERS: readonly Handler[] = [
   electLeadersHandler,
   alterPartitionReassignmentsHandler,
   listPartitionReassignmentsHandler,
+  describeLogDirsHandler,
 ];
 
 /** The ranges to advertise: every handler's, or those an emulated Kafka release had. */

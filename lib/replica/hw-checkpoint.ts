@@ -43,6 +43,10 @@ export class HighWatermarkCheckpoint {
     return this.saved.get(key(topic, partition)) ?? 0n;
   }
 
+  has(topic: string, partition: number): boolean {
+    return this.saved.has(key(topic, partition));
+  }
+
   /** Writes the high watermark of every replica in `logs` (a replica not recovered yet keeps the value read at start). */
   write(logs: Iterable<PartitionLog>): Promise<void> {
     const rows: [string, number, bigint][] = [];
@@ -51,5 +55,25 @@ export class HighWatermarkCheckpoint {
       if (hw !== undefined) rows.push([log.topic, log.partition, hw]);
     }
     return this.file.write(rows);
+  }
+}
+
+/** The replication-offset-checkpoint of every log dir, each listing the replicas in its dir (as Kafka keeps them). */
+export class HighWatermarkCheckpoints {
+  private readonly files: { dataDir: string; checkpoint: HighWatermarkCheckpoint }[];
+
+  constructor(dataDirs: readonly string[], logger: Pick<Logger, 'warn'>) {
+    this.files = dataDirs.map((dataDir) => ({ dataDir, checkpoint: new HighWatermarkCheckpoint(dataDir, logger) }));
+  }
+
+  /** See HighWatermarkCheckpoint.initial: the value of whichever dir's checkpoint has the partition. */
+  initial(topic: string, partition: number): bigint {
+    for (const f of this.files) if (f.checkpoint.has(topic, partition)) return f.checkpoint.initial(topic, partition);
+    return 0n;
+  }
+
+  /** Writes each dir's checkpoint from the replicas `logsIn` that dir. */
+  async write(logsIn: (dataDir: string) => Iterable<PartitionLog>): Promise<void> {
+    await Promise.all(this.files.map((f) => f.checkpoint.write(logsIn(f.dataDir))));
   }
 }

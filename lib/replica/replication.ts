@@ -19,7 +19,7 @@ import type { PartitionLog } from '../log/partition-log.js';
 import type { MetadataChange, MetadataStore } from '../metadata/store.js';
 import { MetadataWriteError } from '../metadata/store.js';
 import type { TopicManager } from '../topics.js';
-import { HighWatermarkCheckpoint } from './hw-checkpoint.js';
+import { HighWatermarkCheckpoints } from './hw-checkpoint.js';
 import { waitFor, type Purgatory } from './purgatory.js';
 import { ReadableBytes } from './readable-bytes.js';
 
@@ -46,7 +46,7 @@ export class Replication {
   private readonly lagMaxMs: number;
   private readonly nodeId: number;
   private timer: NodeJS.Timeout | undefined;
-  private readonly hwCheckpoint: HighWatermarkCheckpoint | undefined;
+  private readonly hwCheckpoint: HighWatermarkCheckpoints | undefined;
   private checkpointTimer: NodeJS.Timeout | undefined;
   private started = false;
   private stopped = false;
@@ -61,14 +61,14 @@ export class Replication {
       config: BrokerConfig;
       logger: Logger;
       now?: () => number;
-      /** The data dir's replication-offset-checkpoint and every replica in it (absent: no checkpoint; tests). */
-      checkpoint?: { dataDir: string; logs: () => Iterable<PartitionLog> };
+      /** The log dirs, each with its replication-offset-checkpoint, and the replicas in each (absent: no checkpoint; tests). */
+      checkpoint?: { dataDirs: readonly string[]; logs: (dataDir: string) => Iterable<PartitionLog> };
     },
   ) {
     this.nodeId = deps.metadata.nodeId;
     this.lagMaxMs = deps.config.long('replica.lag.time.max.ms') ?? 30000;
     const cp = deps.checkpoint;
-    this.hwCheckpoint = cp === undefined ? undefined : new HighWatermarkCheckpoint(cp.dataDir, deps.logger);
+    this.hwCheckpoint = cp === undefined ? undefined : new HighWatermarkCheckpoints(cp.dataDirs, deps.logger);
     // every local replica's high watermark is set by the replication layer, whatever its role; it
     // starts at the checkpointed one, and consumers' long polls (on leaders and, KIP-392, followers)
     // wake when it moves
@@ -124,7 +124,7 @@ export class Replication {
     const cp = this.hwCheckpoint;
     if (cp === undefined || this.deps.checkpoint === undefined) return Promise.resolve();
     return cp
-      .write(this.deps.checkpoint.logs())
+      .write(this.deps.checkpoint.logs)
       .catch((err: unknown) => this.deps.logger.error({ err }, 'writing the replication-offset-checkpoint failed'));
   }
 

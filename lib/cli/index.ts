@@ -5,7 +5,17 @@
  */
 
 /** The tool commands (argv[0]). */
-export const TOOL_COMMANDS: readonly string[] = ['topic', 'produce', 'consume', 'group', 'partitions', 'offsets', 'cluster', 'debug'];
+export const TOOL_COMMANDS: readonly string[] = [
+  'topic',
+  'produce',
+  'consume',
+  'group',
+  'partitions',
+  'offsets',
+  'log-dirs',
+  'cluster',
+  'debug',
+];
 
 /** Whether `command` (argv[0]) is a tool command rather than `start`. */
 export function isToolCommand(command: string | undefined): boolean {

@@ -282,6 +282,15 @@ function otherCommands(program: Command, run: Run): void {
     .option('--read-committed', 'latest means the last stable offset')
     .action(action(run, true, async (ctx, [topics], f) => (await import('./commands/offsets.js')).offsets(ctx, topics as string[], f)));
 
+  withFormat(
+    withConnection(
+      program.command('log-dirs').description("each broker's log dirs, and the size of each replica in them (DescribeLogDirs)"),
+    ),
+  )
+    .option('-t, --topic <topic...>', 'only these topics (default: every replica)')
+    .addOption(new Option('--broker <ids>', 'only these brokers (example: 1,3)').argParser(arg(parseBrokerList)))
+    .action(action(run, true, async (ctx, _a, f) => (await import('./commands/log-dirs.js')).logDirs(ctx, f)));
+
   const cluster = program.command('cluster').description('cluster information and health');
   withFormat(withConnection(cluster.command('info').description('cluster id, controller and brokers')))
     .option('--api-versions', "also list the APIs and versions each broker offers, and the version we'd use")

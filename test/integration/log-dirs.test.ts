@@ -7,6 +7,7 @@
  *   two dirs alternate; after a restart with a third, empty dir, that dir takes the next two;
  * - every dir gets meta.properties with the cluster and node id; a restart finds every partition;
  * - deletion removes the partition directories from whichever dir holds them;
+ * - `gregor log-dirs --format json` prints the same replicas and sizes;
  * - the start is refused (GREGOR_ERR_*, `gregor start` exits non-zero) when a partition directory is
  *   in two dirs or a dir's meta.properties names another node.
  */
@@ -16,8 +17,10 @@ import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeF
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { ApiVersionsResponse } from '../../protocol/generated/api-versions.js';
 import type { DescribeLogDirsResponse } from '../../protocol/generated/describe-log-dirs.js';
 import { startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
+import { cliOk } from '../helpers/cli.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 import { RawClient } from '../helpers/raw-client.js';
 
@@ -165,6 +168,13 @@ describe('several log.dirs, and DescribeLogDirs', function () {
     expect(ids[0]).to.be.a('string').and.equal(ids[1]);
 
     raw = await RawClient.connect(b.bootstrap);
+    // DescribeLogDirs is offered in every version; AlterReplicaLogDirs (moving a replica between dirs) is not
+    const versions = await raw.request<ApiVersionsResponse>(ApiKey.ApiVersions, 3, {
+      clientSoftwareName: 'raw',
+      clientSoftwareVersion: '1',
+    });
+    const offered = (key: number) => versions.apiKeys.filter((k) => k.apiKey === key).map((k) => [k.minVersion, k.maxVersion]);
+    expect([offered(ApiKey.DescribeLogDirs), offered(ApiKey.AlterReplicaLogDirs)]).to.deep.equal([[[0, 4]], []]);
     const expectedRows = [a, bb].flatMap((d, i) =>
       [i, i + 2].map((p) => [d, 't', p, segmentBytes(join(d, `t-${p}`)), 0n, false] as [string, string, number, bigint, bigint, boolean]),
     );
@@ -186,6 +196,14 @@ describe('several log.dirs, and DescribeLogDirs', function () {
           ).to.equal(true);
       }
     }
+    // the CLI (kafka-log-dirs' JSON shape): the same replicas and sizes
+    type CliJson = {
+      brokers: { logDirs: { logDir: string; error: unknown; partitions: { partition: string; size: number | string }[] }[] }[];
+    };
+    const cli = JSON.parse((await cliOk(['log-dirs', '--format', 'json', '-b', b.bootstrap, '--topic', 't'])).out) as CliJson;
+    expect(
+      cli.brokers.flatMap((x) => x.logDirs.flatMap((d) => d.partitions.map((p) => [d.logDir, d.error, p.partition, String(p.size)]))),
+    ).to.deep.equal(expectedRows.map((r) => [r[0], null, `t-${r[2]}`, String(r[3])]));
     // a topic filter: only the partitions asked for that this broker holds; a topic left with none is left out
     const filtered = await raw.request<DescribeLogDirsResponse>(ApiKey.DescribeLogDirs, 4, {
       topics: [

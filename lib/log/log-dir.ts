@@ -185,18 +185,6 @@ export class LogDir {
     return log;
   }
 
-  /** The log, opened (recovering it if the last shutdown was unclean) or created. */
-  async getOrCreate(
-    topic: string,
-    partition: number,
-    config: LogConfig,
-    opts: Omit<PartitionLogOptions, 'recover'> = {},
-  ): Promise<PartitionLog> {
-    const log = this.attach(topic, partition, config, opts);
-    await log.open();
-    return log;
-  }
-
   /** Whether some log still waits for its recovery (its first open); false once all have opened or failed. */
   get recovering(): boolean {
     return this.unrecovered.size > 0;

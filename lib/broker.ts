@@ -15,7 +15,7 @@ import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogDirError, checkLogDirIdentity } from './log/log-dir-identity.js';
-import { LogManager } from './log/log-manager.js';
+import { LogManager } from './log/log-dirs.js';
 import { LocalMetadataStore } from './metadata/local-store.js';
 import { MetadataError, type MetadataStore } from './metadata/store.js';
 import type { ConnectionInfo } from './network/connection.js';

@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig, Listener } from './config.js';
 import type { MetadataStore } from './metadata/store.js';
-import type { LogManager } from './log/log-manager.js';
+import type { LogManager } from './log/log-dirs.js';
 import type { GroupCoordinator } from './group/coordinator.js';
 import type { BrokerMetrics } from './observability/broker-metrics.js';
 import type { FetchSessionCache } from './replica/fetch-sessions.js';

@@ -7,7 +7,7 @@
  * TopicManager's part, kept apart.
  */
 import type { Logger } from 'pino';
-import type { LogManager } from './log/log-manager.js';
+import type { LogManager } from './log/log-dirs.js';
 import type { PartitionLog } from './log/partition-log.js';
 import type { MetadataStore } from './metadata/store.js';
 

@@ -7,7 +7,7 @@ import { ErrorCode } from '../protocol/generated/error-codes.js';
 import { type BrokerConfig, parseTopicConfig } from './config.js';
 import { logConfigFrom, type LogConfig } from './log/log-config.js';
 import type { ConversionRunner } from './log/convert.js';
-import type { LogManager } from './log/log-manager.js';
+import type { LogManager } from './log/log-dirs.js';
 import type { PartitionLog } from './log/partition-log.js';
 import { checkAddPartitions, checkCreate, type CreateTopicSpec, TopicError, validateTopicConfigs } from './topic-checks.js';
 import { type ReplicaRemovedListener, TopicReplicas } from './topic-replicas.js';

@@ -1,7 +1,8 @@
 export { GregorLogErrorCode, LogError } from './errors.js';
 export { defaultLogConfig, logConfigFrom } from './log-config.js';
 export type { LogConfig } from './log-config.js';
-export { CLEAN_SHUTDOWN_MARKER, LogManager } from './log-manager.js';
+export { CLEAN_SHUTDOWN_MARKER } from './log-manager.js';
+export { LogManager } from './log-dirs.js';
 export type { LogLogger } from './log-loader.js';
 export { ListOffsetsTimestamp, PartitionLog } from './partition-log.js';
 export type { AppendInfo, PartitionLogOptions, TimestampOffset } from './partition-log.js';

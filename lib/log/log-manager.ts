@@ -1,209 +1,377 @@
 /**
- * The partition logs of every log dir (`log.dirs`, else `log.dir`): each dir keeps its own
- * checkpoint, open journal and clean-shutdown marker (log-dir.ts), and a partition lives in exactly
- * one of them.
+ * LogDir: all partition logs of one log dir (an entry of `log.dirs`; the LogManager of log-dirs.ts
+ * spreads partitions over them): their handles (opened on first use, see partition-log.ts),
+ * the partition summary checkpoint and open journal that make that safe (log-summary.ts), recovery
+ * after an unclean shutdown, topic deletion, the single maintenance timer and the clean-shutdown
+ * marker.
  *
- * At start every dir is opened and each partition is homed in the dir that holds its directory; a
- * partition never written has no directory and is homed by the checkpoint that lists it. A partition
- * whose directory is in two dirs stops the start (GREGOR_ERR_LOG_DIR_DUPLICATE), as Kafka refuses
- * duplicate log directories. A new partition (topic creation, partition increase, a replica a
- * reassignment brings here) goes to the dir holding the fewest partitions, the earlier dir in
- * `log.dirs` on a tie (Kafka's LogManager.nextLogDirs, which counts logs per dir). Nothing moves a
- * partition between dirs afterwards.
+ * At start the data dir is listed once and two files are read; no partition directory is touched.
+ * A partition is then served from its summary when the last clean shutdown recorded one and the
+ * open journal does not list it (it was not opened since, so its files are as summarised). The
+ * partitions the journal lists after an unclean shutdown, and any with files but no summary, have
+ * to be opened (recovered) before use: `attach` marks them (`servable` is false). They are not
+ * recovered before the broker is ready: each is recovered by its first use (every call that needs
+ * its offsets opens it first, see TopicManager.recover) or by the recovery pass that `startRecovery`
+ * runs in the background, whichever comes first. A log to recover answers no offsets before that.
  */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import type { BrokerConfig } from '../config.js';
-import { LogDirError, LogDirErrorCode } from './log-dir-identity.js';
-import { LogDir, parseKey } from './log-dir.js';
+import { CheckpointFile, fsyncDir, writeFileAtomic } from './checkpoint.js';
+import { closedError } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
-import { summaryKey as key } from './log-summary.js';
-import type { PartitionLog, PartitionLogOptions } from './partition-log.js';
+import { EMPTY_SUMMARY, OPEN_JOURNAL, OpenJournal, SUMMARY_CHECKPOINT, readSummaries, summaryFields, summaryKey } from './log-summary.js';
+import type { LogSummary } from './log-summary.js';
+import { Limiter } from './limiter.js';
+import { PartitionLog } from './partition-log.js';
+import type { OpenHooks, PartitionLogOptions } from './partition-log.js';
 
-export { CLEAN_SHUTDOWN_MARKER } from './log-dir.js';
+export const CLEAN_SHUTDOWN_MARKER = '.gregor-clean-shutdown';
+const DELETE_DIR = /\.[0-9a-f]+-delete$/;
+const PARTITION_DIR = /^(.+)-(\d+)$/;
+/** Logs opened (or recovered) at once, and closed at once at shutdown: mostly waiting for the disk. */
+const OPEN_CONCURRENCY = 16;
+const CLOSE_CONCURRENCY = 16;
+/** Logs the background recovery pass opens at once: half the open slots, so a first use gets one at once. */
+const RECOVERY_CONCURRENCY = 8;
+const noop = (): void => undefined;
 
-export class LogManager {
-  private readonly dirs: readonly LogDir[];
-  /** The dir of every partition placed so far (on disk, listed by a checkpoint, or attached). */
-  private readonly home = new Map<string, LogDir>();
-  /** Partitions per dir (what placement compares). */
-  private readonly counts = new Map<LogDir, number>();
+const key = summaryKey;
 
-  private constructor(dirs: readonly LogDir[]) {
-    this.dirs = dirs;
-    for (const d of dirs) this.counts.set(d, 0);
+export function parseKey(k: string): { topic: string; partition: number } | null {
+  const m = PARTITION_DIR.exec(k);
+  return m?.[1] === undefined || m[2] === undefined ? null : { topic: m[1], partition: Number(m[2]) };
+}
+
+export class LogDir {
+  readonly dataDir: string;
+  /** Whether the previous run ended with a clean shutdown (the marker was there). */
+  readonly hadCleanShutdown: boolean;
+  /** Whether logs without a summary must be recovered when opened: no marker, and the dir already held logs. */
+  private readonly recover: boolean;
+  private readonly broker: BrokerConfig;
+  private readonly logger: LogLogger;
+  private readonly logs = new Map<string, PartitionLog>();
+  /** Summaries from the checkpoint of partitions that have no PartitionLog (yet). */
+  private readonly summaries: Map<string, LogSummary>;
+  /** Partitions opened since the last clean shutdown (after an unclean one): recovered before use. */
+  private readonly dirty: Set<string>;
+  /** Partition directories that were on disk at start. */
+  private readonly dirs: Set<string>;
+  private readonly journal: OpenJournal;
+  private readonly checkpoint: CheckpointFile;
+  /** What every log of this dir calls when it opens: journal first, then a bounded number of opens at once. */
+  private readonly hooks: OpenHooks;
+  /** Logs attached without a summary (to recover) whose first open has not finished yet. */
+  private readonly unrecovered = new Map<string, PartitionLog>();
+  /** Logs whose recovery failed: offline, with no summary to answer from. */
+  private readonly failedRecovery = new Set<string>();
+  /** The background recovery pass (startRecovery), while it runs. */
+  private recovery: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private producerTimer: NodeJS.Timeout | null = null;
+  private tick: Promise<void> | null = null;
+  private closed = false;
+
+  private constructor(
+    dataDir: string,
+    broker: BrokerConfig,
+    clean: boolean,
+    recover: boolean,
+    logger: LogLogger,
+    state: { summaries: Map<string, LogSummary>; dirty: Set<string>; dirs: Set<string> },
+  ) {
+    this.dataDir = dataDir;
+    this.broker = broker;
+    this.hadCleanShutdown = clean;
+    this.recover = recover;
+    this.logger = logger;
+    this.summaries = state.summaries;
+    this.dirty = state.dirty;
+    this.dirs = state.dirs;
+    this.journal = new OpenJournal(dataDir);
+    this.journal.preload(state.dirty);
+    this.checkpoint = new CheckpointFile(dataDir, SUMMARY_CHECKPOINT);
+    const opens = new Limiter(OPEN_CONCURRENCY);
+    this.hooks = {
+      beforeOpen: (topic, partition) => this.journal.add(topic, partition),
+      schedule: (open) => opens.run(open),
+      settled: (topic, partition) => {
+        const k = key(topic, partition);
+        const log = this.unrecovered.get(k);
+        this.unrecovered.delete(k);
+        if (log !== undefined && !log.servable) this.failedRecovery.add(k);
+      },
+    };
   }
 
-  /**
-   * Opens every log dir (absolute, duplicates dropped as Kafka does) and homes the partitions found.
-   * Throws LogDirError when a partition directory is in two of them.
-   */
-  static async open(dataDirs: string | readonly string[], broker: BrokerConfig, logger: LogLogger = NOOP_LOGGER): Promise<LogManager> {
-    const paths = [...new Set((typeof dataDirs === 'string' ? [dataDirs] : dataDirs).map((d) => path.resolve(d)))];
-    const dirs: LogDir[] = [];
-    for (const p of paths) dirs.push(await LogDir.open(p, broker, logger));
-    const mgr = new LogManager(dirs);
-    for (const d of dirs) {
-      for (const k of d.partitionDirs()) {
-        const other = mgr.home.get(k);
-        if (other !== undefined) {
-          throw new LogDirError(
-            LogDirErrorCode.DUPLICATE,
-            path.join(d.dataDir, k),
-            `partition ${k} has a directory in two log dirs, ${other.dataDir} and ${d.dataDir}: remove the stale one`,
-          );
-        }
-        mgr.place(k, d);
-      }
+  /** Opens the data dir; the clean-shutdown marker is read and removed while the broker runs. */
+  static async open(dataDir: string, broker: BrokerConfig, logger: LogLogger = NOOP_LOGGER): Promise<LogDir> {
+    await fsp.mkdir(dataDir, { recursive: true });
+    const marker = path.join(dataDir, CLEAN_SHUTDOWN_MARKER);
+    const marked = fs.existsSync(marker);
+    const names = await fsp.readdir(dataDir);
+    const dirs = new Set<string>();
+    for (const name of names) {
+      if (DELETE_DIR.test(name)) await fsp.rm(path.join(dataDir, name), { recursive: true, force: true });
+      else if (PARTITION_DIR.test(name)) dirs.add(name);
     }
-    for (const d of dirs) {
-      for (const k of d.listed()) {
-        const at = mgr.home.get(k);
-        if (at === undefined) mgr.place(k, d);
-        else if (at !== d) d.forget(k); // its directory is elsewhere: this dir's line is stale
-      }
+    // A data dir without partitions (first start) has nothing to recover.
+    const hasLogs = dirs.size > 0;
+    const summaries = readSummaries(dataDir, (err) =>
+      logger.warn({ err, dataDir }, 'ignoring an unreadable partition summary checkpoint: logs will be opened at start'),
+    );
+    let dirty = new Set<string>();
+    if (marked) {
+      // the checkpoint written before the marker describes every partition; the journal starts over
+      await fsp.rm(path.join(dataDir, OPEN_JOURNAL), { force: true });
+      await fsp.rm(marker);
+      await fsyncDir(dataDir);
+    } else if (hasLogs) {
+      dirty = OpenJournal.read(dataDir);
+      // only those opened since the last clean shutdown (and any without a summary) can have changed
+      logger.warn({ dataDir, partitions: dirty.size }, 'no clean-shutdown marker: logs will be recovered as they are opened');
     }
-    return mgr;
+    return new LogDir(dataDir, broker, marked, !marked && hasLogs, logger, { summaries, dirty, dirs });
   }
 
-  /** The first log dir: where the broker keeps its metadata (Kafka's metadata.log.dir default). */
-  get dataDir(): string {
-    return (this.dirs[0] as LogDir).dataDir;
+  /** Partitions with a directory here at start (before any was deleted). */
+  partitionDirs(): ReadonlySet<string> {
+    return this.dirs;
   }
 
-  /** The log dirs, absolute, in `log.dirs` order. */
-  logDirs(): readonly string[] {
-    return this.dirs.map((d) => d.dataDir);
+  /** Partitions this dir's checkpoint or open journal lists (a partition never written has no directory). */
+  listed(): string[] {
+    return [...this.summaries.keys(), ...this.dirty];
   }
 
-  /** The log dir that holds (or will hold) the partition, or undefined when none was chosen yet. */
-  dirOf(topic: string, partition: number): string | undefined {
-    return this.home.get(key(topic, partition))?.dataDir;
+  /** Drops what the checkpoint and journal say of a partition whose directory is in another log dir. */
+  forget(k: string): void {
+    this.summaries.delete(k);
+    this.dirty.delete(k);
   }
 
-  /** The partitions of each log dir (those attached, and those known only from disk or a checkpoint). */
-  partitionsByDir(): Map<string, { topic: string; partition: number }[]> {
-    const out = new Map<string, { topic: string; partition: number }[]>(this.dirs.map((d) => [d.dataDir, []]));
-    for (const [k, d] of this.home) {
-      const p = parseKey(k);
-      if (p !== null) out.get(d.dataDir)?.push(p);
+  /** Partition directories present on disk. */
+  async listPartitions(): Promise<{ topic: string; partition: number }[]> {
+    const out: { topic: string; partition: number }[] = [];
+    for (const ent of await fsp.readdir(this.dataDir, { withFileTypes: true })) {
+      if (!ent.isDirectory() || DELETE_DIR.test(ent.name)) continue;
+      const p = parseKey(ent.name);
+      if (p !== null) out.push(p);
     }
     return out;
   }
 
-  /** Whether every log dir's previous run ended with a clean shutdown. */
-  get hadCleanShutdown(): boolean {
-    return this.dirs.every((d) => d.hadCleanShutdown);
-  }
-
-  private place(k: string, d: LogDir): void {
-    this.home.set(k, d);
-    this.counts.set(d, (this.counts.get(d) ?? 0) + 1);
-  }
-
-  private unplace(k: string): void {
-    const d = this.home.get(k);
-    if (d === undefined) return;
-    this.home.delete(k);
-    this.counts.set(d, (this.counts.get(d) ?? 1) - 1);
-  }
-
-  /** The partition's dir: where it is, else the dir with the fewest partitions (the first of those). */
-  private dirFor(topic: string, partition: number): LogDir {
-    const k = key(topic, partition);
-    const have = this.home.get(k);
-    if (have !== undefined) return have;
-    let best = this.dirs[0] as LogDir;
-    for (const d of this.dirs) if ((this.counts.get(d) ?? 0) < (this.counts.get(best) ?? 0)) best = d;
-    this.place(k, best);
-    return best;
-  }
-
-  /** Partition directories present on disk, in every log dir. */
-  async listPartitions(): Promise<{ topic: string; partition: number }[]> {
-    const lists = await Promise.all(this.dirs.map((d) => d.listPartitions()));
-    return lists.flat();
-  }
-
-  /** The partition's log (see LogDir.attach), in its dir; a new partition is placed first. */
+  /**
+   * The partition's log, made now if needed but not opened when its summary can serve it (see
+   * PartitionLog.servable: when false, `open()` it before use).
+   */
   attach(topic: string, partition: number, config: LogConfig, opts: Omit<PartitionLogOptions, 'recover'> = {}): PartitionLog {
-    const have = this.get(topic, partition);
+    if (this.closed) throw closedError(this.dataDir);
+    const k = key(topic, partition);
+    const have = this.logs.get(k);
     if (have !== undefined) return have;
-    return this.dirFor(topic, partition).attach(topic, partition, config, opts);
-  }
-
-  /** The log, opened (recovering it if the last shutdown was unclean) or created. */
-  async getOrCreate(
-    topic: string,
-    partition: number,
-    config: LogConfig,
-    opts: Omit<PartitionLogOptions, 'recover'> = {},
-  ): Promise<PartitionLog> {
-    const log = this.attach(topic, partition, config, opts);
-    await log.open();
+    const dirty = this.dirty.has(k);
+    const summary = dirty ? null : (this.summaries.get(k) ?? (this.dirs.has(k) ? null : EMPTY_SUMMARY));
+    this.summaries.delete(k);
+    const recover = dirty || (summary === null && this.recover);
+    const log = PartitionLog.lazy(this.dataDir, topic, partition, config, { logger: this.logger, ...opts, recover }, summary, this.hooks);
+    this.logs.set(k, log);
+    if (summary === null) this.unrecovered.set(k, log);
     return log;
   }
 
+  /** Whether some log still waits for its recovery (its first open); false once all have opened or failed. */
   get recovering(): boolean {
-    return this.dirs.some((d) => d.recovering);
+    return this.unrecovered.size > 0;
   }
 
+  /** Whether some log cannot answer offsets (`servable` is false): not recovered yet, or its recovery failed. */
   get hasUnservable(): boolean {
-    return this.dirs.some((d) => d.hasUnservable);
+    return this.unrecovered.size > 0 || this.failedRecovery.size > 0;
   }
 
-  /** Each dir's background recovery pass (see LogDir.startRecovery); resolves when all are over. */
-  async startRecovery(concurrency?: number): Promise<void> {
-    await Promise.all(this.dirs.map((d) => d.startRecovery(concurrency)));
+  /**
+   * Recovers, in the background and a few at a time, every log attached so far that waits for
+   * recovery (after an unclean shutdown: those in the open journal). A log whose first use comes
+   * first is recovered by that use, and the pass finds it done. Resolves when the pass is over.
+   */
+  startRecovery(concurrency = RECOVERY_CONCURRENCY): Promise<void> {
+    if (this.recovery !== null) return this.recovery;
+    if (this.closed || this.unrecovered.size === 0) return Promise.resolve();
+    const queue = [...this.unrecovered.values()];
+    const started = performance.now();
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (!this.closed && next < queue.length) {
+        const log = queue[next++] as PartitionLog;
+        // a failure leaves the log offline, and PartitionLog logs it
+        if (!log.servable && !log.isOffline) await log.open().catch(noop);
+      }
+    };
+    this.recovery = Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker)).then(() => {
+      this.logger.info(
+        { dataDir: this.dataDir, logs: next, left: this.unrecovered.size, ms: Math.round(performance.now() - started) },
+        this.closed ? 'log recovery pass stopped by shutdown' : 'log recovery pass done',
+      );
+    });
+    return this.recovery;
   }
 
   get(topic: string, partition: number): PartitionLog | undefined {
-    return this.home.get(key(topic, partition))?.get(topic, partition);
+    return this.logs.get(key(topic, partition));
   }
 
   all(): PartitionLog[] {
-    return this.dirs.flatMap((d) => d.all());
+    return [...this.logs.values()];
   }
 
-  /** The logs of one dir (its replication-offset-checkpoint's replicas). */
-  logsIn(dataDir: string): PartitionLog[] {
-    return this.dirs.find((d) => d.dataDir === dataDir)?.all() ?? [];
-  }
-
-  /** Deletes every partition of `topic`, in whichever dirs they are. */
-  async deleteTopic(topic: string): Promise<void> {
-    for (const k of [...this.home.keys()]) if (parseKey(k)?.topic === topic) this.unplace(k);
-    await Promise.all(this.dirs.map((d) => d.deleteTopic(topic)));
+  /** Deletes every partition of `topic`: its logs, summaries and directories on disk. */
+  deleteTopic(topic: string): Promise<void> {
+    return this.deleteWhere((t) => t === topic);
   }
 
   /** Deletes one partition's log, summary and directory (a replica moved to other brokers). */
-  async deletePartition(topic: string, partition: number): Promise<void> {
-    const d = this.home.get(key(topic, partition));
-    this.unplace(key(topic, partition));
-    await Promise.all((d === undefined ? this.dirs : [d]).map((x) => x.deletePartition(topic, partition)));
+  deletePartition(topic: string, partition: number): Promise<void> {
+    return this.deleteWhere((t, p) => t === topic && p === partition);
   }
 
+  private async deleteWhere(match: (topic: string, partition: number) => boolean): Promise<void> {
+    const victims = [...this.logs.values()].filter((l) => match(l.topic, l.partition));
+    for (const log of victims) this.logs.delete(key(log.topic, log.partition));
+    for (const set of [this.summaries, this.dirty, this.dirs, this.unrecovered, this.failedRecovery]) {
+      for (const k of set.keys()) {
+        const p = parseKey(k);
+        if (p !== null && match(p.topic, p.partition)) set.delete(k);
+      }
+    }
+    for (const log of victims) await log.delete();
+    // before the directories go: a topic created again under this name must not find these summaries
+    await this.writeSummaries();
+    for (const { topic, partition } of await this.listPartitions()) {
+      if (!match(topic, partition)) continue;
+      // rename first so a crash mid-delete leaves a dir that start-up removes
+      const from = path.join(this.dataDir, key(topic, partition));
+      const to = `${from}.${randomBytes(8).toString('hex')}-delete`;
+      await fsp.rename(from, to).catch(() => undefined);
+      await fsp.rm(to, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Writes the summary of every partition: those with a log (as they are now) and those without one.
+   * A log not recovered yet has none: it is left out (the open journal still lists it, and with no
+   * summary it is recovered when opened after an unclean shutdown; a clean one recovers it first).
+   */
+  private async writeSummaries(): Promise<void> {
+    const rows: string[][] = [];
+    for (const log of this.logs.values()) if (log.servable) rows.push([log.topic, String(log.partition), ...summaryFields(log.summary())]);
+    for (const [k, s] of this.summaries) {
+      const p = parseKey(k);
+      if (p !== null) rows.push([p.topic, String(p.partition), ...summaryFields(s)]);
+    }
+    await this.checkpoint.write(rows);
+  }
+
+  /** One timer for all logs (log.retention.check.interval.ms by default). */
   startMaintenance(intervalMs?: number): void {
-    for (const d of this.dirs) d.startMaintenance(intervalMs);
+    if (this.timer !== null || this.closed) return;
+    const every = intervalMs ?? this.broker.long('log.retention.check.interval.ms') ?? 300000;
+    this.timer = setInterval(
+      () => {
+        if (this.tick !== null) return;
+        this.tick = this.runMaintenance().finally(() => {
+          this.tick = null;
+        });
+      },
+      Math.min(Math.max(1, every), 2 ** 31 - 1),
+    );
+    this.timer.unref();
   }
 
+  /**
+   * producer.id.expiration.ms: every producer.id.expiration.check.interval.ms, each log forgets the
+   * producers idle for longer that have no transaction open.
+   */
   startProducerExpiration(checkIntervalMs: number, expirationMs: number): void {
-    for (const d of this.dirs) d.startProducerExpiration(checkIntervalMs, expirationMs);
+    if (this.producerTimer !== null || this.closed) return;
+    this.producerTimer = setInterval(
+      () => this.expireProducers(Date.now(), expirationMs),
+      Math.min(Math.max(1, checkIntervalMs), 2 ** 31 - 1),
+    );
+    this.producerTimer.unref();
   }
 
+  /** One producer-expiration pass; returns how many producer entries were dropped. */
   expireProducers(now: number, expirationMs: number): number {
-    return this.dirs.reduce((n, d) => n + d.expireProducers(now, expirationMs), 0);
+    let n = 0;
+    for (const log of this.logs.values()) n += log.expireProducers(now, expirationMs);
+    if (n > 0) this.logger.info({ producers: n, expirationMs }, 'expired idle producer ids');
+    return n;
   }
 
+  /** One maintenance pass over every log (also what the timer runs); a log not open is opened only when it has work. */
   async runMaintenance(now = Date.now()): Promise<void> {
-    for (const d of this.dirs) await d.runMaintenance(now);
+    for (const log of this.logs.values()) {
+      if (!log.maintenanceDue(now)) continue;
+      try {
+        await log.maintenance(now);
+      } catch (err) {
+        this.logger.error({ err, dir: log.dir }, 'log maintenance failed');
+      }
+    }
   }
 
-  /** Shuts every dir down (each writes its summaries and marker, see LogDir.shutdown). */
+  /**
+   * Flushes and closes every log, then writes the partition summaries, clears the open journal and
+   * writes the clean-shutdown marker (in that order: the marker vouches for the summaries).
+   */
   async shutdown(): Promise<void> {
-    const results = await Promise.allSettled(this.dirs.map((d) => d.shutdown()));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    if (this.producerTimer !== null) clearInterval(this.producerTimer);
+    this.producerTimer = null;
+    if (this.tick !== null) await this.tick;
+    // the recovery pass stops at the log it is at (closed is set)
+    if (this.recovery !== null) await this.recovery;
+    let failed = false as boolean; // set by the closers below, which narrowing does not see
+    // a few at a time: closing an open log is mostly waiting for fsyncs (a log not open has nothing to do)
+    const logs = [...this.logs.values()];
+    let next = 0;
+    const closer = async (): Promise<void> => {
+      while (next < logs.length) {
+        const log = logs[next++] as PartitionLog;
+        try {
+          if (log.isOffline) failed = true;
+          await log.close();
+        } catch (err) {
+          failed = true;
+          this.logger.error({ err, dir: log.dir }, 'closing log failed');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CLOSE_CONCURRENCY }, closer));
+    // a log never recovered has no summary to write: the next start has to recover it, as after a crash
+    if (this.unrecovered.size > 0) {
+      failed = true;
+      this.logger.warn(
+        { dataDir: this.dataDir, logs: this.unrecovered.size },
+        'logs not recovered yet at shutdown: no clean-shutdown marker, the next start recovers them',
+      );
+    }
+    if (failed) {
+      await this.journal.close();
+    } else {
+      await this.writeSummaries();
+      await this.journal.remove();
+      await writeFileAtomic(path.join(this.dataDir, CLEAN_SHUTDOWN_MARKER), '');
+    }
+    this.logs.clear();
   }
 }

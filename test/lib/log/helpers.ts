@@ -9,7 +9,7 @@ import { defaultLogConfig } from '../../../lib/log/log-config.js';
 import type { LogConfig } from '../../../lib/log/log-config.js';
 import { PartitionLog } from '../../../lib/log/partition-log.js';
 import type { BrokerConfig } from '../../../lib/config.js';
-import { LogManager } from '../../../lib/log/log-manager.js';
+import { LogManager } from '../../../lib/log/log-dirs.js';
 
 export const T0 = 1_700_000_000_000n;
 

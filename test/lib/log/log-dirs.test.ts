@@ -9,7 +9,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { BrokerConfig } from '../../../lib/config.js';
 import { META_PROPERTIES, LogDirError, checkLogDirIdentity } from '../../../lib/log/log-dir-identity.js';
-import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.js';
+import { CLEAN_SHUTDOWN_MARKER } from '../../../lib/log/log-manager.js';
+import { LogManager } from '../../../lib/log/log-dirs.js';
 import { SUMMARY_CHECKPOINT } from '../../../lib/log/log-summary.js';
 import { captureLog, config, rmDir, tmpDir, v2 } from './helpers.js';
 

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { BrokerConfig } from '../../../lib/config.js';
 import { logConfigFrom } from '../../../lib/log/log-config.js';
-import { CLEAN_SHUTDOWN_MARKER, LogManager } from '../../../lib/log/log-manager.js';
+import { CLEAN_SHUTDOWN_MARKER } from '../../../lib/log/log-manager.js';
+import { LogManager } from '../../../lib/log/log-dirs.js';
 import { captureLog, config, rmDir, tmpDir, v2 } from './helpers.js';
 
 describe('lib/log LogManager', () => {

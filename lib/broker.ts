@@ -91,6 +91,9 @@ export class Broker {
     this.config = new BrokerConfig(sources);
     this.declaredTopics = opts.topics ?? [];
     this.logger = opts.logger ?? createLogger({ base: { broker: this.config.nodeId } });
+    const notApplying = this.config.notApplying();
+    if (notApplying.length > 0)
+      this.logger.info({ keys: notApplying }, 'config keys Kafka defines that do not apply to gregor: accepted, no effect');
     this.metrics = new BrokerMetrics({ requestLogSize: this.config.int('admin.requests.log.size') });
   }
 
@@ -234,7 +237,7 @@ export class Broker {
         .map((s) => parseListener(s))
         .map((l) => [l.name, l]),
     );
-    for (const spec of this.config.list('listeners')) {
+    for (const spec of this.config.brokerListeners) {
       const l = parseListener(spec);
       const server = new KafkaServer(
         {

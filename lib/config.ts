@@ -4,6 +4,7 @@
  * a server.properties file, KAFKA_* environment variables (Apache image mapping), --override k=v.
  */
 import { readFileSync } from 'node:fs';
+import { KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS, kafkaBrokerKey, nearestKey } from './config/kafka-keys.js';
 
 export type ConfigType = 'string' | 'int' | 'long' | 'boolean' | 'list' | 'double';
 export type ConfigValue = string | number | bigint | boolean | string[] | null;
@@ -41,6 +42,11 @@ const replicaSelectorError = (v: ConfigValue) =>
   typeof v === 'string' && v !== '' && !RACK_AWARE_REPLICA_SELECTORS.includes(v)
     ? `unknown replica selector ${v}: gregor has ${RACK_AWARE_REPLICA_SELECTORS.join(' (alias: ')})`
     : undefined;
+/** Kafka's ValidList.in("compact", "delete"), with Kafka's message. */
+const cleanupPolicyError = (key: string) => (v: ConfigValue) => {
+  const bad = Array.isArray(v) ? v.find((x) => x !== 'compact' && x !== 'delete') : undefined;
+  return bad === undefined ? undefined : `Invalid value ${bad} for configuration ${key}: String must be one of: compact, delete`;
+};
 const COMPRESSION = ['producer', 'uncompressed', 'gzip', 'snappy', 'lz4', 'zstd'];
 const TIMESTAMP_TYPES = ['CreateTime', 'LogAppendTime'];
 const LONG_MAX = 9223372036854775807n;
@@ -118,7 +124,7 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'log.flush.interval.ms': { type: 'long', default: null },
   'log.flush.scheduler.interval.ms': { type: 'long', default: LONG_MAX },
   'log.flush.policy': { type: 'string', default: 'default', validate: oneOf('default', 'always') },
-  'log.cleanup.policy': { type: 'list', default: ['delete'] },
+  'log.cleanup.policy': { type: 'list', default: ['delete'], validate: cleanupPolicyError('log.cleanup.policy') },
   'log.cleaner.enable': { type: 'boolean', default: true },
   'log.cleaner.delete.retention.ms': { type: 'long', default: 86400000 },
   'log.cleaner.min.compaction.lag.ms': { type: 'long', default: 0 },
@@ -180,7 +186,10 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
 
 /** Topic-level keys and the broker key each one inherits its default from. */
 export const TOPIC_CONFIG: Record<string, { def: ConfigDef; brokerKey?: string }> = {
-  'cleanup.policy': { def: { type: 'list', default: ['delete'] }, brokerKey: 'log.cleanup.policy' },
+  'cleanup.policy': {
+    def: { type: 'list', default: ['delete'], validate: cleanupPolicyError('cleanup.policy') },
+    brokerKey: 'log.cleanup.policy',
+  },
   'compression.type': { def: { type: 'string', default: 'producer', validate: oneOf(...COMPRESSION) }, brokerKey: 'compression.type' },
   'compression.gzip.level': { def: { type: 'int', default: -1 }, brokerKey: 'compression.gzip.level' },
   'compression.lz4.level': { def: { type: 'int', default: 9 }, brokerKey: 'compression.lz4.level' },
@@ -212,6 +221,15 @@ export const TOPIC_CONFIG: Record<string, { def: ConfigDef; brokerKey?: string }
   'segment.ms': { def: { type: 'long', default: 604800000 } },
   'unclean.leader.election.enable': { def: { type: 'boolean', default: false }, brokerKey: 'unclean.leader.election.enable' },
   'validation.deep': { def: { type: 'boolean', default: false }, brokerKey: 'validation.deep' },
+  // Kafka topic keys gregor accepts and reports without acting on them (throttles, tiered storage).
+  'follower.replication.throttled.replicas': { def: { type: 'list', default: [], inert: true } },
+  'leader.replication.throttled.replicas': { def: { type: 'list', default: [], inert: true } },
+  'local.retention.bytes': { def: { type: 'long', default: -2, inert: true } },
+  'local.retention.ms': { def: { type: 'long', default: -2, inert: true } },
+  'max.compaction.lag.ms': { def: { type: 'long', default: LONG_MAX, inert: true } },
+  'remote.log.copy.disable': { def: { type: 'boolean', default: false, inert: true } },
+  'remote.log.delete.on.disable': { def: { type: 'boolean', default: false, inert: true } },
+  'remote.storage.enable': { def: { type: 'boolean', default: false, inert: true } },
 };
 
 export function parseValue(key: string, def: ConfigDef, raw: string | ConfigValue): ConfigValue {
@@ -249,7 +267,8 @@ export function parseValue(key: string, def: ConfigDef, raw: string | ConfigValu
 
 function validated(key: string, def: ConfigDef, v: ConfigValue): ConfigValue {
   const msg = v === null ? undefined : def.validate?.(v);
-  if (msg !== undefined) throw new ConfigError(`${key}=${String(v)}: ${msg}`);
+  // a message already in Kafka's shape ("Invalid value x for configuration k: ...") is kept as it is
+  if (msg !== undefined) throw new ConfigError(msg.startsWith('Invalid value ') ? msg : `${key}=${String(v)}: ${msg}`);
   return v;
 }
 
@@ -304,6 +323,11 @@ export class BrokerConfig {
   private readonly values = new Map<string, ConfigValue>();
   /** Keys set explicitly by a source (not defaults). */
   readonly explicit = new Set<string>();
+  /**
+   * Keys Kafka defines that gregor accepts without acting on them (KRaft controller, ZooKeeper, SSL/SASL,
+   * quotas, tiered storage, ...), with the value given; DescribeConfigs reports them.
+   */
+  readonly inapplicable = new Map<string, string>();
 
   constructor(sources: ConfigSources = {}) {
     for (const [k, d] of Object.entries(BROKER_CONFIG)) this.values.set(k, d.default);
@@ -320,12 +344,32 @@ export class BrokerConfig {
   }
 
   set(key: string, raw: string | ConfigValue): void {
-    const def = BROKER_CONFIG[key] ?? TOPIC_CONFIG[key]?.def;
-    if (def === undefined) throw new ConfigError(`unknown config key '${key}'`);
-    if (BROKER_CONFIG[key] === undefined)
+    const def = BROKER_CONFIG[key];
+    if (def !== undefined) {
+      this.values.set(key, validated(key, def, parseValue(key, def, raw)));
+      this.explicit.add(key);
+      return;
+    }
+    if (TOPIC_CONFIG[key] !== undefined || KAFKA_TOPIC_KEYS.has(key))
       throw new ConfigError(`'${key}' is a topic config; the broker key is '${brokerKeyFor(key) ?? '(none)'}'`);
-    this.values.set(key, validated(key, def, parseValue(key, def, raw)));
-    this.explicit.add(key);
+    if (kafkaBrokerKey(key) !== undefined) {
+      this.inapplicable.set(key, raw === null ? '' : Array.isArray(raw) ? raw.join(',') : String(raw));
+      return;
+    }
+    const near = nearestKey(key, knownBrokerKeys());
+    throw new ConfigError(`unknown config key '${key}'${near === undefined ? '' : `; did you mean '${near}'?`}`);
+  }
+
+  /** The listeners gregor binds: Kafka's `listeners` minus the KRaft controller ones (controller.listener.names). */
+  get brokerListeners(): string[] {
+    const controller = new Set(this.list('controller.listener.names').map((n) => n.toUpperCase()));
+    return this.list('listeners').filter((l) => !controller.has(parseListener(l).name));
+  }
+
+  /** Keys set by a source that gregor accepts without acting on them (Kafka-only, or inert), for the start-up log line. */
+  notApplying(): string[] {
+    const inert = [...this.explicit].filter((k) => BROKER_CONFIG[k]?.inert === true);
+    return [...inert, ...this.inapplicable.keys()].sort();
   }
 
   private checkConsistency(): void {
@@ -417,7 +461,12 @@ export class BrokerConfig {
 }
 
 function brokerKeyFor(topicKey: string): string | undefined {
-  return TOPIC_CONFIG[topicKey]?.brokerKey;
+  return TOPIC_CONFIG[topicKey]?.brokerKey ?? KAFKA_TOPIC_KEYS.get(topicKey)?.brokerSynonyms[0];
+}
+
+/** Every broker key gregor knows: its own and Kafka's (for the nearest-key suggestion). */
+function knownBrokerKeys(): string[] {
+  return [...Object.keys(BROKER_CONFIG), ...KAFKA_BROKER_KEYS.keys()];
 }
 
 /** Validates and normalises a topic-level config value (CreateTopics, AlterConfigs). */

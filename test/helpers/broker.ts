@@ -58,9 +58,10 @@ export async function startChildBroker(
   port = 0,
   overrides: Record<string, string> = {},
   env: Record<string, string> = {},
-): Promise<ChildBroker> {
+  extraArgs: readonly string[] = [],
+): Promise<ChildBroker & { output(): string }> {
   const nodeFlags = (process.env['GREGOR_CHILD_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
-  const args = [...nodeFlags, join(PROJECT_ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', String(port)];
+  const args = [...nodeFlags, join(PROJECT_ROOT, 'bin/gregor.js'), 'start', ...extraArgs, '--data-dir', dataDir, '--port', String(port)];
   for (const [k, v] of Object.entries(overrides)) args.push('--override', `${k}=${v}`);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', ...env } });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -78,5 +79,12 @@ export async function startChildBroker(
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('exit', (code) => reject(new Error(`broker exited with ${code}:\n${out}`)));
   });
-  return { child, bootstrap: ready.bootstrap, admin: ready.admin, port: Number(ready.bootstrap.split(':').pop()), exited };
+  return {
+    child,
+    bootstrap: ready.bootstrap,
+    admin: ready.admin,
+    port: Number(ready.bootstrap.split(':').pop()),
+    exited,
+    output: () => out,
+  };
 }

@@ -1,0 +1,105 @@
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BrokerConfig, ConfigError, parseProperties } from '../../lib/config.js';
+import {
+  brokerSynonymGroup,
+  KAFKA_BROKER_KEYS,
+  KAFKA_TOPIC_KEYS,
+  kafkaBrokerKey,
+  listenerPrefixedBase,
+  nearestKey,
+} from '../../lib/config/kafka-keys.js';
+import { PROJECT_ROOT } from '../helpers/project.js';
+
+const FIXTURES = join(PROJECT_ROOT, 'test/fixtures/kafka-config');
+
+function fixtureFiles(): string[] {
+  return readdirSync(FIXTURES, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .flatMap((d) =>
+      readdirSync(join(FIXTURES, d.name))
+        .filter((f) => f.endsWith('.properties'))
+        .map((f) => join(FIXTURES, d.name, f)),
+    );
+}
+
+describe('Kafka config key catalogue', () => {
+  it('holds the broker keys of Kafka 3.9 and 4.x with types, defaults and update modes', () => {
+    expect(KAFKA_BROKER_KEYS.size).to.be.greaterThan(350);
+    expect(KAFKA_BROKER_KEYS.get('log.retention.ms')).to.include({ type: 'long', default: null, mode: 'cluster-wide', since4: false });
+    expect(KAFKA_BROKER_KEYS.get('log.retention.hours')).to.include({ type: 'int', default: '168', mode: 'read-only' });
+    expect(KAFKA_BROKER_KEYS.get('listeners')).to.include({ mode: 'per-broker' });
+    expect(KAFKA_BROKER_KEYS.get('ssl.keystore.password')).to.include({ type: 'password', mode: 'per-broker' });
+    expect(KAFKA_BROKER_KEYS.get('zookeeper.connect')).to.include({ type: 'string', mode: 'read-only' });
+    expect(KAFKA_BROKER_KEYS.get('share.coordinator.state.topic.replication.factor')).to.include({ type: 'short', since4: true });
+    expect(KAFKA_BROKER_KEYS.get('controller.quorum.bootstrap.servers')).to.include({ type: 'list', default: '' });
+    expect(KAFKA_BROKER_KEYS.has('no.such.key')).to.equal(false);
+  });
+
+  it('chains topic keys to their broker synonyms in Kafka order', () => {
+    expect(KAFKA_TOPIC_KEYS.get('retention.ms')?.brokerSynonyms).to.deep.equal([
+      'log.retention.ms',
+      'log.retention.minutes',
+      'log.retention.hours',
+    ]);
+    expect(KAFKA_TOPIC_KEYS.get('segment.ms')?.brokerSynonyms).to.deep.equal(['log.roll.ms', 'log.roll.hours']);
+    expect(KAFKA_TOPIC_KEYS.get('flush.ms')?.brokerSynonyms).to.deep.equal(['log.flush.interval.ms', 'log.flush.scheduler.interval.ms']);
+    expect(KAFKA_TOPIC_KEYS.get('min.cleanable.dirty.ratio')?.brokerSynonyms).to.deep.equal(['log.cleaner.min.cleanable.ratio']);
+    expect(KAFKA_TOPIC_KEYS.get('remote.storage.enable')?.brokerSynonyms).to.deep.equal([]);
+    expect(brokerSynonymGroup('log.retention.minutes')).to.deep.equal(['log.retention.ms', 'log.retention.minutes', 'log.retention.hours']);
+    expect(brokerSynonymGroup('num.io.threads')).to.deep.equal(['num.io.threads']);
+    // every synonym is itself a Kafka broker key
+    for (const t of KAFKA_TOPIC_KEYS.values()) for (const b of t.brokerSynonyms) expect(KAFKA_BROKER_KEYS.has(b), b).to.equal(true);
+  });
+
+  it('resolves listener-prefixed keys to their base key (per-broker)', () => {
+    expect(listenerPrefixedBase('listener.name.internal.ssl.keystore.location')).to.equal('ssl.keystore.location');
+    expect(listenerPrefixedBase('listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config')).to.equal('sasl.jaas.config');
+    expect(listenerPrefixedBase('listener.name.internal.max.connections')).to.equal('max.connections');
+    expect(listenerPrefixedBase('listener.name.internal.log.retention.ms')).to.equal(undefined);
+    expect(kafkaBrokerKey('listener.name.sasl_ssl.plain.sasl.jaas.config')).to.include({ type: 'password', mode: 'per-broker' });
+  });
+
+  it('suggests the nearest known key for a misspelt one, and nothing for a far one', () => {
+    expect(nearestKey('log.retention.hour', KAFKA_BROKER_KEYS.keys())).to.equal('log.retention.hours');
+    expect(nearestKey('zookeper.connect', KAFKA_BROKER_KEYS.keys())).to.equal('zookeeper.connect');
+    expect(nearestKey('completely.different.thing.here', KAFKA_BROKER_KEYS.keys())).to.equal(undefined);
+    expect(() => new BrokerConfig({ overrides: { 'log.retention.hour': '1' } })).to.throw(
+      ConfigError,
+      /unknown config key 'log.retention.hour'; did you mean 'log.retention.hours'\?/,
+    );
+    expect(() => new BrokerConfig({ overrides: { 'xyz.abc': '1' } })).to.throw(
+      ConfigError,
+      /^GREGOR_ERR_CONFIG: unknown config key 'xyz.abc'$/,
+    );
+  });
+
+  it('knows every key of the stock Kafka config files; the Kafka-only ones are accepted and listed as not applying', () => {
+    const files = fixtureFiles();
+    expect(files.length).to.equal(4);
+    for (const f of files) {
+      const props = parseProperties(readFileSync(f, 'utf8'));
+      expect(props.size, f).to.be.greaterThan(10);
+      for (const k of props.keys()) expect(kafkaBrokerKey(k) !== undefined, `${f}: ${k}`).to.equal(true);
+      const c = new BrokerConfig({ file: f });
+      for (const k of props.keys()) expect(c.explicit.has(k) || c.inapplicable.has(k), `${f}: ${k}`).to.equal(true);
+    }
+    const c = new BrokerConfig({ file: join(FIXTURES, 'kraft-dev/reconfig-server.properties') });
+    expect(c.notApplying()).to.include.members(['controller.quorum.bootstrap.servers', 'process.roles', 'num.network.threads']);
+    expect(c.inapplicable.get('controller.quorum.bootstrap.servers')).to.equal('localhost:9093');
+    // the KRaft controller listener is not bound by gregor
+    expect(c.brokerListeners).to.deep.equal(['PLAINTEXT://:9092']);
+  });
+
+  it("refuses invalid cleanup policies at start with Kafka's message", () => {
+    expect(() => new BrokerConfig({ overrides: { 'log.cleanup.policy': 'compact,forever' } })).to.throw(
+      ConfigError,
+      /Invalid value forever for configuration log.cleanup.policy: String must be one of: compact, delete/,
+    );
+    expect(new BrokerConfig({ overrides: { 'log.cleanup.policy': 'compact,delete' } }).list('log.cleanup.policy')).to.deep.equal([
+      'compact',
+      'delete',
+    ]);
+  });
+});

@@ -2,6 +2,7 @@
  * Wires the broker's services together and runs them: config → metadata store → logs → handlers →
  * listeners. `startBroker({ port: 0 })` is the embedded API the tests use.
  */
+import { DynamicBrokerConfigs } from './config/dynamic-configs.js';
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { faultRoutes } from './admin/fault-routes.js';
@@ -145,6 +146,7 @@ export class Broker {
       if (e instanceof MetadataError) this.logger.error({ code: e.code, file: e.file, dataDir }, e.message);
       throw e;
     }
+    const dynamicConfigs = await DynamicBrokerConfigs.open(dataDir, this.config);
     const logDirs = this.logDirs;
     try {
       await checkLogDirIdentity(logDirs, this.metadata.clusterId, this.config.nodeId);
@@ -184,6 +186,7 @@ export class Broker {
     });
     this.services = {
       config: this.config,
+      dynamicConfigs,
       nodeId: this.config.nodeId,
       clusterId: this.metadata.clusterId,
       metadata: this.metadata,

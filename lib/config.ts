@@ -328,6 +328,11 @@ export class BrokerConfig {
    * quotas, tiered storage, ...), with the value given; DescribeConfigs reports them.
    */
   readonly inapplicable = new Map<string, string>();
+  /** Dynamic broker configs (AlterConfigs on this broker's id, and on '' for every broker), as stored. */
+  readonly dynamicBroker = new Map<string, string>();
+  readonly dynamicDefault = new Map<string, string>();
+  /** Parsed dynamic values of the keys gregor honours: per broker over cluster default; they win over static values. */
+  private readonly dynamicValues = new Map<string, ConfigValue>();
 
   constructor(sources: ConfigSources = {}) {
     for (const [k, d] of Object.entries(BROKER_CONFIG)) this.values.set(k, d.default);
@@ -381,8 +386,32 @@ export class BrokerConfig {
   }
 
   get(key: string): ConfigValue {
+    if (this.dynamicValues.has(key)) return this.dynamicValues.get(key) ?? null;
+    return this.staticValue(key);
+  }
+
+  /** The value from defaults, the file, KAFKA_* variables and overrides, ignoring dynamic configs. */
+  staticValue(key: string): ConfigValue {
     if (!this.values.has(key)) throw new ConfigError(`unknown config key '${key}'`);
     return this.values.get(key) ?? null;
+  }
+
+  /** Parses and validates one dynamic value of a key gregor honours (throws ConfigError); Kafka-only keys pass as they are. */
+  static parseDynamic(key: string, raw: string): ConfigValue {
+    const def = BROKER_CONFIG[key];
+    return def === undefined ? raw : validated(key, def, parseValue(key, def, raw));
+  }
+
+  /** Replaces the dynamic broker configs (both levels) with the stored ones; readers see them at once. */
+  setDynamic(perBroker: Record<string, string>, clusterDefault: Record<string, string>): void {
+    const parsed = new Map<string, ConfigValue>();
+    for (const [k, v] of [...Object.entries(clusterDefault), ...Object.entries(perBroker)]) parsed.set(k, BrokerConfig.parseDynamic(k, v));
+    this.dynamicBroker.clear();
+    this.dynamicDefault.clear();
+    this.dynamicValues.clear();
+    for (const [k, v] of Object.entries(perBroker)) this.dynamicBroker.set(k, v);
+    for (const [k, v] of Object.entries(clusterDefault)) this.dynamicDefault.set(k, v);
+    for (const [k, v] of parsed) if (BROKER_CONFIG[k] !== undefined) this.dynamicValues.set(k, v);
   }
 
   int(key: string): number {

@@ -1,4 +1,5 @@
 /** What handlers can reach: the broker's state owners and settings. Built once by broker.ts. */
+import type { DynamicBrokerConfigs } from './config/dynamic-configs.js';
 import type { Logger } from 'pino';
 import type { BrokerConfig, Listener } from './config.js';
 import type { MetadataStore } from './metadata/store.js';
@@ -19,6 +20,8 @@ export interface ApiVersionRange {
 
 export interface BrokerServices {
   readonly config: BrokerConfig;
+  /** Dynamic broker configs (AlterConfigs on BROKER resources), persisted and applied to `config`. */
+  readonly dynamicConfigs: DynamicBrokerConfigs;
   readonly nodeId: number;
   readonly clusterId: string;
   readonly metadata: MetadataStore;

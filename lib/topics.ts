@@ -207,6 +207,16 @@ export class TopicManager {
     }
   }
 
+  /** Re-resolves every open log's config (after a dynamic broker config changed a topic default). */
+  refreshLogConfigs(): void {
+    for (const [name, logs] of this.logs) {
+      const t = this.metadata.topic(name);
+      if (t === undefined) continue;
+      const cfg = this.logConfig(t);
+      for (const log of logs) log?.updateConfig(cfg);
+    }
+  }
+
   logConfig(t: TopicRecord): LogConfig {
     const overrides = new Map<string, string | number | bigint | boolean | string[] | null>();
     for (const [k, v] of Object.entries(t.configs)) overrides.set(k, parseTopicConfig(k, v));

@@ -1,6 +1,6 @@
 /**
  * AlterConfigs (key 33) v0–2: replaces a topic's whole set of overrides with the given one (keys not
- * named go back to their defaults). Broker resources are refused: gregor has no dynamic broker configs.
+ * named go back to their defaults); on BROKER resources, the whole set of dynamic broker configs.
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { AlterConfigsRequest, AlterConfigsResponse } from '../../protocol/generated/alter-configs.js';

@@ -13,6 +13,8 @@ import {
   parseTopicConfig,
   TOPIC_CONFIG,
 } from '../config.js';
+import { DynamicConfigError } from '../config/dynamic-configs.js';
+import { brokerSynonymGroup, KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS, type KafkaType, kafkaBrokerKey } from '../config/kafka-keys.js';
 import { invalidTopicName, type TopicRecord } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
 
@@ -41,6 +43,18 @@ export const ConfigType = {
   CLASS: 8,
   PASSWORD: 9,
 } as const;
+
+const KAFKA_TYPE_IDS: Record<KafkaType, number> = {
+  boolean: ConfigType.BOOLEAN,
+  string: ConfigType.STRING,
+  int: ConfigType.INT,
+  short: ConfigType.SHORT,
+  long: ConfigType.LONG,
+  double: ConfigType.DOUBLE,
+  list: ConfigType.LIST,
+  class: ConfigType.CLASS,
+  password: ConfigType.PASSWORD,
+};
 
 const TYPE_IDS: Record<DefType, number> = {
   boolean: ConfigType.BOOLEAN,
@@ -86,48 +100,53 @@ export function configString(def: ConfigDef, v: ConfigValue): string | null {
   return String(v);
 }
 
-/** Broker keys that stand for one setting (the first wins when several are set). */
-const BROKER_SYNONYM_GROUPS: string[][] = [
-  ['log.retention.ms', 'log.retention.minutes', 'log.retention.hours'],
-  ['log.roll.ms', 'log.roll.hours'],
-  ['log.flush.interval.ms', 'log.flush.scheduler.interval.ms'],
+/** Kafka's DescribeConfigs type of a key: the catalogue's when Kafka defines it, else from gregor's own def. */
+function typeId(name: string, def: ConfigDef | undefined): number {
+  const kk = kafkaBrokerKey(name)?.type ?? KAFKA_TOPIC_KEYS.get(name)?.type;
+  if (kk !== undefined) return KAFKA_TYPE_IDS[kk];
+  return def === undefined ? ConfigType.UNKNOWN : TYPE_IDS[def.type];
+}
+
+/** The value a broker key has at one source tier, as Kafka prints it (undefined: not set there). */
+function tierValue(config: BrokerConfig, key: string, tier: number): string | null | undefined {
+  const def = BROKER_CONFIG[key];
+  switch (tier) {
+    case ConfigSource.DYNAMIC_BROKER_CONFIG:
+      return config.dynamicBroker.get(key);
+    case ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
+      return config.dynamicDefault.get(key);
+    case ConfigSource.STATIC_BROKER_CONFIG:
+      if (def !== undefined) return config.explicit.has(key) ? configString(def, config.staticValue(key)) : undefined;
+      return config.inapplicable.get(key);
+    default: {
+      if (def !== undefined) return def.default === null ? undefined : configString(def, def.default);
+      const d = kafkaBrokerKey(key)?.default;
+      return d === null ? undefined : d;
+    }
+  }
+}
+
+const TIERS = [
+  ConfigSource.DYNAMIC_BROKER_CONFIG,
+  ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+  ConfigSource.STATIC_BROKER_CONFIG,
+  ConfigSource.DEFAULT_CONFIG,
 ];
 
-function brokerSynonymKeys(key: string): string[] {
-  return BROKER_SYNONYM_GROUPS.find((g) => g.includes(key)) ?? [key];
-}
-
-/** The main broker key behind a topic key, if any. */
-function topicBrokerKey(topicKey: string): string | undefined {
-  switch (topicKey) {
-    case 'retention.ms':
-      return 'log.retention.ms';
-    case 'segment.ms':
-      return 'log.roll.ms';
-    case 'flush.ms':
-      return 'log.flush.interval.ms';
-    default:
-      return TOPIC_CONFIG[topicKey]?.brokerKey;
-  }
-}
-
 /**
- * Broker-level synonyms of `name`: explicitly set keys (STATIC_BROKER_CONFIG) before built-in defaults
- * (DEFAULT_CONFIG). As in Kafka, entries ahead of `name` itself are dropped, so a default of
- * log.retention.hours is not reported as a synonym of log.retention.ms.
+ * Kafka's synonyms of broker key `name`: each source tier (dynamic per broker, dynamic cluster default,
+ * static, default) in turn, each through the keys that stand for the same setting, most specific first;
+ * as in Kafka, entries ahead of `name` itself are dropped (a default of log.retention.hours is not a
+ * synonym of log.retention.ms set statically... but log.retention.hours is one of log.retention.ms).
  */
-function brokerSynonyms(config: BrokerConfig, name: string): ConfigSynonym[] {
-  const keys = brokerSynonymKeys(name);
+function brokerSynonyms(config: BrokerConfig, name: string, keys = brokerSynonymGroup(name)): ConfigSynonym[] {
+  const sensitive = kafkaBrokerKey(name)?.type === 'password';
   const out: ConfigSynonym[] = [];
-  for (const k of keys) {
-    const def = BROKER_CONFIG[k];
-    if (def !== undefined && config.explicit.has(k))
-      out.push({ name: k, value: configString(def, config.get(k)), source: ConfigSource.STATIC_BROKER_CONFIG });
-  }
-  for (const k of keys) {
-    const def = BROKER_CONFIG[k];
-    if (def !== undefined && def.default !== null)
-      out.push({ name: k, value: configString(def, def.default), source: ConfigSource.DEFAULT_CONFIG });
+  for (const tier of TIERS) {
+    for (const k of keys) {
+      const v = tierValue(config, k, tier);
+      if (v !== undefined) out.push({ name: k, value: sensitive ? null : v, source: tier });
+    }
   }
   const first = out.findIndex((s) => s.name === name);
   return first < 0 ? [] : out.slice(first);
@@ -143,8 +162,8 @@ function topicDefaultValue(config: BrokerConfig, key: string): ConfigValue {
 export function topicConfigEntry(config: BrokerConfig, overrides: Record<string, string>, key: string): ConfigEntry {
   const t = TOPIC_CONFIG[key];
   if (t === undefined) throw new Error(`unknown topic config ${key}`);
-  const brokerKey = topicBrokerKey(key);
-  const synonyms = brokerKey === undefined ? [] : brokerSynonyms(config, brokerKey);
+  const chain = KAFKA_TOPIC_KEYS.get(key)?.brokerSynonyms ?? (t.brokerKey === undefined ? [] : [t.brokerKey]);
+  const synonyms = chain[0] === undefined ? [] : brokerSynonyms(config, chain[0], chain);
   const override = overrides[key];
   let value: string | null;
   if (override !== undefined) {
@@ -159,7 +178,7 @@ export function topicConfigEntry(config: BrokerConfig, overrides: Record<string,
     source: synonyms[0]?.source ?? ConfigSource.DEFAULT_CONFIG,
     readOnly: false,
     isSensitive: false,
-    configType: TYPE_IDS[t.def.type],
+    configType: typeId(key, t.def),
     synonyms,
   };
 }
@@ -169,27 +188,64 @@ export function topicConfigEntries(config: BrokerConfig, t: Pick<TopicRecord, 'c
   return names.filter((k) => keys === null || keys.includes(k)).map((k) => topicConfigEntry(config, t.configs, k));
 }
 
+/** One broker key as DescribeConfigs reports it: read-only unless Kafka updates it dynamically; passwords hidden. */
+export function brokerConfigEntry(config: BrokerConfig, name: string): ConfigEntry {
+  const def = BROKER_CONFIG[name];
+  const kk = kafkaBrokerKey(name);
+  const synonyms = brokerSynonyms(config, name);
+  const sensitive = kk?.type === 'password';
+  const value = def !== undefined ? configString(def, config.get(name)) : (synonyms[0]?.value ?? kk?.default ?? null);
+  return {
+    name,
+    value: sensitive ? null : value,
+    source: synonyms[0]?.source ?? ConfigSource.DEFAULT_CONFIG,
+    readOnly: kk === undefined ? true : kk.mode === 'read-only',
+    isSensitive: sensitive,
+    configType: typeId(name, def),
+    synonyms,
+  };
+}
+
 /**
- * Every broker key with its effective value. Reported read-only: gregor has no dynamic broker configs
- * (Kafka marks the dynamically updatable ones writable).
+ * Every broker key Kafka 3.9 lists (the catalogue) plus gregor's own and any Kafka key set statically
+ * (listener-prefixed ones too), with its effective value.
  */
 export function brokerConfigEntries(config: BrokerConfig, keys: readonly string[] | null): ConfigEntry[] {
-  const names = Object.keys(BROKER_CONFIG).sort();
-  return names
+  const names = new Set([
+    ...Object.keys(BROKER_CONFIG),
+    ...[...KAFKA_BROKER_KEYS.values()].filter((k) => !k.since4).map((k) => k.name),
+    ...config.inapplicable.keys(),
+  ]);
+  return [...names]
+    .sort()
+    .filter((k) => keys === null || keys.includes(k))
+    .map((k) => brokerConfigEntry(config, k));
+}
+
+/** The cluster-wide default resource (''): only the dynamic defaults, as Kafka answers it. */
+export function defaultBrokerConfigEntries(config: BrokerConfig, keys: readonly string[] | null): ConfigEntry[] {
+  return [...config.dynamicDefault.keys()]
+    .sort()
     .filter((k) => keys === null || keys.includes(k))
     .map((k) => {
-      const def = BROKER_CONFIG[k] as ConfigDef;
-      const synonyms = brokerSynonyms(config, k);
+      const e = brokerConfigEntry(config, k);
+      const synonyms = e.synonyms.filter((s) => s.source !== ConfigSource.DYNAMIC_BROKER_CONFIG);
       return {
-        name: k,
-        value: configString(def, config.get(k)),
-        source: synonyms[0]?.source ?? ConfigSource.DEFAULT_CONFIG,
-        readOnly: true,
-        isSensitive: false,
-        configType: TYPE_IDS[def.type],
+        ...e,
+        value: e.isSensitive ? null : (config.dynamicDefault.get(k) ?? null),
+        source: ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
         synonyms,
       };
     });
+}
+
+/** gregor's own one-line documentation of a key: whether gregor applies it (Kafka's reference explains the key). */
+export function configDocumentation(name: string): string {
+  const def = BROKER_CONFIG[name] ?? TOPIC_CONFIG[name]?.def;
+  if (def !== undefined && def.inert !== true) return `Applied by gregor as Kafka defines it (${def.type}).`;
+  if (kafkaBrokerKey(name) !== undefined || KAFKA_TOPIC_KEYS.has(name))
+    return 'A Kafka setting gregor accepts and reports without acting on it.';
+  return 'A gregor setting.';
 }
 
 /** Resolves a TOPIC resource to its record, or throws the error Kafka gives. */
@@ -230,10 +286,6 @@ export function duplicateResources(resources: readonly { resourceType: number; r
 
 export const resourceKey = (r: { resourceType: number; resourceName: string }): string => `${r.resourceType}:${r.resourceName}`;
 
-/** The message for dynamic broker config changes, which gregor does not support. */
-export const BROKER_ALTER_UNSUPPORTED =
-  'Dynamic broker configs are not supported by gregor: set broker configs in server.properties, KAFKA_* variables or --override and restart.';
-
 /** Applies a full set of topic overrides (replace semantics) through the topic manager, mapping errors. */
 export async function replaceTopicConfigs(
   s: BrokerServices,
@@ -246,6 +298,26 @@ export async function replaceTopicConfigs(
     .map(([k]) => k);
   if (nulls.length > 0) throw new ResourceError(ErrorCode.INVALID_CONFIG, `Null value not supported for topic configs: ${nulls.join(',')}`);
   await s.topics.alterConfigs(name, configs, { incremental: false, validateOnly });
+}
+
+/** Stores a BROKER resource's new dynamic configs (null values, and keys no longer named, go back to static). */
+async function alterBrokerConfigs(
+  s: BrokerServices,
+  name: string,
+  next: (current: Record<string, string>) => Record<string, string | null>,
+  validateOnly: boolean,
+): Promise<void> {
+  const resource = checkBrokerResource(s, name) === 'default' ? '' : name;
+  const set: Record<string, string> = {};
+  for (const [k, v] of Object.entries(next(s.dynamicConfigs.current(resource)))) if (v !== null) set[k] = v;
+  try {
+    await s.dynamicConfigs.replace(resource, set, validateOnly);
+    // Kafka applies dynamic topic defaults (log.retention.ms, ...) to existing logs that do not override them
+    if (!validateOnly) s.topics.refreshLogConfigs();
+  } catch (e) {
+    if (e instanceof DynamicConfigError) throw new ResourceError(ErrorCode.INVALID_REQUEST, e.message);
+    throw e;
+  }
 }
 
 /** Maps anything thrown while handling one resource to a Kafka error code and message. */
@@ -264,15 +336,18 @@ export interface AlterResourceResult {
   resourceName: string;
 }
 
+export type ConfigTarget = 'topic' | 'broker';
+
 /**
  * The per-resource loop AlterConfigs and IncrementalAlterConfigs share: refuses duplicate resources,
- * computes a topic's new overrides with `next` and stores them; broker and other resources are refused.
+ * computes the resource's new set with `next` (from its current one) and stores it: a topic's overrides,
+ * or this broker's (or the cluster-wide '') dynamic configs; other resource types are refused.
  */
 export async function alterConfigResources<R extends { resourceType: number; resourceName: string }>(
   s: BrokerServices,
   resources: readonly R[],
   validateOnly: boolean,
-  next: (r: R, topic: TopicRecord) => Record<string, string | null>,
+  next: (r: R, current: Record<string, string>, target: ConfigTarget) => Record<string, string | null>,
 ): Promise<AlterResourceResult[]> {
   const dups = duplicateResources(resources);
   const out: AlterResourceResult[] = [];
@@ -282,10 +357,9 @@ export async function alterConfigResources<R extends { resourceType: number; res
       if (dups.has(resourceKey(r))) throw new ResourceError(ErrorCode.INVALID_REQUEST, 'Duplicate resource.');
       if (r.resourceType === ConfigResourceType.TOPIC) {
         const t = topicResource(s, r.resourceName);
-        await replaceTopicConfigs(s, r.resourceName, next(r, t), validateOnly);
+        await replaceTopicConfigs(s, r.resourceName, next(r, t.configs, 'topic'), validateOnly);
       } else if (r.resourceType === ConfigResourceType.BROKER) {
-        checkBrokerResource(s, r.resourceName);
-        throw new ResourceError(ErrorCode.INVALID_REQUEST, BROKER_ALTER_UNSUPPORTED);
+        await alterBrokerConfigs(s, r.resourceName, (current) => next(r, current, 'broker'), validateOnly);
       } else {
         throw unsupportedResource(r.resourceType);
       }

@@ -10,9 +10,11 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import {
   brokerConfigEntries,
   checkBrokerResource,
+  configDocumentation,
   type ConfigEntry,
   ConfigResourceType,
   ConfigSource,
+  defaultBrokerConfigEntries,
   resourceFailure,
   topicConfigEntries,
   topicResource,
@@ -40,8 +42,7 @@ function toResult(
   }
   if (version >= 3) {
     out.configType = e.configType;
-    // gregor carries no config documentation; an empty string says "asked for, none available".
-    out.documentation = includeDocumentation ? '' : null;
+    out.documentation = includeDocumentation ? configDocumentation(e.name) : null;
   }
   return out;
 }
@@ -62,8 +63,11 @@ export const describeConfigsHandler = defineHandler<DescribeConfigsRequest, Desc
         if (r.resourceType === ConfigResourceType.TOPIC) {
           entries = topicConfigEntries(s.config, topicResource(s, r.resourceName), r.configurationKeys);
         } else if (r.resourceType === ConfigResourceType.BROKER) {
-          // The cluster-wide default resource ('') holds only dynamic defaults, which gregor never has.
-          entries = checkBrokerResource(s, r.resourceName) === 'default' ? [] : brokerConfigEntries(s.config, r.configurationKeys);
+          // The cluster-wide default resource ('') holds only the dynamic defaults.
+          entries =
+            checkBrokerResource(s, r.resourceName) === 'default'
+              ? defaultBrokerConfigEntries(s.config, r.configurationKeys)
+              : brokerConfigEntries(s.config, r.configurationKeys);
         } else {
           throw unsupportedResource(r.resourceType);
         }

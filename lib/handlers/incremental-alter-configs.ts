@@ -1,7 +1,7 @@
 /**
  * IncrementalAlterConfigs (key 44) v0–1: per-key SET / DELETE / APPEND / SUBTRACT on a topic's overrides.
  * APPEND and SUBTRACT work on list keys, starting from the effective value (override or default).
- * Broker resources are refused: gregor has no dynamic broker configs.
+ * On BROKER resources (an id, or '' for the cluster-wide default) the same operations change dynamic broker configs.
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
@@ -10,30 +10,31 @@ import type {
   IncrementalAlterConfigsRequestAlterableConfig,
   IncrementalAlterConfigsResponse,
 } from '../../protocol/generated/incremental-alter-configs.js';
-import { TOPIC_CONFIG } from '../config.js';
-import type { TopicRecord } from '../metadata/local-store.js';
+import { BROKER_CONFIG, TOPIC_CONFIG } from '../config.js';
+import { kafkaBrokerKey } from '../config/kafka-keys.js';
 import type { BrokerServices } from '../services.js';
-import { alterConfigResources, ResourceError, topicConfigEntry } from './config-resources.js';
+import { alterConfigResources, brokerConfigEntry, type ConfigTarget, ResourceError, topicConfigEntry } from './config-resources.js';
 import { defineHandler } from './types.js';
 
 export const AlterConfigOp = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const;
 const OP_NAMES = ['SET', 'DELETE', 'APPEND', 'SUBTRACT'];
 
-/** The topic's overrides after applying `ops` in order; throws ResourceError on a bad operation. */
+/** A resource's configs (topic overrides, or dynamic broker configs) after applying `ops` in order; throws ResourceError on a bad operation. */
 export function applyOps(
   s: BrokerServices,
-  t: TopicRecord,
+  current: Record<string, string>,
   ops: readonly IncrementalAlterConfigsRequestAlterableConfig[],
+  target: ConfigTarget = 'topic',
 ): Record<string, string | null> {
-  const next = new Map<string, string | null>(Object.entries(t.configs));
+  const next = new Map<string, string | null>(Object.entries(current));
   const seen = new Set<string>();
   for (const op of ops) {
     if (seen.has(op.name)) throw new ResourceError(ErrorCode.INVALID_REQUEST, 'Error due to duplicate config keys');
     seen.add(op.name);
   }
   for (const op of ops) {
-    const def = TOPIC_CONFIG[op.name];
-    if (def === undefined) throw new ResourceError(ErrorCode.INVALID_CONFIG, `Unknown topic config name: ${op.name}`);
+    const type = target === 'topic' ? TOPIC_CONFIG[op.name]?.def.type : (kafkaBrokerKey(op.name)?.type ?? BROKER_CONFIG[op.name]?.type);
+    if (type === undefined) throw new ResourceError(ErrorCode.INVALID_CONFIG, `Unknown ${target} config name: ${op.name}`);
     switch (op.configOperation) {
       case AlterConfigOp.SET:
         next.set(op.name, op.value);
@@ -43,14 +44,15 @@ export function applyOps(
         break;
       case AlterConfigOp.APPEND:
       case AlterConfigOp.SUBTRACT: {
-        if (def.def.type !== 'list') {
+        if (type !== 'list') {
           throw new ResourceError(
             ErrorCode.INVALID_CONFIG,
             `Can't ${OP_NAMES[op.configOperation]} to key ${op.name} because its type is not LIST.`,
           );
         }
-        const current = next.get(op.name) ?? topicConfigEntry(s.config, {}, op.name).value ?? '';
-        const parts = current === '' ? [] : current.split(',').map((x) => x.trim());
+        const effective = target === 'topic' ? topicConfigEntry(s.config, {}, op.name) : brokerConfigEntry(s.config, op.name);
+        const now = next.get(op.name) ?? effective.value ?? '';
+        const parts = now === '' ? [] : now.split(',').map((x) => x.trim());
         const values = (op.value ?? '')
           .split(',')
           .map((x) => x.trim())
@@ -79,7 +81,9 @@ export const incrementalAlterConfigsHandler = defineHandler<IncrementalAlterConf
   maxVersion: 1,
   async handle(req, ctx) {
     const s = ctx.services;
-    const responses = await alterConfigResources(s, req.resources, req.validateOnly, (r, t) => applyOps(s, t, r.configs));
+    const responses = await alterConfigResources(s, req.resources, req.validateOnly, (r, current, target) =>
+      applyOps(s, current, r.configs, target),
+    );
     return { throttleTimeMs: 0, responses };
   },
   errorResponse(req, errorCode) {

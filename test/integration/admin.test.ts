@@ -386,7 +386,12 @@ describe('admin APIs (integration)', function () {
       });
       const [topic, otherBroker, group] = res.results;
       const entry = (n: string) => topic?.configs.find((c) => c.name === n);
-      expect(entry('cleanup.policy')).to.deep.include({ value: 'compact', configSource: 1, configType: 7, documentation: '' });
+      expect(entry('cleanup.policy')).to.deep.include({
+        value: 'compact',
+        configSource: 1,
+        configType: 7,
+        documentation: 'Applied by gregor as Kafka defines it (list).',
+      });
       expect(entry('cleanup.policy')?.synonyms?.map((s) => s.source)).to.deep.equal([1, 5]);
       expect(entry('retention.ms')).to.deep.include({ value: '604800000', configSource: 5, configType: 5, synonyms: [] });
       expect(entry('min.cleanable.dirty.ratio')).to.include({ value: '0.5', configType: 6 });

@@ -146,7 +146,9 @@ export class Broker {
       if (e instanceof MetadataError) this.logger.error({ code: e.code, file: e.file, dataDir }, e.message);
       throw e;
     }
-    const dynamicConfigs = await DynamicBrokerConfigs.open(dataDir, this.config);
+    const dynamicConfigs = DynamicBrokerConfigs.open(this.metadata, this.config, (err) =>
+      this.logger.error({ err }, 'stored dynamic broker configs do not apply; keeping the previous ones'),
+    );
     const logDirs = this.logDirs;
     try {
       await checkLogDirIdentity(logDirs, this.metadata.clusterId, this.config.nodeId);
@@ -160,6 +162,8 @@ export class Broker {
     const fetchSessions = new FetchSessionCache(this.config.int('max.incremental.fetch.session.cache.slots'));
     this.appendPool = AppendPool.fromConfig(this.config.int('num.append.workers'), this.logger);
     const topics = new TopicManager(this.config, this.metadata, this.logManager, this.logger, this.appendPool);
+    // Kafka applies dynamic topic defaults (log.retention.ms, ...) to existing logs that do not override them
+    dynamicConfigs.onApplied(() => topics.refreshLogConfigs());
     // clusters: made before the logs load, so that every replica's high watermark is driven by it
     const replication = topics.clustered ? this.makeReplication(topics, purgatory) : undefined;
     this.replication = replication;

@@ -142,8 +142,8 @@ export class Controller {
       if (change.controllerId === -1) this.campaign();
       return;
     }
-    // configs too: turning unclean.leader.election.enable on for a topic elects its offline partitions
-    if (change.kind === 'brokers' || change.kind === 'topic') this.schedule();
+    // configs too: turning unclean.leader.election.enable on (for a topic, or as a dynamic broker config) elects offline partitions
+    if (change.kind === 'brokers' || change.kind === 'topic' || change.kind === 'brokerConfigs') this.schedule();
     // a reassignment completes once its new replicas joined the ISR
     else if (isReassigning(change.state)) this.schedule();
   }

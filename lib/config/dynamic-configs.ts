@@ -1,78 +1,65 @@
 /**
  * Dynamic broker configs (Kafka's DynamicBrokerConfig): what AlterConfigs and IncrementalAlterConfigs
- * set on a BROKER resource, per broker (its id) and cluster-wide (''), persisted across restarts and
- * applied to the running BrokerConfig at once. Kafka's rules: read-only keys cannot be updated
- * dynamically, per-broker keys (listeners, SSL/SASL) not at the cluster-wide default level.
+ * set on a BROKER resource, per broker (its id) and cluster-wide (''), kept in the metadata store (the
+ * local metadata file, or etcd in cluster mode, so a cluster-wide default reaches every broker) and
+ * applied to the running BrokerConfig as soon as the store has them. Kafka's rules: read-only keys
+ * cannot be updated dynamically, per-broker keys (listeners, SSL/SASL) not at the cluster-wide level.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { BrokerConfig, ConfigError } from '../config.js';
-import { writeFileAtomic } from '../metadata/local-store.js';
+import type { MetadataStore } from '../metadata/store.js';
 import { kafkaBrokerKey } from './kafka-keys.js';
 
-const FILE = 'dynamic-broker-configs.json';
-
-interface Stored {
-  version: 1;
-  /** '' is the cluster-wide default; other keys are broker ids. */
-  resources: Record<string, Record<string, string>>;
-}
-
-/** A refusal with the Kafka error it maps to. */
-export class DynamicConfigError extends Error {
-  constructor(
-    readonly kind: 'request' | 'config',
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** A refusal: Kafka answers it with INVALID_REQUEST and this message. */
+export class DynamicConfigError extends Error {}
 
 export class DynamicBrokerConfigs {
-  private state: Stored = { version: 1, resources: {} };
+  private readonly appliedListeners: (() => void)[] = [];
 
   private constructor(
-    private readonly dir: string,
+    private readonly store: MetadataStore,
     private readonly config: BrokerConfig,
+    private readonly log: (err: unknown) => void,
   ) {}
 
-  /** Loads the stored dynamic configs of `dir` and applies them to `config`. */
-  static async open(dir: string, config: BrokerConfig): Promise<DynamicBrokerConfigs> {
-    const d = new DynamicBrokerConfigs(dir, config);
-    try {
-      d.state = JSON.parse(await readFile(join(dir, FILE), 'utf8')) as Stored;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    }
+  /** Applies the stored dynamic configs to `config`, and again whenever the store's change. */
+  static open(store: MetadataStore, config: BrokerConfig, log: (err: unknown) => void): DynamicBrokerConfigs {
+    const d = new DynamicBrokerConfigs(store, config, log);
     d.apply();
+    store.onChange((c) => {
+      if (c.kind === 'brokerConfigs') d.apply();
+    });
     return d;
+  }
+
+  /** Called after each change is applied (open logs re-resolve their topic defaults). */
+  onApplied(f: () => void): void {
+    this.appliedListeners.push(f);
   }
 
   /** The stored configs of one resource ('' or a broker id). */
   current(resource: string): Record<string, string> {
-    return { ...(this.state.resources[resource] ?? {}) };
+    return this.store.brokerConfigs(resource);
   }
 
   /**
-   * Checks `next` (the resource's whole new set) by Kafka's rules and, unless validateOnly, stores and
-   * applies it. Throws DynamicConfigError.
+   * Checks `next` (the resource's whole new set) by Kafka's rules and, unless validateOnly, stores it
+   * (applied once the store has it). Throws DynamicConfigError.
    */
   async replace(resource: string, next: Record<string, string>, validateOnly: boolean): Promise<void> {
     const where = `ConfigResource(type=BROKER, name='${resource}')`;
-    const changed = Object.keys(next).filter((k) => next[k] !== this.current(resource)[k]);
+    const before = this.current(resource);
+    const changed = Object.keys(next).filter((k) => next[k] !== before[k]);
     const readOnly = changed.filter((k) => {
       const kk = kafkaBrokerKey(k);
       return kk === undefined || kk.mode === 'read-only';
     });
     if (readOnly.length > 0)
       throw new DynamicConfigError(
-        'request',
         `Invalid config value for resource ${where}: Cannot update these configs dynamically: Set(${readOnly.join(', ')})`,
       );
     const perBroker = changed.filter((k) => kafkaBrokerKey(k)?.mode === 'per-broker');
     if (resource === '' && perBroker.length > 0) {
       throw new DynamicConfigError(
-        'request',
         `Invalid config value for resource ${where}: Cannot update these configs at default cluster level, broker id must be specified: Set(${perBroker.join(', ')})`,
       );
     }
@@ -81,19 +68,20 @@ export class DynamicBrokerConfigs {
         BrokerConfig.parseDynamic(k, v);
       } catch (e) {
         const msg = e instanceof ConfigError ? e.message.replace(/^GREGOR_ERR_CONFIG: /, '') : String(e);
-        throw new DynamicConfigError('request', `Invalid config value for resource ${where}: ${msg}`);
+        throw new DynamicConfigError(`Invalid config value for resource ${where}: ${msg}`);
       }
     }
-    if (validateOnly) return;
-    const resources = Object.fromEntries(Object.entries(this.state.resources).filter(([r]) => r !== resource));
-    if (Object.keys(next).length > 0) resources[resource] = { ...next };
-    const state: Stored = { version: 1, resources };
-    await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
-    this.state = state;
-    this.apply();
+    if (!validateOnly) await this.store.setBrokerConfigs(resource, next);
   }
 
   private apply(): void {
-    this.config.setDynamic(this.current(String(this.config.nodeId)), this.current(''));
+    try {
+      this.config.setDynamic(this.current(String(this.config.nodeId)), this.current(''));
+    } catch (e) {
+      // a value another broker stored that this one cannot parse: keep the previous ones
+      this.log(e);
+      return;
+    }
+    for (const f of this.appliedListeners) f();
   }
 }

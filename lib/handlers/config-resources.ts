@@ -312,8 +312,6 @@ async function alterBrokerConfigs(
   for (const [k, v] of Object.entries(next(s.dynamicConfigs.current(resource)))) if (v !== null) set[k] = v;
   try {
     await s.dynamicConfigs.replace(resource, set, validateOnly);
-    // Kafka applies dynamic topic defaults (log.retention.ms, ...) to existing logs that do not override them
-    if (!validateOnly) s.topics.refreshLogConfigs();
   } catch (e) {
     if (e instanceof DynamicConfigError) throw new ResourceError(ErrorCode.INVALID_REQUEST, e.message);
     throw e;

@@ -17,6 +17,8 @@ export class EtcdKeys {
   readonly partitions: string;
   readonly controller: string;
   readonly controllerEpoch: string;
+  /** Dynamic broker configs: broker-configs/<node id>, and broker-configs/default for the cluster-wide ones. */
+  readonly brokerConfigs: string;
   constructor(clusterId: string) {
     this.prefix = `/gregor/${clusterId}/`;
     this.brokers = `${this.prefix}brokers/`;
@@ -24,6 +26,10 @@ export class EtcdKeys {
     this.partitions = `${this.prefix}partitions/`;
     this.controller = `${this.prefix}controller`;
     this.controllerEpoch = `${this.prefix}controller-epoch`;
+    this.brokerConfigs = `${this.prefix}broker-configs/`;
+  }
+  brokerConfig(resource: string): string {
+    return `${this.brokerConfigs}${resource === '' ? 'default' : resource}`;
   }
   broker(nodeId: number): string {
     return `${this.brokers}${nodeId}`;
@@ -84,6 +90,8 @@ export class EtcdState {
   readonly brokers = new Map<number, { info: BrokerInfo; lease: string; modRevision: number }>();
   controller: { nodeId: number; createRevision: number; modRevision: number; lease: string } | undefined;
   controllerEpoch: { value: number; modRevision: number } | undefined;
+  /** Dynamic broker configs by resource ('' the cluster-wide default). */
+  readonly brokerConfigs = new Map<string, Record<string, string>>();
   /** Every change up to this revision is applied. */
   revision = 0;
 
@@ -127,6 +135,13 @@ export class EtcdState {
       return { kind: 'brokers' };
     }
     if (kv.key.startsWith(keys.topics)) return this.applyTopic(kv.key.slice(keys.topics.length), kv, deleted);
+    if (kv.key.startsWith(keys.brokerConfigs)) {
+      const name = kv.key.slice(keys.brokerConfigs.length);
+      const resource = name === 'default' ? '' : name;
+      if (deleted) this.brokerConfigs.delete(resource);
+      else this.brokerConfigs.set(resource, decodeConfigs(kv));
+      return { kind: 'brokerConfigs' };
+    }
     if (kv.key.startsWith(keys.partitions)) {
       const rest = kv.key.slice(keys.partitions.length);
       const slash = rest.lastIndexOf('/');
@@ -171,9 +186,12 @@ export class EtcdState {
         .sort()
         .join();
     if (brokersKey(this) !== brokersKey(fresh)) changes.push({ kind: 'brokers' });
+    const configsKey = (s: EtcdState): string => JSON.stringify([...s.brokerConfigs].sort());
+    if (configsKey(this) !== configsKey(fresh)) changes.push({ kind: 'brokerConfigs' });
     if (this.controller?.createRevision !== fresh.controller?.createRevision)
       changes.push({ kind: 'controller', controllerId: fresh.controller?.nodeId ?? -1 });
-    for (const m of [this.topics, this.topicsById, this.partitions, this.brokers] as Map<unknown, unknown>[]) m.clear();
+    for (const m of [this.topics, this.topicsById, this.partitions, this.brokers, this.brokerConfigs] as Map<unknown, unknown>[]) m.clear();
+    for (const [k, v] of fresh.brokerConfigs) this.brokerConfigs.set(k, v);
     for (const [k, v] of fresh.topics) this.topics.set(k, v);
     for (const [k, v] of fresh.topicsById) this.topicsById.set(k, v);
     for (const [k, v] of fresh.partitions) this.partitions.set(k, v);
@@ -259,4 +277,11 @@ function decodePartition(kv: KeyValue): PartitionState {
     state.removingReplicas = removingReplicas ?? [];
   }
   return state;
+}
+
+/** The value of broker-configs/<resource>: a JSON object of strings. */
+function decodeConfigs(kv: KeyValue): Record<string, string> {
+  const o = parseJson(kv);
+  if (Object.values(o).some((v) => typeof v !== 'string')) throw new BadValueError(`${kv.key}: not an object of strings`);
+  return o as Record<string, string>;
 }

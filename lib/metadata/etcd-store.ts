@@ -208,6 +208,19 @@ export class EtcdMetadataStore implements MetadataStore {
     });
   }
 
+  brokerConfigs(resource: string): Record<string, string> {
+    return { ...(this.state.brokerConfigs.get(resource) ?? {}) };
+  }
+
+  /** One put (or delete) of broker-configs/<resource>; resolves once the watch has it in the copy. */
+  async setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void> {
+    const key = this.keys.brokerConfig(resource);
+    await this.track(async () => {
+      const res = await this.txn({ success: [Object.keys(configs).length > 0 ? put(key, JSON.stringify(configs)) : del(key)] });
+      await this.caughtUp(revisionOf(res));
+    });
+  }
+
   async setConfigs(name: string, configs: Record<string, string>): Promise<void> {
     await this.rewriteTopic(name, (t) => ({ ...t.record, configs: { ...configs }, replicas: t.replicas }));
   }

@@ -31,6 +31,8 @@ interface StoredState {
   clusterId: string;
   nodeId: number;
   topics: TopicRecord[];
+  /** Dynamic broker configs by resource ('' the cluster-wide default); absent in files written before them. */
+  brokerConfigs?: Record<string, Record<string, string>>;
 }
 
 const FILE = 'gregor-metadata.json';
@@ -92,11 +94,13 @@ export class LocalMetadataStore implements MetadataStore {
   private dirty = false;
   private self: BrokerInfo | null = null;
   private readonly listeners: MetadataListener[] = [];
+  private dynamic: Record<string, Record<string, string>>;
 
   private constructor(dir: string, state: StoredState) {
     this.dir = dir;
     this.clusterId = state.clusterId;
     this.nodeId = state.nodeId;
+    this.dynamic = state.brokerConfigs ?? {};
     for (const t of state.topics) this.index(t);
   }
 
@@ -278,8 +282,22 @@ export class LocalMetadataStore implements MetadataStore {
     this.writing = this.writing.then(async () => {
       this.dirty = false;
       const state: StoredState = { version: 1, clusterId: this.clusterId, nodeId: this.nodeId, topics: this.topics() };
+      if (Object.keys(this.dynamic).length > 0) state.brokerConfigs = this.dynamic;
       await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
     });
+  }
+
+  brokerConfigs(resource: string): Record<string, string> {
+    return { ...(this.dynamic[resource] ?? {}) };
+  }
+
+  async setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void> {
+    const next = Object.fromEntries(Object.entries(this.dynamic).filter(([r]) => r !== resource));
+    if (Object.keys(configs).length > 0) next[resource] = { ...configs };
+    this.dynamic = next;
+    this.markDirty();
+    this.emit({ kind: 'brokerConfigs' });
+    await this.persisted();
   }
 
   /** Resolves once every mutation made so far is on disk. */
@@ -320,6 +338,12 @@ function stateProblem(raw: unknown): string | undefined {
   if (raw['version'] !== 1) return `unsupported version ${JSON.stringify(raw['version'])} (expected 1)`;
   if (typeof raw['clusterId'] !== 'string' || raw['clusterId'] === '') return 'no clusterId';
   if (raw['nodeId'] !== undefined && !Number.isInteger(raw['nodeId'])) return `nodeId is ${JSON.stringify(raw['nodeId'])}, not an integer`;
+  const dyn = raw['brokerConfigs'];
+  if (
+    dyn !== undefined &&
+    (!isObject(dyn) || Object.values(dyn).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'string')))
+  )
+    return 'invalid brokerConfigs';
   const topics = raw['topics'];
   if (!Array.isArray(topics)) return `no topic list (topics is ${jsonType(topics)})`;
   const names = new Set<string>();

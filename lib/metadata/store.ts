@@ -80,6 +80,8 @@ export type MetadataChange =
   | { kind: 'topic'; topic: string; change: 'created' | 'deleted' | 'partitions' | 'configs' }
   | { kind: 'partition'; topic: string; partition: number; state: PartitionState }
   | { kind: 'brokers' }
+  /** Dynamic broker configs changed (any broker's, or the cluster-wide default). */
+  | { kind: 'brokerConfigs' }
   | { kind: 'controller'; controllerId: number };
 
 export type MetadataListener = (change: MetadataChange) => void;
@@ -148,6 +150,10 @@ export interface MetadataStore {
   /** Grows the topic to `partitions` (new partitions placed like a creation's). */
   setPartitionCount(name: string, partitions: number): Promise<void>;
   setConfigs(name: string, configs: Record<string, string>): Promise<void>;
+  /** Dynamic broker configs of one resource: a broker id, or '' for the cluster-wide default. */
+  brokerConfigs(resource: string): Record<string, string>;
+  /** Replaces a resource's dynamic broker configs (an empty set removes them). */
+  setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void>;
 
   /**
    * The partition's leader changes its ISR (shrink or expand): `leaderEpoch` and `partitionEpoch` must be

@@ -66,3 +66,20 @@ export async function runKafkaPython(input: PyInput, timeoutMs = 170_000): Promi
 }
 
 export const hex = (b: Buffer | string): string => (typeof b === 'string' ? Buffer.from(b) : b).toString('hex');
+
+export const BROKER_CONFIGS_SCRIPT = join(PROJECT_ROOT, 'test/helpers/py/broker_configs.py');
+
+/** [value, config source (DescribeConfigs v1+) or is_default (v0), read_only, sensitive] per key. */
+export type PyConfigEntry = [string | null, number | boolean, boolean, boolean];
+
+/** kafka-python's KafkaAdminClient: optionally AlterConfigs on BROKER `broker`, then DescribeConfigs of `describe` keys. */
+export async function kafkaPythonBrokerConfigs(req: {
+  bootstrap: string;
+  broker: string;
+  alter: Record<string, string> | null;
+  describe: string[];
+}): Promise<{ alter: [number, string | null] | null; describe: Record<string, PyConfigEntry> }> {
+  const r = await runProcess(PYTHON, [BROKER_CONFIGS_SCRIPT], JSON.stringify(req), 60_000);
+  if (r.code !== 0) throw new Error(`kafka-python exited with ${r.code}; stderr:\n${r.stderr.slice(-4000)}`);
+  return JSON.parse(r.stdout.toString()) as { alter: [number, string | null] | null; describe: Record<string, PyConfigEntry> };
+}

@@ -13,6 +13,7 @@ import {
   parseTopicConfig,
   TOPIC_CONFIG,
 } from '../config.js';
+import { configDoc } from '../config/docs.js';
 import { DynamicConfigError } from '../config/dynamic-configs.js';
 import { brokerSynonymGroup, KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS, type KafkaType, kafkaBrokerKey } from '../config/kafka-keys.js';
 import { invalidTopicName, type TopicRecord } from '../metadata/local-store.js';
@@ -239,13 +240,13 @@ export function defaultBrokerConfigEntries(config: BrokerConfig, keys: readonly 
     });
 }
 
-/** gregor's own one-line documentation of a key: whether gregor applies it (Kafka's reference explains the key). */
-export function configDocumentation(name: string): string {
-  const def = BROKER_CONFIG[name] ?? TOPIC_CONFIG[name]?.def;
-  if (def !== undefined && def.inert !== true) return `Applied by gregor as Kafka defines it (${def.type}).`;
+/** gregor's own one-line documentation of a key (Kafka's reference explains the keys gregor only accepts). */
+export function configDocumentation(name: string, topic: boolean): string | null {
+  const own = configDoc(name, topic);
+  if (own !== undefined) return own;
   if (kafkaBrokerKey(name) !== undefined || KAFKA_TOPIC_KEYS.has(name))
     return 'A Kafka setting gregor accepts and reports without acting on it.';
-  return 'A gregor setting.';
+  return null;
 }
 
 /** Resolves a TOPIC resource to its record, or throws the error Kafka gives. */

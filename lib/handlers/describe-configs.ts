@@ -27,6 +27,7 @@ function toResult(
   version: number,
   includeSynonyms: boolean,
   includeDocumentation: boolean,
+  topic: boolean,
 ): DescribeConfigsResponseDescribeConfigsResourceResult {
   const out: DescribeConfigsResponseDescribeConfigsResourceResult = {
     name: e.name,
@@ -42,7 +43,7 @@ function toResult(
   }
   if (version >= 3) {
     out.configType = e.configType;
-    out.documentation = includeDocumentation ? configDocumentation(e.name) : null;
+    out.documentation = includeDocumentation ? configDocumentation(e.name, topic) : null;
   }
   return out;
 }
@@ -75,7 +76,7 @@ export const describeConfigsHandler = defineHandler<DescribeConfigsRequest, Desc
           errorCode: ErrorCode.NONE,
           errorMessage: null,
           ...base,
-          configs: entries.map((e) => toResult(e, v, includeSynonyms, includeDocumentation)),
+          configs: entries.map((e) => toResult(e, v, includeSynonyms, includeDocumentation, r.resourceType === ConfigResourceType.TOPIC)),
         };
       } catch (e) {
         return { ...resourceFailure(e), ...base, configs: [] };

@@ -390,7 +390,7 @@ describe('admin APIs (integration)', function () {
         value: 'compact',
         configSource: 1,
         configType: 7,
-        documentation: 'Applied by gregor as Kafka defines it (list).',
+        documentation: 'delete (retention), compact (latest value per key), or both.',
       });
       expect(entry('cleanup.policy')?.synonyms?.map((s) => s.source)).to.deep.equal([1, 5]);
       expect(entry('retention.ms')).to.deep.include({ value: '604800000', configSource: 5, configType: 5, synonyms: [] });

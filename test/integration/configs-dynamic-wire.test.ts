@@ -57,6 +57,9 @@ describe('dynamic broker configs on the wire', function () {
 
   it("the cluster-wide default ('') holds only what was set there, with source DYNAMIC_DEFAULT_BROKER_CONFIG", async () => {
     expect((await describe(BROKER, '')).size).to.equal(0);
+    const docs = await describe(BROKER, '0', ['log.retention.bytes', 'zookeeper.connect']);
+    expect(docs.get('log.retention.bytes')?.documentation).to.equal('Size a partition log is cut back to (-1: no limit).');
+    expect(docs.get('zookeeper.connect')?.documentation).to.equal('A Kafka setting gregor accepts and reports without acting on it.');
     expect((await alter('', [{ name: 'log.retention.bytes', configOperation: OP.SET, value: '123456789' }]))?.errorCode).to.equal(
       ErrorCode.NONE,
     );

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BrokerConfig, ConfigError, parseProperties } from '../../lib/config.js';
+import { BROKER_CONFIG, BrokerConfig, ConfigError, parseProperties, TOPIC_CONFIG } from '../../lib/config.js';
+import { configDoc } from '../../lib/config/docs.js';
 import {
   brokerSynonymGroup,
   KAFKA_BROKER_KEYS,
@@ -90,6 +91,18 @@ describe('Kafka config key catalogue', () => {
     expect(c.inapplicable.get('controller.quorum.bootstrap.servers')).to.equal('localhost:9093');
     // the KRaft controller listener is not bound by gregor
     expect(c.brokerListeners).to.deep.equal(['PLAINTEXT://:9092']);
+  });
+
+  it('gregor documents, in its own words, every key it honours', () => {
+    const missing = [
+      ...Object.entries(BROKER_CONFIG)
+        .filter(([k, d]) => d.inert !== true && configDoc(k, false) === undefined)
+        .map(([k]) => k),
+      ...Object.entries(TOPIC_CONFIG)
+        .filter(([k, t]) => t.def.inert !== true && configDoc(k, true) === undefined)
+        .map(([k]) => `topic ${k}`),
+    ];
+    expect(missing).to.deep.equal([]);
   });
 
   it("refuses invalid cleanup policies at start with Kafka's message", () => {

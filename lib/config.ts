@@ -4,7 +4,14 @@
  * a server.properties file, KAFKA_* environment variables (Apache image mapping), --override k=v.
  */
 import { readFileSync } from 'node:fs';
+import { ConfigError } from './config/error.js';
+import { adminListenerError, parseListener } from './config/listeners.js';
+import { ENV_IGNORED, envKeyToConfigKey, parseProperties } from './config/properties.js';
 import { KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS, kafkaBrokerKey, nearestKey } from './config/kafka-keys.js';
+
+export { ConfigError } from './config/error.js';
+export { parseAdminListener, parseListener, type Listener } from './config/listeners.js';
+export { envKeyToConfigKey, parseProperties } from './config/properties.js';
 
 export type ConfigType = 'string' | 'int' | 'long' | 'boolean' | 'list' | 'double';
 export type ConfigValue = string | number | bigint | boolean | string[] | null;
@@ -16,14 +23,6 @@ export interface ConfigDef {
   validate?: (v: ConfigValue) => string | undefined;
   /** Accepted for compatibility with Kafka but without effect in gregor. */
   inert?: boolean;
-}
-
-export class ConfigError extends Error {
-  readonly code = 'GREGOR_ERR_CONFIG';
-  constructor(message: string) {
-    super(`GREGOR_ERR_CONFIG: ${message}`);
-    this.name = 'ConfigError';
-  }
 }
 
 const atLeast = (min: number) => (v: ConfigValue) => (typeof v === 'number' && v < min ? `must be >= ${min}` : undefined);
@@ -272,47 +271,6 @@ function validated(key: string, def: ConfigDef, v: ConfigValue): ConfigValue {
   return v;
 }
 
-/** Parses Java-properties text (key=value or key: value, # and ! comments, \ continuations). */
-export function parseProperties(text: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const lines = text.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    let line = (lines[i] ?? '').trim();
-    if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
-    while (line.endsWith('\\') && i + 1 < lines.length) line = line.slice(0, -1) + (lines[++i] ?? '').trim();
-    const m = /^([^=:\s]+)\s*[=:\s]\s*(.*)$/.exec(line);
-    if (m === null || m[1] === undefined) throw new ConfigError(`cannot parse properties line: ${line}`);
-    out.set(m[1], m[2] ?? '');
-  }
-  return out;
-}
-
-/** KAFKA_FOO_BAR → foo.bar with the Apache image's escapes: ___ → -, __ → _, _ → . */
-export function envKeyToConfigKey(envName: string): string {
-  return envName
-    .slice('KAFKA_'.length)
-    .toLowerCase()
-    .split('___')
-    .map((dashed) =>
-      dashed
-        .split('__')
-        .map((part) => part.replace(/_/g, '.'))
-        .join('_'),
-    )
-    .join('-');
-}
-
-/** Environment variables that are not configs even though they start with KAFKA_. */
-const ENV_IGNORED = new Set([
-  'KAFKA_HEAP_OPTS',
-  'KAFKA_OPTS',
-  'KAFKA_JMX_OPTS',
-  'KAFKA_LOG4J_OPTS',
-  'KAFKA_DEBUG',
-  'KAFKA_VERSION',
-  'KAFKA_HOME',
-]);
-
 export interface ConfigSources {
   file?: string;
   env?: NodeJS.ProcessEnv;
@@ -503,44 +461,4 @@ export function parseTopicConfig(key: string, raw: string | null): ConfigValue {
   const t = TOPIC_CONFIG[key];
   if (t === undefined) throw new ConfigError(`unknown topic config '${key}'`);
   return validated(key, t.def, parseValue(key, t.def, raw));
-}
-
-/** An admin.listener value: null for `none`, else where to bind (`0` alone: 127.0.0.1 on a free port; `:p` or `p`: 127.0.0.1). */
-export function parseAdminListener(spec: string): { host: string; port: number } | null {
-  const v = spec.trim();
-  if (v.toLowerCase() === 'none') return null;
-  const m = /^(?:(\[[^\]]*\]|[^:]*):)?(\d+)$/.exec(v);
-  if (m === null || m[2] === undefined) throw new ConfigError(`admin.listener=${spec}: ${ADMIN_LISTENER_FORMAT}`);
-  const port = Number(m[2]);
-  if (port > 65535) throw new ConfigError(`admin.listener=${spec}: invalid port`);
-  const host = (m[1] ?? '').replace(/^\[|\]$/g, '');
-  return { host: host === '' ? '127.0.0.1' : host, port };
-}
-
-const ADMIN_LISTENER_FORMAT = 'expected host:port, a port, 0 or none';
-
-function adminListenerError(v: ConfigValue): string | undefined {
-  if (typeof v !== 'string') return undefined;
-  try {
-    parseAdminListener(v);
-    return undefined;
-  } catch {
-    return ADMIN_LISTENER_FORMAT;
-  }
-}
-
-export interface Listener {
-  name: string;
-  host: string;
-  port: number;
-}
-
-export function parseListener(spec: string): Listener {
-  const m = /^([A-Za-z0-9_]+):\/\/(\[[^\]]*\]|[^:]*):(\d+)$/.exec(spec.trim());
-  if (m === null || m[1] === undefined || m[2] === undefined || m[3] === undefined) {
-    throw new ConfigError(`listener '${spec}' is not NAME://host:port`);
-  }
-  const port = Number(m[3]);
-  if (port > 65535) throw new ConfigError(`listener '${spec}' has an invalid port`);
-  return { name: m[1].toUpperCase(), host: m[2].replace(/^\[|\]$/g, ''), port };
 }

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from './config/error.js';
 import { adminListenerError, parseListener } from './config/listeners.js';
 import { ENV_IGNORED, envKeyToConfigKey, parseProperties } from './config/properties.js';
-import { KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS, kafkaBrokerKey, nearestKey } from './config/kafka-keys.js';
+import { KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS, kafkaBrokerKey, kafkaValueError, nearestKey } from './config/kafka-keys.js';
 
 export { ConfigError } from './config/error.js';
 export { parseAdminListener, parseListener, type Listener } from './config/listeners.js';
@@ -316,7 +316,10 @@ export class BrokerConfig {
     if (TOPIC_CONFIG[key] !== undefined || KAFKA_TOPIC_KEYS.has(key))
       throw new ConfigError(`'${key}' is a topic config; the broker key is '${brokerKeyFor(key) ?? '(none)'}'`);
     if (kafkaBrokerKey(key) !== undefined) {
-      this.inapplicable.set(key, raw === null ? '' : Array.isArray(raw) ? raw.join(',') : String(raw));
+      const text = raw === null ? '' : Array.isArray(raw) ? raw.join(',') : String(raw);
+      const bad = kafkaValueError(key, text);
+      if (bad !== undefined) throw new ConfigError(bad);
+      this.inapplicable.set(key, text);
       return;
     }
     const near = nearestKey(key, knownBrokerKeys());
@@ -357,7 +360,10 @@ export class BrokerConfig {
   /** Parses and validates one dynamic value of a key gregor honours (throws ConfigError); Kafka-only keys pass as they are. */
   static parseDynamic(key: string, raw: string): ConfigValue {
     const def = BROKER_CONFIG[key];
-    return def === undefined ? raw : validated(key, def, parseValue(key, def, raw));
+    if (def !== undefined) return validated(key, def, parseValue(key, def, raw));
+    const bad = kafkaValueError(key, raw);
+    if (bad !== undefined) throw new ConfigError(bad);
+    return raw;
   }
 
   /** Replaces the dynamic broker configs (both levels) with the stored ones; readers see them at once. */

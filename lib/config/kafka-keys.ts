@@ -121,6 +121,28 @@ export function kafkaBrokerKey(key: string): KafkaKey | undefined {
   return k === undefined ? undefined : { ...k, name: key, mode: 'per-broker' };
 }
 
+/** Kafka's type check of a value for a key gregor only accepts: the error (Kafka's wording), or undefined when it parses. */
+export function kafkaValueError(key: string, raw: string): string | undefined {
+  const k = kafkaBrokerKey(key);
+  if (k === undefined) return undefined;
+  const v = raw.trim();
+  const ok = ((): boolean => {
+    switch (k.type) {
+      case 'int':
+      case 'short':
+      case 'long':
+        return /^-?\d+$/.test(v);
+      case 'double':
+        return v !== '' && !Number.isNaN(Number(v));
+      case 'boolean':
+        return v.toLowerCase() === 'true' || v.toLowerCase() === 'false';
+      default:
+        return true;
+    }
+  })();
+  return ok ? undefined : `Invalid value ${raw} for configuration ${key}: Not a number of type ${k.type.toUpperCase()}`;
+}
+
 /** Levenshtein distance (insertions, deletions, substitutions). */
 export function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);

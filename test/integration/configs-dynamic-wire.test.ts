@@ -102,6 +102,11 @@ describe('dynamic broker configs on the wire', function () {
     const badValue = await alter('0', [{ name: 'message.max.bytes', configOperation: OP.SET, value: 'abc' }]);
     expect(badValue?.errorCode).to.equal(ErrorCode.INVALID_REQUEST);
     expect(badValue?.errorMessage).to.match(/message.max.bytes=abc: expected an integer/);
+    // a Kafka key gregor only accepts is type-checked as Kafka does
+    const kafkaOnly = await alter('', [{ name: 'background.threads', configOperation: OP.SET, value: 'many' }]);
+    expect(kafkaOnly?.errorMessage).to.equal(
+      "Invalid config value for resource ConfigResource(type=BROKER, name=''): Invalid value many for configuration background.threads: Not a number of type INT",
+    );
     const otherBroker = await alter('7', [{ name: 'log.retention.bytes', configOperation: OP.SET, value: '1' }]);
     expect(otherBroker?.errorCode).to.equal(ErrorCode.INVALID_REQUEST);
     // nothing of the refused or validateOnly requests was stored

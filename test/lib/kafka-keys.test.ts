@@ -93,6 +93,19 @@ describe('Kafka config key catalogue', () => {
     expect(c.brokerListeners).to.deep.equal(['PLAINTEXT://:9092']);
   });
 
+  it('type-checks the values of Kafka keys gregor only accepts, as Kafka would at start', () => {
+    expect(() => new BrokerConfig({ overrides: { 'background.threads': 'many' } })).to.throw(
+      ConfigError,
+      /Invalid value many for configuration background.threads: Not a number of type INT/,
+    );
+    expect(() => new BrokerConfig({ overrides: { 'zookeeper.set.acl': 'yes' } })).to.throw(ConfigError, /zookeeper.set.acl/);
+    expect(
+      new BrokerConfig({ overrides: { 'background.threads': '4', 'log.cleaner.io.buffer.load.factor': '0.75' } }).inapplicable.get(
+        'background.threads',
+      ),
+    ).to.equal('4');
+  });
+
   it('gregor documents, in its own words, every key it honours', () => {
     const missing = [
       ...Object.entries(BROKER_CONFIG)

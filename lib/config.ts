@@ -348,7 +348,21 @@ export class BrokerConfig {
 
   get(key: string): ConfigValue {
     if (this.dynamicValues.has(key)) return this.dynamicValues.get(key) ?? null;
+    if (!this.values.has(key)) return this.kafkaOnlyValue(key);
     return this.staticValue(key);
+  }
+
+  /**
+   * A Kafka key gregor does not define (yet): dynamic, else static, else Kafka's default, typed by the
+   * catalogue, so that code reading such a key (e.g. log.cleaner.threads) sees dynamic updates.
+   */
+  private kafkaOnlyValue(key: string): ConfigValue {
+    const k = kafkaBrokerKey(key);
+    if (k === undefined) throw new ConfigError(`unknown config key '${key}'`);
+    const raw = this.dynamicBroker.get(key) ?? this.dynamicDefault.get(key) ?? this.inapplicable.get(key) ?? k.default;
+    if (raw === null) return null;
+    const type: ConfigType = k.type === 'short' ? 'int' : k.type === 'class' || k.type === 'password' ? 'string' : k.type;
+    return parseValue(key, { type, default: null }, raw);
   }
 
   /** The value from defaults, the file, KAFKA_* variables and overrides, ignoring dynamic configs. */

@@ -94,6 +94,18 @@ describe('DescribeConfigs and dynamic broker configs (kafkajs)', function () {
 
   // kafkajs refuses the cluster-wide resource name '' client-side, so this test alters this broker's own configs
   it("dynamic configs on this broker: sources as Kafka's, reaching topics; Kafka's refusal of read-only keys; validateOnly stores nothing", async () => {
+    // a 1.2 MB record is too large for the topic until message.max.bytes is raised dynamically
+    const producer = new Kafka({ brokers: [b.bootstrap], clientId: 'configs-p', logLevel: logLevel.NOTHING }).producer({
+      retry: { retries: 0 },
+    });
+    await producer.connect();
+    await admin.createTopics({ topics: [{ topic: 'cfg-big' }] });
+    const big = { value: Buffer.alloc(1_200_000, 1) };
+    const tooLarge = await producer.send({ topic: 'cfg-big', messages: [big], acks: 1 }).then(
+      () => 'accepted',
+      (e: unknown) => (e as { type?: string }).type,
+    );
+    expect(tooLarge).to.equal('MESSAGE_TOO_LARGE');
     await admin.alterConfigs({
       resources: [
         {
@@ -115,6 +127,10 @@ describe('DescribeConfigs and dynamic broker configs (kafkajs)', function () {
       ['log.retention.hours', '168', SRC.DEFAULT],
     ]);
     expect(got.get('message.max.bytes')).to.include({ configValue: '2000000', configSource: SRC.DYNAMIC_BROKER });
+    // applied without a restart, to the existing topic too
+    const sent = await producer.send({ topic: 'cfg-big', messages: [big], acks: 1 });
+    expect(sent[0]?.errorCode).to.equal(0);
+    await producer.disconnect();
     // reaches topics without an override
     const topic = await describe1(admin, ConfigResourceTypes.TOPIC, 'cfg');
     expect(topic.get('retention.ms')).to.include({ configValue: '3600000', configSource: SRC.DYNAMIC_BROKER });

@@ -34,6 +34,8 @@ describe('kafka-python: dynamic broker configs', function () {
     expect(altered.describe['message.max.bytes']).to.deep.equal(['2097152', 2, false, false]);
     // the running broker reads the new value at once
     expect(b.broker.config.int('message.max.bytes')).to.equal(2097152);
+    // log.cleaner.threads, a key the log cleaner reads, typed from Kafka's catalogue
+    expect(b.broker.config.int('log.cleaner.threads')).to.equal(3);
     const refused = await kafkaPythonBrokerConfigs({ bootstrap: b.bootstrap, broker: '0', alter: { 'num.partitions': '4' }, describe: [] });
     expect(refused.alter?.[0]).to.equal(42); // INVALID_REQUEST
     expect(refused.alter?.[1]).to.match(/Cannot update these configs dynamically: Set\(num.partitions\)/);

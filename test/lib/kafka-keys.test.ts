@@ -106,6 +106,18 @@ describe('Kafka config key catalogue', () => {
     ).to.equal('4');
   });
 
+  it("reads a Kafka key gregor only accepts: dynamic over static over Kafka's default, typed by the catalogue", () => {
+    const c = new BrokerConfig({ overrides: { 'background.threads': '4' } });
+    expect(c.get('background.threads')).to.equal(4);
+    expect(c.get('log.cleaner.io.buffer.load.factor')).to.equal(0.9);
+    expect(c.get('sasl.enabled.mechanisms')).to.deep.equal(['GSSAPI']);
+    expect(c.get('zookeeper.connect')).to.equal(null);
+    c.setDynamic({ 'background.threads': '6' }, { 'background.threads': '5', 'log.cleaner.threads': '2' });
+    expect(c.int('background.threads')).to.equal(6);
+    expect(c.int('log.cleaner.threads')).to.equal(2);
+    expect(() => c.get('no.such.key')).to.throw(ConfigError, /unknown config key/);
+  });
+
   it('gregor documents, in its own words, every key it honours', () => {
     const missing = [
       ...Object.entries(BROKER_CONFIG)

@@ -216,6 +216,8 @@ export function brokerConfigEntries(config: BrokerConfig, keys: readonly string[
     ...Object.keys(BROKER_CONFIG),
     ...[...KAFKA_BROKER_KEYS.values()].filter((k) => !k.since4).map((k) => k.name),
     ...config.inapplicable.keys(),
+    ...config.dynamicBroker.keys(),
+    ...config.dynamicDefault.keys(),
   ]);
   return [...names]
     .sort()

@@ -99,6 +99,17 @@ describe('dynamic broker configs on the wire', function () {
     expect((await alter('0', [{ name: 'ssl.keystore.location', configOperation: OP.SET, value: '/ks' }], true))?.errorCode).to.equal(
       ErrorCode.NONE,
     );
+    // a listener-prefixed key is per broker too, and is listed once set
+    expect(
+      (await alter('0', [{ name: 'listener.name.internal.ssl.keystore.password', configOperation: OP.SET, value: 'pw' }]))?.errorCode,
+    ).to.equal(ErrorCode.NONE);
+    expect((await describe(BROKER, '0')).get('listener.name.internal.ssl.keystore.password')).to.deep.include({
+      value: null,
+      configSource: 2,
+      isSensitive: true,
+      readOnly: false,
+    });
+    await alter('0', [{ name: 'listener.name.internal.ssl.keystore.password', configOperation: OP.DELETE, value: null }]);
     const badValue = await alter('0', [{ name: 'message.max.bytes', configOperation: OP.SET, value: 'abc' }]);
     expect(badValue?.errorCode).to.equal(ErrorCode.INVALID_REQUEST);
     expect(badValue?.errorMessage).to.match(/message.max.bytes=abc: expected an integer/);

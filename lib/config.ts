@@ -343,6 +343,11 @@ export class BrokerConfig {
     const brokerId = this.int('broker.id');
     if (nodeId >= 0 && brokerId >= 0 && nodeId !== brokerId) throw new ConfigError(`node.id=${nodeId} and broker.id=${brokerId} disagree`);
     for (const l of this.list('listeners')) parseListener(l);
+    if (this.list('listeners').length > 0 && this.brokerListeners.length === 0) {
+      throw new ConfigError(
+        `listeners=${this.list('listeners').join(',')} names only KRaft controller listeners (controller.listener.names): gregor serves clients on a broker listener; add one, e.g. PLAINTEXT://:9092`,
+      );
+    }
     for (const l of this.list('advertised.listeners')) parseListener(l);
   }
 

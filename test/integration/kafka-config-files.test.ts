@@ -1,6 +1,7 @@
 /**
  * Kafka's own stock server.properties files (test/fixtures/kafka-config: the ZooKeeper-era file, the
- * 3.x KRaft file and the KRaft files of the 4.0 development line) start gregor unchanged, and a kafkajs
+ * 3.x KRaft file, the KRaft files of the 4.0 development line, and its broker-only and controller-only
+ * KRaft samples) start gregor unchanged, and a kafkajs
  * client produces and consumes through it. Overridden on the command line, because the files name
  * fixed resources other tests may hold: the port (`--port 0`, and advertised.listeners, which names
  * localhost:9092) and the data dir (log.dirs=/tmp/kafka-logs or /tmp/kraft-combined-logs).
@@ -21,6 +22,9 @@ const FILES: [string, string[]][] = [
   ['kraft-3x/server.properties', ['process.roles', 'controller.quorum.voters', 'controller.listener.names']],
   ['kraft-dev/server.properties', ['share.coordinator.state.topic.replication.factor', 'share.coordinator.state.topic.min.isr']],
   ['kraft-dev/reconfig-server.properties', ['controller.quorum.bootstrap.servers', 'process.roles']],
+  ['kraft-split/broker.properties', ['process.roles', 'controller.quorum.voters']],
+  // a controller-only node: its one listener is the controller's, so the broker listener comes from --port
+  ['kraft-split/controller.properties', ['controller.quorum.bootstrap.servers', 'share.coordinator.state.topic.min.isr']],
 ];
 
 describe("Kafka's stock config files start gregor", function () {

@@ -78,12 +78,12 @@ describe('Kafka config key catalogue', () => {
 
   it('knows every key of the stock Kafka config files; the Kafka-only ones are accepted and listed as not applying', () => {
     const files = fixtureFiles();
-    expect(files.length).to.equal(4);
+    expect(files.length).to.equal(6);
     for (const f of files) {
       const props = parseProperties(readFileSync(f, 'utf8'));
       expect(props.size, f).to.be.greaterThan(10);
       for (const k of props.keys()) expect(kafkaBrokerKey(k) !== undefined, `${f}: ${k}`).to.equal(true);
-      const c = new BrokerConfig({ file: f });
+      const c = new BrokerConfig({ file: f, overrides: { listeners: 'PLAINTEXT://:9092' } });
       for (const k of props.keys()) expect(c.explicit.has(k) || c.inapplicable.has(k), `${f}: ${k}`).to.equal(true);
     }
     const c = new BrokerConfig({ file: join(FIXTURES, 'kraft-dev/reconfig-server.properties') });
@@ -91,6 +91,11 @@ describe('Kafka config key catalogue', () => {
     expect(c.inapplicable.get('controller.quorum.bootstrap.servers')).to.equal('localhost:9093');
     // the KRaft controller listener is not bound by gregor
     expect(c.brokerListeners).to.deep.equal(['PLAINTEXT://:9092']);
+    // a controller-only file names no listener gregor could serve clients on: said at start
+    expect(() => new BrokerConfig({ file: join(FIXTURES, 'kraft-split/controller.properties') })).to.throw(
+      ConfigError,
+      /names only KRaft controller listeners/,
+    );
   });
 
   it('type-checks the values of Kafka keys gregor only accepts, as Kafka would at start', () => {

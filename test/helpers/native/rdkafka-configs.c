@@ -35,9 +35,8 @@ static rd_kafka_event_t *wait_result(rd_kafka_queue_t *q) {
   return ev;
 }
 
-static void print_describe(rd_kafka_event_t *ev) {
-  size_t n = 0;
-  const rd_kafka_ConfigResource_t **rs = rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+/* Prints `{"err":<code>,"msg":<message or null>` for the request's error, else the first resource's. */
+static void print_error(rd_kafka_event_t *ev, const rd_kafka_ConfigResource_t **rs, size_t n) {
   rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
   const char *msg = rd_kafka_event_error_string(ev);
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR && n > 0) {
@@ -46,6 +45,12 @@ static void print_describe(rd_kafka_event_t *ev) {
   }
   printf("{\"err\":%d,\"msg\":", (int)err);
   json_str(err == RD_KAFKA_RESP_ERR_NO_ERROR ? NULL : msg);
+}
+
+static void print_describe(rd_kafka_event_t *ev) {
+  size_t n = 0;
+  const rd_kafka_ConfigResource_t **rs = rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+  print_error(ev, rs, n);
   fputs(",\"configs\":[", stdout);
   size_t cnt = 0;
   const rd_kafka_ConfigEntry_t **es = n > 0 ? rd_kafka_ConfigResource_configs(rs[0], &cnt) : NULL;
@@ -76,14 +81,7 @@ static void print_alter(rd_kafka_event_t *ev) {
   size_t n = 0;
   const rd_kafka_ConfigResource_t **rs =
       rd_kafka_IncrementalAlterConfigs_result_resources(rd_kafka_event_IncrementalAlterConfigs_result(ev), &n);
-  rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
-  const char *msg = rd_kafka_event_error_string(ev);
-  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && n > 0) {
-    err = rd_kafka_ConfigResource_error(rs[0]);
-    msg = rd_kafka_ConfigResource_error_string(rs[0]);
-  }
-  printf("{\"err\":%d,\"msg\":", (int)err);
-  json_str(err == RD_KAFKA_RESP_ERR_NO_ERROR ? NULL : msg);
+  print_error(ev, rs, n);
   puts("}");
 }
 

@@ -16,7 +16,7 @@ import type {
   FetchResponsePartitionData,
 } from '../../protocol/generated/fetch.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
-import { type CachedPartition, type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
+import { type AllIdle, type CachedPartition, type FetchContext, type SessionIdle, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { foldIdleClock } from '../replica/led-partition.js';
 import type { LedFollower, Replication } from '../replica/replication.js';
@@ -146,35 +146,32 @@ function keptSlot(p: FetchRequestFetchPartition, replicaId: number, now: Generat
   return holds ? kept : undefined;
 }
 
-/**
- * The answers for `req`'s partitions (in its order; UNCHANGED for one `session` leaves out). Two
- * passes: the first checks each partition and hands its fetch offset to the replication layer (as
- * Kafka's ReplicaManager updates the follower's state from the read before the long poll, not from
- * the DelayedFetch's read after it), builds nothing and tells whether everything is caught up; after
- * the long poll, if any, the second reads and answers. An idle follower's poll allocates nothing per
- * partition in the first pass, and in an incremental session nothing in the second either.
- */
-export async function replicaFetch(
+/** What the first pass found (see replicaFetch). */
+interface FirstPass {
+  /** every partition's log (what the long poll watches) */
+  logs: readonly PartitionLog[];
+  /** the logs read (not idle) and their log end offsets then */
+  read: PartitionLog[];
+  ends: bigint[];
+  /** partitions the replication layer refused (NOT_LEADER_OR_FOLLOWER: not a replica of it) */
+  refused: Map<FetchRequestFetchPartition, number> | undefined;
+  caughtUp: boolean;
+}
+
+/** The first pass: checks each partition not idle and hands its fetch offset to the replication layer. */
+function firstPass(
   req: FetchRequest,
   ctx: RequestContext,
   replicaId: number,
   replication: Replication,
-  session: Pick<FetchContext, 'unchanged' | 'kind' | 'clock'>,
-): Promise<FetchResponse['responses']> {
+  gens: Generations,
+  state: SlotState | null,
+  now: number,
+): FirstPass {
   const s = ctx.services;
-  const incremental = session.kind === 'incremental';
   const byId = ctx.apiVersion >= 13;
-  const now = replication.now();
-  /** every partition's log (what the long poll watches) */
-  const logs: PartitionLog[] = [];
-  /** the logs read (not idle) and their log end offsets then */
-  const read: PartitionLog[] = [];
-  const ends: bigint[] = [];
-  /** partitions the replication layer refused (NOT_LEADER_OR_FOLLOWER: not a replica of it) */
-  let refused: Map<FetchRequestFetchPartition, number> | undefined;
-  let caughtUp = true;
-  let gens: Generations = { topics: s.topics.generation, replication: replication.generation };
-  let state = incremental ? slotState(replication, replicaId, gens) : null;
+  const out: FirstPass = { logs: [], read: [], ends: [], refused: undefined, caughtUp: true };
+  const logs = out.logs as PartitionLog[];
   for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
     if (rec === undefined) continue;
@@ -197,7 +194,7 @@ export async function replicaFetch(
         if (log === undefined || partitionError(ctx, rec.name, p, log) !== ErrorCode.NONE) continue;
         const follower = replication.follower(rec.name, p.partition, replicaId);
         if (follower === undefined) {
-          (refused ??= new Map()).set(p, ErrorCode.NOT_LEADER_OR_FOLLOWER); // not led here, or not a replica of it
+          (out.refused ??= new Map()).set(p, ErrorCode.NOT_LEADER_OR_FOLLOWER); // not led here, or not a replica of it
           continue;
         }
         replication.fetchedBy(follower, replicaId, p.fetchOffset, now, p.logStartOffset ?? -1n);
@@ -209,27 +206,81 @@ export async function replicaFetch(
       }
       const logEnd = log.logEndOffset;
       logs.push(log);
-      read.push(log);
-      ends.push(logEnd);
-      if (p.fetchOffset < logEnd) caughtUp = false;
+      out.read.push(log);
+      out.ends.push(logEnd);
+      if (p.fetchOffset < logEnd) out.caughtUp = false;
     }
   }
+  return out;
+}
+
+/** Whether the session's last Fetch found every partition idle under `state`, with nothing named, forgotten or cleared since. */
+function stillAllIdle(idle: SessionIdle | null, state: SlotState | null): idle is SessionIdle & { allIdle: AllIdle } {
+  const all = idle?.allIdle;
+  return all !== undefined && all !== null && all.state === state && all.marksCleared === idle?.marksCleared;
+}
+
+/**
+ * The answers for `req`'s partitions (in its order; UNCHANGED for one `session` leaves out). Two
+ * passes: the first checks each partition and hands its fetch offset to the replication layer (as
+ * Kafka's ReplicaManager updates the follower's state from the read before the long poll, not from
+ * the DelayedFetch's read after it), builds nothing and tells whether everything is caught up; after
+ * the long poll, if any, the second reads and answers. A partition found idle is skipped by both
+ * (`idleLog`); a session whose partitions were all idle at its last Fetch, and still are, skips both
+ * passes (`SessionIdle.allIdle`): its Fetch costs the same whatever its partition count.
+ */
+export async function replicaFetch(
+  req: FetchRequest,
+  ctx: RequestContext,
+  replicaId: number,
+  replication: Replication,
+  session: Pick<FetchContext, 'unchanged' | 'kind' | 'idle'>,
+): Promise<FetchResponse['responses']> {
+  const s = ctx.services;
+  const idle = session.kind === 'incremental' ? session.idle : null;
+  const now = replication.now();
+  let gens: Generations = { topics: s.topics.generation, replication: replication.generation };
+  const firstState = idle !== null ? slotState(replication, replicaId, gens) : null;
+  const first = stillAllIdle(idle, firstState)
+    ? { logs: idle.allIdle.logs as readonly PartitionLog[], read: [], ends: [], refused: undefined, caughtUp: true }
+    : firstPass(req, ctx, replicaId, replication, gens, firstState, now);
   // the idle partitions' followers are caught up as of now (FollowerProgress.idleClock)
-  if (session.clock !== null) session.clock.ms = now;
-  if (caughtUp && logs.length > 0 && req.maxWaitMs > 0 && req.minBytes > 0) {
+  if (idle !== null) idle.clock.ms = now;
+  if (first.caughtUp && first.logs.length > 0 && req.maxWaitMs > 0 && req.minBytes > 0) {
     const parkedAt = performance.now();
     // Any change to a fetched partition (an append, a high watermark move) ends the wait. The check a
     // wait starts with (no change) only asks whether a log grew since it was read (an append between
     // the read and the wait): a caught-up follower must park, not poll.
+    const { read, ends } = first;
     const grown = (): boolean => {
       for (let i = 0; i < read.length; i++) if (read[i]!.logEndOffset !== ends[i]) return true;
       return false;
     };
-    await fetchWatchFor(s.purgatory, ctx.conn).wait(logs, req.maxWaitMs, (change) => change !== undefined || grown());
+    await fetchWatchFor(s.purgatory, ctx.conn).wait(first.logs, req.maxWaitMs, (change) => change !== undefined || grown());
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
   }
   gens = { topics: s.topics.generation, replication: replication.generation };
-  state = incremental ? slotState(replication, replicaId, gens) : null;
+  const state = idle !== null ? slotState(replication, replicaId, gens) : null;
+  if (stillAllIdle(idle, state)) return []; // nothing to answer (an incremental response leaves every partition out)
+  const { responses, allIdle } = await secondPass(req, ctx, replicaId, gens, state, session, first.refused);
+  if (idle !== null && state !== null && allIdle && state === firstState)
+    idle.allIdle = { state, marksCleared: idle.marksCleared, logs: first.logs };
+  return responses;
+}
+
+/** The second pass: reads and answers; tells whether every partition is idle now (found so before or by this pass). */
+async function secondPass(
+  req: FetchRequest,
+  ctx: RequestContext,
+  replicaId: number,
+  gens: Generations,
+  state: SlotState | null,
+  session: Pick<FetchContext, 'unchanged' | 'idle'>,
+  refused: Map<FetchRequestFetchPartition, number> | undefined,
+): Promise<{ responses: FetchResponse['responses']; allIdle: boolean }> {
+  const s = ctx.services;
+  const byId = ctx.apiVersion >= 13;
+  let allIdle = true;
   let budget = req.maxBytes ?? 0x7fffffff;
   let total = 0;
   const responses: FetchResponse['responses'] = [];
@@ -240,6 +291,7 @@ export async function replicaFetch(
     for (const p of t.partitions) {
       if (rec === undefined) {
         partitions.push(result(p.partition, byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, undefined));
+        allIdle = false;
         continue;
       }
       if (idleLog(p, state) !== null) {
@@ -253,6 +305,7 @@ export async function replicaFetch(
       if (log === undefined || error !== ErrorCode.NONE) {
         const known = log !== undefined && error !== ErrorCode.KAFKA_STORAGE_ERROR;
         partitions.push(result(p.partition, error, known ? log : undefined));
+        allIdle = false;
         continue;
       }
       if (p.fetchOffset >= log.logEndOffset) {
@@ -262,17 +315,22 @@ export async function replicaFetch(
         if (session.unchanged(p, hw, lso, start)) {
           // idle until its log or the request moves, if its follower is in the ISR (otherwise each
           // Fetch must look again whether it may join)
-          if (state !== null && session.clock !== null && slot !== undefined && slot.follower.led.state.isr.includes(replicaId)) {
+          const idle = session.idle;
+          if (state !== null && idle !== null && slot !== undefined && slot.follower.led.state.isr.includes(replicaId)) {
             const c = p as CachedPartition;
             c.idleSince = state;
             log.markUntilChange(c);
-            slot.follower.progress.idleClock = session.clock;
+            slot.follower.progress.idleClock = idle.clock;
             slot.follower.progress.idleOf = c;
-          }
+          } else allIdle = false;
           partitions.push(UNCHANGED);
-        } else partitions.push(resultOf(p.partition, ErrorCode.NONE, hw, lso, start, EMPTY));
+        } else {
+          partitions.push(resultOf(p.partition, ErrorCode.NONE, hw, lso, start, EMPTY));
+          allIdle = false;
+        }
         continue;
       }
+      allIdle = false;
       try {
         const limit = Math.max(0, Math.min(p.partitionMaxBytes, budget));
         const { records, size } = await log.read(p.fetchOffset, limit, { minOneMessage: total === 0, maxOffset: log.logEndOffset });
@@ -287,5 +345,5 @@ export async function replicaFetch(
     }
     responses.push({ topic: rec?.name ?? t.topic ?? '', topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID, partitions });
   }
-  return responses;
+  return { responses, allIdle };
 }

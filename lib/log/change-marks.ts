@@ -10,6 +10,8 @@ export interface ChangeMark {
   idleOn: object | null;
   /** the log it is listed on (cleared with the listing) */
   listedOn: object | null;
+  /** told when a change clears the mark (a fetch session counts them) */
+  readonly holder: { markCleared(): void } | null;
 }
 
 /** The marks of one log (`owner`). */
@@ -34,7 +36,10 @@ export class ChangeMarks {
     for (const m of marks) {
       if (m.listedOn !== this.owner) continue; // listed since on another log
       m.listedOn = null;
-      if (m.idleOn === this.owner) m.idleOn = null;
+      if (m.idleOn === this.owner) {
+        m.idleOn = null;
+        m.holder?.markCleared();
+      }
     }
   }
 }

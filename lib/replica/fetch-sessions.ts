@@ -73,13 +73,35 @@ export interface CachedPartition extends FetchRequestFetchPartition, ChangeMark 
   forgotten: boolean;
 }
 
-export class FetchSession {
+/**
+ * What the replica fetch handler keeps of a session between its Fetches: the session's clock (set to
+ * each Fetch's time: the idle partitions' followers are caught up as of it, FollowerProgress.idleClock),
+ * how many idle marks its partitions' logs have cleared so far (ChangeMark.holder), and, when a Fetch
+ * found every partition idle, that state (`allIdle`), which the next Fetch may reuse whole while
+ * nothing was named, forgotten or cleared since.
+ */
+export interface SessionIdle {
+  readonly clock: { ms: number };
+  readonly marksCleared: number;
+  allIdle: AllIdle | null;
+}
+
+/** Every partition of a session was idle under `state` (the handler's key) with no mark cleared past `marksCleared`. */
+export interface AllIdle {
+  readonly state: object;
+  readonly marksCleared: number;
+  /** the partitions' logs, in the session's order (what its long poll watches) */
+  readonly logs: readonly object[];
+}
+
+export class FetchSession implements SessionIdle {
   /** by topic (id from Fetch v13, else name) and partition index, in fetch order */
   readonly partitions = new Map<string, { topic: string; topicId: string; part: CachedPartition }>();
   /** the epoch the next incremental Fetch must carry */
   epoch = nextEpoch(FetchSessionEpoch.INITIAL);
-  /** when the handler last served the session (its clock: see FetchContext.clock) */
   readonly clock = { ms: 0 };
+  marksCleared = 0;
+  allIdle: AllIdle | null = null;
   private view: FetchRequestFetchTopic[] | null = null;
 
   constructor(
@@ -94,6 +116,11 @@ export class FetchSession {
 
   get size(): number {
     return this.partitions.size;
+  }
+
+  /** A change cleared the idle mark of one of the session's partitions. */
+  markCleared(): void {
+    this.marksCleared++;
   }
 
   /** Every partition as the topics of a Fetch request (consecutive partitions of a topic together), kept until the session changes. */
@@ -118,6 +145,7 @@ export class FetchSession {
   upsert(topic: string, topicId: string, p: FetchRequestFetchPartition): void {
     const k = this.key(topic, topicId, p.partition);
     const cur = this.partitions.get(k);
+    this.allIdle = null;
     if (cur !== undefined) {
       const c = cur.part;
       c.fetchOffset = p.fetchOffset;
@@ -143,6 +171,7 @@ export class FetchSession {
       listedOn: null,
       idleSince: null,
       forgotten: false,
+      holder: this,
     };
     this.partitions.set(k, { topic, topicId, part });
     this.view = null;
@@ -154,6 +183,7 @@ export class FetchSession {
     if (e === undefined) return;
     e.part.forgotten = true;
     e.part.idleOn = null;
+    this.allIdle = null;
     this.partitions.delete(k);
     this.view = null;
   }
@@ -166,6 +196,7 @@ export class FetchSession {
     this.partitions.delete(k);
     this.partitions.set(k, e);
     this.view = null;
+    this.allIdle = null;
   }
 
   private key(topic: string, topicId: string, partition: number): string {
@@ -214,11 +245,8 @@ export interface FetchContext {
    * UNCHANGED instead of building it (an idle session of thousands of partitions builds nothing).
    */
   unchanged(p: FetchRequestFetchPartition, highWatermark: bigint, lastStableOffset: bigint, logStartOffset: bigint): boolean;
-  /**
-   * The session's clock (null without a session), which the handler sets to each Fetch's time: a
-   * follower's idle partitions are caught up as of it (FollowerProgress.idleClock).
-   */
-  readonly clock: { ms: number } | null;
+  /** What the replica fetch handler keeps of the session (null without a session: see SessionIdle). */
+  readonly idle: SessionIdle | null;
   /** The response's topics from the answers for `topics` (same order; one per partition, or UNCHANGED). */
   respond(responses: FetchResponse['responses']): FetchResponse['responses'];
 }
@@ -239,7 +267,7 @@ const passThrough = (responses: FetchResponse['responses']) => responses;
 const never = () => false;
 
 function errorContext(errorCode: number): FetchContext {
-  return { kind: 'error', errorCode, topics: [], sessionId: 0, clock: null, unchanged: never, respond: () => [] };
+  return { kind: 'error', errorCode, topics: [], sessionId: 0, idle: null, unchanged: never, respond: () => [] };
 }
 
 /** An incremental session's partition whose answer would carry nothing new. */
@@ -316,7 +344,7 @@ export class FetchSessionCache {
           errorCode: ErrorCode.NONE,
           topics: req.topics,
           sessionId: 0,
-          clock: null,
+          idle: null,
           unchanged: never,
           respond: passThrough,
         };
@@ -342,7 +370,7 @@ export class FetchSessionCache {
       errorCode: ErrorCode.NONE,
       topics,
       sessionId: session.id,
-      clock: session.clock,
+      idle: session,
       unchanged: kind === 'incremental' ? unchangedIn : never,
       respond: (responses) => {
         const out: FetchResponse['responses'] = [];

@@ -47,6 +47,7 @@ export class FetchWatch {
  * goes to it).
  */
 function sameRotation(a: readonly PartitionLog[], b: readonly PartitionLog[]): boolean {
+  if (a === b) return true; // a follower's session that stayed idle waits on the same list again
   const n = a.length;
   if (n !== b.length) return false;
   if (n === 0) return true;

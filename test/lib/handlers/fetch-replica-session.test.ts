@@ -42,7 +42,7 @@ class MutableLog {
 function setup(partitions: number) {
   const logs: MutableLog[] = [];
   for (let i = 0; i < partitions; i++) logs.push(new MutableLog());
-  const lookups = { leaderEpoch: 0, follower: 0 };
+  const lookups = { leaderEpoch: 0, follower: 0, topic: 0 };
   const topics = {
     generation: 0,
     epoch: 3,
@@ -87,7 +87,12 @@ function setup(partitions: number) {
     conn: { closed: new Promise<void>(() => undefined) },
     services: {
       purgatory,
-      metadata: { topic: (name: string) => (name === TOPIC ? { name, topicId: 'a'.repeat(32) } : undefined) },
+      metadata: {
+        topic: (name: string) => {
+          lookups.topic++;
+          return name === TOPIC ? { name, topicId: 'a'.repeat(32) } : undefined;
+        },
+      },
       topics,
     },
   } as unknown as RequestContext;
@@ -135,11 +140,11 @@ describe('Fetch from a follower (leader side): the leader state a fetch session 
   it('an idle incremental Fetch looks nothing up again and sends nothing; the follower is still told of each fetch', async () => {
     const s = setup(3);
     expect((await s.fetch()).size).to.equal(3);
-    expect(s.lookups).to.deep.equal({ leaderEpoch: 6, follower: 3 }); // both passes check the epoch; the first keeps it
-    const before = { ...s.lookups };
+    expect(s.lookups).to.deep.equal({ leaderEpoch: 6, follower: 3, topic: 2 }); // both passes check the epoch; the first keeps it
+    const before = { ...s.lookups, topic: 0 };
     s.fetched.length = 0;
     expect((await s.fetch()).size).to.equal(0);
-    expect(s.lookups, 'looked up again with no change').to.deep.equal(before);
+    expect({ ...s.lookups, topic: 0 }, 'looked up again with no change').to.deep.equal(before);
     expect(s.fetched).to.deep.equal([10n, 10n, 10n]);
   });
 
@@ -179,9 +184,9 @@ describe('Fetch from a follower (leader side): the leader state a fetch session 
     );
     expect(again.get(0)?.errorCode).to.equal(ErrorCode.NONE);
     expect(again.get(1)?.errorCode).to.equal(ErrorCode.NONE);
-    const kept = { ...s.lookups };
+    const kept = { ...s.lookups, topic: 0 };
     expect((await s.fetch()).size).to.equal(0);
-    expect(s.lookups).to.deep.equal(kept);
+    expect({ ...s.lookups, topic: 0 }).to.deep.equal(kept);
   });
 
   it('a lost leadership (the replication layer moved on) is answered with NOT_LEADER_OR_FOLLOWER', async () => {
@@ -249,5 +254,35 @@ describe('Fetch from a follower (leader side): the leader state a fetch session 
     s.fetched.length = 0;
     await s.fetch();
     expect(s.fetched).to.deep.equal([10n, 10n]);
+  });
+
+  it('a session found all idle is answered without a pass over its partitions until one is named, changes or is forgotten', async () => {
+    const s = setup(3);
+    await s.fetch(); // full
+    await s.fetch(); // finds all idle, and remembers it
+    const topicLookups = s.lookups.topic;
+    expect((await s.fetch()).size).to.equal(0);
+    expect((await s.fetch()).size).to.equal(0);
+    expect(s.lookups.topic, 'no pass looked the topic up').to.equal(topicLookups);
+    // an announced change: answered, then all idle again
+    s.logs[1]!.highWatermark = 11n;
+    s.logs[1]!.noteChange();
+    expect((await s.fetch()).get(1)?.highWatermark).to.equal(11n);
+    expect(s.lookups.topic).to.be.greaterThan(topicLookups);
+    await s.fetch(); // finds it idle again
+    const again = s.lookups.topic;
+    expect((await s.fetch()).size).to.equal(0);
+    expect(s.lookups.topic).to.equal(again);
+    // a partition named anew: looked at (its fetch handed to the replication layer)
+    s.fetched.length = 0;
+    await s.fetch(new Map([[2, 10n]]));
+    expect(s.fetched).to.deep.equal([10n]);
+    // a metadata change (a generation): every partition looked at again
+    await s.fetch();
+    await s.fetch();
+    s.replication.generation++;
+    s.fetched.length = 0;
+    await s.fetch();
+    expect(s.fetched).to.deep.equal([10n, 10n, 10n]);
   });
 });

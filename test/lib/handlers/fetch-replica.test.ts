@@ -11,7 +11,7 @@ import type { FetchRequest, FetchResponse } from '../../../protocol/generated/fe
 import { replicaFetch } from '../../../lib/handlers/fetch-replica.js';
 
 /** No fetch session: every answer is built. */
-const SESSIONLESS = { kind: 'sessionless', clock: null, unchanged: () => false } as const;
+const SESSIONLESS = { kind: 'sessionless', idle: null, unchanged: () => false } as const;
 import type { RequestContext } from '../../../lib/handlers/types.js';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
 import { Purgatory } from '../../../lib/replica/purgatory.js';

@@ -23,6 +23,7 @@ import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
 import { checkAdvertisedListeners } from './network/advertised-check.js';
+import { LogCleaner } from './log/cleaner/cleaner.js';
 import { BrokerMetrics } from './observability/broker-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import type { MetricsSource, PrometheusExporter } from './observability/prometheus.js';
@@ -77,6 +78,8 @@ export class Broker {
   private logManager!: LogManager;
   private metadata!: MetadataStore;
   private appendPool: AppendPool | null = null;
+  /** The log cleaner (log.cleaner.enable); null when disabled or not started. */
+  cleaner: LogCleaner | null = null;
   private replication: Replication | undefined;
   private stopping: Promise<void> | null = null;
   private readonly declaredTopics: readonly TopicSpec[];
@@ -230,6 +233,16 @@ export class Broker {
       throw e;
     }
     this.logManager.startMaintenance(this.config.long('log.retention.check.interval.ms') ?? 300000);
+    if (this.config.bool('log.cleaner.enable')) {
+      this.cleaner = new LogCleaner(dataDir, () => this.logManager.all(), {
+        threads: this.config.int('log.cleaner.threads'),
+        dedupeBufferSize: this.config.long('log.cleaner.dedupe.buffer.size') ?? 134217728,
+        ioMaxBytesPerSecond: Number(this.config.get('log.cleaner.io.max.bytes.per.second') ?? Number.MAX_VALUE),
+        backoffMs: this.config.long('log.cleaner.backoff.ms') ?? 15000,
+        logger: this.logger,
+      });
+      this.cleaner.start();
+    }
     this.logManager.startProducerExpiration(
       this.config.int('producer.id.expiration.check.interval.ms'),
       this.config.int('producer.id.expiration.ms'),
@@ -464,6 +477,7 @@ export class Broker {
       await adminClosed;
       services?.purgatory.expireAll();
       await metadata?.persisted();
+      await this.cleaner?.stop();
       await logManager?.shutdown();
       // last: a cluster's registration (and any controllership) go once the logs are flushed
       await metadata?.close();

@@ -42,6 +42,11 @@ export class LogFile {
     this.fd = await openFd(this.owner.logPath, flags);
   }
 
+  /** Opens the file now, synchronously (the cleaner's swap runs between requests). */
+  openSync(flags: string): void {
+    this.fd = fs.openSync(this.owner.logPath, flags);
+  }
+
   /** The descriptor, opening the file ('r+') when it is not open. */
   handle(): Promise<number> {
     if (this.fd >= 0) return Promise.resolve(this.fd);

@@ -182,6 +182,26 @@ export abstract class LocalLog {
     return this.config;
   }
 
+  /** The segments, oldest first (the cleaner reads them; it changes them only through replaceSegments). */
+  get segmentList(): readonly LogSegment[] {
+    return this.segments;
+  }
+  /** Whether the cleaner may swap segments in now: open, online, not truncating, no roll finishing. */
+  get swappable(): boolean {
+    return !this.closed && this.offline === null && !this.truncating && this.rolling === null;
+  }
+  get segmentIndexBytes(): number {
+    return this.config.segmentIndexBytes;
+  }
+
+  /** The cleaner's swap (cleaner/swap.ts): segments [from, from + count), their files renamed already, give way to `replacement`. */
+  replaceSegments(from: number, count: number, replacement: LogSegment[]): void {
+    const old = this.segments.slice(from, from + count);
+    this.segments = [...this.segments.slice(0, from), ...replacement, ...this.segments.slice(from + count)];
+    this.cache.clear();
+    for (const s of old) this.scheduleDelete(s);
+  }
+
   /** What a closed log looks like (the partition summary checkpoint keeps it). */
   summary(): LogSummary {
     const unstable = this.producers.firstUnstableOffset();

@@ -21,6 +21,12 @@ export interface LogConfig {
   compressionType: string;
   validationDeep: boolean;
   fileDeleteDelayMs: number;
+  /** delete.retention.ms: how long the cleaner keeps tombstones and transaction markers it reached. */
+  deleteRetentionMs?: number;
+  /** min.cleanable.dirty.ratio, min.compaction.lag.ms, max.compaction.lag.ms (the log cleaner). */
+  minCleanableDirtyRatio?: number;
+  minCompactionLagMs?: number;
+  maxCompactionLagMs?: number;
   /** compression.gzip.level / .lz4.level / .zstd.level (used when the broker recompresses). */
   compressionLevels?: { gzip: number; lz4: number; zstd: number };
   /**
@@ -74,6 +80,10 @@ export function logConfigFrom(broker: BrokerConfig, topicOverrides: ReadonlyMap<
     compressionType: String(get('compression.type') ?? 'producer'),
     validationDeep: get('validation.deep') === true,
     fileDeleteDelayMs: num(get('file.delete.delay.ms'), 60000),
+    deleteRetentionMs: num(get('delete.retention.ms'), 86400000),
+    minCleanableDirtyRatio: Number(get('min.cleanable.dirty.ratio') ?? 0.5),
+    minCompactionLagMs: num(get('min.compaction.lag.ms'), 0),
+    maxCompactionLagMs: num(get('max.compaction.lag.ms'), never),
     compressionLevels: {
       gzip: num(get('compression.gzip.level'), -1),
       lz4: num(get('compression.lz4.level'), 9),

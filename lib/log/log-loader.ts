@@ -10,6 +10,8 @@ import type { LogConfig } from './log-config.js';
 import type { LogSummary } from './log-summary.js';
 import { DELETED_SUFFIX, LogSegment } from './segment.js';
 import type { EntryHeader, IoStats } from './segment.js';
+import { CLEANED_SUFFIX } from './cleaner/clean.js';
+import { completeSwaps } from './cleaner/swap.js';
 
 export interface LogLogger {
   info(obj: object, msg?: string): void;
@@ -31,7 +33,8 @@ export interface LoadResult {
   recovered: boolean;
 }
 
-const LEFTOVER = [DELETED_SUFFIX, '.tmp', '.cleaned', '.swap'];
+/** Files dropped at load: segments deleted, temporaries, and the cleaner's unfinished output (`.swap` files are completed: cleaner/swap.ts). */
+const LEFTOVER = [DELETED_SUFFIX, '.tmp', CLEANED_SUFFIX];
 
 function corrupt(dir: string, message: string): LogError {
   return new LogError(ErrorCode.KAFKA_STORAGE_ERROR, `${dir}: ${message}`, GregorLogErrorCode.CORRUPT);
@@ -64,15 +67,17 @@ export async function loadSegments(
   logger: LogLogger,
   expected: LogSummary | null = null,
 ): Promise<LoadResult> {
-  const names = await fsp.readdir(dir);
+  let names = await fsp.readdir(dir);
+  for (const name of names) if (LEFTOVER.some((s) => name.endsWith(s))) await fsp.rm(path.join(dir, name), { force: true });
+  if (await completeSwaps(dir, names)) {
+    logger.warn({ dir }, 'completed a cleaned-segment swap that a crash interrupted');
+    recover = true;
+  }
+  names = await fsp.readdir(dir);
   const bases: bigint[] = [];
   const logs = new Set<string>();
   const snapshots: bigint[] = [];
   for (const name of names) {
-    if (LEFTOVER.some((s) => name.endsWith(s))) {
-      await fsp.rm(path.join(dir, name), { force: true });
-      continue;
-    }
     const m = /^(\d{20})\.(log|snapshot)$/.exec(name);
     if (m?.[1] !== undefined && m[2] === 'snapshot') snapshots.push(BigInt(m[1]));
     else if (m?.[1] !== undefined) {

@@ -22,7 +22,7 @@ import { deletableSegments } from './segment-list.js';
 import type { TimestampOffset } from './segment-list.js';
 import type { AbortedTxn } from './transaction-index.js';
 import { ListOffsetsTimestamp } from './unified-log.js';
-import type { AppendOptions, TxnMarker } from './unified-log.js';
+import type { AppendOptions, TxnMarker, UnifiedLog } from './unified-log.js';
 import type { ProducerStateManager } from '../txn/producer-state.js';
 
 export { LogError } from './errors.js';
@@ -297,6 +297,11 @@ export class PartitionLog extends LazyLog {
   updateConfig(c: LogConfig): void {
     this.config = c;
     this.log?.updateConfig(c);
+  }
+
+  /** The open log, or null while it is not open (the log cleaner only cleans open logs). */
+  get openLog(): UnifiedLog | null {
+    return this.log;
   }
 
   /**

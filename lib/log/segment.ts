@@ -72,6 +72,8 @@ export class LogSegment {
   lastModified: number;
   private bytesSinceLastIndexEntry = 0;
   deleted = false;
+  /** The files were renamed to `*.deleted` by the cleaner's swap: their names belong to the segment that replaced this one. */
+  renamedAway = false;
   /** Whether open() found sane index files. */
   indexesLoaded = false;
   private readonly stats: IoStats;
@@ -121,33 +123,58 @@ export class LogSegment {
       await seg.close();
       throw err;
     });
-    seg.size = st.size;
-    seg.writtenSize = st.size;
-    seg.lastModified = st.mtimeMs;
     const read = async (suffix: string): Promise<Buffer | null> => {
       const name = segmentFileName(baseOffset, suffix);
       return files !== undefined && !files.has(name) ? null : fsp.readFile(path.join(dir, name)).catch(() => null);
     };
     const [ib, tb, xb] = await Promise.all([read(INDEX_SUFFIX), read(TIME_INDEX_SUFFIX), read(TXN_INDEX_SUFFIX)]);
+    return { segment: seg, indexesValid: seg.loaded(st, ib, tb, xb, maxIndexBytes) };
+  }
+
+  /**
+   * Opens an inactive segment synchronously (a cleaned segment swapped in between requests) whose
+   * next offset the caller knows; reads without a sane index scan from the segment's start.
+   */
+  static openSync(dir: string, baseOffset: bigint, maxIndexBytes: number, nextOffset: bigint, stats: IoStats): LogSegment {
+    const seg = new LogSegment(dir, baseOffset, maxIndexBytes, Date.now(), stats);
+    seg.file.openSync('r+');
+    seg.nextOffset = nextOffset;
+    const read = (suffix: string): Buffer | null => {
+      try {
+        return fs.readFileSync(path.join(dir, segmentFileName(baseOffset, suffix)));
+      } catch {
+        return null;
+      }
+    };
+    const st = fs.fstatSync(seg.file.fd);
+    seg.loaded(st, read(INDEX_SUFFIX), read(TIME_INDEX_SUFFIX), read(TXN_INDEX_SUFFIX), maxIndexBytes);
+    return seg;
+  }
+
+  /** Takes the file's size and the index files' contents; whether the indexes are sane. */
+  private loaded(st: fs.Stats, ib: Buffer | null, tb: Buffer | null, xb: Buffer | null, maxIndexBytes: number): boolean {
+    this.size = st.size;
+    this.writtenSize = st.size;
+    this.lastModified = st.mtimeMs;
     if (xb !== null) {
       const xi = TransactionIndex.parse(xb);
-      if (xi === null) seg.txnIndexValid = false;
-      else seg.txnIndex = xi;
+      if (xi === null) this.txnIndexValid = false;
+      else this.txnIndex = xi;
     }
-    const oi = ib === null ? null : OffsetIndex.parse(ib, baseOffset, Math.floor(maxIndexBytes / 8), st.size);
-    const ti = tb === null ? null : TimeIndex.parse(tb, baseOffset, Math.floor(maxIndexBytes / 12), null);
+    const oi = ib === null ? null : OffsetIndex.parse(ib, this.baseOffset, Math.floor(maxIndexBytes / 8), st.size);
+    const ti = tb === null ? null : TimeIndex.parse(tb, this.baseOffset, Math.floor(maxIndexBytes / 12), null);
     const indexesValid = oi !== null && ti !== null && (st.size === 0 || ib !== null);
-    seg.indexesLoaded = indexesValid;
+    this.indexesLoaded = indexesValid;
     if (oi !== null && ti !== null) {
-      seg.offsetIndex = oi;
-      seg.timeIndex = ti;
+      this.offsetIndex = oi;
+      this.timeIndex = ti;
       const last = ti.last();
       if (last !== null) {
-        seg.maxTimestamp = last.timestamp;
-        seg.offsetOfMaxTimestamp = last.offset;
+        this.maxTimestamp = last.timestamp;
+        this.offsetOfMaxTimestamp = last.offset;
       }
     }
-    return { segment: seg, indexesValid };
+    return indexesValid;
   }
 
   get logPath(): string {
@@ -456,6 +483,7 @@ export class LogSegment {
   /** Renames the files to `*.deleted` so they are gone from the log before they are unlinked. */
   async markDeleted(): Promise<void> {
     this.deleted = true;
+    if (this.renamedAway) return;
     for (const f of [this.logPath, this.indexPath, this.timeIndexPath, this.txnIndexPath]) {
       await fsp.rename(f, f + DELETED_SUFFIX).catch(() => undefined);
     }
@@ -469,7 +497,7 @@ export class LogSegment {
   async destroy(): Promise<void> {
     await this.close();
     for (const f of [this.logPath, this.indexPath, this.timeIndexPath, this.txnIndexPath]) {
-      await fsp.rm(f, { force: true });
+      if (!this.renamedAway) await fsp.rm(f, { force: true });
       await fsp.rm(f + DELETED_SUFFIX, { force: true });
     }
   }

@@ -1,0 +1,87 @@
+/**
+ * The cleaner threads (log.cleaner.threads): each a worker with its own offset map of
+ * log.cleaner.dedupe.buffer.size / threads bytes, taking one job at a time. Size 0 runs jobs inline
+ * (tests). Workers start on first use and are unref'd while idle.
+ */
+import { Worker } from 'node:worker_threads';
+import { ErrorCode } from '../../../protocol/generated/error-codes.js';
+import { GregorLogErrorCode, LogError } from '../errors.js';
+import { cleanLog } from './clean.js';
+import type { CleanJob, CleanResult } from './job.js';
+import { OffsetMap } from './offset-map.js';
+
+const WORKER_URL = new URL('./worker.js', import.meta.url);
+
+type Reply =
+  { id: number; ok: true; result: CleanResult } | { id: number; ok: false; message: string; code: string | null; errorCode: number };
+
+interface Slot {
+  worker: Worker;
+  pending: Map<number, { resolve: (r: CleanResult) => void; reject: (e: unknown) => void }>;
+}
+
+export class CleanerPool {
+  private readonly slots: (Slot | null)[] = [];
+  private nextId = 1;
+  private inlineMap: OffsetMap | null = null;
+
+  constructor(
+    readonly threads: number,
+    private readonly mapBytes: number,
+  ) {}
+
+  /** Runs `job` on worker `slot` (0 ≤ slot < threads; inline when threads is 0). */
+  run(job: CleanJob, slot: number): Promise<CleanResult> {
+    if (this.threads === 0) {
+      try {
+        this.inlineMap ??= new OffsetMap(this.mapBytes);
+        return Promise.resolve(cleanLog(job, this.inlineMap));
+      } catch (err) {
+        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+    const s = this.slots[slot] ?? this.spawn(slot);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      s.pending.set(id, { resolve, reject });
+      s.worker.ref();
+      s.worker.postMessage({ id, job });
+    });
+  }
+
+  private spawn(index: number): Slot {
+    const worker = new Worker(WORKER_URL, { workerData: { mapBytes: this.mapBytes } });
+    const slot: Slot = { worker, pending: new Map() };
+    this.slots[index] = slot;
+    worker.unref();
+    worker.on('message', (r: Reply) => {
+      const p = slot.pending.get(r.id);
+      slot.pending.delete(r.id);
+      if (slot.pending.size === 0) worker.unref();
+      if (p === undefined) return;
+      if (r.ok) p.resolve(r.result);
+      else
+        p.reject(
+          new LogError(
+            r.errorCode,
+            r.message.replace(/^GREGOR_ERR_\w+: /, ''),
+            (r.code ?? GregorLogErrorCode.STORAGE) as GregorLogErrorCode,
+          ),
+        );
+    });
+    const fail = (err: unknown): void => {
+      for (const p of slot.pending.values())
+        p.reject(err instanceof Error ? err : new LogError(ErrorCode.UNKNOWN_SERVER_ERROR, String(err)));
+      slot.pending.clear();
+      if (this.slots[index] === slot) this.slots[index] = null;
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`cleaner thread exited with ${code}`)));
+    return slot;
+  }
+
+  async stop(): Promise<void> {
+    const slots = this.slots.splice(0);
+    await Promise.all(slots.map((s) => (s === null ? Promise.resolve(0) : s.worker.terminate())));
+  }
+}

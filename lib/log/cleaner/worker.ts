@@ -1,0 +1,24 @@
+/** A log cleaner thread: runs cleaning jobs (clean.ts) one at a time over its own offset map. */
+import { parentPort, workerData } from 'node:worker_threads';
+import { LogError } from '../errors.js';
+import { cleanLog } from './clean.js';
+import type { CleanJob } from './job.js';
+import { OffsetMap } from './offset-map.js';
+
+const port = parentPort;
+if (port === null) throw new Error('lib/log/cleaner/worker.js must run in a worker thread');
+const map = new OffsetMap((workerData as { mapBytes: number }).mapBytes);
+port.on('message', (msg: { id: number; job: CleanJob }) => {
+  try {
+    port.postMessage({ id: msg.id, ok: true, result: cleanLog(msg.job, map) });
+  } catch (err) {
+    const e = err as Error;
+    port.postMessage({
+      id: msg.id,
+      ok: false,
+      message: e.message,
+      code: err instanceof LogError ? err.code : null,
+      errorCode: err instanceof LogError ? err.errorCode : -1,
+    });
+  }
+});

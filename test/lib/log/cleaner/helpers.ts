@@ -6,10 +6,10 @@ import type { PartitionLog } from '../../../../lib/log/partition-log.js';
 import { captureLog, readAll } from '../helpers.js';
 
 /** An inline cleaner (threads 0) over the given logs of `dataDir`. */
-export function inlineCleaner(dataDir: string, logs: PartitionLog[], over: { dedupeBufferSize?: number } = {}) {
+export function inlineCleaner(dataDir: string, logs: PartitionLog[], over: { dedupeBufferSize?: number; threads?: number } = {}) {
   const cap = captureLog();
   const cleaner = new LogCleaner(dataDir, () => logs, {
-    threads: 0,
+    threads: over.threads ?? 0,
     dedupeBufferSize: over.dedupeBufferSize ?? 1 << 20,
     ioMaxBytesPerSecond: Number.MAX_VALUE,
     backoffMs: 15000,

@@ -77,6 +77,7 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'num.recovery.threads.per.data.dir': { type: 'int', default: 1, inert: true },
   'offsets.topic.replication.factor': { type: 'int', default: 1, validate: atLeast(1) },
   'offsets.topic.num.partitions': { type: 'int', default: 50, validate: atLeast(1) },
+  'offsets.topic.segment.bytes': { type: 'int', default: 104857600, validate: atLeast(1) },
   'offsets.commit.timeout.ms': { type: 'int', default: 5000, validate: atLeast(1) },
   /** Kafka's broker request.timeout.ms: how long transaction markers and `__transaction_state` writes wait for the ISR (clusters). */
   'request.timeout.ms': { type: 'int', default: 30000, validate: atLeast(0) },

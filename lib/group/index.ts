@@ -36,7 +36,11 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
             name: OFFSETS_TOPIC,
             numPartitions,
             replicationFactor: w.config.int('offsets.topic.replication.factor'),
-            configs: { 'cleanup.policy': 'compact', 'compression.type': 'producer', 'segment.bytes': '104857600' },
+            configs: {
+              'cleanup.policy': 'compact',
+              'compression.type': 'producer',
+              'segment.bytes': String(w.config.int('offsets.topic.segment.bytes')),
+            },
           },
           { internal: true },
         );

@@ -10,7 +10,8 @@
 // pulls child_process, dgram and dns into every start (~7 ms) for a feature the broker never uses.
 //
 // dist/bundle/worker.js: the append worker, an ES module (with its chunks) started by the pool from
-// `new URL('./worker.js', import.meta.url)`. dist/bundle/ sits at the depth of dist/lib/, so the paths
+// `new URL('./worker.js', import.meta.url)`; dist/bundle/cleaner-worker.js likewise, the log cleaner's
+// thread (lib/log/cleaner/pool.ts). dist/bundle/ sits at the depth of dist/lib/, so the paths
 // the broker resolves from import.meta.url (the worker beside its pool, ../../package.json, the native
 // sockopt addon) resolve alike in both layouts.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,7 +25,7 @@ rmSync(outdir, { recursive: true, force: true });
 
 await build({
   absWorkingDir: root,
-  entryPoints: ['dist/lib/append/worker.js'],
+  entryPoints: ['dist/lib/append/worker.js', 'dist/lib/log/cleaner/cleaner-worker.js'],
   entryNames: '[name]',
   outdir,
   bundle: true,

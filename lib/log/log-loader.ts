@@ -136,8 +136,9 @@ export async function loadSegments(
       prevNext = seg.nextOffset;
       if (i === segments.length - 1) tail = res.entries;
     }
-    // empty segments before the last one hold nothing: drop them
-    for (let i = segments.length - 2; i >= 0; i--) {
+    // empty segments between the first and the last hold nothing: drop them (the first stays: its base
+    // offset is the log start offset, and the cleaner may have emptied it of superseded records)
+    for (let i = segments.length - 2; i >= 1; i--) {
       const s = segments[i] as LogSegment;
       if (s.size === 0) {
         segments.splice(i, 1);

@@ -10,7 +10,8 @@ import { cleanLog } from './clean.js';
 import type { CleanJob, CleanResult } from './job.js';
 import { OffsetMap } from './offset-map.js';
 
-const WORKER_URL = new URL('./worker.js', import.meta.url);
+// beside this file in dist/lib/log/cleaner/, and in dist/bundle/ (scripts/bundle.mjs builds it as an entry of its own)
+const WORKER_URL = new URL('./cleaner-worker.js', import.meta.url);
 
 type Reply =
   { id: number; ok: true; result: CleanResult } | { id: number; ok: false; message: string; code: string | null; errorCode: number };

@@ -6,7 +6,7 @@ import type { CleanJob } from './job.js';
 import { OffsetMap } from './offset-map.js';
 
 const port = parentPort;
-if (port === null) throw new Error('lib/log/cleaner/worker.js must run in a worker thread');
+if (port === null) throw new Error('lib/log/cleaner/cleaner-worker.js must run in a worker thread');
 const map = new OffsetMap((workerData as { mapBytes: number }).mapBytes);
 port.on('message', (msg: { id: number; job: CleanJob }) => {
   try {

@@ -22,7 +22,7 @@ export function scanPartitionDir(dir: string): { problems: string[]; entries: nu
     for (let p = 0; p < buf.length;) {
       const h = parseEntryHeader(buf, p, buf.length - p, p);
       if (h === null || typeof h === 'string' || p + h.size > buf.length) {
-        problems.push(`${name}: bad entry at ${p}: ${String(h)}`);
+        problems.push(`${name}: bad entry at ${p}: ${typeof h === 'string' ? h : 'cut short'}`);
         break;
       }
       if (!entryCrcValid(buf, p, h.size, h.magic)) problems.push(`${name}: CRC mismatch at ${p}`);

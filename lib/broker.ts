@@ -423,6 +423,7 @@ export class Broker {
       fetchSessions: () => s.fetchSessions.stats(),
       brokerAddress: () => this.bootstrapServers,
       isReady: () => this.readiness.isReady,
+      logCleaner: () => this.cleaner?.stats ?? null,
       *topics() {
         for (const t of s.metadata.topics()) {
           const minIsr = t.configs['min.insync.replicas'];

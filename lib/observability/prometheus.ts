@@ -8,6 +8,7 @@
  * its plain counters, one family per event-loop turn (families.ts), and prom-client writes the
  * exposition format: nothing here runs per request.
  */
+import type { CleanerStats } from '../log/cleaner/cleaner.js';
 import { readFile } from 'node:fs/promises';
 import { Registry } from 'prom-client';
 import type { BrokerMetrics } from './broker-metrics.js';
@@ -60,6 +61,8 @@ export interface MetricsSource {
   topics(): Iterable<TopicView>;
   groups(): Iterable<GroupView>;
   listeners(): Iterable<ListenerView>;
+  /** The log cleaner's gauges; null when it is disabled. */
+  logCleaner?(): CleanerStats | null;
 }
 
 /** BrokerTopicMetrics meters and their TopicStats fields. */
@@ -126,6 +129,27 @@ export class PrometheusExporter {
       f.counter(name, help, labelNames, fill);
     const src = this.source;
     const m = src.metrics;
+
+    // ---- LogCleaner (kafka.log<type=LogCleaner>, LogCleanerManager): a few of Kafka's gauges ----
+    const cleaner = (name: string, help: string, field: keyof CleanerStats): void =>
+      gauge(`kafka_log_logcleaner_${name}`, help, [], (put) => {
+        const st = src.logCleaner?.() ?? null;
+        if (st !== null) put(null, st[field]);
+      });
+    cleaner(
+      'max_buffer_utilization_percent',
+      'Offset map use of the last cleaning, percent (max-buffer-utilization-percent)',
+      'maxBufferUtilizationPercent',
+    );
+    cleaner(
+      'cleaner_recopy_percent',
+      'Bytes written / bytes read by the last cleaning, percent (cleaner-recopy-percent)',
+      'cleanerRecopyPercent',
+    );
+    cleaner('max_clean_time_secs', 'Duration of the last cleaning, seconds (max-clean-time-secs)', 'maxCleanTimeSecs');
+    cleaner('max_dirty_percent', 'Dirty share of the dirtiest compacted log, percent (max-dirty-percent)', 'maxDirtyPercent');
+    cleaner('uncleanable_partitions_count', 'Logs the cleaner gave up on (uncleanable-partitions-count)', 'uncleanablePartitions');
+    cleaner('cleanings', 'Cleanings swapped in since start', 'cleanings');
 
     // ---- BrokerTopicMetrics: per topic, and broker-wide without a topic label ----
     for (const [meter, field, help] of TOPIC_METERS) {

@@ -5,10 +5,12 @@
  * the offset it was written at, and deleted keys gone after delete.retention.ms. compact,delete also
  * applies retention; keyless records are refused with INVALID_RECORD.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import kafkajs from 'kafkajs';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
-import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 import { readAllRdkafka, sleep, until } from '../helpers/eos.js';
 import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
 
@@ -199,5 +201,66 @@ describe('log cleaner through kafkajs and librdkafka', function () {
     expect(String((refused as { type?: string } | null)?.type ?? refused)).to.contain('INVALID_RECORD');
     await producer.disconnect();
     await admin.disconnect();
+  });
+});
+
+describe('log cleaner: a corrupt batch in a compacted log', function () {
+  this.timeout(60_000);
+  const dataDir = tempDir('gregor-clean-corrupt-');
+  const config = { 'log.cleaner.backoff.ms': 100, 'admin.listener': '127.0.0.1:0' };
+  let b: TestBroker | null = null;
+  after(async () => {
+    await b?.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('the cleaner skips the log (uncleanable, in /metrics) and the broker keeps serving it', async () => {
+    const topic = 'corrupt-compacted';
+    b = await startTestBroker({ ...config, 'log.cleaner.enable': false }, { dataDir });
+    const kafka = (bootstrap: string) => new Kafka({ clientId: 'corrupt', brokers: [bootstrap], logLevel: logLevel.NOTHING });
+    let admin = kafka(b.bootstrap).admin();
+    await admin.connect();
+    const configEntries = [
+      { name: 'cleanup.policy', value: 'compact' },
+      { name: 'segment.bytes', value: '4096' },
+      { name: 'min.cleanable.dirty.ratio', value: '0.01' },
+    ];
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries }] });
+    let producer = kafka(b.bootstrap).producer();
+    await producer.connect();
+    for (let s = 0; s < 20; s++)
+      await producer.send({ topic, messages: Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: `v${s}-${'x'.repeat(40)}` })) });
+    await producer.disconnect();
+    await admin.disconnect();
+    await b.stop();
+    // a flipped byte inside the first batch's records: its CRC no longer matches
+    const seg = path.join(dataDir, `${topic}-0`, '00000000000000000000.log');
+    const bytes = fs.readFileSync(seg);
+    bytes[100] = (bytes[100] as number) ^ 0xff;
+    fs.writeFileSync(seg, bytes);
+
+    b = await startTestBroker(config, { dataDir });
+    const cleaner = b.broker.cleaner;
+    if (cleaner === null) throw new Error('no cleaner');
+    const reader = new KafkajsPartitionReader([b.bootstrap]);
+    await reader.connect(topic);
+    try {
+      // reading opens the log; the cleaner then finds the corrupt batch
+      const before = await reader.readAll(topic, 0, 20n, 400n);
+      expect(before.length).to.equal(380);
+      await until(() => cleaner.isUncleanable(topic, 0), 30_000, 'the cleaner to give up on the log');
+      const metrics = await (await fetch(`http://${b.broker.adminAddress ?? ''}/metrics`)).text();
+      expect(metrics).to.match(/^kafka_log_logcleaner_uncleanable_partitions_count 1$/m);
+      // still served: reads and writes
+      producer = kafka(b.bootstrap).producer();
+      await producer.connect();
+      const [r] = await producer.send({ topic, messages: [{ key: 'after', value: 'corruption' }] });
+      await producer.disconnect();
+      expect(r?.baseOffset).to.equal('400');
+      const after = await reader.readAll(topic, 0, 20n, 401n);
+      expect(after.length).to.equal(381);
+    } finally {
+      await reader.disconnect();
+    }
   });
 });

@@ -218,7 +218,7 @@ describe('log cleaner: a corrupt batch in a compacted log', function () {
     const topic = 'corrupt-compacted';
     b = await startTestBroker({ ...config, 'log.cleaner.enable': false }, { dataDir });
     const kafka = (bootstrap: string) => new Kafka({ clientId: 'corrupt', brokers: [bootstrap], logLevel: logLevel.NOTHING });
-    let admin = kafka(b.bootstrap).admin();
+    const admin = kafka(b.bootstrap).admin();
     await admin.connect();
     const configEntries = [
       { name: 'cleanup.policy', value: 'compact' },

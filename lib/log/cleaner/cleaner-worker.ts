@@ -1,4 +1,5 @@
 /** A log cleaner thread: runs cleaning jobs (clean.ts) one at a time over its own offset map. */
+import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { LogError } from '../errors.js';
 import { cleanLog } from './clean.js';
@@ -7,6 +8,13 @@ import { OffsetMap } from './offset-map.js';
 
 const port = parentPort;
 if (port === null) throw new Error('lib/log/cleaner/cleaner-worker.js must run in a worker thread');
+// Linux nice values are per thread, and setpriority(2) with who=0 (what os.setPriority does here) names
+// the calling thread: the cleaner yields the CPU to the request path when cores are short
+try {
+  os.setPriority(19);
+} catch {
+  // not permitted, or not Linux: the cleaner runs at the broker's priority
+}
 const map = new OffsetMap((workerData as { mapBytes: number }).mapBytes);
 port.on('message', (msg: { id: number; job: CleanJob }) => {
   try {

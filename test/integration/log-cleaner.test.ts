@@ -24,6 +24,12 @@ interface Latest {
   value: string | null;
 }
 
+/** Creates a one-partition topic with `configs`. */
+async function createTopic(admin: kafkajs.Admin, topic: string, configs: Record<string, string>): Promise<void> {
+  const configEntries = Object.entries(configs).map(([name, value]) => ({ name, value }));
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries }] });
+}
+
 /** key → its last record (offset, value) in what was read, in order. */
 function lastPerKey(msgs: readonly { offset: string; key: Buffer | null; value: Buffer | null }[]): Map<string, Latest> {
   const m = new Map<string, Latest>();
@@ -46,20 +52,12 @@ describe('log cleaner through kafkajs and librdkafka', function () {
     const kafka = new Kafka({ clientId: 'cleaner-test', brokers: [b.bootstrap], logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({
-      topics: [
-        {
-          topic,
-          numPartitions: 1,
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact' },
-            { name: 'segment.bytes', value: '65536' },
-            { name: 'segment.ms', value: '1000' },
-            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-            { name: 'delete.retention.ms', value: '3000' },
-          ],
-        },
-      ],
+    await createTopic(admin, topic, {
+      'cleanup.policy': 'compact',
+      'segment.bytes': '65536',
+      'segment.ms': '1000',
+      'min.cleanable.dirty.ratio': '0.01',
+      'delete.retention.ms': '3000',
     });
     // a consumer reading from the start while the producers write and the cleaner cleans
     const consumer = kafka.consumer({ groupId: 'cleaner-reader', maxWaitTimeInMs: 100 });
@@ -165,19 +163,7 @@ describe('log cleaner through kafkajs and librdkafka', function () {
     const kafka = new Kafka({ clientId: 'cleaner-test-2', brokers: [b.bootstrap], logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({
-      topics: [
-        {
-          topic,
-          numPartitions: 1,
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact,delete' },
-            { name: 'segment.bytes', value: '4096' },
-            { name: 'retention.ms', value: '60000' },
-          ],
-        },
-      ],
-    });
+    await createTopic(admin, topic, { 'cleanup.policy': 'compact,delete', 'segment.bytes': '4096', 'retention.ms': '60000' });
     const producer = kafka.producer();
     await producer.connect();
     const old = String(Date.now() - 3_600_000);
@@ -220,12 +206,7 @@ describe('log cleaner: a corrupt batch in a compacted log', function () {
     const kafka = (bootstrap: string) => new Kafka({ clientId: 'corrupt', brokers: [bootstrap], logLevel: logLevel.NOTHING });
     const admin = kafka(b.bootstrap).admin();
     await admin.connect();
-    const configEntries = [
-      { name: 'cleanup.policy', value: 'compact' },
-      { name: 'segment.bytes', value: '4096' },
-      { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-    ];
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries }] });
+    await createTopic(admin, topic, { 'cleanup.policy': 'compact', 'segment.bytes': '4096', 'min.cleanable.dirty.ratio': '0.01' });
     let producer = kafka(b.bootstrap).producer();
     await producer.connect();
     for (let s = 0; s < 20; s++)

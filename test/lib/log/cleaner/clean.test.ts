@@ -2,21 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { buildRecordBatch, CompressionCodec, RecordBatch } from '../../../../protocol/records/index.js';
-import type { RecordInput } from '../../../../protocol/records/index.js';
 import type { PartitionLog } from '../../../../lib/log/partition-log.js';
 import { T0, legacy, openLog, readAll, rmDir, segmentFiles, tmpDir } from '../helpers.js';
-import { allRecords, expectCompacted, inlineCleaner, latest, settled } from './helpers.js';
+import { allRecords, batch, expectCompacted, inlineCleaner, latest, settled } from './helpers.js';
 
 const COMPACT = { cleanupPolicy: ['compact'], segmentBytes: 1500 };
-
-function batch(keys: readonly (string | null)[], round: number, opts: Parameters<typeof buildRecordBatch>[1] = {}): Buffer {
-  const recs: RecordInput[] = keys.map((k, i) => ({
-    key: k === null ? null : Buffer.from(k),
-    value: Buffer.from(`${k}=${round}`),
-    timestamp: T0 + BigInt(round * 100 + i),
-  }));
-  return buildRecordBatch(recs, opts);
-}
 
 /** A batch too large for the active segment: everything before it is in inactive segments. */
 async function rollNow(l: PartitionLog): Promise<void> {

@@ -1,9 +1,10 @@
 import { expect } from 'chai';
+import { buildRecordBatch } from '../../../../protocol/records/index.js';
 import { decodeRecords } from '../../../../protocol/records/index.js';
 import type { Record } from '../../../../protocol/records/index.js';
 import { LogCleaner } from '../../../../lib/log/cleaner/cleaner.js';
 import type { PartitionLog } from '../../../../lib/log/partition-log.js';
-import { captureLog, readAll } from '../helpers.js';
+import { T0, captureLog, readAll } from '../helpers.js';
 
 /** An inline cleaner (threads 0) over the given logs of `dataDir`. */
 export function inlineCleaner(dataDir: string, logs: PartitionLog[], over: { dedupeBufferSize?: number; threads?: number } = {}) {
@@ -47,4 +48,16 @@ export function expectCompacted(recs: readonly Record[]): void {
 export async function settled(log: PartitionLog): Promise<void> {
   await log.flush();
   for (let i = 0; i < 500 && log.openLog?.swappable === false; i++) await new Promise((r) => setTimeout(r, 2));
+}
+
+/** One v2 batch of `keys` with values `<key>=<round>` and timestamps T0 + round*100 + i (a null key: a keyless record). */
+export function batch(keys: readonly (string | null)[], round: number, opts: Parameters<typeof buildRecordBatch>[1] = {}): Buffer {
+  return buildRecordBatch(
+    keys.map((k, i) => ({
+      key: k === null ? null : Buffer.from(k),
+      value: Buffer.from(`${k}=${round}`),
+      timestamp: T0 + BigInt(round * 100 + i),
+    })),
+    opts,
+  );
 }

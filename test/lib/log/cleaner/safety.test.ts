@@ -7,17 +7,10 @@ import { OffsetMap } from '../../../../lib/log/cleaner/offset-map.js';
 import { cleanableSection, makeJob } from '../../../../lib/log/cleaner/section.js';
 import type { PartitionLog } from '../../../../lib/log/partition-log.js';
 import { T0, openLog, readAll, rmDir, segmentFiles, tmpDir } from '../helpers.js';
-import { allRecords, expectCompacted, inlineCleaner, latest, settled } from './helpers.js';
+import { allRecords, batch, expectCompacted, inlineCleaner, latest, settled } from './helpers.js';
 
 const COMPACT = { cleanupPolicy: ['compact'], segmentBytes: 1500 };
 const KEYS = Array.from({ length: 10 }, (_, i) => `k${i}`);
-
-function batch(keys: readonly string[], round: number, opts: Parameters<typeof buildRecordBatch>[1] = {}): Buffer {
-  return buildRecordBatch(
-    keys.map((k, i) => ({ key: Buffer.from(k), value: Buffer.from(`${k}=${round}`), timestamp: T0 + BigInt(round * 100 + i) })),
-    opts,
-  );
-}
 
 /** Offsets strictly increase (a swap completed at load may leave an old segment whose records all lie past the swap's last offset: uncleaned, not duplicated). */
 function increasing(recs: readonly { offset: bigint }[]): void {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { buildRecordBatch, RecordBatch } from '../../../../protocol/records/index.js';
 import { cleanLog } from '../../../../lib/log/cleaner/clean.js';
+import { swapCleaned } from '../../../../lib/log/cleaner/swap.js';
 import { OffsetMap } from '../../../../lib/log/cleaner/offset-map.js';
 import { cleanableSection, makeJob } from '../../../../lib/log/cleaner/section.js';
 import type { PartitionLog } from '../../../../lib/log/partition-log.js';
@@ -128,6 +129,45 @@ describe('lib/log/cleaner: crash safety, transactions, bad input, threads', () =
     }
     expect(markers).to.equal(0);
     expect((await allRecords(log)).map((r) => String(r.key))).to.include('e');
+  });
+
+  for (const [what, change] of [
+    ['a truncation', (l: PartitionLog) => l.truncateTo(100n)],
+    ['DeleteRecords (segments deleted)', (l: PartitionLog) => Promise.resolve(l.deleteRecordsBefore(600n))],
+  ] as const) {
+    it(`${what} during a cleaning drops the cleaning: nothing is swapped in, its files are removed`, async () => {
+      log = await openLog(dir, COMPACT);
+      await rounds(log, 60);
+      const open = log.openLog;
+      if (open === null) throw new Error('not open');
+      const job = makeJob(open, cleanableSection(open, undefined, Date.now()), Date.now(), Infinity);
+      const result = cleanLog(job, new OffsetMap(1 << 20));
+      await change(log);
+      const segs = log.segmentBaseOffsets;
+      expect(swapCleaned(open, job, result)).to.equal(false);
+      expect(log.segmentBaseOffsets).to.deep.equal(segs);
+      expect(segmentFiles(dir).filter((n) => n.endsWith('.cleaned'))).to.deep.equal([]);
+      increasing(await allRecords(log));
+    });
+  }
+
+  it('min.compaction.lag.ms keeps young segments out of the cleaning', async () => {
+    log = await openLog(dir, { ...COMPACT, minCompactionLagMs: 3_600_000 });
+    // record timestamps of now: every segment is younger than the lag
+    const now = BigInt(Date.now());
+    for (let r = 0; r < 60; r++) {
+      log.append(buildRecordBatch(KEYS.map((k) => ({ key: Buffer.from(k), value: Buffer.from(`${k}=${r}`), timestamp: now }))), {
+        leaderEpoch: 0,
+      });
+    }
+    await rounds(log, 0);
+    const { cleaner } = inlineCleaner(dir, [log]);
+    const before = (await allRecords(log)).length;
+    expect(await cleaner.runOnce()).to.equal(0);
+    expect((await allRecords(log)).length).to.equal(before);
+    // an hour later they are old enough
+    expect(await cleaner.runOnce(Date.now() + 3_700_000)).to.equal(1);
+    expect((await allRecords(log)).length).to.be.lessThan(before);
   });
 
   it('a corrupt batch marks the log uncleanable; the log is still served', async () => {

@@ -209,13 +209,13 @@ export class LogCleaner {
     return this.checkpoint.settle();
   }
 
-  /** Stops the timer, waits for cleanings in flight (their results are dropped) and stops the threads. */
+  /** Stops the timer and the threads: cleanings in flight are abandoned (their files removed), as Kafka's shutdown aborts them. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
-    await Promise.all([...this.inProgress.values()]);
     await this.pool.stop();
+    await Promise.all([...this.inProgress.values()]);
     await this.checkpoint.settle();
   }
 }

@@ -7,12 +7,16 @@ import type { PartitionLog } from '../../../../lib/log/partition-log.js';
 import { T0, captureLog, readAll } from '../helpers.js';
 
 /** An inline cleaner (threads 0) over the given logs of `dataDir`. */
-export function inlineCleaner(dataDir: string, logs: PartitionLog[], over: { dedupeBufferSize?: number; threads?: number } = {}) {
+export function inlineCleaner(
+  dataDir: string,
+  logs: PartitionLog[],
+  over: { dedupeBufferSize?: number; threads?: number; ioMaxBytesPerSecond?: number } = {},
+) {
   const cap = captureLog();
   const cleaner = new LogCleaner(dataDir, () => logs, {
     threads: over.threads ?? 0,
     dedupeBufferSize: over.dedupeBufferSize ?? 1 << 20,
-    ioMaxBytesPerSecond: Number.MAX_VALUE,
+    ioMaxBytesPerSecond: over.ioMaxBytesPerSecond ?? Number.MAX_VALUE,
     backoffMs: 15000,
     logger: cap.logger,
   });

@@ -192,6 +192,21 @@ describe('lib/log/cleaner: crash safety, transactions, bad input, threads', () =
     expect(segmentFiles(dir).filter((n) => n.endsWith('.cleaned'))).to.deep.equal([]);
   });
 
+  it('stop() abandons a cleaning in flight on its thread: nothing swapped in, no .cleaned files left', async () => {
+    log = await openLog(dir, COMPACT);
+    await rounds(log, 60);
+    const segs = log.segmentBaseOffsets;
+    // 2 KB/s: the cleaning would take a minute
+    const { cleaner } = inlineCleaner(dir, [log], { threads: 1, ioMaxBytesPerSecond: 2000 });
+    const round = cleaner.runOnce();
+    await new Promise((r) => setTimeout(r, 300));
+    await cleaner.stop();
+    expect(await round).to.equal(0);
+    expect(log.segmentBaseOffsets).to.deep.equal(segs);
+    expect(segmentFiles(dir).filter((n) => n.endsWith('.cleaned'))).to.deep.equal([]);
+    expect(cleaner.isUncleanable('topic', 0)).to.equal(false);
+  });
+
   it('cleans on a worker thread', async () => {
     log = await openLog(dir, COMPACT);
     await rounds(log, 60);

@@ -80,3 +80,68 @@ describe('log cleaner: __consumer_offsets stays bounded', function () {
     await admin2.disconnect();
   });
 });
+
+describe('log cleaner: __transaction_state is compacted', function () {
+  this.timeout(120_000);
+  const dataDir = tempDir('gregor-txn-clean-');
+  const config = {
+    'transaction.state.log.num.partitions': 1,
+    'transaction.state.log.segment.bytes': SEGMENT,
+    'log.cleaner.backoff.ms': 200,
+  };
+  let b: TestBroker | null = null;
+  after(async () => {
+    await b?.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('300 transactions of one transactional id: the state log is cleaned, and after a restart the id commits again and its data reads back', async () => {
+    b = await startTestBroker(config, { dataDir });
+    let kafka = new Kafka({ clientId: 'txn-clean', brokers: [b.bootstrap], logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: 'txn-data', numPartitions: 1 }] });
+    let producer = kafka.producer({ transactionalId: 'cleaned-txn', maxInFlightRequests: 1, idempotent: true });
+    await producer.connect();
+    for (let i = 0; i < 300; i++) {
+      const t = await producer.transaction();
+      await t.send({ topic: 'txn-data', messages: [{ key: 'k', value: `v${i}` }] });
+      await t.commit();
+    }
+    await producer.disconnect();
+    const dir = path.join(dataDir, '__transaction_state-0');
+    const liveBytes = (): number => {
+      let n = 0;
+      for (const f of fs.readdirSync(dir)) if (f.endsWith('.log')) n += fs.statSync(path.join(dir, f)).size;
+      return n;
+    };
+    // what was written would not fit the bound uncleaned; the cleaner brings the live segments under it
+    const [written] = await admin.fetchTopicOffsets('__transaction_state');
+    expect(Number(written?.high) * 100).to.be.greaterThan(BOUND);
+    await until(
+      () => liveBytes() < BOUND,
+      30_000,
+      () => `__transaction_state under ${BOUND} bytes (${liveBytes()})`,
+    );
+    await admin.disconnect();
+    await b.stop();
+
+    b = await startTestBroker(config, { dataDir });
+    kafka = new Kafka({ clientId: 'txn-clean-2', brokers: [b.bootstrap], logLevel: logLevel.NOTHING });
+    producer = kafka.producer({ transactionalId: 'cleaned-txn', maxInFlightRequests: 1, idempotent: true });
+    await producer.connect();
+    const t = await producer.transaction();
+    await t.send({ topic: 'txn-data', messages: [{ key: 'k', value: 'after-restart' }] });
+    await t.commit();
+    await producer.disconnect();
+    const consumer = kafka.consumer({ groupId: 'txn-clean-reader' });
+    await consumer.connect();
+    await consumer.subscribe({ topic: 'txn-data', fromBeginning: true });
+    const values: string[] = [];
+    await consumer.run({ eachMessage: async ({ message }) => void values.push(String(message.value)) });
+    await until(() => values.length >= 301, 30_000, 'the committed records');
+    await consumer.disconnect();
+    expect(values[0]).to.equal('v0');
+    expect(values[values.length - 1]).to.equal('after-restart');
+  });
+});

@@ -138,7 +138,12 @@ describe('log cleaner: __transaction_state is compacted', function () {
     await consumer.connect();
     await consumer.subscribe({ topic: 'txn-data', fromBeginning: true });
     const values: string[] = [];
-    await consumer.run({ eachMessage: async ({ message }) => void values.push(String(message.value)) });
+    await consumer.run({
+      eachMessage: ({ message }) => {
+        values.push(String(message.value));
+        return Promise.resolve();
+      },
+    });
     await until(() => values.length >= 301, 30_000, 'the committed records');
     await consumer.disconnect();
     expect(values[0]).to.equal('v0');

@@ -1,6 +1,6 @@
-/** A log cleaner thread: runs cleaning jobs (clean.ts) one at a time over its own offset map. */
+/** A log cleaner thread: runs cleaning jobs (clean.ts) one at a time, each over an offset map of the job's size. */
 import os from 'node:os';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { LogError } from '../errors.js';
 import { cleanLog } from './clean.js';
 import type { CleanJob } from './job.js';
@@ -15,10 +15,9 @@ try {
 } catch {
   // not permitted, or not Linux: the cleaner runs at the broker's priority
 }
-const map = new OffsetMap((workerData as { mapBytes: number }).mapBytes);
 port.on('message', (msg: { id: number; job: CleanJob }) => {
   try {
-    port.postMessage({ id: msg.id, ok: true, result: cleanLog(msg.job, map) });
+    port.postMessage({ id: msg.id, ok: true, result: cleanLog(msg.job, new OffsetMap(msg.job.mapBytes)) });
   } catch (err) {
     const e = err as Error;
     port.postMessage({

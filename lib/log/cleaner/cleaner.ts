@@ -71,7 +71,7 @@ export class LogCleaner {
     private readonly logs: () => Iterable<PartitionLog>,
     private readonly opts: LogCleanerOptions,
   ) {
-    this.pool = new CleanerPool(opts.threads, Math.floor(opts.dedupeBufferSize / Math.max(1, opts.threads)));
+    this.pool = new CleanerPool(opts.threads);
     this.checkpoint = new CheckpointFile(dataDir, CLEANER_CHECKPOINT);
     try {
       for (const row of this.checkpoint.readSync() ?? []) {
@@ -139,7 +139,8 @@ export class LogCleaner {
 
   private clean(log: UnifiedLog, k: string, now: number, slot: number): Promise<boolean> {
     const section = cleanableSection(log, this.firstDirty.get(k), now);
-    const job = makeJob(log, section, now, this.opts.ioMaxBytesPerSecond / Math.max(1, this.opts.threads));
+    const threads = Math.max(1, this.opts.threads);
+    const job = makeJob(log, section, now, this.opts.ioMaxBytesPerSecond / threads, Math.floor(this.opts.dedupeBufferSize / threads));
     const run = this.pool.run(job, slot).then(
       (result) => this.finish(log, k, job, result),
       (err: unknown) => this.failed(log, k, job.dir, err),

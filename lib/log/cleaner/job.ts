@@ -31,6 +31,8 @@ export interface CleanJob {
   abortedTxns: AbortedTxn[];
   /** producerId → last data offset of each producer the log's producer state holds (its last batch is kept). */
   producerLastOffsets: [bigint, bigint][];
+  /** Bytes of the job's offset map (offset-map.ts mapBytesFor). */
+  mapBytes: number;
   /** log.cleaner.io.max.bytes.per.second share of this worker (Infinity: unthrottled). */
   ioBytesPerSecond: number;
 }

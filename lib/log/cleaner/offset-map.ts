@@ -14,6 +14,7 @@ export class OffsetMap {
   /** Entries the map takes before it counts as full. */
   readonly maxEntries: number;
   private readonly hashes: Int32Array;
+  /** offset + 1 per slot, 0 for an empty one (fresh typed arrays are zero: nothing is written up front) */
   private readonly offsets: Float64Array;
   private count = 0;
   /** The largest offset put since the last clear (-1 when none). */
@@ -25,7 +26,7 @@ export class OffsetMap {
     this.slots = Math.max(2, Math.floor(memory / BYTES_PER_ENTRY));
     this.maxEntries = Math.max(1, Math.floor(this.slots * loadFactor));
     this.hashes = new Int32Array(this.slots * 4);
-    this.offsets = new Float64Array(this.slots).fill(-1);
+    this.offsets = new Float64Array(this.slots);
   }
 
   get size(): number {
@@ -37,7 +38,7 @@ export class OffsetMap {
   }
 
   clear(): void {
-    if (this.count > 0) this.offsets.fill(-1);
+    if (this.count > 0) this.offsets.fill(0);
     this.count = 0;
     this.latestOffset = -1n;
   }
@@ -56,7 +57,7 @@ export class OffsetMap {
     let i = (h0 >>> 0) % this.slots;
     this.lookups++;
     for (;;) {
-      if ((this.offsets[i] as number) < 0) {
+      if (this.offsets[i] === 0) {
         if (insert) {
           const at = i * 4;
           this.hashes[at] = h0;
@@ -75,17 +76,27 @@ export class OffsetMap {
   /** Records `offset` as the latest of `key` (callers put in offset order; throws when full). */
   put(key: Buffer, offset: bigint): void {
     const i = this.slotOf(key, true);
-    if ((this.offsets[i] as number) < 0) {
+    if (this.offsets[i] === 0) {
       if (this.count >= this.slots - 1) throw new Error('the offset map is full');
       this.count++;
     }
-    this.offsets[i] = Number(offset);
+    this.offsets[i] = Number(offset) + 1;
     if (offset > this.latestOffset) this.latestOffset = offset;
   }
 
   /** The latest offset of `key`, or -1n when the map does not hold it. */
   get(key: Buffer): bigint {
     const i = this.slotOf(key, false);
-    return i < 0 ? -1n : BigInt(this.offsets[i] as number);
+    return i < 0 ? -1n : BigInt((this.offsets[i] as number) - 1);
   }
+}
+
+/**
+ * The memory a job's map needs: enough slots for every offset of its dirty section (an upper bound
+ * on its keys), at most `maxBytes` (log.cleaner.dedupe.buffer.size / threads). A broker whose
+ * compacted logs are small (most hold __consumer_offsets) so never holds Kafka's 128 MiB.
+ */
+export function mapBytesFor(dirtyOffsets: bigint, maxBytes: number, loadFactor = 0.9): number {
+  const want = Number(dirtyOffsets < 1n ? 1n : dirtyOffsets) / loadFactor + 2;
+  return Math.min(maxBytes, Math.max(1024, Math.ceil(want) * BYTES_PER_ENTRY));
 }

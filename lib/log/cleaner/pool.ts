@@ -1,7 +1,7 @@
 /**
- * The cleaner threads (log.cleaner.threads): each a worker with its own offset map of
- * log.cleaner.dedupe.buffer.size / threads bytes, taking one job at a time. Size 0 runs jobs inline
- * (tests). Workers start on first use and are unref'd while idle.
+ * The cleaner threads (log.cleaner.threads): workers taking one job at a time, each job with an
+ * offset map of its own size (CleanJob.mapBytes, at most log.cleaner.dedupe.buffer.size / threads).
+ * Size 0 runs jobs inline (tests). Workers start on first use and are unref'd while idle.
  */
 import { Worker } from 'node:worker_threads';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
@@ -24,19 +24,13 @@ interface Slot {
 export class CleanerPool {
   private readonly slots: (Slot | null)[] = [];
   private nextId = 1;
-  private inlineMap: OffsetMap | null = null;
-
-  constructor(
-    readonly threads: number,
-    private readonly mapBytes: number,
-  ) {}
+  constructor(readonly threads: number) {}
 
   /** Runs `job` on worker `slot` (0 ≤ slot < threads; inline when threads is 0). */
   run(job: CleanJob, slot: number): Promise<CleanResult> {
     if (this.threads === 0) {
       try {
-        this.inlineMap ??= new OffsetMap(this.mapBytes);
-        return Promise.resolve(cleanLog(job, this.inlineMap));
+        return Promise.resolve(cleanLog(job, new OffsetMap(job.mapBytes)));
       } catch (err) {
         return Promise.reject(err instanceof Error ? err : new Error(String(err)));
       }
@@ -51,7 +45,7 @@ export class CleanerPool {
   }
 
   private spawn(index: number): Slot {
-    const worker = new Worker(WORKER_URL, { workerData: { mapBytes: this.mapBytes } });
+    const worker = new Worker(WORKER_URL);
     const slot: Slot = { worker, pending: new Map() };
     this.slots[index] = slot;
     worker.unref();

@@ -6,6 +6,7 @@
  * writes not yet handed to the kernel.
  */
 import { decompressLimit } from '../validator.js';
+import { mapBytesFor } from './offset-map.js';
 import type { LogSegment } from '../segment.js';
 import type { UnifiedLog } from '../unified-log.js';
 import type { CleanJob, CleanSegmentInfo } from './job.js';
@@ -60,7 +61,7 @@ export function cleanableSection(log: UnifiedLog, checkpoint: bigint | undefined
 }
 
 /** The job for a log's section. */
-export function makeJob(log: UnifiedLog, section: Section, now: number, ioBytesPerSecond: number): CleanJob {
+export function makeJob(log: UnifiedLog, section: Section, now: number, ioBytesPerSecond: number, maxMapBytes = 128 << 20): CleanJob {
   const c = log.currentConfig;
   const segs = log.segmentList.slice(0, section.end);
   const infos: CleanSegmentInfo[] = segs.map((s) => ({
@@ -90,5 +91,6 @@ export function makeJob(log: UnifiedLog, section: Section, now: number, ioBytesP
     abortedTxns: segs.length === 0 || last === undefined ? [] : log.abortedTransactions(segs[0]?.baseOffset ?? 0n, last.nextOffset),
     producerLastOffsets,
     ioBytesPerSecond,
+    mapBytes: mapBytesFor((last?.nextOffset ?? 0n) - section.firstDirtyOffset, maxMapBytes),
   };
 }

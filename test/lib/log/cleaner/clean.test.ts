@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { buildRecordBatch, CompressionCodec, RecordBatch } from '../../../../protocol/records/index.js';
+import { BYTES_PER_ENTRY, OffsetMap, mapBytesFor } from '../../../../lib/log/cleaner/offset-map.js';
 import type { PartitionLog } from '../../../../lib/log/partition-log.js';
 import { T0, legacy, openLog, readAll, rmDir, segmentFiles, tmpDir } from '../helpers.js';
 import { allRecords, batch, expectCompacted, inlineCleaner, latest, settled } from './helpers.js';
@@ -149,5 +150,21 @@ describe('lib/log/cleaner: cleaning one log', () => {
     expect(await cleaner.runOnce()).to.equal(1);
     expect(cleaner.firstDirtyOffset('topic', 0)).to.equal(90n);
     expect(latest(await allRecords(log))).to.deep.equal(want);
+  });
+});
+
+describe('lib/log/cleaner: the offset map', () => {
+  it('sizes a job to its dirty offsets, up to the dedupe buffer share, and keeps the latest offset per key', () => {
+    expect(mapBytesFor(1000n, 128 << 20)).to.equal(Math.ceil(1000 / 0.9 + 2) * BYTES_PER_ENTRY);
+    expect(mapBytesFor(10_000_000_000n, 128 << 20)).to.equal(128 << 20);
+    const m = new OffsetMap(mapBytesFor(10n, 1 << 20));
+    expect(m.hasRoomFor(10)).to.equal(true);
+    m.put(Buffer.from('a'), 0n);
+    m.put(Buffer.from('b'), 1n);
+    m.put(Buffer.from('a'), 2n);
+    expect([m.get(Buffer.from('a')), m.get(Buffer.from('b')), m.get(Buffer.from('c'))]).to.deep.equal([2n, 1n, -1n]);
+    expect(m.size).to.equal(2);
+    m.clear();
+    expect([m.size, m.get(Buffer.from('a'))]).to.deep.equal([0, -1n]);
   });
 });

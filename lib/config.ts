@@ -238,7 +238,6 @@ export const TOPIC_CONFIG: Record<string, { def: ConfigDef; brokerKey?: string }
   'leader.replication.throttled.replicas': { def: { type: 'list', default: [], inert: true } },
   'local.retention.bytes': { def: { type: 'long', default: -2, inert: true } },
   'local.retention.ms': { def: { type: 'long', default: -2, inert: true } },
-  'max.compaction.lag.ms': { def: { type: 'long', default: LONG_MAX, inert: true } },
   'remote.log.copy.disable': { def: { type: 'boolean', default: false, inert: true } },
   'remote.log.delete.on.disable': { def: { type: 'boolean', default: false, inert: true } },
   'remote.storage.enable': { def: { type: 'boolean', default: false, inert: true } },

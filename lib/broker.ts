@@ -477,13 +477,22 @@ export class Broker {
       await this.replication?.stop();
       await adminClosed;
       services?.purgatory.expireAll();
-      await metadata?.persisted();
-      await this.cleaner?.stop();
-      await logManager?.shutdown();
+      // a step that fails (a full disk fails the metadata write, flushes and checkpoints) is logged
+      // and the others still run: the broker stops, and the next start recovers what was not written
+      const failed: string[] = [];
+      const step = (what: string, p: Promise<void> | undefined): Promise<void> =>
+        (p ?? Promise.resolve()).catch((err: unknown) => {
+          failed.push(what);
+          this.logger.error({ err }, `shutdown: ${what} failed; continuing`);
+        });
+      await step('writing the metadata', metadata?.persisted());
+      await step('stopping the log cleaner', this.cleaner?.stop());
+      await step('closing the logs', logManager?.shutdown());
       // last: a cluster's registration (and any controllership) go once the logs are flushed
-      await metadata?.close();
+      await step('closing the metadata store', metadata?.close());
       await this.appendPool?.stop();
-      this.logger.info('gregor stopped');
+      if (failed.length > 0) this.logger.warn({ failed }, 'gregor stopped with failures; the next start recovers the logs');
+      else this.logger.info('gregor stopped');
       this.logger.flush();
     })();
     return this.stopping;

@@ -9,6 +9,7 @@ import { logConfigFrom, type LogConfig } from './log/log-config.js';
 import type { ConversionRunner } from './log/convert.js';
 import type { LogManager } from './log/log-dirs.js';
 import type { PartitionLog } from './log/partition-log.js';
+import { isNoSpace } from './log/errors.js';
 import { checkAddPartitions, checkCreate, type CreateTopicSpec, TopicError, validateTopicConfigs } from './topic-checks.js';
 import { type ReplicaRemovedListener, TopicReplicas } from './topic-replicas.js';
 import { type MetadataChange, type MetadataStore, MetadataWriteError, type NewTopic, type TopicRecord } from './metadata/store.js';
@@ -440,8 +441,19 @@ export class TopicManager {
     this.led.delete(name);
     this.changes++;
     this.topicsChanged(name, 'deleted');
-    await deleted;
+    // on a full disk the metadata write fails: the logs go first (freeing their space), then it is retried
+    const unsaved = await deleted.then(
+      () => null,
+      (err: unknown) => {
+        if (!isNoSpace(err)) throw err;
+        return err;
+      },
+    );
     await this.logManager.deleteTopic(name);
+    if (unsaved !== null) {
+      this.logger.warn({ topic: name, err: unsaved }, "writing the metadata failed; retrying now that the topic's logs are deleted");
+      await this.metadata.persisted();
+    }
     this.logger.info({ topic: name }, 'topic deleted');
   }
 

@@ -158,6 +158,11 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
                 errorMessage: null,
               };
               const replication = s.replication;
+              // a write that fails (a full disk) answers this partition with its error (KAFKA_STORAGE_ERROR)
+              const writeFailed = (e: unknown): void => {
+                if (!(e instanceof LogError)) throw e;
+                Object.assign(res, failed(pd.index, e.errorCode, e.message));
+              };
               if (req.acks === -1 && replication !== undefined) {
                 // a cluster's acks=all: answered once the ISR has it (the high watermark passed it)
                 writes.push(
@@ -165,9 +170,9 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
                     s.notifyAppend(td.name, pd.index, size);
                     const code = await replication.awaitCommitted(td.name, pd.index, info.lastOffset + 1n, req.timeoutMs, minIsr);
                     if (code !== ErrorCode.NONE) Object.assign(res, failed(pd.index, code));
-                  }),
+                  }, writeFailed),
                 );
-              } else writes.push(written.then(() => s.notifyAppend(td.name, pd.index, size)));
+              } else writes.push(written.then(() => s.notifyAppend(td.name, pd.index, size), writeFailed));
               return res;
             } catch (e) {
               if (e instanceof LogError) {

@@ -16,7 +16,7 @@ export async function fsyncDir(dir: string): Promise<void> {
 /** Atomic writes in progress at once, process-wide (each holds two descriptors for a moment). */
 const atomicWrites = new Limiter(64);
 
-/** Writes `data` to `file` atomically: tmp → fsync → rename → fsync(dir). */
+/** Writes `data` to `file` atomically: tmp → fsync → rename → fsync(dir); a failed write or fsync removes the tmp file. */
 export function writeFileAtomic(file: string, data: string | Buffer): Promise<void> {
   return atomicWrites.run(() => writeAtomically(file, data));
 }
@@ -27,9 +27,13 @@ async function writeAtomically(file: string, data: string | Buffer): Promise<voi
   try {
     await fh.writeFile(data);
     await fh.sync();
-  } finally {
-    await fh.close();
+  } catch (err) {
+    // a full disk: the part written is not left taking space
+    await fh.close().catch(() => undefined);
+    await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
   }
+  await fh.close();
   await fsp.rename(tmp, file);
   await fsyncDir(path.dirname(file));
 }

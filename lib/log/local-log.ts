@@ -9,7 +9,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { CheckpointFile, LeaderEpochCache } from './checkpoint.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { LogError, closedError, storageError } from './errors.js';
+import { LogError, RateLimitedLog, closedError, isNoSpace, writeFailure } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER, loadSegments } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
@@ -54,6 +54,8 @@ export interface ExternalHighWatermark {
 
 const noop = (): void => undefined;
 export const MAX_TIMER_MS = 2 ** 31 - 1;
+/** One line per 10 s for full-disk write failures, process-wide (every partition hits it at once). */
+const noSpaceLog = new RateLimitedLog(10_000);
 
 export abstract class LocalLog {
   readonly topic: string;
@@ -296,11 +298,25 @@ export abstract class LocalLog {
       else this.externalHw.onWritten?.(g.endOffset);
       g.resolve();
     } catch (err) {
-      this.offline = storageError(`writing ${this.dir} failed: ${(err as Error).message}`, err);
-      this.logger.error({ err, dir: this.dir }, 'log write failed; the partition is offline');
+      this.offline = writeFailure(this.dir, err);
+      if (isNoSpace(err)) {
+        noSpaceLog.event((suppressed) =>
+          this.logger.error(
+            { err, dir: this.dir, suppressed },
+            'log write failed: the file system is full; appends are answered KAFKA_STORAGE_ERROR until space is freed',
+          ),
+        );
+      } else this.logger.error({ err, dir: this.dir }, 'log write failed; the partition is offline');
       g.reject(this.offline);
+      this.afterWriteFailure();
     }
   }
+
+  /**
+   * A write failed and `offline` is set: the appends not written are refused. A log that can undo
+   * them (ReplicaLog) discards them and takes appends again; by default it stays offline.
+   */
+  protected afterWriteFailure(): void {}
 
   protected advanceHighWatermark(offset: bigint): void {
     if (offset <= this._highWatermark) return;

@@ -13,7 +13,7 @@
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { fsyncDir } from './checkpoint.js';
-import { LogError, storageError } from './errors.js';
+import { LogError, RateLimitedLog, storageError } from './errors.js';
 import { LocalLog } from './local-log.js';
 import { walkSegmentSync } from './log-read.js';
 import type { AppendResult } from './commit-queue.js';
@@ -29,6 +29,9 @@ export interface ExternalHighWatermarkOptions {
   initialHighWatermark?: bigint;
   onAdvanced?: (highWatermark: bigint) => void;
 }
+
+/** One line per 10 s for discarded appends, process-wide (on a full disk every append fails). */
+const discardLog = new RateLimitedLog(10_000);
 
 export abstract class ReplicaLog extends LocalLog {
   /** Appends reserved and not yet committed (UnifiedLog's conversion pipeline). */
@@ -211,6 +214,67 @@ export abstract class ReplicaLog extends LocalLog {
     this.ensureWritable();
     if (offset < 0n) throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `cannot start ${this.dir} at ${offset}`);
     await this.truncation(() => this.startOver(offset));
+  }
+
+  /** Set while discardUnwritten runs. */
+  private discarding = false;
+
+  /**
+   * A write failed (a full disk, typically): the appends not written are discarded in the
+   * background and the log takes appends again, so writes resume once space is freed, without a
+   * restart. A replicated partition's followers may already hold those offsets (they fetch up to
+   * the log end offset): it stays offline, as Kafka takes a failed log dir offline.
+   */
+  protected override afterWriteFailure(): void {
+    if (this.discarding || this.closed || this.externalHw !== null) return;
+    this.discarding = true;
+    const p = this.discardUnwritten().finally(() => (this.discarding = false));
+    this.track(p, 'discarding the appends a failed write left');
+  }
+
+  /**
+   * Removes everything after the written end (the last write group that reached the file): the
+   * appends held in memory, the segments rolled for them, the bytes a failed writev left in the
+   * file past it, their index entries, leader epochs, producer snapshots and producer state. Only
+   * truncations and deletions run on the full disk; index and checkpoint rewrites that fail are
+   * retried by the next write of them. Appends are refused (`offline`) until it is done.
+   */
+  private async discardUnwritten(): Promise<void> {
+    await this.drainAppends();
+    await this.queue.idle();
+    if (this.rolling !== null) await this.rolling;
+    if (this.closed) return;
+    const end = this._writtenEndOffset;
+    const dropped = this._logEndOffset - end;
+    const segs = this.segments;
+    let keep = segs.length;
+    while (keep > 1 && (segs[keep - 1] as LogSegment).baseOffset >= end) keep--;
+    const victims = segs.slice(keep);
+    this.segments = segs.slice(0, keep);
+    const seg = this.active;
+    for (const s of [seg, ...victims]) s.dropPending();
+    this.setEnd(end);
+    await this.dropSnapshotsAbove(end);
+    for (const v of victims) await v.destroy();
+    // the first entry at or past `end` (a group whose other segment's write failed), else the written end
+    let position = seg.size;
+    const from = end - 1n > seg.baseOffset ? seg.offsetIndex.lookup(end - 1n).position : 0;
+    walkSegmentSync(seg, from, (h) => {
+      if (h.lastOffset < end) return false;
+      position = h.position;
+      return true;
+    });
+    // cutting the file also removes the part of a batch a failed writev left after the written end
+    await cutSegment(seg, position, end, this.config.indexIntervalBytes);
+    await this.rebuildProducerState();
+    this.offline = null;
+    this.track(seg.persistIndexes(), 'rewriting the index after discarding unwritten appends');
+    discardLog.event((suppressed) =>
+      this.logger.warn(
+        { dir: this.dir, logEndOffset: end.toString(), discardedOffsets: dropped.toString(), segmentsDeleted: victims.length, suppressed },
+        'discarded the appends a failed write left; the log takes appends again',
+      ),
+    );
   }
 
   /** Runs `fn` with appends refused, after those in flight settled; a failure takes the log offline. */

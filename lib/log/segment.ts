@@ -302,6 +302,12 @@ export class LogSegment {
     this.unsynced = true;
   }
 
+  /** Forgets the appends not written yet (a write failed): the segment ends where its written part does. */
+  dropPending(): void {
+    this.pending = [];
+    this.size = this.writtenSize;
+  }
+
   async sync(): Promise<void> {
     if (!this.unsynced || this.file.fd < 0) return;
     this.unsynced = false;

@@ -4,8 +4,9 @@
  * synchronous; persistence is queued and coalesced, and `persisted()` waits for it.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic as writeFileAtomicAt } from '../log/checkpoint.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { cancelReassignment, preferredElection, targetError, uncleanElection } from '../cluster/partition-changes.js';
 import {
@@ -23,6 +24,8 @@ import {
   type TopicPartitionRef,
   type TopicRecord,
 } from './store.js';
+
+const noop = (): void => undefined;
 
 export { GregorMetadataErrorCode, MetadataError, type TopicRecord } from './store.js';
 
@@ -65,22 +68,9 @@ export function invalidTopicName(name: string): string | undefined {
   return undefined;
 }
 
-export async function writeFileAtomic(dir: string, name: string, data: string | Buffer): Promise<void> {
-  const tmp = join(dir, `${name}.tmp`);
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, join(dir, name));
-  const d = await open(dir, 'r');
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
+/** Writes `dir/name` atomically (tmp → fsync → rename → fsync dir; the tmp file goes when a step fails). */
+export function writeFileAtomic(dir: string, name: string, data: string | Buffer): Promise<void> {
+  return writeFileAtomicAt(join(dir, name), data);
 }
 
 export class LocalMetadataStore implements MetadataStore {
@@ -91,6 +81,8 @@ export class LocalMetadataStore implements MetadataStore {
   private readonly byName = new Map<string, TopicRecord>();
   private readonly byId = new Map<string, TopicRecord>();
   private writing: Promise<void> = Promise.resolve();
+  /** The latest write failed (a full disk): the file is behind the state until one succeeds. */
+  private writeFailed = false;
   private dirty = false;
   private self: BrokerInfo | null = null;
   private readonly listeners: MetadataListener[] = [];
@@ -279,11 +271,18 @@ export class LocalMetadataStore implements MetadataStore {
   private markDirty(): void {
     if (this.dirty) return;
     this.dirty = true;
-    this.writing = this.writing.then(async () => {
+    // a failed write (a full disk) does not stop later ones: persisted() tries again
+    this.writing = this.writing.catch(noop).then(async () => {
       this.dirty = false;
       const state: StoredState = { version: 1, clusterId: this.clusterId, nodeId: this.nodeId, topics: this.topics() };
       if (Object.keys(this.dynamic).length > 0) state.brokerConfigs = this.dynamic;
-      await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
+      try {
+        await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
+        this.writeFailed = false;
+      } catch (err) {
+        this.writeFailed = true;
+        throw err;
+      }
     });
   }
 
@@ -300,8 +299,9 @@ export class LocalMetadataStore implements MetadataStore {
     await this.persisted();
   }
 
-  /** Resolves once every mutation made so far is on disk. */
+  /** Resolves once every mutation made so far is on disk (writing again when the last write failed). */
   persisted(): Promise<void> {
+    if (this.writeFailed && !this.dirty) this.markDirty();
     return this.writing;
   }
 

@@ -2,13 +2,23 @@
  * A full integrity scan of a partition directory's files (tests): every entry of every segment is
  * whole, CRC-valid and in offset order within and across segments, each segment's entries lie at or
  * above its base offset, every offset-index entry points at the start of the entry it names, and no
- * cleaner leftovers (`.cleaned`, `.swap`) remain. Returns the problems found (empty: sound).
+ * cleaner leftovers (`.cleaned`, `.swap`) remain; bytes after the last whole entry are a problem too
+ * (a torn tail that recovery should have cut). Returns the problems found (empty: sound), and the
+ * offset after the last entry (-1n: none). Offsets may have gaps (a cleaned log), never go back.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { entryCrcValid, parseEntryHeader } from '../../lib/log/segment-format.js';
 
-export function scanPartitionDir(dir: string): { problems: string[]; entries: number; segments: number } {
+export interface ScanReport {
+  problems: string[];
+  entries: number;
+  segments: number;
+  /** the offset after the last entry (-1n when there are none) */
+  nextOffset: bigint;
+}
+
+export function scanPartitionDir(dir: string): ScanReport {
   const problems: string[] = [];
   const names = fs.readdirSync(dir).sort();
   for (const n of names) if (n.endsWith('.cleaned') || n.endsWith('.swap')) problems.push(`leftover ${n}`);
@@ -43,5 +53,5 @@ export function scanPartitionDir(dir: string): { problems: string[]; entries: nu
       }
     }
   }
-  return { problems, entries, segments: logs.length };
+  return { problems, entries, segments: logs.length, nextOffset: prev < 0n ? -1n : prev + 1n };
 }

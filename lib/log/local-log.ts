@@ -56,6 +56,8 @@ const noop = (): void => undefined;
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** One line per 10 s for full-disk write failures, process-wide (every partition hits it at once). */
 const noSpaceLog = new RateLimitedLog(10_000);
+/** The same for checkpoint, index and snapshot writes that run in the background. */
+const backgroundNoSpaceLog = new RateLimitedLog(10_000);
 
 export abstract class LocalLog {
   readonly topic: string;
@@ -104,7 +106,7 @@ export abstract class LocalLog {
     this.stats = stats;
     this.logger = opts.logger ?? NOOP_LOGGER;
     this.epochs = new LeaderEpochCache(this.dir);
-    this.epochs.onError = (err) => this.logger.error({ err, dir: this.dir }, 'writing leader-epoch-checkpoint failed');
+    this.epochs.onError = (err) => this.logFailure(err, 'writing leader-epoch-checkpoint failed');
     this.startCheckpoint = new CheckpointFile(this.dir, 'log-start-offset-checkpoint');
     this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20);
     this.producers = new ProducerStateManager(`${topic}-${partition}`);
@@ -348,8 +350,15 @@ export abstract class LocalLog {
     this.flushTimer.unref();
   }
 
+  /** Logs a failed background write; full-disk ones at most once per interval (every partition fails together). */
+  private logFailure(err: unknown, msg: string): void {
+    if (!isNoSpace(err)) this.logger.error({ err, dir: this.dir }, msg);
+    else
+      backgroundNoSpaceLog.event((suppressed) => this.logger.error({ err, dir: this.dir, suppressed }, `${msg} (the file system is full)`));
+  }
+
   protected track(p: Promise<unknown>, what: string): void {
-    const q = p.catch((err: unknown) => this.logger.error({ err, dir: this.dir }, `${what} failed`));
+    const q = p.catch((err: unknown) => this.logFailure(err, `${what} failed`));
     const background = (this.background ??= new Set());
     background.add(q);
     void q.finally(() => background.delete(q));

@@ -5,7 +5,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { GregorLogErrorCode, LogError } from './errors.js';
+import { GregorLogErrorCode, LogError, isNoSpace } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import type { LogSummary } from './log-summary.js';
 import { DELETED_SUFFIX, LogSegment } from './segment.js';
@@ -145,7 +145,13 @@ export async function loadSegments(
         await s.destroy();
       }
     }
-    for (const s of segments) await s.persistIndexes();
+    for (const s of segments) {
+      // on a full disk the rebuilt index serves from memory; the next persist (roll, close) writes it
+      await s.persistIndexes().catch((err: unknown) => {
+        if (!isNoSpace(err)) throw err;
+        logger.warn({ dir, segment: s.baseOffset.toString() }, 'writing a recovered index failed: the file system is full');
+      });
+    }
   } catch (err) {
     for (const s of segments) await s.close();
     throw err;

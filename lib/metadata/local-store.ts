@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic as writeFileAtomicAt } from '../log/checkpoint.js';
+import { isNoSpace } from '../log/errors.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { cancelReassignment, preferredElection, targetError, uncleanElection } from '../cluster/partition-changes.js';
 import {
@@ -128,7 +129,11 @@ export class LocalMetadataStore implements MetadataStore {
     }
     const store = new LocalMetadataStore(dir, { ...state, nodeId: opts.nodeId });
     store.markDirty();
-    await store.persisted();
+    // on a full disk the file already there serves (the next change writes it again): the broker
+    // starts and serves reads, as it does once full
+    await store.persisted().catch((err: unknown) => {
+      if (text === null || !isNoSpace(err)) throw err;
+    });
     return store;
   }
 

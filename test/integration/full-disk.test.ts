@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { loadConfluent, type ConfluentModule } from '../../compat/lib/confluent-module.js';
 import { startChildBroker, type ChildBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
@@ -54,6 +55,22 @@ async function fill(producer: Producer, topic: string): Promise<{ acked: Buffer[
   throw new Error(`${topic}: 1000 records of ${RECORD_BYTES} bytes fitted; the disk never filled`);
 }
 
+/** A librdkafka producer (KafkaJS-style API of @confluentinc/kafka-javascript) that gives up after one retry. */
+async function rdkProducer(
+  ck: ConfluentModule,
+  bootstrap: string,
+): Promise<{ send(topic: string, v: Buffer): Promise<void>; close(): Promise<void> }> {
+  const kafka = new ck.KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrap], logLevel: ck.KafkaJS.logLevel.NOTHING } });
+  const p = kafka.producer({ 'linger.ms': 0, retries: 1, 'retry.backoff.ms': 20, 'message.timeout.ms': 20_000 });
+  await p.connect();
+  return {
+    send: async (topic, v) => {
+      await p.send({ topic, messages: [{ value: v }] });
+    },
+    close: () => p.disconnect(),
+  };
+}
+
 async function readValues(bootstrap: string, topic: string, from: bigint, until: bigint): Promise<Buffer[]> {
   const reader = new KafkajsPartitionReader([bootstrap]);
   await reader.connect(topic);
@@ -64,7 +81,7 @@ async function readValues(bootstrap: string, topic: string, from: bigint, until:
   }
 }
 
-describe('full disk: a broker on a 40 MB tmpfs, kafkajs', function () {
+describe('full disk: a broker on a 40 MB tmpfs, kafkajs and librdkafka', function () {
   this.timeout(120_000);
   const cleanup = new Cleanup();
   let fsys: Tmpfs;
@@ -74,6 +91,7 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs', function () {
   let producer: Producer;
   const keep: Buffer[] = [];
   let filler: Buffer[] = [];
+  let ck: ConfluentModule;
 
   const connect = async (): Promise<void> => {
     const kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING, retry: { retries: 1 } });
@@ -91,6 +109,7 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs', function () {
   };
 
   before(async function () {
+    ck = loadConfluent(); // fails (never skips) when the librdkafka module is missing
     const m = mountTmpfs(40 << 20);
     if (typeof m === 'string') {
       // skipped only where a tmpfs cannot be mounted (not root): the reason is printed
@@ -120,6 +139,15 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs', function () {
     expect(filler.length).to.be.greaterThan(300);
     expect(freeBytes(fsys.dir)).to.be.lessThan(RECORD_BYTES * 2);
     expect(broker.child.exitCode).to.equal(null);
+    // librdkafka: error 56 (ERR_KAFKA_STORAGE_ERROR) once its retry is spent
+    const rdk = await rdkProducer(ck, broker.bootstrap);
+    try {
+      let code: unknown;
+      await rdk.send('filler', value('filler', filler.length, RECORD_BYTES)).catch((e: unknown) => (code = (e as { code?: unknown }).code));
+      expect(code).to.equal(56);
+    } finally {
+      await rdk.close();
+    }
     const md = await admin.fetchTopicMetadata({ topics: ['keep', 'filler'] });
     expect(md.topics.map((t) => t.name).sort()).to.deep.equal(['filler', 'keep']);
     const offsets = await admin.fetchTopicOffsets('filler');
@@ -155,6 +183,14 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs', function () {
     const next = value('keep', keep.length, 1000);
     await producer.send({ topic: 'keep', acks: -1, messages: [{ value: next }] });
     keep.push(next);
+    const rdk = await rdkProducer(ck, broker.bootstrap);
+    try {
+      const v = value('keep', keep.length, 1000);
+      await rdk.send('keep', v);
+      keep.push(v);
+    } finally {
+      await rdk.close();
+    }
     expect(await readValues(broker.bootstrap, 'keep', 0n, BigInt(keep.length))).to.deep.equal(keep);
   });
 

@@ -11,6 +11,7 @@ import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import { GregorLogErrorCode, LogError, RateLimitedLog, isNoSpace, writeFailure } from '../../../lib/log/errors.js';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
 import { expectLogErrorAsync, openLog, readAll, v2 } from './helpers.js';
+import { PID, idem } from './replication-helpers.js';
 import { fillUp, mountTmpfs, type Tmpfs } from '../../helpers/tmpfs.js';
 import { scanPartitionDir } from '../../helpers/log-scan.js';
 
@@ -67,6 +68,28 @@ describe('lib/log full disk: a real full tmpfs', function () {
   async function backOnline(log: PartitionLog): Promise<void> {
     while (log.isOffline) await new Promise((r) => setTimeout(r, 5));
   }
+
+  it('an idempotent producer retrying the refused batch once space is freed gets it written at the same offset (its sequence was rolled back)', async () => {
+    const root = (fsys as Tmpfs).dir;
+    const dataDir = path.join(root, 'data');
+    const log = await openLog(dataDir);
+    logs.push(log);
+    const first = idem(3, 0);
+    await log.append(first, { leaderEpoch: 0 }).written;
+    const filler = fillUp(root, 0);
+    // larger than what is left of the page the first batch is in (a tmpfs allocates by page)
+    const retried = v2(3, { producerId: PID, producerEpoch: 0, baseSequence: 3, size: 10_000 });
+    await expectLogErrorAsync(log.append(retried, { leaderEpoch: 0 }).written, ErrorCode.KAFKA_STORAGE_ERROR);
+    await backOnline(log);
+    expect(log.logEndOffset).to.equal(3n);
+    fs.rmSync(filler);
+    // not a duplicate of the discarded batch (which would answer offsets never written), nor out of order
+    const r = log.append(retried, { leaderEpoch: 0 });
+    expect(r.info.firstOffset).to.equal(3n);
+    expect(r.info.recordCount).to.equal(3);
+    await r.written;
+    expect(await readAll(log)).to.deep.equal([first, retried]);
+  });
 
   for (const roll of [false, true]) {
     it(`discards what a failed write left${roll ? ' (in a segment rolled for it)' : ''}, keeps what was acknowledged, resumes once space is freed`, async () => {

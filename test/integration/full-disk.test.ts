@@ -2,7 +2,7 @@
  * Full disk (issue 17, item 2), as a user meets it: a `gregor start` process whose data dir is a
  * 40 MB tmpfs, kafkajs producing into it until it is full. Producers get KAFKA_STORAGE_ERROR, the
  * broker keeps serving (Metadata, reads of everything acknowledged, byte for byte), writes resume
- * once space is freed (DeleteRecords, DeleteTopics) without a restart, and SIGTERM on a full disk
+ * once space is freed (DeleteRecords, retention, DeleteTopics) without a restart, and SIGTERM on a full disk
  * stops it; a restart then recovers every acknowledged record and the segments pass a CRC scan.
  */
 import fs from 'node:fs';
@@ -101,10 +101,13 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs and librdkafka', functio
     await producer.connect();
   };
   const start = async (): Promise<void> => {
-    broker = cleanup.add(await startChildBroker(dataDir, 0, { 'admin.listener': 'none' }), async (b) => {
-      if (b.child.exitCode === null && b.child.signalCode === null) b.child.kill('SIGKILL');
-      await b.exited;
-    });
+    broker = cleanup.add(
+      await startChildBroker(dataDir, 0, { 'admin.listener': 'none', 'log.retention.check.interval.ms': '200' }),
+      async (b) => {
+        if (b.child.exitCode === null && b.child.signalCode === null) b.child.kill('SIGKILL');
+        await b.exited;
+      },
+    );
     await connect();
   };
 
@@ -158,7 +161,7 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs and librdkafka', functio
     expect(got.every((v, i) => v.equals(filler[i] as Buffer))).to.equal(true);
   });
 
-  it('DeleteRecords frees space and a produce succeeds without a restart; DeleteTopics of the filler succeeds and frees the rest', async () => {
+  it('DeleteRecords, then retention, free space and a produce succeeds without a restart; DeleteTopics of the filler succeeds and frees the rest', async () => {
     // still full: the filler takes nothing more
     const refused = await fill(producer, 'filler');
     expect(refused.acked).to.deep.equal([]);
@@ -174,9 +177,16 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs and librdkafka', functio
     const tail = await readValues(broker.bootstrap, 'filler', low, BigInt(filler.length));
     expect(tail.every((v, i) => v.equals(filler[cut + i] as Buffer))).to.equal(true);
     expect(tail.length).to.equal(filler.length - cut);
-    // fill it again, then delete the topic
+    // fill it again; retention (retention.bytes lowered to 4 MB) frees the oldest segments
     const again = await fill(producer, 'filler');
     expect(errorType(again.error)).to.equal('KAFKA_STORAGE_ERROR');
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: 2, name: 'filler', configEntries: [...FILLER_CONFIGS, { name: 'retention.bytes', value: String(4 << 20) }] }],
+    });
+    // the broker's retention check runs every 200 ms: mocha's timeout bounds the wait
+    while (freeBytes(fsys.dir) < 20 << 20) await new Promise((resolve) => setTimeout(resolve, 50));
+    await producer.send({ topic: 'filler', acks: -1, messages: [{ value: value('filler', 9999, RECORD_BYTES) }] });
     await admin.deleteTopics({ topics: ['filler'] });
     expect((await admin.listTopics()).includes('filler')).to.equal(false);
     expect(freeBytes(fsys.dir)).to.be.greaterThan(30 << 20);

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import kafkajs, { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { loadConfluent, type ConfluentModule } from '../../compat/lib/confluent-module.js';
 import { startChildBroker, type ChildBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
@@ -182,7 +182,13 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs and librdkafka', functio
     expect(errorType(again.error)).to.equal('KAFKA_STORAGE_ERROR');
     await admin.alterConfigs({
       validateOnly: false,
-      resources: [{ type: 2, name: 'filler', configEntries: [...FILLER_CONFIGS, { name: 'retention.bytes', value: String(4 << 20) }] }],
+      resources: [
+        {
+          type: kafkajs.ConfigResourceTypes.TOPIC,
+          name: 'filler',
+          configEntries: [...FILLER_CONFIGS, { name: 'retention.bytes', value: String(4 << 20) }],
+        },
+      ],
     });
     // the broker's retention check runs every 200 ms: mocha's timeout bounds the wait
     while (freeBytes(fsys.dir) < 20 << 20) await new Promise((resolve) => setTimeout(resolve, 50));

@@ -250,7 +250,7 @@ describe('full disk: a broker on a 40 MB tmpfs, kafkajs and librdkafka', functio
       ['keep', keep.length],
       ['filler2', r.acked.length],
     ] as const) {
-      const scan = await scanPartitionDir(path.join(dataDir, `${topic}-0`));
+      const scan = scanPartitionDir(path.join(dataDir, `${topic}-0`));
       expect(scan.problems, topic).to.deep.equal([]);
       expect(scan.nextOffset, topic).to.equal(BigInt(end));
     }

@@ -22,6 +22,7 @@ import { MetadataError, type MetadataStore } from './metadata/store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
+import { listenerTlsSettings, type TlsListenerSettings } from './network/tls.js';
 import { checkAdvertisedListeners } from './network/advertised-check.js';
 import { LogCleaner } from './log/cleaner/cleaner.js';
 import { BrokerMetrics } from './observability/broker-metrics.js';
@@ -85,6 +86,8 @@ export class Broker {
   private readonly declaredTopics: readonly TopicSpec[];
   /** Aborts background start-up work (the advertised-listener check) on stop. */
   private readonly background = new AbortController();
+  /** The TLS settings of each SSL listener, read (key stores loaded) at construction so bad ones fail fast. */
+  private readonly tlsSettings = new Map<string, TlsListenerSettings>();
 
   constructor(opts: BrokerOptions = {}) {
     const overrides: Record<string, string | ConfigValue> = { ...(opts.config ?? {}) };
@@ -95,6 +98,10 @@ export class Broker {
     this.config = new BrokerConfig(sources);
     this.declaredTopics = opts.topics ?? [];
     this.logger = opts.logger ?? createLogger({ base: { broker: this.config.nodeId } });
+    for (const spec of this.config.brokerListeners) {
+      const name = parseListener(spec).name;
+      if (this.config.securityProtocol(name) === 'SSL') this.tlsSettings.set(name, listenerTlsSettings(this.config, name));
+    }
     const notApplying = this.config.notApplying();
     if (notApplying.length > 0)
       this.logger.info({ keys: notApplying }, 'config keys Kafka defines that do not apply to gregor: accepted, no effect');
@@ -125,6 +132,14 @@ export class Broker {
 
   get port(): number {
     return this.servers[0]?.listener.port ?? -1;
+  }
+
+  /** host:port clients reach the listener `name` on (its advertised address), e.g. the SSL one's. */
+  listenerAddress(name: string): string {
+    const s = this.servers.find((x) => x.listener.name === name.toUpperCase());
+    if (s === undefined) throw new Error(`no listener ${name}`);
+    const adv = this.advertised.get(s.listener.name) ?? s.listener;
+    return `${adv.host}:${adv.port}`;
   }
 
   /** The first log dir: the broker's metadata lives there (Kafka's metadata.log.dir default). */
@@ -259,6 +274,7 @@ export class Broker {
     );
     for (const spec of this.config.brokerListeners) {
       const l = parseListener(spec);
+      const tlsSettings = this.tlsSettings.get(l.name);
       const server = new KafkaServer(
         {
           name: l.name,
@@ -272,6 +288,7 @@ export class Broker {
           maxConnectionsPerIp: this.config.int('max.connections.per.ip'),
           maxQueuedRequests: this.config.int('queued.max.requests'),
           requestObserver: this.metrics,
+          ...(tlsSettings === undefined ? {} : { tls: tlsSettings }),
         },
         dispatch,
         this.logger,

@@ -5,9 +5,17 @@
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './config/error.js';
-import { adminListenerError, parseListener } from './config/listeners.js';
+import { adminListenerError, checkListenerProtocols, parseListener, securityProtocolOf } from './config/listeners.js';
 import { ENV_IGNORED, envKeyToConfigKey, parseProperties } from './config/properties.js';
-import { KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS, kafkaBrokerKey, kafkaValueError, nearestKey } from './config/kafka-keys.js';
+import {
+  KAFKA_BROKER_KEYS,
+  KAFKA_TOPIC_KEYS,
+  kafkaBrokerKey,
+  kafkaValueError,
+  listenerPrefixedBase,
+  nearestKey,
+} from './config/kafka-keys.js';
+import { SSL_BROKER_CONFIG } from './config/ssl-keys.js';
 
 export { ConfigError } from './config/error.js';
 export { parseAdminListener, parseListener, type Listener } from './config/listeners.js';
@@ -190,6 +198,7 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'admin.listener.allow.remote': { type: 'boolean', default: false },
   // How many of the last requests GET /v1/requests keeps (0: none).
   'admin.requests.log.size': { type: 'int', default: 1000, validate: atLeast(0) },
+  ...SSL_BROKER_CONFIG,
 };
 
 /** Topic-level keys and the broker key each one inherits its default from. */
@@ -347,7 +356,30 @@ export class BrokerConfig {
   /** Keys set by a source that gregor accepts without acting on them (Kafka-only, or inert), for the start-up log line. */
   notApplying(): string[] {
     const inert = [...this.explicit].filter((k) => BROKER_CONFIG[k]?.inert === true);
-    return [...inert, ...this.inapplicable.keys()].sort();
+    return [...inert, ...[...this.inapplicable.keys()].filter((k) => !this.honouredPerListener(k))].sort();
+  }
+
+  /** A listener-prefixed key whose base key gregor honours (listener.name.<l>.ssl.keystore.location). */
+  private honouredPerListener(key: string): boolean {
+    const base = listenerPrefixedBase(key);
+    return base !== undefined && SSL_BROKER_CONFIG[base] !== undefined;
+  }
+
+  /**
+   * A key as set for one listener: `listener.name.<lowercase name>.<key>` (dynamic per broker, then
+   * static) when given, else the broker-wide value.
+   */
+  listenerValue(listenerName: string, key: string): ConfigValue {
+    const prefixed = `listener.name.${listenerName.toLowerCase()}.${key}`;
+    const raw = this.dynamicBroker.get(prefixed) ?? this.inapplicable.get(prefixed);
+    const def = BROKER_CONFIG[key];
+    if (raw === undefined || def === undefined) return this.get(key);
+    return validated(prefixed, def, parseValue(prefixed, def, raw));
+  }
+
+  /** The security protocol of a listener name (listener.security.protocol.map). */
+  securityProtocol(listenerName: string): string {
+    return securityProtocolOf(this.list('listener.security.protocol.map'), listenerName);
   }
 
   private checkConsistency(): void {
@@ -361,6 +393,10 @@ export class BrokerConfig {
       );
     }
     for (const l of this.list('advertised.listeners')) parseListener(l);
+    checkListenerProtocols(
+      this.brokerListeners.map((l) => parseListener(l).name),
+      this.list('listener.security.protocol.map'),
+    );
   }
 
   get(key: string): ConfigValue {

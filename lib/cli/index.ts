@@ -15,6 +15,7 @@ export const TOOL_COMMANDS: readonly string[] = [
   'log-dirs',
   'cluster',
   'debug',
+  'dev',
 ];
 
 /** Whether `command` (argv[0]) is a tool command rather than `start`. */

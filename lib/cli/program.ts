@@ -326,6 +326,24 @@ function otherCommands(program: Command, run: Run): void {
     .option('-d, --print-data', 'print every record (offset, timestamp, key, value, headers), not only batches')
     .addOption(new Option('-E, --encoding <enc>', 'how keys and values are printed').choices(ENCODINGS).default('utf8'))
     .action(action(run, false, async (ctx, [files], f) => (await import('./commands/dump-log.js')).dumpLog(ctx, files as string[], f)));
+
+  const dev = program.command('dev').description('development helpers');
+  withFormat(
+    dev
+      .command('certs')
+      .description('make a CA, a broker certificate and client certificates with openssl (PEM and PKCS12), and print the config lines'),
+  )
+    .requiredOption('--out <dir>', 'directory the files are written to')
+    .option('--host <name>', 'host name in the broker certificate (localhost and 127.0.0.1 are always in it)', 'localhost')
+    .option('--client <name>', 'a client certificate with CN=<name> (repeatable)', collect, [])
+    .option('--password <password>', 'password of the PKCS12 files', 'gregor-dev')
+    .option(
+      '--days <n>',
+      'validity in days',
+      arg((t) => parsePositiveInt(t, '--days')),
+      365,
+    )
+    .action(action(run, false, async (ctx, _a, f) => (await import('./commands/dev-certs.js')).devCerts(ctx, f)));
 }
 
 export function buildProgram(run: Run): Command {

@@ -2,6 +2,8 @@
  * gregor's own one-line documentation of the config keys it honours (DescribeConfigs v3+ with
  * includeDocumentation). Kafka keys gregor accepts without acting on them get a line saying so.
  */
+import { SSL_DOCS } from './ssl-keys.js';
+
 const DOCS: Record<string, string> = {
   // listeners and identity
   listeners: 'Addresses the broker binds, as NAME://host:port (KRaft controller listeners are skipped).',
@@ -121,6 +123,7 @@ const DOCS: Record<string, string> = {
   'admin.listener': 'gregor: the admin HTTP listener (metrics, health), or none.',
   'admin.listener.allow.remote': 'gregor: whether the admin listener serves other hosts.',
   'admin.requests.log.size': 'gregor: requests kept for GET /v1/requests.',
+  ...SSL_DOCS,
 };
 
 const TOPIC_DOCS: Record<string, string> = {

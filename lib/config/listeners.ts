@@ -40,3 +40,24 @@ export function parseListener(spec: string): Listener {
   if (port > 65535) throw new ConfigError(`listener '${spec}' has an invalid port`);
   return { name: m[1].toUpperCase(), host: m[2].replace(/^\[|\]$/g, ''), port };
 }
+
+/** A listener's security protocol from listener.security.protocol.map entries (NAME:PROTOCOL); Kafka refuses a name the map lacks. */
+export function securityProtocolOf(map: readonly string[], listenerName: string): string {
+  for (const entry of map) {
+    const [name = '', proto = ''] = entry.split(':').map((x) => x.trim());
+    if (name.toUpperCase() === listenerName.toUpperCase()) return proto.toUpperCase();
+  }
+  throw new ConfigError(
+    `No security protocol defined for listener ${listenerName}: add ${listenerName}:<PLAINTEXT|SSL> to listener.security.protocol.map`,
+  );
+}
+
+/** Refuses listeners whose security protocol gregor does not serve (SASL_* is not built yet). */
+export function checkListenerProtocols(names: readonly string[], map: readonly string[]): void {
+  for (const name of names) {
+    const proto = securityProtocolOf(map, name);
+    if (proto === 'SASL_PLAINTEXT' || proto === 'SASL_SSL')
+      throw new ConfigError(`listener ${name}: security protocol ${proto} is not built yet in gregor (PLAINTEXT and SSL are)`);
+    if (proto !== 'PLAINTEXT' && proto !== 'SSL') throw new ConfigError(`listener ${name}: unknown security protocol ${proto}`);
+  }
+}

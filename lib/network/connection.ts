@@ -14,6 +14,8 @@ export interface ConnectionInfo {
   remoteAddress: string;
   remotePort: number;
   listenerName: string;
+  /** Kafka's principal: User:ANONYMOUS, or from the client certificate on an SSL listener (ssl.principal.mapping.rules) */
+  principal: string;
   logger: Logger;
   /** resolves once the socket has closed */
   closed: Promise<void>;
@@ -39,6 +41,8 @@ export type Dispatch = (frame: Buffer, conn: ConnectionInfo, timing?: RequestTim
 export interface ConnectionLimits {
   /** socket.request.max.bytes: larger (or negative) sizes close the connection unread */
   socketRequestMaxBytes: number;
+  /** looks at the first bytes read; false closes the connection unread (it logged why) */
+  screenFirstChunk?: (chunk: Buffer) => boolean;
   /** connections.max.idle.ms: close after this long without socket activity; <= 0 disables */
   connectionsMaxIdleMs: number;
   /** stop reading while this many complete requests wait behind the one in flight */
@@ -82,6 +86,7 @@ export class Connection {
   private readPaused = false;
   private state: State = 'open';
   private closeLogged = false;
+  private unscreened = true;
   private resolveClosed!: () => void;
 
   constructor(
@@ -140,6 +145,13 @@ export class Connection {
     // While ending, bytes from the peer are read and dropped so our last responses are not lost
     // to a reset when the socket closes with unread data.
     if (this.state !== 'open') return;
+    if (this.unscreened) {
+      this.unscreened = false;
+      if (this.limits.screenFirstChunk?.(chunk) === false) {
+        this.destroy();
+        return;
+      }
+    }
     const readAt = this.observer === null ? 0 : performance.now();
     this.chunks.push(chunk);
     this.buffered += chunk.length;

@@ -5,6 +5,10 @@
  */
 import net from 'node:net';
 import type { Logger } from '../observability/logger.js';
+import { acceptTls } from './tls-accept.js';
+import { ANONYMOUS } from './tls-principal.js';
+import type { TlsListenerSettings } from './tls.js';
+import { RateLimitedLog } from './rate-limited-log.js';
 import type { RequestObserver } from '../observability/request-timing.js';
 import { Connection, type Dispatch } from './connection.js';
 import { bindServer } from './bind.js';
@@ -38,11 +42,15 @@ export interface ListenerOptions {
   maxQueuedBytes?: number;
   /** told about every request once answered (request metrics and log); none: requests are not timed */
   requestObserver?: RequestObserver;
+  /** an SSL listener's TLS settings; none: PLAINTEXT */
+  tls?: TlsListenerSettings;
 }
 
 const DEFAULT_GRACE_MS = 30_000;
-/** at most one rejection warning per listener per this long; the rest are counted */
-const REJECT_LOG_INTERVAL_MS = 10_000;
+/** A TLS record header (handshake, SSL 3.0 / TLS 1.x) where a Kafka request size is expected. */
+export function looksLikeTls(chunk: Buffer): boolean {
+  return chunk.length >= 3 && chunk[0] === 0x16 && chunk[1] === 0x03 && (chunk[2] ?? 9) <= 0x04;
+}
 
 export class KafkaServer {
   private readonly server: net.Server;
@@ -51,8 +59,8 @@ export class KafkaServer {
   private readonly logger: Logger;
   private nextIndex = 0;
   private closing: Promise<void> | null = null;
-  private lastRejectLog = 0;
-  private suppressedRejects = 0;
+  /** connection refusals and TLS failures: one line per class per 10 s */
+  private readonly refusals: RateLimitedLog;
 
   constructor(
     private readonly opts: ListenerOptions,
@@ -60,6 +68,7 @@ export class KafkaServer {
     logger: Logger,
   ) {
     this.logger = logger.child({ listener: opts.name });
+    this.refusals = new RateLimitedLog(this.logger);
     // Kafka sets TCP_NODELAY and SO_KEEPALIVE on accepted sockets.
     this.server = net.createServer({ noDelay: true, keepAlive: true, allowHalfOpen: false }, (s) => this.onConnection(s));
   }
@@ -130,22 +139,51 @@ export class KafkaServer {
     const reject = this.rejection(remoteAddress);
     if (reject !== null) {
       socket.destroy();
-      this.logReject(remoteAddress, reject);
+      this.refusals.warn(reject.limit, { remoteAddress, [reject.limit]: reject.max }, `rejected connection: ${reject.limit} reached`);
       return;
     }
     applyBufferSizes(socket, this.opts.socketSendBufferBytes, this.opts.socketReceiveBufferBytes, this.logger);
+    if (this.opts.tls === undefined) {
+      this.serve(socket, remoteAddress, remotePort, ANONYMOUS);
+      return;
+    }
+    // counted from the start of the handshake, as the limits above assume
+    this.perIp.set(remoteAddress, (this.perIp.get(remoteAddress) ?? 0) + 1);
+    const release = (): void => this.releaseIp(remoteAddress);
+    let served = false;
+    socket.once('close', () => {
+      if (!served) release();
+    });
+    acceptTls(socket, this.opts.tls, this.opts.connectionsMaxIdleMs, this.refusals, (tlsSocket, principal) => {
+      served = true;
+      release();
+      if (this.closing !== null) tlsSocket.destroy();
+      else this.serve(tlsSocket, remoteAddress, remotePort, principal);
+    });
+  }
 
+  private releaseIp(remoteAddress: string): void {
+    const n = (this.perIp.get(remoteAddress) ?? 1) - 1;
+    if (n <= 0) this.perIp.delete(remoteAddress);
+    else this.perIp.set(remoteAddress, n);
+  }
+
+  /** Serves Kafka requests on an accepted (and, on an SSL listener, handshaken) socket. */
+  private serve(socket: net.Socket, remoteAddress: string, remotePort: number, principal: string): void {
     const local = `${socket.localAddress ?? ''}:${socket.localPort ?? 0}`;
     const id = `${local}-${remoteAddress}:${remotePort}-${this.nextIndex++}`;
     const conn = new Connection(
       socket,
-      { id, remoteAddress, remotePort, listenerName: this.opts.name },
+      { id, remoteAddress, remotePort, listenerName: this.opts.name, principal },
       this.dispatch,
       {
         socketRequestMaxBytes: this.opts.socketRequestMaxBytes,
         connectionsMaxIdleMs: this.opts.connectionsMaxIdleMs,
         maxQueuedRequests: this.opts.maxQueuedRequests ?? 16,
         maxQueuedBytes: this.opts.maxQueuedBytes ?? 16 * 1024 * 1024,
+        ...(this.opts.tls === undefined
+          ? { screenFirstChunk: (chunk: Buffer) => this.screenPlaintext(chunk, remoteAddress, remotePort) }
+          : {}),
       },
       this.logger,
       this.opts.requestObserver ?? null,
@@ -157,10 +195,16 @@ export class KafkaServer {
     // processed (see Connection.headless), and a shutdown waits for them within its grace period
     void conn.closed.then(() => {
       this.conns.delete(id);
-      const n = (this.perIp.get(remoteAddress) ?? 1) - 1;
-      if (n <= 0) this.perIp.delete(remoteAddress);
-      else this.perIp.set(remoteAddress, n);
+      this.releaseIp(remoteAddress);
     });
+  }
+
+  /** A PLAINTEXT listener's first bytes: a TLS ClientHello is refused with one line (and no request served). */
+  private screenPlaintext(chunk: Buffer, remoteAddress: string, remotePort: number): boolean {
+    if (!looksLikeTls(chunk)) return true;
+    const cls = 'TLS client on a PLAINTEXT listener';
+    this.refusals.warn(cls, { remoteAddress, remotePort }, `${cls}: connection closed`);
+    return false;
   }
 
   /** Why a new connection from `ip` must be refused, or null. */
@@ -169,18 +213,6 @@ export class KafkaServer {
     const max = this.opts.maxConnectionsPerIpOverrides?.get(ip) ?? this.opts.maxConnectionsPerIp;
     if ((this.perIp.get(ip) ?? 0) >= max) return { limit: 'max.connections.per.ip', max };
     return null;
-  }
-
-  private logReject(ip: string, r: { limit: string; max: number }): void {
-    const now = Date.now();
-    if (now - this.lastRejectLog < REJECT_LOG_INTERVAL_MS) {
-      this.suppressedRejects++;
-      return;
-    }
-    this.lastRejectLog = now;
-    const suppressed = this.suppressedRejects;
-    this.suppressedRejects = 0;
-    this.logger.warn({ remoteAddress: ip, [r.limit]: r.max, suppressed }, `rejected connection: ${r.limit} reached`);
   }
 }
 

@@ -21,6 +21,8 @@ export interface RequestLogEntry {
   clientSoftwareVersion: string | null;
   connection: string;
   listener: string;
+  /** Kafka's principal of the connection (User:ANONYMOUS, or User:CN=... from a client certificate) */
+  principal: string;
   remoteAddress: string;
   remotePort: number;
   /** response | no-response | closed */
@@ -68,6 +70,7 @@ export function toEntry(t: RequestTiming): RequestLogEntry {
     clientSoftwareVersion: sw?.version ?? null,
     connection: t.conn.id,
     listener: t.conn.listenerName,
+    principal: t.conn.principal ?? 'User:ANONYMOUS',
     remoteAddress: t.conn.remoteAddress,
     remotePort: t.conn.remotePort,
     outcome: OUTCOMES[t.outcome],

@@ -29,6 +29,8 @@ export interface TimedConnection {
   readonly remoteAddress: string;
   readonly remotePort: number;
   readonly listenerName: string;
+  /** Kafka's principal of the connection (User:ANONYMOUS without a client certificate) */
+  readonly principal?: string;
   /** From the client's ApiVersions v3+ request, remembered for the connection. */
   clientSoftware?: { name: string; version: string };
 }

@@ -32,6 +32,8 @@ export interface PyInput {
   /** null: kafka-python probes the broker; e.g. [0, 10, 0] forces that protocol generation. */
   api_version: number[] | null;
   acks: number;
+  /** extra KafkaProducer/KafkaConsumer arguments, e.g. security_protocol, ssl_cafile */
+  client?: Record<string, string | boolean>;
   runs: PyRun[];
 }
 

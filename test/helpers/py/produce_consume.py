@@ -1,7 +1,7 @@
 """Produce and read back records with kafka-python 2.0.2 (run under /usr/bin/python3).
 
 Reads one JSON object on stdin:
-  {"bootstrap": "host:port", "api_version": null | [0, 10, 0], "acks": 1,
+  {"bootstrap": "host:port", "api_version": null | [0, 10, 0], "acks": 1, "client": {extra client kwargs, e.g. ssl_cafile},
    "runs": [{"topic": str, "codec": "none"|"gzip"|"snappy"|"lz4"|"zstd",
              "records": [{"p": int, "k": hex, "v": hex, "ts": int, "h": [[name, hex], ...]}, ...]}, ...]}
 and, per run, prints JSON lines on stdout:
@@ -29,7 +29,7 @@ def tohex(v):
 def main():
     args = json.load(sys.stdin)
     api_version = tuple(args['api_version']) if args.get('api_version') else None
-    common = {'bootstrap_servers': args['bootstrap'], 'api_version': api_version}
+    common = {'bootstrap_servers': args['bootstrap'], 'api_version': api_version, **args.get('client', {})}
     for run in args['runs']:
         topic, codec = run['topic'], run['codec']
         producer = KafkaProducer(acks=args.get('acks', 1), compression_type=None if codec == 'none' else codec,

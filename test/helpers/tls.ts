@@ -1,0 +1,95 @@
+/** SSL listener test helpers: dev certificates (gregor dev certs' code) and a broker with PLAINTEXT and SSL listeners. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { type Broker, startBroker } from '../../lib/broker.js';
+import { makeDevCerts, type DevCertFiles } from '../../lib/cli/commands/dev-certs.js';
+import type { ConfigValue } from '../../lib/config.js';
+import { createLogger } from '../../lib/observability/logger.js';
+import { tempDir } from './broker.js';
+
+export type { DevCertFiles };
+
+/** A CA, the broker's certificate and client certificates (CN=<name>) in a fresh temp dir. */
+export function devCerts(clients: string[] = ['app']): DevCertFiles {
+  return makeDevCerts(join(tempDir('gregor-certs-'), 'certs'), { host: 'localhost', clients, password: 'test-pass', days: 2 });
+}
+
+/** The broker config of an SSL listener with the PEM key store and trust store of `certs`. */
+export function pemSslConfig(certs: DevCertFiles): Record<string, string> {
+  return {
+    'ssl.keystore.type': 'PEM',
+    'ssl.keystore.location': certs.brokerKeystorePem,
+    'ssl.truststore.type': 'PEM',
+    'ssl.truststore.location': certs.caCert,
+  };
+}
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  listener?: string;
+  [k: string]: unknown;
+}
+
+export interface TlsBroker {
+  broker: Broker;
+  /** host:port of the PLAINTEXT listener */
+  plain: string;
+  /** host:port of the SSL listener */
+  ssl: string;
+  dataDir: string;
+  /** the broker's log lines so far (warn and above) */
+  warnings(): LogLine[];
+  stop(): Promise<void>;
+}
+
+/** A broker with PLAINTEXT and SSL listeners on free ports (the SSL one configured by `config`). */
+export async function startTlsBroker(config: Record<string, string | ConfigValue>): Promise<TlsBroker> {
+  const dataDir = tempDir();
+  const lines: LogLine[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as LogLine);
+      cb();
+    },
+  });
+  const broker = await startBroker({
+    dataDir,
+    logger: createLogger({ level: 'warn', destination }),
+    config: { listeners: 'PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0', 'group.initial.rebalance.delay.ms': 0, ...config },
+  });
+  return {
+    broker,
+    plain: broker.listenerAddress('PLAINTEXT'),
+    ssl: broker.listenerAddress('SSL'),
+    dataDir,
+    warnings: () => lines.filter((l) => l.level === 'warn' || l.level === 'error'),
+    stop: () => broker.stop(),
+  };
+}
+
+/** kafkajs's ssl option for the CA of `certs`, with the client certificate `client` when given. */
+export function kafkajsSsl(certs: DevCertFiles, client?: string): { ca: string; cert?: string; key?: string; servername: string } {
+  const c = client === undefined ? undefined : certs.clients[client];
+  return {
+    ca: readFileSync(certs.caCert, 'utf8'),
+    servername: 'localhost',
+    ...(c === undefined ? {} : { cert: readFileSync(c.cert, 'utf8'), key: readFileSync(c.key, 'utf8') }),
+  };
+}
+
+/** librdkafka / kcat properties of an SSL client (with the client certificate `client` when given). */
+export function rdkafkaSsl(certs: DevCertFiles, client?: string): Record<string, string> {
+  const c = client === undefined ? undefined : certs.clients[client];
+  return {
+    'security.protocol': 'ssl',
+    'ssl.ca.location': certs.caCert,
+    ...(c === undefined ? {} : { 'ssl.certificate.location': c.cert, 'ssl.key.location': c.key }),
+  };
+}
+
+/** kcat -X arguments for `props`. */
+export function kcatProps(props: Record<string, string>): string[] {
+  return Object.entries(props).flatMap(([k, v]) => ['-X', `${k}=${v}`]);
+}

@@ -1,0 +1,158 @@
+/**
+ * Produce throughput over SSL against PLAINTEXT, side by side on one gregor (issue 18's figure: TLS
+ * should cost at most 30% at 1 KB records). One child broker with a PLAINTEXT and an SSL listener
+ * (PEM key store from `gregor dev certs`' code); librdkafka (@confluentinc/kafka-javascript) produces
+ * TLS_RECORDS (default 200,000) 1 KB records, acks=1, uncompressed, into a 1-partition topic per
+ * round; rounds alternate PLAINTEXT / SSL, TLS_ROUNDS (default 3) each. Figures: records/s and MB/s
+ * (medians), broker and client CPU-seconds per round, and the SSL/PLAINTEXT ratio.
+ *
+ *   npm run build && node dist/compat/bench/tls-throughput.js
+ *
+ * Writes compat/results/tls-throughput-<ISO timestamp>.json.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeDevCerts } from '../../lib/cli/commands/dev-certs.js';
+import { startGregor } from '../lib/broker-process.js';
+import { tempDir } from '../../test/helpers/broker.js';
+import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
+import { loadAverage, writeResult } from './eos-common.js';
+import { confluentVersion, connectRd, cpuSeconds, disconnectRd, envInt, flushRd, rdkafka, round, sleep } from './proc-stats.js';
+
+const VALUE_SIZE = 1024;
+
+interface Round {
+  listener: 'PLAINTEXT' | 'SSL';
+  records: number;
+  seconds: number;
+  recordsPerSec: number;
+  mbPerSec: number;
+  brokerCpuSeconds: number;
+  /** this process's CPU (librdkafka's threads run in it) */
+  clientCpuSeconds: number;
+}
+
+async function produce(bootstrap: string, props: Record<string, string>, topic: string, n: number, pool: Buffer[]): Promise<number> {
+  const p = new (rdkafka().Producer)({
+    'bootstrap.servers': bootstrap,
+    acks: 1,
+    'linger.ms': 5,
+    'batch.size': 1000000,
+    'queue.buffering.max.messages': 500000,
+    'queue.buffering.max.kbytes': 1048576,
+    log_level: 0,
+    ...props,
+  });
+  await connectRd(p);
+  p.setPollInterval(50);
+  const t0 = performance.now();
+  for (let i = 0; i < n;) {
+    try {
+      p.produce(topic, 0, pool[i % pool.length]!, null);
+      i++;
+    } catch (e) {
+      if (!(e instanceof Error && /full/i.test(e.message))) throw e;
+      await sleep(1);
+    }
+    if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
+  }
+  await flushRd(p, 120_000);
+  const secs = (performance.now() - t0) / 1000;
+  await disconnectRd(p);
+  return secs;
+}
+
+function listenerAddress(log: string, name: string): string {
+  const m = new RegExp(`"listener":"${name}","host":"([^"]+)","port":(\\d+),"msg":"listening"`).exec(log);
+  if (m === null) throw new Error(`no ${name} listener in the broker log`);
+  return `${m[1] ?? ''}:${m[2] ?? ''}`;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+async function main(): Promise<void> {
+  const n = envInt('TLS_RECORDS', 200_000);
+  const rounds = envInt('TLS_ROUNDS', 3);
+  const certDir = tempDir('gregor-bench-certs-');
+  const certs = makeDevCerts(join(certDir, 'c'), { host: 'localhost', clients: [], password: 'bench', days: 1 });
+  const g = await startGregor({
+    listeners: 'PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0',
+    'ssl.keystore.type': 'PEM',
+    'ssl.keystore.location': certs.brokerKeystorePem,
+    'admin.listener': 'none',
+  });
+  try {
+    const addr = { PLAINTEXT: listenerAddress(g.log(), 'PLAINTEXT'), SSL: listenerAddress(g.log(), 'SSL') };
+    const props = { PLAINTEXT: {}, SSL: { 'security.protocol': 'ssl', 'ssl.ca.location': certs.caCert } };
+    const pool = Array.from({ length: 256 }, () =>
+      Buffer.from(Array.from({ length: VALUE_SIZE }, () => 65 + Math.floor(Math.random() * 26))),
+    );
+    const c = await RawClient.connect(addr.PLAINTEXT);
+    const topics = Array.from({ length: rounds * 2 + 2 }, (_, i) => `tls-bench-${i}`);
+    await rawCreateTopics(
+      c,
+      topics.map((name) => ({ name, partitions: 1 })),
+    );
+    c.destroy();
+    // warm-up: one short run per listener (JIT, TLS session setup)
+    await produce(addr.PLAINTEXT, props.PLAINTEXT, topics[0]!, 20_000, pool);
+    await produce(addr.SSL, props.SSL, topics[1]!, 20_000, pool);
+    const results: Round[] = [];
+    for (let r = 0; r < rounds * 2; r++) {
+      const listener = r % 2 === 0 ? 'PLAINTEXT' : 'SSL';
+      const cpu0 = cpuSeconds(g.pid);
+      const u0 = process.cpuUsage();
+      const secs = await produce(addr[listener], props[listener], topics[r + 2]!, n, pool);
+      const cpu = cpuSeconds(g.pid) - cpu0;
+      const u = process.cpuUsage(u0);
+      const clientCpu = round((u.user + u.system) / 1e6, 2);
+      results.push({
+        listener,
+        records: n,
+        seconds: round(secs, 3),
+        recordsPerSec: Math.round(n / secs),
+        mbPerSec: round((n * VALUE_SIZE) / 1e6 / secs, 1),
+        brokerCpuSeconds: round(cpu, 2),
+        clientCpuSeconds: clientCpu,
+      });
+      console.log(
+        `${listener}: ${Math.round(n / secs)} records/s, ${round((n * VALUE_SIZE) / 1e6 / secs, 1)} MB/s, broker ${round(cpu, 2)} CPU-s, client ${clientCpu} CPU-s`,
+      );
+    }
+    const med = (l: string, k: 'recordsPerSec' | 'brokerCpuSeconds'): number =>
+      median(results.filter((x) => x.listener === l).map((x) => x[k]));
+    const summary = {
+      plaintextRecordsPerSec: med('PLAINTEXT', 'recordsPerSec'),
+      sslRecordsPerSec: med('SSL', 'recordsPerSec'),
+      sslOverPlaintext: round(med('SSL', 'recordsPerSec') / med('PLAINTEXT', 'recordsPerSec'), 3),
+      plaintextBrokerCpuSeconds: med('PLAINTEXT', 'brokerCpuSeconds'),
+      sslBrokerCpuSeconds: med('SSL', 'brokerCpuSeconds'),
+    };
+    console.log(
+      `medians: PLAINTEXT ${summary.plaintextRecordsPerSec} records/s, SSL ${summary.sslRecordsPerSec} records/s (SSL/PLAINTEXT ${summary.sslOverPlaintext})`,
+    );
+    const file = writeResult('tls-throughput', new Date().toISOString(), {
+      id: 'tls-throughput',
+      client: `librdkafka (@confluentinc/kafka-javascript ${confluentVersion()})`,
+      settings: {
+        records: n,
+        rounds,
+        valueBytes: VALUE_SIZE,
+        acks: 1,
+        compression: 'none',
+        partitions: 1,
+        tls: 'PEM key store, RSA 2048, TLS 1.3 negotiated',
+      },
+      loadAverage: loadAverage(),
+      node: process.version,
+      summary,
+      rounds: results,
+    });
+    console.log(`results in ${file}`);
+  } finally {
+    await g.stop();
+    rmSync(certDir, { recursive: true, force: true });
+  }
+}
+
+await main();

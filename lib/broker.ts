@@ -11,7 +11,7 @@ import { metricsRoutes } from './admin/metrics-routes.js';
 import { requestLogRoutes } from './admin/request-routes.js';
 import { AdminServer } from './admin/server.js';
 import { AppendPool } from './append/pool.js';
-import { BrokerConfig, type ConfigValue, type Listener, parseAdminListener, parseListener } from './config.js';
+import { BrokerConfig, ConfigError, type ConfigValue, type Listener, parseAdminListener, parseListener } from './config.js';
 import { createGroupCoordinator } from './group/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
@@ -102,6 +102,12 @@ export class Broker {
       const name = parseListener(spec).name;
       if (this.config.securityProtocol(name) === 'SSL') this.tlsSettings.set(name, listenerTlsSettings(this.config, name));
     }
+    const interBroker =
+      this.config.string('inter.broker.listener.name') ?? parseListener(this.config.list('listeners')[0] ?? 'PLAINTEXT://:9092').name;
+    if (this.config.string('metadata.store') === 'etcd' && this.tlsSettings.has(interBroker.toUpperCase()))
+      throw new ConfigError(
+        `inter-broker listener ${interBroker} is SSL: brokers of a gregor cluster do not speak TLS to each other yet; set inter.broker.listener.name to a PLAINTEXT listener`,
+      );
     const notApplying = this.config.notApplying();
     if (notApplying.length > 0)
       this.logger.info({ keys: notApplying }, 'config keys Kafka defines that do not apply to gregor: accepted, no effect');

@@ -192,7 +192,7 @@ describe('SSL listener: client certificates, TLS versions, wrong protocols', fun
     expect(sslPrincipals(b)).to.deep.equal(['User:CN=app,OU=gregor-dev,O=gregor']);
   });
 
-  it('refuses at start: SASL listeners (not built yet), a JKS key store, an SSL listener without a key store', async () => {
+  it('refuses at start: SASL listeners (not built yet), a JKS key store, an SSL listener without a key store, an SSL inter-broker listener in a cluster', async () => {
     const start = (config: Record<string, string>) =>
       refused(startBroker({ dataDir: tempDir(), logger: silentLogger(), config: { 'admin.listener': 'none', ...config } }));
     expect((await start({ listeners: 'SASL_SSL://127.0.0.1:0' })).message).to.match(/SASL_SSL is not built yet in gregor/);
@@ -204,6 +204,13 @@ describe('SSL listener: client certificates, TLS versions, wrong protocols', fun
     );
     expect((await start({ listeners: 'SSL://127.0.0.1:0', 'ssl.keystore.type': 'PEM' })).message).to.match(/ssl.keystore.location/);
     expect((await start({ listeners: 'INTERNAL://127.0.0.1:0' })).message).to.match(/No security protocol defined for listener INTERNAL/);
+    const cluster = {
+      listeners: 'SSL://127.0.0.1:0',
+      ...pemSslConfig(certs),
+      'metadata.store': 'etcd',
+      'etcd.endpoints': 'http://127.0.0.1:1',
+    };
+    expect((await start(cluster)).message).to.match(/inter-broker listener SSL is SSL: brokers of a gregor cluster do not speak TLS/);
   });
 
   it('gregor dev certs writes a CA, broker and client certificates that openssl verifies, and prints the config', () => {

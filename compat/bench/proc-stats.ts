@@ -237,6 +237,31 @@ export function flushRd(p: RdProducer, timeoutMs = 60_000): Promise<void> {
   return new Promise((resolve, reject) => p.flush(timeoutMs, (e) => (e ? reject(asError(e)) : resolve())));
 }
 
+/**
+ * Produces n records (value valueAt(i)) to `partition` (null: librdkafka's partitioner), waiting while
+ * librdkafka's queue is full and yielding to the event loop every 4096 records, then flushes.
+ */
+export async function produceAllRd(
+  p: RdProducer,
+  topic: string,
+  partition: number | null,
+  n: number,
+  valueAt: (i: number) => Buffer,
+): Promise<void> {
+  for (let i = 0; i < n;) {
+    try {
+      p.produce(topic, partition, valueAt(i), null);
+      i++;
+    } catch (e) {
+      // QUEUE_FULL: let librdkafka drain
+      if (!(e instanceof Error && /full/i.test(e.message))) throw e;
+      await sleep(1);
+    }
+    if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
+  }
+  await flushRd(p, 120_000);
+}
+
 export const ROOT_DIR = ROOT;
 
 /** A thread (threads of one name summed) and how busy it was over a window, % of one core. */

@@ -20,7 +20,7 @@ import {
   cpuMeter,
   disconnectRd,
   envInt,
-  flushRd,
+  produceAllRd,
   type RdMessage,
   type RdProducer,
   rdkafka,
@@ -114,18 +114,7 @@ async function rdProduce(
   p.setPollInterval(50);
   const stop = measured(pid);
   const t0 = performance.now();
-  for (let i = 0; i < n;) {
-    try {
-      p.produce(topic, null, pool[i % pool.length]!, null);
-      i++;
-    } catch (e) {
-      // QUEUE_FULL: let librdkafka drain
-      if (!(e instanceof Error && /full/i.test(e.message))) throw e;
-      await sleep(1);
-    }
-    if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
-  }
-  await flushRd(p, 120_000);
+  await produceAllRd(p, topic, null, n, (i) => pool[i % pool.length]!);
   const secs = (performance.now() - t0) / 1000;
   const m = stop(n, secs);
   await disconnectRd(p);

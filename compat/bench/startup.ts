@@ -20,7 +20,7 @@ import {
   connectRd,
   disconnectRd,
   envInt,
-  flushRd,
+  produceAllRd,
   peakRssBytes,
   type RdProducer,
   rdkafka,
@@ -224,17 +224,7 @@ async function produceMany(bootstrap: string, topic: string, n: number): Promise
   p.setPollInterval(50);
   const value = Buffer.alloc(100, 'v');
   const t0 = performance.now();
-  for (let i = 0; i < n;) {
-    try {
-      p.produce(topic, 0, value, null);
-      i++;
-    } catch (e) {
-      if (!(e instanceof Error && /full/i.test(e.message))) throw e;
-      await sleep(1);
-    }
-    if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
-  }
-  await flushRd(p, 120_000);
+  await produceAllRd(p, topic, 0, n, () => value);
   const secs = (performance.now() - t0) / 1000;
   await disconnectRd(p);
   const c = await RawClient.connect(bootstrap);

@@ -17,7 +17,7 @@ import { startGregor } from '../lib/broker-process.js';
 import { tempDir } from '../../test/helpers/broker.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { loadAverage, writeResult } from './eos-common.js';
-import { confluentVersion, connectRd, cpuSeconds, disconnectRd, envInt, flushRd, rdkafka, round, sleep } from './proc-stats.js';
+import { confluentVersion, connectRd, cpuSeconds, disconnectRd, envInt, produceAllRd, rdkafka, round } from './proc-stats.js';
 
 const VALUE_SIZE = 1024;
 
@@ -46,17 +46,7 @@ async function produce(bootstrap: string, props: Record<string, string>, topic: 
   await connectRd(p);
   p.setPollInterval(50);
   const t0 = performance.now();
-  for (let i = 0; i < n;) {
-    try {
-      p.produce(topic, 0, pool[i % pool.length]!, null);
-      i++;
-    } catch (e) {
-      if (!(e instanceof Error && /full/i.test(e.message))) throw e;
-      await sleep(1);
-    }
-    if ((i & 4095) === 0) await new Promise((r) => setImmediate(r));
-  }
-  await flushRd(p, 120_000);
+  await produceAllRd(p, topic, 0, n, (i) => pool[i % pool.length]!);
   const secs = (performance.now() - t0) / 1000;
   await disconnectRd(p);
   return secs;

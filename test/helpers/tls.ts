@@ -1,6 +1,6 @@
 /** SSL listener test helpers: dev certificates (gregor dev certs' code) and a broker with PLAINTEXT and SSL listeners. */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { type Broker, startBroker } from '../../lib/broker.js';
 import { makeDevCerts, type DevCertFiles } from '../../lib/cli/commands/dev-certs.js';
@@ -13,6 +13,11 @@ export type { DevCertFiles };
 /** A CA, the broker's certificate and client certificates (CN=<name>) in a fresh temp dir. */
 export function devCerts(clients: string[] = ['app']): DevCertFiles {
   return makeDevCerts(join(tempDir('gregor-certs-'), 'certs'), { host: 'localhost', clients, password: 'test-pass', days: 2 });
+}
+
+/** Removes the temp dir of devCerts(). */
+export function removeCerts(certs: DevCertFiles): void {
+  rmSync(dirname(certs.dir), { recursive: true, force: true });
 }
 
 /** The broker config of an SSL listener with the PEM key store and trust store of `certs`. */
@@ -65,7 +70,10 @@ export async function startTlsBroker(config: Record<string, string | ConfigValue
     ssl: broker.listenerAddress('SSL'),
     dataDir,
     warnings: () => lines.filter((l) => l.level === 'warn' || l.level === 'error'),
-    stop: () => broker.stop(),
+    async stop() {
+      await broker.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { startBroker } from '../../lib/broker.js';
@@ -23,6 +23,7 @@ import {
   kcatProps,
   pemSslConfig,
   rdkafkaSsl,
+  removeCerts,
   startTlsBroker,
   type DevCertFiles,
   type TlsBroker,
@@ -75,8 +76,8 @@ describe('SSL listener: client certificates, TLS versions, wrong protocols', fun
   let other: DevCertFiles;
 
   before(() => {
-    certs = devCerts(['app']);
-    other = devCerts(['app']); // the same names, signed by another CA
+    certs = cleanup.add(devCerts(['app']), removeCerts);
+    other = cleanup.add(devCerts(['app']), removeCerts); // the same names, signed by another CA
   });
   after(() => cleanup.run());
 
@@ -193,8 +194,9 @@ describe('SSL listener: client certificates, TLS versions, wrong protocols', fun
   });
 
   it('refuses at start: SASL listeners (not built yet), a JKS key store, an SSL listener without a key store, an SSL inter-broker listener in a cluster', async () => {
+    const dataDir = cleanup.add(tempDir(), (d) => rmSync(d, { recursive: true, force: true }));
     const start = (config: Record<string, string>) =>
-      refused(startBroker({ dataDir: tempDir(), logger: silentLogger(), config: { 'admin.listener': 'none', ...config } }));
+      refused(startBroker({ dataDir, logger: silentLogger(), config: { 'admin.listener': 'none', ...config } }));
     expect((await start({ listeners: 'SASL_SSL://127.0.0.1:0' })).message).to.match(/SASL_SSL is not built yet in gregor/);
     expect((await start({ listeners: 'PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0' })).message).to.match(
       /SASL_PLAINTEXT is not built yet/,
@@ -214,7 +216,10 @@ describe('SSL listener: client certificates, TLS versions, wrong protocols', fun
   });
 
   it('gregor dev certs writes a CA, broker and client certificates that openssl verifies, and prints the config', () => {
-    const out = join(tempDir('gregor-devcerts-'), 'c');
+    const out = join(
+      cleanup.add(tempDir('gregor-devcerts-'), (d) => rmSync(d, { recursive: true, force: true })),
+      'c',
+    );
     const text = execFileSync(process.execPath, [join(PROJECT_ROOT, 'bin/gregor.js'), 'dev', 'certs', '--out', out, '--client', 'alice'], {
       encoding: 'utf8',
     });

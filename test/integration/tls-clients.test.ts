@@ -17,6 +17,7 @@ import {
   kcatProps,
   pemSslConfig,
   rdkafkaSsl,
+  removeCerts,
   startTlsBroker,
   type DevCertFiles,
   type TlsBroker,
@@ -58,7 +59,7 @@ describe('SSL listener beside PLAINTEXT: every client produces and consumes', fu
   let b: TlsBroker;
 
   before(async () => {
-    certs = devCerts(['app']);
+    certs = cleanup.add(devCerts(['app']), removeCerts);
     b = cleanup.add(await startTlsBroker({ ...pemSslConfig(certs), 'num.partitions': 1 }), (x) => x.stop());
   });
   after(() => cleanup.run());

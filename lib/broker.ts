@@ -28,6 +28,7 @@ import { LogCleaner } from './log/cleaner/cleaner.js';
 import { BrokerMetrics } from './observability/broker-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import type { MetricsSource, PrometheusExporter } from './observability/prometheus.js';
+import { topicAndGroupViews } from './observability/service-views.js';
 import { FetchSessionCache } from './replica/fetch-sessions.js';
 import { Readiness } from './observability/readiness.js';
 import type { RequestTiming } from './observability/request-timing.js';
@@ -36,7 +37,7 @@ import { ReplicaFetcherManager } from './replica/replica-fetcher.js';
 import { Replication } from './replica/replication.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { ensureTopics, type TopicSpec } from './topic-spec.js';
-import { TopicManager, type TopicLogs } from './topics.js';
+import { TopicManager } from './topics.js';
 import { createTransactionCoordinator } from './txn/index.js';
 import { ProducerIdManager } from './txn/producer-ids.js';
 
@@ -435,11 +436,6 @@ export class Broker {
   /** What /metrics reads (computed at scrape time). */
   private metricsSource(): MetricsSource {
     const s = this.services;
-    // a log not recovered (yet, or its recovery failed) has no offsets to show: left out as a
-    // partition without a log
-    const recovered = (logs: TopicLogs): TopicLogs =>
-      this.logManager.hasUnservable ? logs.map((l) => (l?.servable === true ? l : undefined)) : logs;
-    const brokerMinIsr = this.config.int('min.insync.replicas');
     return {
       metrics: this.metrics,
       nodeId: this.config.nodeId,
@@ -447,30 +443,7 @@ export class Broker {
       brokerAddress: () => this.bootstrapServers,
       isReady: () => this.readiness.isReady,
       logCleaner: () => this.cleaner?.stats ?? null,
-      *topics() {
-        for (const t of s.metadata.topics()) {
-          const minIsr = t.configs['min.insync.replicas'];
-          yield {
-            name: t.name,
-            partitions: recovered(s.topics.logsOf(t.name) ?? []),
-            partitionCount: t.partitions,
-            minInsyncReplicas: minIsr !== undefined ? Number(minIsr) : brokerMinIsr,
-          };
-        }
-      },
-      *groups() {
-        const g = s.groups;
-        const ids = new Set([...g.groups.keys(), ...g.offsets.groups()]);
-        for (const groupId of ids) {
-          yield {
-            groupId,
-            members: g.groups.get(groupId)?.members.size ?? 0,
-            *offsets() {
-              for (const o of g.offsets.all(groupId)) yield { topic: o.topic, partition: o.partition, offset: o.offset.offset };
-            },
-          };
-        }
-      },
+      ...topicAndGroupViews(s, this.logManager, this.config.int('min.insync.replicas')),
       listeners: () => this.servers.map((x) => ({ name: x.listener.name, connections: x.server.connections.values() })),
     };
   }

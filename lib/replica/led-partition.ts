@@ -43,6 +43,13 @@ export interface FollowerProgress {
   idleOf: { readonly forgotten: boolean } | null;
 }
 
+/** A follower a consumer could read from instead of the leader (KIP-392), with how long ago it last caught up. */
+export interface ReadCandidate {
+  nodeId: number;
+  logEndOffset: bigint;
+  timeSinceCaughtUpMs: number;
+}
+
 /** When the follower last had everything the leader had (its idle session's clock counts). */
 export function lastCaughtUpMs(f: FollowerProgress): number {
   const idle = f.idleClock;
@@ -100,6 +107,17 @@ export class Led {
     for (const [r, f] of this.followers)
       if (r !== nodeId && f.logStartOffset < low && live.some((b) => b.nodeId === r)) low = f.logStartOffset;
     return low;
+  }
+
+  /** KIP-392: the followers (not `self`) in the ISR whose log end offset, as of their last fetch, is at or past `fetchOffset`. */
+  readCandidates(self: number, fetchOffset: bigint, now: number): ReadCandidate[] {
+    const out: ReadCandidate[] = [];
+    for (const r of this.state.isr) {
+      const f = r === self ? undefined : this.followers.get(r);
+      if (f !== undefined && f.logEndOffset >= fetchOffset)
+        out.push({ nodeId: r, logEndOffset: f.logEndOffset, timeSinceCaughtUpMs: now - lastCaughtUpMs(f) });
+    }
+    return out;
   }
 
   /** Kafka starts every follower's clock at the election: ISR members get the lag time to show up. */

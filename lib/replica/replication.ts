@@ -32,6 +32,7 @@ import {
   type LedFollower,
   PartitionMap,
   partitionKey as key,
+  type ReadCandidate,
   type Waiter,
 } from './led-partition.js';
 
@@ -330,21 +331,8 @@ export class Replication {
    * `fetchOffset` could read from instead, as Kafka chooses them: in the ISR, and with a log end
    * offset (as of their last fetch) at or past the offset; with how long ago each last caught up.
    */
-  readCandidates(
-    topic: string,
-    partition: number,
-    fetchOffset: bigint,
-    now = this.now(),
-  ): { nodeId: number; logEndOffset: bigint; timeSinceCaughtUpMs: number }[] | undefined {
-    const l = this.led.at(topic, partition);
-    if (l === undefined) return undefined;
-    const out: { nodeId: number; logEndOffset: bigint; timeSinceCaughtUpMs: number }[] = [];
-    for (const r of l.state.isr) {
-      const f = r === this.nodeId ? undefined : l.followers.get(r);
-      if (f !== undefined && f.logEndOffset >= fetchOffset)
-        out.push({ nodeId: r, logEndOffset: f.logEndOffset, timeSinceCaughtUpMs: now - lastCaughtUpMs(f) });
-    }
-    return out;
+  readCandidates(topic: string, partition: number, fetchOffset: bigint, now = this.now()): ReadCandidate[] | undefined {
+    return this.led.at(topic, partition)?.readCandidates(this.nodeId, fetchOffset, now);
   }
 
   /** The ISR's size as this leader sees it (min.insync.replicas checks), 0 when it does not lead. */

@@ -1,15 +1,15 @@
 /** Starts real gregor brokers for integration tests: in-process, or as a child process that can be killed. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Broker, startBroker } from '../../lib/broker.js';
 import type { ConfigValue } from '../../lib/config.js';
 import { silentLogger, createLogger } from '../../lib/observability/logger.js';
 import { PROJECT_ROOT } from './project.js';
+import { makeTempDir } from './temp-dirs.js';
 
 export function tempDir(prefix = 'gregor-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  return makeTempDir(prefix);
 }
 
 export interface TestBroker {

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { buildMessageSet, buildRecordBatch } from '../../../protocol/records/index.js';
@@ -10,11 +9,12 @@ import type { LogConfig } from '../../../lib/log/log-config.js';
 import { PartitionLog } from '../../../lib/log/partition-log.js';
 import type { BrokerConfig } from '../../../lib/config.js';
 import { LogManager } from '../../../lib/log/log-dirs.js';
+import { makeTempDir } from '../../helpers/temp-dirs.js';
 
 export const T0 = 1_700_000_000_000n;
 
 export function tmpDir(name = 'log'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `gregor-${name}-`));
+  return makeTempDir(`gregor-${name}-`);
 }
 
 export function rmDir(dir: string): void {

@@ -1,15 +1,17 @@
 /**
- * Kafka's own stock server.properties files (test/fixtures/kafka-config: the ZooKeeper-era file, the
- * 3.x KRaft file, the KRaft files of the 4.0 development line, and its broker-only and controller-only
- * KRaft samples) start gregor unchanged, and a kafkajs
- * client produces and consumes through it. Overridden on the command line, because the files name
- * fixed resources other tests may hold: the port (`--port 0`, and advertised.listeners, which names
- * localhost:9092) and the data dir (log.dirs=/tmp/kafka-logs or /tmp/kraft-combined-logs).
+ * The stock broker config files shipped in the Kafka 3.9.0 and 4.0.0 release tarballs
+ * (test/fixtures/kafka-config/<release>/config/..., see its README) start gregor unchanged, and a
+ * kafkajs client produces and consumes through it. Overridden on the command line, because the files
+ * name fixed resources other tests may hold: the port (`--port 0`), the data dir
+ * (log.dirs=/tmp/kafka-logs, /tmp/kraft-*-logs), and in advertised.listeners only the broker
+ * listener's entry (localhost:9092 -> 127.0.0.1:0, the bound port); a KRaft CONTROLLER entry there
+ * (3.9.0's and 4.0.0's combined server.properties) is kept, and must not reach clients.
  */
 import { expect } from 'chai';
 import { createRequire } from 'node:module';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseProperties } from '../../lib/config.js';
 import { startChildBroker, tempDir } from '../helpers/broker.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 
@@ -17,22 +19,44 @@ const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
 
 const FIXTURES = join(PROJECT_ROOT, 'test/fixtures/kafka-config');
+/** Each file, with keys it sets that gregor must list at start as not applying. */
 const FILES: [string, string[]][] = [
-  ['zookeeper/server.properties', ['zookeeper.connect', 'zookeeper.connection.timeout.ms']],
-  ['kraft-3x/server.properties', ['process.roles', 'controller.quorum.voters', 'controller.listener.names']],
-  ['kraft-dev/server.properties', ['share.coordinator.state.topic.replication.factor', 'share.coordinator.state.topic.min.isr']],
-  ['kraft-dev/reconfig-server.properties', ['controller.quorum.bootstrap.servers', 'process.roles']],
-  ['kraft-split/broker.properties', ['process.roles', 'controller.quorum.voters']],
+  ['3.9.0/config/server.properties', ['zookeeper.connect', 'zookeeper.connection.timeout.ms']],
+  ['3.9.0/config/kraft/server.properties', ['process.roles', 'controller.quorum.voters', 'controller.listener.names']],
+  ['3.9.0/config/kraft/broker.properties', ['process.roles', 'controller.quorum.bootstrap.servers']],
   // a controller-only node: its one listener is the controller's, so the broker listener comes from --port
-  ['kraft-split/controller.properties', ['controller.quorum.bootstrap.servers', 'share.coordinator.state.topic.min.isr']],
+  ['3.9.0/config/kraft/controller.properties', ['process.roles', 'controller.quorum.bootstrap.servers']],
+  ['3.9.0/config/kraft/reconfig-server.properties', ['process.roles', 'controller.quorum.bootstrap.servers']],
+  ['4.0.0/config/server.properties', ['controller.quorum.bootstrap.servers', 'share.coordinator.state.topic.replication.factor']],
+  ['4.0.0/config/broker.properties', ['process.roles', 'share.coordinator.state.topic.min.isr']],
+  ['4.0.0/config/controller.properties', ['controller.quorum.bootstrap.servers', 'share.coordinator.state.topic.min.isr']],
 ];
+
+/** The file's advertised.listeners with its broker entries replaced by PLAINTEXT://127.0.0.1:0 and its controller entries kept. */
+function advertisedOverride(file: string): { value: string; controllerEntries: number } {
+  const props = parseProperties(readFileSync(join(FIXTURES, file), 'utf8'));
+  const controller = new Set((props.get('controller.listener.names') ?? '').split(',').map((n) => n.trim().toUpperCase()));
+  const entries = (props.get('advertised.listeners') ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  const kept = entries.filter((e) => controller.has(e.slice(0, e.indexOf(':')).toUpperCase()));
+  return { value: ['PLAINTEXT://127.0.0.1:0', ...kept].join(','), controllerEntries: kept.length };
+}
 
 describe("Kafka's stock config files start gregor", function () {
   this.timeout(60_000);
+  it('the files keep a KRaft controller entry in advertised.listeners where the release has one', () => {
+    expect(advertisedOverride('3.9.0/config/kraft/server.properties').controllerEntries).to.equal(1);
+    expect(advertisedOverride('4.0.0/config/server.properties').controllerEntries).to.equal(1);
+    expect(advertisedOverride('3.9.0/config/server.properties').value).to.equal('PLAINTEXT://127.0.0.1:0');
+  });
+
   for (const [file, notApplying] of FILES) {
     it(`${file}: starts, logs the keys that do not apply (${notApplying.join(', ')}), and kafkajs produces and consumes`, async () => {
       const dir = tempDir();
-      const b = await startChildBroker(dir, 0, { 'log.dirs': dir, 'advertised.listeners': 'PLAINTEXT://127.0.0.1:0' }, {}, [
+      const advertised = advertisedOverride(file).value;
+      const b = await startChildBroker(dir, 0, { 'log.dirs': dir, 'advertised.listeners': advertised }, {}, [
         '--config',
         join(FIXTURES, file),
       ]);
@@ -47,6 +71,9 @@ describe("Kafka's stock config files start gregor", function () {
         const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'stock-config', logLevel: logLevel.NOTHING });
         const admin = kafka.admin();
         await admin.connect();
+        // only the broker listener reaches clients, at the bound port (never a KRaft controller endpoint)
+        const cluster = await admin.describeCluster();
+        expect(cluster.brokers.map((x) => `${x.host}:${x.port}`)).to.deep.equal([b.bootstrap]);
         await admin.createTopics({ topics: [{ topic: 'stock', numPartitions: 1 }] });
         await admin.disconnect();
         const producer = kafka.producer();

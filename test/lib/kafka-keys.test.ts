@@ -15,14 +15,12 @@ import { PROJECT_ROOT } from '../helpers/project.js';
 
 const FIXTURES = join(PROJECT_ROOT, 'test/fixtures/kafka-config');
 
+/** Every .properties file under the fixtures folder (<release>/config/..., as in the release tarballs). */
 function fixtureFiles(): string[] {
-  return readdirSync(FIXTURES, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .flatMap((d) =>
-      readdirSync(join(FIXTURES, d.name))
-        .filter((f) => f.endsWith('.properties'))
-        .map((f) => join(FIXTURES, d.name, f)),
-    );
+  return readdirSync(FIXTURES, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.properties'))
+    .map((f) => join(FIXTURES, f))
+    .sort();
 }
 
 describe('Kafka config key catalogue', () => {
@@ -78,7 +76,8 @@ describe('Kafka config key catalogue', () => {
 
   it('knows every key of the stock Kafka config files; the Kafka-only ones are accepted and listed as not applying', () => {
     const files = fixtureFiles();
-    expect(files.length).to.equal(6);
+    // 3.9.0: config/server.properties and config/kraft/{server,broker,controller,reconfig-server}; 4.0.0: config/{server,broker,controller}
+    expect(files.length).to.equal(8);
     for (const f of files) {
       const props = parseProperties(readFileSync(f, 'utf8'));
       expect(props.size, f).to.be.greaterThan(10);
@@ -86,16 +85,14 @@ describe('Kafka config key catalogue', () => {
       const c = new BrokerConfig({ file: f, overrides: { listeners: 'PLAINTEXT://:9092' } });
       for (const k of props.keys()) expect(c.explicit.has(k) || c.inapplicable.has(k), `${f}: ${k}`).to.equal(true);
     }
-    const c = new BrokerConfig({ file: join(FIXTURES, 'kraft-dev/reconfig-server.properties') });
+    const c = new BrokerConfig({ file: join(FIXTURES, '3.9.0/config/kraft/reconfig-server.properties') });
     expect(c.notApplying()).to.include.members(['controller.quorum.bootstrap.servers', 'process.roles', 'num.network.threads']);
     expect(c.inapplicable.get('controller.quorum.bootstrap.servers')).to.equal('localhost:9093');
     // the KRaft controller listener is not bound by gregor
     expect(c.brokerListeners).to.deep.equal(['PLAINTEXT://:9092']);
     // a controller-only file names no listener gregor could serve clients on: said at start
-    expect(() => new BrokerConfig({ file: join(FIXTURES, 'kraft-split/controller.properties') })).to.throw(
-      ConfigError,
-      /names only KRaft controller listeners/,
-    );
+    for (const f of ['3.9.0/config/kraft/controller.properties', '4.0.0/config/controller.properties'])
+      expect(() => new BrokerConfig({ file: join(FIXTURES, f) }), f).to.throw(ConfigError, /names only KRaft controller listeners/);
   });
 
   it('type-checks the values of Kafka keys gregor only accepts, as Kafka would at start', () => {

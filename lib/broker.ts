@@ -3,6 +3,7 @@
  * listeners. `startBroker({ port: 0 })` is the embedded API the tests use.
  */
 import { DynamicBrokerConfigs } from './config/dynamic-configs.js';
+import { notApplyingLogLine } from './config/kafka-keys.js';
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { faultRoutes } from './admin/fault-routes.js';
@@ -109,9 +110,8 @@ export class Broker {
       throw new ConfigError(
         `inter-broker listener ${interBroker} is SSL: brokers of a gregor cluster do not speak TLS to each other yet; set inter.broker.listener.name to a PLAINTEXT listener`,
       );
-    const notApplying = this.config.notApplying();
-    if (notApplying.length > 0)
-      this.logger.info({ keys: notApplying }, 'config keys Kafka defines that do not apply to gregor: accepted, no effect');
+    const notApplying = notApplyingLogLine(this.config.notApplying());
+    if (notApplying !== undefined) this.logger.info(notApplying.fields, notApplying.msg);
     this.metrics = new BrokerMetrics({ requestLogSize: this.config.int('admin.requests.log.size') });
   }
 

@@ -391,4 +391,17 @@ unstable.api.versions.enable|boolean|false|r
 unstable.feature.versions.enable|boolean|false|r
 `;
 
-export const KAFKA_BROKER_TABLE = { v39: KAFKA_39, v4x: KAFKA_4X };
+/**
+ * 3.9 keys that Kafka 4.0 removed, besides every ZooKeeper-mode `zookeeper.*` key (4.0 runs in KRaft
+ * mode only): the broker keys the 4.0 upgrade notes name as removed (kafka-site 40/upgrade.html,
+ * "Notable changes in 4.0.0").
+ */
+const REMOVED_IN_4 = `
+auto.include.jmx.reporter
+delegation.token.master.key
+log.message.format.version
+log.message.timestamp.difference.max.ms
+offsets.commit.required.acks
+`;
+
+export const KAFKA_BROKER_TABLE = { v39: KAFKA_39, v4x: KAFKA_4X, removedIn4: REMOVED_IN_4 };

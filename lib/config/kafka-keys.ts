@@ -28,6 +28,22 @@ export const KAFKA_BROKER_KEYS: ReadonlyMap<string, KafkaKey> = new Map(
   [...parseTable(KAFKA_BROKER_TABLE.v39, false), ...parseTable(KAFKA_BROKER_TABLE.v4x, true)].map((k) => [k.name, k]),
 );
 
+const REMOVED_IN_4: ReadonlySet<string> = new Set(KAFKA_BROKER_TABLE.removedIn4.split('\n').filter((l) => l.trim() !== ''));
+
+/** The keys of `keys` that Kafka 4.0 removed (ZooKeeper mode's, and those its upgrade notes name), in order. */
+export function removedInKafka4(keys: Iterable<string>): string[] {
+  return [...keys].filter((k) => KAFKA_BROKER_KEYS.has(k) && (k.startsWith('zookeeper.') || REMOVED_IN_4.has(k)));
+}
+
+/** The start-up log line listing the keys set that Kafka defines but gregor does not act on (none: undefined). */
+export function notApplyingLogLine(keys: string[]): { fields: { keys: string[]; removedInKafka4?: string[] }; msg: string } | undefined {
+  if (keys.length === 0) return undefined;
+  const removed = removedInKafka4(keys);
+  const msg = 'config keys Kafka defines that do not apply to gregor: accepted, no effect';
+  if (removed.length === 0) return { fields: { keys }, msg };
+  return { fields: { keys, removedInKafka4: removed }, msg: `${msg}; removed in Kafka 4.0: ${removed.join(', ')}` };
+}
+
 export interface KafkaTopicKey {
   name: string;
   type: KafkaType;

@@ -10,6 +10,8 @@ import {
   kafkaBrokerKey,
   listenerPrefixedBase,
   nearestKey,
+  notApplyingLogLine,
+  removedInKafka4,
 } from '../../lib/config/kafka-keys.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 
@@ -34,6 +36,23 @@ describe('Kafka config key catalogue', () => {
     expect(KAFKA_BROKER_KEYS.get('share.coordinator.state.topic.replication.factor')).to.include({ type: 'short', since4: true });
     expect(KAFKA_BROKER_KEYS.get('controller.quorum.bootstrap.servers')).to.include({ type: 'list', default: '' });
     expect(KAFKA_BROKER_KEYS.has('no.such.key')).to.equal(false);
+  });
+
+  it('says which 3.9 keys Kafka 4.0 removed: ZooKeeper mode and the keys its upgrade notes name', () => {
+    const removed = ['zookeeper.connect', 'zookeeper.set.acl', 'delegation.token.master.key', 'offsets.commit.required.acks'];
+    expect(removedInKafka4([...removed, 'process.roles', 'log.retention.ms', 'zookeeper.no.such.key'])).to.deep.equal(removed);
+    expect(
+      removedInKafka4(['log.message.format.version', 'log.message.timestamp.difference.max.ms', 'auto.include.jmx.reporter']),
+    ).to.have.length(3);
+    // each is a 3.9 key
+    for (const k of removedInKafka4(KAFKA_BROKER_KEYS.keys())) expect(KAFKA_BROKER_KEYS.get(k)?.since4, k).to.equal(false);
+    expect(removedInKafka4(KAFKA_BROKER_KEYS.keys()).length).to.be.greaterThan(20);
+    expect(notApplyingLogLine([])).to.equal(undefined);
+    expect(notApplyingLogLine(['process.roles'])?.fields).to.deep.equal({ keys: ['process.roles'] });
+    expect(notApplyingLogLine(['process.roles', 'zookeeper.connect'])).to.deep.equal({
+      fields: { keys: ['process.roles', 'zookeeper.connect'], removedInKafka4: ['zookeeper.connect'] },
+      msg: 'config keys Kafka defines that do not apply to gregor: accepted, no effect; removed in Kafka 4.0: zookeeper.connect',
+    });
   });
 
   it('chains topic keys to their broker synonyms in Kafka order', () => {

@@ -25,7 +25,8 @@ import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
 import { listenerTlsSettings, type TlsListenerSettings } from './network/tls.js';
 import { checkAdvertisedListeners } from './network/advertised-check.js';
-import { LogCleaner } from './log/cleaner/cleaner.js';
+import type { LogCleaner } from './log/cleaner/cleaner.js';
+import { startLogCleaner } from './log/cleaner/settings.js';
 import { BrokerMetrics } from './observability/broker-metrics.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import type { MetricsSource, PrometheusExporter } from './observability/prometheus.js';
@@ -255,16 +256,7 @@ export class Broker {
       throw e;
     }
     this.logManager.startMaintenance(this.config.long('log.retention.check.interval.ms') ?? 300000);
-    if (this.config.bool('log.cleaner.enable')) {
-      this.cleaner = new LogCleaner(dataDir, () => this.logManager.all(), {
-        threads: this.config.int('log.cleaner.threads'),
-        dedupeBufferSize: this.config.long('log.cleaner.dedupe.buffer.size') ?? 134217728,
-        ioMaxBytesPerSecond: Number(this.config.get('log.cleaner.io.max.bytes.per.second') ?? Number.MAX_VALUE),
-        backoffMs: this.config.long('log.cleaner.backoff.ms') ?? 15000,
-        logger: this.logger,
-      });
-      this.cleaner.start();
-    }
+    this.cleaner = startLogCleaner(this.config, dynamicConfigs, this.logManager, this.logger);
     this.logManager.startProducerExpiration(
       this.config.int('producer.id.expiration.check.interval.ms'),
       this.config.int('producer.id.expiration.ms'),

@@ -21,29 +21,17 @@ import { TxnTracker, cleanBatch, cleanLegacy } from './filter.js';
 import type { FilterContext } from './filter.js';
 import type { OffsetMap } from './offset-map.js';
 import type { CleanJob, CleanResult, CleanSegmentInfo, CleanedGroup } from './job.js';
+import { Throttle } from './throttle.js';
 
 export const CLEANED_SUFFIX = '.cleaned';
 export const SWAP_SUFFIX = '.swap';
 const INT32_MAX = 2147483647n;
-const IO_BUFFER = 1 << 20;
+/** The smallest read or write buffer, whatever log.cleaner.io.buffer.size says (a buffer grows to fit a larger entry). */
+const MIN_IO_BUFFER = 4096;
 
 /** Corruption met while cleaning: the log is marked uncleanable (the broker keeps serving it). */
 export function cleanerCorrupt(message: string): LogError {
   return new LogError(ErrorCode.CORRUPT_MESSAGE, message, GregorLogErrorCode.CORRUPT);
-}
-
-/** log.cleaner.io.max.bytes.per.second: sleeps the (worker) thread when I/O runs ahead of the rate. */
-export class Throttle {
-  private readonly start = performance.now();
-  private bytes = 0;
-  private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
-  constructor(private readonly bytesPerSecond: number) {}
-  add(n: number): void {
-    if (!Number.isFinite(this.bytesPerSecond) || this.bytesPerSecond <= 0) return;
-    this.bytes += n;
-    const ahead = (this.bytes / this.bytesPerSecond) * 1000 - (performance.now() - this.start);
-    if (ahead > 1) Atomics.wait(this.sleeper, 0, 0, ahead);
-  }
 }
 
 interface Entry {
@@ -53,11 +41,12 @@ interface Entry {
 }
 
 /** The entries of a segment file in order, each CRC-checked; `buf` is reused: copy what must outlive the step. */
-function* entriesOf(dir: string, seg: CleanSegmentInfo, throttle: Throttle, read: { bytes: number }): Generator<Entry> {
-  const file = path.join(dir, segmentFileName(seg.baseOffset, LOG_SUFFIX));
+function* entriesOf(job: CleanJob, seg: CleanSegmentInfo, throttle: Throttle, read: { bytes: number }): Generator<Entry> {
+  const file = path.join(job.dir, segmentFileName(seg.baseOffset, LOG_SUFFIX));
   const fd = fs.openSync(file, 'r');
+  const bufferBytes = ioBufferBytes(job);
   try {
-    let buf = Buffer.allocUnsafe(IO_BUFFER);
+    let buf = Buffer.allocUnsafe(bufferBytes);
     let start = 0;
     let len = 0;
     const fill = (p: number, need: number): void => {
@@ -75,7 +64,7 @@ function* entriesOf(dir: string, seg: CleanSegmentInfo, throttle: Throttle, read
       throttle.add(got);
     };
     for (let p = 0; p < seg.size;) {
-      if (p + HEADER_BYTES > start + len && start + len < seg.size) fill(p, IO_BUFFER);
+      if (p + HEADER_BYTES > start + len && start + len < seg.size) fill(p, bufferBytes);
       const h = parseEntryHeader(buf, p - start, len - (p - start), p);
       if (h === null) throw cleanerCorrupt(`${file}: entry at position ${p} is cut short`);
       if (typeof h === 'string') throw cleanerCorrupt(`${file}: ${h} at position ${p}`);
@@ -89,6 +78,10 @@ function* entriesOf(dir: string, seg: CleanSegmentInfo, throttle: Throttle, read
   } finally {
     fs.closeSync(fd);
   }
+}
+
+function ioBufferBytes(job: CleanJob): number {
+  return Math.max(MIN_IO_BUFFER, Math.floor(job.ioBufferBytes));
 }
 
 /** Kafka's groupSegmentsBySize: consecutive segments whose sum fits segment.bytes, the index sizes and int32 relative offsets. */
@@ -121,7 +114,7 @@ function buildMap(job: CleanJob, map: OffsetMap, throttle: Throttle, read: { byt
   const sectionEnd = last === undefined ? job.firstDirtyOffset : last.nextOffset;
   for (const seg of job.segments) {
     if (seg.nextOffset <= job.firstDirtyOffset) continue;
-    for (const { buf, off, h } of entriesOf(job.dir, seg, throttle, read)) {
+    for (const { buf, off, h } of entriesOf(job, seg, throttle, read)) {
       if (h.lastOffset < job.firstDirtyOffset) continue;
       if (h.magic === 2) {
         const batch = RecordBatch.at(buf, off);
@@ -156,7 +149,7 @@ function full(map: OffsetMap, at: bigint): bigint {
 /** Cleans the job's section into `.cleaned` files (fsynced); the main thread swaps them in. */
 export function cleanLog(job: CleanJob, map: OffsetMap): CleanResult {
   const t0 = performance.now();
-  const throttle = new Throttle(job.ioBytesPerSecond);
+  const throttle = new Throttle(job.io);
   const read = { bytes: 0 };
   map.clear();
   const endOffset = buildMap(job, map, throttle, read);
@@ -217,7 +210,7 @@ function writeGroup(
   const timeIndex = new TimeIndex(base, Math.floor(job.segmentIndexBytes / 12));
   const txnIndex = new TransactionIndex();
   const fd = fs.openSync(file('.log'), 'w');
-  let out = Buffer.allocUnsafe(IO_BUFFER);
+  let out = Buffer.allocUnsafe(ioBufferBytes(job));
   let used = 0;
   let position = 0;
   let sinceIndex = 0;
@@ -232,7 +225,7 @@ function writeGroup(
   try {
     for (const seg of segs) {
       ctx.retainLegacyDeletes = seg.lastModified > job.now - job.deleteRetentionMs;
-      for (const { buf, off, h } of entriesOf(job.dir, seg, throttle, read)) {
+      for (const { buf, off, h } of entriesOf(job, seg, throttle, read)) {
         const kept = h.magic === 2 ? cleanBatch(RecordBatch.at(buf, off), ctx) : cleanLegacy(LegacyMessage.at(buf, off), ctx);
         if (kept === null) continue;
         const k = parseEntryHeader(kept, 0, kept.length, position);

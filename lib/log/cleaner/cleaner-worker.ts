@@ -17,7 +17,7 @@ try {
 }
 port.on('message', (msg: { id: number; job: CleanJob }) => {
   try {
-    port.postMessage({ id: msg.id, ok: true, result: cleanLog(msg.job, new OffsetMap(msg.job.mapBytes)) });
+    port.postMessage({ id: msg.id, ok: true, result: cleanLog(msg.job, new OffsetMap(msg.job.mapBytes, msg.job.loadFactor)) });
   } catch (err) {
     const e = err as Error;
     port.postMessage({

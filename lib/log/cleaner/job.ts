@@ -33,8 +33,21 @@ export interface CleanJob {
   producerLastOffsets: [bigint, bigint][];
   /** Bytes of the job's offset map (offset-map.ts mapBytesFor). */
   mapBytes: number;
-  /** log.cleaner.io.max.bytes.per.second share of this worker (Infinity: unthrottled). */
-  ioBytesPerSecond: number;
+  /** log.cleaner.io.buffer.load.factor: the share of the map's slots it fills before it counts as full. */
+  loadFactor: number;
+  /** Bytes of the read buffer and of the write buffer (log.cleaner.io.buffer.size / threads / 2; grown for a larger batch). */
+  ioBufferBytes: number;
+  /** ThrottleControl.shared: this thread's share of log.cleaner.io.max.bytes.per.second, as it is now. */
+  io: SharedArrayBuffer;
+}
+
+/** What the cleaner's settings give each job (JobSettings of cleaner.ts's current options). */
+export interface JobSettings {
+  /** log.cleaner.dedupe.buffer.size / threads: the most a job's offset map takes. */
+  maxMapBytes: number;
+  loadFactor: number;
+  ioBufferBytes: number;
+  io: SharedArrayBuffer;
 }
 
 /** One cleaned output segment, written as `<baseOffset>.log.cleaned` (+ `.index/.timeindex/.txnindex.cleaned`). */

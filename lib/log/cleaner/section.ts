@@ -6,10 +6,12 @@
  * writes not yet handed to the kernel.
  */
 import { decompressLimit } from '../validator.js';
-import { mapBytesFor } from './offset-map.js';
-import type { LogSegment } from '../segment.js';
+import type { LogConfig } from '../log-config.js';
+import type { PartitionLog } from '../partition-log.js';
 import type { UnifiedLog } from '../unified-log.js';
-import type { CleanJob, CleanSegmentInfo } from './job.js';
+import { mapBytesFor } from './offset-map.js';
+import type { CleanJob, CleanSegmentInfo, JobSettings } from './job.js';
+import { fixedRate } from './throttle.js';
 
 export interface Section {
   /** Segments [0, end) are cleanable. */
@@ -23,18 +25,63 @@ export interface Section {
   lagDue: boolean;
 }
 
+/** A segment as the section sees it: an open log's LogSegment, or a closed log's summary line. */
+interface SegmentView {
+  readonly nextOffset: bigint;
+  readonly size: number;
+  readonly maxTimestamp: bigint;
+  readonly lastModified: number;
+  /** Writes not yet handed to the kernel (an open log's only). */
+  readonly hasPending?: boolean;
+  /** The first entry's max timestamp, or when the segment was made (an open log's only). */
+  readonly rollBaseTimestamp?: number | null;
+  readonly created?: number;
+}
+
+interface SectionSource {
+  readonly segments: readonly SegmentView[];
+  readonly logStartOffset: bigint;
+  readonly logEndOffset: bigint;
+  readonly lastStableOffset: bigint;
+  readonly config: LogConfig;
+}
+
+/** The cleanable section of an open log. */
 export function cleanableSection(log: UnifiedLog, checkpoint: bigint | undefined, now: number): Section {
-  const segs = log.segmentList;
-  const c = log.currentConfig;
-  const lso = log.lastStableOffset;
+  const { segmentList: segments, logStartOffset, logEndOffset, lastStableOffset, currentConfig: config } = log;
+  return sectionOf({ segments, logStartOffset, logEndOffset, lastStableOffset, config }, checkpoint, now);
+}
+
+/**
+ * The cleanable section of a log not open, from its summary (the segment list the partition summary
+ * checkpoint keeps): what decides whether it is worth opening to clean. A segment's first timestamp
+ * is not in the summary; its max timestamp stands in (not earlier), so max.compaction.lag.ms never
+ * makes a log due here that the open log would not find due.
+ */
+export function closedSection(log: PartitionLog, checkpoint: bigint | undefined, now: number): Section {
+  const s = log.summary();
+  const src = {
+    segments: s.segments,
+    logStartOffset: s.logStartOffset,
+    logEndOffset: s.logEndOffset,
+    lastStableOffset: log.lastStableOffset,
+    config: log.currentConfig,
+  };
+  return sectionOf(src, checkpoint, now);
+}
+
+function sectionOf(src: SectionSource, checkpoint: bigint | undefined, now: number): Section {
+  const segs = src.segments;
+  const c = src.config;
+  const lso = src.lastStableOffset;
   const minLag = c.minCompactionLagMs ?? 0;
-  let first = checkpoint ?? log.logStartOffset;
-  if (first < log.logStartOffset || first > log.logEndOffset) first = log.logStartOffset;
+  let first = checkpoint ?? src.logStartOffset;
+  if (first < src.logStartOffset || first > src.logEndOffset) first = src.logStartOffset;
   let end = 0;
   while (end < segs.length - 1) {
-    const s = segs[end] as LogSegment;
+    const s = segs[end] as SegmentView;
     const ts = s.maxTimestamp >= 0n ? Number(s.maxTimestamp) : s.lastModified;
-    if (s.nextOffset > lso || s.hasPending || (minLag > 0 && ts > now - minLag)) break;
+    if (s.nextOffset > lso || s.hasPending === true || (minLag > 0 && ts > now - minLag)) break;
     end++;
   }
   let cleanableBytes = 0;
@@ -42,12 +89,12 @@ export function cleanableSection(log: UnifiedLog, checkpoint: bigint | undefined
   let lagDue = false;
   const maxLag = c.maxCompactionLagMs ?? Number.MAX_SAFE_INTEGER;
   for (let i = 0; i < end; i++) {
-    const s = segs[i] as LogSegment;
+    const s = segs[i] as SegmentView;
     totalBytes += s.size;
     if (s.nextOffset <= first) continue;
     cleanableBytes += s.size;
     // Kafka takes the first batch's timestamp; the segment's first max-timestamp (rollBaseTimestamp) or its file time stands in
-    const born = s.rollBaseTimestamp ?? s.created;
+    const born = s.rollBaseTimestamp ?? s.created ?? (s.maxTimestamp >= 0n ? Number(s.maxTimestamp) : s.lastModified);
     if (s.size > 0 && maxLag < Number.MAX_SAFE_INTEGER && born < now - maxLag) lagDue = true;
   }
   return {
@@ -60,8 +107,13 @@ export function cleanableSection(log: UnifiedLog, checkpoint: bigint | undefined
   };
 }
 
+/** Settings with Kafka's defaults for one thread, unthrottled (tests, tools); `over` replaces fields. */
+export function jobSettings(over: Partial<JobSettings> = {}): JobSettings {
+  return { maxMapBytes: 128 << 20, loadFactor: 0.9, ioBufferBytes: 262144, io: fixedRate(), ...over };
+}
+
 /** The job for a log's section. */
-export function makeJob(log: UnifiedLog, section: Section, now: number, ioBytesPerSecond: number, maxMapBytes = 128 << 20): CleanJob {
+export function makeJob(log: UnifiedLog, section: Section, now: number, settings: JobSettings): CleanJob {
   const c = log.currentConfig;
   const segs = log.segmentList.slice(0, section.end);
   const infos: CleanSegmentInfo[] = segs.map((s) => ({
@@ -90,7 +142,9 @@ export function makeJob(log: UnifiedLog, section: Section, now: number, ioBytesP
     maxDecompressed: decompressLimit(c),
     abortedTxns: segs.length === 0 || last === undefined ? [] : log.abortedTransactions(segs[0]?.baseOffset ?? 0n, last.nextOffset),
     producerLastOffsets,
-    ioBytesPerSecond,
-    mapBytes: mapBytesFor((last?.nextOffset ?? 0n) - section.firstDirtyOffset, maxMapBytes),
+    mapBytes: mapBytesFor((last?.nextOffset ?? 0n) - section.firstDirtyOffset, settings.maxMapBytes, settings.loadFactor),
+    loadFactor: settings.loadFactor,
+    ioBufferBytes: settings.ioBufferBytes,
+    io: settings.io,
   };
 }

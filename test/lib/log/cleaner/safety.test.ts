@@ -5,7 +5,7 @@ import { buildRecordBatch, RecordBatch } from '../../../../protocol/records/inde
 import { cleanLog } from '../../../../lib/log/cleaner/clean.js';
 import { swapCleaned } from '../../../../lib/log/cleaner/swap.js';
 import { OffsetMap } from '../../../../lib/log/cleaner/offset-map.js';
-import { cleanableSection, makeJob } from '../../../../lib/log/cleaner/section.js';
+import { cleanableSection, jobSettings, makeJob } from '../../../../lib/log/cleaner/section.js';
 import type { PartitionLog } from '../../../../lib/log/partition-log.js';
 import { T0, openLog, readAll, rmDir, segmentFiles, tmpDir } from '../helpers.js';
 import { allRecords, batch, expectCompacted, inlineCleaner, latest, settled } from './helpers.js';
@@ -44,7 +44,7 @@ describe('lib/log/cleaner: crash safety, transactions, bad input, threads', () =
     const recs = await allRecords(log);
     const open = log.openLog;
     if (open === null) throw new Error('not open');
-    const job = makeJob(open, cleanableSection(open, undefined, Date.now()), Date.now(), Infinity);
+    const job = makeJob(open, cleanableSection(open, undefined, Date.now()), Date.now(), jobSettings());
     const result = cleanLog(job, new OffsetMap(1 << 20));
     expect(result.groups.length).to.be.greaterThan(1);
     await log.close();
@@ -140,7 +140,7 @@ describe('lib/log/cleaner: crash safety, transactions, bad input, threads', () =
       await rounds(log, 60);
       const open = log.openLog;
       if (open === null) throw new Error('not open');
-      const job = makeJob(open, cleanableSection(open, undefined, Date.now()), Date.now(), Infinity);
+      const job = makeJob(open, cleanableSection(open, undefined, Date.now()), Date.now(), jobSettings());
       const result = cleanLog(job, new OffsetMap(1 << 20));
       await change(log);
       const segs = log.segmentBaseOffsets;

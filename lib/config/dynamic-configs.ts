@@ -12,8 +12,15 @@ import { kafkaBrokerKey } from './kafka-keys.js';
 /** A refusal: Kafka answers it with INVALID_REQUEST and this message. */
 export class DynamicConfigError extends Error {}
 
+/**
+ * A running part's own check of a change (Kafka's BrokerReconfigurable.validateReconfiguration):
+ * given the resource and its whole new set, a reason to refuse it, or undefined.
+ */
+export type ReconfigurationCheck = (resource: string, next: Readonly<Record<string, string>>) => string | undefined;
+
 export class DynamicBrokerConfigs {
   private readonly appliedListeners: (() => void)[] = [];
+  private readonly checks: ReconfigurationCheck[] = [];
 
   private constructor(
     private readonly store: MetadataStore,
@@ -34,6 +41,11 @@ export class DynamicBrokerConfigs {
   /** Called after each change is applied (open logs re-resolve their topic defaults). */
   onApplied(f: () => void): void {
     this.appliedListeners.push(f);
+  }
+
+  /** Adds a check every change must pass before it is stored (refused with INVALID_REQUEST and its reason). */
+  addCheck(check: ReconfigurationCheck): void {
+    this.checks.push(check);
   }
 
   /** The stored configs of one resource ('' or a broker id). */
@@ -70,6 +82,10 @@ export class DynamicBrokerConfigs {
         const msg = e instanceof ConfigError ? e.message.replace(/^GREGOR_ERR_CONFIG: /, '') : String(e);
         throw new DynamicConfigError(`Invalid config value for resource ${where}: ${msg}`);
       }
+    }
+    for (const check of this.checks) {
+      const reason = check(resource, next);
+      if (reason !== undefined) throw new DynamicConfigError(`Invalid config value for resource ${where}: ${reason}`);
     }
     if (!validateOnly) await this.store.setBrokerConfigs(resource, next);
   }

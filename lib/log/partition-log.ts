@@ -299,7 +299,7 @@ export class PartitionLog extends LazyLog {
     this.log?.updateConfig(c);
   }
 
-  /** The open log, or null while it is not open (the log cleaner only cleans open logs). */
+  /** The open log, or null while it is not open (the log cleaner judges such a log from its summary). */
   get openLog(): UnifiedLog | null {
     return this.log;
   }

@@ -26,16 +26,16 @@ describe('kafka-python: dynamic broker configs', function () {
     const altered = await kafkaPythonBrokerConfigs({
       bootstrap: b.bootstrap,
       broker: '0',
-      alter: { 'log.cleaner.threads': '3', 'message.max.bytes': '2097152' },
+      alter: { 'log.cleaner.threads': '2', 'message.max.bytes': '2097152' },
       describe: keys,
     });
     expect(altered.alter?.[0]).to.equal(0);
-    expect(altered.describe['log.cleaner.threads']).to.deep.equal(['3', 2, false, false]);
+    expect(altered.describe['log.cleaner.threads']).to.deep.equal(['2', 2, false, false]);
     expect(altered.describe['message.max.bytes']).to.deep.equal(['2097152', 2, false, false]);
     // the running broker reads the new value at once
     expect(b.broker.config.int('message.max.bytes')).to.equal(2097152);
     // log.cleaner.threads, a key the log cleaner reads, typed from Kafka's catalogue
-    expect(b.broker.config.int('log.cleaner.threads')).to.equal(3);
+    expect(b.broker.config.int('log.cleaner.threads')).to.equal(2);
     const refused = await kafkaPythonBrokerConfigs({ bootstrap: b.bootstrap, broker: '0', alter: { 'num.partitions': '4' }, describe: [] });
     expect(refused.alter?.[0]).to.equal(42); // INVALID_REQUEST
     expect(refused.alter?.[1]).to.match(/Cannot update these configs dynamically: Set\(num.partitions\)/);
@@ -44,7 +44,7 @@ describe('kafka-python: dynamic broker configs', function () {
     b = await startTestBroker({}, { dataDir });
     const after = await kafkaPythonBrokerConfigs({ bootstrap: b.bootstrap, broker: '0', alter: null, describe: keys });
     // the refused AlterConfigs replaced nothing: both values survive the restart
-    expect(after.describe['log.cleaner.threads']).to.deep.equal(['3', 2, false, false]);
+    expect(after.describe['log.cleaner.threads']).to.deep.equal(['2', 2, false, false]);
     expect(after.describe['message.max.bytes']).to.deep.equal(['2097152', 2, false, false]);
   });
 });

@@ -113,6 +113,19 @@ describe('log cleaner: dynamic settings through AlterConfigs (kafkajs)', functio
     }
     expect(cleaner.currentSettings.threads).to.equal(2);
     expect(cleaner.currentSettings.ioMaxBytesPerSecond).to.equal(1e9);
+    // Kafka's bounds on a change of log.cleaner.threads: at most double, at least half, at least one
+    for (const threads of ['5', '0']) {
+      const refused = await alterBroker(s.admin, '0', { 'log.cleaner.threads': threads }).then(
+        () => null,
+        (err: unknown) => err as { type?: string },
+      );
+      expect(refused?.type, threads).to.equal('INVALID_REQUEST');
+    }
+    expect(cleaner.currentSettings.threads).to.equal(2);
+    expect(await describeConfig(s.admin, ConfigResourceTypes.BROKER, '0', 'log.cleaner.threads')).to.deep.equal({
+      value: '2',
+      source: SRC.DYNAMIC_BROKER,
+    });
   });
 
   it('cluster-wide: log.cleaner.min.compaction.lag.ms, a topic default, is re-resolved for the log and lets it be cleaned', async () => {

@@ -32,7 +32,38 @@ export function startLogCleaner(
 ): LogCleaner | null {
   if (!config.bool('log.cleaner.enable')) return null;
   const cleaner = new LogCleaner(logManager.logDirs(), () => logManager.all(), { ...cleanerSettings(config), logger });
+  dynamicConfigs.addCheck((resource, next) => {
+    const threads = threadsAfter(config, dynamicConfigs, resource, next);
+    return threads === undefined ? undefined : threadsChangeError(cleaner.currentSettings.threads, threads);
+  });
   dynamicConfigs.onApplied(() => cleaner.reconfigure(cleanerSettings(config)));
   cleaner.start();
   return cleaner;
+}
+
+const THREADS = 'log.cleaner.threads';
+
+/** The log.cleaner.threads this broker would run with once `resource` holds `next`; undefined when the change does not move it. */
+function threadsAfter(
+  config: BrokerConfig,
+  dynamicConfigs: DynamicBrokerConfigs,
+  resource: string,
+  next: Readonly<Record<string, string>>,
+): number | undefined {
+  const mine = String(config.nodeId);
+  const own = dynamicConfigs.current(mine)[THREADS];
+  let raw: string | undefined;
+  if (resource === mine) raw = next[THREADS] ?? dynamicConfigs.current('')[THREADS];
+  else if (resource === '' && own === undefined) raw = next[THREADS];
+  else return undefined;
+  const threads = raw === undefined ? Number(config.staticValue(THREADS)) : Number(raw);
+  return threads === config.int(THREADS) ? undefined : threads;
+}
+
+/** Kafka's LogCleaner.validateReconfiguration: at least one thread, and at most halved or doubled at a time. */
+export function threadsChangeError(current: number, next: number): string | undefined {
+  if (next < 1) return 'Log cleaner threads should be at least 1';
+  if (next < Math.floor(current / 2)) return `Log cleaner threads cannot be reduced to less than half the current value ${current}`;
+  if (next > current * 2) return `Log cleaner threads cannot be increased to more than double the current value ${current}`;
+  return undefined;
 }

@@ -17,8 +17,9 @@ const COMPACT = config({ cleanupPolicy: ['compact'], segmentBytes: 1500 });
 const KEYS = Array.from({ length: 10 }, (_, i) => `k${i}`);
 const broker = new BrokerConfig({ overrides: {} });
 
-async function writeRounds(l: PartitionLog, rounds: number, keys: readonly string[] = KEYS): Promise<void> {
-  for (let r = 0; r < rounds; r++) l.append(batch(keys, r), { leaderEpoch: 0 });
+/** `rounds` batches of `keys` (the same each round, or the round's own). */
+async function writeRounds(l: PartitionLog, rounds: number, keys: readonly string[] | ((round: number) => string[]) = KEYS): Promise<void> {
+  for (let r = 0; r < rounds; r++) l.append(batch(typeof keys === 'function' ? keys(r) : keys, r), { leaderEpoch: 0 });
   await settled(l);
 }
 
@@ -49,7 +50,7 @@ async function expectCleaned(log: PartitionLog, want: ReturnType<typeof latest>)
 
 const checkpointLines = (dir: string): string[] => fs.readFileSync(path.join(dir, CLEANER_CHECKPOINT), 'utf8').split('\n').slice(2, -1);
 
-describe('lib/log/cleaner: the logs of a LogManager', () => {
+describe('lib/log/cleaner over a LogManager', () => {
   let root: string;
   let mgr: LogManager | null = null;
   let cleaner: LogCleaner | null = null;
@@ -137,25 +138,11 @@ describe('lib/log/cleaner: the logs of a LogManager', () => {
     expect(checkpointLines(a)).to.deep.equal([`t 0 ${end(logs[0] as PartitionLog)}`]);
     expect(cleaner.firstDirtyOffset('t', 1)).to.equal(undefined);
   });
-});
 
-describe('lib/log/cleaner: settings changed while it runs', () => {
-  let root: string;
-  let mgr: LogManager | null = null;
-  let cleaner: LogCleaner | null = null;
-  beforeEach(() => {
-    root = tmpDir('cleaner-reconf');
-  });
-  afterEach(async () => {
-    await cleaner?.stop();
-    cleaner = null;
-    await mgr?.shutdown();
-    mgr = null;
-    rmDir(root);
-  });
+  // settings changed while it runs
 
   async function dirtyLogs(n: number): Promise<{ m: LogManager; logs: PartitionLog[] }> {
-    const m = await LogManager.open(root, broker, captureLog().logger);
+    const m = await LogManager.open(root, broker, quiet);
     mgr = m;
     const logs: PartitionLog[] = [];
     for (let p = 0; p < n; p++) {
@@ -198,19 +185,10 @@ describe('lib/log/cleaner: settings changed while it runs', () => {
   });
 
   it('log.cleaner.dedupe.buffer.size: the next cleaning maps as many keys as the new size holds', async () => {
-    const m = await LogManager.open(root, broker, captureLog().logger);
+    const m = await LogManager.open(root, broker, quiet);
     mgr = m;
-    const l = await m.getOrCreate('t', 0, COMPACT);
     // ten new keys per batch: a map of 90 usable slots reaches nine batches
-    for (let r = 0; r < 40; r++)
-      l.append(
-        batch(
-          KEYS.map((k) => `${k}-${r}`),
-          r,
-        ),
-        { leaderEpoch: 0 },
-      );
-    await settled(l);
+    await writeRounds(await m.getOrCreate('t', 0, COMPACT), 40, (r) => KEYS.map((k) => `${k}-${r}`));
     cleaner = cleanerOver(root, () => m.all(), { dedupeBufferSize: 1 << 20 }).cleaner;
     cleaner.reconfigure({ ...cleaner.currentSettings, dedupeBufferSize: 2400 });
     expect(await cleaner.runOnce()).to.equal(1);

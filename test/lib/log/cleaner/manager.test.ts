@@ -8,6 +8,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { BrokerConfig } from '../../../../lib/config.js';
 import { CLEANER_CHECKPOINT, LogCleaner } from '../../../../lib/log/cleaner/cleaner.js';
+import { threadsChangeError } from '../../../../lib/log/cleaner/settings.js';
 import { LogManager } from '../../../../lib/log/log-dirs.js';
 import type { PartitionLog } from '../../../../lib/log/partition-log.js';
 import { captureLog, config, rmDir, tmpDir } from '../helpers.js';
@@ -193,5 +194,13 @@ describe('lib/log/cleaner over a LogManager', () => {
     cleaner.reconfigure({ ...cleaner.currentSettings, dedupeBufferSize: 2400 });
     expect(await cleaner.runOnce()).to.equal(1);
     expect(cleaner.firstDirtyOffset('t', 0)).to.equal(90n);
+  });
+
+  it("log.cleaner.threads changes within Kafka's bounds: at least 1, at least half (rounded down), at most double", () => {
+    expect([1, 2].map((n) => threadsChangeError(1, n))).to.deep.equal([undefined, undefined]);
+    expect(threadsChangeError(1, 3)).to.equal('Log cleaner threads cannot be increased to more than double the current value 1');
+    expect(threadsChangeError(3, 0)).to.equal('Log cleaner threads should be at least 1');
+    expect(threadsChangeError(3, 1)).to.equal(undefined);
+    expect(threadsChangeError(4, 1)).to.equal('Log cleaner threads cannot be reduced to less than half the current value 4');
   });
 });

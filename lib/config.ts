@@ -120,6 +120,7 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'log.flush.interval.messages': { type: 'long', default: LONG_MAX },
   'log.flush.interval.ms': { type: 'long', default: null },
   'log.flush.scheduler.interval.ms': { type: 'long', default: LONG_MAX },
+  'log.flush.offset.checkpoint.interval.ms': { type: 'int', default: 60000, validate: atLeast(0) },
   'log.flush.policy': { type: 'string', default: 'default', validate: oneOf('default', 'always') },
   'log.cleanup.policy': { type: 'list', default: ['delete'], validate: cleanupPolicyError('log.cleanup.policy') },
   'log.cleaner.enable': { type: 'boolean', default: true },

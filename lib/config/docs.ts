@@ -87,6 +87,8 @@ const DOCS: Record<string, string> = {
   'log.index.size.max.bytes': 'Largest offset index of a segment.',
   'log.flush.interval.messages': 'Records after which a log is fsynced.',
   'log.flush.interval.ms': 'Time after which written records are fsynced.',
+  'log.flush.offset.checkpoint.interval.ms':
+    'How often each log dir writes recovery-point-offset-checkpoint (where recovery after a crash starts validating each log).',
   'log.flush.scheduler.interval.ms': 'Flush interval when log.flush.interval.ms is unset.',
   'log.flush.policy': 'gregor: "always" fsyncs before acknowledging every write.',
   'log.cleanup.policy': 'Cleanup of topics without cleanup.policy: delete, compact or both.',

@@ -229,7 +229,7 @@ export abstract class LazyLog {
       try {
         this.epochs.load();
       } catch (err) {
-        this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable checkpoint');
+        this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable leader-epoch-checkpoint');
       }
     }
     return this.epochs;

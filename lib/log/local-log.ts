@@ -9,7 +9,8 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { CheckpointFile, LeaderEpochCache } from './checkpoint.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { LogError, RateLimitedLog, closedError, isNoSpace, writeFailure } from './errors.js';
+import { LogError, RateLimitedLog, closedError, isNoSpace, storageError, writeFailure } from './errors.js';
+import { corruptReadError, writeRepairMarker, type ReadCorruption } from './read-verify.js';
 import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER, loadSegments } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
@@ -42,6 +43,11 @@ export interface PartitionLogOptions {
   recentCacheBytes?: number;
   /** Called when the high watermark moves (after appended data reached the kernel, or disk). */
   onHighWatermark?: (highWatermark: bigint) => void;
+  /**
+   * recovery-point-offset-checkpoint's offset for this log: below it every segment was on disk, so
+   * recovery after an unclean shutdown validates every entry from the segment holding it (default 0).
+   */
+  recoveryPoint?: bigint;
 }
 
 /** A replicated partition's high watermark, which the replication layer moves (see ReplicaLog.useExternalHighWatermark). */
@@ -96,6 +102,10 @@ export abstract class LocalLog {
   readonly producers: ProducerStateManager;
   /** Offsets of the producer-state snapshot files, newest first. */
   protected snapshots: bigint[] = [];
+  /** Below it every segment is fsynced (Kafka's recovery point): where recovery after a crash starts validating. */
+  protected _recoveryPoint = 0n;
+  /** A corrupt entry a read met: reads from its offset and appends are refused until a restart repairs the log. */
+  protected corruption: ReadCorruption | null = null;
 
   protected constructor(dataDir: string, topic: string, partition: number, config: LogConfig, opts: PartitionLogOptions, stats: IoStats) {
     this.topic = topic;
@@ -121,14 +131,24 @@ export abstract class LocalLog {
    */
   protected async load(expected: LogSummary | null): Promise<void> {
     const now = Date.now();
-    const loaded = await loadSegments(this.dir, this.config, this.opts.recover, now, this.stats, this.logger, expected);
+    const recovery = { recover: this.opts.recover, recoveryPoint: this.opts.recoveryPoint ?? 0n };
+    const loaded = await loadSegments(this.dir, this.config, recovery, now, this.stats, this.logger, expected);
     let checkpointed: bigint | null = null;
+    // each checkpoint on its own: a garbled one is treated as absent, and does not hide the other
     try {
       const row = this.startCheckpoint.readSync()?.[0];
       if (row?.[2] !== undefined) checkpointed = BigInt(row[2]);
+      if (checkpointed !== null && checkpointed < 0n) throw new Error(`negative log start offset ${checkpointed}`);
+    } catch (err) {
+      checkpointed = null;
+      this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable log-start-offset-checkpoint: the log starts at its first segment');
+    }
+    let epochsLost = false;
+    try {
       this.epochs.load();
     } catch (err) {
-      this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable checkpoint');
+      epochsLost = true;
+      this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable leader-epoch-checkpoint: epochs are taken from the log tail');
     }
     this.segments = loaded.segments;
     if (this.segments.length === 0)
@@ -138,7 +158,8 @@ export abstract class LocalLog {
     if (checkpointed !== null && checkpointed > start) start = checkpointed;
     if (start > this._logEndOffset) start = this._logEndOffset;
     this._logStartOffset = start;
-    if (loaded.recovered) for (const h of loaded.tail) if (h.magic === 2) this.epochs.assign(h.partitionLeaderEpoch, h.baseOffset);
+    if (loaded.recovered || epochsLost)
+      for (const h of loaded.tail) if (h.magic === 2) this.epochs.assign(h.partitionLeaderEpoch, h.baseOffset);
     this.epochs.truncateFromEnd(this._logEndOffset);
     this.epochs.truncateFromStart(this._logStartOffset);
     this._highWatermark = this._logEndOffset;
@@ -148,6 +169,8 @@ export abstract class LocalLog {
     this.snapshots = (
       await recoverProducerState(this.dir, this.segments, loaded.snapshots, this.producers, this._logEndOffset, this.logger)
     ).snapshots;
+    // recovery fsynced what it validated (loadSegments); a clean shutdown fsynced everything
+    this._recoveryPoint = this._logEndOffset;
     if (loaded.truncatedBytes > 0 || loaded.recovered) {
       this.logger.info(
         { dir: this.dir, logEndOffset: this._logEndOffset.toString(), truncatedBytes: loaded.truncatedBytes },
@@ -170,6 +193,35 @@ export abstract class LocalLog {
   }
   get latestEpoch(): number {
     return this.epochs.latestEpoch;
+  }
+  get recoveryPoint(): bigint {
+    return this._recoveryPoint;
+  }
+  /** Whether a read met a corrupt entry: the next open must repair the log (see noteCorruption). */
+  get needsRepair(): boolean {
+    return this.corruption !== null;
+  }
+
+  protected advanceRecoveryPoint(offset: bigint): void {
+    if (offset > this._recoveryPoint) this._recoveryPoint = offset > this._logEndOffset ? this._logEndOffset : offset;
+  }
+
+  /**
+   * A read met a corrupt entry (read-verify.ts): from its offset on, reads and appends are refused,
+   * and a repair marker in the partition directory makes the next open truncate the log there
+   * (moving the rest aside, see log-loader.ts). Logged once per log.
+   */
+  protected noteCorruption(c: ReadCorruption): LogError {
+    const first = this.corruption === null;
+    if (this.corruption === null || c.offset < this.corruption.offset) this.corruption = c;
+    if (first) {
+      this.logger.error(
+        { dir: this.dir, segment: c.segment.toString(), position: c.position, offset: c.offset.toString(), problem: c.problem },
+        'a read met a corrupt entry: fetches from this offset get CORRUPT_MESSAGE and appends KAFKA_STORAGE_ERROR; the next start truncates the log there, keeping the rest aside',
+      );
+      this.track(writeRepairMarker(this.dir, c), 'writing the repair marker');
+    }
+    return corruptReadError(this.dir, this.corruption);
   }
   /** Bytes in all segments. */
   get size(): number {
@@ -230,6 +282,11 @@ export abstract class LocalLog {
   protected ensureWritable(): void {
     if (this.closed) throw closedError(this.dir);
     if (this.offline !== null) throw this.offline;
+    if (this.corruption !== null) {
+      throw storageError(
+        `${this.dir} holds a corrupt entry at offset ${this.corruption.offset}; appends are refused until a restart repairs it`,
+      );
+    }
     if (this.truncating) throw new LogError(ErrorCode.REQUEST_TIMED_OUT, `${this.dir} is being truncated; retry`);
   }
 
@@ -271,11 +328,12 @@ export abstract class LocalLog {
     const wait = this.queue.written();
     const snapshot = serializeSnapshot(this.producers.producers.values());
     const at = this._logEndOffset;
-    const done = wait
-      .then(() => old.persistIndexes())
-      .then(() => old.sync())
-      .then(() => this.takeSnapshot(at, snapshot));
+    const flushed = wait.then(() => old.persistIndexes()).then(() => old.sync());
+    const done = flushed.then(() => this.takeSnapshot(at, snapshot));
     this.track(done, 'finishing a rolled segment');
+    // every segment below the new one is on disk once the earlier rolls' syncs are done too
+    const earlier = this.rolling;
+    void Promise.all([earlier, flushed]).then(() => this.advanceRecoveryPoint(at), noop);
     // a truncation waits for the snapshot (it must not appear after the truncation removed those above it)
     const all = this.rolling === null ? done.catch(noop) : Promise.all([this.rolling, done.catch(noop)]).then(noop);
     this.rolling = all;
@@ -293,8 +351,10 @@ export abstract class LocalLog {
     try {
       for (const seg of g.segments) await seg.writePending();
       this.unflushedMessages += g.messages;
-      if (this.config.flushPolicy === 'always' || this.unflushedMessages >= this.config.flushMessages) await this.syncAll();
-      else this.armFlushTimer();
+      if (this.config.flushPolicy === 'always' || this.unflushedMessages >= this.config.flushMessages) {
+        await this.syncAll();
+        this.advanceRecoveryPoint(g.endOffset);
+      } else this.armFlushTimer();
       this._writtenEndOffset = g.endOffset;
       if (this.externalHw === null) this.advanceHighWatermark(g.endOffset);
       else this.externalHw.onWritten?.(g.endOffset);
@@ -436,7 +496,9 @@ export abstract class LocalLog {
   async flush(): Promise<void> {
     await this.queue.written();
     if (this.offline !== null) throw this.offline;
+    const end = this._writtenEndOffset;
     await this.syncAll();
+    this.advanceRecoveryPoint(end);
     for (const s of this.segments) await s.persistIndexes();
   }
 
@@ -467,6 +529,7 @@ export abstract class LocalLog {
     try {
       if (this.offline === null) {
         for (const s of this.segments) await s.sync();
+        this.advanceRecoveryPoint(this._logEndOffset);
         for (const s of this.segments) await s.persistIndexes();
         if (this._logEndOffset > (this.snapshots[0] ?? this._logStartOffset)) {
           await this.takeSnapshot(this._logEndOffset, serializeSnapshot(this.producers.producers.values()));

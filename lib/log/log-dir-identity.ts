@@ -47,6 +47,16 @@ function parseProperties(text: string): Map<string, string> {
   return out;
 }
 
+/** What makes a meta.properties unreadable (bytes no properties file holds, keys missing or not ids), or null. */
+function garbledProblem(text: string, cluster: string | undefined, node: string | undefined): string | null {
+  // eslint-disable-next-line no-control-regex -- control bytes are what garbling leaves
+  if (/[\u0000-\u0008\u000e-\u001f\u007f\ufffd]/.test(text)) return 'it holds bytes that are not text';
+  if (cluster === undefined || node === undefined) return 'no cluster.id or node.id';
+  if (!/^[\x21-\x7e]+$/.test(cluster)) return `cluster.id ${JSON.stringify(cluster)} is not an id`;
+  if (!/^-?\d+$/.test(node)) return `node.id ${JSON.stringify(node)} is not a number`;
+  return null;
+}
+
 /**
  * Checks the meta.properties of every log dir against this broker's cluster and node id, and writes
  * one where it is missing. The first dir may hold partitions without one (written by a gregor that
@@ -65,8 +75,14 @@ export async function checkLogDirIdentity(dirs: readonly string[], clusterId: st
     if (text !== undefined) {
       const props = parseProperties(text);
       const [cluster, node] = [props.get('cluster.id'), props.get('node.id') ?? props.get('broker.id')];
-      if (cluster === undefined || node === undefined)
-        throw new LogDirError(LogDirErrorCode.IDENTITY, file, `${file} has no cluster.id or node.id: it cannot tell whose dir ${dir} is`);
+      const garbled = garbledProblem(text, cluster, node);
+      if (garbled !== null) {
+        throw new LogDirError(
+          LogDirErrorCode.IDENTITY,
+          file,
+          `${file} is garbled (${garbled}): it cannot tell whose dir ${dir} is. The broker will not start on it; restore it from a backup, or write it again with this broker's cluster.id=${clusterId} and node.id=${nodeId} if the dir is this broker's (the partition directories beside it are untouched)`,
+        );
+      }
       if (cluster !== clusterId || Number(node) !== nodeId) {
         throw new LogDirError(
           LogDirErrorCode.IDENTITY,

@@ -8,7 +8,9 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { GregorLogErrorCode, LogError, isNoSpace } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import type { LogSummary } from './log-summary.js';
-import { DELETED_SUFFIX, LogSegment } from './segment.js';
+import { fsyncDir, writeFileAtomic } from './checkpoint.js';
+import { readRepairMarker, REPAIR_MARKER } from './read-verify.js';
+import { DELETED_SUFFIX, LogSegment, parseEntryHeader } from './segment.js';
 import type { EntryHeader, IoStats } from './segment.js';
 import { CLEANED_SUFFIX } from './cleaner/clean.js';
 import { completeSwaps } from './cleaner/swap.js';
@@ -35,6 +37,8 @@ export interface LoadResult {
 
 /** Files dropped at load: segments deleted, temporaries, and the cleaner's unfinished output (`.swap` files are completed: cleaner/swap.ts). */
 const LEFTOVER = [DELETED_SUFFIX, '.tmp', CLEANED_SUFFIX];
+/** What recovery cuts off is kept aside under the file's name plus this and the time (ms). */
+export const CORRUPT_SUFFIX = '.corrupt-';
 
 function corrupt(dir: string, message: string): LogError {
   return new LogError(ErrorCode.KAFKA_STORAGE_ERROR, `${dir}: ${message}`, GregorLogErrorCode.CORRUPT);
@@ -53,20 +57,34 @@ export function matchesSummary(segments: readonly LogSegment[], expected: LogSum
   });
 }
 
+/** How a log is loaded: as after an unclean shutdown or not, and where its recovery point is. */
+export interface Recovery {
+  /** Validate (CRC) every entry from the recovery point, as after an unclean shutdown. */
+  recover: boolean;
+  /** recovery-point-offset-checkpoint's offset: segments wholly below it were on disk (only their tail is checked). */
+  recoveryPoint: bigint;
+}
+
 /**
- * Loads every segment of `dir`. Throws LogError(GREGOR_ERR_LOG_CORRUPT) for corruption it must not
- * cut. `expected`: what the files should be (the summary the log was served from while closed);
- * when they differ, the log is recovered as after an unclean shutdown.
+ * Loads every segment of `dir`. After an unclean shutdown (`recovery.recover`) every entry of the
+ * segments from the one holding the recovery point is validated (CRC, offsets), and the tails of
+ * the segments below it; on a clean start the tails are checked. At the first invalid entry the log
+ * is truncated, and what is cut (the rest of that segment, the later segments) is kept aside as
+ * `*.corrupt-<time>` files (Kafka deletes it), logged with its offsets and bytes. `expected`: what
+ * the files should be (the summary the log was served from while closed); when they differ, the log
+ * is recovered from its start. A repair marker (a read met a corrupt entry, read-verify.ts) makes
+ * the load recover the log from the segment it names, and goes once the log is repaired.
  */
 export async function loadSegments(
   dir: string,
   config: LogConfig,
-  recover: boolean,
+  recovery: Recovery,
   now: number,
   stats: IoStats,
   logger: LogLogger,
   expected: LogSummary | null = null,
 ): Promise<LoadResult> {
+  let { recover, recoveryPoint } = recovery;
   let names = await fsp.readdir(dir);
   for (const name of names) if (LEFTOVER.some((s) => name.endsWith(s))) await fsp.rm(path.join(dir, name), { force: true });
   if (await completeSwaps(dir, names)) {
@@ -74,6 +92,15 @@ export async function loadSegments(
     recover = true;
   }
   names = await fsp.readdir(dir);
+  const repairFrom = names.includes(REPAIR_MARKER) ? await readRepairMarker(dir) : null;
+  if (repairFrom !== null) {
+    logger.warn(
+      { dir, segment: repairFrom.toString() },
+      'a read met a corrupt entry in this log: validating it from that segment to repair it',
+    );
+    recover = true;
+    if (repairFrom < recoveryPoint) recoveryPoint = repairFrom;
+  }
   const bases: bigint[] = [];
   const logs = new Set<string>();
   const snapshots: bigint[] = [];
@@ -107,6 +134,7 @@ export async function loadSegments(
       'the log files differ from its summary checkpoint; recovering the log',
     );
     recover = true;
+    recoveryPoint = 0n;
   }
   let tail: EntryHeader[] = [];
   let truncatedBytes = 0;
@@ -116,20 +144,16 @@ export async function loadSegments(
       const seg = segments[i] as LogSegment;
       const isLast = i === segments.length - 1;
       if (seg.baseOffset < prevNext) throw corrupt(dir, `segment ${seg.baseOffset} overlaps the previous one, which ends at ${prevNext}`);
-      const res = await scanSegment(seg, config, recover && isLast, recover, logger, dir);
+      // Kafka's unflushed segments: the one holding the recovery point and those after it
+      const unflushed = recover && (isLast || (segments[i + 1] as LogSegment).baseOffset > recoveryPoint);
+      const res = await scanSegment(seg, config, unflushed, recover, logger, dir);
       if (res.problem !== null) {
-        const laterData = segments.slice(i + 1).some((s) => s.size > 0);
-        if (laterData) {
-          throw corrupt(dir, `segment ${seg.baseOffset}: ${res.problem}, followed by valid data in later segments; refusing to truncate`);
-        }
-        truncatedBytes += seg.size - res.validEnd;
-        logger.warn(
-          { dir, segment: seg.baseOffset.toString(), position: res.validEnd, dropped: seg.size - res.validEnd, problem: res.problem },
-          'truncating log tail',
-        );
-        await seg.truncateTo(res.validEnd);
-        // later segments are all empty: they go, this one becomes the active segment
-        for (const s of segments.splice(i + 1)) await s.destroy();
+        truncatedBytes += await cutAndKeepAside(dir, seg, res.validEnd, res.problem, segments.splice(i + 1), config, logger, unflushed);
+      }
+      if (unflushed) {
+        // what recovery validated is made durable: the recovery point can move past it
+        seg.unsynced = true;
+        await seg.sync();
       }
       seg.timeIndex.truncateToOffset(seg.nextOffset);
       if (i < segments.length - 1) seg.onBecomeInactive();
@@ -152,12 +176,89 @@ export async function loadSegments(
         logger.warn({ dir, segment: s.baseOffset.toString() }, 'writing a recovered index failed: the file system is full');
       });
     }
+    if (repairFrom !== null) await fsp.rm(path.join(dir, REPAIR_MARKER), { force: true });
   } catch (err) {
     for (const s of segments) await s.close();
     throw err;
   }
   snapshots.sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
   return { segments, tail, truncatedBytes, snapshots, recovered: recover };
+}
+
+/**
+ * Truncates `seg` at `validEnd` (its first invalid entry) and drops the `later` segments, keeping
+ * what goes aside: the cut bytes as `<segment>.log.corrupt-<time>`, each later `.log` renamed so
+ * (their indexes are removed: they can be rebuilt). Logs the segment, position, the offsets dropped
+ * (as far as the entry headers tell) and the bytes. Returns the bytes cut.
+ */
+async function cutAndKeepAside(
+  dir: string,
+  seg: LogSegment,
+  validEnd: number,
+  problem: string,
+  later: LogSegment[],
+  config: LogConfig,
+  logger: LogLogger,
+  unflushed: boolean,
+): Promise<number> {
+  const suffix = `${CORRUPT_SUFFIX}${Date.now()}`;
+  const cut = seg.size - validEnd;
+  const firstDropped = seg.nextOffset;
+  let lastDropped = -1n;
+  const kept: string[] = [];
+  if (cut > 0) {
+    const bytes = await seg.read(validEnd, cut);
+    lastDropped = lastOffsetIn(bytes);
+    const file = seg.logPath + suffix;
+    try {
+      await writeFileAtomic(file, bytes);
+      kept.push(path.basename(file));
+    } catch (err) {
+      logger.error({ err, dir, file }, 'could not keep the cut bytes aside; they are dropped');
+    }
+  }
+  let laterBytes = 0;
+  for (const s of later) {
+    laterBytes += s.size;
+    if (s.size > 0) {
+      // the headers tell which offsets go (no CRC check: they go either way)
+      await s.scan(0, false, config.indexIntervalBytes, s.baseOffset);
+      if (s.nextOffset - 1n > lastDropped) lastDropped = s.nextOffset - 1n;
+      await s.close();
+      await fsp.rename(s.logPath, s.logPath + suffix);
+      kept.push(path.basename(s.logPath + suffix));
+    }
+    await s.destroy();
+  }
+  await seg.truncateTo(validEnd);
+  if (kept.length > 0) await fsyncDir(dir);
+  logger.warn(
+    {
+      dir,
+      segment: seg.baseOffset.toString(),
+      position: validEnd,
+      problem,
+      droppedBytes: cut + laterBytes,
+      droppedOffsets: lastDropped >= firstDropped ? [firstDropped.toString(), lastDropped.toString()] : [firstDropped.toString(), null],
+      laterSegments: later.map((s) => s.baseOffset.toString()),
+      keptAside: kept,
+      beforeRecoveryPoint: !unflushed,
+    },
+    later.length > 0 ? 'truncating log at an invalid entry, and the segments after it' : 'truncating log tail',
+  );
+  return cut + laterBytes;
+}
+
+/** The last offset the entry headers at the start of `bytes` claim before one cannot be parsed (-1n: none). */
+function lastOffsetIn(bytes: Buffer): bigint {
+  let last = -1n;
+  for (let p = 0; p < bytes.length;) {
+    const h = parseEntryHeader(bytes, p, bytes.length - p, p);
+    if (h === null || typeof h === 'string' || h.size <= 0) break;
+    if (h.lastOffset > last) last = h.lastOffset;
+    p += h.size;
+  }
+  return last;
 }
 
 async function openSegment(

@@ -31,6 +31,8 @@ import { PartitionLog } from './partition-log.js';
 import type { OpenHooks, PartitionLogOptions } from './partition-log.js';
 
 export const CLEAN_SHUTDOWN_MARKER = '.gregor-clean-shutdown';
+/** Kafka's file: each log's recovery point (below it every segment is on disk). */
+export const RECOVERY_POINT_CHECKPOINT = 'recovery-point-offset-checkpoint';
 const DELETE_DIR = /\.[0-9a-f]+-delete$/;
 const PARTITION_DIR = /^(.+)-(\d+)$/;
 /** Logs opened (or recovered) at once, and closed at once at shutdown: mostly waiting for the disk. */
@@ -64,6 +66,10 @@ export class LogDir {
   private readonly dirs: Set<string>;
   private readonly journal: OpenJournal;
   private readonly checkpoint: CheckpointFile;
+  private readonly recoveryPointFile: CheckpointFile;
+  /** recovery-point-offset-checkpoint as read at start (logs not attached keep their entry). */
+  private readonly recoveryPoints: Map<string, bigint>;
+  private recoveryPointTimer: NodeJS.Timeout | null = null;
   /** What every log of this dir calls when it opens: journal first, then a bounded number of opens at once. */
   private readonly hooks: OpenHooks;
   /** Logs attached without a summary (to recover) whose first open has not finished yet. */
@@ -83,7 +89,7 @@ export class LogDir {
     clean: boolean,
     recover: boolean,
     logger: LogLogger,
-    state: { summaries: Map<string, LogSummary>; dirty: Set<string>; dirs: Set<string> },
+    state: { summaries: Map<string, LogSummary>; dirty: Set<string>; dirs: Set<string>; recoveryPoints: Map<string, bigint> },
   ) {
     this.dataDir = dataDir;
     this.broker = broker;
@@ -96,6 +102,8 @@ export class LogDir {
     this.journal = new OpenJournal(dataDir);
     this.journal.preload(state.dirty);
     this.checkpoint = new CheckpointFile(dataDir, SUMMARY_CHECKPOINT);
+    this.recoveryPointFile = new CheckpointFile(dataDir, RECOVERY_POINT_CHECKPOINT);
+    this.recoveryPoints = state.recoveryPoints;
     const opens = new Limiter(OPEN_CONCURRENCY);
     this.hooks = {
       beforeOpen: (topic, partition) => this.journal.add(topic, partition),
@@ -125,6 +133,12 @@ export class LogDir {
     const summaries = readSummaries(dataDir, (err) =>
       logger.warn({ err, dataDir }, 'ignoring an unreadable partition summary checkpoint: logs will be opened at start'),
     );
+    const recoveryPoints = readRecoveryPoints(dataDir, (err) =>
+      logger.warn(
+        { err, dataDir },
+        `ignoring an unreadable ${RECOVERY_POINT_CHECKPOINT}: logs recovered after an unclean shutdown are validated from their start`,
+      ),
+    );
     let dirty = new Set<string>();
     if (marked) {
       // the checkpoint written before the marker describes every partition; the journal starts over
@@ -136,7 +150,7 @@ export class LogDir {
       // only those opened since the last clean shutdown (and any without a summary) can have changed
       logger.warn({ dataDir, partitions: dirty.size }, 'no clean-shutdown marker: logs will be recovered as they are opened');
     }
-    return new LogDir(dataDir, broker, marked, !marked && hasLogs, logger, { summaries, dirty, dirs });
+    return new LogDir(dataDir, broker, marked, !marked && hasLogs, logger, { summaries, dirty, dirs, recoveryPoints });
   }
 
   /** Partitions with a directory here at start (before any was deleted). */
@@ -179,7 +193,16 @@ export class LogDir {
     const summary = dirty ? null : (this.summaries.get(k) ?? (this.dirs.has(k) ? null : EMPTY_SUMMARY));
     this.summaries.delete(k);
     const recover = dirty || (summary === null && this.recover);
-    const log = PartitionLog.lazy(this.dataDir, topic, partition, config, { logger: this.logger, ...opts, recover }, summary, this.hooks);
+    const recoveryPoint = this.recoveryPoints.get(k) ?? 0n;
+    const log = PartitionLog.lazy(
+      this.dataDir,
+      topic,
+      partition,
+      config,
+      { logger: this.logger, ...opts, recover, recoveryPoint },
+      summary,
+      this.hooks,
+    );
     this.logs.set(k, log);
     if (summary === null) this.unrecovered.set(k, log);
     return log;
@@ -243,7 +266,7 @@ export class LogDir {
   private async deleteWhere(match: (topic: string, partition: number) => boolean): Promise<void> {
     const victims = [...this.logs.values()].filter((l) => match(l.topic, l.partition));
     for (const log of victims) this.logs.delete(key(log.topic, log.partition));
-    for (const set of [this.summaries, this.dirty, this.dirs, this.unrecovered, this.failedRecovery]) {
+    for (const set of [this.summaries, this.dirty, this.dirs, this.unrecovered, this.failedRecovery, this.recoveryPoints]) {
       for (const k of set.keys()) {
         const p = parseKey(k);
         if (p !== null && match(p.topic, p.partition)) set.delete(k);
@@ -269,7 +292,9 @@ export class LogDir {
    */
   private async writeSummaries(): Promise<void> {
     const rows: string[][] = [];
-    for (const log of this.logs.values()) if (log.servable) rows.push([log.topic, String(log.partition), ...summaryFields(log.summary())]);
+    // a log a read found corrupt has none: the next start opens (and repairs) it before use
+    for (const log of this.logs.values())
+      if (log.servable && !log.needsRepair) rows.push([log.topic, String(log.partition), ...summaryFields(log.summary())]);
     for (const [k, s] of this.summaries) {
       const p = parseKey(k);
       if (p !== null) rows.push([p.topic, String(p.partition), ...summaryFields(s)]);
@@ -277,9 +302,34 @@ export class LogDir {
     await this.checkpoint.write(rows);
   }
 
-  /** One timer for all logs (log.retention.check.interval.ms by default). */
+  /** Writes every log's recovery point (those of logs not attached, as read at start, stay). */
+  writeRecoveryPoints(): Promise<void> {
+    const points = new Map(this.recoveryPoints);
+    for (const [k, s] of this.summaries) points.set(k, s.logEndOffset);
+    for (const log of this.logs.values()) points.set(key(log.topic, log.partition), log.recoveryPoint);
+    const rows: string[][] = [];
+    for (const [k, offset] of points) {
+      const p = parseKey(k);
+      if (p !== null) rows.push([p.topic, String(p.partition), offset.toString()]);
+    }
+    return this.recoveryPointFile.write(rows);
+  }
+
+  /** One timer for all logs (log.retention.check.interval.ms by default); also the recovery points' (log.flush.offset.checkpoint.interval.ms). */
   startMaintenance(intervalMs?: number): void {
     if (this.timer !== null || this.closed) return;
+    const rpEvery = this.broker.int('log.flush.offset.checkpoint.interval.ms');
+    if (rpEvery > 0) {
+      this.recoveryPointTimer = setInterval(
+        () => {
+          this.writeRecoveryPoints().catch((err: unknown) =>
+            this.logger.warn({ err, dataDir: this.dataDir }, `writing ${RECOVERY_POINT_CHECKPOINT} failed`),
+          );
+        },
+        Math.min(rpEvery, 2 ** 31 - 1),
+      );
+      this.recoveryPointTimer.unref();
+    }
     const every = intervalMs ?? this.broker.long('log.retention.check.interval.ms') ?? 300000;
     this.timer = setInterval(
       () => {
@@ -337,6 +387,8 @@ export class LogDir {
     this.timer = null;
     if (this.producerTimer !== null) clearInterval(this.producerTimer);
     this.producerTimer = null;
+    if (this.recoveryPointTimer !== null) clearInterval(this.recoveryPointTimer);
+    this.recoveryPointTimer = null;
     if (this.tick !== null) await this.tick;
     // the recovery pass stops at the log it is at (closed is set)
     if (this.recovery !== null) await this.recovery;
@@ -365,6 +417,9 @@ export class LogDir {
         'logs not recovered yet at shutdown: no clean-shutdown marker, the next start recovers them',
       );
     }
+    await this.writeRecoveryPoints().catch((err: unknown) =>
+      this.logger.warn({ err, dataDir: this.dataDir }, `writing ${RECOVERY_POINT_CHECKPOINT} failed`),
+    );
     if (failed) {
       await this.journal.close();
     } else {
@@ -374,4 +429,28 @@ export class LogDir {
     }
     this.logs.clear();
   }
+}
+
+/** recovery-point-offset-checkpoint by `topic-partition`; empty when missing or unreadable (then every log recovers from its start). */
+function readRecoveryPoints(dataDir: string, onError: (err: unknown) => void): Map<string, bigint> {
+  const out = new Map<string, bigint>();
+  try {
+    for (const row of new CheckpointFile(dataDir, RECOVERY_POINT_CHECKPOINT).readSync() ?? []) {
+      const [topic, partition, offset] = row;
+      if (
+        topic === undefined ||
+        partition === undefined ||
+        !/^\d+$/.test(partition) ||
+        offset === undefined ||
+        !/^\d+$/.test(offset) ||
+        row.length !== 3
+      )
+        throw new Error(`malformed line: ${row.join(' ')}`);
+      out.set(key(topic, Number(partition)), BigInt(offset));
+    }
+  } catch (err) {
+    onError(err);
+    out.clear();
+  }
+  return out;
 }

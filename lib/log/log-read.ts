@@ -46,6 +46,18 @@ class Picker {
   }
 }
 
+/** What readSegment found. */
+export interface SegmentRead extends ReadResult {
+  /** Whether the read ended inside this segment (later segments are not needed). */
+  ended: boolean;
+  /** Where the first entry returned starts. */
+  position: number;
+  /** The offset after the entry the read passed just before the first returned (-1n: none). */
+  prevEnd: bigint;
+  /** An entry header in bytes from disk that cannot be one (the read stopped before it), else null. */
+  malformed: { position: number; problem: string } | null;
+}
+
 /**
  * Reads whole entries from `seg` starting at `startPosition` (from the index). Returns the entries
  * (possibly none) and whether the read ended inside this segment (so later segments are not needed).
@@ -55,7 +67,7 @@ export async function readSegment(
   startPosition: number,
   lim: ReadLimits,
   indexIntervalBytes: number,
-): Promise<ReadResult & { ended: boolean }> {
+): Promise<SegmentRead> {
   const end = seg.size;
   const windowSize = Math.max(64 << 10, Math.min(lim.maxBytes + 2 * indexIntervalBytes, 8 << 20));
   let win: Buffer = Buffer.alloc(0);
@@ -64,6 +76,8 @@ export async function readSegment(
   let first = -1;
   let p = startPosition;
   const sizes: number[] = [];
+  let malformed: SegmentRead['malformed'] = null;
+  let prevEnd = -1n;
   while (p < end && !picker.done) {
     if (p + Math.min(HEADER_BYTES, end - p) > winStart + win.length) {
       win = await seg.read(p, Math.min(windowSize, end - p));
@@ -71,19 +85,28 @@ export async function readSegment(
     }
     const off = p - winStart;
     const h = parseEntryHeader(win, off, win.length - off, p);
-    if (h === null || typeof h === 'string') break; // a tail being truncated or a torn file: stop here
+    if (h === null || typeof h === 'string') {
+      // a tail being truncated, or (in bytes read from disk) a garbled entry header: stop here
+      if (p < seg.loadedSize) malformed = { position: p, problem: h ?? `partial entry header at position ${p}` };
+      break;
+    }
+    if (p < seg.loadedSize && (h.baseOffset < seg.baseOffset || h.lastOffset >= seg.nextOffset)) {
+      // offsets the segment cannot hold (a garbled base offset, outside the v2 CRC): stop before it
+      malformed = { position: p, problem: `offsets ${h.baseOffset}..${h.lastOffset} at position ${p} outside segment ${seg.baseOffset}` };
+      break;
+    }
     const verdict = picker.consider(h.lastOffset, h.size);
     if (verdict === 'stop') return finish(true);
     if (verdict === 'take') {
       if (first < 0) first = p;
       sizes.push(h.size);
-    }
+    } else prevEnd = h.lastOffset + 1n;
     p += h.size;
   }
   return finish(p < end || picker.done);
 
-  async function finish(ended: boolean): Promise<ReadResult & { ended: boolean }> {
-    if (first < 0) return { records: [], size: 0, ended };
+  async function finish(ended: boolean): Promise<SegmentRead> {
+    if (first < 0) return { records: [], size: 0, ended, position: startPosition, prevEnd, malformed };
     const total = picker.size;
     const inWindow = first >= winStart && first + total <= winStart + win.length;
     const data = inWindow ? win.subarray(first - winStart, first - winStart + total) : await seg.read(first, total);
@@ -94,7 +117,7 @@ export async function readSegment(
       records.push(data.subarray(q, q + s));
       q += s;
     }
-    return { records, size: q, ended };
+    return { records, size: q, ended, position: first, prevEnd, malformed };
   }
 }
 

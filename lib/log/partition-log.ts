@@ -92,6 +92,17 @@ export class PartitionLog extends LazyLog {
   get latestEpoch(): number {
     return this.log?.latestEpoch ?? this.closedEpochs().latestEpoch;
   }
+  /**
+   * recovery-point-offset-checkpoint's entry: below it every segment is on disk. A log not open: its
+   * summary's end (it was closed cleanly), or the checkpoint's offset when it waits for recovery.
+   */
+  get recoveryPoint(): bigint {
+    return this.log?.recoveryPoint ?? this.closedState?.logEndOffset ?? this.opts.recoveryPoint ?? 0n;
+  }
+  /** A read met a corrupt entry: the log is repaired at the next open (it must not be summarised as it is). */
+  get needsRepair(): boolean {
+    return this.log?.needsRepair ?? false;
+  }
   /** Bytes in all segments. */
   get size(): number {
     return this.log?.size ?? this.state.segments.reduce((n, s) => n + s.size, 0);

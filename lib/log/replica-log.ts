@@ -318,6 +318,7 @@ export abstract class ReplicaLog extends LocalLog {
   /** The log now ends at `end`: offsets, high watermark, recent cache and leader epochs follow. */
   private setEnd(end: bigint): void {
     this._logEndOffset = end;
+    if (this._recoveryPoint > end) this._recoveryPoint = end;
     this._writtenEndOffset = end;
     if (this._highWatermark > end) this._highWatermark = end;
     this.cache.clear();

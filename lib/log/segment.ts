@@ -76,6 +76,13 @@ export class LogSegment {
   renamedAway = false;
   /** Whether open() found sane index files. */
   indexesLoaded = false;
+  /**
+   * The file's bytes [verifiedEnd, loadedSize) came from disk and no CRC check has vouched for them
+   * yet: reads check each entry they serve from there (read-verify.ts). Below verifiedEnd a full
+   * scan or an earlier read checked them; from loadedSize on this process wrote them.
+   */
+  verifiedEnd = 0;
+  loadedSize = 0;
   private readonly stats: IoStats;
   /** The latest index write (they run one at a time); null when none ran since the last settled. */
   private indexWrites: Promise<void> | null = null;
@@ -148,6 +155,8 @@ export class LogSegment {
     };
     const st = fs.fstatSync(seg.file.fd);
     seg.loaded(st, read(INDEX_SUFFIX), read(TIME_INDEX_SUFFIX), read(TXN_INDEX_SUFFIX), maxIndexBytes);
+    // the cleaner wrote it from entries it checked
+    seg.verifiedEnd = st.size;
     return seg;
   }
 
@@ -155,6 +164,7 @@ export class LogSegment {
   private loaded(st: fs.Stats, ib: Buffer | null, tb: Buffer | null, xb: Buffer | null, maxIndexBytes: number): boolean {
     this.size = st.size;
     this.writtenSize = st.size;
+    this.loadedSize = st.size;
     this.lastModified = st.mtimeMs;
     if (xb !== null) {
       const xi = TransactionIndex.parse(xb);
@@ -464,6 +474,7 @@ export class LogSegment {
       entries.push(h);
       expected = h.lastOffset + 1n;
       p += h.size;
+      if (checkCrc && this.verifiedEnd >= h.position) this.verifiedEnd = p;
     }
     return { validEnd: p, problem: null, entries };
   }
@@ -482,6 +493,8 @@ export class LogSegment {
     await this.file.truncate(position);
     this.size = position;
     this.writtenSize = position;
+    this.loadedSize = Math.min(this.loadedSize, position);
+    this.verifiedEnd = Math.min(this.verifiedEnd, position);
     this.offsetIndex.truncateToPosition(position);
     this.timeIndex.truncateToOffset(this.nextOffset);
   }

@@ -9,6 +9,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { LogError, closedError, storageError } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import { EMPTY_READ, readSegment } from './log-read.js';
+import { corruptReadError, verifyRead } from './read-verify.js';
 import type { ReadLimits, ReadResult } from './log-read.js';
 import type { LogSummary } from './log-summary.js';
 import { ReplicaLog } from './replica-log.js';
@@ -321,7 +322,13 @@ export class UnifiedLog extends ReplicaLog {
         `offset ${fetchOffset} is outside [${this._logStartOffset}, ${this._logEndOffset}] of ${this.dir}`,
       );
     }
-    const limit = opts.maxOffset === undefined || opts.maxOffset > this._logEndOffset ? this._logEndOffset : opts.maxOffset;
+    let limit = opts.maxOffset === undefined || opts.maxOffset > this._logEndOffset ? this._logEndOffset : opts.maxOffset;
+    const bad = this.corruption;
+    if (bad !== null) {
+      // nothing at or after a corrupt entry is served (what follows it goes at the repair)
+      if (fetchOffset >= bad.offset) throw corruptReadError(this.dir, bad);
+      if (limit > bad.offset) limit = bad.offset;
+    }
     if (fetchOffset >= limit) return EMPTY_READ;
     const lim: ReadLimits = { fetchOffset, maxBytes, minOneMessage: opts.minOneMessage, maxOffset: limit };
     if (this.cache.covers(fetchOffset)) return this.cache.read(lim);
@@ -337,6 +344,12 @@ export class UnifiedLog extends ReplicaLog {
         // retention may have removed the segment under the read
         if (seg.deleted) throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `offset ${fetchOffset} was deleted from ${this.dir}`);
         throw storageError(`reading ${seg.logPath} failed: ${(err as Error).message}`, err);
+      }
+      const v = verifyRead(seg, r, fetchOffset);
+      if (v.corruption !== null) {
+        const err = this.noteCorruption(v.corruption);
+        if (v.records.length === 0) throw err;
+        return { records: v.records, size: v.size };
       }
       if (r.records.length > 0 || r.ended) return { records: r.records, size: r.size };
     }

@@ -34,6 +34,8 @@ export class CleanerCheckpoints {
           if (row.length === 3) m.set(`${row[0] as string}-${Number(row[1])}`, BigInt(row[2] as string));
         }
       } catch (err) {
+        // treated as absent, as a whole (not half-read): this dir's compacted logs are cleaned from their start again
+        m.clear();
         logger.warn({ err, dataDir: dir }, 'ignoring an unreadable cleaner-offset-checkpoint');
       }
     }

@@ -1,10 +1,10 @@
 /**
  * The read path's guard against corruption on disk: a fetch never serves an entry whose CRC fails.
- * The entries a read takes from a segment's bytes that came from disk and that no check has vouched
- * for yet (LogSegment's [verifiedEnd, loadedSize)) are checked here: CRC, and offsets in order
- * inside the segment (a v2 batch's CRC does not cover its base offset). A sequential reader moves
- * verifiedEnd along, so each byte is checked once; what recovery scanned with CRCs, and what this
- * process appended, is never checked again.
+ * The entries a read takes from a segment's bytes that came from disk (below LogSegment.loadedSize)
+ * and that no check has vouched for yet (LogSegment.verified) are checked here: CRC, and offsets in
+ * order inside the segment (a v2 batch's CRC does not cover its base offset). What a read checked is
+ * added to the verified ranges, so a reader going on checks each byte once; what recovery scanned
+ * with CRCs, and what this process appended, is never checked again.
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { writeFileAtomic } from './checkpoint.js';
 import { GregorLogErrorCode, LogError } from './errors.js';
 import type { SegmentRead } from './log-read.js';
 import { entryCrcValid, parseEntryHeader } from './segment-format.js';
+import { isVerified, markVerified } from './verified-ranges.js';
 import type { LogSegment } from './segment.js';
 
 /** A corrupt entry a read met: where it is, the first offset that cannot be served, and why. */
@@ -38,7 +39,7 @@ export function verifyRead(
   let prevSize = 0;
   let size = 0;
   const bad = (i: number, position: number, problem: string, base: bigint | null): ReturnType<typeof verifyRead> => {
-    if (seg.verifiedEnd > position) seg.verifiedEnd = position;
+    markVerified(seg.verified, r.position, position);
     // the first offset not served: after the last entry served, else the fetch offset (or the
     // corrupt batch's own base offset when it looks sane and lies below)
     let offset = i > 0 ? prevEnd : fetchOffset;
@@ -50,7 +51,7 @@ export function verifyRead(
     const buf = r.records[i] as Buffer;
     const h = parseEntryHeader(buf, 0, buf.length, p);
     if (h === null || typeof h === 'string') return bad(i, p, h ?? 'partial entry header', null);
-    const unverified = p < seg.loadedSize && p + buf.length > seg.verifiedEnd;
+    const unverified = p < seg.loadedSize && !isVerified(seg.verified, p, p + buf.length);
     if (unverified) {
       if (h.baseOffset < seg.baseOffset || h.lastOffset >= seg.nextOffset) {
         return bad(i, p, `offsets ${h.baseOffset}..${h.lastOffset} outside segment ${seg.baseOffset}`, null);
@@ -65,7 +66,6 @@ export function verifyRead(
         return bad(i - 1, prevPos, problem, null);
       }
       if (!entryCrcValid(buf, 0, buf.length, h.magic)) return bad(i, p, `CRC mismatch in the entry at position ${p}`, h.baseOffset);
-      if (seg.verifiedEnd === p) seg.verifiedEnd = p + buf.length;
     }
     servedEnd = prevEnd;
     prevEnd = h.lastOffset + 1n;
@@ -75,6 +75,7 @@ export function verifyRead(
     p += buf.length;
   }
   if (r.malformed !== null) return bad(r.records.length, r.malformed.position, r.malformed.problem, null);
+  if (p > r.position) markVerified(seg.verified, r.position, p);
   return { records: r.records, size, corruption: null };
 }
 

@@ -22,6 +22,7 @@ import {
 import { OffsetIndex, TimeIndex } from './indexes.js';
 import { TransactionIndex, TXN_INDEX_ENTRY_SIZE } from './transaction-index.js';
 import { LogFile, openFd } from './file-io.js';
+import { clipVerified, markVerified } from './verified-ranges.js';
 
 export * from './segment-format.js';
 
@@ -77,11 +78,11 @@ export class LogSegment {
   /** Whether open() found sane index files. */
   indexesLoaded = false;
   /**
-   * The file's bytes [verifiedEnd, loadedSize) came from disk and no CRC check has vouched for them
-   * yet: reads check each entry they serve from there (read-verify.ts). Below verifiedEnd a full
-   * scan or an earlier read checked them; from loadedSize on this process wrote them.
+   * The file's bytes below loadedSize came from disk: reads check each entry they serve from there
+   * (read-verify.ts) unless a range of `verified` (verified-ranges.ts) holds it, as a full scan or an
+   * earlier read left it. From loadedSize on this process wrote them.
    */
-  verifiedEnd = 0;
+  verified: number[] = [];
   loadedSize = 0;
   private readonly stats: IoStats;
   /** The latest index write (they run one at a time); null when none ran since the last settled. */
@@ -156,7 +157,7 @@ export class LogSegment {
     const st = fs.fstatSync(seg.file.fd);
     seg.loaded(st, read(INDEX_SUFFIX), read(TIME_INDEX_SUFFIX), read(TXN_INDEX_SUFFIX), maxIndexBytes);
     // the cleaner wrote it from entries it checked
-    seg.verifiedEnd = st.size;
+    seg.loadedSize = 0;
     return seg;
   }
 
@@ -474,8 +475,8 @@ export class LogSegment {
       entries.push(h);
       expected = h.lastOffset + 1n;
       p += h.size;
-      if (checkCrc && this.verifiedEnd >= h.position) this.verifiedEnd = p;
     }
+    if (checkCrc) markVerified(this.verified, from, p);
     return { validEnd: p, problem: null, entries };
   }
 
@@ -494,7 +495,7 @@ export class LogSegment {
     this.size = position;
     this.writtenSize = position;
     this.loadedSize = Math.min(this.loadedSize, position);
-    this.verifiedEnd = Math.min(this.verifiedEnd, position);
+    clipVerified(this.verified, position);
     this.offsetIndex.truncateToPosition(position);
     this.timeIndex.truncateToOffset(this.nextOffset);
   }

@@ -128,3 +128,18 @@ export class LogFile {
     if (fd >= 0) await closeFd(fd);
   }
 }
+
+/** `bufs` without their first `n` bytes (what a short writev left to write). */
+export function skipBytes(bufs: Buffer[], n: number): Buffer[] {
+  const out: Buffer[] = [];
+  let left = n;
+  for (const b of bufs) {
+    if (left >= b.length) {
+      left -= b.length;
+      continue;
+    }
+    out.push(left > 0 ? b.subarray(left) : b);
+    left = 0;
+  }
+  return out;
+}

@@ -15,48 +15,19 @@ import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER, loadSegments } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
 import { RecentCache } from './log-read.js';
-import { EMPTY_SUMMARY } from './log-summary.js';
+import { summaryOf } from './log-summary.js';
 import type { LogSummary } from './log-summary.js';
 import { LogSegment } from './segment.js';
 import type { IoStats } from './segment.js';
 import { deletableSegments } from './segment-list.js';
-import type { ConversionRunner } from './convert.js';
-import type { ConvertHook } from './validator.js';
+import type { ExternalHighWatermark, PartitionLogOptions } from './log-options.js';
 import { WriteQueue } from './write-queue.js';
 import type { WriteGroup } from './write-queue.js';
 import { ProducerStateManager } from '../txn/producer-state.js';
 import { SNAPSHOTS_KEPT, recoverProducerState } from '../txn/producer-recovery.js';
 import { deleteSnapshot, serializeSnapshot, writeSnapshot } from '../txn/producer-snapshot.js';
 
-export interface PartitionLogOptions {
-  /** Scan and repair the tail (the data dir had no clean-shutdown marker). */
-  recover: boolean;
-  logger?: LogLogger;
-  /** Synchronous hook applied to fast-path appends after validation (conversion proper is `converter`'s). */
-  convert?: ConvertHook;
-  /**
-   * Where recompression, format conversion and deep validation run (the append worker pool).
-   * Absent: inline on the calling thread.
-   */
-  converter?: ConversionRunner;
-  /** Budget of the recent-batches cache (default 1 MiB; 0 disables it). */
-  recentCacheBytes?: number;
-  /** Called when the high watermark moves (after appended data reached the kernel, or disk). */
-  onHighWatermark?: (highWatermark: bigint) => void;
-  /**
-   * recovery-point-offset-checkpoint's offset for this log: below it every segment was on disk, so
-   * recovery after an unclean shutdown validates every entry from the segment holding it (default 0).
-   */
-  recoveryPoint?: bigint;
-}
-
-/** A replicated partition's high watermark, which the replication layer moves (see ReplicaLog.useExternalHighWatermark). */
-export interface ExternalHighWatermark {
-  /** told each move of writtenEndOffset (the leader recomputes the minimum over the ISR then) */
-  onWritten: ((writtenEndOffset: bigint) => void) | null;
-  /** told each advance of the high watermark (consumers' long polls wake) */
-  onAdvanced?: ((highWatermark: bigint) => void) | null;
-}
+export type { ExternalHighWatermark, PartitionLogOptions } from './log-options.js';
 
 const noop = (): void => undefined;
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -260,23 +231,7 @@ export abstract class LocalLog {
 
   /** What a closed log looks like (the partition summary checkpoint keeps it). */
   summary(): LogSummary {
-    const unstable = this.producers.firstUnstableOffset();
-    const segs = this.segments;
-    const only = segs.length === 1 ? segs[0] : undefined;
-    if (only !== undefined && only.size === 0 && only.baseOffset === 0n && this._logStartOffset === 0n && unstable === null)
-      return EMPTY_SUMMARY;
-    return {
-      logStartOffset: this._logStartOffset,
-      logEndOffset: this._logEndOffset,
-      firstUnstableOffset: unstable,
-      segments: segs.map((s) => ({
-        baseOffset: s.baseOffset,
-        nextOffset: s.nextOffset,
-        size: s.size,
-        maxTimestamp: s.maxTimestamp,
-        lastModified: s.lastModified,
-      })),
-    };
+    return summaryOf(this.segments, this._logStartOffset, this._logEndOffset, this.producers.firstUnstableOffset());
   }
 
   protected ensureWritable(): void {

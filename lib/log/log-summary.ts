@@ -61,6 +61,30 @@ export function summaryFields(s: LogSummary): string[] {
   return [s.logStartOffset.toString(), s.logEndOffset.toString(), (s.firstUnstableOffset ?? -1n).toString(), segs];
 }
 
+/** The summary of an open log's segments and offsets (firstUnstableOffset: the producer state's). */
+export function summaryOf(
+  segs: readonly { baseOffset: bigint; nextOffset: bigint; size: number; maxTimestamp: bigint; lastModified: number }[],
+  logStartOffset: bigint,
+  logEndOffset: bigint,
+  firstUnstableOffset: bigint | null,
+): LogSummary {
+  const only = segs.length === 1 ? segs[0] : undefined;
+  if (only !== undefined && only.size === 0 && only.baseOffset === 0n && logStartOffset === 0n && firstUnstableOffset === null)
+    return EMPTY_SUMMARY;
+  return {
+    logStartOffset,
+    logEndOffset,
+    firstUnstableOffset,
+    segments: segs.map((s) => ({
+      baseOffset: s.baseOffset,
+      nextOffset: s.nextOffset,
+      size: s.size,
+      maxTimestamp: s.maxTimestamp,
+      lastModified: s.lastModified,
+    })),
+  };
+}
+
 /** Parses the fields written by summaryFields; null when they are not a sane summary. */
 export function parseSummary(f: readonly string[]): LogSummary | null {
   if (f.length !== 4) return null;

@@ -21,7 +21,7 @@ import {
 } from './segment-format.js';
 import { OffsetIndex, TimeIndex } from './indexes.js';
 import { TransactionIndex, TXN_INDEX_ENTRY_SIZE } from './transaction-index.js';
-import { LogFile, openFd } from './file-io.js';
+import { LogFile, openFd, skipBytes } from './file-io.js';
 import { clipVerified, markVerified } from './verified-ranges.js';
 
 export * from './segment-format.js';
@@ -521,18 +521,4 @@ export class LogSegment {
       await fsp.rm(f + DELETED_SUFFIX, { force: true });
     }
   }
-}
-
-function skipBytes(bufs: Buffer[], n: number): Buffer[] {
-  const out: Buffer[] = [];
-  let left = n;
-  for (const b of bufs) {
-    if (left >= b.length) {
-      left -= b.length;
-      continue;
-    }
-    out.push(left > 0 ? b.subarray(left) : b);
-    left = 0;
-  }
-  return out;
 }

@@ -167,6 +167,7 @@ export class LogDir {
   forget(k: string): void {
     this.summaries.delete(k);
     this.dirty.delete(k);
+    this.recoveryPoints.delete(k);
   }
 
   /** Partition directories present on disk. */

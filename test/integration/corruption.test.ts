@@ -7,7 +7,8 @@
  *   validates every batch from the recovery point, truncates at the bad one and keeps the cut bytes
  *   and later segments aside as `*.corrupt-<time>`, logging the segment, offsets and bytes;
  * - after a clean stop (no recovery) the read path finds the bad batch: the fetch gets
- *   CORRUPT_MESSAGE, produces KAFKA_STORAGE_ERROR, and the next start repairs the log the same way;
+ *   CORRUPT_MESSAGE (kafkajs; librdkafka via kcat reports it and delivers nothing from there),
+ *   produces KAFKA_STORAGE_ERROR, and the next start repairs the log the same way;
  * - a segment below the recovery point is not re-validated after a kill -9 (Kafka's recovery point),
  *   and a corrupt batch there is refused by the read path, not served;
  * - truncated or deleted `.index` / `.timeindex` files are rebuilt at load;
@@ -28,6 +29,7 @@ import { Cleanup } from '../helpers/cleanup.js';
 import { KafkajsPartitionReader, type KjsMessage } from '../helpers/kafkajs-reader.js';
 import { scanPartitionDir } from '../helpers/log-scan.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
+import { KCAT_FORMAT, parseKcatOutput, runKcat } from '../helpers/kcat.js';
 
 type Broker = ChildBroker & { output(): string };
 type Line = { msg?: string; level?: number } & Record<string, unknown>;
@@ -254,6 +256,13 @@ describe('corruption: damaged segments, indexes, checkpoints and metadata under 
     err = undefined;
     await producer.send({ topic: 'clean', acks: -1, messages: [{ value: Buffer.from('x') }] }).catch((e: unknown) => (err = e));
     expect(errorType(err), String(err)).to.equal('KAFKA_STORAGE_ERROR');
+    // librdkafka (kcat) from the start: every record before the bad batch, then the fetch error
+    // (librdkafka names error 2 "Invalid message"), never a record at or after it
+    const k = await runKcat(['-C', '-b', broker.bootstrap, '-t', 'clean', '-o', 'beginning', '-e', '-f', KCAT_FORMAT], '', 30_000);
+    const kRecords = parseKcatOutput(k.stdout);
+    expect(kRecords.map((r) => r.offset)).to.deep.equal(Array.from({ length: Number(victim.baseOffset) }, (_, i) => i));
+    expect(kRecords.every((r, i) => r.value?.equals(sent[i] as Buffer))).to.equal(true);
+    expect(k.stderr).to.include('Broker: Invalid message');
     await stop('SIGTERM');
     await start();
     expect(await endOffset('clean')).to.equal(victim.baseOffset);

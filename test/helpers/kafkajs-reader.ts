@@ -134,3 +134,12 @@ export class KafkajsPartitionReader {
     await this.cluster.disconnect();
   }
 }
+
+/** The kafkajs protocol error type (e.g. KAFKA_STORAGE_ERROR) of `e`, under a retries-exceeded wrapper, or undefined. */
+export function errorType(e: unknown): string | undefined {
+  for (let x: unknown = e, depth = 0; x instanceof Error && depth < 4; x = (x as { cause?: unknown }).cause, depth++) {
+    const type = (x as { type?: unknown }).type;
+    if (typeof type === 'string') return type;
+  }
+  return undefined;
+}

@@ -26,7 +26,7 @@ import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { parseEntryHeader } from '../../lib/log/segment-format.js';
 import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
-import { KafkajsPartitionReader, type KjsMessage } from '../helpers/kafkajs-reader.js';
+import { errorType, KafkajsPartitionReader, type KjsMessage } from '../helpers/kafkajs-reader.js';
 import { scanPartitionDir } from '../helpers/log-scan.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 import { KCAT_FORMAT, parseKcatOutput, runKcat } from '../helpers/kcat.js';
@@ -95,6 +95,16 @@ function segmentLogs(dir: string): string[] {
     .map((n) => path.join(dir, n));
 }
 
+/** The kafkajs error type `p` fails with ('resolved' when it does not fail, the message when it has no type). */
+async function failure(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    return errorType(e) ?? String(e);
+  }
+  return 'resolved';
+}
+
 function flipByte(file: string, position: number): void {
   const fd = fs.openSync(file, 'r+');
   try {
@@ -105,14 +115,6 @@ function flipByte(file: string, position: number): void {
   } finally {
     fs.closeSync(fd);
   }
-}
-
-function errorType(e: unknown): string | undefined {
-  for (let x: unknown = e, depth = 0; x instanceof Error && depth < 4; x = (x as { cause?: unknown }).cause, depth++) {
-    const type = (x as { type?: unknown }).type;
-    if (typeof type === 'string') return type;
-  }
-  return undefined;
 }
 
 describe('corruption: damaged segments, indexes, checkpoints and metadata under a gregor process, kafkajs', function () {
@@ -240,22 +242,18 @@ describe('corruption: damaged segments, indexes, checkpoints and metadata under 
     await start();
     // the log is served from its summary: no load check sees the damage; the read path does
     await expectServed('clean', sent, victim.baseOffset);
-    let err: unknown;
-    await read('clean', victim.baseOffset, victim.baseOffset + 1n).catch((e: unknown) => (err = e));
-    expect(errorType(err), String(err)).to.equal('CORRUPT_MESSAGE');
+    expect(await failure(read('clean', victim.baseOffset, victim.baseOffset + 1n))).to.equal('CORRUPT_MESSAGE');
     // past the bad batch too: nothing after it is served
-    err = undefined;
-    await read('clean', BigInt(sent.length - 1), BigInt(sent.length)).catch((e: unknown) => (err = e));
-    expect(errorType(err), String(err)).to.equal('CORRUPT_MESSAGE');
+    expect(await failure(read('clean', BigInt(sent.length - 1), BigInt(sent.length)))).to.equal('CORRUPT_MESSAGE');
     const logged = await line(
       broker,
       'a read met a corrupt entry: fetches from this offset get CORRUPT_MESSAGE and appends KAFKA_STORAGE_ERROR; the next start truncates the log there, keeping the rest aside',
     );
     expect(logged['offset']).to.equal(victim.baseOffset.toString());
     expect(lines(broker).filter((l) => l.msg === logged.msg)).to.have.length(1);
-    err = undefined;
-    await producer.send({ topic: 'clean', acks: -1, messages: [{ value: Buffer.from('x') }] }).catch((e: unknown) => (err = e));
-    expect(errorType(err), String(err)).to.equal('KAFKA_STORAGE_ERROR');
+    expect(await failure(producer.send({ topic: 'clean', acks: -1, messages: [{ value: Buffer.from('x') }] }))).to.equal(
+      'KAFKA_STORAGE_ERROR',
+    );
     // librdkafka (kcat) from the start: every record before the bad batch, then the fetch error
     // (librdkafka names error 2 "Invalid message"), never a record at or after it
     const k = await runKcat(['-C', '-b', broker.bootstrap, '-t', 'clean', '-o', 'beginning', '-e', '-f', KCAT_FORMAT], '', 30_000);
@@ -300,9 +298,7 @@ describe('corruption: damaged segments, indexes, checkpoints and metadata under 
     const cut = await line(broker, 'truncating log tail', (l) => l['dir'] === partDir('rp'));
     expect(cut['beforeRecoveryPoint']).to.equal(false);
     await expectServed('rp', sent, early.baseOffset);
-    let err: unknown;
-    await read('rp', early.baseOffset, early.baseOffset + 1n).catch((e: unknown) => (err = e));
-    expect(errorType(err), String(err)).to.equal('CORRUPT_MESSAGE');
+    expect(await failure(read('rp', early.baseOffset, early.baseOffset + 1n))).to.equal('CORRUPT_MESSAGE');
     await stop('SIGTERM');
   });
 

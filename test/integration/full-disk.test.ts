@@ -12,7 +12,7 @@ import kafkajs, { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { loadConfluent, type ConfluentModule } from '../../compat/lib/confluent-module.js';
 import { startChildBroker, type ChildBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
-import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
+import { errorType, KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
 import { scanPartitionDir } from '../helpers/log-scan.js';
 import { fillUp, freeBytes, mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
 
@@ -28,15 +28,6 @@ function value(topic: string, i: number, size: number): Buffer {
   const b = Buffer.alloc(size, (i * 7 + topic.length) % 251);
   b.write(`${topic}:${i}:`, 0);
   return b;
-}
-
-/** The kafkajs protocol error type under a retries-exceeded wrapper, or the error's own. */
-function errorType(e: unknown): string | undefined {
-  for (let x: unknown = e, depth = 0; x instanceof Error && depth < 4; x = (x as { cause?: unknown }).cause, depth++) {
-    const type = (x as { type?: unknown }).type;
-    if (typeof type === 'string') return type;
-  }
-  return undefined;
 }
 
 /** Produces one record at a time (acks=all) until the broker refuses one; returns the acknowledged values and the error. */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { BrokerConfig } from '../../../lib/config.js';
 import { logConfigFrom } from '../../../lib/log/log-config.js';
-import { CLEAN_SHUTDOWN_MARKER } from '../../../lib/log/log-manager.js';
+import { CLEAN_SHUTDOWN_MARKER, RECOVERY_POINT_CHECKPOINT } from '../../../lib/log/log-manager.js';
 import { LogManager } from '../../../lib/log/log-dirs.js';
 import { captureLog, config, rmDir, tmpDir, v2 } from './helpers.js';
 
@@ -54,6 +54,29 @@ describe('lib/log LogManager', () => {
     expect(c3.lines).to.include('log recovered');
     await mgr3.shutdown();
     await log.close();
+  });
+
+  it("recovery-point-offset-checkpoint: a roll moves the recovery point once the closed segment is fsynced; shutdown writes each log's end; a garbled file is ignored with a warning", async () => {
+    let mgr = await LogManager.open(dir, broker);
+    const log = await mgr.getOrCreate('rp', 0, config({ segmentBytes: 600 }));
+    expect(log.recoveryPoint).to.equal(0n);
+    for (let i = 0; i < 12; i++) await log.append(v2(3, { size: 40 }), { leaderEpoch: 0 }).written;
+    const bases = log.segmentBaseOffsets;
+    expect(bases.length).to.be.greaterThan(2);
+    const active = bases[bases.length - 1] as bigint;
+    // the last roll's fsync runs in the background: mocha's timeout bounds the wait
+    while (log.recoveryPoint < active) await new Promise((r) => setTimeout(r, 5));
+    expect(log.recoveryPoint).to.equal(active);
+    await mgr.shutdown();
+    const file = path.join(dir, RECOVERY_POINT_CHECKPOINT);
+    expect(fs.readFileSync(file, 'utf8')).to.equal(`0\n1\nrp 0 ${log.logEndOffset}\n`);
+    fs.writeFileSync(file, '0\n1\nrp zero 12\n');
+    const c = captureLog();
+    mgr = await LogManager.open(dir, broker, c.logger);
+    expect(c.lines).to.include(
+      `ignoring an unreadable ${RECOVERY_POINT_CHECKPOINT}: logs recovered after an unclean shutdown are validated from their start`,
+    );
+    await mgr.shutdown();
   });
 
   it('deletes topics and runs retention on one maintenance timer', async () => {

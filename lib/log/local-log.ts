@@ -140,8 +140,9 @@ export abstract class LocalLog {
     this.snapshots = (
       await recoverProducerState(this.dir, this.segments, loaded.snapshots, this.producers, this._logEndOffset, this.logger)
     ).snapshots;
-    // recovery fsynced what it validated (loadSegments); a clean shutdown fsynced everything
-    this._recoveryPoint = this._logEndOffset;
+    // a clean shutdown fsynced everything; after a recovery the segments it validated are fsynced
+    // by the next roll or flush (loadSegments marks them), which moves the recovery point then
+    this._recoveryPoint = loaded.recovered && loaded.recoveryPoint < this._logEndOffset ? loaded.recoveryPoint : this._logEndOffset;
     if (loaded.truncatedBytes > 0 || loaded.recovered) {
       this.logger.info(
         { dir: this.dir, logEndOffset: this._logEndOffset.toString(), truncatedBytes: loaded.truncatedBytes },
@@ -283,7 +284,13 @@ export abstract class LocalLog {
     const wait = this.queue.written();
     const snapshot = serializeSnapshot(this.producers.producers.values());
     const at = this._logEndOffset;
-    const flushed = wait.then(() => old.persistIndexes()).then(() => old.sync());
+    // every segment below the new one (Kafka's flush up to its base): the closed one, and any that
+    // recovery validated but did not fsync
+    const flushed = wait
+      .then(() => old.persistIndexes())
+      .then(async () => {
+        for (const s of this.segments) if (s.baseOffset < at) await s.sync();
+      });
     const done = flushed.then(() => this.takeSnapshot(at, snapshot));
     this.track(done, 'finishing a rolled segment');
     // every segment below the new one is on disk once the earlier rolls' syncs are done too

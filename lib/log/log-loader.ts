@@ -33,6 +33,8 @@ export interface LoadResult {
   snapshots: bigint[];
   /** Whether the tail was scanned as after an unclean shutdown (asked for, or the files differed from `expected`). */
   recovered: boolean;
+  /** The recovery point the load validated from (lowered by a repair marker or a summary mismatch). */
+  recoveryPoint: bigint;
 }
 
 /** Files dropped at load: segments deleted, temporaries, and the cleaner's unfinished output (`.swap` files are completed: cleaner/swap.ts). */
@@ -150,11 +152,9 @@ export async function loadSegments(
       if (res.problem !== null) {
         truncatedBytes += await cutAndKeepAside(dir, seg, res.validEnd, res.problem, segments.splice(i + 1), config, logger, unflushed);
       }
-      if (unflushed) {
-        // what recovery validated is made durable: the recovery point can move past it
-        seg.unsynced = true;
-        await seg.sync();
-      }
+      // what recovery validated may be in the page cache only: the next roll or flush fsyncs it
+      // before the recovery point moves past it (an fsync of each here would slow a restart down)
+      if (unflushed) seg.unsynced = true;
       seg.timeIndex.truncateToOffset(seg.nextOffset);
       if (i < segments.length - 1) seg.onBecomeInactive();
       prevNext = seg.nextOffset;
@@ -182,7 +182,7 @@ export async function loadSegments(
     throw err;
   }
   snapshots.sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
-  return { segments, tail, truncatedBytes, snapshots, recovered: recover };
+  return { segments, tail, truncatedBytes, snapshots, recovered: recover, recoveryPoint };
 }
 
 /**

@@ -23,6 +23,7 @@ import { MetadataError, type MetadataStore } from './metadata/store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
+import { overloadLimits, type OverloadLimits } from './network/overload.js';
 import { listenerTlsSettings, type TlsListenerSettings } from './network/tls.js';
 import { checkAdvertisedListeners } from './network/advertised-check.js';
 import type { LogCleaner } from './log/cleaner/cleaner.js';
@@ -77,6 +78,7 @@ export class Broker {
   private admin: AdminServer | null = null;
   private exporter: Promise<PrometheusExporter> | null = null;
   private readonly servers: { listener: Listener; server: KafkaServer }[] = [];
+  private overload: OverloadLimits | null = null;
   private readonly advertised = new Map<string, Listener>();
   private services!: BrokerServices;
   private logManager!: LogManager;
@@ -271,6 +273,8 @@ export class Broker {
         .map((s) => parseListener(s))
         .map((l) => [l.name, l]),
     );
+    const limits = await overloadLimits(this.config);
+    this.overload = limits;
     for (const spec of this.config.brokerListeners) {
       const l = parseListener(spec);
       const tlsSettings = this.tlsSettings.get(l.name);
@@ -283,9 +287,7 @@ export class Broker {
           socketReceiveBufferBytes: this.config.int('socket.receive.buffer.bytes'),
           socketRequestMaxBytes: this.config.int('socket.request.max.bytes'),
           connectionsMaxIdleMs: this.config.long('connections.max.idle.ms') ?? 600000,
-          maxConnections: this.config.int('max.connections'),
-          maxConnectionsPerIp: this.config.int('max.connections.per.ip'),
-          maxQueuedRequests: this.config.int('queued.max.requests'),
+          ...limits,
           requestObserver: this.metrics,
           ...(tlsSettings === undefined ? {} : { tls: tlsSettings }),
         },
@@ -437,6 +439,7 @@ export class Broker {
       logCleaner: () => this.cleaner?.stats ?? null,
       ...topicAndGroupViews(s, this.logManager, this.config.int('min.insync.replicas')),
       listeners: () => this.servers.map((x) => ({ name: x.listener.name, connections: x.server.connections.values() })),
+      overload: () => this.overload,
     };
   }
 

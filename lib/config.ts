@@ -37,7 +37,9 @@ import {
   atLeast,
   cleanupPolicyError,
   COMPRESSION,
+  connectionOverridesError,
   LONG_MAX,
+  minusOneOrPositive,
   oneOf,
   oneOfIgnoringCase,
   replicaSelectorError,
@@ -97,7 +99,9 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'connections.max.idle.ms': { type: 'long', default: 600000 },
   'max.connections': { type: 'int', default: 2147483647, validate: atLeast(0) },
   'max.connections.per.ip': { type: 'int', default: 2147483647, validate: atLeast(0) },
+  'max.connections.per.ip.overrides': { type: 'string', default: '', validate: connectionOverridesError },
   'queued.max.requests': { type: 'int', default: 500, validate: atLeast(1) },
+  'queued.max.request.bytes': { type: 'long', default: -1, validate: minusOneOrPositive },
   'message.max.bytes': { type: 'int', default: 1048588, validate: atLeast(0) },
   'replica.fetch.max.bytes': { type: 'int', default: 1048576 },
   'max.incremental.fetch.session.cache.slots': { type: 'int', default: 1000, validate: atLeast(0) },
@@ -177,6 +181,8 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'broker.version.emulate': { type: 'string', default: null },
   'validation.deep': { type: 'boolean', default: false },
   'num.append.workers': { type: 'int', default: -1, validate: atLeast(-1) },
+  // How long one request may take to arrive whole, from its first byte (slow-loris clients); 0: no limit.
+  'gregor.request.read.timeout.ms': { type: 'int', default: 30000, validate: atLeast(0) },
   'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },
   // metadata.store=etcd: the etcd client URLs (comma-separated), and how long a broker's registration
   // outlives its last keep-alive (Kafka's broker.session.timeout.ms, the etcd lease's TTL).

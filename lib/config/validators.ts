@@ -1,5 +1,6 @@
 /** Validators of config values (Kafka's validators and messages where it has them), shared by the broker and topic key tables. */
 import type { ConfigValue } from '../config.js';
+import { parseConnectionOverrides } from '../network/connection-quotas.js';
 
 export const atLeast = (min: number) => (v: ConfigValue) => (typeof v === 'number' && v < min ? `must be >= ${min}` : undefined);
 export const oneOf =
@@ -25,3 +26,16 @@ export const cleanupPolicyError = (key: string) => (v: ConfigValue) => {
 export const COMPRESSION = ['producer', 'uncompressed', 'gzip', 'snappy', 'lz4', 'zstd'];
 export const TIMESTAMP_TYPES = ['CreateTime', 'LogAppendTime'];
 export const LONG_MAX = 9223372036854775807n;
+/** max.connections.per.ip.overrides: host:limit pairs. */
+export const connectionOverridesError = (v: ConfigValue) => {
+  if (typeof v !== 'string') return undefined;
+  try {
+    parseConnectionOverrides(v);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+};
+/** -1 (gregor's default) or a positive size. */
+export const minusOneOrPositive = (v: ConfigValue) =>
+  (typeof v === 'number' || typeof v === 'bigint') && v !== -1 && v < 1 ? 'must be -1 or >= 1' : undefined;

@@ -168,6 +168,8 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
                 writes.push(
                   written.then(async () => {
                     s.notifyAppend(td.name, pd.index, size);
+                    // waiting for followers needs none of the request's bytes (Kafka releases them once the handler returns)
+                    ctx.conn.requestBytesDone?.();
                     const code = await replication.awaitCommitted(td.name, pd.index, info.lastOffset + 1n, req.timeoutMs, minIsr);
                     if (code !== ErrorCode.NONE) Object.assign(res, failed(pd.index, code));
                   }, writeFailed),

@@ -37,6 +37,8 @@ export interface ConnectionDetails {
   clientSoftware?: { name: string; version: string };
   /** The connection's client-id cache (lib/network/connection.ts); absent: every client id is decoded. */
   readonly clientIds?: ClientIdCache;
+  /** The request in flight is done with its bytes: they leave the broker's request budget (queued.max.request.bytes). */
+  readonly requestBytesDone?: () => void;
 }
 
 export interface RequestContext {

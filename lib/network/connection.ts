@@ -2,11 +2,19 @@
  * One client connection: 4-byte size-prefixed framing, request size limit checked before any
  * allocation, strictly serial processing (a long-polling request holds the next one, as Kafka
  * mutes the channel), responses written in request order, backpressure and idle timeout.
+ *
+ * Back-pressure (Kafka mutes a channel instead): a new request is framed only while the
+ * connection's read-ahead queue has room, no response waits unsent in the socket's buffer beyond
+ * its high-water mark, and the broker-wide RequestBudget has room; otherwise the socket is paused
+ * (the kernel's receive buffer, then TCP's window, holds the client back) until that changes. So a
+ * connection holds at most one request being read, its bounded queue, and one response being sent.
  */
 import type { Socket } from 'node:net';
 import { ClientIdCache } from '../../protocol/frame.js';
 import type { Logger } from '../observability/logger.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
+import { ChunkBuffer } from './chunk-buffer.js';
+import type { BudgetWaiter, RequestBudget } from './request-budget.js';
 
 export interface ConnectionInfo {
   /** Kafka-style connection id: "localHost:localPort-remoteHost:remotePort-index" */
@@ -23,6 +31,11 @@ export interface ConnectionInfo {
   clientSoftware?: { name: string; version: string };
   /** the client id of the connection's last request, reused while the next ones repeat it (protocol/frame.ts) */
   readonly clientIds: ClientIdCache;
+  /**
+   * The request in flight no longer needs its bytes (a Produce that appended locally and waits for
+   * the ISR): they leave the broker-wide budget now rather than when the response is ready.
+   */
+  readonly requestBytesDone: () => void;
 }
 
 /**
@@ -49,6 +62,8 @@ export interface ConnectionLimits {
   maxQueuedRequests: number;
   /** ... or while the waiting requests hold this many bytes */
   maxQueuedBytes: number;
+  /** the broker-wide budget of requests read and not yet handled (queued.max.requests, queued.max.request.bytes) */
+  budget: RequestBudget;
 }
 
 type State = 'open' | 'ending' | 'closed';
@@ -56,17 +71,17 @@ type State = 'open' | 'ending' | 'closed';
 /** While closing, how long without socket activity before the socket is destroyed. */
 const LINGER_MS = 5000;
 
-export class Connection {
+export class Connection implements BudgetWaiter {
   readonly info: ConnectionInfo;
   /** resolves once the socket has closed */
   readonly closed: Promise<void>;
 
-  // Received bytes not yet framed: a list of chunks, the first one consumed up to `headOffset`.
-  private chunks: Buffer[] = [];
-  private headOffset = 0;
-  private buffered = 0;
-  /** size of the frame being received; -1 while the size prefix is still incomplete */
+  /** received bytes not yet framed */
+  private readonly input = new ChunkBuffer();
+  /** size of the frame being received (taken from the budget); -1 while none has been admitted */
   private frameSize = -1;
+  /** Date.now() since when a request has been partly received (0: none), for the request read timeout */
+  private partialSince = 0;
 
   private readonly queue: Buffer[] = [];
   /** when each queued frame had been read (performance.now()), kept only with an observer */
@@ -74,6 +89,10 @@ export class Connection {
   /** requests whose responses were handed to the socket and are not flushed yet, in write order */
   private readonly sending: RequestTiming[] = [];
   private queuedBytes = 0;
+  /** bytes of the request in flight still counted in the budget */
+  private inFlightBytes = 0;
+  private advancing = false;
+  private advanceAgain = false;
   /** while onData runs (with an observer): when its chunk was read, so requests it dispatches need no second clock read */
   private readAtNow = -1;
   private inFlight = false;
@@ -91,7 +110,7 @@ export class Connection {
 
   constructor(
     readonly socket: Socket,
-    info: Omit<ConnectionInfo, 'logger' | 'closed' | 'clientIds'>,
+    info: Omit<ConnectionInfo, 'logger' | 'closed' | 'clientIds' | 'requestBytesDone'>,
     private readonly dispatch: Dispatch,
     private readonly limits: ConnectionLimits,
     logger: Logger,
@@ -99,9 +118,15 @@ export class Connection {
     private readonly observer: RequestObserver | null = null,
   ) {
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
-    this.info = { ...info, logger: logger.child({ conn: info.id }), closed: this.closed, clientIds: new ClientIdCache() };
+    this.info = {
+      ...info,
+      logger: logger.child({ conn: info.id }),
+      closed: this.closed,
+      clientIds: new ClientIdCache(),
+      requestBytesDone: () => this.releaseInFlight(),
+    };
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('drain', () => this.pump());
+    socket.on('drain', () => this.advance());
     socket.on('error', (err: NodeJS.ErrnoException) => {
       // Resets and broken pipes are a normal part of a client's life.
       this.info.logger.debug({ code: err.code, err: err.message }, 'socket error');
@@ -121,7 +146,20 @@ export class Connection {
     if (this.state !== 'open') return;
     this.state = 'ending';
     this.dropUnframed();
-    this.pump();
+    this.advance();
+  }
+
+  /** The budget has room again: frame what waits and resume reading (BudgetWaiter). */
+  resume(): void {
+    this.advance();
+  }
+
+  /**
+   * Whether a request has been partly received for `timeoutMs` or more while reading was not paused
+   * (gregor.request.read.timeout.ms: a slow-loris client). The caller closes it.
+   */
+  readStalled(now: number, timeoutMs: number): boolean {
+    return this.state === 'open' && !this.readPaused && this.partialSince > 0 && now - this.partialSince >= timeoutMs;
   }
 
   /** Closes at once (protocol violation, limit, deadline). Logs `reason` once unless quiet. */
@@ -132,9 +170,7 @@ export class Connection {
     if (this.headless) {
       // a headless drain given up (a request failed, or the shutdown's grace period ran out)
       this.headless = false;
-      this.queue.length = 0;
-      this.queueTimes.length = 0;
-      this.queuedBytes = 0;
+      this.clearQueue();
       this.resolveClosed();
     }
   }
@@ -152,107 +188,135 @@ export class Connection {
         return;
       }
     }
-    const readAt = this.observer === null ? 0 : performance.now();
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
-    for (;;) {
+    this.input.push(chunk);
+    this.readAtNow = this.observer === null ? 0 : performance.now();
+    this.advance();
+    this.readAtNow = -1;
+  }
+
+  /**
+   * Frames what the limits allow, dispatches, and pauses or resumes reading; again while a
+   * dispatch that completed at once (or a budget release) made room for more.
+   */
+  private advance(): void {
+    if (this.advancing) {
+      this.advanceAgain = true;
+      return;
+    }
+    this.advancing = true;
+    try {
+      do {
+        this.advanceAgain = false;
+        const blocked = this.frameBuffered();
+        this.pump();
+        if (blocked && this.mayFrame()) this.advanceAgain = true;
+      } while (this.advanceAgain && this.state === 'open');
+    } finally {
+      this.advancing = false;
+    }
+    this.updateReading();
+    if (this.state === 'open') {
+      if (this.frameSize < 0 && this.input.buffered === 0) this.partialSince = 0;
+      else if (this.partialSince === 0) this.partialSince = Date.now();
+    }
+  }
+
+  /** Whether another request may be framed now (see the file comment). */
+  private mayFrame(): boolean {
+    return (
+      this.queue.length < this.limits.maxQueuedRequests &&
+      this.queuedBytes < this.limits.maxQueuedBytes &&
+      !this.socket.writableNeedDrain &&
+      this.limits.budget.hasRoom()
+    );
+  }
+
+  /** Frames buffered bytes into queued requests while allowed; true if it stopped at a limit. */
+  private frameBuffered(): boolean {
+    const input = this.input;
+    while (this.state === 'open') {
       if (this.frameSize < 0) {
-        if (this.buffered < 4) break;
-        const size = this.takeInt32();
+        if (input.buffered < 4) return false;
+        if (!this.mayFrame()) return true;
+        const size = input.takeInt32();
         if (size < 0 || size > this.limits.socketRequestMaxBytes) {
           // Nothing is allocated for it: the size alone condemns the connection.
           this.destroy('invalid request size', 'warn', {
             size,
             socketRequestMaxBytes: this.limits.socketRequestMaxBytes,
           });
-          return;
+          return false;
         }
         this.frameSize = size;
+        this.limits.budget.take(size);
       }
-      if (this.buffered < this.frameSize) break;
-      const frame = this.take(this.frameSize);
+      if (input.buffered < this.frameSize) return false;
+      const frame = input.take(this.frameSize);
       this.frameSize = -1;
+      this.partialSince = 0;
       this.queue.push(frame);
-      if (this.observer !== null) this.queueTimes.push(readAt);
+      if (this.observer !== null) this.queueTimes.push(this.readAtNow >= 0 ? this.readAtNow : performance.now());
       this.queuedBytes += frame.length;
     }
-    this.readAtNow = readAt;
-    this.pump();
-    this.readAtNow = -1;
-    this.updateReading();
+    return false;
   }
 
-  /** Reads the 4-byte big-endian size prefix, which may straddle chunks. */
-  private takeInt32(): number {
-    const head = this.chunks[0]!;
-    if (head.length - this.headOffset >= 4) {
-      const v = head.readInt32BE(this.headOffset);
-      this.consume(4);
-      return v;
-    }
-    return this.take(4).readInt32BE(0);
-  }
-
-  /** Removes n buffered bytes: a zero-copy view when they sit in one chunk, else one allocation. */
-  private take(n: number): Buffer {
-    const head = this.chunks[0];
-    if (n === 0) return Buffer.alloc(0);
-    if (head !== undefined && head.length - this.headOffset >= n) {
-      const out = head.subarray(this.headOffset, this.headOffset + n);
-      this.consume(n);
-      return out;
-    }
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const c = this.chunks[0]!;
-      const len = Math.min(c.length - this.headOffset, n - filled);
-      c.copy(out, filled, this.headOffset, this.headOffset + len);
-      filled += len;
-      this.consume(len);
-    }
-    return out;
-  }
-
-  private consume(n: number): void {
-    this.buffered -= n;
-    this.headOffset += n;
-    const head = this.chunks[0];
-    if (head !== undefined && this.headOffset === head.length) {
-      this.chunks.shift();
-      this.headOffset = 0;
-    }
-  }
-
+  /** Drops unframed bytes, giving back the budget of a request being received. */
   private dropUnframed(): void {
-    this.chunks = [];
-    this.headOffset = 0;
-    this.buffered = 0;
+    this.input.clear();
+    if (this.frameSize >= 0) this.limits.budget.release(1, this.frameSize);
     this.frameSize = -1;
+    this.partialSince = 0;
   }
 
-  /** Pauses reading while too much waits; resumes when the queue has room again. */
+  /** Drops the queued requests and gives back their budget. */
+  private clearQueue(): void {
+    const n = this.queue.length;
+    const bytes = this.queuedBytes;
+    this.queue.length = 0;
+    this.queueTimes.length = 0;
+    this.queuedBytes = 0;
+    if (n > 0) this.limits.budget.release(n, bytes);
+  }
+
+  /** The request in flight is done with its bytes (answered, failed, or handled early). */
+  private releaseInFlight(): void {
+    const n = this.inFlightBytes;
+    if (n === 0) return;
+    this.inFlightBytes = 0;
+    this.limits.budget.release(0, n);
+  }
+
+  /**
+   * Reads while a request being received needs its remaining bytes or another may be framed;
+   * pauses otherwise, waiting in the budget when that is what lacks room.
+   */
   private updateReading(): void {
     if (this.state === 'closed') return;
-    const full =
-      this.state === 'open' && (this.queue.length >= this.limits.maxQueuedRequests || this.queuedBytes >= this.limits.maxQueuedBytes);
-    if (full && !this.readPaused) {
+    const read =
+      this.state !== 'open' || (this.frameSize >= 0 ? this.input.buffered < this.frameSize : this.input.buffered < 4 && this.mayFrame());
+    if (!read && !this.readPaused) {
       this.readPaused = true;
       this.socket.pause();
-    } else if (!full && this.readPaused) {
+    } else if (read && this.readPaused) {
       this.readPaused = false;
       this.socket.resume();
+      if (this.partialSince > 0) this.partialSince = Date.now(); // the read timeout counts from here
     }
+    if (!read && this.state === 'open' && !this.limits.budget.hasRoom()) this.limits.budget.wait(this);
   }
 
   // ---- processing ----
 
-  /** Dispatches queued requests one at a time while the socket's write buffer has room. */
+  /** Dispatches queued requests one at a time while the socket's write buffer has room (only from advance()). */
   private pump(): void {
     while (!this.inFlight && this.queue.length > 0 && (this.state !== 'closed' || this.headless) && !this.socket.writableNeedDrain) {
       const frame = this.queue.shift()!;
       this.queuedBytes -= frame.length;
       this.inFlight = true;
+      // handled from here on (Kafka: a handler took it off the request queue); its bytes stay counted until done
+      this.inFlightBytes = frame.length;
+      this.limits.budget.release(1, 0);
       let timing: RequestTiming | undefined;
       if (this.observer !== null) {
         const now = this.readAtNow >= 0 ? this.readAtNow : performance.now();
@@ -264,6 +328,7 @@ export class Connection {
         result = this.dispatch(frame, this.info, timing);
       } catch (err) {
         this.inFlight = false;
+        this.releaseInFlight();
         this.destroy('dispatch threw', 'warn', { err: errText(err) });
         return;
       }
@@ -271,20 +336,24 @@ export class Connection {
         result.then(
           (r) => {
             this.inFlight = false;
-            if (this.complete(r, timing)) this.pump();
+            // the response is written before the budget is released: a release may resume this connection
+            const more = this.complete(r, timing);
+            this.releaseInFlight();
+            if (more) this.advance();
           },
           (err: unknown) => {
             this.inFlight = false;
+            this.releaseInFlight();
             this.destroy('dispatch threw', 'warn', { err: errText(err) });
           },
         );
-        this.updateReading();
         return;
       }
       this.inFlight = false;
-      if (!this.complete(result, timing)) return;
+      const more = this.complete(result, timing);
+      this.releaseInFlight();
+      if (!more) return;
     }
-    this.updateReading();
     if (this.state === 'ending' && !this.busy) this.finishEnding();
     if (this.headless && !this.busy) {
       this.headless = false;
@@ -361,9 +430,7 @@ export class Connection {
   private closeAfterFlush(): void {
     if (this.socket.destroyed || this.socket.writableEnded) return;
     this.state = 'ending';
-    this.queue.length = 0;
-    this.queueTimes.length = 0;
-    this.queuedBytes = 0;
+    this.clearQueue();
     this.dropUnframed();
     this.socket.end();
     // Keep reading (and dropping) until the peer closes too; a peer that neither reads nor closes
@@ -390,13 +457,12 @@ export class Connection {
     this.headless = this.state === 'open' && this.queue.length > 0;
     this.state = 'closed';
     this.dropUnframed();
+    this.limits.budget.forget(this);
     if (this.headless) {
-      if (!this.inFlight) this.pump();
+      if (!this.inFlight) this.advance();
       return;
     }
-    this.queue.length = 0;
-    this.queueTimes.length = 0;
-    this.queuedBytes = 0;
+    this.clearQueue();
     this.resolveClosed();
   }
 

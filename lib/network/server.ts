@@ -1,7 +1,8 @@
 /**
  * A Kafka listener: one net.Server, connection limits (max.connections, max.connections.per.ip
- * and its overrides), socket buffer sizes, and a graceful close that lets in-flight requests
- * answer before the sockets end.
+ * and its overrides, shared by the broker's listeners through ConnectionQuotas), the broker-wide
+ * RequestBudget its connections read under, the request read timeout, socket buffer sizes, and a
+ * graceful close that lets in-flight requests answer before the sockets end.
  */
 import net from 'node:net';
 import type { Logger } from '../observability/logger.js';
@@ -13,6 +14,8 @@ import type { RequestObserver } from '../observability/request-timing.js';
 import { Connection, type Dispatch } from './connection.js';
 import { bindServer } from './bind.js';
 import { applyBufferSizes } from './socket-buffers.js';
+import { ConnectionQuotas } from './connection-quotas.js';
+import { RequestBudget } from './request-budget.js';
 
 export type { ConnectionInfo, Dispatch, DispatchResult } from './connection.js';
 
@@ -30,15 +33,21 @@ export interface ListenerOptions {
   socketRequestMaxBytes: number;
   /** connections.max.idle.ms */
   connectionsMaxIdleMs: number;
-  /** max.connections (this listener) */
-  maxConnections: number;
+  /** the broker's connection limits (shared by its listeners); none: the three limits below, for this listener alone */
+  quotas?: ConnectionQuotas;
+  /** max.connections */
+  maxConnections?: number;
   /** max.connections.per.ip */
-  maxConnectionsPerIp: number;
+  maxConnectionsPerIp?: number;
   /** max.connections.per.ip.overrides: address → limit */
   maxConnectionsPerIpOverrides?: Map<string, number>;
-  /** requests waiting behind the in-flight one before reading pauses (default 16) */
+  /** the broker-wide budget of requests read and not yet handled; none: unlimited */
+  budget?: RequestBudget;
+  /** gregor.request.read.timeout.ms: a request partly received for this long closes its connection; <= 0 disables */
+  requestReadTimeoutMs?: number;
+  /** requests one connection reads ahead, behind the in-flight one, before reading pauses (default 16) */
   maxQueuedRequests?: number;
-  /** bytes of waiting requests before reading pauses (default 16 MiB) */
+  /** bytes of requests one connection reads ahead before reading pauses (default 16 MiB) */
   maxQueuedBytes?: number;
   /** told about every request once answered (request metrics and log); none: requests are not timed */
   requestObserver?: RequestObserver;
@@ -55,12 +64,14 @@ export function looksLikeTls(chunk: Buffer): boolean {
 export class KafkaServer {
   private readonly server: net.Server;
   private readonly conns = new Map<string, Connection>();
-  private readonly perIp = new Map<string, number>();
+  private readonly quotas: ConnectionQuotas;
+  private readonly budget: RequestBudget;
   private readonly logger: Logger;
   private nextIndex = 0;
   private closing: Promise<void> | null = null;
-  /** connection refusals and TLS failures: one line per class per 10 s */
+  /** connection refusals, TLS failures and read timeouts: one line per class per 10 s */
   private readonly refusals: RateLimitedLog;
+  private sweep: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly opts: ListenerOptions,
@@ -69,6 +80,14 @@ export class KafkaServer {
   ) {
     this.logger = logger.child({ listener: opts.name });
     this.refusals = new RateLimitedLog(this.logger);
+    this.quotas =
+      opts.quotas ??
+      new ConnectionQuotas({
+        maxConnections: opts.maxConnections ?? Number.MAX_SAFE_INTEGER,
+        maxConnectionsPerIp: opts.maxConnectionsPerIp ?? Number.MAX_SAFE_INTEGER,
+        ...(opts.maxConnectionsPerIpOverrides === undefined ? {} : { overrides: opts.maxConnectionsPerIpOverrides }),
+      });
+    this.budget = opts.budget ?? new RequestBudget(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
     // Kafka sets TCP_NODELAY and SO_KEEPALIVE on accepted sockets.
     this.server = net.createServer({ noDelay: true, keepAlive: true, allowHalfOpen: false }, (s) => this.onConnection(s));
   }
@@ -81,8 +100,28 @@ export class KafkaServer {
     // Accepted sockets inherit SO_RCVBUF from the listening one: set it there too so the TCP
     // window scale in the handshake already reflects it (Kafka does the same).
     applyBufferSizes(this.server, -1, this.opts.socketReceiveBufferBytes, this.logger);
+    const timeoutMs = this.opts.requestReadTimeoutMs ?? 0;
+    if (timeoutMs > 0) {
+      this.sweep = setInterval(() => this.closeStalledReads(timeoutMs), Math.max(10, Math.min(1000, timeoutMs / 4)));
+      this.sweep.unref();
+    }
     this.logger.info({ host: addr.host, port: addr.port }, 'listening');
     return addr;
+  }
+
+  /** Closes connections that have been receiving one request for longer than the request read timeout (slow-loris). */
+  private closeStalledReads(timeoutMs: number): void {
+    const now = Date.now();
+    for (const c of this.conns.values()) {
+      if (!c.readStalled(now, timeoutMs)) continue;
+      c.destroy();
+      const cls = 'gregor.request.read.timeout.ms';
+      this.refusals.warn(
+        cls,
+        { remoteAddress: c.info.remoteAddress, remotePort: c.info.remotePort, [cls]: timeoutMs },
+        'closing connection: request not received whole within gregor.request.read.timeout.ms',
+      );
+    }
   }
 
   /** The listener's name (e.g. PLAINTEXT). */
@@ -109,6 +148,7 @@ export class KafkaServer {
   }
 
   private async doClose(graceMs: number): Promise<void> {
+    clearInterval(this.sweep);
     const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const conns = [...this.conns.values()];
     for (const c of conns) c.beginClose();
@@ -136,7 +176,8 @@ export class KafkaServer {
       socket.destroy();
       return;
     }
-    const reject = this.rejection(remoteAddress);
+    // counted from here (before a TLS handshake) until the connection is done
+    const reject = this.quotas.tryAccept(remoteAddress);
     if (reject !== null) {
       socket.destroy();
       this.refusals.warn(reject.limit, { remoteAddress, [reject.limit]: reject.max }, `rejected connection: ${reject.limit} reached`);
@@ -147,25 +188,17 @@ export class KafkaServer {
       this.serve(socket, remoteAddress, remotePort, ANONYMOUS);
       return;
     }
-    // counted from the start of the handshake, as the limits above assume
-    this.perIp.set(remoteAddress, (this.perIp.get(remoteAddress) ?? 0) + 1);
-    const release = (): void => this.releaseIp(remoteAddress);
     let served = false;
     socket.once('close', () => {
-      if (!served) release();
+      if (!served) this.quotas.release(remoteAddress);
     });
     acceptTls(socket, this.opts.tls, this.opts.connectionsMaxIdleMs, this.refusals, (tlsSocket, principal) => {
       served = true;
-      release();
-      if (this.closing !== null) tlsSocket.destroy();
-      else this.serve(tlsSocket, remoteAddress, remotePort, principal);
+      if (this.closing !== null) {
+        tlsSocket.destroy();
+        this.quotas.release(remoteAddress);
+      } else this.serve(tlsSocket, remoteAddress, remotePort, principal);
     });
-  }
-
-  private releaseIp(remoteAddress: string): void {
-    const n = (this.perIp.get(remoteAddress) ?? 1) - 1;
-    if (n <= 0) this.perIp.delete(remoteAddress);
-    else this.perIp.set(remoteAddress, n);
   }
 
   /** Serves Kafka requests on an accepted (and, on an SSL listener, handshaken) socket. */
@@ -181,6 +214,7 @@ export class KafkaServer {
         connectionsMaxIdleMs: this.opts.connectionsMaxIdleMs,
         maxQueuedRequests: this.opts.maxQueuedRequests ?? 16,
         maxQueuedBytes: this.opts.maxQueuedBytes ?? 16 * 1024 * 1024,
+        budget: this.budget,
         ...(this.opts.tls === undefined
           ? { screenFirstChunk: (chunk: Buffer) => this.screenPlaintext(chunk, remoteAddress, remotePort) }
           : {}),
@@ -189,13 +223,12 @@ export class KafkaServer {
       this.opts.requestObserver ?? null,
     );
     this.conns.set(id, conn);
-    this.perIp.set(remoteAddress, (this.perIp.get(remoteAddress) ?? 0) + 1);
     conn.info.logger.debug({ remoteAddress, remotePort }, 'connection accepted');
     // counted until the connection is done: after a peer's FIN, whole requests it sent are still being
     // processed (see Connection.headless), and a shutdown waits for them within its grace period
     void conn.closed.then(() => {
       this.conns.delete(id);
-      this.releaseIp(remoteAddress);
+      this.quotas.release(remoteAddress);
     });
   }
 
@@ -205,14 +238,6 @@ export class KafkaServer {
     const cls = 'TLS client on a PLAINTEXT listener';
     this.refusals.warn(cls, { remoteAddress, remotePort }, `${cls}: connection closed`);
     return false;
-  }
-
-  /** Why a new connection from `ip` must be refused, or null. */
-  private rejection(ip: string): { limit: string; max: number } | null {
-    if (this.conns.size >= this.opts.maxConnections) return { limit: 'max.connections', max: this.opts.maxConnections };
-    const max = this.opts.maxConnectionsPerIpOverrides?.get(ip) ?? this.opts.maxConnectionsPerIp;
-    if ((this.perIp.get(ip) ?? 0) >= max) return { limit: 'max.connections.per.ip', max };
-    return null;
   }
 }
 

@@ -14,6 +14,9 @@ import { Registry } from 'prom-client';
 import type { BrokerMetrics } from './broker-metrics.js';
 import { Families, type Put } from './families.js';
 import { registerLagMetrics } from './lag-metrics.js';
+import { registerOverloadMetrics } from './overload-metrics.js';
+import type { ConnectionQuotas } from '../network/connection-quotas.js';
+import type { RequestBudget } from '../network/request-budget.js';
 import { processRegistry } from './process-metrics.js';
 import { QUANTILES, TIMERS, errorName } from './request-metrics.js';
 import type { TopicStats } from './topic-metrics.js';
@@ -63,6 +66,8 @@ export interface MetricsSource {
   listeners(): Iterable<ListenerView>;
   /** The log cleaner's gauges; null when it is disabled. */
   logCleaner?(): CleanerStats | null;
+  /** The connection quotas and request budget shared by the listeners; null before they are bound. */
+  overload?(): { quotas: ConnectionQuotas; budget: RequestBudget } | null;
 }
 
 /** BrokerTopicMetrics meters and their TopicStats fields. */
@@ -324,6 +329,7 @@ export class PrometheusExporter {
         }
       },
     );
+    registerOverloadMetrics(f, () => src.overload?.());
     // Kafka's network threads and request handler threads are one event loop here: both idle
     // fractions are 1 - the event loop's utilisation since the previous scrape (0..1, as Kafka's).
     gauge(

@@ -93,6 +93,8 @@ export class Connection implements BudgetWaiter {
   private inFlightBytes = 0;
   private advancing = false;
   private advanceAgain = false;
+  /** the queued requests are out of the budget's request count while the socket cannot take a response */
+  private parked = false;
   /** while onData runs (with an observer): when its chunk was read, so requests it dispatches need no second clock read */
   private readAtNow = -1;
   private inFlight = false;
@@ -204,6 +206,7 @@ export class Connection implements BudgetWaiter {
       return;
     }
     this.advancing = true;
+    this.park(false);
     try {
       do {
         this.advanceAgain = false;
@@ -214,6 +217,7 @@ export class Connection implements BudgetWaiter {
     } finally {
       this.advancing = false;
     }
+    this.park(this.state === 'open' && this.queue.length > 0 && this.socket.writableNeedDrain);
     this.updateReading();
     if (this.state === 'open') {
       if (this.frameSize < 0 && this.input.buffered === 0) this.partialSince = 0;
@@ -271,12 +275,25 @@ export class Connection implements BudgetWaiter {
 
   /** Drops the queued requests and gives back their budget. */
   private clearQueue(): void {
-    const n = this.queue.length;
+    const n = this.parked ? 0 : this.queue.length;
     const bytes = this.queuedBytes;
+    this.parked = false;
     this.queue.length = 0;
     this.queueTimes.length = 0;
     this.queuedBytes = 0;
-    if (n > 0) this.limits.budget.release(n, bytes);
+    if (n > 0 || bytes > 0) this.limits.budget.release(n, bytes);
+  }
+
+  /**
+   * While a response waits unsent (the client is not reading), the requests queued behind it leave
+   * the budget's request count: Kafka never reads them from a muted channel, so they must not keep
+   * queued.max.requests from other connections. (Their bytes stay counted: the memory is held.)
+   */
+  private park(on: boolean): void {
+    if (on === this.parked) return;
+    this.parked = on;
+    if (on) this.limits.budget.release(this.queue.length, 0);
+    else this.limits.budget.take(0, this.queue.length);
   }
 
   /** The request in flight is done with its bytes (answered, failed, or handled early). */

@@ -57,9 +57,9 @@ export class RequestBudget {
     return this.requests < this.maxRequests && this.bytes < this.maxBytes;
   }
 
-  /** A request of `size` bytes begins to be read. */
-  take(size: number): void {
-    this.requests++;
+  /** A request of `size` bytes begins to be read (or `requests` parked ones count again). */
+  take(size: number, requests = 1): void {
+    this.requests += requests;
     this.bytes += size;
   }
 

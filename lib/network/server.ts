@@ -47,7 +47,7 @@ export interface ListenerOptions {
   requestReadTimeoutMs?: number;
   /** requests one connection reads ahead, behind the in-flight one, before reading pauses (default 16) */
   maxQueuedRequests?: number;
-  /** bytes of requests one connection reads ahead before reading pauses (default 16 MiB) */
+  /** bytes of requests one connection reads ahead before reading pauses (default 1 MiB; one request of any size is read) */
   maxQueuedBytes?: number;
   /** told about every request once answered (request metrics and log); none: requests are not timed */
   requestObserver?: RequestObserver;
@@ -213,7 +213,7 @@ export class KafkaServer {
         socketRequestMaxBytes: this.opts.socketRequestMaxBytes,
         connectionsMaxIdleMs: this.opts.connectionsMaxIdleMs,
         maxQueuedRequests: this.opts.maxQueuedRequests ?? 16,
-        maxQueuedBytes: this.opts.maxQueuedBytes ?? 16 * 1024 * 1024,
+        maxQueuedBytes: this.opts.maxQueuedBytes ?? 1024 * 1024,
         budget: this.budget,
         ...(this.opts.tls === undefined
           ? { screenFirstChunk: (chunk: Buffer) => this.screenPlaintext(chunk, remoteAddress, remotePort) }

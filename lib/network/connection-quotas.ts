@@ -14,11 +14,12 @@ export const ConnectionLimit = {
 } as const;
 export type ConnectionLimit = (typeof ConnectionLimit)[keyof typeof ConnectionLimit];
 
+/** Read at each new connection: getters may follow dynamic config updates. */
 export interface ConnectionQuotaLimits {
-  maxConnections: number;
-  maxConnectionsPerIp: number;
+  readonly maxConnections: number;
+  readonly maxConnectionsPerIp: number;
   /** address → limit (max.connections.per.ip.overrides) */
-  overrides?: ReadonlyMap<string, number>;
+  readonly overrides?: ReadonlyMap<string, number>;
 }
 
 export class ConnectionQuotas {

@@ -25,14 +25,40 @@ export function defaultRequestBytes(): number {
   return Math.min(256 * MiB, Math.floor(getHeapStatistics().heap_size_limit / 8));
 }
 
+/**
+ * The limits of a broker. The connection limits are read from `config` at each new connection, so
+ * dynamic updates (AlterConfigs on the broker or on every broker) apply at once, as in Kafka; host
+ * names in the overrides are resolved at start and whenever the value changes (literal addresses
+ * apply at once, resolved names once resolved).
+ */
 export async function overloadLimits(config: BrokerConfig): Promise<OverloadLimits> {
-  const overrides = await resolveConnectionOverrides(parseConnectionOverrides(config.string('max.connections.per.ip.overrides') ?? ''));
+  const overridesKey = 'max.connections.per.ip.overrides';
+  let raw = config.string(overridesKey) ?? '';
+  let overrides = await resolveConnectionOverrides(parseConnectionOverrides(raw));
+  const currentOverrides = (): ReadonlyMap<string, number> => {
+    const now = config.string(overridesKey) ?? '';
+    if (now !== raw) {
+      raw = now;
+      const parsed = parseConnectionOverrides(now);
+      overrides = parsed;
+      void resolveConnectionOverrides(parsed).then((resolved) => {
+        if (raw === now) overrides = resolved;
+      });
+    }
+    return overrides;
+  };
   const bytes = config.long('queued.max.request.bytes') ?? -1;
   return {
     quotas: new ConnectionQuotas({
-      maxConnections: config.int('max.connections'),
-      maxConnectionsPerIp: config.int('max.connections.per.ip'),
-      overrides,
+      get maxConnections() {
+        return config.int('max.connections');
+      },
+      get maxConnectionsPerIp() {
+        return config.int('max.connections.per.ip');
+      },
+      get overrides() {
+        return currentOverrides();
+      },
     }),
     budget: new RequestBudget(config.int('queued.max.requests'), bytes < 0 ? defaultRequestBytes() : bytes),
     requestReadTimeoutMs: config.int('gregor.request.read.timeout.ms'),

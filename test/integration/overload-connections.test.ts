@@ -159,8 +159,28 @@ describe('overload: connection limits and slow clients (child brokers)', functio
     expect(await again.probe()).to.equal('answered');
   });
 
-  it('max.connections.per.ip and its overrides: exactly as many accepted per address, one log line', async () => {
-    const b = await broker({ 'max.connections.per.ip': '20', 'max.connections.per.ip.overrides': '127.0.0.2:50,127.0.0.3:0' });
+  it('max.connections.per.ip and its overrides (updated dynamically): exactly as many accepted per address, one log line', async () => {
+    const b = await broker({ 'max.connections.per.ip': '10', 'max.connections.per.ip.overrides': '127.0.0.2:50' });
+    // dynamic, as in Kafka: the limits changed with AlterConfigs apply to the next connections
+    const kafka = new kafkajs.Kafka({ clientId: 'conn-test', brokers: [b.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    const nodeId = (await admin.describeCluster()).brokers[0]!.nodeId;
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [
+        {
+          type: kafkajs.ConfigResourceTypes.BROKER,
+          name: String(nodeId), // kafkajs refuses '' (every broker)
+          configEntries: [
+            { name: 'max.connections.per.ip', value: '20' },
+            { name: 'max.connections.per.ip.overrides', value: '127.0.0.2:50,127.0.0.3:0' },
+          ],
+        },
+      ],
+    });
+    await admin.disconnect();
+    while ((await metric(b, 'kafka_server_socket_server_metrics_connection_count')) > 0) await new Promise((r) => setTimeout(r, 20));
     const fromDefault = await openMany(b.port, 25, '127.0.0.1');
     const fromOverride = await openMany(b.port, 55, '127.0.0.2');
     const fromZero = await openMany(b.port, 3, '127.0.0.3');

@@ -4,53 +4,47 @@
  * connections and of sockets muted for want of request budget.
  */
 import type { ConnectionQuotas } from '../network/connection-quotas.js';
-import type { RequestBudget } from '../network/request-budget.js';
+import type { RequestBudget, RequestBudgetStats } from '../network/request-budget.js';
 import type { Families } from './families.js';
 
 export type OverloadSource = () => { quotas: ConnectionQuotas; budget: RequestBudget } | null | undefined;
 
-export function registerOverloadMetrics(f: Families, source: OverloadSource): void {
-  const budget = () => source()?.budget.stats() ?? null;
-  f.gauge(
+/** The request budget's families: [kind, name, help, value]. */
+const BUDGET_FAMILIES: readonly ['gauge' | 'counter', string, string, (b: RequestBudgetStats) => number][] = [
+  [
+    'gauge',
     'kafka_network_requestchannel_requestqueuesize',
     'Requests read and not yet handled, all listeners (queued.max.requests bounds it)',
-    [],
-    (put) => {
-      const b = budget();
-      if (b !== null) put(null, b.queuedRequests);
-    },
-  );
-  f.gauge('kafka_network_socketserver_memorypoolused', 'Bytes of requests read and not yet handled', [], (put) => {
-    const b = budget();
-    if (b !== null) put(null, b.queuedBytes);
-  });
-  f.gauge(
+    (b) => b.queuedRequests,
+  ],
+  ['gauge', 'kafka_network_socketserver_memorypoolused', 'Bytes of requests read and not yet handled', (b) => b.queuedBytes],
+  [
+    'gauge',
     'kafka_network_socketserver_memorypoolavailable',
     'Bytes left before sockets stop being read (queued.max.request.bytes minus what is used)',
-    [],
-    (put) => {
-      const b = budget();
-      if (b !== null) put(null, Math.max(0, b.maxBytes - b.queuedBytes));
-    },
-  );
-  f.counter(
+    (b) => Math.max(0, b.maxBytes - b.queuedBytes),
+  ],
+  [
+    'counter',
     'gregor_network_request_budget_mutes_total',
     'Times a connection stopped reading because queued.max.requests or queued.max.request.bytes was reached',
-    [],
-    (put) => {
-      const b = budget();
-      if (b !== null) put(null, b.mutes);
-    },
-  );
-  f.counter(
+    (b) => b.mutes,
+  ],
+  [
+    'counter',
     'gregor_network_request_budget_exhausted_seconds_total',
     'Seconds during which connections waited for request budget (Kafka: memory pool depleted time)',
-    [],
-    (put) => {
-      const b = budget();
-      if (b !== null) put(null, b.exhaustedMs / 1000);
-    },
-  );
+    (b) => b.exhaustedMs / 1000,
+  ],
+];
+
+export function registerOverloadMetrics(f: Families, source: OverloadSource): void {
+  for (const [kind, name, help, value] of BUDGET_FAMILIES) {
+    f[kind](name, help, [], (put) => {
+      const b = source()?.budget.stats();
+      if (b !== undefined) put(null, value(b));
+    });
+  }
   f.counter(
     'gregor_network_connections_refused_total',
     'Connections closed at once because a connection limit was reached',

@@ -6,78 +6,28 @@
  */
 import { expect } from 'chai';
 import kafkajs from 'kafkajs';
-import net from 'node:net';
 import { readFileSync, rmSync } from 'node:fs';
 import { encodeRequest } from '../../protocol/frame.js';
 import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
 import { processRss } from '../helpers/raw-client.js';
+import { Client, OpenClients } from '../lib/network/helpers.js';
 
 const API_VERSIONS = encodeRequest({ apiKey: 18, apiVersion: 0, correlationId: 1, clientId: 'conn-test' }, {}, { sizePrefix: true });
 
-/** A raw connection that knows whether the broker answered or closed it. */
-class Conn {
-  closed = false;
-  answered = false;
-  private readonly waiters: (() => void)[] = [];
-
-  constructor(readonly socket: net.Socket) {
-    socket.on('error', () => {});
-    socket.on('data', () => {
-      this.answered = true;
-      this.wake();
-    });
-    socket.on('close', () => {
-      this.closed = true;
-      this.wake();
-    });
-  }
-
-  static open(port: number, localAddress = '127.0.0.1'): Promise<Conn> {
-    return new Promise((resolve, reject) => {
-      const s = net.connect({ host: '127.0.0.1', port, localAddress });
-      s.once('connect', () => {
-        s.off('error', reject);
-        resolve(new Conn(s));
-      });
-      s.once('error', reject);
-    });
-  }
-
-  /** Sends ApiVersions v0: resolves 'answered' or 'closed'. */
-  async probe(timeoutMs = 10000): Promise<'answered' | 'closed'> {
-    if (!this.closed) this.socket.write(API_VERSIONS);
-    await this.until(() => this.answered || this.closed, timeoutMs);
-    return this.answered ? 'answered' : 'closed';
-  }
-
-  waitClosed(timeoutMs = 10000): Promise<void> {
-    return this.until(() => this.closed, timeoutMs);
-  }
-
-  private until(cond: () => boolean, timeoutMs: number): Promise<void> {
-    if (cond()) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('timed out')), timeoutMs);
-      const check = (): void => {
-        if (cond()) {
-          clearTimeout(t);
-          resolve();
-        } else this.waiters.push(check);
-      };
-      this.waiters.push(check);
-    });
-  }
-
-  private wake(): void {
-    for (const w of this.waiters.splice(0)) w();
-  }
+/** Sends ApiVersions v0: 'answered' or 'closed' (refused connections are closed unanswered). */
+function probe(c: Client, timeoutMs = 10000): Promise<'answered' | 'closed'> {
+  if (!c.closed) c.send(API_VERSIONS);
+  return c.waitFor(1, timeoutMs).then(
+    () => 'answered' as const,
+    () => 'closed' as const,
+  );
 }
 
 /** Opens n connections, at most `parallel` connecting at once (the listen backlog is finite). */
-async function openMany(port: number, n: number, localAddress?: string, parallel = 256): Promise<Conn[]> {
-  const out: Conn[] = [];
+async function openMany(clients: OpenClients, port: number, n: number, localAddress?: string, parallel = 256): Promise<Client[]> {
+  const out: Client[] = [];
   for (let i = 0; i < n; i += parallel) {
-    const batch = await Promise.all(Array.from({ length: Math.min(parallel, n - i) }, () => Conn.open(port, localAddress)));
+    const batch = await Promise.all(Array.from({ length: Math.min(parallel, n - i) }, () => clients.connect(port, localAddress)));
     out.push(...batch);
   }
   return out;
@@ -107,7 +57,7 @@ describe('overload: connection limits and slow clients (child brokers)', functio
   this.timeout(240_000);
   const dirs: string[] = [];
   const brokers: ChildBroker[] = [];
-  const conns: Conn[] = [];
+  const clients = new OpenClients();
 
   async function broker(overrides: Record<string, string>): Promise<ChildBroker & { output(): string }> {
     const dir = tempDir('gregor-conns-');
@@ -118,7 +68,7 @@ describe('overload: connection limits and slow clients (child brokers)', functio
   }
 
   afterEach(async () => {
-    for (const c of conns.splice(0)) c.socket.destroy();
+    clients.destroyAll();
     for (const b of brokers.splice(0)) {
       b.child.kill('SIGKILL');
       await b.exited;
@@ -136,17 +86,16 @@ describe('overload: connection limits and slow clients (child brokers)', functio
     }
     const N = 10_000;
     const b = await broker({ 'max.connections': String(N) });
-    conns.push(...(await openMany(b.port, N)));
+    const conns = await openMany(clients, b.port, N);
     // every one of them is served: a sample answers ApiVersions
     const sample = conns.filter((_, i) => i % 100 === 0);
-    expect(await Promise.all(sample.map((c) => c.probe()))).to.deep.equal(sample.map(() => 'answered'));
+    expect(await Promise.all(sample.map((c) => probe(c)))).to.deep.equal(sample.map(() => 'answered'));
     expect(conns.filter((c) => c.closed)).to.have.length(0);
     expect(await metric(b, 'kafka_server_socket_server_metrics_connection_count')).to.equal(N);
     console.log(`      broker RSS with ${N} connections: ${((await processRss(b.child.pid!)) / 1048576).toFixed(0)} MB`);
     // the next five are closed without an answer
-    const over = await openMany(b.port, 5);
-    conns.push(...over);
-    expect(await Promise.all(over.map((c) => c.probe()))).to.deep.equal(over.map(() => 'closed'));
+    const over = await openMany(clients, b.port, 5);
+    expect(await Promise.all(over.map((c) => probe(c)))).to.deep.equal(over.map(() => 'closed'));
     expect(await metric(b, 'gregor_network_connections_refused_total', 'max.connections"')).to.equal(5);
     expect(logLines(b, 'rejected connection: max.connections reached')).to.have.length(1);
     // one closes, one more gets in
@@ -154,9 +103,7 @@ describe('overload: connection limits and slow clients (child brokers)', functio
     const deadline = Date.now() + 10000;
     while ((await metric(b, 'kafka_server_socket_server_metrics_connection_count')) !== N - 1 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
-    const again = await Conn.open(b.port);
-    conns.push(again);
-    expect(await again.probe()).to.equal('answered');
+    expect(await probe(await clients.connect(b.port))).to.equal('answered');
   });
 
   it('max.connections.per.ip and its overrides (updated dynamically): exactly as many accepted per address, one log line', async () => {
@@ -181,11 +128,10 @@ describe('overload: connection limits and slow clients (child brokers)', functio
     });
     await admin.disconnect();
     while ((await metric(b, 'kafka_server_socket_server_metrics_connection_count')) > 0) await new Promise((r) => setTimeout(r, 20));
-    const fromDefault = await openMany(b.port, 25, '127.0.0.1');
-    const fromOverride = await openMany(b.port, 55, '127.0.0.2');
-    const fromZero = await openMany(b.port, 3, '127.0.0.3');
-    conns.push(...fromDefault, ...fromOverride, ...fromZero);
-    const count = async (cs: Conn[]) => (await Promise.all(cs.map((c) => c.probe()))).filter((r) => r === 'answered').length;
+    const fromDefault = await openMany(clients, b.port, 25, '127.0.0.1');
+    const fromOverride = await openMany(clients, b.port, 55, '127.0.0.2');
+    const fromZero = await openMany(clients, b.port, 3, '127.0.0.3');
+    const count = async (cs: Client[]) => (await Promise.all(cs.map((c) => probe(c)))).filter((r) => r === 'answered').length;
     expect(await count(fromDefault)).to.equal(20);
     expect(await count(fromOverride)).to.equal(50);
     expect(await count(fromZero)).to.equal(0);
@@ -197,12 +143,11 @@ describe('overload: connection limits and slow clients (child brokers)', functio
 
   it('gregor.request.read.timeout.ms closes slow-loris connections; a kafkajs client keeps working', async () => {
     const b = await broker({ 'gregor.request.read.timeout.ms': '1000' });
-    const slow = await openMany(b.port, 20);
-    conns.push(...slow);
+    const slow = await openMany(clients, b.port, 20);
     let dripping = true;
     const drips = slow.map(async (c) => {
       for (let i = 0; i < API_VERSIONS.length && dripping && !c.closed; i++) {
-        c.socket.write(API_VERSIONS.subarray(i, i + 1));
+        c.send(API_VERSIONS.subarray(i, i + 1));
         await new Promise((r) => setTimeout(r, 250));
       }
     });
@@ -213,7 +158,7 @@ describe('overload: connection limits and slow clients (child brokers)', functio
     await Promise.all(slow.map((c) => c.waitClosed(15000)));
     dripping = false;
     await Promise.all(drips);
-    expect(slow.filter((c) => c.answered)).to.have.length(0);
+    expect(slow.filter((c) => c.responses.length > 0)).to.have.length(0);
     expect(await admin.listTopics()).to.include('meanwhile');
     await admin.disconnect();
     const lines = logLines(b, 'request not received whole within gregor.request.read.timeout.ms');

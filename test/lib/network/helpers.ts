@@ -179,9 +179,9 @@ export class Client {
     );
   }
 
-  static connect(port: number): Promise<Client> {
+  static connect(port: number, localAddress?: string): Promise<Client> {
     return new Promise((resolve, reject) => {
-      const s = net.connect({ host: '127.0.0.1', port }, () => {
+      const s = net.connect({ host: '127.0.0.1', port, ...(localAddress === undefined ? {} : { localAddress }) }, () => {
         s.off('error', reject);
         resolve(new Client(s));
       });
@@ -226,6 +226,21 @@ export class Client {
 
   destroy(): void {
     this.socket.destroy();
+  }
+}
+
+/** The clients a test opened, destroyed together (in afterEach). */
+export class OpenClients {
+  readonly all: Client[] = [];
+
+  async connect(port: number, localAddress?: string): Promise<Client> {
+    const c = await Client.connect(port, localAddress);
+    this.all.push(c);
+    return c;
+  }
+
+  destroyAll(): void {
+    for (const c of this.all.splice(0)) c.destroy();
   }
 }
 

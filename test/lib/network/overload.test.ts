@@ -5,6 +5,7 @@ import { KafkaServer } from '../../../lib/network/server.js';
 import {
   Client,
   Mode,
+  OpenClients,
   captureLogger,
   eventually,
   listenerOptions,
@@ -22,17 +23,12 @@ const UNLIMITED = Number.MAX_SAFE_INTEGER;
 describe('network: overload limits', () => {
   let h: Harness | undefined;
   const extra: KafkaServer[] = [];
-  const clients: Client[] = [];
-  const connect = async (port = h!.port): Promise<Client> => {
-    const c = await Client.connect(port);
-    clients.push(c);
-    return c;
-  };
+  const clients = new OpenClients();
+  const connect = (port = h!.port): Promise<Client> => clients.connect(port);
   afterEach(async () => {
-    for (const c of clients.splice(0)) c.destroy();
-    await h?.server.close(1000);
+    clients.destroyAll();
+    for (const s of [h?.server, ...extra.splice(0)]) await s?.close(1000);
     h = undefined;
-    for (const s of extra.splice(0)) await s.close(1000);
   });
 
   describe('the broker-wide request budget', () => {
@@ -174,7 +170,7 @@ describe('network: overload limits', () => {
       const refused2 = await connect();
       await refused2.waitClosed(2000);
       expect(quotas.refused().get('max.connections')).to.equal(2);
-      clients[0]!.destroy();
+      clients.all[0]!.destroy();
       await eventually(() => quotas.count === 1);
       const ok = await connect(port2);
       ok.send(request(1));

@@ -24,7 +24,8 @@ import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
 import { KafkaServer } from './network/server.js';
 import { overloadLimits, type OverloadLimits } from './network/overload.js';
-import { listenerTlsSettings, type TlsListenerSettings } from './network/tls.js';
+import { listenerSecurity, saslSessions, type ListenerSecurity } from './security/listener-security.js';
+import { saslGate } from './security/sasl/gate.js';
 import { checkAdvertisedListeners } from './network/advertised-check.js';
 import type { LogCleaner } from './log/cleaner/cleaner.js';
 import { startLogCleaner } from './log/cleaner/settings.js';
@@ -91,8 +92,8 @@ export class Broker {
   private readonly declaredTopics: readonly TopicSpec[];
   /** Aborts background start-up work (the advertised-listener check) on stop. */
   private readonly background = new AbortController();
-  /** The TLS settings of each SSL listener, read (key stores loaded) at construction so bad ones fail fast. */
-  private readonly tlsSettings = new Map<string, TlsListenerSettings>();
+  /** Each listener's TLS and SASL settings, read (key stores loaded) at construction so bad ones fail fast. */
+  private readonly security = new Map<string, ListenerSecurity>();
 
   constructor(opts: BrokerOptions = {}) {
     const overrides: Record<string, string | ConfigValue> = { ...(opts.config ?? {}) };
@@ -105,13 +106,14 @@ export class Broker {
     this.logger = opts.logger ?? createLogger({ base: { broker: this.config.nodeId } });
     for (const spec of this.config.brokerListeners) {
       const name = parseListener(spec).name;
-      if (this.config.securityProtocol(name) === 'SSL') this.tlsSettings.set(name, listenerTlsSettings(this.config, name));
+      this.security.set(name, listenerSecurity(this.config, name));
     }
     const interBroker =
       this.config.string('inter.broker.listener.name') ?? parseListener(this.config.list('listeners')[0] ?? 'PLAINTEXT://:9092').name;
-    if (this.config.string('metadata.store') === 'etcd' && this.tlsSettings.has(interBroker.toUpperCase()))
+    const interProtocol = this.security.get(interBroker.toUpperCase())?.protocol ?? 'PLAINTEXT';
+    if (this.config.string('metadata.store') === 'etcd' && interProtocol !== 'PLAINTEXT')
       throw new ConfigError(
-        `inter-broker listener ${interBroker} is SSL: brokers of a gregor cluster do not speak TLS to each other yet; set inter.broker.listener.name to a PLAINTEXT listener`,
+        `inter-broker listener ${interBroker} is ${interProtocol}: brokers of a gregor cluster speak neither TLS nor SASL to each other yet; set inter.broker.listener.name to a PLAINTEXT listener`,
       );
     const notApplying = notApplyingLogLine(this.config.notApplying());
     if (notApplying !== undefined) this.logger.info(notApplying.fields, notApplying.msg);
@@ -277,7 +279,7 @@ export class Broker {
     this.overload = limits;
     for (const spec of this.config.brokerListeners) {
       const l = parseListener(spec);
-      const tlsSettings = this.tlsSettings.get(l.name);
+      const { tls, sasl } = this.security.get(l.name) ?? {};
       const server = new KafkaServer(
         {
           name: l.name,
@@ -289,9 +291,10 @@ export class Broker {
           connectionsMaxIdleMs: this.config.long('connections.max.idle.ms') ?? 600000,
           ...limits,
           requestObserver: this.metrics,
-          ...(tlsSettings === undefined ? {} : { tls: tlsSettings }),
+          ...(tls === undefined ? {} : { tls }),
+          ...(sasl === undefined ? {} : { sasl: saslSessions(sasl, () => this.metadata) }),
         },
-        dispatch,
+        sasl === undefined ? dispatch : saslGate(dispatch),
         this.logger,
       );
       const bound = await server.listen();

@@ -16,6 +16,7 @@ import {
   nearestKey,
 } from './config/kafka-keys.js';
 import { SSL_BROKER_CONFIG } from './config/ssl-keys.js';
+import { SASL_BROKER_CONFIG, SASL_PREFIXED_ONLY } from './config/sasl-keys.js';
 
 export { ConfigError } from './config/error.js';
 export { parseAdminListener, parseListener, type Listener } from './config/listeners.js';
@@ -195,6 +196,7 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   // How many of the last requests GET /v1/requests keeps (0: none).
   'admin.requests.log.size': { type: 'int', default: 1000, validate: atLeast(0) },
   ...SSL_BROKER_CONFIG,
+  ...SASL_BROKER_CONFIG,
 };
 
 export function parseValue(key: string, def: ConfigDef, raw: string | ConfigValue): ConfigValue {
@@ -304,10 +306,13 @@ export class BrokerConfig {
     return [...inert, ...[...this.inapplicable.keys()].filter((k) => !this.honouredPerListener(k))].sort();
   }
 
-  /** A listener-prefixed key whose base key gregor honours (listener.name.<l>.ssl.keystore.location). */
+  /** A listener-prefixed key whose base key gregor honours (listener.name.<l>.ssl.keystore.location, listener.name.<l>.plain.sasl.jaas.config). */
   private honouredPerListener(key: string): boolean {
     const base = listenerPrefixedBase(key);
-    return base !== undefined && SSL_BROKER_CONFIG[base] !== undefined;
+    return (
+      base !== undefined &&
+      (SSL_BROKER_CONFIG[base] !== undefined || SASL_BROKER_CONFIG[base] !== undefined || SASL_PREFIXED_ONLY.has(base))
+    );
   }
 
   /**

@@ -145,7 +145,7 @@ export class Controller {
     // configs too: turning unclean.leader.election.enable on (for a topic, or as a dynamic broker config) elects offline partitions
     if (change.kind === 'brokers' || change.kind === 'topic' || change.kind === 'brokerConfigs') this.schedule();
     // a reassignment completes once its new replicas joined the ISR
-    else if (isReassigning(change.state)) this.schedule();
+    else if (change.kind === 'partition' && isReassigning(change.state)) this.schedule();
   }
 
   /** One auto.leader.rebalance check: preferred replicas take back the partitions of imbalanced brokers. */

@@ -3,6 +3,7 @@
  * includeDocumentation). Kafka keys gregor accepts without acting on them get a line saying so.
  */
 import { SSL_DOCS } from './ssl-keys.js';
+import { SASL_DOCS } from './sasl-keys.js';
 
 const DOCS: Record<string, string> = {
   // listeners and identity
@@ -130,6 +131,7 @@ const DOCS: Record<string, string> = {
   'admin.listener.allow.remote': 'gregor: whether the admin listener serves other hosts.',
   'admin.requests.log.size': 'gregor: requests kept for GET /v1/requests.',
   ...SSL_DOCS,
+  ...SASL_DOCS,
 };
 
 const TOPIC_DOCS: Record<string, string> = {

@@ -48,16 +48,17 @@ export function securityProtocolOf(map: readonly string[], listenerName: string)
     if (name.toUpperCase() === listenerName.toUpperCase()) return proto.toUpperCase();
   }
   throw new ConfigError(
-    `No security protocol defined for listener ${listenerName}: add ${listenerName}:<PLAINTEXT|SSL> to listener.security.protocol.map`,
+    `No security protocol defined for listener ${listenerName}: add ${listenerName}:<PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL> to listener.security.protocol.map`,
   );
 }
 
-/** Refuses listeners whose security protocol gregor does not serve (SASL_* is not built yet). */
+export const SECURITY_PROTOCOLS = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'] as const;
+
+/** Refuses listeners whose security protocol Kafka does not define. */
 export function checkListenerProtocols(names: readonly string[], map: readonly string[]): void {
   for (const name of names) {
     const proto = securityProtocolOf(map, name);
-    if (proto === 'SASL_PLAINTEXT' || proto === 'SASL_SSL')
-      throw new ConfigError(`listener ${name}: security protocol ${proto} is not built yet in gregor (PLAINTEXT and SSL are)`);
-    if (proto !== 'PLAINTEXT' && proto !== 'SSL') throw new ConfigError(`listener ${name}: unknown security protocol ${proto}`);
+    if (!(SECURITY_PROTOCOLS as readonly string[]).includes(proto))
+      throw new ConfigError(`listener ${name}: unknown security protocol ${proto}`);
   }
 }

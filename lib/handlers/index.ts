@@ -42,6 +42,10 @@ import { electLeadersHandler } from './elect-leaders.js';
 import { alterPartitionReassignmentsHandler } from './alter-partition-reassignments.js';
 import { listPartitionReassignmentsHandler } from './list-partition-reassignments.js';
 import { describeLogDirsHandler } from './describe-log-dirs.js';
+import { saslHandshakeHandler } from './sasl-handshake.js';
+import { saslAuthenticateHandler } from './sasl-authenticate.js';
+import { describeUserScramCredentialsHandler } from './describe-user-scram-credentials.js';
+import { alterUserScramCredentialsHandler } from './alter-user-scram-credentials.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler[] = [
@@ -85,6 +89,10 @@ export const HANDLERS: readonly Handler[] = [
   alterPartitionReassignmentsHandler,
   listPartitionReassignmentsHandler,
   describeLogDirsHandler,
+  saslHandshakeHandler,
+  saslAuthenticateHandler,
+  describeUserScramCredentialsHandler,
+  alterUserScramCredentialsHandler,
 ];
 
 /** The ranges to advertise: every handler's, or those an emulated Kafka release had. */

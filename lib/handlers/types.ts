@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ClientIdCache } from '../../protocol/frame.js';
 import type { FaultInjector } from '../network/faults.js';
 import type { RequestTiming } from '../observability/request-timing.js';
+import type { SaslSession } from '../security/sasl/session.js';
 import type { BrokerServices } from '../services.js';
 
 /** Returned by a handler when Kafka sends no response (Produce with acks=0). */
@@ -39,6 +40,10 @@ export interface ConnectionDetails {
   readonly clientIds?: ClientIdCache;
   /** The request in flight is done with its bytes: they leave the broker's request budget (queued.max.request.bytes). */
   readonly requestBytesDone?: () => void;
+  /** Kafka's principal of the connection (User:ANONYMOUS, a certificate's, or SASL's User:<name>), for authorization. */
+  readonly principal?: string;
+  /** On a SASL listener: the connection's SASL state, which SaslHandshake and SaslAuthenticate drive. */
+  readonly sasl?: SaslSession;
 }
 
 export interface RequestContext {

@@ -6,9 +6,10 @@
  *                              by the topic: leader = first replica, isr = replicas, epochs 0)
  *   controller                 the active controller's node id (under its lease)
  *   controller-epoch           bumped by each controller in the transaction that elects it
+ *   scram/<user>               a user's SCRAM credentials by mechanism (the user name URI-encoded)
  * The copy applies key-value events (the initial range read, then the watch) and reports what changed.
  */
-import type { BrokerEndpoint, BrokerInfo, MetadataChange, PartitionState, TopicRecord } from './store.js';
+import type { BrokerEndpoint, BrokerInfo, MetadataChange, PartitionState, StoredScramCredential, TopicRecord } from './store.js';
 
 export class EtcdKeys {
   readonly prefix: string;
@@ -19,6 +20,7 @@ export class EtcdKeys {
   readonly controllerEpoch: string;
   /** Dynamic broker configs: broker-configs/<node id>, and broker-configs/default for the cluster-wide ones. */
   readonly brokerConfigs: string;
+  readonly scram: string;
   constructor(clusterId: string) {
     this.prefix = `/gregor/${clusterId}/`;
     this.brokers = `${this.prefix}brokers/`;
@@ -27,6 +29,10 @@ export class EtcdKeys {
     this.controller = `${this.prefix}controller`;
     this.controllerEpoch = `${this.prefix}controller-epoch`;
     this.brokerConfigs = `${this.prefix}broker-configs/`;
+    this.scram = `${this.prefix}scram/`;
+  }
+  scramUser(user: string): string {
+    return `${this.scram}${encodeURIComponent(user)}`;
   }
   brokerConfig(resource: string): string {
     return `${this.brokerConfigs}${resource === '' ? 'default' : resource}`;
@@ -92,6 +98,8 @@ export class EtcdState {
   controllerEpoch: { value: number; modRevision: number } | undefined;
   /** Dynamic broker configs by resource ('' the cluster-wide default). */
   readonly brokerConfigs = new Map<string, Record<string, string>>();
+  /** SCRAM credentials by user, then mechanism. */
+  readonly scram = new Map<string, Record<string, StoredScramCredential>>();
   /** Every change up to this revision is applied. */
   revision = 0;
 
@@ -142,6 +150,12 @@ export class EtcdState {
       else this.brokerConfigs.set(resource, decodeConfigs(kv));
       return { kind: 'brokerConfigs' };
     }
+    if (kv.key.startsWith(keys.scram)) {
+      const user = decodeURIComponent(kv.key.slice(keys.scram.length));
+      if (deleted) this.scram.delete(user);
+      else this.scram.set(user, decodeScram(kv));
+      return { kind: 'scramCredentials' };
+    }
     if (kv.key.startsWith(keys.partitions)) {
       const rest = kv.key.slice(keys.partitions.length);
       const slash = rest.lastIndexOf('/');
@@ -188,10 +202,17 @@ export class EtcdState {
     if (brokersKey(this) !== brokersKey(fresh)) changes.push({ kind: 'brokers' });
     const configsKey = (s: EtcdState): string => JSON.stringify([...s.brokerConfigs].sort());
     if (configsKey(this) !== configsKey(fresh)) changes.push({ kind: 'brokerConfigs' });
+    const scramKey = (s: EtcdState): string => JSON.stringify([...s.scram].sort());
+    if (scramKey(this) !== scramKey(fresh)) changes.push({ kind: 'scramCredentials' });
     if (this.controller?.createRevision !== fresh.controller?.createRevision)
       changes.push({ kind: 'controller', controllerId: fresh.controller?.nodeId ?? -1 });
-    for (const m of [this.topics, this.topicsById, this.partitions, this.brokers, this.brokerConfigs] as Map<unknown, unknown>[]) m.clear();
+    for (const m of [this.topics, this.topicsById, this.partitions, this.brokers, this.brokerConfigs, this.scram] as Map<
+      unknown,
+      unknown
+    >[])
+      m.clear();
     for (const [k, v] of fresh.brokerConfigs) this.brokerConfigs.set(k, v);
+    for (const [k, v] of fresh.scram) this.scram.set(k, v);
     for (const [k, v] of fresh.topics) this.topics.set(k, v);
     for (const [k, v] of fresh.topicsById) this.topicsById.set(k, v);
     for (const [k, v] of fresh.partitions) this.partitions.set(k, v);
@@ -284,4 +305,22 @@ function decodeConfigs(kv: KeyValue): Record<string, string> {
   const o = parseJson(kv);
   if (Object.values(o).some((v) => typeof v !== 'string')) throw new BadValueError(`${kv.key}: not an object of strings`);
   return o as Record<string, string>;
+}
+
+/** The value of scram/<user>: mechanism name → { salt, iterations, storedKey, serverKey }. */
+function decodeScram(kv: KeyValue): Record<string, StoredScramCredential> {
+  const o = parseJson(kv);
+  for (const c of Object.values(o)) {
+    const x = c as Partial<StoredScramCredential> | null;
+    if (
+      typeof x !== 'object' ||
+      x === null ||
+      !isInt(x.iterations) ||
+      typeof x.salt !== 'string' ||
+      typeof x.storedKey !== 'string' ||
+      typeof x.serverKey !== 'string'
+    )
+      throw new BadValueError(`${kv.key}: not SCRAM credentials`);
+  }
+  return o as Record<string, StoredScramCredential>;
 }

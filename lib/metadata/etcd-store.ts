@@ -29,6 +29,7 @@ import {
   type PartitionResult,
   type PartitionState,
   type ReassignmentRequest,
+  type ScramCredentials,
   type TopicPartitionRef,
   type TopicRecord,
 } from './store.js';
@@ -217,6 +218,22 @@ export class EtcdMetadataStore implements MetadataStore {
     const key = this.keys.brokerConfig(resource);
     await this.track(async () => {
       const res = await this.txn({ success: [Object.keys(configs).length > 0 ? put(key, JSON.stringify(configs)) : del(key)] });
+      await this.caughtUp(revisionOf(res));
+    });
+  }
+
+  scramCredentials(): ScramCredentials {
+    return this.state.scram;
+  }
+
+  /** One transaction of puts (and deletes) of scram/<user>; resolves once the watch has it in the copy. */
+  async setScramCredentials(users: ScramCredentials): Promise<void> {
+    const ops = [...users].map(([user, creds]) =>
+      Object.keys(creds).length > 0 ? put(this.keys.scramUser(user), JSON.stringify(creds)) : del(this.keys.scramUser(user)),
+    );
+    if (ops.length === 0) return;
+    await this.track(async () => {
+      const res = await this.txn({ success: ops });
       await this.caughtUp(revisionOf(res));
     });
   }

@@ -22,6 +22,8 @@ import {
   type PartitionResult,
   type PartitionState,
   type ReassignmentRequest,
+  type ScramCredentials,
+  type StoredScramCredential,
   type TopicPartitionRef,
   type TopicRecord,
 } from './store.js';
@@ -37,6 +39,8 @@ interface StoredState {
   topics: TopicRecord[];
   /** Dynamic broker configs by resource ('' the cluster-wide default); absent in files written before them. */
   brokerConfigs?: Record<string, Record<string, string>>;
+  /** SCRAM credentials by user then mechanism (salted, never a password); absent when there are none. */
+  scramCredentials?: Record<string, Record<string, StoredScramCredential>>;
 }
 
 const FILE = 'gregor-metadata.json';
@@ -88,12 +92,14 @@ export class LocalMetadataStore implements MetadataStore {
   private self: BrokerInfo | null = null;
   private readonly listeners: MetadataListener[] = [];
   private dynamic: Record<string, Record<string, string>>;
+  private scram: Map<string, Record<string, StoredScramCredential>>;
 
   private constructor(dir: string, state: StoredState) {
     this.dir = dir;
     this.clusterId = state.clusterId;
     this.nodeId = state.nodeId;
     this.dynamic = state.brokerConfigs ?? {};
+    this.scram = new Map(Object.entries(state.scramCredentials ?? {}));
     for (const t of state.topics) this.index(t);
   }
 
@@ -281,6 +287,7 @@ export class LocalMetadataStore implements MetadataStore {
       this.dirty = false;
       const state: StoredState = { version: 1, clusterId: this.clusterId, nodeId: this.nodeId, topics: this.topics() };
       if (Object.keys(this.dynamic).length > 0) state.brokerConfigs = this.dynamic;
+      if (this.scram.size > 0) state.scramCredentials = Object.fromEntries(this.scram);
       try {
         await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
         this.writeFailed = false;
@@ -301,6 +308,22 @@ export class LocalMetadataStore implements MetadataStore {
     this.dynamic = next;
     this.markDirty();
     this.emit({ kind: 'brokerConfigs' });
+    await this.persisted();
+  }
+
+  scramCredentials(): ScramCredentials {
+    return this.scram;
+  }
+
+  async setScramCredentials(users: ScramCredentials): Promise<void> {
+    const next = new Map(this.scram);
+    for (const [user, creds] of users) {
+      if (Object.keys(creds).length === 0) next.delete(user);
+      else next.set(user, { ...creds });
+    }
+    this.scram = next;
+    this.markDirty();
+    this.emit({ kind: 'scramCredentials' });
     await this.persisted();
   }
 
@@ -349,6 +372,12 @@ function stateProblem(raw: unknown): string | undefined {
     (!isObject(dyn) || Object.values(dyn).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'string')))
   )
     return 'invalid brokerConfigs';
+  const scram = raw['scramCredentials'];
+  if (
+    scram !== undefined &&
+    (!isObject(scram) || Object.values(scram).some((c) => !isObject(c) || Object.values(c).some((v) => !isObject(v))))
+  )
+    return 'invalid scramCredentials';
   const topics = raw['topics'];
   if (!Array.isArray(topics)) return `no topic list (topics is ${jsonType(topics)})`;
   const names = new Set<string>();

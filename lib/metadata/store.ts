@@ -54,6 +54,17 @@ export interface PartitionState {
   removingReplicas?: readonly number[];
 }
 
+/** A SCRAM credential as stored: base64 salt, StoredKey and ServerKey (RFC 5802), never the password. */
+export interface StoredScramCredential {
+  salt: string;
+  iterations: number;
+  storedKey: string;
+  serverKey: string;
+}
+
+/** SCRAM credentials of users: user → mechanism name (SCRAM-SHA-256, SCRAM-SHA-512) → credential. */
+export type ScramCredentials = ReadonlyMap<string, Readonly<Record<string, StoredScramCredential>>>;
+
 /** ElectLeaders' election types (the request's electionType). */
 export const ElectionType = { PREFERRED: 0, UNCLEAN: 1 } as const;
 export type ElectionType = (typeof ElectionType)[keyof typeof ElectionType];
@@ -82,6 +93,8 @@ export type MetadataChange =
   | { kind: 'brokers' }
   /** Dynamic broker configs changed (any broker's, or the cluster-wide default). */
   | { kind: 'brokerConfigs' }
+  /** SCRAM credentials changed (AlterUserScramCredentials). */
+  | { kind: 'scramCredentials' }
   | { kind: 'controller'; controllerId: number };
 
 export type MetadataListener = (change: MetadataChange) => void;
@@ -154,6 +167,10 @@ export interface MetadataStore {
   brokerConfigs(resource: string): Record<string, string>;
   /** Replaces a resource's dynamic broker configs (an empty set removes them). */
   setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void>;
+  /** Every user's SCRAM credentials. */
+  scramCredentials(): ScramCredentials;
+  /** Replaces the SCRAM credentials of each user named, in one write (an empty record removes the user). */
+  setScramCredentials(users: ScramCredentials): Promise<void>;
 
   /**
    * The partition's leader changes its ISR (shrink or expand): `leaderEpoch` and `partitionEpoch` must be

@@ -12,6 +12,7 @@
 import type { Socket } from 'node:net';
 import { ClientIdCache } from '../../protocol/frame.js';
 import type { Logger } from '../observability/logger.js';
+import type { SaslSession } from '../security/sasl/session.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 import { ChunkBuffer } from './chunk-buffer.js';
 import type { BudgetWaiter, RequestBudget } from './request-budget.js';
@@ -22,8 +23,10 @@ export interface ConnectionInfo {
   remoteAddress: string;
   remotePort: number;
   listenerName: string;
-  /** Kafka's principal: User:ANONYMOUS, or from the client certificate on an SSL listener (ssl.principal.mapping.rules) */
+  /** Kafka's principal: User:ANONYMOUS, from the client certificate on an SSL listener (ssl.principal.mapping.rules), or User:<name> once SASL authenticated */
   principal: string;
+  /** SASL_PLAINTEXT / SASL_SSL listeners: the connection's SASL state (lib/security/sasl/session.ts) */
+  sasl?: SaslSession;
   logger: Logger;
   /** resolves once the socket has closed */
   closed: Promise<void>;
@@ -43,7 +46,13 @@ export interface ConnectionInfo {
  * already carry the 4-byte size prefix (encodeResponse(..., { sizePrefix: true })); a Buffer[] is
  * written with one cork/uncork (writev), without concatenating.
  */
-export type DispatchResult = { response: Buffer | Buffer[] } | { noResponse: true } | { close: string };
+export type DispatchResult =
+  | { response: Buffer | Buffer[]; close?: string; level?: CloseLevel; fields?: Record<string, unknown> }
+  | { noResponse: true }
+  | { close: string; level?: CloseLevel; fields?: Record<string, unknown> };
+
+/** How a close is logged (default info); a response with a `close` is written first, then the connection closes. */
+export type CloseLevel = 'warn' | 'info' | 'debug';
 
 /**
  * Handles one request frame (without its 4-byte size prefix). `timing` is present when the listener
@@ -243,11 +252,14 @@ export class Connection implements BudgetWaiter {
         if (input.buffered < 4) return false;
         if (!this.mayFrame()) return true;
         const size = input.takeInt32();
-        if (size < 0 || size > this.limits.socketRequestMaxBytes) {
+        // before SASL authentication completes, frames are bounded by sasl.server.max.receive.size
+        const sasl = this.info.sasl;
+        const max = sasl === undefined || sasl.authenticated ? this.limits.socketRequestMaxBytes : sasl.settings.maxReceiveSize;
+        if (size < 0 || size > max) {
           // Nothing is allocated for it: the size alone condemns the connection.
           this.destroy('invalid request size', 'warn', {
             size,
-            socketRequestMaxBytes: this.limits.socketRequestMaxBytes,
+            [sasl === undefined || sasl.authenticated ? 'socketRequestMaxBytes' : 'saslServerMaxReceiveSize']: max,
           });
           return false;
         }
@@ -402,11 +414,14 @@ export class Connection implements BudgetWaiter {
         for (let i = 0; i < res.length; i++) this.socket.write(res[i]!, i === res.length - 1 ? cb : undefined);
         this.socket.uncork();
       }
-      return true;
+      if (r.close === undefined) return true;
+      this.logClose(r.close, r.level ?? 'info', r.fields ?? {});
+      this.closeAfterFlush();
+      return false;
     }
     if ('close' in r) {
       if (timing !== undefined) this.endedWithout(timing, RequestOutcome.CLOSED, r.close);
-      this.logClose(r.close, 'info', {});
+      this.logClose(r.close, r.level ?? 'info', r.fields ?? {});
       this.closeAfterFlush();
       return false;
     }

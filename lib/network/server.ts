@@ -9,6 +9,7 @@ import type { Logger } from '../observability/logger.js';
 import { acceptTls } from './tls-accept.js';
 import { ANONYMOUS } from './tls-principal.js';
 import type { TlsListenerSettings } from './tls.js';
+import type { SaslSession } from '../security/sasl/session.js';
 import { RateLimitedLog } from './rate-limited-log.js';
 import type { RequestObserver } from '../observability/request-timing.js';
 import { Connection, type Dispatch } from './connection.js';
@@ -51,8 +52,10 @@ export interface ListenerOptions {
   maxQueuedBytes?: number;
   /** told about every request once answered (request metrics and log); none: requests are not timed */
   requestObserver?: RequestObserver;
-  /** an SSL listener's TLS settings; none: PLAINTEXT */
+  /** an SSL (or SASL_SSL) listener's TLS settings; none: PLAINTEXT */
   tls?: TlsListenerSettings;
+  /** a SASL_PLAINTEXT / SASL_SSL listener: makes each connection's SASL session */
+  sasl?: () => SaslSession;
 }
 
 const DEFAULT_GRACE_MS = 30_000;
@@ -205,9 +208,10 @@ export class KafkaServer {
   private serve(socket: net.Socket, remoteAddress: string, remotePort: number, principal: string): void {
     const local = `${socket.localAddress ?? ''}:${socket.localPort ?? 0}`;
     const id = `${local}-${remoteAddress}:${remotePort}-${this.nextIndex++}`;
+    const sasl = this.opts.sasl?.();
     const conn = new Connection(
       socket,
-      { id, remoteAddress, remotePort, listenerName: this.opts.name, principal },
+      { id, remoteAddress, remotePort, listenerName: this.opts.name, principal, ...(sasl === undefined ? {} : { sasl }) },
       this.dispatch,
       {
         socketRequestMaxBytes: this.opts.socketRequestMaxBytes,

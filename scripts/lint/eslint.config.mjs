@@ -50,6 +50,7 @@ export default tseslint.config(
     files: [
       'test/integration/**/*.ts',
       'test/helpers/eos.ts',
+      'test/helpers/roundtrip.ts',
       'test/protocol/records/interop-kafkajs.test.ts',
       'compat/clients/**/*.ts',
       'compat/clients/**/*.mts',

@@ -37,6 +37,50 @@ export interface LogLine {
   [k: string]: unknown;
 }
 
+/** A broker on several listeners whose log lines are kept (for tests of refusals and their one line). */
+export interface LoggedBroker {
+  broker: Broker;
+  dataDir: string;
+  /** host:port of the listener `name` */
+  address(name: string): string;
+  /** the broker's log lines so far (info and above) */
+  lines(): LogLine[];
+  /** the broker's log lines so far (warn and above) */
+  warnings(): LogLine[];
+  stop(): Promise<void>;
+}
+
+/** A broker with `listeners` (NAME://127.0.0.1:0 each) on free ports and `config`, keeping its log lines. */
+export async function startLoggedBroker(listeners: readonly string[], config: Record<string, string | ConfigValue>): Promise<LoggedBroker> {
+  const dataDir = tempDir();
+  const lines: LogLine[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as LogLine);
+      cb();
+    },
+  });
+  const broker = await startBroker({
+    dataDir,
+    logger: createLogger({ level: 'info', destination }),
+    config: { listeners: listeners.map((l) => `${l}://127.0.0.1:0`).join(','), 'group.initial.rebalance.delay.ms': 0, ...config },
+  }).catch((e: unknown) => {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw e;
+  });
+  return {
+    broker,
+    dataDir,
+    address: (name) => broker.listenerAddress(name),
+    lines: () => [...lines],
+    warnings: () => lines.filter((l) => l.level === 'warn' || l.level === 'error'),
+    async stop() {
+      await broker.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 export interface TlsBroker {
   broker: Broker;
   /** host:port of the PLAINTEXT listener */
@@ -51,29 +95,14 @@ export interface TlsBroker {
 
 /** A broker with PLAINTEXT and SSL listeners on free ports (the SSL one configured by `config`). */
 export async function startTlsBroker(config: Record<string, string | ConfigValue>): Promise<TlsBroker> {
-  const dataDir = tempDir();
-  const lines: LogLine[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as LogLine);
-      cb();
-    },
-  });
-  const broker = await startBroker({
-    dataDir,
-    logger: createLogger({ level: 'warn', destination }),
-    config: { listeners: 'PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0', 'group.initial.rebalance.delay.ms': 0, ...config },
-  });
+  const b = await startLoggedBroker(['PLAINTEXT', 'SSL'], config);
   return {
-    broker,
-    plain: broker.listenerAddress('PLAINTEXT'),
-    ssl: broker.listenerAddress('SSL'),
-    dataDir,
-    warnings: () => lines.filter((l) => l.level === 'warn' || l.level === 'error'),
-    async stop() {
-      await broker.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+    broker: b.broker,
+    plain: b.address('PLAINTEXT'),
+    ssl: b.address('SSL'),
+    dataDir: b.dataDir,
+    warnings: () => b.warnings(),
+    stop: () => b.stop(),
   };
 }
 

@@ -6,10 +6,9 @@
  */
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
-import { loadConfluent } from '../../compat/lib/confluent-module.js';
-import { asError } from '../../lib/as-error.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { runKcat } from '../helpers/kcat.js';
+import { kafkajsRoundTrip, rdkafkaRoundTrip } from '../helpers/roundtrip.js';
 import { hex, runKafkaPython } from '../helpers/kafka-python.js';
 import {
   devCerts,
@@ -22,35 +21,6 @@ import {
   type DevCertFiles,
   type TlsBroker,
 } from '../helpers/tls.js';
-
-type Any = any;
-
-/** Produces `values` with kafkajs on `brokers`, then reads them back from the beginning. */
-async function kafkajsRoundTrip(kafka: Kafka, topic: string, values: string[]): Promise<string[]> {
-  const producer = kafka.producer();
-  await producer.connect();
-  await producer.send({ topic, messages: values.map((value) => ({ value })) });
-  await producer.disconnect();
-  const consumer = kafka.consumer({ groupId: `g-${topic}` });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  const got: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`read ${got.length} of ${values.length}`)), 30_000);
-    void consumer.run({
-      eachMessage: ({ message }) => {
-        got.push(message.value?.toString() ?? '');
-        if (got.length >= values.length) {
-          clearTimeout(timer);
-          resolve();
-        }
-        return Promise.resolve();
-      },
-    });
-  });
-  await consumer.disconnect();
-  return got;
-}
 
 describe('SSL listener beside PLAINTEXT: every client produces and consumes', function () {
   this.timeout(120_000);
@@ -83,35 +53,8 @@ describe('SSL listener beside PLAINTEXT: every client produces and consumes', fu
   });
 
   it('librdkafka (@confluentinc/kafka-javascript) over SSL with a client certificate: produce, then a group consumer reads', async () => {
-    const ck: Any = loadConfluent();
-    const topic = 'tls-librdkafka';
     const props = { 'bootstrap.servers': b.ssl, ...rdkafkaSsl(certs, 'app'), log_level: 0 };
-    const producer = new ck.Producer({ ...props, dr_cb: true });
-    await new Promise<void>((resolve, reject) => producer.connect({}, (e: Any) => (e ? reject(asError(e)) : resolve())));
-    const delivered = new Promise<number>((resolve, reject) => {
-      let n = 0;
-      producer.on('delivery-report', (err: Any) => {
-        if (err) reject(asError(err));
-        else if (++n === 100) resolve(n);
-      });
-    });
-    producer.setPollInterval(10);
-    for (let i = 0; i < 100; i++) producer.produce(topic, 0, Buffer.from(`r${i}`), null);
-    expect(await delivered).to.equal(100);
-    await new Promise<void>((resolve) => producer.disconnect(() => resolve()));
-
-    const c = new ck.KafkaConsumer({ ...props, 'group.id': 'tls-rd', 'enable.auto.commit': false }, { 'auto.offset.reset': 'earliest' });
-    await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: Any) => (e ? reject(asError(e)) : resolve())));
-    c.subscribe([topic]);
-    const got: string[] = [];
-    const deadline = Date.now() + 40_000;
-    while (got.length < 100 && Date.now() < deadline) {
-      const batch: Any[] = await new Promise((resolve, reject) =>
-        c.consume(100, (e: Any, m: Any[]) => (e ? reject(asError(e)) : resolve(m))),
-      );
-      for (const m of batch) got.push((m.value as Buffer).toString());
-    }
-    await new Promise<void>((resolve) => c.disconnect(() => resolve()));
+    const got = await rdkafkaRoundTrip(props, 'tls-librdkafka', 100);
     expect(got).to.deep.equal(Array.from({ length: 100 }, (_, i) => `r${i}`));
   });
 

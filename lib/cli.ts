@@ -26,7 +26,7 @@ const USAGE = `usage: gregor start [--config FILE] [--override key=value]... [--
 Tools (each speaks the Kafka protocol to gregor or any Kafka; \`gregor <command> --help\` for details):
   topic create|list|describe|delete|alter-config|add-partitions, produce, consume,
   group list|describe|seek|delete, partitions reassign|reassignments|elect-leaders, offsets,
-  log-dirs, cluster info|health|start, debug dump-log, dev certs`;
+  log-dirs, scram add|list|delete, cluster info|health|start, debug dump-log, dev certs`;
 
 export interface CliArgs {
   command: string;

@@ -13,6 +13,7 @@ export const TOOL_COMMANDS: readonly string[] = [
   'partitions',
   'offsets',
   'log-dirs',
+  'scram',
   'cluster',
   'debug',
   'dev',

@@ -327,6 +327,34 @@ function otherCommands(program: Command, run: Run): void {
     .addOption(new Option('-E, --encoding <enc>', 'how keys and values are printed').choices(ENCODINGS).default('utf8'))
     .action(action(run, false, async (ctx, [files], f) => (await import('./commands/dump-log.js')).dumpLog(ctx, files as string[], f)));
 
+  const scram = program
+    .command('scram')
+    .description('SCRAM credentials of SASL users (AlterUserScramCredentials, DescribeUserScramCredentials)');
+  const scramImpl = () => import('./commands/scram.js');
+  const mechanismOption = (what: string) =>
+    new Option('-m, --mechanism <mechanism>', `SCRAM-SHA-256 or SCRAM-SHA-512 (repeatable; default: ${what})`).argParser(collect);
+  withFormat(withConnection(scram.command('add').description("add or replace a user's credentials").argument('<user>', 'user name')))
+    .addOption(mechanismOption('both'))
+    .option('--password <password>', 'the password (default: the first line of stdin)')
+    .addOption(
+      new Option('-i, --iterations <n>', 'PBKDF2 iterations (4096 to 16384)')
+        .default(4096)
+        .argParser(arg((t) => parsePositiveInt(t, '--iterations'))),
+    )
+    .action(action(run, true, async (ctx, [user], f) => (await scramImpl()).scramAdd(ctx, user as string, f)));
+  withFormat(withConnection(scram.command('delete').alias('rm').description("delete a user's credentials").argument('<user>', 'user name')))
+    .addOption(mechanismOption('every one the user has'))
+    .action(action(run, true, async (ctx, [user], f) => (await scramImpl()).scramDelete(ctx, user as string, f)));
+  withFormat(
+    withConnection(
+      scram
+        .command('list')
+        .alias('ls')
+        .description('users with credentials: mechanisms and iterations')
+        .argument('[users...]', 'user names (default: every user)'),
+    ),
+  ).action(action(run, true, async (ctx, [users]) => (await scramImpl()).scramList(ctx, (users as string[] | undefined) ?? [])));
+
   const dev = program.command('dev').description('development helpers');
   withFormat(
     dev

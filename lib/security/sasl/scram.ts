@@ -88,6 +88,8 @@ export class ScramServer implements SaslMechanismServer {
   constructor(
     readonly mechanism: ScramMechanismName,
     private readonly lookup: Lookup,
+    /** the server's part of the nonce (tests pass RFC 7677's); alphanumeric like Kafka's */
+    private readonly serverNonce: () => string = () => randomBytes(16).toString('hex'),
   ) {}
 
   get complete(): boolean {
@@ -122,7 +124,7 @@ export class ScramServer implements SaslMechanismServer {
     this.cred = cred;
     this.gs2Header = text.slice(0, text.indexOf(',', 2) + 1);
     this.clientFirstBare = text.slice(this.gs2Header.length);
-    this.nonce = clientNonce + randomBytes(16).toString('hex');
+    this.nonce = clientNonce + this.serverNonce();
     this.serverFirst = `r=${this.nonce},s=${cred.salt},i=${cred.iterations}`;
     this.step = 'final';
     return Buffer.from(this.serverFirst, 'utf8');

@@ -38,12 +38,15 @@ export const alterUserScramCredentialsHandler = defineHandler<AlterUserScramCred
       code: ErrorCode.DUPLICATE_RESOURCE,
       message: 'A user credential cannot be altered twice in the same request',
     };
+    // a user already refused, or already changed by this request (then refused as a duplicate): skip
+    const taken = (name: string): boolean => {
+      if (errors.has(name)) return true;
+      if (!changes.delete(name)) return false;
+      errors.set(name, duplicate);
+      return true;
+    };
     for (const d of req.deletions) {
-      if (errors.has(d.name)) continue;
-      if (changes.delete(d.name)) {
-        errors.set(d.name, duplicate);
-        continue;
-      }
+      if (taken(d.name)) continue;
       const mech = scramMechanismByType(d.mechanism);
       const bad =
         nameAndMechanism(d.name, d.mechanism) ??
@@ -54,11 +57,7 @@ export const alterUserScramCredentialsHandler = defineHandler<AlterUserScramCred
       else if (mech !== undefined) changes.set(d.name, { mechanism: mech, credential: null });
     }
     for (const u of req.upsertions) {
-      if (errors.has(u.name)) continue;
-      if (changes.delete(u.name)) {
-        errors.set(u.name, duplicate);
-        continue;
-      }
+      if (taken(u.name)) continue;
       const mech = scramMechanismByType(u.mechanism);
       const bad =
         nameAndMechanism(u.name, u.mechanism) ??

@@ -1,5 +1,5 @@
-/** Produce-then-consume round trips with real clients, for listener security tests (TLS, SASL). */
-import { Kafka } from 'kafkajs';
+/** Real-client probes for listener security tests (TLS, SASL): produce-then-consume round trips, a topic listing. */
+import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { asError } from '../../lib/as-error.js';
 
@@ -66,4 +66,33 @@ export async function rdkafkaRoundTrip(props: Record<string, unknown>, topic: st
   }
   await new Promise<void>((resolve) => c.disconnect(() => resolve()));
   return got;
+}
+
+/** Lists topics with kafkajs (no retries) with `config` (ssl, sasl, clientId): resolves with the names, or rejects with the client's error. */
+export async function kafkajsListTopics(brokers: string, config: Omit<KafkaConfig, 'brokers'> = {}): Promise<string[]> {
+  const kafka = new Kafka({
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+    connectionTimeout: 3000,
+    requestTimeout: 5000,
+    ...config,
+    brokers: [brokers],
+  });
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    return await admin.listTopics();
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The error `p` rejects with; throws when it resolves (the client was served). */
+export async function refused(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('the client was served');
 }

@@ -11,7 +11,7 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, logLevel, type SASLOptions } from 'kafkajs';
+import type { SASLOptions } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { SaslAuthenticateResponse } from '../../protocol/generated/sasl-authenticate.js';
@@ -19,6 +19,7 @@ import type { SaslHandshakeResponse } from '../../protocol/generated/sasl-handsh
 import { Cleanup } from '../helpers/cleanup.js';
 import { runKcat } from '../helpers/kcat.js';
 import { RawClient } from '../helpers/raw-client.js';
+import { kafkajsListTopics, refused } from '../helpers/roundtrip.js';
 import { addScramUser, PLAIN_USERS, plainJaas, saslConfig } from '../helpers/sasl.js';
 import { kcatProps, startLoggedBroker, type LoggedBroker } from '../helpers/tls.js';
 
@@ -32,15 +33,6 @@ function unsecuredJwt(claims: Record<string, unknown>): string {
 
 const oauthToken = (jwt: string) => Buffer.from(`n,,\x01auth=Bearer ${jwt}\x01\x01`);
 const plainToken = (user: string, password: string) => Buffer.from(`\0${user}\0${password}`);
-
-async function refused(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('the client was served');
-}
 
 describe('SASL: refusals, bad input, OAUTHBEARER tokens, re-authentication', function () {
   this.timeout(120_000);
@@ -82,24 +74,8 @@ describe('SASL: refusals, bad input, OAUTHBEARER tokens, re-authentication', fun
       .query({})
       .filter((e) => e.clientId === clientId && ![17, 18, 36].includes(e.apiKey) && e.outcome !== 'closed');
 
-  async function kafkajsList(clientId: string, sasl: SASLOptions | undefined, listener = 'SASL_PLAINTEXT'): Promise<string[]> {
-    const kafka = new Kafka({
-      brokers: [b.address(listener)],
-      clientId,
-      ...(sasl === undefined ? {} : { sasl }),
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 0 },
-      connectionTimeout: 3000,
-      requestTimeout: 5000,
-    });
-    const admin = kafka.admin();
-    try {
-      await admin.connect();
-      return await admin.listTopics();
-    } finally {
-      await admin.disconnect();
-    }
-  }
+  const kafkajsList = (clientId: string, sasl: SASLOptions | undefined, listener = 'SASL_PLAINTEXT'): Promise<string[]> =>
+    kafkajsListTopics(b.address(listener), { clientId, ...(sasl === undefined ? {} : { sasl }) });
 
   it('kafkajs: wrong PLAIN password, unknown SCRAM user, wrong SCRAM password, unsupported mechanism, no SASL at all: refused, one line each, nothing served', async () => {
     const cases: [string, SASLOptions | undefined, RegExp, RegExp][] = [

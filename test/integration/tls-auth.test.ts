@@ -10,12 +10,13 @@ import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import type { KafkaConfig } from 'kafkajs';
 import { startBroker } from '../../lib/broker.js';
 import { silentLogger } from '../../lib/observability/logger.js';
 import { tempDir } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { runKcat } from '../helpers/kcat.js';
+import { kafkajsListTopics, refused } from '../helpers/roundtrip.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 import {
   devCerts,
@@ -30,32 +31,8 @@ import {
 } from '../helpers/tls.js';
 
 /** Lists topics with kafkajs (no retries): resolves with the names, or rejects with the client's error. */
-async function listTopics(brokers: string, ssl: KafkaConfig['ssl'] | undefined): Promise<string[]> {
-  const kafka = new Kafka({
-    brokers: [brokers],
-    ...(ssl === undefined ? {} : { ssl }),
-    logLevel: logLevel.NOTHING,
-    retry: { retries: 0 },
-    connectionTimeout: 3000,
-    requestTimeout: 5000,
-  });
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    return await admin.listTopics();
-  } finally {
-    await admin.disconnect();
-  }
-}
-
-async function refused(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('the client was served');
-}
+const listTopics = (brokers: string, ssl: KafkaConfig['ssl'] | undefined): Promise<string[]> =>
+  kafkajsListTopics(brokers, ssl === undefined ? {} : { ssl });
 
 /** Requests the broker answered on the SSL listener, by principal. */
 function sslPrincipals(b: TlsBroker): string[] {

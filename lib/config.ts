@@ -464,7 +464,8 @@ export class BrokerConfig {
   effective(): Record<string, ConfigValue> {
     const out: Record<string, ConfigValue> = {};
     for (const [k, v] of [...this.values.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
-      out[k] = typeof v === 'bigint' ? v.toString() : v;
+      // passwords are never logged (Kafka prints [hidden])
+      out[k] = v !== null && KAFKA_BROKER_KEYS.get(k)?.type === 'password' ? '[hidden]' : typeof v === 'bigint' ? v.toString() : v;
     }
     return out;
   }

@@ -1,10 +1,11 @@
 /**
  * The SASL mechanisms' server sides without a broker: SCRAM-SHA-256 against RFC 7677's example exchange
  * (and a SCRAM-SHA-512 client computed here), PLAIN's message forms, OAUTHBEARER's unsecured JWT checks,
- * and the sasl.jaas.config parser.
+ * and the sasl.jaas.config parser; the start-up log's effective configuration hides passwords.
  */
 import { expect } from 'chai';
 import { createHash, createHmac } from 'node:crypto';
+import { BrokerConfig } from '../../../lib/config.js';
 import { ConfigError } from '../../../lib/config/error.js';
 import { parseJaasConfig, plainUsers } from '../../../lib/security/sasl/jaas.js';
 import { SaslError } from '../../../lib/security/sasl/mechanism.js';
@@ -21,6 +22,8 @@ function thrown(fn: () => unknown): SaslError {
   }
   throw new Error('no SaslError');
 }
+
+const plainJaasText = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";';
 
 const jwt = (claims: Record<string, unknown>, header: Record<string, unknown> = { alg: 'none' }) =>
   `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
@@ -128,5 +131,23 @@ describe('SASL mechanisms (server side)', () => {
     expect(challenge.toString()).to.equal('{"status":"insufficient_scope","scope":"a b"}');
     expect(thrown(() => server.evaluate(Buffer.from('\x01'))).message).to.equal('{"status":"insufficient_scope","scope":"a b"}');
     expect(() => new OAuthBearerServer(opts).evaluate(Buffer.from('n,,auth=Bearer x'))).to.throw(SaslError);
+  });
+});
+
+describe('the effective configuration logged at start', () => {
+  it('hides password values (Kafka prints [hidden]); the SASL keys are there with their values', () => {
+    const c = new BrokerConfig({
+      overrides: {
+        'ssl.keystore.password': 'top-secret',
+        'sasl.enabled.mechanisms': 'PLAIN',
+        'listener.name.sasl_plaintext.plain.sasl.jaas.config': plainJaasText,
+      },
+    });
+    const e = c.effective();
+    expect(e['ssl.keystore.password']).to.equal('[hidden]');
+    expect(e['ssl.key.password']).to.equal(null);
+    expect(e['sasl.enabled.mechanisms']).to.deep.equal(['PLAIN']);
+    expect(JSON.stringify(e)).to.not.include('top-secret').and.not.include('alice-secret');
+    expect(c.notApplying()).to.not.include('listener.name.sasl_plaintext.plain.sasl.jaas.config');
   });
 });

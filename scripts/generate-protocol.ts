@@ -67,14 +67,22 @@ export interface GenerateResult {
   files: Map<string, string>;
 }
 
+/**
+ * gregor's own schemas (facts only: names, types, versions) for APIs the reference holds in an older
+ * form: Kafka 4.1 replaced the early-access v0 of the share-group APIs (KIP-932) that the reference
+ * has with v1. A file here stands in for the reference's file of the same name.
+ */
+export const SCHEMA_OVERRIDES = join(PROJECT_ROOT, 'protocol/schemas');
+
 /** Generates every module in memory: relative path → contents. */
-export function generate(referenceDir: string): GenerateResult {
+export function generate(referenceDir: string, overridesDir: string = SCHEMA_OVERRIDES): GenerateResult {
   const files = new Map<string, string>();
   const messagesDir = join(referenceDir, 'messages');
   const byKey = new Map<number, { request?: Message; response?: Message }>();
   const dataMessages: Message[] = [];
+  const overrides = new Set(existsSync(overridesDir) ? listJson(overridesDir) : []);
   for (const f of listJson(messagesDir)) {
-    const msg = loadMessage(readJsonWithComments(join(messagesDir, f)));
+    const msg = loadMessage(readJsonWithComments(join(overrides.has(f) ? overridesDir : messagesDir, f)));
     if ((msg.kind === 'request' || msg.kind === 'response') && msg.apiKey !== undefined) {
       const e = byKey.get(msg.apiKey) ?? {};
       e[msg.kind] = msg;

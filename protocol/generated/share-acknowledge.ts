@@ -7,28 +7,30 @@ import * as RT from '../codec/runtime.js';
 void Reader; void W; void RT;
 export type { TaggedField };
 
-// ShareAcknowledgeRequest: versions 0-0, flexible 0+
+// ShareAcknowledgeRequest: versions 1-2, flexible 0+
 
 export interface ShareAcknowledgeRequest {
   groupId: string | null;
   memberId: string | null;
   shareSessionEpoch: number;
+  isRenewAck?: boolean;
   topics: ShareAcknowledgeRequestAcknowledgeTopic[];
   _unknownTaggedFields?: TaggedField[];
 }
 
 export function defaultShareAcknowledgeRequest(): ShareAcknowledgeRequest {
-  return { groupId: null, memberId: "", shareSessionEpoch: 0, topics: [] };
+  return { groupId: null, memberId: "", shareSessionEpoch: 0, isRenewAck: false, topics: [] };
 }
 
 export function readShareAcknowledgeRequest(r: Reader, v: number): ShareAcknowledgeRequest {
   const f_groupId: string | null = r.compactNullableString();
   const f_memberId: string | null = r.compactNullableString();
   const f_shareSessionEpoch: number = r.int32();
+  const f_isRenewAck: boolean = (v >= 2 ? r.bool() : false);
   const f_topics: ShareAcknowledgeRequestAcknowledgeTopic[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareAcknowledgeRequestAcknowledgeTopic(ir, v));
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields();
-  const m: ShareAcknowledgeRequest = { groupId: f_groupId, memberId: f_memberId, shareSessionEpoch: f_shareSessionEpoch, topics: f_topics };
+  const m: ShareAcknowledgeRequest = { groupId: f_groupId, memberId: f_memberId, shareSessionEpoch: f_shareSessionEpoch, isRenewAck: f_isRenewAck, topics: f_topics };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
@@ -37,6 +39,8 @@ export function writeShareAcknowledgeRequest(w: W.Writer, m: ShareAcknowledgeReq
   { const x = m.groupId; w.compactString(x); }
   { const x = m.memberId; w.compactString(x); }
   { const x = m.shareSessionEpoch; w.int32(x); }
+  if (v >= 2) { const x = (m.isRenewAck === undefined ? false : m.isRenewAck); w.bool(x); }
+  else if (m.isRenewAck !== undefined && !RT.isDefaultValue(m.isRenewAck, false)) throw RT.fieldNotInVersion('ShareAcknowledgeRequest', 'isRenewAck', v);
   { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeRequestAcknowledgeTopic(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -46,6 +50,7 @@ export function sizeShareAcknowledgeRequest(m: ShareAcknowledgeRequest, v: numbe
   { const x = m.groupId; n += W.sizeCompactString(x); }
   { const x = m.memberId; n += W.sizeCompactString(x); }
   n += 4;
+  if (v >= 2) n += 1;
   { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeRequestAcknowledgeTopicArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
@@ -175,30 +180,32 @@ function sizeShareAcknowledgeRequestAcknowledgementBatchArray(items: readonly Sh
   return n;
 }
 
-// ShareAcknowledgeResponse: versions 0-0, flexible 0+
+// ShareAcknowledgeResponse: versions 1-2, flexible 0+
 
 export interface ShareAcknowledgeResponse {
   throttleTimeMs: number;
   errorCode: number;
   errorMessage: string | null;
+  acquisitionLockTimeoutMs?: number;
   responses: ShareAcknowledgeResponseShareAcknowledgeTopicResponse[];
   nodeEndpoints: ShareAcknowledgeResponseNodeEndpoint[];
   _unknownTaggedFields?: TaggedField[];
 }
 
 export function defaultShareAcknowledgeResponse(): ShareAcknowledgeResponse {
-  return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, responses: [], nodeEndpoints: [] };
+  return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: 0, responses: [], nodeEndpoints: [] };
 }
 
 export function readShareAcknowledgeResponse(r: Reader, v: number): ShareAcknowledgeResponse {
   const f_throttleTimeMs: number = r.int32();
   const f_errorCode: number = r.int16();
   const f_errorMessage: string | null = r.compactNullableString();
+  const f_acquisitionLockTimeoutMs: number = (v >= 2 ? r.int32() : 0);
   const f_responses: ShareAcknowledgeResponseShareAcknowledgeTopicResponse[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareAcknowledgeResponseShareAcknowledgeTopicResponse(ir, v));
   const f_nodeEndpoints: ShareAcknowledgeResponseNodeEndpoint[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareAcknowledgeResponseNodeEndpoint(ir, v));
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields();
-  const m: ShareAcknowledgeResponse = { throttleTimeMs: f_throttleTimeMs, errorCode: f_errorCode, errorMessage: f_errorMessage, responses: f_responses, nodeEndpoints: f_nodeEndpoints };
+  const m: ShareAcknowledgeResponse = { throttleTimeMs: f_throttleTimeMs, errorCode: f_errorCode, errorMessage: f_errorMessage, acquisitionLockTimeoutMs: f_acquisitionLockTimeoutMs, responses: f_responses, nodeEndpoints: f_nodeEndpoints };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
@@ -207,6 +214,7 @@ export function writeShareAcknowledgeResponse(w: W.Writer, m: ShareAcknowledgeRe
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
+  if (v >= 2) { const x = (m.acquisitionLockTimeoutMs === undefined ? 0 : m.acquisitionLockTimeoutMs); w.int32(x); }
   { const x = m.responses; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeResponseShareAcknowledgeTopicResponse(w, e0, v); } }
   { const x = m.nodeEndpoints; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareAcknowledgeResponseNodeEndpoint(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -217,6 +225,7 @@ export function sizeShareAcknowledgeResponse(m: ShareAcknowledgeResponse, v: num
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
+  if (v >= 2) n += 4;
   { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeResponseShareAcknowledgeTopicResponseArray(x, v))); }
   { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareAcknowledgeResponseNodeEndpointArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -396,8 +405,8 @@ function sizeShareAcknowledgeResponseNodeEndpointArray(items: readonly ShareAckn
 export const ShareAcknowledgeApi = {
   apiKey: 79,
   name: 'ShareAcknowledge',
-  minVersion: 0,
-  maxVersion: 0,
+  minVersion: 1,
+  maxVersion: 2,
   flexibleMinVersion: 0,
   request: { read: readShareAcknowledgeRequest, write: writeShareAcknowledgeRequest, size: sizeShareAcknowledgeRequest },
   response: { read: readShareAcknowledgeResponse, write: writeShareAcknowledgeResponse, size: sizeShareAcknowledgeResponse },

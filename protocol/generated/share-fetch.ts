@@ -7,7 +7,7 @@ import * as RT from '../codec/runtime.js';
 void Reader; void W; void RT;
 export type { TaggedField };
 
-// ShareFetchRequest: versions 0-0, flexible 0+
+// ShareFetchRequest: versions 1-2, flexible 0+
 
 export interface ShareFetchRequest {
   groupId: string | null;
@@ -16,13 +16,16 @@ export interface ShareFetchRequest {
   maxWaitMs: number;
   minBytes: number;
   maxBytes: number;
+  maxRecords: number;
+  batchSize: number;
+  shareAcquireMode?: number;
   topics: ShareFetchRequestFetchTopic[];
   forgottenTopicsData: ShareFetchRequestForgottenTopic[];
   _unknownTaggedFields?: TaggedField[];
 }
 
 export function defaultShareFetchRequest(): ShareFetchRequest {
-  return { groupId: null, memberId: "", shareSessionEpoch: 0, maxWaitMs: 0, minBytes: 0, maxBytes: 2147483647, topics: [], forgottenTopicsData: [] };
+  return { groupId: null, memberId: "", shareSessionEpoch: 0, maxWaitMs: 0, minBytes: 0, maxBytes: 2147483647, maxRecords: 0, batchSize: 0, shareAcquireMode: 0, topics: [], forgottenTopicsData: [] };
 }
 
 export function readShareFetchRequest(r: Reader, v: number): ShareFetchRequest {
@@ -32,11 +35,14 @@ export function readShareFetchRequest(r: Reader, v: number): ShareFetchRequest {
   const f_maxWaitMs: number = r.int32();
   const f_minBytes: number = r.int32();
   const f_maxBytes: number = r.int32();
+  const f_maxRecords: number = r.int32();
+  const f_batchSize: number = r.int32();
+  const f_shareAcquireMode: number = (v >= 2 ? r.int8() : 0);
   const f_topics: ShareFetchRequestFetchTopic[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareFetchRequestFetchTopic(ir, v));
   const f_forgottenTopicsData: ShareFetchRequestForgottenTopic[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareFetchRequestForgottenTopic(ir, v));
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields();
-  const m: ShareFetchRequest = { groupId: f_groupId, memberId: f_memberId, shareSessionEpoch: f_shareSessionEpoch, maxWaitMs: f_maxWaitMs, minBytes: f_minBytes, maxBytes: f_maxBytes, topics: f_topics, forgottenTopicsData: f_forgottenTopicsData };
+  const m: ShareFetchRequest = { groupId: f_groupId, memberId: f_memberId, shareSessionEpoch: f_shareSessionEpoch, maxWaitMs: f_maxWaitMs, minBytes: f_minBytes, maxBytes: f_maxBytes, maxRecords: f_maxRecords, batchSize: f_batchSize, shareAcquireMode: f_shareAcquireMode, topics: f_topics, forgottenTopicsData: f_forgottenTopicsData };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
@@ -48,6 +54,10 @@ export function writeShareFetchRequest(w: W.Writer, m: ShareFetchRequest, v: num
   { const x = m.maxWaitMs; w.int32(x); }
   { const x = m.minBytes; w.int32(x); }
   { const x = m.maxBytes; w.int32(x); }
+  { const x = m.maxRecords; w.int32(x); }
+  { const x = m.batchSize; w.int32(x); }
+  if (v >= 2) { const x = (m.shareAcquireMode === undefined ? 0 : m.shareAcquireMode); w.int8(x); }
+  else if (m.shareAcquireMode !== undefined && !RT.isDefaultValue(m.shareAcquireMode, 0)) throw RT.fieldNotInVersion('ShareFetchRequest', 'shareAcquireMode', v);
   { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchRequestFetchTopic(w, e0, v); } }
   { const x = m.forgottenTopicsData; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchRequestForgottenTopic(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -61,6 +71,9 @@ export function sizeShareFetchRequest(m: ShareFetchRequest, v: number): number {
   n += 4;
   n += 4;
   n += 4;
+  n += 4;
+  n += 4;
+  if (v >= 2) n += 1;
   { const x = m.topics; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchRequestFetchTopicArray(x, v))); }
   { const x = m.forgottenTopicsData; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchRequestForgottenTopicArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -109,36 +122,32 @@ function sizeShareFetchRequestFetchTopicArray(items: readonly ShareFetchRequestF
 
 export interface ShareFetchRequestFetchPartition {
   partitionIndex: number;
-  partitionMaxBytes: number;
   acknowledgementBatches: ShareFetchRequestAcknowledgementBatch[];
   _unknownTaggedFields?: TaggedField[];
 }
 
 export function defaultShareFetchRequestFetchPartition(): ShareFetchRequestFetchPartition {
-  return { partitionIndex: 0, partitionMaxBytes: 0, acknowledgementBatches: [] };
+  return { partitionIndex: 0, acknowledgementBatches: [] };
 }
 
 export function readShareFetchRequestFetchPartition(r: Reader, v: number): ShareFetchRequestFetchPartition {
   const f_partitionIndex: number = r.int32();
-  const f_partitionMaxBytes: number = r.int32();
   const f_acknowledgementBatches: ShareFetchRequestAcknowledgementBatch[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareFetchRequestAcknowledgementBatch(ir, v));
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields();
-  const m: ShareFetchRequestFetchPartition = { partitionIndex: f_partitionIndex, partitionMaxBytes: f_partitionMaxBytes, acknowledgementBatches: f_acknowledgementBatches };
+  const m: ShareFetchRequestFetchPartition = { partitionIndex: f_partitionIndex, acknowledgementBatches: f_acknowledgementBatches };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
 
 export function writeShareFetchRequestFetchPartition(w: W.Writer, m: ShareFetchRequestFetchPartition, v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
-  { const x = m.partitionMaxBytes; w.int32(x); }
   { const x = m.acknowledgementBatches; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchRequestAcknowledgementBatch(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
 export function sizeShareFetchRequestFetchPartition(m: ShareFetchRequestFetchPartition, v: number): number {
   let n = 0;
-  n += 4;
   n += 4;
   { const x = m.acknowledgementBatches; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchRequestAcknowledgementBatchArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -235,30 +244,32 @@ function sizeShareFetchRequestForgottenTopicArray(items: readonly ShareFetchRequ
   return n;
 }
 
-// ShareFetchResponse: versions 0-0, flexible 0+
+// ShareFetchResponse: versions 1-2, flexible 0+
 
 export interface ShareFetchResponse {
   throttleTimeMs: number;
   errorCode: number;
   errorMessage: string | null;
+  acquisitionLockTimeoutMs: number;
   responses: ShareFetchResponseShareFetchableTopicResponse[];
   nodeEndpoints: ShareFetchResponseNodeEndpoint[];
   _unknownTaggedFields?: TaggedField[];
 }
 
 export function defaultShareFetchResponse(): ShareFetchResponse {
-  return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, responses: [], nodeEndpoints: [] };
+  return { throttleTimeMs: 0, errorCode: 0, errorMessage: null, acquisitionLockTimeoutMs: 0, responses: [], nodeEndpoints: [] };
 }
 
 export function readShareFetchResponse(r: Reader, v: number): ShareFetchResponse {
   const f_throttleTimeMs: number = r.int32();
   const f_errorCode: number = r.int16();
   const f_errorMessage: string | null = r.compactNullableString();
+  const f_acquisitionLockTimeoutMs: number = r.int32();
   const f_responses: ShareFetchResponseShareFetchableTopicResponse[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareFetchResponseShareFetchableTopicResponse(ir, v));
   const f_nodeEndpoints: ShareFetchResponseNodeEndpoint[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareFetchResponseNodeEndpoint(ir, v));
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields();
-  const m: ShareFetchResponse = { throttleTimeMs: f_throttleTimeMs, errorCode: f_errorCode, errorMessage: f_errorMessage, responses: f_responses, nodeEndpoints: f_nodeEndpoints };
+  const m: ShareFetchResponse = { throttleTimeMs: f_throttleTimeMs, errorCode: f_errorCode, errorMessage: f_errorMessage, acquisitionLockTimeoutMs: f_acquisitionLockTimeoutMs, responses: f_responses, nodeEndpoints: f_nodeEndpoints };
   if (u !== undefined) m._unknownTaggedFields = u;
   return m;
 }
@@ -267,6 +278,7 @@ export function writeShareFetchResponse(w: W.Writer, m: ShareFetchResponse, v: n
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
+  { const x = m.acquisitionLockTimeoutMs; w.int32(x); }
   { const x = m.responses; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponseShareFetchableTopicResponse(w, e0, v); } }
   { const x = m.nodeEndpoints; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponseNodeEndpoint(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -277,6 +289,7 @@ export function sizeShareFetchResponse(m: ShareFetchResponse, v: number): number
   n += 4;
   n += 2;
   { const x = m.errorMessage; n += W.sizeCompactString(x); }
+  n += 4;
   { const x = m.responses; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchResponseShareFetchableTopicResponseArray(x, v))); }
   { const x = m.nodeEndpoints; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchResponseNodeEndpointArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
@@ -346,7 +359,7 @@ export function readShareFetchResponsePartitionData(r: Reader, v: number): Share
   const f_acknowledgeErrorCode: number = r.int16();
   const f_acknowledgeErrorMessage: string | null = r.compactNullableString();
   const f_currentLeader: ShareFetchResponseLeaderIdAndEpoch = readShareFetchResponseLeaderIdAndEpoch(r, v);
-  const f_records: Buffer | null = r.compactNullableBytes();
+  const f_records: Buffer | null = r.compactBytes();
   const f_acquiredRecords: ShareFetchResponseAcquiredRecords[] = RT.readArrayNonNull(r, true, (ir: Reader) => readShareFetchResponseAcquiredRecords(ir, v));
   let u: TaggedField[] | undefined;
   if (true) u = r.taggedFields();
@@ -362,7 +375,7 @@ export function writeShareFetchResponsePartitionData(w: W.Writer, m: ShareFetchR
   { const x = m.acknowledgeErrorCode; w.int16(x); }
   { const x = m.acknowledgeErrorMessage; w.compactString(x); }
   { const x = m.currentLeader; writeShareFetchResponseLeaderIdAndEpoch(w, x, v); }
-  { const x = m.records; w.compactBytes(x); }
+  { const x = m.records; if (x === null && true) throw RT.nullNotAllowed('ShareFetchResponsePartitionData', 'records', v); w.compactBytes(x); }
   { const x = m.acquiredRecords; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponseAcquiredRecords(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
@@ -516,8 +529,8 @@ function sizeShareFetchResponseNodeEndpointArray(items: readonly ShareFetchRespo
 export const ShareFetchApi = {
   apiKey: 78,
   name: 'ShareFetch',
-  minVersion: 0,
-  maxVersion: 0,
+  minVersion: 1,
+  maxVersion: 2,
   flexibleMinVersion: 0,
   request: { read: readShareFetchRequest, write: writeShareFetchRequest, size: sizeShareFetchRequest },
   response: { read: readShareFetchResponse, write: writeShareFetchResponse, size: sizeShareFetchResponse },

@@ -7,7 +7,7 @@ import * as RT from '../codec/runtime.js';
 void Reader; void W; void RT;
 export type { TaggedField };
 
-// ShareGroupDescribeRequest: versions 0-0, flexible 0+
+// ShareGroupDescribeRequest: versions 1-1, flexible 0+
 
 export interface ShareGroupDescribeRequest {
   groupIds: string[];
@@ -43,7 +43,7 @@ export function sizeShareGroupDescribeRequest(m: ShareGroupDescribeRequest, v: n
   return n;
 }
 
-// ShareGroupDescribeResponse: versions 0-0, flexible 0+
+// ShareGroupDescribeResponse: versions 1-1, flexible 0+
 
 export interface ShareGroupDescribeResponse {
   throttleTimeMs: number;
@@ -284,8 +284,8 @@ function sizeShareGroupDescribeResponseTopicPartitionsArray(items: readonly Shar
 export const ShareGroupDescribeApi = {
   apiKey: 77,
   name: 'ShareGroupDescribe',
-  minVersion: 0,
-  maxVersion: 0,
+  minVersion: 1,
+  maxVersion: 1,
   flexibleMinVersion: 0,
   request: { read: readShareGroupDescribeRequest, write: writeShareGroupDescribeRequest, size: sizeShareGroupDescribeRequest },
   response: { read: readShareGroupDescribeResponse, write: writeShareGroupDescribeResponse, size: sizeShareGroupDescribeResponse },

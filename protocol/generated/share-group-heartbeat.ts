@@ -7,7 +7,7 @@ import * as RT from '../codec/runtime.js';
 void Reader; void W; void RT;
 export type { TaggedField };
 
-// ShareGroupHeartbeatRequest: versions 0-0, flexible 0+
+// ShareGroupHeartbeatRequest: versions 1-1, flexible 0+
 
 export interface ShareGroupHeartbeatRequest {
   groupId: string;
@@ -55,7 +55,7 @@ export function sizeShareGroupHeartbeatRequest(m: ShareGroupHeartbeatRequest, v:
   return n;
 }
 
-// ShareGroupHeartbeatResponse: versions 0-0, flexible 0+
+// ShareGroupHeartbeatResponse: versions 1-1, flexible 0+
 
 export interface ShareGroupHeartbeatResponse {
   throttleTimeMs: number;
@@ -184,8 +184,8 @@ function sizeShareGroupHeartbeatResponseTopicPartitionsArray(items: readonly Sha
 export const ShareGroupHeartbeatApi = {
   apiKey: 76,
   name: 'ShareGroupHeartbeat',
-  minVersion: 0,
-  maxVersion: 0,
+  minVersion: 1,
+  maxVersion: 1,
   flexibleMinVersion: 0,
   request: { read: readShareGroupHeartbeatRequest, write: writeShareGroupHeartbeatRequest, size: sizeShareGroupHeartbeatRequest },
   response: { read: readShareGroupHeartbeatResponse, write: writeShareGroupHeartbeatResponse, size: sizeShareGroupHeartbeatResponse },

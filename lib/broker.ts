@@ -14,6 +14,7 @@ import { AdminServer } from './admin/server.js';
 import { AppendPool } from './append/pool.js';
 import { BrokerConfig, ConfigError, type ConfigValue, type Listener, parseAdminListener, parseListener } from './config.js';
 import { createGroupCoordinator } from './group/index.js';
+import { createShareService } from './share/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogDirError, checkLogDirIdentity } from './log/log-dir-identity.js';
@@ -218,6 +219,7 @@ export class Broker {
       notifyAppend: (t, p, b, stable) => this.services.notifyAppend(t, p, b, stable),
       replication: () => replication,
     });
+    const share = createShareService({ config: this.config, logger: this.logger, purgatory, topics, metadata: this.metadata, groups });
     this.services = {
       config: this.config,
       dynamicConfigs,
@@ -230,6 +232,7 @@ export class Broker {
       fetchSessions,
       replication,
       groups,
+      share,
       txn,
       logger: this.logger,
       metrics: this.metrics,
@@ -464,6 +467,7 @@ export class Broker {
       const metadata = this.metadata as MetadataStore | undefined;
       const logManager = this.logManager as LogManager | undefined;
       services?.groups.shutdown();
+      services?.share.shutdown();
       services?.txn.shutdown();
       services?.purgatory.expireAll();
       await Promise.all(this.servers.map((s) => s.server.close(10_000)));

@@ -11,6 +11,7 @@ import type { Purgatory } from './replica/purgatory.js';
 import type { Replication } from './replica/replication.js';
 import type { TopicManager } from './topics.js';
 import type { TransactionCoordinator } from './txn/coordinator.js';
+import type { ShareService } from './share/index.js';
 
 export interface ApiVersionRange {
   apiKey: number;
@@ -35,6 +36,8 @@ export interface BrokerServices {
   readonly replication: Replication | undefined;
   /** Consumer groups and committed offsets (on __consumer_offsets). */
   readonly groups: GroupCoordinator;
+  /** Share groups (KIP-932): their coordinator, the share partitions this broker leads and share sessions. */
+  readonly share: ShareService;
   /** Producer ids, transactions (on __transaction_state) and their markers. */
   readonly txn: TransactionCoordinator;
   readonly logger: Logger;

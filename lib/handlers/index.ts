@@ -46,6 +46,10 @@ import { saslHandshakeHandler } from './sasl-handshake.js';
 import { saslAuthenticateHandler } from './sasl-authenticate.js';
 import { describeUserScramCredentialsHandler } from './describe-user-scram-credentials.js';
 import { alterUserScramCredentialsHandler } from './alter-user-scram-credentials.js';
+import { shareAcknowledgeHandler } from './share-acknowledge.js';
+import { shareFetchHandler } from './share-fetch.js';
+import { shareGroupDescribeHandler } from './share-group-describe.js';
+import { shareGroupHeartbeatHandler } from './share-group-heartbeat.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler[] = [
@@ -93,6 +97,10 @@ export const HANDLERS: readonly Handler[] = [
   saslAuthenticateHandler,
   describeUserScramCredentialsHandler,
   alterUserScramCredentialsHandler,
+  shareGroupHeartbeatHandler,
+  shareGroupDescribeHandler,
+  shareFetchHandler,
+  shareAcknowledgeHandler,
 ];
 
 /** The ranges to advertise: every handler's, or those an emulated Kafka release had. */

@@ -1,0 +1,18 @@
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { ShareAcknowledgeRequest, ShareAcknowledgeResponse } from '../../protocol/generated/share-acknowledge.js';
+import { shareAcknowledge } from '../share/share-fetch.js';
+import { shareRequestContext } from './share-fetch.js';
+import { defineHandler } from './types.js';
+
+/** KIP-932 v1: accept, release or reject acquired records (epoch -1 also ends the share session). */
+export const shareAcknowledgeHandler = defineHandler<ShareAcknowledgeRequest, ShareAcknowledgeResponse>({
+  apiKey: ApiKey.ShareAcknowledge,
+  minVersion: 1,
+  maxVersion: 1,
+  handle(req, ctx) {
+    return { throttleTimeMs: 0, ...shareAcknowledge(ctx.services.share, req, shareRequestContext(ctx)) };
+  },
+  errorResponse(_req, errorCode) {
+    return { throttleTimeMs: 0, errorCode, errorMessage: null, responses: [], nodeEndpoints: [] };
+  },
+});

@@ -1,0 +1,103 @@
+/**
+ * Share groups (KIP-932) on this broker: the share-group coordinator (membership and assignment),
+ * the share partitions it leads (in-flight records, locks, delivery counts) and the share sessions
+ * of the consumers fetching from it. `createShareService` is what broker.ts calls.
+ */
+import type { Logger } from 'pino';
+import type { BrokerConfig } from '../config.js';
+import type { GroupCoordinator } from '../group/coordinator.js';
+import type { PartitionLog } from '../log/partition-log.js';
+import type { MetadataStore } from '../metadata/store.js';
+import type { Purgatory } from '../replica/purgatory.js';
+import type { TopicManager } from '../topics.js';
+import { ShareCoordinator } from './share-coordinator.js';
+import { SharePartitions } from './share-partitions.js';
+import { ShareSessionCache } from './share-sessions.js';
+
+export { ShareCoordinator } from './share-coordinator.js';
+export type { SharePartition } from './share-partition.js';
+
+export interface ShareServiceWiring {
+  config: BrokerConfig;
+  logger: Logger;
+  purgatory: Purgatory;
+  topics: TopicManager;
+  metadata: MetadataStore;
+  groups: GroupCoordinator;
+}
+
+export class ShareService {
+  readonly coordinator: ShareCoordinator;
+  readonly partitions: SharePartitions;
+  readonly sessions: ShareSessionCache;
+  /** share.auto.offset.reset per group (group configs); absent: latest */
+  readonly autoOffsetReset = new Map<string, 'latest' | 'earliest'>();
+
+  constructor(private readonly w: ShareServiceWiring) {
+    const c = w.config;
+    this.sessions = new ShareSessionCache(c.int('group.share.max.share.sessions'));
+    this.partitions = new SharePartitions({
+      limits: {
+        deliveryCountLimit: () => c.int('group.share.delivery.count.limit'),
+        maxRecordLocks: () => c.int('group.share.partition.max.record.locks'),
+      },
+      autoOffsetReset: (g) => this.autoOffsetReset.get(g) ?? 'latest',
+      log: (topicId, p) => this.partitionLog(topicId, p),
+      onReleased: (sp) => w.purgatory.checkAndComplete(sp),
+      onChange: () => undefined,
+    });
+    this.coordinator = new ShareCoordinator({
+      settings: {
+        sessionTimeoutMs: c.int('group.share.session.timeout.ms'),
+        heartbeatIntervalMs: c.int('group.share.heartbeat.interval.ms'),
+        maxSize: c.int('group.share.max.size'),
+      },
+      topicByName: (name) => {
+        const t = w.metadata.topic(name);
+        return t === undefined ? undefined : { topicId: t.topicId, partitions: t.partitions };
+      },
+      topicName: (id) => w.metadata.topicById(id)?.name,
+      otherGroupExists: (id) => w.groups.groups.has(id),
+      onAssigned: (groupId, topicId, p) => void this.partitions.getOrCreate(groupId, topicId, p),
+      // a member fenced by its session timeout: what it holds goes back at once (one that leaves still
+      // sends its last acknowledgements, with its share session's final epoch, which releases the rest)
+      onMemberFenced: (groupId, memberId) => {
+        this.sessions.drop(groupId, memberId);
+        this.partitions.releaseMember(groupId, memberId);
+      },
+    });
+    w.topics.onTopicsChanged(() => this.coordinator.topicsChanged());
+  }
+
+  /** The log of a partition this broker leads, by topic id. */
+  partitionLog(topicId: string, partition: number): PartitionLog | undefined {
+    const name = this.w.metadata.topicById(topicId)?.name;
+    return name === undefined ? undefined : this.w.topics.partition(name, partition);
+  }
+
+  /** group.share.partition.max.record.locks */
+  get maxRecordLocks(): number {
+    return this.w.config.int('group.share.partition.max.record.locks');
+  }
+
+  /** group.share.record.lock.duration.ms */
+  get recordLockDurationMs(): number {
+    return this.w.config.int('group.share.record.lock.duration.ms');
+  }
+
+  /** DeleteGroups of an empty share group: its share partitions go too. */
+  deleteGroupState(groupId: string): Promise<void> {
+    this.partitions.deleteGroup(groupId);
+    this.autoOffsetReset.delete(groupId);
+    return Promise.resolve();
+  }
+
+  shutdown(): void {
+    this.coordinator.shutdown();
+    this.partitions.close();
+  }
+}
+
+export function createShareService(w: ShareServiceWiring): ShareService {
+  return new ShareService({ ...w, logger: w.logger.child({ component: 'share-coordinator' }) });
+}

@@ -1,0 +1,240 @@
+/**
+ * The share-group side of the group coordinator (KIP-932, as Kafka 4.2's GroupMetadataManager serves
+ * ShareGroupHeartbeat and ShareGroupDescribe): membership with member epochs, session timeouts and
+ * the simple assignor's server-side assignment. Membership is kept in memory: after a restart members
+ * get UNKNOWN_MEMBER_ID and join again, while what they consumed lives with the share partitions.
+ */
+import { randomUUID } from 'node:crypto';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse } from '../../protocol/generated/share-group-heartbeat.js';
+import type { ShareGroupDescribeResponseDescribedGroup } from '../../protocol/generated/share-group-describe.js';
+import {
+  type AssignableTopic,
+  assignShareGroup,
+  sameAssignment,
+  type ShareAssignment,
+  ShareGroup,
+  ShareGroupMember,
+} from './share-group.js';
+
+export interface ShareGroupSettings {
+  sessionTimeoutMs: number;
+  heartbeatIntervalMs: number;
+  maxSize: number;
+}
+
+export interface ShareCoordinatorDeps {
+  settings: ShareGroupSettings;
+  topicByName(name: string): { topicId: string; partitions: number } | undefined;
+  topicName(topicId: string): string | undefined;
+  /** Whether a classic or consumer group holds the id (a share group may not take it). */
+  otherGroupExists(groupId: string): boolean;
+  /** A partition was assigned to a member of the group (the share partition initialises its start offset). */
+  onAssigned(groupId: string, topicId: string, partition: number): void;
+  /** A member's session timed out: what it holds acquired goes back to the others. */
+  onMemberFenced(groupId: string, memberId: string): void;
+}
+
+type HeartbeatResult = Omit<ShareGroupHeartbeatResponse, 'throttleTimeMs'>;
+
+const fail = (errorCode: number, errorMessage: string | null = null): HeartbeatResult => ({
+  errorCode,
+  errorMessage,
+  memberId: null,
+  memberEpoch: -1,
+  heartbeatIntervalMs: 0,
+  assignment: null,
+});
+
+export const SIMPLE_ASSIGNOR = 'simple';
+
+export class ShareCoordinator {
+  readonly groups = new Map<string, ShareGroup>();
+
+  constructor(private readonly deps: ShareCoordinatorDeps) {}
+
+  heartbeat(req: ShareGroupHeartbeatRequest, clientId: string, clientHost: string): HeartbeatResult {
+    const s = this.deps.settings;
+    if (req.groupId === '') return fail(ErrorCode.INVALID_REQUEST, 'GroupId can not be empty.');
+    if (req.memberEpoch > 0 && req.memberId === '') return fail(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.");
+    if (req.memberEpoch === 0 && (req.subscribedTopicNames === null || req.subscribedTopicNames.length === 0)) {
+      return fail(ErrorCode.INVALID_REQUEST, 'SubscribedTopicNames must be set in first request.');
+    }
+    if (req.memberEpoch < -1) return fail(ErrorCode.INVALID_REQUEST, `MemberEpoch is invalid: ${req.memberEpoch}`);
+    if (this.deps.otherGroupExists(req.groupId)) return fail(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${req.groupId} is not a share group.`);
+    let group = this.groups.get(req.groupId);
+    if (req.memberEpoch === -1) {
+      const member = group?.members.get(req.memberId);
+      if (group !== undefined && member !== undefined) this.removeMember(group, member);
+      return {
+        errorCode: ErrorCode.NONE,
+        errorMessage: null,
+        memberId: req.memberId,
+        memberEpoch: -1,
+        heartbeatIntervalMs: 0,
+        assignment: null,
+      };
+    }
+    if (group === undefined) {
+      if (req.memberEpoch !== 0)
+        return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${req.memberId} is not a member of group ${req.groupId}.`);
+      group = new ShareGroup(req.groupId);
+      this.groups.set(req.groupId, group);
+    }
+    let member = group.members.get(req.memberId);
+    let joined = false;
+    if (member === undefined) {
+      if (req.memberEpoch !== 0)
+        return fail(ErrorCode.UNKNOWN_MEMBER_ID, `Member ${req.memberId} is not a member of group ${req.groupId}.`);
+      if (group.members.size >= s.maxSize)
+        return fail(ErrorCode.GROUP_MAX_SIZE_REACHED, `The share group has reached its maximum capacity of ${s.maxSize} members.`);
+      member = new ShareGroupMember(req.memberId === '' ? randomUUID() : req.memberId);
+      group.members.set(member.memberId, member);
+      joined = true;
+    } else if (req.memberEpoch !== 0 && req.memberEpoch !== member.memberEpoch) {
+      return fail(
+        ErrorCode.FENCED_MEMBER_EPOCH,
+        `The share group member has an invalid epoch ${req.memberEpoch}, expected ${member.memberEpoch}.`,
+      );
+    }
+    member.clientId = clientId;
+    member.clientHost = clientHost;
+    if (req.rackId !== null) member.rackId = req.rackId;
+    let changed = joined;
+    if (req.subscribedTopicNames !== null) {
+      const next = [...new Set(req.subscribedTopicNames)].sort();
+      if (next.join('\0') !== member.subscribedTopicNames.join('\0')) {
+        member.subscribedTopicNames = next;
+        changed = true;
+      }
+    }
+    if (changed || this.assignmentStale(group)) {
+      group.groupEpoch++;
+      this.assign(group);
+    }
+    this.scheduleSessionTimeout(group, member, s.sessionTimeoutMs);
+    // a rejoining member (epoch 0) and one behind the assignment epoch get the assignment again
+    const sendAssignment = req.memberEpoch === 0 || member.memberEpoch !== group.assignmentEpoch;
+    member.memberEpoch = group.assignmentEpoch;
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      memberId: member.memberId,
+      memberEpoch: member.memberEpoch,
+      heartbeatIntervalMs: s.heartbeatIntervalMs,
+      assignment: sendAssignment
+        ? { topicPartitions: [...member.assignment].map(([topicId, partitions]) => ({ topicId, partitions })) }
+        : null,
+    };
+  }
+
+  describe(groupId: string, includeAuthorizedOperations: boolean, authorizedOperations: number): ShareGroupDescribeResponseDescribedGroup {
+    const g = this.groups.get(groupId);
+    const base = {
+      groupId,
+      errorMessage: null,
+      groupState: '',
+      groupEpoch: 0,
+      assignmentEpoch: 0,
+      assignorName: '',
+      members: [],
+      authorizedOperations: -2147483648,
+    };
+    if (g === undefined || g.dead) return { ...base, errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Group ${groupId} not found.` };
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      groupId,
+      groupState: g.state,
+      groupEpoch: g.groupEpoch,
+      assignmentEpoch: g.assignmentEpoch,
+      assignorName: SIMPLE_ASSIGNOR,
+      members: [...g.members.values()].map((m) => ({
+        memberId: m.memberId,
+        rackId: m.rackId,
+        memberEpoch: m.memberEpoch,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        subscribedTopicNames: m.subscribedTopicNames,
+        assignment: {
+          topicPartitions: [...m.assignment].map(([topicId, partitions]) => ({
+            topicId,
+            topicName: this.deps.topicName(topicId) ?? '',
+            partitions,
+          })),
+        },
+      })),
+      authorizedOperations: includeAuthorizedOperations ? authorizedOperations : -2147483648,
+    };
+  }
+
+  /** DeleteGroups: an empty share group goes; one with members answers NON_EMPTY_GROUP. */
+  delete(groupId: string): number | undefined {
+    const g = this.groups.get(groupId);
+    if (g === undefined) return undefined;
+    if (g.members.size > 0) return ErrorCode.NON_EMPTY_GROUP;
+    g.dead = true;
+    this.groups.delete(groupId);
+    return ErrorCode.NONE;
+  }
+
+  /** Topics created, deleted or grown: groups subscribed to them get a new assignment. */
+  topicsChanged(): void {
+    for (const g of this.groups.values()) {
+      if (this.assignmentStale(g)) {
+        g.groupEpoch++;
+        this.assign(g);
+      }
+    }
+  }
+
+  shutdown(): void {
+    for (const g of this.groups.values()) {
+      for (const m of g.members.values()) if (m.sessionTimer !== undefined) clearTimeout(m.sessionTimer);
+    }
+  }
+
+  private assignable(group: ShareGroup): AssignableTopic[] {
+    const out: AssignableTopic[] = [];
+    for (const name of group.subscribedTopics()) {
+      const t = this.deps.topicByName(name);
+      if (t !== undefined) out.push({ name, topicId: t.topicId, partitions: t.partitions });
+    }
+    return out;
+  }
+
+  private assignmentStale(group: ShareGroup): boolean {
+    const target = assignShareGroup([...group.members.values()], this.assignable(group));
+    for (const m of group.members.values())
+      if (!sameAssignment(m.assignment, target.get(m.memberId) ?? new Map<string, number[]>())) return true;
+    return false;
+  }
+
+  private assign(group: ShareGroup): void {
+    const target = assignShareGroup([...group.members.values()], this.assignable(group));
+    for (const m of group.members.values()) {
+      const next: ShareAssignment = target.get(m.memberId) ?? new Map<string, number[]>();
+      for (const [topicId, ps] of next) for (const p of ps) this.deps.onAssigned(group.groupId, topicId, p);
+      m.assignment = next;
+    }
+    group.assignmentEpoch = group.groupEpoch;
+  }
+
+  private removeMember(group: ShareGroup, member: ShareGroupMember, fenced = false): void {
+    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
+    member.sessionTimer = undefined;
+    group.members.delete(member.memberId);
+    group.groupEpoch++;
+    this.assign(group);
+    if (fenced) this.deps.onMemberFenced(group.groupId, member.memberId);
+  }
+
+  private scheduleSessionTimeout(group: ShareGroup, member: ShareGroupMember, timeoutMs: number): void {
+    if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
+    member.sessionTimer = setTimeout(() => {
+      member.sessionTimer = undefined;
+      if (group.members.get(member.memberId) === member) this.removeMember(group, member, true);
+    }, timeoutMs);
+    member.sessionTimer.unref();
+  }
+}

@@ -1,0 +1,228 @@
+/**
+ * ShareFetch and ShareAcknowledge as Kafka 4.2's SharePartitionManager serves them: the share session
+ * (epoch 0 opens, -1 closes and releases what the member holds), acknowledgements applied first
+ * (piggy-backed on ShareFetch, or on their own), then records acquired from every partition of the
+ * session. When nothing can be acquired the fetch waits (purgatory, keyed by the partition logs and
+ * the share partitions) up to MaxWaitMs for an append or a release.
+ */
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { ShareFetchRequest, ShareFetchResponse, ShareFetchResponsePartitionData } from '../../protocol/generated/share-fetch.js';
+import type { ShareAcknowledgeRequest, ShareAcknowledgeResponse } from '../../protocol/generated/share-acknowledge.js';
+import type { Purgatory, PurgatoryKey } from '../replica/purgatory.js';
+import type { ShareService } from './index.js';
+import type { SharePartition } from './share-partition.js';
+import { FINAL_EPOCH, type ShareSession } from './share-sessions.js';
+
+export interface ShareRequestContext {
+  purgatory: Purgatory;
+  nodeId: number;
+  leaderEpoch(topicId: string, partition: number): number;
+  /** Resolves when the client's connection closes (its share sessions end then). */
+  connectionClosed: Promise<void>;
+}
+
+interface AckBatch {
+  firstOffset: bigint;
+  lastOffset: bigint;
+  acknowledgeTypes: number[];
+}
+
+type PartitionOut = ShareFetchResponsePartitionData;
+
+function partitionOut(partitionIndex: number, leaderId: number, leaderEpoch: number): PartitionOut {
+  return {
+    partitionIndex,
+    errorCode: ErrorCode.NONE,
+    errorMessage: null,
+    acknowledgeErrorCode: ErrorCode.NONE,
+    acknowledgeErrorMessage: null,
+    currentLeader: { leaderId, leaderEpoch },
+    records: Buffer.alloc(0),
+    acquiredRecords: [],
+  };
+}
+
+/** Applies a partition's acknowledgement batches; the error code for the partition (NONE when all applied). */
+function acknowledge(
+  share: ShareService,
+  groupId: string,
+  memberId: string,
+  topicId: string,
+  partition: number,
+  batches: readonly AckBatch[],
+): number {
+  if (batches.length === 0) return ErrorCode.NONE;
+  const sp = share.partitions.get(groupId, topicId, partition);
+  if (sp === undefined)
+    return share.partitions.getOrCreate(groupId, topicId, partition) === undefined
+      ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+      : ErrorCode.INVALID_RECORD_STATE;
+  let error: number = ErrorCode.NONE;
+  for (const b of batches)
+    if (!sp.acknowledge(memberId, b.firstOffset, b.lastOffset, b.acknowledgeTypes)) error = ErrorCode.INVALID_RECORD_STATE;
+  return error;
+}
+
+/** Opens or continues the member's session; the session or a top-level error code. */
+function sessionFor(
+  share: ShareService,
+  groupId: string | null,
+  memberId: string | null,
+  epoch: number,
+  ctx: ShareRequestContext,
+): ShareSession | number {
+  if (groupId === null || groupId === '' || memberId === null || memberId === '') return ErrorCode.INVALID_REQUEST;
+  const s = share.sessions.open(groupId, memberId, epoch);
+  if (typeof s === 'number') return s;
+  if (epoch === 0) {
+    // a client that goes away ends its share session: what it holds goes back to the others
+    void ctx.connectionClosed.then(() => {
+      if (share.sessions.get(groupId, memberId) !== s) return;
+      share.sessions.close(s);
+      share.partitions.releaseMember(groupId, memberId);
+    });
+  }
+  return s;
+}
+
+export async function shareFetch(
+  share: ShareService,
+  req: ShareFetchRequest,
+  ctx: ShareRequestContext,
+): Promise<Omit<ShareFetchResponse, 'throttleTimeMs'>> {
+  const lockMs = share.recordLockDurationMs;
+  const top = (errorCode: number) => ({
+    errorCode,
+    errorMessage: null,
+    acquisitionLockTimeoutMs: lockMs,
+    responses: [],
+    nodeEndpoints: [],
+  });
+  const session = sessionFor(share, req.groupId, req.memberId, req.shareSessionEpoch, ctx);
+  if (typeof session === 'number') return top(session);
+  const groupId = session.groupId;
+  const memberId = session.memberId;
+  const out = new Map<string, Map<number, PartitionOut>>();
+  const entry = (topicId: string, p: number): PartitionOut => {
+    let t = out.get(topicId);
+    if (t === undefined) out.set(topicId, (t = new Map<number, PartitionOut>()));
+    let e = t.get(p);
+    if (e === undefined) t.set(p, (e = partitionOut(p, ctx.nodeId, ctx.leaderEpoch(topicId, p))));
+    return e;
+  };
+  const closing = req.shareSessionEpoch === FINAL_EPOCH;
+  for (const f of req.forgottenTopicsData) for (const p of f.partitions) session.remove(f.topicId, p);
+  for (const t of req.topics) {
+    for (const p of t.partitions) {
+      if (!closing) session.add(t.topicId, p.partitionIndex);
+      const e = entry(t.topicId, p.partitionIndex);
+      if (p.acknowledgementBatches.length > 0) {
+        e.acknowledgeErrorCode = acknowledge(share, groupId, memberId, t.topicId, p.partitionIndex, p.acknowledgementBatches);
+      }
+    }
+  }
+  if (closing) {
+    share.sessions.close(session);
+    share.partitions.releaseMember(groupId, memberId);
+    return responseOf(out, lockMs);
+  }
+  // the share partitions of the session (unknown topics or partitions this broker does not lead answer an error)
+  const targets: { topicId: string; partition: number; sp: SharePartition }[] = [];
+  for (const { topicId, partition } of session.partitions.values()) {
+    const sp = share.partitions.getOrCreate(groupId, topicId, partition);
+    if (sp === undefined) entry(topicId, partition).errorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    else targets.push({ topicId, partition, sp });
+  }
+  // a long poll: woken by an append or a release, it may find another member took the records first
+  const deadline = Date.now() + Math.max(0, req.maxWaitMs);
+  let acquired = await acquireAll(share, targets, memberId, req, lockMs, entry);
+  while (acquired === 0 && targets.length > 0 && Date.now() < deadline && share.sessions.get(groupId, memberId) === session) {
+    await waitForRecords(share, ctx.purgatory, targets, deadline - Date.now());
+    acquired = await acquireAll(share, targets, memberId, req, lockMs, entry);
+  }
+  return responseOf(out, lockMs);
+}
+
+async function acquireAll(
+  share: ShareService,
+  targets: readonly { topicId: string; partition: number; sp: SharePartition }[],
+  memberId: string,
+  req: ShareFetchRequest,
+  lockMs: number,
+  entry: (topicId: string, p: number) => PartitionOut,
+): Promise<number> {
+  let remainingRecords = req.maxRecords > 0 ? req.maxRecords : 500;
+  let remainingBytes = req.maxBytes > 0 ? req.maxBytes : 2147483647;
+  let total = 0;
+  for (const { topicId, partition, sp } of targets) {
+    if (remainingRecords <= 0 || remainingBytes <= 0) break;
+    // members sharing a partition each take at most their share of its record locks, so that all get work
+    const fairShare = Math.ceil(share.maxRecordLocks / Math.max(1, share.sessions.sharers(sp.groupId, topicId, partition)));
+    const r = await share.partitions.acquire(sp, memberId, Math.min(remainingRecords, fairShare), remainingBytes, lockMs);
+    if (r.count === 0) continue;
+    const e = entry(topicId, partition);
+    e.records = e.records !== null && e.records.length > 0 ? Buffer.concat([e.records, r.records]) : r.records;
+    e.acquiredRecords.push(...r.acquired);
+    remainingRecords -= r.count;
+    remainingBytes -= r.records.length;
+    total += r.count;
+  }
+  return total;
+}
+
+/** Waits until one of the partitions has records to hand out, or `maxWaitMs`. */
+function waitForRecords(
+  share: ShareService,
+  purgatory: Purgatory,
+  targets: readonly { topicId: string; partition: number; sp: SharePartition }[],
+  maxWaitMs: number,
+): Promise<void> {
+  const keys: PurgatoryKey[] = [];
+  for (const t of targets) {
+    keys.push(t.sp);
+    const log = share.partitionLog(t.topicId, t.partition);
+    if (log !== undefined) keys.push(log);
+  }
+  return new Promise((resolve) => {
+    purgatory.tryCompleteElseWatch(
+      { tryComplete: () => targets.some((t) => share.partitions.acquirable(t.sp)), onComplete: () => resolve() },
+      keys,
+      maxWaitMs,
+    );
+  });
+}
+
+function responseOf(out: Map<string, Map<number, PartitionOut>>, lockMs: number): Omit<ShareFetchResponse, 'throttleTimeMs'> {
+  return {
+    errorCode: ErrorCode.NONE,
+    errorMessage: null,
+    acquisitionLockTimeoutMs: lockMs,
+    responses: [...out].map(([topicId, ps]) => ({ topicId, partitions: [...ps.values()] })),
+    nodeEndpoints: [],
+  };
+}
+
+export function shareAcknowledge(
+  share: ShareService,
+  req: ShareAcknowledgeRequest,
+  ctx: ShareRequestContext,
+): Omit<ShareAcknowledgeResponse, 'throttleTimeMs'> {
+  const top = (errorCode: number) => ({ errorCode, errorMessage: null, responses: [], nodeEndpoints: [] });
+  if (req.shareSessionEpoch === 0) return top(ErrorCode.INVALID_SHARE_SESSION_EPOCH);
+  const session = sessionFor(share, req.groupId, req.memberId, req.shareSessionEpoch, ctx);
+  if (typeof session === 'number') return top(session);
+  const responses = req.topics.map((t) => ({
+    topicId: t.topicId,
+    partitions: t.partitions.map((p) => ({
+      partitionIndex: p.partitionIndex,
+      errorCode: acknowledge(share, session.groupId, session.memberId, t.topicId, p.partitionIndex, p.acknowledgementBatches),
+      errorMessage: null,
+      currentLeader: { leaderId: ctx.nodeId, leaderEpoch: ctx.leaderEpoch(t.topicId, p.partitionIndex) },
+    })),
+  }));
+  if (req.shareSessionEpoch === FINAL_EPOCH) {
+    share.sessions.close(session);
+    share.partitions.releaseMember(session.groupId, session.memberId);
+  }
+  return { errorCode: ErrorCode.NONE, errorMessage: null, responses, nodeEndpoints: [] };
+}

@@ -251,6 +251,7 @@ export class Broker {
     await topics.loadAll();
     replication?.start();
     await groups.startup();
+    await share.startup();
     this.readiness.add('group coordinator', groups.whenLoaded());
     topics.onTopicsChanged((topic, change) => {
       if (change === 'deleted') this.metrics.topics.forget(topic);

@@ -58,6 +58,7 @@ const DOCS: Record<string, string> = {
   'group.share.partition.max.record.locks': 'Most records of a share partition in flight (acquired or awaiting redelivery) at once.',
   'group.share.max.size': 'Most members of a share group.',
   'group.share.max.share.sessions': 'Most share sessions this broker keeps.',
+  'share.coordinator.state.topic.num.partitions': 'Partitions of __share_group_state, created on first use.',
   'group.consumer.migration.policy': 'Which way non-empty groups may move between the classic and consumer protocols.',
   'offsets.retention.minutes': 'How long committed offsets of an empty group are kept.',
   'offsets.retention.check.interval.ms': 'How often expired offsets are looked for.',

@@ -9,8 +9,8 @@ export const shareAcknowledgeHandler = defineHandler<ShareAcknowledgeRequest, Sh
   apiKey: ApiKey.ShareAcknowledge,
   minVersion: 1,
   maxVersion: 1,
-  handle(req, ctx) {
-    return { throttleTimeMs: 0, ...shareAcknowledge(ctx.services.share, req, shareRequestContext(ctx)) };
+  async handle(req, ctx) {
+    return { throttleTimeMs: 0, ...(await shareAcknowledge(ctx.services.share, req, shareRequestContext(ctx))) };
   },
   errorResponse(_req, errorCode) {
     return { throttleTimeMs: 0, errorCode, errorMessage: null, responses: [], nodeEndpoints: [] };

@@ -13,9 +13,10 @@ import type { TopicManager } from '../topics.js';
 import { ShareCoordinator } from './share-coordinator.js';
 import { SharePartitions } from './share-partitions.js';
 import { ShareSessionCache } from './share-sessions.js';
+import { ShareStateStore } from './state-store.js';
+import type { SharePartition } from './share-partition.js';
 
 export { ShareCoordinator } from './share-coordinator.js';
-export type { SharePartition } from './share-partition.js';
 
 export interface ShareServiceWiring {
   config: BrokerConfig;
@@ -30,12 +31,15 @@ export class ShareService {
   readonly coordinator: ShareCoordinator;
   readonly partitions: SharePartitions;
   readonly sessions: ShareSessionCache;
+  /** `__share_group_state` */
+  readonly store: ShareStateStore;
   /** share.auto.offset.reset per group (group configs); absent: latest */
   readonly autoOffsetReset = new Map<string, 'latest' | 'earliest'>();
 
   constructor(private readonly w: ShareServiceWiring) {
     const c = w.config;
     this.sessions = new ShareSessionCache(c.int('group.share.max.share.sessions'));
+    this.store = new ShareStateStore(w.topics, w.metadata, c.int('share.coordinator.state.topic.num.partitions'), w.logger);
     this.partitions = new SharePartitions({
       limits: {
         deliveryCountLimit: () => c.int('group.share.delivery.count.limit'),
@@ -44,7 +48,7 @@ export class ShareService {
       autoOffsetReset: (g) => this.autoOffsetReset.get(g) ?? 'latest',
       log: (topicId, p) => this.partitionLog(topicId, p),
       onReleased: (sp) => w.purgatory.checkAndComplete(sp),
-      onChange: () => undefined,
+      onChange: (sp) => void this.store.persist(sp),
     });
     this.coordinator = new ShareCoordinator({
       settings: {
@@ -85,11 +89,24 @@ export class ShareService {
     return this.w.config.int('group.share.record.lock.duration.ms');
   }
 
-  /** DeleteGroups of an empty share group: its share partitions go too. */
-  deleteGroupState(groupId: string): Promise<void> {
+  /** Restores the share partitions `__share_group_state` holds (broker start). */
+  async startup(): Promise<void> {
+    const snapshots = await this.store.load();
+    for (const s of snapshots) this.partitions.restore(s.groupId, s.topicId, s.partition, s.startOffset, s.batches);
+    if (snapshots.length > 0) this.w.logger.info({ sharePartitions: snapshots.length }, 'share-partition state loaded');
+  }
+
+  /** Resolves once the state of the share partitions is written (an acknowledgement is answered after). */
+  async durable(sps: Iterable<SharePartition>): Promise<void> {
+    await Promise.all([...sps].map((sp) => this.store.persist(sp)));
+  }
+
+  /** DeleteGroups of an empty share group: its share partitions go too (tombstones in `__share_group_state`). */
+  async deleteGroupState(groupId: string): Promise<void> {
+    const sps = this.partitions.list(groupId);
     this.partitions.deleteGroup(groupId);
     this.autoOffsetReset.delete(groupId);
-    return Promise.resolve();
+    await this.store.forget(sps);
   }
 
   shutdown(): void {

@@ -50,9 +50,11 @@ function acknowledge(
   topicId: string,
   partition: number,
   batches: readonly AckBatch[],
+  touched: Set<SharePartition>,
 ): number {
   if (batches.length === 0) return ErrorCode.NONE;
   const sp = share.partitions.get(groupId, topicId, partition);
+  if (sp !== undefined) touched.add(sp);
   if (sp === undefined)
     return share.partitions.getOrCreate(groupId, topicId, partition) === undefined
       ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -111,21 +113,25 @@ export async function shareFetch(
     return e;
   };
   const closing = req.shareSessionEpoch === FINAL_EPOCH;
+  const touched = new Set<SharePartition>();
   for (const f of req.forgottenTopicsData) for (const p of f.partitions) session.remove(f.topicId, p);
   for (const t of req.topics) {
     for (const p of t.partitions) {
       if (!closing) session.add(t.topicId, p.partitionIndex);
       const e = entry(t.topicId, p.partitionIndex);
       if (p.acknowledgementBatches.length > 0) {
-        e.acknowledgeErrorCode = acknowledge(share, groupId, memberId, t.topicId, p.partitionIndex, p.acknowledgementBatches);
+        e.acknowledgeErrorCode = acknowledge(share, groupId, memberId, t.topicId, p.partitionIndex, p.acknowledgementBatches, touched);
       }
     }
   }
   if (closing) {
     share.sessions.close(session);
     share.partitions.releaseMember(groupId, memberId);
+    await share.durable(touched);
     return responseOf(out, lockMs);
   }
+  // acknowledgements are answered once written to __share_group_state
+  if (touched.size > 0) await share.durable(touched);
   // the share partitions of the session (unknown topics or partitions this broker does not lead answer an error)
   const targets: { topicId: string; partition: number; sp: SharePartition }[] = [];
   for (const { topicId, partition } of session.partitions.values()) {
@@ -140,6 +146,8 @@ export async function shareFetch(
     await waitForRecords(share, ctx.purgatory, targets, deadline - Date.now());
     acquired = await acquireAll(share, targets, memberId, req, lockMs, entry);
   }
+  // what was acquired is written too, so that a restart redelivers it with its delivery count
+  await share.durable(targets.filter((t) => out.get(t.topicId)?.get(t.partition)?.acquiredRecords.length).map((t) => t.sp));
   return responseOf(out, lockMs);
 }
 
@@ -202,20 +210,21 @@ function responseOf(out: Map<string, Map<number, PartitionOut>>, lockMs: number)
   };
 }
 
-export function shareAcknowledge(
+export async function shareAcknowledge(
   share: ShareService,
   req: ShareAcknowledgeRequest,
   ctx: ShareRequestContext,
-): Omit<ShareAcknowledgeResponse, 'throttleTimeMs'> {
+): Promise<Omit<ShareAcknowledgeResponse, 'throttleTimeMs'>> {
   const top = (errorCode: number) => ({ errorCode, errorMessage: null, responses: [], nodeEndpoints: [] });
   if (req.shareSessionEpoch === 0) return top(ErrorCode.INVALID_SHARE_SESSION_EPOCH);
   const session = sessionFor(share, req.groupId, req.memberId, req.shareSessionEpoch, ctx);
   if (typeof session === 'number') return top(session);
+  const touched = new Set<SharePartition>();
   const responses = req.topics.map((t) => ({
     topicId: t.topicId,
     partitions: t.partitions.map((p) => ({
       partitionIndex: p.partitionIndex,
-      errorCode: acknowledge(share, session.groupId, session.memberId, t.topicId, p.partitionIndex, p.acknowledgementBatches),
+      errorCode: acknowledge(share, session.groupId, session.memberId, t.topicId, p.partitionIndex, p.acknowledgementBatches, touched),
       errorMessage: null,
       currentLeader: { leaderId: ctx.nodeId, leaderEpoch: ctx.leaderEpoch(t.topicId, p.partitionIndex) },
     })),
@@ -224,5 +233,6 @@ export function shareAcknowledge(
     share.sessions.close(session);
     share.partitions.releaseMember(session.groupId, session.memberId);
   }
+  await share.durable(touched);
   return { errorCode: ErrorCode.NONE, errorMessage: null, responses, nodeEndpoints: [] };
 }

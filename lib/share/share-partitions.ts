@@ -6,7 +6,7 @@
  */
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import type { PartitionLog } from '../log/partition-log.js';
-import type { AcquiredRange } from './share-partition.js';
+import type { AcquiredRange, PersistedRecordState } from './share-partition.js';
 import { SharePartition, type SharePartitionLimits } from './share-partition.js';
 
 export interface SharePartitionsDeps {
@@ -87,9 +87,19 @@ export class SharePartitions {
     return sp;
   }
 
-  /** Adds a share partition restored from persisted state. */
-  put(sp: SharePartition): void {
-    this.partitions.set(`${sp.groupId}\0${sp.topicId}\0${sp.partition}`, sp);
+  /** A share partition restored from persisted state (broker start). */
+  restore(groupId: string, topicId: string, partition: number, startOffset: bigint, batches: readonly PersistedRecordState[]): void {
+    const sp = new SharePartition(
+      groupId,
+      topicId,
+      partition,
+      startOffset,
+      this.deps.limits,
+      (s) => this.deps.onReleased(s),
+      (s) => this.deps.onChange(s),
+    );
+    sp.restore(startOffset, batches);
+    this.partitions.set(`${groupId}\0${topicId}\0${partition}`, sp);
   }
 
   /** Every share partition of `groupId` (or all). */

@@ -2,6 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ShareGroupDescribeRequest, ShareGroupDescribeResponse } from '../../protocol/generated/share-group-describe.js';
 import { GROUP_AUTHORIZED_OPERATIONS } from '../group/group-admin.js';
+import { describedShareGroupError } from '../share/share-coordinator.js';
 import { defineHandler } from './types.js';
 
 /** KIP-932: members, epochs and assignments of share groups (a group of another type: GROUP_ID_NOT_FOUND). */
@@ -12,26 +13,12 @@ export const shareGroupDescribeHandler = defineHandler<ShareGroupDescribeRequest
   handle(req, ctx) {
     const groups = req.groupIds.map((groupId) => {
       const status = ctx.services.groups.validateGroupStatus(groupId, 'describe');
-      if (status !== ErrorCode.NONE) return { ...emptyGroup(groupId), errorCode: status };
+      if (status !== ErrorCode.NONE) return describedShareGroupError(groupId, status);
       return ctx.services.share.coordinator.describe(groupId, req.includeAuthorizedOperations, GROUP_AUTHORIZED_OPERATIONS);
     });
     return { throttleTimeMs: 0, groups };
   },
   errorResponse(req, errorCode) {
-    return { throttleTimeMs: 0, groups: req.groupIds.map((groupId) => ({ ...emptyGroup(groupId), errorCode })) };
+    return { throttleTimeMs: 0, groups: req.groupIds.map((groupId) => describedShareGroupError(groupId, errorCode)) };
   },
 });
-
-function emptyGroup(groupId: string) {
-  return {
-    errorCode: ErrorCode.NONE,
-    errorMessage: null,
-    groupId,
-    groupState: '',
-    groupEpoch: 0,
-    assignmentEpoch: 0,
-    assignorName: '',
-    members: [],
-    authorizedOperations: -2147483648,
-  };
-}

@@ -48,6 +48,25 @@ const fail = (errorCode: number, errorMessage: string | null = null): HeartbeatR
 
 export const SIMPLE_ASSIGNOR = 'simple';
 
+/** A ShareGroupDescribe entry for a group that could not be described. */
+export function describedShareGroupError(
+  groupId: string,
+  errorCode: number,
+  errorMessage: string | null = null,
+): ShareGroupDescribeResponseDescribedGroup {
+  return {
+    errorCode,
+    errorMessage,
+    groupId,
+    groupState: '',
+    groupEpoch: 0,
+    assignmentEpoch: 0,
+    assignorName: '',
+    members: [],
+    authorizedOperations: -2147483648,
+  };
+}
+
 export class ShareCoordinator {
   readonly groups = new Map<string, ShareGroup>();
 
@@ -130,17 +149,7 @@ export class ShareCoordinator {
 
   describe(groupId: string, includeAuthorizedOperations: boolean, authorizedOperations: number): ShareGroupDescribeResponseDescribedGroup {
     const g = this.groups.get(groupId);
-    const base = {
-      groupId,
-      errorMessage: null,
-      groupState: '',
-      groupEpoch: 0,
-      assignmentEpoch: 0,
-      assignorName: '',
-      members: [],
-      authorizedOperations: -2147483648,
-    };
-    if (g === undefined || g.dead) return { ...base, errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Group ${groupId} not found.` };
+    if (g === undefined || g.dead) return describedShareGroupError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
     return {
       errorCode: ErrorCode.NONE,
       errorMessage: null,

@@ -73,22 +73,17 @@ export class SharePartitions {
     const log = this.deps.log(topicId, partition);
     if (log === undefined) return undefined;
     const start = this.deps.autoOffsetReset(groupId) === 'earliest' ? log.logStartOffset : log.highWatermark;
-    const sp = new SharePartition(
-      groupId,
-      topicId,
-      partition,
-      start,
-      this.deps.limits,
-      (s) => this.deps.onReleased(s),
-      (s) => this.deps.onChange(s),
-    );
-    this.partitions.set(key, sp);
+    const sp = this.make(groupId, topicId, partition, start);
     this.deps.onChange(sp);
     return sp;
   }
 
   /** A share partition restored from persisted state (broker start). */
   restore(groupId: string, topicId: string, partition: number, startOffset: bigint, batches: readonly PersistedRecordState[]): void {
+    this.make(groupId, topicId, partition, startOffset).restore(startOffset, batches);
+  }
+
+  private make(groupId: string, topicId: string, partition: number, startOffset: bigint): SharePartition {
     const sp = new SharePartition(
       groupId,
       topicId,
@@ -98,8 +93,8 @@ export class SharePartitions {
       (s) => this.deps.onReleased(s),
       (s) => this.deps.onChange(s),
     );
-    sp.restore(startOffset, batches);
     this.partitions.set(`${groupId}\0${topicId}\0${partition}`, sp);
+    return sp;
   }
 
   /** Every share partition of `groupId` (or all). */

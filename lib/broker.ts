@@ -11,6 +11,7 @@ import { healthRoutes } from './admin/health-routes.js';
 import { metricsRoutes } from './admin/metrics-routes.js';
 import { requestLogRoutes } from './admin/request-routes.js';
 import { AdminServer } from './admin/server.js';
+import { uiRoutes } from './admin/ui-routes.js';
 import { AppendPool } from './append/pool.js';
 import { BrokerConfig, ConfigError, type ConfigValue, type Listener, parseAdminListener, parseListener } from './config.js';
 import { createGroupCoordinator } from './group/index.js';
@@ -313,6 +314,7 @@ export class Broker {
       endpoints: [...this.advertised.values()].map((l) => ({ listener: l.name, host: l.host, port: l.port })),
     });
     this.listenersBound.release();
+    this.metrics.history.start();
     try {
       await this.startAdmin();
     } catch (e) {
@@ -410,6 +412,7 @@ export class Broker {
       ...healthRoutes(this.readiness),
       ...requestLogRoutes(this.metrics.requestLog),
       ...faultRoutes(this.faults),
+      ...uiRoutes(() => ({ services: this.services, broker: this, signal: this.background.signal })),
     ];
     const make = (port: number) =>
       new AdminServer({ host: spec.host, port, allowRemote: this.config.bool('admin.listener.allow.remote'), routes, logger: this.logger });
@@ -454,6 +457,7 @@ export class Broker {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.background.abort();
+      this.metrics.history.stop();
       this.readiness.hold('shutdown'); // not ready from here on
       // clusters: hand leadership to the other in-sync replicas first (Kafka's controlled shutdown)
       if (this.replication !== undefined) {

@@ -14,7 +14,7 @@
 // thread (lib/log/cleaner/pool.ts). dist/bundle/ sits at the depth of dist/lib/, so the paths
 // the broker resolves from import.meta.url (the worker beside its pool, ../../package.json, the native
 // sockopt addon) resolve alike in both layouts.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -95,3 +95,24 @@ writeFileSync(
   startFile,
   text.replace(/[^\p{ASCII}]/gu, (c) => '?'.repeat(c.length)),
 );
+
+// dist/ui/: the web console's page (ui/, Preact + htm + uPlot) as one ES module and one style sheet,
+// served by the admin listener at /ui (lib/console/static.ts): nothing is fetched from elsewhere.
+// ui-build.json marks the directory as the built one.
+const uiDir = join(root, 'dist/ui');
+rmSync(uiDir, { recursive: true, force: true });
+mkdirSync(uiDir, { recursive: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: { app: 'ui/main.js' },
+  outdir: uiDir,
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: ['chrome110', 'firefox110', 'safari16'],
+  minify: true,
+  legalComments: 'linked',
+  logLevel: 'warning',
+});
+copyFileSync(join(root, 'ui/index.html'), join(uiDir, 'index.html'));
+writeFileSync(join(uiDir, 'ui-build.json'), `${JSON.stringify({ builtAt: new Date().toISOString() })}\n`);

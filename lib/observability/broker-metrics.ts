@@ -10,6 +10,7 @@ import type { ProduceResponse } from '../../protocol/generated/produce.js';
 import { RequestLog } from './request-log.js';
 import { RequestMetrics } from './request-metrics.js';
 import { type RequestObserver, RequestTiming, type TimedConnection } from './request-timing.js';
+import { ThroughputHistory } from './throughput-history.js';
 import { BrokerTopicMetrics } from './topic-metrics.js';
 
 /** A Fetch sent by a follower replica (replica id in the request before v15, in ReplicaState after). */
@@ -21,6 +22,8 @@ export class BrokerMetrics implements RequestObserver {
   readonly requests = new RequestMetrics();
   readonly topics = new BrokerTopicMetrics();
   readonly requestLog: RequestLog;
+  /** the last hour of throughput, a sample a second (started and stopped with the broker) */
+  readonly history = new ThroughputHistory(this.topics.all);
 
   constructor(opts: { requestLogSize: number }) {
     this.requestLog = new RequestLog(opts.requestLogSize);

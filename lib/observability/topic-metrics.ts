@@ -15,6 +15,8 @@ export class TopicStats {
   messagesIn = 0;
   bytesIn = 0;
   bytesOut = 0;
+  /** records consumer fetches returned (no Kafka meter has it; the web console's charts show it) */
+  messagesOut = 0;
   totalProduceRequests = 0;
   failedProduceRequests = 0;
   totalFetchRequests = 0;
@@ -24,6 +26,22 @@ export class TopicStats {
 /** Errors that name no topic of this broker: counted for all topics only (Kafka does not make a topic's meters for them). */
 function unknownTopic(code: number): boolean {
   return code === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION || code === ErrorCode.UNKNOWN_TOPIC_ID;
+}
+
+/**
+ * Records in a fetched records section, from the entry headers alone: a v2 batch's record count, one
+ * per magic 0/1 entry (a compressed wrapper counts once); a partial entry at the end is not counted.
+ */
+export function countRecords(buf: Buffer): number {
+  let n = 0;
+  let pos = 0;
+  while (pos + 17 <= buf.length) {
+    const end = pos + 12 + buf.readInt32BE(pos + 8);
+    if (end > buf.length || end < pos + 12) break;
+    n += buf[pos + 16] === 2 && pos + 61 <= end ? buf.readInt32BE(pos + 57) : 1;
+    pos = end;
+  }
+  return n;
 }
 
 export class BrokerTopicMetrics {
@@ -91,6 +109,7 @@ export class BrokerTopicMetrics {
       const name = t.topic ?? '';
       let s: TopicStats | undefined;
       let bytes = 0;
+      let records = 0;
       for (const p of parts) {
         const code = p.errorCode;
         if (code !== 0) {
@@ -101,13 +120,19 @@ export class BrokerTopicMetrics {
           s.failedFetchRequests++;
         } else if (p.records !== null) {
           bytes += p.records.length;
+          if (!follower) records += countRecords(p.records);
         }
         if (name !== '') (s ??= this.topic(name)).totalFetchRequests++;
       }
       // a follower's fetch is replication traffic (ReplicationBytesOutPerSec), not BytesOut
       if (!follower && bytes > 0) {
         all.bytesOut += bytes;
-        if (name !== '') (s ??= this.topic(name)).bytesOut += bytes;
+        all.messagesOut += records;
+        if (name !== '') {
+          s ??= this.topic(name);
+          s.bytesOut += bytes;
+          s.messagesOut += records;
+        }
       }
     }
     return first;

@@ -51,6 +51,7 @@ export default tseslint.config(
       'test/integration/**/*.ts',
       'test/helpers/eos.ts',
       'test/helpers/roundtrip.ts',
+      'test/helpers/console.ts',
       'test/protocol/records/interop-kafkajs.test.ts',
       'compat/clients/**/*.ts',
       'compat/clients/**/*.mts',
@@ -69,5 +70,10 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     extends: [js.configs.recommended],
     languageOptions: { globals: { ...globals.node } },
+  },
+  {
+    // the web console's page (bundled for the browser by scripts/bundle.mjs)
+    files: ['ui/**/*.js'],
+    languageOptions: { globals: { ...globals.browser } },
   },
 );

@@ -1,0 +1,58 @@
+/** Talks to the web console's JSON API (/ui/api) as its page does: the CSRF cookie from /ui, then the header with it. */
+export interface ConsoleResponse<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export class ConsoleClient {
+  private token: string | null = null;
+
+  constructor(readonly admin: string) {}
+
+  get base(): string {
+    return `http://${this.admin}`;
+  }
+
+  /** Loads the page, keeping its CSRF cookie. */
+  async open(): Promise<Response> {
+    const res = await fetch(`${this.base}/ui`);
+    const cookie = res.headers.get('set-cookie') ?? '';
+    const m = /gregor_csrf=([0-9a-f]+)/.exec(cookie);
+    if (m?.[1] === undefined) throw new Error(`no CSRF cookie from /ui: ${cookie}`);
+    this.token = m[1];
+    await res.text();
+    return res;
+  }
+
+  async get<T = any>(path: string): Promise<ConsoleResponse<T>> {
+    return this.send<T>('GET', path);
+  }
+
+  async send<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ConsoleResponse<T>> {
+    if (method !== 'GET' && this.token === null) await this.open();
+    const h: Record<string, string> = { ...headers };
+    if (method !== 'GET' && this.token !== null) {
+      h['x-gregor-csrf'] ??= this.token;
+      h['cookie'] ??= `gregor_csrf=${this.token}`;
+    }
+    if (body !== undefined) h['content-type'] = 'application/json';
+    const res = await fetch(`${this.base}/ui/api${path}`, {
+      method,
+      headers: h,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON (an export)
+    }
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  }
+
+  post<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<ConsoleResponse<T>> {
+    return this.send<T>('POST', path, body ?? {}, headers);
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * The web console in headless Chromium (playwright-core, Debian's chromium): every page at 1280 and
+ * 390 px wide, navigated from the keyboard, checked by axe-core (no serious or critical violation)
+ * and photographed (compat/results/console-screenshots/), against a real broker child process with
+ * data from kafkajs.
+ */
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import { Kafka, logLevel } from 'kafkajs';
+import type { Browser, Page } from 'playwright-core';
+import { axe, chromiumAvailable, CHROMIUM, launchChromium, screenshot, seriousViolations } from '../helpers/browser.js';
+import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
+import { Cleanup } from '../helpers/cleanup.js';
+
+const WIDTHS = [1280, 390] as const;
+
+describe('web console in a browser (/ui)', function () {
+  this.timeout(120_000);
+  const cleanup = new Cleanup();
+  let broker: ChildBroker;
+  let kafka: Kafka;
+  let browser: Browser;
+  let base: string;
+
+  before(async function () {
+    if (!chromiumAvailable()) {
+      // scripts/setup-system.sh installs it for `npm test`; a machine without it cannot run these
+      console.warn(`skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set GREGOR_CHROMIUM)`);
+      this.skip();
+    }
+    const dataDir = cleanup.add(tempDir('gregor-console-ui-'), (d) => rmSync(d, { recursive: true, force: true }));
+    broker = await startChildBroker(dataDir, 0, { 'group.initial.rebalance.delay.ms': '0' });
+    cleanup.defer(async () => {
+      broker.child.kill('SIGTERM');
+      await broker.exited;
+    });
+    base = `http://${broker.admin ?? ''}/ui`;
+    kafka = new Kafka({ clientId: 'console-ui-test', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic: 'ui-orders', messages: [{ key: 'k1', value: JSON.stringify({ id: 1, status: 'new' }) }] });
+    await producer.disconnect();
+    browser = cleanup.add(await launchChromium(), (b) => b.close());
+  });
+  after(() => cleanup.run());
+
+  /** A page at `width` that fails the test on any script error or CSP violation. */
+  async function open(width: number): Promise<{ page: Page; errors: string[] }> {
+    const ctx = await browser.newContext({ viewport: { width, height: 900 } });
+    cleanup.add(ctx, (c) => c.close());
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    return { page, errors };
+  }
+
+  async function checkA11y(page: Page, what: string): Promise<void> {
+    const serious = seriousViolations(await axe(page));
+    expect(serious, `${what}:\n${serious.join('\n')}`).to.deep.equal([]);
+  }
+
+  for (const width of WIDTHS) {
+    it(`overview at ${width} px: live charts, keyboard navigation, no serious axe violations`, async () => {
+      const { page, errors } = await open(width);
+      await page.goto(base);
+      await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+      await page.getByText('Messages per second').waitFor();
+      await page.locator('.stat', { hasText: 'Brokers' }).getByText('1').waitFor();
+      await checkA11y(page, `overview at ${width}`);
+      await screenshot(page, `overview-${width}`);
+      // the keyboard alone: the skip link comes first, then the brand and the main navigation
+      await page.keyboard.press('Tab');
+      expect(
+        await page.evaluate(
+          () => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent,
+        ),
+      ).to.equal('Skip to content');
+      let reached = false;
+      for (let i = 0; i < 8 && !reached; i++) {
+        await page.keyboard.press('Tab');
+        reached = await page.evaluate(
+          () =>
+            (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent ===
+            'Topics',
+        );
+      }
+      expect(reached, 'Tab reaches the Topics link').to.equal(true);
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { level: 1, name: 'Topics' }).waitFor();
+      expect(page.url()).to.match(/#\/topics$/);
+      await checkA11y(page, `topics at ${width}`);
+      await screenshot(page, `topics-${width}`);
+      expect(errors).to.deep.equal([]);
+    });
+  }
+});

@@ -1,0 +1,93 @@
+// Preact + htm, shared components: charts (uPlot), tables that scroll on narrow screens, errors.
+import { h } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import htm from 'htm';
+import uPlot from 'uplot';
+
+export const html = htm.bind(h);
+
+/** Polls `load` now and every `ms` while mounted; returns {data, error, reload}. */
+export function usePoll(load, ms, deps = []) {
+  const [state, setState] = useState({ data: null, error: null });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    let timer = null;
+    const run = async () => {
+      try {
+        const data = await load();
+        if (live) setState({ data, error: null });
+      } catch (error) {
+        if (live) setState((s) => ({ data: s.data, error }));
+      }
+      if (live && ms > 0) timer = setTimeout(run, ms);
+    };
+    void run();
+    return () => {
+      live = false;
+      if (timer !== null) clearTimeout(timer);
+    };
+  }, [...deps, tick]);
+  return { ...state, reload: () => setTick((t) => t + 1) };
+}
+
+export function ErrorNote({ error }) {
+  if (!error) return null;
+  return html`<p class="error" role="alert">${error.message}</p>`;
+}
+
+/** A table in a region that scrolls sideways on narrow screens (focusable, so the keyboard can scroll it). */
+export function TableWrap({ label, children }) {
+  return html`<div class="table-wrap" role="region" aria-label=${label} tabindex="0">${children}</div>`;
+}
+
+const COLORS = ['#1f5fbf', '#b3471d', '#2d7d46', '#7a3fa0'];
+
+/** A time-series chart: `data` is [unix seconds[], ...series[]]; `series` their labels. */
+export function Chart({ title, data, series, format = (v) => String(v) }) {
+  const box = useRef(null);
+  const plot = useRef(null);
+  useEffect(() => {
+    const el = box.current;
+    if (el === null) return undefined;
+    const width = () => Math.max(260, el.clientWidth);
+    plot.current = new uPlot(
+      {
+        width: width(),
+        height: 180,
+        legend: { show: true },
+        cursor: { drag: { x: false, y: false } },
+        scales: { x: { time: true } },
+        axes: [{}, { values: (_u, vals) => vals.map((v) => format(v)), size: 70 }],
+        series: [
+          {},
+          ...series.map((label, i) => ({
+            label,
+            stroke: COLORS[i % COLORS.length],
+            width: 1.5,
+            value: (_u, v) => (v == null ? '—' : format(v)),
+          })),
+        ],
+      },
+      data,
+      el,
+    );
+    const onResize = () => plot.current?.setSize({ width: width(), height: 180 });
+    window.addEventListener('resize', onResize);
+    return () => {
+      window.removeEventListener('resize', onResize);
+      plot.current?.destroy();
+      plot.current = null;
+    };
+  }, [series.join('|')]);
+  useEffect(() => {
+    plot.current?.setData(data);
+  }, [data]);
+  const last = data[1]?.length
+    ? series.map((s, i) => `${s} ${format(data[i + 1][data[i + 1].length - 1] ?? 0)}`).join(', ')
+    : 'no data yet';
+  return html`<figure class="chart">
+    <figcaption>${title}</figcaption>
+    <div ref=${box} role="img" aria-label=${`${title}, per second over time; latest: ${last}`}></div>
+  </figure>`;
+}

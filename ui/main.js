@@ -1,0 +1,73 @@
+// The gregor web console: a hash-routed single page (Preact + htm), served by the broker at /ui.
+import { render } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import 'uplot/dist/uPlot.min.css';
+import './style.css';
+import { html } from './lib/ui.js';
+import { Overview } from './pages/overview.js';
+import { Topics } from './pages/topics.js';
+import { Topic } from './pages/topic.js';
+import { Messages } from './pages/messages.js';
+import { Groups } from './pages/groups.js';
+import { Group } from './pages/group.js';
+import { Requests } from './pages/requests.js';
+
+const NAV = [
+  ['#/', 'Overview'],
+  ['#/topics', 'Topics'],
+  ['#/groups', 'Consumer groups'],
+  ['#/requests', 'Requests'],
+];
+
+function parse(hash) {
+  const [path, query = ''] = hash.replace(/^#/, '').split('?');
+  const parts = (path || '/')
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => decodeURIComponent(p));
+  return { parts, query: new URLSearchParams(query) };
+}
+
+function page({ parts, query }) {
+  const [a, b, c] = parts;
+  if (a === undefined) return html`<${Overview} />`;
+  if (a === 'topics' && b === undefined) return html`<${Topics} />`;
+  if (a === 'topics' && c === 'messages') return html`<${Messages} topic=${b} query=${query} />`;
+  if (a === 'topics') return html`<${Topic} name=${b} />`;
+  if (a === 'groups' && b === undefined) return html`<${Groups} />`;
+  if (a === 'groups') return html`<${Group} id=${b} />`;
+  if (a === 'requests') return html`<${Requests} />`;
+  return html`<section>
+    <h1>Not found</h1>
+    <p>No page at ${location.hash}. <a href="#/">Overview</a></p>
+  </section>`;
+}
+
+function App() {
+  const [route, setRoute] = useState(() => parse(location.hash));
+  const main = useRef(null);
+  useEffect(() => {
+    const on = () => {
+      setRoute(parse(location.hash));
+      // a new page: focus its main region so keyboard and screen-reader users start there
+      main.current?.focus();
+    };
+    window.addEventListener('hashchange', on);
+    return () => window.removeEventListener('hashchange', on);
+  }, []);
+  const top = `#/${route.parts[0] ?? ''}`;
+  return html`<a class="skip" href="#main" onClick=${(e) => (e.preventDefault(), main.current?.focus())}>Skip to content</a>
+    <header class="top">
+      <a class="brand" href="#/">gregor</a>
+      <nav aria-label="Main">
+        <ul>
+          ${NAV.map(([href, label]) => html`<li key=${href}><a href=${href} aria-current=${top === href ? 'page' : undefined}>${label}</a></li>`)}
+        </ul>
+      </nav>
+    </header>
+    <main id="main" ref=${main} tabindex="-1">${page(route)}</main>`;
+}
+
+const root = document.getElementById('app');
+root.textContent = '';
+render(html`<${App} />`, root);

@@ -55,6 +55,11 @@ export class BrokerTopicMetrics {
     return s;
   }
 
+  /** A topic's meters, without making them (undefined: nothing counted yet). */
+  peek(name: string): TopicStats | undefined {
+    return this.byTopic.get(name);
+  }
+
   topics(): IterableIterator<[string, TopicStats]> {
     return this.byTopic.entries();
   }

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { Kafka, logLevel } from 'kafkajs';
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { ConsoleClient } from '../helpers/console.js';
@@ -105,6 +105,105 @@ describe('web console API (/ui/api)', function () {
       expect(h.series.messagesIn).to.have.length.at.most(10);
       expect(h.start).to.be.a('number');
       expect((await ui.get('/history?seconds=0')).status).to.equal(400);
+    });
+  });
+
+  describe('topics', () => {
+    it("creates a topic through CreateTopics, with Kafka's checks and errors", async () => {
+      const created = await ui.post('/topics', { name: 'console-t', partitions: 2, configs: { 'retention.ms': '3600000' } });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      expect(created.body).to.include({ name: 'console-t', partitions: 2, replicationFactor: 1 });
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        const md = await admin.fetchTopicMetadata({ topics: ['console-t'] });
+        expect(md.topics[0]?.partitions).to.have.length(2);
+        const again = await ui.post('/topics', { name: 'console-t', partitions: 1 });
+        expect(again.status).to.equal(400);
+        expect(again.body).to.include({ error: 'GREGOR_ERR_CONSOLE_KAFKA', kafkaError: 'TOPIC_ALREADY_EXISTS' });
+        const badConfig = await ui.post('/topics', { name: 'console-bad', configs: { 'retention.ms': 'soon' } });
+        expect(badConfig.status).to.equal(400);
+        expect(badConfig.body.kafkaError).to.equal('INVALID_CONFIG');
+        expect((await ui.post('/topics', { name: 'bad/name' })).body.kafkaError).to.equal('INVALID_TOPIC_EXCEPTION');
+        expect((await ui.post('/topics', { partitions: 1 })).status).to.equal(400);
+        expect(await admin.listTopics()).to.not.include('console-bad');
+      } finally {
+        await admin.disconnect();
+      }
+    });
+
+    it('lists topics with message counts and sizes, searched by name, internal ones on request', async () => {
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({
+        topic: 'console-t',
+        messages: Array.from({ length: 10 }, (_v, i) => ({ key: `k${i}`, value: `v${i}`, partition: i % 2 })),
+      });
+      await producer.disconnect();
+      const all = (await ui.get('/topics')).body.topics as { name: string; messages: number; sizeBytes: number; partitions: number }[];
+      const t = all.find((x) => x.name === 'console-t');
+      expect(t).to.include({ messages: 10, partitions: 2 });
+      expect(t?.sizeBytes).to.be.greaterThan(0);
+      expect(all.map((x) => x.name)).to.not.include('__consumer_offsets');
+      const found = (await ui.get('/topics?q=CONSOLE')).body.topics as { name: string }[];
+      expect(found.map((x) => x.name)).to.deep.equal(['console-t']);
+      const internal = (await ui.get('/topics?internal=1')).body.topics as { name: string; internal: boolean }[];
+      expect(internal.find((x) => x.name === '__consumer_offsets')?.internal).to.equal(true);
+    });
+
+    it("shows a topic's partitions with offsets, leader and ISR, and its configs with source and default", async () => {
+      const d = (await ui.get('/topics/console-t')).body;
+      expect(d.partitions).to.have.length(2);
+      for (const p of d.partitions) {
+        expect(p).to.include({ leader: 0, logStartOffset: '0', highWatermark: '5', messages: 5 });
+        expect(p.isr).to.deep.equal([0]);
+        expect(p.replicas).to.deep.equal([0]);
+      }
+      const retention = d.configs.find((c: { name: string }) => c.name === 'retention.ms');
+      expect(retention).to.include({ value: '3600000', source: 'DYNAMIC_TOPIC_CONFIG', default: '604800000', overridden: true });
+      const cleanup = d.configs.find((c: { name: string }) => c.name === 'cleanup.policy');
+      expect(cleanup).to.include({ value: 'delete', source: 'DEFAULT_CONFIG', overridden: false });
+      expect((await ui.get('/topics/nope')).status).to.equal(404);
+    });
+
+    it('alters configs through IncrementalAlterConfigs (kafkajs sees the change) and resets them to the default', async () => {
+      const set = await ui.send('PUT', '/topics/console-t/configs', { set: { 'max.message.bytes': '65536' }, delete: ['retention.ms'] });
+      expect(set.status, JSON.stringify(set.body)).to.equal(200);
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        const cfg = await admin.describeConfigs({
+          resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: 'console-t', configNames: ['max.message.bytes', 'retention.ms'] }],
+          includeSynonyms: false,
+        });
+        const entries = new Map(cfg.resources[0]?.configEntries.map((e) => [e.configName, e]));
+        expect(entries.get('max.message.bytes')?.configValue).to.equal('65536');
+        expect(entries.get('retention.ms')?.configValue).to.equal('604800000');
+        expect(entries.get('retention.ms')?.isDefault).to.equal(true);
+      } finally {
+        await admin.disconnect();
+      }
+      const bad = await ui.send('PUT', '/topics/console-t/configs', { set: { 'max.message.bytes': 'lots' } });
+      expect(bad.status).to.equal(400);
+      expect(bad.body.kafkaError).to.equal('INVALID_CONFIG');
+      expect((await ui.send('PUT', '/topics/console-t/configs', {})).status).to.equal(400);
+    });
+
+    it('adds partitions and deletes a topic', async () => {
+      await ui.post('/topics', { name: 'console-doomed', partitions: 1 });
+      const grown = await ui.post('/topics/console-doomed/partitions', { count: 3 });
+      expect(grown.status, JSON.stringify(grown.body)).to.equal(200);
+      expect((await ui.get('/topics/console-doomed')).body.partitions).to.have.length(3);
+      expect((await ui.post('/topics/console-doomed/partitions', { count: 2 })).body.kafkaError).to.equal('INVALID_PARTITIONS');
+      expect((await ui.send('DELETE', '/topics/console-doomed')).status).to.equal(200);
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        expect(await admin.listTopics()).to.not.include('console-doomed');
+      } finally {
+        await admin.disconnect();
+      }
+      expect((await ui.send('DELETE', '/topics/console-doomed')).status).to.equal(404);
     });
   });
 

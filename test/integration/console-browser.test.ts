@@ -96,4 +96,36 @@ describe('web console in a browser (/ui)', function () {
       expect(errors).to.deep.equal([]);
     });
   }
+
+  it('creates a topic from the form, opens its page, sets a config and resets it', async () => {
+    const { page, errors } = await open(1280);
+    await page.goto(`${base}#/topics`);
+    await page.getByText('Create a topic').click();
+    await page.getByLabel('Name').fill('ui-created');
+    await page.getByLabel('Partitions').fill('2');
+    await page.getByLabel('Configs (key=value per line)').fill('retention.ms=7200000');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('status').getByText('Created ui-created').waitFor();
+    await page.getByRole('link', { name: 'ui-created' }).click();
+    await page.getByRole('heading', { level: 1, name: 'ui-created' }).waitFor();
+    await page.getByRole('cell', { name: '7200000' }).waitFor();
+    await page.getByRole('combobox', { name: /^Config/ }).selectOption('segment.ms');
+    await page.getByLabel('New value').fill('600000');
+    await page.getByRole('button', { name: 'Set', exact: true }).click();
+    await page.getByRole('status').getByText('Set segment.ms=600000').waitFor();
+    await page.getByRole('button', { name: 'Reset retention.ms' }).click();
+    await page.getByRole('status').getByText('Reset retention.ms to its default').waitFor();
+    await checkA11y(page, 'topic page');
+    await screenshot(page, 'topic-1280');
+    expect(errors).to.deep.equal([]);
+  });
+
+  it('topic page at 390 px has no serious axe violations', async () => {
+    const { page, errors } = await open(390);
+    await page.goto(`${base}#/topics/ui-orders`);
+    await page.getByRole('heading', { level: 2, name: 'Partitions' }).waitFor();
+    await checkA11y(page, 'topic page at 390');
+    await screenshot(page, 'topic-390');
+    expect(errors).to.deep.equal([]);
+  });
 });

@@ -128,4 +128,47 @@ describe('web console in a browser (/ui)', function () {
     await screenshot(page, 'topic-390');
     expect(errors).to.deep.equal([]);
   });
+
+  for (const width of WIDTHS) {
+    it(`message browser at ${width} px: produce JSON from the form, find it with a filter, see a kafkajs record arrive in the live tail`, async () => {
+      const { page, errors } = await open(width);
+      await page.goto(`${base}#/topics/ui-orders/messages`);
+      await page.getByRole('heading', { level: 1, name: 'Messages in ui-orders' }).waitFor();
+      await page.getByText('Produce a message').click();
+      const form = page.getByRole('form', { name: 'Produce a message' });
+      await form.getByRole('textbox', { name: 'Key', exact: true }).fill(`form-${width}`);
+      await form.getByRole('combobox', { name: /^Value is/ }).selectOption('json');
+      await form.getByLabel('Value', { exact: true }).fill(JSON.stringify({ id: width, status: 'from-form' }));
+      await form.getByLabel('Headers (name:value per line)').fill('origin:browser');
+      await form.getByRole('button', { name: 'Produce' }).click();
+      await page
+        .getByRole('status')
+        .getByText(/Produced to partition 0 at offset/)
+        .waitFor();
+      await page.getByLabel('Filter expression').fill(`value.status == "from-form" && value.id == ${width} && headers.origin == "browser"`);
+      await page.getByRole('button', { name: 'Show', exact: true }).click();
+      await page.getByRole('status').getByText('1 message shown').waitFor();
+      await page.getByRole('cell', { name: `form-${width}` }).waitFor();
+      await checkA11y(page, `messages at ${width}`);
+      await screenshot(page, `messages-${width}`);
+      // live tail with the filter: a matching record from kafkajs shows up
+      await page.getByLabel('Filter expression').fill('value.tail == true');
+      await page.getByRole('button', { name: 'Live tail' }).click();
+      await page.getByRole('status').getByText('Live tail: waiting for new messages').waitFor();
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({
+        topic: 'ui-orders',
+        messages: [
+          { key: 'skip', value: '{"tail":false}' },
+          { key: `tailed-${width}`, value: '{"tail":true}' },
+        ],
+      });
+      await producer.disconnect();
+      await page.getByRole('cell', { name: `tailed-${width}` }).waitFor();
+      expect(await page.getByRole('cell', { name: 'skip', exact: true }).count()).to.equal(0);
+      await page.getByRole('button', { name: 'Stop live tail' }).click();
+      expect(errors).to.deep.equal([]);
+    });
+  }
 });

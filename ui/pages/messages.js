@@ -1,8 +1,217 @@
-import { html } from '../lib/ui.js';
+// The message browser: from start/end/offset/time, per partition or all; text search and filter
+// expressions (evaluated by the broker, never by JavaScript); JSON/text/hex/base64 views; live tail
+// (Server-Sent Events); export as JSON lines or CSV; a produce form.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, enc } from '../lib/api.js';
+import { render } from '../lib/bytes.js';
+import { localTime } from '../lib/format.js';
+import { ErrorNote, html, TableWrap, usePoll } from '../lib/ui.js';
 
-export function Messages() {
-  return html`<section>
-    <h1>Messages</h1>
-    <p>Coming next.</p>
+function Produce({ topic, partitions, onDone }) {
+  const [f, setF] = useState({ partition: '', key: '', value: '', valueEncoding: 'text', headers: '' });
+  const [error, setError] = useState(null);
+  const [status, setStatus] = useState(null);
+  const set = (k) => (e) => setF({ ...f, [k]: e.currentTarget.value });
+  const submit = async (e) => {
+    e.preventDefault();
+    setError(null);
+    setStatus(null);
+    try {
+      const headers = f.headers
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => {
+          const i = l.indexOf(':');
+          if (i <= 0) throw new Error(`header line "${l}" is not name:value`);
+          return { key: l.slice(0, i).trim(), value: l.slice(i + 1).trim() };
+        });
+      const body = { key: f.key === '' ? null : f.key, value: f.value, valueEncoding: f.valueEncoding, headers };
+      if (f.partition !== '') body.partition = Number(f.partition);
+      const r = await api(`/topics/${enc(topic)}/messages`, { method: 'POST', body });
+      setStatus(`Produced to partition ${r.partition} at offset ${r.offset}`);
+      onDone();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<details>
+    <summary>Produce a message</summary>
+    <form class="inline" onSubmit=${submit} aria-label="Produce a message">
+      <label
+        >Partition
+        <select value=${f.partition} onChange=${set('partition')}>
+          <option value="">by key</option>
+          ${Array.from({ length: partitions }, (_v, i) => html`<option value=${i}>${i}</option>`)}
+        </select></label
+      >
+      <label>Key <input value=${f.key} onInput=${set('key')} /></label>
+      <label
+        >Value is
+        <select value=${f.valueEncoding} onChange=${set('valueEncoding')}>
+          <option value="text">text</option>
+          <option value="json">JSON</option>
+          <option value="base64">base64</option>
+        </select></label
+      >
+      <label style="flex: 1 1 20rem">Value <textarea value=${f.value} onInput=${set('value')}></textarea></label>
+      <label style="flex: 1 1 12rem"
+        >Headers (name:value per line) <textarea value=${f.headers} onInput=${set('headers')}></textarea>
+      </label>
+      <button type="submit">Produce</button>
+    </form>
+    <${ErrorNote} error=${error} />
+    ${status && html`<p class="notice" role="status">${status}</p>`}
+  </details>`;
+}
+
+function query(p, extra = {}) {
+  const q = new URLSearchParams({ partition: p.partition, from: p.from, limit: p.limit, q: p.q, filter: p.filter, ...extra });
+  if (p.from === 'offset') q.set('offset', p.offset || '0');
+  if (p.from === 'timestamp') q.set('timestamp', String(new Date(p.time).getTime() || 0));
+  return q;
+}
+
+export function Messages({ topic }) {
+  const meta = usePoll(() => api(`/topics/${enc(topic)}`), 0, [topic]);
+  const partitions = meta.data?.partitions.length ?? 0;
+  const [p, setP] = useState({ partition: 'all', from: 'end', offset: '', time: '', limit: '50', q: '', filter: '' });
+  const [view, setView] = useState('auto');
+  const [records, setRecords] = useState([]);
+  const [next, setNext] = useState(null);
+  const [error, setError] = useState(null);
+  const [status, setStatus] = useState('');
+  const [live, setLive] = useState(false);
+  const source = useRef(null);
+  const set = (k) => (e) => setP({ ...p, [k]: e.currentTarget.value });
+
+  const load = async (append = false) => {
+    setError(null);
+    try {
+      const q =
+        append && next
+          ? query(p, {
+              from: 'cursor',
+              cursor: Object.entries(next)
+                .map(([k, v]) => `${k}:${v}`)
+                .join(','),
+            })
+          : query(p);
+      const r = await api(`/topics/${enc(topic)}/messages?${q}`);
+      const rs = append ? [...records, ...r.records] : r.records;
+      setRecords(rs);
+      setNext(r.atEnd ? null : r.next);
+      setStatus(`${rs.length} message${rs.length === 1 ? '' : 's'} shown (${r.scanned} read)${r.atEnd ? ', end of the selection' : ''}`);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  useEffect(() => {
+    void load();
+  }, [topic]);
+  useEffect(() => () => source.current?.close(), []);
+
+  const toggleLive = () => {
+    if (live) {
+      source.current?.close();
+      source.current = null;
+      setLive(false);
+      setStatus('Live tail stopped');
+      return;
+    }
+    const es = new EventSource(`/ui/api/topics/${enc(topic)}/tail?${query(p)}`);
+    es.addEventListener('record', (e) => setRecords((rs) => [...rs.slice(-999), JSON.parse(e.data)]));
+    es.addEventListener('ready', () => setStatus('Live tail: waiting for new messages'));
+    es.addEventListener('error', (e) => {
+      if (e.data) setError(new Error(JSON.parse(e.data).message));
+    });
+    es.addEventListener('end', () => {
+      es.close();
+      setLive(false);
+    });
+    source.current = es;
+    setRecords([]);
+    setLive(true);
+  };
+
+  return html`<section aria-labelledby="messages-title">
+    <p><a href="#/topics">Topics</a> / <a href=${`#/topics/${enc(topic)}`}>${topic}</a> /</p>
+    <h1 id="messages-title">Messages in ${topic}</h1>
+    <form class="inline" aria-label="Select messages" onSubmit=${(e) => (e.preventDefault(), void load())}>
+      <label
+        >Partition
+        <select value=${p.partition} onChange=${set('partition')}>
+          <option value="all">all</option>
+          ${Array.from({ length: partitions }, (_v, i) => html`<option value=${i}>${i}</option>`)}
+        </select></label
+      >
+      <label
+        >From
+        <select value=${p.from} onChange=${set('from')}>
+          <option value="end">newest</option>
+          <option value="start">oldest</option>
+          <option value="offset">offset</option>
+          <option value="timestamp">time</option>
+        </select></label
+      >
+      ${p.from === 'offset' && html`<label>Offset <input type="number" min="0" value=${p.offset} onInput=${set('offset')} /></label>`}
+      ${p.from === 'timestamp' && html`<label>Time (local) <input type="datetime-local" step="1" value=${p.time} onInput=${set('time')} /></label>`}
+      <label>Limit <input type="number" min="1" max="1000" value=${p.limit} onInput=${set('limit')} /></label>
+      <label>Search text <input type="search" value=${p.q} onInput=${set('q')} /></label>
+      <label style="flex: 1 1 18rem"
+        >Filter expression
+        <input class="mono" value=${p.filter} placeholder='value.status == "shipped" && headers.source == "web"' onInput=${set('filter')}
+      /></label>
+      <button type="submit">Show</button>
+    </form>
+    <div class="toolbar">
+      <label
+        >View as
+        <select value=${view} onChange=${(e) => setView(e.currentTarget.value)}>
+          <option value="auto">auto</option>
+          <option value="json">JSON</option>
+          <option value="text">text</option>
+          <option value="hex">hex</option>
+          <option value="base64">base64</option>
+        </select></label
+      >
+      <button class=${live ? 'danger' : 'secondary'} onClick=${toggleLive} aria-pressed=${live}>
+        ${live ? 'Stop live tail' : 'Live tail'}
+      </button>
+      <a href=${`/ui/api/topics/${enc(topic)}/export?${query(p, { format: 'jsonl', limit: '10000' })}`} download>Export JSON lines</a>
+      <a href=${`/ui/api/topics/${enc(topic)}/export?${query(p, { format: 'csv', limit: '10000' })}`} download>Export CSV</a>
+    </div>
+    <${Produce} topic=${topic} partitions=${partitions} onDone=${() => !live && load()} />
+    <${ErrorNote} error=${error} />
+    <p class="muted" role="status">${status}</p>
+    <${TableWrap} label="Messages">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col" class="num">Partition</th>
+            <th scope="col" class="num">Offset</th>
+            <th scope="col">Time</th>
+            <th scope="col">Key</th>
+            <th scope="col">Value</th>
+            <th scope="col">Headers</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${records.map(
+            (r) =>
+              html`<tr key=${`${r.partition}:${r.offset}`}>
+                <td class="num">${r.partition}</td>
+                <td class="num">${r.offset}</td>
+                <td><time datetime=${new Date(r.timestamp).toISOString()}>${localTime(r.timestamp)}</time></td>
+                <td>${render(r.key, view)}</td>
+                <td>${render(r.value, view)}</td>
+                <td>
+                  ${r.headers.map((h) => html`<div><span class="pill">${h.key}</span> ${render(h.value, view === 'auto' ? 'text' : view)}</div>`)}
+                </td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+    <//>
+    ${next && !live && html`<button class="secondary" onClick=${() => load(true)}>Load more</button>`}
   </section>`;
 }

@@ -1,0 +1,157 @@
+/**
+ * The message browser's selection: where to start in each partition (start, end, an offset, a
+ * timestamp, or a cursor from a previous page), then Fetch until `limit` records per partition
+ * passed the text search and the filter, a partition's high watermark, or the scan budget; the
+ * partitions' records merged by timestamp. `next` is where the following page starts.
+ */
+import type { FetchedRecord } from '../client/fetcher.js';
+import type { TopicRecord } from '../metadata/store.js';
+import type { BrokerServices } from '../services.js';
+import { type CompiledFilter, compileFilter } from './filter/eval.js';
+import { FilterError } from './filter/parse.js';
+import { badRequest, ConsoleError, ConsoleErrorCode } from './http.js';
+import type { InprocConnection } from './inproc.js';
+import { fetchRecords, filterView, offsetsForTime, textMatch } from './records.js';
+
+/** Records read per request at most (matching or not), so a selective filter cannot scan a whole large topic in one request. */
+export const SCAN_BUDGET = 100_000;
+export const MAX_LIMIT = 10_000;
+
+export interface Selection {
+  partitions: number[];
+  from: 'start' | 'end' | 'offset' | 'timestamp' | 'cursor';
+  offset: bigint;
+  timestamp: bigint;
+  cursor: Map<number, bigint>;
+  limit: number;
+  q: string;
+  filter: CompiledFilter | null;
+}
+
+export interface Page {
+  records: FetchedRecord[];
+  next: Record<number, string>;
+  scanned: number;
+  /** every partition was read to its high watermark */
+  atEnd: boolean;
+}
+
+export function compileOrRefuse(src: string): CompiledFilter | null {
+  if (src.trim() === '') return null;
+  try {
+    return compileFilter(src);
+  } catch (e) {
+    if (e instanceof FilterError) throw new ConsoleError(400, ConsoleErrorCode.FILTER, e.message, { position: e.position });
+    throw e;
+  }
+}
+
+export function parseSelection(t: TopicRecord, q: URLSearchParams, maxLimit = MAX_LIMIT): Selection {
+  const part = q.get('partition') ?? 'all';
+  let partitions: number[];
+  if (part === 'all' || part === '') partitions = Array.from({ length: t.partitions }, (_v, i) => i);
+  else {
+    const p = Number(part);
+    if (!Number.isSafeInteger(p) || p < 0 || p >= t.partitions) throw badRequest(`partition must be "all" or 0..${t.partitions - 1}`);
+    partitions = [p];
+  }
+  const from = q.get('from') ?? 'end';
+  if (from !== 'start' && from !== 'end' && from !== 'offset' && from !== 'timestamp' && from !== 'cursor')
+    throw badRequest('from must be start, end, offset, timestamp or cursor');
+  const big = (name: string): bigint => {
+    const v = q.get(name) ?? '';
+    if (!/^-?\d+$/.test(v)) throw badRequest(`${name} must be an integer`);
+    return BigInt(v);
+  };
+  const cursor = new Map<number, bigint>();
+  if (from === 'cursor') {
+    for (const item of (q.get('cursor') ?? '').split(',').filter((x) => x !== '')) {
+      const m = /^(\d+):(\d+)$/.exec(item);
+      if (m === null) throw badRequest('cursor must be partition:offset pairs separated by commas');
+      cursor.set(Number(m[1]), BigInt(m[2] ?? '0'));
+    }
+  }
+  const limit = Number(q.get('limit') ?? '100');
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw badRequest(`limit must be 1..${maxLimit}`);
+  return {
+    partitions: from === 'cursor' ? partitions.filter((p) => cursor.has(p)) : partitions,
+    from,
+    offset: from === 'offset' ? big('offset') : 0n,
+    timestamp: from === 'timestamp' ? big('timestamp') : 0n,
+    cursor,
+    limit,
+    q: q.get('q') ?? '',
+    filter: compileOrRefuse(q.get('filter') ?? ''),
+  };
+}
+
+/** Whether a record passes the selection's text search and filter. */
+export function selects(sel: Pick<Selection, 'q' | 'filter'>, r: FetchedRecord): boolean {
+  if (sel.q === '' && sel.filter === null) return true;
+  const v = filterView(r);
+  if (sel.q !== '' && !textMatch(v, sel.q)) return false;
+  if (sel.filter === null) return true;
+  try {
+    return sel.filter.matches(v);
+  } catch (e) {
+    if (e instanceof FilterError) throw new ConsoleError(400, ConsoleErrorCode.FILTER, e.message);
+    throw e;
+  }
+}
+
+export async function browse(s: BrokerServices, kafka: InprocConnection, t: TopicRecord, sel: Selection): Promise<Page> {
+  const logs = s.topics.logsOf(t.name) ?? [];
+  const bounds = (p: number) => ({ start: logs[p]?.logStartOffset ?? 0n, hw: logs[p]?.highWatermark ?? 0n });
+  const positions = new Map<number, bigint>();
+  const byTime = sel.from === 'timestamp' ? await offsetsForTime(kafka, t.name, sel.partitions, sel.timestamp) : null;
+  for (const p of sel.partitions) {
+    const { start, hw } = bounds(p);
+    const clamp = (o: bigint) => (o < start ? start : o > hw ? hw : o);
+    let at: bigint;
+    if (sel.from === 'start') at = start;
+    else if (sel.from === 'end') at = clamp(hw - BigInt(sel.limit));
+    else if (sel.from === 'offset') at = clamp(sel.offset);
+    else if (sel.from === 'cursor') at = clamp(sel.cursor.get(p) ?? start);
+    else {
+      const o = byTime?.get(p) ?? -1n;
+      at = o < 0n ? hw : clamp(o);
+    }
+    positions.set(p, at);
+  }
+  const found = new Map<number, FetchedRecord[]>(sel.partitions.map((p) => [p, []]));
+  let scanned = 0;
+  const active = new Map([...positions].filter(([p, o]) => o < bounds(p).hw));
+  while (active.size > 0 && scanned < SCAN_BUDGET) {
+    const reads = await fetchRecords(kafka, t.name, active, { maxWaitMs: 0, partitionMaxBytes: 1 << 20 });
+    for (const r of reads) {
+      const mine = found.get(r.partition) ?? [];
+      let pos = active.get(r.partition) ?? 0n;
+      for (const rec of r.records) {
+        if (rec.offset >= r.highWatermark) break;
+        scanned++;
+        pos = rec.offset + 1n;
+        if (selects(sel, rec)) mine.push(rec);
+        if (mine.length >= sel.limit) break;
+      }
+      if (r.records.length === 0) pos = r.nextOffset > pos ? r.nextOffset : pos;
+      positions.set(r.partition, pos);
+      if (mine.length >= sel.limit || pos >= r.highWatermark || r.nextOffset <= (active.get(r.partition) ?? 0n)) active.delete(r.partition);
+      else active.set(r.partition, pos);
+    }
+  }
+  const all = [...found.values()]
+    .flat()
+    .sort((a, b) =>
+      a.timestamp !== b.timestamp ? Number(a.timestamp - b.timestamp) : a.partition - b.partition || Number(a.offset - b.offset),
+    );
+  const records = sel.from === 'end' ? all.slice(-sel.limit) : all.slice(0, sel.limit);
+  // the next page starts after what this one showed (records read but merged away come again)
+  const next: Record<number, string> = {};
+  for (const p of sel.partitions) {
+    const shown = records.filter((r) => r.partition === p);
+    const dropped = (found.get(p) ?? []).find((r) => !shown.includes(r));
+    next[p] = String(dropped !== undefined ? dropped.offset : (positions.get(p) ?? 0n));
+  }
+  const atEnd = sel.partitions.every((p) => BigInt(next[p] ?? '0') >= bounds(p).hw);
+  return { records, next, scanned, atEnd };
+}

@@ -1,4 +1,186 @@
+/**
+ * Consumer groups: list (ListGroups), a group's state, members and their assignments (DescribeGroups),
+ * and per partition the committed offset, the lag in messages (high watermark - committed) and in
+ * time (how old the first unconsumed record is); offset resets (start, end, an offset, a timestamp)
+ * previewed, then committed with OffsetCommit as Kafka's reset tool does, refused while the group
+ * has members (Kafka requires an inactive group).
+ *   GET  /ui/api/groups
+ *   GET  /ui/api/groups/:id
+ *   POST /ui/api/groups/:id/reset {to: start|end|offset|timestamp, offset?, timestamp?, topic?, execute?}
+ */
+import { decodeAssignment } from '../client/consumer-protocol.js';
+import { describeGroupsHandler } from '../handlers/describe-groups.js';
+import { listGroupsHandler } from '../handlers/list-groups.js';
+import { offsetCommitHandler } from '../handlers/offset-commit.js';
+import { badRequest, bodyObject, ConsoleError, ConsoleErrorCode, notFound, sendJson, str } from './http.js';
+import { inprocConnection, kafkaError } from './inproc.js';
+import { fetchRecords, offsetsForTime } from './records.js';
 import type { ApiRoute, ConsoleDeps } from './types.js';
-export function groupRoutes(_deps: ConsoleDeps, _listenerName: string): ApiRoute[] {
-  return [];
+
+const LAG_TIME_PARTITIONS = 500;
+
+export function groupRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[] {
+  const s = deps.services;
+  const kafka = inprocConnection(s, listenerName);
+
+  async function describe(id: string) {
+    const d = (await kafka.call(describeGroupsHandler, 5, { groups: [id], includeAuthorizedOperations: false })).groups[0];
+    if (d === undefined || d.errorCode !== 0) throw kafkaError(d?.errorCode ?? -1, null, `cannot describe group '${id}'`);
+    const committed = [...s.groups.offsets.all(id)].map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset.offset }));
+    if (d.groupState === 'Dead' && committed.length === 0) throw notFound(`no group '${id}'`);
+    return { d, committed };
+  }
+
+  async function lagOf(committed: { topic: string; partition: number; offset: bigint }[]) {
+    const now = Date.now();
+    return Promise.all(
+      committed.map(async (c, i) => {
+        const log = s.topics.partition(c.topic, c.partition);
+        const hw = log?.highWatermark ?? null;
+        const lag = hw === null || c.offset < 0n ? null : Number(hw - c.offset);
+        let lagMs: number | null = lag === 0 ? 0 : null;
+        if (lag !== null && lag > 0 && i < LAG_TIME_PARTITIONS) {
+          // the first record not yet consumed: how long it has waited
+          const [r] = await fetchRecords(kafka, c.topic, new Map([[c.partition, c.offset]]), {
+            maxWaitMs: 0,
+            partitionMaxBytes: 64 * 1024,
+          }).catch(() => []);
+          const first = r?.records.find((x) => x.offset >= c.offset);
+          if (first !== undefined) lagMs = Math.max(0, now - Number(first.timestamp));
+        }
+        return { topic: c.topic, partition: c.partition, committedOffset: c.offset, highWatermark: hw, lag, lagMs };
+      }),
+    );
+  }
+
+  return [
+    {
+      method: 'GET',
+      path: /^\/groups$/,
+      async handle(_req, res) {
+        const r = await kafka.call(listGroupsHandler, 5, { statesFilter: [], typesFilter: [] });
+        const groups = r.groups
+          .map((g) => {
+            let lag = 0;
+            for (const o of s.groups.offsets.all(g.groupId)) {
+              const hw = s.topics.partition(o.topic, o.partition)?.highWatermark;
+              if (hw !== undefined && o.offset.offset >= 0n) lag += Number(hw - o.offset.offset);
+            }
+            return {
+              groupId: g.groupId,
+              state: g.groupState ?? '',
+              type: g.groupType ?? '',
+              protocolType: g.protocolType,
+              members: s.groups.groups.get(g.groupId)?.members.size ?? 0,
+              lag,
+            };
+          })
+          .sort((a, b) => a.groupId.localeCompare(b.groupId));
+        sendJson(res, 200, { groups });
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/groups\/([^/]+)$/,
+      async handle(_req, res, { params: [id = ''] }) {
+        const { d, committed } = await describe(id);
+        const members = d.members.map((m) => {
+          let assignment: { topic: string; partition: number }[] = [];
+          try {
+            assignment = d.protocolType === 'consumer' ? decodeAssignment(m.memberAssignment) : [];
+          } catch {
+            // not the consumer protocol's layout: shown without
+          }
+          return {
+            memberId: m.memberId,
+            groupInstanceId: m.groupInstanceId ?? null,
+            clientId: m.clientId,
+            clientHost: m.clientHost,
+            assignment,
+          };
+        });
+        const partitions = await lagOf(committed.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition));
+        sendJson(res, 200, {
+          groupId: id,
+          state: d.groupState,
+          protocolType: d.protocolType,
+          protocol: d.protocolData,
+          members,
+          partitions,
+        });
+      },
+    },
+    {
+      method: 'POST',
+      path: /^\/groups\/([^/]+)\/reset$/,
+      async handle(_req, res, { params: [id = ''], body }) {
+        const o = bodyObject(body);
+        const to = str(o, 'to');
+        if (to !== 'start' && to !== 'end' && to !== 'offset' && to !== 'timestamp')
+          throw badRequest('"to" must be start, end, offset or timestamp');
+        const { d, committed } = await describe(id);
+        const execute = o['execute'] === true;
+        if (d.members.length > 0 || (d.groupState !== 'Empty' && d.groupState !== 'Dead'))
+          throw new ConsoleError(
+            409,
+            ConsoleErrorCode.GROUP_NOT_EMPTY,
+            `group '${id}' is ${d.groupState} with ${d.members.length} member(s): offsets can only be reset while the group is empty; stop its consumers first`,
+            { state: d.groupState, members: d.members.length },
+          );
+        const topic = typeof o['topic'] === 'string' && o['topic'] !== '' ? o['topic'] : null;
+        const parts = committed.filter((c) => topic === null || c.topic === topic);
+        if (topic !== null && parts.length === 0) {
+          const t = s.metadata.topic(topic);
+          if (t === undefined) throw notFound(`no topic '${topic}'`);
+          for (let p = 0; p < t.partitions; p++) parts.push({ topic, partition: p, offset: -1n });
+        }
+        if (parts.length === 0) throw badRequest(`group '${id}' has no committed offsets: name the "topic" to reset`);
+        const plan = [];
+        for (const c of parts) {
+          const log = s.topics.partition(c.topic, c.partition);
+          const lo = log?.logStartOffset ?? 0n;
+          const hi = log?.highWatermark ?? 0n;
+          let target: bigint;
+          if (to === 'start') target = lo;
+          else if (to === 'end') target = hi;
+          else if (to === 'offset') {
+            const v = o['offset'];
+            if ((typeof v !== 'string' && typeof v !== 'number') || !/^\d+$/.test(String(v)))
+              throw badRequest('"offset" must be an integer >= 0');
+            const want = BigInt(v);
+            target = want < lo ? lo : want > hi ? hi : want;
+          } else {
+            const ts = Number(o['timestamp']);
+            if (!Number.isSafeInteger(ts)) throw badRequest('"timestamp" must be milliseconds since the epoch');
+            const found = (await offsetsForTime(kafka, c.topic, [c.partition], BigInt(ts))).get(c.partition) ?? -1n;
+            target = found < 0n ? hi : found;
+          }
+          plan.push({ topic: c.topic, partition: c.partition, currentOffset: c.offset >= 0n ? c.offset : null, newOffset: target });
+        }
+        if (execute) {
+          const byTopic = new Map<string, typeof plan>();
+          for (const p of plan) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p]);
+          const r = await kafka.call(offsetCommitHandler, 8, {
+            groupId: id,
+            generationIdOrMemberEpoch: -1,
+            memberId: '',
+            groupInstanceId: null,
+            topics: [...byTopic].map(([name, ps]) => ({
+              name,
+              partitions: ps.map((p) => ({
+                partitionIndex: p.partition,
+                committedOffset: p.newOffset,
+                committedLeaderEpoch: -1,
+                committedMetadata: '',
+              })),
+            })),
+          });
+          for (const t of r.topics)
+            for (const p of t.partitions)
+              if (p.errorCode !== 0) throw kafkaError(p.errorCode, null, `cannot commit ${t.name}-${p.partitionIndex} for '${id}'`);
+        }
+        sendJson(res, 200, { groupId: id, executed: execute, partitions: plan });
+      },
+    },
+  ];
 }

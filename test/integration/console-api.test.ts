@@ -406,6 +406,96 @@ describe('web console API (/ui/api)', function () {
     });
   });
 
+  describe('consumer groups and requests', () => {
+    const T = 'console-lag';
+    it("shows a kafkajs group's members, assignment and lag; refuses a reset while it is active and applies a previewed one when empty", async () => {
+      const admin = kafka.admin();
+      await admin.connect();
+      await admin.createTopics({ topics: [{ topic: T, numPartitions: 2 }] });
+      await admin.disconnect();
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({ topic: T, messages: Array.from({ length: 10 }, (_v, i) => ({ value: `x${i}`, partition: i % 2 })) });
+      const consumer = kafka.consumer({ groupId: 'console-lag-g' });
+      await consumer.connect();
+      await consumer.subscribe({ topic: T, fromBeginning: true });
+      let read = 0;
+      await consumer.run({
+        eachMessage: () => {
+          read++;
+          return Promise.resolve();
+        },
+      });
+      // lag falls to 0 once the group has read and committed everything
+      const g = await until('lag 0 on both partitions', async () => {
+        const d = (await ui.get('/groups/console-lag-g')).body;
+        return d.partitions?.length === 2 && d.partitions.every((p: { lag: number }) => p.lag === 0) && d.members.length === 1
+          ? d
+          : undefined;
+      });
+      expect(g.state).to.equal('Stable');
+      expect(g.members[0].assignment.map((a: { partition: number }) => a.partition).sort()).to.deep.equal([0, 1]);
+      expect(read).to.equal(10);
+      const list = (await ui.get('/groups')).body.groups as { groupId: string; state: string; members: number }[];
+      expect(list.find((x) => x.groupId === 'console-lag-g')).to.include({ state: 'Stable', members: 1 });
+      const refused = await ui.post('/groups/console-lag-g/reset', { to: 'start', execute: true });
+      expect(refused.status).to.equal(409);
+      expect(refused.body.error).to.equal('GREGOR_ERR_CONSOLE_GROUP_NOT_EMPTY');
+      await consumer.disconnect();
+      // produced while nobody consumes: lag in messages and in time
+      await producer.send({ topic: T, messages: [{ value: 'late', partition: 0 }] });
+      await producer.disconnect();
+      const lagged = await until('lag 1 with the group empty', async () => {
+        const d = (await ui.get('/groups/console-lag-g')).body;
+        return d.state === 'Empty' && d.partitions.find((p: { partition: number }) => p.partition === 0)?.lag === 1 ? d : undefined;
+      });
+      expect(lagged.partitions.find((p: { partition: number }) => p.partition === 0).lagMs).to.be.a('number');
+      const preview = await ui.post('/groups/console-lag-g/reset', { to: 'start' });
+      expect(preview.status, JSON.stringify(preview.body)).to.equal(200);
+      expect(preview.body.executed).to.equal(false);
+      expect(preview.body.partitions.map((p: { newOffset: string }) => p.newOffset)).to.deep.equal(['0', '0']);
+      expect(
+        (await ui.get('/groups/console-lag-g')).body.partitions.map((p: { committedOffset: string }) => p.committedOffset),
+      ).to.deep.equal(['5', '5']);
+      const applied = await ui.post('/groups/console-lag-g/reset', { to: 'offset', offset: 2, execute: true });
+      expect(applied.status).to.equal(200);
+      expect(
+        (await ui.get('/groups/console-lag-g')).body.partitions.map((p: { committedOffset: string }) => p.committedOffset),
+      ).to.deep.equal(['2', '2']);
+      // the group re-reads from there
+      const again = kafka.consumer({ groupId: 'console-lag-g' });
+      await again.connect();
+      await again.subscribe({ topic: T });
+      const reread: string[] = [];
+      await again.run({
+        eachMessage: ({ partition, message }) => {
+          reread.push(`${partition}:${message.offset}`);
+          return Promise.resolve();
+        },
+      });
+      await until('the group to re-read 7 records', () => Promise.resolve(reread.length >= 7 ? true : undefined));
+      await again.disconnect();
+      expect(reread.filter((x) => x.startsWith('0:')).sort()).to.deep.equal(['0:2', '0:3', '0:4', '0:5']);
+      expect((await ui.get('/groups/nobody')).status).to.equal(404);
+    });
+
+    it('shows the request log and adds and removes fault rules', async () => {
+      const log = (await ui.get('/requests?api=Produce&limit=5')).body;
+      expect(log.requests.length).to.be.greaterThan(0);
+      expect(log.requests.every((r: { api: string }) => r.api === 'Produce')).to.equal(true);
+      const added = await ui.post('/faults', { apiKey: 'Metadata', action: 'delay', delayMs: 1, times: 1 });
+      expect(added.status, JSON.stringify(added.body)).to.equal(201);
+      const id = added.body.ids[0] as string;
+      expect(((await ui.get('/faults')).body.faults as { id: string }[]).map((f) => f.id)).to.include(id);
+      expect(
+        ((await fetch(`${ui.base}/v1/faults`).then((r) => r.json())) as { faults: { id: string }[] }).faults.map((f) => f.id),
+      ).to.include(id);
+      expect((await ui.post('/faults', { apiKey: 'Nope', action: 'error' })).status).to.equal(400);
+      expect((await ui.send('DELETE', `/faults/${id}`)).status).to.equal(200);
+      expect((await ui.get('/faults')).body.faults).to.deep.equal([]);
+    });
+  });
+
   describe('cross-site request defences', () => {
     it('refuses a mutating request without the token, with a wrong one, without the cookie, or from another origin', async () => {
       await ui.open();

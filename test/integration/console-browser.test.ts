@@ -171,4 +171,48 @@ describe('web console in a browser (/ui)', function () {
       expect(errors).to.deep.equal([]);
     });
   }
+
+  for (const width of WIDTHS) {
+    it(`groups, a group with its reset preview, and requests at ${width} px: no serious axe violations`, async () => {
+      const consumer = kafka.consumer({ groupId: `ui-group-${width}` });
+      await consumer.connect();
+      await consumer.subscribe({ topic: 'ui-orders', fromBeginning: true });
+      let seen = 0;
+      await consumer.run({
+        eachMessage: () => {
+          seen++;
+          return Promise.resolve();
+        },
+      });
+      while (seen === 0) await new Promise((r) => setTimeout(r, 100));
+      await consumer.disconnect();
+      const { page, errors } = await open(width);
+      await page.goto(`${base}#/groups`);
+      await page.getByRole('link', { name: `ui-group-${width}` }).click();
+      await page.getByRole('heading', { level: 2, name: 'Lag per partition' }).waitFor();
+      await page.getByRole('combobox', { name: /^To/ }).selectOption('start');
+      await page.getByRole('button', { name: 'Preview' }).click();
+      await page.getByRole('region', { name: 'Reset preview' }).waitFor();
+      await checkA11y(page, `group at ${width}`);
+      await screenshot(page, `group-${width}`);
+      await page.getByRole('button', { name: 'Apply reset' }).click();
+      await page
+        .getByRole('status')
+        .getByText(/Offsets of 1 partition\(s\) reset/)
+        .waitFor();
+      await page.goto(`${base}#/groups`);
+      await page.getByRole('heading', { level: 1, name: 'Consumer groups' }).waitFor();
+      await checkA11y(page, `groups at ${width}`);
+      await screenshot(page, `groups-${width}`);
+      await page.goto(`${base}#/requests`);
+      await page.getByRole('heading', { level: 2, name: 'Fault injection rules' }).waitFor();
+      await page.getByRole('button', { name: 'Add rule' }).click();
+      await page.getByRole('button', { name: /^Remove rule/ }).waitFor();
+      await checkA11y(page, `requests at ${width}`);
+      await screenshot(page, `requests-${width}`);
+      await page.getByRole('button', { name: /^Remove rule/ }).click();
+      await page.getByText('No rules.').waitFor();
+      expect(errors).to.deep.equal([]);
+    });
+  }
 });

@@ -1,6 +1,6 @@
 /**
- * The log cleaner through real clients over TCP (issue 16): kafkajs and librdkafka write 100k updates
- * over 2k keys to a compacted topic with small segments while a kafkajs consumer reads along; after
+ * The log cleaner through real clients over TCP (issue 16): kafkajs and librdkafka write 1M updates
+ * over 10k keys to a compacted topic with small segments while a kafkajs consumer reads along; after
  * cleaning, kafkajs and librdkafka readers see exactly one record per live key, its latest value at
  * the offset it was written at, and deleted keys gone after delete.retention.ms. compact,delete also
  * applies retention; keyless records are refused with INVALID_RECORD.
@@ -15,8 +15,8 @@ import { readAllRdkafka, sleep, until } from '../helpers/eos.js';
 import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
 
 const { Kafka, logLevel } = kafkajs;
-const KEYS = 2000;
-const PER_CLIENT = 50_000;
+const KEYS = 10_000;
+const PER_CLIENT = 500_000;
 const DELETED = 100;
 
 interface Latest {

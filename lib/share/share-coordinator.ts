@@ -4,6 +4,7 @@
  * the simple assignor's server-side assignment. Membership is kept in memory: after a restart members
  * get UNKNOWN_MEMBER_ID and join again, while what they consumed lives with the share partitions.
  */
+import { consumerGroupDescribeError } from '../group/group-admin.js';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse } from '../../protocol/generated/share-group-heartbeat.js';
@@ -48,23 +49,13 @@ const fail = (errorCode: number, errorMessage: string | null = null): HeartbeatR
 
 export const SIMPLE_ASSIGNOR = 'simple';
 
-/** A ShareGroupDescribe entry for a group that could not be described. */
+/** A ShareGroupDescribe entry for a group that could not be described: the same shape as ConsumerGroupDescribe's. */
 export function describedShareGroupError(
   groupId: string,
   errorCode: number,
   errorMessage: string | null = null,
 ): ShareGroupDescribeResponseDescribedGroup {
-  return {
-    errorCode,
-    errorMessage,
-    groupId,
-    groupState: '',
-    groupEpoch: 0,
-    assignmentEpoch: 0,
-    assignorName: '',
-    members: [],
-    authorizedOperations: -2147483648,
-  };
+  return consumerGroupDescribeError(groupId, errorCode, errorMessage);
 }
 
 export class ShareCoordinator {

@@ -1,4 +1,9 @@
 /** Talks to the web console's JSON API (/ui/api) as its page does: the CSRF cookie from /ui, then the header with it. */
+import { rmSync } from 'node:fs';
+import { Kafka, logLevel } from 'kafkajs';
+import { startChildBroker, tempDir, type ChildBroker } from './broker.js';
+import type { Cleanup } from './cleanup.js';
+
 export interface ConsoleResponse<T = unknown> {
   status: number;
   body: T;
@@ -67,5 +72,32 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(200);
+  }
+}
+
+/** A child broker with its admin listener, a kafkajs client of it and a console client; `cleanup` stops it and removes its data. */
+export async function startConsoleBroker(
+  cleanup: Cleanup,
+  prefix: string,
+): Promise<{ broker: ChildBroker; kafka: Kafka; ui: ConsoleClient }> {
+  const dataDir = cleanup.add(tempDir(prefix), (d) => rmSync(d, { recursive: true, force: true }));
+  const broker = await startChildBroker(dataDir, 0, { 'group.initial.rebalance.delay.ms': '0', 'num.partitions': '1' });
+  cleanup.defer(async () => {
+    broker.child.kill('SIGTERM');
+    await broker.exited;
+  });
+  if (broker.admin === null) throw new Error('no admin listener');
+  const kafka = new Kafka({ clientId: 'console-test', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+  return { broker, kafka, ui: new ConsoleClient(broker.admin) };
+}
+
+/** Creates `topic` with `partitions` partitions through a kafkajs admin client. */
+export async function createTopic(kafka: Kafka, topic: string, partitions: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ topics: [{ topic, numPartitions: partitions }] });
+  } finally {
+    await admin.disconnect();
   }
 }

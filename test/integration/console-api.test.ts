@@ -5,29 +5,18 @@
  * cross-site request defences (CSRF token, Origin, Host).
  */
 import { expect } from 'chai';
-import { rmSync } from 'node:fs';
-import kafkajs, { Kafka, logLevel } from 'kafkajs';
-import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
+import kafkajs, { type Kafka } from 'kafkajs';
 import { Cleanup } from '../helpers/cleanup.js';
-import { ConsoleClient, until } from '../helpers/console.js';
+import { type ConsoleClient, createTopic, startConsoleBroker, until } from '../helpers/console.js';
 
 describe('web console API (/ui/api)', function () {
   this.timeout(60_000);
   const cleanup = new Cleanup();
-  let broker: ChildBroker;
   let kafka: Kafka;
   let ui: ConsoleClient;
 
   before(async () => {
-    const dataDir = cleanup.add(tempDir('gregor-console-'), (d) => rmSync(d, { recursive: true, force: true }));
-    broker = await startChildBroker(dataDir, 0, { 'group.initial.rebalance.delay.ms': '0', 'num.partitions': '1' });
-    cleanup.defer(async () => {
-      broker.child.kill('SIGTERM');
-      await broker.exited;
-    });
-    if (broker.admin === null) throw new Error('no admin listener');
-    kafka = new Kafka({ clientId: 'console-test', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
-    ui = new ConsoleClient(broker.admin);
+    ({ kafka, ui } = await startConsoleBroker(cleanup, 'gregor-console-'));
   });
   after(() => cleanup.run());
 
@@ -50,10 +39,7 @@ describe('web console API (/ui/api)', function () {
     });
 
     it('shows brokers, topics, partitions and health, and counts what kafkajs produced and consumed per second', async () => {
-      const admin = kafka.admin();
-      await admin.connect();
-      await admin.createTopics({ topics: [{ topic: 'overview-t', numPartitions: 3 }] });
-      await admin.disconnect();
+      await createTopic(kafka, 'overview-t', 3);
       const producer = kafka.producer();
       await producer.connect();
       await producer.send({ topic: 'overview-t', messages: Array.from({ length: 25 }, (_v, i) => ({ value: `m${i}` })) });

@@ -5,31 +5,20 @@
  * group lag and offset resets, the request log and fault rules.
  */
 import { expect } from 'chai';
-import { rmSync } from 'node:fs';
-import { Kafka, logLevel } from 'kafkajs';
-import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
+import type { Kafka } from 'kafkajs';
 import { Cleanup } from '../helpers/cleanup.js';
-import { ConsoleClient, until } from '../helpers/console.js';
+import { type ConsoleClient, createTopic, startConsoleBroker, until } from '../helpers/console.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('web console API (/ui/api): messages, groups, requests', function () {
   this.timeout(60_000);
   const cleanup = new Cleanup();
-  let broker: ChildBroker;
   let kafka: Kafka;
   let ui: ConsoleClient;
 
   before(async () => {
-    const dataDir = cleanup.add(tempDir('gregor-console-msgs-'), (d) => rmSync(d, { recursive: true, force: true }));
-    broker = await startChildBroker(dataDir, 0, { 'group.initial.rebalance.delay.ms': '0', 'num.partitions': '1' });
-    cleanup.defer(async () => {
-      broker.child.kill('SIGTERM');
-      await broker.exited;
-    });
-    if (broker.admin === null) throw new Error('no admin listener');
-    kafka = new Kafka({ clientId: 'console-test', brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
-    ui = new ConsoleClient(broker.admin);
+    ({ kafka, ui } = await startConsoleBroker(cleanup, 'gregor-console-msgs-'));
   });
   after(() => cleanup.run());
 
@@ -38,10 +27,7 @@ describe('web console API (/ui/api): messages, groups, requests', function () {
     let t0 = 0;
     let t1 = 0;
     before(async () => {
-      const admin = kafka.admin();
-      await admin.connect();
-      await admin.createTopics({ topics: [{ topic: T, numPartitions: 2 }] });
-      await admin.disconnect();
+      await createTopic(kafka, T, 2);
       const producer = kafka.producer();
       await producer.connect();
       t0 = Date.now();
@@ -235,10 +221,7 @@ describe('web console API (/ui/api): messages, groups, requests', function () {
   describe('consumer groups and requests', () => {
     const T = 'console-lag';
     it("shows a kafkajs group's members, assignment and lag; refuses a reset while it is active and applies a previewed one when empty", async () => {
-      const admin = kafka.admin();
-      await admin.connect();
-      await admin.createTopics({ topics: [{ topic: T, numPartitions: 2 }] });
-      await admin.disconnect();
+      await createTopic(kafka, T, 2);
       const producer = kafka.producer();
       await producer.connect();
       await producer.send({ topic: T, messages: Array.from({ length: 10 }, (_v, i) => ({ value: `x${i}`, partition: i % 2 })) });

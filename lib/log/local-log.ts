@@ -7,7 +7,7 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { CheckpointFile, LeaderEpochCache } from './checkpoint.js';
+import { CheckpointFile, LeaderEpochCache, fsyncDir } from './checkpoint.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { LogError, RateLimitedLog, closedError, isNoSpace, storageError, writeFailure } from './errors.js';
 import { corruptReadError, writeRepairMarker, type ReadCorruption } from './read-verify.js';
@@ -286,11 +286,7 @@ export abstract class LocalLog {
     const at = this._logEndOffset;
     // every segment below the new one (Kafka's flush up to its base): the closed one, and any that
     // recovery validated but did not fsync
-    const flushed = wait
-      .then(() => old.persistIndexes())
-      .then(async () => {
-        for (const s of this.segments) if (s.baseOffset < at) await s.sync();
-      });
+    const flushed = wait.then(() => old.persistIndexes()).then(() => this.syncSegments((s) => s.baseOffset < at));
     const done = flushed.then(() => this.takeSnapshot(at, snapshot));
     this.track(done, 'finishing a rolled segment');
     // every segment below the new one is on disk once the earlier rolls' syncs are done too
@@ -357,7 +353,28 @@ export abstract class LocalLog {
       clearTimeout(this.flushTimer);
       this.flushTimer = null;
     }
-    for (const s of this.segments) await s.sync();
+    await this.syncSegments();
+  }
+
+  /**
+   * fsyncs the segments `which` selects, then (Kafka's LocalLog.flush) the partition directory when
+   * one of them is new, based at or above the recovery point: a new segment's name must survive a
+   * power loss as its data does. A directory already gone (the topic is being deleted) is no error.
+   */
+  private async syncSegments(which: (s: LogSegment) => boolean = () => true): Promise<void> {
+    const from = this._recoveryPoint;
+    let fresh = false;
+    for (const s of this.segments) {
+      if (!which(s)) continue;
+      await s.sync();
+      if (s.baseOffset >= from) fresh = true;
+    }
+    if (!fresh) return;
+    try {
+      await fsyncDir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
   }
 
   private armFlushTimer(): void {
@@ -490,7 +507,7 @@ export abstract class LocalLog {
     this.active.onBecomeInactive();
     try {
       if (this.offline === null) {
-        for (const s of this.segments) await s.sync();
+        await this.syncSegments();
         this.advanceRecoveryPoint(this._logEndOffset);
         for (const s of this.segments) await s.persistIndexes();
         if (this._logEndOffset > (this.snapshots[0] ?? this._logStartOffset)) {

@@ -5,6 +5,8 @@
  * truncation, the replicated high watermark) and LocalLog's files.
  */
 import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { fsyncDir } from './checkpoint.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { LogError, closedError, storageError } from './errors.js';
 import type { LogConfig } from './log-config.js';
@@ -90,7 +92,8 @@ export class UnifiedLog extends ReplicaLog {
     expected: LogSummary | null = null,
   ): Promise<UnifiedLog> {
     const log = new UnifiedLog(dataDir, topic, partition, config, opts, stats);
-    await fsp.mkdir(log.dir, { recursive: true });
+    // a new partition directory's name must survive a power loss before anything in it is acknowledged
+    if ((await fsp.mkdir(log.dir, { recursive: true })) !== undefined) await fsyncDir(path.dirname(log.dir));
     await log.load(expected);
     return log;
   }

@@ -5,8 +5,9 @@
  * what the broker reported; (2) the topic's records are offsets 0..n-1 with their values as sent, n
  * at least every record whose bytes were synced (the synced floor) and, when the configuration
  * promises it, every acknowledged record; (3) the topic exists if its creation was acknowledged;
- * (4) optionally (a real client, slower): the group's committed offset is one that was committed,
- * at least the last acknowledged one when the configuration promises it.
+ * (4) optionally (a real client, slower): kafkajs reads every record below the log end with its
+ * value, and the group's committed offset is one that was committed, at least the last
+ * acknowledged one when the configuration promises it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import type { LogManager } from '../../../lib/log/log-dirs.js';
 import { parseEntryHeader } from '../../../lib/log/segment-format.js';
 import { startTestBroker } from '../broker.js';
+import { KafkajsPartitionReader } from '../kafkajs-reader.js';
 import { scanPartitionDir } from '../log-scan.js';
 import type { JournalEntry } from './crash-image.js';
 import { PL_GROUP, PL_TOPIC, plValue, type Durability } from './workload.js';
@@ -60,6 +62,21 @@ export function recordsFromStart(batches: readonly Batch[]): { n: number; proble
   return { n, problems };
 }
 
+/** Reads [0, end) of the topic with kafkajs's own Fetch and decoding: every offset in order with its value. */
+async function readThroughKafkajs(bootstrap: string, end: bigint): Promise<string[]> {
+  if (end === 0n) return [];
+  const reader = new KafkajsPartitionReader([bootstrap]);
+  await reader.connect(PL_TOPIC);
+  try {
+    const msgs = await reader.readAll(PL_TOPIC, 0, 0n, end);
+    const bad = msgs.findIndex((m, i) => m.offset !== String(i) || m.value?.toString() !== plValue(i));
+    if (msgs.length !== Number(end)) return [`kafkajs read ${msgs.length} records below the log end ${end}`];
+    return bad < 0 ? [] : [`kafkajs read offset ${msgs[bad]?.offset} with a wrong offset or value at ${bad}`];
+  } finally {
+    await reader.disconnect();
+  }
+}
+
 export interface Expectation {
   durability: Durability;
   /** markers journaled before the crash point */
@@ -99,11 +116,11 @@ export async function checkImage(image: string, config: Record<string, string>, 
         const topics = await admin.listTopics();
         if (!topics.includes(PL_TOPIC)) problems.push(`topic ${PL_TOPIC} was created (acknowledged) and is gone`);
         const [got] = await admin.fetchOffsets({ groupId: PL_GROUP, topics: [PL_TOPIC] });
-        const o = Number(got?.partitions[0]?.offset ?? -1);
-        committed = o;
+        committed = Number(got?.partitions[0]?.offset ?? -1);
       } finally {
         await admin.disconnect();
       }
+      problems.push(...(await readThroughKafkajs(b.bootstrap, ends.get(`${PL_TOPIC}-0`) ?? 0n)));
     }
   } catch (err) {
     problems.push(`after recovery: ${(err as Error).message}`);

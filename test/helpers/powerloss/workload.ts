@@ -10,6 +10,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
 import { startChildBroker } from '../broker.js';
+import { RawClient } from '../raw-client.js';
+import { offsetCommit } from '../txn-raw.js';
 import { PROJECT_ROOT } from '../project.js';
 import { makeTempDir } from '../temp-dirs.js';
 import { markJournal, readJournal, type JournalEntry } from './crash-image.js';
@@ -58,22 +60,27 @@ export async function runWorkload(durability: Durability, records: number, commi
   const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'powerloss', logLevel: logLevel.NOTHING, retry: { retries: 0 } });
   const admin = kafka.admin();
   const producer = kafka.producer({ allowAutoTopicCreation: false, maxInFlightRequests: 1 });
+  let raw: RawClient | null = null;
   try {
     await admin.connect();
     await admin.createTopics({ topics: [{ topic: PL_TOPIC, numPartitions: 1 }], waitForLeaders: true });
     markJournal(journal, { op: 'created', topic: PL_TOPIC });
     await producer.connect();
+    raw = await RawClient.connect(b.bootstrap);
     for (let i = 0; i < records; i++) {
       const [meta] = await producer.send({ topic: PL_TOPIC, acks: -1, messages: [{ value: plValue(i) }] });
       const offset = Number(meta?.baseOffset ?? -1);
       if (offset !== i) throw new Error(`record ${i} got offset ${offset}`);
       markJournal(journal, { op: 'ack', offset });
       if ((i + 1) % commitEvery === 0) {
-        await admin.setOffsets({ groupId: PL_GROUP, topic: PL_TOPIC, partitions: [{ partition: 0, offset: String(i + 1) }] });
+        // OffsetCommit as a group-less client does (kafkajs's admin.setOffsets joins the group: seconds per call)
+        const err = await offsetCommit(raw, PL_GROUP, PL_TOPIC, 0, BigInt(i + 1));
+        if (err !== 0) throw new Error(`OffsetCommit answered ${err}`);
         markJournal(journal, { op: 'commit', offset: i + 1 });
       }
     }
   } finally {
+    raw?.destroy();
     await producer.disconnect().catch(() => undefined);
     await admin.disconnect().catch(() => undefined);
     b.child.kill('SIGKILL');

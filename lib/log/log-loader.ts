@@ -151,6 +151,15 @@ export async function loadSegments(
       const res = await scanSegment(seg, config, unflushed, recover, logger, dir);
       if (res.problem !== null) {
         truncatedBytes += await cutAndKeepAside(dir, seg, res.validEnd, res.problem, segments.splice(i + 1), config, logger, unflushed);
+      } else if (unflushed && !isLast && !config.cleanupPolicy.includes('compact')) {
+        // a power loss can keep a later segment (its name and, up to an fsync, data) while this one's
+        // tail never reached the disk: outside a compacted log offsets run on without a gap, so the
+        // later segments go too (and the lost offsets are given again), as after an invalid entry
+        const next = segments[i + 1] as LogSegment;
+        if (seg.nextOffset < next.baseOffset) {
+          const problem = `the segment ends at offset ${seg.nextOffset}, the next one starts at ${next.baseOffset}`;
+          truncatedBytes += await cutAndKeepAside(dir, seg, seg.size, problem, segments.splice(i + 1), config, logger, unflushed);
+        }
       }
       // what recovery validated may be in the page cache only: the next roll or flush fsyncs it
       // before the recovery point moves past it (an fsync of each here would slow a restart down)

@@ -480,10 +480,16 @@ export class LogSegment {
     return { validEnd: p, problem: null, entries };
   }
 
-  /** Forgets indexes and trackers, so a scan from 0 rebuilds them. */
+  /**
+   * Forgets indexes and trackers, so a scan from 0 rebuilds them; the rebuilt indexes replace the
+   * files whole when next persisted (an index file recovery could not use, or one holding entries
+   * past what a power loss left of the log, must not keep stale entries beyond the rebuilt ones).
+   */
   resetIndexes(): void {
     this.offsetIndex.clear();
     this.timeIndex.clear();
+    this.offsetIndex.needsRewrite = true;
+    this.timeIndex.needsRewrite = true;
     this.maxTimestamp = -1n;
     this.offsetOfMaxTimestamp = -1n;
     this.nextOffset = this.baseOffset;

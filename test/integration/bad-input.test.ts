@@ -14,6 +14,7 @@ import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
 import { processRss, RawClient, rawCreateTopics, rawFetch, rawListOffset, rawProduce, rawRequestFrame } from '../helpers/raw-client.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { asError } from '../../lib/as-error.js';
+import { mulberry32 } from '../helpers/prng.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -26,16 +27,7 @@ const BG_TOPIC = 'bad-input-bg';
 const BG_PARTITIONS = 3;
 
 /** mulberry32: deterministic garbage */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 function randomBytes(seed: number, n: number): Buffer {
   const r = prng(seed);
   const out = Buffer.alloc(n);

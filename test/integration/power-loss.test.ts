@@ -15,30 +15,23 @@
  * Each durability setting runs one workload (POWERLOSS_RECORDS records, default 16): every crash
  * point of it in the synced mode (a point whose image and acknowledgements equal one checked
  * already shares its result), then POWERLOSS_POINTS random points (default 20) in the prefix mode.
- * `npm run test:powerloss` runs a longer workload at many more points.
+ * `npm run test:powerloss` runs a longer workload at many more points; POWERLOSS_VERBOSE=1 prints
+ * how many points each case checked.
  */
 import path from 'node:path';
 import { expect } from 'chai';
-import { Replay, type ImageMode, type JournalEntry } from '../helpers/powerloss/crash-image.js';
+import { Replay, readJournal, type ImageMode, type JournalEntry } from '../helpers/powerloss/crash-image.js';
 import { batchesOf, checkImage, recordsFromStart } from '../helpers/powerloss/check-image.js';
-import { PL_TOPIC, runWorkload, type Durability, type Workload } from '../helpers/powerloss/workload.js';
+import { PL_TOPIC, runWorkload, workloadConfig, type Durability, type Workload } from '../helpers/powerloss/workload.js';
+import { PROJECT_ROOT } from '../helpers/project.js';
+import { mulberry32 } from '../helpers/prng.js';
 import { makeTempDir } from '../helpers/temp-dirs.js';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 
 const POINTS = Number(process.env['POWERLOSS_POINTS'] ?? 20);
 
-/** A small seeded generator (mulberry32), so a failing crash point can be run again. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 interface Outcome {
   points: number;
@@ -90,6 +83,11 @@ async function crashAt(w: Workload, points: readonly number[], mode: ImageMode, 
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+  if (process.env['POWERLOSS_VERBOSE'] !== undefined) {
+    process.stderr.write(
+      `power-loss ${w.durability}/${mode}: ${points.length} crash points of ${w.journal.length}, ${recovered} images recovered, ${failures.length} failing\n`,
+    );
+  }
   return { points: points.length, recovered, failures };
 }
 
@@ -118,6 +116,30 @@ function randomPoints(n: number, count: number, seed: number): number[] {
 
 describe('power loss: a journaled gregor, crash images at every point, recovery checked (kafkajs)', function () {
   this.timeout(600000);
+
+  it('a recorded crash: a roll kept the later segment while the tail of the one before was lost (defaults)', async function () {
+    const journal = readJournal(path.join(PROJECT_ROOT, 'test/fixtures/powerloss/roll-gap.jsonl'));
+    const replay = new Replay();
+    for (const e of journal) replay.apply(e);
+    const image = path.join(makeTempDir('gregor-powerloss-fixture-'), 'img');
+    replay.materialize(image, 'synced');
+    expect(readdirSync(path.join(image, `${PL_TOPIC}-0`)).filter((n) => n.endsWith('.log'))).to.have.length(3);
+    const syncedFloor = recordsFromStart(batchesOf(path.join(image, `${PL_TOPIC}-0`))).n;
+    expect(syncedFloor).to.equal(17);
+    const problems = await checkImage(image, workloadConfig('default'), {
+      durability: 'default',
+      markers: journal.filter((e) => e.op === 'ack' || e.op === 'commit' || e.op === 'created'),
+      syncedFloor,
+      committedValues: new Set(journal.filter((e) => e.op === 'commit').map((e) => e['offset'] as number)),
+      viaClient: true,
+    });
+    expect(problems).to.deep.equal([]);
+    expect(readdirSync(path.join(image, `${PL_TOPIC}-0`)).filter((n) => n.endsWith('.log'))).to.deep.equal([
+      '00000000000000000000.log',
+      '00000000000000000017.log',
+    ]);
+    rmSync(path.dirname(image), { recursive: true, force: true });
+  });
 
   const RECORDS = Number(process.env['POWERLOSS_RECORDS'] ?? 16);
   const durabilities: Durability[] = ['always', 'interval1', 'default'];

@@ -68,7 +68,12 @@ async function readThroughKafkajs(bootstrap: string, end: bigint): Promise<strin
   const reader = new KafkajsPartitionReader([bootstrap]);
   await reader.connect(PL_TOPIC);
   try {
-    const msgs = await reader.readAll(PL_TOPIC, 0, 0n, end);
+    // a log end beyond its records would have the reader wait for ever: bounded here
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), 20000)));
+    const msgs = await Promise.race([reader.readAll(PL_TOPIC, 0, 0n, end), stuck]);
+    clearTimeout(timer);
+    if (msgs === null) return [`kafkajs did not read up to the log end ${end} in 20 s`];
     const bad = msgs.findIndex((m, i) => m.offset !== String(i) || m.value?.toString() !== plValue(i));
     if (msgs.length !== Number(end)) return [`kafkajs read ${msgs.length} records below the log end ${end}`];
     return bad < 0 ? [] : [`kafkajs read offset ${msgs[bad]?.offset} with a wrong offset or value at ${bad}`];

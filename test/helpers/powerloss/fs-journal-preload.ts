@@ -158,26 +158,21 @@ function install(journal: string, root: string): void {
     (args) => fds.delete(fdOf(args)),
     () => undefined,
   );
-  wrapSync('writeSync', bufArgs, (args, s, n) => {
-    const { bufs, pos } = s as ReturnType<typeof bufArgs>;
-    wrote(fdOf(args), pos, bufs, n as number);
-  });
-  wrapCb('write', bufArgs, (args, s, rest) => {
-    const { bufs, pos } = s as ReturnType<typeof bufArgs>;
-    wrote(fdOf(args), pos, bufs, rest[0] as number);
-  });
   const vecArgs = (args: unknown[]): { bufs: Uint8Array[]; pos: number | null } => ({
     bufs: args[1] as Uint8Array[],
     pos: typeof args[2] === 'number' ? args[2] : null,
   });
-  wrapSync('writevSync', vecArgs, (args, s, n) => {
-    const { bufs, pos } = s as ReturnType<typeof vecArgs>;
-    wrote(fdOf(args), pos, bufs, n as number);
-  });
-  wrapCb('writev', vecArgs, (args, s, rest) => {
-    const { bufs, pos } = s as ReturnType<typeof vecArgs>;
-    wrote(fdOf(args), pos, bufs, rest[0] as number);
-  });
+  for (const [name, parse] of [
+    ['write', bufArgs],
+    ['writev', vecArgs],
+  ] as const) {
+    const done = (args: unknown[], s: unknown, n: unknown): void => {
+      const { bufs, pos } = s as ReturnType<typeof parse>;
+      wrote(fdOf(args), pos, bufs, n as number);
+    };
+    wrapSync(`${name}Sync`, parse, done);
+    wrapCb(name, parse, (args, s, rest) => done(args, s, rest[0]));
+  }
   for (const name of ['fsync', 'fdatasync']) {
     wrapCb(
       name,

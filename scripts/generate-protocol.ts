@@ -81,7 +81,8 @@ export function generate(referenceDir: string, overridesDir: string = SCHEMA_OVE
   const byKey = new Map<number, { request?: Message; response?: Message }>();
   const dataMessages: Message[] = [];
   const overrides = new Set(existsSync(overridesDir) ? listJson(overridesDir) : []);
-  for (const f of listJson(messagesDir)) {
+  // a schema of gregor's own for an API the reference lacks is added to the reference's
+  for (const f of [...new Set([...listJson(messagesDir), ...overrides])].sort()) {
     const msg = loadMessage(readJsonWithComments(join(overrides.has(f) ? overridesDir : messagesDir, f)));
     if ((msg.kind === 'request' || msg.kind === 'response') && msg.apiKey !== undefined) {
       const e = byKey.get(msg.apiKey) ?? {};

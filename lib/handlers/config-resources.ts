@@ -16,10 +16,11 @@ import {
 import { configDoc } from '../config/docs.js';
 import { DynamicConfigError } from '../config/dynamic-configs.js';
 import { brokerSynonymGroup, KAFKA_BROKER_KEYS, KAFKA_TOPIC_KEYS, type KafkaType, kafkaBrokerKey } from '../config/kafka-keys.js';
+import { checkGroupResource, validateGroupConfigs } from '../group/group-configs.js';
 import { invalidTopicName, type TopicRecord } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
 
-export const ConfigResourceType = { UNKNOWN: 0, ANY: 1, TOPIC: 2, GROUP: 3, BROKER: 4, BROKER_LOGGER: 8, CLIENT_METRICS: 16 } as const;
+export const ConfigResourceType = { UNKNOWN: 0, ANY: 1, TOPIC: 2, BROKER: 4, BROKER_LOGGER: 8, CLIENT_METRICS: 16, GROUP: 32 } as const;
 
 export const ConfigSource = {
   UNKNOWN: 0,
@@ -337,12 +338,12 @@ export interface AlterResourceResult {
   resourceName: string;
 }
 
-export type ConfigTarget = 'topic' | 'broker';
+export type ConfigTarget = 'topic' | 'broker' | 'group';
 
 /**
  * The per-resource loop AlterConfigs and IncrementalAlterConfigs share: refuses duplicate resources,
  * computes the resource's new set with `next` (from its current one) and stores it: a topic's overrides,
- * or this broker's (or the cluster-wide '') dynamic configs; other resource types are refused.
+ * this broker's (or the cluster-wide '') dynamic configs, or a group's configs; other resource types are refused.
  */
 export async function alterConfigResources<R extends { resourceType: number; resourceName: string }>(
   s: BrokerServices,
@@ -361,6 +362,10 @@ export async function alterConfigResources<R extends { resourceType: number; res
         await replaceTopicConfigs(s, r.resourceName, next(r, t.configs, 'topic'), validateOnly);
       } else if (r.resourceType === ConfigResourceType.BROKER) {
         await alterBrokerConfigs(s, r.resourceName, (current) => next(r, current, 'broker'), validateOnly);
+      } else if (r.resourceType === ConfigResourceType.GROUP) {
+        checkGroupResource(r.resourceName);
+        const configs = validateGroupConfigs(s.config, next(r, s.metadata.groupConfigs(r.resourceName), 'group'));
+        if (!validateOnly) await s.metadata.setGroupConfigs(r.resourceName, configs);
       } else {
         throw unsupportedResource(r.resourceType);
       }

@@ -1,4 +1,4 @@
-/** DescribeConfigs (key 32) v0–4: TOPIC and BROKER resources, synonyms (v1+), types and docs (v3+). */
+/** DescribeConfigs (key 32) v0–4: TOPIC, BROKER and GROUP resources, synonyms (v1+), types and docs (v3+). */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type {
   DescribeConfigsRequest,
@@ -20,6 +20,7 @@ import {
   topicResource,
   unsupportedResource,
 } from './config-resources.js';
+import { checkGroupResource, groupConfigEntries } from '../group/group-configs.js';
 import { defineHandler } from './types.js';
 
 function toResult(
@@ -69,6 +70,9 @@ export const describeConfigsHandler = defineHandler<DescribeConfigsRequest, Desc
             checkBrokerResource(s, r.resourceName) === 'default'
               ? defaultBrokerConfigEntries(s.config, r.configurationKeys)
               : brokerConfigEntries(s.config, r.configurationKeys);
+        } else if (r.resourceType === ConfigResourceType.GROUP) {
+          checkGroupResource(r.resourceName);
+          entries = groupConfigEntries(s.config, s.metadata.groupConfigs(r.resourceName), r.configurationKeys);
         } else {
           throw unsupportedResource(r.resourceType);
         }

@@ -1,7 +1,8 @@
 /**
  * IncrementalAlterConfigs (key 44) v0–1: per-key SET / DELETE / APPEND / SUBTRACT on a topic's overrides.
  * APPEND and SUBTRACT work on list keys, starting from the effective value (override or default).
- * On BROKER resources (an id, or '' for the cluster-wide default) the same operations change dynamic broker configs.
+ * On BROKER resources (an id, or '' for the cluster-wide default) the same operations change dynamic broker configs;
+ * on GROUP resources, the group's configs (share.*, consumer.*).
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
@@ -12,6 +13,7 @@ import type {
 } from '../../protocol/generated/incremental-alter-configs.js';
 import { BROKER_CONFIG, TOPIC_CONFIG } from '../config.js';
 import { kafkaBrokerKey } from '../config/kafka-keys.js';
+import { GROUP_CONFIG } from '../group/group-configs.js';
 import type { BrokerServices } from '../services.js';
 import { alterConfigResources, brokerConfigEntry, type ConfigTarget, ResourceError, topicConfigEntry } from './config-resources.js';
 import { defineHandler } from './types.js';
@@ -33,7 +35,12 @@ export function applyOps(
     seen.add(op.name);
   }
   for (const op of ops) {
-    const type = target === 'topic' ? TOPIC_CONFIG[op.name]?.def.type : (kafkaBrokerKey(op.name)?.type ?? BROKER_CONFIG[op.name]?.type);
+    const type =
+      target === 'topic'
+        ? TOPIC_CONFIG[op.name]?.def.type
+        : target === 'group'
+          ? GROUP_CONFIG[op.name]?.type
+          : (kafkaBrokerKey(op.name)?.type ?? BROKER_CONFIG[op.name]?.type);
     if (type === undefined) throw new ResourceError(ErrorCode.INVALID_CONFIG, `Unknown ${target} config name: ${op.name}`);
     switch (op.configOperation) {
       case AlterConfigOp.SET:

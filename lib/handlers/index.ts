@@ -50,6 +50,9 @@ import { shareAcknowledgeHandler } from './share-acknowledge.js';
 import { shareFetchHandler } from './share-fetch.js';
 import { shareGroupDescribeHandler } from './share-group-describe.js';
 import { shareGroupHeartbeatHandler } from './share-group-heartbeat.js';
+import { describeShareGroupOffsetsHandler } from './describe-share-group-offsets.js';
+import { alterShareGroupOffsetsHandler } from './alter-share-group-offsets.js';
+import { deleteShareGroupOffsetsHandler } from './delete-share-group-offsets.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler[] = [
@@ -101,6 +104,9 @@ export const HANDLERS: readonly Handler[] = [
   shareGroupDescribeHandler,
   shareFetchHandler,
   shareAcknowledgeHandler,
+  describeShareGroupOffsetsHandler,
+  alterShareGroupOffsetsHandler,
+  deleteShareGroupOffsetsHandler,
 ];
 
 /** The ranges to advertise: every handler's, or those an emulated Kafka release had. */

@@ -7,6 +7,7 @@
  *   controller                 the active controller's node id (under its lease)
  *   controller-epoch           bumped by each controller in the transaction that elects it
  *   scram/<user>               a user's SCRAM credentials by mechanism (the user name URI-encoded)
+ *   group-configs/<group>      a group's dynamic configs (the group id URI-encoded)
  * The copy applies key-value events (the initial range read, then the watch) and reports what changed.
  */
 import type { BrokerEndpoint, BrokerInfo, MetadataChange, PartitionState, StoredScramCredential, TopicRecord } from './store.js';
@@ -21,6 +22,7 @@ export class EtcdKeys {
   /** Dynamic broker configs: broker-configs/<node id>, and broker-configs/default for the cluster-wide ones. */
   readonly brokerConfigs: string;
   readonly scram: string;
+  readonly groupConfigs: string;
   constructor(clusterId: string) {
     this.prefix = `/gregor/${clusterId}/`;
     this.brokers = `${this.prefix}brokers/`;
@@ -30,6 +32,10 @@ export class EtcdKeys {
     this.controllerEpoch = `${this.prefix}controller-epoch`;
     this.brokerConfigs = `${this.prefix}broker-configs/`;
     this.scram = `${this.prefix}scram/`;
+    this.groupConfigs = `${this.prefix}group-configs/`;
+  }
+  groupConfig(groupId: string): string {
+    return `${this.groupConfigs}${encodeURIComponent(groupId)}`;
   }
   scramUser(user: string): string {
     return `${this.scram}${encodeURIComponent(user)}`;
@@ -98,6 +104,8 @@ export class EtcdState {
   controllerEpoch: { value: number; modRevision: number } | undefined;
   /** Dynamic broker configs by resource ('' the cluster-wide default). */
   readonly brokerConfigs = new Map<string, Record<string, string>>();
+  /** Dynamic group configs by group id. */
+  readonly groupConfigs = new Map<string, Record<string, string>>();
   /** SCRAM credentials by user, then mechanism. */
   readonly scram = new Map<string, Record<string, StoredScramCredential>>();
   /** Every change up to this revision is applied. */
@@ -149,6 +157,12 @@ export class EtcdState {
       if (deleted) this.brokerConfigs.delete(resource);
       else this.brokerConfigs.set(resource, decodeConfigs(kv));
       return { kind: 'brokerConfigs' };
+    }
+    if (kv.key.startsWith(keys.groupConfigs)) {
+      const group = decodeURIComponent(kv.key.slice(keys.groupConfigs.length));
+      if (deleted) this.groupConfigs.delete(group);
+      else this.groupConfigs.set(group, decodeConfigs(kv));
+      return { kind: 'groupConfigs', group };
     }
     if (kv.key.startsWith(keys.scram)) {
       const user = decodeURIComponent(kv.key.slice(keys.scram.length));
@@ -202,17 +216,21 @@ export class EtcdState {
     if (brokersKey(this) !== brokersKey(fresh)) changes.push({ kind: 'brokers' });
     const configsKey = (s: EtcdState): string => JSON.stringify([...s.brokerConfigs].sort());
     if (configsKey(this) !== configsKey(fresh)) changes.push({ kind: 'brokerConfigs' });
+    for (const g of new Set([...this.groupConfigs.keys(), ...fresh.groupConfigs.keys()]))
+      if (JSON.stringify(this.groupConfigs.get(g)) !== JSON.stringify(fresh.groupConfigs.get(g)))
+        changes.push({ kind: 'groupConfigs', group: g });
     const scramKey = (s: EtcdState): string => JSON.stringify([...s.scram].sort());
     if (scramKey(this) !== scramKey(fresh)) changes.push({ kind: 'scramCredentials' });
     if (this.controller?.createRevision !== fresh.controller?.createRevision)
       changes.push({ kind: 'controller', controllerId: fresh.controller?.nodeId ?? -1 });
-    for (const m of [this.topics, this.topicsById, this.partitions, this.brokers, this.brokerConfigs, this.scram] as Map<
+    for (const m of [this.topics, this.topicsById, this.partitions, this.brokers, this.brokerConfigs, this.groupConfigs, this.scram] as Map<
       unknown,
       unknown
     >[])
       m.clear();
     for (const [k, v] of fresh.brokerConfigs) this.brokerConfigs.set(k, v);
     for (const [k, v] of fresh.scram) this.scram.set(k, v);
+    for (const [k, v] of fresh.groupConfigs) this.groupConfigs.set(k, v);
     for (const [k, v] of fresh.topics) this.topics.set(k, v);
     for (const [k, v] of fresh.topicsById) this.topicsById.set(k, v);
     for (const [k, v] of fresh.partitions) this.partitions.set(k, v);

@@ -222,6 +222,19 @@ export class EtcdMetadataStore implements MetadataStore {
     });
   }
 
+  groupConfigs(groupId: string): Record<string, string> {
+    return { ...(this.state.groupConfigs.get(groupId) ?? {}) };
+  }
+
+  /** One put (or delete) of group-configs/<group>; resolves once the watch has it in the copy. */
+  async setGroupConfigs(groupId: string, configs: Record<string, string>): Promise<void> {
+    const key = this.keys.groupConfig(groupId);
+    await this.track(async () => {
+      const res = await this.txn({ success: [Object.keys(configs).length > 0 ? put(key, JSON.stringify(configs)) : del(key)] });
+      await this.caughtUp(revisionOf(res));
+    });
+  }
+
   scramCredentials(): ScramCredentials {
     return this.state.scram;
   }

@@ -39,6 +39,8 @@ interface StoredState {
   topics: TopicRecord[];
   /** Dynamic broker configs by resource ('' the cluster-wide default); absent in files written before them. */
   brokerConfigs?: Record<string, Record<string, string>>;
+  /** Dynamic group configs by group id; absent when there are none. */
+  groupConfigs?: Record<string, Record<string, string>>;
   /** SCRAM credentials by user then mechanism (salted, never a password); absent when there are none. */
   scramCredentials?: Record<string, Record<string, StoredScramCredential>>;
 }
@@ -92,6 +94,7 @@ export class LocalMetadataStore implements MetadataStore {
   private self: BrokerInfo | null = null;
   private readonly listeners: MetadataListener[] = [];
   private dynamic: Record<string, Record<string, string>>;
+  private groupDynamic: Record<string, Record<string, string>>;
   private scram: Map<string, Record<string, StoredScramCredential>>;
 
   private constructor(dir: string, state: StoredState) {
@@ -99,6 +102,7 @@ export class LocalMetadataStore implements MetadataStore {
     this.clusterId = state.clusterId;
     this.nodeId = state.nodeId;
     this.dynamic = state.brokerConfigs ?? {};
+    this.groupDynamic = state.groupConfigs ?? {};
     this.scram = new Map(Object.entries(state.scramCredentials ?? {}));
     for (const t of state.topics) this.index(t);
   }
@@ -287,6 +291,7 @@ export class LocalMetadataStore implements MetadataStore {
       this.dirty = false;
       const state: StoredState = { version: 1, clusterId: this.clusterId, nodeId: this.nodeId, topics: this.topics() };
       if (Object.keys(this.dynamic).length > 0) state.brokerConfigs = this.dynamic;
+      if (Object.keys(this.groupDynamic).length > 0) state.groupConfigs = this.groupDynamic;
       if (this.scram.size > 0) state.scramCredentials = Object.fromEntries(this.scram);
       try {
         await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
@@ -308,6 +313,19 @@ export class LocalMetadataStore implements MetadataStore {
     this.dynamic = next;
     this.markDirty();
     this.emit({ kind: 'brokerConfigs' });
+    await this.persisted();
+  }
+
+  groupConfigs(groupId: string): Record<string, string> {
+    return { ...(this.groupDynamic[groupId] ?? {}) };
+  }
+
+  async setGroupConfigs(groupId: string, configs: Record<string, string>): Promise<void> {
+    const next = Object.fromEntries(Object.entries(this.groupDynamic).filter(([g]) => g !== groupId));
+    if (Object.keys(configs).length > 0) next[groupId] = { ...configs };
+    this.groupDynamic = next;
+    this.markDirty();
+    this.emit({ kind: 'groupConfigs', group: groupId });
     await this.persisted();
   }
 
@@ -372,6 +390,12 @@ function stateProblem(raw: unknown): string | undefined {
     (!isObject(dyn) || Object.values(dyn).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'string')))
   )
     return 'invalid brokerConfigs';
+  const groups = raw['groupConfigs'];
+  if (
+    groups !== undefined &&
+    (!isObject(groups) || Object.values(groups).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'string')))
+  )
+    return 'invalid groupConfigs';
   const scram = raw['scramCredentials'];
   if (
     scram !== undefined &&

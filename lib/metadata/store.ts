@@ -95,6 +95,8 @@ export type MetadataChange =
   | { kind: 'brokerConfigs' }
   /** SCRAM credentials changed (AlterUserScramCredentials). */
   | { kind: 'scramCredentials' }
+  /** A group's dynamic configs changed (ConfigResource type GROUP). */
+  | { kind: 'groupConfigs'; group: string }
   | { kind: 'controller'; controllerId: number };
 
 export type MetadataListener = (change: MetadataChange) => void;
@@ -167,6 +169,10 @@ export interface MetadataStore {
   brokerConfigs(resource: string): Record<string, string>;
   /** Replaces a resource's dynamic broker configs (an empty set removes them). */
   setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void>;
+  /** Dynamic configs of a group (ConfigResource type GROUP: share.*, consumer.*); {} when none. */
+  groupConfigs(groupId: string): Record<string, string>;
+  /** Replaces a group's dynamic configs (an empty set removes them). */
+  setGroupConfigs(groupId: string, configs: Record<string, string>): Promise<void>;
   /** Every user's SCRAM credentials. */
   scramCredentials(): ScramCredentials;
   /** Replaces the SCRAM credentials of each user named, in one write (an empty record removes the user). */

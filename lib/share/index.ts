@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { BrokerConfig } from '../config.js';
 import type { GroupCoordinator } from '../group/coordinator.js';
+import { groupConfigInt, shareAutoOffsetReset } from '../group/group-configs.js';
 import type { PartitionLog } from '../log/partition-log.js';
 import type { MetadataStore } from '../metadata/store.js';
 import type { Purgatory } from '../replica/purgatory.js';
@@ -33,8 +34,6 @@ export class ShareService {
   readonly sessions: ShareSessionCache;
   /** `__share_group_state` */
   readonly store: ShareStateStore;
-  /** share.auto.offset.reset per group (group configs); absent: latest */
-  readonly autoOffsetReset = new Map<string, 'latest' | 'earliest'>();
 
   constructor(private readonly w: ShareServiceWiring) {
     const c = w.config;
@@ -45,15 +44,15 @@ export class ShareService {
         deliveryCountLimit: () => c.int('group.share.delivery.count.limit'),
         maxRecordLocks: () => c.int('group.share.partition.max.record.locks'),
       },
-      autoOffsetReset: (g) => this.autoOffsetReset.get(g) ?? 'latest',
+      autoOffsetReset: (g) => shareAutoOffsetReset(w.metadata.groupConfigs(g)),
       log: (topicId, p) => this.partitionLog(topicId, p),
       onReleased: (sp) => w.purgatory.checkAndComplete(sp),
       onChange: (sp) => void this.store.persist(sp),
     });
     this.coordinator = new ShareCoordinator({
       settings: {
-        sessionTimeoutMs: c.int('group.share.session.timeout.ms'),
-        heartbeatIntervalMs: c.int('group.share.heartbeat.interval.ms'),
+        sessionTimeoutMs: (g) => this.groupInt(g, 'share.session.timeout.ms'),
+        heartbeatIntervalMs: (g) => this.groupInt(g, 'share.heartbeat.interval.ms'),
         maxSize: c.int('group.share.max.size'),
       },
       topicByName: (name) => {
@@ -73,6 +72,15 @@ export class ShareService {
     w.topics.onTopicsChanged(() => this.coordinator.topicsChanged());
   }
 
+  get metadata(): MetadataStore {
+    return this.w.metadata;
+  }
+
+  /** DeleteShareGroupOffsets of one topic: its share partitions go (tombstones in `__share_group_state`). */
+  async forgetTopic(groupId: string, topicId: string): Promise<void> {
+    await this.store.forget(this.partitions.deleteTopic(groupId, topicId));
+  }
+
   /** The log of a partition this broker leads, by topic id. */
   partitionLog(topicId: string, partition: number): PartitionLog | undefined {
     const name = this.w.metadata.topicById(topicId)?.name;
@@ -84,9 +92,14 @@ export class ShareService {
     return this.w.config.int('group.share.partition.max.record.locks');
   }
 
-  /** group.share.record.lock.duration.ms */
-  get recordLockDurationMs(): number {
-    return this.w.config.int('group.share.record.lock.duration.ms');
+  /** share.record.lock.duration.ms of the group (its group config, else group.share.record.lock.duration.ms) */
+  recordLockDurationMs(groupId: string): number {
+    return this.groupInt(groupId, 'share.record.lock.duration.ms');
+  }
+
+  /** A group config's effective int value (the group's override, else the broker's key). */
+  private groupInt(groupId: string, key: string): number {
+    return groupConfigInt(this.w.config, this.w.metadata.groupConfigs(groupId), key);
   }
 
   /** Restores the share partitions `__share_group_state` holds (broker start). */
@@ -105,7 +118,6 @@ export class ShareService {
   async deleteGroupState(groupId: string): Promise<void> {
     const sps = this.partitions.list(groupId);
     this.partitions.deleteGroup(groupId);
-    this.autoOffsetReset.delete(groupId);
     await this.store.forget(sps);
   }
 

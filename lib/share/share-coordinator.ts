@@ -18,9 +18,10 @@ import {
   ShareGroupMember,
 } from './share-group.js';
 
+/** Per group: its group configs (share.session.timeout.ms, share.heartbeat.interval.ms) or the broker's. */
 export interface ShareGroupSettings {
-  sessionTimeoutMs: number;
-  heartbeatIntervalMs: number;
+  sessionTimeoutMs(groupId: string): number;
+  heartbeatIntervalMs(groupId: string): number;
   maxSize: number;
 }
 
@@ -122,7 +123,7 @@ export class ShareCoordinator {
       group.groupEpoch++;
       this.assign(group);
     }
-    this.scheduleSessionTimeout(group, member, s.sessionTimeoutMs);
+    this.scheduleSessionTimeout(group, member, s.sessionTimeoutMs(req.groupId));
     // a rejoining member (epoch 0) and one behind the assignment epoch get the assignment again
     const sendAssignment = req.memberEpoch === 0 || member.memberEpoch !== group.assignmentEpoch;
     member.memberEpoch = group.assignmentEpoch;
@@ -131,7 +132,7 @@ export class ShareCoordinator {
       errorMessage: null,
       memberId: member.memberId,
       memberEpoch: member.memberEpoch,
-      heartbeatIntervalMs: s.heartbeatIntervalMs,
+      heartbeatIntervalMs: s.heartbeatIntervalMs(req.groupId),
       assignment: sendAssignment
         ? { topicPartitions: [...member.assignment].map(([topicId, partitions]) => ({ topicId, partitions })) }
         : null,

@@ -92,7 +92,7 @@ export async function shareFetch(
   req: ShareFetchRequest,
   ctx: ShareRequestContext,
 ): Promise<Omit<ShareFetchResponse, 'throttleTimeMs'>> {
-  const lockMs = share.recordLockDurationMs;
+  const lockMs = share.recordLockDurationMs(req.groupId ?? '');
   const top = (errorCode: number) => ({
     errorCode,
     errorMessage: null,

@@ -5,14 +5,15 @@
  * acquire the same record.
  */
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
+import type { ShareAutoOffsetReset } from '../group/group-configs.js';
 import type { PartitionLog } from '../log/partition-log.js';
 import type { AcquiredRange, PersistedRecordState } from './share-partition.js';
 import { SharePartition, type SharePartitionLimits } from './share-partition.js';
 
 export interface SharePartitionsDeps {
   limits: SharePartitionLimits;
-  /** share.auto.offset.reset of the group: 'latest' or 'earliest' */
-  autoOffsetReset(groupId: string): 'latest' | 'earliest';
+  /** share.auto.offset.reset of the group */
+  autoOffsetReset(groupId: string): ShareAutoOffsetReset;
   /** The log of a partition this broker leads (undefined otherwise). */
   log(topicId: string, partition: number): PartitionLog | undefined;
   /** Records went back to AVAILABLE (a lock expired, a member released them): wake waiting fetches. */
@@ -56,6 +57,23 @@ function entriesOf(records: readonly Buffer[]): Entry[] {
   return out;
 }
 
+/**
+ * Where a new share partition starts (share.auto.offset.reset): the log start, the high watermark, or
+ * the first record at most `durationMs` old (the high watermark when there is none, or when the log is
+ * not open for a search by time).
+ */
+export function initialOffset(log: PartitionLog, reset: ShareAutoOffsetReset, now: number): bigint {
+  if (reset.kind === 'earliest') return log.logStartOffset;
+  if (reset.kind === 'latest') return log.highWatermark;
+  try {
+    const found = log.offsetForTimestamp(BigInt(now - reset.durationMs));
+    if (found === null) return log.highWatermark;
+    return found.offset < log.highWatermark ? found.offset : log.highWatermark;
+  } catch {
+    return log.highWatermark;
+  }
+}
+
 export class SharePartitions {
   private readonly partitions = new Map<string, SharePartition>();
 
@@ -72,10 +90,29 @@ export class SharePartitions {
     if (known !== undefined) return known;
     const log = this.deps.log(topicId, partition);
     if (log === undefined) return undefined;
-    const start = this.deps.autoOffsetReset(groupId) === 'earliest' ? log.logStartOffset : log.highWatermark;
-    const sp = this.make(groupId, topicId, partition, start);
+    const sp = this.make(groupId, topicId, partition, initialOffset(log, this.deps.autoOffsetReset(groupId), Date.now()));
     this.deps.onChange(sp);
     return sp;
+  }
+
+  /** AlterShareGroupOffsets: the share partition (made when absent) starts at `offset`, its in-flight window dropped. */
+  setStartOffset(groupId: string, topicId: string, partition: number, offset: bigint): SharePartition | undefined {
+    if (this.deps.log(topicId, partition) === undefined) return undefined;
+    const sp = this.get(groupId, topicId, partition) ?? this.make(groupId, topicId, partition, offset);
+    sp.resetTo(offset);
+    return sp;
+  }
+
+  /** DeleteShareGroupOffsets: forgets the group's share partitions of one topic; returns them. */
+  deleteTopic(groupId: string, topicId: string): SharePartition[] {
+    const out: SharePartition[] = [];
+    for (const [k, sp] of this.partitions) {
+      if (sp.groupId !== groupId || sp.topicId !== topicId) continue;
+      sp.close();
+      this.partitions.delete(k);
+      out.push(sp);
+    }
+    return out;
   }
 
   /** A share partition restored from persisted state (broker start). */

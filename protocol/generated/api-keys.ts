@@ -89,6 +89,9 @@ export const ApiKey = {
   WriteShareGroupState: 85,
   DeleteShareGroupState: 86,
   ReadShareGroupStateSummary: 87,
+  DescribeShareGroupOffsets: 90,
+  AlterShareGroupOffsets: 91,
+  DeleteShareGroupOffsets: 92,
 } as const;
 export type ApiKey = (typeof ApiKey)[keyof typeof ApiKey];
 
@@ -193,6 +196,9 @@ export const API_KEYS: ReadonlyMap<number, ApiKeyInfo> = new Map([
   [85, { apiKey: 85, name: 'WriteShareGroupState', minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, listeners: ['broker'], latestVersionUnstable: true }],
   [86, { apiKey: 86, name: 'DeleteShareGroupState', minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, listeners: ['broker'], latestVersionUnstable: true }],
   [87, { apiKey: 87, name: 'ReadShareGroupStateSummary', minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, listeners: ['broker'], latestVersionUnstable: true }],
+  [90, { apiKey: 90, name: 'DescribeShareGroupOffsets', minVersion: 0, maxVersion: 1, flexibleMinVersion: 0, listeners: ['broker'], latestVersionUnstable: false }],
+  [91, { apiKey: 91, name: 'AlterShareGroupOffsets', minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, listeners: ['broker'], latestVersionUnstable: false }],
+  [92, { apiKey: 92, name: 'DeleteShareGroupOffsets', minVersion: 0, maxVersion: 0, flexibleMinVersion: 0, listeners: ['broker'], latestVersionUnstable: false }],
 ]);
 
 /** Request header version for an API version: 2 when flexible, else 1 (0 only for ControlledShutdown v0). */

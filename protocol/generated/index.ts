@@ -89,6 +89,9 @@ import { ReadShareGroupStateApi } from './read-share-group-state.js';
 import { WriteShareGroupStateApi } from './write-share-group-state.js';
 import { DeleteShareGroupStateApi } from './delete-share-group-state.js';
 import { ReadShareGroupStateSummaryApi } from './read-share-group-state-summary.js';
+import { DescribeShareGroupOffsetsApi } from './describe-share-group-offsets.js';
+import { AlterShareGroupOffsetsApi } from './alter-share-group-offsets.js';
+import { DeleteShareGroupOffsetsApi } from './delete-share-group-offsets.js';
 
 /** A codec for one side (request or response) of an API, for any of its versions. */
 export interface MessageCodec {
@@ -197,4 +200,7 @@ export const API_CODECS: ReadonlyMap<number, ApiCodec> = new Map<number, ApiCode
   [85, WriteShareGroupStateApi as ApiCodec],
   [86, DeleteShareGroupStateApi as ApiCodec],
   [87, ReadShareGroupStateSummaryApi as ApiCodec],
+  [90, DescribeShareGroupOffsetsApi as ApiCodec],
+  [91, AlterShareGroupOffsetsApi as ApiCodec],
+  [92, DeleteShareGroupOffsetsApi as ApiCodec],
 ]);

@@ -1,0 +1,21 @@
+/** AlterShareGroupOffsets (key 91) v0: moves share-partition start offsets of an empty share group. */
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse } from '../../protocol/generated/alter-share-group-offsets.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { alterShareGroupOffsets } from '../share/share-offsets.js';
+import { defineHandler } from './types.js';
+
+export const alterShareGroupOffsetsHandler = defineHandler<AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse>({
+  apiKey: ApiKey.AlterShareGroupOffsets,
+  minVersion: 0,
+  maxVersion: 0,
+  async handle(req, ctx) {
+    const s = ctx.services;
+    const status = s.groups.validateGroupStatus(req.groupId, 'commit');
+    if (status !== ErrorCode.NONE) return { throttleTimeMs: 0, errorCode: status, errorMessage: null, responses: [] };
+    return { throttleTimeMs: 0, ...(await alterShareGroupOffsets(s.share, req, s.groups.groups.has(req.groupId))) };
+  },
+  errorResponse(_req, errorCode) {
+    return { throttleTimeMs: 0, errorCode, errorMessage: null, responses: [] };
+  },
+});

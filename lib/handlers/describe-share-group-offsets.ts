@@ -1,0 +1,27 @@
+/** DescribeShareGroupOffsets (key 90) v0–1: share-partition start offsets of share groups (lag from v1). */
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type {
+  DescribeShareGroupOffsetsRequest,
+  DescribeShareGroupOffsetsResponse,
+} from '../../protocol/generated/describe-share-group-offsets.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { describeShareGroupOffsets } from '../share/share-offsets.js';
+import { defineHandler } from './types.js';
+
+export const describeShareGroupOffsetsHandler = defineHandler<DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse>({
+  apiKey: ApiKey.DescribeShareGroupOffsets,
+  minVersion: 0,
+  maxVersion: 1,
+  handle(req, ctx) {
+    const s = ctx.services;
+    const groups = req.groups.map((g) => {
+      const status = s.groups.validateGroupStatus(g.groupId, 'describe');
+      if (status !== ErrorCode.NONE) return { groupId: g.groupId, topics: [], errorCode: status, errorMessage: null };
+      return describeShareGroupOffsets(s.share, g, s.groups.groups.has(g.groupId));
+    });
+    return { throttleTimeMs: 0, groups };
+  },
+  errorResponse(req, errorCode) {
+    return { throttleTimeMs: 0, groups: req.groups.map((g) => ({ groupId: g.groupId, topics: [], errorCode, errorMessage: null })) };
+  },
+});

@@ -165,6 +165,21 @@ export interface TxnSpec {
   committed: TestRecord[];
 }
 
+export interface ShareGroupSpec {
+  topic: string;
+  groupId: string;
+  members: number;
+  /** records to wait for (accepted across the members) */
+  expect: number;
+  timeoutMs: number;
+}
+
+export interface ShareGroupObservation {
+  /** per member: the offsets it accepted, in delivery order */
+  accepted: number[][];
+  errors: string[];
+}
+
 /** Operations a client may implement; a missing one makes its cells "not supported by client". */
 export interface ClientOps {
   metadata(bootstrap: string, topics: string[]): Promise<MetadataView>;
@@ -187,6 +202,8 @@ export interface ClientOps {
   staticGroup(bootstrap: string, spec: StaticGroupSpec): Promise<StaticGroupObservation>;
   /** Three incremental-protocol members; one leaves. */
   cooperativeGroup(bootstrap: string, spec: CooperativeGroupSpec): Promise<CooperativeGroupObservation>;
+  /** Share-group members (KIP-932) on one partition: what each accepted. */
+  shareGroup(bootstrap: string, spec: ShareGroupSpec): Promise<ShareGroupObservation>;
 }
 export type OpName = keyof ClientOps;
 

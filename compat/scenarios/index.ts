@@ -6,6 +6,7 @@ import { groupFeatureScenarios } from './group-features.js';
 import { consumerGroupScenario, eosScenarios } from './groups-txn.js';
 import { legacyFormat } from './legacy.js';
 import { produceConsumeScenarios } from './produce-consume.js';
+import { shareGroupScenario } from './share-group.js';
 
 export const SCENARIOS: Scenario[] = [
   ...produceConsumeScenarios,
@@ -13,6 +14,7 @@ export const SCENARIOS: Scenario[] = [
   ...adminScenarios,
   consumerGroupScenario,
   ...groupFeatureScenarios,
+  shareGroupScenario,
   ...eosScenarios,
   badInput,
 ];

@@ -135,7 +135,8 @@ const invalid = (message: string): ResourceError => new ResourceError(ErrorCode.
 
 /**
  * Checks a group's full set of overrides as Kafka's GroupConfig.validate does: known names, values of
- * the key's type, each within the broker's min/max bounds, session timeouts above heartbeat intervals.
+ * the key's type, each set value within the broker's min/max bounds, session timeouts above heartbeat
+ * intervals (when either is set).
  * Returns the set with null values (deletions) dropped.
  */
 export function validateGroupConfigs(config: BrokerConfig, next: Record<string, string | null>): Record<string, string> {
@@ -157,13 +158,15 @@ export function validateGroupConfigs(config: BrokerConfig, next: Record<string, 
       out[name] = v.trim();
     }
   }
+  // only what the group sets is checked: the broker's own values may lie outside its bounds (gregor does not refuse that)
   for (const [name, k] of Object.entries(GROUP_CONFIG)) {
-    if (k.bounds === undefined) continue;
+    if (k.bounds === undefined || out[name] === undefined) continue;
     const v = groupConfigInt(config, out, name);
     if (v < config.int(k.bounds[0])) throw invalid(`${name} must be greater than or equal to ${k.bounds[0]}`);
     if (v > config.int(k.bounds[1])) throw invalid(`${name} must be less than or equal to ${k.bounds[1]}`);
   }
   for (const prefix of ['consumer', 'share']) {
+    if (out[`${prefix}.session.timeout.ms`] === undefined && out[`${prefix}.heartbeat.interval.ms`] === undefined) continue;
     if (groupConfigInt(config, out, `${prefix}.session.timeout.ms`) <= groupConfigInt(config, out, `${prefix}.heartbeat.interval.ms`))
       throw invalid(`${prefix}.session.timeout.ms must be greater than ${prefix}.heartbeat.interval.ms`);
   }

@@ -87,6 +87,14 @@ export class ShareService {
     return name === undefined ? undefined : this.w.topics.partition(name, partition);
   }
 
+  /** How many members of the group are assigned the partition (the simple assignor may share it). */
+  assignedMembers(groupId: string, topicId: string, partition: number): number {
+    let n = 0;
+    for (const m of this.coordinator.groups.get(groupId)?.members.values() ?? [])
+      if (m.assignment.get(topicId)?.includes(partition) === true) n++;
+    return n;
+  }
+
   /** group.share.partition.max.record.locks */
   get maxRecordLocks(): number {
     return this.w.config.int('group.share.partition.max.record.locks');

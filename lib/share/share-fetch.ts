@@ -165,8 +165,13 @@ async function acquireAll(
   for (const { topicId, partition, sp } of targets) {
     if (remainingRecords <= 0 || remainingBytes <= 0) break;
     // members sharing a partition each take at most their share of its record locks, so that all get work
-    const fairShare = Math.ceil(share.maxRecordLocks / Math.max(1, share.sessions.sharers(sp.groupId, topicId, partition)));
-    const r = await share.partitions.acquire(sp, memberId, Math.min(remainingRecords, fairShare), remainingBytes, lockMs);
+    const sharers = share.sessions.sharers(sp.groupId, topicId, partition);
+    const fairShare = Math.ceil(share.maxRecordLocks / Math.max(1, sharers));
+    const maxRecords = Math.min(remainingRecords, fairShare);
+    // a member alone on the partition gets Kafka's batch-optimised acquisition (MaxRecords soft: a batch
+    // begun is finished, hard cap 0); members sharing it keep to MaxRecords and their share of the locks
+    const alone = sharers <= 1 && share.assignedMembers(sp.groupId, topicId, partition) <= 1;
+    const r = await share.partitions.acquire(sp, memberId, maxRecords, remainingBytes, lockMs, alone ? 0 : maxRecords);
     if (r.count === 0) continue;
     const e = entry(topicId, partition);
     e.records = e.records !== null && e.records.length > 0 ? Buffer.concat([e.records, r.records]) : r.records;

@@ -89,14 +89,29 @@ export class SharePartition {
    * batches a log read returned, in order): AVAILABLE ones in the window and new ones past the end
    * offset while the window holds fewer than the max record locks. Control batches' offsets
    * (`skipped`) are archived as they are passed. Each acquisition's lock expires after `lockMs`.
+   * `maxRecords` is soft, as in Kafka's batch-optimised acquisition: once reached, the batch being
+   * acquired is finished (its bytes go to the client whole anyway), up to `hardCap` records. With no
+   * hard cap (0: the member is alone on the partition) a batch begun below the max record locks is
+   * finished too, so that a large stored batch is not sent again for each slice of it.
    */
-  acquire(memberId: string, present: readonly [bigint, bigint, boolean][], maxRecords: number, lockMs: number): AcquiredRange[] {
+  acquire(
+    memberId: string,
+    present: readonly [bigint, bigint, boolean][],
+    maxRecords: number,
+    lockMs: number,
+    hardCap = maxRecords,
+  ): AcquiredRange[] {
     const acquisition = this.nextAcquisition++;
     const got: bigint[] = [];
     const limit = maxRecords > 0 ? maxRecords : Number.MAX_SAFE_INTEGER;
+    const alone = hardCap <= 0;
+    const cap = alone ? Number.MAX_SAFE_INTEGER : Math.max(hardCap, maxRecords);
     outer: for (const [first, last, control] of present) {
+      if (got.length >= limit) break;
+      const lockRoom = this.inFlightCount() < this.limits.maxRecordLocks();
+      if (alone && !lockRoom && last >= this.endOffset) break;
       for (let o = first < this.startOffset ? this.startOffset : first; o <= last; o++) {
-        if (got.length >= limit) break outer;
+        if (got.length >= cap) break outer;
         if (o < this.endOffset) {
           const r = this.inFlight.get(o);
           if (r === undefined || r.state !== RecordState.AVAILABLE) continue;
@@ -112,7 +127,7 @@ export class SharePartition {
           continue;
         }
         if (o > this.endOffset) this.endOffset = o; // offsets between batches hold no records (compaction): passed over
-        if (this.inFlightCount() >= this.limits.maxRecordLocks()) break outer;
+        if (!alone && this.inFlightCount() >= this.limits.maxRecordLocks()) break outer;
         if (control) {
           this.inFlight.set(o, { state: RecordState.ARCHIVED, deliveryCount: 0, memberId: undefined, acquisition: 0 });
         } else {

@@ -28,6 +28,9 @@ export interface AcquiredRead {
   count: number;
 }
 
+/** The most one acquisition reads of a partition's log (at least one batch is read whatever its size). */
+const PARTITION_READ_BYTES = 1 << 20;
+
 const NOTHING: AcquiredRead = { records: Buffer.alloc(0), acquired: [], count: 0 };
 
 /** One stored entry of a log read: where it sits and which offsets it holds. */
@@ -159,9 +162,17 @@ export class SharePartitions {
 
   /**
    * Reads from where the partition has records to hand out and acquires up to `maxRecords` of them
-   * for `memberId`; the returned bytes are the stored batches holding the acquired records.
+   * for `memberId` (finishing the last batch, up to `hardCap`); the returned bytes are the stored
+   * batches holding the acquired records.
    */
-  async acquire(sp: SharePartition, memberId: string, maxRecords: number, maxBytes: number, lockMs: number): Promise<AcquiredRead> {
+  async acquire(
+    sp: SharePartition,
+    memberId: string,
+    maxRecords: number,
+    maxBytes: number,
+    lockMs: number,
+    hardCap = maxRecords,
+  ): Promise<AcquiredRead> {
     const log = this.deps.log(sp.topicId, sp.partition);
     if (log === undefined) return NOTHING;
     if (sp.startOffset < log.logStartOffset) sp.resetTo(log.logStartOffset);
@@ -169,7 +180,8 @@ export class SharePartitions {
     if (!sp.hasAcquirable(hw)) return NOTHING;
     const from = sp.fetchOffset();
     if (from >= hw) return NOTHING;
-    const read = await log.read(from, maxBytes, { minOneMessage: true, maxOffset: hw });
+    // no more than a partition's worth (Kafka's max.partition.fetch.bytes default), not the log's whole tail
+    const read = await log.read(from, Math.min(maxBytes, PARTITION_READ_BYTES), { minOneMessage: true, maxOffset: hw });
     const entries = entriesOf(read.records);
     // synchronous from here: the state may have moved while the log was read, acquire checks it again
     const acquired = sp.acquire(
@@ -177,6 +189,7 @@ export class SharePartitions {
       entries.map((e) => [e.first, e.last, e.control] as [bigint, bigint, boolean]),
       maxRecords,
       lockMs,
+      hardCap,
     );
     if (acquired.length === 0) return NOTHING;
     const lo = acquired[0]?.firstOffset ?? 0n;

@@ -218,6 +218,8 @@ export const confluentKjsClient: Client = {
     describeConfigs: NO_CONFIGS,
     alterConfigs: NO_CONFIGS,
     createPartitions: 'the KafkaJS-style admin of @confluentinc/kafka-javascript 1.10.1 has no createPartitions',
+    shareGroup:
+      'the KafkaJS-style API of @confluentinc/kafka-javascript 1.10.1 has no share consumer (librdkafka has it in C only: see the confluent-rdkafka column)',
   },
   unavailable: ckUnavailable,
   versions: ckVersions,

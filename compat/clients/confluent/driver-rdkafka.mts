@@ -1,5 +1,6 @@
 /** Column "confluent-rdkafka": @confluentinc/kafka-javascript's node-rdkafka-style API (Producer, KafkaConsumer, AdminClient). */
 import { cooperativeFlow, regexFlow, staticFlow } from '../../lib/group-flows.js';
+import { librdkafkaShareGroup } from '../../lib/share-flow.js';
 import type { Client, ProduceSpec, TestRecord } from '../../lib/types.js';
 import {
   type Any,
@@ -78,6 +79,8 @@ export const confluentRdkafkaClient: Client = {
   unavailable: ckUnavailable,
   versions: ckVersions,
   ops: {
+    // librdkafka 2.15's share consumer is C-only: the package does not wrap it, so the members are a C program on the same librdkafka
+    shareGroup: librdkafkaShareGroup,
     async metadata(bootstrap, topics) {
       const c = await nativeConsumer(bootstrap);
       try {

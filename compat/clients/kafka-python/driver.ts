@@ -177,6 +177,7 @@ export const kafkaPythonClient: Client = {
     consumerProtocol: false,
   },
   unsupported: {
+    shareGroup: 'kafka-python has no share consumer (KIP-932)',
     idempotence: NO_IDEMPOTENCE,
     transactions: NO_TRANSACTIONS,
     deleteRecords: NO_DELETE_RECORDS,
@@ -196,6 +197,7 @@ export const kafkaPython010Client: Client = {
     'kafka-python 2.0.2 with api_version=(0,10,0): no probe; Produce v2 / message format 1, Fetch v2, ListOffsets v0, Metadata v1, no headers',
   caps: { codecs: ['none', 'gzip', 'snappy', 'lz4'], timestamps: true, headers: 'none', idempotence: false, consumerProtocol: false },
   unsupported: {
+    shareGroup: 'kafka-python has no share consumer (KIP-932)',
     zstd: 'kafka-python allows zstd only with api_version >= (2,1,0)',
     idempotence: NO_IDEMPOTENCE,
     transactions: NO_TRANSACTIONS,

@@ -256,6 +256,7 @@ export const kafkajsClient: Client = {
       'kafkajs matches a RegExp subscription once, in subscribe(), against the metadata of that moment (src/consumer/index.js; docs/Consuming.md: "The consumer will not match topics created after the subscription")',
   },
   unsupported: {
+    shareGroup: 'kafkajs 2.2.4 has no share consumer (KIP-932: ShareGroupHeartbeat/ShareFetch/ShareAcknowledge)',
     consumerProtocol:
       'kafkajs 2.2.4 speaks only the classic group protocol (JoinGroup/SyncGroup/Heartbeat); it has no ConsumerGroupHeartbeat (KIP-848)',
     staticGroup:

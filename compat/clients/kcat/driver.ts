@@ -334,6 +334,7 @@ export const kcatClient: Client = {
     consumerProtocol: false,
   },
   unsupported: {
+    shareGroup: 'kcat 1.7.1 (librdkafka 2.0.2) has no share consumer mode; librdkafka got one (rd_kafka_share_*, preview) in 2.15',
     consumerProtocol:
       'kcat 1.7.1 runs on librdkafka 2.0.2, which has no group.protocol setting ("No such configuration property"): the KIP-848 consumer protocol came with librdkafka 2.4.0 (early access), GA in 2.12.0',
     createTopic: NO_ADMIN,

@@ -40,6 +40,11 @@ describe('group configs', () => {
     expect(msg({ 'bogus.key': '1' })).to.contain('Unknown group config name: bogus.key');
     // a null value (deleted) is dropped
     expect(validateGroupConfigs(c, { 'share.auto.offset.reset': null })).to.deep.equal({});
+    // the broker's own value below its min bound does not make every group config change fail
+    const fastHeartbeat = new BrokerConfig({ overrides: { 'group.consumer.heartbeat.interval.ms': '500' } });
+    expect(validateGroupConfigs(fastHeartbeat, { 'share.auto.offset.reset': 'earliest' })).to.deep.equal({
+      'share.auto.offset.reset': 'earliest',
+    });
     const bounded = new BrokerConfig({ overrides: { 'group.share.max.heartbeat.interval.ms': '60000' } });
     expect(() => validateGroupConfigs(bounded, { 'share.heartbeat.interval.ms': '50000' })).to.throw(
       /greater than share.heartbeat.interval.ms/,

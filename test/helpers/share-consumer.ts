@@ -6,6 +6,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { buildRdkafkaProgram, librdkafkaMissing } from '../../compat/bench/native-build.js';
+import type { ShareService } from '../../lib/share/index.js';
+import { until } from './eos.js';
 import { PROJECT_ROOT } from './project.js';
 
 export { librdkafkaMissing };
@@ -72,4 +74,16 @@ export class ShareConsumer {
     this.child.kill('SIGKILL');
     await this.exited;
   }
+}
+
+/** Waits until the share group has `n` members, each assigned one topic's partitions (an in-process broker's share service). */
+export async function shareMembersJoined(share: () => ShareService, group: string, n: number): Promise<void> {
+  await until(
+    () => {
+      const g = share().coordinator.groups.get(group);
+      return g !== undefined && g.members.size === n && [...g.members.values()].every((m) => m.assignment.size === 1);
+    },
+    30_000,
+    `${n} members in share group ${group}`,
+  );
 }

@@ -18,7 +18,7 @@ import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { until } from '../helpers/eos.js';
 import { RawClient } from '../helpers/raw-client.js';
-import { librdkafkaMissing, ShareConsumer } from '../helpers/share-consumer.js';
+import { librdkafkaMissing, ShareConsumer, shareMembersJoined } from '../helpers/share-consumer.js';
 import { makeTempDir } from '../helpers/temp-dirs.js';
 import type { ShareService } from '../../lib/share/index.js';
 
@@ -96,16 +96,7 @@ describe('share groups: group configs and offset admin (raw admin frames, librdk
     consumers.push(c);
     return c;
   }
-  async function joined(group: string, n: number): Promise<void> {
-    await until(
-      () => {
-        const g = share().coordinator.groups.get(group);
-        return g !== undefined && g.members.size === n && [...g.members.values()].every((m) => m.assignment.size === 1);
-      },
-      30_000,
-      `${n} members in share group ${group}`,
-    );
-  }
+  const joined = (group: string, n: number): Promise<void> => shareMembersJoined(share, group, n);
   async function produce(topic: string, n: number, from = 0): Promise<void> {
     await producer.send({ topic, messages: Array.from({ length: n }, (_, i) => ({ value: `v${from + i}` })) });
   }

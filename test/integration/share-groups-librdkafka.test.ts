@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { until } from '../helpers/eos.js';
-import { librdkafkaMissing, ShareConsumer } from '../helpers/share-consumer.js';
+import { librdkafkaMissing, ShareConsumer, shareMembersJoined } from '../helpers/share-consumer.js';
 import type { ShareService } from '../../lib/share/index.js';
 
 const require = createRequire(import.meta.url);
@@ -60,16 +60,7 @@ describe('share groups with librdkafka 2.15 share consumers', function () {
   }
 
   /** Waits until the share group has `n` members, each assigned the topic's partition. */
-  async function joined(group: string, n: number): Promise<void> {
-    await until(
-      () => {
-        const g = share().coordinator.groups.get(group);
-        return g !== undefined && g.members.size === n && [...g.members.values()].every((m) => m.assignment.size === 1);
-      },
-      30_000,
-      `${n} members in share group ${group}`,
-    );
-  }
+  const joined = (group: string, n: number): Promise<void> => shareMembersJoined(share, group, n);
 
   async function produce(topic: string, values: string[]): Promise<void> {
     for (let i = 0; i < values.length; i += 1000) {

@@ -160,6 +160,22 @@ describe('lib/metadata EtcdMetadataStore (real etcd)', function () {
     await a.persisted();
   });
 
+  it('keeps group configs (ConfigResource GROUP) under group-configs/<group>: the other stores see them, an empty set removes them', async () => {
+    const [a, b] = await ctx.openCluster(2);
+    if (a === undefined || b === undefined) throw new Error('two stores');
+    const heard: string[] = [];
+    b.onChange((ch: MetadataChange) => {
+      if (ch.kind === 'groupConfigs') heard.push(`${ch.group}:${b.groupConfigs(ch.group)['share.auto.offset.reset'] ?? '-'}`);
+    });
+    await a.setGroupConfigs('g/1', { 'share.auto.offset.reset': 'earliest' });
+    await until(() => heard.length === 1, 5000, 'the group config at the other store');
+    expect(b.groupConfigs('g/1')).to.deep.equal({ 'share.auto.offset.reset': 'earliest' });
+    await a.setGroupConfigs('g/1', {});
+    await until(() => heard.length === 2, 5000, 'the removal');
+    expect(heard).to.deep.equal(['g/1:earliest', 'g/1:-']);
+    expect(b.groupConfigs('g/1')).to.deep.equal({});
+  });
+
   it('rejects bad writes with Kafka error codes', async () => {
     const [a] = await ctx.openCluster(2);
     if (a === undefined) throw new Error('a store');

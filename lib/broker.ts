@@ -44,6 +44,7 @@ import { Replication } from './replica/replication.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { ensureTopics, type TopicSpec } from './topic-spec.js';
 import { TopicManager } from './topics.js';
+import { clientQuotaManager } from './quota/index.js';
 import { createTransactionCoordinator } from './txn/index.js';
 import { ProducerIdManager } from './txn/producer-ids.js';
 
@@ -237,6 +238,7 @@ export class Broker {
       txn,
       logger: this.logger,
       metrics: this.metrics,
+      quotas: clientQuotaManager(this.config, this.metadata),
       apiVersions,
       advertisedListener: (name) => this.advertised.get(name),
       notifyAppend: (topic, partition, bytes, stableBytes) => {
@@ -450,6 +452,7 @@ export class Broker {
       ...topicAndGroupViews(s, this.logManager, this.config.int('min.insync.replicas')),
       listeners: () => this.servers.map((x) => ({ name: x.listener.name, connections: x.server.connections.values() })),
       overload: () => this.overload,
+      quotaThrottles: () => s.quotas.throttleTotals(),
     };
   }
 

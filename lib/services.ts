@@ -12,6 +12,7 @@ import type { Replication } from './replica/replication.js';
 import type { TopicManager } from './topics.js';
 import type { TransactionCoordinator } from './txn/coordinator.js';
 import type { ShareService } from './share/index.js';
+import type { ClientQuotaManager } from './quota/manager.js';
 
 export interface ApiVersionRange {
   apiKey: number;
@@ -43,6 +44,8 @@ export interface BrokerServices {
   readonly logger: Logger;
   /** Request and topic meters (/metrics, /v1/requests): the Produce handler counts what it appends here. */
   readonly metrics: BrokerMetrics;
+  /** Client quotas (AlterClientQuotas) and the rates they limit (lib/quota/). */
+  readonly quotas: ClientQuotaManager;
   /** Advertised endpoint per listener name (after binding, so port 0 is resolved). */
   advertisedListener(name: string): Listener | undefined;
   /** The API ranges this broker advertises (all handlers, or an emulated release's). */

@@ -70,6 +70,10 @@ const DOCS: Record<string, string> = {
   'connections.max.idle.ms': 'Idle time after which a client connection is closed.',
   'max.connections': 'Most client connections open at once, all listeners together; more are closed at once.',
   'max.connections.per.ip': 'Most client connections from one address; more are closed at once.',
+  'quota.window.num': 'Samples client quota rates are measured over.',
+  'quota.window.size.seconds': 'Length of one client quota sample.',
+  'controller.quota.window.num': 'Samples controller mutation rates are measured over.',
+  'controller.quota.window.size.seconds': 'Length of one controller mutation rate sample.',
   'max.connections.per.ip.overrides': 'Per-address limits (host:limit,...) replacing max.connections.per.ip.',
   'queued.max.requests': 'Requests read and not yet handled, broker-wide, before sockets stop being read.',
   'queued.max.request.bytes':

@@ -16,9 +16,15 @@ import type { FaultInjector, PickedFault } from '../network/faults.js';
 import type { BrokerMetrics } from '../observability/broker-metrics.js';
 import type { RequestTiming } from '../observability/request-timing.js';
 import type { BrokerServices } from '../services.js';
+import { applyClientQuotas, clientThrottles, prepareForQuotas } from '../quota/request-quotas.js';
 import { type ConnectionDetails, type Handler, isCloseConnection, NO_RESPONSE, type RequestContext } from './types.js';
 
-export type DispatchResult = { response: Buffer | Buffer[] } | { noResponse: true } | { close: string };
+/**
+ * `throttleMs` (client quotas, KIP-219): the connection is muted that long after the response (or,
+ * with none, after the request). A pre-KIP-219 version's response is held back that long instead.
+ */
+export type DispatchResult =
+  { response: Buffer | Buffer[]; throttleMs?: number } | { noResponse: true; throttleMs?: number } | { close: string };
 
 export class Dispatcher {
   private readonly handlers = new Map<number, Handler>();
@@ -92,9 +98,15 @@ export class Dispatcher {
       if (fault !== null) return this.dispatchFault(fault, handler, decoded.body as never, ctx);
     }
     let body: unknown;
+    const quotas = ctx.services.quotas.enabled;
+    const pre = quotas ? prepareForQuotas(decoded.body, ctx) : null;
+    const started = quotas ? performance.now() : 0;
     try {
-      const res = await handler.handle(decoded.body as never, ctx);
-      if (res === NO_RESPONSE) return { noResponse: true };
+      const res = await handler.handle((pre?.request ?? decoded.body) as never, ctx);
+      if (res === NO_RESPONSE) {
+        const throttleMs = quotas ? applyClientQuotas(decoded.body, null, ctx, frame.length, 0) : 0;
+        return throttleMs > 0 ? { noResponse: true, throttleMs } : { noResponse: true };
+      }
       if (isCloseConnection(res)) return { close: res.reason };
       body = res;
     } catch (e) {
@@ -106,7 +118,15 @@ export class Dispatcher {
       if (unanswered !== null) return { close: unanswered };
       body = handler.errorResponse(decoded.body as never, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
     }
-    return this.encode(handler, decoded.body as never, body, ctx);
+    if (!quotas) return this.encode(handler, decoded.body as never, body, ctx);
+    const handlerMs = performance.now() - started - (timing?.remoteMs ?? 0);
+    const throttleMs = applyClientQuotas(decoded.body, body, ctx, frame.length, Math.max(0, handlerMs), pre?.plan ?? null);
+    const out = this.encode(handler, decoded.body as never, body, ctx);
+    if (throttleMs <= 0 || !('response' in out)) return out;
+    // KIP-219: a client that throttles itself gets the response at once; an older one, after the throttle
+    if (clientThrottles(apiKey, apiVersion)) return { ...out, throttleMs };
+    await sleep(throttleMs);
+    return out;
   }
 
   /**

@@ -53,6 +53,8 @@ import { shareGroupHeartbeatHandler } from './share-group-heartbeat.js';
 import { describeShareGroupOffsetsHandler } from './describe-share-group-offsets.js';
 import { alterShareGroupOffsetsHandler } from './alter-share-group-offsets.js';
 import { deleteShareGroupOffsetsHandler } from './delete-share-group-offsets.js';
+import { describeClientQuotasHandler } from './describe-client-quotas.js';
+import { alterClientQuotasHandler } from './alter-client-quotas.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler[] = [
@@ -101,6 +103,8 @@ export const HANDLERS: readonly Handler[] = [
   describeUserScramCredentialsHandler,
   alterUserScramCredentialsHandler,
   shareGroupHeartbeatHandler,
+  describeClientQuotasHandler,
+  alterClientQuotasHandler,
   shareGroupDescribeHandler,
   shareFetchHandler,
   shareAcknowledgeHandler,

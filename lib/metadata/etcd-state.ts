@@ -8,6 +8,7 @@
  *   controller-epoch           bumped by each controller in the transaction that elects it
  *   scram/<user>               a user's SCRAM credentials by mechanism (the user name URI-encoded)
  *   group-configs/<group>      a group's dynamic configs (the group id URI-encoded)
+ *   client-quotas/<entity>     a client quota entity's quotas (its entity key, lib/quota/entity.ts, URI-encoded)
  * The copy applies key-value events (the initial range read, then the watch) and reports what changed.
  */
 import type { BrokerEndpoint, BrokerInfo, MetadataChange, PartitionState, StoredScramCredential, TopicRecord } from './store.js';
@@ -23,6 +24,7 @@ export class EtcdKeys {
   readonly brokerConfigs: string;
   readonly scram: string;
   readonly groupConfigs: string;
+  readonly clientQuotas: string;
   constructor(clusterId: string) {
     this.prefix = `/gregor/${clusterId}/`;
     this.brokers = `${this.prefix}brokers/`;
@@ -33,9 +35,13 @@ export class EtcdKeys {
     this.brokerConfigs = `${this.prefix}broker-configs/`;
     this.scram = `${this.prefix}scram/`;
     this.groupConfigs = `${this.prefix}group-configs/`;
+    this.clientQuotas = `${this.prefix}client-quotas/`;
   }
   groupConfig(groupId: string): string {
     return `${this.groupConfigs}${encodeURIComponent(groupId)}`;
+  }
+  clientQuota(entity: string): string {
+    return `${this.clientQuotas}${encodeURIComponent(entity)}`;
   }
   scramUser(user: string): string {
     return `${this.scram}${encodeURIComponent(user)}`;
@@ -108,6 +114,8 @@ export class EtcdState {
   readonly groupConfigs = new Map<string, Record<string, string>>();
   /** SCRAM credentials by user, then mechanism. */
   readonly scram = new Map<string, Record<string, StoredScramCredential>>();
+  /** Client quotas by entity key. */
+  readonly clientQuotas = new Map<string, Record<string, number>>();
   /** Every change up to this revision is applied. */
   revision = 0;
 
@@ -170,6 +178,12 @@ export class EtcdState {
       else this.scram.set(user, decodeScram(kv));
       return { kind: 'scramCredentials' };
     }
+    if (kv.key.startsWith(keys.clientQuotas)) {
+      const entity = decodeURIComponent(kv.key.slice(keys.clientQuotas.length));
+      if (deleted) this.clientQuotas.delete(entity);
+      else this.clientQuotas.set(entity, decodeQuotas(kv));
+      return { kind: 'clientQuotas' };
+    }
     if (kv.key.startsWith(keys.partitions)) {
       const rest = kv.key.slice(keys.partitions.length);
       const slash = rest.lastIndexOf('/');
@@ -221,16 +235,25 @@ export class EtcdState {
         changes.push({ kind: 'groupConfigs', group: g });
     const scramKey = (s: EtcdState): string => JSON.stringify([...s.scram].sort());
     if (scramKey(this) !== scramKey(fresh)) changes.push({ kind: 'scramCredentials' });
+    const quotasKey = (s: EtcdState): string => JSON.stringify([...s.clientQuotas].sort());
+    if (quotasKey(this) !== quotasKey(fresh)) changes.push({ kind: 'clientQuotas' });
     if (this.controller?.createRevision !== fresh.controller?.createRevision)
       changes.push({ kind: 'controller', controllerId: fresh.controller?.nodeId ?? -1 });
-    for (const m of [this.topics, this.topicsById, this.partitions, this.brokers, this.brokerConfigs, this.groupConfigs, this.scram] as Map<
-      unknown,
-      unknown
-    >[])
+    for (const m of [
+      this.topics,
+      this.topicsById,
+      this.partitions,
+      this.brokers,
+      this.brokerConfigs,
+      this.groupConfigs,
+      this.scram,
+      this.clientQuotas,
+    ] as Map<unknown, unknown>[])
       m.clear();
     for (const [k, v] of fresh.brokerConfigs) this.brokerConfigs.set(k, v);
     for (const [k, v] of fresh.scram) this.scram.set(k, v);
     for (const [k, v] of fresh.groupConfigs) this.groupConfigs.set(k, v);
+    for (const [k, v] of fresh.clientQuotas) this.clientQuotas.set(k, v);
     for (const [k, v] of fresh.topics) this.topics.set(k, v);
     for (const [k, v] of fresh.topicsById) this.topicsById.set(k, v);
     for (const [k, v] of fresh.partitions) this.partitions.set(k, v);
@@ -323,6 +346,13 @@ function decodeConfigs(kv: KeyValue): Record<string, string> {
   const o = parseJson(kv);
   if (Object.values(o).some((v) => typeof v !== 'string')) throw new BadValueError(`${kv.key}: not an object of strings`);
   return o as Record<string, string>;
+}
+
+/** The value of client-quotas/<entity>: quota key → number. */
+function decodeQuotas(kv: KeyValue): Record<string, number> {
+  const o = parseJson(kv);
+  if (Object.values(o).some((v) => typeof v !== 'number')) throw new BadValueError(`${kv.key}: not an object of numbers`);
+  return o as Record<string, number>;
 }
 
 /** The value of scram/<user>: mechanism name → { salt, iterations, storedKey, serverKey }. */

@@ -29,6 +29,7 @@ import {
   type PartitionResult,
   type PartitionState,
   type ReassignmentRequest,
+  type ClientQuotas,
   type ScramCredentials,
   type TopicPartitionRef,
   type TopicRecord,
@@ -243,6 +244,22 @@ export class EtcdMetadataStore implements MetadataStore {
   async setScramCredentials(users: ScramCredentials): Promise<void> {
     const ops = [...users].map(([user, creds]) =>
       Object.keys(creds).length > 0 ? put(this.keys.scramUser(user), JSON.stringify(creds)) : del(this.keys.scramUser(user)),
+    );
+    if (ops.length === 0) return;
+    await this.track(async () => {
+      const res = await this.txn({ success: ops });
+      await this.caughtUp(revisionOf(res));
+    });
+  }
+
+  clientQuotas(): ClientQuotas {
+    return this.state.clientQuotas;
+  }
+
+  /** One transaction of puts (and deletes) of client-quotas/<entity>; resolves once the watch has it in the copy. */
+  async setClientQuotas(entities: ClientQuotas): Promise<void> {
+    const ops = [...entities].map(([entity, values]) =>
+      Object.keys(values).length > 0 ? put(this.keys.clientQuota(entity), JSON.stringify(values)) : del(this.keys.clientQuota(entity)),
     );
     if (ops.length === 0) return;
     await this.track(async () => {

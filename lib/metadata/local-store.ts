@@ -22,6 +22,7 @@ import {
   type PartitionResult,
   type PartitionState,
   type ReassignmentRequest,
+  type ClientQuotas,
   type ScramCredentials,
   type StoredScramCredential,
   type TopicPartitionRef,
@@ -43,6 +44,8 @@ interface StoredState {
   groupConfigs?: Record<string, Record<string, string>>;
   /** SCRAM credentials by user then mechanism (salted, never a password); absent when there are none. */
   scramCredentials?: Record<string, Record<string, StoredScramCredential>>;
+  /** Client quotas by entity key (lib/quota/entity.ts); absent when there are none. */
+  clientQuotas?: Record<string, Record<string, number>>;
 }
 
 const FILE = 'gregor-metadata.json';
@@ -96,6 +99,7 @@ export class LocalMetadataStore implements MetadataStore {
   private dynamic: Record<string, Record<string, string>>;
   private groupDynamic: Record<string, Record<string, string>>;
   private scram: Map<string, Record<string, StoredScramCredential>>;
+  private quotas: Map<string, Record<string, number>>;
 
   private constructor(dir: string, state: StoredState) {
     this.dir = dir;
@@ -104,6 +108,7 @@ export class LocalMetadataStore implements MetadataStore {
     this.dynamic = state.brokerConfigs ?? {};
     this.groupDynamic = state.groupConfigs ?? {};
     this.scram = new Map(Object.entries(state.scramCredentials ?? {}));
+    this.quotas = new Map(Object.entries(state.clientQuotas ?? {}));
     for (const t of state.topics) this.index(t);
   }
 
@@ -293,6 +298,7 @@ export class LocalMetadataStore implements MetadataStore {
       if (Object.keys(this.dynamic).length > 0) state.brokerConfigs = this.dynamic;
       if (Object.keys(this.groupDynamic).length > 0) state.groupConfigs = this.groupDynamic;
       if (this.scram.size > 0) state.scramCredentials = Object.fromEntries(this.scram);
+      if (this.quotas.size > 0) state.clientQuotas = Object.fromEntries(this.quotas);
       try {
         await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
         this.writeFailed = false;
@@ -342,6 +348,22 @@ export class LocalMetadataStore implements MetadataStore {
     this.scram = next;
     this.markDirty();
     this.emit({ kind: 'scramCredentials' });
+    await this.persisted();
+  }
+
+  clientQuotas(): ClientQuotas {
+    return this.quotas;
+  }
+
+  async setClientQuotas(entities: ClientQuotas): Promise<void> {
+    const next = new Map(this.quotas);
+    for (const [entity, values] of entities) {
+      if (Object.keys(values).length === 0) next.delete(entity);
+      else next.set(entity, { ...values });
+    }
+    this.quotas = next;
+    this.markDirty();
+    this.emit({ kind: 'clientQuotas' });
     await this.persisted();
   }
 
@@ -402,6 +424,12 @@ function stateProblem(raw: unknown): string | undefined {
     (!isObject(scram) || Object.values(scram).some((c) => !isObject(c) || Object.values(c).some((v) => !isObject(v))))
   )
     return 'invalid scramCredentials';
+  const quotas = raw['clientQuotas'];
+  if (
+    quotas !== undefined &&
+    (!isObject(quotas) || Object.values(quotas).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'number')))
+  )
+    return 'invalid clientQuotas';
   const topics = raw['topics'];
   if (!Array.isArray(topics)) return `no topic list (topics is ${jsonType(topics)})`;
   const names = new Set<string>();

@@ -6,6 +6,9 @@
  * Reads are synchronous (from memory: the local state, or the etcd store's watched copy); writes are
  * asynchronous and resolve once they are durable (on disk, or committed in etcd and seen by the watch).
  */
+import type { ClientQuotas } from '../quota/entity.js';
+
+export type { ClientQuotas };
 
 export interface TopicRecord {
   name: string;
@@ -97,6 +100,8 @@ export type MetadataChange =
   | { kind: 'scramCredentials' }
   /** A group's dynamic configs changed (ConfigResource type GROUP). */
   | { kind: 'groupConfigs'; group: string }
+  /** Client quotas changed (AlterClientQuotas). */
+  | { kind: 'clientQuotas' }
   | { kind: 'controller'; controllerId: number };
 
 export type MetadataListener = (change: MetadataChange) => void;
@@ -177,6 +182,10 @@ export interface MetadataStore {
   scramCredentials(): ScramCredentials;
   /** Replaces the SCRAM credentials of each user named, in one write (an empty record removes the user). */
   setScramCredentials(users: ScramCredentials): Promise<void>;
+  /** Every client quota entity's quotas (lib/quota/entity.ts: entity key → quota key → value). */
+  clientQuotas(): ClientQuotas;
+  /** Replaces the quotas of each entity named, in one write (an empty record removes the entity). */
+  setClientQuotas(entities: ClientQuotas): Promise<void>;
 
   /**
    * The partition's leader changes its ISR (shrink or expand): `leaderEpoch` and `partitionEpoch` must be

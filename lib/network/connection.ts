@@ -14,6 +14,7 @@ import { ClientIdCache } from '../../protocol/frame.js';
 import type { Logger } from '../observability/logger.js';
 import type { SaslSession } from '../security/sasl/session.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
+import { ChannelMute } from './channel-mute.js';
 import { ChunkBuffer } from './chunk-buffer.js';
 import type { BudgetWaiter, RequestBudget } from './request-budget.js';
 
@@ -47,8 +48,8 @@ export interface ConnectionInfo {
  * written with one cork/uncork (writev), without concatenating.
  */
 export type DispatchResult =
-  | { response: Buffer | Buffer[]; close?: string; level?: CloseLevel; fields?: Record<string, unknown> }
-  | { noResponse: true }
+  | { response: Buffer | Buffer[]; close?: string; level?: CloseLevel; fields?: Record<string, unknown>; throttleMs?: number }
+  | { noResponse: true; throttleMs?: number }
   | { close: string; level?: CloseLevel; fields?: Record<string, unknown> };
 
 /** How a close is logged (default info); a response with a `close` is written first, then the connection closes. */
@@ -118,6 +119,8 @@ export class Connection implements BudgetWaiter {
   private closeLogged = false;
   private unscreened = true;
   private resolveClosed!: () => void;
+  /** muted for a client quota's throttle time (lib/network/channel-mute.ts) */
+  private readonly mute = new ChannelMute(() => this.advance());
 
   constructor(
     readonly socket: Socket,
@@ -237,6 +240,7 @@ export class Connection implements BudgetWaiter {
   /** Whether another request may be framed now (see the file comment). */
   private mayFrame(): boolean {
     return (
+      !this.mute.muted &&
       this.queue.length < this.limits.maxQueuedRequests &&
       this.queuedBytes < this.limits.maxQueuedBytes &&
       !this.socket.writableNeedDrain &&
@@ -339,7 +343,13 @@ export class Connection implements BudgetWaiter {
 
   /** Dispatches queued requests one at a time while the socket's write buffer has room (only from advance()). */
   private pump(): void {
-    while (!this.inFlight && this.queue.length > 0 && (this.state !== 'closed' || this.headless) && !this.socket.writableNeedDrain) {
+    while (
+      !this.inFlight &&
+      this.queue.length > 0 &&
+      (this.state !== 'closed' || this.headless) &&
+      !this.socket.writableNeedDrain &&
+      (!this.mute.muted || this.state !== 'open')
+    ) {
       const frame = this.queue.shift()!;
       this.queuedBytes -= frame.length;
       this.inFlight = true;
@@ -396,6 +406,7 @@ export class Connection implements BudgetWaiter {
       if (timing !== undefined) this.endedWithout(timing, RequestOutcome.CLOSED, 'the peer closed the connection');
       return this.headless; // a headless drain goes on to the next queued request
     }
+    if ('throttleMs' in r) this.mute.mute(r.throttleMs);
     if ('response' in r) {
       const res = r.response;
       if (!Buffer.isBuffer(res) && res.length === 0) {
@@ -488,6 +499,7 @@ export class Connection implements BudgetWaiter {
     // requests queued: process them without responses before `closed` resolves.
     this.headless = this.state === 'open' && this.queue.length > 0;
     this.state = 'closed';
+    this.mute.clear();
     this.dropUnframed();
     this.limits.budget.forget(this);
     if (this.headless) {

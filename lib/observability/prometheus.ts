@@ -15,6 +15,7 @@ import type { BrokerMetrics } from './broker-metrics.js';
 import { Families, type Put } from './families.js';
 import { registerLagMetrics } from './lag-metrics.js';
 import { registerOverloadMetrics } from './overload-metrics.js';
+import type { ThrottleTotal } from '../quota/manager.js';
 import type { ConnectionQuotas } from '../network/connection-quotas.js';
 import type { RequestBudget } from '../network/request-budget.js';
 import { processRegistry } from './process-metrics.js';
@@ -68,6 +69,8 @@ export interface MetricsSource {
   logCleaner?(): CleanerStats | null;
   /** The connection quotas and request budget shared by the listeners; null before they are bound. */
   overload?(): { quotas: ConnectionQuotas; budget: RequestBudget } | null;
+  /** Throttle time handed out per client quota (lib/quota/manager.ts). */
+  quotaThrottles?(): Iterable<ThrottleTotal>;
 }
 
 /** BrokerTopicMetrics meters and their TopicStats fields. */
@@ -330,6 +333,14 @@ export class PrometheusExporter {
       },
     );
     registerOverloadMetrics(f, () => src.overload?.());
+    f.counter(
+      'gregor_client_quota_throttle_time_ms_total',
+      'Throttle time handed out to clients over a quota, per quota key and the user / client id it is measured for',
+      ['quota', 'user', 'client_id'],
+      (put) => {
+        for (const t of src.quotaThrottles?.() ?? []) put({ quota: t.type, user: t.user, client_id: t.clientId }, t.throttleMsTotal);
+      },
+    );
     // Kafka's network threads and request handler threads are one event loop here: both idle
     // fractions are 1 - the event loop's utilisation since the previous scrape (0..1, as Kafka's).
     gauge(

@@ -52,6 +52,7 @@ export default tseslint.config(
       'test/helpers/eos.ts',
       'test/helpers/roundtrip.ts',
       'test/helpers/console.ts',
+      'test/helpers/quotas.ts',
       'test/protocol/records/interop-kafkajs.test.ts',
       'compat/clients/**/*.ts',
       'compat/clients/**/*.mts',

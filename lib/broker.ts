@@ -44,7 +44,7 @@ import { Replication } from './replica/replication.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { ensureTopics, type TopicSpec } from './topic-spec.js';
 import { TopicManager } from './topics.js';
-import { clientQuotaManager } from './quota/index.js';
+import { clientQuotaManager, connectionCreationRates } from './quota/index.js';
 import { createTransactionCoordinator } from './txn/index.js';
 import { ProducerIdManager } from './txn/producer-ids.js';
 
@@ -283,6 +283,7 @@ export class Broker {
         .map((l) => [l.name, l]),
     );
     const limits = await overloadLimits(this.config);
+    const connectionRates = connectionCreationRates(this.config, this.metadata);
     this.overload = limits;
     for (const spec of this.config.brokerListeners) {
       const l = parseListener(spec);
@@ -297,6 +298,7 @@ export class Broker {
           socketRequestMaxBytes: this.config.int('socket.request.max.bytes'),
           connectionsMaxIdleMs: this.config.long('connections.max.idle.ms') ?? 600000,
           ...limits,
+          connectionRates,
           requestObserver: this.metrics,
           ...(tls === undefined ? {} : { tls }),
           ...(sasl === undefined ? {} : { sasl: saslSessions(sasl, () => this.metadata) }),

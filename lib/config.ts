@@ -100,6 +100,7 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'connections.max.idle.ms': { type: 'long', default: 600000 },
   'max.connections': { type: 'int', default: 2147483647, validate: atLeast(0) },
   'max.connections.per.ip': { type: 'int', default: 2147483647, validate: atLeast(0) },
+  'max.connection.creation.rate': { type: 'int', default: 2147483647, validate: atLeast(0) },
   'quota.window.num': { type: 'int', default: 11, validate: atLeast(1) },
   'quota.window.size.seconds': { type: 'int', default: 1, validate: atLeast(1) },
   'controller.quota.window.num': { type: 'int', default: 11, validate: atLeast(1) },

@@ -70,6 +70,7 @@ const DOCS: Record<string, string> = {
   'connections.max.idle.ms': 'Idle time after which a client connection is closed.',
   'max.connections': 'Most client connections open at once, all listeners together; more are closed at once.',
   'max.connections.per.ip': 'Most client connections from one address; more are closed at once.',
+  'max.connection.creation.rate': 'New connections per second a listener accepts (listener.name.<l>. too); more wait their turn.',
   'quota.window.num': 'Samples client quota rates are measured over.',
   'quota.window.size.seconds': 'Length of one client quota sample.',
   'controller.quota.window.num': 'Samples controller mutation rates are measured over.',

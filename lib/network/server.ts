@@ -16,6 +16,7 @@ import { Connection, type Dispatch } from './connection.js';
 import { bindServer } from './bind.js';
 import { applyBufferSizes } from './socket-buffers.js';
 import { ConnectionQuotas } from './connection-quotas.js';
+import { AcceptGate, type ConnectionCreationRates } from './connection-rate.js';
 import { RequestBudget } from './request-budget.js';
 
 export type { ConnectionInfo, Dispatch, DispatchResult } from './connection.js';
@@ -36,6 +37,8 @@ export interface ListenerOptions {
   connectionsMaxIdleMs: number;
   /** the broker's connection limits (shared by its listeners); none: the three limits below, for this listener alone */
   quotas?: ConnectionQuotas;
+  /** connection creation rates (KIP-612), shared by the broker's listeners */
+  connectionRates?: ConnectionCreationRates;
   /** max.connections */
   maxConnections?: number;
   /** max.connections.per.ip */
@@ -75,6 +78,8 @@ export class KafkaServer {
   /** connection refusals, TLS failures and read timeouts: one line per class per 10 s */
   private readonly refusals: RateLimitedLog;
   private sweep: NodeJS.Timeout | undefined;
+  /** new connections waiting under max.connection.creation.rate */
+  private readonly gate: AcceptGate | null;
 
   constructor(
     private readonly opts: ListenerOptions,
@@ -90,6 +95,7 @@ export class KafkaServer {
         maxConnectionsPerIp: opts.maxConnectionsPerIp ?? Number.MAX_SAFE_INTEGER,
         ...(opts.maxConnectionsPerIpOverrides === undefined ? {} : { overrides: opts.maxConnectionsPerIpOverrides }),
       });
+    this.gate = opts.connectionRates === undefined ? null : new AcceptGate(opts.connectionRates, opts.name);
     this.budget = opts.budget ?? new RequestBudget(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
     // Kafka sets TCP_NODELAY and SO_KEEPALIVE on accepted sockets.
     this.server = net.createServer({ noDelay: true, keepAlive: true, allowHalfOpen: false }, (s) => this.onConnection(s));
@@ -152,6 +158,7 @@ export class KafkaServer {
 
   private async doClose(graceMs: number): Promise<void> {
     clearInterval(this.sweep);
+    this.gate?.close();
     const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const conns = [...this.conns.values()];
     for (const c of conns) c.beginClose();
@@ -186,6 +193,39 @@ export class KafkaServer {
       this.refusals.warn(reject.limit, { remoteAddress, [reject.limit]: reject.max }, `rejected connection: ${reject.limit} reached`);
       return;
     }
+    const rates = this.opts.connectionRates;
+    const closeAfterMs = rates?.ipThrottle(remoteAddress) ?? 0;
+    if (closeAfterMs > 0) {
+      // Kafka: a connection over its address's connection_creation_rate is closed after the throttle time
+      const cls = 'connection_creation_rate';
+      this.refusals.warn(cls, { remoteAddress, closeAfterMs }, 'throttled connection: connection_creation_rate of its address reached');
+      setTimeout(() => {
+        socket.destroy();
+        this.quotas.release(remoteAddress);
+      }, closeAfterMs);
+      return;
+    }
+    const accept = (): void => this.accepted(socket, remoteAddress, remotePort);
+    if (this.gate === null) accept();
+    else {
+      // not read until served: without a 'data' listener the socket's bytes wait in the kernel
+      this.gate.enter(
+        () => {
+          if (socket.destroyed || this.closing !== null) {
+            socket.destroy();
+            this.quotas.release(remoteAddress);
+          } else accept();
+        },
+        () => {
+          socket.destroy();
+          this.quotas.release(remoteAddress);
+        },
+      );
+    }
+  }
+
+  /** A connection within the limits and rates: TLS handshake (SSL listeners), then served. */
+  private accepted(socket: net.Socket, remoteAddress: string, remotePort: number): void {
     applyBufferSizes(socket, this.opts.socketSendBufferBytes, this.opts.socketReceiveBufferBytes, this.logger);
     if (this.opts.tls === undefined) {
       this.serve(socket, remoteAddress, remotePort, ANONYMOUS);

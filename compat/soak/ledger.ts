@@ -85,6 +85,19 @@ const push = (xs: string[], s: string): void => {
   if (xs.length < MAX_EXAMPLES) xs.push(s);
 };
 
+/** The two per-sequence arrays two maps keep for `producer`, created empty on first use. */
+function arraysOf(a: Map<string, number[]>, b: Map<string, number[]>, producer: string): [number[], number[]] {
+  let x = a.get(producer);
+  let y = b.get(producer);
+  if (x === undefined || y === undefined) {
+    x = [];
+    y = [];
+    a.set(producer, x);
+    b.set(producer, y);
+  }
+  return [x, y];
+}
+
 /** `<producer>|<seq>|` then padding: the value every soak record carries. */
 export function recordValue(producer: string, seq: number, padTo: number): Buffer {
   const head = `${producer}|${seq}|`;
@@ -193,14 +206,7 @@ export class Ledger {
     g.deliveries++;
     const id = parseRecordValue(value);
     if (id === null) return;
-    let counts = g.count.get(id.producer);
-    let epochs = g.epoch.get(id.producer);
-    if (counts === undefined || epochs === undefined) {
-      counts = [];
-      epochs = [];
-      g.count.set(id.producer, counts);
-      g.epoch.set(id.producer, epochs);
-    }
+    const [counts, epochs] = arraysOf(g.count, g.epoch, id.producer);
     const n = counts[id.seq] ?? 0;
     counts[id.seq] = n + 1;
     if (n > 0) {
@@ -224,14 +230,7 @@ export class Ledger {
       this.finalUnknown++;
       return;
     }
-    let counts = this.finalCount.get(id.producer);
-    let offsets = this.finalOffset.get(id.producer);
-    if (counts === undefined || offsets === undefined) {
-      counts = [];
-      offsets = [];
-      this.finalCount.set(id.producer, counts);
-      this.finalOffset.set(id.producer, offsets);
-    }
+    const [counts, offsets] = arraysOf(this.finalCount, this.finalOffset, id.producer);
     const n = counts[id.seq] ?? 0;
     counts[id.seq] = n + 1;
     if (n === 0) offsets[id.seq] = offset;

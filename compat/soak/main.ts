@@ -7,7 +7,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { resolve } from 'node:path';
 import { ROOT } from '../lib/paths.js';
-import { SOAK_DEFAULTS, describeSoak, runSoak } from './run.js';
+import { SOAK_DEFAULTS, describeSoak, runSoak, type SoakOptions } from './run.js';
 
 const positive = (v: string): number => {
   const n = Number(v);
@@ -28,31 +28,12 @@ const program = new Command('soak')
   .option('--strict', 'exit 1 also when a resource criterion fails', false);
 
 program.parse();
-const o = program.opts<{
-  minutes: number;
-  rate: number;
-  recordBytes: number;
-  sampleSeconds: number;
-  churnSeconds: number;
-  adminSeconds: number;
-  out: string;
-  brokerLog?: string;
-  strict: boolean;
-}>();
+const { out, strict, ...o } = program.opts<Omit<SoakOptions, 'outDir' | 'log'> & { out: string; strict: boolean }>();
 
-const summary = await runSoak({
-  minutes: o.minutes,
-  rate: o.rate,
-  recordBytes: o.recordBytes,
-  sampleSeconds: o.sampleSeconds,
-  churnSeconds: o.churnSeconds,
-  adminSeconds: o.adminSeconds,
-  outDir: o.out,
-  ...(o.brokerLog !== undefined ? { brokerLog: o.brokerLog } : {}),
-});
+const summary = await runSoak({ ...o, outDir: out });
 process.stdout.write(describeSoak(summary) + '\n');
 const c = summary.criteria;
-const code = !c.records || (o.strict && !(c.rssFlat && c.fdsFlat && c.loopDelayP99Under20Ms)) ? 1 : 0;
+const code = !c.records || (strict && !(c.rssFlat && c.fdsFlat && c.loopDelayP99Under20Ms)) ? 1 : 0;
 const stuck = summary.problems['disconnect-timeout'];
 if (stuck !== undefined) {
   // a librdkafka client that did not close keeps threads that the exit would wait for forever

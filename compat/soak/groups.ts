@@ -12,6 +12,8 @@ import { registerKafkajsCodecs } from './kafkajs-codecs.js';
 import { disconnectOrReport, type WorkloadContext, type Worker } from './producers.js';
 
 interface Member {
+  /** false once the client gave up (a kafkajs consumer that crashed without restarting) */
+  alive(): boolean;
   stop(): Promise<void>;
 }
 
@@ -37,7 +39,11 @@ async function kafkajsMember(ctx: WorkloadContext, opts: GroupOptions, id: numbe
   const kafka = new kafkajs.Kafka({ clientId: `soak-${opts.group}-${id}`, brokers: [ctx.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
   const consumer = kafka.consumer({ groupId: opts.group, sessionTimeout: 30_000, heartbeatInterval: 3000, retry: { retries: 20 } });
   consumer.on(consumer.events.GROUP_JOIN, () => ctx.ledger.rebalanced(opts.group));
-  consumer.on(consumer.events.CRASH, (e) => ctx.problem('consumer-crash', `${opts.group}-${id}: ${asError(e.payload.error).message}`));
+  let alive = true;
+  consumer.on(consumer.events.CRASH, (e) => {
+    ctx.problem('consumer-crash', `${opts.group}-${id}: ${asError(e.payload.error).message} (restart: ${String(e.payload.restart)})`);
+    if (!e.payload.restart) alive = false;
+  });
   await consumer.connect();
   await consumer.subscribe({ topics: [...opts.topics], fromBeginning: true });
   await consumer.run({
@@ -47,6 +53,7 @@ async function kafkajsMember(ctx: WorkloadContext, opts: GroupOptions, id: numbe
     },
   });
   return {
+    alive: () => alive,
     async stop() {
       ctx.ledger.rebalanced(opts.group);
       await consumer.disconnect();
@@ -93,6 +100,7 @@ async function rdkafkaMember(ctx: WorkloadContext, opts: GroupOptions, id: numbe
   consumer.subscribe([...opts.topics]);
   consumer.consume();
   return {
+    alive: () => true,
     async stop() {
       ctx.ledger.rebalanced(opts.group);
       await disconnectOrReport(consumer, `${opts.group}-${id}`, ctx.problem, 60_000);
@@ -133,6 +141,12 @@ function churningGroup(
       let last = performance.now();
       while (!keepUntil()) {
         await sleep(500);
+        // a member that gave up is replaced, so the group never silently stops consuming
+        for (const dead of members.filter((m) => !m.alive())) {
+          members.splice(members.indexOf(dead), 1);
+          await dead.stop().catch(() => undefined);
+          await join();
+        }
         if (ctx.stopped() || performance.now() - last < opts.churnMs) continue;
         last = performance.now();
         const grow = members.length <= 1 || (members.length < opts.maxMembers && Math.random() < 0.5);

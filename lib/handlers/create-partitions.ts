@@ -13,6 +13,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { BrokerServices } from '../services.js';
 import { TopicError } from '../topics.js';
 import { defineHandler } from './types.js';
+import { EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP } from './user-op-limit.js';
 
 function check(s: BrokerServices, t: CreatePartitionsRequestCreatePartitionsTopic): void {
   const rec = s.metadata.topic(t.name);
@@ -58,6 +59,19 @@ export const createPartitionsHandler = defineHandler<CreatePartitionsRequest, Cr
     const counts = new Map<string, number>();
     for (const t of req.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
     const results: CreatePartitionsResponseCreatePartitionsTopicResult[] = [];
+    // Kafka's controller writes one record per new partition, at most MAX_RECORDS_PER_USER_OP per request
+    let records = 0;
+    for (const t of req.topics) {
+      const rec = (counts.get(t.name) ?? 0) > 1 ? undefined : s.metadata.topic(t.name);
+      if (rec !== undefined && t.count > rec.partitions) records += t.count - rec.partitions;
+    }
+    if (records > MAX_RECORDS_PER_USER_OP) {
+      const names = [...counts.keys()];
+      return {
+        throttleTimeMs: 0,
+        results: names.map((name) => ({ name, errorCode: ErrorCode.POLICY_VIOLATION, errorMessage: EXCESSIVE_BATCH_MESSAGE })),
+      };
+    }
     for (const t of req.topics) {
       if ((counts.get(t.name) ?? 0) > 1) continue;
       try {

@@ -16,6 +16,7 @@ import type { BrokerServices } from '../services.js';
 import { type CreateTopicSpec, TopicError } from '../topics.js';
 import { topicConfigEntries } from './config-resources.js';
 import { defineHandler } from './types.js';
+import { EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP } from './user-op-limit.js';
 
 const ZERO_UUID = '0'.repeat(32);
 
@@ -69,6 +70,28 @@ function toSpec(t: CreateTopicsRequestCreatableTopic): CreateTopicSpec {
   return spec;
 }
 
+/** The metadata records Kafka's controller would write for the request's creatable topics (see user-op-limit.ts). */
+function metadataRecords(
+  s: BrokerServices,
+  topics: readonly CreateTopicsRequestCreatableTopic[],
+  counts: ReadonlyMap<string, number>,
+): number {
+  let records = 0;
+  for (const t of topics) {
+    if ((counts.get(t.name) ?? 0) > 1) continue;
+    try {
+      preCheck(s, t);
+    } catch (e) {
+      if (e instanceof TopicError) continue;
+      throw e;
+    }
+    const partitions =
+      t.assignments.length > 0 ? t.assignments.length : t.numPartitions === -1 ? s.config.int('num.partitions') : t.numPartitions;
+    records += 1 + partitions + t.configs.length;
+  }
+  return records;
+}
+
 export const createTopicsHandler = defineHandler<CreateTopicsRequest, CreateTopicsResponse>({
   apiKey: ApiKey.CreateTopics,
   minVersion: 0,
@@ -80,6 +103,13 @@ export const createTopicsHandler = defineHandler<CreateTopicsRequest, CreateTopi
     const counts = new Map<string, number>();
     for (const t of req.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
     const topics: CreateTopicsResponseCreatableTopicResult[] = [];
+    if (metadataRecords(s, req.topics, counts) > MAX_RECORDS_PER_USER_OP) {
+      const res: CreateTopicsResponse = {
+        topics: [...counts.keys()].map((n) => failure(n, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE, v)),
+      };
+      if (v >= 2) res.throttleTimeMs = 0;
+      return res;
+    }
     for (const t of req.topics) {
       if ((counts.get(t.name) ?? 0) > 1) continue; // answered once below
       try {

@@ -96,6 +96,7 @@ function steer<T>(v: T, rng: Rng, depth: number): T {
     const s = STEER_STRINGS[k];
     if (s !== undefined && typeof x === 'string' && rng.next() < 0.5) o[k] = s;
     else if (STEER_INDEXES.has(k) && typeof x === 'number' && rng.next() < 0.6) o[k] = rng.int(0, 1);
+    else if (k === 'replicationFactor' && typeof x === 'number' && rng.next() < 0.6) o[k] = rng.pick([-1, 1]);
     else if (k === 'records' && rng.next() < 0.5)
       o[k] = fuzzBatch(rng.int(0, 1e6), rng.int(1, 5), rng.pick([0, 0, 1, 2, 3, 4]), { kind: 'none' });
     else steer(x, rng, depth + 1);

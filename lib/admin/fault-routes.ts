@@ -9,9 +9,12 @@
  *                           400 {"error": "GREGOR_ERR_FAULT_RULE", "message", "field", "index"}, nothing added
  *   DELETE /v1/faults/:id   204 | 404 (a removed 'pause' lets its held appends go ahead)
  *   DELETE /v1/faults       200 {"removed": n}
+ * POST and DELETE are refused from another site, and a POST whose body is not declared JSON
+ * (lib/admin/cross-site.ts): `curl --json '{...}' localhost:9644/v1/faults`.
  */
 import type { ServerResponse } from 'node:http';
 import { type FaultInjector, FaultRuleError } from '../network/faults.js';
+import { guardMutations } from './cross-site.js';
 import type { AdminRoute } from './routes.js';
 
 const BY_ID = /^\/v1\/faults\/([^/]+)$/;
@@ -41,7 +44,7 @@ function idOf(match: RegExpExecArray | null): string {
 }
 
 export function faultRoutes(injector: FaultInjector): AdminRoute[] {
-  return [
+  return guardMutations([
     {
       method: 'GET',
       path: '/v1/faults',
@@ -94,5 +97,5 @@ export function faultRoutes(injector: FaultInjector): AdminRoute[] {
       path: '/v1/faults',
       handle: (_req, res) => send(res, 200, { removed: injector.clear() }),
     },
-  ];
+  ]);
 }

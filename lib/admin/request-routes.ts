@@ -5,9 +5,11 @@
  * - POST /v1/requests/record-all {"on": true|false}: start a complete recording of every request
  *   (GET then reads it instead of the ring of the last admin.requests.log.size) or stop it;
  * - DELETE /v1/requests: empty the ring and the recording.
+ * POST and DELETE are refused from another site, and a POST not declared JSON (lib/admin/cross-site.ts).
  */
 import type { RequestLog, RequestLogFilter } from '../observability/request-log.js';
 import { AdminHttpError, jsonBody, sendJson } from './server.js';
+import { guardMutations } from './cross-site.js';
 import type { AdminRoute } from './routes.js';
 
 const FLAGS = new Set(['1', 'true', 'yes', 'on']);
@@ -39,7 +41,7 @@ export function parseRequestLogQuery(params: URLSearchParams): RequestLogFilter 
 }
 
 export function requestLogRoutes(log: RequestLog): AdminRoute[] {
-  return [
+  return guardMutations([
     {
       method: 'GET',
       path: '/v1/requests',
@@ -67,5 +69,5 @@ export function requestLogRoutes(log: RequestLog): AdminRoute[] {
         sendJson(res, 200, { recording: log.status });
       },
     },
-  ];
+  ]);
 }

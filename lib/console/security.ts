@@ -11,6 +11,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { crossSiteReason } from '../admin/cross-site.js';
 import { ConsoleError, ConsoleErrorCode } from './http.js';
 
 export const CSRF_COOKIE = 'gregor_csrf';
@@ -27,7 +28,7 @@ function loopbackName(name: string): boolean {
   return n === 'localhost' || n.endsWith('.localhost') || n === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(n);
 }
 
-function cookie(req: IncomingMessage, name: string): string | undefined {
+export function cookie(req: IncomingMessage, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
@@ -71,20 +72,8 @@ export class CsrfGuard {
 
   checkMutation(req: IncomingMessage): void {
     const refuse = (why: string) => new ConsoleError(403, ConsoleErrorCode.CSRF, `cross-site request refused: ${why}`);
-    const origin = req.headers.origin;
-    if (origin !== undefined && origin !== 'null') {
-      let originHost: string;
-      try {
-        originHost = new URL(origin).host;
-      } catch {
-        throw refuse(`Origin "${origin}" is not a URL`);
-      }
-      if (originHost !== req.headers.host) throw refuse(`Origin ${origin} is not this console's`);
-    } else if (origin === 'null') {
-      throw refuse('Origin null');
-    }
-    const site = req.headers['sec-fetch-site'];
-    if (site !== undefined && site !== 'same-origin' && site !== 'none') throw refuse(`Sec-Fetch-Site ${site}`);
+    const why = crossSiteReason(req);
+    if (why !== null) throw refuse(why);
     const header = req.headers[CSRF_HEADER];
     if (!sameToken(typeof header === 'string' ? header : undefined, this.token))
       throw refuse(`the ${CSRF_HEADER} header does not carry the console's token (reload the page)`);

@@ -454,7 +454,11 @@ describe('admin HTTP listener', function () {
         expect(log.recording).to.include({ held: 5, source: 'ring' });
         expect(log.requests.every((r) => r.clientId === 'raw-client')).to.equal(true);
         // the failed produce was pushed out of the ring of 5; record everything from now on
-        let res = await fetch(`http://${admin}/v1/requests/record-all`, { method: 'POST', body: JSON.stringify({ on: true }) });
+        let res = await fetch(`http://${admin}/v1/requests/record-all`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ on: true }),
+        });
         expect(res.status).to.equal(200);
         await rawProduce(raw, 'admin-log', [[9, batch()]]);
         for (let i = 0; i < 7; i++) await rawProduce(raw, 'admin-log', [[0, batch()]]);
@@ -465,7 +469,11 @@ describe('admin HTTP listener', function () {
         expect((await requestLog(admin, '?api=produce&client=raw&limit=3')).requests).to.have.length(3);
         expect((await requestLog(admin, '?api=Fetch')).requests).to.have.length(0);
         expect((await requestLog(admin, '?client=someone-else')).requests).to.have.length(0);
-        res = await fetch(`http://${admin}/v1/requests/record-all`, { method: 'POST', body: JSON.stringify({ on: false }) });
+        res = await fetch(`http://${admin}/v1/requests/record-all`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ on: false }),
+        });
         expect(((await res.json()) as { recording: { recordAll: boolean } }).recording.recordAll).to.equal(false);
         res = await fetch(`http://${admin}/v1/requests`, { method: 'DELETE' });
         expect(((await res.json()) as { recording: { held: number } }).recording.held).to.equal(0);
@@ -484,7 +492,11 @@ describe('admin HTTP listener', function () {
       res = await fetch(`http://${admin}/v1/requests?limit=x`);
       expect(res.status).to.equal(400);
       expect(await res.text()).to.match(/limit must be a number/);
-      res = await fetch(`http://${admin}/v1/requests/record-all`, { method: 'POST', body: '{"on":"yes"}' });
+      res = await fetch(`http://${admin}/v1/requests/record-all`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"on":"yes"}',
+      });
       expect(res.status).to.equal(400);
       res = await fetch(`http://${admin}/v1/faults`);
       expect(res.status, 'fault routes wired').to.equal(200);

@@ -75,7 +75,10 @@ describe('fault injection over HTTP, with kafkajs and librdkafka', function () {
 
   const call = async (method: string, path: string, body?: unknown): Promise<HttpAnswer> => {
     const init: RequestInit = { method };
-    if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    if (body !== undefined) {
+      init.body = typeof body === 'string' ? body : JSON.stringify(body);
+      init.headers = { 'content-type': 'application/json' };
+    }
     const res = await fetch(`${admin.url}${path}`, init);
     const text = await res.text();
     return { status: res.status, type: res.headers.get('content-type'), body: text === '' ? null : JSON.parse(text) };

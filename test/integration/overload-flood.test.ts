@@ -180,6 +180,7 @@ describe('overload: produce floods and consumers that never read (child broker)'
     // and only the request budget bounds them.
     const rule = await fetch(`http://${b!.admin!}/v1/faults`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ action: 'pause', topic: 'flood', ttlMs: PAUSE_MS }),
     });
     expect(rule.status).to.equal(201);

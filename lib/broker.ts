@@ -319,6 +319,8 @@ export class Broker {
     });
     this.listenersBound.release();
     this.metrics.history.start();
+    const views = topicAndGroupViews(this.services, this.logManager, this.config.int('min.insync.replicas'));
+    this.metrics.trackGroupLag(views.groups, (t, p) => this.services.topics.partition(t, p)?.highWatermark);
     try {
       await this.startAdmin();
     } catch (e) {

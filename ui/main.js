@@ -11,6 +11,8 @@ import { Messages } from './pages/messages.js';
 import { Groups } from './pages/groups.js';
 import { Group } from './pages/group.js';
 import { Requests } from './pages/requests.js';
+import { Login } from './pages/login.js';
+import { api } from './lib/api.js';
 
 const NAV = [
   ['#/', 'Overview'],
@@ -45,6 +47,8 @@ function page({ parts, query }) {
 
 function App() {
   const [route, setRoute] = useState(() => parse(location.hash));
+  // null until /session answers; then {saslEnabled, user, mechanisms}
+  const [session, setSession] = useState(null);
   const main = useRef(null);
   useEffect(() => {
     const on = () => {
@@ -52,20 +56,46 @@ function App() {
       // a new page: focus its main region so keyboard and screen-reader users start there
       main.current?.focus();
     };
+    const gone = () => setSession((s) => (s === null ? s : { ...s, user: null }));
     window.addEventListener('hashchange', on);
-    return () => window.removeEventListener('hashchange', on);
+    window.addEventListener('gregor:unauthenticated', gone);
+    api('/session').then(setSession, () => setSession({ saslEnabled: false, user: null, mechanisms: [] }));
+    return () => {
+      window.removeEventListener('hashchange', on);
+      window.removeEventListener('gregor:unauthenticated', gone);
+    };
   }, []);
+  const logout = async () => {
+    setSession(await api('/session/logout', { method: 'POST', body: {} }));
+  };
+  const locked = session === null || (session.saslEnabled && session.user === null);
   const top = `#/${route.parts[0] ?? ''}`;
+  let content;
+  if (session === null) content = html`<p class="loading">Loading the console…</p>`;
+  else if (locked) content = html`<${Login} mechanisms=${session.mechanisms} onLogin=${setSession} />`;
+  else content = page(route);
   return html`<a class="skip" href="#main" onClick=${(e) => (e.preventDefault(), main.current?.focus())}>Skip to content</a>
     <header class="top">
       <a class="brand" href="#/">gregor</a>
-      <nav aria-label="Main">
-        <ul>
-          ${NAV.map(([href, label]) => html`<li key=${href}><a href=${href} aria-current=${top === href ? 'page' : undefined}>${label}</a></li>`)}
-        </ul>
-      </nav>
+      ${
+        locked
+          ? null
+          : html`<nav aria-label="Main">
+              <ul>
+                ${NAV.map(([href, label]) => html`<li key=${href}><a href=${href} aria-current=${top === href ? 'page' : undefined}>${label}</a></li>`)}
+              </ul>
+            </nav>`
+      }
+      ${
+        session?.user
+          ? html`<div class="who">
+              <span>Logged in as <strong>${session.user}</strong></span>
+              <button type="button" class="secondary" onClick=${logout}>Log out</button>
+            </div>`
+          : null
+      }
     </header>
-    <main id="main" ref=${main} tabindex="-1">${page(route)}</main>`;
+    <main id="main" ref=${main} tabindex="-1">${content}</main>`;
 }
 
 const root = document.getElementById('app');

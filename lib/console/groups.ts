@@ -1,5 +1,7 @@
 /**
- * Consumer groups: list (ListGroups), a group's state, members and their assignments (DescribeGroups),
+ * Consumer groups: list (ListGroups), a group's state, members and their assignments (DescribeGroups
+ * for classic groups, ConsumerGroupDescribe for KIP-848 ones, with member epochs and target
+ * assignments), its total lag a second over the last 15 minutes (the broker's groupLag history),
  * and per partition the committed offset, the lag in messages (high watermark - committed) and in
  * time (how old the first unconsumed record is); offset resets (start, end, an offset, a timestamp)
  * previewed, then committed with OffsetCommit as Kafka's reset tool does, refused while the group
@@ -9,6 +11,7 @@
  *   POST /ui/api/groups/:id/reset {to: start|end|offset|timestamp, offset?, timestamp?, topic?, execute?}
  */
 import { decodeAssignment } from '../client/consumer-protocol.js';
+import { consumerGroupDescribeHandler } from '../handlers/consumer-group-describe.js';
 import { describeGroupsHandler } from '../handlers/describe-groups.js';
 import { listGroupsHandler } from '../handlers/list-groups.js';
 import { offsetCommitHandler } from '../handlers/offset-commit.js';
@@ -18,17 +21,75 @@ import { fetchRecords, offsetsForTime } from './records.js';
 import type { ApiRoute, ConsoleDeps } from './types.js';
 
 const LAG_TIME_PARTITIONS = 500;
+/** the lag history the group page opens with (the broker keeps GROUP_LAG_SECONDS) */
+const LAG_HISTORY_SECONDS = 900;
 
 export function groupRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[] {
   const s = deps.services;
   const kafka = inprocConnection(s, listenerName);
 
+  /**
+   * A group as the page shows it: a KIP-848 consumer group through ConsumerGroupDescribe (member
+   * epochs, current and target assignments), any other through DescribeGroups (classic members and
+   * their decoded consumer-protocol assignments); committed offsets from the coordinator's store.
+   */
   async function describe(id: string) {
+    const committed = [...s.groups.offsets.all(id)].map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset.offset }));
+    if (s.groups.groups.get(id)?.type === 'consumer') {
+      const c = (await kafka.call(consumerGroupDescribeHandler, 0, { groupIds: [id], includeAuthorizedOperations: false })).groups[0];
+      if (c === undefined || c.errorCode !== 0) throw kafkaError(c?.errorCode ?? -1, c?.errorMessage, `cannot describe group '${id}'`);
+      const named = (a: (typeof c.members)[number]['assignment']) =>
+        a.topicPartitions.flatMap((tp) => tp.partitions.map((partition) => ({ topic: tp.topicName, partition })));
+      return {
+        committed,
+        state: c.groupState,
+        memberCount: c.members.length,
+        view: {
+          type: 'consumer',
+          state: c.groupState,
+          protocolType: 'consumer',
+          protocol: c.assignorName,
+          groupEpoch: c.groupEpoch,
+          assignmentEpoch: c.assignmentEpoch,
+          members: c.members.map((m) => ({
+            memberId: m.memberId,
+            groupInstanceId: m.instanceId,
+            clientId: m.clientId,
+            clientHost: m.clientHost,
+            rackId: m.rackId,
+            memberEpoch: m.memberEpoch,
+            subscribedTopicNames: m.subscribedTopicNames,
+            subscribedTopicRegex: m.subscribedTopicRegex,
+            assignment: named(m.assignment),
+            targetAssignment: named(m.targetAssignment),
+          })),
+        },
+      };
+    }
     const d = (await kafka.call(describeGroupsHandler, 5, { groups: [id], includeAuthorizedOperations: false })).groups[0];
     if (d === undefined || d.errorCode !== 0) throw kafkaError(d?.errorCode ?? -1, null, `cannot describe group '${id}'`);
-    const committed = [...s.groups.offsets.all(id)].map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset.offset }));
     if (d.groupState === 'Dead' && committed.length === 0) throw notFound(`no group '${id}'`);
-    return { d, committed };
+    const members = d.members.map((m) => {
+      let assignment: { topic: string; partition: number }[] = [];
+      try {
+        assignment = d.protocolType === 'consumer' ? decodeAssignment(m.memberAssignment) : [];
+      } catch {
+        // not the consumer protocol's layout: shown without
+      }
+      return {
+        memberId: m.memberId,
+        groupInstanceId: m.groupInstanceId ?? null,
+        clientId: m.clientId,
+        clientHost: m.clientHost,
+        assignment,
+      };
+    });
+    return {
+      committed,
+      state: d.groupState,
+      memberCount: d.members.length,
+      view: { type: 'classic', state: d.groupState, protocolType: d.protocolType, protocol: d.protocolData, members },
+    };
   }
 
   async function lagOf(committed: { topic: string; partition: number; offset: bigint }[]) {
@@ -83,30 +144,13 @@ export function groupRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[]
       method: 'GET',
       path: /^\/groups\/([^/]+)$/,
       async handle(_req, res, { params: [id = ''] }) {
-        const { d, committed } = await describe(id);
-        const members = d.members.map((m) => {
-          let assignment: { topic: string; partition: number }[] = [];
-          try {
-            assignment = d.protocolType === 'consumer' ? decodeAssignment(m.memberAssignment) : [];
-          } catch {
-            // not the consumer protocol's layout: shown without
-          }
-          return {
-            memberId: m.memberId,
-            groupInstanceId: m.groupInstanceId ?? null,
-            clientId: m.clientId,
-            clientHost: m.clientHost,
-            assignment,
-          };
-        });
+        const { view, committed } = await describe(id);
         const partitions = await lagOf(committed.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition));
         sendJson(res, 200, {
           groupId: id,
-          state: d.groupState,
-          protocolType: d.protocolType,
-          protocol: d.protocolData,
-          members,
+          ...view,
           partitions,
+          lagHistory: deps.broker.metrics.groupLag.snapshot(id, LAG_HISTORY_SECONDS),
         });
       },
     },
@@ -118,14 +162,14 @@ export function groupRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[]
         const to = str(o, 'to');
         if (to !== 'start' && to !== 'end' && to !== 'offset' && to !== 'timestamp')
           throw badRequest('"to" must be start, end, offset or timestamp');
-        const { d, committed } = await describe(id);
+        const { state, memberCount, committed } = await describe(id);
         const execute = o['execute'] === true;
-        if (d.members.length > 0 || (d.groupState !== 'Empty' && d.groupState !== 'Dead'))
+        if (memberCount > 0 || (state !== 'Empty' && state !== 'Dead'))
           throw new ConsoleError(
             409,
             ConsoleErrorCode.GROUP_NOT_EMPTY,
-            `group '${id}' is ${d.groupState} with ${d.members.length} member(s): offsets can only be reset while the group is empty; stop its consumers first`,
-            { state: d.groupState, members: d.members.length },
+            `group '${id}' is ${state} with ${memberCount} member(s): offsets can only be reset while the group is empty; stop its consumers first`,
+            { state, members: memberCount },
           );
         const topic = typeof o['topic'] === 'string' && o['topic'] !== '' ? o['topic'] : null;
         const parts = committed.filter((c) => topic === null || c.topic === topic);

@@ -12,6 +12,8 @@ export const ConsoleErrorCode = {
   KAFKA: 'GREGOR_ERR_CONSOLE_KAFKA',
   /** an offset reset on a group that has members */
   GROUP_NOT_EMPTY: 'GREGOR_ERR_CONSOLE_GROUP_NOT_EMPTY',
+  /** the broker has SASL enabled and the request has no session (log in), or a login failed */
+  UNAUTHENTICATED: 'GREGOR_ERR_CONSOLE_UNAUTHENTICATED',
   /** a message filter that does not parse or failed to evaluate */
   FILTER: 'GREGOR_ERR_CONSOLE_FILTER',
 } as const;

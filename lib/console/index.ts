@@ -3,11 +3,13 @@
  * - GET /ui, /ui/: the page (dist/ui/index.html), with the CSRF cookie (security.ts);
  * - GET /ui/assets/<file>: the bundle built from ui/ (static.ts);
  * - /ui/api/...: the JSON API the page uses, over the broker's own services (one module per page:
- *   overview, topics, messages, groups, requests). Every API answer is JSON; errors are
+ *   overview, topics, messages, groups, requests), behind a login when the broker has SASL enabled
+ *   (auth.ts). Every API answer is JSON; errors are
  *   {"error": "GREGOR_ERR_CONSOLE_*", "message": ...} with a 4xx status.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseListener } from '../config.js';
+import { ConsoleAuth } from './auth.js';
 import { groupRoutes } from './groups.js';
 import { ConsoleError, notFound, sendError, sendJson } from './http.js';
 import { messageRoutes } from './messages.js';
@@ -33,7 +35,10 @@ export function createConsole(deps: ConsoleDeps): WebConsole {
   const guard = new CsrfGuard(broker.config.bool('admin.listener.allow.remote'), () => broker.adminAddress);
   const files = new StaticFiles();
   const listenerName = parseListener(broker.config.brokerListeners[0] ?? 'PLAINTEXT://:9092').name;
+  const auth = new ConsoleAuth(broker.config, () => deps.services.metadata);
+  const open: ApiRoute[] = auth.routes();
   const routes: ApiRoute[] = [
+    ...open,
     ...overviewRoutes(deps),
     ...topicRoutes(deps, listenerName),
     ...messageRoutes(deps, listenerName),
@@ -44,6 +49,7 @@ export function createConsole(deps: ConsoleDeps): WebConsole {
   async function api(req: IncomingMessage, res: ServerResponse, path: string, ctx: RouteContext): Promise<void> {
     const method = req.method ?? 'GET';
     if (method !== 'GET') guard.checkMutation(req);
+    if (!open.some((r) => r.path.test(path))) auth.require(req);
     let pathMatched = false;
     for (const r of routes) {
       const m = r.path.exec(path);

@@ -11,7 +11,8 @@ import { createTopicsHandler } from '../handlers/create-topics.js';
 import { deleteTopicsHandler } from '../handlers/delete-topics.js';
 import { incrementalAlterConfigsHandler } from '../handlers/incremental-alter-configs.js';
 import type { TopicRecord } from '../metadata/store.js';
-import { badRequest, bodyObject, int, notFound, sendJson, str } from './http.js';
+import { KEYED_HISTORY_SECONDS } from '../observability/broker-metrics.js';
+import { badRequest, bodyObject, int, notFound, queryInt, sendJson, str } from './http.js';
 import { inprocConnection, kafkaError } from './inproc.js';
 import { TopicRates } from './topic-rates.js';
 import type { ApiRoute, ConsoleDeps } from './types.js';
@@ -143,6 +144,14 @@ export function topicRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[]
           configs,
           ...rates.rate(t.name),
         });
+      },
+    },
+    {
+      method: 'GET',
+      path: /^\/topics\/([^/]+)\/history$/,
+      handle(_req, res, { url, params: [name = ''] }) {
+        topicOr404(name);
+        sendJson(res, 200, deps.broker.metrics.topicHistory.snapshot(name, queryInt(url, 'seconds', 900, 1, KEYED_HISTORY_SECONDS)));
       },
     },
     {

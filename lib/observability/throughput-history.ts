@@ -6,6 +6,7 @@
  * totals since the one before, so the Produce and Fetch paths pay nothing for it; the timer is unref'd
  * and costs one subtraction per series a second. 4 series x 3600 doubles: ~115 KB.
  */
+import { SecondRing } from './second-ring.js';
 import type { TopicStats } from './topic-metrics.js';
 
 export const HISTORY_SECONDS = 3600;
@@ -21,27 +22,30 @@ export interface HistorySnapshot {
 }
 
 export class ThroughputHistory {
-  private readonly rings: Record<SeriesName, Float64Array>;
+  private readonly ring: SecondRing;
   private readonly last: Record<SeriesName, number>;
-  /** unix second of the newest sample; -1 before the first */
-  private newest = -1;
-  private count = 0;
+  private readonly delta = new Float64Array(SERIES.length);
+  private readonly samplers: ((now: number) => void)[] = [];
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly totals: TopicStats,
-    private readonly capacity = HISTORY_SECONDS,
+    capacity = HISTORY_SECONDS,
   ) {
-    const ring = () => new Float64Array(capacity);
-    this.rings = { messagesIn: ring(), bytesIn: ring(), messagesOut: ring(), bytesOut: ring() };
+    this.ring = new SecondRing(SERIES.length, capacity);
     this.last = { messagesIn: 0, bytesIn: 0, messagesOut: 0, bytesOut: 0 };
+  }
+
+  /** Runs `sampler` with each second's sample (per-topic and per-group histories ride on this timer). */
+  addSampler(sampler: (now: number) => void): void {
+    this.samplers.push(sampler);
   }
 
   /** Starts sampling each second (idempotent). */
   start(): void {
     if (this.timer !== null) return;
     for (const s of SERIES) this.last[s] = this.totals[s];
-    this.newest = Math.floor(Date.now() / 1000);
+    this.ring.newest = Math.floor(Date.now() / 1000);
     this.timer = setInterval(() => this.sample(Math.floor(Date.now() / 1000)), 1000);
     this.timer.unref();
   }
@@ -56,31 +60,21 @@ export class ThroughputHistory {
    * event loop) are filled with zeros, and the whole difference goes to `now`.
    */
   sample(now: number): void {
-    if (this.newest < 0) this.newest = now - 1;
-    if (now <= this.newest) return;
-    const gap = Math.min(now - this.newest, this.capacity);
-    for (const s of SERIES) {
-      const ring = this.rings[s];
+    if (!this.ring.accepts(now)) return;
+    SERIES.forEach((s, i) => {
       const total = this.totals[s];
-      for (let i = gap - 1; i > 0; i--) ring[(now - i) % this.capacity] = 0;
-      ring[now % this.capacity] = total - this.last[s];
+      this.delta[i] = total - this.last[s];
       this.last[s] = total;
-    }
-    this.count = Math.min(this.count + gap, this.capacity);
-    this.newest = now;
+    });
+    this.ring.put(now, this.delta);
+    for (const f of this.samplers) f(now);
   }
 
   /** The samples of the last `seconds` (at most the hour kept), oldest first. */
-  snapshot(seconds = this.capacity): HistorySnapshot {
-    const n = Math.max(0, Math.min(seconds, this.count));
-    const start = this.newest - n + 1;
+  snapshot(seconds = this.ring.capacity): HistorySnapshot {
+    const { start, columns } = this.ring.snapshot(seconds);
     const series = {} as Record<SeriesName, number[]>;
-    for (const s of SERIES) {
-      const ring = this.rings[s];
-      const out = new Array<number>(n);
-      for (let i = 0; i < n; i++) out[i] = ring[(start + i) % this.capacity] ?? 0;
-      series[s] = out;
-    }
+    SERIES.forEach((s, i) => (series[s] = columns[i] ?? []));
     return { start, series };
   }
 }

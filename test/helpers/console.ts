@@ -39,7 +39,10 @@ export class ConsoleClient {
     const h: Record<string, string> = { ...headers };
     if (method !== 'GET' && this.token !== null) {
       h['x-gregor-csrf'] ??= this.token;
-      h['cookie'] ??= `gregor_csrf=${this.token}`;
+      // the CSRF cookie goes beside any other given (a session)
+      const csrf = `gregor_csrf=${this.token}`;
+      const given = h['cookie'];
+      h['cookie'] = given === undefined ? csrf : given.includes('gregor_csrf=') ? given : `${csrf}; ${given}`;
     }
     if (body !== undefined) h['content-type'] = 'application/json';
     const res = await fetch(`${this.base}/ui/api${path}`, {

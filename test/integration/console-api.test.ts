@@ -78,6 +78,15 @@ describe('web console API (/ui/api)', function () {
       expect(h.series.messagesIn).to.have.length.at.most(10);
       expect(h.start).to.be.a('number');
       expect((await ui.get('/history?seconds=0')).status).to.equal(400);
+      // the topic's own per-second history (the topic page's charts) holds the same 25
+      const topicSums = await until("the topic's history to hold the 25 messages", async () => {
+        const t = (await ui.get('/topics/overview-t/history?seconds=900')).body;
+        const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+        const s = { in: sum(t.series.messagesIn), out: sum(t.series.messagesOut) };
+        return s.in === 25 && s.out >= 25 ? s : undefined;
+      });
+      expect(topicSums.in).to.equal(25);
+      expect((await ui.get('/topics/no-such-topic/history')).status).to.equal(404);
     });
   });
 
@@ -233,6 +242,49 @@ describe('web console API (/ui/api)', function () {
       });
       expect(status.code).to.equal(403);
       expect(JSON.parse(status.body).error).to.equal('GREGOR_ERR_CONSOLE_HOST');
+    });
+
+    it('refuses cross-site and non-JSON POSTs to /v1/faults and /v1/requests; curl-style JSON without Origin passes', async () => {
+      const rule = JSON.stringify({ apiKey: 'Produce', action: 'error', errorCode: 'NOT_LEADER_OR_FOLLOWER', times: 1 });
+      const post = async (path: string, body: string, headers: Record<string, string>) => {
+        const res = await fetch(`${ui.base}${path}`, { method: 'POST', headers, body });
+        return { status: res.status, text: await res.text() };
+      };
+      const json = { 'content-type': 'application/json' };
+      const refusals: [Record<string, string>, number, string][] = [
+        [{ 'content-type': 'application/x-www-form-urlencoded' }, 415, 'GREGOR_ERR_ADMIN_CONTENT_TYPE'],
+        [{ 'content-type': 'text/plain' }, 415, 'GREGOR_ERR_ADMIN_CONTENT_TYPE'],
+        [{ 'content-type': 'multipart/form-data; boundary=x' }, 415, 'GREGOR_ERR_ADMIN_CONTENT_TYPE'],
+        [{}, 415, 'GREGOR_ERR_ADMIN_CONTENT_TYPE'],
+        [{ ...json, origin: 'http://evil.example' }, 403, 'GREGOR_ERR_ADMIN_CROSS_SITE'],
+        [{ ...json, origin: 'null' }, 403, 'GREGOR_ERR_ADMIN_CROSS_SITE'],
+        [{ ...json, 'sec-fetch-site': 'cross-site' }, 403, 'GREGOR_ERR_ADMIN_CROSS_SITE'],
+        [
+          { 'content-type': 'text/plain', origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
+          403,
+          'GREGOR_ERR_ADMIN_CROSS_SITE',
+        ],
+      ];
+      for (const [headers, status, code] of refusals) {
+        const f = await post('/v1/faults', rule, headers);
+        expect(f.status, `faults ${JSON.stringify(headers)}`).to.equal(status);
+        expect(f.text).to.contain(code);
+        const r = await post('/v1/requests/record-all', '{"on":true}', headers);
+        expect(r.status, `record-all ${JSON.stringify(headers)}`).to.equal(status);
+      }
+      // none of the refused requests took effect
+      const listed = (await (await fetch(`${ui.base}/v1/faults`)).json()) as { faults: unknown[] };
+      expect(listed.faults).to.have.length(0);
+      const log = (await (await fetch(`${ui.base}/v1/requests?limit=1`)).json()) as { recording: { recordAll: boolean } };
+      expect(log.recording.recordAll).to.equal(false);
+      const del = await fetch(`${ui.base}/v1/faults`, { method: 'DELETE', headers: { origin: 'http://evil.example' } });
+      expect(del.status).to.equal(403);
+      // curl --json (no Origin), and a same-origin page, are served
+      const added = await post('/v1/faults', rule, json);
+      expect(added.status, added.text).to.equal(201);
+      const same = await post('/v1/requests/record-all', '{"on":false}', { ...json, origin: ui.base, 'sec-fetch-site': 'same-origin' });
+      expect(same.status, same.text).to.equal(200);
+      expect((await fetch(`${ui.base}/v1/faults`, { method: 'DELETE' })).status).to.equal(200);
     });
   });
 });

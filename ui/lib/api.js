@@ -34,6 +34,8 @@ export async function api(path, { method = 'GET', body } = {}) {
   } catch {
     data = { message: text };
   }
+  // the session ended (logout elsewhere, broker restart): the page shows the login form again
+  if (res.status === 401 && !path.startsWith('/session')) window.dispatchEvent(new Event('gregor:unauthenticated'));
   if (!res.ok) throw new ApiError(res.status, data);
   return data;
 }

@@ -1,8 +1,10 @@
 // Preact + htm, shared components: charts (uPlot), tables that scroll on narrow screens, errors.
 import { h } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
 import uPlot from 'uplot';
+import { api } from './api.js';
+import { bytes, rate } from './format.js';
 
 export const html = htm.bind(h);
 
@@ -88,6 +90,32 @@ export function Chart({ title, data, series, format = (v) => String(v) }) {
     : 'no data yet';
   return html`<figure class="chart">
     <figcaption>${title}</figcaption>
-    <div ref=${box} role="img" aria-label=${`${title}, per second over time; latest: ${last}`}></div>
+    <div ref=${box} role="img" aria-label=${`${title}, over time (a sample a second); latest: ${last}`}></div>
   </figure>`;
+}
+
+/** A history answer ({start, series: {name: number[]}}) as uPlot data: [unix seconds[], ...the named series]. */
+export function toChartData(h, names) {
+  const first = h.series[names[0]] ?? [];
+  return [first.map((_v, i) => h.start + i), ...names.map((n) => h.series[n] ?? [])];
+}
+
+/** Messages and bytes in and out per second, polled from `path` (the broker's or a topic's history). */
+export function ThroughputCharts({ path }) {
+  const hist = usePoll(() => api(path), 2000, [path]);
+  const data = useMemo(
+    () =>
+      hist.data && {
+        messages: toChartData(hist.data, ['messagesIn', 'messagesOut']),
+        bytes: toChartData(hist.data, ['bytesIn', 'bytesOut']),
+      },
+    [hist.data],
+  );
+  return html`<${ErrorNote} error=${hist.error} /> ${
+      data &&
+      html`<div class="charts">
+        <${Chart} title="Messages per second" data=${data.messages} series=${['in', 'out']} format=${rate} />
+        <${Chart} title="Bytes per second" data=${data.bytes} series=${['in', 'out']} format=${bytes} />
+      </div>`
+    }`;
 }

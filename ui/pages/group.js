@@ -1,8 +1,8 @@
 // One consumer group: members and assignments, lag per partition (messages and time), offset reset with a preview.
-import { useState } from 'preact/hooks';
 import { api, enc } from '../lib/api.js';
 import { count, duration } from '../lib/format.js';
-import { ErrorNote, html, TableWrap, usePoll } from '../lib/ui.js';
+import { useMemo, useState } from 'preact/hooks';
+import { Chart, ErrorNote, html, TableWrap, toChartData, usePoll } from '../lib/ui.js';
 
 function Reset({ id, state, onDone }) {
   const [f, setF] = useState({ to: 'start', offset: '', time: '', topic: '' });
@@ -83,10 +83,54 @@ function Reset({ id, state, onDone }) {
     }`;
 }
 
+const parts = (list) => list.map((a) => `${a.topic}-${a.partition}`).join(', ');
+
+function Members({ d }) {
+  const kip848 = d.type === 'consumer';
+  return html`<h2>Members</h2>
+    ${kip848 && html`<p class="muted">Consumer protocol (KIP-848): group epoch ${d.groupEpoch}, assignment epoch ${d.assignmentEpoch}, assignor ${d.protocol}</p>`}
+    <${TableWrap} label="Members">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Member</th>
+            <th scope="col">Client</th>
+            <th scope="col">Host</th>
+            ${
+              kip848 &&
+              html`<th scope="col" class="num">Epoch</th>
+                <th scope="col">Subscribed</th>`
+            }
+            <th scope="col">Assignment</th>
+            ${kip848 && html`<th scope="col">Target assignment</th>`}
+          </tr>
+        </thead>
+        <tbody>
+          ${d.members.map(
+            (m) =>
+              html`<tr key=${m.memberId}>
+                <td><code>${m.memberId}</code>${m.groupInstanceId ? html` (static: ${m.groupInstanceId})` : ''}</td>
+                <td>${m.clientId}</td>
+                <td>${m.clientHost}</td>
+                ${
+                  kip848 &&
+                  html`<td class="num">${m.memberEpoch}</td>
+                    <td>${m.subscribedTopicRegex ?? m.subscribedTopicNames.join(', ')}</td>`
+                }
+                <td>${parts(m.assignment)}</td>
+                ${kip848 && html`<td>${parts(m.targetAssignment)}</td>`}
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+    <//>`;
+}
+
 export function Group({ id }) {
   const g = usePoll(() => api(`/groups/${enc(id)}`), 3000, [id]);
   const d = g.data;
   const total = d ? d.partitions.reduce((n, p) => n + (p.lag ?? 0), 0) : 0;
+  const lag = useMemo(() => d && toChartData(d.lagHistory, ['lag']), [d]);
   return html`<section aria-labelledby="group-title">
     <p><a href="#/groups">Consumer groups</a> /</p>
     <h1 id="group-title">${id}</h1>
@@ -94,9 +138,14 @@ export function Group({ id }) {
     ${
       d &&
       html`<p>
-          <span class="pill">${d.state}</span> ${d.protocolType} ${d.protocol} · ${d.members.length} member(s) · total lag
+          <span class="pill">${d.state}</span> ${d.type === 'consumer' ? 'consumer protocol (KIP-848)' : `${d.protocolType} ${d.protocol}`}
+          · ${d.members.length} member(s) · total lag
           <strong>${count(total)}</strong>
         </p>
+        <h2>Lag history</h2>
+        <div class="charts">
+          <${Chart} title="Total lag (messages)" data=${lag} series=${['lag']} format=${count} />
+        </div>
         <h2>Lag per partition</h2>
         <${TableWrap} label="Lag per partition">
           <table>
@@ -125,30 +174,7 @@ export function Group({ id }) {
             </tbody>
           </table>
         <//>
-        <h2>Members</h2>
-        <${TableWrap} label="Members">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Member</th>
-                <th scope="col">Client</th>
-                <th scope="col">Host</th>
-                <th scope="col">Assignment</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${d.members.map(
-                (m) =>
-                  html`<tr key=${m.memberId}>
-                    <td><code>${m.memberId}</code></td>
-                    <td>${m.clientId}</td>
-                    <td>${m.clientHost}</td>
-                    <td>${m.assignment.map((a) => `${a.topic}-${a.partition}`).join(', ')}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-        <//>
+        <${Members} d=${d} />
         <${Reset} id=${id} state=${d.state} onDone=${g.reload} />`
     }
   </section>`;

@@ -1,8 +1,7 @@
 // The overview: brokers, topics, partitions, health, and live throughput charts with the last 15 min.
-import { useMemo } from 'preact/hooks';
 import { api } from '../lib/api.js';
-import { bytes, count, duration, rate } from '../lib/format.js';
-import { Chart, ErrorNote, html, TableWrap, usePoll } from '../lib/ui.js';
+import { bytes, count, duration } from '../lib/format.js';
+import { ErrorNote, html, TableWrap, ThroughputCharts, usePoll } from '../lib/ui.js';
 
 function Stat({ label, value }) {
   return html`<div class="stat">
@@ -13,16 +12,6 @@ function Stat({ label, value }) {
 
 export function Overview() {
   const ov = usePoll(() => api('/overview'), 5000);
-  const hist = usePoll(() => api('/history?seconds=900'), 2000);
-  const series = useMemo(() => {
-    const h = hist.data;
-    if (!h) return null;
-    const xs = h.series.messagesIn.map((_v, i) => h.start + i);
-    return {
-      messages: [xs, h.series.messagesIn, h.series.messagesOut],
-      bytes: [xs, h.series.bytesIn, h.series.bytesOut],
-    };
-  }, [hist.data]);
   const o = ov.data;
   return html`<section aria-labelledby="overview-title">
     <h1 id="overview-title">Overview</h1>
@@ -72,13 +61,6 @@ export function Overview() {
         </p>`
     }
     <h2>Throughput</h2>
-    <${ErrorNote} error=${hist.error} />
-    ${
-      series &&
-      html`<div class="charts">
-        <${Chart} title="Messages per second" data=${series.messages} series=${['in', 'out']} format=${rate} />
-        <${Chart} title="Bytes per second" data=${series.bytes} series=${['in', 'out']} format=${bytes} />
-      </div>`
-    }
+    <${ThroughputCharts} path="/history?seconds=900" />
   </section>`;
 }

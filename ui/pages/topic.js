@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, enc } from '../lib/api.js';
 import { bytes, count, rate } from '../lib/format.js';
-import { ErrorNote, html, TableWrap, usePoll } from '../lib/ui.js';
+import { ErrorNote, html, TableWrap, ThroughputCharts, usePoll } from '../lib/ui.js';
 
 function ConfigEditor({ topic, configs, onChanged }) {
   const [filter, setFilter] = useState('');
@@ -112,6 +112,8 @@ export function Topic({ name }) {
             ${rate(d.messagesOutPerSec)} msg/s</span
           >
         </div>
+        <h2>Throughput</h2>
+        <${ThroughputCharts} path=${`/topics/${enc(name)}/history?seconds=900`} />
         <h2>Partitions</h2>
         <${TableWrap} label="Partitions">
           <table>

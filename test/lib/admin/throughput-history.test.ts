@@ -1,5 +1,6 @@
 /** The per-second throughput ring behind the console's charts, and the record count of fetched sections. */
 import { expect } from 'chai';
+import { KeyedHistory } from '../../../lib/observability/keyed-history.js';
 import { ThroughputHistory } from '../../../lib/observability/throughput-history.js';
 import { countRecords, TopicStats } from '../../../lib/observability/topic-metrics.js';
 import { buildMessageSet, buildRecordBatch } from '../../../protocol/records/index.js';
@@ -41,6 +42,53 @@ describe('ThroughputHistory', () => {
     h.sample(100); // a gap longer than the ring
     expect(h.snapshot().series.messagesIn).to.deep.equal([0, 0, 0, 12]);
     expect(h.snapshot().start).to.equal(97);
+  });
+});
+
+describe('KeyedHistory', () => {
+  it('counters: per-second differences per key from the second sight on; idle keys give their ring up, gone keys are forgotten', () => {
+    const h = new KeyedHistory(['in', 'out'], { kind: 'counter', capacity: 3, maxKeys: 10 });
+    h.sample(10, [
+      ['a', [5, 0]],
+      ['idle', [9, 9]],
+    ]); // baselines
+    h.sample(11, [
+      ['a', [8, 1]],
+      ['idle', [9, 9]],
+    ]);
+    h.sample(12, [
+      ['a', [8, 4]],
+      ['idle', [9, 9]],
+    ]);
+    expect(h.snapshot('a').series).to.deep.equal({ in: [3, 0], out: [1, 3] });
+    expect(h.snapshot('a').start).to.equal(11);
+    expect(h.snapshot('idle').series).to.deep.equal({ in: [], out: [] });
+    expect(h.ringCount).to.equal(1);
+    h.sample(14, [['a', [9, 4]]]); // 13 missed: zero; 'idle' no longer reported
+    expect(h.snapshot('a').series.in).to.deep.equal([0, 0, 1]);
+    h.sample(15, [['a', [9, 4]]]);
+    h.sample(16, [['a', [9, 4]]]);
+    h.sample(17, [['a', [9, 4]]]); // nothing moved for a whole ring
+    expect(h.ringCount).to.equal(0);
+    expect(h.snapshot('a').series.in).to.deep.equal([]);
+  });
+
+  it('gauges: kept as reported, a missed second holds the value, at most maxKeys rings (the idlest goes)', () => {
+    const h = new KeyedHistory(['lag'], { kind: 'gauge', capacity: 4, maxKeys: 2 });
+    h.sample(1, [['g1', [7]]]);
+    h.sample(3, [
+      ['g1', [5]],
+      ['g2', [1]],
+    ]);
+    expect(h.snapshot('g1').series['lag']).to.deep.equal([7, 5, 5]);
+    expect(h.snapshot('g2').series['lag']).to.deep.equal([1]);
+    h.sample(4, [
+      ['g2', [0]],
+      ['g3', [2]],
+      ['g1', [4]],
+    ]);
+    expect(h.ringCount).to.equal(2);
+    expect(h.snapshot('g3').series['lag']).to.deep.equal([2]);
   });
 });
 

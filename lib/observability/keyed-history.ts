@@ -4,7 +4,7 @@
  * has something to show. Bounded: at most `maxKeys` rings (the key idle longest gives its ring up);
  * a counter key whose counts have not moved for a whole ring gives it up too, so idle topics cost
  * only their last totals; keys no longer reported (a deleted topic or group) are forgotten.
- * - kind 'counter': the reported values are running totals; the ring keeps each second's difference.
+ * - kind 'counter': the reported values are running totals from zero; the ring keeps each second's difference.
  * - kind 'gauge': the reported values are kept as they are (a missed second holds the value).
  */
 import { SecondRing } from './second-ring.js';
@@ -42,10 +42,10 @@ export class KeyedHistory {
     for (const [key, values] of rows) {
       let e = this.entries.get(key);
       if (e === undefined) {
-        // a counter's first sight is its baseline: its totals so far are not one second's
-        e = { ring: null, last: Array.from(values), active: counter ? -1 : now, seen: now };
+        // a counter's totals start at zero with the process (the meters are made on a key's first
+        // count): what it holds at first sight happened since the last sample
+        e = { ring: null, last: new Array<number>(this.series.length).fill(0), active: -1, seen: now };
         this.entries.set(key, e);
-        if (counter) continue;
       }
       e.seen = now;
       let moved = !counter;

@@ -46,29 +46,26 @@ describe('ThroughputHistory', () => {
 });
 
 describe('KeyedHistory', () => {
-  it('counters: per-second differences per key from the second sight on; idle keys give their ring up, gone keys are forgotten', () => {
+  it('counters: per-second differences per key (totals from zero); idle keys give their ring up, gone keys are forgotten', () => {
     const h = new KeyedHistory(['in', 'out'], { kind: 'counter', capacity: 3, maxKeys: 10 });
-    h.sample(10, [
-      ['a', [5, 0]],
-      ['idle', [9, 9]],
-    ]); // baselines
+    h.sample(10, [['idle', [0, 0]]]);
     h.sample(11, [
-      ['a', [8, 1]],
-      ['idle', [9, 9]],
+      ['a', [3, 1]], // a's first count
+      ['idle', [0, 0]],
     ]);
     h.sample(12, [
-      ['a', [8, 4]],
-      ['idle', [9, 9]],
+      ['a', [3, 4]],
+      ['idle', [0, 0]],
     ]);
     expect(h.snapshot('a').series).to.deep.equal({ in: [3, 0], out: [1, 3] });
     expect(h.snapshot('a').start).to.equal(11);
     expect(h.snapshot('idle').series).to.deep.equal({ in: [], out: [] });
     expect(h.ringCount).to.equal(1);
-    h.sample(14, [['a', [9, 4]]]); // 13 missed: zero; 'idle' no longer reported
+    h.sample(14, [['a', [4, 4]]]); // 13 missed: zero; 'idle' no longer reported
     expect(h.snapshot('a').series.in).to.deep.equal([0, 0, 1]);
-    h.sample(15, [['a', [9, 4]]]);
-    h.sample(16, [['a', [9, 4]]]);
-    h.sample(17, [['a', [9, 4]]]); // nothing moved for a whole ring
+    h.sample(15, [['a', [4, 4]]]);
+    h.sample(16, [['a', [4, 4]]]);
+    h.sample(17, [['a', [4, 4]]]); // nothing moved for a whole ring
     expect(h.ringCount).to.equal(0);
     expect(h.snapshot('a').series.in).to.deep.equal([]);
   });

@@ -204,6 +204,20 @@ export function rdkafka(): RdKafkaModule {
   return rd;
 }
 
+/** The settings the producer-throughput benches share: acks, 5 ms linger, 1 MB batches, a deep queue, no logs. */
+export function throughputProducerConfig(bootstrap: string, acks: number, props: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    'bootstrap.servers': bootstrap,
+    acks,
+    'linger.ms': 5,
+    'batch.size': 1000000,
+    'queue.buffering.max.messages': 500000,
+    'queue.buffering.max.kbytes': 1048576,
+    log_level: 0,
+    ...props,
+  };
+}
+
 export function confluentVersion(): string {
   try {
     return (

@@ -27,6 +27,7 @@ import {
   round,
   si,
   sleep,
+  throughputProducerConfig,
   writeBench,
 } from './proc-stats.js';
 
@@ -99,16 +100,7 @@ async function rdProduce(
   n: number,
   pool: Buffer[],
 ): Promise<Run> {
-  const p: RdProducer = new (rdkafka().Producer)({
-    'bootstrap.servers': bootstrap,
-    'compression.codec': codec,
-    acks,
-    'linger.ms': 5,
-    'batch.size': 1000000,
-    'queue.buffering.max.messages': 500000,
-    'queue.buffering.max.kbytes': 1048576,
-    log_level: 0,
-  });
+  const p: RdProducer = new (rdkafka().Producer)(throughputProducerConfig(bootstrap, acks, { 'compression.codec': codec }));
   await connectRd(p);
   const before = await endOffsets(bootstrap, topic);
   p.setPollInterval(50);

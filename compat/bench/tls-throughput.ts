@@ -18,7 +18,17 @@ import { startGregor } from '../lib/broker-process.js';
 import { tempDir } from '../../test/helpers/broker.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { loadAverage, writeResult } from './eos-common.js';
-import { confluentVersion, connectRd, cpuSeconds, disconnectRd, envInt, produceAllRd, rdkafka, round } from './proc-stats.js';
+import {
+  confluentVersion,
+  connectRd,
+  cpuSeconds,
+  disconnectRd,
+  envInt,
+  produceAllRd,
+  rdkafka,
+  round,
+  throughputProducerConfig,
+} from './proc-stats.js';
 
 const VALUE_SIZE = 1024;
 const LISTENERS = ['PLAINTEXT', 'SSL', 'SASL_SSL'] as const;
@@ -36,16 +46,7 @@ interface Round {
 }
 
 async function produce(bootstrap: string, props: Record<string, string>, topic: string, n: number, pool: Buffer[]): Promise<number> {
-  const p = new (rdkafka().Producer)({
-    'bootstrap.servers': bootstrap,
-    acks: 1,
-    'linger.ms': 5,
-    'batch.size': 1000000,
-    'queue.buffering.max.messages': 500000,
-    'queue.buffering.max.kbytes': 1048576,
-    log_level: 0,
-    ...props,
-  });
+  const p = new (rdkafka().Producer)(throughputProducerConfig(bootstrap, 1, props));
   await connectRd(p);
   p.setPollInterval(50);
   const t0 = performance.now();

@@ -99,17 +99,33 @@ export function selects(sel: Pick<Selection, 'q' | 'filter'>, r: FetchedRecord):
   }
 }
 
+/** Records read from the end of all partitions together at most, before they are merged by time. */
+export const END_SCAN = 5_000;
+
+/**
+ * How far back from its high watermark each partition is read for the newest `limit` records: all
+ * `limit` while the non-empty partitions times `limit` stay within END_SCAN (exact), else an even
+ * share of `limit` (at least one each), as Redpanda Console spreads its "newest" reads: with
+ * thousands of partitions the page shows the newest records of each, not necessarily the newest
+ * `limit` of the topic.
+ */
+function endDepth(sel: Selection, nonEmpty: (p: number) => boolean): number {
+  const n = Math.max(1, sel.partitions.filter(nonEmpty).length);
+  return Math.max(Math.ceil(sel.limit / n), Math.min(sel.limit, Math.floor(END_SCAN / n)));
+}
+
 export async function browse(s: BrokerServices, kafka: InprocConnection, t: TopicRecord, sel: Selection): Promise<Page> {
   const logs = s.topics.logsOf(t.name) ?? [];
   const bounds = (p: number) => ({ start: logs[p]?.logStartOffset ?? 0n, hw: logs[p]?.highWatermark ?? 0n });
   const positions = new Map<number, bigint>();
   const byTime = sel.from === 'timestamp' ? await offsetsForTime(kafka, t.name, sel.partitions, sel.timestamp) : null;
+  const fromEnd = sel.from === 'end' ? BigInt(endDepth(sel, (p) => bounds(p).hw > bounds(p).start)) : 0n;
   for (const p of sel.partitions) {
     const { start, hw } = bounds(p);
     const clamp = (o: bigint) => (o < start ? start : o > hw ? hw : o);
     let at: bigint;
     if (sel.from === 'start') at = start;
-    else if (sel.from === 'end') at = clamp(hw - BigInt(sel.limit));
+    else if (sel.from === 'end') at = clamp(hw - fromEnd);
     else if (sel.from === 'offset') at = clamp(sel.offset);
     else if (sel.from === 'cursor') at = clamp(sel.cursor.get(p) ?? start);
     else {
@@ -147,9 +163,9 @@ export async function browse(s: BrokerServices, kafka: InprocConnection, t: Topi
   const records = sel.from === 'end' ? all.slice(-sel.limit) : all.slice(0, sel.limit);
   // the next page starts after what this one showed (records read but merged away come again)
   const next: Record<number, string> = {};
+  const shown = new Set(records);
   for (const p of sel.partitions) {
-    const shown = records.filter((r) => r.partition === p);
-    const dropped = (found.get(p) ?? []).find((r) => !shown.includes(r));
+    const dropped = (found.get(p) ?? []).find((r) => !shown.has(r));
     next[p] = String(dropped !== undefined ? dropped.offset : (positions.get(p) ?? 0n));
   }
   const atEnd = sel.partitions.every((p) => BigInt(next[p] ?? '0') >= bounds(p).hw);

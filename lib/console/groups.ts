@@ -94,24 +94,35 @@ export function groupRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[]
 
   async function lagOf(committed: { topic: string; partition: number; offset: bigint }[]) {
     const now = Date.now();
-    return Promise.all(
-      committed.map(async (c, i) => {
-        const log = s.topics.partition(c.topic, c.partition);
-        const hw = log?.highWatermark ?? null;
-        const lag = hw === null || c.offset < 0n ? null : Number(hw - c.offset);
-        let lagMs: number | null = lag === 0 ? 0 : null;
-        if (lag !== null && lag > 0 && i < LAG_TIME_PARTITIONS) {
-          // the first record not yet consumed: how long it has waited
-          const [r] = await fetchRecords(kafka, c.topic, new Map([[c.partition, c.offset]]), {
-            maxWaitMs: 0,
-            partitionMaxBytes: 64 * 1024,
-          }).catch(() => []);
-          const first = r?.records.find((x) => x.offset >= c.offset);
-          if (first !== undefined) lagMs = Math.max(0, now - Number(first.timestamp));
+    const rows = committed.map((c) => {
+      const hw = s.topics.partition(c.topic, c.partition)?.highWatermark ?? null;
+      const lag = hw === null || c.offset < 0n ? null : Number(hw - c.offset);
+      return { topic: c.topic, partition: c.partition, committedOffset: c.offset, highWatermark: hw, lag, lagMs: lag === 0 ? 0 : null };
+    });
+    // lag in time: how long the first record not yet consumed has waited (one Fetch per topic, for
+    // the first LAG_TIME_PARTITIONS lagging partitions)
+    const wanted = new Map<string, Map<number, bigint>>();
+    for (const r of rows.filter((x) => x.lag !== null && x.lag > 0).slice(0, LAG_TIME_PARTITIONS)) {
+      let m = wanted.get(r.topic);
+      if (m === undefined) wanted.set(r.topic, (m = new Map<number, bigint>()));
+      m.set(r.partition, r.committedOffset);
+    }
+    const firstTs = new Map<string, bigint>();
+    await Promise.all(
+      [...wanted].map(async ([topic, parts]) => {
+        const reads = await fetchRecords(kafka, topic, parts, { maxWaitMs: 0, partitionMaxBytes: 16 * 1024 }).catch(() => []);
+        for (const r of reads) {
+          const from = parts.get(r.partition) ?? 0n;
+          const first = r.records.find((x) => x.offset >= from);
+          if (first !== undefined) firstTs.set(`${topic}:${r.partition}`, first.timestamp);
         }
-        return { topic: c.topic, partition: c.partition, committedOffset: c.offset, highWatermark: hw, lag, lagMs };
       }),
     );
+    for (const r of rows) {
+      const ts = firstTs.get(`${r.topic}:${r.partition}`);
+      if (ts !== undefined) r.lagMs = Math.max(0, now - Number(ts));
+    }
+    return rows;
   }
 
   return [

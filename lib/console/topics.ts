@@ -21,6 +21,9 @@ const SOURCE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(C
 const TOPIC_RESOURCE = 2;
 const OP = { SET: 0, DELETE: 1 } as const;
 
+/** partitions a topic page gets unless it asks for all */
+export const FIRST_PARTITIONS = 100;
+
 export function topicRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[] {
   const s = deps.services;
   const rates = new TopicRates(deps.broker.metrics.topics, deps.signal);
@@ -32,9 +35,9 @@ export function topicRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[]
     return t;
   }
 
-  function partitions(t: TopicRecord) {
+  function partitions(t: TopicRecord, count = t.partitions) {
     const logs = s.topics.logsOf(t.name) ?? [];
-    return Array.from({ length: t.partitions }, (_v, p) => {
+    return Array.from({ length: Math.min(count, t.partitions) }, (_v, p) => {
       const st = s.metadata.partitionState(t.name, p);
       const log = logs[p];
       const start = log?.logStartOffset ?? null;
@@ -123,8 +126,10 @@ export function topicRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[]
     {
       method: 'GET',
       path: /^\/topics\/([^/]+)$/,
-      handle(_req, res, { params: [name = ''] }) {
+      handle(_req, res, { url, params: [name = ''] }) {
         const t = topicOr404(name);
+        // the first FIRST_PARTITIONS unless ?partitions=all: a page of 10,000 partitions is 1.5 MB
+        const shown = url.searchParams.get('partitions') === 'all' ? t.partitions : FIRST_PARTITIONS;
         const configs = topicConfigEntries(s.config, t, null).map((e) => ({
           name: e.name,
           value: e.value,
@@ -140,7 +145,8 @@ export function topicRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[]
           topicId: t.topicId,
           internal: t.internal,
           replicationFactor: t.replicationFactor,
-          partitions: partitions(t),
+          partitionCount: t.partitions,
+          partitions: partitions(t, shown),
           configs,
           ...rates.rate(t.name),
         });

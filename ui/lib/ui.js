@@ -119,3 +119,19 @@ export function ThroughputCharts({ path }) {
       </div>`
     }`;
 }
+
+/** Rows to draw at first: a table of thousands of partitions shows this many and a button for the rest. */
+export const FIRST_ROWS = 100;
+
+/** The first FIRST_ROWS of `rows` until asked for all; `more` is the button that asks (null when all are shown). */
+export function useFirstRows(rows, what) {
+  const [all, setAll] = useState(false);
+  if (all || rows.length <= FIRST_ROWS) return { shown: rows, more: null };
+  return {
+    shown: rows.slice(0, FIRST_ROWS),
+    more: html`<p>
+      <span class="muted">Showing ${FIRST_ROWS} of ${rows.length} ${what}. </span>
+      <button type="button" class="secondary" onClick=${() => setAll(true)}>Show all ${rows.length} ${what}</button>
+    </p>`,
+  };
+}

@@ -2,7 +2,7 @@
 import { api, enc } from '../lib/api.js';
 import { count, duration } from '../lib/format.js';
 import { useMemo, useState } from 'preact/hooks';
-import { Chart, ErrorNote, html, TableWrap, toChartData, usePoll } from '../lib/ui.js';
+import { Chart, ErrorNote, html, TableWrap, toChartData, useFirstRows, usePoll } from '../lib/ui.js';
 
 function Reset({ id, state, onDone }) {
   const [f, setF] = useState({ to: 'start', offset: '', time: '', topic: '' });
@@ -131,6 +131,7 @@ export function Group({ id }) {
   const d = g.data;
   const total = d ? d.partitions.reduce((n, p) => n + (p.lag ?? 0), 0) : 0;
   const lag = useMemo(() => d && toChartData(d.lagHistory, ['lag']), [d]);
+  const rows = useFirstRows(d?.partitions ?? [], 'partitions');
   return html`<section aria-labelledby="group-title">
     <p><a href="#/groups">Consumer groups</a> /</p>
     <h1 id="group-title">${id}</h1>
@@ -160,7 +161,7 @@ export function Group({ id }) {
               </tr>
             </thead>
             <tbody>
-              ${d.partitions.map(
+              ${rows.shown.map(
                 (p) =>
                   html`<tr key=${`${p.topic}:${p.partition}`}>
                     <td><a href=${`#/topics/${enc(p.topic)}`}>${p.topic}</a></td>
@@ -174,6 +175,7 @@ export function Group({ id }) {
             </tbody>
           </table>
         <//>
+        ${rows.more}
         <${Members} d=${d} />
         <${Reset} id=${id} state=${d.state} onDone=${g.reload} />`
     }

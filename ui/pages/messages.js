@@ -7,6 +7,25 @@ import { render } from '../lib/bytes.js';
 import { localTime } from '../lib/format.js';
 import { ErrorNote, html, TableWrap, usePoll } from '../lib/ui.js';
 
+/**
+ * A partition, or `none` (all / by key): a list for a topic of a few partitions; for thousands, a
+ * text field (a select of 10,000 options is slow to draw and to use).
+ */
+function PartitionPicker({ value, onChange, partitions, none, noneLabel }) {
+  if (partitions <= 100)
+    return html`<select value=${value} onChange=${onChange}>
+      <option value=${none}>${noneLabel}</option>
+      ${Array.from({ length: partitions }, (_v, i) => html`<option value=${i}>${i}</option>`)}
+    </select>`;
+  return html`<input
+    inputmode="numeric"
+    pattern=${`${none === '' ? '' : `${none}|`}[0-9]+`}
+    placeholder=${`${noneLabel}, or 0–${partitions - 1}`}
+    value=${value}
+    onChange=${onChange}
+  />`;
+}
+
 function Produce({ topic, partitions, onDone }) {
   const [f, setF] = useState({ partition: '', key: '', value: '', valueEncoding: 'text', headers: '' });
   const [error, setError] = useState(null);
@@ -39,11 +58,8 @@ function Produce({ topic, partitions, onDone }) {
     <form class="inline" onSubmit=${submit} aria-label="Produce a message">
       <label
         >Partition
-        <select value=${f.partition} onChange=${set('partition')}>
-          <option value="">by key</option>
-          ${Array.from({ length: partitions }, (_v, i) => html`<option value=${i}>${i}</option>`)}
-        </select></label
-      >
+        <${PartitionPicker} value=${f.partition} onChange=${set('partition')} partitions=${partitions} none="" noneLabel="by key"
+      /></label>
       <label>Key <input value=${f.key} onInput=${set('key')} /></label>
       <label
         >Value is
@@ -73,7 +89,7 @@ function query(p, extra = {}) {
 
 export function Messages({ topic }) {
   const meta = usePoll(() => api(`/topics/${enc(topic)}`), 0, [topic]);
-  const partitions = meta.data?.partitions.length ?? 0;
+  const partitions = meta.data?.partitionCount ?? 0;
   const [p, setP] = useState({ partition: 'all', from: 'end', offset: '', time: '', limit: '50', q: '', filter: '' });
   const [view, setView] = useState('auto');
   const [records, setRecords] = useState([]);
@@ -139,11 +155,8 @@ export function Messages({ topic }) {
     <form class="inline" aria-label="Select messages" onSubmit=${(e) => (e.preventDefault(), void load())}>
       <label
         >Partition
-        <select value=${p.partition} onChange=${set('partition')}>
-          <option value="all">all</option>
-          ${Array.from({ length: partitions }, (_v, i) => html`<option value=${i}>${i}</option>`)}
-        </select></label
-      >
+        <${PartitionPicker} value=${p.partition} onChange=${set('partition')} partitions=${partitions} none="all" noneLabel="all"
+      /></label>
       <label
         >From
         <select value=${p.from} onChange=${set('from')}>

@@ -95,7 +95,8 @@ function DeleteTopic({ topic }) {
 }
 
 export function Topic({ name }) {
-  const t = usePoll(() => api(`/topics/${enc(name)}`), 5000, [name]);
+  const [all, setAll] = useState(false);
+  const t = usePoll(() => api(`/topics/${enc(name)}${all ? '?partitions=all' : ''}`), 5000, [name, all]);
   const d = t.data;
   const [adding, setAdding] = useState('');
   const [addError, setAddError] = useState(null);
@@ -148,6 +149,13 @@ export function Topic({ name }) {
             </tbody>
           </table>
         <//>
+        ${
+          d.partitions.length < d.partitionCount &&
+          html`<p>
+            <span class="muted">Showing ${d.partitions.length} of ${d.partitionCount} partitions. </span>
+            <button type="button" class="secondary" onClick=${() => setAll(true)}>Show all ${d.partitionCount} partitions</button>
+          </p>`
+        }
         <form
           class="inline"
           aria-label="Add partitions"
@@ -165,7 +173,7 @@ export function Topic({ name }) {
         >
           <label
             >New partition count
-            <input type="number" min=${d.partitions.length + 1} required value=${adding} onInput=${(e) => setAdding(e.currentTarget.value)}
+            <input type="number" min=${d.partitionCount + 1} required value=${adding} onInput=${(e) => setAdding(e.currentTarget.value)}
           /></label>
           <button type="submit" class="secondary">Add partitions</button>
         </form>

@@ -22,17 +22,7 @@ import { startGregor } from '../lib/broker-process.js';
 import { launchChromium } from '../../test/helpers/browser.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { loadAverage, writeResult } from './eos-common.js';
-import {
-  confluentVersion,
-  connectRd,
-  cpuSeconds,
-  disconnectRd,
-  envInt,
-  produceAllRd,
-  rdkafka,
-  round,
-  throughputProducerConfig,
-} from './proc-stats.js';
+import { confluentVersion, cpuSeconds, envInt, round, timedProduceRd } from './proc-stats.js';
 
 /** a page not shown within this long counts as this long */
 const LOAD_TIMEOUT_MS = 30_000;
@@ -40,14 +30,7 @@ const LOAD_TIMEOUT_MS = 30_000;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 async function produce(bootstrap: string, topic: string, n: number, value: (i: number) => Buffer): Promise<number> {
-  const p = new (rdkafka().Producer)(throughputProducerConfig(bootstrap, 1));
-  await connectRd(p);
-  p.setPollInterval(50);
-  const t0 = performance.now();
-  await produceAllRd(p, topic, null, n, value);
-  const secs = (performance.now() - t0) / 1000;
-  await disconnectRd(p);
-  return secs;
+  return timedProduceRd(bootstrap, {}, topic, null, n, value);
 }
 
 interface PageSpec {

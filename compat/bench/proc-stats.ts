@@ -276,6 +276,25 @@ export async function produceAllRd(
   await flushRd(p, 120_000);
 }
 
+/** A librdkafka producer with throughputProducerConfig (acks=1) that produces n records, flushes and disconnects; the seconds it took. */
+export async function timedProduceRd(
+  bootstrap: string,
+  props: Record<string, unknown>,
+  topic: string,
+  partition: number | null,
+  n: number,
+  valueAt: (i: number) => Buffer,
+): Promise<number> {
+  const p = new (rdkafka().Producer)(throughputProducerConfig(bootstrap, 1, props));
+  await connectRd(p);
+  p.setPollInterval(50);
+  const t0 = performance.now();
+  await produceAllRd(p, topic, partition, n, valueAt);
+  const secs = (performance.now() - t0) / 1000;
+  await disconnectRd(p);
+  return secs;
+}
+
 export const ROOT_DIR = ROOT;
 
 /** A thread (threads of one name summed) and how busy it was over a window, % of one core. */

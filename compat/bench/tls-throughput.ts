@@ -18,17 +18,7 @@ import { startGregor } from '../lib/broker-process.js';
 import { tempDir } from '../../test/helpers/broker.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { loadAverage, writeResult } from './eos-common.js';
-import {
-  confluentVersion,
-  connectRd,
-  cpuSeconds,
-  disconnectRd,
-  envInt,
-  produceAllRd,
-  rdkafka,
-  round,
-  throughputProducerConfig,
-} from './proc-stats.js';
+import { confluentVersion, cpuSeconds, envInt, round, timedProduceRd } from './proc-stats.js';
 
 const VALUE_SIZE = 1024;
 const LISTENERS = ['PLAINTEXT', 'SSL', 'SASL_SSL'] as const;
@@ -46,14 +36,7 @@ interface Round {
 }
 
 async function produce(bootstrap: string, props: Record<string, string>, topic: string, n: number, pool: Buffer[]): Promise<number> {
-  const p = new (rdkafka().Producer)(throughputProducerConfig(bootstrap, 1, props));
-  await connectRd(p);
-  p.setPollInterval(50);
-  const t0 = performance.now();
-  await produceAllRd(p, topic, 0, n, (i) => pool[i % pool.length]!);
-  const secs = (performance.now() - t0) / 1000;
-  await disconnectRd(p);
-  return secs;
+  return timedProduceRd(bootstrap, props, topic, 0, n, (i) => pool[i % pool.length]!);
 }
 
 function listenerAddress(log: string, name: string): string {

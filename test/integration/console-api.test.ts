@@ -189,6 +189,18 @@ describe('web console API (/ui/api)', function () {
     });
   });
 
+  describe('many partitions', () => {
+    it('sends the first 100 partitions of a topic page unless asked for all', async () => {
+      await createTopic(kafka, 'wide-t', 150);
+      const first = (await ui.get('/topics/wide-t')).body;
+      expect(first.partitionCount).to.equal(150);
+      expect(first.partitions).to.have.length(100);
+      expect(first.partitions[99].partition).to.equal(99);
+      const all = (await ui.get('/topics/wide-t?partitions=all')).body;
+      expect(all.partitions).to.have.length(150);
+    });
+  });
+
   describe('cross-site request defences', () => {
     it('refuses a mutating request without the token, with a wrong one, without the cookie, or from another origin', async () => {
       await ui.open();

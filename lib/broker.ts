@@ -28,6 +28,7 @@ import { KafkaServer } from './network/server.js';
 import { overloadLimits, type OverloadLimits } from './network/overload.js';
 import { listenerSecurity, saslSessions, type ListenerSecurity } from './security/listener-security.js';
 import { saslGate } from './security/sasl/gate.js';
+import { AclAuthorizer } from './security/acl/authorizer.js';
 import { checkAdvertisedListeners } from './network/advertised-check.js';
 import type { LogCleaner } from './log/cleaner/cleaner.js';
 import { startLogCleaner } from './log/cleaner/settings.js';
@@ -237,6 +238,7 @@ export class Broker {
       share,
       txn,
       logger: this.logger,
+      ...(AclAuthorizer.enabledBy(this.config) ? { authorizer: new AclAuthorizer(this.metadata, this.config, this.logger) } : {}),
       metrics: this.metrics,
       quotas: clientQuotaManager(this.config, this.metadata),
       apiVersions,

@@ -17,6 +17,7 @@ import {
 } from './config/kafka-keys.js';
 import { SSL_BROKER_CONFIG } from './config/ssl-keys.js';
 import { SASL_BROKER_CONFIG, SASL_PREFIXED_ONLY } from './config/sasl-keys.js';
+import { ACL_BROKER_CONFIG } from './config/acl-keys.js';
 
 export { ConfigError } from './config/error.js';
 export { parseAdminListener, parseListener, type Listener } from './config/listeners.js';
@@ -217,6 +218,7 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'admin.requests.log.size': { type: 'int', default: 1000, validate: atLeast(0) },
   ...SSL_BROKER_CONFIG,
   ...SASL_BROKER_CONFIG,
+  ...ACL_BROKER_CONFIG,
 };
 
 export function parseValue(key: string, def: ConfigDef, raw: string | ConfigValue): ConfigValue {

@@ -13,6 +13,7 @@ import type { TopicManager } from './topics.js';
 import type { TransactionCoordinator } from './txn/coordinator.js';
 import type { ShareService } from './share/index.js';
 import type { ClientQuotaManager } from './quota/manager.js';
+import type { AclAuthorizer } from './security/acl/authorizer.js';
 
 export interface ApiVersionRange {
   apiKey: number;
@@ -42,6 +43,8 @@ export interface BrokerServices {
   /** Producer ids, transactions (on __transaction_state) and their markers. */
   readonly txn: TransactionCoordinator;
   readonly logger: Logger;
+  /** The ACL authorizer, when `authorizer.class.name` is set (absent: every request is allowed). */
+  readonly authorizer?: AclAuthorizer;
   /** Request and topic meters (/metrics, /v1/requests): the Produce handler counts what it appends here. */
   readonly metrics: BrokerMetrics;
   /** Client quotas (AlterClientQuotas) and the rates they limit (lib/quota/). */

@@ -4,6 +4,7 @@
  */
 import { SSL_DOCS } from './ssl-keys.js';
 import { SASL_DOCS } from './sasl-keys.js';
+import { ACL_DOCS } from './acl-keys.js';
 
 const DOCS: Record<string, string> = {
   // listeners and identity
@@ -151,6 +152,7 @@ const DOCS: Record<string, string> = {
   'admin.requests.log.size': 'gregor: requests kept for GET /v1/requests.',
   ...SSL_DOCS,
   ...SASL_DOCS,
+  ...ACL_DOCS,
 };
 
 const TOPIC_DOCS: Record<string, string> = {

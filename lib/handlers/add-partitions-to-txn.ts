@@ -7,6 +7,7 @@ import type {
   AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult,
 } from '../../protocol/generated/add-partitions-to-txn.js';
 import { fencedForVersion } from './init-producer-id.js';
+import { AclOperation, byTopicAllowed, clusterAllowed, transactionalIdError } from '../security/acl/checks.js';
 import { defineHandler, type RequestContext } from './types.js';
 
 type TopicResult = AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult;
@@ -35,6 +36,13 @@ async function addOne(
   verifyOnly: boolean,
 ): Promise<TopicResult[]> {
   const s = ctx.services;
+  const txnDenied = transactionalIdError(ctx, AclOperation.WRITE, txnId);
+  if (txnDenied !== ErrorCode.NONE) return results(topics, () => txnDenied);
+  const writable = byTopicAllowed(ctx, AclOperation.WRITE, topics, (t) => t.name);
+  if (writable.denied.length > 0) {
+    const denied = new Set(writable.denied.map((t) => t.name));
+    return results(topics, (t) => (denied.has(t) ? ErrorCode.TOPIC_AUTHORIZATION_FAILED : ErrorCode.OPERATION_NOT_ATTEMPTED));
+  }
   const exists = (t: string, p: number) => s.topics.exists(t, p);
   if (topics.some((t) => t.partitions.some((p) => !exists(t.name, p)))) {
     return results(topics, (t, p) => (exists(t, p) ? ErrorCode.OPERATION_NOT_ATTEMPTED : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION));
@@ -62,6 +70,8 @@ export const addPartitionsToTxnHandler = defineHandler<AddPartitionsToTxnRequest
       );
       return { throttleTimeMs: 0, resultsByTopicV3AndBelow: r };
     }
+    // v4+ is the brokers' own (KIP-890 verification): CLUSTER_ACTION
+    if (!clusterAllowed(ctx, AclOperation.CLUSTER_ACTION)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const resultsByTransaction = await Promise.all(
       (req.transactions ?? []).map(async (t) => ({
         transactionalId: t.transactionalId ?? '',

@@ -11,6 +11,7 @@ import type {
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { PartitionResult, ReassignmentRequest } from '../metadata/store.js';
 import { byTopic, failedWith } from './partition-results.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 function requests(req: AlterPartitionReassignmentsRequest): ReassignmentRequest[] {
@@ -32,6 +33,7 @@ export const alterPartitionReassignmentsHandler = defineHandler<AlterPartitionRe
   minVersion: 0,
   maxVersion: 0,
   async handle(req, ctx) {
+    if (!clusterAllowed(ctx, AclOperation.ALTER)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const reqs = requests(req);
     let results: PartitionResult[];
     try {

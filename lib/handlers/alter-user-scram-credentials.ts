@@ -14,6 +14,7 @@ import type {
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { StoredScramCredential } from '../metadata/store.js';
 import { credentialFromSalted, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scramMechanismByType } from '../security/sasl/scram.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 type Failure = { code: number; message: string };
@@ -30,6 +31,7 @@ export const alterUserScramCredentialsHandler = defineHandler<AlterUserScramCred
   minVersion: 0,
   maxVersion: 0,
   async handle(req, ctx) {
+    if (!clusterAllowed(ctx, AclOperation.ALTER)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const store = ctx.services.metadata;
     const current = store.scramCredentials();
     const errors = new Map<string, Failure>();

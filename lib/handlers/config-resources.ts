@@ -331,6 +331,9 @@ export function resourceFailure(e: unknown): { errorCode: number; errorMessage: 
   throw e;
 }
 
+/** The message of a config resource the principal may not describe or alter. */
+export const AUTHORIZATION_FAILED = 'Authorization failed.';
+
 export interface AlterResourceResult {
   errorCode: number;
   errorMessage: string | null;
@@ -350,6 +353,8 @@ export async function alterConfigResources<R extends { resourceType: number; res
   resources: readonly R[],
   validateOnly: boolean,
   next: (r: R, current: Record<string, string>, target: ConfigTarget) => Record<string, string | null>,
+  /** the resource's authorization error (NONE: allowed) */
+  denied: (r: R) => number = () => ErrorCode.NONE,
 ): Promise<AlterResourceResult[]> {
   const dups = duplicateResources(resources);
   const out: AlterResourceResult[] = [];
@@ -357,6 +362,8 @@ export async function alterConfigResources<R extends { resourceType: number; res
     const base = { resourceType: r.resourceType, resourceName: r.resourceName };
     try {
       if (dups.has(resourceKey(r))) throw new ResourceError(ErrorCode.INVALID_REQUEST, 'Duplicate resource.');
+      const authError = denied(r);
+      if (authError !== ErrorCode.NONE) throw new ResourceError(authError, AUTHORIZATION_FAILED);
       if (r.resourceType === ConfigResourceType.TOPIC) {
         const t = topicResource(s, r.resourceName);
         await replaceTopicConfigs(s, r.resourceName, next(r, t.configs, 'topic'), validateOnly);

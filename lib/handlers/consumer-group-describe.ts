@@ -1,6 +1,8 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse } from '../../protocol/generated/consumer-group-describe.js';
 import { consumerGroupDescribeError, describeConsumerGroup } from '../group/group-admin.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const consumerGroupDescribeHandler = defineHandler<ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse>({
@@ -10,7 +12,11 @@ export const consumerGroupDescribeHandler = defineHandler<ConsumerGroupDescribeR
   handle(req, ctx) {
     return {
       throttleTimeMs: 0,
-      groups: req.groupIds.map((id) => describeConsumerGroup(ctx.services.groups, id, req.includeAuthorizedOperations)),
+      groups: req.groupIds.map((id) =>
+        groupAllowed(ctx, AclOperation.DESCRIBE, id)
+          ? describeConsumerGroup(ctx.services.groups, id, req.includeAuthorizedOperations)
+          : consumerGroupDescribeError(id, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+      ),
     };
   },
   errorResponse(req, errorCode) {

@@ -12,6 +12,7 @@ import type {
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { BrokerServices } from '../services.js';
 import { TopicError } from '../topics.js';
+import { AclOperation, topicAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 import { EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP } from './user-op-limit.js';
 
@@ -74,6 +75,10 @@ export const createPartitionsHandler = defineHandler<CreatePartitionsRequest, Cr
     }
     for (const t of req.topics) {
       if ((counts.get(t.name) ?? 0) > 1) continue;
+      if (!topicAllowed(ctx, AclOperation.ALTER, t.name)) {
+        results.push({ name: t.name, errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED, errorMessage: 'Authorization failed.' });
+        continue;
+      }
       try {
         check(s, t);
         if (!req.validateOnly) await s.topics.addPartitions(t.name, t.count);

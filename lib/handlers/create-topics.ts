@@ -15,6 +15,7 @@ import { invalidTopicName } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
 import { type CreateTopicSpec, TopicError } from '../topics.js';
 import { topicConfigEntries } from './config-resources.js';
+import { AclOperation, clusterAllowed, topicAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 import { EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP } from './user-op-limit.js';
 
@@ -110,8 +111,15 @@ export const createTopicsHandler = defineHandler<CreateTopicsRequest, CreateTopi
       if (v >= 2) res.throttleTimeMs = 0;
       return res;
     }
+    // CREATE on the cluster covers every topic; else CREATE on each
+    const onCluster = clusterAllowed(ctx, AclOperation.CREATE, false);
+    const mayCreate = (name: string) => onCluster || topicAllowed(ctx, AclOperation.CREATE, name);
     for (const t of req.topics) {
       if ((counts.get(t.name) ?? 0) > 1) continue; // answered once below
+      if (!mayCreate(t.name)) {
+        topics.push(failure(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, 'Authorization failed.', v));
+        continue;
+      }
       try {
         preCheck(s, t);
         const spec = toSpec(t);

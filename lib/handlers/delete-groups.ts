@@ -2,6 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { DeleteGroupsRequest, DeleteGroupsResponse } from '../../protocol/generated/delete-groups.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { deleteGroups } from '../group/group-admin.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /**
@@ -17,7 +18,8 @@ export const deleteGroupsHandler = defineHandler<DeleteGroupsRequest, DeleteGrou
     const share = ctx.services.share;
     const others: string[] = [];
     const shared = new Map<string, number>();
-    for (const id of req.groupsNames) {
+    const deletable = req.groupsNames.filter((id) => groupAllowed(ctx, AclOperation.DELETE, id));
+    for (const id of deletable) {
       const status = ctx.services.groups.validateGroupStatus(id, 'delete');
       const code = status === ErrorCode.NONE ? share.coordinator.delete(id) : undefined;
       if (code === undefined) others.push(id);
@@ -31,7 +33,9 @@ export const deleteGroupsHandler = defineHandler<DeleteGroupsRequest, DeleteGrou
       throttleTimeMs: 0,
       results: req.groupsNames.map((groupId) => ({
         groupId,
-        errorCode: shared.get(groupId) ?? rest.get(groupId) ?? ErrorCode.GROUP_ID_NOT_FOUND,
+        errorCode: !deletable.includes(groupId)
+          ? ErrorCode.GROUP_AUTHORIZATION_FAILED
+          : (shared.get(groupId) ?? rest.get(groupId) ?? ErrorCode.GROUP_ID_NOT_FOUND),
       })),
     };
   },

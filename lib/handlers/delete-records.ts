@@ -15,6 +15,7 @@ import type {
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { BrokerServices } from '../services.js';
 import { INTERNAL_TOPICS } from '../topics.js';
+import { AclOperation, byTopicAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** Offset meaning "up to the high watermark". */
@@ -74,8 +75,9 @@ export const deleteRecordsHandler = defineHandler<DeleteRecordsRequest, DeleteRe
   maxVersion: 2,
   async handle(req, ctx) {
     const s = ctx.services;
+    const deletable = byTopicAllowed(ctx, AclOperation.DELETE, req.topics, (t) => t.name);
     // Logs of a just-created topic may still be opening.
-    for (const t of req.topics)
+    for (const t of deletable.allowed)
       if (s.metadata.topic(t.name) !== undefined)
         await s.topics.openPartitions(
           t.name,
@@ -86,7 +88,9 @@ export const deleteRecordsHandler = defineHandler<DeleteRecordsRequest, DeleteRe
       topics: await Promise.all(
         req.topics.map(async (t) => ({
           name: t.name,
-          partitions: await Promise.all(t.partitions.map((p) => deleteAndAwait(s, t.name, p.partitionIndex, p.offset, req.timeoutMs))),
+          partitions: deletable.denied.includes(t)
+            ? t.partitions.map((p) => failed(p.partitionIndex, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            : await Promise.all(t.partitions.map((p) => deleteAndAwait(s, t.name, p.partitionIndex, p.offset, req.timeoutMs))),
         })),
       ),
     };

@@ -10,6 +10,7 @@ import type {
 } from '../../protocol/generated/delete-topics.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { TopicError } from '../topics.js';
+import { AclOperation, topicAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 const ZERO_UUID = '0'.repeat(32);
@@ -74,6 +75,10 @@ export const deleteTopicsHandler = defineHandler<DeleteTopicsRequest, DeleteTopi
         continue;
       }
       const rec = t.name !== null ? s.metadata.topic(t.name) : s.metadata.topicById(t.topicId);
+      if (rec !== undefined && !topicAllowed(ctx, AclOperation.DELETE, rec.name)) {
+        responses.push(result(t.name, t.topicId, ErrorCode.TOPIC_AUTHORIZATION_FAILED, 'Authorization failed.', v));
+        continue;
+      }
       if (rec === undefined) {
         responses.push(
           t.name !== null

@@ -7,6 +7,8 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { DescribeClusterRequest, DescribeClusterResponse } from '../../protocol/generated/describe-cluster.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { controllerId, liveBrokers } from './cluster-view.js';
+import { authorizedOperations, ResourceType } from '../security/acl/checks.js';
+import { CLUSTER_NAME } from '../security/acl/types.js';
 import { defineHandler } from './types.js';
 
 export const EndpointType = { UNKNOWN: 0, BROKER: 1, CONTROLLER: 2 } as const;
@@ -35,7 +37,9 @@ export const describeClusterHandler = defineHandler<DescribeClusterRequest, Desc
       clusterId: s.clusterId,
       controllerId: controllerId(s),
       brokers: [],
-      clusterAuthorizedOperations: req.includeClusterAuthorizedOperations ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_OMITTED,
+      clusterAuthorizedOperations: req.includeClusterAuthorizedOperations
+        ? authorizedOperations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+        : AUTHORIZED_OPERATIONS_OMITTED,
     };
     if (v >= 1) res.endpointType = endpointType;
     if (endpointType !== EndpointType.BROKER) {

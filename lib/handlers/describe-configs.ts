@@ -8,6 +8,7 @@ import type {
 } from '../../protocol/generated/describe-configs.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import {
+  AUTHORIZATION_FAILED,
   brokerConfigEntries,
   checkBrokerResource,
   configDocumentation,
@@ -21,6 +22,7 @@ import {
   unsupportedResource,
 } from './config-resources.js';
 import { checkGroupResource, groupConfigEntries } from '../group/group-configs.js';
+import { AclOperation, configResourceError } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 function toResult(
@@ -60,6 +62,8 @@ export const describeConfigsHandler = defineHandler<DescribeConfigsRequest, Desc
     const includeDocumentation = v >= 3 && req.includeDocumentation === true;
     const results = req.resources.map((r): DescribeConfigsResponseDescribeConfigsResult => {
       const base = { resourceType: r.resourceType, resourceName: r.resourceName };
+      const denied = configResourceError(ctx, AclOperation.DESCRIBE_CONFIGS, r.resourceType, r.resourceName);
+      if (denied !== ErrorCode.NONE) return { errorCode: denied, errorMessage: AUTHORIZATION_FAILED, ...base, configs: [] };
       try {
         let entries: ConfigEntry[];
         if (r.resourceType === ConfigResourceType.TOPIC) {

@@ -5,6 +5,8 @@ import type {
   DescribeGroupsResponseDescribedGroup,
 } from '../../protocol/generated/describe-groups.js';
 import { describeGroup } from '../group/group-admin.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** DescribeGroups v0–5; v3+ carries the group's authorized operations when the request asks for them. */
@@ -18,6 +20,9 @@ export const describeGroupsHandler = defineHandler<DescribeGroupsRequest, Descri
     return {
       throttleTimeMs: 0,
       groups: req.groups.map((id) => {
+        if (!groupAllowed(ctx, AclOperation.DESCRIBE, id))
+          return this.errorResponse({ groups: [id] }, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx)
+            .groups[0] as DescribeGroupsResponseDescribedGroup;
         const { authorizedOperations, ...d } = describeGroup(ctx.services.groups, id, include);
         const out: DescribeGroupsResponseDescribedGroup = d;
         if (v >= 3) out.authorizedOperations = authorizedOperations;

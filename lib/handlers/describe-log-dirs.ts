@@ -20,6 +20,7 @@ import type {
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { PartitionLog } from '../log/partition-log.js';
 import type { BrokerServices } from '../services.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** Bytes of the `.log` files in a partition directory (a log not opened yet, or not recovered). */
@@ -85,6 +86,7 @@ export const describeLogDirsHandler = defineHandler<DescribeLogDirsRequest, Desc
   maxVersion: 4,
   async handle(req, ctx) {
     const s = ctx.services;
+    if (!clusterAllowed(ctx, AclOperation.DESCRIBE)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     let wanted: ((topic: string, partition: number) => boolean) | null = null;
     if (req.topics !== null) {
       const asked = new Set(req.topics.flatMap((t) => t.partitions.map((p) => `${t.topic}\u0000${p}`)));

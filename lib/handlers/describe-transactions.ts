@@ -9,6 +9,8 @@ import {
   type DescribeTransactionsResponse,
 } from '../../protocol/generated/describe-transactions.js';
 import { describeTransaction } from '../txn/admin.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { AclOperation, transactionalIdAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const describeTransactionsHandler = defineHandler<DescribeTransactionsRequest, DescribeTransactionsResponse>({
@@ -16,7 +18,18 @@ export const describeTransactionsHandler = defineHandler<DescribeTransactionsReq
   minVersion: 0,
   maxVersion: 0,
   handle(req, ctx) {
-    return { throttleTimeMs: 0, transactionStates: req.transactionalIds.map((id) => describeTransaction(ctx.services.txn, id)) };
+    return {
+      throttleTimeMs: 0,
+      transactionStates: req.transactionalIds.map((id) =>
+        transactionalIdAllowed(ctx, AclOperation.DESCRIBE, id)
+          ? describeTransaction(ctx.services.txn, id)
+          : {
+              ...defaultDescribeTransactionsResponseTransactionState(),
+              errorCode: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+              transactionalId: id,
+            },
+      ),
+    };
   },
   errorResponse(req, errorCode) {
     return {

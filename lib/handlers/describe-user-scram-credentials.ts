@@ -11,6 +11,7 @@ import type {
 } from '../../protocol/generated/describe-user-scram-credentials.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { SCRAM_MECHANISMS, isScramMechanism } from '../security/sasl/scram.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const describeUserScramCredentialsHandler = defineHandler<DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse>(
@@ -19,6 +20,7 @@ export const describeUserScramCredentialsHandler = defineHandler<DescribeUserScr
     minVersion: 0,
     maxVersion: 0,
     handle(req, ctx) {
+      if (!clusterAllowed(ctx, AclOperation.DESCRIBE)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
       const all = ctx.services.metadata.scramCredentials();
       const names = req.users === null || req.users.length === 0 ? [...all.keys()].sort() : req.users.map((u) => u.name);
       const counts = new Map<string, number>();

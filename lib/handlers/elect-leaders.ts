@@ -8,6 +8,7 @@ import type { ElectLeadersRequest, ElectLeadersResponse } from '../../protocol/g
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { ElectionType, type PartitionResult, type TopicPartitionRef } from '../metadata/store.js';
 import { byTopic, failedWith } from './partition-results.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 function named(req: ElectLeadersRequest): TopicPartitionRef[] | null {
@@ -30,6 +31,7 @@ export const electLeadersHandler = defineHandler<ElectLeadersRequest, ElectLeade
   minVersion: 0,
   maxVersion: 2,
   async handle(req, ctx) {
+    if (!clusterAllowed(ctx, AclOperation.ALTER)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const type = req.electionType ?? ElectionType.PREFERRED;
     const refs = named(req);
     if (type !== ElectionType.PREFERRED && type !== ElectionType.UNCLEAN) {

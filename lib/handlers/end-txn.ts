@@ -1,6 +1,8 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { EndTxnRequest, EndTxnResponse } from '../../protocol/generated/end-txn.js';
 import { fencedForVersion } from './init-producer-id.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { AclOperation, transactionalIdError } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /**
@@ -13,6 +15,8 @@ export const endTxnHandler = defineHandler<EndTxnRequest, EndTxnResponse>({
   minVersion: 0,
   maxVersion: 4,
   async handle(req, ctx) {
+    const denied = transactionalIdError(ctx, AclOperation.WRITE, req.transactionalId);
+    if (denied !== ErrorCode.NONE) return this.errorResponse(req, denied, ctx);
     const errorCode = await ctx.services.txn.endTxn(req.transactionalId, req.producerId, req.producerEpoch, req.committed);
     return { throttleTimeMs: 0, errorCode: fencedForVersion(errorCode, ctx.apiVersion, 2) };
   },

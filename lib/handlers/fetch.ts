@@ -17,6 +17,7 @@ import { consumerReads } from '../replica/follower-reads.js';
 import { readableBytes } from '../replica/purgatory.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { fetchReplicaId, replicaFetch } from './fetch-replica.js';
+import { AclOperation, clusterAllowed, topicAllowed } from '../security/acl/checks.js';
 import { defineHandler, type RequestContext } from './types.js';
 
 const READ_COMMITTED = 1;
@@ -141,7 +142,10 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
   const logs: PartitionLog[] = [];
   let allCaughtUp = true;
   for (const t of req.topics) {
-    const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
+    const found = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
+    // a topic the principal may not read is answered TOPIC_AUTHORIZATION_FAILED, its logs untouched
+    const denied = found !== undefined && !topicAllowed(ctx, AclOperation.READ, found.name);
+    const rec = denied ? undefined : found;
     // the led partitions' logs; clusters (KIP-392): also followed ones, and those sent to another replica
     const reads = rec === undefined ? undefined : consumerReads(s, ctx.apiVersion, rec.name, t.partitions, req.rackId ?? '');
     const partitionLogs = reads?.logs;
@@ -162,11 +166,11 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
       if (allCaughtUp && !caughtUp(p.fetchOffset, log, readCommitted)) allCaughtUp = false;
     }
     topics.push({
-      topic: rec?.name ?? t.topic ?? '',
-      topicId: rec?.topicId ?? t.topicId ?? ZERO_UUID,
+      topic: found?.name ?? t.topic ?? '',
+      topicId: found?.topicId ?? t.topicId ?? ZERO_UUID,
       req: t,
       logs: partitionLogs,
-      missing: rec === undefined ? unknownTopic : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      missing: denied ? ErrorCode.TOPIC_AUTHORIZATION_FAILED : rec === undefined ? unknownTopic : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
       readReplicas: reads?.readReplicas,
       ...(rec !== undefined && s.topics.clustered ? { notHere: (partition: number) => s.topics.notHereError(rec.name, partition) } : {}),
     });
@@ -307,6 +311,9 @@ export const fetchHandler = defineHandler<FetchRequest, FetchResponse>({
   async handle(request, ctx) {
     const s = ctx.services;
     const replicaId = s.replication !== undefined ? fetchReplicaId(request, ctx.apiVersion) : -1;
+    // a follower's fetch needs CLUSTER_ACTION (Kafka answers the whole request CLUSTER_AUTHORIZATION_FAILED)
+    if (replicaId >= 0 && !clusterAllowed(ctx, AclOperation.CLUSTER_ACTION))
+      return this.errorResponse(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     // KIP-227: the session decides which partitions are read (all of the session's) and which of
     // their answers are sent (an incremental response: only those that changed)
     const session = s.fetchSessions.newContext(request, ctx.apiVersion, replicaId >= 0);

@@ -4,6 +4,7 @@ import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../../prot
 import { OFFSETS_TOPIC } from '../group/records.js';
 import { TRANSACTION_STATE_TOPIC } from '../txn/txn-metadata.js';
 import { brokerAddress } from './cluster-view.js';
+import { AclOperation, groupError, transactionalIdError } from '../security/acl/checks.js';
 import { defineHandler, type RequestContext } from './types.js';
 
 /** Key types of FindCoordinator. */
@@ -27,6 +28,13 @@ async function lookup(key: string, keyType: number, ctx: RequestContext): Promis
   const s = ctx.services;
   const listener = s.advertisedListener(ctx.conn.listenerName);
   let errorCode: number;
+  const denied =
+    keyType === CoordinatorType.TRANSACTION
+      ? transactionalIdError(ctx, AclOperation.DESCRIBE, key)
+      : keyType === CoordinatorType.GROUP
+        ? groupError(ctx, AclOperation.DESCRIBE, key)
+        : ErrorCode.NONE;
+  if (denied !== ErrorCode.NONE) return { key, nodeId: -1, host: '', port: -1, errorCode: denied, errorMessage: null };
   if (keyType === CoordinatorType.TRANSACTION) {
     // __transaction_state is created on first use, as Kafka does
     errorCode = await s.txn.ensureReady();

@@ -16,6 +16,7 @@ import { kafkaBrokerKey } from '../config/kafka-keys.js';
 import { GROUP_CONFIG } from '../group/group-configs.js';
 import type { BrokerServices } from '../services.js';
 import { alterConfigResources, brokerConfigEntry, type ConfigTarget, ResourceError, topicConfigEntry } from './config-resources.js';
+import { AclOperation, configResourceError } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const AlterConfigOp = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const;
@@ -88,8 +89,12 @@ export const incrementalAlterConfigsHandler = defineHandler<IncrementalAlterConf
   maxVersion: 1,
   async handle(req, ctx) {
     const s = ctx.services;
-    const responses = await alterConfigResources(s, req.resources, req.validateOnly, (r, current, target) =>
-      applyOps(s, current, r.configs, target),
+    const responses = await alterConfigResources(
+      s,
+      req.resources,
+      req.validateOnly,
+      (r, current, target) => applyOps(s, current, r.configs, target),
+      (r) => configResourceError(ctx, AclOperation.ALTER_CONFIGS, r.resourceType, r.resourceName),
     );
     return { throttleTimeMs: 0, responses };
   },

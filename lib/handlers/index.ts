@@ -55,6 +55,9 @@ import { alterShareGroupOffsetsHandler } from './alter-share-group-offsets.js';
 import { deleteShareGroupOffsetsHandler } from './delete-share-group-offsets.js';
 import { describeClientQuotasHandler } from './describe-client-quotas.js';
 import { alterClientQuotasHandler } from './alter-client-quotas.js';
+import { createAclsHandler } from './create-acls.js';
+import { deleteAclsHandler } from './delete-acls.js';
+import { describeAclsHandler } from './describe-acls.js';
 import type { Handler } from './types.js';
 
 export const HANDLERS: readonly Handler[] = [
@@ -111,6 +114,9 @@ export const HANDLERS: readonly Handler[] = [
   describeShareGroupOffsetsHandler,
   alterShareGroupOffsetsHandler,
   deleteShareGroupOffsetsHandler,
+  describeAclsHandler,
+  createAclsHandler,
+  deleteAclsHandler,
 ];
 
 /** The ranges to advertise: every handler's, or those an emulated Kafka release had. */

@@ -1,6 +1,7 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { InitProducerIdRequest, InitProducerIdResponse } from '../../protocol/generated/init-producer-id.js';
+import { AclOperation, anyAllowed, clusterAllowed, ResourceType, transactionalIdError } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** PRODUCER_FENCED is new in InitProducerId v4; older versions get INVALID_PRODUCER_EPOCH. */
@@ -14,6 +15,14 @@ export const initProducerIdHandler = defineHandler<InitProducerIdRequest, InitPr
   minVersion: 0,
   maxVersion: 5,
   async handle(req, ctx) {
+    // a transactional producer needs WRITE on its id; an idempotent one IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+    if (req.transactionalId !== null) {
+      const denied = transactionalIdError(ctx, AclOperation.WRITE, req.transactionalId);
+      if (denied !== ErrorCode.NONE) return this.errorResponse(req, denied, ctx);
+    } else if (!clusterAllowed(ctx, AclOperation.IDEMPOTENT_WRITE, false) && !anyAllowed(ctx, AclOperation.WRITE, ResourceType.TOPIC)) {
+      clusterAllowed(ctx, AclOperation.IDEMPOTENT_WRITE); // logs the denial
+      return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
+    }
     const expected = ctx.apiVersion >= 3 ? { producerId: req.producerId ?? -1n, producerEpoch: req.producerEpoch ?? -1 } : null;
     const r = await ctx.services.txn.initProducerId(req.transactionalId, req.transactionTimeoutMs, expected);
     return {

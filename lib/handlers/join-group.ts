@@ -2,6 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { JoinGroupRequest, JoinGroupResponse } from '../../protocol/generated/join-group.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { type JoinGroupResult, joinError } from '../group/classic-group.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 function toResponse(r: JoinGroupResult, v: number): JoinGroupResponse {
@@ -25,6 +26,7 @@ export const joinGroupHandler = defineHandler<JoinGroupRequest, JoinGroupRespons
   minVersion: 0,
   maxVersion: 9,
   async handle(req, ctx) {
+    if (!groupAllowed(ctx, AclOperation.READ, req.groupId)) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     const v = ctx.apiVersion;
     const groups = ctx.services.groups;
     const status = groups.validateGroupStatus(req.groupId, 'join');

@@ -1,6 +1,7 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { LeaveGroupRequest, LeaveGroupResponse } from '../../protocol/generated/leave-group.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** v0–2 name one member; v3+ a batch (with group instance ids), answered per member; classic or consumer group. */
@@ -9,6 +10,7 @@ export const leaveGroupHandler = defineHandler<LeaveGroupRequest, LeaveGroupResp
   minVersion: 0,
   maxVersion: 5,
   async handle(req, ctx) {
+    if (!groupAllowed(ctx, AclOperation.READ, req.groupId)) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     const v = ctx.apiVersion;
     const groups = ctx.services.groups;
     const members =

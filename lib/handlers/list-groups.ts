@@ -2,6 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ListGroupsRequest, ListGroupsResponse } from '../../protocol/generated/list-groups.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { listGroups } from '../group/group-admin.js';
+import { AclOperation, allowed, authorizing, clusterAllowed, ResourceType } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** States filter from v4, types filter ("classic" / "consumer" / "share") from v5. */
@@ -23,7 +24,10 @@ export const listGroupsHandler = defineHandler<ListGroupsRequest, ListGroupsResp
         r.groups.push({ groupId: g.groupId, protocolType: 'share', groupState: g.state, groupType: 'share' });
       }
     }
-    return { throttleTimeMs: 0, errorCode: r.errorCode, groups: r.groups };
+    // without DESCRIBE on the cluster, only the groups the principal may describe are listed
+    const all = !authorizing(ctx) || clusterAllowed(ctx, AclOperation.DESCRIBE, false);
+    const groups = all ? r.groups : r.groups.filter((g) => allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.groupId, false));
+    return { throttleTimeMs: 0, errorCode: r.errorCode, groups };
   },
   errorResponse(_req, errorCode) {
     return { throttleTimeMs: 0, errorCode, groups: [] };

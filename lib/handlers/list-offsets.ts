@@ -5,6 +5,7 @@ import type {
   ListOffsetsResponse,
   ListOffsetsResponseListOffsetsPartitionResponse,
 } from '../../protocol/generated/list-offsets.js';
+import { AclOperation, byTopicAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** Special timestamps of ListOffsets. */
@@ -31,6 +32,7 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
         t.partitions.filter((p) => p.timestamp >= 0n || p.timestamp === OffsetSpec.MAX_TIMESTAMP).map((p) => p.partitionIndex),
       );
     }
+    const described = byTopicAllowed(ctx, AclOperation.DESCRIBE, req.topics, (t) => t.name);
     // v2+ carry an isolation level; read_committed (1) sees up to the last stable offset
     const readCommitted = ctx.apiVersion >= 2 && req.isolationLevel === 1;
     return {
@@ -38,6 +40,7 @@ export const listOffsetsHandler = defineHandler<ListOffsetsRequest, ListOffsetsR
       topics: req.topics.map((t) => ({
         name: t.name,
         partitions: t.partitions.map((p) => {
+          if (described.denied.includes(t)) return failed(p.partitionIndex, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
           const log = s.topics.partition(t.name, p.partitionIndex);
           if (log === undefined) return failed(p.partitionIndex, s.topics.notHereError(t.name, p.partitionIndex));
           // its recovery (or open) failed: the log is offline

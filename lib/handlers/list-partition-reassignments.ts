@@ -11,6 +11,7 @@ import type {
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { isReassigning } from '../cluster/partition-changes.js';
 import type { MetadataStore } from '../metadata/store.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 function ongoing(
@@ -37,6 +38,7 @@ export const listPartitionReassignmentsHandler = defineHandler<ListPartitionReas
   minVersion: 0,
   maxVersion: 0,
   handle(req, ctx) {
+    if (!clusterAllowed(ctx, AclOperation.DESCRIBE)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const store = ctx.services.metadata;
     const asked =
       req.topics === null

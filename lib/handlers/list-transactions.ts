@@ -5,6 +5,7 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ListTransactionsRequest, ListTransactionsResponse } from '../../protocol/generated/list-transactions.js';
 import { listTransactions } from '../txn/admin.js';
+import { AclOperation, allowed, authorizing, ResourceType } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const listTransactionsHandler = defineHandler<ListTransactionsRequest, ListTransactionsResponse>({
@@ -17,7 +18,13 @@ export const listTransactionsHandler = defineHandler<ListTransactionsRequest, Li
       producerIdFilters: req.producerIdFilters,
       durationFilter: ctx.apiVersion >= 1 ? (req.durationFilter ?? -1n) : -1n,
     };
-    return { throttleTimeMs: 0, ...listTransactions(ctx.services.txn, filters) };
+    const r = listTransactions(ctx.services.txn, filters);
+    // only the transactional ids the principal may describe
+    if (authorizing(ctx))
+      r.transactionStates = r.transactionStates.filter((t) =>
+        allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactionalId, false),
+      );
+    return { throttleTimeMs: 0, ...r };
   },
   errorResponse(_req, errorCode) {
     return { throttleTimeMs: 0, errorCode, unknownStateFilters: [], transactionStates: [] };

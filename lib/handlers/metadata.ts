@@ -10,7 +10,13 @@ import type { TopicRecord } from '../metadata/local-store.js';
 import { invalidTopicName } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
 import { controllerId, liveBrokers } from './cluster-view.js';
-import { defineHandler } from './types.js';
+import { AclOperation, clusterAllowed, topicAllowed } from '../security/acl/checks.js';
+import { defineHandler, type RequestContext } from './types.js';
+
+/** CREATE on the cluster, else on the topic (Kafka's order; only the topic's denial is logged). */
+export function mayCreateTopic(ctx: RequestContext, topic: string): boolean {
+  return clusterAllowed(ctx, AclOperation.CREATE, false) || topicAllowed(ctx, AclOperation.CREATE, topic);
+}
 
 /** Sentinel Kafka uses when authorized operations were not requested. */
 const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
@@ -93,21 +99,30 @@ export const metadataHandler = defineHandler<MetadataRequest, MetadataResponse>(
     const all = req.topics === null || (ctx.apiVersion === 0 && req.topics.length === 0);
     const topics: MetadataResponseMetadataResponseTopic[] = [];
     if (all) {
-      for (const t of s.metadata.topics().sort((a, b) => a.name.localeCompare(b.name))) topics.push(topicMetadata(s, t));
+      // topics the principal may not describe are left out of a listing, as Kafka does
+      for (const t of s.metadata.topics().sort((a, b) => a.name.localeCompare(b.name)))
+        if (topicAllowed(ctx, AclOperation.DESCRIBE, t.name, false)) topics.push(topicMetadata(s, t));
     } else {
       const autoCreate = s.config.bool('auto.create.topics.enable') && (ctx.apiVersion < 4 || req.allowAutoTopicCreation !== false);
       for (const rt of req.topics ?? []) {
         if (rt.name === null) {
           const byId = rt.topicId === undefined ? undefined : s.metadata.topicById(rt.topicId);
-          topics.push(byId === undefined ? topicError(null, ErrorCode.UNKNOWN_TOPIC_ID, rt.topicId) : topicMetadata(s, byId));
+          if (byId !== undefined && !topicAllowed(ctx, AclOperation.DESCRIBE, byId.name))
+            topics.push(topicError(null, ErrorCode.TOPIC_AUTHORIZATION_FAILED, rt.topicId));
+          else topics.push(byId === undefined ? topicError(null, ErrorCode.UNKNOWN_TOPIC_ID, rt.topicId) : topicMetadata(s, byId));
           continue;
         }
         const existing = s.metadata.topic(rt.name);
-        if (existing !== undefined) {
+        if (!topicAllowed(ctx, AclOperation.DESCRIBE, rt.name)) {
+          topics.push(topicError(rt.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED));
+        } else if (existing !== undefined) {
           await s.topics.ready(rt.name);
           topics.push(topicMetadata(s, existing));
         } else if (invalidTopicName(rt.name) !== undefined) {
           topics.push(topicError(rt.name, ErrorCode.INVALID_TOPIC_EXCEPTION));
+        } else if (autoCreate && !mayCreateTopic(ctx, rt.name)) {
+          // auto-creation needs CREATE on the cluster or on the topic
+          topics.push(topicError(rt.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED));
         } else if (autoCreate) {
           const created = await s.topics.autoCreate(rt.name);
           topics.push('errorCode' in created ? topicError(rt.name, created.errorCode) : topicMetadata(s, created));

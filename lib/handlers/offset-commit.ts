@@ -1,6 +1,8 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { OffsetCommitRequest, OffsetCommitResponse } from '../../protocol/generated/offset-commit.js';
 import { commitOffsets } from '../group/offset-manager.js';
+import { AclOperation, byTopicAllowed, deniedTopics, groupAllowed } from '../security/acl/checks.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { defineHandler } from './types.js';
 
 export const offsetCommitHandler = defineHandler<OffsetCommitRequest, OffsetCommitResponse>({
@@ -10,6 +12,8 @@ export const offsetCommitHandler = defineHandler<OffsetCommitRequest, OffsetComm
   async handle(req, ctx) {
     const s = ctx.services;
     const v = ctx.apiVersion;
+    if (!groupAllowed(ctx, AclOperation.READ, req.groupId)) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
+    const readable = byTopicAllowed(ctx, AclOperation.READ, req.topics, (t) => t.name);
     const topics = await commitOffsets(
       s.groups,
       {
@@ -19,7 +23,7 @@ export const offsetCommitHandler = defineHandler<OffsetCommitRequest, OffsetComm
         generationIdOrMemberEpoch: v === 0 ? -1 : (req.generationIdOrMemberEpoch ?? -1),
         retentionTimeMs: Number(req.retentionTimeMs ?? -1n),
         apiVersion: v,
-        topics: req.topics.map((t) => ({
+        topics: readable.allowed.map((t) => ({
           name: t.name,
           partitions: t.partitions.map((p) => ({
             partitionIndex: p.partitionIndex,
@@ -32,7 +36,7 @@ export const offsetCommitHandler = defineHandler<OffsetCommitRequest, OffsetComm
       },
       (topic, partition) => s.topics.exists(topic, partition),
     );
-    return { throttleTimeMs: 0, topics };
+    return { throttleTimeMs: 0, topics: [...topics, ...deniedTopics(readable.denied)] };
   },
   errorResponse(req, errorCode) {
     return {

@@ -6,7 +6,8 @@ import type {
   OffsetFetchResponseOffsetFetchResponseTopic,
 } from '../../protocol/generated/offset-fetch.js';
 import { type FetchedPartition, fetchOffsets } from '../group/offset-manager.js';
-import { defineHandler } from './types.js';
+import { AclOperation, authorizing, groupAllowed, topicAllowed } from '../security/acl/checks.js';
+import { defineHandler, type RequestContext } from './types.js';
 
 type Topics = { name: string; partitionIndexes: number[] }[] | null;
 
@@ -14,6 +15,24 @@ function partitionOut(p: FetchedPartition, v: number) {
   const out: FetchedPartition = { ...p };
   if (v < 5) delete (out as Partial<FetchedPartition>).committedLeaderEpoch;
   return out;
+}
+
+/**
+ * The topics of an answer the principal may describe: a listing (all topics) leaves the others out, a
+ * request that named them gets TOPIC_AUTHORIZATION_FAILED on their partitions (Kafka's OffsetFetch).
+ */
+function describable<T extends { name: string; partitions: FetchedPartition[] }>(ctx: RequestContext, topics: T[], listing: boolean): T[] {
+  if (!authorizing(ctx)) return topics;
+  const denied = (p: FetchedPartition): FetchedPartition => ({
+    ...p,
+    committedOffset: -1n,
+    committedLeaderEpoch: -1,
+    metadata: '',
+    errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+  });
+  return topics.flatMap((t) =>
+    topicAllowed(ctx, AclOperation.DESCRIBE, t.name, !listing) ? [t] : listing ? [] : [{ ...t, partitions: t.partitions.map(denied) }],
+  );
 }
 
 /** v0–7: one group; v8+: several groups per request, each with its own error. */
@@ -30,6 +49,8 @@ export const offsetFetchHandler = defineHandler<OffsetFetchRequest, OffsetFetchR
       return {
         throttleTimeMs: 0,
         groups: (req.groups ?? []).map((g) => {
+          if (!groupAllowed(ctx, AclOperation.DESCRIBE, g.groupId ?? ''))
+            return { groupId: g.groupId ?? '', errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED, topics: [] };
           const r = fetchOffsets(
             groups,
             g.groupId ?? '',
@@ -40,14 +61,19 @@ export const offsetFetchHandler = defineHandler<OffsetFetchRequest, OffsetFetchR
           return {
             groupId: g.groupId ?? '',
             errorCode: r.errorCode,
-            topics: r.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => partitionOut(p, v)) })),
+            topics: describable(ctx, r.topics, g.topics == null).map((t) => ({
+              name: t.name,
+              partitions: t.partitions.map((p) => partitionOut(p, v)),
+            })),
           };
         }),
       };
     }
     const wanted = v === 0 || v === 1 ? asTopics(req.topics ?? []) : asTopics(req.topics);
+    if (!groupAllowed(ctx, AclOperation.DESCRIBE, req.groupId ?? ''))
+      return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     const r = fetchOffsets(groups, req.groupId ?? '', wanted, undefined, v >= 7 && req.requireStable === true);
-    let topics: OffsetFetchResponseOffsetFetchResponseTopic[] = r.topics.map((t) => ({
+    let topics: OffsetFetchResponseOffsetFetchResponseTopic[] = describable(ctx, r.topics, wanted === null).map((t) => ({
       name: t.name,
       partitions: t.partitions.map((p) => partitionOut(p, v)),
     }));

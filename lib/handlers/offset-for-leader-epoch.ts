@@ -1,6 +1,7 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse } from '../../protocol/generated/offset-for-leader-epoch.js';
+import { AclOperation, byTopicAllowed, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>({
@@ -8,8 +9,12 @@ export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochReq
   minVersion: 2,
   maxVersion: 4,
   async handle(req, ctx) {
+    // a follower's request (replica id >= 0) needs CLUSTER_ACTION; a client's DESCRIBE on each topic
+    if ((req.replicaId ?? -2) >= 0 && !clusterAllowed(ctx, AclOperation.CLUSTER_ACTION))
+      return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
+    const described = byTopicAllowed(ctx, AclOperation.DESCRIBE, req.topics, (t) => t.topic);
     // a log not recovered yet (after an unclean shutdown) is recovered before its epochs are read
-    for (const t of req.topics)
+    for (const t of described.allowed)
       await ctx.services.topics.recoverPartitions(
         t.topic,
         t.partitions.map((p) => p.partition),
@@ -19,6 +24,8 @@ export const offsetForLeaderEpochHandler = defineHandler<OffsetForLeaderEpochReq
       topics: req.topics.map((t) => ({
         topic: t.topic,
         partitions: t.partitions.map((p) => {
+          if (described.denied.includes(t))
+            return { errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition: p.partition, leaderEpoch: -1, endOffset: -1n };
           const log = ctx.services.topics.partition(t.topic, p.partition);
           if (log === undefined)
             return {

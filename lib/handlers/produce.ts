@@ -3,6 +3,7 @@ import { ErrorCode, errorName } from '../../protocol/generated/error-codes.js';
 import type { ProduceRequest, ProduceResponse, ProduceResponsePartitionProduceResponse } from '../../protocol/generated/produce.js';
 import { BatchAttribute, BatchField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
+import { AclOperation, byTopicAllowed, transactionalIdAllowed } from '../security/acl/checks.js';
 import { type CloseConnection, closeConnection, defineHandler, NO_RESPONSE, type RequestContext } from './types.js';
 
 /** Byte offset of the magic in both a v2 batch and a v0/v1 message (after offset, length and epoch/crc). */
@@ -110,6 +111,11 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
         ]);
       return this.errorResponse(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx);
     }
+    if (transactionalId !== null && !transactionalIdAllowed(ctx, AclOperation.WRITE, transactionalId)) {
+      if (req.acks === 0) return closeForAcksZero(ctx, [errorName(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)]);
+      return this.errorResponse(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx);
+    }
+    const writable = byTopicAllowed(ctx, AclOperation.WRITE, req.topicData, (td) => td.name);
     const writes: Promise<void>[] = [];
     // Partitions are appended in request order: each appendAsync call reserves its offsets (or
     // commits a fast-path batch) synchronously, before the next partition's call.
@@ -119,6 +125,7 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
         partitionResponses: await Promise.all(
           td.partitionData.map(async (pd): Promise<ProduceResponsePartitionProduceResponse> => {
             // A 'pause' fault rule holds this partition's appends (in arrival order) before any check: they run on release.
+            if (writable.denied.includes(td)) return failed(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
             const held = ctx.faults?.appendGate(td.name, pd.index, ctx.clientId);
             if (held !== undefined && held !== null) await held;
             const log = s.topics.partition(td.name, pd.index);

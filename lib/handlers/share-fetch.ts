@@ -2,6 +2,8 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ShareFetchRequest, ShareFetchResponse } from '../../protocol/generated/share-fetch.js';
 import { shareFetch, type ShareRequestContext } from '../share/share-fetch.js';
 import type { RequestContext } from './types.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** What the share fetch and acknowledge paths need of a request's context. */
@@ -24,6 +26,7 @@ export const shareFetchHandler = defineHandler<ShareFetchRequest, ShareFetchResp
   minVersion: 1,
   maxVersion: 1,
   async handle(req, ctx) {
+    if (!groupAllowed(ctx, AclOperation.READ, req.groupId ?? '')) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     return { throttleTimeMs: 0, ...(await shareFetch(ctx.services.share, req, shareRequestContext(ctx))) };
   },
   errorResponse(_req, errorCode) {

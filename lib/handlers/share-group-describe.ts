@@ -3,6 +3,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ShareGroupDescribeRequest, ShareGroupDescribeResponse } from '../../protocol/generated/share-group-describe.js';
 import { GROUP_AUTHORIZED_OPERATIONS } from '../group/group-admin.js';
 import { describedShareGroupError } from '../share/share-coordinator.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** KIP-932: members, epochs and assignments of share groups (a group of another type: GROUP_ID_NOT_FOUND). */
@@ -12,6 +13,8 @@ export const shareGroupDescribeHandler = defineHandler<ShareGroupDescribeRequest
   maxVersion: 1,
   handle(req, ctx) {
     const groups = req.groupIds.map((groupId) => {
+      if (!groupAllowed(ctx, AclOperation.DESCRIBE, groupId))
+        return describedShareGroupError(groupId, ErrorCode.GROUP_AUTHORIZATION_FAILED);
       const status = ctx.services.groups.validateGroupStatus(groupId, 'describe');
       if (status !== ErrorCode.NONE) return describedShareGroupError(groupId, status);
       return ctx.services.share.coordinator.describe(groupId, req.includeAuthorizedOperations, GROUP_AUTHORIZED_OPERATIONS);

@@ -2,6 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { SyncGroupRequest, SyncGroupResponse } from '../../protocol/generated/sync-group.js';
 import { type SyncGroupResult, syncError } from '../group/classic-group.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 function toResponse(r: SyncGroupResult): SyncGroupResponse {
@@ -19,6 +20,7 @@ export const syncGroupHandler = defineHandler<SyncGroupRequest, SyncGroupRespons
   minVersion: 0,
   maxVersion: 5,
   async handle(req, ctx) {
+    if (!groupAllowed(ctx, AclOperation.READ, req.groupId)) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     const groups = ctx.services.groups;
     let status = groups.validateGroupStatus(req.groupId, 'sync');
     // A coordinator that is loading lost the rebalance: make the member rejoin (older clients do not know LOAD_IN_PROGRESS here).

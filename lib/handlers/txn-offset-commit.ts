@@ -3,6 +3,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { TxnOffsetCommitRequest, TxnOffsetCommitResponse } from '../../protocol/generated/txn-offset-commit.js';
 import { OFFSETS_TOPIC } from '../group/records.js';
 import { commitTxnOffsets } from '../group/txn-offsets.js';
+import { AclOperation, byTopicAllowed, deniedTopics, groupAllowed, transactionalIdError } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** Offsets committed inside a transaction: visible to the group only once the transaction commits. */
@@ -13,6 +14,10 @@ export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnO
   async handle(req, ctx) {
     const s = ctx.services;
     const v = ctx.apiVersion;
+    const denied = transactionalIdError(ctx, AclOperation.WRITE, req.transactionalId);
+    if (denied !== ErrorCode.NONE) return this.errorResponse(req, denied, ctx);
+    if (!groupAllowed(ctx, AclOperation.READ, req.groupId)) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
+    const readable = byTopicAllowed(ctx, AclOperation.READ, req.topics, (t) => t.name);
     const map = (code: number): number => {
       if (code === ErrorCode.PRODUCER_FENCED) return ErrorCode.INVALID_PRODUCER_EPOCH;
       if (code === ErrorCode.TRANSACTION_ABORTABLE && v < 4) return ErrorCode.INVALID_TXN_STATE;
@@ -37,7 +42,7 @@ export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnO
         generationId: req.generationId ?? -1,
         memberId: req.memberId ?? '',
         groupInstanceId: req.groupInstanceId ?? null,
-        topics: req.topics.map((t) => ({
+        topics: readable.allowed.map((t) => ({
           name: t.name,
           partitions: t.partitions.map((p) => ({
             partitionIndex: p.partitionIndex,
@@ -50,7 +55,7 @@ export const txnOffsetCommitHandler = defineHandler<TxnOffsetCommitRequest, TxnO
       (topic, partition) => s.topics.exists(topic, partition),
       verify,
     );
-    return { throttleTimeMs: 0, topics };
+    return { throttleTimeMs: 0, topics: [...topics, ...deniedTopics(readable.denied)] };
   },
   errorResponse(req, errorCode) {
     return {

@@ -1,5 +1,7 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { WriteTxnMarkersRequest, WriteTxnMarkersResponse } from '../../protocol/generated/write-txn-markers.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /**
@@ -13,6 +15,7 @@ export const writeTxnMarkersHandler = defineHandler<WriteTxnMarkersRequest, Writ
   maxVersion: 1,
   async handle(req, ctx) {
     const txn = ctx.services.txn;
+    if (!clusterAllowed(ctx, AclOperation.CLUSTER_ACTION)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     // every partition at once (in a cluster each waits for its ISR)
     const markers = await Promise.all(
       req.markers.map(async (m) => ({

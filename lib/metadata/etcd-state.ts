@@ -9,8 +9,11 @@
  *   scram/<user>               a user's SCRAM credentials by mechanism (the user name URI-encoded)
  *   group-configs/<group>      a group's dynamic configs (the group id URI-encoded)
  *   client-quotas/<entity>     a client quota entity's quotas (its entity key, lib/quota/entity.ts, URI-encoded)
+ *   acls/<binding>             one ACL (the key: its canonical text, URI-encoded; the value: the binding)
  * The copy applies key-value events (the initial range read, then the watch) and reports what changed.
  */
+import { isAclBinding } from '../security/acl/store-values.js';
+import { type AclBinding, bindingKey } from '../security/acl/types.js';
 import type { BrokerEndpoint, BrokerInfo, MetadataChange, PartitionState, StoredScramCredential, TopicRecord } from './store.js';
 
 export class EtcdKeys {
@@ -25,6 +28,7 @@ export class EtcdKeys {
   readonly scram: string;
   readonly groupConfigs: string;
   readonly clientQuotas: string;
+  readonly acls: string;
   constructor(clusterId: string) {
     this.prefix = `/gregor/${clusterId}/`;
     this.brokers = `${this.prefix}brokers/`;
@@ -36,12 +40,16 @@ export class EtcdKeys {
     this.scram = `${this.prefix}scram/`;
     this.groupConfigs = `${this.prefix}group-configs/`;
     this.clientQuotas = `${this.prefix}client-quotas/`;
+    this.acls = `${this.prefix}acls/`;
   }
   groupConfig(groupId: string): string {
     return `${this.groupConfigs}${encodeURIComponent(groupId)}`;
   }
   clientQuota(entity: string): string {
     return `${this.clientQuotas}${encodeURIComponent(entity)}`;
+  }
+  acl(b: AclBinding): string {
+    return `${this.acls}${encodeURIComponent(bindingKey(b))}`;
   }
   scramUser(user: string): string {
     return `${this.scram}${encodeURIComponent(user)}`;
@@ -116,6 +124,8 @@ export class EtcdState {
   readonly scram = new Map<string, Record<string, StoredScramCredential>>();
   /** Client quotas by entity key. */
   readonly clientQuotas = new Map<string, Record<string, number>>();
+  /** ACLs by key (acls/<…>). */
+  readonly acls = new Map<string, AclBinding>();
   /** Every change up to this revision is applied. */
   revision = 0;
 
@@ -184,6 +194,15 @@ export class EtcdState {
       else this.clientQuotas.set(entity, decodeQuotas(kv));
       return { kind: 'clientQuotas' };
     }
+    if (kv.key.startsWith(keys.acls)) {
+      if (deleted) this.acls.delete(kv.key);
+      else {
+        const b = parseJson(kv);
+        if (!isAclBinding(b)) throw new BadValueError(`${kv.key}: not an ACL binding`);
+        this.acls.set(kv.key, b);
+      }
+      return { kind: 'acls' };
+    }
     if (kv.key.startsWith(keys.partitions)) {
       const rest = kv.key.slice(keys.partitions.length);
       const slash = rest.lastIndexOf('/');
@@ -237,6 +256,8 @@ export class EtcdState {
     if (scramKey(this) !== scramKey(fresh)) changes.push({ kind: 'scramCredentials' });
     const quotasKey = (s: EtcdState): string => JSON.stringify([...s.clientQuotas].sort());
     if (quotasKey(this) !== quotasKey(fresh)) changes.push({ kind: 'clientQuotas' });
+    const aclsKey = (s: EtcdState): string => [...s.acls.keys()].sort().join();
+    if (aclsKey(this) !== aclsKey(fresh)) changes.push({ kind: 'acls' });
     if (this.controller?.createRevision !== fresh.controller?.createRevision)
       changes.push({ kind: 'controller', controllerId: fresh.controller?.nodeId ?? -1 });
     for (const m of [
@@ -248,12 +269,14 @@ export class EtcdState {
       this.groupConfigs,
       this.scram,
       this.clientQuotas,
+      this.acls,
     ] as Map<unknown, unknown>[])
       m.clear();
     for (const [k, v] of fresh.brokerConfigs) this.brokerConfigs.set(k, v);
     for (const [k, v] of fresh.scram) this.scram.set(k, v);
     for (const [k, v] of fresh.groupConfigs) this.groupConfigs.set(k, v);
     for (const [k, v] of fresh.clientQuotas) this.clientQuotas.set(k, v);
+    for (const [k, v] of fresh.acls) this.acls.set(k, v);
     for (const [k, v] of fresh.topics) this.topics.set(k, v);
     for (const [k, v] of fresh.topicsById) this.topicsById.set(k, v);
     for (const [k, v] of fresh.partitions) this.partitions.set(k, v);

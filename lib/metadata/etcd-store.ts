@@ -5,6 +5,8 @@
  * registration, lib/metadata/etcd-session.ts) and the controller (lib/cluster/controller.ts) run beside.
  * Key layout: lib/metadata/etcd-state.ts.
  */
+import { plainBinding } from '../security/acl/store-values.js';
+import type { AclBinding } from '../security/acl/types.js';
 import { Etcd3, type ITxnRequest, type ITxnResponse, type IWatchResponse, type Watcher } from 'etcd3';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
@@ -261,6 +263,20 @@ export class EtcdMetadataStore implements MetadataStore {
     const ops = [...entities].map(([entity, values]) =>
       Object.keys(values).length > 0 ? put(this.keys.clientQuota(entity), JSON.stringify(values)) : del(this.keys.clientQuota(entity)),
     );
+    if (ops.length === 0) return;
+    await this.track(async () => {
+      const res = await this.txn({ success: ops });
+      await this.caughtUp(revisionOf(res));
+    });
+  }
+
+  acls(): readonly AclBinding[] {
+    return [...this.state.acls.values()];
+  }
+
+  /** One transaction of puts and deletes of acls/<binding>; resolves once the watch has it in the copy. */
+  async alterAcls(add: readonly AclBinding[], remove: readonly AclBinding[]): Promise<void> {
+    const ops = [...remove.map((b) => del(this.keys.acl(b))), ...add.map((b) => put(this.keys.acl(b), JSON.stringify(plainBinding(b))))];
     if (ops.length === 0) return;
     await this.track(async () => {
       const res = await this.txn({ success: ops });

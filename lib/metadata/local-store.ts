@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { writeFileAtomic as writeFileAtomicAt } from '../log/checkpoint.js';
 import { isNoSpace } from '../log/errors.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { alteredAcls, isAclBinding } from '../security/acl/store-values.js';
+import type { AclBinding } from '../security/acl/types.js';
 import { cancelReassignment, preferredElection, targetError, uncleanElection } from '../cluster/partition-changes.js';
 import {
   type BrokerInfo,
@@ -46,6 +48,8 @@ interface StoredState {
   scramCredentials?: Record<string, Record<string, StoredScramCredential>>;
   /** Client quotas by entity key (lib/quota/entity.ts); absent when there are none. */
   clientQuotas?: Record<string, Record<string, number>>;
+  /** ACLs (lib/security/acl); absent when there are none. */
+  acls?: AclBinding[];
 }
 
 const FILE = 'gregor-metadata.json';
@@ -100,6 +104,7 @@ export class LocalMetadataStore implements MetadataStore {
   private groupDynamic: Record<string, Record<string, string>>;
   private scram: Map<string, Record<string, StoredScramCredential>>;
   private quotas: Map<string, Record<string, number>>;
+  private aclList: readonly AclBinding[];
 
   private constructor(dir: string, state: StoredState) {
     this.dir = dir;
@@ -109,6 +114,7 @@ export class LocalMetadataStore implements MetadataStore {
     this.groupDynamic = state.groupConfigs ?? {};
     this.scram = new Map(Object.entries(state.scramCredentials ?? {}));
     this.quotas = new Map(Object.entries(state.clientQuotas ?? {}));
+    this.aclList = state.acls ?? [];
     for (const t of state.topics) this.index(t);
   }
 
@@ -299,6 +305,7 @@ export class LocalMetadataStore implements MetadataStore {
       if (Object.keys(this.groupDynamic).length > 0) state.groupConfigs = this.groupDynamic;
       if (this.scram.size > 0) state.scramCredentials = Object.fromEntries(this.scram);
       if (this.quotas.size > 0) state.clientQuotas = Object.fromEntries(this.quotas);
+      if (this.aclList.length > 0) state.acls = [...this.aclList];
       try {
         await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
         this.writeFailed = false;
@@ -367,6 +374,17 @@ export class LocalMetadataStore implements MetadataStore {
     await this.persisted();
   }
 
+  acls(): readonly AclBinding[] {
+    return this.aclList;
+  }
+
+  async alterAcls(add: readonly AclBinding[], remove: readonly AclBinding[]): Promise<void> {
+    this.aclList = alteredAcls(this.aclList, add, remove);
+    this.markDirty();
+    this.emit({ kind: 'acls' });
+    await this.persisted();
+  }
+
   /** Resolves once every mutation made so far is on disk (writing again when the last write failed). */
   persisted(): Promise<void> {
     if (this.writeFailed && !this.dirty) this.markDirty();
@@ -430,6 +448,7 @@ function stateProblem(raw: unknown): string | undefined {
     (!isObject(quotas) || Object.values(quotas).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'number')))
   )
     return 'invalid clientQuotas';
+  if (raw['acls'] !== undefined && (!Array.isArray(raw['acls']) || !raw['acls'].every(isAclBinding))) return 'invalid acls';
   const topics = raw['topics'];
   if (!Array.isArray(topics)) return `no topic list (topics is ${jsonType(topics)})`;
   const names = new Set<string>();

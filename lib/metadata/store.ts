@@ -9,6 +9,7 @@
 import type { ClientQuotas } from '../quota/entity.js';
 
 export type { ClientQuotas };
+import type { AclBinding } from '../security/acl/types.js';
 
 export interface TopicRecord {
   name: string;
@@ -102,6 +103,8 @@ export type MetadataChange =
   | { kind: 'groupConfigs'; group: string }
   /** Client quotas changed (AlterClientQuotas). */
   | { kind: 'clientQuotas' }
+  /** ACLs changed (CreateAcls, DeleteAcls). */
+  | { kind: 'acls' }
   | { kind: 'controller'; controllerId: number };
 
 export type MetadataListener = (change: MetadataChange) => void;
@@ -186,6 +189,10 @@ export interface MetadataStore {
   clientQuotas(): ClientQuotas;
   /** Replaces the quotas of each entity named, in one write (an empty record removes the entity). */
   setClientQuotas(entities: ClientQuotas): Promise<void>;
+  /** Every ACL (the authorizer's; lib/security/acl). */
+  acls(): readonly AclBinding[];
+  /** Adds and removes ACLs in one write (adding one already there, or removing one that is not, does nothing). */
+  alterAcls(add: readonly AclBinding[], remove: readonly AclBinding[]): Promise<void>;
 
   /**
    * The partition's leader changes its ISR (shrink or expand): `leaderEpoch` and `partitionEpoch` must be

@@ -1,5 +1,7 @@
 /** SASL listener test helpers: broker configs (JAAS users), SCRAM users, client settings. */
+import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { KafkaClient } from '../../lib/client/client.js';
+import { RawClient } from './raw-client.js';
 import { alterScramCredentials } from '../../lib/client/scram.js';
 import type { ScramMechanismName } from '../../lib/security/sasl/scram.js';
 
@@ -38,4 +40,18 @@ export async function addScramUser(
   } finally {
     client.close();
   }
+}
+
+/** A raw connection (test/helpers/raw-client.ts) authenticated with SASL PLAIN (SaslHandshake v1, SaslAuthenticate v2). */
+export async function rawSaslPlain(bootstrap: string, user: string, password: string): Promise<RawClient> {
+  const c = await RawClient.connect(bootstrap);
+  const hs = await c.request<{ errorCode: number }>(ApiKey.SaslHandshake, 1, { mechanism: 'PLAIN' });
+  const auth = await c.request<{ errorCode: number; errorMessage: string | null }>(ApiKey.SaslAuthenticate, 2, {
+    authBytes: Buffer.from(`\0${user}\0${password}`),
+  });
+  if (hs.errorCode !== 0 || auth.errorCode !== 0) {
+    c.destroy();
+    throw new Error(`SASL PLAIN as ${user}: ${hs.errorCode} / ${auth.errorCode} ${auth.errorMessage ?? ''}`);
+  }
+  return c;
 }

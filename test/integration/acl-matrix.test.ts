@@ -14,6 +14,7 @@ import { expect } from 'chai';
 import kafkajs, { type Admin, Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { outcome } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { fetchBody, type RawClient } from '../helpers/raw-client.js';
 import { plainJaas, rawSaslPlain } from '../helpers/sasl.js';
@@ -25,37 +26,13 @@ const { AclOperationTypes: Op, AclPermissionTypes: Perm, AclResourceTypes: Res, 
 const USERS = { alice: 'alice-secret', bob: 'bob-secret', admin: 'admin-secret' } as const;
 type User = keyof typeof USERS;
 
-export const ACL_BROKER_CONFIG = {
+const ACL_BROKER_CONFIG = {
   'sasl.enabled.mechanisms': 'PLAIN',
   'listener.name.sasl_plaintext.plain.sasl.jaas.config': plainJaas(USERS),
   'authorizer.class.name': 'kafka.security.authorizer.AclAuthorizer',
   'super.users': 'User:admin',
   'num.partitions': 1,
 };
-
-/** The Kafka error name a kafkajs call failed with (searching wrapped errors), or 'OK'. */
-async function outcome(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'OK';
-  } catch (e) {
-    let cur: unknown = e;
-    for (let depth = 0; cur !== undefined && cur !== null && depth < 6; depth++) {
-      const o = cur as {
-        type?: unknown;
-        errors?: unknown[];
-        originalError?: unknown;
-        cause?: unknown;
-        partitions?: { error?: unknown }[];
-        groups?: { error?: unknown }[];
-      };
-      if (typeof o.type === 'string' && /AUTHORIZATION_FAILED|UNKNOWN_TOPIC|SECURITY_DISABLED|INVALID/.test(o.type)) return o.type;
-      cur =
-        o.originalError ?? o.cause ?? o.errors?.[0] ?? [...(o.partitions ?? []), ...(o.groups ?? [])].find((p) => p.error != null)?.error;
-    }
-    return (e as Error).name;
-  }
-}
 
 describe('ACL matrix: each API × resource answers as Kafka does (SASL PLAIN alice/bob, admin super user)', function () {
   this.timeout(180_000);

@@ -1,7 +1,7 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse } from '../../protocol/generated/consumer-group-heartbeat.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { AclOperation, byTopicAllowed, groupAllowed } from '../security/acl/checks.js';
+import { AclOperation, groupAllowed, undescribedTopicsMessage } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** KIP-848: the broker computes assignments; members reconcile one heartbeat at a time. */
@@ -13,12 +13,8 @@ export const consumerGroupHeartbeatHandler = defineHandler<ConsumerGroupHeartbea
     const groups = ctx.services.groups;
     if (!groupAllowed(ctx, AclOperation.READ, req.groupId)) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     // Kafka: every subscribed topic must be describable
-    const hidden = byTopicAllowed(ctx, AclOperation.DESCRIBE, req.subscribedTopicNames ?? [], (t) => t).denied;
-    if (hidden.length > 0)
-      return {
-        ...this.errorResponse(req, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ctx),
-        errorMessage: `The following topics are not authorized: ${hidden.join(', ')}`,
-      };
+    const hidden = undescribedTopicsMessage(ctx, req.subscribedTopicNames);
+    if (hidden !== null) return { ...this.errorResponse(req, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ctx), errorMessage: hidden };
     const status = groups.validateGroupStatus(req.groupId, 'consumer');
     if (status !== ErrorCode.NONE && status !== ErrorCode.INVALID_GROUP_ID) {
       return {

@@ -1,7 +1,7 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse } from '../../protocol/generated/share-group-heartbeat.js';
-import { AclOperation, byTopicAllowed, groupAllowed } from '../security/acl/checks.js';
+import { AclOperation, groupAllowed, undescribedTopicsMessage } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** KIP-932: share group membership; the coordinator assigns partitions (several members may share one). */
@@ -11,12 +11,9 @@ export const shareGroupHeartbeatHandler = defineHandler<ShareGroupHeartbeatReque
   maxVersion: 1,
   handle(req, ctx) {
     if (!groupAllowed(ctx, AclOperation.READ, req.groupId)) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
-    const hidden = byTopicAllowed(ctx, AclOperation.DESCRIBE, req.subscribedTopicNames ?? [], (t) => t).denied;
-    if (hidden.length > 0)
-      return {
-        ...this.errorResponse(req, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ctx),
-        errorMessage: `The following topics are not authorized: ${hidden.join(', ')}`,
-      };
+    // Kafka: every subscribed topic must be describable
+    const hidden = undescribedTopicsMessage(ctx, req.subscribedTopicNames);
+    if (hidden !== null) return { ...this.errorResponse(req, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ctx), errorMessage: hidden };
     const status = ctx.services.groups.validateGroupStatus(req.groupId, 'consumer');
     if (status !== ErrorCode.NONE && status !== ErrorCode.INVALID_GROUP_ID) return this.errorResponse(req, status, ctx);
     const r = ctx.services.share.coordinator.heartbeat(req, ctx.clientId ?? '', `/${ctx.conn.remoteAddress}`);

@@ -6,7 +6,7 @@
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import type { RequestContext } from '../../handlers/types.js';
 import { aclHost } from './authorizer.js';
-import { CLUSTER_NAME, ResourceType, SUPPORTED_OPERATIONS } from './types.js';
+import { AclOperation, CLUSTER_NAME, ResourceType, SUPPORTED_OPERATIONS } from './types.js';
 
 export { AclOperation, ResourceType } from './types.js';
 
@@ -118,4 +118,10 @@ export function authorizedOperations(ctx: RequestContext, resourceType: number, 
   let bits = 0;
   for (const op of SUPPORTED_OPERATIONS.get(resourceType) ?? []) if (allowed(ctx, op, resourceType, name, false)) bits |= 1 << op;
   return bits;
+}
+
+/** Kafka's heartbeat message naming the subscribed topics the principal may not describe (null: none). */
+export function undescribedTopicsMessage(ctx: RequestContext, topics: readonly string[] | null | undefined): string | null {
+  const hidden = byTopicAllowed(ctx, AclOperation.DESCRIBE, topics ?? [], (t) => t).denied;
+  return hidden.length === 0 ? null : `The following topics are not authorized: ${hidden.join(', ')}`;
 }

@@ -8,6 +8,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { AlterClientQuotasRequest, AlterClientQuotasResponse } from '../../protocol/generated/alter-client-quotas.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { entityKey, QuotaValidationError, validateEntity, validateQuotaValue } from '../quota/entity.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const alterClientQuotasHandler = defineHandler<AlterClientQuotasRequest, AlterClientQuotasResponse>({
@@ -15,6 +16,7 @@ export const alterClientQuotasHandler = defineHandler<AlterClientQuotasRequest, 
   minVersion: 0,
   maxVersion: 1,
   async handle(req, ctx) {
+    if (!clusterAllowed(ctx, AclOperation.ALTER_CONFIGS)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const store = ctx.services.metadata;
     const current = store.clientQuotas();
     const changes = new Map<string, Record<string, number>>();

@@ -3,6 +3,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse } from '../../protocol/generated/alter-share-group-offsets.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { alterShareGroupOffsets } from '../share/share-offsets.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const alterShareGroupOffsetsHandler = defineHandler<AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse>({
@@ -11,7 +12,9 @@ export const alterShareGroupOffsetsHandler = defineHandler<AlterShareGroupOffset
   maxVersion: 0,
   async handle(req, ctx) {
     const s = ctx.services;
-    const status = s.groups.validateGroupStatus(req.groupId, 'commit');
+    const status = groupAllowed(ctx, AclOperation.READ, req.groupId)
+      ? s.groups.validateGroupStatus(req.groupId, 'commit')
+      : ErrorCode.GROUP_AUTHORIZATION_FAILED;
     if (status !== ErrorCode.NONE) return { throttleTimeMs: 0, errorCode: status, errorMessage: null, responses: [] };
     return { throttleTimeMs: 0, ...(await alterShareGroupOffsets(s.share, req, s.groups.groups.has(req.groupId))) };
   },

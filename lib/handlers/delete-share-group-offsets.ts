@@ -6,6 +6,7 @@ import type {
 } from '../../protocol/generated/delete-share-group-offsets.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { deleteShareGroupOffsets } from '../share/share-offsets.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const deleteShareGroupOffsetsHandler = defineHandler<DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse>({
@@ -14,7 +15,9 @@ export const deleteShareGroupOffsetsHandler = defineHandler<DeleteShareGroupOffs
   maxVersion: 0,
   async handle(req, ctx) {
     const s = ctx.services;
-    const status = s.groups.validateGroupStatus(req.groupId, 'delete');
+    const status = groupAllowed(ctx, AclOperation.DELETE, req.groupId)
+      ? s.groups.validateGroupStatus(req.groupId, 'delete')
+      : ErrorCode.GROUP_AUTHORIZATION_FAILED;
     if (status !== ErrorCode.NONE) return { throttleTimeMs: 0, errorCode: status, errorMessage: null, responses: [] };
     return { throttleTimeMs: 0, ...(await deleteShareGroupOffsets(s.share, req, s.groups.groups.has(req.groupId))) };
   },

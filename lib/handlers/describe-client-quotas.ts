@@ -6,6 +6,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { DescribeClientQuotasRequest, DescribeClientQuotasResponse } from '../../protocol/generated/describe-client-quotas.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { entityPairs, matchesFilter, parseEntityKey, parseQuotaFilter, QuotaValidationError } from '../quota/entity.js';
+import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const describeClientQuotasHandler = defineHandler<DescribeClientQuotasRequest, DescribeClientQuotasResponse>({
@@ -13,6 +14,7 @@ export const describeClientQuotasHandler = defineHandler<DescribeClientQuotasReq
   minVersion: 0,
   maxVersion: 1,
   handle(req, ctx) {
+    if (!clusterAllowed(ctx, AclOperation.DESCRIBE_CONFIGS)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     let filter;
     try {
       filter = parseQuotaFilter(req.components, req.strict);

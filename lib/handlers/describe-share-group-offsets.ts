@@ -6,6 +6,7 @@ import type {
 } from '../../protocol/generated/describe-share-group-offsets.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { describeShareGroupOffsets } from '../share/share-offsets.js';
+import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const describeShareGroupOffsetsHandler = defineHandler<DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse>({
@@ -15,7 +16,9 @@ export const describeShareGroupOffsetsHandler = defineHandler<DescribeShareGroup
   handle(req, ctx) {
     const s = ctx.services;
     const groups = req.groups.map((g) => {
-      const status = s.groups.validateGroupStatus(g.groupId, 'describe');
+      const status = groupAllowed(ctx, AclOperation.DESCRIBE, g.groupId)
+        ? s.groups.validateGroupStatus(g.groupId, 'describe')
+        : ErrorCode.GROUP_AUTHORIZATION_FAILED;
       if (status !== ErrorCode.NONE) return { groupId: g.groupId, topics: [], errorCode: status, errorMessage: null };
       return describeShareGroupOffsets(s.share, g, s.groups.groups.has(g.groupId));
     });

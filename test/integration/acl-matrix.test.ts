@@ -341,6 +341,45 @@ describe('ACL matrix: each API × resource answers as Kafka does (SASL PLAIN ali
     expect((await cgh('g-bob', ['pay-eu'])).errorCode).to.equal(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
   });
 
+  it("client quotas, GROUP configs and share-group offsets: Kafka's cluster and group checks", async () => {
+    const r = <T>(c: RawClient, key: number, v: number, body: unknown) => c.request<T>(key, v, body);
+    const CLUSTER = ErrorCode.CLUSTER_AUTHORIZATION_FAILED;
+    const GROUP = ErrorCode.GROUP_AUTHORIZATION_FAILED;
+    // DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; AlterClientQuotas: ALTER_CONFIGS on it
+    const dq = (c: RawClient) => r<{ errorCode: number }>(c, ApiKey.DescribeClientQuotas, 1, { components: [], strict: false });
+    expect((await dq(raw('alice'))).errorCode).to.equal(CLUSTER);
+    expect((await dq(raw('admin'))).errorCode).to.equal(ErrorCode.NONE);
+    const aq = (c: RawClient) =>
+      r<{ entries: { errorCode: number }[] }>(c, ApiKey.AlterClientQuotas, 1, {
+        entries: [
+          { entity: [{ entityType: 'client-id', entityName: 'acl-q' }], ops: [{ key: 'producer_byte_rate', value: 1e6, remove: false }] },
+        ],
+        validateOnly: true,
+      });
+    expect((await aq(raw('bob'))).entries[0]?.errorCode).to.equal(CLUSTER);
+    expect((await aq(raw('admin'))).entries[0]?.errorCode).to.equal(ErrorCode.NONE);
+    // a GROUP config resource (type 32): DESCRIBE_CONFIGS on the group (alice has only READ on g-alice)
+    const dc = (c: RawClient) =>
+      r<{ results: { errorCode: number }[] }>(c, ApiKey.DescribeConfigs, 4, {
+        resources: [{ resourceType: 32, resourceName: 'g-alice', configurationKeys: null }],
+        includeSynonyms: false,
+        includeDocumentation: false,
+      });
+    expect((await dc(raw('alice'))).results[0]?.errorCode).to.equal(GROUP);
+    expect((await dc(raw('admin'))).results[0]?.errorCode).to.equal(ErrorCode.NONE);
+    // share-group offsets: Describe needs DESCRIBE on the group (READ implies it), Alter READ, Delete DELETE
+    const dso = (c: RawClient) =>
+      r<{ groups: { errorCode: number }[] }>(c, ApiKey.DescribeShareGroupOffsets, 0, { groups: [{ groupId: 'g-alice', topics: null }] });
+    expect((await dso(raw('bob'))).groups[0]?.errorCode).to.equal(GROUP);
+    expect((await dso(raw('alice'))).groups[0]?.errorCode).to.not.equal(GROUP);
+    const aso = (c: RawClient) => r<{ errorCode: number }>(c, ApiKey.AlterShareGroupOffsets, 0, { groupId: 'g-alice', topics: [] });
+    expect((await aso(raw('bob'))).errorCode).to.equal(GROUP);
+    expect((await aso(raw('alice'))).errorCode).to.not.equal(GROUP);
+    const del = (c: RawClient) => r<{ errorCode: number }>(c, ApiKey.DeleteShareGroupOffsets, 0, { groupId: 'g-alice', topics: [] });
+    expect((await del(raw('alice'))).errorCode).to.equal(GROUP);
+    expect((await del(raw('admin'))).errorCode).to.not.equal(GROUP);
+  });
+
   it('ACL admin APIs: only ALTER/DESCRIBE on the cluster may use them; invalid bindings and filters get INVALID_REQUEST', async () => {
     const entry = {
       resourceType: Res.TOPIC,

@@ -100,12 +100,13 @@ export function deniedTopics(
 
 /**
  * DescribeConfigs / AlterConfigs on a config resource (ConfigResource types: TOPIC 2, BROKER 4,
- * BROKER_LOGGER 8): `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic, or on the cluster for a
- * broker. NONE, TOPIC_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED.
+ * BROKER_LOGGER 8, CLIENT_METRICS 16, GROUP 32): `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic,
+ * the group, or on the cluster for the others. NONE, or TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED.
  */
 export function configResourceError(ctx: RequestContext, op: number, resourceType: number, resourceName: string): number {
   if (resourceType === ResourceType.TOPIC) return topicError(ctx, op, resourceName);
-  if (resourceType === 4 || resourceType === 8) return clusterError(ctx, op);
+  if (resourceType === 4 || resourceType === 8 || resourceType === 16) return clusterError(ctx, op);
+  if (resourceType === 32) return groupError(ctx, op, resourceName);
   return ErrorCode.NONE;
 }
 

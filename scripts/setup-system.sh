@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   kcat python3-kafka etcd-server openssl
   libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev
-  librdkafka-dev python3-snappy python3-lz4 python3-zstandard python3-xxhash iproute2 nftables
+  librdkafka-dev python3-snappy python3-lz4 python3-zstandard python3-xxhash iproute2 nftables iptables
   chromium
 )
 

@@ -132,12 +132,15 @@ export class AclAuthorizer {
 
   /**
    * Whether the principal may do `op` on some resource of the type (Kafka's authorizeByResourceType,
-   * e.g. WRITE on any topic for an idempotent producer): an ALLOW that no DENY covers.
+   * e.g. WRITE on any topic for an idempotent producer): an ALLOW that no DENY covers. As Kafka's
+   * default implementation, it first asks about a resource named "hardcode": what super users,
+   * allow.everyone.if.no.acl.found (no ACL applies to that name) or a matching pattern grant there is
+   * granted for the type.
    */
   authorizeByResourceType(principal: string, host: string, op: number, resourceType: number): boolean {
-    if (this.superUsers.has(principal)) return true;
+    if (this.decide(principal, host, op, resourceType, 'hardcode')) return true;
     const t = this.index.get(resourceType);
-    if (t === undefined) return this.allowEveryoneIfNoAcl;
+    if (t === undefined) return false;
     const all = [...[...t.literal.values()].flat(), ...t.prefixed].filter(
       (a) => principalMatches(a, principal) && hostMatches(a, host) && (a.operation === op || a.operation === AclOperation.ALL),
     );

@@ -131,6 +131,13 @@ describe('ACL authorizer', () => {
     expect(a.authorizeByResourceType('User:alice', 'h', Op.WRITE, Res.TOPIC)).to.equal(true);
     expect(a.authorizeByResourceType('User:bob', 'h', Op.WRITE, Res.TOPIC)).to.equal(false);
     expect(a.authorizeByResourceType('User:carol', 'h', Op.WRITE, Res.TOPIC)).to.equal(false);
+    // as Kafka's default: allow.everyone.if.no.acl.found grants the type when no ACL applies to a resource named "hardcode"
+    const open = authorizer([acl({ operation: Op.WRITE })], { 'allow.everyone.if.no.acl.found': 'true' });
+    expect(open.a.authorizeByResourceType('User:carol', 'h', Op.WRITE, Res.TOPIC)).to.equal(true);
+    const closed = authorizer([acl({ operation: Op.WRITE, resourceName: '*', principal: 'User:bob' })], {
+      'allow.everyone.if.no.acl.found': 'true',
+    });
+    expect(closed.a.authorizeByResourceType('User:carol', 'h', Op.WRITE, Res.TOPIC)).to.equal(false);
   });
 
   it('filters: MATCH finds every pattern that applies to a name, ANY the exact name in every pattern type', () => {

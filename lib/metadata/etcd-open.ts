@@ -8,7 +8,7 @@ import type { Etcd3, IOptions } from 'etcd3';
 import type { Logger } from 'pino';
 import { prefixEnd, toKeyValue } from './etcd-ops.js';
 import { BadValueError, type EtcdState } from './etcd-state.js';
-import { writeFileAtomic } from './local-store.js';
+import { writeFileAtomic } from './local-file.js';
 import { GregorMetadataErrorCode, MetadataError } from './store.js';
 
 /** Written in the data dir on first open; a data dir of another cluster or node id is refused. */

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Controller } from '../cluster/controller.js';
 import { createdAt, del, get, leaseIs, put, revisionOf, toKeyValue } from './etcd-ops.js';
 import type { BrokerRegistration, EtcdKeys, EtcdState } from './etcd-state.js';
-import { writeFileAtomic } from './local-store.js';
+import { writeFileAtomic } from './local-file.js';
 import { GregorMetadataErrorCode, MetadataError, type MetadataChange } from './store.js';
 
 export interface SessionHost {

@@ -12,8 +12,13 @@
  *   acls/<binding>             one ACL (the key: its canonical text, URI-encoded; the value: the binding)
  * The copy applies key-value events (the initial range read, then the watch) and reports what changed.
  */
-import { isAclBinding } from '../security/acl/store-values.js';
-import { type AclBinding, bindingKey } from '../security/acl/types.js';
+import type { AclBinding } from '../security/acl/types.js';
+import { aclRecords } from './records/acls.js';
+import { brokerConfigRecords } from './records/broker-configs.js';
+import { clientQuotaRecords } from './records/client-quotas.js';
+import { groupConfigRecords } from './records/group-configs.js';
+import { RecordMap, type RecordKind } from './records/record-map.js';
+import { scramRecords } from './records/scram-credentials.js';
 import type { BrokerEndpoint, BrokerInfo, MetadataChange, PartitionState, StoredScramCredential, TopicRecord } from './store.js';
 
 export class EtcdKeys {
@@ -23,11 +28,6 @@ export class EtcdKeys {
   readonly partitions: string;
   readonly controller: string;
   readonly controllerEpoch: string;
-  /** Dynamic broker configs: broker-configs/<node id>, and broker-configs/default for the cluster-wide ones. */
-  readonly brokerConfigs: string;
-  readonly scram: string;
-  readonly groupConfigs: string;
-  readonly clientQuotas: string;
   readonly acls: string;
   constructor(clusterId: string) {
     this.prefix = `/gregor/${clusterId}/`;
@@ -36,26 +36,14 @@ export class EtcdKeys {
     this.partitions = `${this.prefix}partitions/`;
     this.controller = `${this.prefix}controller`;
     this.controllerEpoch = `${this.prefix}controller-epoch`;
-    this.brokerConfigs = `${this.prefix}broker-configs/`;
-    this.scram = `${this.prefix}scram/`;
-    this.groupConfigs = `${this.prefix}group-configs/`;
-    this.clientQuotas = `${this.prefix}client-quotas/`;
-    this.acls = `${this.prefix}acls/`;
+    this.acls = `${this.prefix}${aclRecords.dir}`;
   }
-  groupConfig(groupId: string): string {
-    return `${this.groupConfigs}${encodeURIComponent(groupId)}`;
-  }
-  clientQuota(entity: string): string {
-    return `${this.clientQuotas}${encodeURIComponent(entity)}`;
+  /** A keyed record's key (lib/metadata/records): broker-configs/<node id> (default for the cluster-wide ones), … */
+  record(kind: RecordKind<unknown>, key: string): string {
+    return `${this.prefix}${kind.dir}${kind.toName(key)}`;
   }
   acl(b: AclBinding): string {
-    return `${this.acls}${encodeURIComponent(bindingKey(b))}`;
-  }
-  scramUser(user: string): string {
-    return `${this.scram}${encodeURIComponent(user)}`;
-  }
-  brokerConfig(resource: string): string {
-    return `${this.brokerConfigs}${resource === '' ? 'default' : resource}`;
+    return `${this.acls}${aclRecords.name(b)}`;
   }
   broker(nodeId: number): string {
     return `${this.brokers}${nodeId}`;
@@ -116,14 +104,12 @@ export class EtcdState {
   readonly brokers = new Map<number, { info: BrokerInfo; lease: string; modRevision: number }>();
   controller: { nodeId: number; createRevision: number; modRevision: number; lease: string } | undefined;
   controllerEpoch: { value: number; modRevision: number } | undefined;
-  /** Dynamic broker configs by resource ('' the cluster-wide default). */
-  readonly brokerConfigs = new Map<string, Record<string, string>>();
-  /** Dynamic group configs by group id. */
-  readonly groupConfigs = new Map<string, Record<string, string>>();
-  /** SCRAM credentials by user, then mechanism. */
-  readonly scram = new Map<string, Record<string, StoredScramCredential>>();
-  /** Client quotas by entity key. */
-  readonly clientQuotas = new Map<string, Record<string, number>>();
+  readonly brokerConfigs = new RecordMap(brokerConfigRecords);
+  readonly groupConfigs = new RecordMap(groupConfigRecords);
+  readonly scram = new RecordMap<StoredScramCredential>(scramRecords);
+  readonly clientQuotas = new RecordMap(clientQuotaRecords);
+  /** The keyed records, in the order a reload reports their changes. */
+  private readonly records: readonly RecordMap<unknown>[] = [this.brokerConfigs, this.groupConfigs, this.scram, this.clientQuotas];
   /** ACLs by key (acls/<…>). */
   readonly acls = new Map<string, AclBinding>();
   /** Every change up to this revision is applied. */
@@ -169,39 +155,23 @@ export class EtcdState {
       return { kind: 'brokers' };
     }
     if (kv.key.startsWith(keys.topics)) return this.applyTopic(kv.key.slice(keys.topics.length), kv, deleted);
-    if (kv.key.startsWith(keys.brokerConfigs)) {
-      const name = kv.key.slice(keys.brokerConfigs.length);
-      const resource = name === 'default' ? '' : name;
-      if (deleted) this.brokerConfigs.delete(resource);
-      else this.brokerConfigs.set(resource, decodeConfigs(kv));
-      return { kind: 'brokerConfigs' };
-    }
-    if (kv.key.startsWith(keys.groupConfigs)) {
-      const group = decodeURIComponent(kv.key.slice(keys.groupConfigs.length));
-      if (deleted) this.groupConfigs.delete(group);
-      else this.groupConfigs.set(group, decodeConfigs(kv));
-      return { kind: 'groupConfigs', group };
-    }
-    if (kv.key.startsWith(keys.scram)) {
-      const user = decodeURIComponent(kv.key.slice(keys.scram.length));
-      if (deleted) this.scram.delete(user);
-      else this.scram.set(user, decodeScram(kv));
-      return { kind: 'scramCredentials' };
-    }
-    if (kv.key.startsWith(keys.clientQuotas)) {
-      const entity = decodeURIComponent(kv.key.slice(keys.clientQuotas.length));
-      if (deleted) this.clientQuotas.delete(entity);
-      else this.clientQuotas.set(entity, decodeQuotas(kv));
-      return { kind: 'clientQuotas' };
+    for (const r of this.records) {
+      const dir = `${keys.prefix}${r.kind.dir}`;
+      if (!kv.key.startsWith(dir)) continue;
+      const key = r.kind.fromName(kv.key.slice(dir.length));
+      if (deleted) return r.apply(key, undefined);
+      const o = parseJson(kv);
+      if (!Object.values(o).every((v) => r.kind.isEtcdLeaf(v))) throw new BadValueError(`${kv.key}: ${r.kind.etcdWhat}`);
+      return r.apply(key, o);
     }
     if (kv.key.startsWith(keys.acls)) {
       if (deleted) this.acls.delete(kv.key);
       else {
         const b = parseJson(kv);
-        if (!isAclBinding(b)) throw new BadValueError(`${kv.key}: not an ACL binding`);
+        if (!aclRecords.isBinding(b)) throw new BadValueError(`${kv.key}: not an ACL binding`);
         this.acls.set(kv.key, b);
       }
-      return { kind: 'acls' };
+      return aclRecords.change();
     }
     if (kv.key.startsWith(keys.partitions)) {
       const rest = kv.key.slice(keys.partitions.length);
@@ -247,35 +217,12 @@ export class EtcdState {
         .sort()
         .join();
     if (brokersKey(this) !== brokersKey(fresh)) changes.push({ kind: 'brokers' });
-    const configsKey = (s: EtcdState): string => JSON.stringify([...s.brokerConfigs].sort());
-    if (configsKey(this) !== configsKey(fresh)) changes.push({ kind: 'brokerConfigs' });
-    for (const g of new Set([...this.groupConfigs.keys(), ...fresh.groupConfigs.keys()]))
-      if (JSON.stringify(this.groupConfigs.get(g)) !== JSON.stringify(fresh.groupConfigs.get(g)))
-        changes.push({ kind: 'groupConfigs', group: g });
-    const scramKey = (s: EtcdState): string => JSON.stringify([...s.scram].sort());
-    if (scramKey(this) !== scramKey(fresh)) changes.push({ kind: 'scramCredentials' });
-    const quotasKey = (s: EtcdState): string => JSON.stringify([...s.clientQuotas].sort());
-    if (quotasKey(this) !== quotasKey(fresh)) changes.push({ kind: 'clientQuotas' });
-    const aclsKey = (s: EtcdState): string => [...s.acls.keys()].sort().join();
-    if (aclsKey(this) !== aclsKey(fresh)) changes.push({ kind: 'acls' });
+    this.records.forEach((r, i) => changes.push(...r.changesTo(fresh.records[i] as RecordMap<unknown>)));
+    if (aclRecords.keysText(this.acls.keys()) !== aclRecords.keysText(fresh.acls.keys())) changes.push(aclRecords.change());
     if (this.controller?.createRevision !== fresh.controller?.createRevision)
       changes.push({ kind: 'controller', controllerId: fresh.controller?.nodeId ?? -1 });
-    for (const m of [
-      this.topics,
-      this.topicsById,
-      this.partitions,
-      this.brokers,
-      this.brokerConfigs,
-      this.groupConfigs,
-      this.scram,
-      this.clientQuotas,
-      this.acls,
-    ] as Map<unknown, unknown>[])
-      m.clear();
-    for (const [k, v] of fresh.brokerConfigs) this.brokerConfigs.set(k, v);
-    for (const [k, v] of fresh.scram) this.scram.set(k, v);
-    for (const [k, v] of fresh.groupConfigs) this.groupConfigs.set(k, v);
-    for (const [k, v] of fresh.clientQuotas) this.clientQuotas.set(k, v);
+    for (const m of [this.topics, this.topicsById, this.partitions, this.brokers, this.acls] as Map<unknown, unknown>[]) m.clear();
+    this.records.forEach((r, i) => r.replaceWith(fresh.records[i] as RecordMap<unknown>));
     for (const [k, v] of fresh.acls) this.acls.set(k, v);
     for (const [k, v] of fresh.topics) this.topics.set(k, v);
     for (const [k, v] of fresh.topicsById) this.topicsById.set(k, v);
@@ -362,36 +309,4 @@ function decodePartition(kv: KeyValue): PartitionState {
     state.removingReplicas = removingReplicas ?? [];
   }
   return state;
-}
-
-/** The value of broker-configs/<resource>: a JSON object of strings. */
-function decodeConfigs(kv: KeyValue): Record<string, string> {
-  const o = parseJson(kv);
-  if (Object.values(o).some((v) => typeof v !== 'string')) throw new BadValueError(`${kv.key}: not an object of strings`);
-  return o as Record<string, string>;
-}
-
-/** The value of client-quotas/<entity>: quota key → number. */
-function decodeQuotas(kv: KeyValue): Record<string, number> {
-  const o = parseJson(kv);
-  if (Object.values(o).some((v) => typeof v !== 'number')) throw new BadValueError(`${kv.key}: not an object of numbers`);
-  return o as Record<string, number>;
-}
-
-/** The value of scram/<user>: mechanism name → { salt, iterations, storedKey, serverKey }. */
-function decodeScram(kv: KeyValue): Record<string, StoredScramCredential> {
-  const o = parseJson(kv);
-  for (const c of Object.values(o)) {
-    const x = c as Partial<StoredScramCredential> | null;
-    if (
-      typeof x !== 'object' ||
-      x === null ||
-      !isInt(x.iterations) ||
-      typeof x.salt !== 'string' ||
-      typeof x.storedKey !== 'string' ||
-      typeof x.serverKey !== 'string'
-    )
-      throw new BadValueError(`${kv.key}: not SCRAM credentials`);
-  }
-  return o as Record<string, StoredScramCredential>;
 }

@@ -5,19 +5,19 @@
  * registration, lib/metadata/etcd-session.ts) and the controller (lib/cluster/controller.ts) run beside.
  * Key layout: lib/metadata/etcd-state.ts.
  */
-import { plainBinding } from '../security/acl/store-values.js';
 import type { AclBinding } from '../security/acl/types.js';
 import { Etcd3, type ITxnRequest, type ITxnResponse, type IWatchResponse, type Watcher } from 'etcd3';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { Controller, type ControllerOptions } from '../cluster/controller.js';
 import { alterPartitionReassignments, electLeaders, resignLeadership } from '../cluster/partition-admin.js';
-import { placeReplicas, validateAssignments, checkReplicationFactor } from '../cluster/placement.js';
-import { createdAt, delPrefix, del, get, modifiedAt, put, rangedKeyValues, revisionOf, toKeyValue } from './etcd-ops.js';
+import { del, put, rangedKeyValues, revisionOf, toKeyValue } from './etcd-ops.js';
 import { checkIdentity, clientOptions, load } from './etcd-open.js';
 import { EtcdSession } from './etcd-session.js';
-import { BadValueError, EtcdKeys, EtcdState, type StoredTopic, type TopicEntry } from './etcd-state.js';
-import { newTopicId } from './local-store.js';
+import { BadValueError, EtcdKeys, EtcdState } from './etcd-state.js';
+import { createTopic, deleteTopic, rewriteTopic, withPartitions } from './etcd-topics.js';
+import { aclRecords } from './records/acls.js';
+import type { RecordMap } from './records/record-map.js';
 import {
   GregorMetadataErrorCode,
   MetadataError,
@@ -51,9 +51,6 @@ export interface EtcdStoreOptions {
   /** The controller's settings (auto.leader.rebalance.enable and its check). */
   controllerOptions?: ControllerOptions;
 }
-
-/** Compare-and-swap rewrites of a topic key retry this many times on a conflict. */
-const CAS_ATTEMPTS = 5;
 
 export class EtcdMetadataStore implements MetadataStore {
   readonly kind = 'etcd' as const;
@@ -135,139 +132,52 @@ export class EtcdMetadataStore implements MetadataStore {
     return this.controller?.isActive() ?? false;
   }
 
-  async createTopic(t: NewTopic): Promise<TopicRecord> {
-    return this.track(async () => {
-      if (this.state.topics.has(t.name)) throw alreadyExists(t.name);
-      const live = this.brokers();
-      let replicas: number[][];
-      if (t.assignments !== undefined) {
-        validateAssignments(t.assignments, new Set(live.map((b) => b.nodeId)));
-        replicas = t.assignments.map((r) => [...r]);
-      } else {
-        replicas = placeReplicas(live, t.partitions, t.replicationFactor);
-      }
-      const record: TopicRecord = {
-        name: t.name,
-        topicId: t.topicId ?? newTopicId(),
-        partitions: replicas.length,
-        replicationFactor: replicas[0]?.length ?? t.replicationFactor,
-        configs: { ...t.configs },
-        internal: t.internal,
-      };
-      const key = this.keys.topic(t.name);
-      const stored: StoredTopic = { ...record, replicas };
-      const res = await this.txn({ compare: [createdAt(key, 0)], success: [put(key, JSON.stringify(stored))], failure: [get(key)] });
-      if (!res.succeeded) {
-        await this.caughtUpWith(res);
-        throw alreadyExists(t.name);
-      }
-      await this.caughtUp(revisionOf(res));
-      return this.state.topics.get(t.name)?.record ?? record;
-    });
+  createTopic(t: NewTopic): Promise<TopicRecord> {
+    return this.track(() => createTopic(this, t));
   }
 
-  async deleteTopic(name: string): Promise<TopicRecord | undefined> {
-    return this.track(async () => {
-      for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-        const t = this.state.topics.get(name);
-        if (t === undefined) return undefined;
-        const key = this.keys.topic(name);
-        const res = await this.txn({
-          compare: [createdAt(key, t.createRevision)],
-          success: [del(key), delPrefix(this.keys.partitionPrefix(name))],
-          failure: [get(key)],
-        });
-        if (res.succeeded) {
-          await this.caughtUp(revisionOf(res));
-          return t.record;
-        }
-        if (!(await this.caughtUpWith(res))) return undefined; // gone already
-      }
-      throw conflict(name);
-    });
+  deleteTopic(name: string): Promise<TopicRecord | undefined> {
+    return this.track(() => deleteTopic(this, name));
   }
 
-  async setPartitionCount(name: string, partitions: number): Promise<void> {
-    await this.rewriteTopic(name, (t) => {
-      const have = t.record.partitions;
-      if (partitions === have) return undefined;
-      if (!Number.isInteger(partitions) || partitions < have) {
-        throw new MetadataWriteError(
-          ErrorCode.INVALID_PARTITIONS,
-          `Topic currently has ${have} partitions, which is higher than the requested ${partitions}.`,
-        );
-      }
-      const rf = t.replicas[0]?.length ?? t.record.replicationFactor;
-      const live = this.brokers();
-      checkReplicationFactor(rf, live.length);
-      // keep going round the brokers from where partition 0's leader sits, as Kafka does
-      const leader0 = t.replicas[0]?.[0];
-      const ids = [...live].sort((a, b) => a.nodeId - b.nodeId).map((b) => b.nodeId);
-      const startIndex = leader0 === undefined ? -1 : ids.indexOf(leader0);
-      const added = placeReplicas(live, partitions - have, rf, {
-        firstPartition: have,
-        ...(startIndex >= 0 ? { startIndex } : {}),
-      });
-      return { ...t.record, partitions, replicas: [...t.replicas, ...added] };
-    });
+  setPartitionCount(name: string, partitions: number): Promise<void> {
+    return this.track(() => rewriteTopic(this, name, (t) => withPartitions(this, t, partitions)));
   }
 
   brokerConfigs(resource: string): Record<string, string> {
-    return { ...(this.state.brokerConfigs.get(resource) ?? {}) };
+    return this.state.brokerConfigs.get(resource);
   }
 
   /** One put (or delete) of broker-configs/<resource>; resolves once the watch has it in the copy. */
-  async setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void> {
-    const key = this.keys.brokerConfig(resource);
-    await this.track(async () => {
-      const res = await this.txn({ success: [Object.keys(configs).length > 0 ? put(key, JSON.stringify(configs)) : del(key)] });
-      await this.caughtUp(revisionOf(res));
-    });
+  setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void> {
+    return this.writeRecords(this.state.brokerConfigs, [[resource, configs]]);
   }
 
   groupConfigs(groupId: string): Record<string, string> {
-    return { ...(this.state.groupConfigs.get(groupId) ?? {}) };
+    return this.state.groupConfigs.get(groupId);
   }
 
   /** One put (or delete) of group-configs/<group>; resolves once the watch has it in the copy. */
-  async setGroupConfigs(groupId: string, configs: Record<string, string>): Promise<void> {
-    const key = this.keys.groupConfig(groupId);
-    await this.track(async () => {
-      const res = await this.txn({ success: [Object.keys(configs).length > 0 ? put(key, JSON.stringify(configs)) : del(key)] });
-      await this.caughtUp(revisionOf(res));
-    });
+  setGroupConfigs(groupId: string, configs: Record<string, string>): Promise<void> {
+    return this.writeRecords(this.state.groupConfigs, [[groupId, configs]]);
   }
 
   scramCredentials(): ScramCredentials {
-    return this.state.scram;
+    return this.state.scram.all();
   }
 
   /** One transaction of puts (and deletes) of scram/<user>; resolves once the watch has it in the copy. */
-  async setScramCredentials(users: ScramCredentials): Promise<void> {
-    const ops = [...users].map(([user, creds]) =>
-      Object.keys(creds).length > 0 ? put(this.keys.scramUser(user), JSON.stringify(creds)) : del(this.keys.scramUser(user)),
-    );
-    if (ops.length === 0) return;
-    await this.track(async () => {
-      const res = await this.txn({ success: ops });
-      await this.caughtUp(revisionOf(res));
-    });
+  setScramCredentials(users: ScramCredentials): Promise<void> {
+    return this.writeRecords(this.state.scram, users);
   }
 
   clientQuotas(): ClientQuotas {
-    return this.state.clientQuotas;
+    return this.state.clientQuotas.all();
   }
 
   /** One transaction of puts (and deletes) of client-quotas/<entity>; resolves once the watch has it in the copy. */
-  async setClientQuotas(entities: ClientQuotas): Promise<void> {
-    const ops = [...entities].map(([entity, values]) =>
-      Object.keys(values).length > 0 ? put(this.keys.clientQuota(entity), JSON.stringify(values)) : del(this.keys.clientQuota(entity)),
-    );
-    if (ops.length === 0) return;
-    await this.track(async () => {
-      const res = await this.txn({ success: ops });
-      await this.caughtUp(revisionOf(res));
-    });
+  setClientQuotas(entities: ClientQuotas): Promise<void> {
+    return this.writeRecords(this.state.clientQuotas, entities);
   }
 
   acls(): readonly AclBinding[] {
@@ -276,7 +186,21 @@ export class EtcdMetadataStore implements MetadataStore {
 
   /** One transaction of puts and deletes of acls/<binding>; resolves once the watch has it in the copy. */
   async alterAcls(add: readonly AclBinding[], remove: readonly AclBinding[]): Promise<void> {
-    const ops = [...remove.map((b) => del(this.keys.acl(b))), ...add.map((b) => put(this.keys.acl(b), JSON.stringify(plainBinding(b))))];
+    const ops = [...remove.map((b) => del(this.keys.acl(b))), ...add.map((b) => put(this.keys.acl(b), aclRecords.value(b)))];
+    await this.commit(ops);
+  }
+
+  /** One transaction putting each record (deleting an empty one). */
+  private async writeRecords<L>(records: RecordMap<L>, entries: Iterable<readonly [string, Readonly<Record<string, L>>]>): Promise<void> {
+    const ops = [...entries].map(([k, values]) => {
+      const key = this.keys.record(records.kind, k);
+      return Object.keys(values).length > 0 ? put(key, JSON.stringify(values)) : del(key);
+    });
+    await this.commit(ops);
+  }
+
+  /** One transaction of `ops` (none: nothing to do); resolves once the watch has it in the copy. */
+  private async commit(ops: NonNullable<ITxnRequest['success']>): Promise<void> {
     if (ops.length === 0) return;
     await this.track(async () => {
       const res = await this.txn({ success: ops });
@@ -284,8 +208,8 @@ export class EtcdMetadataStore implements MetadataStore {
     });
   }
 
-  async setConfigs(name: string, configs: Record<string, string>): Promise<void> {
-    await this.rewriteTopic(name, (t) => ({ ...t.record, configs: { ...configs }, replicas: t.replicas }));
+  setConfigs(name: string, configs: Record<string, string>): Promise<void> {
+    return this.track(() => rewriteTopic(this, name, (t) => ({ ...t.record, configs: { ...configs }, replicas: t.replicas })));
   }
 
   alterIsr(
@@ -369,27 +293,8 @@ export class EtcdMetadataStore implements MetadataStore {
     }
   }
 
-  private async rewriteTopic(name: string, change: (t: TopicEntry) => StoredTopic | undefined): Promise<void> {
-    await this.track(async () => {
-      for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-        const t = this.state.topics.get(name);
-        if (t === undefined) throw new MetadataWriteError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic '${name}' does not exist.`);
-        const next = change(t);
-        if (next === undefined) return;
-        const key = this.keys.topic(name);
-        const res = await this.txn({
-          compare: [modifiedAt(key, t.modRevision)],
-          success: [put(key, JSON.stringify(next))],
-          failure: [get(key)],
-        });
-        if (res.succeeded) return this.caughtUp(revisionOf(res));
-        await this.caughtUpWith(res);
-      }
-      throw conflict(name);
-    });
-  }
-
-  private track<T>(op: () => Promise<T>): Promise<T> {
+  /** Runs a write, which persisted() waits for; refused once the store is closed. */
+  track<T>(op: () => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new MetadataWriteError(ErrorCode.REQUEST_TIMED_OUT, 'metadata store closed'));
     const p = op();
     this.pending.add(p);
@@ -488,14 +393,6 @@ export class EtcdMetadataStore implements MetadataStore {
   }
 }
 
-function alreadyExists(name: string): MetadataWriteError {
-  return new MetadataWriteError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${name}' already exists.`);
-}
-
 function noController(): MetadataWriteError {
   return new MetadataWriteError(ErrorCode.INVALID_REQUEST, 'this store was opened without a controller');
-}
-
-function conflict(name: string): MetadataWriteError {
-  return new MetadataWriteError(ErrorCode.REQUEST_TIMED_OUT, `Topic '${name}' kept changing under the update; try again.`);
 }

@@ -3,20 +3,26 @@
  * memory and persisted atomically (tmp → fsync → rename → fsync dir) in the data dir. Mutations are
  * synchronous; persistence is queued and coalesced, and `persisted()` waits for it.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic as writeFileAtomicAt } from '../log/checkpoint.js';
 import { isNoSpace } from '../log/errors.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { alteredAcls, isAclBinding } from '../security/acl/store-values.js';
 import type { AclBinding } from '../security/acl/types.js';
 import { cancelReassignment, preferredElection, targetError, uncleanElection } from '../cluster/partition-changes.js';
+import { FILE, missingError, parseState, partitionDirs, type StoredState, writeFileAtomic } from './local-file.js';
+import { newClusterId, newTopicId } from './names.js';
+import { aclRecords } from './records/acls.js';
+import { brokerConfigRecords } from './records/broker-configs.js';
+import { clientQuotaRecords } from './records/client-quotas.js';
+import { groupConfigRecords } from './records/group-configs.js';
+import { RecordMap } from './records/record-map.js';
+import { scramRecords } from './records/scram-credentials.js';
 import {
   type BrokerInfo,
   ElectionType,
   GregorMetadataErrorCode,
   MetadataError,
+  type MetadataChange,
   type MetadataListener,
   MetadataWriteError,
   type MetadataStore,
@@ -34,58 +40,8 @@ import {
 const noop = (): void => undefined;
 
 export { GregorMetadataErrorCode, MetadataError, type TopicRecord } from './store.js';
-
-interface StoredState {
-  version: 1;
-  clusterId: string;
-  nodeId: number;
-  topics: TopicRecord[];
-  /** Dynamic broker configs by resource ('' the cluster-wide default); absent in files written before them. */
-  brokerConfigs?: Record<string, Record<string, string>>;
-  /** Dynamic group configs by group id; absent when there are none. */
-  groupConfigs?: Record<string, Record<string, string>>;
-  /** SCRAM credentials by user then mechanism (salted, never a password); absent when there are none. */
-  scramCredentials?: Record<string, Record<string, StoredScramCredential>>;
-  /** Client quotas by entity key (lib/quota/entity.ts); absent when there are none. */
-  clientQuotas?: Record<string, Record<string, number>>;
-  /** ACLs (lib/security/acl); absent when there are none. */
-  acls?: AclBinding[];
-}
-
-const FILE = 'gregor-metadata.json';
-/** A partition directory (`<topic>-<partition>`), as the log manager names them; `….<hex>-delete` ones are not. */
-const PARTITION_DIR = /^(.+)-(\d+)$/;
-/** Orphan partition directories named in a GREGOR_ERR_METADATA_MISSING message; the rest are counted. */
-const ORPHANS_SHOWN = 5;
-
-const LEGAL_TOPIC = /^[a-zA-Z0-9._-]+$/;
-export const MAX_TOPIC_NAME_LENGTH = 249;
-
-export function newTopicId(): string {
-  let id: string;
-  do id = randomBytes(16).toString('hex');
-  while (/^0+$/.test(id));
-  return id;
-}
-
-/** Kafka's cluster ids: 16 random bytes, URL-safe base64 without padding (22 chars). */
-export function newClusterId(): string {
-  return randomBytes(16).toString('base64url');
-}
-
-/** Returns why a topic name is invalid, or undefined when it is valid (Kafka's Topic.validate). */
-export function invalidTopicName(name: string): string | undefined {
-  if (name.length === 0) return 'Topic name is empty';
-  if (name === '.' || name === '..') return `Topic name cannot be "${name}"`;
-  if (name.length > MAX_TOPIC_NAME_LENGTH) return `Topic name is longer than ${MAX_TOPIC_NAME_LENGTH} characters`;
-  if (!LEGAL_TOPIC.test(name)) return `Topic name "${name}" contains characters other than ASCII alphanumerics, '.', '_' and '-'`;
-  return undefined;
-}
-
-/** Writes `dir/name` atomically (tmp → fsync → rename → fsync dir; the tmp file goes when a step fails). */
-export function writeFileAtomic(dir: string, name: string, data: string | Buffer): Promise<void> {
-  return writeFileAtomicAt(join(dir, name), data);
-}
+export { invalidTopicName, MAX_TOPIC_NAME_LENGTH, newClusterId, newTopicId } from './names.js';
+export { writeFileAtomic } from './local-file.js';
 
 export class LocalMetadataStore implements MetadataStore {
   readonly kind = 'local' as const;
@@ -100,20 +56,20 @@ export class LocalMetadataStore implements MetadataStore {
   private dirty = false;
   private self: BrokerInfo | null = null;
   private readonly listeners: MetadataListener[] = [];
-  private dynamic: Record<string, Record<string, string>>;
-  private groupDynamic: Record<string, Record<string, string>>;
-  private scram: Map<string, Record<string, StoredScramCredential>>;
-  private quotas: Map<string, Record<string, number>>;
+  private readonly dynamic: RecordMap<string>;
+  private readonly groupDynamic: RecordMap<string>;
+  private readonly scram: RecordMap<StoredScramCredential>;
+  private readonly quotas: RecordMap<number>;
   private aclList: readonly AclBinding[];
 
   private constructor(dir: string, state: StoredState) {
     this.dir = dir;
     this.clusterId = state.clusterId;
     this.nodeId = state.nodeId;
-    this.dynamic = state.brokerConfigs ?? {};
-    this.groupDynamic = state.groupConfigs ?? {};
-    this.scram = new Map(Object.entries(state.scramCredentials ?? {}));
-    this.quotas = new Map(Object.entries(state.clientQuotas ?? {}));
+    this.dynamic = new RecordMap(brokerConfigRecords, state.brokerConfigs);
+    this.groupDynamic = new RecordMap(groupConfigRecords, state.groupConfigs);
+    this.scram = new RecordMap(scramRecords, state.scramCredentials);
+    this.quotas = new RecordMap(clientQuotaRecords, state.clientQuotas);
     this.aclList = state.acls ?? [];
     for (const t of state.topics) this.index(t);
   }
@@ -301,10 +257,14 @@ export class LocalMetadataStore implements MetadataStore {
     this.writing = this.writing.catch(noop).then(async () => {
       this.dirty = false;
       const state: StoredState = { version: 1, clusterId: this.clusterId, nodeId: this.nodeId, topics: this.topics() };
-      if (Object.keys(this.dynamic).length > 0) state.brokerConfigs = this.dynamic;
-      if (Object.keys(this.groupDynamic).length > 0) state.groupConfigs = this.groupDynamic;
-      if (this.scram.size > 0) state.scramCredentials = Object.fromEntries(this.scram);
-      if (this.quotas.size > 0) state.clientQuotas = Object.fromEntries(this.quotas);
+      const brokerConfigs = this.dynamic.toFile();
+      if (brokerConfigs !== undefined) state.brokerConfigs = brokerConfigs;
+      const groupConfigs = this.groupDynamic.toFile();
+      if (groupConfigs !== undefined) state.groupConfigs = groupConfigs;
+      const scramCredentials = this.scram.toFile();
+      if (scramCredentials !== undefined) state.scramCredentials = scramCredentials;
+      const clientQuotas = this.quotas.toFile();
+      if (clientQuotas !== undefined) state.clientQuotas = clientQuotas;
       if (this.aclList.length > 0) state.acls = [...this.aclList];
       try {
         await writeFileAtomic(this.dir, FILE, JSON.stringify(state, null, 1));
@@ -317,71 +277,50 @@ export class LocalMetadataStore implements MetadataStore {
   }
 
   brokerConfigs(resource: string): Record<string, string> {
-    return { ...(this.dynamic[resource] ?? {}) };
+    return this.dynamic.get(resource);
   }
 
-  async setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void> {
-    const next = Object.fromEntries(Object.entries(this.dynamic).filter(([r]) => r !== resource));
-    if (Object.keys(configs).length > 0) next[resource] = { ...configs };
-    this.dynamic = next;
-    this.markDirty();
-    this.emit({ kind: 'brokerConfigs' });
-    await this.persisted();
+  setBrokerConfigs(resource: string, configs: Record<string, string>): Promise<void> {
+    return this.changed(this.dynamic.edit([[resource, configs]]));
   }
 
   groupConfigs(groupId: string): Record<string, string> {
-    return { ...(this.groupDynamic[groupId] ?? {}) };
+    return this.groupDynamic.get(groupId);
   }
 
-  async setGroupConfigs(groupId: string, configs: Record<string, string>): Promise<void> {
-    const next = Object.fromEntries(Object.entries(this.groupDynamic).filter(([g]) => g !== groupId));
-    if (Object.keys(configs).length > 0) next[groupId] = { ...configs };
-    this.groupDynamic = next;
-    this.markDirty();
-    this.emit({ kind: 'groupConfigs', group: groupId });
-    await this.persisted();
+  setGroupConfigs(groupId: string, configs: Record<string, string>): Promise<void> {
+    return this.changed(this.groupDynamic.edit([[groupId, configs]]));
   }
 
   scramCredentials(): ScramCredentials {
-    return this.scram;
+    return this.scram.all();
   }
 
-  async setScramCredentials(users: ScramCredentials): Promise<void> {
-    const next = new Map(this.scram);
-    for (const [user, creds] of users) {
-      if (Object.keys(creds).length === 0) next.delete(user);
-      else next.set(user, { ...creds });
-    }
-    this.scram = next;
-    this.markDirty();
-    this.emit({ kind: 'scramCredentials' });
-    await this.persisted();
+  setScramCredentials(users: ScramCredentials): Promise<void> {
+    return this.changed(this.scram.edit(users));
   }
 
   clientQuotas(): ClientQuotas {
-    return this.quotas;
+    return this.quotas.all();
   }
 
-  async setClientQuotas(entities: ClientQuotas): Promise<void> {
-    const next = new Map(this.quotas);
-    for (const [entity, values] of entities) {
-      if (Object.keys(values).length === 0) next.delete(entity);
-      else next.set(entity, { ...values });
-    }
-    this.quotas = next;
-    this.markDirty();
-    this.emit({ kind: 'clientQuotas' });
-    await this.persisted();
+  setClientQuotas(entities: ClientQuotas): Promise<void> {
+    return this.changed(this.quotas.edit(entities));
   }
 
   acls(): readonly AclBinding[] {
     return this.aclList;
   }
 
-  async alterAcls(add: readonly AclBinding[], remove: readonly AclBinding[]): Promise<void> {
-    this.aclList = alteredAcls(this.aclList, add, remove);
+  alterAcls(add: readonly AclBinding[], remove: readonly AclBinding[]): Promise<void> {
+    this.aclList = aclRecords.altered(this.aclList, add, remove);
+    return this.changed([aclRecords.change()]);
+  }
+
+  /** After a change in memory: queues the write, tells the listeners, and resolves once it is on disk. */
+  private async changed(changes: readonly MetadataChange[]): Promise<void> {
     this.markDirty();
-    this.emit({ kind: 'acls' });
+    for (const c of changes) this.emit(c);
     await this.persisted();
   }
 
@@ -394,117 +333,4 @@ export class LocalMetadataStore implements MetadataStore {
   close(): Promise<void> {
     return this.persisted();
   }
-}
-
-/** The store's state from the file's text, or GREGOR_ERR_METADATA_CORRUPT saying what is wrong with it. */
-function parseState(file: string, text: string): StoredState {
-  const corrupt = (what: string, cause?: unknown) =>
-    new MetadataError(
-      GregorMetadataErrorCode.CORRUPT,
-      file,
-      `metadata file ${file} is unreadable: ${what}. The broker will not start on it; restore the file from a backup (the partition directories beside it are untouched)`,
-      cause === undefined ? undefined : { cause },
-    );
-  if (text.length === 0) throw corrupt('it is empty (0 bytes)');
-  if (/^\0+$/.test(text)) throw corrupt(`it holds only zero bytes (${Buffer.byteLength(text)} bytes)`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    throw corrupt(`not valid JSON, torn or garbled (${Buffer.byteLength(text)} bytes: ${e instanceof Error ? e.message : String(e)})`, e);
-  }
-  const problem = stateProblem(raw);
-  if (problem !== undefined) throw corrupt(problem);
-  return raw as StoredState;
-}
-
-/** What makes `raw` not a version-1 StoredState, or undefined when it is one. */
-function stateProblem(raw: unknown): string | undefined {
-  if (!isObject(raw)) return `expected a JSON object, got ${jsonType(raw)}`;
-  if (raw['version'] !== 1) return `unsupported version ${JSON.stringify(raw['version'])} (expected 1)`;
-  if (typeof raw['clusterId'] !== 'string' || raw['clusterId'] === '') return 'no clusterId';
-  if (raw['nodeId'] !== undefined && !Number.isInteger(raw['nodeId'])) return `nodeId is ${JSON.stringify(raw['nodeId'])}, not an integer`;
-  const dyn = raw['brokerConfigs'];
-  if (
-    dyn !== undefined &&
-    (!isObject(dyn) || Object.values(dyn).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'string')))
-  )
-    return 'invalid brokerConfigs';
-  const groups = raw['groupConfigs'];
-  if (
-    groups !== undefined &&
-    (!isObject(groups) || Object.values(groups).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'string')))
-  )
-    return 'invalid groupConfigs';
-  const scram = raw['scramCredentials'];
-  if (
-    scram !== undefined &&
-    (!isObject(scram) || Object.values(scram).some((c) => !isObject(c) || Object.values(c).some((v) => !isObject(v))))
-  )
-    return 'invalid scramCredentials';
-  const quotas = raw['clientQuotas'];
-  if (
-    quotas !== undefined &&
-    (!isObject(quotas) || Object.values(quotas).some((c) => !isObject(c) || Object.values(c).some((v) => typeof v !== 'number')))
-  )
-    return 'invalid clientQuotas';
-  if (raw['acls'] !== undefined && (!Array.isArray(raw['acls']) || !raw['acls'].every(isAclBinding))) return 'invalid acls';
-  const topics = raw['topics'];
-  if (!Array.isArray(topics)) return `no topic list (topics is ${jsonType(topics)})`;
-  const names = new Set<string>();
-  const ids = new Set<string>();
-  for (const [i, t] of topics.entries()) {
-    const at = `topics[${i}]`;
-    if (!isObject(t)) return `${at} is ${jsonType(t)}, not an object`;
-    const name = t['name'];
-    if (typeof name !== 'string' || invalidTopicName(name) !== undefined) return `${at} has an invalid name ${JSON.stringify(name)}`;
-    const id = t['topicId'];
-    if (typeof id !== 'string' || !/^[0-9a-f]{32}$/.test(id) || /^0+$/.test(id))
-      return `topic ${name} has an invalid topicId ${JSON.stringify(id)}`;
-    if (!Number.isInteger(t['partitions']) || (t['partitions'] as number) < 1)
-      return `topic ${name} has an invalid partition count ${JSON.stringify(t['partitions'])}`;
-    if (!Number.isInteger(t['replicationFactor']))
-      return `topic ${name} has an invalid replicationFactor ${JSON.stringify(t['replicationFactor'])}`;
-    const configs = t['configs'];
-    if (!isObject(configs) || Object.values(configs).some((v) => typeof v !== 'string')) return `topic ${name} has invalid configs`;
-    if (typeof t['internal'] !== 'boolean') return `topic ${name} has no internal flag`;
-    if (names.has(name)) return `topic ${name} is listed twice`;
-    if (ids.has(id)) return `topicId ${id} is listed twice`;
-    names.add(name);
-    ids.add(id);
-  }
-  return undefined;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function jsonType(v: unknown): string {
-  if (v === undefined) return 'missing';
-  if (v === null) return 'null';
-  return Array.isArray(v) ? 'an array' : `a ${typeof v}`;
-}
-
-/** Partition directories (`<topic>-<partition>`) in the data dir, sorted. */
-async function partitionDirs(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const ent of await readdir(dir, { withFileTypes: true })) {
-    if (!ent.isDirectory()) continue;
-    const m = PARTITION_DIR.exec(ent.name);
-    if (m !== null && invalidTopicName(m[1] ?? '') === undefined) out.push(ent.name);
-  }
-  return out.sort();
-}
-
-function missingError(dir: string, file: string, orphans: readonly string[]): MetadataError {
-  const shown = orphans.slice(0, ORPHANS_SHOWN).join(', ');
-  const more = orphans.length > ORPHANS_SHOWN ? ` and ${orphans.length - ORPHANS_SHOWN} more` : '';
-  return new MetadataError(
-    GregorMetadataErrorCode.MISSING,
-    file,
-    `data dir ${dir} has ${orphans.length} partition director${orphans.length === 1 ? 'y' : 'ies'} (${shown}${more}) but no ${FILE}: ` +
-      'without it the topics, their ids and configs are unknown, so the broker will not start and serve the data dir as empty. ' +
-      `Restore ${file} from a backup, or, to start a new cluster here, move the partition directories out of ${dir}`,
-  );
 }

@@ -10,17 +10,20 @@ import { faultRoutes } from './admin/fault-routes.js';
 import { healthRoutes } from './admin/health-routes.js';
 import { metricsRoutes } from './admin/metrics-routes.js';
 import { requestLogRoutes } from './admin/request-routes.js';
-import { AdminServer } from './admin/server.js';
+import type { AdminServer } from './admin/server.js';
 import { uiRoutes } from './admin/ui-routes.js';
 import { AppendPool } from './append/pool.js';
-import { BrokerConfig, ConfigError, type ConfigValue, type Listener, parseAdminListener, parseListener } from './config.js';
+import { startAdminListener } from './broker/admin-listener.js';
+import { openMetadata } from './broker/open-metadata.js';
+import { makeReplication } from './broker/replication.js';
+import { shutdown } from './broker/shutdown.js';
+import { BrokerConfig, ConfigError, type ConfigValue, type Listener, parseListener } from './config.js';
 import { createGroupCoordinator } from './group/index.js';
 import { createShareService } from './share/index.js';
 import { Dispatcher } from './handlers/dispatcher.js';
 import { HANDLERS, advertisedVersions } from './handlers/index.js';
 import { LogDirError, checkLogDirIdentity } from './log/log-dir-identity.js';
 import { LogManager } from './log/log-dirs.js';
-import { LocalMetadataStore } from './metadata/local-store.js';
 import { MetadataError, type MetadataStore } from './metadata/store.js';
 import type { ConnectionInfo } from './network/connection.js';
 import { FaultInjector } from './network/faults.js';
@@ -40,8 +43,7 @@ import { FetchSessionCache } from './replica/fetch-sessions.js';
 import { Readiness } from './observability/readiness.js';
 import type { RequestTiming } from './observability/request-timing.js';
 import { Purgatory } from './replica/purgatory.js';
-import { ReplicaFetcherManager } from './replica/replica-fetcher.js';
-import { Replication } from './replica/replication.js';
+import type { Replication } from './replica/replication.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { ensureTopics, type TopicSpec } from './topic-spec.js';
 import { TopicManager } from './topics.js';
@@ -174,7 +176,7 @@ export class Broker {
     await mkdir(dataDir, { recursive: true });
     const apiVersions: ApiVersionRange[] = advertisedVersions(HANDLERS, this.config.string('broker.version.emulate'));
     try {
-      this.metadata = await this.openMetadata(dataDir);
+      this.metadata = await openMetadata(this.config, this.logger, dataDir);
     } catch (e) {
       // a data dir the broker must not start on: one error line, and the error (its message starts with the code) to the caller
       if (e instanceof MetadataError) this.logger.error({ code: e.code, file: e.file, dataDir }, e.message);
@@ -199,7 +201,16 @@ export class Broker {
     // Kafka applies dynamic topic defaults (log.retention.ms, ...) to existing logs that do not override them
     dynamicConfigs.onApplied(() => topics.refreshLogConfigs());
     // clusters: made before the logs load, so that every replica's high watermark is driven by it
-    const replication = topics.clustered ? this.makeReplication(topics, purgatory) : undefined;
+    const replication = topics.clustered
+      ? makeReplication({
+          config: this.config,
+          logger: this.logger,
+          metadata: this.metadata,
+          logManager: this.logManager,
+          topics,
+          purgatory,
+        })
+      : undefined;
     this.replication = replication;
     const groups = createGroupCoordinator({
       config: this.config,
@@ -351,69 +362,9 @@ export class Broker {
     return this;
   }
 
-  /** Clusters: the replication layer, with one replica fetcher per leader this broker follows. */
-  private makeReplication(topics: TopicManager, purgatory: Purgatory): Replication {
-    const c = this.config;
-    const listener = c.string('inter.broker.listener.name') ?? parseListener(c.list('listeners')[0] ?? 'PLAINTEXT://:9092').name;
-    const addressOf = (nodeId: number) => {
-      const b = this.metadata.brokers().find((x) => x.nodeId === nodeId);
-      const ep = b?.endpoints.find((e) => e.listener === listener) ?? b?.endpoints[0];
-      return ep === undefined ? undefined : { host: ep.host, port: ep.port };
-    };
-    const followers = new ReplicaFetcherManager(addressOf, {
-      replicaId: c.nodeId,
-      clientId: `gregor-replica-fetcher-${c.nodeId}`,
-      maxWaitMs: c.int('replica.fetch.wait.max.ms'),
-      minBytes: c.int('replica.fetch.min.bytes'),
-      maxBytes: c.int('replica.fetch.response.max.bytes'),
-      partitionMaxBytes: c.int('replica.fetch.max.bytes'),
-      backoffMs: c.int('replica.fetch.backoff.ms'),
-      requestTimeoutMs: c.int('replica.socket.timeout.ms'),
-      logger: this.logger.child({ component: 'replica-fetcher' }),
-    });
-    return new Replication({
-      metadata: this.metadata,
-      topics,
-      purgatory,
-      followers,
-      config: c,
-      logger: this.logger.child({ component: 'replication' }),
-      checkpoint: { dataDirs: this.logManager.logDirs(), logs: (dir) => this.logManager.logsIn(dir) },
-    });
-  }
-
-  /** The metadata store metadata.store names: the data dir's file (local), or etcd (loaded only then). */
-  private async openMetadata(dataDir: string): Promise<MetadataStore> {
-    if (this.config.string('metadata.store') !== 'etcd')
-      return LocalMetadataStore.open(dataDir, { nodeId: this.config.nodeId, clusterId: this.config.string('cluster.id') });
-    const { EtcdMetadataStore } = await import('./metadata/etcd-store.js');
-    return EtcdMetadataStore.open({
-      endpoints: this.config.list('etcd.endpoints'),
-      clusterId: this.config.string('cluster.id') ?? '',
-      nodeId: this.config.nodeId,
-      sessionTimeoutMs: this.config.int('broker.session.timeout.ms'),
-      controllerOptions: {
-        autoLeaderRebalance: this.config.bool('auto.leader.rebalance.enable'),
-        imbalanceCheckIntervalMs: (this.config.long('leader.imbalance.check.interval.seconds') ?? 300) * 1000,
-        imbalancePercentage: this.config.int('leader.imbalance.per.broker.percentage'),
-        uncleanLeaderElection: this.config.bool('unclean.leader.election.enable'),
-      },
-      logger: this.logger.child({ component: 'etcd-store' }),
-      dataDir,
-    });
-  }
-
-  /**
-   * The admin HTTP listener (admin.listener). Left at its default, it takes a free port when a Kafka
-   * listener asked for one (embedded brokers and tests) or when the default port is taken (with a
-   * warning); a port set explicitly must bind, or start fails with GREGOR_ERR_ADMIN_LISTEN.
-   */
+  /** The admin HTTP listener (admin.listener): lib/broker/admin-listener.ts. */
   private async startAdmin(): Promise<void> {
-    const explicit = this.config.explicit.has('admin.listener');
-    const spec = parseAdminListener(this.config.string('admin.listener') ?? 'none');
-    if (spec === null) return;
-    const anyPort = this.config.list('listeners').some((l) => parseListener(l).port === 0);
-    const routes = [
+    const routes = () => [
       ...metricsRoutes(
         () => (this.exporter ??= import('./observability/prometheus.js').then((m) => new m.PrometheusExporter(this.metricsSource()))),
       ),
@@ -422,27 +373,7 @@ export class Broker {
       ...faultRoutes(this.faults),
       ...uiRoutes(() => ({ services: this.services, broker: this, signal: this.background.signal })),
     ];
-    const make = (port: number) =>
-      new AdminServer({ host: spec.host, port, allowRemote: this.config.bool('admin.listener.allow.remote'), routes, logger: this.logger });
-    let server = make(!explicit && anyPort ? 0 : spec.port);
-    try {
-      await server.listen();
-    } catch (e) {
-      const err = e as NodeJS.ErrnoException;
-      if (explicit || err.code !== 'EADDRINUSE') {
-        throw new Error(
-          `GREGOR_ERR_ADMIN_LISTEN: cannot bind the admin listener to ${spec.host}:${spec.port} (admin.listener): ${err.message}`,
-          { cause: e },
-        );
-      }
-      this.logger.warn(
-        { port: spec.port },
-        `admin port ${spec.port} is in use: the admin listener takes a free port instead (set admin.listener to choose)`,
-      );
-      server = make(0);
-      await server.listen();
-    }
-    this.admin = server;
+    this.admin = await startAdminListener(this.config, routes, this.logger);
   }
 
   /** What /metrics reads (computed at scrape time). */
@@ -464,49 +395,24 @@ export class Broker {
 
   /** Stops accepting, lets in-flight requests finish, flushes the logs and writes the clean-shutdown marker. */
   stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      this.background.abort();
-      this.metrics.history.stop();
-      this.readiness.hold('shutdown'); // not ready from here on
-      // clusters: hand leadership to the other in-sync replicas first (Kafka's controlled shutdown)
-      if (this.replication !== undefined) {
-        await this.metadata
-          .resignLeadership()
-          .catch((err: unknown) => this.logger.warn({ err }, 'controlled shutdown could not move leadership'));
-      }
-      this.faults.clear(); // paused appends go ahead and no injected delay holds a connection open
-      const adminClosed = this.admin?.close();
+    this.stopping ??= shutdown({
+      background: this.background,
+      metrics: this.metrics,
+      readiness: this.readiness,
+      faults: this.faults,
+      logger: this.logger,
+      servers: this.servers,
       // stop() may run before start() got as far as the services (a failed start cleans up through it)
-      const services = this.services as BrokerServices | undefined;
-      const metadata = this.metadata as MetadataStore | undefined;
-      const logManager = this.logManager as LogManager | undefined;
-      services?.groups.shutdown();
-      services?.share.shutdown();
-      services?.txn.shutdown();
-      services?.purgatory.expireAll();
-      await Promise.all(this.servers.map((s) => s.server.close(10_000)));
-      // no follower appends once the logs are being closed
-      await this.replication?.stop();
-      await adminClosed;
-      services?.purgatory.expireAll();
-      // a step that fails (a full disk fails the metadata write, flushes and checkpoints) is logged
-      // and the others still run: the broker stops, and the next start recovers what was not written
-      const failed: string[] = [];
-      const step = (what: string, p: Promise<void> | undefined): Promise<void> =>
-        (p ?? Promise.resolve()).catch((err: unknown) => {
-          failed.push(what);
-          this.logger.error({ err }, `shutdown: ${what} failed; continuing`);
-        });
-      await step('writing the metadata', metadata?.persisted());
-      await step('stopping the log cleaner', this.cleaner?.stop());
-      await step('closing the logs', logManager?.shutdown());
-      // last: a cluster's registration (and any controllership) go once the logs are flushed
-      await step('closing the metadata store', metadata?.close());
-      await this.appendPool?.stop();
-      if (failed.length > 0) this.logger.warn({ failed }, 'gregor stopped with failures; the next start recovers the logs');
-      else this.logger.info('gregor stopped');
-      this.logger.flush();
-    })();
+      parts: () => ({
+        replication: this.replication,
+        admin: this.admin,
+        services: this.services,
+        metadata: this.metadata,
+        logManager: this.logManager,
+        cleaner: this.cleaner,
+        appendPool: this.appendPool,
+      }),
+    });
     return this.stopping;
   }
 }

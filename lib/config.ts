@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './config/error.js';
-import { adminListenerError, checkListenerProtocols, parseListener, securityProtocolOf } from './config/listeners.js';
+import { checkListenerProtocols, parseListener, securityProtocolOf } from './config/listeners.js';
 import { ENV_IGNORED, envKeyToConfigKey, parseProperties } from './config/properties.js';
 import {
   KAFKA_BROKER_KEYS,
@@ -17,7 +17,9 @@ import {
 } from './config/kafka-keys.js';
 import { SSL_BROKER_CONFIG } from './config/ssl-keys.js';
 import { SASL_BROKER_CONFIG, SASL_PREFIXED_ONLY } from './config/sasl-keys.js';
-import { ACL_BROKER_CONFIG } from './config/acl-keys.js';
+import { BROKER_CONFIG } from './config/broker-keys.js';
+import { TOPIC_CONFIG } from './config/topic-keys.js';
+import { LONG_MAX } from './config/validators.js';
 
 export { ConfigError } from './config/error.js';
 export { parseAdminListener, parseListener, type Listener } from './config/listeners.js';
@@ -35,191 +37,10 @@ export interface ConfigDef {
   inert?: boolean;
 }
 
-import {
-  atLeast,
-  cleanupPolicyError,
-  COMPRESSION,
-  connectionOverridesError,
-  LONG_MAX,
-  minusOneOrPositive,
-  oneOf,
-  oneOfIgnoringCase,
-  replicaSelectorError,
-  TIMESTAMP_TYPES,
-} from './config/validators.js';
-import { TOPIC_CONFIG } from './config/topic-keys.js';
+/** The broker-level keys: lib/config/broker-keys.ts. */
+export { BROKER_CONFIG } from './config/broker-keys.js';
 export { RACK_AWARE_REPLICA_SELECTORS } from './config/validators.js';
 export { TOPIC_CONFIG } from './config/topic-keys.js';
-
-/** Broker-level keys (server.properties). */
-export const BROKER_CONFIG: Record<string, ConfigDef> = {
-  listeners: { type: 'list', default: ['PLAINTEXT://127.0.0.1:9092'] },
-  'advertised.listeners': { type: 'list', default: null },
-  'listener.security.protocol.map': {
-    type: 'list',
-    default: ['PLAINTEXT:PLAINTEXT', 'SSL:SSL', 'SASL_PLAINTEXT:SASL_PLAINTEXT', 'SASL_SSL:SASL_SSL'],
-  },
-  'inter.broker.listener.name': { type: 'string', default: null },
-  'node.id': { type: 'int', default: -1 },
-  'broker.id': { type: 'int', default: -1 },
-  'broker.rack': { type: 'string', default: null },
-  'cluster.id': { type: 'string', default: null },
-  'process.roles': { type: 'list', default: null, inert: true },
-  'controller.quorum.voters': { type: 'list', default: null, inert: true },
-  'controller.listener.names': { type: 'list', default: null, inert: true },
-  'log.dirs': { type: 'list', default: null },
-  'log.dir': { type: 'string', default: './data' },
-  'num.partitions': { type: 'int', default: 1, validate: atLeast(1) },
-  'default.replication.factor': { type: 'int', default: 1, validate: atLeast(1) },
-  'auto.create.topics.enable': { type: 'boolean', default: true },
-  'delete.topic.enable': { type: 'boolean', default: true },
-  'num.network.threads': { type: 'int', default: 3, inert: true },
-  'num.io.threads': { type: 'int', default: 8, inert: true },
-  'num.recovery.threads.per.data.dir': { type: 'int', default: 1, inert: true },
-  'offsets.topic.replication.factor': { type: 'int', default: 1, validate: atLeast(1) },
-  'offsets.topic.num.partitions': { type: 'int', default: 50, validate: atLeast(1) },
-  'offsets.topic.segment.bytes': { type: 'int', default: 104857600, validate: atLeast(1) },
-  'offsets.commit.timeout.ms': { type: 'int', default: 5000, validate: atLeast(1) },
-  /** Kafka's broker request.timeout.ms: how long transaction markers and `__transaction_state` writes wait for the ISR (clusters). */
-  'request.timeout.ms': { type: 'int', default: 30000, validate: atLeast(0) },
-  'transaction.state.log.replication.factor': { type: 'int', default: 1 },
-  'transaction.state.log.min.isr': { type: 'int', default: 1 },
-  'transaction.state.log.num.partitions': { type: 'int', default: 50, validate: atLeast(1) },
-  'transaction.state.log.segment.bytes': { type: 'int', default: 104857600, validate: atLeast(14) },
-  'transaction.state.log.load.buffer.size': { type: 'int', default: 5242880, inert: true },
-  'transaction.max.timeout.ms': { type: 'int', default: 900000, validate: atLeast(1) },
-  'transactional.id.expiration.ms': { type: 'int', default: 604800000, validate: atLeast(1) },
-  'transaction.abort.timed.out.transaction.cleanup.interval.ms': { type: 'int', default: 10000, validate: atLeast(1) },
-  'transaction.remove.expired.transaction.cleanup.interval.ms': { type: 'int', default: 3600000, validate: atLeast(1) },
-  'transaction.partition.verification.enable': { type: 'boolean', default: true },
-  'producer.id.expiration.ms': { type: 'int', default: 86400000, validate: atLeast(1) },
-  'producer.id.expiration.check.interval.ms': { type: 'int', default: 600000, validate: atLeast(1) },
-  'group.initial.rebalance.delay.ms': { type: 'int', default: 3000, validate: atLeast(0) },
-  'socket.send.buffer.bytes': { type: 'int', default: 102400, validate: atLeast(-1) },
-  'socket.receive.buffer.bytes': { type: 'int', default: 102400, validate: atLeast(-1) },
-  'socket.request.max.bytes': { type: 'int', default: 104857600, validate: atLeast(1) },
-  'connections.max.idle.ms': { type: 'long', default: 600000 },
-  'max.connections': { type: 'int', default: 2147483647, validate: atLeast(0) },
-  'max.connections.per.ip': { type: 'int', default: 2147483647, validate: atLeast(0) },
-  'max.connection.creation.rate': { type: 'int', default: 2147483647, validate: atLeast(0) },
-  'quota.window.num': { type: 'int', default: 11, validate: atLeast(1) },
-  'quota.window.size.seconds': { type: 'int', default: 1, validate: atLeast(1) },
-  'controller.quota.window.num': { type: 'int', default: 11, validate: atLeast(1) },
-  'controller.quota.window.size.seconds': { type: 'int', default: 1, validate: atLeast(1) },
-  'max.connections.per.ip.overrides': { type: 'string', default: '', validate: connectionOverridesError },
-  'queued.max.requests': { type: 'int', default: 500, validate: atLeast(1) },
-  'queued.max.request.bytes': { type: 'long', default: -1, validate: minusOneOrPositive },
-  'message.max.bytes': { type: 'int', default: 1048588, validate: atLeast(0) },
-  'replica.fetch.max.bytes': { type: 'int', default: 1048576 },
-  'max.incremental.fetch.session.cache.slots': { type: 'int', default: 1000, validate: atLeast(0) },
-  'replica.fetch.wait.max.ms': { type: 'int', default: 500, validate: atLeast(0) },
-  'replica.fetch.min.bytes': { type: 'int', default: 1, validate: atLeast(1) },
-  'replica.fetch.response.max.bytes': { type: 'int', default: 10485760, validate: atLeast(0) },
-  'replica.fetch.backoff.ms': { type: 'int', default: 1000, validate: atLeast(0) },
-  'replica.socket.timeout.ms': { type: 'int', default: 30000, validate: atLeast(1) },
-  'fetch.max.bytes': { type: 'int', default: 57671680, validate: atLeast(1024) },
-  'log.segment.bytes': { type: 'int', default: 1073741824, validate: atLeast(14) },
-  'log.roll.ms': { type: 'long', default: null },
-  'log.roll.hours': { type: 'int', default: 168, validate: atLeast(1) },
-  'log.retention.ms': { type: 'long', default: null },
-  'log.retention.minutes': { type: 'int', default: null },
-  'log.retention.hours': { type: 'int', default: 168 },
-  'log.retention.bytes': { type: 'long', default: -1 },
-  'log.retention.check.interval.ms': { type: 'long', default: 300000 },
-  'log.index.interval.bytes': { type: 'int', default: 4096, validate: atLeast(0) },
-  'log.index.size.max.bytes': { type: 'int', default: 10485760, validate: atLeast(4) },
-  'log.flush.interval.messages': { type: 'long', default: LONG_MAX },
-  'log.flush.interval.ms': { type: 'long', default: null },
-  'log.flush.scheduler.interval.ms': { type: 'long', default: LONG_MAX },
-  'log.flush.offset.checkpoint.interval.ms': { type: 'int', default: 60000, validate: atLeast(0) },
-  'log.flush.policy': { type: 'string', default: 'default', validate: oneOf('default', 'always') },
-  'log.cleanup.policy': { type: 'list', default: ['delete'], validate: cleanupPolicyError('log.cleanup.policy') },
-  'log.cleaner.enable': { type: 'boolean', default: true },
-  'log.cleaner.delete.retention.ms': { type: 'long', default: 86400000 },
-  'log.cleaner.min.compaction.lag.ms': { type: 'long', default: 0 },
-  'log.cleaner.max.compaction.lag.ms': { type: 'long', default: LONG_MAX, validate: atLeast(1) },
-  'log.cleaner.min.cleanable.ratio': { type: 'double', default: 0.5 },
-  'log.cleaner.threads': { type: 'int', default: 1, validate: atLeast(0) },
-  'log.cleaner.dedupe.buffer.size': { type: 'long', default: 134217728 },
-  'log.cleaner.io.buffer.size': { type: 'int', default: 524288, validate: atLeast(0) },
-  'log.cleaner.io.buffer.load.factor': { type: 'double', default: 0.9 },
-  'log.cleaner.io.max.bytes.per.second': { type: 'double', default: Number.MAX_VALUE },
-  'log.cleaner.backoff.ms': { type: 'long', default: 15000, validate: atLeast(0) },
-  'log.segment.delete.delay.ms': { type: 'long', default: 60000 },
-  'log.message.timestamp.type': { type: 'string', default: 'CreateTime', validate: oneOf(...TIMESTAMP_TYPES) },
-  'log.message.timestamp.difference.max.ms': { type: 'long', default: LONG_MAX },
-  'log.message.timestamp.before.max.ms': { type: 'long', default: LONG_MAX },
-  'log.message.timestamp.after.max.ms': { type: 'long', default: LONG_MAX },
-  'log.message.format.version': { type: 'string', default: '3.0-IV1' },
-  'log.message.downconversion.enable': { type: 'boolean', default: true },
-  'compression.type': { type: 'string', default: 'producer', validate: oneOf(...COMPRESSION) },
-  'compression.gzip.level': { type: 'int', default: -1 },
-  'compression.lz4.level': { type: 'int', default: 9 },
-  'compression.zstd.level': { type: 'int', default: 3 },
-  'min.insync.replicas': { type: 'int', default: 1, validate: atLeast(1) },
-  'unclean.leader.election.enable': { type: 'boolean', default: false },
-  'replica.lag.time.max.ms': { type: 'long', default: 30000 },
-  // KIP-392: null (leader only) or the rack-aware selector (Kafka's class name, or the alias rack-aware)
-  'replica.selector.class': { type: 'string', default: null, validate: (v) => replicaSelectorError(v) },
-  'replica.high.watermark.checkpoint.interval.ms': { type: 'long', default: 5000, validate: atLeast(1) },
-  // clusters: the controller hands leadership back to preferred replicas when a broker leads too few of its own
-  'auto.leader.rebalance.enable': { type: 'boolean', default: true },
-  'leader.imbalance.check.interval.seconds': { type: 'long', default: 300, validate: atLeast(1) },
-  'leader.imbalance.per.broker.percentage': { type: 'int', default: 10, validate: atLeast(0) },
-  'group.min.session.timeout.ms': { type: 'int', default: 6000 },
-  'group.max.session.timeout.ms': { type: 'int', default: 1800000 },
-  'group.max.size': { type: 'int', default: 2147483647, validate: atLeast(1) },
-  'group.consumer.heartbeat.interval.ms': { type: 'int', default: 5000, validate: atLeast(1) },
-  'group.consumer.session.timeout.ms': { type: 'int', default: 45000, validate: atLeast(1) },
-  'group.consumer.max.size': { type: 'int', default: 2147483647, validate: atLeast(1) },
-  // Online migration of non-empty groups between the classic and the consumer protocol (Kafka 3.8+ default).
-  'group.consumer.migration.policy': {
-    type: 'string',
-    default: 'bidirectional',
-    validate: oneOfIgnoringCase('disabled', 'upgrade', 'downgrade', 'bidirectional'),
-  },
-  // KIP-932 share groups (Kafka 4.2's defaults and bounds)
-  'group.share.session.timeout.ms': { type: 'int', default: 45000, validate: atLeast(1) },
-  'group.share.min.session.timeout.ms': { type: 'int', default: 45000, validate: atLeast(1) },
-  'group.share.max.session.timeout.ms': { type: 'int', default: 60000, validate: atLeast(1) },
-  'group.share.heartbeat.interval.ms': { type: 'int', default: 5000, validate: atLeast(1) },
-  'group.share.min.heartbeat.interval.ms': { type: 'int', default: 5000, validate: atLeast(1) },
-  'group.share.max.heartbeat.interval.ms': { type: 'int', default: 15000, validate: atLeast(1) },
-  'group.share.record.lock.duration.ms': { type: 'int', default: 30000, validate: atLeast(1000) },
-  'group.share.min.record.lock.duration.ms': { type: 'int', default: 15000, validate: atLeast(1000) },
-  'group.share.max.record.lock.duration.ms': { type: 'int', default: 60000, validate: atLeast(1000) },
-  'group.share.delivery.count.limit': { type: 'int', default: 5, validate: atLeast(2) },
-  'group.share.partition.max.record.locks': { type: 'int', default: 2000, validate: atLeast(100) },
-  'group.share.max.size': { type: 'int', default: 200, validate: atLeast(1) },
-  'group.share.max.share.sessions': { type: 'int', default: 2000, validate: atLeast(1) },
-  'share.coordinator.state.topic.num.partitions': { type: 'int', default: 50, validate: atLeast(1) },
-  'offsets.retention.minutes': { type: 'int', default: 10080, validate: atLeast(1) },
-  'offsets.retention.check.interval.ms': { type: 'long', default: 600000 },
-  'offset.metadata.max.bytes': { type: 'int', default: 4096 },
-  'fetch.purgatory.purge.interval.requests': { type: 'int', default: 1000, inert: true },
-  'producer.purgatory.purge.interval.requests': { type: 'int', default: 1000, inert: true },
-  'zookeeper.connect': { type: 'string', default: null, inert: true },
-  // gregor's own keys.
-  'broker.version.emulate': { type: 'string', default: null },
-  'validation.deep': { type: 'boolean', default: false },
-  'num.append.workers': { type: 'int', default: -1, validate: atLeast(-1) },
-  // How long one request may take to arrive whole, from its first byte (slow-loris clients); 0: no limit.
-  'gregor.request.read.timeout.ms': { type: 'int', default: 30000, validate: atLeast(0) },
-  'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },
-  // metadata.store=etcd: the etcd client URLs (comma-separated), and how long a broker's registration
-  // outlives its last keep-alive (Kafka's broker.session.timeout.ms, the etcd lease's TTL).
-  'etcd.endpoints': { type: 'list', default: null },
-  'broker.session.timeout.ms': { type: 'int', default: 9000, validate: atLeast(1000) },
-  // The admin HTTP listener (metrics, health, request log, fault injection): host:port, 0 or host:0
-  // for a free port, none to disable. Clients other than loopback ones are refused unless allowed.
-  'admin.listener': { type: 'string', default: '127.0.0.1:9644', validate: (v) => adminListenerError(v) },
-  'admin.listener.allow.remote': { type: 'boolean', default: false },
-  // How many of the last requests GET /v1/requests keeps (0: none).
-  'admin.requests.log.size': { type: 'int', default: 1000, validate: atLeast(0) },
-  ...SSL_BROKER_CONFIG,
-  ...SASL_BROKER_CONFIG,
-  ...ACL_BROKER_CONFIG,
-};
 
 export function parseValue(key: string, def: ConfigDef, raw: string | ConfigValue): ConfigValue {
   if (raw === null) return null;

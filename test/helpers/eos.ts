@@ -28,6 +28,23 @@ export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: n
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/**
+ * `p`, or an error naming `what` when it has not settled within `ms`: a client call that could hang
+ * (a send, a disconnect) fails the test with a clear message instead of running into mocha's timeout.
+ */
+export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const started = Date.now();
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done after ${Date.now() - started} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 let readers = 0;
 
 /**
@@ -85,7 +102,11 @@ export async function readAllRdkafka(
     }
     return parts;
   } finally {
-    await new Promise<void>((resolve) => c.disconnect(() => resolve()));
+    await within(
+      new Promise<void>((resolve) => c.disconnect(() => resolve())),
+      30_000,
+      `librdkafka reader of ${topic} (${isolation}): disconnect`,
+    );
   }
 }
 

@@ -14,6 +14,13 @@ export interface KjsMessage {
   headers: Record<string, Buffer | Buffer[] | undefined>;
 }
 
+interface KjsPartitionData {
+  partition: number;
+  errorCode: number;
+  highWatermark: string;
+  messages: KjsMessage[];
+}
+
 interface KjsBroker {
   fetch(args: {
     replicaId?: number;
@@ -25,7 +32,7 @@ interface KjsBroker {
   }): Promise<{
     responses: {
       topicName: string;
-      partitions: { partition: number; errorCode: number; highWatermark: string; messages: KjsMessage[] }[];
+      partitions: KjsPartitionData[];
     }[];
   }>;
 }
@@ -66,7 +73,6 @@ export class KafkajsPartitionReader {
     await this.cluster.addTargetTopic(topic);
   }
 
-  /** Reads partition `partition` of `topic` from `from` until `until` (exclusive). */
   private async leader(topic: string, partition: number): Promise<KjsBroker> {
     const leaders = this.cluster.findLeaderForPartitions(topic, [partition]);
     const nodeId = Object.keys(leaders)[0];
@@ -74,10 +80,74 @@ export class KafkajsPartitionReader {
     return this.cluster.findBroker({ nodeId });
   }
 
-  async readAll(topic: string, partition: number, from: bigint, until: bigint, opts: { maxWaitTime?: number } = {}): Promise<KjsMessage[]> {
-    const broker = await this.leader(topic, partition);
+  /**
+   * Reads partition `partition` of `topic` from `from` until `until` (exclusive). Throws, naming the
+   * offset it is stuck at and what the last Fetch returned, when no fetch moves the read on for
+   * `stallMs` (a read that could otherwise loop forever, e.g. on a batch left empty).
+   */
+  async readAll(
+    topic: string,
+    partition: number,
+    from: bigint,
+    until: bigint,
+    opts: { maxWaitTime?: number; stallMs?: number } = {},
+  ): Promise<KjsMessage[]> {
     const out: KjsMessage[] = [];
+    await this.fetchLoop(topic, partition, from, until, opts, (p, next) => {
+      let at = next;
+      for (const m of p.messages) {
+        if (BigInt(m.offset) < at || BigInt(m.offset) >= until) continue;
+        out.push(m);
+        at = BigInt(m.offset) + 1n;
+      }
+      return at;
+    });
+    return out;
+  }
+
+  /**
+   * What a kafkajs consumer hands its application from [from, until) at read_committed: each Fetch
+   * response goes through kafkajs's own consumer Batch, which drops aborted transactions (by the
+   * response's aborted list) and control records. Bounded like readAll.
+   */
+  async readCommitted(
+    topic: string,
+    partition: number,
+    from: bigint,
+    until: bigint,
+    opts: { stallMs?: number } = {},
+  ): Promise<KjsMessage[]> {
+    const Batch = require('kafkajs/src/consumer/batch') as new (
+      topic: string,
+      fetchedOffset: string,
+      partitionData: unknown,
+    ) => { messages: KjsMessage[] };
+    const out: KjsMessage[] = [];
+    await this.fetchLoop(topic, partition, from, until, opts, (p, next) => {
+      for (const m of new Batch(topic, next.toString(), p).messages) if (BigInt(m.offset) < until) out.push(m);
+      const last = p.messages[p.messages.length - 1];
+      return last === undefined ? next : BigInt(last.offset) + 1n;
+    });
+    return out;
+  }
+
+  /**
+   * Fetches from `from` while the offset `take` returns (the next to fetch) is below `until`; throws
+   * when the offset has not moved for `stallMs` (default 30 s), with the last response's shape.
+   */
+  private async fetchLoop(
+    topic: string,
+    partition: number,
+    from: bigint,
+    until: bigint,
+    opts: { maxWaitTime?: number; stallMs?: number },
+    take: (p: KjsPartitionData, next: bigint) => bigint,
+  ): Promise<void> {
+    const broker = await this.leader(topic, partition);
+    const stallMs = opts.stallMs ?? 30_000;
     let next = from;
+    let movedAt = Date.now();
+    let fetches = 0;
     while (next < until) {
       const res = await broker.fetch({
         isolationLevel: 1,
@@ -89,45 +159,20 @@ export class KafkajsPartitionReader {
       const p = res.responses[0]?.partitions[0];
       if (p === undefined) throw new Error('empty fetch response');
       if (p.errorCode !== 0) throw new Error(`fetch error ${p.errorCode}`);
-      for (const m of p.messages) {
-        if (BigInt(m.offset) < next || BigInt(m.offset) >= until) continue;
-        out.push(m);
-        next = BigInt(m.offset) + 1n;
+      fetches++;
+      const after = take(p, next);
+      if (after > next) {
+        next = after;
+        movedAt = Date.now();
+        fetches = 0;
+      } else if (Date.now() - movedAt > stallMs) {
+        const offs = p.messages.map((m) => m.offset);
+        throw new Error(
+          `reading ${topic}-${partition} [${from}, ${until}): stuck at offset ${next} for ${stallMs} ms (${fetches} fetches); ` +
+            `the last returned ${offs.length} messages${offs.length > 0 ? ` at ${offs[0]}..${offs[offs.length - 1]}` : ''}, high watermark ${p.highWatermark}`,
+        );
       }
     }
-    return out;
-  }
-
-  /**
-   * What a kafkajs consumer hands its application from [from, until) at read_committed: each Fetch
-   * response goes through kafkajs's own consumer Batch, which drops aborted transactions (by the
-   * response's aborted list) and control records.
-   */
-  async readCommitted(topic: string, partition: number, from: bigint, until: bigint): Promise<KjsMessage[]> {
-    const Batch = require('kafkajs/src/consumer/batch') as new (
-      topic: string,
-      fetchedOffset: string,
-      partitionData: unknown,
-    ) => { messages: KjsMessage[] };
-    const broker = await this.leader(topic, partition);
-    const out: KjsMessage[] = [];
-    let next = from;
-    while (next < until) {
-      const res = await broker.fetch({
-        isolationLevel: 1,
-        maxWaitTime: 100,
-        minBytes: 1,
-        maxBytes: 1 << 20,
-        topics: [{ topic, partitions: [{ partition, fetchOffset: next.toString(), maxBytes: 1 << 20 }] }],
-      });
-      const p = res.responses[0]?.partitions[0];
-      if (p === undefined) throw new Error('empty fetch response');
-      if (p.errorCode !== 0) throw new Error(`fetch error ${p.errorCode}`);
-      for (const m of new Batch(topic, next.toString(), p).messages) if (BigInt(m.offset) < until) out.push(m);
-      const last = p.messages[p.messages.length - 1];
-      if (last !== undefined) next = BigInt(last.offset) + 1n;
-    }
-    return out;
   }
 
   async disconnect(): Promise<void> {

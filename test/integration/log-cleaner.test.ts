@@ -6,18 +6,21 @@
  * applies retention; keyless records are refused with INVALID_RECORD.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import kafkajs from 'kafkajs';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
-import { readAllRdkafka, sleep, until } from '../helpers/eos.js';
+import { readAllRdkafka, sleep, until, within } from '../helpers/eos.js';
 import { KafkajsPartitionReader } from '../helpers/kafkajs-reader.js';
 
 const { Kafka, logLevel } = kafkajs;
 const KEYS = 10_000;
 const PER_CLIENT = 500_000;
 const DELETED = 100;
+/** bound on one client call (a send, a disconnect): a hang fails naming the call, not at mocha's timeout */
+const SEND_MS = 60_000;
 
 interface Latest {
   offset: bigint;
@@ -40,6 +43,25 @@ function lastPerKey(msgs: readonly { offset: string; key: Buffer | null; value: 
 describe('log cleaner through kafkajs and librdkafka', function () {
   this.timeout(240_000);
   let b: TestBroker;
+  // where the time went, printed when a test fails (a timeout under load says which phase was slow)
+  let phases: string[] = [];
+  let t0 = Date.now();
+  const phase = (what: string): void => {
+    phases.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${what}`);
+  };
+  beforeEach(() => {
+    phases = [];
+    t0 = Date.now();
+  });
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed')
+      process.stderr.write(
+        `log-cleaner phases (load ${os
+          .loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')}):\n  ${phases.join('\n  ')}\n`,
+      );
+  });
   before(async () => {
     b = await startTestBroker({ 'log.cleaner.backoff.ms': 200, 'log.retention.check.interval.ms': 300 });
   });
@@ -90,30 +112,34 @@ describe('log cleaner through kafkajs and librdkafka', function () {
     const keyOf = (seq: number): string => `key-${(seq * 7919) % KEYS}`;
     const producer = kafka.producer();
     await producer.connect();
+    phase('kafkajs producer sending');
     let seq = 0;
     for (let s = 0; s < PER_CLIENT / 1000; s++) {
       const messages = Array.from({ length: 1000 }, () => {
         const n = seq++;
         return { key: keyOf(n), value: `${keyOf(n)}:${n}:${'x'.repeat(20)}` };
       });
-      await producer.send({ topic, messages });
+      await within(producer.send({ topic, messages }), SEND_MS, `kafkajs send of batch ${s}`);
     }
     // librdkafka (gzip-compressed batches, which the cleaner rewrites with gzip) writes the second half
     const ck = loadConfluent();
     const rk = new ck.KafkaJS.Kafka({ kafkaJS: { brokers: [b.bootstrap], logLevel: ck.KafkaJS.logLevel.NOTHING } });
     const rp = rk.producer({ 'linger.ms': 5, 'compression.type': 'gzip' });
     await rp.connect();
+    phase('librdkafka producer sending');
     try {
       for (let s = 0; s < PER_CLIENT / 1000; s++) {
         const messages = Array.from({ length: 1000 }, () => {
           const n = seq++;
           return { key: keyOf(n), value: `${keyOf(n)}:${n}:${'y'.repeat(20)}` };
         });
-        await rp.send({ topic, messages });
+        await within(rp.send({ topic, messages }), SEND_MS, `librdkafka send of batch ${s}`);
       }
     } finally {
-      await rp.disconnect();
+      phase('librdkafka producer disconnecting');
+      await within(rp.disconnect(), SEND_MS, 'librdkafka producer disconnect');
     }
+    phase('tombstones');
     // tombstones for the first DELETED keys, then (past segment.ms) one record that rolls the segment, so all the rest can be cleaned
     await producer.send({ topic, messages: Array.from({ length: DELETED }, (_, i) => ({ key: `key-${i}`, value: null })) });
     await sleep(1100);
@@ -124,17 +150,21 @@ describe('log cleaner through kafkajs and librdkafka', function () {
     const reader = new KafkajsPartitionReader([b.bootstrap]);
     await reader.connect(topic);
     try {
+      phase('reading before cleaning');
       // the latest record of a key is never cleaned away: read now, it names each key's last write and its offset
       const want = lastPerKey(await reader.readAll(topic, 0, 0n, endOffset + 1n));
       expect(want.size).to.equal(KEYS + 1);
       const cleaner = b.broker.cleaner;
       if (cleaner === null) throw new Error('no cleaner');
+      phase('waiting for the cleaner');
       await until(() => (cleaner.firstDirtyOffset(topic, 0) ?? 0n) >= endOffset, 60_000, 'the cleaner to reach the last segment');
+      phase('reading after cleaning');
       let got = await reader.readAll(topic, 0, 0n, endOffset + 1n);
       const keys = got.map((m) => String(m.key));
       expect(new Set(keys).size, 'one record per key').to.equal(keys.length);
       expect(lastPerKey(got)).to.deep.equal(want);
       // tombstones stay for delete.retention.ms after the cleaning that reached them, then go
+      phase('waiting for the tombstones to go');
       await until(
         async () => (await reader.readAll(topic, 0, 0n, endOffset + 1n)).length === KEYS - DELETED + 1,
         60_000,
@@ -145,13 +175,16 @@ describe('log cleaner through kafkajs and librdkafka', function () {
       expect(live.size).to.equal(KEYS - DELETED + 1);
       expect(lastPerKey(got)).to.deep.equal(live);
       // librdkafka reads the same
+      phase('librdkafka reading');
       const [viaRdkafka] = await readAllRdkafka(ck, b.bootstrap, topic, 1, 'read_uncommitted');
       expect(new Map((viaRdkafka ?? []).map((r) => [r.key ?? '', { offset: BigInt(r.offset), value: r.value }]))).to.deep.equal(live);
     } finally {
       await reader.disconnect();
     }
+    phase('kafkajs consumer catching up');
     await until(() => lastOffset >= endOffset, 30_000, 'the consumer to reach the end');
-    await consumer.disconnect();
+    phase('disconnecting');
+    await within(consumer.disconnect(), SEND_MS, 'kafkajs consumer disconnect');
     expect(problems).to.deep.equal([]);
     expect(consumed).to.be.greaterThan(KEYS);
     await producer.disconnect();

@@ -8,6 +8,8 @@ const require = createRequire(import.meta.url);
 
 export interface KjsMessage {
   offset: string;
+  /** the record batch the record came in (kafkajs's decoder attaches it to each record) */
+  batchContext?: { firstOffset: string; lastOffsetDelta: number };
   key: Buffer | null;
   value: Buffer | null;
   timestamp: string;
@@ -94,13 +96,12 @@ export class KafkajsPartitionReader {
   ): Promise<KjsMessage[]> {
     const out: KjsMessage[] = [];
     await this.fetchLoop(topic, partition, from, until, opts, (p, next) => {
-      let at = next;
       for (const m of p.messages) {
-        if (BigInt(m.offset) < at || BigInt(m.offset) >= until) continue;
+        if (BigInt(m.offset) < next || BigInt(m.offset) >= until) continue;
         out.push(m);
-        at = BigInt(m.offset) + 1n;
+        next = BigInt(m.offset) + 1n;
       }
-      return at;
+      return afterBatches(p.messages, next);
     });
     return out;
   }
@@ -126,7 +127,7 @@ export class KafkajsPartitionReader {
     await this.fetchLoop(topic, partition, from, until, opts, (p, next) => {
       for (const m of new Batch(topic, next.toString(), p).messages) if (BigInt(m.offset) < until) out.push(m);
       const last = p.messages[p.messages.length - 1];
-      return last === undefined ? next : BigInt(last.offset) + 1n;
+      return afterBatches(p.messages, last === undefined ? next : BigInt(last.offset) + 1n);
     });
     return out;
   }
@@ -178,6 +179,20 @@ export class KafkajsPartitionReader {
   async disconnect(): Promise<void> {
     await this.cluster.disconnect();
   }
+}
+
+/**
+ * Where the next fetch starts: past the last batch returned, not just past its last record. A batch
+ * the cleaner compacted keeps its original last offset while its trailing records are gone; when
+ * it ends a segment, a fetch from after its last record returns that batch again (Kafka reads one
+ * segment per fetch), so a reader that only follows record offsets would fetch it forever, as
+ * Java's consumer does not (it moves to the batch's next offset).
+ */
+function afterBatches(messages: readonly KjsMessage[], next: bigint): bigint {
+  const b = messages[messages.length - 1]?.batchContext;
+  if (b === undefined) return next;
+  const batchEnd = BigInt(b.firstOffset) + BigInt(b.lastOffsetDelta) + 1n;
+  return batchEnd > next ? batchEnd : next;
 }
 
 /** The kafkajs protocol error type (e.g. KAFKA_STORAGE_ERROR) of `e`, under a retries-exceeded wrapper, or undefined. */

@@ -12,6 +12,7 @@ import { registerKafkajsCodecs } from './kafkajs-codecs.js';
 import { disconnectOrReport, type WorkloadContext, type Worker } from './producers.js';
 
 interface Member {
+  id: number;
   /** false once the client gave up (a kafkajs consumer that crashed without restarting) */
   alive(): boolean;
   stop(): Promise<void>;
@@ -53,10 +54,13 @@ async function kafkajsMember(ctx: WorkloadContext, opts: GroupOptions, id: numbe
     },
   });
   return {
+    id,
     alive: () => alive,
     async stop() {
       ctx.ledger.rebalanced(opts.group);
-      await consumer.disconnect();
+      // a kafkajs disconnect waits for the running fetch and the LeaveGroup: bounded, reported when late
+      const left = await Promise.race([consumer.disconnect().then(() => true), sleep(60_000).then(() => false)]);
+      if (!left) ctx.problem('disconnect-timeout-kafkajs', `${opts.group}-${id}`);
     },
   };
 }
@@ -100,6 +104,7 @@ async function rdkafkaMember(ctx: WorkloadContext, opts: GroupOptions, id: numbe
   consumer.subscribe([...opts.topics]);
   consumer.consume();
   return {
+    id,
     alive: () => true,
     async stop() {
       ctx.ledger.rebalanced(opts.group);
@@ -119,22 +124,29 @@ function churningGroup(
   start: (ctx: WorkloadContext, opts: GroupOptions, id: number) => Promise<Member>,
   keepUntil: () => boolean,
 ): Worker {
+  const members: Member[] = [];
+  let phase = 'starting';
   return {
     name: opts.group,
+    status: () => `${members.length} members (${members.map((m) => m.id).join(', ')}), ${phase}`,
     async run() {
-      const members: Member[] = [];
       let nextId = 0;
       const join = async (): Promise<void> => {
+        const id = nextId++;
+        phase = `member ${id} joining`;
         try {
-          members.push(await start(ctx, opts, nextId++));
+          members.push(await start(ctx, opts, id));
         } catch (e) {
           ctx.problem('member-start-failed', `${opts.group}: ${asError(e).message}`);
         }
+        phase = 'running';
       };
       const leave = async (): Promise<void> => {
         const m = members.shift();
-        if (m !== undefined)
-          await m.stop().catch((e: unknown) => ctx.problem('member-stop-failed', `${opts.group}: ${asError(e).message}`));
+        if (m === undefined) return;
+        phase = `member ${m.id} leaving`;
+        await m.stop().catch((e: unknown) => ctx.problem('member-stop-failed', `${opts.group}: ${asError(e).message}`));
+        phase = 'running';
       };
       await join();
       await join();

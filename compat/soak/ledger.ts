@@ -27,6 +27,8 @@ class ProducerRecords {
   /** acknowledged offset; UNACKED while in flight, FAILED when the send failed (fate unknown) */
   offset: number[] = [];
   key: (string | null)[] = [];
+  /** records acknowledged so far */
+  acks = 0;
   constructor(readonly name: string) {}
 }
 
@@ -117,6 +119,7 @@ export function parseRecordValue(value: Buffer | null): { producer: string; seq:
 export class Ledger {
   private readonly producers = new Map<string, ProducerRecords>();
   private readonly kinds = new Map<string, TopicKind>();
+  private readonly ackedPerTopic = new Map<string, number>();
   private readonly groups = new Map<string, GroupSeen>();
   /** final read: per producer, sightings (count) and the offset of the first sighting */
   private readonly finalCount = new Map<string, number[]>();
@@ -156,7 +159,22 @@ export class Ledger {
   acked(producer: string, seq: number, offset: number): void {
     const p = this.producer(producer);
     if (seq >= p.offset.length) throw new Error(`ack for unsent ${producer}|${seq}`);
+    if ((p.offset[seq] ?? UNACKED) < 0) {
+      p.acks++;
+      const topic = p.topic[seq] ?? '';
+      this.ackedPerTopic.set(topic, (this.ackedPerTopic.get(topic) ?? 0) + 1);
+    }
     p.offset[seq] = offset;
+  }
+
+  /** Records of `producer` acknowledged so far (cheap: for the stall watchdog). */
+  ackedBy(producer: string): number {
+    return this.producers.get(producer)?.acks ?? 0;
+  }
+
+  /** Records acknowledged so far on `topics` (cheap: for the stall watchdog). */
+  ackedOn(topics: readonly string[]): number {
+    return topics.reduce((n, t) => n + (this.ackedPerTopic.get(t) ?? 0), 0);
   }
 
   failed(producer: string, seq: number): void {

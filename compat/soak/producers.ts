@@ -33,6 +33,8 @@ export interface WorkloadContext {
 export interface Worker {
   name: string;
   run(): Promise<void>;
+  /** what the worker is doing now (for the stall watchdog's report) */
+  status?: () => string;
 }
 
 const BATCH_INTERVAL_MS = 250;
@@ -89,14 +91,17 @@ const keyFor = (topic: SoakTopic): string | null => (topic.kind === TopicKind.co
 
 export function kafkajsProducer(ctx: WorkloadContext, codec: Codec): Worker {
   const name = `kjs-${codec}`;
+  let phase = 'connecting';
   return {
     name,
+    status: () => phase,
     async run() {
       registerKafkajsCodecs();
       const kafka = new kafkajs.Kafka({ clientId: `soak-${name}`, brokers: [ctx.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
       const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 10 } });
       await producer.connect();
       const next = pacer(ctx.ratePerProducer);
+      phase = 'sending';
       try {
         for (let tick = 0; !ctx.stopped(); tick++) {
           const started = performance.now();
@@ -112,6 +117,7 @@ export function kafkajsProducer(ctx: WorkloadContext, codec: Codec): Worker {
               messages.push({ key, value: recordValue(name, seq, ctx.recordBytes), partition });
             }
             try {
+              phase = `sending ${n} records to ${topic.name}/${partition}`;
               const meta = await producer.send({ topic: topic.name, messages, compression: KAFKAJS_CODECS[codec], acks: -1 });
               const base = Number(meta.find((m) => m.partition === partition)?.baseOffset ?? NaN);
               if (!Number.isFinite(base)) throw new Error(`no offset for partition ${partition} in ${JSON.stringify(meta)}`);
@@ -120,11 +126,14 @@ export function kafkajsProducer(ctx: WorkloadContext, codec: Codec): Worker {
               for (const seq of seqs) ctx.ledger.failed(name, seq);
               ctx.problem('produce-failed', `${name}: ${asError(e).message}`);
             }
+            phase = 'between sends';
           }
           await sleep(Math.max(0, BATCH_INTERVAL_MS - (performance.now() - started)));
         }
       } finally {
+        phase = 'disconnecting';
         await producer.disconnect();
+        phase = 'done';
       }
     },
   };
@@ -132,8 +141,10 @@ export function kafkajsProducer(ctx: WorkloadContext, codec: Codec): Worker {
 
 export function rdkafkaProducer(ctx: WorkloadContext, codec: Codec): Worker {
   const name = `rdk-${codec}`;
+  let phase = 'connecting';
   return {
     name,
+    status: () => phase,
     async run() {
       const producer: RdProducer = new (rdkafka().Producer)({
         'bootstrap.servers': ctx.bootstrap,
@@ -156,6 +167,7 @@ export function rdkafkaProducer(ctx: WorkloadContext, codec: Codec): Worker {
       await connectRd(producer);
       producer.setPollInterval(50);
       const next = pacer(ctx.ratePerProducer);
+      phase = 'producing';
       try {
         for (let tick = 0; !ctx.stopped(); tick++) {
           const started = performance.now();
@@ -177,12 +189,16 @@ export function rdkafkaProducer(ctx: WorkloadContext, codec: Codec): Worker {
               ctx.ledger.failed(name, seq);
               ctx.problem('produce-failed', `${name}: ${asError(e).message}`);
             }
+            phase = 'between sends';
           }
           await sleep(Math.max(0, BATCH_INTERVAL_MS - (performance.now() - started)));
         }
+        phase = 'flushing';
         await flushRd(producer, 120_000);
       } finally {
+        phase = 'disconnecting';
         await disconnectOrReport(producer, name, ctx.problem);
+        phase = 'done';
       }
     },
   };

@@ -13,8 +13,9 @@ import { adminChurn, adminClient, createSoakTopics, finalRead, waitForGroup, wat
 import { kafkajsGroup, rdkafkaGroup } from './groups.js';
 import { Ledger, TopicKind, type Verdict } from './ledger.js';
 import { renderSoakPlot } from './plot.js';
-import { producers, type SoakTopic, type WorkloadContext } from './producers.js';
+import { producers, type SoakTopic, type WorkloadContext, type Worker } from './producers.js';
 import { Sampler, loopDelay, trend, type LoopDelayVerdict, type Sample, type Trend } from './sampler.js';
+import { Watchdog } from './watchdog.js';
 
 export interface SoakOptions {
   minutes: number;
@@ -92,6 +93,8 @@ export const SOAK_TOPICS: readonly SoakTopic[] = [
 ];
 
 const MB = 1024 * 1024;
+/** a client without progress this long (at least three churn periods) is reported as stalled */
+const STALL_SECONDS = 60;
 
 export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
   const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
@@ -125,6 +128,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
   if (pid === undefined || broker.admin === null) throw new Error('the soak broker has no pid or admin listener');
   let stopped = false;
   let groupsDone = false;
+  let watchdog: Watchdog | null = null;
   const adminStats = { adminCalls: 0, deleteRecords: 0 };
   const groupNames = ['soak-kafkajs', 'soak-librdkafka'];
   const groupTopics = SOAK_TOPICS.filter((t) => t.kind !== TopicKind.compacted);
@@ -159,6 +163,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
       ws.map((w) => w.run().catch((e: unknown) => problem('worker-failed', `${w.name}: ${asError(e).stack ?? asError(e).message}`)));
     const producing = running(producerWorkers);
     const rest = running(others);
+    watchdog = stallWatchdog(opts, log, problem, ledger, producerWorkers, others, groupTopics, () => stopped || groupsDone);
+    watchdog.start(5000);
     const consumedSoFar = () => groupNames.reduce((n, g) => n + ledger.groupDeliveries(g), 0);
     const sampler = new Sampler(pid, broker.admin, () => ({ acked: ledger.counts().acked, consumed: consumedSoFar() }));
     const end = performance.now() + opts.minutes * 60_000;
@@ -181,11 +187,21 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     log('soak: load stopped; flushing producers, waiting for the groups to catch up');
     // a producer that never finishes (seen once in a 16-minute run) must not hold up the verdict
     const drained = await Promise.race([Promise.all(producing).then(() => true), sleep(180_000).then(() => false)]);
-    if (!drained) problem('producers-stuck', 'a producer did not flush and disconnect within 180 s of the stop');
+    if (!drained) {
+      const stuck = producerWorkers.filter((w) => w.status?.() !== 'done').map((w) => `${w.name} (${w.status?.() ?? '?'})`);
+      problem('producers-stuck', `not flushed and disconnected within 180 s of the stop: ${stuck.join(', ')}`);
+      log(`soak: producers stuck after the stop: ${stuck.join(', ')}`);
+    }
     const caughtUp: Record<string, boolean> = {};
     for (const g of groupNames) caughtUp[g] = await waitForGroup(admin, g, groupTopics, 180_000);
     groupsDone = true;
-    await Promise.all(rest);
+    // the groups' last members leave (bounded disconnects) and the admin churn ends
+    const left = await Promise.race([Promise.all(rest).then(() => true), sleep(180_000).then(() => false)]);
+    if (!left)
+      problem(
+        'groups-stuck',
+        `a group or the admin churn did not finish within 180 s: ${others.map((w) => `${w.name}: ${w.status?.() ?? '?'}`).join('; ')}`,
+      );
     log('soak: final read');
     const before = await watermarks(admin, SOAK_TOPICS);
     const read = await finalRead(broker.bootstrap, ledger, SOAK_TOPICS, before, 300_000, problem);
@@ -252,6 +268,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     );
     return summary;
   } finally {
+    watchdog?.stop();
     stopped = true;
     groupsDone = true;
     await admin.disconnect().catch(() => undefined);
@@ -263,6 +280,53 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     }
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The stall watchdog over the soak's clients: a producer that gets no acknowledgement while the load
+ * runs, a group that delivers nothing while its topics get new records, for `STALL_SECONDS`.
+ */
+function stallWatchdog(
+  opts: SoakOptions,
+  log: (line: string) => void,
+  problem: (kind: string, detail: string) => void,
+  ledger: Ledger,
+  producerWorkers: readonly Worker[],
+  groupWorkers: readonly Worker[],
+  groupTopics: readonly SoakTopic[],
+  loadOver: () => boolean,
+): Watchdog {
+  const w = new Watchdog(Math.max(STALL_SECONDS, 3 * opts.churnSeconds) * 1000, (line) => {
+    log(line);
+    if (line.includes('STALL')) problem('stall', line.replace(/^soak: STALL /, ''));
+  });
+  for (const p of producerWorkers)
+    w.watch({
+      name: `producer ${p.name}`,
+      count: () => ledger.ackedBy(p.name),
+      expected: () => !loadOver(),
+      detail: () => p.status?.() ?? '',
+    });
+  const topics = groupTopics.map((t) => t.name);
+  for (const g of groupWorkers.filter((x) => x.name.startsWith('soak-'))) {
+    // behind: its topics got records since its deliveries last moved
+    let seen = -1;
+    let ackedThen = 0;
+    w.watch({
+      name: `group ${g.name}`,
+      count: () => ledger.groupDeliveries(g.name),
+      expected: () => {
+        const n = ledger.groupDeliveries(g.name);
+        if (n !== seen) {
+          seen = n;
+          ackedThen = ledger.ackedOn(topics);
+        }
+        return !loadOver() && ledger.ackedOn(topics) > ackedThen;
+      },
+      detail: () => g.status?.() ?? '',
+    });
+  }
+  return w;
 }
 
 /** The summary as a few lines for a terminal or a note. */

@@ -2,7 +2,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse } from '../../protocol/generated/consumer-group-describe.js';
 import { consumerGroupDescribeError, describeConsumerGroup } from '../group/group-admin.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { AclOperation, groupAllowed } from '../security/acl/checks.js';
+import { AclOperation, AUTHORIZED_OPERATIONS_OMITTED, groupAllowed, groupAuthorizedOperations } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 export const consumerGroupDescribeHandler = defineHandler<ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse>({
@@ -12,11 +12,13 @@ export const consumerGroupDescribeHandler = defineHandler<ConsumerGroupDescribeR
   handle(req, ctx) {
     return {
       throttleTimeMs: 0,
-      groups: req.groupIds.map((id) =>
-        groupAllowed(ctx, AclOperation.DESCRIBE, id)
-          ? describeConsumerGroup(ctx.services.groups, id, req.includeAuthorizedOperations)
-          : consumerGroupDescribeError(id, ErrorCode.GROUP_AUTHORIZATION_FAILED),
-      ),
+      groups: req.groupIds.map((id) => {
+        if (!groupAllowed(ctx, AclOperation.DESCRIBE, id)) return consumerGroupDescribeError(id, ErrorCode.GROUP_AUTHORIZATION_FAILED);
+        const d = describeConsumerGroup(ctx.services.groups, id, req.includeAuthorizedOperations);
+        // the principal's operations on the group, on answers without error (as KafkaApis sets them)
+        d.authorizedOperations = groupAuthorizedOperations(ctx, id, d.authorizedOperations !== AUTHORIZED_OPERATIONS_OMITTED);
+        return d;
+      }),
     };
   },
   errorResponse(req, errorCode) {

@@ -14,7 +14,7 @@ import type { BrokerServices } from '../services.js';
 import { TopicError } from '../topics.js';
 import { AclOperation, topicAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
-import { EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP } from './user-op-limit.js';
+import { MAX_RECORDS_PER_USER_OP, oncePerTopic, overLimitResults } from './user-op-limit.js';
 
 function check(s: BrokerServices, t: CreatePartitionsRequestCreatePartitionsTopic): void {
   const rec = s.metadata.topic(t.name);
@@ -60,22 +60,18 @@ export const createPartitionsHandler = defineHandler<CreatePartitionsRequest, Cr
     const counts = new Map<string, number>();
     for (const t of req.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
     const results: CreatePartitionsResponseCreatePartitionsTopicResult[] = [];
-    // Kafka's controller writes one record per new partition, at most MAX_RECORDS_PER_USER_OP per request
+    // ALTER on each topic first; then Kafka's controller writes one record per new partition, at most
+    // MAX_RECORDS_PER_USER_OP per request
+    const mayAlter = oncePerTopic((name) => topicAllowed(ctx, AclOperation.ALTER, name));
     let records = 0;
     for (const t of req.topics) {
-      const rec = (counts.get(t.name) ?? 0) > 1 ? undefined : s.metadata.topic(t.name);
+      const rec = (counts.get(t.name) ?? 0) > 1 || !mayAlter(t.name) ? undefined : s.metadata.topic(t.name);
       if (rec !== undefined && t.count > rec.partitions) records += t.count - rec.partitions;
     }
-    if (records > MAX_RECORDS_PER_USER_OP) {
-      const names = [...counts.keys()];
-      return {
-        throttleTimeMs: 0,
-        results: names.map((name) => ({ name, errorCode: ErrorCode.POLICY_VIOLATION, errorMessage: EXCESSIVE_BATCH_MESSAGE })),
-      };
-    }
+    if (records > MAX_RECORDS_PER_USER_OP) return { throttleTimeMs: 0, results: overLimitResults(counts, mayAlter) };
     for (const t of req.topics) {
       if ((counts.get(t.name) ?? 0) > 1) continue;
-      if (!topicAllowed(ctx, AclOperation.ALTER, t.name)) {
+      if (!mayAlter(t.name)) {
         results.push({ name: t.name, errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED, errorMessage: 'Authorization failed.' });
         continue;
       }

@@ -17,7 +17,7 @@ import { type CreateTopicSpec, TopicError } from '../topics.js';
 import { topicConfigEntries } from './config-resources.js';
 import { AclOperation, clusterAllowed, topicAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
-import { EXCESSIVE_BATCH_MESSAGE, MAX_RECORDS_PER_USER_OP } from './user-op-limit.js';
+import { MAX_RECORDS_PER_USER_OP, oncePerTopic, overLimitResults } from './user-op-limit.js';
 
 const ZERO_UUID = '0'.repeat(32);
 
@@ -104,16 +104,17 @@ export const createTopicsHandler = defineHandler<CreateTopicsRequest, CreateTopi
     const counts = new Map<string, number>();
     for (const t of req.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
     const topics: CreateTopicsResponseCreatableTopicResult[] = [];
-    if (metadataRecords(s, req.topics, counts) > MAX_RECORDS_PER_USER_OP) {
+    // CREATE on the cluster covers every topic; else CREATE on each (authorized before the record limit, as Kafka)
+    const onCluster = clusterAllowed(ctx, AclOperation.CREATE, false);
+    const mayCreate = oncePerTopic((name) => onCluster || topicAllowed(ctx, AclOperation.CREATE, name));
+    const creatable = req.topics.filter((t) => (counts.get(t.name) ?? 0) === 1 && mayCreate(t.name));
+    if (metadataRecords(s, creatable, counts) > MAX_RECORDS_PER_USER_OP) {
       const res: CreateTopicsResponse = {
-        topics: [...counts.keys()].map((n) => failure(n, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE, v)),
+        topics: overLimitResults(counts, mayCreate).map((r) => failure(r.name, r.errorCode, r.errorMessage, v)),
       };
       if (v >= 2) res.throttleTimeMs = 0;
       return res;
     }
-    // CREATE on the cluster covers every topic; else CREATE on each
-    const onCluster = clusterAllowed(ctx, AclOperation.CREATE, false);
-    const mayCreate = (name: string) => onCluster || topicAllowed(ctx, AclOperation.CREATE, name);
     for (const t of req.topics) {
       if ((counts.get(t.name) ?? 0) > 1) continue; // answered once below
       if (!mayCreate(t.name)) {

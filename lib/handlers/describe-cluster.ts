@@ -7,20 +7,11 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { DescribeClusterRequest, DescribeClusterResponse } from '../../protocol/generated/describe-cluster.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { controllerId, liveBrokers } from './cluster-view.js';
-import { authorizedOperations, ResourceType } from '../security/acl/checks.js';
+import { AUTHORIZED_OPERATIONS_OMITTED, authorizedOperations, ResourceType } from '../security/acl/checks.js';
 import { CLUSTER_NAME } from '../security/acl/types.js';
 import { defineHandler } from './types.js';
 
 export const EndpointType = { UNKNOWN: 0, BROKER: 1, CONTROLLER: 2 } as const;
-
-/** Sentinel for "authorized operations not requested". */
-const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
-
-/**
- * Without an authorizer every operation a CLUSTER resource supports is allowed: CREATE(5), ALTER(7),
- * DESCRIBE(8), CLUSTER_ACTION(9), DESCRIBE_CONFIGS(10), ALTER_CONFIGS(11), IDEMPOTENT_WRITE(12).
- */
-export const CLUSTER_OPERATIONS = [5, 7, 8, 9, 10, 11, 12].reduce((bits, op) => bits | (1 << op), 0);
 
 export const describeClusterHandler = defineHandler<DescribeClusterRequest, DescribeClusterResponse>({
   apiKey: ApiKey.DescribeCluster,
@@ -38,7 +29,7 @@ export const describeClusterHandler = defineHandler<DescribeClusterRequest, Desc
       controllerId: controllerId(s),
       brokers: [],
       clusterAuthorizedOperations: req.includeClusterAuthorizedOperations
-        ? authorizedOperations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+        ? authorizedOperations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
         : AUTHORIZED_OPERATIONS_OMITTED,
     };
     if (v >= 1) res.endpointType = endpointType;

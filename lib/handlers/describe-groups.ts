@@ -6,7 +6,7 @@ import type {
 } from '../../protocol/generated/describe-groups.js';
 import { describeGroup } from '../group/group-admin.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { AclOperation, groupAllowed } from '../security/acl/checks.js';
+import { AclOperation, AUTHORIZED_OPERATIONS_OMITTED, groupAllowed, groupAuthorizedOperations } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** DescribeGroups v0–5; v3+ carries the group's authorized operations when the request asks for them. */
@@ -25,7 +25,8 @@ export const describeGroupsHandler = defineHandler<DescribeGroupsRequest, Descri
             .groups[0] as DescribeGroupsResponseDescribedGroup;
         const { authorizedOperations, ...d } = describeGroup(ctx.services.groups, id, include);
         const out: DescribeGroupsResponseDescribedGroup = d;
-        if (v >= 3) out.authorizedOperations = authorizedOperations;
+        // the coordinator answers every GROUP operation (or INT32_MIN); the principal's own are these
+        if (v >= 3) out.authorizedOperations = groupAuthorizedOperations(ctx, id, authorizedOperations !== AUTHORIZED_OPERATIONS_OMITTED);
         return out;
       }),
     };

@@ -10,7 +10,15 @@ import type { TopicRecord } from '../metadata/local-store.js';
 import { invalidTopicName } from '../metadata/local-store.js';
 import type { BrokerServices } from '../services.js';
 import { controllerId, liveBrokers } from './cluster-view.js';
-import { AclOperation, clusterAllowed, topicAllowed } from '../security/acl/checks.js';
+import {
+  AclOperation,
+  AUTHORIZED_OPERATIONS_OMITTED,
+  authorizedOperations,
+  clusterAllowed,
+  ResourceType,
+  topicAllowed,
+} from '../security/acl/checks.js';
+import { CLUSTER_NAME } from '../security/acl/types.js';
 import { defineHandler, type RequestContext } from './types.js';
 
 /** CREATE on the cluster, else on the topic (Kafka's order; only the topic's denial is logged). */
@@ -18,8 +26,6 @@ export function mayCreateTopic(ctx: RequestContext, topic: string): boolean {
   return clusterAllowed(ctx, AclOperation.CREATE, false) || topicAllowed(ctx, AclOperation.CREATE, topic);
 }
 
-/** Sentinel Kafka uses when authorized operations were not requested. */
-const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
 const ZERO_UUID = '0'.repeat(32);
 
 /** One partition's metadata from the store's state (clusters): leader, epoch, replicas, ISR, replicas on dead brokers. */
@@ -131,14 +137,17 @@ export const metadataHandler = defineHandler<MetadataRequest, MetadataResponse>(
         }
       }
     }
-    return {
-      throttleTimeMs: 0,
-      brokers,
-      clusterId: s.clusterId,
-      controllerId: controllerId(s),
-      topics,
-      clusterAuthorizedOperations: AUTHORIZED_OPERATIONS_OMITTED,
-    };
+    // v8+: the principal's operations on each topic it may describe; v8-10: on the cluster (none without DESCRIBE)
+    if (ctx.apiVersion >= 8 && req.includeTopicAuthorizedOperations === true)
+      for (const t of topics)
+        if (t.name !== null && t.errorCode !== ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+          t.topicAuthorizedOperations = authorizedOperations(ctx, ResourceType.TOPIC, t.name);
+    let clusterAuthorizedOperations = AUTHORIZED_OPERATIONS_OMITTED;
+    if (ctx.apiVersion >= 8 && ctx.apiVersion <= 10 && req.includeClusterAuthorizedOperations === true)
+      clusterAuthorizedOperations = clusterAllowed(ctx, AclOperation.DESCRIBE, false)
+        ? authorizedOperations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+        : 0;
+    return { throttleTimeMs: 0, brokers, clusterId: s.clusterId, controllerId: controllerId(s), topics, clusterAuthorizedOperations };
   },
   errorResponse(req, errorCode, ctx) {
     return {

@@ -1,9 +1,8 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ShareGroupDescribeRequest, ShareGroupDescribeResponse } from '../../protocol/generated/share-group-describe.js';
-import { GROUP_AUTHORIZED_OPERATIONS } from '../group/group-admin.js';
 import { describedShareGroupError } from '../share/share-coordinator.js';
-import { AclOperation, groupAllowed } from '../security/acl/checks.js';
+import { AclOperation, authorizedOperations, groupAllowed, ResourceType } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** KIP-932: members, epochs and assignments of share groups (a group of another type: GROUP_ID_NOT_FOUND). */
@@ -17,7 +16,11 @@ export const shareGroupDescribeHandler = defineHandler<ShareGroupDescribeRequest
         return describedShareGroupError(groupId, ErrorCode.GROUP_AUTHORIZATION_FAILED);
       const status = ctx.services.groups.validateGroupStatus(groupId, 'describe');
       if (status !== ErrorCode.NONE) return describedShareGroupError(groupId, status);
-      return ctx.services.share.coordinator.describe(groupId, req.includeAuthorizedOperations, GROUP_AUTHORIZED_OPERATIONS);
+      return ctx.services.share.coordinator.describe(
+        groupId,
+        req.includeAuthorizedOperations,
+        authorizedOperations(ctx, ResourceType.GROUP, groupId),
+      );
     });
     return { throttleTimeMs: 0, groups };
   },

@@ -110,15 +110,24 @@ export function configResourceError(ctx: RequestContext, op: number, resourceTyp
   return ErrorCode.NONE;
 }
 
+/** Kafka's AuthorizedOperations when they were not asked for (the schema default, INT32_MIN). */
+export const AUTHORIZED_OPERATIONS_OMITTED = -2147483648;
+
 /**
- * The authorized-operations bitfield of a resource (bit n: operation code n allowed), as Metadata,
- * DescribeCluster and DescribeGroups give it: with no authorizer, `whenOpen`.
+ * The authorized-operations bitfield of a resource (bit n: operation code n allowed; Kafka's
+ * KafkaApis.authorizedOperations + Utils.to32BitField), as Metadata, DescribeCluster and the group
+ * describes give it: each operation the resource type supports, checked without logging denials; with
+ * no authorizer, all of them.
  */
-export function authorizedOperations(ctx: RequestContext, resourceType: number, name: string, whenOpen: number): number {
-  if (ctx.services.authorizer === undefined) return whenOpen;
+export function authorizedOperations(ctx: RequestContext, resourceType: number, name: string): number {
   let bits = 0;
   for (const op of SUPPORTED_OPERATIONS.get(resourceType) ?? []) if (allowed(ctx, op, resourceType, name, false)) bits |= 1 << op;
   return bits;
+}
+
+/** A group's authorized operations for a describe answer: the bitfield when asked for, else INT32_MIN. */
+export function groupAuthorizedOperations(ctx: RequestContext, groupId: string, include: boolean): number {
+  return include ? authorizedOperations(ctx, ResourceType.GROUP, groupId) : AUTHORIZED_OPERATIONS_OMITTED;
 }
 
 /** Kafka's heartbeat message naming the subscribed topics the principal may not describe (null: none). */

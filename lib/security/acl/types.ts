@@ -84,7 +84,10 @@ export const SUPPORTED_OPERATIONS: ReadonlyMap<number, readonly number[]> = new 
       AclOperation.ALTER_CONFIGS,
     ],
   ],
-  [ResourceType.GROUP, [AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE]],
+  [
+    ResourceType.GROUP,
+    [AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS],
+  ],
   [
     ResourceType.CLUSTER,
     [

@@ -1,5 +1,5 @@
 /**
- * `npm run compat [-- --clients a,b --scenarios x,y --bootstrap host:port | --cluster N [--cluster-dir DIR] --bench --out DIR --compare FILE]`
+ * `npm run compat [-- --clients a,b --scenarios x,y --bootstrap host:port | --cluster N [--cluster-dir DIR] --bench --out DIR --compare FILE --security]`
  * Runs the compatibility matrix against one gregor, a gregor cluster of N brokers on an etcd
  * (--cluster N), or a running broker (--bootstrap), and writes compat/results/<timestamp>/{results.json,REPORT.md}.
  * Exits 1 when a cell that should pass fails, 2 on bad arguments.
@@ -10,6 +10,8 @@ import { SCENARIOS } from './scenarios/index.js';
 import { CLIENTS } from './lib/clients.js';
 import { RESULTS_DIR } from './lib/paths.js';
 import { runSuite } from './lib/suite.js';
+import { runSecurityMatrix, securityReport, startSecurityBroker } from './security/matrix.js';
+import { appendFileSync, writeFileSync } from 'node:fs';
 
 function pick<T extends { id: string }>(all: T[], list: string | undefined, what: string): T[] {
   if (list === undefined || list === '') return all;
@@ -33,12 +35,13 @@ async function main(): Promise<number> {
       bench: { type: 'boolean', default: false },
       out: { type: 'string' },
       compare: { type: 'string' },
+      security: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
     console.log(
-      'npm run compat -- [--clients a,b] [--scenarios x,y] [--bootstrap host:port | --cluster N [--cluster-dir DIR]] [--bench] [--out DIR] [--compare older/results.json]',
+      'npm run compat -- [--clients a,b] [--scenarios x,y] [--bootstrap host:port | --cluster N [--cluster-dir DIR]] [--bench] [--out DIR] [--compare older/results.json] [--security]',
     );
     console.log(`clients: ${CLIENTS.map((c) => c.id).join(', ')}\nscenarios: ${SCENARIOS.map((s) => s.id).join(', ')}`);
     return 0;
@@ -65,12 +68,26 @@ async function main(): Promise<number> {
     bench: values.bench,
     outDir,
   });
+  let securityFailed = 0;
+  if (values.security) {
+    // the security section needs listeners the suite configures: an in-process gregor of its own
+    const sb = await startSecurityBroker();
+    try {
+      const cells = await runSecurityMatrix(sb, { log: (line) => console.log(line) });
+      securityFailed = cells.filter((c) => c.outcome === 'fail').length;
+      writeFileSync(join(outDir, 'security.json'), JSON.stringify(cells, null, 2) + '\n');
+      appendFileSync(join(outDir, 'REPORT.md'), '\n' + securityReport(cells));
+    } finally {
+      await sb.stop();
+    }
+  }
   const s = run.results.summary;
   console.log(
     `\n${s.pass} passed, ${s.fail} failed, ${s['unsupported-client'] + s['unsupported-broker'] + s['needs-gregor']} did not run — ${((Date.now() - t0) / 1000).toFixed(1)} s`,
   );
   console.log(`report: ${join(outDir, 'REPORT.md')}`);
-  return s.fail > 0 ? 1 : 0;
+  if (securityFailed > 0) console.log(`security section: ${securityFailed} cell(s) failed`);
+  return s.fail > 0 || securityFailed > 0 ? 1 : 0;
 }
 
 main().then(

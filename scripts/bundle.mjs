@@ -96,7 +96,7 @@ writeFileSync(
   text.replace(/[^\p{ASCII}]/gu, (c) => '?'.repeat(c.length)),
 );
 
-// dist/ui/: the web console's page (ui/, Preact + htm + uPlot) as one ES module and one style sheet,
+// dist/ui/: the web console's page (ui/, Preact + htm + uPlot) as an ES module (uPlot in a chunk) and one style sheet,
 // served by the admin listener at /ui (lib/console/static.ts): nothing is fetched from elsewhere.
 // ui-build.json marks the directory as the built one.
 const uiDir = join(root, 'dist/ui');
@@ -107,6 +107,9 @@ await build({
   entryPoints: { app: 'ui/main.js' },
   outdir: uiDir,
   bundle: true,
+  // uPlot is imported on first use (ui/lib/ui.js): a chunk of its own
+  splitting: true,
+  chunkNames: 'chunk-[hash]',
   format: 'esm',
   platform: 'browser',
   target: ['chrome110', 'firefox110', 'safari16'],

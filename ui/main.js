@@ -45,10 +45,30 @@ function page({ parts, query }) {
   </section>`;
 }
 
+const OPEN_HINT = 'gregor-console-open';
+
+function openBefore() {
+  try {
+    return localStorage.getItem(OPEN_HINT) === '1';
+  } catch {
+    return false;
+  }
+}
+
+function rememberOpen(open) {
+  try {
+    localStorage.setItem(OPEN_HINT, open ? '1' : '0');
+  } catch {
+    // storage refused: every load waits for /session
+  }
+}
+
 function App() {
   const [route, setRoute] = useState(() => parse(location.hash));
-  // null until /session answers; then {saslEnabled, user, mechanisms}
-  const [session, setSession] = useState(null);
+  // null until /session answers; then {saslEnabled, user, mechanisms}. A console this browser saw
+  // open (no SASL) before renders its page at once, so the page's data is asked for beside /session
+  // rather than after it; should the broker now want a login, the page's 401 brings the form.
+  const [session, setSession] = useState(() => (openBefore() ? { saslEnabled: false, user: null, mechanisms: [] } : null));
   const main = useRef(null);
   useEffect(() => {
     const on = () => {
@@ -59,7 +79,13 @@ function App() {
     const gone = () => setSession((s) => (s === null ? s : { ...s, user: null }));
     window.addEventListener('hashchange', on);
     window.addEventListener('gregor:unauthenticated', gone);
-    api('/session').then(setSession, () => setSession({ saslEnabled: false, user: null, mechanisms: [] }));
+    api('/session').then(
+      (s) => {
+        rememberOpen(!s.saslEnabled);
+        setSession(s);
+      },
+      () => setSession({ saslEnabled: false, user: null, mechanisms: [] }),
+    );
     return () => {
       window.removeEventListener('hashchange', on);
       window.removeEventListener('gregor:unauthenticated', gone);

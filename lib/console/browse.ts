@@ -5,6 +5,7 @@
  * partitions' records merged by timestamp. `next` is where the following page starts.
  */
 import type { FetchedRecord } from '../client/fetcher.js';
+import type { TopicLogs } from '../topics.js';
 import type { TopicRecord } from '../metadata/store.js';
 import type { BrokerServices } from '../services.js';
 import { type CompiledFilter, compileFilter } from './filter/eval.js';
@@ -30,6 +31,7 @@ export interface Selection {
 
 export interface Page {
   records: FetchedRecord[];
+  /** where the next page starts in each partition not at its end */
   next: Record<number, string>;
   scanned: number;
   /** every partition was read to its high watermark */
@@ -109,9 +111,31 @@ export const END_SCAN = 5_000;
  * thousands of partitions the page shows the newest records of each, not necessarily the newest
  * `limit` of the topic.
  */
-function endDepth(sel: Selection, nonEmpty: (p: number) => boolean): number {
-  const n = Math.max(1, sel.partitions.filter(nonEmpty).length);
-  return Math.max(Math.ceil(sel.limit / n), Math.min(sel.limit, Math.floor(END_SCAN / n)));
+function endDepth(limit: number, nonEmpty: number): number {
+  const n = Math.max(1, nonEmpty);
+  return Math.max(Math.ceil(limit / n), Math.min(limit, Math.floor(END_SCAN / n)));
+}
+
+/**
+ * The newest `limit` records of a topic with more non-empty partitions than END_SCAN / `limit`,
+ * without a search or filter, lie in the `limit` partitions with the newest largest timestamp (each
+ * partition's is in memory, in its segment list): every partition holding one of them has a
+ * largest timestamp at least that record's, and there are at most `limit` such partitions. Only
+ * those are read (`limit` deep while `limit` squared stays within END_SCAN, so exact up to a limit
+ * of 70; an even share of END_SCAN beyond). Null when this does not apply, or a candidate has no
+ * timestamps (magic 0): then every partition is read as endDepth says.
+ */
+export function newestPartitions(sel: Selection, logs: TopicLogs, nonEmpty: number[]): { partitions: number[]; depth: number } | null {
+  if (sel.from !== 'end' || sel.q !== '' || sel.filter !== null || nonEmpty.length * sel.limit <= END_SCAN) return null;
+  const newest = nonEmpty.map((p) => {
+    let ts = -1n;
+    for (const seg of logs[p]?.summary().segments ?? []) if (seg.maxTimestamp > ts) ts = seg.maxTimestamp;
+    return { p, ts };
+  });
+  newest.sort((a, b) => (a.ts === b.ts ? a.p - b.p : a.ts > b.ts ? -1 : 1));
+  const top = newest.slice(0, sel.limit);
+  if (top.some((x) => x.ts < 0n)) return null;
+  return { partitions: top.map((x) => x.p), depth: Math.max(1, Math.min(sel.limit, Math.floor(END_SCAN / top.length))) };
 }
 
 export async function browse(s: BrokerServices, kafka: InprocConnection, t: TopicRecord, sel: Selection): Promise<Page> {
@@ -119,8 +143,15 @@ export async function browse(s: BrokerServices, kafka: InprocConnection, t: Topi
   const bounds = (p: number) => ({ start: logs[p]?.logStartOffset ?? 0n, hw: logs[p]?.highWatermark ?? 0n });
   const positions = new Map<number, bigint>();
   const byTime = sel.from === 'timestamp' ? await offsetsForTime(kafka, t.name, sel.partitions, sel.timestamp) : null;
-  const fromEnd = sel.from === 'end' ? BigInt(endDepth(sel, (p) => bounds(p).hw > bounds(p).start)) : 0n;
-  for (const p of sel.partitions) {
+  let read = sel.partitions;
+  let fromEnd = 0n;
+  if (sel.from === 'end') {
+    const nonEmpty = sel.partitions.filter((p) => bounds(p).hw > bounds(p).start);
+    const newest = newestPartitions(sel, logs, nonEmpty);
+    if (newest !== null) read = newest.partitions;
+    fromEnd = BigInt(newest?.depth ?? endDepth(sel.limit, nonEmpty.length));
+  }
+  for (const p of read) {
     const { start, hw } = bounds(p);
     const clamp = (o: bigint) => (o < start ? start : o > hw ? hw : o);
     let at: bigint;
@@ -134,7 +165,7 @@ export async function browse(s: BrokerServices, kafka: InprocConnection, t: Topi
     }
     positions.set(p, at);
   }
-  const found = new Map<number, FetchedRecord[]>(sel.partitions.map((p) => [p, []]));
+  const found = new Map<number, FetchedRecord[]>(read.map((p) => [p, []]));
   let scanned = 0;
   const active = new Map([...positions].filter(([p, o]) => o < bounds(p).hw));
   while (active.size > 0 && scanned < SCAN_BUDGET) {
@@ -161,13 +192,14 @@ export async function browse(s: BrokerServices, kafka: InprocConnection, t: Topi
       a.timestamp !== b.timestamp ? Number(a.timestamp - b.timestamp) : a.partition - b.partition || Number(a.offset - b.offset),
     );
   const records = sel.from === 'end' ? all.slice(-sel.limit) : all.slice(0, sel.limit);
-  // the next page starts after what this one showed (records read but merged away come again)
+  // the next page starts after what this one showed (records read but merged away come again), in
+  // the partitions not at their end (a partition left out of `next` is: from the end, every one not read)
   const next: Record<number, string> = {};
   const shown = new Set(records);
-  for (const p of sel.partitions) {
+  for (const p of read) {
     const dropped = (found.get(p) ?? []).find((r) => !shown.has(r));
-    next[p] = String(dropped !== undefined ? dropped.offset : (positions.get(p) ?? 0n));
+    const at = dropped !== undefined ? dropped.offset : (positions.get(p) ?? 0n);
+    if (at < bounds(p).hw) next[p] = String(at);
   }
-  const atEnd = sel.partitions.every((p) => BigInt(next[p] ?? '0') >= bounds(p).hw);
-  return { records, next, scanned, atEnd };
+  return { records, next, scanned, atEnd: Object.keys(next).length === 0 };
 }

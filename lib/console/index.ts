@@ -4,7 +4,8 @@
  * - GET /ui/assets/<file>: the bundle built from ui/ (static.ts);
  * - /ui/api/...: the JSON API the page uses, over the broker's own services (one module per page:
  *   overview, topics, messages, groups, requests), behind a login when the broker has SASL enabled
- *   (auth.ts). Every API answer is JSON; errors are
+ *   (auth.ts); each answer carries a Server-Timing header and GET /ui/api/timings the per-route
+ *   cost (timing.ts). Every API answer is JSON; errors are
  *   {"error": "GREGOR_ERR_CONSOLE_*", "message": ...} with a 4xx status.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -17,6 +18,7 @@ import { overviewRoutes } from './overview.js';
 import { requestRoutes } from './requests.js';
 import { CsrfGuard } from './security.js';
 import { StaticFiles } from './static.js';
+import { ConsoleTimings, routeName } from './timing.js';
 import { topicRoutes } from './topics.js';
 import type { ApiRoute, ConsoleDeps, RouteContext, WebConsole } from './types.js';
 
@@ -37,6 +39,7 @@ export function createConsole(deps: ConsoleDeps): WebConsole {
   const listenerName = parseListener(broker.config.brokerListeners[0] ?? 'PLAINTEXT://:9092').name;
   const auth = new ConsoleAuth(broker.config, () => deps.services.metadata);
   const open: ApiRoute[] = auth.routes();
+  const timings = new ConsoleTimings();
   const routes: ApiRoute[] = [
     ...open,
     ...overviewRoutes(deps),
@@ -44,7 +47,9 @@ export function createConsole(deps: ConsoleDeps): WebConsole {
     ...messageRoutes(deps, listenerName),
     ...groupRoutes(deps, listenerName),
     ...requestRoutes(deps),
+    { method: 'GET', path: /^\/timings$/, handle: (_req, res) => sendJson(res, 200, { routes: timings.snapshot() }) },
   ];
+  const names = new Map(routes.map((r) => [r, routeName(r.method, r.path)]));
 
   async function api(req: IncomingMessage, res: ServerResponse, path: string, ctx: RouteContext): Promise<void> {
     const method = req.method ?? 'GET';
@@ -56,6 +61,7 @@ export function createConsole(deps: ConsoleDeps): WebConsole {
       if (m === null) continue;
       pathMatched = true;
       if (r.method !== method) continue;
+      timings.start(res, names.get(r) ?? path);
       await r.handle(req, res, { url: ctx.url, params: decodeParams(m), body: ctx.body });
       return;
     }

@@ -41,7 +41,7 @@ export class StaticFiles {
 
   /** Sends `name` (a file of dist/ui/) or returns false when there is no such file. */
   send(res: ServerResponse, name: string, headers: Record<string, string> = {}): boolean {
-    if (this.dir === null || !/^[a-z0-9-]+\.[a-z]+(?:\.map)?$/.test(name)) return false;
+    if (this.dir === null || !/^[A-Za-z0-9-]+\.[a-z]+(?:\.map)?$/.test(name)) return false;
     let data = this.cache.get(name);
     if (data === undefined) {
       const file = `${this.dir}${name}`;

@@ -5,6 +5,14 @@
  * `event: record` (the JSON of the browser's records). A comment line goes out after each empty
  * wait so the end of the connection is noticed. Ends when the client goes, the topic is deleted,
  * or the broker stops.
+ *
+ * A tail costs the broker a bounded amount of work per second whatever the produce rate (issue 19:
+ * producers keep their throughput while a browser tails): one Fetch at most every MIN_ROUND_MS
+ * (BUSY_ROUND_MS after a round that had to skip), the records of a round written in one go, and a
+ * partition more than KEEP_UP records behind its high watermark jumps to KEEP_UP from it, and of
+ * more than KEEP_UP records a Fetch brings, the newest KEEP_UP are sent (the page shows the newest
+ * rows; what was passed over is announced as an `event: skipped` with the count), so a fast topic
+ * is never decoded or sent record by record.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TopicRecord } from '../metadata/store.js';
@@ -15,6 +23,23 @@ import { fetchRecords, showRecord } from './records.js';
 import type { ConsoleDeps } from './types.js';
 
 const WAIT_MS = 2000;
+/** a round (Fetch, decode, send) starts at most this often */
+export const MIN_ROUND_MS = 250;
+/** ... and at most this often while the topic runs faster than the tail shows (it skipped) */
+export const BUSY_ROUND_MS = 1000;
+/** records per partition a round reads at most: further behind, the tail skips ahead */
+export const KEEP_UP = 50;
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 
 export async function tail(
   deps: ConsoleDeps,
@@ -30,6 +55,7 @@ export async function tail(
   const stop = () => {
     state.open = false;
   };
+  const ended = () => !state.open || deps.signal.aborted;
   req.on('close', stop);
   res.on('close', stop);
   deps.signal.addEventListener('abort', stop, { once: true });
@@ -42,27 +68,48 @@ export async function tail(
   const positions = new Map(sel.partitions.map((p) => [p, logs[p]?.highWatermark ?? 0n]));
   try {
     await write(`event: ready\ndata: ${toJson({ topic: t.name, positions: Object.fromEntries(positions) })}\n\n`);
+    let lastRound = 0;
+    let gap = MIN_ROUND_MS;
     while (state.open && !deps.signal.aborted) {
       if (s.metadata.topic(t.name)?.topicId !== t.topicId) {
         await write(`event: end\ndata: ${toJson({ reason: 'the topic was deleted' })}\n\n`);
         break;
       }
+      const since = Date.now() - lastRound;
+      if (since < gap) await sleep(gap - since, deps.signal);
+      if (ended()) break;
+      lastRound = Date.now();
+      let skipped = 0;
+      for (const [p, pos] of positions) {
+        const hw = logs[p]?.highWatermark ?? pos;
+        if (hw - pos > BigInt(KEEP_UP)) {
+          skipped += Number(hw - BigInt(KEEP_UP) - pos);
+          positions.set(p, hw - BigInt(KEEP_UP));
+        }
+      }
       const reads = await fetchRecords(kafka, t.name, positions, { maxWaitMs: WAIT_MS, partitionMaxBytes: 1 << 20 });
+      const out: string[] = [];
       let sent = 0;
       for (const r of reads) {
         let pos = positions.get(r.partition) ?? 0n;
-        for (const rec of r.records) {
-          if (rec.offset >= r.highWatermark) break;
-          pos = rec.offset + 1n;
+        const fresh = r.records.filter((rec) => rec.offset >= pos && rec.offset < r.highWatermark);
+        // more came in than a round shows: the newest KEEP_UP
+        if (fresh.length > KEEP_UP) skipped += fresh.length - KEEP_UP;
+        for (const rec of fresh.length > KEEP_UP ? fresh.slice(-KEEP_UP) : fresh) {
           if (!selects(sel, rec)) continue;
-          await write(`event: record\ndata: ${toJson(showRecord(rec))}\n\n`);
+          out.push(`event: record\ndata: ${toJson(showRecord(rec))}\n\n`);
           sent++;
         }
+        const last = fresh[fresh.length - 1];
+        if (last !== undefined) pos = last.offset + 1n;
         if (r.records.length === 0 && r.nextOffset > pos && r.nextOffset <= r.highWatermark) pos = r.nextOffset;
         if (pos < r.logStartOffset) pos = r.logStartOffset; // retention went past the tail
         positions.set(r.partition, pos);
       }
-      if (sent === 0) await write(': waiting\n\n');
+      if (skipped > 0) out.unshift(`event: skipped\ndata: ${toJson({ records: skipped })}\n\n`);
+      gap = skipped > 0 ? BUSY_ROUND_MS : MIN_ROUND_MS;
+      if (sent === 0 && skipped === 0) out.push(': waiting\n\n');
+      await write(out.join(''));
     }
   } catch (e) {
     const message = e instanceof ConsoleError || e instanceof Error ? e.message : String(e);

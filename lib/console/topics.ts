@@ -128,8 +128,9 @@ export function topicRoutes(deps: ConsoleDeps, listenerName: string): ApiRoute[]
       path: /^\/topics\/([^/]+)$/,
       handle(_req, res, { url, params: [name = ''] }) {
         const t = topicOr404(name);
-        // the first FIRST_PARTITIONS unless ?partitions=all: a page of 10,000 partitions is 1.5 MB
-        const shown = url.searchParams.get('partitions') === 'all' ? t.partitions : FIRST_PARTITIONS;
+        // the first FIRST_PARTITIONS unless ?partitions=all (or a count): a page of 10,000 partitions is 1.5 MB
+        const asked = url.searchParams.get('partitions');
+        const shown = asked === 'all' ? t.partitions : queryInt(url, 'partitions', FIRST_PARTITIONS, 0, t.partitions);
         const configs = topicConfigEntries(s.config, t, null).map((e) => ({
           name: e.name,
           value: e.value,

@@ -198,6 +198,12 @@ describe('web console API (/ui/api)', function () {
       expect(first.partitions[99].partition).to.equal(99);
       const all = (await ui.get('/topics/wide-t?partitions=all')).body;
       expect(all.partitions).to.have.length(150);
+      expect((await ui.get('/topics/wide-t?partitions=0')).body.partitions).to.have.length(0);
+      // what each answer cost the broker: a Server-Timing header, and per route at /ui/api/timings
+      const res = await fetch(`${ui.base}/ui/api/topics/wide-t`);
+      expect(res.headers.get('server-timing')).to.match(/^app;dur=[\d.]+, cpu;dur=[\d.]+$/);
+      const routes = (await ui.get('/timings')).body.routes as { route: string; calls: number; medianBytes: number }[];
+      expect(routes.find((r) => r.route === 'GET /topics/:p')?.calls).to.be.at.least(4);
     });
   });
 

@@ -169,12 +169,11 @@ describe('web console API (/ui/api): messages, groups, requests', function () {
       expect([...(got[1]?.value ?? [])]).to.deep.equal([1, 2, 3]);
     });
 
-    it('tails new records over Server-Sent Events, filtered, as kafkajs produces them', async () => {
+    /** A live tail's events as they come (`close` ends it). */
+    async function openTail(query: string) {
       const events: { event: string; data: any }[] = [];
       const ctl = new AbortController();
-      const res = await fetch(`${ui.base}/ui/api/topics/${T}/tail?filter=${encodeURIComponent('value.live == true')}`, {
-        signal: ctl.signal,
-      });
+      const res = await fetch(`${ui.base}/ui/api/topics/${T}/tail?${query}`, { signal: ctl.signal });
       expect(res.status).to.equal(200);
       expect(res.headers.get('content-type')).to.match(/^text\/event-stream/);
       const reader = res.body!.getReader();
@@ -194,6 +193,17 @@ describe('web console API (/ui/api): messages, groups, requests', function () {
           }
         }
       })();
+      return {
+        events,
+        close: async () => {
+          ctl.abort();
+          await pump;
+        },
+      };
+    }
+
+    it('tails new records over Server-Sent Events, filtered, as kafkajs produces them', async () => {
+      const { events, close } = await openTail(`filter=${encodeURIComponent('value.live == true')}`);
       await until('the tail to be ready', () => Promise.resolve(events.some((e) => e.event === 'ready') ? true : undefined));
       const producer = kafka.producer();
       await producer.connect();
@@ -210,11 +220,30 @@ describe('web console API (/ui/api): messages, groups, requests', function () {
         const rs = events.filter((e) => e.event === 'record');
         return Promise.resolve(rs.length >= 2 ? rs : undefined);
       });
-      ctl.abort();
-      await pump;
+      await close();
       const values = records.map((r) => JSON.parse(Buffer.from(r.data.value.base64, 'base64').toString()).n).sort();
       expect(values).to.deep.equal([1, 2]);
       expect(records.length).to.equal(2);
+    });
+
+    it('keeps up with a burst: of 500 records in one batch the tail sends the newest 50 and says how many it skipped', async () => {
+      const { events, close } = await openTail('partition=1');
+      await until('the tail to be ready', () => Promise.resolve(events.some((e) => e.event === 'ready') ? true : undefined));
+      const from = BigInt(events.find((e) => e.event === 'ready')?.data.positions['1'] as string);
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({ topic: T, messages: Array.from({ length: 500 }, (_v, i) => ({ partition: 1, value: `burst-${i}` })) });
+      await producer.disconnect();
+      const records = await until('50 records', () => {
+        const rs = events.filter((e) => e.event === 'record');
+        return Promise.resolve(rs.length >= 50 ? rs : undefined);
+      });
+      await close();
+      expect(events.filter((e) => e.event === 'skipped').reduce((n, e) => n + (e.data.records as number), 0)).to.equal(450);
+      expect(records.map((r) => BigInt(r.data.offset as string) - from)).to.deep.equal(
+        Array.from({ length: 50 }, (_v, i) => BigInt(450 + i)),
+      );
+      expect(Buffer.from(records[49]!.data.value.base64 as string, 'base64').toString()).to.equal('burst-499');
     });
   });
 
@@ -259,6 +288,7 @@ describe('web console API (/ui/api): messages, groups, requests', function () {
         return d.state === 'Empty' && d.partitions.find((p: { partition: number }) => p.partition === 0)?.lag === 1 ? d : undefined;
       });
       expect(lagged.partitions.find((p: { partition: number }) => p.partition === 0).lagMs).to.be.a('number');
+      expect(lagged).to.include({ partitionCount: 2, totalLag: 1 });
       const preview = await ui.post('/groups/console-lag-g/reset', { to: 'start' });
       expect(preview.status, JSON.stringify(preview.body)).to.equal(200);
       expect(preview.body.executed).to.equal(false);

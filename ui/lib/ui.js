@@ -2,11 +2,15 @@
 import { h } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
-import uPlot from 'uplot';
 import { api } from './api.js';
 import { bytes, rate } from './format.js';
 
 export const html = htm.bind(h);
+
+// uPlot (a third of the bundle) is a chunk of its own, loaded when a page first draws a chart: the
+// pages' tables are there before it is parsed
+let uplot = null;
+const loadUPlot = () => (uplot ??= import('uplot').then((m) => m.default));
 
 /** Polls `load` now and every `ms` while mounted; returns {data, error, reload}. */
 export function usePoll(load, ms, deps = []) {
@@ -49,34 +53,41 @@ const COLORS = ['#1f5fbf', '#b3471d', '#2d7d46', '#7a3fa0'];
 export function Chart({ title, data, series, format = (v) => String(v) }) {
   const box = useRef(null);
   const plot = useRef(null);
+  const latest = useRef(data);
+  latest.current = data;
   useEffect(() => {
     const el = box.current;
     if (el === null) return undefined;
+    let live = true;
     const width = () => Math.max(260, el.clientWidth);
-    plot.current = new uPlot(
-      {
-        width: width(),
-        height: 180,
-        legend: { show: true },
-        cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true } },
-        axes: [{}, { values: (_u, vals) => vals.map((v) => format(v)), size: 70 }],
-        series: [
-          {},
-          ...series.map((label, i) => ({
-            label,
-            stroke: COLORS[i % COLORS.length],
-            width: 1.5,
-            value: (_u, v) => (v == null ? '—' : format(v)),
-          })),
-        ],
-      },
-      data,
-      el,
-    );
     const onResize = () => plot.current?.setSize({ width: width(), height: 180 });
-    window.addEventListener('resize', onResize);
+    void loadUPlot().then((UPlot) => {
+      if (!live) return;
+      plot.current = new UPlot(
+        {
+          width: width(),
+          height: 180,
+          legend: { show: true },
+          cursor: { drag: { x: false, y: false } },
+          scales: { x: { time: true } },
+          axes: [{}, { values: (_u, vals) => vals.map((v) => format(v)), size: 70 }],
+          series: [
+            {},
+            ...series.map((label, i) => ({
+              label,
+              stroke: COLORS[i % COLORS.length],
+              width: 1.5,
+              value: (_u, v) => (v == null ? '—' : format(v)),
+            })),
+          ],
+        },
+        latest.current,
+        el,
+      );
+      window.addEventListener('resize', onResize);
+    });
     return () => {
+      live = false;
       window.removeEventListener('resize', onResize);
       plot.current?.destroy();
       plot.current = null;
@@ -120,18 +131,11 @@ export function ThroughputCharts({ path }) {
     }`;
 }
 
-/** Rows to draw at first: a table of thousands of partitions shows this many and a button for the rest. */
-export const FIRST_ROWS = 100;
-
-/** The first FIRST_ROWS of `rows` until asked for all; `more` is the button that asks (null when all are shown). */
-export function useFirstRows(rows, what) {
-  const [all, setAll] = useState(false);
-  if (all || rows.length <= FIRST_ROWS) return { shown: rows, more: null };
-  return {
-    shown: rows.slice(0, FIRST_ROWS),
-    more: html`<p>
-      <span class="muted">Showing ${FIRST_ROWS} of ${rows.length} ${what}. </span>
-      <button type="button" class="secondary" onClick=${() => setAll(true)}>Show all ${rows.length} ${what}</button>
-    </p>`,
-  };
+/** Under a table the broker sent the first rows of (the topic's partitions, a group's lag): how many, and a button for all. */
+export function MoreRows({ shown, total, what, onAll }) {
+  if (shown >= total) return null;
+  return html`<p>
+    <span class="muted">Showing ${shown} of ${total} ${what}. </span>
+    <button type="button" class="secondary" onClick=${onAll}>Show all ${total} ${what}</button>
+  </p>`;
 }

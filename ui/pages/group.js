@@ -2,7 +2,7 @@
 import { api, enc } from '../lib/api.js';
 import { count, duration } from '../lib/format.js';
 import { useMemo, useState } from 'preact/hooks';
-import { Chart, ErrorNote, html, TableWrap, toChartData, useFirstRows, usePoll } from '../lib/ui.js';
+import { Chart, ErrorNote, html, MoreRows, TableWrap, toChartData, usePoll } from '../lib/ui.js';
 
 function Reset({ id, state, onDone }) {
   const [f, setF] = useState({ to: 'start', offset: '', time: '', topic: '' });
@@ -127,11 +127,11 @@ function Members({ d }) {
 }
 
 export function Group({ id }) {
-  const g = usePoll(() => api(`/groups/${enc(id)}`), 3000, [id]);
+  const [all, setAll] = useState(false);
+  const g = usePoll(() => api(`/groups/${enc(id)}${all ? '?partitions=all' : ''}`), 3000, [id, all]);
   const d = g.data;
-  const total = d ? d.partitions.reduce((n, p) => n + (p.lag ?? 0), 0) : 0;
+  const total = d?.totalLag ?? 0;
   const lag = useMemo(() => d && toChartData(d.lagHistory, ['lag']), [d]);
-  const rows = useFirstRows(d?.partitions ?? [], 'partitions');
   return html`<section aria-labelledby="group-title">
     <p><a href="#/groups">Consumer groups</a> /</p>
     <h1 id="group-title">${id}</h1>
@@ -161,7 +161,7 @@ export function Group({ id }) {
               </tr>
             </thead>
             <tbody>
-              ${rows.shown.map(
+              ${d.partitions.map(
                 (p) =>
                   html`<tr key=${`${p.topic}:${p.partition}`}>
                     <td><a href=${`#/topics/${enc(p.topic)}`}>${p.topic}</a></td>
@@ -175,7 +175,7 @@ export function Group({ id }) {
             </tbody>
           </table>
         <//>
-        ${rows.more}
+        <${MoreRows} shown=${d.partitions.length} total=${d.partitionCount} what="partitions" onAll=${() => setAll(true)} />
         <${Members} d=${d} />
         <${Reset} id=${id} state=${d.state} onDone=${g.reload} />`
     }

@@ -1,6 +1,7 @@
 // The message browser: from start/end/offset/time, per partition or all; text search and filter
 // expressions (evaluated by the broker, never by JavaScript); JSON/text/hex/base64 views; live tail
 // (Server-Sent Events); export as JSON lines or CSV; a produce form.
+import { Component } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, enc } from '../lib/api.js';
 import { render } from '../lib/bytes.js';
@@ -80,6 +81,29 @@ function Produce({ topic, partitions, onDone }) {
   </details>`;
 }
 
+/** rows the live tail keeps; how often it draws what arrived */
+const TAIL_ROWS = 1000;
+const FLUSH_MS = 250;
+
+/** A message row, drawn again only when its record or the view changes (a live tail adds rows to a long table). */
+class Row extends Component {
+  shouldComponentUpdate(next) {
+    return next.r !== this.props.r || next.view !== this.props.view;
+  }
+  render({ r, view }) {
+    return html`<tr>
+      <td class="num">${r.partition}</td>
+      <td class="num">${r.offset}</td>
+      <td><time datetime=${new Date(r.timestamp).toISOString()}>${localTime(r.timestamp)}</time></td>
+      <td>${render(r.key, view)}</td>
+      <td>${render(r.value, view)}</td>
+      <td>
+        ${r.headers.map((h) => html`<div><span class="pill">${h.key}</span> ${render(h.value, view === 'auto' ? 'text' : view)}</div>`)}
+      </td>
+    </tr>`;
+  }
+}
+
 function query(p, extra = {}) {
   const q = new URLSearchParams({ partition: p.partition, from: p.from, limit: p.limit, q: p.q, filter: p.filter, ...extra });
   if (p.from === 'offset') q.set('offset', p.offset || '0');
@@ -88,7 +112,8 @@ function query(p, extra = {}) {
 }
 
 export function Messages({ topic }) {
-  const meta = usePoll(() => api(`/topics/${enc(topic)}`), 0, [topic]);
+  // only the partition count: no partition rows
+  const meta = usePoll(() => api(`/topics/${enc(topic)}?partitions=0`), 0, [topic]);
   const partitions = meta.data?.partitionCount ?? 0;
   const [p, setP] = useState({ partition: 'all', from: 'end', offset: '', time: '', limit: '50', q: '', filter: '' });
   const [view, setView] = useState('auto');
@@ -135,7 +160,29 @@ export function Messages({ topic }) {
       return;
     }
     const es = new EventSource(`/ui/api/topics/${enc(topic)}/tail?${query(p)}`);
-    es.addEventListener('record', (e) => setRecords((rs) => [...rs.slice(-999), JSON.parse(e.data)]));
+    // records arrive in bursts: drawn at most every FLUSH_MS, the newest TAIL_ROWS kept
+    let pending = [];
+    let skipped = 0;
+    let timer = null;
+    const flush = () => {
+      timer = null;
+      const batch = pending;
+      pending = [];
+      if (batch.length > 0) setRecords((rs) => [...rs, ...batch].slice(-TAIL_ROWS));
+      if (skipped > 0) setStatus(`Live tail: ${skipped} record${skipped === 1 ? '' : 's'} skipped to keep up with the newest`);
+    };
+    const later = () => {
+      if (timer === null) timer = setTimeout(flush, FLUSH_MS);
+    };
+    es.addEventListener('record', (e) => {
+      pending.push(JSON.parse(e.data));
+      if (pending.length > TAIL_ROWS) pending = pending.slice(-TAIL_ROWS);
+      later();
+    });
+    es.addEventListener('skipped', (e) => {
+      skipped += JSON.parse(e.data).records;
+      later();
+    });
     es.addEventListener('ready', () => setStatus('Live tail: waiting for new messages'));
     es.addEventListener('error', (e) => {
       if (e.data) setError(new Error(JSON.parse(e.data).message));
@@ -209,19 +256,7 @@ export function Messages({ topic }) {
           </tr>
         </thead>
         <tbody>
-          ${records.map(
-            (r) =>
-              html`<tr key=${`${r.partition}:${r.offset}`}>
-                <td class="num">${r.partition}</td>
-                <td class="num">${r.offset}</td>
-                <td><time datetime=${new Date(r.timestamp).toISOString()}>${localTime(r.timestamp)}</time></td>
-                <td>${render(r.key, view)}</td>
-                <td>${render(r.value, view)}</td>
-                <td>
-                  ${r.headers.map((h) => html`<div><span class="pill">${h.key}</span> ${render(h.value, view === 'auto' ? 'text' : view)}</div>`)}
-                </td>
-              </tr>`,
-          )}
+          ${records.map((r) => html`<${Row} key=${`${r.partition}:${r.offset}`} r=${r} view=${view} />`)}
         </tbody>
       </table>
     <//>

@@ -63,7 +63,7 @@ function Faults() {
 
 export function Requests() {
   const [f, setF] = useState({ api: '', client: '', errors: false, minMs: '' });
-  const q = new URLSearchParams({ limit: '200' });
+  const q = new URLSearchParams({ limit: '100' });
   if (f.api) q.set('api', f.api);
   if (f.client) q.set('client', f.client);
   if (f.errors) q.set('errors', '1');

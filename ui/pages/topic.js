@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, enc } from '../lib/api.js';
 import { bytes, count, rate } from '../lib/format.js';
-import { ErrorNote, html, TableWrap, ThroughputCharts, usePoll } from '../lib/ui.js';
+import { ErrorNote, html, MoreRows, TableWrap, ThroughputCharts, usePoll } from '../lib/ui.js';
 
 function ConfigEditor({ topic, configs, onChanged }) {
   const [filter, setFilter] = useState('');
@@ -149,13 +149,7 @@ export function Topic({ name }) {
             </tbody>
           </table>
         <//>
-        ${
-          d.partitions.length < d.partitionCount &&
-          html`<p>
-            <span class="muted">Showing ${d.partitions.length} of ${d.partitionCount} partitions. </span>
-            <button type="button" class="secondary" onClick=${() => setAll(true)}>Show all ${d.partitionCount} partitions</button>
-          </p>`
-        }
+        <${MoreRows} shown=${d.partitions.length} total=${d.partitionCount} what="partitions" onAll=${() => setAll(true)} />
         <form
           class="inline"
           aria-label="Add partitions"

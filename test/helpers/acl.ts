@@ -1,4 +1,16 @@
 /** ACL test helpers. */
+import { Kafka, logLevel } from 'kafkajs';
+
+/** A kafkajs client of `user` over SASL PLAIN (no retries: a denial shows at once). */
+export function plainKafka(bootstrap: string, user: string, password: string): Kafka {
+  return new Kafka({
+    brokers: [bootstrap],
+    clientId: `acl-${user}`,
+    sasl: { mechanism: 'plain', username: user, password },
+    retry: { retries: 0 },
+    logLevel: logLevel.NOTHING,
+  });
+}
 
 /** The Kafka error name a kafkajs call failed with (searching wrapped errors), or 'OK'. */
 export async function outcome(p: Promise<unknown>): Promise<string> {

@@ -11,10 +11,11 @@
  * orders, READ on group g-share. admin is a super user.
  */
 import { expect } from 'chai';
-import kafkajs, { type Admin, Kafka, logLevel } from 'kafkajs';
+import kafkajs, { type Admin } from 'kafkajs';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import { plainKafka } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import type { RawClient } from '../helpers/raw-client.js';
 import { plainJaas, rawSaslPlain } from '../helpers/sasl.js';
@@ -37,14 +38,7 @@ describe('ACL details: authorized operations, share and transaction APIs, Create
   let b: LoggedBroker;
   const raws = new Map<User, RawClient>();
   const raw = (user: User): RawClient => raws.get(user) as RawClient;
-  const kafka = (user: User) =>
-    new Kafka({
-      brokers: [b.address('SASL_PLAINTEXT')],
-      clientId: `acl-${user}`,
-      sasl: { mechanism: 'plain', username: user, password: USERS[user] },
-      retry: { retries: 0 },
-      logLevel: logLevel.NOTHING,
-    });
+  const kafka = (user: User) => plainKafka(b.address('SASL_PLAINTEXT'), user, USERS[user]);
   let adminClient: Admin;
   let ordersId = '';
 
@@ -214,6 +208,14 @@ describe('ACL details: authorized operations, share and transaction APIs, Create
         topics: [{ topicId: ordersId, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
         forgottenTopicsData: [],
       });
+    const shareJoin = (user: User, memberId: string, topics: string[]) =>
+      raw(user).request<{ errorCode: number }>(ApiKey.ShareGroupHeartbeat, 1, {
+        groupId: 'g-share',
+        memberId,
+        memberEpoch: 0,
+        rackId: null,
+        subscribedTopicNames: topics,
+      });
     // bob may describe orders (heartbeat passes) but not read it
     const bobFetch = await fetch('bob', 'sm-1', 0);
     expect(bobFetch.errorCode).to.equal(ErrorCode.NONE);
@@ -237,26 +239,12 @@ describe('ACL details: authorized operations, share and transaction APIs, Create
     expect(ack.errorCode).to.equal(ErrorCode.NONE);
     expect(ack.responses[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
     // alice may read orders and the group
-    const join = await raw('alice').request<{ errorCode: number }>(ApiKey.ShareGroupHeartbeat, 1, {
-      groupId: 'g-share',
-      memberId: 'sm-2',
-      memberEpoch: 0,
-      rackId: null,
-      subscribedTopicNames: ['orders'],
-    });
-    expect(join.errorCode).to.equal(ErrorCode.NONE);
+    expect((await shareJoin('alice', 'sm-2', ['orders'])).errorCode).to.equal(ErrorCode.NONE);
     const aliceFetch = await fetch('alice', 'sm-2', 0);
     expect(aliceFetch.errorCode).to.equal(ErrorCode.NONE);
     expect(aliceFetch.responses[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.NONE);
     // a subscribed topic bob may not describe
-    const hidden = await raw('bob').request<{ errorCode: number }>(ApiKey.ShareGroupHeartbeat, 1, {
-      groupId: 'g-share',
-      memberId: 'sm-3',
-      memberEpoch: 0,
-      rackId: null,
-      subscribedTopicNames: ['orders', 'a-hidden'],
-    });
-    expect(hidden.errorCode).to.equal(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    expect((await shareJoin('bob', 'sm-3', ['orders', 'a-hidden'])).errorCode).to.equal(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
   });
 
   it('DescribeTransactions answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED without DESCRIBE; ListTransactions lists only describable ids', async () => {

@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import kafkajs, { type Admin, Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { outcome } from '../helpers/acl.js';
+import { outcome, plainKafka } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { fetchBody, type RawClient } from '../helpers/raw-client.js';
 import { plainJaas, rawSaslPlain } from '../helpers/sasl.js';
@@ -38,14 +38,7 @@ describe('ACL matrix: each API × resource answers as Kafka does (SASL PLAIN ali
   this.timeout(180_000);
   const cleanup = new Cleanup();
   let b: LoggedBroker;
-  const kafka = (user: User) =>
-    new Kafka({
-      brokers: [b.address('SASL_PLAINTEXT')],
-      clientId: `acl-${user}`,
-      sasl: { mechanism: 'plain', username: user, password: USERS[user] },
-      retry: { retries: 0 },
-      logLevel: logLevel.NOTHING,
-    });
+  const kafka = (user: User) => plainKafka(b.address('SASL_PLAINTEXT'), user, USERS[user]);
   const admins = new Map<User, Admin>();
   const admin = (user: User): Admin => admins.get(user) as Admin;
   const raws = new Map<User, RawClient>();

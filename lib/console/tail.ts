@@ -26,7 +26,7 @@ const WAIT_MS = 2000;
 /** a round (Fetch, decode, send) starts at most this often */
 export const MIN_ROUND_MS = 250;
 /** ... and at most this often while the topic runs faster than the tail shows (it skipped) */
-export const BUSY_ROUND_MS = 1000;
+export const BUSY_ROUND_MS = 2000;
 /** records per partition a round reads at most: further behind, the tail skips ahead */
 export const KEEP_UP = 50;
 

@@ -112,6 +112,8 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'group.share.max.size': { type: 'int', default: 200, validate: atLeast(1) },
   'group.share.max.share.sessions': { type: 'int', default: 2000, validate: atLeast(1) },
   'share.coordinator.state.topic.num.partitions': { type: 'int', default: 50, validate: atLeast(1) },
+  'share.coordinator.snapshot.update.records.per.snapshot': { type: 'int', default: 500, validate: atLeast(0) },
+  'share.coordinator.append.linger.ms': { type: 'int', default: 5, validate: atLeast(0) },
   'offsets.retention.minutes': { type: 'int', default: 10080, validate: atLeast(1) },
   'offsets.retention.check.interval.ms': { type: 'long', default: 600000 },
   'offset.metadata.max.bytes': { type: 'int', default: 4096 },

@@ -60,6 +60,9 @@ const DOCS: Record<string, string> = {
   'group.share.max.size': 'Most members of a share group.',
   'group.share.max.share.sessions': 'Most share sessions this broker keeps.',
   'share.coordinator.state.topic.num.partitions': 'Partitions of __share_group_state, created on first use.',
+  'share.coordinator.snapshot.update.records.per.snapshot':
+    'ShareUpdate records of a share partition written between two ShareSnapshot records.',
+  'share.coordinator.append.linger.ms': 'How long a share-partition state change no request waits for is held to be written with the next.',
   'group.consumer.migration.policy': 'Which way non-empty groups may move between the classic and consumer protocols.',
   'offsets.retention.minutes': 'How long committed offsets of an empty group are kept.',
   'offsets.retention.check.interval.ms': 'How often expired offsets are looked for.',

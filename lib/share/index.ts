@@ -38,7 +38,16 @@ export class ShareService {
   constructor(private readonly w: ShareServiceWiring) {
     const c = w.config;
     this.sessions = new ShareSessionCache(c.int('group.share.max.share.sessions'));
-    this.store = new ShareStateStore(w.topics, w.metadata, c.int('share.coordinator.state.topic.num.partitions'), w.logger);
+    this.store = new ShareStateStore(
+      w.topics,
+      w.metadata,
+      {
+        numPartitions: c.int('share.coordinator.state.topic.num.partitions'),
+        updatesPerSnapshot: c.int('share.coordinator.snapshot.update.records.per.snapshot'),
+        lingerMs: c.int('share.coordinator.append.linger.ms'),
+      },
+      w.logger,
+    );
     this.partitions = new SharePartitions({
       limits: {
         deliveryCountLimit: () => c.int('group.share.delivery.count.limit'),
@@ -47,7 +56,7 @@ export class ShareService {
       autoOffsetReset: (g) => shareAutoOffsetReset(w.metadata.groupConfigs(g)),
       log: (topicId, p) => this.partitionLog(topicId, p),
       onReleased: (sp) => w.purgatory.checkAndComplete(sp),
-      onChange: (sp) => void this.store.persist(sp),
+      onChange: (sp) => this.store.schedule(sp),
     });
     this.coordinator = new ShareCoordinator({
       settings: {

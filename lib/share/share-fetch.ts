@@ -130,8 +130,6 @@ export async function shareFetch(
     await share.durable(touched);
     return responseOf(out, lockMs);
   }
-  // acknowledgements are answered once written to __share_group_state
-  if (touched.size > 0) await share.durable(touched);
   // the share partitions of the session (unknown topics or partitions this broker does not lead answer an error)
   const targets: { topicId: string; partition: number; sp: SharePartition }[] = [];
   for (const { topicId, partition } of session.partitions.values()) {
@@ -146,8 +144,10 @@ export async function shareFetch(
     await waitForRecords(share, ctx.purgatory, targets, deadline - Date.now());
     acquired = await acquireAll(share, targets, memberId, req, lockMs, entry);
   }
-  // what was acquired is written too, so that a restart redelivers it with its delivery count
-  await share.durable(targets.filter((t) => out.get(t.topicId)?.get(t.partition)?.acquiredRecords.length).map((t) => t.sp));
+  // acknowledgements are answered once written to __share_group_state, and what was acquired is written
+  // too (so that a restart redelivers it with its delivery count): one write per share partition holds both
+  for (const t of targets) if (out.get(t.topicId)?.get(t.partition)?.acquiredRecords.length) touched.add(t.sp);
+  await share.durable(touched);
   return responseOf(out, lockMs);
 }
 

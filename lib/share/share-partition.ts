@@ -1,11 +1,16 @@
 /**
  * One share partition (KIP-932): a share group's view of one topic partition, kept by its leader. The
  * share-partition start offset (SPSO) is the first offset not yet done with; the end offset (SPEO) the
- * first never acquired. Between them each record is AVAILABLE, ACQUIRED by one member under a lock
- * that times out, ACKNOWLEDGED or ARCHIVED, with its delivery count. Records below the start offset
+ * first never acquired. Between them the records are AVAILABLE, ACQUIRED by one member under a lock
+ * that times out, ACKNOWLEDGED or ARCHIVED, with their delivery counts. Records below the start offset
  * are all done; the start offset moves up as the records at its head are acknowledged or archived.
- * All mutation is synchronous (one owner, no await inside).
+ *
+ * The window is kept as Kafka's SharePartition keeps it: in-flight batches (ranges of offsets with one
+ * state, delivery count, holder and lock), one per acquisition of a stored batch, split only where an
+ * acknowledgement, a release or a partial acquisition cuts through one. A lock is one timer per
+ * acquisition, not per record. All mutation is synchronous (one owner, no await inside).
  */
+import { InFlightBatches, type InFlightBatch } from './in-flight-batches.js';
 
 /** Kafka's RecordState ids (also the DeliveryState byte of ShareSnapshot/ShareUpdate records). */
 export const RecordState = { AVAILABLE: 0, ACQUIRED: 1, ACKNOWLEDGED: 2, ARCHIVED: 4 } as const;
@@ -13,15 +18,6 @@ export type RecordState = (typeof RecordState)[keyof typeof RecordState];
 
 /** Acknowledgement types on the wire (ShareFetch/ShareAcknowledge AcknowledgeTypes). */
 export const AcknowledgeType = { GAP: 0, ACCEPT: 1, RELEASE: 2, REJECT: 3, RENEW: 4 } as const;
-
-interface InFlight {
-  state: RecordState;
-  deliveryCount: number;
-  /** the member holding it while ACQUIRED */
-  memberId: string | undefined;
-  /** which acquisition holds it (its lock timer compares this) */
-  acquisition: number;
-}
 
 export interface AcquiredRange {
   firstOffset: bigint;
@@ -43,6 +39,14 @@ export interface PersistedRecordState {
   state: number;
 }
 
+interface Lock {
+  timer: NodeJS.Timeout;
+  /** records of the acquisition still ACQUIRED under it */
+  held: bigint;
+}
+
+const size = (b: InFlightBatch): bigint => b.last - b.first + 1n;
+
 export class SharePartition {
   /** SPSO */
   startOffset: bigint;
@@ -50,9 +54,14 @@ export class SharePartition {
   endOffset: bigint;
   /** bumped by every change persistence must see */
   stateEpoch = 0;
-  private readonly inFlight = new Map<bigint, InFlight>();
+  /** the in-flight window, [startOffset, endOffset) exactly */
+  private readonly window = new InFlightBatches();
   private nextAcquisition = 1;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly locks = new Map<number, Lock>();
+  /** offset ranges changed since persistence last took them (see takeChanges) */
+  private dirty: [bigint, bigint][] = [];
+  /** the window was replaced (a reset): persistence must write a whole snapshot */
+  private replaced = true;
 
   constructor(
     readonly groupId: string,
@@ -72,16 +81,12 @@ export class SharePartition {
   /** Records a member could acquire now below `readableEnd` (the high watermark). */
   hasAcquirable(readableEnd: bigint): boolean {
     if (this.endOffset < readableEnd && this.inFlightCount() < this.limits.maxRecordLocks()) return true;
-    for (const r of this.inFlight.values()) if (r.state === RecordState.AVAILABLE) return true;
-    return false;
+    return this.window.firstAvailable() !== undefined;
   }
 
   /** Where a fetch should read from: the first AVAILABLE record, else the end offset. */
   fetchOffset(): bigint {
-    for (let o = this.startOffset; o < this.endOffset; o++) {
-      if (this.inFlight.get(o)?.state === RecordState.AVAILABLE) return o;
-    }
-    return this.endOffset;
+    return this.window.firstAvailable()?.first ?? this.endOffset;
   }
 
   /**
@@ -102,57 +107,81 @@ export class SharePartition {
     hardCap = maxRecords,
   ): AcquiredRange[] {
     const acquisition = this.nextAcquisition++;
-    const got: bigint[] = [];
-    const limit = maxRecords > 0 ? maxRecords : Number.MAX_SAFE_INTEGER;
+    const ranges: AcquiredRange[] = [];
+    let got = 0n;
+    const limit = BigInt(maxRecords > 0 ? maxRecords : Number.MAX_SAFE_INTEGER);
     const alone = hardCap <= 0;
-    const cap = alone ? Number.MAX_SAFE_INTEGER : Math.max(hardCap, maxRecords);
+    const cap = BigInt(alone ? Number.MAX_SAFE_INTEGER : Math.max(hardCap, maxRecords));
+    const maxLocks = BigInt(this.limits.maxRecordLocks());
+    const took = (first: bigint, last: bigint, deliveryCount: number): void => {
+      got += last - first + 1n;
+      const tail = ranges[ranges.length - 1];
+      if (tail !== undefined && tail.lastOffset + 1n === first && tail.deliveryCount === deliveryCount) tail.lastOffset = last;
+      else ranges.push({ firstOffset: first, lastOffset: last, deliveryCount });
+    };
     outer: for (const [first, last, control] of present) {
-      if (got.length >= limit) break;
-      const lockRoom = this.inFlightCount() < this.limits.maxRecordLocks();
+      if (got >= limit) break;
+      const lockRoom = this.endOffset - this.startOffset < maxLocks;
       if (alone && !lockRoom && last >= this.endOffset) break;
-      for (let o = first < this.startOffset ? this.startOffset : first; o <= last; o++) {
-        if (got.length >= cap) break outer;
-        if (o < this.endOffset) {
-          const r = this.inFlight.get(o);
-          if (r === undefined || r.state !== RecordState.AVAILABLE) continue;
-          if (control) {
-            r.state = RecordState.ARCHIVED;
+      const from = first < this.startOffset ? this.startOffset : first;
+      // the part inside the window: its AVAILABLE records
+      if (from < this.endOffset) {
+        const to = last < this.endOffset ? last : this.endOffset - 1n;
+        for (let o = from; o <= to;) {
+          if (got >= cap) break outer;
+          const b = this.window.at(o);
+          if (b === undefined) break;
+          const end = b.last < to ? b.last : to;
+          if (b.state !== RecordState.AVAILABLE) {
+            o = end + 1n;
             continue;
           }
-          r.state = RecordState.ACQUIRED;
-          r.deliveryCount++;
-          r.memberId = memberId;
-          r.acquisition = acquisition;
-          got.push(o);
-          continue;
+          if (control) {
+            this.window.set(o, end, { state: RecordState.ARCHIVED, memberId: undefined, acquisition: 0 });
+            this.markDirty(o, end);
+            o = end + 1n;
+            continue;
+          }
+          const n = end - o + 1n < cap - got ? end - o + 1n : cap - got;
+          const count = b.deliveryCount + 1;
+          this.window.set(o, o + n - 1n, { state: RecordState.ACQUIRED, deliveryCount: count, memberId, acquisition });
+          this.markDirty(o, o + n - 1n);
+          took(o, o + n - 1n, count);
+          o += n;
         }
-        if (o > this.endOffset) this.endOffset = o; // offsets between batches hold no records (compaction): passed over
-        if (!alone && this.inFlightCount() >= this.limits.maxRecordLocks()) break outer;
-        if (control) {
-          this.inFlight.set(o, { state: RecordState.ARCHIVED, deliveryCount: 0, memberId: undefined, acquisition: 0 });
-        } else {
-          this.inFlight.set(o, { state: RecordState.ACQUIRED, deliveryCount: 1, memberId, acquisition });
-          got.push(o);
-        }
-        this.endOffset = o + 1n;
       }
+      // the part past the end offset: new records, while the window has room for their locks
+      if (last < this.endOffset) continue;
+      if (got >= cap) break;
+      if (from > this.endOffset) {
+        // offsets between batches hold no records (compaction): passed over
+        this.window.append({ first: this.endOffset, last: from - 1n, state: RecordState.ARCHIVED, deliveryCount: 0, gap: true });
+        this.markDirty(this.endOffset, from - 1n);
+        this.endOffset = from;
+      }
+      const begin = this.endOffset;
+      let n = last - begin + 1n;
+      if (!alone) {
+        const room = maxLocks - (this.endOffset - this.startOffset);
+        if (room <= 0n) break;
+        if (room < n) n = room;
+      }
+      if (!control && cap - got < n) n = cap - got;
+      if (control) this.window.append({ first: begin, last: begin + n - 1n, state: RecordState.ARCHIVED, deliveryCount: 0 });
+      else {
+        this.window.append({ first: begin, last: begin + n - 1n, state: RecordState.ACQUIRED, deliveryCount: 1, memberId, acquisition });
+        took(begin, begin + n - 1n, 1);
+      }
+      this.markDirty(begin, begin + n - 1n);
+      this.endOffset = begin + n;
+      if (n < last - begin + 1n) break;
     }
     this.advanceStart();
-    if (got.length === 0) return [];
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.expire(acquisition, got);
-    }, lockMs);
+    if (got === 0n) return [];
+    const timer = setTimeout(() => this.expire(acquisition), lockMs);
     timer.unref();
-    this.timers.add(timer);
+    this.locks.set(acquisition, { timer, held: got });
     this.changed();
-    const ranges: AcquiredRange[] = [];
-    for (const o of got) {
-      const count = this.inFlight.get(o)?.deliveryCount ?? 1;
-      const tail = ranges[ranges.length - 1];
-      if (tail !== undefined && tail.lastOffset + 1n === o && tail.deliveryCount === count) tail.lastOffset = o;
-      else ranges.push({ firstOffset: o, lastOffset: o, deliveryCount: count });
-    }
     return ranges;
   }
 
@@ -164,20 +193,21 @@ export class SharePartition {
   acknowledge(memberId: string, firstOffset: bigint, lastOffset: bigint, types: readonly number[]): boolean {
     if (lastOffset < firstOffset || types.length === 0) return false;
     if (types.length !== 1 && BigInt(types.length) !== lastOffset - firstOffset + 1n) return false;
-    for (let o = firstOffset; o <= lastOffset; o++) {
-      const r = this.inFlight.get(o);
-      const type = types.length === 1 ? types[0] : types[Number(o - firstOffset)];
-      if (type === undefined || type < AcknowledgeType.GAP || type > AcknowledgeType.REJECT) return false;
-      if (r === undefined || r.state !== RecordState.ACQUIRED || r.memberId !== memberId) return false;
+    for (const type of types) if (type < AcknowledgeType.GAP || type > AcknowledgeType.REJECT) return false;
+    if (firstOffset < this.startOffset || lastOffset >= this.endOffset) return false;
+    for (let o = firstOffset; o <= lastOffset;) {
+      const b = this.window.at(o);
+      if (b === undefined || b.state !== RecordState.ACQUIRED || b.memberId !== memberId) return false;
+      o = b.last + 1n;
     }
-    for (let o = firstOffset; o <= lastOffset; o++) {
-      const r = this.inFlight.get(o);
-      const type = types.length === 1 ? types[0] : types[Number(o - firstOffset)];
-      if (r === undefined) continue;
-      r.memberId = undefined;
-      if (type === AcknowledgeType.ACCEPT) r.state = RecordState.ACKNOWLEDGED;
-      else if (type === AcknowledgeType.RELEASE) r.state = this.releasedState(r);
-      else r.state = RecordState.ARCHIVED; // REJECT, GAP
+    // runs of one acknowledgement type
+    for (let i = 0, o = firstOffset; o <= lastOffset;) {
+      const type = types.length === 1 ? (types[0] as number) : (types[i] as number);
+      let end = types.length === 1 ? lastOffset : o;
+      if (types.length !== 1) while (end < lastOffset && types[i + Number(end - o) + 1] === type) end++;
+      this.settle(o, end, type);
+      i += Number(end - o) + 1;
+      o = end + 1n;
     }
     const start = this.startOffset;
     this.advanceStart();
@@ -190,12 +220,9 @@ export class SharePartition {
   /** Releases every record `memberId` holds (its share session closed or it left the group). */
   releaseMember(memberId: string): number {
     let n = 0;
-    for (const r of this.inFlight.values()) {
-      if (r.state === RecordState.ACQUIRED && r.memberId === memberId) {
-        r.state = this.releasedState(r);
-        r.memberId = undefined;
-        n++;
-      }
+    for (const b of this.window.matching((x) => x.state === RecordState.ACQUIRED && x.memberId === memberId)) {
+      this.release(b.first, b.last);
+      n += Number(size(b));
     }
     if (n > 0) {
       this.advanceStart();
@@ -206,96 +233,184 @@ export class SharePartition {
   }
 
   /** The in-flight records as runs of equal state and delivery count (ACQUIRED ones count as AVAILABLE: a restart releases them). */
-  stateBatches(): PersistedRecordState[] {
+  stateBatches(from = this.startOffset, to = this.endOffset - 1n): PersistedRecordState[] {
     const out: PersistedRecordState[] = [];
-    for (let o = this.startOffset; o < this.endOffset; o++) {
-      const r = this.inFlight.get(o);
-      if (r === undefined) continue;
-      const state = r.state === RecordState.ACQUIRED ? RecordState.AVAILABLE : r.state;
+    for (const b of this.window.between(from, to)) {
+      const first = b.first < from ? from : b.first;
+      const last = b.last > to ? to : b.last;
+      const state = b.state === RecordState.ACQUIRED ? RecordState.AVAILABLE : b.state;
       const tail = out[out.length - 1];
-      if (tail !== undefined && tail.lastOffset + 1n === o && tail.state === state && tail.deliveryCount === r.deliveryCount)
-        tail.lastOffset = o;
-      else out.push({ firstOffset: o, lastOffset: o, deliveryCount: r.deliveryCount, state });
+      if (tail !== undefined && tail.lastOffset + 1n === first && tail.state === state && tail.deliveryCount === b.deliveryCount)
+        tail.lastOffset = last;
+      else out.push({ firstOffset: first, lastOffset: last, deliveryCount: b.deliveryCount, state });
     }
     return out;
   }
 
+  /**
+   * What changed since the last call, for a ShareUpdate record: the state batches of the changed
+   * offset ranges, or null when the window was replaced (a whole snapshot is needed).
+   */
+  takeChanges(): PersistedRecordState[] | null {
+    const dirty = this.dirty;
+    this.dirty = [];
+    if (this.replaced) {
+      this.replaced = false;
+      return null;
+    }
+    // in offset order, overlapping ranges merged: the batches of an update are sorted and disjoint
+    dirty.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+    const merged: [bigint, bigint][] = [];
+    for (const [a, b] of dirty) {
+      const tail = merged[merged.length - 1];
+      if (tail !== undefined && a <= tail[1] + 1n) {
+        if (b > tail[1]) tail[1] = b;
+      } else merged.push([a, b]);
+    }
+    const out: PersistedRecordState[] = [];
+    for (const [a, b] of merged) {
+      if (b < this.startOffset) continue;
+      out.push(...this.stateBatches(a < this.startOffset ? this.startOffset : a, b < this.endOffset ? b : this.endOffset - 1n));
+    }
+    return out;
+  }
+
+  /** Persistence failed to write what takeChanges gave it: the next write is a whole snapshot. */
+  needSnapshot(): void {
+    this.replaced = true;
+  }
+
   /** Restores persisted state (a restart): the start offset and the in-flight records. */
   restore(startOffset: bigint, batches: readonly PersistedRecordState[]): void {
-    this.inFlight.clear();
-    this.startOffset = startOffset;
-    this.endOffset = startOffset;
+    this.clearWindow(startOffset);
     for (const b of batches) {
-      for (let o = b.firstOffset; o <= b.lastOffset; o++) {
-        if (o < startOffset) continue;
-        const state = b.state === RecordState.ACQUIRED ? RecordState.AVAILABLE : (b.state as RecordState);
-        this.inFlight.set(o, { state, deliveryCount: b.deliveryCount, memberId: undefined, acquisition: 0 });
-        if (o + 1n > this.endOffset) this.endOffset = o + 1n;
-      }
-    }
-    // offsets inside the window the state does not mention were never acquired: available
-    for (let o = startOffset; o < this.endOffset; o++) {
-      if (!this.inFlight.has(o))
-        this.inFlight.set(o, { state: RecordState.AVAILABLE, deliveryCount: 0, memberId: undefined, acquisition: 0 });
+      if (b.lastOffset < startOffset) continue;
+      const first = b.firstOffset < startOffset ? startOffset : b.firstOffset;
+      // offsets inside the window the state does not mention were never acquired: available
+      if (first > this.endOffset)
+        this.window.append({ first: this.endOffset, last: first - 1n, state: RecordState.AVAILABLE, deliveryCount: 0 });
+      if (first < this.endOffset) continue; // overlapping batches: the first one wins
+      const state = b.state === RecordState.ACQUIRED ? RecordState.AVAILABLE : (b.state as RecordState);
+      this.window.append({ first, last: b.lastOffset, state, deliveryCount: b.deliveryCount });
+      this.endOffset = b.lastOffset + 1n;
     }
     this.advanceStart();
   }
 
   /** Moves the start offset (AlterShareGroupOffsets, or the log start passing it): the window is dropped. */
   resetTo(offset: bigint): void {
-    this.inFlight.clear();
-    this.startOffset = offset;
-    this.endOffset = offset;
+    this.clearWindow(offset);
     this.changed();
   }
 
   /** Counts per state, for tests and describe. */
   counts(): Record<'available' | 'acquired' | 'acknowledged' | 'archived', number> {
     const c = { available: 0, acquired: 0, acknowledged: 0, archived: 0 };
-    for (const r of this.inFlight.values()) {
-      if (r.state === RecordState.AVAILABLE) c.available++;
-      else if (r.state === RecordState.ACQUIRED) c.acquired++;
-      else if (r.state === RecordState.ACKNOWLEDGED) c.acknowledged++;
-      else c.archived++;
+    for (const b of this.window.matching((x) => x.gap !== true)) {
+      const n = Number(size(b));
+      if (b.state === RecordState.AVAILABLE) c.available += n;
+      else if (b.state === RecordState.ACQUIRED) c.acquired += n;
+      else if (b.state === RecordState.ACKNOWLEDGED) c.acknowledged += n;
+      else c.archived += n;
     }
     return c;
   }
 
+  /** How many in-flight batches the window holds (tests). */
+  get batchCount(): number {
+    return this.window.length;
+  }
+
   close(): void {
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+    for (const l of this.locks.values()) clearTimeout(l.timer);
+    this.locks.clear();
+  }
+
+  private clearWindow(offset: bigint): void {
+    this.close();
+    this.window.clear();
+    this.startOffset = offset;
+    this.endOffset = offset;
+    this.dirty = [];
+    this.replaced = true;
   }
 
   private inFlightCount(): number {
     return Number(this.endOffset - this.startOffset);
   }
 
-  private releasedState(r: InFlight): RecordState {
-    return r.deliveryCount >= this.limits.deliveryCountLimit() ? RecordState.ARCHIVED : RecordState.AVAILABLE;
+  /** Ends the hold of the ACQUIRED records [first, last] (one batch's worth) with an acknowledgement type. */
+  private settle(first: bigint, last: bigint, type: number): void {
+    if (type === AcknowledgeType.RELEASE) {
+      this.release(first, last);
+      return;
+    }
+    this.unlock(first, last);
+    const state = type === AcknowledgeType.ACCEPT ? RecordState.ACKNOWLEDGED : RecordState.ARCHIVED; // REJECT, GAP
+    this.window.set(first, last, { state, memberId: undefined, acquisition: 0 });
+    this.markDirty(first, last);
+  }
+
+  /** ACQUIRED records go back: AVAILABLE, or ARCHIVED once at the delivery count limit. */
+  private release(first: bigint, last: bigint): void {
+    this.unlock(first, last);
+    const limit = this.limits.deliveryCountLimit();
+    for (const b of this.window.between(first, last)) {
+      const a = b.first < first ? first : b.first;
+      const z = b.last > last ? last : b.last;
+      const state = b.deliveryCount >= limit ? RecordState.ARCHIVED : RecordState.AVAILABLE;
+      this.window.set(a, z, { state, memberId: undefined, acquisition: 0 });
+    }
+    this.markDirty(first, last);
+  }
+
+  /** The records [first, last] leave their acquisitions' locks (a lock whose records are all done stops its timer). */
+  private unlock(first: bigint, last: bigint): void {
+    for (const b of this.window.between(first, last)) {
+      const lock = this.locks.get(b.acquisition ?? 0);
+      if (lock === undefined) continue;
+      lock.held -= (b.last > last ? last : b.last) - (b.first < first ? first : b.first) + 1n;
+      if (lock.held <= 0n) {
+        clearTimeout(lock.timer);
+        this.locks.delete(b.acquisition ?? 0);
+      }
+    }
   }
 
   /** An acquisition's lock timed out: what it still holds goes back (or is archived past the delivery limit). */
-  private expire(acquisition: number, offsets: readonly bigint[]): void {
-    let n = 0;
-    for (const o of offsets) {
-      const r = this.inFlight.get(o);
-      if (r === undefined || r.state !== RecordState.ACQUIRED || r.acquisition !== acquisition) continue;
-      r.state = this.releasedState(r);
-      r.memberId = undefined;
-      n++;
-    }
-    if (n === 0) return;
+  private expire(acquisition: number): void {
+    this.locks.delete(acquisition);
+    const held = this.window.matching((b) => b.state === RecordState.ACQUIRED && b.acquisition === acquisition);
+    if (held.length === 0) return;
+    for (const b of held) this.release(b.first, b.last);
     this.advanceStart();
     this.changed();
     this.onReleased(this);
   }
 
   private advanceStart(): void {
-    while (this.startOffset < this.endOffset) {
-      const r = this.inFlight.get(this.startOffset);
-      if (r !== undefined && r.state !== RecordState.ACKNOWLEDGED && r.state !== RecordState.ARCHIVED) break;
-      this.inFlight.delete(this.startOffset);
-      this.startOffset++;
+    const next = this.window.dropDone((b) => b.state === RecordState.ACKNOWLEDGED || b.state === RecordState.ARCHIVED);
+    if (next !== undefined) this.startOffset = next;
+    else if (this.startOffset !== this.endOffset) this.startOffset = this.endOffset;
+  }
+
+  private markDirty(first: bigint, last: bigint): void {
+    const tail = this.dirty[this.dirty.length - 1];
+    if (tail !== undefined && first <= tail[1] + 1n && last >= tail[0] - 1n) {
+      if (first < tail[0]) tail[0] = first;
+      if (last > tail[1]) tail[1] = last;
+      return;
+    }
+    this.dirty.push([first, last]);
+    if (this.dirty.length > 64) {
+      // many scattered ranges: one hull is cheaper to keep than to write apart
+      let lo = first;
+      let hi = last;
+      for (const [a, b] of this.dirty) {
+        if (a < lo) lo = a;
+        if (b > hi) hi = b;
+      }
+      this.dirty = [[lo, hi]];
     }
   }
 

@@ -2,7 +2,8 @@
  * Share-group state survives a kill -9 of the broker (`__share_group_state`): records a librdkafka
  * 2.15 share consumer accepted (and whose acknowledgements the broker answered) are never delivered
  * again after the restart, and records that were acquired when the broker died are redelivered with
- * their delivery count carried over. Fails (never skips) when librdkafka is not built.
+ * their delivery count carried over; the state topic's records older than the latest snapshots are
+ * pruned. Fails (never skips) when librdkafka is not built.
  */
 import { expect } from 'chai';
 import { createRequire } from 'node:module';
@@ -19,6 +20,8 @@ const OVERRIDES = {
   'group.share.min.record.lock.duration.ms': '1000',
   'group.share.record.lock.duration.ms': '30000',
   'share.coordinator.state.topic.num.partitions': '3',
+  // a ShareSnapshot every 2 ShareUpdate records: the restart replays a later snapshot and the updates after it
+  'share.coordinator.snapshot.update.records.per.snapshot': '2',
 };
 
 describe('share groups across a broker kill -9', function () {
@@ -73,6 +76,15 @@ describe('share groups across a broker kill -9', function () {
     const accepted = new Set(a.deliveries.filter((d) => d.ack === 'A').map((d) => d.offset));
     expect(accepted.size).to.equal(Math.max(...accepted) - Math.min(...accepted) + 1); // no gaps, none twice
     expect(accepted.size).to.be.at.least(2000);
+    // snapshots let the records before them go: the state partition's log start moved
+    const stateAdmin = kafka(first.bootstrap).admin();
+    await stateAdmin.connect();
+    const stateOffsets = await stateAdmin.fetchTopicOffsets('__share_group_state');
+    await stateAdmin.disconnect();
+    expect(
+      stateOffsets.some((o) => Number(o.low) > 0),
+      JSON.stringify(stateOffsets),
+    ).to.equal(true);
 
     const h = new ShareConsumer(first.bootstrap, 'g-restart', 'jobs');
     cleanup.defer(() => h.kill());

@@ -41,6 +41,18 @@ function expand(batches: readonly PersistedRecordState[], from: bigint, to: bigi
   return m;
 }
 
+/** A share partition with Kafka's default limits and no listeners. */
+const plain = (): SharePartition =>
+  new SharePartition(
+    'g',
+    TOPIC_ID,
+    0,
+    0n,
+    { deliveryCountLimit: () => 5, maxRecordLocks: () => 2000 },
+    () => {},
+    () => {},
+  );
+
 describe('share partition: in-flight batches', () => {
   const limits = { deliveryCountLimit: () => 3, maxRecordLocks: () => 200 };
 
@@ -152,15 +164,7 @@ describe('share partition: in-flight batches', () => {
   }
 
   it('keeps an acquisition as one batch until an acknowledgement splits it, with one lock per acquisition', () => {
-    const sp = new SharePartition(
-      'g',
-      TOPIC_ID,
-      0,
-      0n,
-      { deliveryCountLimit: () => 5, maxRecordLocks: () => 2000 },
-      () => {},
-      () => {},
-    );
+    const sp = plain();
     const got = sp.acquire('m1', [[0n, 499n, false]], 500, 60_000);
     expect(got).to.deep.equal([{ firstOffset: 0n, lastOffset: 499n, deliveryCount: 1 }]);
     expect(sp.batchCount).to.equal(1);
@@ -175,15 +179,7 @@ describe('share partition: in-flight batches', () => {
   });
 
   it('writes only the changed ranges in an update', () => {
-    const sp = new SharePartition(
-      'g',
-      TOPIC_ID,
-      0,
-      0n,
-      { deliveryCountLimit: () => 5, maxRecordLocks: () => 2000 },
-      () => {},
-      () => {},
-    );
+    const sp = plain();
     sp.acquire('m1', [[0n, 999n, false]], 1000, 60_000);
     expect(sp.takeChanges()).to.equal(null); // the first write is a snapshot
     expect(sp.acknowledge('m1', 500n, 599n, [1])).to.equal(true);

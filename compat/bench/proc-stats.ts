@@ -295,6 +295,49 @@ export async function timedProduceRd(
   return secs;
 }
 
+/**
+ * A librdkafka consumer (assignment from offset 0, no group commits) that reads n records of `topic`'s
+ * partitions 0..partitions-1; the seconds from assign to the n-th record and the value bytes seen.
+ * Throws when fewer than n arrive within `timeoutMs`.
+ */
+export async function timedConsumeRd(
+  bootstrap: string,
+  props: Record<string, unknown>,
+  topic: string,
+  partitions: number,
+  n: number,
+  timeoutMs = 120_000,
+): Promise<{ seconds: number; bytes: number }> {
+  const c = new (rdkafka().KafkaConsumer)(
+    {
+      'bootstrap.servers': bootstrap,
+      'group.id': `bench-${topic}-${Date.now()}`,
+      'enable.auto.commit': false,
+      'enable.auto.offset.store': false,
+      'fetch.wait.max.ms': 100,
+      log_level: 0,
+      ...props,
+    },
+    { 'auto.offset.reset': 'earliest' },
+  );
+  await connectRd(c);
+  c.setDefaultConsumeTimeout(100);
+  const t0 = performance.now();
+  c.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: 0 })));
+  let got = 0;
+  let bytes = 0;
+  const deadline = t0 + timeoutMs;
+  while (got < n && performance.now() < deadline) {
+    const msgs = await new Promise<RdMessage[]>((resolve, reject) => c.consume(10000, (e, m) => (e ? reject(asError(e)) : resolve(m))));
+    got += msgs.length;
+    for (const m of msgs) bytes += m.size;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  await disconnectRd(c);
+  if (got !== n) throw new Error(`librdkafka consumer saw ${got}/${n} records of ${topic}`);
+  return { seconds, bytes };
+}
+
 export const ROOT_DIR = ROOT;
 
 /** A thread (threads of one name summed) and how busy it was over a window, % of one core. */

@@ -14,20 +14,19 @@ import type { BenchContext } from '../lib/suite.js';
 import type { GregorProcess } from '../lib/broker-process.js';
 import { RawClient, rawCreateTopics, rawListOffset } from '../../test/helpers/raw-client.js';
 import {
-  asError,
   confluentVersion,
   connectRd,
   cpuMeter,
   disconnectRd,
   envInt,
   produceAllRd,
-  type RdMessage,
   type RdProducer,
   rdkafka,
   round,
   si,
   sleep,
   throughputProducerConfig,
+  timedConsumeRd,
   writeBench,
 } from './proc-stats.js';
 
@@ -151,34 +150,9 @@ async function kjsProduce(
 }
 
 async function rdConsume(bootstrap: string, pid: number, topic: string, codec: Codec, n: number): Promise<Run> {
-  const c = new (rdkafka().KafkaConsumer)(
-    {
-      'bootstrap.servers': bootstrap,
-      'group.id': `bench-${topic}-${Date.now()}`,
-      'enable.auto.commit': false,
-      'enable.auto.offset.store': false,
-      'fetch.wait.max.ms': 100,
-      log_level: 0,
-    },
-    { 'auto.offset.reset': 'earliest' },
-  );
-  await connectRd(c);
-  c.setDefaultConsumeTimeout(100);
   const stop = measured(pid);
-  const t0 = performance.now();
-  c.assign(Array.from({ length: PARTITIONS }, (_, partition) => ({ topic, partition, offset: 0 })));
-  let got = 0;
-  let bytes = 0;
-  const deadline = t0 + 120_000;
-  while (got < n && performance.now() < deadline) {
-    const msgs = await new Promise<RdMessage[]>((resolve, reject) => c.consume(10000, (e, m) => (e ? reject(asError(e)) : resolve(m))));
-    got += msgs.length;
-    for (const m of msgs) bytes += m.size;
-  }
-  const secs = (performance.now() - t0) / 1000;
-  const m = stop(got, secs);
-  await disconnectRd(c);
-  if (got !== n) throw new Error(`librdkafka consumer saw ${got}/${n} records of ${topic}`);
+  const { seconds, bytes } = await timedConsumeRd(bootstrap, {}, topic, PARTITIONS, n);
+  const m = stop(n, seconds);
   if (bytes !== n * VALUE_SIZE) throw new Error(`librdkafka consumer saw ${bytes} value bytes, expected ${n * VALUE_SIZE}`);
   return { client: 'librdkafka', direction: 'consume', codec, acks: null, ...m };
 }

@@ -1,11 +1,17 @@
 /**
- * Produce throughput over SSL and SASL_SSL against PLAINTEXT, side by side on one gregor (issue 18's
- * figure: TLS should cost at most 30% at 1 KB records). One child broker with PLAINTEXT, SSL and
- * SASL_SSL (PLAIN) listeners (PEM key store from `gregor dev certs`' code); librdkafka
- * (@confluentinc/kafka-javascript) produces TLS_RECORDS (default 200,000) 1 KB records, acks=1,
- * uncompressed, into a 1-partition topic per round; rounds go PLAINTEXT / SSL / SASL_SSL in turn,
- * TLS_ROUNDS (default 3) each. Figures: records/s and MB/s (medians), broker and client CPU-seconds per
- * round, and the SSL/PLAINTEXT and SASL_SSL/PLAINTEXT ratios.
+ * Issue 18's figure: produce and consume throughput over SSL and SASL_SSL against PLAINTEXT, side by
+ * side on one gregor (TLS should cost at most 30% at 1 KB records), and the connections per second a
+ * TLS listener accepts. One child broker with PLAINTEXT, SSL and SASL_SSL (PLAIN) listeners (PEM key
+ * store from `gregor dev certs`' code, RSA 2048).
+ *
+ * Throughput: librdkafka (@confluentinc/kafka-javascript) produces TLS_RECORDS (default 200,000) 1 KB
+ * records, acks=1, uncompressed, into a 1-partition topic per round, then a fresh consumer reads them
+ * back from offset 0 over the same listener; rounds go PLAINTEXT / SSL / SASL_SSL in turn, TLS_ROUNDS
+ * (default 3) each. Connections: TLS_CONN_CONCURRENCY (default 8) loops in this process open a
+ * connection (full TLS handshake, no session resumption), send one ApiVersions request, read its
+ * response and close, for TLS_CONN_SECONDS (default 5) on PLAINTEXT and SSL (TLS_CONN_SECONDS=0: none).
+ * Figures: records/s and MB/s (medians), broker and client CPU-seconds per round, the
+ * SSL/PLAINTEXT and SASL_SSL/PLAINTEXT ratios, connections/s with broker CPU per connection.
  *
  *   npm run build && node dist/compat/bench/tls-throughput.js
  *
@@ -18,14 +24,21 @@ import { startGregor } from '../lib/broker-process.js';
 import { tempDir } from '../../test/helpers/broker.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { loadAverage, writeResult } from './eos-common.js';
-import { confluentVersion, cpuSeconds, envInt, round, timedProduceRd } from './proc-stats.js';
+import { confluentVersion, cpuSeconds, envInt, round, timedConsumeRd, timedProduceRd } from './proc-stats.js';
+import { connectionRate, type ConnectionRate } from './tls-connect-rate.js';
 
 const VALUE_SIZE = 1024;
-const LISTENERS = ['PLAINTEXT', 'SSL', 'SASL_SSL'] as const;
-type Listener = (typeof LISTENERS)[number];
+const ALL_LISTENERS = ['PLAINTEXT', 'SSL', 'SASL_SSL'] as const;
+type Listener = (typeof ALL_LISTENERS)[number];
+/** TLS_LISTENERS=SSL (a comma list) runs only those rounds: for profiling one listener (the ratios need PLAINTEXT) */
+const LISTENERS: readonly Listener[] = ALL_LISTENERS.filter((l) =>
+  (process.env.TLS_LISTENERS ?? ALL_LISTENERS.join(',')).split(',').includes(l),
+);
+type Direction = 'produce' | 'consume';
 
 interface Round {
   listener: Listener;
+  direction: Direction;
   records: number;
   seconds: number;
   recordsPerSec: number;
@@ -33,10 +46,6 @@ interface Round {
   brokerCpuSeconds: number;
   /** this process's CPU (librdkafka's threads run in it) */
   clientCpuSeconds: number;
-}
-
-async function produce(bootstrap: string, props: Record<string, string>, topic: string, n: number, pool: Buffer[]): Promise<number> {
-  return timedProduceRd(bootstrap, props, topic, 0, n, (i) => pool[i % pool.length]!);
 }
 
 function listenerAddress(log: string, name: string): string {
@@ -47,9 +56,40 @@ function listenerAddress(log: string, name: string): string {
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
+/** Runs `work` (which returns seconds) and measures broker and client CPU around it. */
+async function measuredRound(
+  pid: number,
+  listener: Listener,
+  direction: Direction,
+  n: number,
+  work: () => Promise<number>,
+): Promise<Round> {
+  const cpu0 = cpuSeconds(pid);
+  const u0 = process.cpuUsage();
+  const secs = await work();
+  const cpu = cpuSeconds(pid) - cpu0;
+  const u = process.cpuUsage(u0);
+  const r: Round = {
+    listener,
+    direction,
+    records: n,
+    seconds: round(secs, 3),
+    recordsPerSec: Math.round(n / secs),
+    mbPerSec: round((n * VALUE_SIZE) / 1e6 / secs, 1),
+    brokerCpuSeconds: round(cpu, 2),
+    clientCpuSeconds: round((u.user + u.system) / 1e6, 2),
+  };
+  console.log(
+    `${direction} ${listener}: ${r.recordsPerSec} records/s, ${r.mbPerSec} MB/s, broker ${r.brokerCpuSeconds} CPU-s, client ${r.clientCpuSeconds} CPU-s`,
+  );
+  return r;
+}
+
 async function main(): Promise<void> {
   const n = envInt('TLS_RECORDS', 200_000);
   const rounds = envInt('TLS_ROUNDS', 3);
+  const connSeconds = envInt('TLS_CONN_SECONDS', 5);
+  const connConcurrency = envInt('TLS_CONN_CONCURRENCY', 8);
   const certDir = tempDir('gregor-bench-certs-');
   const certs = makeDevCerts(join(certDir, 'c'), { host: 'localhost', clients: [], password: 'bench', days: 1 });
   const g = await startGregor({
@@ -75,6 +115,13 @@ async function main(): Promise<void> {
     const pool = Array.from({ length: 256 }, () =>
       Buffer.from(Array.from({ length: VALUE_SIZE }, () => 65 + Math.floor(Math.random() * 26))),
     );
+    const produce = (l: Listener, topic: string, count: number): Promise<number> =>
+      timedProduceRd(addr[l], props[l], topic, 0, count, (i) => pool[i % pool.length]!);
+    const consume = async (l: Listener, topic: string, count: number): Promise<number> => {
+      const { seconds, bytes } = await timedConsumeRd(addr[l], props[l], topic, 1, count);
+      if (bytes !== count * VALUE_SIZE) throw new Error(`consumer saw ${bytes} value bytes of ${topic}, expected ${count * VALUE_SIZE}`);
+      return seconds;
+    };
     const c = await RawClient.connect(addr.PLAINTEXT);
     const topics = Array.from({ length: rounds * LISTENERS.length + LISTENERS.length }, (_, i) => `tls-bench-${i}`);
     await rawCreateTopics(
@@ -82,45 +129,53 @@ async function main(): Promise<void> {
       topics.map((name) => ({ name, partitions: 1 })),
     );
     c.destroy();
-    // warm-up: one short run per listener (JIT, TLS session setup)
-    for (const [i, l] of LISTENERS.entries()) await produce(addr[l], props[l], topics[i]!, 20_000, pool);
+    // warm-up: one short run per listener and direction (JIT, TLS session setup)
+    for (const [i, l] of LISTENERS.entries()) {
+      await produce(l, topics[i]!, 20_000);
+      await consume(l, topics[i]!, 20_000);
+    }
     const results: Round[] = [];
     for (let r = 0; r < rounds * LISTENERS.length; r++) {
       const listener = LISTENERS[r % LISTENERS.length]!;
-      const cpu0 = cpuSeconds(g.pid);
-      const u0 = process.cpuUsage();
-      const secs = await produce(addr[listener], props[listener], topics[r + LISTENERS.length]!, n, pool);
-      const cpu = cpuSeconds(g.pid) - cpu0;
-      const u = process.cpuUsage(u0);
-      const clientCpu = round((u.user + u.system) / 1e6, 2);
-      results.push({
-        listener,
-        records: n,
-        seconds: round(secs, 3),
-        recordsPerSec: Math.round(n / secs),
-        mbPerSec: round((n * VALUE_SIZE) / 1e6 / secs, 1),
-        brokerCpuSeconds: round(cpu, 2),
-        clientCpuSeconds: clientCpu,
-      });
+      const topic = topics[r + LISTENERS.length]!;
+      results.push(await measuredRound(g.pid, listener, 'produce', n, () => produce(listener, topic, n)));
+      results.push(await measuredRound(g.pid, listener, 'consume', n, () => consume(listener, topic, n)));
+    }
+    const connections: ConnectionRate[] = [];
+    if (connSeconds > 0)
+      // PLAINTEXT for reference; SASL_SSL's TLS side is SSL's (its SASL exchange is not part of this figure)
+      for (const l of LISTENERS.filter((x) => x !== 'SASL_SSL')) {
+        const rate = await connectionRate(g.pid, l, addr[l], l === 'PLAINTEXT' ? null : { ca: certs.caCert }, {
+          seconds: connSeconds,
+          concurrency: connConcurrency,
+        });
+        connections.push(rate);
+        console.log(
+          `connections ${l}: ${rate.connectionsPerSec}/s (${rate.connections} in ${rate.seconds} s, ${connConcurrency} at a time), broker ${rate.brokerCpuMsPerConnection} CPU-ms and client ${rate.clientCpuMsPerConnection} CPU-ms per connection`,
+        );
+      }
+    const med = (l: Listener, d: Direction, k: 'recordsPerSec' | 'brokerCpuSeconds' | 'clientCpuSeconds'): number =>
+      median(results.filter((x) => x.listener === l && x.direction === d).map((x) => x[k]));
+    const side = (d: Direction): Record<string, number> => ({
+      plaintextRecordsPerSec: med('PLAINTEXT', d, 'recordsPerSec'),
+      sslRecordsPerSec: med('SSL', d, 'recordsPerSec'),
+      saslSslRecordsPerSec: med('SASL_SSL', d, 'recordsPerSec'),
+      sslOverPlaintext: round(med('SSL', d, 'recordsPerSec') / med('PLAINTEXT', d, 'recordsPerSec'), 3),
+      saslSslOverPlaintext: round(med('SASL_SSL', d, 'recordsPerSec') / med('PLAINTEXT', d, 'recordsPerSec'), 3),
+      plaintextBrokerCpuSeconds: med('PLAINTEXT', d, 'brokerCpuSeconds'),
+      sslBrokerCpuSeconds: med('SSL', d, 'brokerCpuSeconds'),
+      saslSslBrokerCpuSeconds: med('SASL_SSL', d, 'brokerCpuSeconds'),
+      plaintextClientCpuSeconds: med('PLAINTEXT', d, 'clientCpuSeconds'),
+      sslClientCpuSeconds: med('SSL', d, 'clientCpuSeconds'),
+      saslSslClientCpuSeconds: med('SASL_SSL', d, 'clientCpuSeconds'),
+    });
+    const summary = { produce: side('produce'), consume: side('consume') };
+    for (const d of ['produce', 'consume'] as const) {
+      const s = summary[d];
       console.log(
-        `${listener}: ${Math.round(n / secs)} records/s, ${round((n * VALUE_SIZE) / 1e6 / secs, 1)} MB/s, broker ${round(cpu, 2)} CPU-s, client ${clientCpu} CPU-s`,
+        `${d} medians: PLAINTEXT ${s.plaintextRecordsPerSec} records/s, SSL ${s.sslRecordsPerSec} (SSL/PLAINTEXT ${s.sslOverPlaintext}), SASL_SSL ${s.saslSslRecordsPerSec} (SASL_SSL/PLAINTEXT ${s.saslSslOverPlaintext})`,
       );
     }
-    const med = (l: string, k: 'recordsPerSec' | 'brokerCpuSeconds'): number =>
-      median(results.filter((x) => x.listener === l).map((x) => x[k]));
-    const summary = {
-      plaintextRecordsPerSec: med('PLAINTEXT', 'recordsPerSec'),
-      sslRecordsPerSec: med('SSL', 'recordsPerSec'),
-      saslSslRecordsPerSec: med('SASL_SSL', 'recordsPerSec'),
-      sslOverPlaintext: round(med('SSL', 'recordsPerSec') / med('PLAINTEXT', 'recordsPerSec'), 3),
-      saslSslOverPlaintext: round(med('SASL_SSL', 'recordsPerSec') / med('PLAINTEXT', 'recordsPerSec'), 3),
-      plaintextBrokerCpuSeconds: med('PLAINTEXT', 'brokerCpuSeconds'),
-      sslBrokerCpuSeconds: med('SSL', 'brokerCpuSeconds'),
-      saslSslBrokerCpuSeconds: med('SASL_SSL', 'brokerCpuSeconds'),
-    };
-    console.log(
-      `medians: PLAINTEXT ${summary.plaintextRecordsPerSec} records/s, SSL ${summary.sslRecordsPerSec} (SSL/PLAINTEXT ${summary.sslOverPlaintext}), SASL_SSL ${summary.saslSslRecordsPerSec} (SASL_SSL/PLAINTEXT ${summary.saslSslOverPlaintext})`,
-    );
     const file = writeResult('tls-throughput', new Date().toISOString(), {
       id: 'tls-throughput',
       client: `librdkafka (@confluentinc/kafka-javascript ${confluentVersion()})`,
@@ -133,10 +188,13 @@ async function main(): Promise<void> {
         partitions: 1,
         tls: 'PEM key store, RSA 2048, TLS 1.3 negotiated',
         sasl: 'SASL_SSL with PLAIN',
+        connectionSeconds: connSeconds,
+        connectionConcurrency: connConcurrency,
       },
       loadAverage: loadAverage(),
       node: process.version,
       summary,
+      connections,
       rounds: results,
     });
     console.log(`results in ${file}`);

@@ -12,69 +12,15 @@
 import type { Socket } from 'node:net';
 import { ClientIdCache } from '../../protocol/frame.js';
 import type { Logger } from '../observability/logger.js';
-import type { SaslSession } from '../security/sasl/session.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 import { ChannelMute } from './channel-mute.js';
 import { ChunkBuffer } from './chunk-buffer.js';
-import type { BudgetWaiter, RequestBudget } from './request-budget.js';
+import type { ConnectionInfo, ConnectionLimits, Dispatch, DispatchResult } from './connection-types.js';
+import { IdleTimer } from './idle-timer.js';
+import type { BudgetWaiter } from './request-budget.js';
+import { ResponseWriter } from './response-writer.js';
 
-export interface ConnectionInfo {
-  /** Kafka-style connection id: "localHost:localPort-remoteHost:remotePort-index" */
-  id: string;
-  remoteAddress: string;
-  remotePort: number;
-  listenerName: string;
-  /** Kafka's principal: User:ANONYMOUS, from the client certificate on an SSL listener (ssl.principal.mapping.rules), or User:<name> once SASL authenticated */
-  principal: string;
-  /** SASL_PLAINTEXT / SASL_SSL listeners: the connection's SASL state (lib/security/sasl/session.ts) */
-  sasl?: SaslSession;
-  logger: Logger;
-  /** resolves once the socket has closed */
-  closed: Promise<void>;
-  /** the client's software name and version, from its ApiVersions v3+ request (set by the dispatcher) */
-  clientSoftware?: { name: string; version: string };
-  /** the client id of the connection's last request, reused while the next ones repeat it (protocol/frame.ts) */
-  readonly clientIds: ClientIdCache;
-  /**
-   * The request in flight no longer needs its bytes (a Produce that appended locally and waits for
-   * the ISR): they leave the broker-wide budget now rather than when the response is ready.
-   */
-  readonly requestBytesDone: () => void;
-}
-
-/**
- * What the dispatcher wants done with a request. `response` buffers are written verbatim and must
- * already carry the 4-byte size prefix (encodeResponse(..., { sizePrefix: true })); a Buffer[] is
- * written with one cork/uncork (writev), without concatenating.
- */
-export type DispatchResult =
-  | { response: Buffer | Buffer[]; close?: string; level?: CloseLevel; fields?: Record<string, unknown>; throttleMs?: number }
-  | { noResponse: true; throttleMs?: number }
-  | { close: string; level?: CloseLevel; fields?: Record<string, unknown> };
-
-/** How a close is logged (default info); a response with a `close` is written first, then the connection closes. */
-export type CloseLevel = 'warn' | 'info' | 'debug';
-
-/**
- * Handles one request frame (without its 4-byte size prefix). `timing` is present when the listener
- * has a RequestObserver: the dispatcher fills in what the request was and when its response was ready.
- */
-export type Dispatch = (frame: Buffer, conn: ConnectionInfo, timing?: RequestTiming) => DispatchResult | Promise<DispatchResult>;
-
-export interface ConnectionLimits {
-  /** socket.request.max.bytes: larger (or negative) sizes close the connection unread */
-  socketRequestMaxBytes: number;
-  /** looks at the first bytes read; false closes the connection unread (it logged why) */
-  screenFirstChunk?: (chunk: Buffer) => boolean;
-  /** connections.max.idle.ms: close after this long without socket activity; <= 0 disables */
-  connectionsMaxIdleMs: number;
-  /** stop reading while this many complete requests wait behind the one in flight */
-  maxQueuedRequests: number;
-  /** ... or while the waiting requests hold this many bytes */
-  maxQueuedBytes: number;
-  /** the broker-wide budget of requests read and not yet handled (queued.max.requests, queued.max.request.bytes) */
-  budget: RequestBudget;
-}
+export type { CloseLevel, ConnectionInfo, ConnectionLimits, Dispatch, DispatchResult } from './connection-types.js';
 
 type State = 'open' | 'ending' | 'closed';
 
@@ -96,8 +42,6 @@ export class Connection implements BudgetWaiter {
   private readonly queue: Buffer[] = [];
   /** when each queued frame had been read (performance.now()), kept only with an observer */
   private readonly queueTimes: number[] = [];
-  /** requests whose responses were handed to the socket and are not flushed yet, in write order */
-  private readonly sending: RequestTiming[] = [];
   private queuedBytes = 0;
   /** bytes of the request in flight still counted in the budget */
   private inFlightBytes = 0;
@@ -121,6 +65,9 @@ export class Connection implements BudgetWaiter {
   private resolveClosed!: () => void;
   /** muted for a client quota's throttle time (lib/network/channel-mute.ts) */
   private readonly mute = new ChannelMute(() => this.advance());
+  private readonly writer: ResponseWriter;
+  /** connections.max.idle.ms (null: disabled) */
+  private readonly idle: IdleTimer | null;
 
   constructor(
     readonly socket: Socket,
@@ -139,15 +86,20 @@ export class Connection implements BudgetWaiter {
       clientIds: new ClientIdCache(),
       requestBytesDone: () => this.releaseInFlight(),
     };
+    this.writer = new ResponseWriter(socket, observer);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('drain', () => this.advance());
+    socket.on('drain', () => {
+      this.idle?.touch();
+      this.advance();
+    });
     socket.on('error', (err: NodeJS.ErrnoException) => {
       // Resets and broken pipes are a normal part of a client's life.
       this.info.logger.debug({ code: err.code, err: err.message }, 'socket error');
     });
     socket.on('close', () => this.onClose());
-    socket.on('timeout', () => this.onIdle());
-    if (limits.connectionsMaxIdleMs > 0) socket.setTimeout(limits.connectionsMaxIdleMs);
+    // the socket's own timeout serves only the linger after a close (closeAfterFlush)
+    socket.on('timeout', () => this.destroy());
+    this.idle = limits.connectionsMaxIdleMs > 0 ? new IdleTimer(limits.connectionsMaxIdleMs, () => this.onIdle()) : null;
   }
 
   /** true while a request is being processed or waits in the queue */
@@ -180,6 +132,7 @@ export class Connection implements BudgetWaiter {
   destroy(reason?: string, level: 'warn' | 'info' | 'debug' = 'info', fields: Record<string, unknown> = {}): void {
     if (reason !== undefined) this.logClose(reason, level, fields);
     this.state = 'closed';
+    this.idle?.stop();
     this.socket.destroy();
     if (this.headless) {
       // a headless drain given up (a request failed, or the shutdown's grace period ran out)
@@ -195,6 +148,7 @@ export class Connection implements BudgetWaiter {
     // While ending, bytes from the peer are read and dropped so our last responses are not lost
     // to a reset when the socket closes with unread data.
     if (this.state !== 'open') return;
+    this.idle?.touch();
     if (this.unscreened) {
       this.unscreened = false;
       if (this.limits.screenFirstChunk?.(chunk) === false) {
@@ -203,6 +157,8 @@ export class Connection implements BudgetWaiter {
       }
     }
     this.input.push(chunk);
+    // the rest of a request being received (a TLS socket delivers 16 KB at a time): nothing to frame yet
+    if (this.frameSize >= 0 && this.input.buffered < this.frameSize) return;
     this.readAtNow = this.observer === null ? 0 : performance.now();
     this.advance();
     this.readAtNow = -1;
@@ -269,6 +225,7 @@ export class Connection implements BudgetWaiter {
         }
         this.frameSize = size;
         this.limits.budget.take(size);
+        input.expect(size);
       }
       if (input.buffered < this.frameSize) return false;
       const frame = input.take(this.frameSize);
@@ -341,8 +298,23 @@ export class Connection implements BudgetWaiter {
 
   // ---- processing ----
 
-  /** Dispatches queued requests one at a time while the socket's write buffer has room (only from advance()). */
+  /**
+   * Dispatches queued requests one at a time while the socket's write buffer has room (only from
+   * advance()). With several queued, the socket is corked meanwhile: responses answered at once
+   * (metadata, offsets, a burst of small requests) leave in one write, on a TLS socket one set of
+   * records instead of one record each.
+   */
   private pump(): void {
+    const cork = this.queue.length > 1 && !this.inFlight && this.state === 'open';
+    if (cork) this.socket.cork();
+    try {
+      this.pumpQueued();
+    } finally {
+      if (cork) this.socket.uncork();
+    }
+  }
+
+  private pumpQueued(): void {
     while (
       !this.inFlight &&
       this.queue.length > 0 &&
@@ -403,66 +375,26 @@ export class Connection implements BudgetWaiter {
   /** Writes a result's response. Returns false if the connection is now closing. */
   private complete(r: DispatchResult, timing: RequestTiming | undefined): boolean {
     if (this.state === 'closed') {
-      if (timing !== undefined) this.endedWithout(timing, RequestOutcome.CLOSED, 'the peer closed the connection');
+      if (timing !== undefined) this.writer.endedWithout(timing, RequestOutcome.CLOSED, 'the peer closed the connection');
       return this.headless; // a headless drain goes on to the next queued request
     }
     if ('throttleMs' in r) this.mute.mute(r.throttleMs);
     if ('response' in r) {
-      const res = r.response;
-      if (!Buffer.isBuffer(res) && res.length === 0) {
-        if (timing !== undefined) this.endedWithout(timing, RequestOutcome.RESPONSE, null);
-        return true;
-      }
-      // With an observer, the last write carries the callback that stamps the flush (one shared function).
-      const cb = timing === undefined ? undefined : this.onFlushed;
-      if (timing !== undefined) this.sendingStarts(timing, Buffer.isBuffer(res) ? res.length : res.reduce((n, b) => n + b.length, 0));
-      if (Buffer.isBuffer(res)) {
-        this.socket.write(res, cb);
-      } else if (res.length === 1) {
-        this.socket.write(res[0]!, cb);
-      } else {
-        this.socket.cork();
-        for (let i = 0; i < res.length; i++) this.socket.write(res[i]!, i === res.length - 1 ? cb : undefined);
-        this.socket.uncork();
-      }
-      if (r.close === undefined) return true;
+      this.idle?.touch();
+      // (an empty Buffer[] writes nothing and, as before, carries no close)
+      if (!this.writer.write(r.response, timing) || r.close === undefined) return true;
       this.logClose(r.close, r.level ?? 'info', r.fields ?? {});
       this.closeAfterFlush();
       return false;
     }
     if ('close' in r) {
-      if (timing !== undefined) this.endedWithout(timing, RequestOutcome.CLOSED, r.close);
+      if (timing !== undefined) this.writer.endedWithout(timing, RequestOutcome.CLOSED, r.close);
       this.logClose(r.close, r.level ?? 'info', r.fields ?? {});
       this.closeAfterFlush();
       return false;
     }
-    if (timing !== undefined) this.endedWithout(timing, RequestOutcome.NO_RESPONSE, null);
+    if (timing !== undefined) this.writer.endedWithout(timing, RequestOutcome.NO_RESPONSE, null);
     return true; // noResponse (acks=0): nothing goes back
-  }
-
-  private sendingStarts(t: RequestTiming, bytes: number): void {
-    const now = performance.now();
-    if (t.responseReadyAt === 0) t.responseReadyAt = now;
-    t.sendStartAt = now;
-    t.responseBytes = bytes;
-    this.sending.push(t);
-  }
-
-  /** The write of the oldest unflushed response completed (flushed to the kernel, or failed). */
-  private readonly onFlushed = (): void => {
-    const t = this.sending.shift();
-    if (t === undefined) return;
-    t.sendDoneAt = performance.now();
-    this.observer?.completed(t);
-  };
-
-  /** A request that ends without a response: no response (acks=0) or the connection closes. */
-  private endedWithout(t: RequestTiming, outcome: RequestOutcome, reason: string | null): void {
-    if (t.responseReadyAt === 0) t.responseReadyAt = performance.now();
-    t.sendStartAt = t.sendDoneAt = t.responseReadyAt;
-    t.outcome = outcome;
-    t.closeReason = reason;
-    this.observer?.completed(t);
   }
 
   /** Ending: the last response is queued for writing; send FIN after it and drain the peer. */
@@ -475,6 +407,7 @@ export class Connection implements BudgetWaiter {
     this.state = 'ending';
     this.clearQueue();
     this.dropUnframed();
+    this.idle?.stop();
     this.socket.end();
     // Keep reading (and dropping) until the peer closes too; a peer that neither reads nor closes
     // for LINGER_MS (no socket activity) is destroyed.
@@ -483,15 +416,16 @@ export class Connection implements BudgetWaiter {
     this.socket.setTimeout(LINGER_MS);
   }
 
+  /** connections.max.idle.ms passed without socket activity. */
   private onIdle(): void {
-    if (this.state === 'open' && this.inFlight) {
-      // A long-polling request is in flight: that is not idleness. Re-arm. (Requests queued
+    if (this.state !== 'open') return;
+    if (this.inFlight) {
+      // A long-polling request is in flight: that is not idleness. Start over. (Requests queued
       // behind a client that stopped reading its responses do not count: that client is stalled.)
-      this.socket.setTimeout(this.limits.connectionsMaxIdleMs);
+      this.idle?.restart();
       return;
     }
-    if (this.state === 'open') this.destroy('idle', 'debug', { connectionsMaxIdleMs: this.limits.connectionsMaxIdleMs });
-    else this.destroy();
+    this.destroy('idle', 'debug', { connectionsMaxIdleMs: this.limits.connectionsMaxIdleMs });
   }
 
   private onClose(): void {
@@ -499,6 +433,7 @@ export class Connection implements BudgetWaiter {
     // requests queued: process them without responses before `closed` resolves.
     this.headless = this.state === 'open' && this.queue.length > 0;
     this.state = 'closed';
+    this.idle?.stop();
     this.mute.clear();
     this.dropUnframed();
     this.limits.budget.forget(this);

@@ -18,6 +18,7 @@ import { ChunkBuffer } from './chunk-buffer.js';
 import type { ConnectionInfo, ConnectionLimits, Dispatch, DispatchResult } from './connection-types.js';
 import { IdleTimer } from './idle-timer.js';
 import type { BudgetWaiter } from './request-budget.js';
+import { RequestQueue } from './request-queue.js';
 import { ResponseWriter } from './response-writer.js';
 
 export type { CloseLevel, ConnectionInfo, ConnectionLimits, Dispatch, DispatchResult } from './connection-types.js';
@@ -39,16 +40,11 @@ export class Connection implements BudgetWaiter {
   /** Date.now() since when a request has been partly received (0: none), for the request read timeout */
   private partialSince = 0;
 
-  private readonly queue: Buffer[] = [];
-  /** when each queued frame had been read (performance.now()), kept only with an observer */
-  private readonly queueTimes: number[] = [];
-  private queuedBytes = 0;
+  private readonly queue: RequestQueue;
   /** bytes of the request in flight still counted in the budget */
   private inFlightBytes = 0;
   private advancing = false;
   private advanceAgain = false;
-  /** the queued requests are out of the budget's request count while the socket cannot take a response */
-  private parked = false;
   /** while onData runs (with an observer): when its chunk was read, so requests it dispatches need no second clock read */
   private readAtNow = -1;
   private inFlight = false;
@@ -87,6 +83,7 @@ export class Connection implements BudgetWaiter {
       requestBytesDone: () => this.releaseInFlight(),
     };
     this.writer = new ResponseWriter(socket, observer);
+    this.queue = new RequestQueue(limits.budget, observer !== null);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => {
       this.idle?.touch();
@@ -137,7 +134,7 @@ export class Connection implements BudgetWaiter {
     if (this.headless) {
       // a headless drain given up (a request failed, or the shutdown's grace period ran out)
       this.headless = false;
-      this.clearQueue();
+      this.queue.clear();
       this.resolveClosed();
     }
   }
@@ -174,7 +171,7 @@ export class Connection implements BudgetWaiter {
       return;
     }
     this.advancing = true;
-    this.park(false);
+    this.queue.park(false);
     try {
       do {
         this.advanceAgain = false;
@@ -185,7 +182,7 @@ export class Connection implements BudgetWaiter {
     } finally {
       this.advancing = false;
     }
-    this.park(this.state === 'open' && this.queue.length > 0 && this.socket.writableNeedDrain);
+    this.queue.park(this.state === 'open' && this.queue.length > 0 && this.socket.writableNeedDrain);
     this.updateReading();
     if (this.state === 'open') {
       if (this.frameSize < 0 && this.input.buffered === 0) this.partialSince = 0;
@@ -198,7 +195,7 @@ export class Connection implements BudgetWaiter {
     return (
       !this.mute.muted &&
       this.queue.length < this.limits.maxQueuedRequests &&
-      this.queuedBytes < this.limits.maxQueuedBytes &&
+      this.queue.bytes < this.limits.maxQueuedBytes &&
       !this.socket.writableNeedDrain &&
       this.limits.budget.hasRoom()
     );
@@ -231,9 +228,7 @@ export class Connection implements BudgetWaiter {
       const frame = input.take(this.frameSize);
       this.frameSize = -1;
       this.partialSince = 0;
-      this.queue.push(frame);
-      if (this.observer !== null) this.queueTimes.push(this.readAtNow >= 0 ? this.readAtNow : performance.now());
-      this.queuedBytes += frame.length;
+      this.queue.push(frame, this.observer === null ? 0 : this.readAtNow >= 0 ? this.readAtNow : performance.now());
     }
     return false;
   }
@@ -244,29 +239,6 @@ export class Connection implements BudgetWaiter {
     if (this.frameSize >= 0) this.limits.budget.release(1, this.frameSize);
     this.frameSize = -1;
     this.partialSince = 0;
-  }
-
-  /** Drops the queued requests and gives back their budget. */
-  private clearQueue(): void {
-    const n = this.parked ? 0 : this.queue.length;
-    const bytes = this.queuedBytes;
-    this.parked = false;
-    this.queue.length = 0;
-    this.queueTimes.length = 0;
-    this.queuedBytes = 0;
-    if (n > 0 || bytes > 0) this.limits.budget.release(n, bytes);
-  }
-
-  /**
-   * While a response waits unsent (the client is not reading), the requests queued behind it leave
-   * the budget's request count: Kafka never reads them from a muted channel, so they must not keep
-   * queued.max.requests from other connections. (Their bytes stay counted: the memory is held.)
-   */
-  private park(on: boolean): void {
-    if (on === this.parked) return;
-    this.parked = on;
-    if (on) this.limits.budget.release(this.queue.length, 0);
-    else this.limits.budget.take(0, this.queue.length);
   }
 
   /** The request in flight is done with its bytes (answered, failed, or handled early). */
@@ -322,8 +294,7 @@ export class Connection implements BudgetWaiter {
       !this.socket.writableNeedDrain &&
       (!this.mute.muted || this.state !== 'open')
     ) {
-      const frame = this.queue.shift()!;
-      this.queuedBytes -= frame.length;
+      const { frame, readAt } = this.queue.shift();
       this.inFlight = true;
       // handled from here on (Kafka: a handler took it off the request queue); its bytes stay counted until done
       this.inFlightBytes = frame.length;
@@ -331,7 +302,7 @@ export class Connection implements BudgetWaiter {
       let timing: RequestTiming | undefined;
       if (this.observer !== null) {
         const now = this.readAtNow >= 0 ? this.readAtNow : performance.now();
-        timing = this.observer.begin(this.info, this.queueTimes.shift() ?? now, frame.length);
+        timing = this.observer.begin(this.info, Number.isNaN(readAt) ? now : readAt, frame.length);
         timing.startedAt = now;
       }
       let result: DispatchResult | Promise<DispatchResult>;
@@ -405,7 +376,7 @@ export class Connection implements BudgetWaiter {
   private closeAfterFlush(): void {
     if (this.socket.destroyed || this.socket.writableEnded) return;
     this.state = 'ending';
-    this.clearQueue();
+    this.queue.clear();
     this.dropUnframed();
     this.idle?.stop();
     this.socket.end();
@@ -441,7 +412,7 @@ export class Connection implements BudgetWaiter {
       if (!this.inFlight) this.advance();
       return;
     }
-    this.clearQueue();
+    this.queue.clear();
     this.resolveClosed();
   }
 

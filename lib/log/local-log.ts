@@ -7,9 +7,9 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { CheckpointFile, LeaderEpochCache, fsyncDir } from './checkpoint.js';
+import { CheckpointFile, LeaderEpochCache } from './checkpoint.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { LogError, RateLimitedLog, closedError, isNoSpace, storageError, writeFailure } from './errors.js';
+import { LogError, closedError, storageError, writeFailure } from './errors.js';
 import { corruptReadError, writeRepairMarker, type ReadCorruption } from './read-verify.js';
 import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER, loadSegments } from './log-loader.js';
@@ -19,8 +19,10 @@ import { summaryOf } from './log-summary.js';
 import type { LogSummary } from './log-summary.js';
 import { LogSegment } from './segment.js';
 import type { IoStats } from './segment.js';
-import { deletableSegments } from './segment-list.js';
+import { deletableSegments, rollDue } from './segment-list.js';
 import type { ExternalHighWatermark, PartitionLogOptions } from './log-options.js';
+import { BackgroundWork, logFailure, logWriteFailure, MAX_TIMER_MS } from './log-background.js';
+import { loadEpochs, readLogStartCheckpoint, syncSegments } from './local-log-files.js';
 import { WriteQueue } from './write-queue.js';
 import type { WriteGroup } from './write-queue.js';
 import { ProducerStateManager } from '../txn/producer-state.js';
@@ -30,11 +32,7 @@ import { deleteSnapshot, serializeSnapshot, writeSnapshot } from '../txn/produce
 export type { ExternalHighWatermark, PartitionLogOptions } from './log-options.js';
 
 const noop = (): void => undefined;
-export const MAX_TIMER_MS = 2 ** 31 - 1;
-/** One line per 10 s for full-disk write failures, process-wide (every partition hits it at once). */
-const noSpaceLog = new RateLimitedLog(10_000);
-/** The same for checkpoint, index and snapshot writes that run in the background. */
-const backgroundNoSpaceLog = new RateLimitedLog(10_000);
+export { MAX_TIMER_MS } from './log-background.js';
 
 export abstract class LocalLog {
   readonly topic: string;
@@ -66,9 +64,8 @@ export abstract class LocalLog {
   private flushTimer: NodeJS.Timeout | null = null;
   protected offline: LogError | null = null;
   protected closed = false;
-  /** Checkpoint writes, flushes and deletions running on their own (made on first use, as the Map below: an idle log holds neither). */
-  private background: Set<Promise<unknown>> | null = null;
-  private pendingDeletes: Map<LogSegment, { timer: NodeJS.Timeout; done: () => void }> | null = null;
+  /** Checkpoint writes, flushes and deletions running on their own (made on first use: an idle log holds none). */
+  private background: BackgroundWork | null = null;
   /** Idempotence and transactions: producer ids, their sequences, open transactions. */
   readonly producers: ProducerStateManager;
   /** Offsets of the producer-state snapshot files, newest first. */
@@ -87,7 +84,7 @@ export abstract class LocalLog {
     this.stats = stats;
     this.logger = opts.logger ?? NOOP_LOGGER;
     this.epochs = new LeaderEpochCache(this.dir);
-    this.epochs.onError = (err) => this.logFailure(err, 'writing leader-epoch-checkpoint failed');
+    this.epochs.onError = (err) => logFailure(this.logger, this.dir, err, 'writing leader-epoch-checkpoint failed');
     this.startCheckpoint = new CheckpointFile(this.dir, 'log-start-offset-checkpoint');
     this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20);
     this.producers = new ProducerStateManager(`${topic}-${partition}`);
@@ -104,23 +101,9 @@ export abstract class LocalLog {
     const now = Date.now();
     const recovery = { recover: this.opts.recover, recoveryPoint: this.opts.recoveryPoint ?? 0n };
     const loaded = await loadSegments(this.dir, this.config, recovery, now, this.stats, this.logger, expected);
-    let checkpointed: bigint | null = null;
     // each checkpoint on its own: a garbled one is treated as absent, and does not hide the other
-    try {
-      const row = this.startCheckpoint.readSync()?.[0];
-      if (row?.[2] !== undefined) checkpointed = BigInt(row[2]);
-      if (checkpointed !== null && checkpointed < 0n) throw new Error(`negative log start offset ${checkpointed}`);
-    } catch (err) {
-      checkpointed = null;
-      this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable log-start-offset-checkpoint: the log starts at its first segment');
-    }
-    let epochsLost = false;
-    try {
-      this.epochs.load();
-    } catch (err) {
-      epochsLost = true;
-      this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable leader-epoch-checkpoint: epochs are taken from the log tail');
-    }
+    const checkpointed = readLogStartCheckpoint(this.startCheckpoint, this.logger, this.dir);
+    const epochsLost = !loadEpochs(this.epochs, this.logger, this.dir);
     this.segments = loaded.segments;
     if (this.segments.length === 0)
       this.segments = [LogSegment.create(this.dir, checkpointed ?? 0n, this.config.segmentIndexBytes, now, this.stats)];
@@ -260,18 +243,7 @@ export abstract class LocalLog {
   }
 
   protected shouldRoll(bytes: number, lastOffset: bigint, maxTimestamp: bigint, now: number): boolean {
-    const seg = this.active;
-    if (seg.isEmpty) return false;
-    const c = this.config;
-    const base = seg.rollBaseTimestamp;
-    const waited = base !== null && maxTimestamp >= 0n ? Number(maxTimestamp) - base : now - seg.created;
-    return (
-      seg.size > c.segmentBytes - bytes ||
-      waited > c.segmentMs ||
-      seg.offsetIndex.isFull ||
-      seg.timeIndex.isFull ||
-      !seg.canHold(lastOffset)
-    );
+    return rollDue(this.active, this.config, bytes, lastOffset, maxTimestamp, now);
   }
 
   protected roll(now: number): void {
@@ -319,14 +291,7 @@ export abstract class LocalLog {
       g.resolve();
     } catch (err) {
       this.offline = writeFailure(this.dir, err);
-      if (isNoSpace(err)) {
-        noSpaceLog.event((suppressed) =>
-          this.logger.error(
-            { err, dir: this.dir, suppressed },
-            'log write failed: the file system is full; appends are answered KAFKA_STORAGE_ERROR until space is freed',
-          ),
-        );
-      } else this.logger.error({ err, dir: this.dir }, 'log write failed; the partition is offline');
+      logWriteFailure(this.logger, this.dir, err);
       g.reject(this.offline);
       this.afterWriteFailure();
     }
@@ -356,25 +321,9 @@ export abstract class LocalLog {
     await this.syncSegments();
   }
 
-  /**
-   * fsyncs the segments `which` selects, then (Kafka's LocalLog.flush) the partition directory when
-   * one of them is new, based at or above the recovery point: a new segment's name must survive a
-   * power loss as its data does. A directory already gone (the topic is being deleted) is no error.
-   */
-  private async syncSegments(which: (s: LogSegment) => boolean = () => true): Promise<void> {
-    const from = this._recoveryPoint;
-    let fresh = false;
-    for (const s of this.segments) {
-      if (!which(s)) continue;
-      await s.sync();
-      if (s.baseOffset >= from) fresh = true;
-    }
-    if (!fresh) return;
-    try {
-      await fsyncDir(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
+  /** fsyncs the segments `which` selects, and the directory when one of them is new (local-log-files.ts). */
+  private syncSegments(which: (s: LogSegment) => boolean = () => true): Promise<void> {
+    return syncSegments(this.segments, this._recoveryPoint, this.dir, which);
   }
 
   private armFlushTimer(): void {
@@ -389,18 +338,8 @@ export abstract class LocalLog {
     this.flushTimer.unref();
   }
 
-  /** Logs a failed background write; full-disk ones at most once per interval (every partition fails together). */
-  private logFailure(err: unknown, msg: string): void {
-    if (!isNoSpace(err)) this.logger.error({ err, dir: this.dir }, msg);
-    else
-      backgroundNoSpaceLog.event((suppressed) => this.logger.error({ err, dir: this.dir, suppressed }, `${msg} (the file system is full)`));
-  }
-
   protected track(p: Promise<unknown>, what: string): void {
-    const q = p.catch((err: unknown) => this.logFailure(err, `${what} failed`));
-    const background = (this.background ??= new Set());
-    background.add(q);
-    void q.finally(() => background.delete(q));
+    (this.background ??= new BackgroundWork(this.logger, this.dir)).track(p, what);
   }
 
   protected setLogStartOffset(offset: bigint): void {
@@ -456,17 +395,7 @@ export abstract class LocalLog {
     const delay = this.config.fileDeleteDelayMs;
     const p = seg.markDeleted().then(async () => {
       if (delay <= 0 || this.closed) return seg.destroy();
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(
-          () => {
-            this.pendingDeletes?.delete(seg);
-            seg.destroy().then(resolve, resolve);
-          },
-          Math.min(delay, MAX_TIMER_MS),
-        );
-        timer.unref();
-        (this.pendingDeletes ??= new Map()).set(seg, { timer, done: resolve });
-      });
+      await (this.background ??= new BackgroundWork(this.logger, this.dir)).destroyLater(seg, delay);
     });
     this.track(p, 'deleting a segment');
   }
@@ -488,14 +417,7 @@ export abstract class LocalLog {
     // reserved appends still commit (or fail) in order before the files close
     await this.drainAppends();
     await this.queue.idle();
-    for (const [seg, d] of this.pendingDeletes ?? []) {
-      clearTimeout(d.timer);
-      await seg.destroy().catch(noop);
-      d.done();
-    }
-    this.pendingDeletes?.clear();
-    const background = this.background;
-    while (background !== null && background.size > 0) await Promise.all([...background]);
+    await this.background?.settle();
     await this.epochs.settle();
     await this.startCheckpoint.settle();
   }

@@ -1,7 +1,8 @@
 /**
  * Questions about a partition's segments (oldest first) that need no log state beyond them: which
  * segment holds an offset, the first record at or after a timestamp, the aborted transactions a
- * read_committed fetch must be told about, and how many of the oldest segments may be deleted.
+ * read_committed fetch must be told about, how many of the oldest segments may be deleted, and
+ * whether the active one is due to roll.
  */
 import { LogError, storageError } from './errors.js';
 import type { LogConfig } from './log-config.js';
@@ -139,4 +140,17 @@ function positionIn(seg: LogSegment, offset: bigint): number {
     return true;
   });
   return at;
+}
+
+/**
+ * Kafka's shouldRoll for an append of `bytes` ending at `lastOffset` to the active segment: size, time
+ * (by record timestamps), full indexes, relative offset overflow. An empty segment never rolls.
+ */
+export function rollDue(seg: LogSegment, c: LogConfig, bytes: number, lastOffset: bigint, maxTimestamp: bigint, now: number): boolean {
+  if (seg.isEmpty) return false;
+  const base = seg.rollBaseTimestamp;
+  const waited = base !== null && maxTimestamp >= 0n ? Number(maxTimestamp) - base : now - seg.created;
+  return (
+    seg.size > c.segmentBytes - bytes || waited > c.segmentMs || seg.offsetIndex.isFull || seg.timeIndex.isFull || !seg.canHold(lastOffset)
+  );
 }

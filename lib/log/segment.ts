@@ -7,27 +7,18 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { LOG_OVERHEAD, MessageField } from '../../protocol/records/index.js';
-import {
-  DELETED_SUFFIX,
-  entryCrcValid,
-  type EntryHeader,
-  HEADER_BYTES,
-  INDEX_SUFFIX,
-  LOG_SUFFIX,
-  parseEntryHeader,
-  segmentFileName,
-  TIME_INDEX_SUFFIX,
-  TXN_INDEX_SUFFIX,
-} from './segment-format.js';
+import { DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, segmentFileName, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX } from './segment-format.js';
 import { OffsetIndex, TimeIndex } from './indexes.js';
-import { TransactionIndex, TXN_INDEX_ENTRY_SIZE } from './transaction-index.js';
+import { TransactionIndex } from './transaction-index.js';
 import { LogFile, openFd, skipBytes } from './file-io.js';
-import { clipVerified, markVerified } from './verified-ranges.js';
+import { clipVerified } from './verified-ranges.js';
+import { writeIndexFiles } from './segment-index-files.js';
+import { type ScanResult, scanEntries } from './segment-scan.js';
 
 export * from './segment-format.js';
+export type { ScanResult } from './segment-scan.js';
 
 const INT32_MAX = 2147483647n;
-const SCAN_CHUNK = 1 << 20;
 
 /** Coalesced writes up to this size are written synchronously (see Segment.writePending). */
 export const SYNC_WRITE_MAX_BYTES = 4 * 1024 * 1024;
@@ -36,14 +27,6 @@ export const SYNC_WRITE_MAX_BYTES = 4 * 1024 * 1024;
 export interface IoStats {
   writes: number;
   syncs: number;
-}
-
-export interface ScanResult {
-  /** Position after the last valid entry. */
-  validEnd: number;
-  /** Why scanning stopped before the end of the file, if it did. */
-  problem: string | null;
-  entries: EntryHeader[];
 }
 
 export class LogSegment {
@@ -213,8 +196,8 @@ export class LogSegment {
     return lastOffset - this.baseOffset <= INT32_MAX;
   }
 
-  /** Updates indexes and trackers for an entry at `position` (Kafka's LogSegment.append bookkeeping). */
-  private track(lastOffset: bigint, maxTimestamp: bigint, position: number, size: number, indexIntervalBytes: number): void {
+  /** Updates indexes and trackers for an entry at `position` (Kafka's LogSegment.append bookkeeping; append and scan). */
+  track(lastOffset: bigint, maxTimestamp: bigint, position: number, size: number, indexIntervalBytes: number): void {
     if (maxTimestamp > this.maxTimestamp) {
       this.maxTimestamp = maxTimestamp;
       this.offsetOfMaxTimestamp = lastOffset;
@@ -347,47 +330,7 @@ export class LogSegment {
     await this.file.handle();
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- delete() may have run during the await
     if (this.deleted) return;
-    for (const [idx, file] of [
-      [this.offsetIndex, this.indexPath],
-      [this.timeIndex, this.timeIndexPath],
-    ] as const) {
-      if (!idx.needsRewrite && idx.persisted === idx.entries && fs.existsSync(file)) continue;
-      const from = idx.needsRewrite ? 0 : idx.persisted;
-      const data = idx.serialize(from);
-      // a new empty index holds nothing to lose (if a crash takes the file, the next open rebuilds
-      // it); a rewrite after a truncation must reach the disk, or stale entries could come back
-      const mustSync = data.length > 0 || idx.needsRewrite;
-      const fh = await fsp.open(file, idx.needsRewrite || from === 0 ? 'w' : 'r+');
-      try {
-        await fh.write(data, 0, data.length, from * idx.entrySize);
-        if (mustSync) await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      idx.persisted = idx.entries;
-      idx.needsRewrite = false;
-    }
-    await this.writeTxnIndex();
-  }
-
-  private async writeTxnIndex(): Promise<void> {
-    const idx = this.txnIndex;
-    if (!idx.needsRewrite && idx.persisted === idx.length) return;
-    if (idx.length === 0) {
-      await fsp.rm(this.txnIndexPath, { force: true });
-    } else {
-      const from = idx.needsRewrite ? 0 : idx.persisted;
-      const data = idx.serialize(from);
-      const fh = await fsp.open(this.txnIndexPath, from === 0 ? 'w' : 'r+');
-      try {
-        await fh.write(data, 0, data.length, from * TXN_INDEX_ENTRY_SIZE);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-    }
-    idx.persisted = idx.length;
-    idx.needsRewrite = false;
+    await writeIndexFiles(this);
   }
 
   /** Called when a newer segment takes over: the time index gets the final max timestamp. */
@@ -440,44 +383,9 @@ export class LogSegment {
    * Walks entries from `from` to the end of the file, checking structure, offsets and (optionally)
    * CRCs, and feeds each valid one to the indexes. Stops at the first invalid or partial entry.
    */
-  async scan(from: number, checkCrc: boolean, indexIntervalBytes: number, minOffset: bigint): Promise<ScanResult> {
-    const entries: EntryHeader[] = [];
-    let p = from;
-    let expected = minOffset;
-    const end = this.writtenSize;
+  scan(from: number, checkCrc: boolean, indexIntervalBytes: number, minOffset: bigint): Promise<ScanResult> {
     this.bytesSinceLastIndexEntry = 0;
-    let chunk: Buffer = Buffer.alloc(0);
-    let chunkStart = 0;
-    while (p < end) {
-      let off = p - chunkStart;
-      if (off < 0 || chunk.length - off < HEADER_BYTES) {
-        chunk = await this.read(p, Math.min(SCAN_CHUNK, end - p));
-        chunkStart = p;
-        off = 0;
-      }
-      const h = parseEntryHeader(chunk, off, chunk.length - off, p);
-      if (h === null) return { validEnd: p, problem: `partial entry at position ${p}`, entries };
-      if (typeof h === 'string') return { validEnd: p, problem: `${h} at position ${p}`, entries };
-      if (p + h.size > end) return { validEnd: p, problem: `entry at position ${p} of ${h.size} bytes is cut short`, entries };
-      if (h.baseOffset < expected || h.baseOffset < this.baseOffset || !this.canHold(h.lastOffset)) {
-        return { validEnd: p, problem: `offset ${h.baseOffset} at position ${p} is out of order (expected >= ${expected})`, entries };
-      }
-      if (checkCrc) {
-        if (chunk.length - off < h.size) {
-          chunk = await this.read(p, Math.max(h.size, Math.min(SCAN_CHUNK, end - p)));
-          chunkStart = p;
-          off = 0;
-        }
-        if (!entryCrcValid(chunk, off, h.size, h.magic)) return { validEnd: p, problem: `CRC mismatch at position ${p}`, entries };
-      }
-      if (p === 0 && h.maxTimestamp >= 0n) this.rollBaseTimestamp = Number(h.maxTimestamp);
-      this.track(h.lastOffset, h.maxTimestamp, p, h.size, indexIntervalBytes);
-      entries.push(h);
-      expected = h.lastOffset + 1n;
-      p += h.size;
-    }
-    if (checkCrc) markVerified(this.verified, from, p);
-    return { validEnd: p, problem: null, entries };
+    return scanEntries(this, from, checkCrc, indexIntervalBytes, minOffset);
   }
 
   /**

@@ -60,8 +60,20 @@ export async function disconnectOrReport(
     },
     timeoutMs,
   );
-  if (!state.done) problem('disconnect-timeout', what);
+  if (!state.done) {
+    hungDisconnects++;
+    problem('disconnect-timeout', what);
+  }
 }
+
+/**
+ * librdkafka disconnects that did not finish. Each runs on a libuv threadpool thread (the binding's
+ * AsyncWorker) and keeps it: with UV_THREADPOOL_SIZE (default 4) of them, every later threadpool job
+ * (zlib for kafkajs's gzip, librdkafka's flush and disconnect) waits forever, so kafkajs clients and
+ * librdkafka producers stall together.
+ */
+let hungDisconnects = 0;
+export const hungLibrdkafkaDisconnects = (): number => hungDisconnects;
 const KEYS = 300;
 
 function pick<T>(xs: readonly T[]): T {

@@ -13,7 +13,7 @@ import { adminChurn, adminClient, createSoakTopics, finalRead, waitForGroup, wat
 import { kafkajsGroup, rdkafkaGroup } from './groups.js';
 import { Ledger, TopicKind, type Verdict } from './ledger.js';
 import { renderSoakPlot } from './plot.js';
-import { producers, type SoakTopic, type WorkloadContext, type Worker } from './producers.js';
+import { hungLibrdkafkaDisconnects, producers, type SoakTopic, type WorkloadContext, type Worker } from './producers.js';
 import { Sampler, loopDelay, trend, type LoopDelayVerdict, type Sample, type Trend } from './sampler.js';
 import { Watchdog } from './watchdog.js';
 
@@ -297,7 +297,13 @@ function stallWatchdog(
   loadOver: () => boolean,
 ): Watchdog {
   const w = new Watchdog(Math.max(STALL_SECONDS, 3 * opts.churnSeconds) * 1000, (line) => {
-    log(line);
+    const hung = hungLibrdkafkaDisconnects();
+    // hung librdkafka disconnects each hold a libuv threadpool thread (see producers.ts)
+    log(
+      hung > 0 && line.includes('STALL')
+        ? `${line} [${hung} librdkafka disconnect(s) hung, each holding a libuv threadpool thread of ${process.env['UV_THREADPOOL_SIZE'] ?? '4'}]`
+        : line,
+    );
     if (line.includes('STALL')) problem('stall', line.replace(/^soak: STALL /, ''));
   });
   for (const p of producerWorkers)

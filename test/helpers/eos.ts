@@ -18,11 +18,16 @@ export interface ReadRecord {
   value: string;
 }
 
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string | (() => string)): Promise<void> {
+export async function until(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string | (() => string),
+  everyMs = 50,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 

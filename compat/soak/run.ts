@@ -176,7 +176,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
         if (performance.now() - lastLog >= 60_000) {
           lastLog = performance.now();
           log(
-            `soak t=${Math.round(s.t)}s acked=${s.acked} consumed=${s.consumed} rss=${(s.rssBytes / MB).toFixed(1)}MB heap=${(s.heapUsedBytes / MB).toFixed(1)}MB fds=${s.fds} handles=${s.activeHandles} loopP99=${s.loopDelayP99Ms.toFixed(1)}ms cpu=${s.cpuPercent}%`,
+            `soak t=${Math.round(s.t)}s acked=${s.acked} consumed=${s.consumed} rss=${(s.rssBytes / MB).toFixed(1)}MB heap=${(s.heapUsedBytes / MB).toFixed(1)}MB fds=${s.fds} (segments ${s.segmentFds}, deleted ${s.deletedFds}) handles=${s.activeHandles} loopP99=${s.loopDelayP99Ms.toFixed(1)}ms cpu=${s.cpuPercent}%`,
           );
         }
       } catch (e) {

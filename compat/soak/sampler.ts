@@ -5,7 +5,7 @@
  * the interval's). Then the verdicts: a least-squares trend of RSS and fds over the second half of
  * the run against the noise around it, and the event-loop delay p99.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { cpuSeconds, percentile, rssBytes } from '../bench/proc-stats.js';
 
 export interface Sample {
@@ -13,6 +13,9 @@ export interface Sample {
   t: number;
   rssBytes: number;
   fds: number;
+  /** of `fds`: segment files (.log, .index, .timeindex, .txnindex) and, of those, files already deleted */
+  segmentFds: number;
+  deletedFds: number;
   cpuPercent: number;
   heapUsedBytes: number;
   heapTotalBytes: number;
@@ -36,8 +39,28 @@ export function parseMetrics(text: string): Map<string, number> {
   return m;
 }
 
-export function openFds(pid: number): number {
-  return readdirSync(`/proc/${pid}/fd`).length;
+/**
+ * The open fds by what they point at: a segment file's fd is honest while the segment exists (a log
+ * keeps its segments' `.log` open, as Kafka does), so the leak signals are the fds that are not
+ * segments, and fds whose file was deleted.
+ */
+export function fdKinds(pid: number): { total: number; segments: number; deleted: number } {
+  const dir = `/proc/${pid}/fd`;
+  let total = 0;
+  let segments = 0;
+  let deleted = 0;
+  for (const fd of readdirSync(dir)) {
+    let target: string;
+    try {
+      target = readlinkSync(`${dir}/${fd}`);
+    } catch {
+      continue; // closed since the listing
+    }
+    total++;
+    if (target.endsWith(' (deleted)')) deleted++;
+    if (/\.(log|index|timeindex|txnindex)(\.cleaned|\.swap|\.deleted)?( \(deleted\))?$/.test(target)) segments++;
+  }
+  return { total, segments, deleted };
 }
 
 export class Sampler {
@@ -64,7 +87,7 @@ export class Sampler {
     const s: Sample = {
       t: Math.round((now - this.t0) / 100) / 10,
       rssBytes: rssBytes(this.pid),
-      fds: openFds(this.pid),
+      ...(({ total, segments, deleted }) => ({ fds: total, segmentFds: segments, deletedFds: deleted }))(fdKinds(this.pid)),
       cpuPercent: Math.round(((cpu - this.lastCpu) / ((now - this.lastAt) / 1000)) * 1000) / 10,
       heapUsedBytes: metrics.get('nodejs_heap_size_used_bytes') ?? NaN,
       heapTotalBytes: metrics.get('nodejs_heap_size_total_bytes') ?? NaN,

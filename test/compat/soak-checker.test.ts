@@ -91,6 +91,8 @@ function samples(ys: (i: number) => Partial<Sample>, n = 40): Sample[] {
     t: i * 5,
     rssBytes: 100e6,
     fds: 50,
+    segmentFds: 10,
+    deletedFds: 0,
     cpuPercent: 5,
     heapUsedBytes: 20e6,
     heapTotalBytes: 30e6,

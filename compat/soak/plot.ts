@@ -33,6 +33,8 @@ export const SOAK_PANELS: readonly Panel[] = [
     unit: 'count',
     lines: [
       { name: 'fds', y: (s) => s.fds },
+      { name: 'segment files', y: (s) => s.segmentFiles },
+      { name: 'fds not on segments', y: (s) => s.fds - s.segmentFds - s.unlinkedFds },
       { name: 'active handles', y: (s) => s.activeHandles },
     ],
   },

@@ -14,7 +14,7 @@ import { kafkajsGroup, rdkafkaGroup } from './groups.js';
 import { Ledger, TopicKind, type Verdict } from './ledger.js';
 import { renderSoakPlot } from './plot.js';
 import { hungLibrdkafkaDisconnects, producers, type SoakTopic, type WorkloadContext, type Worker } from './producers.js';
-import { Sampler, loopDelay, trend, type LoopDelayVerdict, type Sample, type Trend } from './sampler.js';
+import { Sampler, fdVerdict, loopDelay, trend, type FdVerdict, type LoopDelayVerdict, type Sample, type Trend } from './sampler.js';
 import { Watchdog } from './watchdog.js';
 
 export interface SoakOptions {
@@ -55,7 +55,7 @@ export interface SoakSummary {
   resources: {
     samples: number;
     rss: Trend & { firstMB: number; lastMB: number; maxMB: number };
-    fds: Trend & { first: number; last: number; max: number };
+    fds: Trend & { first: number; last: number; max: number; segmentFilesLast: number; verdict: FdVerdict };
     heapUsedLastMB: number;
     activeHandlesLast: number;
     loopDelay: LoopDelayVerdict;
@@ -166,7 +166,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     watchdog = stallWatchdog(opts, log, problem, ledger, producerWorkers, others, groupTopics, () => stopped || groupsDone);
     watchdog.start(5000);
     const consumedSoFar = () => groupNames.reduce((n, g) => n + ledger.groupDeliveries(g), 0);
-    const sampler = new Sampler(pid, broker.admin, () => ({ acked: ledger.counts().acked, consumed: consumedSoFar() }));
+    const sampler = new Sampler(pid, broker.admin, dataDir, () => ({ acked: ledger.counts().acked, consumed: consumedSoFar() }));
     const end = performance.now() + opts.minutes * 60_000;
     let lastLog = performance.now();
     while (performance.now() < end) {
@@ -176,7 +176,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
         if (performance.now() - lastLog >= 60_000) {
           lastLog = performance.now();
           log(
-            `soak t=${Math.round(s.t)}s acked=${s.acked} consumed=${s.consumed} rss=${(s.rssBytes / MB).toFixed(1)}MB heap=${(s.heapUsedBytes / MB).toFixed(1)}MB fds=${s.fds} (segments ${s.segmentFds}, deleted ${s.deletedFds}) handles=${s.activeHandles} loopP99=${s.loopDelayP99Ms.toFixed(1)}ms cpu=${s.cpuPercent}%`,
+            `soak t=${Math.round(s.t)}s acked=${s.acked} consumed=${s.consumed} rss=${(s.rssBytes / MB).toFixed(1)}MB heap=${(s.heapUsedBytes / MB).toFixed(1)}MB fds=${s.fds} (segment logs ${s.segmentFds} of ${s.segmentFiles} files, unlinked ${s.unlinkedFds}) handles=${s.activeHandles} loopP99=${s.loopDelayP99Ms.toFixed(1)}ms cpu=${s.cpuPercent}%`,
           );
         }
       } catch (e) {
@@ -217,6 +217,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     const samples = sampler.samples;
     const rss = trend(samples, (s) => s.rssBytes, 8 * MB);
     const fds = trend(samples, (s) => s.fds, 3);
+    const fdv = fdVerdict(samples);
     const delay = loopDelay(samples);
     const last = samples[samples.length - 1];
     const first = samples[0];
@@ -251,13 +252,20 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
           lastMB: (last?.rssBytes ?? NaN) / MB,
           maxMB: Math.max(...samples.map((s) => s.rssBytes)) / MB,
         },
-        fds: { ...fds, first: first?.fds ?? NaN, last: last?.fds ?? NaN, max: Math.max(...samples.map((s) => s.fds)) },
+        fds: {
+          ...fds,
+          first: first?.fds ?? NaN,
+          last: last?.fds ?? NaN,
+          max: Math.max(...samples.map((s) => s.fds)),
+          segmentFilesLast: last?.segmentFiles ?? NaN,
+          verdict: fdv,
+        },
         heapUsedLastMB: (last?.heapUsedBytes ?? NaN) / MB,
         activeHandlesLast: last?.activeHandles ?? NaN,
         loopDelay: delay,
         cpuPercentMean: samples.reduce((a, s) => a + s.cpuPercent, 0) / Math.max(1, samples.length),
       },
-      criteria: { records: records.ok, rssFlat: rss.flat, fdsFlat: fds.flat, loopDelayP99Under20Ms: delay.ok },
+      criteria: { records: records.ok, rssFlat: rss.flat, fdsFlat: fdv.flat, loopDelayP99Under20Ms: delay.ok },
       samples,
       files,
     };
@@ -347,7 +355,7 @@ export function describeSoak(s: SoakSummary): string {
         `  group ${g.group}: ${g.deliveries} deliveries, ${g.rebalances} rebalances, missing ${g.missing}, redelivered after a rebalance ${g.explainedDuplicates}, duplicates without one ${g.unexplainedDuplicates}${s.records.groupsCaughtUp[g.group] === false ? ' (did not catch up)' : ''}`,
     ),
     `rss       ${pf(s.criteria.rssFlat)}: ${res.rss.firstMB.toFixed(1)} -> ${res.rss.lastMB.toFixed(1)} MB (max ${res.rss.maxMB.toFixed(1)}); second-half drift ${(res.rss.drift / MB).toFixed(1)} MB vs allowed ${(res.rss.allowed / MB).toFixed(1)} MB (noise sd ${(res.rss.noise / MB).toFixed(1)} MB, ${(res.rss.slopePerHour / MB).toFixed(1)} MB/h)`,
-    `fds       ${pf(s.criteria.fdsFlat)}: ${res.fds.first} -> ${res.fds.last} (max ${res.fds.max}); second-half drift ${res.fds.drift.toFixed(1)} vs allowed ${res.fds.allowed.toFixed(1)} (${res.fds.slopePerHour.toFixed(1)}/h)`,
+    `fds       ${pf(s.criteria.fdsFlat)}: total ${res.fds.first} -> ${res.fds.last} (max ${res.fds.max}; ${res.fds.slopePerHour.toFixed(1)}/h, ${res.fds.segmentFilesLast} segment files at the end); others second-half drift ${res.fds.verdict.other.drift.toFixed(1)} vs allowed ${res.fds.verdict.other.allowed.toFixed(1)}; unlinked drift ${res.fds.verdict.unlinked.drift.toFixed(1)} vs allowed ${res.fds.verdict.unlinked.allowed.toFixed(1)}; samples with more segment fds than files ${res.fds.verdict.samplesOverFiles}`,
     `loop p99  ${pf(s.criteria.loopDelayP99Under20Ms)}: ${res.loopDelay.p99Ms.toFixed(1)} ms (p99 of ${res.samples} interval p99s; median ${res.loopDelay.medianIntervalP99Ms.toFixed(1)}, worst ${res.loopDelay.worstIntervalP99Ms.toFixed(1)}, max delay ${res.loopDelay.maxMs.toFixed(1)} ms, ${res.loopDelay.intervalsOver20Ms} intervals over 20 ms)`,
     `other     heap used ${res.heapUsedLastMB.toFixed(1)} MB, active handles ${res.activeHandlesLast}, broker CPU mean ${res.cpuPercentMean.toFixed(1)}%, admin calls ${s.admin.calls} (DeleteRecords ${s.admin.deleteRecords}), broker warnings ${s.brokerWarnings.count}`,
     ...Object.entries(s.problems).map(([k, p]) => `problem   ${k}: ${p.count} (${p.examples[0] ?? ''})`),

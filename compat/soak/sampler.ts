@@ -6,6 +6,8 @@
  * the run against the noise around it, and the event-loop delay p99.
  */
 import { readdirSync, readlinkSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { EVENT_LOOP_MONITORING_PRECISION_MS } from '../../lib/observability/process-metrics.js';
 import { cpuSeconds, percentile, rssBytes } from '../bench/proc-stats.js';
 
 export interface Sample {
@@ -13,9 +15,11 @@ export interface Sample {
   t: number;
   rssBytes: number;
   fds: number;
-  /** of `fds`: segment files (.log, .index, .timeindex, .txnindex) and, of those, files already deleted */
+  /** of `fds`: those on segment `.log` files, and those whose file is unlinked (see fdKinds) */
   segmentFds: number;
-  deletedFds: number;
+  unlinkedFds: number;
+  /** segment `.log` files on disk (sampled just after the fds) */
+  segmentFiles: number;
   cpuPercent: number;
   heapUsedBytes: number;
   heapTotalBytes: number;
@@ -40,15 +44,17 @@ export function parseMetrics(text: string): Map<string, number> {
 }
 
 /**
- * The open fds by what they point at: a segment file's fd is honest while the segment exists (a log
- * keeps its segments' `.log` open, as Kafka does), so the leak signals are the fds that are not
- * segments, and fds whose file was deleted.
+ * The open fds by what they point at. A log keeps each segment's `.log` open (as Kafka does), so the
+ * total grows with the segments on disk; what would be a leak is an fd that is not a segment's, or
+ * an fd whose file is gone. Such an "unlinked" fd is normal for a while: a segment waits out
+ * file.delete.delay.ms with its fd open, and when the cleaner replaces a segment of the same base
+ * offset again within that time, the rename over `<base>.log.deleted` unlinks the older one early.
  */
-export function fdKinds(pid: number): { total: number; segments: number; deleted: number } {
+export function fdKinds(pid: number): { total: number; segmentLogs: number; unlinked: number } {
   const dir = `/proc/${pid}/fd`;
   let total = 0;
-  let segments = 0;
-  let deleted = 0;
+  let segmentLogs = 0;
+  let unlinked = 0;
   for (const fd of readdirSync(dir)) {
     let target: string;
     try {
@@ -57,10 +63,26 @@ export function fdKinds(pid: number): { total: number; segments: number; deleted
       continue; // closed since the listing
     }
     total++;
-    if (target.endsWith(' (deleted)')) deleted++;
-    if (/\.(log|index|timeindex|txnindex)(\.cleaned|\.swap|\.deleted)?( \(deleted\))?$/.test(target)) segments++;
+    if (target.endsWith(' (deleted)')) unlinked++;
+    else if (SEGMENT_LOG.test(basename(target))) segmentLogs++;
   }
-  return { total, segments, deleted };
+  return { total, segmentLogs, unlinked };
+}
+
+const SEGMENT_LOG = /^\d{20}\.log(\.deleted)?$/;
+
+/** Segment `.log` files (live, or renamed for deletion) in the partition dirs of `dataDir`. */
+export function segmentFilesIn(dataDir: string): number {
+  let n = 0;
+  for (const d of readdirSync(dataDir, { withFileTypes: true })) {
+    if (!d.isDirectory()) continue;
+    try {
+      for (const f of readdirSync(join(dataDir, d.name))) if (SEGMENT_LOG.test(f)) n++;
+    } catch {
+      // a partition deleted since the listing
+    }
+  }
+  return n;
 }
 
 export class Sampler {
@@ -72,6 +94,7 @@ export class Sampler {
   constructor(
     private readonly pid: number,
     private readonly admin: string,
+    private readonly dataDir: string,
     private readonly progress: () => { acked: number; consumed: number },
   ) {
     this.lastCpu = cpuSeconds(pid);
@@ -83,11 +106,16 @@ export class Sampler {
     const metrics = parseMetrics(await res.text());
     const now = performance.now();
     const cpu = cpuSeconds(this.pid);
-    const ms = (name: string): number => (metrics.get(name) ?? NaN) * 1000;
+    // the broker's delay histogram is timer based: each value is the timer's period plus the delay
+    // (an idle loop reads ~10 ms), so the period comes off
+    const ms = (name: string): number => Math.max(0, (metrics.get(name) ?? NaN) * 1000 - EVENT_LOOP_MONITORING_PRECISION_MS);
+    const k = fdKinds(this.pid);
+    const fds = { fds: k.total, segmentFds: k.segmentLogs, unlinkedFds: k.unlinked };
     const s: Sample = {
       t: Math.round((now - this.t0) / 100) / 10,
       rssBytes: rssBytes(this.pid),
-      ...(({ total, segments, deleted }) => ({ fds: total, segmentFds: segments, deletedFds: deleted }))(fdKinds(this.pid)),
+      ...fds,
+      segmentFiles: segmentFilesIn(this.dataDir),
       cpuPercent: Math.round(((cpu - this.lastCpu) / ((now - this.lastAt) / 1000)) * 1000) / 10,
       heapUsedBytes: metrics.get('nodejs_heap_size_used_bytes') ?? NaN,
       heapTotalBytes: metrics.get('nodejs_heap_size_total_bytes') ?? NaN,
@@ -167,6 +195,27 @@ export function trend(samples: readonly Sample[], pick: (s: Sample) => number, f
     window: { fromS: xs[0] ?? 0, toS: xs[xs.length - 1] ?? 0, samples: half.length },
     flat: drift <= allowed,
   };
+}
+
+export interface FdVerdict {
+  /** fds that are neither a segment's `.log` nor unlinked: sockets, pipes, other files */
+  other: Trend;
+  unlinked: Trend;
+  /** samples with more segment fds than segment files on disk (+2 for files made between the two listings) */
+  samplesOverFiles: number;
+  flat: boolean;
+}
+
+/**
+ * The fd verdict: the total follows the segments on disk (a topic without retention keeps adding
+ * them), so a leak shows as a climb in the other fds or the unlinked ones, or as more segment fds
+ * than segment files.
+ */
+export function fdVerdict(samples: readonly Sample[]): FdVerdict {
+  const other = trend(samples, (s) => s.fds - s.segmentFds - s.unlinkedFds, 3);
+  const unlinked = trend(samples, (s) => s.unlinkedFds, 3);
+  const samplesOverFiles = samples.filter((s) => s.segmentFds > s.segmentFiles + 2).length;
+  return { other, unlinked, samplesOverFiles, flat: other.flat && unlinked.flat && samplesOverFiles === 0 };
 }
 
 export interface LoopDelayVerdict {

@@ -41,11 +41,17 @@ function osThreads(): number | null {
   }
 }
 
+/**
+ * The period of the event-loop delay timer behind nodejs_eventloop_lag_*: each recorded value is
+ * this period plus the delay (an idle loop reads about this much).
+ */
+export const EVENT_LOOP_MONITORING_PRECISION_MS = 10;
+
 /** The process-wide registry (created, and its samplers started, on first use). */
 export function processRegistry(): Registry {
   if (shared !== null) return shared;
   const r = new Registry();
-  collectDefaultMetrics({ register: r, eventLoopMonitoringPrecision: 10 });
+  collectDefaultMetrics({ register: r, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
 
   let lastElu = performance.eventLoopUtilization();
   new Gauge({

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { Ledger, TopicKind, parseRecordValue, recordValue } from '../../compat/soak/ledger.js';
-import { leastSquares, loopDelay, parseMetrics, trend, type Sample } from '../../compat/soak/sampler.js';
+import { fdVerdict, leastSquares, loopDelay, parseMetrics, trend, type Sample } from '../../compat/soak/sampler.js';
 import { renderSoakPlot } from '../../compat/soak/plot.js';
 
 function ledgerWith(kind: TopicKind, n: number, key?: (i: number) => string): Ledger {
@@ -92,7 +92,8 @@ function samples(ys: (i: number) => Partial<Sample>, n = 40): Sample[] {
     rssBytes: 100e6,
     fds: 50,
     segmentFds: 10,
-    deletedFds: 0,
+    unlinkedFds: 0,
+    segmentFiles: 10,
     cpuPercent: 5,
     heapUsedBytes: 20e6,
     heapTotalBytes: 30e6,
@@ -138,6 +139,20 @@ describe('compat/soak resource verdicts', () => {
     ).to.equal(true);
   });
 
+  it('judges fds by the ones that are not segments, the unlinked ones, and segment fds against segment files', () => {
+    // the total climbing with the segment files on disk is not a leak
+    const growing = fdVerdict(samples((i) => ({ fds: 50 + i, segmentFds: 10 + i, segmentFiles: 10 + i })));
+    expect(growing.flat).to.equal(true);
+    const sockets = fdVerdict(samples((i) => ({ fds: 50 + i })));
+    expect(sockets.flat).to.equal(false);
+    expect(sockets.other.drift).to.be.closeTo(19, 1e-6);
+    const unlinked = fdVerdict(samples((i) => ({ fds: 50 + i, unlinkedFds: i })));
+    expect(unlinked).to.deep.include({ flat: false, samplesOverFiles: 0 });
+    expect(unlinked.other.flat).to.equal(true);
+    const overFiles = fdVerdict(samples((i) => ({ segmentFds: i === 7 ? 13 : 10 })));
+    expect(overFiles).to.deep.include({ flat: false, samplesOverFiles: 1 });
+  });
+
   it('judges the loop delay by the p99 of the interval p99s', () => {
     expect(loopDelay(samples(() => ({}))).ok).to.equal(true);
     const slow = loopDelay(samples((i) => ({ loopDelayP99Ms: i >= 20 ? 30 : 12 })));
@@ -153,7 +168,7 @@ describe('compat/soak resource verdicts', () => {
       samples((i) => ({ fds: 50 + i })),
       'test',
     );
-    expect(svg.match(/<polyline /g)?.length).to.equal(9);
+    expect(svg.match(/<polyline /g)?.length).to.equal(11);
     expect(svg).to.include('limit 20');
   });
 });

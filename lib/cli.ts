@@ -121,7 +121,8 @@ export async function main(argv: readonly string[], hooks: StartHooks = {}): Pro
   // the broker owns this process: keep V8's full collections from chasing short-lived record buffers
   const headroom = startHeapHeadroom({ headroomBytes: headroomFromEnv(process.env['GREGOR_HEAP_HEADROOM_MB']) });
   // and give the heap a burst grew (start-up, the recovery pass, traffic) back once the process is idle
-  startIdleMemory({ idleMs: idleMsFromEnv(process.env['GREGOR_IDLE_GC_MS']) });
+  const moved = broker.metrics.topics.all;
+  startIdleMemory({ idleMs: idleMsFromEnv(process.env['GREGOR_IDLE_GC_MS']), activity: () => moved.messagesIn + moved.messagesOut });
   try {
     await broker.start();
   } catch (e) {

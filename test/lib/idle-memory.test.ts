@@ -6,12 +6,13 @@ const MB = 2 ** 20;
 
 /** A reducer on fakes: the test sets the utilization, slack and clock, and calls check() itself. */
 function fakeReducer(idleMs = 3000) {
-  const io = { utilization: 0, slack: 64 * MB, slackAfterCompaction: 4 * MB, now: 0, steps: [] as string[] };
+  const io = { utilization: 0, activity: 0, slack: 64 * MB, slackAfterCompaction: 4 * MB, now: 0, steps: [] as string[] };
   const r = startIdleMemory({
     idleMs,
     checkMs: 1000,
     minSlackBytes: 16 * MB,
     utilization: () => io.utilization,
+    activity: () => io.activity,
     slack: () => io.slack,
     compact: () => {
       io.steps.push('compact');
@@ -38,6 +39,25 @@ describe('idle memory (heap given back once the broker process is idle)', () => 
     expect(idleMsFromEnv('-5')).to.equal(DEFAULT_IDLE_MS);
     expect(idleMsFromEnv('0')).to.equal(0);
     expect(idleMsFromEnv('2500')).to.equal(2500);
+  });
+
+  it('does not reduce while records move, however quiet the event loop', () => {
+    const { io, r, tick } = fakeReducer();
+    try {
+      for (let i = 0; i < 60; i++) {
+        io.activity += 200; // a steady trickle: 200 records a second at a 1% busy loop
+        io.utilization = 0.01;
+        tick();
+      }
+      expect(io.steps).to.deep.equal([]);
+      // the trickle stops: idle from the next check on
+      tick(2);
+      expect(io.steps).to.deep.equal([]);
+      tick();
+      expect(io.steps).to.deep.equal(['compact']);
+    } finally {
+      r.stop();
+    }
   });
 
   it('compacts after idleMs of idleness, shrinks the young generation SHRINK_AFTER_MS later, once per idle stretch', () => {

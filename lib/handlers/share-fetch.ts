@@ -3,7 +3,7 @@ import type { ShareFetchRequest, ShareFetchResponse } from '../../protocol/gener
 import { shareFetch, type ShareRequestContext } from '../share/share-fetch.js';
 import type { RequestContext } from './types.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { AclOperation, authorizing, byTopicAllowed, groupAllowed } from '../security/acl/checks.js';
+import { AclOperation, authorizing, byTopicAllowed, groupAllowed, topicAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
 /** What the share fetch and acknowledge paths need of a request's context. */
@@ -41,28 +41,28 @@ export function readableShareTopics<T extends ShareTopic>(ctx: RequestContext, t
   return { allowed: [...topics.filter((t) => nameOf(t) === undefined), ...known.allowed], denied: known.denied };
 }
 
-/** The partitions of topics the principal may not read, each TOPIC_AUTHORIZATION_FAILED (its acknowledgements too). */
-function deniedShareFetch(topics: readonly ShareTopic[]): ShareFetchResponse['responses'] {
-  const denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED;
-  return topics.map((t) => ({
-    topicId: t.topicId,
-    partitions: t.partitions.map((p) => ({
-      partitionIndex: p.partitionIndex,
-      errorCode: denied,
-      errorMessage: null,
-      acknowledgeErrorCode: p.acknowledgementBatches.length > 0 ? denied : ErrorCode.NONE,
-      acknowledgeErrorMessage: null,
-      currentLeader: { leaderId: -1, leaderEpoch: -1 },
-      records: Buffer.alloc(0),
-      acquiredRecords: [],
-    })),
-  }));
+/**
+ * Whether the principal may READ a topic of the share session, by id (each topic checked once per
+ * request); undefined without an authorizer. An unknown id passes (answered UNKNOWN_TOPIC_OR_PARTITION).
+ */
+function shareReadCheck(ctx: RequestContext): ((topicId: string) => boolean) | undefined {
+  if (!authorizing(ctx)) return undefined;
+  const seen = new Map<string, boolean>();
+  return (topicId) => {
+    let ok = seen.get(topicId);
+    if (ok === undefined) {
+      const name = ctx.services.metadata.topicById(topicId)?.name;
+      seen.set(topicId, (ok = name === undefined || topicAllowed(ctx, AclOperation.READ, name)));
+    }
+    return ok;
+  };
 }
 
 /**
  * KIP-932 v1: records acquired for the member (with their acquired ranges and delivery counts),
- * acknowledgements piggy-backed. Needs READ on the group, and READ on each topic (else that topic's
- * partitions answer TOPIC_AUTHORIZATION_FAILED and stay out of the share session).
+ * acknowledgements piggy-backed. Needs READ on the group, and READ on each topic: as Kafka, a topic the
+ * principal may not read joins the share session all the same, and each fetch answers its partitions
+ * (and their acknowledgements) TOPIC_AUTHORIZATION_FAILED, until an ACL lets the principal read it.
  */
 export const shareFetchHandler = defineHandler<ShareFetchRequest, ShareFetchResponse>({
   apiKey: ApiKey.ShareFetch,
@@ -70,9 +70,8 @@ export const shareFetchHandler = defineHandler<ShareFetchRequest, ShareFetchResp
   maxVersion: 1,
   async handle(req, ctx) {
     if (!groupAllowed(ctx, AclOperation.READ, req.groupId ?? '')) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
-    const topics = readableShareTopics(ctx, req.topics);
-    const out = await shareFetch(ctx.services.share, { ...req, topics: topics.allowed }, shareRequestContext(ctx));
-    if (out.errorCode === ErrorCode.NONE && topics.denied.length > 0) out.responses.push(...deniedShareFetch(topics.denied));
+    const mayRead = shareReadCheck(ctx);
+    const out = await shareFetch(ctx.services.share, req, { ...shareRequestContext(ctx), ...(mayRead === undefined ? {} : { mayRead }) });
     return { throttleTimeMs: 0, ...out };
   },
   errorResponse(_req, errorCode) {

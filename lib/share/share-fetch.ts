@@ -19,6 +19,11 @@ export interface ShareRequestContext {
   leaderEpoch(topicId: string, partition: number): number;
   /** Resolves when the client's connection closes (its share sessions end then). */
   connectionClosed: Promise<void>;
+  /**
+   * Whether the principal may READ the topic, asked on every fetch for each partition of the session
+   * (a denied topic stays in the session, answered TOPIC_AUTHORIZATION_FAILED, as Kafka); absent: all.
+   */
+  mayRead?: (topicId: string) => boolean;
 }
 
 interface AckBatch {
@@ -120,7 +125,10 @@ export async function shareFetch(
       if (!closing) session.add(t.topicId, p.partitionIndex);
       const e = entry(t.topicId, p.partitionIndex);
       if (p.acknowledgementBatches.length > 0) {
-        e.acknowledgeErrorCode = acknowledge(share, groupId, memberId, t.topicId, p.partitionIndex, p.acknowledgementBatches, touched);
+        e.acknowledgeErrorCode =
+          ctx.mayRead?.(t.topicId) === false
+            ? ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            : acknowledge(share, groupId, memberId, t.topicId, p.partitionIndex, p.acknowledgementBatches, touched);
       }
     }
   }
@@ -133,6 +141,13 @@ export async function shareFetch(
   // the share partitions of the session (unknown topics or partitions this broker does not lead answer an error)
   const targets: { topicId: string; partition: number; sp: SharePartition }[] = [];
   for (const { topicId, partition } of session.partitions.values()) {
+    if (ctx.mayRead?.(topicId) === false) {
+      Object.assign(entry(topicId, partition), {
+        errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        currentLeader: { leaderId: -1, leaderEpoch: -1 },
+      });
+      continue;
+    }
     const sp = share.partitions.getOrCreate(groupId, topicId, partition);
     if (sp === undefined) entry(topicId, partition).errorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
     else targets.push({ topicId, partition, sp });

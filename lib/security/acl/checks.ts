@@ -135,3 +135,28 @@ export function undescribedTopicsMessage(ctx: RequestContext, topics: readonly s
   const hidden = byTopicAllowed(ctx, AclOperation.DESCRIBE, topics ?? [], (t) => t).denied;
   return hidden.length === 0 ? null : `The following topics are not authorized: ${hidden.join(', ')}`;
 }
+
+/** Kafka's message for a described group whose assignments name a topic the principal may not describe. */
+export const GROUP_TOPICS_NOT_AUTHORIZED = 'The group has described topic(s) that the client is not authorized to describe.';
+
+interface DescribedAssignment {
+  topicPartitions: readonly { topicName: string }[];
+}
+
+/**
+ * Whether a described group's members' assignments (current, and target where the API has one) name a
+ * topic the principal may not DESCRIBE: Kafka then answers ConsumerGroupDescribe and ShareGroupDescribe
+ * for that group TOPIC_AUTHORIZATION_FAILED with GROUP_TOPICS_NOT_AUTHORIZED and no members. Never with
+ * no authorizer.
+ */
+export function groupTopicsHidden(
+  ctx: RequestContext,
+  members: readonly { assignment: DescribedAssignment; targetAssignment?: DescribedAssignment }[],
+): boolean {
+  if (!authorizing(ctx)) return false;
+  const topics = new Set<string>();
+  for (const m of members)
+    for (const a of [m.assignment, m.targetAssignment])
+      for (const tp of a?.topicPartitions ?? []) if (tp.topicName !== '') topics.add(tp.topicName);
+  return byTopicAllowed(ctx, AclOperation.DESCRIBE, [...topics], (t) => t).denied.length > 0;
+}

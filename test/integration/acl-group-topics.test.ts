@@ -6,7 +6,8 @@
  *     (KafkaApis.handleShareFetchRequest authorizes the session's partitions on each request).
  *   - ConsumerGroupDescribe and ShareGroupDescribe: a group whose members' assignments (and, for
  *     consumer groups, target assignments) name a topic the principal may not DESCRIBE is answered
- *     TOPIC_AUTHORIZATION_FAILED with Kafka's message and no members.
+ *     TOPIC_AUTHORIZATION_FAILED with Kafka's message and no members; librdkafka's DescribeConsumerGroups
+ *     (C API: ConsumerGroupDescribe first) reports that error for the group.
  * Raw frames over SASL_PLAINTEXT (PLAIN), librdkafka's admin and share consumer.
  *
  * ACLs: alice READ on groups sg-alice, sg-rdk, g-mixed, g-visible, sg-mixed; READ on topic visible;
@@ -22,6 +23,7 @@ import { plainKafka } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { until } from '../helpers/eos.js';
 import type { RawClient } from '../helpers/raw-client.js';
+import { rdkDescribeGroups } from '../helpers/rdkafka-acls.js';
 import { plainJaas, rawSaslPlain } from '../helpers/sasl.js';
 import { librdkafkaMissing, ShareConsumer } from '../helpers/share-consumer.js';
 import { startLoggedBroker, type LoggedBroker } from '../helpers/tls.js';
@@ -216,6 +218,17 @@ describe('ACL: denied topics stay in share sessions; group describes hide groups
       ['g-mixed', ErrorCode.NONE, 1],
       ['g-visible', ErrorCode.NONE, 1],
     ]);
+  });
+
+  it('librdkafka DescribeConsumerGroups (ConsumerGroupDescribe first) reports TOPIC_AUTHORIZATION_FAILED with the message for that group', async function () {
+    if (librdkafkaMissing() !== null) this.skip(); // the native librdkafka build is not there (npm test builds it)
+    // the C API: the Node bindings' describeGroups crashes on any group answered with an error (NULL assignor name)
+    const groups = await rdkDescribeGroups(address(), 'alice', USERS.alice, ['g-mixed', 'g-visible']);
+    expect(groups.map((g) => [g.groupId, g.errorCode, g.members])).to.deep.equal([
+      ['g-mixed', DENIED, 0],
+      ['g-visible', ErrorCode.NONE, 1],
+    ]);
+    expect(groups[0]?.message).to.include(GROUP_TOPICS_NOT_AUTHORIZED);
   });
 
   it('ShareGroupDescribe: a share group assigned a topic alice may not describe is TOPIC_AUTHORIZATION_FAILED for her', async () => {

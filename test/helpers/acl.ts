@@ -1,5 +1,9 @@
 /** ACL test helpers. */
 import { Kafka, logLevel } from 'kafkajs';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { RawClient } from './raw-client.js';
+import { plainJaas } from './sasl.js';
+import { startLoggedBroker, type LoggedBroker } from './tls.js';
 
 /** A kafkajs client of `user` over SASL PLAIN (no retries: a denial shows at once). */
 export function plainKafka(bootstrap: string, user: string, password: string): Kafka {
@@ -34,4 +38,35 @@ export async function outcome(p: Promise<unknown>): Promise<string> {
     }
     return (e as Error).name;
   }
+}
+
+/**
+ * A broker with one SASL_PLAINTEXT listener (PLAIN, `users` from the JAAS config), the ACL authorizer
+ * (Kafka's StandardAuthorizer name) and User:admin as super user, one partition per topic; `extra` on top.
+ */
+export function startAclBroker(users: Record<string, string>, extra: Record<string, string> = {}): Promise<LoggedBroker> {
+  return startLoggedBroker(['SASL_PLAINTEXT'], {
+    'sasl.enabled.mechanisms': 'PLAIN',
+    'listener.name.sasl_plaintext.plain.sasl.jaas.config': plainJaas(users),
+    'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+    'super.users': 'User:admin',
+    'num.partitions': 1,
+    ...extra,
+  });
+}
+
+/** A KIP-848 ConsumerGroupHeartbeat v0 joining `groupId` (member epoch 0) subscribed to `topics`: the error code. */
+export async function consumerGroupJoin(c: RawClient, groupId: string, memberId: string, topics: string[]): Promise<number> {
+  const r = await c.request<{ errorCode: number }>(ApiKey.ConsumerGroupHeartbeat, 0, {
+    groupId,
+    memberId,
+    memberEpoch: 0,
+    instanceId: null,
+    rackId: null,
+    rebalanceTimeoutMs: 30000,
+    subscribedTopicNames: topics,
+    serverAssignor: null,
+    topicPartitions: [],
+  });
+  return r.errorCode;
 }

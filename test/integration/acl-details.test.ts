@@ -15,11 +15,11 @@ import kafkajs, { type Admin } from 'kafkajs';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { plainKafka } from '../helpers/acl.js';
+import { plainKafka, startAclBroker } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import type { RawClient } from '../helpers/raw-client.js';
-import { plainJaas, rawSaslPlain } from '../helpers/sasl.js';
-import { startLoggedBroker, type LoggedBroker } from '../helpers/tls.js';
+import { rawSaslPlain } from '../helpers/sasl.js';
+import type { LoggedBroker } from '../helpers/tls.js';
 
 const { AclOperationTypes: Op, AclPermissionTypes: Perm, AclResourceTypes: Res, ResourcePatternTypes: Pat } = kafkajs;
 
@@ -43,16 +43,7 @@ describe('ACL details: authorized operations, share and transaction APIs, Create
   let ordersId = '';
 
   before(async () => {
-    b = cleanup.add(
-      await startLoggedBroker(['SASL_PLAINTEXT'], {
-        'sasl.enabled.mechanisms': 'PLAIN',
-        'listener.name.sasl_plaintext.plain.sasl.jaas.config': plainJaas(USERS),
-        'authorizer.class.name': 'kafka.security.authorizer.AclAuthorizer',
-        'super.users': 'User:admin',
-        'num.partitions': 1,
-      }),
-      (x) => x.stop(),
-    );
+    b = cleanup.add(await startAclBroker(USERS, { 'authorizer.class.name': 'kafka.security.authorizer.AclAuthorizer' }), (x) => x.stop());
     for (const u of Object.keys(USERS) as User[])
       raws.set(
         u,

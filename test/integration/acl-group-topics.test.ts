@@ -19,14 +19,14 @@ import kafkajs, { type Admin } from 'kafkajs';
 import { GROUP_TOPICS_NOT_AUTHORIZED } from '../../lib/security/acl/checks.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { plainKafka } from '../helpers/acl.js';
+import { consumerGroupJoin, plainKafka, startAclBroker } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { until } from '../helpers/eos.js';
 import type { RawClient } from '../helpers/raw-client.js';
 import { rdkDescribeGroups } from '../helpers/rdkafka-acls.js';
-import { plainJaas, rawSaslPlain } from '../helpers/sasl.js';
+import { rawSaslPlain } from '../helpers/sasl.js';
 import { librdkafkaMissing, ShareConsumer } from '../helpers/share-consumer.js';
-import { startLoggedBroker, type LoggedBroker } from '../helpers/tls.js';
+import type { LoggedBroker } from '../helpers/tls.js';
 
 const { AclOperationTypes: Op, AclPermissionTypes: Perm, AclResourceTypes: Res, ResourcePatternTypes: Pat } = kafkajs;
 const USERS = { admin: 'admin-secret', alice: 'alice-secret' } as const;
@@ -67,16 +67,7 @@ describe('ACL: denied topics stay in share sessions; group describes hide groups
   });
 
   before(async () => {
-    b = cleanup.add(
-      await startLoggedBroker(['SASL_PLAINTEXT'], {
-        'sasl.enabled.mechanisms': 'PLAIN',
-        'listener.name.sasl_plaintext.plain.sasl.jaas.config': plainJaas(USERS),
-        'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
-        'super.users': 'User:admin',
-        'num.partitions': 1,
-      }),
-      (x) => x.stop(),
-    );
+    b = cleanup.add(await startAclBroker(USERS), (x) => x.stop());
     admin = plainKafka(address(), 'admin', USERS.admin).admin();
     await admin.connect();
     cleanup.add(admin, (a) => a.disconnect());
@@ -122,18 +113,6 @@ describe('ACL: denied topics stay in share sessions; group describes hide groups
       memberEpoch: 0,
       rackId: null,
       subscribedTopicNames: topics,
-    });
-  const consumerJoin = (c: RawClient, groupId: string, memberId: string, topics: string[]) =>
-    c.request<{ errorCode: number }>(ApiKey.ConsumerGroupHeartbeat, 0, {
-      groupId,
-      memberId,
-      memberEpoch: 0,
-      instanceId: null,
-      rackId: null,
-      rebalanceTimeoutMs: 30000,
-      subscribedTopicNames: topics,
-      serverAssignor: null,
-      topicPartitions: [],
     });
   /** One ShareFetch v1 of alice's in group sg-alice; `topics` maps a topic to the offsets it acknowledges (accept). */
   const aliceFetch = (epoch: number, topics: Record<string, bigint[]>) =>
@@ -204,8 +183,8 @@ describe('ACL: denied topics stay in share sessions; group describes hide groups
   });
 
   it('ConsumerGroupDescribe: a group assigned a topic alice may not describe is TOPIC_AUTHORIZATION_FAILED for her (no members), whole for admin', async () => {
-    expect((await consumerJoin(adminRaw, 'g-mixed', 'admin-m1', ['visible', 'hidden'])).errorCode).to.equal(ErrorCode.NONE);
-    expect((await consumerJoin(adminRaw, 'g-visible', 'admin-m2', ['visible'])).errorCode).to.equal(ErrorCode.NONE);
+    expect(await consumerGroupJoin(adminRaw, 'g-mixed', 'admin-m1', ['visible', 'hidden'])).to.equal(ErrorCode.NONE);
+    expect(await consumerGroupJoin(adminRaw, 'g-visible', 'admin-m2', ['visible'])).to.equal(ErrorCode.NONE);
     const describe = (c: RawClient) =>
       c.request<Described>(ApiKey.ConsumerGroupDescribe, 0, { groupIds: ['g-mixed', 'g-visible'], includeAuthorizedOperations: true });
     const alice = await describe(aliceRaw);

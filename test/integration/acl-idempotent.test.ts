@@ -20,11 +20,11 @@ import kafkajs, { type Admin } from 'kafkajs';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { outcome, plainKafka } from '../helpers/acl.js';
+import { outcome, plainKafka, startAclBroker } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import type { RawClient } from '../helpers/raw-client.js';
-import { plainJaas, rawSaslPlain } from '../helpers/sasl.js';
-import { startLoggedBroker, type LoggedBroker } from '../helpers/tls.js';
+import { rawSaslPlain } from '../helpers/sasl.js';
+import type { LoggedBroker } from '../helpers/tls.js';
 
 const { AclOperationTypes: Op, AclPermissionTypes: Perm, AclResourceTypes: Res, ResourcePatternTypes: Pat } = kafkajs;
 const USERS = { admin: 'admin-secret', carol: 'carol-secret', bob: 'bob-secret', ops: 'ops-secret' } as const;
@@ -41,17 +41,7 @@ describe('ACL: idempotent producers and authorizeByResourceType ("hardcode"), ka
   const address = () => b.address('SASL_PLAINTEXT');
 
   before(async () => {
-    b = cleanup.add(
-      await startLoggedBroker(['SASL_PLAINTEXT'], {
-        'sasl.enabled.mechanisms': 'PLAIN',
-        'listener.name.sasl_plaintext.plain.sasl.jaas.config': plainJaas(USERS),
-        'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
-        'allow.everyone.if.no.acl.found': 'true',
-        'super.users': 'User:admin',
-        'num.partitions': 1,
-      }),
-      (x) => x.stop(),
-    );
+    b = cleanup.add(await startAclBroker(USERS, { 'allow.everyone.if.no.acl.found': 'true' }), (x) => x.stop());
     admin = plainKafka(address(), 'admin', USERS.admin).admin();
     await admin.connect();
     cleanup.add(admin, (a) => a.disconnect());

@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import kafkajs, { type Admin, Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { outcome, plainKafka } from '../helpers/acl.js';
+import { consumerGroupJoin, outcome, plainKafka } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { fetchBody, type RawClient } from '../helpers/raw-client.js';
 import { plainJaas, rawSaslPlain } from '../helpers/sasl.js';
@@ -318,20 +318,8 @@ describe('ACL matrix: each API × resource answers as Kafka does (SASL PLAIN ali
     );
     expect(fetch.responses[0]?.partitions[0]?.errorCode).to.equal(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
     // ConsumerGroupHeartbeat (KIP-848): GROUP READ, then DESCRIBE on every subscribed topic
-    const cgh = (groupId: string, topics: string[]) =>
-      r<{ errorCode: number }>(raw('bob'), ApiKey.ConsumerGroupHeartbeat, 0, {
-        groupId,
-        memberId: '',
-        memberEpoch: 0,
-        instanceId: null,
-        rackId: null,
-        rebalanceTimeoutMs: 30000,
-        subscribedTopicNames: topics,
-        serverAssignor: null,
-        topicPartitions: [],
-      });
-    expect((await cgh('g-alice', ['orders'])).errorCode).to.equal(ErrorCode.GROUP_AUTHORIZATION_FAILED);
-    expect((await cgh('g-bob', ['pay-eu'])).errorCode).to.equal(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    expect(await consumerGroupJoin(raw('bob'), 'g-alice', '', ['orders'])).to.equal(ErrorCode.GROUP_AUTHORIZATION_FAILED);
+    expect(await consumerGroupJoin(raw('bob'), 'g-bob', '', ['pay-eu'])).to.equal(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
   });
 
   it("client quotas, GROUP configs and share-group offsets: Kafka's cluster and group checks", async () => {

@@ -26,6 +26,21 @@ int rdk_conf_set(rd_kafka_conf_t *conf, const char *prog, const char *key, const
   return 0;
 }
 
+rd_kafka_t *rdk_sasl_plain_producer(const char *prog, const char *bootstrap, const char *user, const char *password) {
+  char errstr[512];
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  const char *keys[] = {"bootstrap.servers", "security.protocol", "sasl.mechanisms", "sasl.username", "sasl.password"};
+  const char *vals[] = {bootstrap, "sasl_plaintext", "PLAIN", user, password};
+  for (int i = 0; i < 5; i++)
+    if (rdk_conf_set(conf, prog, keys[i], vals[i]) != 0) {
+      rd_kafka_conf_destroy(conf);
+      return NULL;
+    }
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (rk == NULL) fprintf(stderr, "%s: rd_kafka_new: %s\n", prog, errstr);
+  return rk;
+}
+
 char *rdk_split_key_value(char *arg, const char *prog) {
   char *eq = strchr(arg, '=');
   if (eq == NULL) {

@@ -21,6 +21,10 @@ void rdk_wait_line(void);
 /* Sets one configuration property; returns 0, or -1 after printing "<prog>: <librdkafka's reason>". */
 int rdk_conf_set(rd_kafka_conf_t *conf, const char *prog, const char *key, const char *value);
 
+/* A producer handle (for admin calls) on a SASL_PLAINTEXT listener with PLAIN as `user`; NULL after
+ * printing "<prog>: <librdkafka's reason>". */
+rd_kafka_t *rdk_sasl_plain_producer(const char *prog, const char *bootstrap, const char *user, const char *password);
+
 /* Splits a "key=value" argument in place (its '=' becomes '\0', so arg is the key); returns the
  * value, or NULL after printing "<prog>: not key=value: <arg>". */
 char *rdk_split_key_value(char *arg, const char *prog);

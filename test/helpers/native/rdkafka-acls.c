@@ -61,16 +61,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   char errstr[512];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  const char *keys[] = {"bootstrap.servers", "security.protocol", "sasl.mechanisms", "sasl.username", "sasl.password"};
-  const char *vals[] = {argv[1], "sasl_plaintext", "PLAIN", argv[2], argv[3]};
-  for (int i = 0; i < 5; i++)
-    if (rdk_conf_set(conf, argv[0], keys[i], vals[i]) != 0) return 1;
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (rk == NULL) {
-    fprintf(stderr, "rd_kafka_new: %s\n", errstr);
-    return 1;
-  }
+  rd_kafka_t *rk = rdk_sasl_plain_producer(argv[0], argv[1], argv[2], argv[3]);
+  if (rk == NULL) return 1;
   const char *cmd = argv[4];
   int restype = atoi(argv[5]), pattern = atoi(argv[7]), op = atoi(argv[10]), perm = atoi(argv[11]);
   const char *name = arg_or_null(argv[6]), *principal = arg_or_null(argv[8]), *host = arg_or_null(argv[9]);

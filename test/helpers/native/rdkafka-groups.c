@@ -15,17 +15,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s <bootstrap> <user> <password> <group>...\n", argv[0]);
     return 2;
   }
-  char errstr[512];
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
-  const char *keys[] = {"bootstrap.servers", "security.protocol", "sasl.mechanisms", "sasl.username", "sasl.password"};
-  const char *vals[] = {argv[1], "sasl_plaintext", "PLAIN", argv[2], argv[3]};
-  for (int i = 0; i < 5; i++)
-    if (rdk_conf_set(conf, argv[0], keys[i], vals[i]) != 0) return 1;
-  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (rk == NULL) {
-    fprintf(stderr, "rd_kafka_new: %s\n", errstr);
-    return 1;
-  }
+  rd_kafka_t *rk = rdk_sasl_plain_producer(argv[0], argv[1], argv[2], argv[3]);
+  if (rk == NULL) return 1;
   rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
   rd_kafka_DescribeConsumerGroups(rk, (const char **)&argv[4], (size_t)(argc - 4), NULL, q);
   rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 20000);

@@ -70,3 +70,39 @@ export async function consumerGroupJoin(c: RawClient, groupId: string, memberId:
   });
   return r.errorCode;
 }
+
+/** A KIP-932 ShareGroupHeartbeat v1 joining `groupId` (member epoch 0) subscribed to `topics`: the error code. */
+export async function shareGroupJoin(c: RawClient, groupId: string, memberId: string, topics: string[]): Promise<number> {
+  const r = await c.request<{ errorCode: number }>(ApiKey.ShareGroupHeartbeat, 1, {
+    groupId,
+    memberId,
+    memberEpoch: 0,
+    rackId: null,
+    subscribedTopicNames: topics,
+  });
+  return r.errorCode;
+}
+
+interface ShareFetchTopic {
+  topicId: string;
+  partitions: {
+    partitionIndex: number;
+    acknowledgementBatches: { firstOffset: bigint; lastOffset: bigint; acknowledgeTypes: number[] }[];
+  }[];
+}
+
+/** A ShareFetch v1 body that does not wait and asks for up to 10 records of `topics`. */
+export function shareFetchBody(groupId: string, memberId: string, shareSessionEpoch: number, topics: ShareFetchTopic[]) {
+  return {
+    groupId,
+    memberId,
+    shareSessionEpoch,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    maxRecords: 10,
+    batchSize: 10,
+    topics,
+    forgottenTopicsData: [],
+  };
+}

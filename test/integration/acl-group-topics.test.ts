@@ -19,7 +19,7 @@ import kafkajs, { type Admin } from 'kafkajs';
 import { GROUP_TOPICS_NOT_AUTHORIZED } from '../../lib/security/acl/checks.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { consumerGroupJoin, plainKafka, startAclBroker } from '../helpers/acl.js';
+import { consumerGroupJoin, plainKafka, shareFetchBody, shareGroupJoin, startAclBroker } from '../helpers/acl.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { until } from '../helpers/eos.js';
 import type { RawClient } from '../helpers/raw-client.js';
@@ -106,38 +106,28 @@ describe('ACL: denied topics stay in share sessions; group describes hide groups
   });
   after(() => cleanup.run());
 
-  const shareJoin = (c: RawClient, groupId: string, memberId: string, topics: string[]) =>
-    c.request<{ errorCode: number }>(ApiKey.ShareGroupHeartbeat, 1, {
-      groupId,
-      memberId,
-      memberEpoch: 0,
-      rackId: null,
-      subscribedTopicNames: topics,
-    });
   /** One ShareFetch v1 of alice's in group sg-alice; `topics` maps a topic to the offsets it acknowledges (accept). */
   const aliceFetch = (epoch: number, topics: Record<string, bigint[]>) =>
-    aliceRaw.request<Fetched>(ApiKey.ShareFetch, 1, {
-      groupId: 'sg-alice',
-      memberId: 'alice-member',
-      shareSessionEpoch: epoch,
-      maxWaitMs: 0,
-      minBytes: 1,
-      maxBytes: 1 << 20,
-      maxRecords: 10,
-      batchSize: 10,
-      topics: Object.entries(topics).map(([topic, acks]) => ({
-        topicId: idOf(topic),
-        partitions: [
-          { partitionIndex: 0, acknowledgementBatches: acks.map((o) => ({ firstOffset: o, lastOffset: o, acknowledgeTypes: [1] })) },
-        ],
-      })),
-      forgottenTopicsData: [],
-    });
+    aliceRaw.request<Fetched>(
+      ApiKey.ShareFetch,
+      1,
+      shareFetchBody(
+        'sg-alice',
+        'alice-member',
+        epoch,
+        Object.entries(topics).map(([topic, acks]) => ({
+          topicId: idOf(topic),
+          partitions: [
+            { partitionIndex: 0, acknowledgementBatches: acks.map((o) => ({ firstOffset: o, lastOffset: o, acknowledgeTypes: [1] })) },
+          ],
+        })),
+      ),
+    );
   /** The partition 0 answer for `topic` in a ShareFetch response (undefined: not in the response). */
   const part = (r: Fetched, topic: string) => r.responses.find((t) => t.topicId === idOf(topic))?.partitions[0];
 
   it('ShareFetch: a topic alice may not READ stays in her share session, TOPIC_AUTHORIZATION_FAILED on every fetch, served once READ is granted', async () => {
-    expect((await shareJoin(aliceRaw, 'sg-alice', 'alice-member', ['visible', 'noread'])).errorCode).to.equal(ErrorCode.NONE);
+    expect(await shareGroupJoin(aliceRaw, 'sg-alice', 'alice-member', ['visible', 'noread'])).to.equal(ErrorCode.NONE);
     // epoch 0 opens the session with both topics: visible serves records, noread is denied
     const first = await aliceFetch(0, { visible: [], noread: [] });
     expect(first.errorCode).to.equal(ErrorCode.NONE);
@@ -211,7 +201,7 @@ describe('ACL: denied topics stay in share sessions; group describes hide groups
   });
 
   it('ShareGroupDescribe: a share group assigned a topic alice may not describe is TOPIC_AUTHORIZATION_FAILED for her', async () => {
-    expect((await shareJoin(adminRaw, 'sg-mixed', 'admin-s1', ['visible', 'hidden'])).errorCode).to.equal(ErrorCode.NONE);
+    expect(await shareGroupJoin(adminRaw, 'sg-mixed', 'admin-s1', ['visible', 'hidden'])).to.equal(ErrorCode.NONE);
     const describe = (c: RawClient) =>
       c.request<Described>(ApiKey.ShareGroupDescribe, 1, { groupIds: ['sg-mixed'], includeAuthorizedOperations: false });
     const alice = await describe(aliceRaw);

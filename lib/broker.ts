@@ -233,7 +233,18 @@ export class Broker {
       notifyAppend: (t, p, b, stable) => this.services.notifyAppend(t, p, b, stable),
       replication: () => replication,
     });
-    const share = createShareService({ config: this.config, logger: this.logger, purgatory, topics, metadata: this.metadata, groups });
+    const share = createShareService({
+      config: this.config,
+      logger: this.logger,
+      purgatory,
+      topics,
+      metadata: this.metadata,
+      groups,
+      notifyAppend: (t, p, b) => this.services.notifyAppend(t, p, b),
+      ...(replication === undefined
+        ? {}
+        : { awaitCommitted: (t, p, end, timeoutMs, minIsr) => replication.awaitCommitted(t, p, end, timeoutMs, minIsr) }),
+    });
     this.services = {
       config: this.config,
       dynamicConfigs,

@@ -63,6 +63,10 @@ const DOCS: Record<string, string> = {
   'share.coordinator.snapshot.update.records.per.snapshot':
     'ShareUpdate records of a share partition written between two ShareSnapshot records.',
   'share.coordinator.append.linger.ms': 'How long a share-partition state change no request waits for is held to be written with the next.',
+  'share.coordinator.state.topic.replication.factor':
+    'Replication factor of __share_group_state (at most the brokers registered when it is created).',
+  'share.coordinator.state.topic.min.isr': 'min.insync.replicas of __share_group_state (at most its replication factor).',
+  'share.coordinator.write.timeout.ms': 'How long a share-state write waits for the in-sync replicas (clusters).',
   'group.consumer.migration.policy': 'Which way non-empty groups may move between the classic and consumer protocols.',
   'offsets.retention.minutes': 'How long committed offsets of an empty group are kept.',
   'offsets.retention.check.interval.ms': 'How often expired offsets are looked for.',

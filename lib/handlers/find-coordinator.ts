@@ -3,12 +3,25 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FindCoordinatorRequest, FindCoordinatorResponse } from '../../protocol/generated/find-coordinator.js';
 import { OFFSETS_TOPIC } from '../group/records.js';
 import { TRANSACTION_STATE_TOPIC } from '../txn/txn-metadata.js';
+import { SHARE_STATE_TOPIC } from '../share/state-coordinator.js';
 import { brokerAddress } from './cluster-view.js';
-import { AclOperation, groupError, transactionalIdError } from '../security/acl/checks.js';
+import { AclOperation, clusterError, groupError, transactionalIdError } from '../security/acl/checks.js';
 import { defineHandler, type RequestContext } from './types.js';
 
 /** Key types of FindCoordinator. */
-export const CoordinatorType = { GROUP: 0, TRANSACTION: 1 } as const;
+export const CoordinatorType = { GROUP: 0, TRANSACTION: 1, SHARE: 2 } as const;
+
+/**
+ * A SHARE key names one share partition: "groupId:topicId:partition" (Kafka's SharePartitionKey, the
+ * topic id in Kafka's base64 form or as hex); the key gregor hashes has the id in hex. Null when malformed.
+ */
+export function shareCoordinatorKey(key: string): string | null {
+  const m = /^(.+):([A-Za-z0-9_-]{22}|[0-9a-fA-F]{32}):(\d+)$/.exec(key);
+  if (m === null) return null;
+  const id = m[2] ?? '';
+  const hex = id.length === 22 ? Buffer.from(id, 'base64url').toString('hex') : id.toLowerCase();
+  return `${m[1] ?? ''}:${hex}:${m[3] ?? ''}`;
+}
 
 interface Found {
   key: string;
@@ -33,20 +46,29 @@ async function lookup(key: string, keyType: number, ctx: RequestContext): Promis
       ? transactionalIdError(ctx, AclOperation.DESCRIBE, key)
       : keyType === CoordinatorType.GROUP
         ? groupError(ctx, AclOperation.DESCRIBE, key)
-        : ErrorCode.NONE;
+        : keyType === CoordinatorType.SHARE
+          ? clusterError(ctx, AclOperation.CLUSTER_ACTION)
+          : ErrorCode.NONE;
   if (denied !== ErrorCode.NONE) return { key, nodeId: -1, host: '', port: -1, errorCode: denied, errorMessage: null };
   if (keyType === CoordinatorType.TRANSACTION) {
     // __transaction_state is created on first use, as Kafka does
     errorCode = await s.txn.ensureReady();
     if (errorCode === ErrorCode.NONE && s.txn.status(key) === ErrorCode.COORDINATOR_NOT_AVAILABLE)
       errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  } else if (keyType === CoordinatorType.SHARE) {
+    // __share_group_state is created on first use too
+    errorCode = shareCoordinatorKey(key) !== null ? await s.share.stateCoordinator.ensureReady() : ErrorCode.INVALID_REQUEST;
   } else if (keyType !== CoordinatorType.GROUP) errorCode = ErrorCode.INVALID_REQUEST;
   else errorCode = await s.groups.ensureReady(); // __consumer_offsets too
   if (errorCode === ErrorCode.NONE && s.topics.clustered) {
     // the coordinator is the leader of the key's partition of the internal topic, wherever it is
-    const txn = keyType === CoordinatorType.TRANSACTION;
-    const p = txn ? s.txn.partitionFor(key) : s.groups.partitionFor(key);
-    const leader = s.metadata.partitionState(txn ? TRANSACTION_STATE_TOPIC : OFFSETS_TOPIC, p)?.leader ?? -1;
+    const [topic, p] =
+      keyType === CoordinatorType.TRANSACTION
+        ? [TRANSACTION_STATE_TOPIC, s.txn.partitionFor(key)]
+        : keyType === CoordinatorType.SHARE
+          ? [SHARE_STATE_TOPIC, s.share.stateCoordinator.partitionFor(shareCoordinatorKey(key) ?? key)]
+          : [OFFSETS_TOPIC, s.groups.partitionFor(key)];
+    const leader = s.metadata.partitionState(topic, p)?.leader ?? -1;
     const at = leader === s.nodeId ? undefined : brokerAddress(s, ctx.conn.listenerName, leader);
     if (at !== undefined) return { key, nodeId: at.nodeId, host: at.host, port: at.port, errorCode, errorMessage: null };
     if (leader !== s.nodeId) errorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE;

@@ -53,6 +53,7 @@ import { shareGroupHeartbeatHandler } from './share-group-heartbeat.js';
 import { describeShareGroupOffsetsHandler } from './describe-share-group-offsets.js';
 import { alterShareGroupOffsetsHandler } from './alter-share-group-offsets.js';
 import { deleteShareGroupOffsetsHandler } from './delete-share-group-offsets.js';
+import { deleteShareGroupStateHandler, readShareGroupStateHandler, writeShareGroupStateHandler } from './share-group-state.js';
 import { describeClientQuotasHandler } from './describe-client-quotas.js';
 import { alterClientQuotasHandler } from './alter-client-quotas.js';
 import { createAclsHandler } from './create-acls.js';
@@ -114,6 +115,9 @@ export const HANDLERS: readonly Handler[] = [
   describeShareGroupOffsetsHandler,
   alterShareGroupOffsetsHandler,
   deleteShareGroupOffsetsHandler,
+  readShareGroupStateHandler,
+  writeShareGroupStateHandler,
+  deleteShareGroupStateHandler,
   describeAclsHandler,
   createAclsHandler,
   deleteAclsHandler,

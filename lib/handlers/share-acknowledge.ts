@@ -17,6 +17,7 @@ export const shareAcknowledgeHandler = defineHandler<ShareAcknowledgeRequest, Sh
   async handle(req, ctx) {
     if (!groupAllowed(ctx, AclOperation.READ, req.groupId ?? '')) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     const topics = readableShareTopics(ctx, req.topics);
+    await ctx.services.share.readStates(req.groupId, req.memberId, topics.allowed); // clusters: a new leader's share partitions
     const out = await shareAcknowledge(ctx.services.share, { ...req, topics: topics.allowed }, shareRequestContext(ctx));
     if (out.errorCode === ErrorCode.NONE)
       for (const t of topics.denied)

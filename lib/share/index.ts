@@ -4,6 +4,7 @@
  * of the consumers fetching from it. `createShareService` is what broker.ts calls.
  */
 import type { Logger } from 'pino';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { BrokerConfig } from '../config.js';
 import type { GroupCoordinator } from '../group/coordinator.js';
 import { groupConfigInt, shareAutoOffsetReset } from '../group/group-configs.js';
@@ -11,11 +12,14 @@ import type { PartitionLog } from '../log/partition-log.js';
 import type { MetadataStore } from '../metadata/store.js';
 import type { Purgatory } from '../replica/purgatory.js';
 import type { TopicManager } from '../topics.js';
+import { type BrokerChannels, interBrokerChannels } from '../txn/inter-broker.js';
+import { RoutingPersister, type SharePersister } from './persister.js';
 import { ShareCoordinator } from './share-coordinator.js';
 import { SharePartitions } from './share-partitions.js';
 import { ShareSessionCache } from './share-sessions.js';
 import { ShareStateStore } from './state-store.js';
 import type { SharePartition } from './share-partition.js';
+import { SHARE_STATE_TOPIC, ShareStateCoordinator } from './state-coordinator.js';
 
 export { ShareCoordinator } from './share-coordinator.js';
 
@@ -26,25 +30,47 @@ export interface ShareServiceWiring {
   topics: TopicManager;
   metadata: MetadataStore;
   groups: GroupCoordinator;
+  /** Wakes fetches waiting on a partition after an append (followers of `__share_group_state`). */
+  notifyAppend(topic: string, partition: number, bytes: number): void;
+  /** Clusters: waits until the ISR holds a partition up to `endOffset`; NONE or an error. */
+  awaitCommitted?(topic: string, partition: number, endOffset: bigint, timeoutMs: number, minIsr: number): Promise<number>;
 }
 
 export class ShareService {
   readonly coordinator: ShareCoordinator;
   readonly partitions: SharePartitions;
   readonly sessions: ShareSessionCache;
-  /** `__share_group_state` */
+  /** the partition leader's writer of share-partition state */
   readonly store: ShareStateStore;
+  /** the share coordinator of the `__share_group_state` partitions this broker leads */
+  readonly stateCoordinator: ShareStateCoordinator;
+  /** reads and writes state where its share coordinator is (in-process or another broker) */
+  readonly persister: SharePersister;
+  /** clusters: share partitions (group, topic id, partition) whose persisted state this leader has read */
+  private readonly stateRead = new Set<string>();
+  private readonly stateReading = new Map<string, Promise<void>>();
+  /** clusters: connections to the other brokers' share coordinators */
+  private readonly channels: BrokerChannels | undefined;
 
   constructor(private readonly w: ShareServiceWiring) {
     const c = w.config;
     this.sessions = new ShareSessionCache(c.int('group.share.max.share.sessions'));
+    this.stateCoordinator = createStateCoordinator(w);
+    this.channels = w.topics.clustered ? interBrokerChannels(c, w.metadata, w.logger, `gregor-share-${c.nodeId}`) : undefined;
+    this.persister = new RoutingPersister({
+      nodeId: c.nodeId,
+      coordinator: this.stateCoordinator,
+      coordinatorOf: (p) => (w.topics.clustered ? (w.metadata.partitionState(SHARE_STATE_TOPIC, p)?.leader ?? -1) : c.nodeId),
+      ...(this.channels === undefined ? {} : { channels: this.channels }),
+      // a coordinator failover (session timeout, election, replay) fits in Kafka's request timeout
+      timeoutMs: c.int('request.timeout.ms'),
+      logger: w.logger,
+    });
     this.store = new ShareStateStore(
-      w.topics,
-      w.metadata,
+      this.persister,
       {
-        numPartitions: c.int('share.coordinator.state.topic.num.partitions'),
-        updatesPerSnapshot: c.int('share.coordinator.snapshot.update.records.per.snapshot'),
         lingerMs: c.int('share.coordinator.append.linger.ms'),
+        leaderEpoch: (topicId, p) => this.leaderEpochOf(topicId, p),
       },
       w.logger,
     );
@@ -55,6 +81,8 @@ export class ShareService {
       },
       autoOffsetReset: (g) => shareAutoOffsetReset(w.metadata.groupConfigs(g)),
       log: (topicId, p) => this.partitionLog(topicId, p),
+      // clusters: a share partition starts from share.auto.offset.reset only once its persisted state was read
+      mayInitialise: (g, topicId, p) => !w.topics.clustered || this.stateRead.has(`${g}\0${topicId}\0${p}`),
       onReleased: (sp) => w.purgatory.checkAndComplete(sp),
       onChange: (sp) => this.store.schedule(sp),
     });
@@ -70,7 +98,8 @@ export class ShareService {
       },
       topicName: (id) => w.metadata.topicById(id)?.name,
       otherGroupExists: (id) => w.groups.groups.has(id),
-      onAssigned: (groupId, topicId, p) => void this.partitions.getOrCreate(groupId, topicId, p),
+      onAssigned: (groupId, topicId, p) =>
+        void (w.topics.clustered ? this.readState(groupId, topicId, p) : this.partitions.getOrCreate(groupId, topicId, p)),
       // a member fenced by its session timeout: what it holds goes back at once (one that leaves still
       // sends its last acknowledgements, with its share session's final epoch, which releases the rest)
       onMemberFenced: (groupId, memberId) => {
@@ -79,6 +108,85 @@ export class ShareService {
       },
     });
     w.topics.onTopicsChanged(() => this.coordinator.topicsChanged());
+    // clusters: state partitions move with the controller's elections; share partitions live with their partition's leader
+    w.topics.onLeadershipChanged((topic, p, leads) => {
+      if (topic === SHARE_STATE_TOPIC) void this.stateCoordinator.leadershipChanged(p, leads);
+      else if (!leads) this.resigned(topic, p);
+    });
+  }
+
+  /**
+   * Clusters: reads the persisted state of the share partitions a ShareFetch or ShareAcknowledge names
+   * (and those of the member's share session) that this broker leads and has not read yet, so that a new
+   * leader continues from what the old one wrote.
+   */
+  async readStates(
+    groupId: string | null,
+    memberId: string | null,
+    topics: readonly { topicId: string; partitions: readonly { partitionIndex: number }[] }[],
+  ): Promise<void> {
+    if (!this.w.topics.clustered || groupId === null || groupId === '') return;
+    const reads: Promise<void>[] = [];
+    for (const t of topics) for (const p of t.partitions) reads.push(this.readState(groupId, t.topicId, p.partitionIndex));
+    const session = memberId === null ? undefined : this.sessions.get(groupId, memberId);
+    for (const x of session?.partitions.values() ?? []) reads.push(this.readState(groupId, x.topicId, x.partition));
+    await Promise.all(reads);
+  }
+
+  /** What a share request answers for a partition with no share partition here. */
+  notHereError(topicId: string, partition: number): number {
+    const name = this.w.metadata.topicById(topicId)?.name;
+    if (name === undefined) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    // led here, but its state could not be read from the share coordinator yet
+    if (this.w.topics.partition(name, partition) !== undefined) return ErrorCode.LEADER_NOT_AVAILABLE;
+    return this.w.topics.notHereError(name, partition);
+  }
+
+  private readState(groupId: string, topicId: string, partition: number): Promise<void> {
+    const key = `${groupId}\0${topicId}\0${partition}`;
+    if (this.stateRead.has(key) || this.partitionLog(topicId, partition) === undefined) return Promise.resolve();
+    let reading = this.stateReading.get(key);
+    if (reading === undefined) {
+      reading = this.readStateOnce(groupId, topicId, partition, key).finally(() => this.stateReading.delete(key));
+      this.stateReading.set(key, reading);
+    }
+    return reading;
+  }
+
+  private async readStateOnce(groupId: string, topicId: string, partition: number, key: string): Promise<void> {
+    const leaderEpoch = this.leaderEpochOf(topicId, partition);
+    const r = await this.persister.read(groupId, topicId, partition, leaderEpoch);
+    if (r.errorCode !== ErrorCode.NONE) {
+      this.w.logger.warn(
+        { group: groupId, topicId, partition, errorCode: r.errorCode },
+        'GREGOR_ERR_SHARE_STATE_READ: share-partition state not read',
+      );
+      return;
+    }
+    if (this.partitionLog(topicId, partition) === undefined || this.leaderEpochOf(topicId, partition) !== leaderEpoch) return; // moved meanwhile
+    if (this.partitions.get(groupId, topicId, partition) === undefined && r.state.startOffset >= 0n) {
+      this.partitions.restore(groupId, topicId, partition, r.state.startOffset, r.state.batches);
+      const sp = this.partitions.get(groupId, topicId, partition);
+      if (sp !== undefined) this.store.restored(sp, r.state.stateEpoch);
+    }
+    this.stateRead.add(key);
+  }
+
+  /** Clusters: this broker no longer leads `topic`-`p`: its share partitions go (the new leader reads their state). */
+  private resigned(topic: string, p: number): void {
+    const topicId = this.w.metadata.topic(topic)?.topicId;
+    if (topicId === undefined) return;
+    for (const sp of this.partitions.list()) {
+      if (sp.topicId !== topicId || sp.partition !== p) continue;
+      this.store.drop(sp);
+      this.partitions.drop(sp);
+      this.stateRead.delete(`${sp.groupId}\0${topicId}\0${p}`);
+    }
+  }
+
+  private leaderEpochOf(topicId: string, partition: number): number {
+    const name = this.w.metadata.topicById(topicId)?.name;
+    return name === undefined ? -1 : this.w.topics.leaderEpoch(name, partition);
   }
 
   get metadata(): MetadataStore {
@@ -121,8 +229,14 @@ export class ShareService {
 
   /** Restores the share partitions `__share_group_state` holds (broker start). */
   async startup(): Promise<void> {
-    const snapshots = await this.store.load();
-    for (const s of snapshots) this.partitions.restore(s.groupId, s.topicId, s.partition, s.startOffset, s.batches);
+    const snapshots = await this.stateCoordinator.load();
+    // clusters: each leader reads its share partitions' state when they are first used
+    if (this.w.topics.clustered) return;
+    for (const s of snapshots) {
+      this.partitions.restore(s.groupId, s.topicId, s.partition, s.startOffset, s.batches);
+      const sp = this.partitions.get(s.groupId, s.topicId, s.partition);
+      if (sp !== undefined) this.store.restored(sp, s.stateEpoch);
+    }
     if (snapshots.length > 0) this.w.logger.info({ sharePartitions: snapshots.length }, 'share-partition state loaded');
   }
 
@@ -140,8 +254,60 @@ export class ShareService {
 
   shutdown(): void {
     this.coordinator.shutdown();
+    this.stateCoordinator.shutdown();
+    this.channels?.close();
     this.partitions.close();
   }
+}
+
+/** The share coordinator of this broker's `__share_group_state` partitions (replicated, written with acks=all in clusters). */
+function createStateCoordinator(w: ShareServiceWiring): ShareStateCoordinator {
+  const c = w.config;
+  const numPartitions = c.int('share.coordinator.state.topic.num.partitions');
+  // Kafka's share.coordinator.state.topic.replication.factor (3), capped by the brokers there are, as gregor's other internal topics
+  const replicationFactor = (): number =>
+    Math.max(1, Math.min(c.int('share.coordinator.state.topic.replication.factor'), w.metadata.brokers().length));
+  const minIsr = (): number => {
+    const v = w.metadata.topic(SHARE_STATE_TOPIC)?.configs['min.insync.replicas'];
+    return v !== undefined ? Number(v) : c.int('share.coordinator.state.topic.min.isr');
+  };
+  const awaitCommitted = w.awaitCommitted?.bind(w);
+  return new ShareStateCoordinator({
+    logger: w.logger,
+    numPartitions,
+    updatesPerSnapshot: c.int('share.coordinator.snapshot.update.records.per.snapshot'),
+    topicExists: () => w.metadata.topic(SHARE_STATE_TOPIC) !== undefined,
+    async createTopic() {
+      if (w.metadata.topic(SHARE_STATE_TOPIC) === undefined) {
+        const rf = replicationFactor();
+        await w.topics.create(
+          {
+            name: SHARE_STATE_TOPIC,
+            numPartitions,
+            replicationFactor: rf,
+            // as Kafka creates it: compaction would keep only a share partition's last update
+            configs: {
+              'cleanup.policy': 'delete',
+              'retention.ms': '-1',
+              'retention.bytes': '-1',
+              'min.insync.replicas': String(Math.min(rf, c.int('share.coordinator.state.topic.min.isr'))),
+            },
+          },
+          { internal: true },
+        );
+      }
+      await w.topics.ready(SHARE_STATE_TOPIC);
+    },
+    log: (p) => w.topics.partition(SHARE_STATE_TOPIC, p),
+    leaderEpoch: (p) => w.topics.leaderEpoch(SHARE_STATE_TOPIC, p),
+    ...(w.topics.clustered && awaitCommitted !== undefined
+      ? {
+          awaitCommitted: (p: number, end: bigint) =>
+            awaitCommitted(SHARE_STATE_TOPIC, p, end, c.int('share.coordinator.write.timeout.ms'), minIsr()),
+        }
+      : {}),
+    notifyAppend: (p, bytes) => w.notifyAppend(SHARE_STATE_TOPIC, p, bytes),
+  });
 }
 
 export function createShareService(w: ShareServiceWiring): ShareService {

@@ -149,7 +149,7 @@ export async function shareFetch(
       continue;
     }
     const sp = share.partitions.getOrCreate(groupId, topicId, partition);
-    if (sp === undefined) entry(topicId, partition).errorCode = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    if (sp === undefined) entry(topicId, partition).errorCode = share.notHereError(topicId, partition);
     else targets.push({ topicId, partition, sp });
   }
   // a long poll: woken by an append or a release, it may find another member took the records first

@@ -20,6 +20,8 @@ export interface SharePartitionsDeps {
   onReleased(sp: SharePartition): void;
   /** A share partition's state changed (persistence). */
   onChange(sp: SharePartition): void;
+  /** Clusters: whether a new share partition may start from share.auto.offset.reset (its persisted state was read). */
+  mayInitialise?(groupId: string, topicId: string, partition: number): boolean;
 }
 
 export interface AcquiredRead {
@@ -92,7 +94,7 @@ export class SharePartitions {
     const known = this.partitions.get(key);
     if (known !== undefined) return known;
     const log = this.deps.log(topicId, partition);
-    if (log === undefined) return undefined;
+    if (log === undefined || this.deps.mayInitialise?.(groupId, topicId, partition) === false) return undefined;
     const sp = this.make(groupId, topicId, partition, initialOffset(log, this.deps.autoOffsetReset(groupId), Date.now()));
     this.deps.onChange(sp);
     return sp;
@@ -142,6 +144,14 @@ export class SharePartitions {
     const out: SharePartition[] = [];
     for (const sp of this.partitions.values()) if (groupId === undefined || sp.groupId === groupId) out.push(sp);
     return out;
+  }
+
+  /** Forgets one share partition (clusters: its partition's leadership moved away). */
+  drop(sp: SharePartition): void {
+    const key = `${sp.groupId}\0${sp.topicId}\0${sp.partition}`;
+    if (this.partitions.get(key) !== sp) return;
+    sp.close();
+    this.partitions.delete(key);
   }
 
   /** Forgets a group's share partitions (DeleteGroups). */

@@ -1,7 +1,7 @@
 /** The transaction coordinator wired to the broker's topics and groups: what broker.ts calls. */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
-import { type BrokerConfig, parseListener } from '../config.js';
+import type { BrokerConfig } from '../config.js';
 import type { GroupCoordinator } from '../group/coordinator.js';
 import { OFFSETS_TOPIC, partitionFor } from '../group/records.js';
 import { completeTxnOffsets } from '../group/txn-offsets.js';
@@ -9,7 +9,7 @@ import type { MetadataStore } from '../metadata/store.js';
 import type { Replication } from '../replica/replication.js';
 import type { TopicManager } from '../topics.js';
 import { TransactionCoordinator, type TxnCoordinatorDeps } from './coordinator.js';
-import { BrokerChannels, RemoteTxnMarkers, RemoteTxnVerifier } from './inter-broker.js';
+import { interBrokerChannels, RemoteTxnMarkers, RemoteTxnVerifier } from './inter-broker.js';
 import type { ProducerIdManager } from './producer-ids.js';
 import { TRANSACTION_STATE_TOPIC } from './txn-metadata.js';
 
@@ -41,18 +41,8 @@ function clusterDeps(w: TxnCoordinatorWiring, partitionFor: (transactionalId: st
   };
   // Kafka waits request.timeout.ms for the ISR on both (TransactionStateManager.appendTransactionToLog, WriteTxnMarkers)
   const requestTimeoutMs = c.int('request.timeout.ms');
-  const listener = c.string('inter.broker.listener.name') ?? parseListener(c.list('listeners')[0] ?? 'PLAINTEXT://:9092').name;
   const logger = w.logger.child({ component: 'transaction-inter-broker' });
-  const channels = new BrokerChannels({
-    nodeId: c.nodeId,
-    requestTimeoutMs,
-    logger,
-    addressOf(nodeId) {
-      const b = w.metadata.brokers().find((x) => x.nodeId === nodeId);
-      const ep = b?.endpoints.find((e) => e.listener === listener) ?? b?.endpoints[0];
-      return ep === undefined ? undefined : { host: ep.host, port: ep.port };
-    },
-  });
+  const channels = interBrokerChannels(c, w.metadata, logger);
   const markers = new RemoteTxnMarkers(channels, {
     nodeId: c.nodeId,
     logger,

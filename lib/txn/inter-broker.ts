@@ -20,6 +20,8 @@ import { formatAddress } from '../client/address.js';
 import { BrokerConnection } from '../client/connection.js';
 import { ClientError, ClientErrorCode } from '../client/errors.js';
 import { packageVersion } from '../cli/context.js';
+import { type BrokerConfig, parseListener } from '../config.js';
+import type { MetadataStore } from '../metadata/store.js';
 
 export interface InterBrokerOptions {
   nodeId: number;
@@ -28,6 +30,24 @@ export interface InterBrokerOptions {
   /** request.timeout.ms (Kafka's TransactionMarkerChannelManager and AddPartitionsToTxnManager use it). */
   requestTimeoutMs: number;
   logger: Logger;
+  /** client id of the connections (gregor-txn-<node id> when absent) */
+  clientId?: string;
+}
+
+/** Channels to the other brokers of the cluster on the inter-broker listener (request.timeout.ms). */
+export function interBrokerChannels(c: BrokerConfig, metadata: MetadataStore, logger: Logger, clientId?: string): BrokerChannels {
+  const listener = c.string('inter.broker.listener.name') ?? parseListener(c.list('listeners')[0] ?? 'PLAINTEXT://:9092').name;
+  return new BrokerChannels({
+    nodeId: c.nodeId,
+    requestTimeoutMs: c.int('request.timeout.ms'),
+    logger,
+    ...(clientId === undefined ? {} : { clientId }),
+    addressOf(nodeId) {
+      const b = metadata.brokers().find((x) => x.nodeId === nodeId);
+      const ep = b?.endpoints.find((e) => e.listener === listener) ?? b?.endpoints[0];
+      return ep === undefined ? undefined : { host: ep.host, port: ep.port };
+    },
+  });
 }
 
 /** One connection per destination broker, opened on first use and again after a failure. */
@@ -78,7 +98,7 @@ export class BrokerChannels {
     if (address === undefined)
       throw new ClientError(ClientErrorCode.NOT_FOUND, `broker ${nodeId} has no known address`, { broker: `broker ${nodeId}` });
     const conn = await BrokerConnection.open(address, `broker ${nodeId} (${formatAddress(address)})`, {
-      clientId: `gregor-txn-${this.o.nodeId}`,
+      clientId: this.o.clientId ?? `gregor-txn-${this.o.nodeId}`,
       connectTimeoutMs: Math.min(this.o.requestTimeoutMs, 10_000),
       requestTimeoutMs: this.o.requestTimeoutMs + 5000,
       softwareName: 'gregor-broker',

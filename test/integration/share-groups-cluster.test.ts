@@ -70,9 +70,28 @@ describe('share groups in a 3-broker cluster', function () {
     if (id === undefined) throw new Error(`no ${topic}`);
     return id;
   };
+  /** `__share_group_state` with a leader for each partition (a FindCoordinator of key type SHARE creates it on first use). */
+  const stateTopic = async () => {
+    const c = await RawClient.connect(running(cluster()).bootstrap);
+    try {
+      await c.request<FindCoordinatorResponse>(ApiKey.FindCoordinator, 6, { keyType: 2, coordinatorKeys: [`probe:${'0'.repeat(32)}:0`] });
+    } finally {
+      c.destroy();
+    }
+    await until(
+      async () => {
+        const ps = (await metadata(running(cluster()).bootstrap, [STATE_TOPIC])).topics[0]?.partitions ?? [];
+        return ps.length === STATE_PARTITIONS && ps.every((p) => p.leaderId >= 0) ? true : undefined;
+      },
+      30_000,
+      STATE_TOPIC,
+    );
+  };
   /** The broker leading the state partition of the share partition (its share coordinator). */
-  const coordinatorOf = async (group: string, topicId: string, p: number) =>
-    (await partitionOf(cluster(), STATE_TOPIC, partitionFor(`${group}:${topicId}:${p}`, STATE_PARTITIONS))).leaderId;
+  const coordinatorOf = async (group: string, topicId: string, p: number) => {
+    await stateTopic();
+    return (await partitionOf(cluster(), STATE_TOPIC, partitionFor(`${group}:${topicId}:${p}`, STATE_PARTITIONS))).leaderId;
+  };
   const broker = (nodeId: number): LocalBroker => {
     const b = cluster().brokers.find((x) => x.nodeId === nodeId);
     if (b === undefined) throw new Error(`no broker ${nodeId}`);
@@ -292,5 +311,22 @@ describe('share groups in a 3-broker cluster', function () {
     for (const d of c.deliveries) byOffset.set(d.offset, [...(byOffset.get(d.offset) ?? []), d.deliveryCount]);
     for (const [offset, counts] of byOffset) expect(new Set(counts).size, `offset ${offset}: ${counts.join(',')}`).to.equal(counts.length);
     expect(c.errors.filter((e) => !/timed out|transport|coordinator/i.test(e))).to.deep.equal([]);
+
+    // what was written through the new coordinator is where a new partition leader starts: records
+    // produced with no member attached come next, none of the accepted ones again
+    const accepted = new Set(c.deliveries.filter((d) => d.ack === 'A').map((d) => d.offset));
+    await produce('co', ['pending-1', 'pending-2', 'pending-3']);
+    await broker(coordinator).start();
+    await untilTrue(async () => (await partitionOf(cluster(), 'co', 0)).isrNodes.length === 3, 60_000, 'co-0 back to 3 in-sync replicas');
+    await broker(leader).kill('SIGKILL');
+    await newLeader('co', 0, leader);
+    const d = consumer(group, 'co');
+    await untilTrue(
+      () => [end, end + 1, end + 2].every((o) => d.deliveries.some((x) => x.offset === o)),
+      90_000,
+      () => `pending records at ${end}.. (${JSON.stringify(d.deliveries)})`,
+    );
+    await d.close();
+    for (const x of d.deliveries) expect(accepted.has(x.offset), `offset ${x.offset} was accepted before`).to.equal(false);
   });
 });

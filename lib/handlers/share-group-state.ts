@@ -9,6 +9,7 @@ import type { DeleteShareGroupStateRequest, DeleteShareGroupStateResponse } from
 import type { ReadShareGroupStateRequest, ReadShareGroupStateResponse } from '../../protocol/generated/read-share-group-state.js';
 import type { WriteShareGroupStateRequest, WriteShareGroupStateResponse } from '../../protocol/generated/write-share-group-state.js';
 import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
+import { fromWireBatches, toWireBatches } from '../share/persister.js';
 import { defineHandler } from './types.js';
 
 const fail = (errorCode: number) => ({ errorCode, errorMessage: null });
@@ -19,6 +20,19 @@ function allFailed<X>(
   each: (partition: number) => X,
 ): { topicId: string; partitions: X[] }[] {
   return topics.map((t) => ({ topicId: t.topicId, partitions: t.partitions.map((p) => each(p.partition)) }));
+}
+
+/** Each partition of each topic answered by `each` (its error code), in request order. */
+async function perPartition<P extends { partition: number }>(
+  topics: readonly { topicId: string; partitions: readonly P[] }[],
+  each: (topicId: string, p: P) => Promise<number>,
+): Promise<{ topicId: string; partitions: { partition: number; errorCode: number; errorMessage: string | null }[] }[]> {
+  return Promise.all(
+    topics.map(async (t) => ({
+      topicId: t.topicId,
+      partitions: await Promise.all(t.partitions.map(async (p) => ({ partition: p.partition, ...fail(await each(t.topicId, p)) }))),
+    })),
+  );
 }
 
 const readFailed = (errorCode: number) => (partition: number) => ({
@@ -47,12 +61,7 @@ export const readShareGroupStateHandler = defineHandler<ReadShareGroupStateReque
             ...fail(r.errorCode),
             stateEpoch: r.state.stateEpoch,
             startOffset: r.state.startOffset,
-            stateBatches: r.state.batches.map((b) => ({
-              firstOffset: b.firstOffset,
-              lastOffset: b.lastOffset,
-              deliveryState: b.state,
-              deliveryCount: b.deliveryCount,
-            })),
+            stateBatches: toWireBatches(r.state.batches),
           };
         }),
       })),
@@ -70,26 +79,13 @@ export const writeShareGroupStateHandler = defineHandler<WriteShareGroupStateReq
   async handle(req, ctx) {
     if (!clusterAllowed(ctx, AclOperation.CLUSTER_ACTION)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const c = ctx.services.share.stateCoordinator;
-    const results = await Promise.all(
-      req.topics.map(async (t) => ({
-        topicId: t.topicId,
-        partitions: await Promise.all(
-          t.partitions.map(async (p) => {
-            const errorCode = await c.write(req.groupId, t.topicId, p.partition, {
-              stateEpoch: p.stateEpoch,
-              leaderEpoch: p.leaderEpoch,
-              startOffset: p.startOffset,
-              batches: p.stateBatches.map((b) => ({
-                firstOffset: b.firstOffset,
-                lastOffset: b.lastOffset,
-                state: b.deliveryState,
-                deliveryCount: b.deliveryCount,
-              })),
-            });
-            return { partition: p.partition, ...fail(errorCode) };
-          }),
-        ),
-      })),
+    const results = await perPartition(req.topics, (topicId, p) =>
+      c.write(req.groupId, topicId, p.partition, {
+        stateEpoch: p.stateEpoch,
+        leaderEpoch: p.leaderEpoch,
+        startOffset: p.startOffset,
+        batches: fromWireBatches(p.stateBatches),
+      }),
     );
     return { results };
   },
@@ -105,15 +101,7 @@ export const deleteShareGroupStateHandler = defineHandler<DeleteShareGroupStateR
   async handle(req, ctx) {
     if (!clusterAllowed(ctx, AclOperation.CLUSTER_ACTION)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const c = ctx.services.share.stateCoordinator;
-    const results = await Promise.all(
-      req.topics.map(async (t) => ({
-        topicId: t.topicId,
-        partitions: await Promise.all(
-          t.partitions.map(async (p) => ({ partition: p.partition, ...fail(await c.delete(req.groupId, t.topicId, p.partition)) })),
-        ),
-      })),
-    );
-    return { results };
+    return { results: await perPartition(req.topics, (topicId, p) => c.delete(req.groupId, topicId, p.partition)) };
   },
   errorResponse(req, errorCode) {
     return { results: allFailed(req.topics, partitionFailed(errorCode)) };

@@ -14,6 +14,7 @@ import type { DeleteShareGroupStateResponse } from '../../protocol/generated/del
 import type { ReadShareGroupStateResponse } from '../../protocol/generated/read-share-group-state.js';
 import type { WriteShareGroupStateResponse } from '../../protocol/generated/write-share-group-state.js';
 import type { BrokerChannels } from '../txn/inter-broker.js';
+import type { PersistedRecordState } from './share-partition.js';
 import { type PersistedShareState, type ShareStateCoordinator, shareStateKey, type ShareStateWrite } from './state-coordinator.js';
 
 export interface SharePersister {
@@ -50,6 +51,20 @@ const NO_STATE: PersistedShareState = { stateEpoch: 0, leaderEpoch: -1, startOff
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A state batch as the share-state APIs carry it. */
+export interface WireStateBatch {
+  firstOffset: bigint;
+  lastOffset: bigint;
+  deliveryState: number;
+  deliveryCount: number;
+}
+
+export const toWireBatches = (batches: readonly PersistedRecordState[]): WireStateBatch[] =>
+  batches.map((b) => ({ firstOffset: b.firstOffset, lastOffset: b.lastOffset, deliveryState: b.state, deliveryCount: b.deliveryCount }));
+
+export const fromWireBatches = (batches: readonly WireStateBatch[]): PersistedRecordState[] =>
+  batches.map((b) => ({ firstOffset: b.firstOffset, lastOffset: b.lastOffset, state: b.deliveryState, deliveryCount: b.deliveryCount }));
+
 /** The one partition of a share-state response (`results[0].partitions[0]`), or undefined. */
 function only<P>(results: readonly { partitions: readonly P[] }[]): P | undefined {
   return results[0]?.partitions[0];
@@ -78,12 +93,7 @@ export class RoutingPersister implements SharePersister {
           stateEpoch: p.stateEpoch,
           leaderEpoch,
           startOffset: p.startOffset,
-          batches: p.stateBatches.map((b) => ({
-            firstOffset: b.firstOffset,
-            lastOffset: b.lastOffset,
-            state: b.deliveryState,
-            deliveryCount: b.deliveryCount,
-          })),
+          batches: fromWireBatches(p.stateBatches),
         };
         return p.errorCode;
       },
@@ -107,12 +117,7 @@ export class RoutingPersister implements SharePersister {
                   stateEpoch: w.stateEpoch,
                   leaderEpoch: w.leaderEpoch,
                   startOffset: w.startOffset,
-                  stateBatches: w.batches.map((b) => ({
-                    firstOffset: b.firstOffset,
-                    lastOffset: b.lastOffset,
-                    deliveryState: b.state,
-                    deliveryCount: b.deliveryCount,
-                  })),
+                  stateBatches: toWireBatches(w.batches),
                 },
               ],
             },

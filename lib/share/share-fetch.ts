@@ -119,7 +119,6 @@ export async function shareFetch(
   };
   const closing = req.shareSessionEpoch === FINAL_EPOCH;
   const touched = new Set<SharePartition>();
-  for (const f of req.forgottenTopicsData) for (const p of f.partitions) session.remove(f.topicId, p);
   for (const t of req.topics) {
     for (const p of t.partitions) {
       if (!closing) session.add(t.topicId, p.partitionIndex);
@@ -132,6 +131,9 @@ export async function shareFetch(
       }
     }
   }
+  // as Kafka's ShareSession.update: what the request forgets goes after what it names was added, so a
+  // partition that carries its last acknowledgements in the request that forgets it leaves the session
+  for (const f of req.forgottenTopicsData) for (const p of f.partitions) session.remove(f.topicId, p);
   if (closing) {
     share.sessions.close(session);
     share.partitions.releaseMember(groupId, memberId);

@@ -2,8 +2,8 @@
  * Share groups (KIP-932) on the wire, as Kafka 4.2 answers: ShareGroupHeartbeat membership (join,
  * epochs, fencing, leave, a partition shared by more members than it has), ShareGroupDescribe,
  * ListGroups with the share type, DeleteGroups; ShareFetch share sessions (epochs, unknown session),
- * acquired ranges, ShareAcknowledge refusing records another member holds, and redelivery with
- * delivery count 2 after a lock expires.
+ * acquired ranges, ShareAcknowledge refusing records another member holds, redelivery with delivery
+ * count 2 after a lock expires, and partitions forgotten by the request that acknowledges them.
  */
 import { expect } from 'chai';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
@@ -188,5 +188,58 @@ describe('share groups on the wire (KIP-932)', function () {
     expect((await fetch('m2', 3)).errorCode).to.equal(ErrorCode.SHARE_SESSION_NOT_FOUND);
     const f4 = await fetch('m1', 2, [], 10);
     expect(f4.responses[0]?.partitions[0]?.acquiredRecords).to.deep.equal([{ firstOffset: 1n, lastOffset: 1n, deliveryCount: 3 }]);
+  });
+
+  it('a partition forgotten by the request that carries its last acknowledgements leaves the share session', async () => {
+    expect((await heartbeat('sforget', 'f1', 0)).errorCode).to.equal(ErrorCode.NONE);
+    const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'share-wire', logLevel: logLevel.NOTHING });
+    const p = kafka.producer();
+    await p.connect();
+    // two stored batches: a member alone on the partition takes a whole batch
+    for (const value of ['x', 'y']) await p.send({ topic: 'sw', messages: [{ value }] });
+    await p.disconnect();
+    const fetch = (
+      memberId: string,
+      epoch: number,
+      partitions: {
+        partitionIndex: number;
+        acknowledgementBatches: { firstOffset: bigint; lastOffset: bigint; acknowledgeTypes: number[] }[];
+      }[],
+      forget: number[] = [],
+    ) =>
+      raw.request<ShareFetchResponse>(ApiKey.ShareFetch, 1, {
+        groupId: 'sforget',
+        memberId,
+        shareSessionEpoch: epoch,
+        maxWaitMs: 0,
+        minBytes: 1,
+        maxBytes: 1 << 20,
+        maxRecords: 1,
+        batchSize: 1,
+        topics: partitions.length > 0 ? [{ topicId, partitions }] : [],
+        forgottenTopicsData: forget.length > 0 ? [{ topicId, partitions: forget }] : [],
+      });
+    const first = await fetch('f1', 0, [{ partitionIndex: 0, acknowledgementBatches: [] }]);
+    const got = first.responses[0]?.partitions[0]?.acquiredRecords[0];
+    expect(got?.lastOffset).to.equal(got?.firstOffset);
+    const offset = got?.firstOffset ?? -1n;
+    // librdkafka's request after a reassignment: the partition's acknowledgements, and the partition forgotten
+    const leaving = await fetch(
+      'f1',
+      1,
+      [{ partitionIndex: 0, acknowledgementBatches: [{ firstOffset: offset, lastOffset: offset, acknowledgeTypes: [1] }] }],
+      [0],
+    );
+    expect(leaving.errorCode).to.equal(ErrorCode.NONE);
+    expect(leaving.responses[0]?.partitions[0]?.acknowledgeErrorCode).to.equal(ErrorCode.NONE);
+    expect(leaving.responses[0]?.partitions[0]?.acquiredRecords).to.deep.equal([]);
+    // the session has no partition left: nothing is acquired for f1, the next record stays for others
+    const after = await fetch('f1', 2, []);
+    expect(after.responses).to.deep.equal([]);
+    expect((await heartbeat('sforget', 'f2', 0)).errorCode).to.equal(ErrorCode.NONE);
+    const other = await fetch('f2', 0, [{ partitionIndex: 0, acknowledgementBatches: [] }]);
+    expect(other.responses[0]?.partitions[0]?.acquiredRecords).to.deep.equal([
+      { firstOffset: offset + 1n, lastOffset: offset + 1n, deliveryCount: 1 },
+    ]);
   });
 });

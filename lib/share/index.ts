@@ -212,6 +212,12 @@ export class ShareService {
     return n;
   }
 
+  /** Whether the coordinator assigns the partition to the member (undefined: no such member in the group). */
+  isAssigned(groupId: string, memberId: string, topicId: string, partition: number): boolean | undefined {
+    const m = this.coordinator.groups.get(groupId)?.members.get(memberId);
+    return m === undefined ? undefined : m.assignment.get(topicId)?.includes(partition) === true;
+  }
+
   /** group.share.partition.max.record.locks */
   get maxRecordLocks(): number {
     return this.w.config.int('group.share.partition.max.record.locks');

@@ -1,9 +1,10 @@
 /**
  * ShareFetch and ShareAcknowledge as Kafka 4.2's SharePartitionManager serves them: the share session
  * (epoch 0 opens, -1 closes and releases what the member holds), acknowledgements applied first
- * (piggy-backed on ShareFetch, or on their own), then records acquired from every partition of the
- * session. When nothing can be acquired the fetch waits (purgatory, keyed by the partition logs and
- * the share partitions) up to MaxWaitMs for an append or a release.
+ * (piggy-backed on ShareFetch, or on their own), then records acquired from the partitions of the
+ * session, the member's own first, in an order that rotates with the session epoch. When nothing can
+ * be acquired the fetch waits (purgatory, keyed by the partition logs and the share partitions) up to
+ * MaxWaitMs for an append or a release.
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ShareFetchRequest, ShareFetchResponse, ShareFetchResponsePartitionData } from '../../protocol/generated/share-fetch.js';
@@ -141,7 +142,7 @@ export async function shareFetch(
     return responseOf(out, lockMs);
   }
   // the share partitions of the session (unknown topics or partitions this broker does not lead answer an error)
-  const targets: { topicId: string; partition: number; sp: SharePartition }[] = [];
+  const targets: Target[] = [];
   for (const { topicId, partition } of session.partitions.values()) {
     if (ctx.mayRead?.(topicId) === false) {
       Object.assign(entry(topicId, partition), {
@@ -154,6 +155,7 @@ export async function shareFetch(
     if (sp === undefined) entry(topicId, partition).errorCode = share.notHereError(topicId, partition);
     else targets.push({ topicId, partition, sp });
   }
+  fetchOrder(share, memberId, targets, req.shareSessionEpoch);
   // a long poll: woken by an append or a release, it may find another member took the records first
   const deadline = Date.now() + Math.max(0, req.maxWaitMs);
   let acquired = await acquireAll(share, targets, memberId, req, lockMs, entry);
@@ -168,9 +170,51 @@ export async function shareFetch(
   return responseOf(out, lockMs);
 }
 
+interface Target {
+  topicId: string;
+  partition: number;
+  sp: SharePartition;
+}
+
+/**
+ * Among how many members a fetch shares the partition's record locks, and whether the member reads it
+ * alone (batch-optimised). The members the coordinator assigns the partition count. A member whose
+ * share session still holds a partition the coordinator has given to others (it learns so at its next
+ * heartbeat, and forgets the partition then) shares it with them and never reads it alone, so that the
+ * members it now belongs to are not held to slices of MaxRecords meanwhile. For a member the
+ * coordinator does not know (no heartbeat) the share sessions holding the partition count.
+ */
+function sharing(share: ShareService, memberId: string, sp: SharePartition): { sharers: number; alone: boolean } {
+  const assigned = share.assignedMembers(sp.groupId, sp.topicId, sp.partition);
+  const mine = share.isAssigned(sp.groupId, memberId, sp.topicId, sp.partition);
+  if (mine === undefined) {
+    const sessions = share.sessions.sharers(sp.groupId, sp.topicId, sp.partition);
+    return { sharers: Math.max(1, sessions), alone: sessions <= 1 && assigned <= 1 };
+  }
+  return mine ? { sharers: Math.max(1, assigned), alone: assigned <= 1 } : { sharers: assigned + 1, alone: false };
+}
+
+/**
+ * The order a fetch visits the session's partitions in (a fetch that reaches MaxRecords stops): the
+ * partitions the coordinator assigns the member first, then the ones it no longer does; each run
+ * rotated by the session epoch, as Kafka's round-robin PartitionRotateStrategy, so that no partition
+ * starves behind another that always has records.
+ */
+function fetchOrder(share: ShareService, memberId: string, targets: Target[], epoch: number): void {
+  if (targets.length < 2) return;
+  const own: Target[] = [];
+  const stale: Target[] = [];
+  for (const t of targets) (share.isAssigned(t.sp.groupId, memberId, t.topicId, t.partition) === false ? stale : own).push(t);
+  const rotated = (ts: Target[]): Target[] => {
+    const at = ts.length > 1 && epoch > 0 ? epoch % ts.length : 0;
+    return at === 0 ? ts : [...ts.slice(at), ...ts.slice(0, at)];
+  };
+  targets.splice(0, targets.length, ...rotated(own), ...rotated(stale));
+}
+
 async function acquireAll(
   share: ShareService,
-  targets: readonly { topicId: string; partition: number; sp: SharePartition }[],
+  targets: readonly Target[],
   memberId: string,
   req: ShareFetchRequest,
   lockMs: number,
@@ -182,12 +226,11 @@ async function acquireAll(
   for (const { topicId, partition, sp } of targets) {
     if (remainingRecords <= 0 || remainingBytes <= 0) break;
     // members sharing a partition each take at most their share of its record locks, so that all get work
-    const sharers = share.sessions.sharers(sp.groupId, topicId, partition);
-    const fairShare = Math.ceil(share.maxRecordLocks / Math.max(1, sharers));
+    const { sharers, alone } = sharing(share, memberId, sp);
+    const fairShare = Math.ceil(share.maxRecordLocks / sharers);
     const maxRecords = Math.min(remainingRecords, fairShare);
     // a member alone on the partition gets Kafka's batch-optimised acquisition (MaxRecords soft: a batch
     // begun is finished, hard cap 0); members sharing it keep to MaxRecords and their share of the locks
-    const alone = sharers <= 1 && share.assignedMembers(sp.groupId, topicId, partition) <= 1;
     const r = await share.partitions.acquire(sp, memberId, maxRecords, remainingBytes, lockMs, alone ? 0 : maxRecords);
     if (r.count === 0) continue;
     const e = entry(topicId, partition);
@@ -201,12 +244,7 @@ async function acquireAll(
 }
 
 /** Waits until one of the partitions has records to hand out, or `maxWaitMs`. */
-function waitForRecords(
-  share: ShareService,
-  purgatory: Purgatory,
-  targets: readonly { topicId: string; partition: number; sp: SharePartition }[],
-  maxWaitMs: number,
-): Promise<void> {
+function waitForRecords(share: ShareService, purgatory: Purgatory, targets: readonly Target[], maxWaitMs: number): Promise<void> {
   const keys: PurgatoryKey[] = [];
   for (const t of targets) {
     keys.push(t.sp);

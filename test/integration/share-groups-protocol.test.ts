@@ -3,7 +3,10 @@
  * epochs, fencing, leave, a partition shared by more members than it has), ShareGroupDescribe,
  * ListGroups with the share type, DeleteGroups; ShareFetch share sessions (epochs, unknown session),
  * acquired ranges, ShareAcknowledge refusing records another member holds, redelivery with delivery
- * count 2 after a lock expires, and partitions forgotten by the request that acknowledges them.
+ * count 2 after a lock expires, partitions forgotten by the request that acknowledges them; the order
+ * a ShareFetch visits partitions in (rotated by the session epoch, as Kafka's round-robin
+ * PartitionRotateStrategy, a member's own partitions first) and whole stored batches for the member a
+ * partition was reassigned to while the old member's session still holds it.
  */
 import { expect } from 'chai';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
@@ -24,6 +27,8 @@ const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
 
 const LOCK_MS = 1500;
+/** records per stored batch in the partition-order test */
+const BATCH = 10;
 
 describe('share groups on the wire (KIP-932)', function () {
   this.timeout(60_000);
@@ -37,16 +42,20 @@ describe('share groups on the wire (KIP-932)', function () {
       await startTestBroker({ 'group.share.min.record.lock.duration.ms': 1000, 'group.share.record.lock.duration.ms': LOCK_MS }),
       (t) => t.stop(),
     );
-    const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'share-wire', logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic: 'sw', numPartitions: 1 }] });
-    await admin.disconnect();
-    const metadata = (b.broker as unknown as { services: { metadata: MetadataStore } }).services.metadata;
-    topicId = metadata.topic('sw')?.topicId ?? '';
+    await createTopic('sw', 1);
+    topicId = topicIdOf('sw');
     raw = cleanup.add(await RawClient.connect(b.bootstrap), (r) => r.destroy());
   });
   after(() => cleanup.run());
+
+  const createTopic = async (topic: string, numPartitions: number) => {
+    const admin = new Kafka({ brokers: [b.bootstrap], clientId: 'share-wire', logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions }] });
+    await admin.disconnect();
+  };
+  const topicIdOf = (topic: string) =>
+    (b.broker as unknown as { services: { metadata: MetadataStore } }).services.metadata.topic(topic)?.topicId ?? '';
 
   const heartbeat = (groupId: string, memberId: string, memberEpoch: number, topics: string[] | null = ['sw']) =>
     raw.request<ShareGroupHeartbeatResponse>(ApiKey.ShareGroupHeartbeat, 1, {
@@ -241,5 +250,61 @@ describe('share groups on the wire (KIP-932)', function () {
     expect(other.responses[0]?.partitions[0]?.acquiredRecords).to.deep.equal([
       { firstOffset: offset + 1n, lastOffset: offset + 1n, deliveryCount: 1 },
     ]);
+  });
+
+  /** One ShareFetch of `memberId` (MaxRecords 5) naming `partitions`; what it acquired as "partition:first-last". */
+  const fetchOrder = async (memberId: string, epoch: number, partitions: number[]): Promise<string[]> => {
+    const r = await raw.request<ShareFetchResponse>(ApiKey.ShareFetch, 1, {
+      groupId: 'order',
+      memberId,
+      shareSessionEpoch: epoch,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      maxRecords: 5,
+      batchSize: 5,
+      topics:
+        partitions.length > 0
+          ? [{ topicId: topicIdOf('so'), partitions: partitions.map((partitionIndex) => ({ partitionIndex, acknowledgementBatches: [] })) }]
+          : [],
+      forgottenTopicsData: [],
+    });
+    expect(r.errorCode).to.equal(ErrorCode.NONE);
+    const got: string[] = [];
+    for (const t of r.responses)
+      for (const p of t.partitions) for (const a of p.acquiredRecords) got.push(`${p.partitionIndex}:${a.firstOffset}-${a.lastOffset}`);
+    return got;
+  };
+
+  it('rotates the partitions by session epoch; a reassigned partition goes to its new member in whole batches', async () => {
+    await createTopic('so', 2);
+    const soId = topicIdOf('so');
+    const a = await heartbeat('order', 'member-a', 0, ['so']);
+    expect(a.assignment?.topicPartitions).to.deep.equal([{ topicId: soId, partitions: [0, 1] }]);
+    // three stored batches of BATCH records in each partition, produced after the group began (it starts at the log end)
+    const producer = new Kafka({ brokers: [b.bootstrap], clientId: 'share-wire', logLevel: logLevel.NOTHING }).producer();
+    await producer.connect();
+    for (let i = 0; i < 3; i++)
+      for (const partition of [0, 1])
+        await producer.send({
+          topic: 'so',
+          messages: Array.from({ length: BATCH }, (_, k) => ({ partition, value: `${partition}-${i}-${k}` })),
+        });
+    await producer.disconnect();
+
+    // alone on both partitions: a whole batch per fetch (MaxRecords 5 is soft), the first partition in turn
+    expect(await fetchOrder('member-a', 0, [0, 1])).to.deep.equal(['0:0-9']);
+    expect(await fetchOrder('member-a', 1, [])).to.deep.equal(['1:0-9']);
+
+    // member-b joins: the coordinator gives it partition 1, while member-a's session (no heartbeat since) still holds it
+    const joined = await heartbeat('order', 'member-b', 0, ['so']);
+    expect(joined.assignment?.topicPartitions).to.deep.equal([{ topicId: soId, partitions: [1] }]);
+    // member-b is alone on partition 1 in the assignment: a whole batch, not MaxRecords
+    expect(await fetchOrder('member-b', 0, [1])).to.deep.equal(['1:10-19']);
+    // member-a takes its own partition first whatever the rotation, and then at most MaxRecords of the one it lost
+    expect(await fetchOrder('member-a', 2, [])).to.deep.equal(['0:10-19']);
+    expect(await fetchOrder('member-a', 3, [])).to.deep.equal(['0:20-29']);
+    expect(await fetchOrder('member-a', 4, [])).to.deep.equal(['1:20-24']);
+    expect(await fetchOrder('member-b', 1, [])).to.deep.equal(['1:25-29']);
   });
 });

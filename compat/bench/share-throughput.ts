@@ -17,6 +17,7 @@
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
@@ -46,6 +47,8 @@ interface RunResult {
   cpuUsPerRecord: number;
   /** records each member got */
   perMember: number[];
+  /** the machine's 1-minute load average when the run ended (the figures are indicative above ~2) */
+  load1: number;
 }
 
 const binary = (): string =>
@@ -114,6 +117,7 @@ async function run(bootstrap: string, brokerPid: number, kind: Kind, roundNo: nu
       brokerCpuSeconds: round3(brokerCpuSeconds),
       cpuUsPerRecord: round((brokerCpuSeconds / RECORDS) * 1e6, 2),
       perMember: [...perMember],
+      load1: round(loadavg()[0] ?? 0, 1),
     };
   } finally {
     await Promise.all(
@@ -174,7 +178,7 @@ try {
       const res = await run(broker.bootstrap, pid, kind, r);
       results.push(res);
       process.stderr.write(
-        `share-throughput: round ${r}/${ROUNDS} ${kind}: ${res.recordsPerSecond} records/s, ${res.cpuUsPerRecord} us broker CPU/record, members ${res.perMember.join('/')}\n`,
+        `share-throughput: round ${r}/${ROUNDS} ${kind}: ${res.recordsPerSecond} records/s, ${res.cpuUsPerRecord} us broker CPU/record, members ${res.perMember.join('/')}, load ${res.load1}\n`,
       );
     }
   }
@@ -203,7 +207,7 @@ const file = writeBench(
       `share / classic: ${ratio}x (goal >= 0.5x)`,
     ],
     table: {
-      columns: ['kind', 'round', 'seconds', 'records/s', 'delivered', 'broker CPU-s', 'us CPU/record', 'per member'],
+      columns: ['kind', 'round', 'seconds', 'records/s', 'delivered', 'broker CPU-s', 'us CPU/record', 'per member', 'load (1 min)'],
       rows: results.map((r) => [
         r.kind,
         r.round,
@@ -213,6 +217,7 @@ const file = writeBench(
         r.brokerCpuSeconds,
         r.cpuUsPerRecord,
         r.perMember.join('/'),
+        r.load1,
       ]),
     },
     notes: [

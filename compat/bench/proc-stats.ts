@@ -34,6 +34,13 @@ export function cpuSeconds(pid: number): number {
   return (Number(rest[14 - 3]) + Number(rest[15 - 3])) / clkTck();
 }
 
+/** utime and stime of a process (all its threads), in seconds: time in its own code and in the kernel for it. */
+export function cpuSplit(pid: number): { user: number; system: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: Number(rest[14 - 3]) / clkTck(), system: Number(rest[15 - 3]) / clkTck() };
+}
+
 /** utime + stime of each thread of a process, with its name (librdkafka names its threads "rdk:broker1", …). */
 export function threadCpu(pid: number): { tid: number; comm: string; cpuSeconds: number }[] {
   const out: { tid: number; comm: string; cpuSeconds: number }[] = [];

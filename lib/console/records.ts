@@ -12,6 +12,7 @@ import { produceHandler } from '../handlers/produce.js';
 import { buildRecordBatch, type RecordHeader } from '../../protocol/records/index.js';
 import type { FilterRecord } from './filter/eval.js';
 import { kafkaError, type InprocConnection } from './inproc.js';
+import { recordsFrom } from './tail-decode.js';
 
 export const DISPLAY_MAX_BYTES = 256 * 1024;
 
@@ -64,7 +65,8 @@ export function shown(b: Buffer | null): ShownBytes {
 
 export interface ShownRecord {
   partition: number;
-  offset: bigint;
+  /** a decimal string, as the console's JSON carries 64-bit integers */
+  offset: string;
   timestamp: number;
   timestampType: number;
   key: ShownBytes;
@@ -75,13 +77,21 @@ export interface ShownRecord {
 export function showRecord(r: FetchedRecord): ShownRecord {
   return {
     partition: r.partition,
-    offset: r.offset,
+    offset: r.offset.toString(),
     timestamp: Number(r.timestamp),
     timestampType: r.timestampType,
     key: shown(r.key),
     value: shown(r.value),
     headers: r.headers.map((h) => ({ key: h.key, value: shown(h.value) })),
   };
+}
+
+/**
+ * showRecord's JSON, without toJson's replacer (no bigint in it), which JSON.stringify would call
+ * for every key and value: the live tail writes hundreds a round.
+ */
+export function recordJson(r: FetchedRecord): string {
+  return JSON.stringify(showRecord(r));
 }
 
 /** What the filter language and the text search see of a record. */
@@ -138,13 +148,14 @@ export interface PartitionRead {
 
 /**
  * One Fetch (read_uncommitted, up to the high watermark) of `positions`; `maxWaitMs` > 0 waits in
- * the purgatory for data as a consumer's long poll does (the live tail).
+ * the purgatory for data as a consumer's long poll does (the live tail). `lean`: the records before
+ * each position are passed over undecoded and CRCs are not computed (the live tail: tail-decode.ts).
  */
 export async function fetchRecords(
   kafka: InprocConnection,
   topic: string,
   positions: ReadonlyMap<number, bigint>,
-  opts: { maxWaitMs: number; partitionMaxBytes: number },
+  opts: { maxWaitMs: number; partitionMaxBytes: number; lean?: boolean },
 ): Promise<PartitionRead[]> {
   const res = await kafka.call(fetchHandler, 12, {
     replicaId: -1,
@@ -176,7 +187,10 @@ export async function fetchRecords(
     for (const p of t.partitions) {
       const at = positions.get(p.partitionIndex) ?? 0n;
       if (p.errorCode !== 0) throw kafkaError(p.errorCode, null, `cannot read ${topic}-${p.partitionIndex}`);
-      const d = decodePartition(topic, p, at, { isolationLevel: 0, maxDecompressed: 256 << 20, partitionMaxBytes: opts.partitionMaxBytes });
+      const d =
+        opts.lean === true
+          ? recordsFrom(topic, p, at, opts.partitionMaxBytes)
+          : decodePartition(topic, p, at, { isolationLevel: 0, maxDecompressed: 256 << 20, partitionMaxBytes: opts.partitionMaxBytes });
       out.push({
         partition: p.partitionIndex,
         records: d.records,

@@ -5,7 +5,14 @@
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { FetchRequest, FetchResponse, FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
-import { ControlRecordType, logEntries, readControlRecordKey, type RecordHeader } from '../../protocol/records/index.js';
+import {
+  ControlRecordType,
+  logEntries,
+  readControlRecordKey,
+  type Record,
+  type RecordBatch,
+  type RecordHeader,
+} from '../../protocol/records/index.js';
 import type { KafkaClient } from './client.js';
 import type { BrokerConnection } from './connection.js';
 import { ZERO_UUID } from './metadata.js';
@@ -68,6 +75,21 @@ function fetchBody(v: number, items: readonly FetchPosition[], ids: ReadonlyMap<
   return body;
 }
 
+/** A record of a v2 batch as a FetchedRecord. */
+export function batchRecord(topic: string, partition: number, b: RecordBatch, r: Record): FetchedRecord {
+  return {
+    topic,
+    partition,
+    offset: r.offset,
+    timestamp: r.timestamp,
+    timestampType: b.timestampType,
+    key: r.key,
+    value: r.value,
+    headers: r.headers,
+    leaderEpoch: b.partitionLeaderEpoch,
+  };
+}
+
 /** Decodes one partition's records from `position` on. */
 export function decodePartition(
   topic: string,
@@ -126,20 +148,8 @@ export function decodePartition(
       continue;
     }
     b.validate();
-    for (const r of b.records({ maxOutput: opts.maxDecompressed })) {
-      if (r.offset < position) continue;
-      records.push({
-        topic,
-        partition,
-        offset: r.offset,
-        timestamp: r.timestamp,
-        timestampType: b.timestampType,
-        key: r.key,
-        value: r.value,
-        headers: r.headers,
-        leaderEpoch: b.partitionLeaderEpoch,
-      });
-    }
+    for (const r of b.records({ maxOutput: opts.maxDecompressed }))
+      if (r.offset >= position) records.push(batchRecord(topic, partition, b, r));
     next = b.nextOffset;
   }
   return { records, nextOffset: next, tooSmall };

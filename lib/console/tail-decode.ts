@@ -9,7 +9,7 @@
  * decompressed and decoded whole; a partition holding magic 0/1 message sets goes to
  * decodePartition.
  */
-import { decodePartition, type FetchedRecord } from '../client/fetcher.js';
+import { batchRecord, decodePartition, type FetchedRecord } from '../client/fetcher.js';
 import type { FetchResponsePartitionData } from '../../protocol/generated/fetch.js';
 import { Reader } from '../../protocol/codec/reader.js';
 import { CompressionCodec, logEntries, readRecord, type Record, type RecordBatch, TimestampType } from '../../protocol/records/index.js';
@@ -34,20 +34,7 @@ export function recordsFrom(
     const b = e.batch;
     next = b.nextOffset;
     if (b.isControl || b.lastOffset < position) continue;
-    for (const r of batchRecordsFrom(b, position)) {
-      if (r.offset < position) continue;
-      records.push({
-        topic,
-        partition: data.partitionIndex,
-        offset: r.offset,
-        timestamp: r.timestamp,
-        timestampType: b.timestampType,
-        key: r.key,
-        value: r.value,
-        headers: r.headers,
-        leaderEpoch: b.partitionLeaderEpoch,
-      });
-    }
+    for (const r of batchRecordsFrom(b, position)) if (r.offset >= position) records.push(batchRecord(topic, data.partitionIndex, b, r));
   }
   return { records, nextOffset: next };
 }

@@ -15,7 +15,7 @@
  * is never decoded or sent record by record. A round decodes only the records from each position
  * on (tail-decode.ts: a producer's batch holds ~1,000 records at full rate, the round wants the
  * newest 50) and writes its events as one Buffer (issue 19: a busy round, 200 records of 1 KB,
- * went from ~8 to ~3 ms of CPU; compat/bench/console-tail-round.ts).
+ * went from ~5 to ~2 ms of CPU; compat/bench/console-tail-round.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TopicRecord } from '../metadata/store.js';

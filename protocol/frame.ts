@@ -4,7 +4,7 @@
  */
 import { GregorErrorCode, ProtocolError } from './codec/errors.js';
 import { Reader, type TaggedField } from './codec/reader.js';
-import { Writer } from './codec/writer.js';
+import { takeSplicedBytes, Writer } from './codec/writer.js';
 import { requestHeaderVersion, responseHeaderVersion } from './generated/api-keys.js';
 import { readRequestHeader, sizeRequestHeader, writeRequestHeader } from './generated/data/request-header.js';
 import { readResponseHeader, sizeResponseHeader, writeResponseHeader } from './generated/data/response-header.js';
@@ -190,14 +190,42 @@ export function encodeResponse(
   body: unknown,
   opts: { sizePrefix?: boolean; taggedFields?: TaggedField[] } = {},
 ): Buffer {
+  return writeResponse(apiKey, apiVersion, correlationId, body, opts, false).done();
+}
+
+/**
+ * encodeResponse() as a list of buffers: the header and fields encoded, and the stored record
+ * slices of `records` fields (W.RecordsValue) spliced in as they are, not copied (runs under
+ * SPLICE_MIN_BYTES are copied). The same bytes as encodeResponse() in order; one buffer when nothing
+ * was spliced.
+ */
+export function encodeResponseChunks(
+  apiKey: number,
+  apiVersion: number,
+  correlationId: number,
+  body: unknown,
+  opts: { sizePrefix?: boolean; taggedFields?: TaggedField[] } = {},
+): Buffer[] {
+  return writeResponse(apiKey, apiVersion, correlationId, body, opts, true).doneChunks();
+}
+
+function writeResponse(
+  apiKey: number,
+  apiVersion: number,
+  correlationId: number,
+  body: unknown,
+  opts: { sizePrefix?: boolean; taggedFields?: TaggedField[] },
+  splice: boolean,
+): Writer {
   const codec = codecFor(apiKey, apiVersion);
   const hv = responseHeaderVersion(apiKey, apiVersion);
   const h = { correlationId, ...(opts.taggedFields !== undefined ? { _unknownTaggedFields: opts.taggedFields } : {}) };
   const prefix = opts.sizePrefix === true ? 4 : 0;
+  if (splice) takeSplicedBytes(); // drops a count another size pass left
   const size = sizeResponseHeader(h, hv) + codec.response.size(body as never, apiVersion);
-  const w = Writer.alloc(prefix + size);
+  const w = splice ? Writer.splicing(prefix + size, takeSplicedBytes()) : Writer.alloc(prefix + size);
   if (prefix !== 0) w.int32(size);
   writeResponseHeader(w, h, hv);
   codec.response.write(w, body as never, apiVersion);
-  return w.done();
+  return w;
 }

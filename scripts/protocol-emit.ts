@@ -12,6 +12,37 @@ interface Ctx {
   msg: Message;
   valid: VersionRange;
   structs: Map<string, Struct>; // schema struct name → struct
+  /** tsNames of the structs holding a records field (themselves or below): generic in it, see recordsParam */
+  withRecords: Set<string>;
+}
+
+/**
+ * How a struct's type is spelled. A struct holding a records field (itself or below) takes the field's
+ * type as a parameter `R`, Buffer by default: what is read is plain (Buffer), what is written may
+ * carry stored slices (W.RecordsValue), so an encoder can pass them on without copying.
+ */
+type TypeMode = 'iface' | 'read' | 'write';
+
+/** Marks the structs (tsNames) that hold a records field, directly or in a struct below them. */
+function markRecords(ctx: Ctx, tsName: string, fields: Field[]): boolean {
+  let has = false;
+  for (const f of fields) {
+    const base = isArray(f.type) ? elemType(f.type) : f.type;
+    if (base === 'records') has = true;
+    else if (isStructType(base)) {
+      const st = structOf(ctx, base);
+      if (ctx.withRecords.has(st.tsName) || markRecords(ctx, st.tsName, st.fields)) has = true;
+    }
+  }
+  if (has) ctx.withRecords.add(tsName);
+  return has;
+}
+
+/** A struct's type in a mode (see TypeMode). */
+function structType(ctx: Ctx, tsName: string, mode: TypeMode): string {
+  if (!ctx.withRecords.has(tsName)) return tsName;
+  if (mode === 'iface') return `${tsName}<R>`;
+  return mode === 'write' ? `${tsName}<W.RecordsValue>` : tsName;
 }
 
 const NUMERIC = new Set(['int8', 'int16', 'uint16', 'int32', 'uint32', 'float64']);
@@ -108,18 +139,19 @@ function nullCond(ctx: Ctx, f: Field): string {
   return cond(f.nullableVersions, fieldRange(ctx, f));
 }
 
-function baseTsType(ctx: Ctx, t: string): string {
+function baseTsType(ctx: Ctx, t: string, mode: TypeMode): string {
   if (t === 'bool') return 'boolean';
   if (NUMERIC.has(t)) return 'number';
   if (t === 'int64') return 'bigint';
   if (t === 'uuid' || t === 'string') return 'string';
-  if (t === 'bytes' || t === 'records') return 'Buffer';
-  if (isArray(t)) return `${baseTsType(ctx, elemType(t))}[]`;
-  return structOf(ctx, t).tsName;
+  if (t === 'bytes') return 'Buffer';
+  if (t === 'records') return mode === 'iface' ? 'R' : mode === 'write' ? 'W.RecordsValue' : 'Buffer';
+  if (isArray(t)) return `${baseTsType(ctx, elemType(t), mode)}[]`;
+  return structType(ctx, structOf(ctx, t).tsName, mode);
 }
 
-function tsType(ctx: Ctx, f: Field): string {
-  const t = baseTsType(ctx, f.type);
+function tsType(ctx: Ctx, f: Field, mode: TypeMode): string {
+  const t = baseTsType(ctx, f.type, mode);
   return f.nullableVersions !== null ? `${t} | null` : t;
 }
 
@@ -188,8 +220,9 @@ function writeStmt(ctx: Ctx, t: string, F: string, N: string, x: string, w: stri
     case 'string':
       return chooseStmt(F, `${w}.compactString(${x});`, `${w}.string(${x});`);
     case 'bytes':
-    case 'records':
       return chooseStmt(F, `${w}.compactBytes(${x});`, `${w}.bytes(${x});`);
+    case 'records':
+      return chooseStmt(F, `${w}.compactRecords(${x});`, `${w}.records(${x});`);
   }
   if (isArray(t)) {
     const len = `${x} === null ? null : ${x}.length`;
@@ -225,8 +258,9 @@ function sizeExpr(ctx: Ctx, t: string, F: string, N: string, x: string, depth = 
     case 'string':
       return choose(F, `W.sizeCompactString(${x})`, `W.sizeString(${x})`);
     case 'bytes':
-    case 'records':
       return choose(F, `W.sizeCompactBytes(${x})`, `W.sizeBytes(${x})`);
+    case 'records':
+      return choose(F, `W.sizeCompactRecords(${x})`, `W.sizeRecords(${x})`);
   }
   if (isArray(t)) {
     const head = choose(F, `W.sizeCompactArrayLength(${x} === null ? -1 : ${x}.length)`, '4');
@@ -261,8 +295,10 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   const required = (f: Field) => cond(f.versions, valid) === 'true' && f.taggedVersions === null;
 
   // Interface.
-  out.push(`export interface ${s.tsName} {`);
-  for (const f of s.fields) out.push(`  ${f.prop}${required(f) ? '' : '?'}: ${tsType(ctx, f)};`);
+  const generic = ctx.withRecords.has(s.tsName) ? '<R extends W.RecordsValue = Buffer>' : '';
+  const wt = structType(ctx, s.tsName, 'write');
+  out.push(`export interface ${s.tsName}${generic} {`);
+  for (const f of s.fields) out.push(`  ${f.prop}${required(f) ? '' : '?'}: ${tsType(ctx, f, 'iface')};`);
   if (hasFlex) out.push('  _unknownTaggedFields?: TaggedField[];');
   out.push('}\n');
 
@@ -281,7 +317,7 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
     const F = flexCond(ctx, f);
     const N = nullCond(ctx, f);
     const decl = f.taggedVersions !== null ? 'let' : 'const';
-    const typeAnn = `: ${tsType(ctx, f)}`;
+    const typeAnn = `: ${tsType(ctx, f, 'read')}`;
     out.push(`  ${decl} f_${f.prop}${typeAnn} = ${choose(regular, readExpr(ctx, f.type, F, N, 'r'), defaultExpr(ctx, f))};`);
   }
   if (hasFlex) {
@@ -307,7 +343,7 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
 
   // Tagged-field section builder (known tags encoded, merged with unknown ones).
   if (hasFlex && tagged.length > 0) {
-    out.push(`function tagged${s.tsName}(m: ${s.tsName}, v: number): TaggedField[] | undefined {`);
+    out.push(`function tagged${s.tsName}(m: ${wt}, v: number): TaggedField[] | undefined {`);
     // Nothing set (the common case): no list is built.
     out.push(
       `  if (${tagged.map((f) => `m.${f.prop} === undefined`).join(' && ')} && m._unknownTaggedFields === undefined) return undefined;`,
@@ -328,7 +364,7 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   const taggedCall = tagged.length > 0 ? `tagged${s.tsName}(m, v)` : 'RT.sortedTagged(m._unknownTaggedFields)';
 
   // Write.
-  out.push(`${exported ? 'export ' : ''}function write${s.tsName}(w: W.Writer, m: ${s.tsName}, v: number): void {`);
+  out.push(`${exported ? 'export ' : ''}function write${s.tsName}(w: W.Writer, m: ${wt}, v: number): void {`);
   for (const f of s.fields) {
     const exists = cond(f.versions, valid);
     const regular = regularCond(ctx, f);
@@ -351,7 +387,7 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   out.push('}\n');
 
   // Size.
-  out.push(`${exported ? 'export ' : ''}function size${s.tsName}(m: ${s.tsName}, v: number): number {`);
+  out.push(`${exported ? 'export ' : ''}function size${s.tsName}(m: ${wt}, v: number): number {`);
   out.push('  let n = 0;');
   for (const f of s.fields) {
     const regular = regularCond(ctx, f);
@@ -364,7 +400,7 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   }
   if (hasFlex) out.push(`  if (${F0}) n += W.sizeTaggedFields(${taggedCall});`);
   out.push('  return n;\n}\n');
-  if (s.arrayElem === true) emitArrayHelpers(s, out);
+  if (s.arrayElem === true) emitArrayHelpers(s, wt, out);
   return unusedVersionParams(out.filter((l) => l !== '').join('\n')) + '\n';
 }
 
@@ -374,9 +410,9 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
  * call site for every API, which V8 cannot inline (megamorphic): a 10,000-partition Fetch paid a
  * generic call and a closure per partition each way.
  */
-function emitArrayHelpers(s: Struct, out: string[]): void {
+function emitArrayHelpers(s: Struct, wt: string, out: string[]): void {
   const T = s.tsName;
-  out.push(`function size${T}Array(items: readonly ${T}[], v: number): number {`);
+  out.push(`function size${T}Array(items: readonly ${wt}[], v: number): number {`);
   out.push('  let n = 0;');
   out.push(`  for (let i = 0; i < items.length; i++) n += size${T}(items[i]!, v);`);
   out.push('  return n;\n}\n');
@@ -399,8 +435,9 @@ function unusedVersionParams(code: string): string {
 }
 
 export function emitMessageCode(msg: Message): string {
-  const ctx: Ctx = { msg, valid: msg.validVersions, structs: new Map() };
+  const ctx: Ctx = { msg, valid: msg.validVersions, structs: new Map(), withRecords: new Set() };
   collectStructs(ctx, msg.fields);
+  markRecords(ctx, msg.name, msg.fields);
   let s = `// ${msg.name}: versions ${msg.validVersions.lo}-${msg.validVersions.hi}, flexible ${msg.flexibleVersions === null ? 'none' : `${msg.flexibleVersions.lo}+`}\n\n`;
   s += emitStruct(ctx, { tsName: msg.name, fields: msg.fields }, true);
   for (const st of ctx.structs.values()) s += emitStruct(ctx, st, true);
@@ -435,7 +472,7 @@ function rangeOut(r: VersionRange | null): [number, number] | null {
 }
 
 export function describeMessage(msg: Message): MessageDescriptor {
-  const ctx: Ctx = { msg, valid: msg.validVersions, structs: new Map() };
+  const ctx: Ctx = { msg, valid: msg.validVersions, structs: new Map(), withRecords: new Set() };
   collectStructs(ctx, msg.fields);
   const resolve = (t: string): string => {
     const arr = isArray(t);

@@ -9,6 +9,7 @@ import { partitionForKey } from '../client/murmur2.js';
 import { fetchHandler } from '../handlers/fetch.js';
 import { listOffsetsHandler } from '../handlers/list-offsets.js';
 import { produceHandler } from '../handlers/produce.js';
+import { recordsBuffer } from '../../protocol/codec/writer.js';
 import { buildRecordBatch, type RecordHeader } from '../../protocol/records/index.js';
 import type { FilterRecord } from './filter/eval.js';
 import { kafkaError, type InprocConnection } from './inproc.js';
@@ -187,10 +188,12 @@ export async function fetchRecords(
     for (const p of t.partitions) {
       const at = positions.get(p.partitionIndex) ?? 0n;
       if (p.errorCode !== 0) throw kafkaError(p.errorCode, null, `cannot read ${topic}-${p.partitionIndex}`);
+      // in-process: the handler's answer carries the stored slices (zero-copy), joined here for decoding
+      const whole = { ...p, records: p.records === null ? null : recordsBuffer(p.records) };
       const d =
         opts.lean === true
-          ? recordsFrom(topic, p, at, opts.partitionMaxBytes)
-          : decodePartition(topic, p, at, { isolationLevel: 0, maxDecompressed: 256 << 20, partitionMaxBytes: opts.partitionMaxBytes });
+          ? recordsFrom(topic, whole, at, opts.partitionMaxBytes)
+          : decodePartition(topic, whole, at, { isolationLevel: 0, maxDecompressed: 256 << 20, partitionMaxBytes: opts.partitionMaxBytes });
       out.push({
         partition: p.partitionIndex,
         records: d.records,

@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ProtocolError } from '../../protocol/codec/errors.js';
-import { decodeRequest, encodeResponse, peekRequestHeader } from '../../protocol/frame.js';
+import { decodeRequest, encodeResponse, encodeResponseChunks, peekRequestHeader } from '../../protocol/frame.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { mergeScopedError, withoutPartitions } from '../network/fault-scope.js';
@@ -201,7 +201,9 @@ export class Dispatcher {
     this.metrics?.responded(apiKey, req, body, ctx.timing);
     let out: DispatchResult;
     try {
-      out = { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };
+      // record slices read from the log go to the socket as they are (zero-copy), the rest in one buffer
+      const chunks = encodeResponseChunks(apiKey, apiVersion, correlationId, body, { sizePrefix: true });
+      out = { response: chunks.length === 1 ? (chunks[0] as Buffer) : chunks };
     } catch (e) {
       ctx.logger.error({ err: e, apiKey, apiVersion, correlationId }, 'response encoding failed: answering UNKNOWN_SERVER_ERROR');
       const fallback = handler.errorResponse(req, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);

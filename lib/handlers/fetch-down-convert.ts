@@ -6,6 +6,7 @@
  * Kafka's rules around it: `message.downconversion.enable=false` answers UNSUPPORTED_VERSION, and a
  * topic with `compression.type=zstd` answers UNSUPPORTED_COMPRESSION_TYPE below Fetch v10.
  */
+import type { RecordsValue } from '../../protocol/codec/writer.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { downConvert, fetchMagic, needsDownConversion } from '../log/down-convert.js';
 import { LogError } from '../log/errors.js';
@@ -16,7 +17,8 @@ const EMPTY = Buffer.alloc(0);
 
 export interface FetchRecords {
   errorCode: number;
-  records: Buffer;
+  /** the stored slices when passed through (sent uncopied), else the converted bytes */
+  records: RecordsValue;
 }
 
 /** An error the partition must answer with at this Fetch version before reading, or NONE. */
@@ -34,7 +36,8 @@ export async function recordsForFetchVersion(
 ): Promise<FetchRecords> {
   const concat = (): Buffer => (stored.length === 0 ? EMPTY : stored.length === 1 ? (stored[0] as Buffer) : Buffer.concat(stored));
   const toMagic = fetchMagic(apiVersion);
-  if (toMagic === 2 || !needsDownConversion(stored, toMagic)) return { errorCode: ErrorCode.NONE, records: concat() };
+  if (toMagic === 2 || !needsDownConversion(stored, toMagic))
+    return { errorCode: ErrorCode.NONE, records: stored.length === 0 ? EMPTY : stored };
   if (log.currentConfig.downConversionEnable === false) return { errorCode: ErrorCode.UNSUPPORTED_VERSION, records: EMPTY };
   const maxOutput = decompressLimit(log.currentConfig);
   try {

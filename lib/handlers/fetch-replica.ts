@@ -15,6 +15,7 @@ import type {
   FetchResponse,
   FetchResponsePartitionData,
 } from '../../protocol/generated/fetch.js';
+import type { RecordsValue } from '../../protocol/codec/writer.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { type AllIdle, type CachedPartition, type FetchContext, type SessionIdle, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
@@ -34,8 +35,8 @@ function result(
   partitionIndex: number,
   errorCode: number,
   log: PartitionLog | undefined,
-  records: Buffer = EMPTY,
-): FetchResponsePartitionData {
+  records: RecordsValue = EMPTY,
+): FetchResponsePartitionData<RecordsValue> {
   if (log === undefined) return resultOf(partitionIndex, errorCode, -1n, -1n, -1n, records);
   return resultOf(partitionIndex, errorCode, log.highWatermark, log.lastStableOffset, log.logStartOffset, records);
 }
@@ -47,8 +48,8 @@ function resultOf(
   highWatermark: bigint,
   lastStableOffset: bigint,
   logStartOffset: bigint,
-  records: Buffer,
-): FetchResponsePartitionData {
+  records: RecordsValue,
+): FetchResponsePartitionData<RecordsValue> {
   return {
     partitionIndex,
     errorCode,
@@ -235,7 +236,7 @@ export async function replicaFetch(
   replicaId: number,
   replication: Replication,
   session: Pick<FetchContext, 'unchanged' | 'kind' | 'idle'>,
-): Promise<FetchResponse['responses']> {
+): Promise<FetchResponse<RecordsValue>['responses']> {
   const s = ctx.services;
   const idle = session.kind === 'incremental' ? session.idle : null;
   const now = replication.now();
@@ -277,16 +278,16 @@ async function secondPass(
   state: SlotState | null,
   session: Pick<FetchContext, 'unchanged' | 'idle'>,
   refused: Map<FetchRequestFetchPartition, number> | undefined,
-): Promise<{ responses: FetchResponse['responses']; allIdle: boolean }> {
+): Promise<{ responses: FetchResponse<RecordsValue>['responses']; allIdle: boolean }> {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
   let allIdle = true;
   let budget = req.maxBytes ?? 0x7fffffff;
   let total = 0;
-  const responses: FetchResponse['responses'] = [];
+  const responses: FetchResponse<RecordsValue>['responses'] = [];
   for (const t of req.topics) {
     const rec = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
-    const partitions: FetchResponsePartitionData[] = [];
+    const partitions: FetchResponsePartitionData<RecordsValue>[] = [];
     const led = rec === undefined ? undefined : s.topics.logsOf(rec.name);
     for (const p of t.partitions) {
       if (rec === undefined) {
@@ -336,8 +337,8 @@ async function secondPass(
         const { records, size } = await log.read(p.fetchOffset, limit, { minOneMessage: total === 0, maxOffset: log.logEndOffset });
         budget -= size;
         total += size;
-        const bytes = records.length === 0 ? EMPTY : records.length === 1 ? (records[0] ?? EMPTY) : Buffer.concat(records, size);
-        partitions.push(result(p.partition, ErrorCode.NONE, log, bytes));
+        // the stored slices as read, passed on to the socket uncopied
+        partitions.push(result(p.partition, ErrorCode.NONE, log, records.length === 0 ? EMPTY : records));
       } catch (e) {
         if (!(e instanceof LogError)) throw e;
         partitions.push(result(p.partition, e.errorCode, log));

@@ -1,4 +1,5 @@
 import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { RecordsValue } from '../../protocol/codec/writer.js';
 import type { ShareFetchRequest, ShareFetchResponse } from '../../protocol/generated/share-fetch.js';
 import { shareFetch, type ShareRequestContext } from '../share/share-fetch.js';
 import type { RequestContext } from './types.js';
@@ -64,7 +65,7 @@ function shareReadCheck(ctx: RequestContext): ((topicId: string) => boolean) | u
  * principal may not read joins the share session all the same, and each fetch answers its partitions
  * (and their acknowledgements) TOPIC_AUTHORIZATION_FAILED, until an ACL lets the principal read it.
  */
-export const shareFetchHandler = defineHandler<ShareFetchRequest, ShareFetchResponse>({
+export const shareFetchHandler = defineHandler<ShareFetchRequest, ShareFetchResponse<RecordsValue>>({
   apiKey: ApiKey.ShareFetch,
   minVersion: 1,
   maxVersion: 1,

@@ -5,6 +5,7 @@
  * counts what it appended (`topics.produced`). /metrics and /v1/requests read from here.
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { RecordsValue } from '../../protocol/codec/writer.js';
 import type { FetchRequest, FetchResponse } from '../../protocol/generated/fetch.js';
 import type { ProduceResponse } from '../../protocol/generated/produce.js';
 import { RequestLog } from './request-log.js';
@@ -94,7 +95,7 @@ export class BrokerMetrics implements RequestObserver {
       partitionError = this.topics.produceResponse(body as ProduceResponse);
     } else if (apiKey === ApiKey.Fetch) {
       const follower = isFollowerFetch(req as FetchRequest);
-      partitionError = this.topics.fetchResponse(body as FetchResponse, follower);
+      partitionError = this.topics.fetchResponse(body as FetchResponse<RecordsValue>, follower);
       if (timing !== undefined) timing.follower = follower;
     }
     if (timing === undefined) return;

@@ -7,6 +7,7 @@
  * also finds the response's first partition error for the request log. As in Kafka, a request counts
  * once per partition it names, and bytes out are the record bytes a consumer fetch returned.
  */
+import { recordsLength, recordsSlices, type RecordsValue } from '../../protocol/codec/writer.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchResponse } from '../../protocol/generated/fetch.js';
 import type { ProduceResponse } from '../../protocol/generated/produce.js';
@@ -105,7 +106,7 @@ export class BrokerTopicMetrics {
   }
 
   /** Counts a Fetch response's partitions and record bytes; returns its first partition error code (0: none). */
-  fetchResponse(res: FetchResponse, follower: boolean): number {
+  fetchResponse(res: FetchResponse<RecordsValue>, follower: boolean): number {
     let first = 0;
     const all = this.all;
     for (const t of res.responses) {
@@ -124,8 +125,10 @@ export class BrokerTopicMetrics {
           s ??= this.topic(name);
           s.failedFetchRequests++;
         } else if (p.records !== null) {
-          bytes += p.records.length;
-          if (!follower) records += countRecords(p.records);
+          const r = p.records;
+          bytes += recordsLength(r);
+          // stored slices (zero-copy) hold whole entries: counted one by one
+          if (!follower) for (const b of recordsSlices(r)) records += countRecords(b);
         }
         if (name !== '') (s ??= this.topic(name)).totalFetchRequests++;
       }

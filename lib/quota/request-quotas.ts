@@ -11,6 +11,7 @@
  * for that long; to an older version the response is held back that long instead.
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { recordsLength, type RecordsValue } from '../../protocol/codec/writer.js';
 import type { FetchRequest, FetchResponse } from '../../protocol/generated/fetch.js';
 import type { RequestContext } from '../handlers/types.js';
 import { QuotaKey } from './entity.js';
@@ -105,7 +106,7 @@ export function applyClientQuotas(
   const consumer = isConsumerFetch(ctx.apiKey, req) && body !== null;
   let fetched = 0;
   if (consumer) {
-    fetched = recordsBytes(body as FetchResponse);
+    fetched = recordsBytes(body as FetchResponse<RecordsValue>);
     bandwidth = quotas.record(QuotaKey.CONSUMER_BYTE_RATE, user, clientId, fetched);
   }
   const acksZero = ctx.apiKey === ApiKey.Produce && body === null;
@@ -117,7 +118,7 @@ export function applyClientQuotas(
   if (throttle > 0 && body !== null && typeof body === 'object') {
     if (consumer) {
       quotas.unrecord(QuotaKey.CONSUMER_BYTE_RATE, user, clientId, fetched);
-      emptyRecords(body as FetchResponse);
+      emptyRecords(body as FetchResponse<RecordsValue>);
     }
     const b = body as { throttleTimeMs?: number };
     if ('throttleTimeMs' in b) b.throttleTimeMs = Math.max(b.throttleTimeMs ?? 0, throttle);
@@ -125,15 +126,16 @@ export function applyClientQuotas(
   return throttle;
 }
 
-function recordsBytes(res: FetchResponse): number {
+function recordsBytes(res: FetchResponse<RecordsValue>): number {
   let n = 0;
-  for (const t of res.responses) for (const p of t.partitions) n += p.records?.length ?? 0;
+  // a partition's records may be the stored slices (zero-copy): their bytes, not their count
+  for (const t of res.responses) for (const p of t.partitions) n += p.records === null ? 0 : recordsLength(p.records);
   return n;
 }
 
 const EMPTY = Buffer.alloc(0);
 
-function emptyRecords(res: FetchResponse): void {
+function emptyRecords(res: FetchResponse<RecordsValue>): void {
   for (const t of res.responses)
     for (const p of t.partitions) {
       p.records = EMPTY;

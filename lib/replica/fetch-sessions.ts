@@ -21,6 +21,7 @@
  * place). Otherwise the fetcher gets no session (session id 0) and its Fetch is answered in full.
  */
 import { randomInt } from 'node:crypto';
+import { recordsLength, type RecordsValue } from '../../protocol/codec/writer.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ChangeMark } from '../log/change-marks.js';
 import type {
@@ -205,8 +206,8 @@ export class FetchSession implements SessionIdle {
 }
 
 /** Whether the answer `pd` for `c` must be sent in an incremental response; records the offsets sent (an error: none). */
-function mustRespond(c: CachedPartition, pd: FetchResponsePartitionData): boolean {
-  let must = pd.errorCode !== ErrorCode.NONE || (pd.records !== null && pd.records.length > 0) || (pd.preferredReadReplica ?? -1) >= 0;
+function mustRespond(c: CachedPartition, pd: FetchResponsePartitionData<RecordsValue>): boolean {
+  let must = pd.errorCode !== ErrorCode.NONE || hasRecords(pd) || (pd.preferredReadReplica ?? -1) >= 0;
   if (pd.highWatermark !== c.highWatermark) {
     c.highWatermark = pd.highWatermark;
     must = true;
@@ -248,7 +249,7 @@ export interface FetchContext {
   /** What the replica fetch handler keeps of the session (null without a session: see SessionIdle). */
   readonly idle: SessionIdle | null;
   /** The response's topics from the answers for `topics` (same order; one per partition, or UNCHANGED). */
-  respond(responses: FetchResponse['responses']): FetchResponse['responses'];
+  respond(responses: FetchResponse<RecordsValue>['responses']): FetchResponse<RecordsValue>['responses'];
 }
 
 /** The answer for a partition that `FetchContext.unchanged` leaves out (never sent). */
@@ -263,7 +264,12 @@ export const UNCHANGED: FetchResponsePartitionData = Object.freeze({
   records: null,
 });
 
-const passThrough = (responses: FetchResponse['responses']) => responses;
+const passThrough = (responses: FetchResponse<RecordsValue>['responses']) => responses;
+
+/** Whether a partition's answer carries record bytes (its records may be the stored slices). */
+function hasRecords(pd: FetchResponsePartitionData<RecordsValue>): boolean {
+  return pd.records !== null && recordsLength(pd.records) > 0;
+}
 const never = () => false;
 
 function errorContext(errorCode: number): FetchContext {
@@ -373,17 +379,17 @@ export class FetchSessionCache {
       idle: session,
       unchanged: kind === 'incremental' ? unchangedIn : never,
       respond: (responses) => {
-        const out: FetchResponse['responses'] = [];
+        const out: FetchResponse<RecordsValue>['responses'] = [];
         const moved: [string, string, number][] = [];
         for (let i = 0; i < responses.length; i++) {
           const r = responses[i]!;
           const asked = topics[i]?.partitions as CachedPartition[] | undefined;
-          let kept: FetchResponsePartitionData[] | null = kind === 'full' ? r.partitions : null;
+          let kept: FetchResponsePartitionData<RecordsValue>[] | null = kind === 'full' ? r.partitions : null;
           for (let j = 0; j < r.partitions.length; j++) {
             const pd = r.partitions[j]!;
             const c = asked?.[j];
             if (pd === UNCHANGED || c === undefined || !mustRespond(c, pd)) continue;
-            if (pd.records !== null && pd.records.length > 0) moved.push([r.topic ?? '', r.topicId ?? ZERO_UUID, pd.partitionIndex]);
+            if (hasRecords(pd)) moved.push([r.topic ?? '', r.topicId ?? ZERO_UUID, pd.partitionIndex]);
             if (kind === 'incremental') (kept ??= []).push(pd);
           }
           if (kept !== null) out.push(kept === r.partitions ? r : { ...r, partitions: kept });

@@ -6,6 +6,7 @@
  * be acquired the fetch waits (purgatory, keyed by the partition logs and the share partitions) up to
  * MaxWaitMs for an append or a release.
  */
+import { recordsLength, recordsSlices, type RecordsValue } from '../../protocol/codec/writer.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ShareFetchRequest, ShareFetchResponse, ShareFetchResponsePartitionData } from '../../protocol/generated/share-fetch.js';
 import type { ShareAcknowledgeRequest, ShareAcknowledgeResponse } from '../../protocol/generated/share-acknowledge.js';
@@ -33,7 +34,8 @@ interface AckBatch {
   acknowledgeTypes: number[];
 }
 
-type PartitionOut = ShareFetchResponsePartitionData;
+/** records: the stored slices acquired, passed on to the socket uncopied */
+type PartitionOut = ShareFetchResponsePartitionData<RecordsValue>;
 
 function partitionOut(partitionIndex: number, leaderId: number, leaderEpoch: number): PartitionOut {
   return {
@@ -97,7 +99,7 @@ export async function shareFetch(
   share: ShareService,
   req: ShareFetchRequest,
   ctx: ShareRequestContext,
-): Promise<Omit<ShareFetchResponse, 'throttleTimeMs'>> {
+): Promise<Omit<ShareFetchResponse<RecordsValue>, 'throttleTimeMs'>> {
   const lockMs = share.recordLockDurationMs(req.groupId ?? '');
   const top = (errorCode: number) => ({
     errorCode,
@@ -234,10 +236,10 @@ async function acquireAll(
     const r = await share.partitions.acquire(sp, memberId, maxRecords, remainingBytes, lockMs, alone ? 0 : maxRecords);
     if (r.count === 0) continue;
     const e = entry(topicId, partition);
-    e.records = e.records !== null && e.records.length > 0 ? Buffer.concat([e.records, r.records]) : r.records;
+    e.records = e.records === null || recordsLength(e.records) === 0 ? r.records : [...recordsSlices(e.records), ...r.records];
     e.acquiredRecords.push(...r.acquired);
     remainingRecords -= r.count;
-    remainingBytes -= r.records.length;
+    remainingBytes -= r.bytes;
     total += r.count;
   }
   return total;
@@ -260,7 +262,7 @@ function waitForRecords(share: ShareService, purgatory: Purgatory, targets: read
   });
 }
 
-function responseOf(out: Map<string, Map<number, PartitionOut>>, lockMs: number): Omit<ShareFetchResponse, 'throttleTimeMs'> {
+function responseOf(out: Map<string, Map<number, PartitionOut>>, lockMs: number): Omit<ShareFetchResponse<RecordsValue>, 'throttleTimeMs'> {
   return {
     errorCode: ErrorCode.NONE,
     errorMessage: null,

@@ -25,7 +25,10 @@ export interface SharePartitionsDeps {
 }
 
 export interface AcquiredRead {
-  records: Buffer;
+  /** the stored entries holding the acquired offsets, as read (slices, passed on to the response uncopied) */
+  records: Buffer[];
+  /** their total size */
+  bytes: number;
   acquired: AcquiredRange[];
   count: number;
 }
@@ -33,7 +36,7 @@ export interface AcquiredRead {
 /** The most one acquisition reads of a partition's log (at least one batch is read whatever its size). */
 const PARTITION_READ_BYTES = 1 << 20;
 
-const NOTHING: AcquiredRead = { records: Buffer.alloc(0), acquired: [], count: 0 };
+const NOTHING: AcquiredRead = { records: [], bytes: 0, acquired: [], count: 0 };
 
 /** One stored entry of a log read: where it sits and which offsets it holds. */
 interface Entry {
@@ -205,10 +208,15 @@ export class SharePartitions {
     const lo = acquired[0]?.firstOffset ?? 0n;
     const hi = acquired[acquired.length - 1]?.lastOffset ?? 0n;
     const parts: Buffer[] = [];
-    for (const e of entries) if (e.last >= lo && e.first <= hi) parts.push(e.buf.subarray(e.start, e.end));
+    let bytes = 0;
+    for (const e of entries)
+      if (e.last >= lo && e.first <= hi) {
+        parts.push(e.buf.subarray(e.start, e.end));
+        bytes += e.end - e.start;
+      }
     let count = 0;
     for (const r of acquired) count += Number(r.lastOffset - r.firstOffset) + 1;
-    return { records: parts.length === 1 ? (parts[0] ?? Buffer.alloc(0)) : Buffer.concat(parts), acquired, count };
+    return { records: parts, bytes, acquired, count };
   }
 
   /** Releases what `memberId` holds in every share partition of the group. */

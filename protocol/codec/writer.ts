@@ -46,6 +46,101 @@ export function sizeCompactBytes(v: Buffer | null): number {
   return v === null ? 1 : sizeUvarint(v.length + 1) + v.length;
 }
 
+/**
+ * A `records` field's value when encoding: one buffer, or the stored entries read from the log as
+ * they are (slices, in order), which a splicing writer passes on without copying them.
+ */
+export type RecordsValue = Buffer | readonly Buffer[];
+
+/**
+ * A run of adjacent slices at least this long is spliced into a chunked response rather than copied
+ * (see Writer.splicing): below it, copying costs less than another chunk on the socket.
+ */
+export const SPLICE_MIN_BYTES = 1024;
+
+/**
+ * Bytes of the `records` values sized since the last takeSplicedBytes() that a splicing writer will
+ * pass by reference. The size functions return one number, so the size pass adds the zero-copy part
+ * here as it goes (Kafka's MessageSizeAccumulator keeps the two counts side by side); the pass is
+ * synchronous, so whoever sizes a message with splicing in mind reads it right after.
+ */
+let splicedBytes = 0;
+
+/** The zero-copy bytes counted since the last call (see splicedBytes); starts the count again. */
+export function takeSplicedBytes(): number {
+  const n = splicedBytes;
+  splicedBytes = 0;
+  return n;
+}
+
+/** Total bytes of a records value. */
+export function recordsLength(v: RecordsValue): number {
+  if (Buffer.isBuffer(v)) return v.length;
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += (v[i] as Buffer).length;
+  return n;
+}
+
+/** A records value as one buffer (joined, a copy, when it is several slices): for readers that need one. */
+export function recordsBuffer(v: RecordsValue): Buffer {
+  if (Buffer.isBuffer(v)) return v;
+  return v.length === 1 ? (v[0] as Buffer) : Buffer.concat(v);
+}
+
+/** A records value as its list of slices. */
+export function recordsSlices(v: RecordsValue): readonly Buffer[] {
+  return Buffer.isBuffer(v) ? [v] : v;
+}
+
+/** Whether b starts in memory exactly where a ends (two slices of one read), so that one view covers both. */
+function adjacent(a: Buffer, b: Buffer): boolean {
+  return a.buffer === b.buffer && a.byteOffset + a.length === b.byteOffset;
+}
+
+/**
+ * Calls `run(first, last, bytes)` for each run of adjacent slices in v (indexes inclusive). Sizing and
+ * writing both walk runs this way, so they agree on what is spliced.
+ */
+function forEachRun(v: readonly Buffer[], run: (first: number, last: number, bytes: number) => void): void {
+  let first = 0;
+  let bytes = 0;
+  for (let i = 0; i < v.length; i++) {
+    const b = v[i] as Buffer;
+    if (i > first && !adjacent(v[i - 1] as Buffer, b)) {
+      run(first, i - 1, bytes);
+      first = i;
+      bytes = 0;
+    }
+    bytes += b.length;
+  }
+  if (v.length > 0) run(first, v.length - 1, bytes);
+}
+
+function countSpliced(v: RecordsValue): number {
+  if (Buffer.isBuffer(v)) {
+    if (v.length >= SPLICE_MIN_BYTES) splicedBytes += v.length;
+    return v.length;
+  }
+  let n = 0;
+  forEachRun(v, (_f, _l, bytes) => {
+    n += bytes;
+    if (bytes >= SPLICE_MIN_BYTES) splicedBytes += bytes;
+  });
+  return n;
+}
+
+/** Size of a records field (int32 length; null as -1); counts its zero-copy part (takeSplicedBytes). */
+export function sizeRecords(v: RecordsValue | null): number {
+  return v === null ? 4 : 4 + countSpliced(v);
+}
+
+/** Size of a records field in a flexible version (compact length). */
+export function sizeCompactRecords(v: RecordsValue | null): number {
+  if (v === null) return 1;
+  const n = countSpliced(v);
+  return sizeUvarint(n + 1) + n;
+}
+
 export function sizeCompactArrayLength(n: number): number {
   return sizeUvarint(n + 1);
 }
@@ -65,20 +160,37 @@ function outOfRange(kind: string, v: number | bigint): RangeError {
 export class Writer {
   readonly buf: Buffer;
   offset: number;
+  /**
+   * A splicing writer (Writer.splicing): the chunks finished so far, the buffer's written parts and
+   * spliced records in order; null for a plain writer, which copies records like any bytes.
+   */
+  private readonly chunks: Buffer[] | null;
+  /** where the buffer's current (unfinished) chunk starts */
+  private chunkStart = 0;
   // Fixed-width fields go through a DataView: V8 inlines its accessors, and int64 needs no BigInt
   // arithmetic (Buffer's writers are JS with argument checks, several times slower per field). Made
   // with the writer (one per encoded message): a plain field load per write, where a lazy getter
   // cost a call and a check on every field of a 10,000-partition Fetch response.
   private readonly view: DataView;
 
-  constructor(buf: Buffer, offset = 0) {
+  constructor(buf: Buffer, offset = 0, splice = false) {
     this.buf = buf;
     this.offset = offset;
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.chunks = splice ? [] : null;
   }
 
   static alloc(size: number): Writer {
     return new Writer(Buffer.allocUnsafe(size));
+  }
+
+  /**
+   * A writer whose records fields pass runs of at least SPLICE_MIN_BYTES by reference: `size` is the
+   * whole message's size and `spliced` the part takeSplicedBytes() counted in its size pass; only the
+   * rest is allocated. doneChunks() returns the message as a list of buffers.
+   */
+  static splicing(size: number, spliced: number): Writer {
+    return new Writer(Buffer.allocUnsafe(size - spliced), 0, spliced > 0);
   }
 
   int8(v: number): void {
@@ -221,6 +333,63 @@ export class Writer {
     this.raw(v);
   }
 
+  /** A records field: int32 length (null as -1), then the bytes (see Writer.splicing). */
+  records(v: RecordsValue | null): void {
+    if (v === null) {
+      this.int32(-1);
+      return;
+    }
+    if (Buffer.isBuffer(v)) {
+      this.int32(v.length);
+      this.recordBytes(v);
+      return;
+    }
+    this.int32(recordsLength(v));
+    this.recordSlices(v);
+  }
+
+  /** A records field in a flexible version: compact length (null as 0), then the bytes. */
+  compactRecords(v: RecordsValue | null): void {
+    if (v === null) {
+      this.uvarint(0);
+      return;
+    }
+    if (Buffer.isBuffer(v)) {
+      this.uvarint(v.length + 1);
+      this.recordBytes(v);
+      return;
+    }
+    this.uvarint(recordsLength(v) + 1);
+    this.recordSlices(v);
+  }
+
+  private recordBytes(v: Buffer): void {
+    if (this.chunks !== null && v.length >= SPLICE_MIN_BYTES) this.splice(v);
+    else this.raw(v);
+  }
+
+  private recordSlices(v: readonly Buffer[]): void {
+    if (v.length === 1) {
+      this.recordBytes(v[0] as Buffer);
+      return;
+    }
+    forEachRun(v, (first, last, bytes) => {
+      if (this.chunks !== null && bytes >= SPLICE_MIN_BYTES) {
+        const a = v[first] as Buffer;
+        // adjacent slices of one read go out as one view of it
+        this.splice(first === last ? a : Buffer.from(a.buffer, a.byteOffset, bytes));
+      } else for (let i = first; i <= last; i++) this.raw(v[i] as Buffer);
+    });
+  }
+
+  /** Ends the current chunk and adds `v` after it as it is. */
+  private splice(v: Buffer): void {
+    const chunks = this.chunks as Buffer[];
+    if (this.offset > this.chunkStart) chunks.push(this.buf.subarray(this.chunkStart, this.offset));
+    chunks.push(v);
+    this.chunkStart = this.offset;
+  }
+
   arrayLength(n: number | null): void {
     this.int32(n === null ? -1 : n);
   }
@@ -249,5 +418,13 @@ export class Writer {
       throw new RangeError(`size pass said ${this.buf.length} bytes, write pass wrote ${this.offset}`);
     }
     return this.buf;
+  }
+
+  /** done() for a splicing writer: the message as a list of buffers (one, when nothing was spliced). */
+  doneChunks(): Buffer[] {
+    const buf = this.done();
+    if (this.chunks === null || this.chunks.length === 0) return [buf];
+    if (this.offset > this.chunkStart) this.chunks.push(buf.subarray(this.chunkStart, this.offset));
+    return this.chunks;
   }
 }

@@ -201,10 +201,10 @@ export function sizeFetchSnapshotRequestSnapshotId(m: FetchSnapshotRequestSnapsh
 
 // FetchSnapshotResponse: versions 0-1, flexible 0+
 
-export interface FetchSnapshotResponse {
+export interface FetchSnapshotResponse<R extends W.RecordsValue = Buffer> {
   throttleTimeMs: number;
   errorCode: number;
-  topics: FetchSnapshotResponseTopicSnapshot[];
+  topics: FetchSnapshotResponseTopicSnapshot<R>[];
   nodeEndpoints?: FetchSnapshotResponseNodeEndpoint[];
   _unknownTaggedFields?: TaggedField[];
 }
@@ -230,7 +230,7 @@ export function readFetchSnapshotResponse(r: Reader, v: number): FetchSnapshotRe
   return m;
 }
 
-function taggedFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): TaggedField[] | undefined {
+function taggedFetchSnapshotResponse(m: FetchSnapshotResponse<W.RecordsValue>, v: number): TaggedField[] | undefined {
   if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 1 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
@@ -238,7 +238,7 @@ function taggedFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): Tagge
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
-export function writeFetchSnapshotResponse(w: W.Writer, m: FetchSnapshotResponse, v: number): void {
+export function writeFetchSnapshotResponse(w: W.Writer, m: FetchSnapshotResponse<W.RecordsValue>, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.topics; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponseTopicSnapshot(w, e0, v); } }
@@ -246,7 +246,7 @@ export function writeFetchSnapshotResponse(w: W.Writer, m: FetchSnapshotResponse
   if (true) w.taggedFields(taggedFetchSnapshotResponse(m, v));
 }
 
-export function sizeFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): number {
+export function sizeFetchSnapshotResponse(m: FetchSnapshotResponse<W.RecordsValue>, v: number): number {
   let n = 0;
   n += 4;
   n += 2;
@@ -255,9 +255,9 @@ export function sizeFetchSnapshotResponse(m: FetchSnapshotResponse, v: number): 
   return n;
 }
 
-export interface FetchSnapshotResponseTopicSnapshot {
+export interface FetchSnapshotResponseTopicSnapshot<R extends W.RecordsValue = Buffer> {
   name: string;
-  partitions: FetchSnapshotResponsePartitionSnapshot[];
+  partitions: FetchSnapshotResponsePartitionSnapshot<R>[];
   _unknownTaggedFields?: TaggedField[];
 }
 
@@ -275,13 +275,13 @@ export function readFetchSnapshotResponseTopicSnapshot(r: Reader, v: number): Fe
   return m;
 }
 
-export function writeFetchSnapshotResponseTopicSnapshot(w: W.Writer, m: FetchSnapshotResponseTopicSnapshot, v: number): void {
+export function writeFetchSnapshotResponseTopicSnapshot(w: W.Writer, m: FetchSnapshotResponseTopicSnapshot<W.RecordsValue>, v: number): void {
   { const x = m.name; w.compactString(x); }
   { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchSnapshotResponsePartitionSnapshot(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeFetchSnapshotResponseTopicSnapshot(m: FetchSnapshotResponseTopicSnapshot, v: number): number {
+export function sizeFetchSnapshotResponseTopicSnapshot(m: FetchSnapshotResponseTopicSnapshot<W.RecordsValue>, v: number): number {
   let n = 0;
   { const x = m.name; n += W.sizeCompactString(x); }
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeFetchSnapshotResponsePartitionSnapshotArray(x, v))); }
@@ -289,20 +289,20 @@ export function sizeFetchSnapshotResponseTopicSnapshot(m: FetchSnapshotResponseT
   return n;
 }
 
-function sizeFetchSnapshotResponseTopicSnapshotArray(items: readonly FetchSnapshotResponseTopicSnapshot[], v: number): number {
+function sizeFetchSnapshotResponseTopicSnapshotArray(items: readonly FetchSnapshotResponseTopicSnapshot<W.RecordsValue>[], v: number): number {
   let n = 0;
   for (let i = 0; i < items.length; i++) n += sizeFetchSnapshotResponseTopicSnapshot(items[i]!, v);
   return n;
 }
 
-export interface FetchSnapshotResponsePartitionSnapshot {
+export interface FetchSnapshotResponsePartitionSnapshot<R extends W.RecordsValue = Buffer> {
   index: number;
   errorCode: number;
   snapshotId: FetchSnapshotResponseSnapshotId;
   currentLeader?: FetchSnapshotResponseLeaderIdAndEpoch;
   size: bigint;
   position: bigint;
-  unalignedRecords: Buffer;
+  unalignedRecords: R;
   _unknownTaggedFields?: TaggedField[];
 }
 
@@ -330,7 +330,7 @@ export function readFetchSnapshotResponsePartitionSnapshot(r: Reader, v: number)
   return m;
 }
 
-function taggedFetchSnapshotResponsePartitionSnapshot(m: FetchSnapshotResponsePartitionSnapshot, v: number): TaggedField[] | undefined {
+function taggedFetchSnapshotResponsePartitionSnapshot(m: FetchSnapshotResponsePartitionSnapshot<W.RecordsValue>, v: number): TaggedField[] | undefined {
   if (m.currentLeader === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (true && m.currentLeader !== undefined) { const x = m.currentLeader; if (!RT.isDefaultValue(x, defaultFetchSnapshotResponseLeaderIdAndEpoch())) {
@@ -338,29 +338,29 @@ function taggedFetchSnapshotResponsePartitionSnapshot(m: FetchSnapshotResponsePa
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
-export function writeFetchSnapshotResponsePartitionSnapshot(w: W.Writer, m: FetchSnapshotResponsePartitionSnapshot, v: number): void {
+export function writeFetchSnapshotResponsePartitionSnapshot(w: W.Writer, m: FetchSnapshotResponsePartitionSnapshot<W.RecordsValue>, v: number): void {
   { const x = m.index; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.snapshotId; writeFetchSnapshotResponseSnapshotId(w, x, v); }
   { const x = m.size; w.int64(x); }
   { const x = m.position; w.int64(x); }
-  { const x = m.unalignedRecords; w.compactBytes(x); }
+  { const x = m.unalignedRecords; w.compactRecords(x); }
   if (true) w.taggedFields(taggedFetchSnapshotResponsePartitionSnapshot(m, v));
 }
 
-export function sizeFetchSnapshotResponsePartitionSnapshot(m: FetchSnapshotResponsePartitionSnapshot, v: number): number {
+export function sizeFetchSnapshotResponsePartitionSnapshot(m: FetchSnapshotResponsePartitionSnapshot<W.RecordsValue>, v: number): number {
   let n = 0;
   n += 4;
   n += 2;
   { const x = m.snapshotId; n += sizeFetchSnapshotResponseSnapshotId(x, v); }
   n += 8;
   n += 8;
-  { const x = m.unalignedRecords; n += W.sizeCompactBytes(x); }
+  { const x = m.unalignedRecords; n += W.sizeCompactRecords(x); }
   if (true) n += W.sizeTaggedFields(taggedFetchSnapshotResponsePartitionSnapshot(m, v));
   return n;
 }
 
-function sizeFetchSnapshotResponsePartitionSnapshotArray(items: readonly FetchSnapshotResponsePartitionSnapshot[], v: number): number {
+function sizeFetchSnapshotResponsePartitionSnapshotArray(items: readonly FetchSnapshotResponsePartitionSnapshot<W.RecordsValue>[], v: number): number {
   let n = 0;
   for (let i = 0; i < items.length; i++) n += sizeFetchSnapshotResponsePartitionSnapshot(items[i]!, v);
   return n;

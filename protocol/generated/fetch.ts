@@ -297,11 +297,11 @@ function sizeFetchRequestForgottenTopicArray(items: readonly FetchRequestForgott
 
 // FetchResponse: versions 0-17, flexible 12+
 
-export interface FetchResponse {
+export interface FetchResponse<R extends W.RecordsValue = Buffer> {
   throttleTimeMs?: number;
   errorCode?: number;
   sessionId?: number;
-  responses: FetchResponseFetchableTopicResponse[];
+  responses: FetchResponseFetchableTopicResponse<R>[];
   nodeEndpoints?: FetchResponseNodeEndpoint[];
   _unknownTaggedFields?: TaggedField[];
 }
@@ -328,7 +328,7 @@ export function readFetchResponse(r: Reader, v: number): FetchResponse {
   return m;
 }
 
-function taggedFetchResponse(m: FetchResponse, v: number): TaggedField[] | undefined {
+function taggedFetchResponse(m: FetchResponse<W.RecordsValue>, v: number): TaggedField[] | undefined {
   if (m.nodeEndpoints === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 16 && m.nodeEndpoints !== undefined) { const x = m.nodeEndpoints; if (!RT.isDefaultValue(x, [])) {
@@ -336,7 +336,7 @@ function taggedFetchResponse(m: FetchResponse, v: number): TaggedField[] | undef
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
-export function writeFetchResponse(w: W.Writer, m: FetchResponse, v: number): void {
+export function writeFetchResponse(w: W.Writer, m: FetchResponse<W.RecordsValue>, v: number): void {
   if (v >= 1) { const x = (m.throttleTimeMs === undefined ? 0 : m.throttleTimeMs); w.int32(x); }
   if (v >= 7) { const x = (m.errorCode === undefined ? 0 : m.errorCode); w.int16(x); }
   if (v >= 7) { const x = (m.sessionId === undefined ? 0 : m.sessionId); w.int32(x); }
@@ -346,7 +346,7 @@ export function writeFetchResponse(w: W.Writer, m: FetchResponse, v: number): vo
   if (v >= 12) w.taggedFields(taggedFetchResponse(m, v));
 }
 
-export function sizeFetchResponse(m: FetchResponse, v: number): number {
+export function sizeFetchResponse(m: FetchResponse<W.RecordsValue>, v: number): number {
   let n = 0;
   if (v >= 1) n += 4;
   if (v >= 7) n += 2;
@@ -356,10 +356,10 @@ export function sizeFetchResponse(m: FetchResponse, v: number): number {
   return n;
 }
 
-export interface FetchResponseFetchableTopicResponse {
+export interface FetchResponseFetchableTopicResponse<R extends W.RecordsValue = Buffer> {
   topic?: string;
   topicId?: string;
-  partitions: FetchResponsePartitionData[];
+  partitions: FetchResponsePartitionData<R>[];
   _unknownTaggedFields?: TaggedField[];
 }
 
@@ -378,14 +378,14 @@ export function readFetchResponseFetchableTopicResponse(r: Reader, v: number): F
   return m;
 }
 
-export function writeFetchResponseFetchableTopicResponse(w: W.Writer, m: FetchResponseFetchableTopicResponse, v: number): void {
+export function writeFetchResponseFetchableTopicResponse(w: W.Writer, m: FetchResponseFetchableTopicResponse<W.RecordsValue>, v: number): void {
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); if (v >= 12) { w.compactString(x); } else { w.string(x); } }
   if (v >= 13) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
   { const x = m.partitions; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponsePartitionData(w, e0, v); } }
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeFetchResponseFetchableTopicResponse(m: FetchResponseFetchableTopicResponse, v: number): number {
+export function sizeFetchResponseFetchableTopicResponse(m: FetchResponseFetchableTopicResponse<W.RecordsValue>, v: number): number {
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;
@@ -394,13 +394,13 @@ export function sizeFetchResponseFetchableTopicResponse(m: FetchResponseFetchabl
   return n;
 }
 
-function sizeFetchResponseFetchableTopicResponseArray(items: readonly FetchResponseFetchableTopicResponse[], v: number): number {
+function sizeFetchResponseFetchableTopicResponseArray(items: readonly FetchResponseFetchableTopicResponse<W.RecordsValue>[], v: number): number {
   let n = 0;
   for (let i = 0; i < items.length; i++) n += sizeFetchResponseFetchableTopicResponse(items[i]!, v);
   return n;
 }
 
-export interface FetchResponsePartitionData {
+export interface FetchResponsePartitionData<R extends W.RecordsValue = Buffer> {
   partitionIndex: number;
   errorCode: number;
   highWatermark: bigint;
@@ -411,7 +411,7 @@ export interface FetchResponsePartitionData {
   snapshotId?: FetchResponseSnapshotId;
   abortedTransactions?: FetchResponseAbortedTransaction[] | null;
   preferredReadReplica?: number;
-  records: Buffer | null;
+  records: R | null;
   _unknownTaggedFields?: TaggedField[];
 }
 
@@ -445,7 +445,7 @@ export function readFetchResponsePartitionData(r: Reader, v: number): FetchRespo
   return m;
 }
 
-function taggedFetchResponsePartitionData(m: FetchResponsePartitionData, v: number): TaggedField[] | undefined {
+function taggedFetchResponsePartitionData(m: FetchResponsePartitionData<W.RecordsValue>, v: number): TaggedField[] | undefined {
   if (m.divergingEpoch === undefined && m.currentLeader === undefined && m.snapshotId === undefined && m._unknownTaggedFields === undefined) return undefined;
   const t: TaggedField[] = [];
   if (v >= 12 && m.divergingEpoch !== undefined) { const x = m.divergingEpoch; if (!RT.isDefaultValue(x, defaultFetchResponseEpochEndOffset())) {
@@ -457,7 +457,7 @@ function taggedFetchResponsePartitionData(m: FetchResponsePartitionData, v: numb
   return RT.mergeTagged(t, m._unknownTaggedFields);
 }
 
-export function writeFetchResponsePartitionData(w: W.Writer, m: FetchResponsePartitionData, v: number): void {
+export function writeFetchResponsePartitionData(w: W.Writer, m: FetchResponsePartitionData<W.RecordsValue>, v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.highWatermark; w.int64(x); }
@@ -469,11 +469,11 @@ export function writeFetchResponsePartitionData(w: W.Writer, m: FetchResponsePar
   if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponseAbortedTransaction(w, e0, v); } }
   if (v >= 11) { const x = (m.preferredReadReplica === undefined ? -1 : m.preferredReadReplica); w.int32(x); }
   else if (m.preferredReadReplica !== undefined && !RT.isDefaultValue(m.preferredReadReplica, -1)) throw RT.fieldNotInVersion('FetchResponsePartitionData', 'preferredReadReplica', v);
-  { const x = m.records; if (v >= 12) { w.compactBytes(x); } else { w.bytes(x); } }
+  { const x = m.records; if (v >= 12) { w.compactRecords(x); } else { w.records(x); } }
   if (v >= 12) w.taggedFields(taggedFetchResponsePartitionData(m, v));
 }
 
-export function sizeFetchResponsePartitionData(m: FetchResponsePartitionData, v: number): number {
+export function sizeFetchResponsePartitionData(m: FetchResponsePartitionData<W.RecordsValue>, v: number): number {
   let n = 0;
   n += 4;
   n += 2;
@@ -482,12 +482,12 @@ export function sizeFetchResponsePartitionData(m: FetchResponsePartitionData, v:
   if (v >= 5) n += 8;
   if (v >= 4) { const x = (m.abortedTransactions === undefined ? [] : m.abortedTransactions); n += ((v >= 12 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeFetchResponseAbortedTransactionArray(x, v))); }
   if (v >= 11) n += 4;
-  { const x = m.records; n += (v >= 12 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
+  { const x = m.records; n += (v >= 12 ? W.sizeCompactRecords(x) : W.sizeRecords(x)); }
   if (v >= 12) n += W.sizeTaggedFields(taggedFetchResponsePartitionData(m, v));
   return n;
 }
 
-function sizeFetchResponsePartitionDataArray(items: readonly FetchResponsePartitionData[], v: number): number {
+function sizeFetchResponsePartitionDataArray(items: readonly FetchResponsePartitionData<W.RecordsValue>[], v: number): number {
   let n = 0;
   for (let i = 0; i < items.length; i++) n += sizeFetchResponsePartitionData(items[i]!, v);
   return n;

@@ -9,11 +9,11 @@ export type { TaggedField };
 
 // ProduceRequest: versions 0-11, flexible 9+
 
-export interface ProduceRequest {
+export interface ProduceRequest<R extends W.RecordsValue = Buffer> {
   transactionalId?: string | null;
   acks: number;
   timeoutMs: number;
-  topicData: ProduceRequestTopicProduceData[];
+  topicData: ProduceRequestTopicProduceData<R>[];
   _unknownTaggedFields?: TaggedField[];
 }
 
@@ -33,7 +33,7 @@ export function readProduceRequest(r: Reader, v: number): ProduceRequest {
   return m;
 }
 
-export function writeProduceRequest(w: W.Writer, m: ProduceRequest, v: number): void {
+export function writeProduceRequest(w: W.Writer, m: ProduceRequest<W.RecordsValue>, v: number): void {
   if (v >= 3) { const x = (m.transactionalId === undefined ? null : m.transactionalId); if (v >= 9) { w.compactString(x); } else { w.string(x); } }
   else if (m.transactionalId !== undefined && !RT.isDefaultValue(m.transactionalId, null)) throw RT.fieldNotInVersion('ProduceRequest', 'transactionalId', v);
   { const x = m.acks; w.int16(x); }
@@ -42,7 +42,7 @@ export function writeProduceRequest(w: W.Writer, m: ProduceRequest, v: number): 
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeProduceRequest(m: ProduceRequest, v: number): number {
+export function sizeProduceRequest(m: ProduceRequest<W.RecordsValue>, v: number): number {
   let n = 0;
   if (v >= 3) { const x = (m.transactionalId === undefined ? null : m.transactionalId); n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   n += 2;
@@ -52,9 +52,9 @@ export function sizeProduceRequest(m: ProduceRequest, v: number): number {
   return n;
 }
 
-export interface ProduceRequestTopicProduceData {
+export interface ProduceRequestTopicProduceData<R extends W.RecordsValue = Buffer> {
   name: string;
-  partitionData: ProduceRequestPartitionProduceData[];
+  partitionData: ProduceRequestPartitionProduceData<R>[];
   _unknownTaggedFields?: TaggedField[];
 }
 
@@ -72,13 +72,13 @@ export function readProduceRequestTopicProduceData(r: Reader, v: number): Produc
   return m;
 }
 
-export function writeProduceRequestTopicProduceData(w: W.Writer, m: ProduceRequestTopicProduceData, v: number): void {
+export function writeProduceRequestTopicProduceData(w: W.Writer, m: ProduceRequestTopicProduceData<W.RecordsValue>, v: number): void {
   { const x = m.name; if (v >= 9) { w.compactString(x); } else { w.string(x); } }
   { const x = m.partitionData; if (v >= 9) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeProduceRequestPartitionProduceData(w, e0, v); } }
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeProduceRequestTopicProduceData(m: ProduceRequestTopicProduceData, v: number): number {
+export function sizeProduceRequestTopicProduceData(m: ProduceRequestTopicProduceData<W.RecordsValue>, v: number): number {
   let n = 0;
   { const x = m.name; n += (v >= 9 ? W.sizeCompactString(x) : W.sizeString(x)); }
   { const x = m.partitionData; n += ((v >= 9 ? W.sizeCompactArrayLength(x === null ? -1 : x.length) : 4) + (x === null ? 0 : sizeProduceRequestPartitionProduceDataArray(x, v))); }
@@ -86,15 +86,15 @@ export function sizeProduceRequestTopicProduceData(m: ProduceRequestTopicProduce
   return n;
 }
 
-function sizeProduceRequestTopicProduceDataArray(items: readonly ProduceRequestTopicProduceData[], v: number): number {
+function sizeProduceRequestTopicProduceDataArray(items: readonly ProduceRequestTopicProduceData<W.RecordsValue>[], v: number): number {
   let n = 0;
   for (let i = 0; i < items.length; i++) n += sizeProduceRequestTopicProduceData(items[i]!, v);
   return n;
 }
 
-export interface ProduceRequestPartitionProduceData {
+export interface ProduceRequestPartitionProduceData<R extends W.RecordsValue = Buffer> {
   index: number;
-  records: Buffer | null;
+  records: R | null;
   _unknownTaggedFields?: TaggedField[];
 }
 
@@ -112,21 +112,21 @@ export function readProduceRequestPartitionProduceData(r: Reader, v: number): Pr
   return m;
 }
 
-export function writeProduceRequestPartitionProduceData(w: W.Writer, m: ProduceRequestPartitionProduceData, v: number): void {
+export function writeProduceRequestPartitionProduceData(w: W.Writer, m: ProduceRequestPartitionProduceData<W.RecordsValue>, v: number): void {
   { const x = m.index; w.int32(x); }
-  { const x = m.records; if (v >= 9) { w.compactBytes(x); } else { w.bytes(x); } }
+  { const x = m.records; if (v >= 9) { w.compactRecords(x); } else { w.records(x); } }
   if (v >= 9) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeProduceRequestPartitionProduceData(m: ProduceRequestPartitionProduceData, v: number): number {
+export function sizeProduceRequestPartitionProduceData(m: ProduceRequestPartitionProduceData<W.RecordsValue>, v: number): number {
   let n = 0;
   n += 4;
-  { const x = m.records; n += (v >= 9 ? W.sizeCompactBytes(x) : W.sizeBytes(x)); }
+  { const x = m.records; n += (v >= 9 ? W.sizeCompactRecords(x) : W.sizeRecords(x)); }
   if (v >= 9) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
 
-function sizeProduceRequestPartitionProduceDataArray(items: readonly ProduceRequestPartitionProduceData[], v: number): number {
+function sizeProduceRequestPartitionProduceDataArray(items: readonly ProduceRequestPartitionProduceData<W.RecordsValue>[], v: number): number {
   let n = 0;
   for (let i = 0; i < items.length; i++) n += sizeProduceRequestPartitionProduceData(items[i]!, v);
   return n;

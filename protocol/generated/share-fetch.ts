@@ -246,12 +246,12 @@ function sizeShareFetchRequestForgottenTopicArray(items: readonly ShareFetchRequ
 
 // ShareFetchResponse: versions 1-2, flexible 0+
 
-export interface ShareFetchResponse {
+export interface ShareFetchResponse<R extends W.RecordsValue = Buffer> {
   throttleTimeMs: number;
   errorCode: number;
   errorMessage: string | null;
   acquisitionLockTimeoutMs: number;
-  responses: ShareFetchResponseShareFetchableTopicResponse[];
+  responses: ShareFetchResponseShareFetchableTopicResponse<R>[];
   nodeEndpoints: ShareFetchResponseNodeEndpoint[];
   _unknownTaggedFields?: TaggedField[];
 }
@@ -274,7 +274,7 @@ export function readShareFetchResponse(r: Reader, v: number): ShareFetchResponse
   return m;
 }
 
-export function writeShareFetchResponse(w: W.Writer, m: ShareFetchResponse, v: number): void {
+export function writeShareFetchResponse(w: W.Writer, m: ShareFetchResponse<W.RecordsValue>, v: number): void {
   { const x = m.throttleTimeMs; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
@@ -284,7 +284,7 @@ export function writeShareFetchResponse(w: W.Writer, m: ShareFetchResponse, v: n
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeShareFetchResponse(m: ShareFetchResponse, v: number): number {
+export function sizeShareFetchResponse(m: ShareFetchResponse<W.RecordsValue>, v: number): number {
   let n = 0;
   n += 4;
   n += 2;
@@ -296,9 +296,9 @@ export function sizeShareFetchResponse(m: ShareFetchResponse, v: number): number
   return n;
 }
 
-export interface ShareFetchResponseShareFetchableTopicResponse {
+export interface ShareFetchResponseShareFetchableTopicResponse<R extends W.RecordsValue = Buffer> {
   topicId: string;
-  partitions: ShareFetchResponsePartitionData[];
+  partitions: ShareFetchResponsePartitionData<R>[];
   _unknownTaggedFields?: TaggedField[];
 }
 
@@ -316,13 +316,13 @@ export function readShareFetchResponseShareFetchableTopicResponse(r: Reader, v: 
   return m;
 }
 
-export function writeShareFetchResponseShareFetchableTopicResponse(w: W.Writer, m: ShareFetchResponseShareFetchableTopicResponse, v: number): void {
+export function writeShareFetchResponseShareFetchableTopicResponse(w: W.Writer, m: ShareFetchResponseShareFetchableTopicResponse<W.RecordsValue>, v: number): void {
   { const x = m.topicId; w.uuid(x); }
   { const x = m.partitions; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponsePartitionData(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeShareFetchResponseShareFetchableTopicResponse(m: ShareFetchResponseShareFetchableTopicResponse, v: number): number {
+export function sizeShareFetchResponseShareFetchableTopicResponse(m: ShareFetchResponseShareFetchableTopicResponse<W.RecordsValue>, v: number): number {
   let n = 0;
   n += 16;
   { const x = m.partitions; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchResponsePartitionDataArray(x, v))); }
@@ -330,20 +330,20 @@ export function sizeShareFetchResponseShareFetchableTopicResponse(m: ShareFetchR
   return n;
 }
 
-function sizeShareFetchResponseShareFetchableTopicResponseArray(items: readonly ShareFetchResponseShareFetchableTopicResponse[], v: number): number {
+function sizeShareFetchResponseShareFetchableTopicResponseArray(items: readonly ShareFetchResponseShareFetchableTopicResponse<W.RecordsValue>[], v: number): number {
   let n = 0;
   for (let i = 0; i < items.length; i++) n += sizeShareFetchResponseShareFetchableTopicResponse(items[i]!, v);
   return n;
 }
 
-export interface ShareFetchResponsePartitionData {
+export interface ShareFetchResponsePartitionData<R extends W.RecordsValue = Buffer> {
   partitionIndex: number;
   errorCode: number;
   errorMessage: string | null;
   acknowledgeErrorCode: number;
   acknowledgeErrorMessage: string | null;
   currentLeader: ShareFetchResponseLeaderIdAndEpoch;
-  records: Buffer | null;
+  records: R | null;
   acquiredRecords: ShareFetchResponseAcquiredRecords[];
   _unknownTaggedFields?: TaggedField[];
 }
@@ -368,19 +368,19 @@ export function readShareFetchResponsePartitionData(r: Reader, v: number): Share
   return m;
 }
 
-export function writeShareFetchResponsePartitionData(w: W.Writer, m: ShareFetchResponsePartitionData, v: number): void {
+export function writeShareFetchResponsePartitionData(w: W.Writer, m: ShareFetchResponsePartitionData<W.RecordsValue>, v: number): void {
   { const x = m.partitionIndex; w.int32(x); }
   { const x = m.errorCode; w.int16(x); }
   { const x = m.errorMessage; w.compactString(x); }
   { const x = m.acknowledgeErrorCode; w.int16(x); }
   { const x = m.acknowledgeErrorMessage; w.compactString(x); }
   { const x = m.currentLeader; writeShareFetchResponseLeaderIdAndEpoch(w, x, v); }
-  { const x = m.records; if (x === null && true) throw RT.nullNotAllowed('ShareFetchResponsePartitionData', 'records', v); w.compactBytes(x); }
+  { const x = m.records; if (x === null && true) throw RT.nullNotAllowed('ShareFetchResponsePartitionData', 'records', v); w.compactRecords(x); }
   { const x = m.acquiredRecords; w.compactArrayLength(x === null ? null : x.length); if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeShareFetchResponseAcquiredRecords(w, e0, v); } }
   if (true) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
 }
 
-export function sizeShareFetchResponsePartitionData(m: ShareFetchResponsePartitionData, v: number): number {
+export function sizeShareFetchResponsePartitionData(m: ShareFetchResponsePartitionData<W.RecordsValue>, v: number): number {
   let n = 0;
   n += 4;
   n += 2;
@@ -388,13 +388,13 @@ export function sizeShareFetchResponsePartitionData(m: ShareFetchResponsePartiti
   n += 2;
   { const x = m.acknowledgeErrorMessage; n += W.sizeCompactString(x); }
   { const x = m.currentLeader; n += sizeShareFetchResponseLeaderIdAndEpoch(x, v); }
-  { const x = m.records; n += W.sizeCompactBytes(x); }
+  { const x = m.records; n += W.sizeCompactRecords(x); }
   { const x = m.acquiredRecords; n += (W.sizeCompactArrayLength(x === null ? -1 : x.length) + (x === null ? 0 : sizeShareFetchResponseAcquiredRecordsArray(x, v))); }
   if (true) n += W.sizeTaggedFields(RT.sortedTagged(m._unknownTaggedFields));
   return n;
 }
 
-function sizeShareFetchResponsePartitionDataArray(items: readonly ShareFetchResponsePartitionData[], v: number): number {
+function sizeShareFetchResponsePartitionDataArray(items: readonly ShareFetchResponsePartitionData<W.RecordsValue>[], v: number): number {
   let n = 0;
   for (let i = 0; i < items.length; i++) n += sizeShareFetchResponsePartitionData(items[i]!, v);
   return n;

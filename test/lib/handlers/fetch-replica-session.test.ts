@@ -9,6 +9,7 @@
  */
 import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
+import type { RecordsValue } from '../../../protocol/codec/writer.js';
 import type { FetchRequest, FetchResponsePartitionData } from '../../../protocol/generated/fetch.js';
 import { replicaFetch } from '../../../lib/handlers/fetch-replica.js';
 import type { RequestContext } from '../../../lib/handlers/types.js';
@@ -125,7 +126,7 @@ function setup(partitions: number) {
     epoch = epoch === 0 ? 1 : epoch + 1;
     const req = { ...request, topics: session.topics };
     const responses = session.respond(await replicaFetch(req, ctx, replicaId, replication as unknown as Replication, session));
-    const sent = new Map<number, FetchResponsePartitionData>();
+    const sent = new Map<number, FetchResponsePartitionData<RecordsValue>>();
     for (const t of responses) for (const p of t.partitions) sent.set(p.partitionIndex, p);
     return sent;
   };

@@ -7,6 +7,7 @@
  */
 import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
+import type { RecordsValue } from '../../../protocol/codec/writer.js';
 import type { FetchRequest, FetchResponse } from '../../../protocol/generated/fetch.js';
 import { replicaFetch } from '../../../lib/handlers/fetch-replica.js';
 
@@ -85,7 +86,7 @@ describe('Fetch from a follower (leader side): long poll', () => {
   it('a caught-up follower parks until an append to a fetched partition, and the wait counts as remote time', async () => {
     const log = fakeLog(5n);
     const s = setup(log);
-    let settled: FetchResponse['responses'] | undefined;
+    let settled: FetchResponse<RecordsValue>['responses'] | undefined;
     const pending = replicaFetch(s.req(60_000, 5n), s.ctx, 2, s.replication, SESSIONLESS).then((r) => (settled = r));
     await turns();
     expect(settled, 'answered at once instead of parking').to.equal(undefined);
@@ -136,11 +137,11 @@ describe('Fetch from a follower (leader side): long poll', () => {
       read: () => Promise.resolve({ records: [Buffer.from('r')], size: 1 }),
     } as unknown as PartitionLog;
     const s = setup(log);
-    let settled: FetchResponse['responses'] | undefined;
+    let settled: FetchResponse<RecordsValue>['responses'] | undefined;
     const pending = replicaFetch(s.req(60_000, 5n), s.ctx, 2, s.replication, SESSIONLESS).then((r) => (settled = r));
     await turns();
     expect(settled, 'parked although the log had grown').to.not.equal(undefined);
-    expect(settled?.[0]?.partitions[0]?.records).to.deep.equal(Buffer.from('r'));
+    expect(settled?.[0]?.partitions[0]?.records, 'the stored slices, uncopied').to.deep.equal([Buffer.from('r')]);
     expect(s.purgatory.size).to.equal(0);
     await pending;
     s.close();
@@ -151,7 +152,7 @@ describe('Fetch from a follower (leader side): long poll', () => {
     (log as unknown as { read: unknown }).read = () => Promise.resolve({ records: [Buffer.from('xyz')], size: 3 });
     const s = setup(log);
     const res = await replicaFetch(s.req(60_000, 1n), s.ctx, 2, s.replication, SESSIONLESS);
-    expect(res[0]?.partitions[0]?.records).to.deep.equal(Buffer.from('xyz'));
+    expect(res[0]?.partitions[0]?.records, 'the stored slices, uncopied').to.deep.equal([Buffer.from('xyz')]);
     expect(s.purgatory.size).to.equal(0);
     s.close();
   });

@@ -6,6 +6,7 @@
  */
 import { expect } from 'chai';
 import { ErrorCode } from '../../../protocol/generated/error-codes.js';
+import type { RecordsValue } from '../../../protocol/codec/writer.js';
 import type { FetchRequest, FetchRequestFetchTopic, FetchResponse, FetchResponsePartitionData } from '../../../protocol/generated/fetch.js';
 import { FetchSessionClient } from '../../../lib/replica/fetch-session-client.js';
 import { EVICTION_MS, type FetchContext, FetchSessionCache, nextEpoch, UNCHANGED } from '../../../lib/replica/fetch-sessions.js';
@@ -46,7 +47,7 @@ function respond(
   ctx: FetchContext,
   hw: (t: string, p: number) => bigint,
   data: (t: string, p: number) => boolean = () => false,
-): FetchResponse['responses'] {
+): FetchResponse<RecordsValue>['responses'] {
   return ctx.respond(
     ctx.topics.map((t) => ({
       topic: t.topic ?? '',
@@ -58,7 +59,7 @@ function respond(
   );
 }
 
-const named = (responses: FetchResponse['responses']) =>
+const named = (responses: FetchResponse<RecordsValue>['responses']) =>
   responses.flatMap((t) => t.partitions.map((p) => `${t.topic}-${p.partitionIndex}`));
 
 describe('lib/replica fetch sessions: the cache', () => {
@@ -210,7 +211,8 @@ describe('lib/replica fetch sessions: the client', () => {
     const res: FetchResponse =
       ctx.kind === 'error'
         ? { errorCode: ctx.errorCode, sessionId: 0, responses: [] }
-        : { errorCode: 0, sessionId: ctx.sessionId, responses: respond(ctx, () => 9n) };
+        : // the answers built here hold plain buffers
+          { errorCode: 0, sessionId: ctx.sessionId, responses: respond(ctx, () => 9n) as FetchResponse['responses'] };
     const sessionError = client.response(res, incremental);
     return { body, incremental, sessionError, res };
   }

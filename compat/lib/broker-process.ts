@@ -28,11 +28,15 @@ export interface GregorProcess {
   stop(): Promise<void>;
 }
 
-export async function startGregor(overrides: Record<string, string> = {}, opts: { keepData?: boolean } = {}): Promise<GregorProcess> {
+/** opts.root: another checkout (built) to run gregor from, e.g. a base commit for a side-by-side benchmark. */
+export async function startGregor(
+  overrides: Record<string, string> = {},
+  opts: { keepData?: boolean; root?: string } = {},
+): Promise<GregorProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gregor-compat-'));
   // GREGOR_BENCH_NODE_ARGS: node flags for the broker process (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
   const nodeArgs = (process.env.GREGOR_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const args = [...nodeArgs, join(ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', '0'];
+  const args = [...nodeArgs, join(opts.root ?? ROOT, 'bin/gregor.js'), 'start', '--data-dir', dataDir, '--port', '0'];
   for (const [k, v] of Object.entries(overrides)) args.push('--override', `${k}=${v}`);
   const child: ChildProcess = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -129,6 +129,9 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'num.append.workers': { type: 'int', default: -1, validate: atLeast(-1) },
   // How long one request may take to arrive whole, from its first byte (slow-loris clients); 0: no limit.
   'gregor.request.read.timeout.ms': { type: 'int', default: 30000, validate: atLeast(0) },
+  // Fetch and ShareFetch responses: stored record slices go to the socket by reference (true) or are
+  // copied once into the response buffer (false). See README "Fetch responses: one copy or none".
+  'gregor.fetch.zero.copy': { type: 'boolean', default: false },
   'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },
   // metadata.store=etcd: the etcd client URLs (comma-separated), and how long a broker's registration
   // outlives its last keep-alive (Kafka's broker.session.timeout.ms, the etcd lease's TTL).

@@ -88,6 +88,8 @@ const DOCS: Record<string, string> = {
   'queued.max.request.bytes':
     'Bytes of requests read and not yet handled before sockets stop being read (-1: heap limit/8, at most 256 MiB).',
   'gregor.request.read.timeout.ms': 'gregor: a request not received whole this long after its first byte closes the connection (0: never).',
+  'gregor.fetch.zero.copy':
+    'gregor: fetch responses pass the stored record bytes to the socket uncopied (true) or copy them once into the response (false).',
   'message.max.bytes': 'Largest record batch accepted (topic: max.message.bytes).',
   'fetch.max.bytes': 'Most bytes one Fetch response carries.',
   'max.incremental.fetch.session.cache.slots': 'Most fetch sessions kept (KIP-227).',

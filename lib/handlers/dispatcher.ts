@@ -28,6 +28,8 @@ export type DispatchResult =
 
 export class Dispatcher {
   private readonly handlers = new Map<number, Handler>();
+  /** gregor.fetch.zero.copy, read at the first response */
+  private zeroCopy: boolean | undefined;
   private readonly advertised = new Map<number, { minVersion: number; maxVersion: number }>();
 
   constructor(
@@ -201,9 +203,14 @@ export class Dispatcher {
     this.metrics?.responded(apiKey, req, body, ctx.timing);
     let out: DispatchResult;
     try {
-      // record slices read from the log go to the socket as they are (zero-copy), the rest in one buffer
-      const chunks = encodeResponseChunks(apiKey, apiVersion, correlationId, body, { sizePrefix: true });
-      out = { response: chunks.length === 1 ? (chunks[0] as Buffer) : chunks };
+      // Records are the stored slices read from the log: with gregor.fetch.zero.copy they go to the
+      // socket as they are (the rest of the response in buffers between them), otherwise the encoder
+      // copies them once into the response buffer.
+      this.zeroCopy ??= ctx.services.config.bool('gregor.fetch.zero.copy');
+      if (this.zeroCopy) {
+        const chunks = encodeResponseChunks(apiKey, apiVersion, correlationId, body, { sizePrefix: true });
+        out = { response: chunks.length === 1 ? (chunks[0] as Buffer) : chunks };
+      } else out = { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };
     } catch (e) {
       ctx.logger.error({ err: e, apiKey, apiVersion, correlationId }, 'response encoding failed: answering UNKNOWN_SERVER_ERROR');
       const fallback = handler.errorResponse(req, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);

@@ -1,0 +1,151 @@
+/**
+ * Zero-copy fetch responses (issues 14, 18, 19, 20): consume throughput and broker CPU per record of
+ * this checkout beside another build of gregor (the commit before the change), side by side in one run.
+ *
+ *   node dist/compat/bench/zerocopy-consume.js --base /tmp/base-checkout
+ *
+ * `--base` is a built checkout (npm run build there). Three brokers are compared: base, this checkout
+ * as configured by default (`copy`: records copied once into the response) and this checkout with
+ * gregor.fetch.zero.copy=true (`zerocopy`). Each round starts a fresh broker of each (the order
+ * rotates between rounds), produces ZC_RECORDS records of ZC_VALUE_BYTES (librdkafka's
+ * C producer, acks=1, one partition, not measured), then a fresh C consumer reads them all from
+ * offset 0 (librdkafka's defaults): records/s, MB/s, and the broker's CPU-seconds per 1M records
+ * over the consume. Figures are medians over ZC_ROUNDS (5) rounds. Workloads: ZC_VALUE_BYTES can be
+ * a comma list (default 100,1024; ZC_RECORDS defaults to 1,000,000 for values under 512 bytes and
+ * 200,000 above). GREGOR_BENCH_NODE_ARGS (e.g. --cpu-prof) applies to both builds' brokers.
+ * Writes compat/results/zerocopy-consume-<ISO timestamp>.json.
+ */
+import { resolve } from 'node:path';
+import { startGregor } from '../lib/broker-process.js';
+import { loadAverage, writeResult } from './eos-common.js';
+import { nativeBinary, startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
+import { benchMachine, cpuSeconds, envInt, round } from './proc-stats.js';
+
+/** base: the other checkout; copy: this one as configured by default (records copied once); zerocopy: this one with gregor.fetch.zero.copy=true */
+type Build = 'base' | 'copy' | 'zerocopy';
+const BUILDS: readonly Build[] = ['base', 'copy', 'zerocopy'];
+
+interface Row {
+  round: number;
+  build: Build;
+  valueBytes: number;
+  records: number;
+  seconds: number;
+  recordsPerSec: number;
+  mbPerSec: number;
+  brokerCpuSPerM: number;
+}
+
+const ROUNDS = envInt('ZC_ROUNDS', 5);
+const VALUE_SIZES = (process.env.ZC_VALUE_BYTES ?? '100,1024').split(',').map(Number);
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
+};
+
+function recordsFor(valueBytes: number): number {
+  const env = process.env.ZC_RECORDS;
+  if (env !== undefined) return Number(env);
+  return valueBytes < 512 ? 1_000_000 : 200_000;
+}
+
+async function oneRound(round_: number, build: Build, root: string | undefined, valueBytes: number): Promise<Row> {
+  const records = recordsFor(valueBytes);
+  const overrides: Record<string, string> = build === 'zerocopy' ? { 'gregor.fetch.zero.copy': 'true' } : {};
+  const g = await startGregor(overrides, root === undefined ? {} : { root });
+  try {
+    const topic = `zc-${valueBytes}`;
+    const p = await startNativeProducer(
+      g.bootstrap,
+      topic,
+      0,
+      records,
+      1,
+      { ...THROUGHPUT_PRODUCER_CONFIG, 'request.required.acks': 1 },
+      { valueBytes },
+    );
+    const w = await p.timed();
+    const hw = await p.highWatermark();
+    await p.end();
+    if (w.failed > 0 || hw !== records) throw new Error(`${build}: produced ${hw} of ${records} (${w.failed} failed)`);
+    const c = await startNativeConsumer(g.bootstrap, topic, 1, {});
+    const cpu0 = cpuSeconds(g.pid);
+    const r = await c.timed();
+    const cpu = cpuSeconds(g.pid) - cpu0;
+    await c.end();
+    if (r.records !== records) throw new Error(`${build}: consumed ${r.records} of ${records}`);
+    return {
+      round: round_,
+      build,
+      valueBytes,
+      records,
+      seconds: round(r.seconds, 3),
+      recordsPerSec: Math.round(records / r.seconds),
+      mbPerSec: round((records * valueBytes) / 1e6 / r.seconds, 1),
+      brokerCpuSPerM: round((cpu / records) * 1e6, 3),
+    };
+  } finally {
+    await g.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const i = process.argv.indexOf('--base');
+  const base = i >= 0 ? process.argv[i + 1] : undefined;
+  if (base === undefined) throw new Error('usage: zerocopy-consume.js --base <built checkout of the base commit>');
+  const roots: Record<Build, string | undefined> = { base: resolve(base), copy: undefined, zerocopy: undefined };
+  const started = new Date().toISOString();
+  const loadBefore = loadAverage();
+  for (const n of ['rdkafka-produce', 'rdkafka-consume'] as const) nativeBinary(n);
+  const rows: Row[] = [];
+  for (let r = 1; r <= ROUNDS; r++) {
+    // the order rotates between rounds, so that load on the shared machine hits each build alike
+    const order = BUILDS.map((_, k) => BUILDS[(k + r) % BUILDS.length] as Build);
+    for (const valueBytes of VALUE_SIZES)
+      for (const b of order) {
+        const row = await oneRound(r, b, roots[b], valueBytes);
+        rows.push(row);
+        console.log(
+          `round ${r} ${b} ${valueBytes} B: ${row.recordsPerSec} records/s, ${row.mbPerSec} MB/s, broker ${row.brokerCpuSPerM} CPU-s per 1M records (load ${loadAverage().join(' ')})`,
+        );
+      }
+  }
+  const summary = VALUE_SIZES.map((valueBytes) => {
+    const of = (b: Build) => rows.filter((x) => x.build === b && x.valueBytes === valueBytes);
+    const med = (b: Build, k: 'recordsPerSec' | 'mbPerSec' | 'brokerCpuSPerM') => median(of(b).map((x) => x[k]));
+    const builds = BUILDS.map((build) => ({
+      build,
+      recordsPerSec: med(build, 'recordsPerSec'),
+      mbPerSec: med(build, 'mbPerSec'),
+      brokerCpuSPerM: med(build, 'brokerCpuSPerM'),
+      throughputRatio: round(med(build, 'recordsPerSec') / med('base', 'recordsPerSec'), 3),
+      brokerCpuRatio: round(med(build, 'brokerCpuSPerM') / med('base', 'brokerCpuSPerM'), 3),
+    }));
+    return { valueBytes, records: recordsFor(valueBytes), builds };
+  });
+  for (const s of summary)
+    for (const x of s.builds)
+      console.log(
+        `${s.valueBytes} B × ${s.records} ${x.build}: ${x.recordsPerSec} records/s (×${x.throughputRatio} of base), ` +
+          `broker ${x.brokerCpuSPerM} CPU-s per 1M records (×${x.brokerCpuRatio})`,
+      );
+  const file = writeResult('zerocopy-consume', started, {
+    id: 'zerocopy-consume',
+    started,
+    base: roots.base,
+    rounds: ROUNDS,
+    loadAverageBefore: loadBefore,
+    loadAverageAfter: loadAverage(),
+    machine: benchMachine(),
+    note: 'medians; the machine is shared with other work, so the figures are indicative (see the load averages)',
+    summary,
+    rows,
+  });
+  console.log(`wrote ${file}`);
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

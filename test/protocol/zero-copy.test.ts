@@ -1,7 +1,7 @@
 /**
  * Zero-copy responses: a records field given as the stored slices (W.RecordsValue) encodes, through
- * encodeResponseChunks, to exactly the bytes encodeResponse gives for the same records joined into
- * one buffer, and the runs of slices of SPLICE_MIN_BYTES or more reach the output as views of their
+ * encodeResponseChunks and through encodeResponse (one copy), to exactly the bytes encodeResponse
+ * gives for the same records joined into one buffer, and the runs of slices of SPLICE_MIN_BYTES or more reach the output as views of their
  * own memory (not copies).
  */
 import { expect } from 'chai';
@@ -109,6 +109,9 @@ describe('zero-copy responses (records as stored slices)', () => {
           const chunks = encodeResponseChunks(apiKey, v, correlationId, body, { sizePrefix: true });
           const got = Buffer.concat(chunks);
           if (!got.equals(expected)) expect.fail(`${api.name} v${v} case ${i}: chunked encoding differs from the joined one`);
+          // the default path (gregor.fetch.zero.copy=false): the slices copied once by the plain encoder
+          const copied = encodeResponse(apiKey, v, correlationId, body, { sizePrefix: true });
+          if (!copied.equals(expected)) expect.fail(`${api.name} v${v} case ${i}: slices copied by the plain encoder differ`);
           // what reached the output by reference: exactly the runs of at least SPLICE_MIN_BYTES
           const memory = new Set(made.flatMap((m) => m.memory));
           const byReference = chunks.filter((c) => memory.has(c.buffer)).reduce((n, c) => n + c.length, 0);

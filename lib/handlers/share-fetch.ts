@@ -73,7 +73,11 @@ export const shareFetchHandler = defineHandler<ShareFetchRequest, ShareFetchResp
     if (!groupAllowed(ctx, AclOperation.READ, req.groupId ?? '')) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     const mayRead = shareReadCheck(ctx);
     // clusters: a new leader's share partitions read their persisted state first (topics the principal may read)
-    await ctx.services.share.readStates(req.groupId, req.memberId, mayRead === undefined ? req.topics : req.topics.filter((t) => mayRead(t.topicId)));
+    await ctx.services.share.readStates(
+      req.groupId,
+      req.memberId,
+      mayRead === undefined ? req.topics : req.topics.filter((t) => mayRead(t.topicId)),
+    );
     const out = await shareFetch(ctx.services.share, req, { ...shareRequestContext(ctx), ...(mayRead === undefined ? {} : { mayRead }) });
     return { throttleTimeMs: 0, ...out };
   },

@@ -24,3 +24,25 @@ export function loadConfluent(): ConfluentModule {
     );
   }
 }
+
+/**
+ * A logger for the binding's KafkaJS-style client that keeps the error lines (librdkafka's error
+ * events, a fatal error or a SASL failure among them) in `errors` and drops the rest.
+ */
+export function errorCollectingLogger(): {
+  errors: string[];
+  logger: Record<'error' | 'warn' | 'info' | 'debug' | 'setLogLevel', (m?: string) => void> & { namespace(): unknown };
+} {
+  const errors: string[] = [];
+  const logger = {
+    error: (m?: string) => void errors.push(m ?? ''),
+    warn: () => undefined,
+    info: () => undefined,
+    debug: () => undefined,
+    setLogLevel: () => undefined,
+    namespace() {
+      return this;
+    },
+  };
+  return { errors, logger };
+}

@@ -17,7 +17,7 @@
  */
 import { expect } from 'chai';
 import kafkajs, { type Admin } from 'kafkajs';
-import { loadConfluent } from '../../compat/lib/confluent-module.js';
+import { errorCollectingLogger, loadConfluent } from '../../compat/lib/confluent-module.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { outcome, plainKafka, startAclBroker } from '../helpers/acl.js';
@@ -124,17 +124,7 @@ describe('ACL: idempotent producers and authorizeByResourceType ("hardcode"), ka
   const librdkafkaIdempotent = async (topic: string): Promise<{ offset?: string; fatal?: string }> => {
     const ck = loadConfluent();
     // the binding logs librdkafka's error events (the fatal one among them); the failed send itself says "Purged in queue"
-    const errors: string[] = [];
-    const logger = {
-      error: (m: string) => errors.push(m),
-      warn: () => undefined,
-      info: () => undefined,
-      debug: () => undefined,
-      setLogLevel: () => undefined,
-      namespace() {
-        return this;
-      },
-    };
+    const { errors, logger } = errorCollectingLogger();
     const p: Any = new ck.KafkaJS.Kafka({
       kafkaJS: { brokers: [address()], clientId: 'rdk-idempotent', logger, logLevel: ck.KafkaJS.logLevel.ERROR },
       'security.protocol': 'sasl_plaintext',

@@ -10,7 +10,7 @@
  */
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
-import { loadConfluent } from '../../compat/lib/confluent-module.js';
+import { errorCollectingLogger, loadConfluent } from '../../compat/lib/confluent-module.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { startLoggedBroker, type LoggedBroker } from '../helpers/tls.js';
 
@@ -85,17 +85,7 @@ describe('SASL OAUTHBEARER: an expired token with kafkajs and librdkafka', funct
   it('librdkafka: the admin call fails, its error event names invalid_token, a broker line per attempt, nothing served; a fresh token is served', async () => {
     const ck = loadConfluent();
     // librdkafka's error events (the SASL failure among them), as the binding logs them
-    const errors: string[] = [];
-    const logger = {
-      error: (m: string) => errors.push(m),
-      warn: () => undefined,
-      info: () => undefined,
-      debug: () => undefined,
-      setLogLevel: () => undefined,
-      namespace() {
-        return this;
-      },
-    };
+    const { errors, logger } = errorCollectingLogger();
     const list = async (clientId: string, token: string): Promise<string> => {
       const admin: Any = new ck.KafkaJS.Kafka({
         kafkaJS: {

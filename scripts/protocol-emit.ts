@@ -1,5 +1,6 @@
 /** Emits the TypeScript for one message: interfaces, defaults, read/write/size per struct. */
-import { type Field, type Message, type VersionRange, PRIMITIVES, cond, intersect } from './protocol-model.js';
+import { type Field, type Message, type VersionRange, cond, intersect } from './protocol-model.js';
+import { NUMERIC, and, choose, chooseStmt, elemType, isArray, isStructType, not } from './protocol-emit-expr.js';
 
 interface Struct {
   tsName: string;
@@ -43,49 +44,6 @@ function structType(ctx: Ctx, tsName: string, mode: TypeMode): string {
   if (!ctx.withRecords.has(tsName)) return tsName;
   if (mode === 'iface') return `${tsName}<R>`;
   return mode === 'write' ? `${tsName}<W.RecordsValue>` : tsName;
-}
-
-const NUMERIC = new Set(['int8', 'int16', 'uint16', 'int32', 'uint32', 'float64']);
-
-function isArray(t: string): boolean {
-  return t.startsWith('[]');
-}
-
-function elemType(t: string): string {
-  return t.slice(2);
-}
-
-function isStructType(t: string): boolean {
-  return !PRIMITIVES.has(t);
-}
-
-/** Picks a or b when c is constant, else a conditional expression. */
-function choose(c: string, a: string, b: string): string {
-  if (c === 'true') return a;
-  if (c === 'false') return b;
-  if (a === b) return a;
-  return `(${c} ? ${a} : ${b})`;
-}
-
-/** Picks statement a or b when c is constant, else an if/else. */
-function chooseStmt(c: string, a: string, b: string): string {
-  if (c === 'true') return a;
-  if (c === 'false') return b;
-  if (a === b) return a;
-  return `if (${c}) { ${a} } else { ${b} }`;
-}
-
-function and(a: string, b: string): string {
-  if (a === 'false' || b === 'false') return 'false';
-  if (a === 'true') return b;
-  if (b === 'true') return a;
-  return `(${a}) && (${b})`;
-}
-
-function not(a: string): string {
-  if (a === 'true') return 'false';
-  if (a === 'false') return 'true';
-  return `!(${a})`;
 }
 
 function collectStructs(ctx: Ctx, fields: Field[]): void {

@@ -1,7 +1,7 @@
 /**
  * librdkafka 2.15.1 (@confluentinc/kafka-javascript) consumer groups against a real gregor: range and
  * cooperative-sticky (classic protocol) and `group.protocol=consumer` (KIP-848), each with a second member
- * joining mid-stream and every record consumed exactly once; static membership (a member restarting with
+ * joining mid-stream and every record consumed once (twice only after its commit was refused mid-rebalance); static membership (a member restarting with
  * the same group.instance.id gets its partitions back without a rebalance); the admin views.
  */
 import { expect } from 'chai';
@@ -49,7 +49,7 @@ describe('librdkafka 2.15 consumer groups', function () {
   }
 
   for (const mode of ['range', 'cooperative-sticky', 'consumer'] as const) {
-    it(`${mode === 'consumer' ? 'group.protocol=consumer (KIP-848)' : `partition.assignment.strategy=${mode}`}: a second member joins mid-stream, every record once`, async () => {
+    it(`${mode === 'consumer' ? 'group.protocol=consumer (KIP-848)' : `partition.assignment.strategy=${mode}`}: a second member joins mid-stream, every record once (again only after a refused commit)`, async () => {
       const topic = `rdk-group-${mode}`;
       const groupId = `rdk-${mode}`;
       const PARTS = 4;
@@ -57,6 +57,7 @@ describe('librdkafka 2.15 consumer groups', function () {
       await admin.createTopics({ topics: [{ topic, numPartitions: PARTS }] });
       const seen = new Map<string, number>();
       const owners = new Set<string>();
+      const refused = new Set<string>();
       const cfg =
         mode === 'consumer' ? { 'group.protocol': 'consumer' } : { 'partition.assignment.strategy': mode, 'heartbeat.interval.ms': 500 };
       const start = async (name: string) => {
@@ -68,7 +69,23 @@ describe('librdkafka 2.15 consumer groups', function () {
             const v = message.value.toString();
             seen.set(v, (seen.get(v) ?? 0) + 1);
             owners.add(name);
-            await c.commitOffsets([{ topic, partition, offset: String(BigInt(message.offset) + 1n) }]);
+            // The binding's commitOffsets resolves once librdkafka has queued the commit (commitAsync),
+            // so a commit the broker refuses mid-rebalance (ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS)
+            // goes unseen. Each commit carries this member's name as metadata and is read back until
+            // the broker holds it; one that never shows counts as refused and fails eachMessage, and
+            // the record is delivered again (or read again by the partition's next owner).
+            const next = String(BigInt(message.offset) + 1n);
+            await c.commitOffsets([{ topic, partition, offset: next, metadata: name }]);
+            const deadline = Date.now() + 3000;
+            for (;;) {
+              const got: Any[] = await c.committed([{ topic, partition }]).catch(() => []);
+              if (got[0]?.offset === next && got[0]?.metadata === name) break;
+              if (Date.now() > deadline) {
+                refused.add(v);
+                throw new Error(`the commit after ${v} was not stored`);
+              }
+              await new Promise((r) => setTimeout(r, 20));
+            }
           },
         });
         return c;
@@ -89,8 +106,11 @@ describe('librdkafka 2.15 consumer groups', function () {
         );
         await produce(topic, COUNT / 2, COUNT / 2, PARTS);
         await until(() => seen.size === COUNT, 40_000, `all records (have ${seen.size})`);
-        const dups = [...seen].filter(([, n]) => n > 1);
-        expect(dups, `duplicates ${dups.slice(0, 5).join(' ')}`).to.have.length(0);
+        // at-least-once, as on Kafka: a record is delivered twice only when the broker did not take
+        // the commit that followed it, which happens at most once per partition handed over
+        const dups = [...seen].filter(([v, n]) => n > 1 && !refused.has(v));
+        expect(dups, `duplicates after a stored commit ${dups.slice(0, 5).join(' ')}`).to.have.length(0);
+        expect(refused.size, `commits not stored: ${[...refused].join(' ')}`).to.be.at.most(PARTS);
         expect([...owners].sort()).to.deep.equal(['c1', 'c2']);
         let committed: string[] = [];
         await until(

@@ -43,6 +43,7 @@ import { FetchSessionCache } from './replica/fetch-sessions.js';
 import { Readiness } from './observability/readiness.js';
 import type { RequestTiming } from './observability/request-timing.js';
 import { Purgatory } from './replica/purgatory.js';
+import { ReadBufferPool } from './log/read-buffer-pool.js';
 import type { Replication } from './replica/replication.js';
 import type { ApiVersionRange, BrokerServices } from './services.js';
 import { ensureTopics, type TopicSpec } from './topic-spec.js';
@@ -255,6 +256,7 @@ export class Broker {
       logManager: this.logManager,
       purgatory,
       fetchSessions,
+      readBuffers: new ReadBufferPool(this.config.int('gregor.fetch.read.buffer.pool.bytes')),
       replication,
       groups,
       share,

@@ -8,6 +8,7 @@ import type { GroupCoordinator } from './group/coordinator.js';
 import type { BrokerMetrics } from './observability/broker-metrics.js';
 import type { FetchSessionCache } from './replica/fetch-sessions.js';
 import type { Purgatory } from './replica/purgatory.js';
+import type { ReadBufferPool } from './log/read-buffer-pool.js';
 import type { Replication } from './replica/replication.js';
 import type { TopicManager } from './topics.js';
 import type { TransactionCoordinator } from './txn/coordinator.js';
@@ -34,6 +35,8 @@ export interface BrokerServices {
   readonly purgatory: Purgatory;
   /** Fetch sessions (KIP-227) of followers and consumers. */
   readonly fetchSessions: FetchSessionCache;
+  /** Segment read buffers of Fetch, recycled once each response is done with them (gregor.fetch.read.buffer.pool.bytes). */
+  readonly readBuffers: ReadBufferPool;
   /** Clusters: followers, high watermarks, the ISR and acks=all (undefined on one node). */
   readonly replication: Replication | undefined;
   /** Consumer groups and committed offsets (on __consumer_offsets). */

@@ -16,6 +16,7 @@ import type { FaultInjector, PickedFault } from '../network/faults.js';
 import type { BrokerMetrics } from '../observability/broker-metrics.js';
 import type { RequestTiming } from '../observability/request-timing.js';
 import type { BrokerServices } from '../services.js';
+import { releaseAll } from '../log/read-buffer-pool.js';
 import { applyClientQuotas, clientThrottles, prepareForQuotas } from '../quota/request-quotas.js';
 import { type ConnectionDetails, type Handler, isCloseConnection, NO_RESPONSE, type RequestContext } from './types.js';
 
@@ -24,7 +25,9 @@ import { type ConnectionDetails, type Handler, isCloseConnection, NO_RESPONSE, t
  * with none, after the request). A pre-KIP-219 version's response is held back that long instead.
  */
 export type DispatchResult =
-  { response: Buffer | Buffer[]; throttleMs?: number } | { noResponse: true; throttleMs?: number } | { close: string };
+  | { response: Buffer | Buffer[]; throttleMs?: number; written?: () => void }
+  | { noResponse: true; throttleMs?: number }
+  | { close: string };
 
 export class Dispatcher {
   private readonly handlers = new Map<number, Handler>();
@@ -202,16 +205,24 @@ export class Dispatcher {
     const { apiKey, apiVersion, correlationId } = ctx;
     this.metrics?.responded(apiKey, req, body, ctx.timing);
     let out: DispatchResult;
+    // pooled read buffers the records are views of (Fetch): free once the response no longer needs them
+    const leases = ctx.readLeases !== undefined && ctx.readLeases.length > 0 ? ctx.readLeases : null;
     try {
       // Records are the stored slices read from the log: with gregor.fetch.zero.copy they go to the
-      // socket as they are (the rest of the response in buffers between them), otherwise the encoder
-      // copies them once into the response buffer.
+      // socket as they are (the rest of the response in buffers between them; the connection releases
+      // the read buffers once the write completes), otherwise the encoder copies them once into the
+      // response buffer (and the read buffers go back at once).
       this.zeroCopy ??= ctx.services.config.bool('gregor.fetch.zero.copy');
       if (this.zeroCopy) {
         const chunks = encodeResponseChunks(apiKey, apiVersion, correlationId, body, { sizePrefix: true });
-        out = { response: chunks.length === 1 ? (chunks[0] as Buffer) : chunks };
-      } else out = { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };
+        const response = chunks.length === 1 ? (chunks[0] as Buffer) : chunks;
+        out = leases === null ? { response } : { response, written: () => releaseAll(leases) };
+      } else {
+        out = { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };
+        if (leases !== null) releaseAll(leases);
+      }
     } catch (e) {
+      if (leases !== null) releaseAll(leases);
       ctx.logger.error({ err: e, apiKey, apiVersion, correlationId }, 'response encoding failed: answering UNKNOWN_SERVER_ERROR');
       const fallback = handler.errorResponse(req, ErrorCode.UNKNOWN_SERVER_ERROR, ctx);
       out = { response: encodeResponse(apiKey, apiVersion, correlationId, fallback, { sizePrefix: true }) };

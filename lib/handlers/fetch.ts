@@ -11,6 +11,7 @@ import type {
 import type { RecordsValue } from '../../protocol/codec/writer.js';
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
+import { type ReadBufferPool, type ReadLease, releaseAll } from '../log/read-buffer-pool.js';
 import type { TopicLogs } from '../topics.js';
 import { type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
@@ -190,6 +191,7 @@ async function readAll(
   readCommitted: boolean,
   apiVersion: number,
   session: Pick<FetchContext, 'unchanged'>,
+  buffers: { pool: ReadBufferPool; leases: ReadLease[] },
 ) {
   let budget = maxBytes;
   let total = 0;
@@ -248,10 +250,13 @@ async function readAll(
   async function readOne(p: FetchRequestFetchPartition, log: PartitionLog): Promise<PartitionOut> {
     try {
       const limit = Math.max(0, Math.min(p.partitionMaxBytes, budget));
-      const { records, size } = await log.read(p.fetchOffset, limit, {
+      const { records, size, lease } = await log.read(p.fetchOffset, limit, {
         minOneMessage: allowOversized && total === 0,
         maxOffset: readLimit(log, readCommitted),
+        pool: buffers.pool,
       });
+      // the response holds views of it (released by the dispatcher or, zero-copy, once written)
+      if (lease != null) buffers.leases.push(lease);
       budget -= size;
       total += size;
       if (apiVersion <= 3) {
@@ -300,10 +305,14 @@ async function consumerFetch(
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
   };
   if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);
-  let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session);
+  const buffers = { pool: s.readBuffers, leases: (ctx.readLeases ??= []) };
+  let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session, buffers);
   if (longPoll && !allCaughtUp && result.total < req.minBytes && result.errors === 0) {
+    // too little: this answer is dropped (its read buffers go back before the wait) and read again after it
+    releaseAll(buffers.leases);
+    buffers.leases.length = 0;
     await waitForBytes(req.minBytes - result.total);
-    result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session);
+    result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session, buffers);
   }
   return result.responses;
 }

@@ -1,6 +1,7 @@
 /** The contract every API handler implements; one file per API under lib/handlers/. */
 import type { Logger } from 'pino';
 import type { ClientIdCache } from '../../protocol/frame.js';
+import type { ReadLease } from '../log/read-buffer-pool.js';
 import type { FaultInjector } from '../network/faults.js';
 import type { RequestTiming } from '../observability/request-timing.js';
 import type { SaslSession } from '../security/sasl/session.js';
@@ -61,6 +62,11 @@ export interface RequestContext {
   timing?: RequestTiming | undefined;
   /** The broker's fault injector, when it has one (the Produce handler asks it whether appends are paused). */
   faults?: FaultInjector;
+  /**
+   * Pooled segment read buffers the response holds views of (Fetch): the dispatcher releases them once
+   * the response is copied, or, zero-copy, the connection does once the response is written.
+   */
+  readLeases?: ReadLease[];
 }
 
 export interface Handler<Req = never, Res = unknown> {

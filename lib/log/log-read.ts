@@ -3,6 +3,7 @@ import { LOG_OVERHEAD, MessageField, logEntries } from '../../protocol/records/i
 import type { Record } from '../../protocol/records/index.js';
 import { HEADER_BYTES, parseEntryHeader } from './segment.js';
 import type { EntryHeader, LogSegment } from './segment.js';
+import type { ReadBufferPool, ReadLease } from './read-buffer-pool.js';
 
 export interface ReadResult {
   /**
@@ -11,9 +12,23 @@ export interface ReadResult {
    */
   records: Buffer[];
   size: number;
+  /**
+   * The pooled buffer `records` are views of (reads given a ReadBufferPool): the caller releases it
+   * once no view is read any more, or drops it (see read-buffer-pool.ts).
+   */
+  lease?: ReadLease | null;
 }
 
 export const EMPTY_READ: ReadResult = { records: [], size: 0 };
+
+/** How a log read is done (PartitionLog.read). */
+export interface ReadOptions {
+  minOneMessage: boolean;
+  /** entries whose last offset reaches this are not returned (default: the log end offset) */
+  maxOffset?: bigint;
+  /** segment bytes go into this pool's buffers (the result carries the lease) */
+  pool?: ReadBufferPool;
+}
 
 export interface ReadLimits {
   fetchOffset: bigint;
@@ -56,21 +71,37 @@ export interface SegmentRead extends ReadResult {
   prevEnd: bigint;
   /** An entry header in bytes from disk that cannot be one (the read stopped before it), else null. */
   malformed: { position: number; problem: string } | null;
+  /** the pooled buffer the entries are views of (null: none returned, or no pool) */
+  lease: ReadLease | null;
 }
 
 /**
  * Reads whole entries from `seg` starting at `startPosition` (from the index). Returns the entries
  * (possibly none) and whether the read ended inside this segment (so later segments are not needed).
+ * With a `pool` the reads go into its buffers: the one the entries are views of is the result's
+ * lease (null when none are returned), the others go back at once.
  */
 export async function readSegment(
   seg: LogSegment,
   startPosition: number,
   lim: ReadLimits,
   indexIntervalBytes: number,
+  pool: ReadBufferPool | null = null,
 ): Promise<SegmentRead> {
   const end = seg.size;
   const windowSize = Math.max(64 << 10, Math.min(lim.maxBytes + 2 * indexIntervalBytes, 8 << 20));
   let win: Buffer = Buffer.alloc(0);
+  let winLease: ReadLease | null = null;
+  const readAt = async (pos: number, len: number): Promise<{ buf: Buffer; lease: ReadLease | null }> => {
+    if (pool === null) return { buf: await seg.read(pos, len), lease: null };
+    const lease = pool.lease(len);
+    try {
+      return { buf: await seg.read(pos, len, lease.buf), lease };
+    } catch (e) {
+      lease.release();
+      throw e;
+    }
+  };
   let winStart = startPosition;
   const picker = new Picker(lim);
   let first = -1;
@@ -80,7 +111,11 @@ export async function readSegment(
   let prevEnd = -1n;
   while (p < end && !picker.done) {
     if (p + Math.min(HEADER_BYTES, end - p) > winStart + win.length) {
-      win = await seg.read(p, Math.min(windowSize, end - p));
+      // the window before holds nothing returned (entries are cut from the last window or read anew)
+      const next = await readAt(p, Math.min(windowSize, end - p));
+      winLease?.release();
+      win = next.buf;
+      winLease = next.lease;
       winStart = p;
     }
     const off = p - winStart;
@@ -106,10 +141,21 @@ export async function readSegment(
   return finish(p < end || picker.done);
 
   async function finish(ended: boolean): Promise<SegmentRead> {
-    if (first < 0) return { records: [], size: 0, ended, position: startPosition, prevEnd, malformed };
+    if (first < 0) {
+      winLease?.release();
+      return { records: [], size: 0, ended, position: startPosition, prevEnd, malformed, lease: null };
+    }
     const total = picker.size;
     const inWindow = first >= winStart && first + total <= winStart + win.length;
-    const data = inWindow ? win.subarray(first - winStart, first - winStart + total) : await seg.read(first, total);
+    let data: Buffer;
+    let lease = winLease;
+    if (inWindow) data = win.subarray(first - winStart, first - winStart + total);
+    else {
+      const r = await readAt(first, total);
+      winLease?.release();
+      data = r.buf;
+      lease = r.lease;
+    }
     const records: Buffer[] = [];
     let q = 0;
     for (const s of sizes) {
@@ -117,7 +163,7 @@ export async function readSegment(
       records.push(data.subarray(q, q + s));
       q += s;
     }
-    return { records, size: q, ended, position: first, prevEnd, malformed };
+    return { records, size: q, ended, position: first, prevEnd, malformed, lease };
   }
 }
 

@@ -11,7 +11,7 @@
 import fsp from 'node:fs/promises';
 import { closedError } from './errors.js';
 import type { LogConfig } from './log-config.js';
-import type { ReadResult } from './log-read.js';
+import type { ReadOptions, ReadResult } from './log-read.js';
 import type { LogSummary } from './log-summary.js';
 import type { PartitionLogOptions } from './local-log.js';
 import type { ExternalHighWatermarkOptions } from './replica-log.js';
@@ -250,8 +250,8 @@ export class PartitionLog extends LazyLog {
     return this.withLog((log) => log.truncateFullyAndStartAt(offset));
   }
 
-  /** Whole stored entries from the one holding fetchOffset, up to maxBytes (KIP-74 with minOneMessage). */
-  read(fetchOffset: bigint, maxBytes: number, opts: { minOneMessage: boolean; maxOffset?: bigint }): Promise<ReadResult> {
+  /** Whole stored entries from the one holding fetchOffset, up to maxBytes (KIP-74 with minOneMessage); see UnifiedLog.read. */
+  read(fetchOffset: bigint, maxBytes: number, opts: ReadOptions): Promise<ReadResult> {
     if (this.closed && this.log === null) return Promise.reject(closedError(this.dir));
     return this.withLog((log) => log.read(fetchOffset, maxBytes, opts));
   }

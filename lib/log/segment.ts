@@ -338,9 +338,12 @@ export class LogSegment {
     if (this.maxTimestamp >= 0n) this.timeIndex.maybeAppend(this.maxTimestamp, this.offsetOfMaxTimestamp, true);
   }
 
-  /** Bytes [pos, pos+len) clipped to the segment: the file part from disk, the pending part from memory. */
-  async read(pos: number, len: number): Promise<Buffer> {
-    const { out, fileEnd } = this.prepareRead(pos, len);
+  /**
+   * Bytes [pos, pos+len) clipped to the segment: the file part from disk, the pending part from memory.
+   * `into` (at least len bytes) receives them (the result is a view of it), else a new Buffer does.
+   */
+  async read(pos: number, len: number, into?: Buffer): Promise<Buffer> {
+    const { out, fileEnd } = this.prepareRead(pos, len, into);
     if (fileEnd > pos) {
       const got = await this.file.readFully(out, fileEnd - pos, pos);
       if (got < fileEnd - pos) return out.subarray(0, got);
@@ -364,9 +367,10 @@ export class LogSegment {
     return out;
   }
 
-  private prepareRead(pos: number, len: number): { out: Buffer; fileEnd: number } {
+  private prepareRead(pos: number, len: number, into?: Buffer): { out: Buffer; fileEnd: number } {
     const end = Math.min(pos + len, this.size);
-    const out = Buffer.allocUnsafe(Math.max(0, end - pos));
+    const n = Math.max(0, end - pos);
+    const out = into !== undefined && into.length >= n ? into.subarray(0, n) : Buffer.allocUnsafe(n);
     const fileEnd = Math.min(end, this.writtenSize);
     let p = this.writtenSize;
     for (const b of this.pending) {

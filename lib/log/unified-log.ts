@@ -12,7 +12,7 @@ import { LogError, closedError, storageError } from './errors.js';
 import type { LogConfig } from './log-config.js';
 import { EMPTY_READ, readSegment } from './log-read.js';
 import { corruptReadError, verifyRead } from './read-verify.js';
-import type { ReadLimits, ReadResult } from './log-read.js';
+import type { ReadLimits, ReadOptions, ReadResult } from './log-read.js';
 import type { LogSummary } from './log-summary.js';
 import { ReplicaLog } from './replica-log.js';
 import type { PartitionLogOptions } from './local-log.js';
@@ -316,8 +316,11 @@ export class UnifiedLog extends ReplicaLog {
     return this.producers.expire(now, expirationMs);
   }
 
-  /** Whole stored entries from the one holding fetchOffset, up to maxBytes (KIP-74 with minOneMessage). */
-  async read(fetchOffset: bigint, maxBytes: number, opts: { minOneMessage: boolean; maxOffset?: bigint }): Promise<ReadResult> {
+  /**
+   * Whole stored entries from the one holding fetchOffset, up to maxBytes (KIP-74 with minOneMessage).
+   * With `opts.pool`, segment bytes are read into its buffers: the result's lease (see ReadResult).
+   */
+  async read(fetchOffset: bigint, maxBytes: number, opts: ReadOptions): Promise<ReadResult> {
     if (this.closed) throw closedError(this.dir);
     if (fetchOffset < this._logStartOffset || fetchOffset > this._logEndOffset) {
       throw new LogError(
@@ -342,7 +345,7 @@ export class UnifiedLog extends ReplicaLog {
       const start = fetchOffset > seg.baseOffset ? seg.offsetIndex.lookup(fetchOffset).position : 0;
       let r;
       try {
-        r = await readSegment(seg, start, lim, this.config.indexIntervalBytes);
+        r = await readSegment(seg, start, lim, this.config.indexIntervalBytes, opts.pool ?? null);
       } catch (err) {
         // retention may have removed the segment under the read
         if (seg.deleted) throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `offset ${fetchOffset} was deleted from ${this.dir}`);
@@ -351,10 +354,15 @@ export class UnifiedLog extends ReplicaLog {
       const v = verifyRead(seg, r, fetchOffset);
       if (v.corruption !== null) {
         const err = this.noteCorruption(v.corruption);
-        if (v.records.length === 0) throw err;
-        return { records: v.records, size: v.size };
+        if (v.records.length === 0) {
+          r.lease?.release();
+          throw err;
+        }
+        return { records: v.records, size: v.size, lease: r.lease };
       }
-      if (r.records.length > 0 || r.ended) return { records: r.records, size: r.size };
+      if (r.records.length > 0) return { records: r.records, size: r.size, lease: r.lease };
+      r.lease?.release();
+      if (r.ended) return EMPTY_READ;
     }
     return EMPTY_READ;
   }

@@ -38,7 +38,15 @@ export interface ConnectionInfo {
  * written with one cork/uncork (writev), without concatenating.
  */
 export type DispatchResult =
-  | { response: Buffer | Buffer[]; close?: string; level?: CloseLevel; fields?: Record<string, unknown>; throttleMs?: number }
+  | {
+      response: Buffer | Buffer[];
+      close?: string;
+      level?: CloseLevel;
+      fields?: Record<string, unknown>;
+      throttleMs?: number;
+      /** called once the response's write completed (or failed), or the connection closed: its buffers may be reused */
+      written?: () => void;
+    }
   | { noResponse: true; throttleMs?: number }
   | { close: string; level?: CloseLevel; fields?: Record<string, unknown> };
 

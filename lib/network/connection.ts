@@ -346,6 +346,7 @@ export class Connection implements BudgetWaiter {
   /** Writes a result's response. Returns false if the connection is now closing. */
   private complete(r: DispatchResult, timing: RequestTiming | undefined): boolean {
     if (this.state === 'closed') {
+      if ('response' in r) r.written?.();
       if (timing !== undefined) this.writer.endedWithout(timing, RequestOutcome.CLOSED, 'the peer closed the connection');
       return this.headless; // a headless drain goes on to the next queued request
     }
@@ -353,7 +354,7 @@ export class Connection implements BudgetWaiter {
     if ('response' in r) {
       this.idle?.touch();
       // (an empty Buffer[] writes nothing and, as before, carries no close)
-      if (!this.writer.write(r.response, timing) || r.close === undefined) return true;
+      if (!this.writer.write(r.response, timing, r.written) || r.close === undefined) return true;
       this.logClose(r.close, r.level ?? 'info', r.fields ?? {});
       this.closeAfterFlush();
       return false;
@@ -404,6 +405,7 @@ export class Connection implements BudgetWaiter {
     // requests queued: process them without responses before `closed` resolves.
     this.headless = this.state === 'open' && this.queue.length > 0;
     this.state = 'closed';
+    this.writer.closed();
     this.idle?.stop();
     this.mute.clear();
     this.dropUnframed();

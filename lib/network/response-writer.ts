@@ -1,7 +1,9 @@
 /**
  * The writing side of a Connection: puts responses on the socket (a Buffer[] with one cork/uncork,
  * so a TLS socket encrypts them as one write: full 16 KB records rather than one record per piece)
- * and, with a RequestObserver, stamps when each response was handed over and flushed.
+ * and, with a RequestObserver, stamps when each response was handed over and flushed. A response's
+ * `written` callback (zero-copy Fetch: its pooled read buffers) runs once its write completed or
+ * failed, or when the connection closed, whichever is first; never while the socket may still read it.
  */
 import type { Socket } from 'node:net';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
@@ -9,6 +11,8 @@ import { RequestOutcome, type RequestObserver, type RequestTiming } from '../obs
 export class ResponseWriter {
   /** requests whose responses were handed to the socket and are not flushed yet, in write order */
   private readonly sending: RequestTiming[] = [];
+  /** `written` callbacks of responses whose write has not completed */
+  private readonly unwritten = new Set<() => void>();
 
   constructor(
     private readonly socket: Socket,
@@ -16,13 +20,15 @@ export class ResponseWriter {
   ) {}
 
   /** Writes a response (already size-prefixed); false for an empty Buffer[]: nothing written, the request's timing ended. */
-  write(res: Buffer | Buffer[], timing: RequestTiming | undefined): boolean {
+  write(res: Buffer | Buffer[], timing: RequestTiming | undefined, written?: () => void): boolean {
     if (!Buffer.isBuffer(res) && res.length === 0) {
+      written?.();
       if (timing !== undefined) this.endedWithout(timing, RequestOutcome.RESPONSE, null);
       return false;
     }
     // With an observer, the last write carries the callback that stamps the flush (one shared function).
-    const cb = timing === undefined ? undefined : this.onFlushed;
+    let cb = timing === undefined ? undefined : this.onFlushed;
+    if (written !== undefined) cb = this.whenWritten(written, cb);
     if (timing !== undefined) this.sendingStarts(timing, Buffer.isBuffer(res) ? res.length : res.reduce((n, b) => n + b.length, 0));
     if (Buffer.isBuffer(res)) {
       this.socket.write(res, cb);
@@ -34,6 +40,21 @@ export class ResponseWriter {
       this.socket.uncork();
     }
     return true;
+  }
+
+  /** The socket closed: no write holds a response's bytes any more (libuv completed or cancelled them all). */
+  closed(): void {
+    for (const w of this.unwritten) w();
+    this.unwritten.clear();
+  }
+
+  /** The last write's callback for a response with a `written` callback: runs it (once), then `then`. */
+  private whenWritten(written: () => void, then: (() => void) | undefined): () => void {
+    this.unwritten.add(written);
+    return () => {
+      if (this.unwritten.delete(written)) written();
+      then?.();
+    };
   }
 
   /** A request that ends without a response: no response (acks=0) or the connection closes. */

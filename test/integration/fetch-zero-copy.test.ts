@@ -33,12 +33,12 @@ describe('zero-copy fetch responses (gregor.fetch.zero.copy=true)', function () 
 
   before(async () => {
     // counts what the broker hands to its sockets (in-process broker: the same prototype)
-    ResponseWriter.prototype.write = function (this: ResponseWriter, res, timing) {
+    ResponseWriter.prototype.write = function (this: ResponseWriter, res, timing, written) {
       if (Array.isArray(res) && res.length > 1) {
         chunked++;
         chunkedBytes += res.reduce((n, c) => n + c.length, 0);
       }
-      return write.call(this, res, timing);
+      return write.call(this, res, timing, written);
     };
     cleanup.add(null, () => {
       ResponseWriter.prototype.write = write;

@@ -256,7 +256,10 @@ export class Broker {
       logManager: this.logManager,
       purgatory,
       fetchSessions,
-      readBuffers: new ReadBufferPool(this.config.int('gregor.fetch.read.buffer.pool.bytes')),
+      // only zero-copy responses recycle their read buffers: copying ones measured cheaper without (README)
+      readBuffers: new ReadBufferPool(
+        this.config.bool('gregor.fetch.zero.copy') ? this.config.int('gregor.fetch.read.buffer.pool.bytes') : 0,
+      ),
       replication,
       groups,
       share,

@@ -34,6 +34,12 @@ export function cpuSeconds(pid: number): number {
   return (Number(rest[14 - 3]) + Number(rest[15 - 3])) / clkTck();
 }
 
+/** Minor page faults of a process so far (all its threads; field 10 of /proc/<pid>/stat). */
+export function minorFaults(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[10 - 3]);
+}
+
 /** utime and stime of a process (all its threads), in seconds: time in its own code and in the kernel for it. */
 export function cpuSplit(pid: number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

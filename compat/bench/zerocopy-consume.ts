@@ -5,12 +5,15 @@
  *   node dist/compat/bench/zerocopy-consume.js --base /tmp/base-checkout
  *
  * `--base` is a built checkout (npm run build there). Three brokers are compared: base, this checkout
- * as configured by default (`copy`: records copied once into the response) and this checkout with
- * gregor.fetch.zero.copy=true (`zerocopy`). Each round starts a fresh broker of each (the order
+ * with gregor.fetch.zero.copy=false (`copy`: records copied once into the response) and with
+ * gregor.fetch.zero.copy=true (`zerocopy`); ZC_BUILDS (comma list) picks others too: `copy-nopool` and
+ * `zerocopy-nopool` set gregor.fetch.read.buffer.pool.bytes=0 (every segment read in a new buffer, as
+ * before issue 14's pool). Each round starts a fresh broker of each (the order
  * rotates between rounds), produces ZC_RECORDS records of ZC_VALUE_BYTES (librdkafka's
  * C producer, acks=1, one partition, not measured), then a fresh C consumer reads them all from
- * offset 0 (librdkafka's defaults): records/s, MB/s, and the broker's CPU-seconds per 1M records
- * over the consume. Figures are medians over ZC_ROUNDS (5) rounds. Workloads: ZC_VALUE_BYTES can be
+ * offset 0 (librdkafka's defaults): records/s, MB/s, the broker's CPU-seconds and minor page faults
+ * per 1M records over the consume, and its RSS after the consume and peak RSS (VmHWM). Figures are
+ * medians over ZC_ROUNDS (5) rounds. Workloads: ZC_VALUE_BYTES can be
  * a comma list (default 100,1024; ZC_RECORDS defaults to 1,000,000 for values under 512 bytes and
  * 200,000 above). GREGOR_BENCH_NODE_ARGS (e.g. --cpu-prof) applies to both builds' brokers.
  * Writes compat/results/zerocopy-consume-<ISO timestamp>.json.
@@ -19,11 +22,22 @@ import { resolve } from 'node:path';
 import { startGregor } from '../lib/broker-process.js';
 import { loadAverage, writeResult } from './eos-common.js';
 import { nativeBinary, startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
-import { benchMachine, cpuSeconds, envInt, round } from './proc-stats.js';
+import { benchMachine, cpuSeconds, envInt, minorFaults, peakRssBytes, round, rssBytes } from './proc-stats.js';
 
-/** base: the other checkout; copy: this one as configured by default (records copied once); zerocopy: this one with gregor.fetch.zero.copy=true */
-type Build = 'base' | 'copy' | 'zerocopy';
-const BUILDS: readonly Build[] = ['base', 'copy', 'zerocopy'];
+/** base: the other checkout; copy / zerocopy: this one with gregor.fetch.zero.copy false / true; -nopool: without the read-buffer pool */
+type Build = 'base' | 'copy' | 'zerocopy' | 'copy-nopool' | 'zerocopy-nopool';
+const ALL_BUILDS: readonly Build[] = ['base', 'copy', 'zerocopy', 'copy-nopool', 'zerocopy-nopool'];
+const BUILDS: readonly Build[] = (process.env.ZC_BUILDS ?? 'base,copy,zerocopy').split(',').map((b) => {
+  if (!(ALL_BUILDS as readonly string[]).includes(b)) throw new Error(`ZC_BUILDS: unknown build ${b} (${ALL_BUILDS.join(', ')})`);
+  return b as Build;
+});
+const OVERRIDES: Record<Build, Record<string, string>> = {
+  base: {},
+  copy: { 'gregor.fetch.zero.copy': 'false' },
+  zerocopy: { 'gregor.fetch.zero.copy': 'true' },
+  'copy-nopool': { 'gregor.fetch.zero.copy': 'false', 'gregor.fetch.read.buffer.pool.bytes': '0' },
+  'zerocopy-nopool': { 'gregor.fetch.zero.copy': 'true', 'gregor.fetch.read.buffer.pool.bytes': '0' },
+};
 
 interface Row {
   round: number;
@@ -34,6 +48,11 @@ interface Row {
   recordsPerSec: number;
   mbPerSec: number;
   brokerCpuSPerM: number;
+  /** minor page faults of the broker per 1M records consumed */
+  minorFaultsPerM: number;
+  /** the broker's RSS after the consume, and its peak (MB) */
+  rssMb: number;
+  peakRssMb: number;
 }
 
 const ROUNDS = envInt('ZC_ROUNDS', 5);
@@ -52,8 +71,7 @@ function recordsFor(valueBytes: number): number {
 
 async function oneRound(round_: number, build: Build, root: string | undefined, valueBytes: number): Promise<Row> {
   const records = recordsFor(valueBytes);
-  const overrides: Record<string, string> = build === 'zerocopy' ? { 'gregor.fetch.zero.copy': 'true' } : {};
-  const g = await startGregor(overrides, root === undefined ? {} : { root });
+  const g = await startGregor(OVERRIDES[build], root === undefined ? {} : { root });
   try {
     const topic = `zc-${valueBytes}`;
     const p = await startNativeProducer(
@@ -71,8 +89,12 @@ async function oneRound(round_: number, build: Build, root: string | undefined, 
     if (w.failed > 0 || hw !== records) throw new Error(`${build}: produced ${hw} of ${records} (${w.failed} failed)`);
     const c = await startNativeConsumer(g.bootstrap, topic, 1, {});
     const cpu0 = cpuSeconds(g.pid);
+    const faults0 = minorFaults(g.pid);
     const r = await c.timed();
     const cpu = cpuSeconds(g.pid) - cpu0;
+    const faults = minorFaults(g.pid) - faults0;
+    const rssMb = round(rssBytes(g.pid) / 1e6, 1);
+    const peakRssMb = round(peakRssBytes(g.pid) / 1e6, 1);
     await c.end();
     if (r.records !== records) throw new Error(`${build}: consumed ${r.records} of ${records}`);
     return {
@@ -84,6 +106,9 @@ async function oneRound(round_: number, build: Build, root: string | undefined, 
       recordsPerSec: Math.round(records / r.seconds),
       mbPerSec: round((records * valueBytes) / 1e6 / r.seconds, 1),
       brokerCpuSPerM: round((cpu / records) * 1e6, 3),
+      minorFaultsPerM: Math.round((faults / records) * 1e6),
+      rssMb,
+      peakRssMb,
     };
   } finally {
     await g.stop();
@@ -94,7 +119,13 @@ async function main(): Promise<void> {
   const i = process.argv.indexOf('--base');
   const base = i >= 0 ? process.argv[i + 1] : undefined;
   if (base === undefined) throw new Error('usage: zerocopy-consume.js --base <built checkout of the base commit>');
-  const roots: Record<Build, string | undefined> = { base: resolve(base), copy: undefined, zerocopy: undefined };
+  const roots: Record<Build, string | undefined> = {
+    base: resolve(base),
+    copy: undefined,
+    zerocopy: undefined,
+    'copy-nopool': undefined,
+    'zerocopy-nopool': undefined,
+  };
   const started = new Date().toISOString();
   const loadBefore = loadAverage();
   for (const n of ['rdkafka-produce', 'rdkafka-consume'] as const) nativeBinary(n);
@@ -107,18 +138,23 @@ async function main(): Promise<void> {
         const row = await oneRound(r, b, roots[b], valueBytes);
         rows.push(row);
         console.log(
-          `round ${r} ${b} ${valueBytes} B: ${row.recordsPerSec} records/s, ${row.mbPerSec} MB/s, broker ${row.brokerCpuSPerM} CPU-s per 1M records (load ${loadAverage().join(' ')})`,
+          `round ${r} ${b} ${valueBytes} B: ${row.recordsPerSec} records/s, ${row.mbPerSec} MB/s, broker ${row.brokerCpuSPerM} CPU-s and ` +
+            `${row.minorFaultsPerM} minor faults per 1M records, RSS ${row.rssMb} MB (peak ${row.peakRssMb}) (load ${loadAverage().join(' ')})`,
         );
       }
   }
   const summary = VALUE_SIZES.map((valueBytes) => {
     const of = (b: Build) => rows.filter((x) => x.build === b && x.valueBytes === valueBytes);
-    const med = (b: Build, k: 'recordsPerSec' | 'mbPerSec' | 'brokerCpuSPerM') => median(of(b).map((x) => x[k]));
+    const med = (b: Build, k: 'recordsPerSec' | 'mbPerSec' | 'brokerCpuSPerM' | 'minorFaultsPerM' | 'rssMb' | 'peakRssMb') =>
+      median(of(b).map((x) => x[k]));
     const builds = BUILDS.map((build) => ({
       build,
       recordsPerSec: med(build, 'recordsPerSec'),
       mbPerSec: med(build, 'mbPerSec'),
       brokerCpuSPerM: med(build, 'brokerCpuSPerM'),
+      minorFaultsPerM: med(build, 'minorFaultsPerM'),
+      rssMb: med(build, 'rssMb'),
+      peakRssMb: med(build, 'peakRssMb'),
       throughputRatio: round(med(build, 'recordsPerSec') / med('base', 'recordsPerSec'), 3),
       brokerCpuRatio: round(med(build, 'brokerCpuSPerM') / med('base', 'brokerCpuSPerM'), 3),
     }));
@@ -128,7 +164,8 @@ async function main(): Promise<void> {
     for (const x of s.builds)
       console.log(
         `${s.valueBytes} B × ${s.records} ${x.build}: ${x.recordsPerSec} records/s (×${x.throughputRatio} of base), ` +
-          `broker ${x.brokerCpuSPerM} CPU-s per 1M records (×${x.brokerCpuRatio})`,
+          `broker ${x.brokerCpuSPerM} CPU-s per 1M records (×${x.brokerCpuRatio}), ${x.minorFaultsPerM} minor faults per 1M, ` +
+          `RSS ${x.rssMb} MB (peak ${x.peakRssMb})`,
       );
   const file = writeResult('zerocopy-consume', started, {
     id: 'zerocopy-consume',

@@ -131,8 +131,8 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   'gregor.request.read.timeout.ms': { type: 'int', default: 30000, validate: atLeast(0) },
   // Fetch and ShareFetch responses: stored record slices go to the socket by reference (true) or are
   // copied once into the response buffer (false). See README "Fetch responses: one copy or none".
-  'gregor.fetch.zero.copy': { type: 'boolean', default: false },
-  // Fetch's segment read buffers kept for reuse (bytes of idle buffers; 0: every read allocates).
+  'gregor.fetch.zero.copy': { type: 'boolean', default: true },
+  // Zero-copy Fetch's segment read buffers kept for reuse (bytes of idle buffers; 0: every read allocates).
   'gregor.fetch.read.buffer.pool.bytes': { type: 'int', default: 33554432, validate: atLeast(0) },
   'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },
   // metadata.store=etcd: the etcd client URLs (comma-separated), and how long a broker's registration

@@ -91,7 +91,7 @@ const DOCS: Record<string, string> = {
   'gregor.fetch.zero.copy':
     'gregor: fetch responses pass the stored record bytes to the socket uncopied (true) or copy them once into the response (false).',
   'gregor.fetch.read.buffer.pool.bytes':
-    'gregor: bytes of segment read buffers Fetch keeps for reuse once a response is written (0: a new buffer per read).',
+    'gregor: with zero-copy fetch, bytes of segment read buffers kept for reuse once a response is written (0: a new buffer per read).',
   'message.max.bytes': 'Largest record batch accepted (topic: max.message.bytes).',
   'fetch.max.bytes': 'Most bytes one Fetch response carries.',
   'max.incremental.fetch.session.cache.slots': 'Most fetch sessions kept (KIP-227).',

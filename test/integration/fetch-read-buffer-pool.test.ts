@@ -171,4 +171,23 @@ describe('fetch read buffers are pooled and never reused while a write holds the
     await until('the closed connection released them', () => outstanding.size === 0);
     expect(pool.idleBytes).to.be.greaterThan(before);
   });
+
+  it('gregor.fetch.zero.copy=false: responses copied once, read buffers not pooled (a new one per read)', async () => {
+    const copy = cleanup.add(await startTestBroker({ 'num.partitions': PARTITIONS, 'gregor.fetch.zero.copy': 'false' }), (x) => x.stop());
+    const copyPool = (copy.broker as unknown as { services: BrokerServices }).services.readBuffers;
+    const c = cleanup.add(await RawClient.connect(copy.bootstrap), (x) => x.destroy());
+    await rawCreateTopics(c, [{ name: 'pool-c', partitions: PARTITIONS }]);
+    await produce(c, 'pool-c', 'C');
+    // responses so far: CreateTopics and the Produces
+    const base = c.responses.length;
+    for (let i = 0; i < 2; i++) {
+      await c.send(1, FETCH_V, fetchAll('pool-c'));
+      await c.waitResponses(base + i + 1, 60_000);
+      expect(valuesIn(c, base + i)).to.deep.equal(expected('C'));
+    }
+    expect(copyPool.maxBytes).to.equal(0);
+    expect(copyPool.stats.reused).to.equal(0);
+    expect(copyPool.idleBytes).to.equal(0);
+    expect(outstanding.size, 'released at once after the copy').to.equal(0);
+  });
 });

@@ -109,7 +109,7 @@ describe('zero-copy responses (records as stored slices)', () => {
           const chunks = encodeResponseChunks(apiKey, v, correlationId, body, { sizePrefix: true });
           const got = Buffer.concat(chunks);
           if (!got.equals(expected)) expect.fail(`${api.name} v${v} case ${i}: chunked encoding differs from the joined one`);
-          // the default path (gregor.fetch.zero.copy=false): the slices copied once by the plain encoder
+          // the copying path (gregor.fetch.zero.copy=false): the slices copied once by the plain encoder
           const copied = encodeResponse(apiKey, v, correlationId, body, { sizePrefix: true });
           if (!copied.equals(expected)) expect.fail(`${api.name} v${v} case ${i}: slices copied by the plain encoder differ`);
           // what reached the output by reference: exactly the runs of at least SPLICE_MIN_BYTES

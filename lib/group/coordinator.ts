@@ -33,6 +33,7 @@ import {
   parseMigrationPolicy,
 } from './migration.js';
 import { type CoordinatorRecord, groupMetadataRecord, offsetCommitRecord, OFFSETS_TOPIC, partitionFor } from './records.js';
+import type { ShareGroupRecords } from './share-group-records.js';
 
 export type Group = ClassicGroup | ConsumerGroup;
 
@@ -85,8 +86,19 @@ export function storeErrorFor(errorCode: number, forOffsets: boolean): number {
   }
 }
 
+/**
+ * The owner of share groups (lib/share's coordinator): what a replayed `__consumer_offsets` partition
+ * holds of them is given to it, and a partition resigned takes its share groups away.
+ */
+export interface ShareGroupOwner {
+  load(groupId: string, records: ShareGroupRecords): void;
+  unload(inPartition: (groupId: string) => boolean): void;
+}
+
 export class GroupCoordinator {
   readonly groups = new Map<string, Group>();
+  /** Set by the share service before the coordinator starts (share groups are replayed into it). */
+  shareGroups: ShareGroupOwner | undefined;
   readonly offsets = new OffsetStore();
   /** Offsets committed in transactions that have no marker yet. */
   readonly pendingTxn = new PendingTxnOffsets();

@@ -17,6 +17,7 @@ import { ConsumerGroup, ConsumerGroupMember, type MemberState } from './consumer
 import type { OffsetAndMetadata } from './offsets.js';
 import { decodeCoordinatorRecord, OFFSETS_TOPIC } from './records.js';
 import type { AppendOrigin } from '../txn/producer-state.js';
+import { applyShareGroupRecord, type ShareGroupRecords } from './share-group-records.js';
 
 /** The part of a partition log the coordinator uses (PartitionLog satisfies it). */
 export interface OffsetsLog extends ReplayableLog {
@@ -46,6 +47,8 @@ export interface LoadedPartition {
   offsets: Map<string, { group: string; topic: string; partition: number; value: OffsetAndMetadata | null; recordOffset: bigint }>;
   classic: Map<string, GroupMetadataValue | null>;
   consumer: Map<string, ConsumerGroupRecords>;
+  /** KIP-932 share groups (their membership; what they consumed is in `__share_group_state`) */
+  share: Map<string, ShareGroupRecords>;
   /** Transactional offset commits whose transaction had no marker yet: producer id → key → offset. */
   pendingTxn: Map<bigint, Map<string, PendingOffset>>;
 }
@@ -72,7 +75,7 @@ function completeTxn(out: LoadedPartition, batch: RecordBatch): void {
 }
 
 export async function loadPartition(log: ReplayableLog): Promise<LoadedPartition> {
-  const out: LoadedPartition = { offsets: new Map(), classic: new Map(), consumer: new Map(), pendingTxn: new Map() };
+  const out: LoadedPartition = { offsets: new Map(), classic: new Map(), consumer: new Map(), share: new Map(), pendingTxn: new Map() };
   const cg = (group: string): ConsumerGroupRecords => {
     let c = out.consumer.get(group);
     if (c === undefined)
@@ -135,6 +138,9 @@ export async function loadPartition(log: ReplayableLog): Promise<LoadedPartition
           if (d.value === null) cg(d.group).current.delete(d.memberId);
           else cg(d.group).current.set(d.memberId, d.value);
           break;
+        case 'share':
+          applyShareGroupRecord(out.share, d.record);
+          break;
         default:
       }
     }
@@ -186,7 +192,7 @@ export function buildConsumerGroup(groupId: string, r: ConsumerGroupRecords): Co
 /** The coordinator state partitions are loaded into and unloaded from (GroupCoordinator). */
 export type LoadTarget = Pick<
   GroupCoordinator,
-  'groups' | 'offsets' | 'pendingTxn' | 'classic' | 'consumer' | 'now' | 'partitionFor' | 'logger'
+  'groups' | 'offsets' | 'pendingTxn' | 'classic' | 'consumer' | 'now' | 'partitionFor' | 'logger' | 'shareGroups'
 >;
 
 /**
@@ -217,6 +223,7 @@ export async function loadInto(c: LoadTarget, log: OffsetsLog | undefined): Prom
     c.consumer.subscriptions.loaded(g);
     for (const m of g.members.values()) c.consumer.timers.scheduleSessionTimeout(g, m);
   }
+  for (const [groupId, r] of l.share) if (r.epoch !== null) c.shareGroups?.load(groupId, r);
   // Groups known only by their offsets are simple (assign-based) groups.
   for (const groupId of c.offsets.groups()) if (!c.groups.has(groupId)) c.groups.set(groupId, new ClassicGroup(groupId, c.now));
   return { groups: c.groups.size, offsets };
@@ -241,5 +248,6 @@ export function unloadPartition(c: LoadTarget, p: number): void {
     c.groups.delete(groupId);
   }
   for (const groupId of [...c.offsets.groups()]) if (c.partitionFor(groupId) === p) c.offsets.removeGroup(groupId);
+  c.shareGroups?.unload((groupId) => c.partitionFor(groupId) === p);
   c.logger.info({ partition: p }, `resigned as coordinator of ${OFFSETS_TOPIC}-${p}`);
 }

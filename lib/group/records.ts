@@ -1,7 +1,8 @@
 /**
  * The records the group coordinator writes to `__consumer_offsets`, in Kafka's layouts: a key and a
  * value, each an int16 schema version followed by the struct (OffsetCommitKey v1 / OffsetCommitValue
- * v3, GroupMetadataKey v2 / GroupMetadataValue v3, the KIP-848 ConsumerGroup* records at keys 3–8).
+ * v3, GroupMetadataKey v2 / GroupMetadataValue v3, the KIP-848 ConsumerGroup* records at keys 3–8, the
+ * KIP-932 ShareGroup* records at keys 9–15 in share-group-records.ts).
  * A null value is a tombstone. Kafka's own tools can read what gregor writes.
  */
 import { Reader } from '../../protocol/codec/reader.js';
@@ -21,6 +22,7 @@ import { GroupMetadataKeySchema } from '../../protocol/generated/data/group-meta
 import { type GroupMetadataValue, GroupMetadataValueSchema } from '../../protocol/generated/data/group-metadata-value.js';
 import { OffsetCommitKeySchema } from '../../protocol/generated/data/offset-commit-key.js';
 import { type OffsetCommitValue, OffsetCommitValueSchema } from '../../protocol/generated/data/offset-commit-value.js';
+import { decodeShareGroupRecord, type ShareGroupRecord } from './share-group-records.js';
 
 export const OFFSETS_TOPIC = '__consumer_offsets';
 
@@ -50,13 +52,13 @@ export const RecordKeyVersion = {
   CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: 8,
 } as const;
 
-interface Schema<T> {
+export interface Schema<T> {
   write(w: Writer, m: T, v: number): void;
   size(m: T, v: number): number;
   read(r: Reader, v: number): T;
 }
 
-function encode<T>(schema: Schema<T>, version: number, m: T): Buffer {
+export function encode<T>(schema: Schema<T>, version: number, m: T): Buffer {
   const w = Writer.alloc(2 + schema.size(m, version));
   w.int16(version);
   schema.write(w, m, version);
@@ -180,9 +182,10 @@ export type DecodedRecord =
       value: CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValue | null;
     }
   | { type: 'consumer-partition-metadata'; group: string }
+  | { type: 'share'; record: ShareGroupRecord }
   | { type: 'unknown'; keyVersion: number };
 
-function readValue<T>(schema: Schema<T>, value: Buffer | null): T | null {
+export function readValue<T>(schema: Schema<T>, value: Buffer | null): T | null {
   if (value === null) return null;
   const r = new Reader(value);
   const v = r.int16();
@@ -276,7 +279,9 @@ export function decodeCoordinatorRecord(key: Buffer, value: Buffer | null): Deco
         value: readValue(CGCurrentValue.ConsumerGroupCurrentMemberAssignmentValueSchema, value),
       };
     }
-    default:
-      return { type: 'unknown', keyVersion: kv };
+    default: {
+      const share = decodeShareGroupRecord(kv, r, value);
+      return share === undefined ? { type: 'unknown', keyVersion: kv } : { type: 'share', record: share };
+    }
   }
 }

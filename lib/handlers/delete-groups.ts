@@ -21,7 +21,7 @@ export const deleteGroupsHandler = defineHandler<DeleteGroupsRequest, DeleteGrou
     const deletable = req.groupsNames.filter((id) => groupAllowed(ctx, AclOperation.DELETE, id));
     for (const id of deletable) {
       const status = ctx.services.groups.validateGroupStatus(id, 'delete');
-      const code = status === ErrorCode.NONE ? share.coordinator.delete(id) : undefined;
+      const code = status === ErrorCode.NONE ? await share.coordinator.delete(id) : undefined;
       if (code === undefined) others.push(id);
       else {
         if (code === ErrorCode.NONE) await share.deleteGroupState(id);

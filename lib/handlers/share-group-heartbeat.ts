@@ -9,14 +9,14 @@ export const shareGroupHeartbeatHandler = defineHandler<ShareGroupHeartbeatReque
   apiKey: ApiKey.ShareGroupHeartbeat,
   minVersion: 1,
   maxVersion: 1,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     if (!groupAllowed(ctx, AclOperation.READ, req.groupId)) return this.errorResponse(req, ErrorCode.GROUP_AUTHORIZATION_FAILED, ctx);
     // Kafka: every subscribed topic must be describable
     const hidden = undescribedTopicsMessage(ctx, req.subscribedTopicNames);
     if (hidden !== null) return { ...this.errorResponse(req, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ctx), errorMessage: hidden };
     const status = ctx.services.groups.validateGroupStatus(req.groupId, 'consumer');
     if (status !== ErrorCode.NONE && status !== ErrorCode.INVALID_GROUP_ID) return this.errorResponse(req, status, ctx);
-    const r = ctx.services.share.coordinator.heartbeat(req, ctx.clientId ?? '', `/${ctx.conn.remoteAddress}`);
+    const r = await ctx.services.share.coordinator.heartbeat(req, ctx.clientId ?? '', `/${ctx.conn.remoteAddress}`);
     return { throttleTimeMs: 0, ...r };
   },
   errorResponse(_req, errorCode) {

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { BrokerConfig } from '../config.js';
-import type { GroupCoordinator } from '../group/coordinator.js';
+import { type GroupCoordinator, storeErrorFor } from '../group/coordinator.js';
 import { groupConfigInt, shareAutoOffsetReset } from '../group/group-configs.js';
 import type { PartitionLog } from '../log/partition-log.js';
 import type { MetadataStore } from '../metadata/store.js';
@@ -106,7 +106,11 @@ export class ShareService {
         this.sessions.drop(groupId, memberId);
         this.partitions.releaseMember(groupId, memberId);
       },
+      write: (groupId, records) => w.groups.write(groupId, records).then((e) => storeErrorFor(e, false)),
+      logger: w.logger,
     });
+    // share groups' membership is replayed from `__consumer_offsets` with the other groups
+    w.groups.shareGroups = this.coordinator;
     w.topics.onTopicsChanged(() => this.coordinator.topicsChanged());
     // clusters: state partitions move with the controller's elections; share partitions live with their partition's leader
     w.topics.onLeadershipChanged((topic, p, leads) => {

@@ -1,10 +1,16 @@
 /**
  * The share-group side of the group coordinator (KIP-932, as Kafka 4.2's GroupMetadataManager serves
  * ShareGroupHeartbeat and ShareGroupDescribe): membership with member epochs, session timeouts and
- * the simple assignor's server-side assignment. Membership is kept in memory: after a restart members
- * get UNKNOWN_MEMBER_ID and join again, while what they consumed lives with the share partitions.
+ * the simple assignor's server-side assignment. Each change is written to `__consumer_offsets` (Kafka's
+ * ShareGroup* records, share-group-store.ts) before the heartbeat is answered, and replayed when this
+ * broker becomes the group's coordinator (start, or an election in a cluster): members keep their ids,
+ * epochs and assignments across a restart or a failover, and their session timeouts start again.
  */
+import type { Logger } from 'pino';
 import { consumerGroupDescribeError } from '../group/group-admin.js';
+import type { ShareGroupOwner } from '../group/coordinator.js';
+import type { CoordinatorRecord } from '../group/records.js';
+import type { ShareGroupRecords } from '../group/share-group-records.js';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse } from '../../protocol/generated/share-group-heartbeat.js';
@@ -17,6 +23,17 @@ import {
   ShareGroup,
   ShareGroupMember,
 } from './share-group.js';
+import {
+  buildShareGroup,
+  currentAssignmentRecord,
+  groupEpochRecord,
+  groupTombstones,
+  memberMetadataValue,
+  memberRecord,
+  memberTombstones,
+  targetEpochRecord,
+  targetMemberRecord,
+} from './share-group-store.js';
 
 /** Per group: its group configs (share.session.timeout.ms, share.heartbeat.interval.ms) or the broker's. */
 export interface ShareGroupSettings {
@@ -35,6 +52,9 @@ export interface ShareCoordinatorDeps {
   onAssigned(groupId: string, topicId: string, partition: number): void;
   /** A member's session timed out: what it holds acquired goes back to the others. */
   onMemberFenced(groupId: string, memberId: string): void;
+  /** Appends the records to the group's `__consumer_offsets` partition; resolves with what a heartbeat answers (NONE once written). */
+  write(groupId: string, records: CoordinatorRecord[]): Promise<number>;
+  logger: Logger;
 }
 
 type HeartbeatResult = Omit<ShareGroupHeartbeatResponse, 'throttleTimeMs'>;
@@ -59,12 +79,26 @@ export function describedShareGroupError(
   return consumerGroupDescribeError(groupId, errorCode, errorMessage);
 }
 
-export class ShareCoordinator {
+export class ShareCoordinator implements ShareGroupOwner {
   readonly groups = new Map<string, ShareGroup>();
 
   constructor(private readonly deps: ShareCoordinatorDeps) {}
 
-  heartbeat(req: ShareGroupHeartbeatRequest, clientId: string, clientHost: string): HeartbeatResult {
+  /** Answers the heartbeat once what it changed is written to `__consumer_offsets`. */
+  async heartbeat(req: ShareGroupHeartbeatRequest, clientId: string, clientHost: string): Promise<HeartbeatResult> {
+    const records: CoordinatorRecord[] = [];
+    const r = this.heartbeatRecords(req, clientId, clientHost, records);
+    if (r.errorCode !== ErrorCode.NONE || records.length === 0 || req.groupId === '') return r;
+    const errorCode = await this.deps.write(req.groupId, records);
+    return errorCode === ErrorCode.NONE ? r : fail(errorCode);
+  }
+
+  private heartbeatRecords(
+    req: ShareGroupHeartbeatRequest,
+    clientId: string,
+    clientHost: string,
+    out: CoordinatorRecord[],
+  ): HeartbeatResult {
     const s = this.deps.settings;
     if (req.groupId === '') return fail(ErrorCode.INVALID_REQUEST, 'GroupId can not be empty.');
     if (req.memberEpoch > 0 && req.memberId === '') return fail(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.");
@@ -76,7 +110,7 @@ export class ShareCoordinator {
     let group = this.groups.get(req.groupId);
     if (req.memberEpoch === -1) {
       const member = group?.members.get(req.memberId);
-      if (group !== undefined && member !== undefined) this.removeMember(group, member);
+      if (group !== undefined && member !== undefined) this.removeMember(group, member, out);
       return {
         errorCode: ErrorCode.NONE,
         errorMessage: null,
@@ -108,6 +142,7 @@ export class ShareCoordinator {
         `The share group member has an invalid epoch ${req.memberEpoch}, expected ${member.memberEpoch}.`,
       );
     }
+    const before = joined ? null : JSON.stringify(memberMetadataValue(member));
     member.clientId = clientId;
     member.clientHost = clientHost;
     if (req.rackId !== null) member.rackId = req.rackId;
@@ -119,14 +154,20 @@ export class ShareCoordinator {
         changed = true;
       }
     }
+    if (before !== JSON.stringify(memberMetadataValue(member))) out.push(memberRecord(group.groupId, member));
     if (changed || this.assignmentStale(group)) {
       group.groupEpoch++;
-      this.assign(group);
+      out.push(groupEpochRecord(group));
+      this.assign(group, out);
     }
     this.scheduleSessionTimeout(group, member, s.sessionTimeoutMs(req.groupId));
     // a rejoining member (epoch 0) and one behind the assignment epoch get the assignment again
     const sendAssignment = req.memberEpoch === 0 || member.memberEpoch !== group.assignmentEpoch;
-    member.memberEpoch = group.assignmentEpoch;
+    if (member.memberEpoch !== group.assignmentEpoch || joined) {
+      const previous = member.memberEpoch;
+      member.memberEpoch = group.assignmentEpoch;
+      out.push(currentAssignmentRecord(group.groupId, member, previous));
+    }
     return {
       errorCode: ErrorCode.NONE,
       errorMessage: null,
@@ -169,14 +210,14 @@ export class ShareCoordinator {
     };
   }
 
-  /** DeleteGroups: an empty share group goes; one with members answers NON_EMPTY_GROUP. */
-  delete(groupId: string): number | undefined {
+  /** DeleteGroups: an empty share group goes (its records tombstoned); one with members answers NON_EMPTY_GROUP. */
+  async delete(groupId: string): Promise<number | undefined> {
     const g = this.groups.get(groupId);
     if (g === undefined) return undefined;
     if (g.members.size > 0) return ErrorCode.NON_EMPTY_GROUP;
     g.dead = true;
     this.groups.delete(groupId);
-    return ErrorCode.NONE;
+    return this.deps.write(groupId, groupTombstones(g));
   }
 
   /** Topics created, deleted or grown: groups subscribed to them get a new assignment. */
@@ -184,15 +225,47 @@ export class ShareCoordinator {
     for (const g of this.groups.values()) {
       if (this.assignmentStale(g)) {
         g.groupEpoch++;
-        this.assign(g);
+        const out = [groupEpochRecord(g)];
+        this.assign(g, out);
+        this.writeInBackground(g.groupId, out);
       }
     }
+  }
+
+  /** A replayed group (this broker became its coordinator): members come back with their epochs, their sessions start again. */
+  load(groupId: string, records: ShareGroupRecords): void {
+    this.dropGroup(groupId);
+    const g = buildShareGroup(groupId, records);
+    this.groups.set(groupId, g);
+    const timeoutMs = this.deps.settings.sessionTimeoutMs(groupId);
+    for (const m of g.members.values()) this.scheduleSessionTimeout(g, m, timeoutMs);
+  }
+
+  /** The coordinator resigned the groups' `__consumer_offsets` partition: they go from here (timers stopped). */
+  unload(inPartition: (groupId: string) => boolean): void {
+    for (const groupId of [...this.groups.keys()]) if (inPartition(groupId)) this.dropGroup(groupId);
   }
 
   shutdown(): void {
     for (const g of this.groups.values()) {
       for (const m of g.members.values()) if (m.sessionTimer !== undefined) clearTimeout(m.sessionTimer);
     }
+  }
+
+  private dropGroup(groupId: string): void {
+    const g = this.groups.get(groupId);
+    if (g === undefined) return;
+    for (const m of g.members.values()) if (m.sessionTimer !== undefined) clearTimeout(m.sessionTimer);
+    g.dead = true;
+    this.groups.delete(groupId);
+  }
+
+  private writeInBackground(groupId: string, records: CoordinatorRecord[]): void {
+    if (records.length === 0) return;
+    void this.deps.write(groupId, records).then((errorCode) => {
+      if (errorCode !== ErrorCode.NONE)
+        this.deps.logger.warn({ group: groupId, errorCode }, 'GREGOR_ERR_SHARE_GROUP_WRITE: share-group change not written');
+    });
   }
 
   private assignable(group: ShareGroup): AssignableTopic[] {
@@ -211,22 +284,28 @@ export class ShareCoordinator {
     return false;
   }
 
-  private assign(group: ShareGroup): void {
+  /** The new target assignment at the group epoch; the members whose partitions changed get a target record. */
+  private assign(group: ShareGroup, out: CoordinatorRecord[]): void {
     const target = assignShareGroup([...group.members.values()], this.assignable(group));
     for (const m of group.members.values()) {
       const next: ShareAssignment = target.get(m.memberId) ?? new Map<string, number[]>();
       for (const [topicId, ps] of next) for (const p of ps) this.deps.onAssigned(group.groupId, topicId, p);
+      const changed = !sameAssignment(m.assignment, next) || m.memberEpoch === 0;
       m.assignment = next;
+      if (changed) out.push(targetMemberRecord(group.groupId, m));
     }
     group.assignmentEpoch = group.groupEpoch;
+    out.push(targetEpochRecord(group));
   }
 
-  private removeMember(group: ShareGroup, member: ShareGroupMember, fenced = false): void {
+  private removeMember(group: ShareGroup, member: ShareGroupMember, out: CoordinatorRecord[], fenced = false): void {
     if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
     member.sessionTimer = undefined;
     group.members.delete(member.memberId);
+    out.push(...memberTombstones(group.groupId, member.memberId));
     group.groupEpoch++;
-    this.assign(group);
+    out.push(groupEpochRecord(group));
+    this.assign(group, out);
     if (fenced) this.deps.onMemberFenced(group.groupId, member.memberId);
   }
 
@@ -234,7 +313,10 @@ export class ShareCoordinator {
     if (member.sessionTimer !== undefined) clearTimeout(member.sessionTimer);
     member.sessionTimer = setTimeout(() => {
       member.sessionTimer = undefined;
-      if (group.members.get(member.memberId) === member) this.removeMember(group, member, true);
+      if (this.groups.get(group.groupId) !== group || group.members.get(member.memberId) !== member) return;
+      const out: CoordinatorRecord[] = [];
+      this.removeMember(group, member, out, true);
+      this.writeInBackground(group.groupId, out);
     }, timeoutMs);
     member.sessionTimer.unref();
   }

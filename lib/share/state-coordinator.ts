@@ -144,8 +144,12 @@ export class ShareStateCoordinator {
     const h = this.held.get(this.partitionFor(key))?.get(key);
     if (h === undefined) return { errorCode, state: none };
     if (leaderEpoch >= 0 && leaderEpoch < h.leaderEpoch) return { errorCode: ErrorCode.FENCED_LEADER_EPOCH, state: none };
-    // a new leader read the state: writes of an older one are fenced from now on (kept in memory)
-    if (leaderEpoch > h.leaderEpoch) h.leaderEpoch = leaderEpoch;
+    // a new leader read the state: writes of an older one are fenced from now on, also after a failover
+    // of this coordinator (a ShareUpdate carrying only the leader epoch, as Kafka writes one)
+    if (leaderEpoch > h.leaderEpoch) {
+      h.leaderEpoch = leaderEpoch;
+      void this.write(groupId, topicId, partition, { stateEpoch: h.stateEpoch, leaderEpoch, startOffset: -1n, batches: [] });
+    }
     return {
       errorCode,
       state: { stateEpoch: h.stateEpoch, leaderEpoch: h.leaderEpoch, startOffset: h.startOffset, batches: [...h.batches] },
@@ -173,7 +177,7 @@ export class ShareStateCoordinator {
       next = { stateEpoch: cur.stateEpoch, leaderEpoch, startOffset, batches: overlay(kept, w.batches) };
       snapshot = cur.updates >= this.deps.updatesPerSnapshot;
     }
-    const value = snapshot ? snapshotValue(next) : updateValue(next.stateEpoch, w.startOffset, w.batches);
+    const value = snapshot ? snapshotValue(next) : updateValue(next.stateEpoch, w.startOffset, w.batches, leaderEpoch);
     const type = snapshot ? StateRecordType.SHARE_SNAPSHOT : StateRecordType.SHARE_UPDATE;
     const r = await this.append(p, stateKey(type, groupId, topicId, partition), value);
     if (r.errorCode !== ErrorCode.NONE) return r.errorCode;
@@ -229,7 +233,7 @@ export class ShareStateCoordinator {
       for (const s of states) {
         const key = shareStateKey(s.groupId, s.topicId, s.partition);
         const m = meta.get(key) ?? { updates: 0, snapshotAt: log.logStartOffset };
-        held.set(key, { stateEpoch: s.stateEpoch, leaderEpoch: -1, startOffset: s.startOffset, batches: s.batches, ...m });
+        held.set(key, { stateEpoch: s.stateEpoch, leaderEpoch: s.leaderEpoch, startOffset: s.startOffset, batches: s.batches, ...m });
       }
       if (this.deps.log(p) !== undefined) this.held.set(p, held); // still the leader
       return states;

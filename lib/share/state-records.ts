@@ -12,7 +12,8 @@
  * DeliveryCount int16, empty tags.
  *
  * Replay: a snapshot replaces a share partition's state; an update moves its start offset and
- * overwrites the state of the offsets its batches cover.
+ * overwrites the state of the offsets its batches cover. The leader epoch (of the partition leader that
+ * last read or wrote the state, which fences older leaders) is the highest one written.
  */
 import { Reader } from '../../protocol/codec/reader.js';
 import { sizeUvarint, Writer } from '../../protocol/codec/writer.js';
@@ -26,6 +27,8 @@ export interface ShareSnapshot {
   topicId: string;
   partition: number;
   stateEpoch: number;
+  /** the share partition's leader epoch the state was last read or written at (-1: none) */
+  leaderEpoch: number;
   startOffset: bigint;
   batches: PersistedRecordState[];
 }
@@ -59,23 +62,28 @@ function writeBatches(w: Writer, batches: readonly PersistedRecordState[]): void
 
 const batchesSize = (n: number): number => sizeUvarint(n + 1) + n * (8 + 8 + 1 + 2 + 1);
 
-export function snapshotValue(s: Pick<ShareSnapshot, 'stateEpoch' | 'startOffset' | 'batches'>): Buffer {
+export function snapshotValue(s: Pick<ShareSnapshot, 'stateEpoch' | 'startOffset' | 'batches'> & { leaderEpoch?: number }): Buffer {
   const w = Writer.alloc(2 + 2 + 4 + 4 + 8 + batchesSize(s.batches.length) + 1);
   w.int16(0);
   w.uint16(s.stateEpoch & 0xffff);
   w.int32(s.stateEpoch);
-  w.int32(0);
+  w.int32(s.leaderEpoch ?? -1);
   w.int64(s.startOffset);
   writeBatches(w, s.batches);
   w.taggedFields([]);
   return w.done();
 }
 
-export function updateValue(snapshotEpoch: number, startOffset: bigint, batches: readonly PersistedRecordState[]): Buffer {
+export function updateValue(
+  snapshotEpoch: number,
+  startOffset: bigint,
+  batches: readonly PersistedRecordState[],
+  leaderEpoch = -1,
+): Buffer {
   const w = Writer.alloc(2 + 4 + 4 + 8 + batchesSize(batches.length) + 1);
   w.int16(0);
   w.int32(snapshotEpoch);
-  w.int32(0);
+  w.int32(leaderEpoch);
   w.int64(startOffset);
   writeBatches(w, batches);
   w.taggedFields([]);
@@ -102,25 +110,30 @@ function readBatches(r: Reader): PersistedRecordState[] {
   return batches;
 }
 
-/** The start offset and batches of a ShareSnapshot value. */
-export function readSnapshotValue(value: Buffer): { stateEpoch: number; startOffset: bigint; batches: PersistedRecordState[] } {
+/** The state epoch, leader epoch, start offset and batches of a ShareSnapshot value. */
+export function readSnapshotValue(value: Buffer): {
+  stateEpoch: number;
+  leaderEpoch: number;
+  startOffset: bigint;
+  batches: PersistedRecordState[];
+} {
   const r = new Reader(value);
   r.int16();
   r.uint16();
   const stateEpoch = r.int32();
-  r.int32();
+  const leaderEpoch = r.int32();
   const startOffset = r.int64();
-  return { stateEpoch, startOffset, batches: readBatches(r) };
+  return { stateEpoch, leaderEpoch, startOffset, batches: readBatches(r) };
 }
 
-/** The start offset (-1: unchanged) and changed batches of a ShareUpdate value. */
-export function readUpdateValue(value: Buffer): { startOffset: bigint; batches: PersistedRecordState[] } {
+/** The leader epoch, start offset (-1: unchanged) and changed batches of a ShareUpdate value. */
+export function readUpdateValue(value: Buffer): { leaderEpoch: number; startOffset: bigint; batches: PersistedRecordState[] } {
   const r = new Reader(value);
   r.int16();
   r.int32();
-  r.int32();
+  const leaderEpoch = r.int32();
   const startOffset = r.int64();
-  return { startOffset, batches: readBatches(r) };
+  return { leaderEpoch, startOffset, batches: readBatches(r) };
 }
 
 /** `over` laid on top of `base` (both sorted, non-overlapping): the offsets `over` covers take its state. */
@@ -178,6 +191,7 @@ export class StateReplay {
     const s = this.state.get(id);
     if (s === undefined || s === null) return; // an update without its snapshot (pruned away with a deleted partition)
     const u = readUpdateValue(value);
+    if (u.leaderEpoch > s.leaderEpoch) s.leaderEpoch = u.leaderEpoch;
     if (u.startOffset >= 0n) s.startOffset = u.startOffset;
     const kept = s.batches.filter((b) => b.lastOffset >= s.startOffset);
     s.batches = overlay(kept, u.batches);

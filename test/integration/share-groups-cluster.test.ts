@@ -5,12 +5,15 @@
  * key's `__share_group_state` partition, created with replication factor 3); partition leaders keep
  * their share partitions' state at share coordinators on other brokers (WriteShareGroupState, acks=all);
  * and a kill -9 of a partition leader or of a share coordinator loses no accepted record and redelivers
- * the acquired ones from the new leader. Fails (never skips) when librdkafka is not built.
+ * the acquired ones from the new leader; a kill -9 of the group coordinator keeps the members (their ids,
+ * epochs and the group epoch come back from `__consumer_offsets` at the new coordinator, and their next
+ * heartbeats are accepted). Fails (never skips) when librdkafka is not built.
  */
 import { expect } from 'chai';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FindCoordinatorResponse } from '../../protocol/generated/find-coordinator.js';
+import type { ShareGroupDescribeResponse } from '../../protocol/generated/share-group-describe.js';
 import { partitionFor } from '../../lib/group/records.js';
 import type { LocalBroker } from '../../lib/cluster/local-cluster.js';
 import { clusterKafka, createRf3Topic, metadata, partitionOf, RF3_OVERRIDES, running, until, useCluster } from '../helpers/cluster.js';
@@ -125,6 +128,36 @@ describe('share groups in a 3-broker cluster', function () {
       SESSION_TIMEOUT_MS * 10,
       `a new leader of ${topic}-${p}`,
     );
+
+  /** The group coordinator of `group` (FindCoordinator key type GROUP) and its ShareGroupDescribe; undefined while it answers an error. */
+  const groupCoordinatorOf = async (group: string): Promise<number> => {
+    const c = await RawClient.connect(running(cluster()).bootstrap);
+    try {
+      const f = await c.request<FindCoordinatorResponse>(ApiKey.FindCoordinator, 6, { keyType: 0, coordinatorKeys: [group] });
+      const found = f.coordinators?.[0];
+      return found === undefined || found.errorCode !== ErrorCode.NONE ? -1 : (found.nodeId ?? -1);
+    } finally {
+      c.destroy();
+    }
+  };
+  const describeAtCoordinator = async (group: string) => {
+    const nodeId = await groupCoordinatorOf(group);
+    if (nodeId < 0) return undefined;
+    const b = broker(nodeId);
+    if (!b.running) return undefined;
+    const raw = await RawClient.connect(b.bootstrap);
+    try {
+      const d = await raw.request<ShareGroupDescribeResponse>(ApiKey.ShareGroupDescribe, 1, {
+        groupIds: [group],
+        includeAuthorizedOperations: false,
+      });
+      const g = d.groups[0];
+      return g === undefined || g.errorCode !== ErrorCode.NONE ? undefined : { nodeId, group: g };
+    } finally {
+      raw.destroy();
+    }
+  };
+  const membership = (g: ShareGroupDescribeResponse['groups'][number]) => g.members.map((m) => `${m.memberId}@${m.memberEpoch}`).sort();
 
   it('FindCoordinator: GROUP answers the group coordinator, SHARE the leader of the key’s replicated __share_group_state partition', async () => {
     await createRf3Topic(kafka(), 'fc', 2);
@@ -328,5 +361,100 @@ describe('share groups in a 3-broker cluster', function () {
     );
     await d.close();
     for (const x of d.deliveries) expect(accepted.has(x.offset), `offset ${x.offset} was accepted before`).to.equal(false);
+  });
+
+  it('kill -9 of the group coordinator: members keep their ids and epochs, the group epoch goes on, every record accepted once', async () => {
+    await createRf3Topic(kafka(), 'gc', 1);
+    const leader = (await partitionOf(cluster(), 'gc', 0)).leaderId;
+    // a group whose coordinator is not the partition's leader: the records keep flowing from the leader meanwhile
+    let group = '';
+    for (let i = 0; group === ''; i++) {
+      const g = `g-gc-${i}`;
+      const node = await until(
+        async () => {
+          const n = await groupCoordinatorOf(g);
+          return n >= 0 ? n : undefined;
+        },
+        30_000,
+        g,
+      );
+      if (node !== leader) group = g;
+    }
+    const members = [consumer(group, 'gc'), consumer(group, 'gc')];
+    await untilTrue(
+      async () => {
+        await produce('gc', ['probe', 'probe']);
+        await new Promise((r) => setTimeout(r, 500));
+        return members.every((m) => m.deliveries.length > 0);
+      },
+      90_000,
+      'both members receiving',
+    );
+    // a third member joins and leaves: the group epoch (4) is beyond what two members joining anew would reach
+    const third = consumer(group, 'gc');
+    const sized = (n: number) => async () => {
+      const d = await describeAtCoordinator(group);
+      // every member caught up with the assignment (its epoch moves only at its next heartbeat)
+      const settled =
+        d !== undefined && d.group.members.length === n && d.group.members.every((m) => m.memberEpoch === d.group.assignmentEpoch);
+      return settled ? d : undefined;
+    };
+    await until(sized(3), 60_000, 'three members');
+    await third.close();
+    const before = await until(sized(2), 60_000, 'two members');
+    expect(before.group.groupEpoch).to.be.at.least(4);
+    expect(before.nodeId).to.not.equal(leader);
+    const produceMany = async (prefix: string, n: number) => {
+      const p = kafka().producer();
+      await p.connect();
+      await p.send({ topic: 'gc', acks: -1, messages: Array.from({ length: n }, (_, i) => ({ value: `${prefix}${i}` })) });
+      await p.disconnect();
+    };
+    const all = [...members, third];
+    const delivered = () => all.reduce((n, m) => n + m.deliveries.length, 0);
+    const N = 500;
+    let expected = delivered() + N;
+    await produceMany('a', N);
+    await untilTrue(
+      () => delivered() >= expected,
+      60_000,
+      () => `${N} records before the kill (${delivered()})`,
+    );
+
+    await broker(before.nodeId).kill('SIGKILL');
+    const offsetsPartition = partitionFor(group, 3);
+    await newLeader('__consumer_offsets', offsetsPartition, before.nodeId);
+    // the new coordinator replayed the group: the same members at the same epochs, the same group epoch
+    const after = await until(() => describeAtCoordinator(group), 60_000, `${group} at its new coordinator`);
+    expect(after.nodeId).to.not.equal(before.nodeId);
+    expect(after.group.groupEpoch).to.equal(before.group.groupEpoch);
+    expect(membership(after.group)).to.deep.equal(membership(before.group));
+    expect(after.group.members.every((m) => m.assignment.topicPartitions.length === 1)).to.equal(true);
+    // records keep flowing while the members heartbeat the new coordinator (every 5 s): all accepted once
+    expected = delivered() + N;
+    await produceMany('b', N);
+    await untilTrue(
+      () => delivered() >= expected,
+      60_000,
+      () => `${N} records after the kill (${delivered()})`,
+    );
+    await new Promise((r) => setTimeout(r, 11_000)); // two heartbeat intervals at the new coordinator
+    const later = await until(() => describeAtCoordinator(group), 30_000, `${group} after heartbeats`);
+    // no member was fenced or rejoined (either would move the group epoch)
+    expect(later.group.groupEpoch).to.equal(before.group.groupEpoch);
+    expect(membership(later.group)).to.deep.equal(membership(before.group));
+    await Promise.all(members.map((m) => m.close()));
+    const seen = new Set<number>();
+    for (const d of all.flatMap((m) => m.deliveries)) {
+      expect(seen.has(d.offset), `offset ${d.offset} delivered twice`).to.equal(false);
+      expect(d.ack).to.equal('A');
+      seen.add(d.offset);
+    }
+    expect(seen.size).to.be.at.least(2 * N);
+    for (const m of members)
+      expect(
+        m.errors.filter((e) => /fenced|unknown member/i.test(e)),
+        'member errors',
+      ).to.deep.equal([]);
   });
 });

@@ -3,7 +3,9 @@
  * 2.15 share consumer accepted (and whose acknowledgements the broker answered) are never delivered
  * again after the restart, and records that were acquired when the broker died are redelivered with
  * their delivery count carried over; the state topic's records older than the latest snapshots are
- * pruned. Fails (never skips) when librdkafka is not built.
+ * pruned. The group's membership comes back from `__consumer_offsets` (ShareGroupDescribe shows the
+ * same member ids, member epochs and group epoch), and a member that does not come back expires after
+ * its session timeout. Fails (never skips) when librdkafka is not built.
  */
 import { expect } from 'chai';
 import { createRequire } from 'node:module';
@@ -12,6 +14,10 @@ import { startChildBroker, tempDir } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { until } from '../helpers/eos.js';
 import { librdkafkaMissing, ShareConsumer } from '../helpers/share-consumer.js';
+import { RawClient } from '../helpers/raw-client.js';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { ShareGroupDescribeResponse } from '../../protocol/generated/share-group-describe.js';
 
 const require = createRequire(import.meta.url);
 const { Kafka, logLevel } = require('kafkajs') as typeof import('kafkajs');
@@ -22,7 +28,25 @@ const OVERRIDES = {
   'share.coordinator.state.topic.num.partitions': '3',
   // a ShareSnapshot every 2 ShareUpdate records: the restart replays a later snapshot and the updates after it
   'share.coordinator.snapshot.update.records.per.snapshot': '2',
+  // a member gone with the broker expires soon after the restart (librdkafka heartbeats every 5 s)
+  'group.share.min.session.timeout.ms': '1000',
+  'group.share.session.timeout.ms': '10000',
 };
+
+async function describeGroup(bootstrap: string, groupId: string) {
+  const raw = await RawClient.connect(bootstrap);
+  try {
+    const d = await raw.request<ShareGroupDescribeResponse>(ApiKey.ShareGroupDescribe, 1, {
+      groupIds: [groupId],
+      includeAuthorizedOperations: false,
+    });
+    const g = d.groups[0];
+    if (g === undefined) throw new Error('no group described');
+    return g;
+  } finally {
+    raw.destroy();
+  }
+}
 
 describe('share groups across a broker kill -9', function () {
   this.timeout(120_000);
@@ -99,12 +123,21 @@ describe('share groups across a broker kill -9', function () {
     );
     const held = h.deliveries.filter((d) => d.ack === 'H').map((d) => d.offset);
     expect(held.length).to.be.greaterThan(0);
+    const described = await describeGroup(first.bootstrap, 'g-restart');
+    expect(described.members).to.have.length(1); // h (a left)
     first.child.kill('SIGKILL');
     await first.exited;
     await h.kill();
 
     const second = await startChildBroker(dataDir, first.port, OVERRIDES);
     cleanup.defer(() => second.child.kill('SIGKILL'));
+    // the membership was replayed: the same member, member epoch and group epoch
+    const replayed = await describeGroup(second.bootstrap, 'g-restart');
+    expect(replayed.errorCode).to.equal(ErrorCode.NONE);
+    expect(replayed.groupEpoch).to.equal(described.groupEpoch);
+    expect(replayed.members.map((m) => [m.memberId, m.memberEpoch])).to.deep.equal(
+      described.members.map((m) => [m.memberId, m.memberEpoch]),
+    );
     const c = new ShareConsumer(second.bootstrap, 'g-restart', 'jobs');
     cleanup.defer(() => c.kill());
     await until(
@@ -121,6 +154,11 @@ describe('share groups across a broker kill -9', function () {
     await c.close();
     for (const d of c.deliveries) expect(accepted.has(d.offset), `offset ${d.offset} was accepted before the kill`).to.equal(false);
     for (const o of held) expect(c.deliveries.find((d) => d.offset === o)?.deliveryCount).to.equal(2);
+    // h never came back: its session timed out after the restart, as in Kafka; the group stays, empty
+    await until(async () => (await describeGroup(second.bootstrap, 'g-restart')).members.length === 0, 30_000, 'members expired');
+    const empty = await describeGroup(second.bootstrap, 'g-restart');
+    expect(empty.groupState).to.equal('Empty');
+    expect(empty.groupEpoch).to.be.greaterThan(described.groupEpoch);
     second.child.kill('SIGTERM');
     await second.exited;
   });

@@ -8,7 +8,10 @@ import { ErrorCode } from '../../../protocol/generated/error-codes.js';
 import type { ShareGroupHeartbeatRequest } from '../../../protocol/generated/share-group-heartbeat.js';
 import { ShareCoordinator } from '../../../lib/share/share-coordinator.js';
 import { snapshotValue, StateRecordType, StateReplay, stateKey, updateValue } from '../../../lib/share/state-records.js';
+import { ShareStateCoordinator } from '../../../lib/share/state-coordinator.js';
+import type { PartitionLog } from '../../../lib/log/partition-log.js';
 import { type MemoryLog, type TestCoordinator, testCoordinator } from '../group/memory-log.js';
+import { openLog, rmDir, tmpDir } from '../log/helpers.js';
 
 const TOPIC_ID = 'a'.repeat(32);
 
@@ -166,5 +169,46 @@ describe('share-group records in __consumer_offsets (write and replay)', () => {
     expect(replay.result()[0]).to.include({ leaderEpoch: 5, startOffset: 10n });
     replay.apply(key(StateRecordType.SHARE_UPDATE), updateValue(1, 12n, [], 4));
     expect(replay.result()[0]).to.include({ leaderEpoch: 5, startOffset: 12n });
+  });
+
+  it('the share coordinator keeps the fencing leader epoch across its own failover (a new one replays it)', async () => {
+    const dir = tmpDir('share-state');
+    const log = await openLog(dir);
+    const coordinatorOn = (l: PartitionLog) =>
+      new ShareStateCoordinator({
+        logger: silentLogger(),
+        numPartitions: 1,
+        updatesPerSnapshot: 2,
+        createTopic: async () => {},
+        topicExists: () => true,
+        log: () => l,
+        leaderEpoch: () => 0,
+        notifyAppend: () => {},
+      });
+    try {
+      const first = coordinatorOn(log);
+      await first.load();
+      expect(await first.write('g', TOPIC_ID, 0, { stateEpoch: 1, leaderEpoch: 3, startOffset: 7n, batches: [] })).to.equal(ErrorCode.NONE);
+      // a new partition leader (epoch 5) reads the state: a ShareUpdate carrying the epoch is written
+      const end = log.logEndOffset;
+      expect(first.read('g', TOPIC_ID, 0, 5).errorCode).to.equal(ErrorCode.NONE);
+      const deadline = Date.now() + 5000;
+      while (log.highWatermark === end && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(Number(log.highWatermark)).to.equal(Number(end) + 1);
+
+      const second = coordinatorOn(log);
+      await second.load();
+      // the old leader (epoch 3, or 4) is fenced by the replayed epoch; the new one reads on
+      expect(second.read('g', TOPIC_ID, 0, 4).errorCode).to.equal(ErrorCode.FENCED_LEADER_EPOCH);
+      expect(await second.write('g', TOPIC_ID, 0, { stateEpoch: 1, leaderEpoch: 3, startOffset: 9n, batches: [] })).to.equal(
+        ErrorCode.FENCED_LEADER_EPOCH,
+      );
+      const r = second.read('g', TOPIC_ID, 0, 5);
+      expect(r.errorCode).to.equal(ErrorCode.NONE);
+      expect(r.state).to.include({ leaderEpoch: 5, startOffset: 7n, stateEpoch: 1 });
+    } finally {
+      await log.close();
+      rmDir(dir);
+    }
   });
 });

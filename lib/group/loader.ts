@@ -148,6 +148,22 @@ export async function loadPartition(log: ReplayableLog): Promise<LoadedPartition
   return out;
 }
 
+/** What consumer-group and share-group members keep alike of their replayed metadata. */
+export interface ReplayedMemberMetadata {
+  rackId: string | null;
+  clientId: string;
+  clientHost: string;
+  subscribedTopicNames: string[];
+}
+
+/** Sets a replayed member's rack, client id and host, and subscribed topic names (sorted, as the coordinators keep them). */
+export function restoreMemberMetadata(m: ReplayedMemberMetadata, v: Readonly<ReplayedMemberMetadata>): void {
+  m.rackId = v.rackId;
+  m.clientId = v.clientId;
+  m.clientHost = v.clientHost;
+  m.subscribedTopicNames = [...v.subscribedTopicNames].sort();
+}
+
 /**
  * Builds a consumer group from its replayed records (members without metadata are dropped); members
  * using the classic protocol come back with their classic metadata.
@@ -159,10 +175,7 @@ export function buildConsumerGroup(groupId: string, r: ConsumerGroupRecords): Co
   for (const [memberId, v] of r.members) {
     const m = new ConsumerGroupMember(memberId);
     m.instanceId = v.instanceId;
-    m.rackId = v.rackId;
-    m.clientId = v.clientId;
-    m.clientHost = v.clientHost;
-    m.subscribedTopicNames = [...v.subscribedTopicNames].sort();
+    restoreMemberMetadata(m, v);
     m.subscribedTopicRegex = v.subscribedTopicRegex;
     m.rebalanceTimeoutMs = v.rebalanceTimeoutMs;
     m.serverAssignor = v.serverAssignor;

@@ -6,6 +6,7 @@
  * tombstones, a deleted group tombstones for everything. Replay gives back the members with their ids,
  * epochs and assignments; their session timeouts start again then, as in Kafka.
  */
+import { restoreMemberMetadata } from '../group/loader.js';
 import type { CoordinatorRecord } from '../group/records.js';
 import {
   SHARE_MEMBER_STABLE,
@@ -86,10 +87,7 @@ export function buildShareGroup(groupId: string, r: ShareGroupRecords): ShareGro
   g.assignmentEpoch = r.assignmentEpoch;
   for (const [memberId, v] of r.members) {
     const m = new ShareGroupMember(memberId);
-    m.rackId = v.rackId;
-    m.clientId = v.clientId;
-    m.clientHost = v.clientHost;
-    m.subscribedTopicNames = [...v.subscribedTopicNames].sort();
+    restoreMemberMetadata(m, v);
     const current = r.current.get(memberId);
     const target = r.targets.get(memberId);
     if (current !== undefined) m.memberEpoch = current.memberEpoch;

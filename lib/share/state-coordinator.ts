@@ -145,10 +145,14 @@ export class ShareStateCoordinator {
     if (h === undefined) return { errorCode, state: none };
     if (leaderEpoch >= 0 && leaderEpoch < h.leaderEpoch) return { errorCode: ErrorCode.FENCED_LEADER_EPOCH, state: none };
     // a new leader read the state: writes of an older one are fenced from now on, also after a failover
-    // of this coordinator (a ShareUpdate carrying only the leader epoch, as Kafka writes one)
+    // of this coordinator (a ShareUpdate carrying only the leader epoch, as Kafka writes one; the state
+    // held here is not replaced by it, so a leader's write meanwhile is kept)
     if (leaderEpoch > h.leaderEpoch) {
       h.leaderEpoch = leaderEpoch;
-      void this.write(groupId, topicId, partition, { stateEpoch: h.stateEpoch, leaderEpoch, startOffset: -1n, batches: [] });
+      const update = updateValue(h.stateEpoch, -1n, [], leaderEpoch);
+      void this.append(this.partitionFor(key), stateKey(StateRecordType.SHARE_UPDATE, groupId, topicId, partition), update).then((r) => {
+        if (r.errorCode === ErrorCode.NONE) h.updates++;
+      });
     }
     return {
       errorCode,

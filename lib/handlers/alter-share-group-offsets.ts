@@ -3,6 +3,7 @@ import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse } from '../../protocol/generated/alter-share-group-offsets.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { alterShareGroupOffsets } from '../share/share-offsets.js';
+import { alterShareGroupOffsetsInCluster } from '../share/share-offsets-cluster.js';
 import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
@@ -16,7 +17,8 @@ export const alterShareGroupOffsetsHandler = defineHandler<AlterShareGroupOffset
       ? s.groups.validateGroupStatus(req.groupId, 'commit')
       : ErrorCode.GROUP_AUTHORIZATION_FAILED;
     if (status !== ErrorCode.NONE) return { throttleTimeMs: 0, errorCode: status, errorMessage: null, responses: [] };
-    return { throttleTimeMs: 0, ...(await alterShareGroupOffsets(s.share, req, s.groups.groups.has(req.groupId))) };
+    const serve = s.share.clustered ? alterShareGroupOffsetsInCluster : alterShareGroupOffsets;
+    return { throttleTimeMs: 0, ...(await serve(s.share, req, s.groups.groups.has(req.groupId))) };
   },
   errorResponse(_req, errorCode) {
     return { throttleTimeMs: 0, errorCode, errorMessage: null, responses: [] };

@@ -6,6 +6,7 @@ import type {
 } from '../../protocol/generated/delete-share-group-offsets.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { deleteShareGroupOffsets } from '../share/share-offsets.js';
+import { deleteShareGroupOffsetsInCluster } from '../share/share-offsets-cluster.js';
 import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
@@ -19,7 +20,8 @@ export const deleteShareGroupOffsetsHandler = defineHandler<DeleteShareGroupOffs
       ? s.groups.validateGroupStatus(req.groupId, 'delete')
       : ErrorCode.GROUP_AUTHORIZATION_FAILED;
     if (status !== ErrorCode.NONE) return { throttleTimeMs: 0, errorCode: status, errorMessage: null, responses: [] };
-    return { throttleTimeMs: 0, ...(await deleteShareGroupOffsets(s.share, req, s.groups.groups.has(req.groupId))) };
+    const serve = s.share.clustered ? deleteShareGroupOffsetsInCluster : deleteShareGroupOffsets;
+    return { throttleTimeMs: 0, ...(await serve(s.share, req, s.groups.groups.has(req.groupId))) };
   },
   errorResponse(_req, errorCode) {
     return { throttleTimeMs: 0, errorCode, errorMessage: null, responses: [] };

@@ -6,6 +6,7 @@ import type {
 } from '../../protocol/generated/describe-share-group-offsets.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { describeShareGroupOffsets } from '../share/share-offsets.js';
+import { describeShareGroupOffsetsInCluster } from '../share/share-offsets-cluster.js';
 import { AclOperation, groupAllowed } from '../security/acl/checks.js';
 import { defineHandler } from './types.js';
 
@@ -13,15 +14,21 @@ export const describeShareGroupOffsetsHandler = defineHandler<DescribeShareGroup
   apiKey: ApiKey.DescribeShareGroupOffsets,
   minVersion: 0,
   maxVersion: 1,
-  handle(req, ctx) {
+  async handle(req, ctx) {
     const s = ctx.services;
-    const groups = req.groups.map((g) => {
-      const status = groupAllowed(ctx, AclOperation.DESCRIBE, g.groupId)
-        ? s.groups.validateGroupStatus(g.groupId, 'describe')
-        : ErrorCode.GROUP_AUTHORIZATION_FAILED;
-      if (status !== ErrorCode.NONE) return { groupId: g.groupId, topics: [], errorCode: status, errorMessage: null };
-      return describeShareGroupOffsets(s.share, g, s.groups.groups.has(g.groupId));
-    });
+    const groups = await Promise.all(
+      req.groups.map(async (g) => {
+        const status = groupAllowed(ctx, AclOperation.DESCRIBE, g.groupId)
+          ? s.groups.validateGroupStatus(g.groupId, 'describe')
+          : ErrorCode.GROUP_AUTHORIZATION_FAILED;
+        if (status !== ErrorCode.NONE) return { groupId: g.groupId, topics: [], errorCode: status, errorMessage: null };
+        const otherType = s.groups.groups.has(g.groupId);
+        // clusters: each share partition's state from its share coordinator, wherever its leader is
+        return s.share.clustered
+          ? describeShareGroupOffsetsInCluster(s.share, g, otherType)
+          : describeShareGroupOffsets(s.share, g, otherType);
+      }),
+    );
     return { throttleTimeMs: 0, groups };
   },
   errorResponse(req, errorCode) {

@@ -53,7 +53,13 @@ import { shareGroupHeartbeatHandler } from './share-group-heartbeat.js';
 import { describeShareGroupOffsetsHandler } from './describe-share-group-offsets.js';
 import { alterShareGroupOffsetsHandler } from './alter-share-group-offsets.js';
 import { deleteShareGroupOffsetsHandler } from './delete-share-group-offsets.js';
-import { deleteShareGroupStateHandler, readShareGroupStateHandler, writeShareGroupStateHandler } from './share-group-state.js';
+import {
+  deleteShareGroupStateHandler,
+  initializeShareGroupStateHandler,
+  readShareGroupStateHandler,
+  readShareGroupStateSummaryHandler,
+  writeShareGroupStateHandler,
+} from './share-group-state.js';
 import { describeClientQuotasHandler } from './describe-client-quotas.js';
 import { alterClientQuotasHandler } from './alter-client-quotas.js';
 import { createAclsHandler } from './create-acls.js';
@@ -118,6 +124,8 @@ export const HANDLERS: readonly Handler[] = [
   readShareGroupStateHandler,
   writeShareGroupStateHandler,
   deleteShareGroupStateHandler,
+  initializeShareGroupStateHandler,
+  readShareGroupStateSummaryHandler,
   describeAclsHandler,
   createAclsHandler,
   deleteAclsHandler,

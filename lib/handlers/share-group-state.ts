@@ -1,11 +1,21 @@
 /**
  * The share coordinator's persister APIs (KIP-932; inter-broker, CLUSTER_ACTION): a partition leader
  * reads, writes and deletes the state of its share partitions at the broker leading their
- * `__share_group_state` partition (NOT_COORDINATOR elsewhere). See lib/share/state-coordinator.ts.
+ * `__share_group_state` partition (NOT_COORDINATOR elsewhere); the group coordinator reads their
+ * summaries (ReadShareGroupStateSummary) and sets new start offsets (InitializeShareGroupState) for the
+ * share-group offset admin APIs. See lib/share/state-coordinator.ts.
  */
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { DeleteShareGroupStateRequest, DeleteShareGroupStateResponse } from '../../protocol/generated/delete-share-group-state.js';
+import type {
+  InitializeShareGroupStateRequest,
+  InitializeShareGroupStateResponse,
+} from '../../protocol/generated/initialize-share-group-state.js';
+import type {
+  ReadShareGroupStateSummaryRequest,
+  ReadShareGroupStateSummaryResponse,
+} from '../../protocol/generated/read-share-group-state-summary.js';
 import type { ReadShareGroupStateRequest, ReadShareGroupStateResponse } from '../../protocol/generated/read-share-group-state.js';
 import type { WriteShareGroupStateRequest, WriteShareGroupStateResponse } from '../../protocol/generated/write-share-group-state.js';
 import { AclOperation, clusterAllowed } from '../security/acl/checks.js';
@@ -43,6 +53,7 @@ const readFailed = (errorCode: number) => (partition: number) => ({
   stateBatches: [],
 });
 const partitionFailed = (errorCode: number) => (partition: number) => ({ partition, ...fail(errorCode) });
+const summaryFailed = (errorCode: number) => (partition: number) => ({ partition, ...fail(errorCode), stateEpoch: 0, startOffset: -1n });
 
 export const readShareGroupStateHandler = defineHandler<ReadShareGroupStateRequest, ReadShareGroupStateResponse>({
   apiKey: ApiKey.ReadShareGroupState,
@@ -102,6 +113,45 @@ export const deleteShareGroupStateHandler = defineHandler<DeleteShareGroupStateR
     if (!clusterAllowed(ctx, AclOperation.CLUSTER_ACTION)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
     const c = ctx.services.share.stateCoordinator;
     return { results: await perPartition(req.topics, (topicId, p) => c.delete(req.groupId, topicId, p.partition)) };
+  },
+  errorResponse(req, errorCode) {
+    return { results: allFailed(req.topics, partitionFailed(errorCode)) };
+  },
+});
+
+export const readShareGroupStateSummaryHandler = defineHandler<ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse>({
+  apiKey: ApiKey.ReadShareGroupStateSummary,
+  minVersion: 0,
+  maxVersion: 0,
+  handle(req, ctx) {
+    if (!clusterAllowed(ctx, AclOperation.CLUSTER_ACTION)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
+    const c = ctx.services.share.stateCoordinator;
+    return {
+      results: req.topics.map((t) => ({
+        topicId: t.topicId,
+        partitions: t.partitions.map((p) => {
+          const r = c.readSummary(req.groupId, t.topicId, p.partition, p.leaderEpoch);
+          return { partition: p.partition, ...fail(r.errorCode), stateEpoch: r.summary.stateEpoch, startOffset: r.summary.startOffset };
+        }),
+      })),
+    };
+  },
+  errorResponse(req, errorCode) {
+    return { results: allFailed(req.topics, summaryFailed(errorCode)) };
+  },
+});
+
+export const initializeShareGroupStateHandler = defineHandler<InitializeShareGroupStateRequest, InitializeShareGroupStateResponse>({
+  apiKey: ApiKey.InitializeShareGroupState,
+  minVersion: 0,
+  maxVersion: 0,
+  async handle(req, ctx) {
+    if (!clusterAllowed(ctx, AclOperation.CLUSTER_ACTION)) return this.errorResponse(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx);
+    const c = ctx.services.share.stateCoordinator;
+    const results = await perPartition(req.topics, (topicId, p) =>
+      c.initialize(req.groupId, topicId, p.partition, p.stateEpoch, p.startOffset),
+    );
+    return { results };
   },
   errorResponse(req, errorCode) {
     return { results: allFailed(req.topics, partitionFailed(errorCode)) };

@@ -15,6 +15,7 @@ import type { TopicManager } from '../topics.js';
 import { type BrokerChannels, interBrokerChannels } from '../txn/inter-broker.js';
 import { RoutingPersister, type SharePersister } from './persister.js';
 import { ShareCoordinator } from './share-coordinator.js';
+import { deleteShareGroupStateInCluster } from './share-offsets-cluster.js';
 import { SharePartitions } from './share-partitions.js';
 import { ShareSessionCache } from './share-sessions.js';
 import { ShareStateStore } from './state-store.js';
@@ -49,12 +50,19 @@ export class ShareService {
   /** clusters: share partitions (group, topic id, partition) whose persisted state this leader has read */
   private readonly stateRead = new Set<string>();
   private readonly stateReading = new Map<string, Promise<void>>();
+  /** clusters: per share group this broker coordinates, the topics it has share partitions of */
+  private readonly groupTopicIds = new Map<string, Set<string>>();
   /** clusters: connections to the other brokers' share coordinators */
   private readonly channels: BrokerChannels | undefined;
 
   constructor(private readonly w: ShareServiceWiring) {
     const c = w.config;
-    this.sessions = new ShareSessionCache(c.int('group.share.max.share.sessions'));
+    // clusters: a group's share partitions here go once its last share session closes (after their state
+    // is written), so the next member reads what an admin may have changed meanwhile (Kafka's onGroupEmpty)
+    this.sessions = new ShareSessionCache(
+      c.int('group.share.max.share.sessions'),
+      w.topics.clustered ? (g) => setImmediate(() => void this.groupEmptyHere(g)) : undefined,
+    );
     this.stateCoordinator = createStateCoordinator(w);
     this.channels = w.topics.clustered ? interBrokerChannels(c, w.metadata, w.logger, `gregor-share-${c.nodeId}`) : undefined;
     this.persister = new RoutingPersister({
@@ -71,6 +79,7 @@ export class ShareService {
       {
         lingerMs: c.int('share.coordinator.append.linger.ms'),
         leaderEpoch: (topicId, p) => this.leaderEpochOf(topicId, p),
+        ...(w.topics.clustered ? { onFenced: (sp: SharePartition) => this.forgetHere(sp) } : {}),
       },
       w.logger,
     );
@@ -98,8 +107,11 @@ export class ShareService {
       },
       topicName: (id) => w.metadata.topicById(id)?.name,
       otherGroupExists: (id) => w.groups.groups.has(id),
-      onAssigned: (groupId, topicId, p) =>
-        void (w.topics.clustered ? this.readState(groupId, topicId, p) : this.partitions.getOrCreate(groupId, topicId, p)),
+      onAssigned: (groupId, topicId, p) => {
+        if (!w.topics.clustered) return void this.partitions.getOrCreate(groupId, topicId, p);
+        this.noteTopic(groupId, topicId);
+        void this.readState(groupId, topicId, p);
+      },
       // a member fenced by its session timeout: what it holds goes back at once (one that leaves still
       // sends its last acknowledgements, with its share session's final epoch, which releases the rest)
       onMemberFenced: (groupId, memberId) => {
@@ -180,12 +192,53 @@ export class ShareService {
   private resigned(topic: string, p: number): void {
     const topicId = this.w.metadata.topic(topic)?.topicId;
     if (topicId === undefined) return;
-    for (const sp of this.partitions.list()) {
-      if (sp.topicId !== topicId || sp.partition !== p) continue;
-      this.store.drop(sp);
-      this.partitions.drop(sp);
-      this.stateRead.delete(`${sp.groupId}\0${topicId}\0${p}`);
+    for (const sp of this.partitions.list()) if (sp.topicId === topicId && sp.partition === p) this.forgetHere(sp);
+  }
+
+  /** Clusters: the share partition goes from this broker's memory (not from its share coordinator): its next use reads the state again. */
+  forgetHere(sp: SharePartition): void {
+    this.store.drop(sp);
+    this.partitions.drop(sp);
+    this.stateRead.delete(`${sp.groupId}\0${sp.topicId}\0${sp.partition}`);
+  }
+
+  /** Clusters: no member of the group fetches here any more: its share partitions go once their state is written. */
+  private async groupEmptyHere(groupId: string): Promise<void> {
+    const sps = this.partitions.list(groupId);
+    await this.durable(sps);
+    if (this.sessions.hasGroup(groupId)) return; // a member came back meanwhile
+    for (const sp of sps) if (this.partitions.get(sp.groupId, sp.topicId, sp.partition) === sp) this.forgetHere(sp);
+  }
+
+  get clustered(): boolean {
+    return this.w.topics.clustered;
+  }
+
+  /** Clusters (group coordinator): a topic the group has share partitions of (assigned, or its offsets altered). */
+  noteTopic(groupId: string, topicId: string): void {
+    let ts = this.groupTopicIds.get(groupId);
+    if (ts === undefined) this.groupTopicIds.set(groupId, (ts = new Set()));
+    ts.add(topicId);
+  }
+
+  /** Clusters (group coordinator): forgets a topic (DeleteShareGroupOffsets), or all (undefined: DeleteGroups). */
+  unnoteTopic(groupId: string, topicId?: string): void {
+    if (topicId === undefined) this.groupTopicIds.delete(groupId);
+    else this.groupTopicIds.get(groupId)?.delete(topicId);
+  }
+
+  /**
+   * Clusters: the topic ids the group may have share-partition state of, as this broker knows them:
+   * assigned (or altered) while it coordinated the group, subscribed by its members, or led here.
+   */
+  topicsOf(groupId: string): string[] {
+    const out = new Set(this.groupTopicIds.get(groupId));
+    for (const name of this.coordinator.groups.get(groupId)?.subscribedTopics() ?? []) {
+      const id = this.w.metadata.topic(name)?.topicId;
+      if (id !== undefined) out.add(id);
     }
+    for (const sp of this.partitions.list(groupId)) out.add(sp.topicId);
+    return [...out];
   }
 
   private leaderEpochOf(topicId: string, partition: number): number {
@@ -257,6 +310,12 @@ export class ShareService {
 
   /** DeleteGroups of an empty share group: its share partitions go too (tombstones in `__share_group_state`). */
   async deleteGroupState(groupId: string): Promise<void> {
+    if (this.clustered) {
+      const errorCode = await deleteShareGroupStateInCluster(this, groupId);
+      if (errorCode !== ErrorCode.NONE)
+        this.w.logger.warn({ group: groupId, errorCode }, 'GREGOR_ERR_SHARE_STATE_DELETE: share-group state not deleted');
+      return;
+    }
     const sps = this.partitions.list(groupId);
     this.partitions.deleteGroup(groupId);
     await this.store.forget(sps);

@@ -11,11 +11,19 @@ import type { Logger } from 'pino';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { DeleteShareGroupStateResponse } from '../../protocol/generated/delete-share-group-state.js';
+import type { InitializeShareGroupStateResponse } from '../../protocol/generated/initialize-share-group-state.js';
+import type { ReadShareGroupStateSummaryResponse } from '../../protocol/generated/read-share-group-state-summary.js';
 import type { ReadShareGroupStateResponse } from '../../protocol/generated/read-share-group-state.js';
 import type { WriteShareGroupStateResponse } from '../../protocol/generated/write-share-group-state.js';
 import type { BrokerChannels } from '../txn/inter-broker.js';
 import type { PersistedRecordState } from './share-partition.js';
-import { type PersistedShareState, type ShareStateCoordinator, shareStateKey, type ShareStateWrite } from './state-coordinator.js';
+import {
+  type PersistedShareState,
+  type ShareStateCoordinator,
+  shareStateKey,
+  type ShareStateSummary,
+  type ShareStateWrite,
+} from './state-coordinator.js';
 
 export interface SharePersister {
   read(
@@ -26,6 +34,10 @@ export interface SharePersister {
   ): Promise<{ errorCode: number; state: PersistedShareState }>;
   write(groupId: string, topicId: string, partition: number, w: ShareStateWrite): Promise<number>;
   delete(groupId: string, topicId: string, partition: number): Promise<number>;
+  /** ReadShareGroupStateSummary (the admin's read): state epoch and start offset, -1 when never written. */
+  readSummary(groupId: string, topicId: string, partition: number): Promise<{ errorCode: number; summary: ShareStateSummary }>;
+  /** InitializeShareGroupState (alter/reset): a new start offset under a new state epoch, nothing in flight. */
+  initialize(groupId: string, topicId: string, partition: number, stateEpoch: number, startOffset: bigint): Promise<number>;
 }
 
 export interface PersisterDeps {
@@ -136,6 +148,43 @@ export class RoutingPersister implements SharePersister {
         const res = await this.request<DeleteShareGroupStateResponse>(node, ApiKey.DeleteShareGroupState, {
           groupId,
           topics: [{ topicId, partitions: [{ partition }] }],
+        });
+        return only(res.results)?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;
+      },
+    );
+  }
+
+  async readSummary(groupId: string, topicId: string, partition: number) {
+    let summary: ShareStateSummary = { stateEpoch: 0, leaderEpoch: -1, startOffset: -1n };
+    const errorCode = await this.route(
+      shareStateKey(groupId, topicId, partition),
+      () => {
+        const r = this.d.coordinator.readSummary(groupId, topicId, partition);
+        summary = r.summary;
+        return Promise.resolve(r.errorCode);
+      },
+      async (node) => {
+        const res = await this.request<ReadShareGroupStateSummaryResponse>(node, ApiKey.ReadShareGroupStateSummary, {
+          groupId,
+          topics: [{ topicId, partitions: [{ partition, leaderEpoch: -1 }] }],
+        });
+        const p = only(res.results);
+        if (p === undefined) return ErrorCode.UNKNOWN_SERVER_ERROR;
+        summary = { stateEpoch: p.stateEpoch, leaderEpoch: -1, startOffset: p.startOffset };
+        return p.errorCode;
+      },
+    );
+    return { errorCode, summary };
+  }
+
+  initialize(groupId: string, topicId: string, partition: number, stateEpoch: number, startOffset: bigint): Promise<number> {
+    return this.route(
+      shareStateKey(groupId, topicId, partition),
+      () => this.d.coordinator.initialize(groupId, topicId, partition, stateEpoch, startOffset),
+      async (node) => {
+        const res = await this.request<InitializeShareGroupStateResponse>(node, ApiKey.InitializeShareGroupState, {
+          groupId,
+          topics: [{ topicId, partitions: [{ partition, stateEpoch, startOffset }] }],
         });
         return only(res.results)?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;
       },

@@ -20,15 +20,15 @@ import type { ShareService } from './index.js';
 import type { SharePartition } from './share-partition.js';
 
 /** A topic name that is unknown: Kafka answers with the zero UUID. */
-const ZERO_UUID = '00000000000000000000000000000000';
+export const ZERO_UUID = '00000000000000000000000000000000';
 /** A share partition never initialised (Kafka's UNINITIALIZED_START_OFFSET). */
-const UNINITIALIZED = -1n;
+export const UNINITIALIZED = -1n;
 
-type GroupCheck = { errorCode: number; errorMessage: string | null };
-const OK: GroupCheck = { errorCode: ErrorCode.NONE, errorMessage: null };
+export type GroupCheck = { errorCode: number; errorMessage: string | null };
+export const OK: GroupCheck = { errorCode: ErrorCode.NONE, errorMessage: null };
 
 /** The group-level answer: unknown or of another type → GROUP_ID_NOT_FOUND; with members (when `mustBeEmpty`) → NON_EMPTY_GROUP. */
-function checkGroup(share: ShareService, groupId: string, otherType: boolean, mustBeEmpty: boolean, known: boolean): GroupCheck {
+export function checkGroup(share: ShareService, groupId: string, otherType: boolean, mustBeEmpty: boolean, known: boolean): GroupCheck {
   if (otherType) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Group ${groupId} is not a share group.` };
   if (!known) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: `Group ${groupId} not found.` };
   const members = share.coordinator.groups.get(groupId)?.members.size ?? 0;
@@ -46,7 +46,7 @@ export function shareGroupKnown(share: ShareService, groupId: string): boolean {
 }
 
 /** Records from the start offset to the high watermark not yet acknowledged or archived (-1: unknown). */
-function lagOf(share: ShareService, sp: SharePartition): bigint {
+export function lagOf(share: ShareService, sp: SharePartition): bigint {
   const log = share.partitionLog(sp.topicId, sp.partition);
   if (log === undefined) return -1n;
   const c = sp.counts();

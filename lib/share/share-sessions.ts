@@ -36,7 +36,11 @@ export const INITIAL_EPOCH = 0;
 export class ShareSessionCache {
   private readonly sessions = new Map<string, ShareSession>();
 
-  constructor(private readonly maxSessions: number) {}
+  /** `onGroupEmpty`: the last share session of a group on this broker closed (Kafka's ShareGroupListener). */
+  constructor(
+    private readonly maxSessions: number,
+    private readonly onGroupEmpty?: (groupId: string) => void,
+  ) {}
 
   get size(): number {
     return this.sessions.size;
@@ -64,7 +68,9 @@ export class ShareSessionCache {
 
   close(s: ShareSession): void {
     const key = `${s.groupId}\0${s.memberId}`;
-    if (this.sessions.get(key) === s) this.sessions.delete(key);
+    if (this.sessions.get(key) !== s) return;
+    this.sessions.delete(key);
+    this.emptied(s.groupId);
   }
 
   /** The member's session, if it has one. */
@@ -82,6 +88,16 @@ export class ShareSessionCache {
 
   /** Drops the member's session (it left the group). */
   drop(groupId: string, memberId: string): void {
-    this.sessions.delete(`${groupId}\0${memberId}`);
+    if (this.sessions.delete(`${groupId}\0${memberId}`)) this.emptied(groupId);
+  }
+
+  /** Whether some member of the group has a share session here. */
+  hasGroup(groupId: string): boolean {
+    for (const s of this.sessions.values()) if (s.groupId === groupId) return true;
+    return false;
+  }
+
+  private emptied(groupId: string): void {
+    if (this.onGroupEmpty !== undefined && !this.hasGroup(groupId)) this.onGroupEmpty(groupId);
   }
 }

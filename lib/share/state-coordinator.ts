@@ -41,6 +41,9 @@ export interface PersistedShareState {
   batches: PersistedRecordState[];
 }
 
+/** What ReadShareGroupStateSummary answers of a share partition (no in-flight records). */
+export type ShareStateSummary = Omit<PersistedShareState, 'batches'>;
+
 /** A partition leader's write: `stateEpoch` above the stored one replaces the state, otherwise `batches` are the changed ranges. */
 export type ShareStateWrite = PersistedShareState;
 
@@ -205,6 +208,46 @@ export class ShareStateCoordinator {
     const r = await this.append(p, stateKey(StateRecordType.SHARE_SNAPSHOT, groupId, topicId, partition), null);
     if (r.errorCode === ErrorCode.NONE) this.held.get(p)?.delete(key);
     return r.errorCode;
+  }
+
+  /**
+   * ReadShareGroupStateSummary of one share partition (the admin's read): its state epoch, leader epoch
+   * and start offset (-1 when none is stored). Unlike a leader's read it fences nothing.
+   */
+  readSummary(groupId: string, topicId: string, partition: number, leaderEpoch = -1): { errorCode: number; summary: ShareStateSummary } {
+    const none: ShareStateSummary = { stateEpoch: 0, leaderEpoch: -1, startOffset: -1n };
+    if (groupId === '' || partition < 0) return { errorCode: ErrorCode.INVALID_REQUEST, summary: none };
+    const key = shareStateKey(groupId, topicId, partition);
+    const errorCode = this.status(key);
+    if (errorCode !== ErrorCode.NONE) return { errorCode, summary: none };
+    const h = this.held.get(this.partitionFor(key))?.get(key);
+    if (h === undefined) return { errorCode, summary: none };
+    if (leaderEpoch >= 0 && leaderEpoch < h.leaderEpoch) return { errorCode: ErrorCode.FENCED_LEADER_EPOCH, summary: none };
+    return { errorCode, summary: { stateEpoch: h.stateEpoch, leaderEpoch: h.leaderEpoch, startOffset: h.startOffset } };
+  }
+
+  /**
+   * InitializeShareGroupState of one share partition (alter/reset of share-group offsets): a snapshot of
+   * the new start offset (-1: from share.auto.offset.reset) and state epoch, with no in-flight records;
+   * a state epoch below the stored one is FENCED_STATE_EPOCH. A partition leader still holding the
+   * older epoch has its next write fenced, and reads the new state when it next takes the partition up.
+   */
+  async initialize(groupId: string, topicId: string, partition: number, stateEpoch: number, startOffset: bigint): Promise<number> {
+    if (groupId === '' || partition < 0 || startOffset < -1n) return ErrorCode.INVALID_REQUEST;
+    const key = shareStateKey(groupId, topicId, partition);
+    const status = this.status(key);
+    if (status !== ErrorCode.NONE) return status;
+    const p = this.partitionFor(key);
+    const cur = this.held.get(p)?.get(key);
+    if (cur !== undefined && stateEpoch < cur.stateEpoch) return ErrorCode.FENCED_STATE_EPOCH;
+    const next: PersistedShareState = { stateEpoch, leaderEpoch: cur?.leaderEpoch ?? -1, startOffset, batches: [] };
+    const r = await this.append(p, stateKey(StateRecordType.SHARE_SNAPSHOT, groupId, topicId, partition), snapshotValue(next));
+    if (r.errorCode !== ErrorCode.NONE) return r.errorCode;
+    const m = this.held.get(p);
+    if (m === undefined) return ErrorCode.NOT_COORDINATOR; // resigned meanwhile
+    m.set(key, { ...next, updates: 0, snapshotAt: r.offset });
+    this.prune(p);
+    return ErrorCode.NONE;
   }
 
   shutdown(): void {

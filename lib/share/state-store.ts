@@ -27,6 +27,11 @@ export interface ShareStateStoreOptions {
   lingerMs: number;
   /** the leader epoch of the partition a share partition belongs to (fences an old leader's writes) */
   leaderEpoch(topicId: string, partition: number): number;
+  /**
+   * The share coordinator holds a newer state epoch (InitializeShareGroupState: an admin moved the
+   * offsets): this copy is stale and goes, so the next use reads the new state (Kafka fences it too).
+   */
+  onFenced?(sp: SharePartition): void;
 }
 
 export class ShareStateStore {
@@ -103,6 +108,10 @@ export class ShareStateStore {
           startOffset: sp.startOffset,
           batches: changes ?? sp.stateBatches(),
         });
+        if (errorCode === ErrorCode.FENCED_STATE_EPOCH && this.opts.onFenced !== undefined) {
+          this.opts.onFenced(sp);
+          return;
+        }
         if (errorCode !== ErrorCode.NONE) {
           sp.needSnapshot(); // what this write held is not stored: the next one writes everything
           throw new Error(`share coordinator answered error ${errorCode}`);

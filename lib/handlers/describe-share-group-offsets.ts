@@ -25,7 +25,7 @@ export const describeShareGroupOffsetsHandler = defineHandler<DescribeShareGroup
         const otherType = s.groups.groups.has(g.groupId);
         // clusters: each share partition's state from its share coordinator, wherever its leader is
         return s.share.clustered
-          ? describeShareGroupOffsetsInCluster(s.share, g, otherType)
+          ? describeShareGroupOffsetsInCluster(s.share, g, otherType, ctx.apiVersion >= 1)
           : describeShareGroupOffsets(s.share, g, otherType);
       }),
     );

@@ -4,7 +4,9 @@
  * of the consumers fetching from it. `createShareService` is what broker.ts calls.
  */
 import type { Logger } from 'pino';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
+import type { ListOffsetsResponse } from '../../protocol/generated/list-offsets.js';
 import type { BrokerConfig } from '../config.js';
 import { type GroupCoordinator, storeErrorFor } from '../group/coordinator.js';
 import { groupConfigInt, shareAutoOffsetReset } from '../group/group-configs.js';
@@ -208,6 +210,35 @@ export class ShareService {
     await this.durable(sps);
     if (this.sessions.hasGroup(groupId)) return; // a member came back meanwhile
     for (const sp of sps) if (this.partitions.get(sp.groupId, sp.topicId, sp.partition) === sp) this.forgetHere(sp);
+  }
+
+  /**
+   * Clusters: the high watermark of a partition, from its log when led here, otherwise by ListOffsets
+   * (latest, read_uncommitted) at its leader; undefined when that cannot be learnt now.
+   */
+  async highWatermark(topic: string, partition: number): Promise<bigint | undefined> {
+    const log = this.w.topics.partition(topic, partition);
+    if (log !== undefined) return log.highWatermark;
+    const leader = this.w.metadata.partitionState(topic, partition)?.leader ?? -1;
+    if (this.channels === undefined || leader < 0) return undefined;
+    try {
+      const res = await this.channels.request<ListOffsetsResponse>(
+        leader,
+        ApiKey.ListOffsets,
+        () => ({
+          replicaId: -1,
+          isolationLevel: 0,
+          topics: [{ name: topic, partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp: -1n, maxNumOffsets: 1 }] }],
+          timeoutMs: this.w.config.int('request.timeout.ms'),
+        }),
+        1,
+      );
+      const p = res.topics[0]?.partitions[0];
+      return p?.errorCode === ErrorCode.NONE && p.offset !== undefined && p.offset >= 0n ? p.offset : undefined;
+    } catch (err) {
+      this.w.logger.debug({ err, topic, partition, leader }, 'high watermark not learnt');
+      return undefined;
+    }
   }
 
   get clustered(): boolean {

@@ -20,6 +20,7 @@ import type {
   DescribeShareGroupOffsetsResponseDescribeShareGroupOffsetsResponsePartition as DescribedPartition,
 } from '../../protocol/generated/describe-share-group-offsets.js';
 import type { ShareService } from './index.js';
+import { RecordState } from './share-partition.js';
 import { checkGroup, lagOf, OK, shareGroupKnown, UNINITIALIZED, ZERO_UUID } from './share-offsets.js';
 
 const errorText = (errorCode: number, what: string): string | null =>
@@ -37,6 +38,7 @@ async function describePartition(
   topicId: string,
   name: string,
   p: number,
+  withLag: boolean,
 ): Promise<DescribedPartition> {
   const leaderEpoch = share.metadata.partitionState(name, p)?.leaderEpoch ?? -1;
   const local = share.partitions.get(groupId, topicId, p);
@@ -55,17 +57,44 @@ async function describePartition(
     partitionIndex: p,
     startOffset,
     leaderEpoch,
-    // the lag needs the leader's in-flight window: known only where the leader is this broker
-    lag: -1n,
+    lag: withLag && startOffset >= 0n ? await remoteLag(share, groupId, topicId, name, p, startOffset) : -1n,
     errorCode: r.errorCode,
     errorMessage: errorText(r.errorCode, 'ReadShareGroupStateSummary'),
   };
 }
 
+/**
+ * The lag of a share partition led by another broker: its high watermark (ListOffsets at the leader)
+ * less the start offset and the records past it already acknowledged or archived (the persisted state,
+ * read with leader epoch -1, which fences nothing); -1 when either cannot be learnt.
+ */
+async function remoteLag(
+  share: ShareService,
+  groupId: string,
+  topicId: string,
+  name: string,
+  p: number,
+  startOffset: bigint,
+): Promise<bigint> {
+  const [hw, state] = await Promise.all([share.highWatermark(name, p), share.persister.read(groupId, topicId, p, -1)]);
+  if (hw === undefined || state.errorCode !== ErrorCode.NONE) return -1n;
+  let done = 0n;
+  for (const b of state.state.batches) {
+    if (b.state !== RecordState.ACKNOWLEDGED && b.state !== RecordState.ARCHIVED) continue;
+    const lo = b.firstOffset > startOffset ? b.firstOffset : startOffset;
+    const hi = b.lastOffset < hw - 1n ? b.lastOffset : hw - 1n;
+    if (hi >= lo) done += hi - lo + 1n;
+  }
+  const lag = hw - startOffset - done;
+  return lag < 0n ? 0n : lag;
+}
+
+/** `withLag`: DescribeShareGroupOffsets v1 (the lag of a partition led elsewhere costs a state read and a ListOffsets). */
 export async function describeShareGroupOffsetsInCluster(
   share: ShareService,
   g: DescribeGroup,
   otherType: boolean,
+  withLag: boolean,
 ): Promise<DescribedGroup> {
   const check = checkGroup(share, g.groupId, otherType, false, known(share, g.groupId));
   if (check.errorCode !== ErrorCode.NONE) return { groupId: g.groupId, topics: [], ...check };
@@ -92,7 +121,7 @@ export async function describeShareGroupOffsetsInCluster(
         return { topicName: t.topicName, topicId: ZERO_UUID, partitions };
       }
       let partitions = await Promise.all(
-        (t.partitions ?? range(rec.partitions)).map((p) => describePartition(share, g.groupId, rec.topicId, t.topicName, p)),
+        (t.partitions ?? range(rec.partitions)).map((p) => describePartition(share, g.groupId, rec.topicId, t.topicName, p, withLag)),
       );
       // all topics: the share partitions with state only
       if (t.partitions === null) partitions = partitions.filter((p) => p.startOffset >= 0n || p.errorCode !== ErrorCode.NONE);

@@ -153,6 +153,11 @@ describe('share groups in a 3-broker cluster: offset admin everywhere, members r
 
     // every start offset, read at its share coordinator: past what was accepted (the log end)
     await until(async () => (await startOffsets()).every((o, p) => o === ends[p]), 30_000, `start offsets ${ends.join(',')}`);
+    expect(((await describe([{ topicName: 'adm', partitions: [0, 1, 2] }]))?.topics[0]?.partitions ?? []).map((p) => p.lag)).to.deep.equal([
+      0n,
+      0n,
+      0n,
+    ]);
     const all = await describe(null);
     expect(all?.errorCode).to.equal(ErrorCode.NONE);
     expect(all?.topics.map((t) => t.topicName)).to.deep.equal(['adm']);
@@ -163,6 +168,10 @@ describe('share groups in a 3-broker cluster: offset admin everywhere, members r
     expect(altered.errorCode).to.equal(ErrorCode.NONE);
     expect(altered.responses[0]?.partitions?.map((p) => p.errorCode)).to.deep.equal([0, 0, 0]);
     expect(await startOffsets()).to.deep.equal([0n, 0n, 0n]);
+    // v1's lag: every record from 0 to the high watermark, for the partitions led elsewhere too
+    expect(((await describe([{ topicName: 'adm', partitions: [0, 1, 2] }]))?.topics[0]?.partitions ?? []).map((p) => p.lag)).to.deep.equal(
+      ends,
+    );
     // the state coordinators' own answer (ReadShareGroupStateSummary, as the group coordinator asks it)
     const topicId = (await metadata(running(cluster()).bootstrap, ['adm'])).topics[0]?.topicId ?? '';
     for (const p of [0, 1, 2]) {

@@ -21,7 +21,7 @@ import type {
 } from '../../protocol/generated/describe-share-group-offsets.js';
 import type { ShareService } from './index.js';
 import { RecordState } from './share-partition.js';
-import { checkGroup, lagOf, OK, shareGroupKnown, UNINITIALIZED, ZERO_UUID } from './share-offsets.js';
+import { checkGroup, lagOf, OK, shareGroupKnown, UNINITIALIZED, unknownTopic, ZERO_UUID } from './share-offsets.js';
 
 const errorText = (errorCode: number, what: string): string | null =>
   errorCode === ErrorCode.NONE ? null : `The share coordinator answered error ${errorCode} to ${what}.`;
@@ -109,17 +109,7 @@ export async function describeShareGroupOffsetsInCluster(
   const topics = await Promise.all(
     wanted.map(async (t) => {
       const rec = md.topic(t.topicName);
-      if (rec === undefined) {
-        const partitions = (t.partitions ?? []).map((partitionIndex) => ({
-          partitionIndex,
-          startOffset: UNINITIALIZED,
-          leaderEpoch: -1,
-          lag: -1n,
-          errorCode: ErrorCode.NONE,
-          errorMessage: null,
-        }));
-        return { topicName: t.topicName, topicId: ZERO_UUID, partitions };
-      }
+      if (rec === undefined) return unknownTopic(t.topicName, t.partitions ?? []);
       let partitions = await Promise.all(
         (t.partitions ?? range(rec.partitions)).map((p) => describePartition(share, g.groupId, rec.topicId, t.topicName, p, withLag)),
       );

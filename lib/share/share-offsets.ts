@@ -45,6 +45,22 @@ export function shareGroupKnown(share: ShareService, groupId: string): boolean {
   return share.coordinator.groups.has(groupId) || share.partitions.list(groupId).length > 0;
 }
 
+/** A topic Describe names that does not exist: Kafka answers it with the zero UUID and uninitialised partitions. */
+export function unknownTopic(topicName: string, partitions: readonly number[]): DescribedTopic {
+  return {
+    topicName,
+    topicId: ZERO_UUID,
+    partitions: partitions.map((partitionIndex) => ({
+      partitionIndex,
+      startOffset: UNINITIALIZED,
+      leaderEpoch: -1,
+      lag: -1n,
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+    })),
+  };
+}
+
 /** Records from the start offset to the high watermark not yet acknowledged or archived (-1: unknown). */
 export function lagOf(share: ShareService, sp: SharePartition): bigint {
   const log = share.partitionLog(sp.topicId, sp.partition);
@@ -86,17 +102,7 @@ export function describeShareGroupOffsets(share: ShareService, g: DescribeGroup,
   } else {
     topics = g.topics.map((t) => {
       const rec = md.topic(t.topicName);
-      if (rec === undefined) {
-        const partitions = t.partitions.map((partitionIndex) => ({
-          partitionIndex,
-          startOffset: UNINITIALIZED,
-          leaderEpoch: -1,
-          lag: -1n,
-          errorCode: ErrorCode.NONE,
-          errorMessage: null,
-        }));
-        return { topicName: t.topicName, topicId: ZERO_UUID, partitions };
-      }
+      if (rec === undefined) return unknownTopic(t.topicName, t.partitions);
       return { topicName: t.topicName, topicId: rec.topicId, partitions: t.partitions.map((p) => partitionOut(rec.topicId, p)) };
     });
   }

@@ -18,6 +18,7 @@ import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { until } from '../helpers/eos.js';
 import { RawClient } from '../helpers/raw-client.js';
+import type { DescribedOffsets, OffsetsChange } from '../helpers/share-admin.js';
 import { librdkafkaMissing, ShareConsumer, shareMembersJoined } from '../helpers/share-consumer.js';
 import { makeTempDir } from '../helpers/temp-dirs.js';
 import type { ShareService } from '../../lib/share/index.js';
@@ -38,18 +39,6 @@ interface DescribedConfig {
   name: string;
   value: string | null;
   configSource: number;
-}
-interface DescribedOffsets {
-  groups: {
-    groupId: string;
-    errorCode: number;
-    topics: { topicName: string; partitions: { partitionIndex: number; startOffset: bigint; lag: bigint; errorCode: number }[] }[];
-  }[];
-}
-interface OffsetsChange {
-  errorCode: number;
-  errorMessage: string | null;
-  responses: { topicName: string; errorCode?: number; partitions?: { partitionIndex: number; errorCode: number }[] }[];
 }
 
 describe('share groups: group configs and offset admin (raw admin frames, librdkafka 2.15 share consumers)', function () {

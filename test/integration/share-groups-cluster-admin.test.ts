@@ -18,23 +18,11 @@ import { partitionFor } from '../../lib/group/records.js';
 import { clusterKafka, metadata, partitionOf, RF3_OVERRIDES, running, useCluster } from '../helpers/cluster.js';
 import { until } from '../helpers/eos.js';
 import { RawClient } from '../helpers/raw-client.js';
+import type { DescribedOffsets, OffsetsChange } from '../helpers/share-admin.js';
 import { librdkafkaMissing, ShareConsumer } from '../helpers/share-consumer.js';
 
 const STATE_PARTITIONS = 3;
 const LOCK_MS = 60_000;
-
-interface DescribedOffsets {
-  groups: {
-    groupId: string;
-    errorCode: number;
-    topics: { topicName: string; partitions: { partitionIndex: number; startOffset: bigint; lag: bigint; errorCode: number }[] }[];
-  }[];
-}
-interface OffsetsChange {
-  errorCode: number;
-  errorMessage: string | null;
-  responses: { topicName: string; errorCode?: number; partitions?: { partitionIndex: number; errorCode: number }[] }[];
-}
 
 describe('share groups in a 3-broker cluster: offset admin everywhere, members released at once', function () {
   this.timeout(240_000);

@@ -187,6 +187,32 @@ describe('share groups in a 3-broker cluster: offset admin everywhere, members r
     expect(deleted.responses[0]?.errorCode).to.equal(ErrorCode.NONE);
     expect(await startOffsets()).to.deep.equal([-1n, -1n, -1n]);
     expect((await describe(null))?.topics).to.deep.equal([]);
+    // per-partition errors of an alter: unknown topic or partition, a negative start offset
+    const bad = await gc.request<OffsetsChange>(ApiKey.AlterShareGroupOffsets, 0, {
+      groupId: group,
+      topics: [
+        { topicName: 'no-such-topic', partitions: [{ partitionIndex: 0, startOffset: 0n }] },
+        {
+          topicName: 'adm',
+          partitions: [
+            { partitionIndex: 7, startOffset: 0n },
+            { partitionIndex: 1, startOffset: -5n },
+          ],
+        },
+      ],
+    });
+    expect(bad.errorCode).to.equal(ErrorCode.NONE);
+    expect(bad.responses.map((t) => t.partitions?.map((p) => p.errorCode))).to.deep.equal([
+      [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+      [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_REQUEST],
+    ]);
+    expect(await startOffsets()).to.deep.equal([-1n, -1n, -1n]);
+    // a group the coordinator does not know
+    const other = await gc.request<OffsetsChange>(ApiKey.DeleteShareGroupOffsets, 0, {
+      groupId: 'never-seen',
+      topics: [{ topicName: 'adm' }],
+    });
+    expect(other.errorCode).to.equal(ErrorCode.GROUP_ID_NOT_FOUND);
 
     // DeleteGroups of the (empty) share group: gone, its state too
     const c = consumer(group, 'adm');

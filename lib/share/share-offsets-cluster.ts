@@ -21,7 +21,7 @@ import type {
 } from '../../protocol/generated/describe-share-group-offsets.js';
 import type { ShareService } from './index.js';
 import { RecordState } from './share-partition.js';
-import { checkGroup, lagOf, OK, shareGroupKnown, UNINITIALIZED, unknownTopic, ZERO_UUID } from './share-offsets.js';
+import { alterRefused, checkGroup, lagOf, OK, shareGroupKnown, UNINITIALIZED, unknownTopic, ZERO_UUID } from './share-offsets.js';
 
 const errorText = (errorCode: number, what: string): string | null =>
   errorCode === ErrorCode.NONE ? null : `The share coordinator answered error ${errorCode} to ${what}.`;
@@ -135,9 +135,8 @@ export async function alterShareGroupOffsetsInCluster(
       const partitions = await Promise.all(
         t.partitions.map(async (p) => {
           const fail = (errorCode: number, errorMessage: string | null) => ({ partitionIndex: p.partitionIndex, errorCode, errorMessage });
-          if (rec === undefined || p.partitionIndex < 0 || p.partitionIndex >= rec.partitions)
-            return fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 'This server does not host this topic-partition.');
-          if (p.startOffset < 0n) return fail(ErrorCode.INVALID_REQUEST, `Invalid start offset ${p.startOffset}.`);
+          const invalid = alterRefused(rec, p);
+          if (invalid !== undefined || rec === undefined) return invalid ?? fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, null);
           const cur = await share.persister.readSummary(req.groupId, rec.topicId, p.partitionIndex);
           if (cur.errorCode !== ErrorCode.NONE) return fail(cur.errorCode, errorText(cur.errorCode, 'ReadShareGroupStateSummary'));
           const errorCode = await share.persister.initialize(

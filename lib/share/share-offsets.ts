@@ -109,6 +109,18 @@ export function describeShareGroupOffsets(share: ShareService, g: DescribeGroup,
   return { groupId: g.groupId, topics, ...OK };
 }
 
+/** Why AlterShareGroupOffsets refuses a partition before touching any state (unknown, negative offset), or undefined. */
+export function alterRefused(
+  rec: { partitions: number } | undefined,
+  p: { partitionIndex: number; startOffset: bigint },
+): { partitionIndex: number; errorCode: number; errorMessage: string } | undefined {
+  const fail = (errorCode: number, errorMessage: string) => ({ partitionIndex: p.partitionIndex, errorCode, errorMessage });
+  if (rec === undefined || p.partitionIndex < 0 || p.partitionIndex >= rec.partitions)
+    return fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 'This server does not host this topic-partition.');
+  if (p.startOffset < 0n) return fail(ErrorCode.INVALID_REQUEST, `Invalid start offset ${p.startOffset}.`);
+  return undefined;
+}
+
 /**
  * Moves the start offset of each named share partition (made when the group had none). An unknown
  * group is created empty, so an operator can place a new group before its members join.
@@ -125,9 +137,8 @@ export async function alterShareGroupOffsets(
     const rec = share.metadata.topic(t.topicName);
     const partitions = t.partitions.map((p) => {
       const fail = (errorCode: number, errorMessage: string) => ({ partitionIndex: p.partitionIndex, errorCode, errorMessage });
-      if (rec === undefined || p.partitionIndex < 0 || p.partitionIndex >= rec.partitions)
-        return fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 'This server does not host this topic-partition.');
-      if (p.startOffset < 0n) return fail(ErrorCode.INVALID_REQUEST, `Invalid start offset ${p.startOffset}.`);
+      const invalid = alterRefused(rec, p);
+      if (invalid !== undefined || rec === undefined) return invalid ?? fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, '');
       const sp = share.partitions.setStartOffset(req.groupId, rec.topicId, p.partitionIndex, p.startOffset);
       if (sp === undefined) return fail(ErrorCode.NOT_LEADER_OR_FOLLOWER, 'This broker does not lead the partition.');
       changed.push(sp);

@@ -11,24 +11,24 @@
  *    the browser's script/layout/task time, first contentful paint and the in-page usable time;
  *    then each API is called CONSOLE_API_CALLS times (default 5) without a browser, for the
  *    broker's own time per call (Server-Timing) with nothing else running.
- * 2. Produce while tailing: librdkafka produces CONSOLE_TPUT_RECORDS (default 100,000) 1 KB records,
- *    acks=1, into a 4-partition topic, with no browser, then with a browser tab live-tailing that
- *    topic, alternating, CONSOLE_TPUT_ROUNDS (default 5) each; records/s and broker CPU per record
- *    (robust to a busy machine where records/s is not), their medians and spread, and the load
- *    average of each round. Goal: with the tail within 10% of without.
+ * 2. Produce while tailing (console-tail-browser.ts, which also runs alone): librdkafka produces
+ *    CONSOLE_TPUT_RECORDS (default 100,000) 1 KB records, acks=1, into a 4-partition topic, with no
+ *    browser, then with a browser tab live-tailing that topic, alternating, CONSOLE_TPUT_ROUNDS
+ *    (default 5) each; records/s, broker CPU per record, the producer's and each Chromium process's
+ *    CPU and the load of each round. Goal: with the tail within 10% of without.
  *
  *   npm run build && node dist/compat/bench/console-load.js
  *
  * Writes compat/results/console-load-<ISO timestamp>.json.
  */
-import { loadavg } from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Browser, Page } from 'playwright-core';
 import { startGregor } from '../lib/broker-process.js';
 import { launchChromium } from '../../test/helpers/browser.js';
 import { measureLoad, type PageLoad, type PageSpec, summarise } from './console-page-metrics.js';
 import { loadAverage, writeResult } from './eos-common.js';
-import { confluentVersion, cpuSeconds, envInt, round, timedProduceRd } from './proc-stats.js';
+import { confluentVersion, envInt, round, timedProduceRd } from './proc-stats.js';
+import { tailRounds } from './console-tail-browser.js';
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
@@ -173,59 +173,21 @@ async function main(): Promise<void> {
       .catch(() => null);
 
     // produce throughput, alternating without and with a browser tab live-tailing the topic
-    const big = Array.from({ length: 256 }, () => Buffer.from(Array.from({ length: 1024 }, () => 65 + Math.floor(Math.random() * 26))));
-    await produce(g.bootstrap, 'tput', 20_000, (i) => big[i % big.length]!); // warm-up
     loadAverages['tput'] = loadAverage();
-    const rounds: { tail: boolean; recordsPerSec: number; brokerCpuUsPerRecord: number; tailRows: number; load1: number }[] = [];
-    for (let r = 0; r < tputRounds * 2; r++) {
-      const tail = r % 2 === 1;
-      let page: Page | undefined;
-      if (tail) {
-        const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-        page = await ctx.newPage();
-        await page.goto(`${base}/ui#/topics/tput/messages`);
-        await page.getByRole('button', { name: 'Live tail' }).click();
-        await page.getByRole('button', { name: 'Stop live tail' }).waitFor();
-      }
-      const cpu0 = cpuSeconds(g.pid);
-      const secs = await produce(g.bootstrap, 'tput', tputRecords, (i) => big[i % big.length]!);
-      const cpu = cpuSeconds(g.pid) - cpu0;
-      let tailRows = 0;
-      if (page !== undefined) {
-        tailRows = await page.getByRole('region', { name: 'Messages' }).locator('tbody tr').count();
-        await page.context().close();
-      }
-      const x = {
-        tail,
-        recordsPerSec: Math.round(tputRecords / secs),
-        brokerCpuUsPerRecord: round((cpu * 1e6) / tputRecords, 2),
-        tailRows,
-        load1: round(loadavg()[0] ?? NaN, 2),
-      };
-      rounds.push(x);
-      console.log(
-        `${tail ? 'with tail   ' : 'without tail'}: ${x.recordsPerSec} records/s, broker ${x.brokerCpuUsPerRecord} µs CPU/record, rows shown ${tailRows}, load ${x.load1}`,
-      );
-    }
-    const series = (tail: boolean, k: 'recordsPerSec' | 'brokerCpuUsPerRecord') => rounds.filter((x) => x.tail === tail).map((x) => x[k]);
-    const spread = (xs: number[]) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
-    // rounds next to each other see about the same machine: their ratios, then the median ratio
-    const pairRatios = (k: 'recordsPerSec' | 'brokerCpuUsPerRecord') =>
-      rounds.flatMap((x, i) => (x.tail && rounds[i - 1] !== undefined ? [round(x[k] / rounds[i - 1]![k], 3)] : []));
+    const [tail] = await tailRounds({
+      browser,
+      targets: [{ name: 'this', base, bootstrap: g.bootstrap, brokerPid: g.pid }],
+      topic: 'tput',
+      records: tputRecords,
+      rounds: tputRounds,
+    });
     loadAverages['end'] = loadAverage();
     const summary = {
       pagesUnder1s: pageLoads.every((p) => p.medianWallMs < 1000),
       pagesUnder1sByTaskPlusServer: pageLoads.every((p) => p.medianTaskPlusServerMs < 1000),
       pagesUnder1sByCpu: pageLoads.every((p) => p.medianRendererPlusBrokerCpuMs < 1000),
       slowestPage: [...pageLoads].sort((a, b) => b.medianWallMs - a.medianWallMs)[0]?.page,
-      withoutTailRecordsPerSec: spread(series(false, 'recordsPerSec')),
-      withTailRecordsPerSec: spread(series(true, 'recordsPerSec')),
-      tailOverNoTail: round(median(series(true, 'recordsPerSec')) / median(series(false, 'recordsPerSec')), 3),
-      tailOverNoTailPairs: pairRatios('recordsPerSec'),
-      withoutTailBrokerCpuUsPerRecord: spread(series(false, 'brokerCpuUsPerRecord')),
-      withTailBrokerCpuUsPerRecord: spread(series(true, 'brokerCpuUsPerRecord')),
-      cpuPerRecordTailOverNoTail: round(median(series(true, 'brokerCpuUsPerRecord')) / median(series(false, 'brokerCpuUsPerRecord')), 3),
-      cpuPerRecordPairs: pairRatios('brokerCpuUsPerRecord'),
+      tail: tail?.summary,
     };
     console.log(JSON.stringify(summary));
     const file = writeResult('console-load', new Date().toISOString(), {
@@ -240,7 +202,7 @@ async function main(): Promise<void> {
       pageLoads,
       apiTimings: apis,
       routeTimings,
-      rounds,
+      rounds: tail?.rounds,
     });
     console.log(`results in ${file}`);
   } finally {

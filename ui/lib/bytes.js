@@ -1,5 +1,12 @@
 // Shows a key, value or header ({encoding, base64, size, truncated}) as JSON, text, hex or base64.
+// A row shows a one-line preview made from the first bytes only; the whole value (JSON
+// pretty-printed) is decoded and drawn when the row's details are opened, so a table of long
+// values (a live tail of 1 KB records) costs little to draw and stays narrow.
+import { useState } from 'preact/hooks';
 import { html } from './ui.js';
+
+/** characters a preview shows at most */
+export const PREVIEW_CHARS = 120;
 
 function decode(b64) {
   const bin = atob(b64);
@@ -8,40 +15,71 @@ function decode(b64) {
   return out;
 }
 
+/** The first `n` bytes (about: a base64 quantum holds 3) without decoding the rest. */
+function head(b64, n) {
+  return decode(b64.length <= Math.ceil(n / 3) * 4 ? b64 : b64.slice(0, Math.ceil(n / 3) * 4));
+}
+
 const utf8 = new TextDecoder('utf-8');
 
 export function asText(v) {
   return v.base64 === null ? null : utf8.decode(decode(v.base64));
 }
 
-function hex(v) {
-  return Array.from(decode(v.base64), (b) => b.toString(16).padStart(2, '0')).join(' ');
-}
+const hexOf = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
 
 /** The view a value gets in "auto" mode. */
 export function autoView(v) {
   return v.encoding === 'json' ? 'json' : v.encoding === 'text' ? 'text' : 'hex';
 }
 
+/** A one-line preview of a value in a mode, and whether the whole value says more than it. */
+function preview(v, mode) {
+  // bytes enough for PREVIEW_CHARS characters (UTF-8: up to 4 bytes each; hex: 3 characters a byte)
+  const bytes = mode === 'hex' ? Math.ceil(PREVIEW_CHARS / 3) : PREVIEW_CHARS * 4;
+  const whole = v.base64.length <= Math.ceil(bytes / 3) * 4;
+  let text;
+  if (mode === 'base64') text = v.base64.slice(0, PREVIEW_CHARS);
+  else if (mode === 'hex') text = hexOf(head(v.base64, bytes));
+  else {
+    // a character cut at the end of the bytes is left out, not replaced (a streaming decode, in a
+    // decoder of its own since it keeps the cut bytes)
+    text = whole ? utf8.decode(head(v.base64, bytes)) : new TextDecoder('utf-8').decode(head(v.base64, bytes), { stream: true });
+    if (mode === 'json') text = text.replace(/\s+/g, ' ');
+  }
+  const cut = text.length > PREVIEW_CHARS || !whole || (mode === 'base64' && v.base64.length > PREVIEW_CHARS);
+  return { text: cut ? `${text.slice(0, PREVIEW_CHARS)}…` : text, cut };
+}
+
+/** The whole value in a mode (JSON pretty-printed when it parses). */
+function full(v, mode) {
+  if (mode === 'base64') return v.base64;
+  if (mode === 'hex') return hexOf(decode(v.base64));
+  const text = asText(v);
+  if (mode !== 'json') return text;
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+/** A value whose whole form is made only while its details are open. */
+function Expandable({ v, mode, summary }) {
+  const [open, setOpen] = useState(false);
+  return html`<details onToggle=${(e) => setOpen(e.currentTarget.open)}>
+    <summary><code>${summary}</code></summary>
+    ${open && html`<pre>${full(v, mode)}</pre>`}
+  </details>`;
+}
+
 export function render(v, view) {
   if (v.encoding === 'null' || v.base64 === null) return html`<span class="muted">null</span>`;
   const mode = view === 'auto' ? autoView(v) : view;
   const more = v.truncated ? html` <span class="pill">first ${v.base64.length} of ${v.size} bytes</span>` : '';
-  if (mode === 'json') {
-    let pretty;
-    try {
-      pretty = JSON.stringify(JSON.parse(asText(v)), null, 2);
-    } catch {
-      return html`<code>${asText(v)}</code>${more}`;
-    }
-    if (pretty.length <= 80 && !pretty.includes('\n')) return html`<code>${pretty}</code>`;
-    return html`<details>
-        <summary><code>${JSON.stringify(JSON.parse(asText(v))).slice(0, 60)}…</code></summary>
-        <pre>${pretty}</pre>
-      </details>
-      ${more}`;
-  }
-  if (mode === 'text') return html`<code>${asText(v)}</code>${more}`;
-  if (mode === 'hex') return html`<code>${hex(v)}</code>${more}`;
-  return html`<code>${v.base64}</code>${more}`;
+  const p = preview(v, mode);
+  // a non-empty JSON object or array opens to its pretty form, as does anything longer than a preview
+  const multiLine = mode === 'json' && /^\s*[[{]\s*[^\s\]}]/.test(p.text);
+  if (!p.cut && !multiLine) return html`<code>${p.text}</code>${more}`;
+  return html`<${Expandable} v=${v} mode=${mode} summary=${p.text} />${more}`;
 }

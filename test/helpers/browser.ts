@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Cleanup } from './cleanup.js';
 import { PROJECT_ROOT } from './project.js';
 
 export const CHROMIUM = process.env['GREGOR_CHROMIUM'] ?? '/usr/bin/chromium';
@@ -17,8 +18,40 @@ export function chromiumAvailable(): boolean {
   return existsSync(CHROMIUM);
 }
 
+/**
+ * Skips the calling suite (mocha's `this` in a before hook) with a note when there is no Chromium:
+ * scripts/setup-system.sh installs it for `npm test`; a machine without it cannot run these.
+ */
+export function skipWithoutChromium(ctx: { skip(): void }): void {
+  if (chromiumAvailable()) return;
+  console.warn(`skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set GREGOR_CHROMIUM)`);
+  ctx.skip();
+}
+
 export async function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+}
+
+/**
+ * A page in a new context `width` px wide whose script errors, CSP violations and console errors
+ * (those matching `ignore` aside) are collected in `errors`, for a test to expect none. The context
+ * is closed by `cleanup`.
+ */
+export async function watchedPage(
+  browser: Browser,
+  cleanup: Cleanup,
+  width: number,
+  ignore?: RegExp,
+): Promise<{ page: Page; errors: string[] }> {
+  const ctx = await browser.newContext({ viewport: { width, height: 900 } });
+  cleanup.add(ctx, (c) => c.close());
+  const page = await ctx.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !(ignore?.test(m.text()) ?? false)) errors.push(m.text());
+  });
+  return { page, errors };
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

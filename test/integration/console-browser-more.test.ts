@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Browser, Page } from 'playwright-core';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
-import { axe, chromiumAvailable, CHROMIUM, launchChromium, screenshot, seriousViolations } from '../helpers/browser.js';
+import { axe, launchChromium, screenshot, seriousViolations, skipWithoutChromium, watchedPage } from '../helpers/browser.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { until } from '../helpers/console.js';
 import { startSaslConsoleBroker } from '../helpers/console-sasl.js';
@@ -28,10 +28,7 @@ describe('web console in a browser: login, topic charts, KIP-848 groups and lag 
   let base: string;
 
   before(async function () {
-    if (!chromiumAvailable()) {
-      console.warn(`skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set GREGOR_CHROMIUM)`);
-      this.skip();
-    }
+    skipWithoutChromium(this);
     const broker = await startSaslConsoleBroker(cleanup, 'gregor-console-more-');
     bootstrap = broker.bootstrap;
     base = `http://${broker.admin}/ui`;
@@ -44,18 +41,8 @@ describe('web console in a browser: login, topic charts, KIP-848 groups and lag 
   });
   after(() => cleanup.run());
 
-  async function open(): Promise<{ page: Page; errors: string[] }> {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    cleanup.add(ctx, (c) => c.close());
-    const page = await ctx.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => {
-      // the refused login's 401 is logged by the browser as a failed resource: expected
-      if (m.type() === 'error' && !/status of 401/.test(m.text())) errors.push(m.text());
-    });
-    return { page, errors };
-  }
+  // the refused login's 401 is logged by the browser as a failed resource: expected
+  const open = (): Promise<{ page: Page; errors: string[] }> => watchedPage(browser, cleanup, 1280, /status of 401/);
 
   async function checkA11y(page: Page, what: string): Promise<void> {
     const serious = seriousViolations(await axe(page));

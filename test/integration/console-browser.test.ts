@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Browser, Page } from 'playwright-core';
-import { axe, chromiumAvailable, CHROMIUM, launchChromium, screenshot, seriousViolations } from '../helpers/browser.js';
+import { axe, launchChromium, screenshot, seriousViolations, skipWithoutChromium, watchedPage } from '../helpers/browser.js';
 import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 
@@ -23,11 +23,7 @@ describe('web console in a browser (/ui)', function () {
   let base: string;
 
   before(async function () {
-    if (!chromiumAvailable()) {
-      // scripts/setup-system.sh installs it for `npm test`; a machine without it cannot run these
-      console.warn(`skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set GREGOR_CHROMIUM)`);
-      this.skip();
-    }
+    skipWithoutChromium(this);
     const dataDir = cleanup.add(tempDir('gregor-console-ui-'), (d) => rmSync(d, { recursive: true, force: true }));
     broker = await startChildBroker(dataDir, 0, { 'group.initial.rebalance.delay.ms': '0' });
     cleanup.defer(async () => {
@@ -45,17 +41,7 @@ describe('web console in a browser (/ui)', function () {
   after(() => cleanup.run());
 
   /** A page at `width` that fails the test on any script error or CSP violation. */
-  async function open(width: number): Promise<{ page: Page; errors: string[] }> {
-    const ctx = await browser.newContext({ viewport: { width, height: 900 } });
-    cleanup.add(ctx, (c) => c.close());
-    const page = await ctx.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
-    return { page, errors };
-  }
+  const open = (width: number): Promise<{ page: Page; errors: string[] }> => watchedPage(browser, cleanup, width);
 
   async function checkA11y(page: Page, what: string): Promise<void> {
     const serious = seriousViolations(await axe(page));

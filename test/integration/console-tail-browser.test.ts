@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Browser, Page } from 'playwright-core';
-import { axe, chromiumAvailable, CHROMIUM, launchChromium, screenshot, seriousViolations } from '../helpers/browser.js';
+import { axe, launchChromium, screenshot, seriousViolations, skipWithoutChromium, watchedPage } from '../helpers/browser.js';
 import { startChildBroker, tempDir } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { createTopic, until } from '../helpers/console.js';
@@ -25,10 +25,7 @@ describe('web console live tail in a browser: a bounded row list, values drawn w
   let base: string;
 
   before(async function () {
-    if (!chromiumAvailable()) {
-      console.warn(`skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set GREGOR_CHROMIUM)`);
-      this.skip();
-    }
+    skipWithoutChromium(this);
     const dataDir = cleanup.add(tempDir('gregor-console-tail-'), (d) => rmSync(d, { recursive: true, force: true }));
     const broker = await startChildBroker(dataDir, 0, {});
     cleanup.defer(async () => {
@@ -43,14 +40,7 @@ describe('web console live tail in a browser: a bounded row list, values drawn w
   after(() => cleanup.run());
 
   async function tailPage(): Promise<{ page: Page; errors: string[] }> {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    cleanup.add(ctx, (c) => c.close());
-    const page = await ctx.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
-    });
+    const { page, errors } = await watchedPage(browser, cleanup, 1280);
     await page.goto(`${base}#/topics/${TOPIC}/messages`);
     await page.getByRole('button', { name: 'Live tail' }).click();
     await page.getByRole('status').getByText('Live tail: waiting for new messages').waitFor();

@@ -72,8 +72,8 @@ export interface TailTarget {
 }
 
 /** Chromium's processes (below this one, brokers excluded) */
-const chromiumProcs = (brokers: readonly number[]) => descendantsCpu(process.pid, brokers).filter((p) => p.kind !== '');
-const chromiumTotal = (brokers: readonly number[]) => chromiumProcs(brokers).reduce((n, p) => n + p.cpuSeconds, 0);
+export const chromiumProcs = (brokers: readonly number[]) => descendantsCpu(process.pid, brokers).filter((p) => p.kind !== '');
+export const chromiumTotal = (brokers: readonly number[]) => chromiumProcs(brokers).reduce((n, p) => n + p.cpuSeconds, 0);
 
 /**
  * A tab on the topic's message page with the live tail on, once Chromium is quiet again (its CPU
@@ -99,7 +99,7 @@ async function openTail(browser: Browser, base: string, topic: string, brokers: 
   return { page, metrics, settleSeconds: round((performance.now() - t0) / 1000, 2) };
 }
 
-const valuePool = () =>
+export const valuePool = () =>
   Array.from({ length: 256 }, () => Buffer.from(Array.from({ length: 1024 }, () => 65 + Math.floor(Math.random() * 26))));
 
 /** One round: `records` produced to `topic`, with or without a tab tailing it. */
@@ -239,7 +239,7 @@ export function summariseTail(rounds: readonly TailRound[], cores: number) {
   };
 }
 
-async function startTarget(name: string, root: string | undefined): Promise<{ target: TailTarget; stop: () => Promise<void> }> {
+export async function startTarget(name: string, root: string | undefined): Promise<{ target: TailTarget; stop: () => Promise<void> }> {
   const g = await startGregor({ 'admin.listener': '127.0.0.1:0' }, root === undefined ? {} : { root });
   try {
     const admin = /"admin":"([^"]+)"/.exec(g.log())?.[1];

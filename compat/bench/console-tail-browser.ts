@@ -239,7 +239,7 @@ export function summariseTail(rounds: readonly TailRound[], cores: number) {
   };
 }
 
-export async function startTarget(name: string, root: string | undefined): Promise<{ target: TailTarget; stop: () => Promise<void> }> {
+async function startTarget(name: string, root: string | undefined): Promise<{ target: TailTarget; stop: () => Promise<void> }> {
   const g = await startGregor({ 'admin.listener': '127.0.0.1:0' }, root === undefined ? {} : { root });
   try {
     const admin = /"admin":"([^"]+)"/.exec(g.log())?.[1];
@@ -256,34 +256,50 @@ export async function startTarget(name: string, root: string | undefined): Promi
   }
 }
 
-async function main(): Promise<void> {
-  const records = envInt('CONSOLE_TPUT_RECORDS', 100_000);
-  const rounds = envInt('CONSOLE_TPUT_ROUNDS', 5);
+/**
+ * Starts the brokers the environment names (CONSOLE_BASE_ROOT's beside CONSOLE_ROOT's or this
+ * checkout's, named by CONSOLE_BASE_BUILD and CONSOLE_BUILD) and Chromium, runs `f`, stops them all.
+ */
+export async function withBuilds<T>(f: (browser: Browser, targets: TailTarget[]) => Promise<T>): Promise<T> {
   const root = process.env['CONSOLE_ROOT'];
   const baseRoot = process.env['CONSOLE_BASE_ROOT'];
   const started: { target: TailTarget; stop: () => Promise<void> }[] = [];
   let browser: Browser | undefined;
   try {
     if (baseRoot !== undefined) started.push(await startTarget(process.env['CONSOLE_BASE_BUILD'] ?? 'base', baseRoot));
-    started.push(await startTarget(process.env['CONSOLE_BUILD'] ?? (root === undefined ? 'this' : root), root));
+    started.push(await startTarget(process.env['CONSOLE_BUILD'] ?? root ?? 'this', root));
     browser = await launchChromium();
+    return await f(
+      browser,
+      started.map((s) => s.target),
+    );
+  } finally {
+    await browser?.close();
+    for (const s of started) await s.stop();
+  }
+}
+
+/** The checkouts measured, for the result file. */
+export const buildRoots = () => ({ base: process.env['CONSOLE_BASE_ROOT'] ?? null, this: process.env['CONSOLE_ROOT'] ?? 'this checkout' });
+
+async function main(): Promise<void> {
+  const records = envInt('CONSOLE_TPUT_RECORDS', 100_000);
+  const rounds = envInt('CONSOLE_TPUT_ROUNDS', 5);
+  await withBuilds(async (browser, targets) => {
     const loadStart = loadAverage();
-    const builds = await tailRounds({ browser, targets: started.map((s) => s.target), topic: 'tput', records, rounds });
+    const builds = await tailRounds({ browser, targets, topic: 'tput', records, rounds });
     for (const b of builds) console.log(`${b.name}: ${JSON.stringify(b.summary)}`);
     const file = writeResult('console-tail-browser', new Date().toISOString(), {
       id: 'console-tail-browser',
       client: `librdkafka (@confluentinc/kafka-javascript ${confluentVersion()}), headless chromium (playwright-core)`,
-      roots: { base: baseRoot ?? null, this: root ?? 'this checkout' },
+      roots: buildRoots(),
       settings: { records, rounds, valueBytes: 1024, acks: 1, partitions: 4 },
       loadAverages: { start: loadStart, end: loadAverage() },
       node: process.version,
       builds,
     });
     console.log(`results in ${file}`);
-  } finally {
-    await browser?.close();
-    for (const s of started) await s.stop();
-  }
+  });
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) await main();

@@ -5,32 +5,24 @@
  * 400,000) 1 KB records into a 4-partition topic, CONSOLE_TPUT_ROUNDS (default 3) times per build;
  * each round: the CPU of all Chromium processes over its wall time (cores busy while tailing), and
  * the rows shown. With CONSOLE_BASE_ROOT=<built checkout> that build's broker and page are measured
- * too, a round of each in turn.
+ * too, a round of each in turn (CONSOLE_ROOT: another checkout in place of this one).
  *
  *   npm run build && node dist/compat/bench/console-tail-chromium.js
  *
  * Writes compat/results/console-tail-chromium-<ISO timestamp>.json.
  */
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from '../../test/helpers/browser.js';
-import { chromiumTotal, startTarget, type TailTarget, valuePool } from './console-tail-browser.js';
+import type { Page } from 'playwright-core';
+import { buildRoots, chromiumTotal, type TailTarget, valuePool, withBuilds } from './console-tail-browser.js';
 import { loadAverage, median, writeResult } from './eos-common.js';
 import { envInt, round, sleep, timedProduceRd } from './proc-stats.js';
 
 async function main(): Promise<void> {
   const records = envInt('CONSOLE_TPUT_RECORDS', 400_000);
   const rounds = envInt('CONSOLE_TPUT_ROUNDS', 3);
-  const baseRoot = process.env['CONSOLE_BASE_ROOT'];
-  const started: Awaited<ReturnType<typeof startTarget>>[] = [];
-  let browser: Browser | undefined;
-  try {
-    if (baseRoot !== undefined) started.push(await startTarget(process.env['CONSOLE_BASE_BUILD'] ?? 'base', baseRoot));
-    started.push(await startTarget(process.env['CONSOLE_BUILD'] ?? 'this', undefined));
-    const b = await launchChromium();
-    browser = b;
-    const brokers = started.map((s) => s.target.brokerPid);
+  await withBuilds(async (b, targets) => {
+    const brokers = targets.map((t) => t.brokerPid);
     const tabs = new Map<string, Page>();
-    for (const { target } of started) {
+    for (const target of targets) {
       const page = await (await b.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
       await page.goto(`${target.base}/ui#/topics/tput/messages`);
       await page.getByRole('button', { name: 'Live tail' }).click();
@@ -51,22 +43,19 @@ async function main(): Promise<void> {
       console.log(`${t.name}: Chromium ${cores} cores while tailing, ${rows} rows, ${x.recordsPerSec} records/s, load ${x.load1}`);
       out.set(t.name, [...(out.get(t.name) ?? []), x]);
     };
-    for (let r = 0; r < rounds; r++) for (const { target } of started) await round1(target);
+    for (let r = 0; r < rounds; r++) for (const target of targets) await round1(target);
     const builds = [...out].map(([name, rs]) => ({ name, medianChromiumCores: median(rs.map((x) => x.cores)), rounds: rs }));
     for (const x of builds) console.log(`${x.name}: median ${x.medianChromiumCores} cores`);
     const file = writeResult('console-tail-chromium', new Date().toISOString(), {
       id: 'console-tail-chromium',
-      roots: { base: baseRoot ?? null },
+      roots: buildRoots(),
       settings: { records, rounds, valueBytes: 1024, partitions: 4 },
       loadAverage: loadAverage(),
       node: process.version,
       builds,
     });
     console.log(`results in ${file}`);
-  } finally {
-    await browser?.close();
-    for (const s of started) await s.stop();
-  }
+  });
 }
 
 await main();

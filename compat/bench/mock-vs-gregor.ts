@@ -51,12 +51,24 @@ import {
   type TargetRound,
   type Throughput,
 } from './mock-vs-gregor-report.js';
-import { nativeBinary, startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
+import {
+  nativeBinary,
+  primeProducePaths,
+  startNativeConsumer,
+  startNativeProducer,
+  THROUGHPUT_PRODUCER_CONFIG,
+} from './native-producer.js';
 import { benchMachine, cpuSeconds, envInt, round, sleep } from './proc-stats.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
 const ROUNDS = envInt('BENCH_ROUNDS', 3);
 const WARMUP = envInt('BENCH_WARMUP_RECORDS', 50_000);
+/**
+ * Untimed records produced with acks=1 and then with acks=all into a topic of their own by every fresh
+ * broker of a round, before its first timed workload (primeProducePaths says why: a fresh gregor's
+ * first ~1M records cost about twice the later ones, which the first workload, acks=1, used to pay).
+ */
+const PRIME = envInt('BENCH_PRIME_RECORDS', 1_000_000);
 const E2E_ROUNDS = envInt('BENCH_E2E_ROUNDS', 1000);
 /**
  * e2e warm-up rounds (rdkafka-e2e stops warming up after 3 s whatever this says). gregor's first few
@@ -182,8 +194,13 @@ async function main(): Promise<void> {
   for (let r = 1; r <= ROUNDS; r++) {
     const order: TargetName[] = pair ? (r % 2 === 1 ? ['gregor', 'mock'] : ['mock', 'gregor']) : ['broker'];
     const prefix = pair ? `mvg-r${r}` : `mvg-${stamp.replace(/[^0-9A-Za-z]/g, '')}-r${r}`;
-    const topic = { acks1: `${prefix}-acks1`, acksAll: `${prefix}-acksall`, e2e: (w: number) => `${prefix}-e2e-w${w}` };
-    const allTopics = [topic.acks1, topic.acksAll, ...WAITS.map(topic.e2e)];
+    const topic = {
+      prime: `${prefix}-prime`,
+      acks1: `${prefix}-acks1`,
+      acksAll: `${prefix}-acksall`,
+      e2e: (w: number) => `${prefix}-e2e-w${w}`,
+    };
+    const allTopics = [topic.prime, topic.acks1, topic.acksAll, ...WAITS.map(topic.e2e)];
     const round_: Round = { round: r, order, startedAt: new Date().toISOString(), results: {} };
     rounds.push(round_);
     const running: Target[] = [];
@@ -220,6 +237,10 @@ async function main(): Promise<void> {
       };
       await sleep(IDLE_S * 1000);
       for (const t of running) res(t).rssIdleMB = rssMB(t);
+      if (PRIME > 0) {
+        for (const t of running) await attempt(t, 'priming', () => primeProducePaths(t.bootstrap, topic.prime, PRIME, PRODUCER_CONFIG));
+        await sleep(SETTLE_S * 1000);
+      }
       for (const t of running) {
         const x = await attempt(t, 'produce acks=1', () => produce(t, topic.acks1, 1));
         if (x !== undefined) res(t).produceAcks1 = x;
@@ -279,6 +300,7 @@ async function main(): Promise<void> {
     settings: {
       records: RECORDS,
       warmupRecords: WARMUP,
+      primeRecords: PRIME,
       valueBytes: VALUE_BYTES,
       partitions: 1,
       rounds: ROUNDS,

@@ -12,13 +12,15 @@
 import { spawn } from 'node:child_process';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { externalBroker, startGregor } from './mock-vs-gregor-brokers.js';
-import { startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
+import { primeProducePaths, startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
 import { cpuSeconds, envInt, peakRssBytes, round, rssBytes, threadCpu } from './proc-stats.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
 const WARMUP = envInt('BENCH_WARMUP_RECORDS', 50_000);
 const REPEAT = envInt('BENCH_REPEAT', 1);
 const VALUE_BYTES = envInt('BENCH_VALUE_BYTES', 100);
+/** untimed records with acks=1 and then acks=all before the first workload (primeProducePaths); 0: none */
+const PRIME = envInt('BENCH_PRIME_RECORDS', 0);
 
 const PRODUCER_CONFIG = THROUGHPUT_PRODUCER_CONFIG;
 
@@ -61,6 +63,15 @@ async function main(): Promise<void> {
   const t = external === undefined ? await startGregor() : externalBroker(external, envInt('BENCH_PID', 0));
   const pid = t.pid as number;
   try {
+    if (PRIME > 0) {
+      const admin = await RawClient.connect(t.bootstrap);
+      try {
+        await rawCreateTopics(admin, [{ name: 'pc-prime', partitions: 1 }]);
+      } finally {
+        admin.destroy();
+      }
+      await primeProducePaths(t.bootstrap, 'pc-prime', PRIME, PRODUCER_CONFIG, { valueBytes: VALUE_BYTES });
+    }
     let n = 0;
     let lastAcks1: string | null = null;
     for (let rep = 0; rep < REPEAT; rep++) {
@@ -83,7 +94,7 @@ async function main(): Promise<void> {
         let c0: number, c1: number, th0: Map<string, number>, th1: Map<string, number>;
         if (w === 'consume') {
           const c = await startNativeConsumer(t.bootstrap, topic, 1, {});
-          const perf = perfRecord(pid, `${w}-${rep}`);
+          const perf = perfRecord(pid, `${w}-${rep}-${n}`);
           [c0, th0] = [cpuSeconds(pid), threads(pid)];
           const r = await c.timed();
           [c1, th1] = [cpuSeconds(pid), threads(pid)];
@@ -102,7 +113,7 @@ async function main(): Promise<void> {
             { ...PRODUCER_CONFIG, 'request.required.acks': acks },
             { valueBytes: VALUE_BYTES },
           );
-          const perf = perfRecord(pid, `${w}-${rep}`);
+          const perf = perfRecord(pid, `${w}-${rep}-${n}`);
           [c0, th0] = [cpuSeconds(pid), threads(pid)];
           const r = await p.timed();
           [c1, th1] = [cpuSeconds(pid), threads(pid)];

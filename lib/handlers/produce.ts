@@ -118,12 +118,14 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
     const writable = byTopicAllowed(ctx, AclOperation.WRITE, req.topicData, (td) => td.name);
     const writes: Promise<void>[] = [];
     // Partitions are appended in request order: each appendAsync call reserves its offsets (or
-    // commits a fast-path batch) synchronously, before the next partition's call.
-    const responses = await Promise.all(
-      req.topicData.map(async (td) => ({
-        name: td.name,
-        partitionResponses: await Promise.all(
-          td.partitionData.map(async (pd): Promise<ProduceResponsePartitionProduceResponse> => {
+    // commits a fast-path batch) synchronously, before the next partition's call. One flat list of
+    // per-partition answers (one Promise.all, not one per topic plus one over the topics), grouped
+    // back by topic below.
+    const perPartition: Promise<ProduceResponsePartitionProduceResponse>[] = [];
+    for (const td of req.topicData) {
+      for (const pd of td.partitionData) {
+        perPartition.push(
+          (async (): Promise<ProduceResponsePartitionProduceResponse> => {
             // A 'pause' fault rule holds this partition's appends (in arrival order) before any check: they run on release.
             if (writable.denied.includes(td)) return failed(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
             const held = ctx.faults?.appendGate(td.name, pd.index, ctx.clientId);
@@ -190,11 +192,18 @@ export const produceHandler = defineHandler<ProduceRequest, ProduceResponse>({
               }
               throw e;
             }
-          }),
-        ),
-      })),
-    );
-    await Promise.all(writes);
+          })(),
+        );
+      }
+    }
+    const answers = await Promise.all(perPartition);
+    let next = 0;
+    const responses = req.topicData.map((td) => ({
+      name: td.name,
+      partitionResponses: answers.slice(next, (next += td.partitionData.length)),
+    }));
+    // (the usual single partition waits for its one write without a Promise.all around it)
+    await (writes.length === 1 ? writes[0] : Promise.all(writes));
     if (req.acks === 0) {
       const failures = responses.flatMap((t) =>
         t.partitionResponses.filter((p) => p.errorCode !== ErrorCode.NONE).map((p) => `${t.name}-${p.index} ${errorName(p.errorCode)}`),

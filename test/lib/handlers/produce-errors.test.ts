@@ -207,6 +207,32 @@ describe('Produce error paths at the handler', function () {
     expect(await ends(MISR, [0])).to.deep.equal([3n]);
   });
 
+  it('several topics of several partitions in one request: answers grouped by topic in request order, each at its own offset (acks=1 and -1)', async () => {
+    const OTHER = 'produce-errors-other';
+    await rawCreateTopics(c, [{ name: OTHER, partitions: 3 }]);
+    for (const acks of [1, -1]) {
+      const [t0, t1] = await ends(TOPIC, [0, 1]);
+      const [o0, o1, o2] = await ends(OTHER, [0, 1, 2]);
+      // topics interleaved in the parts list: produce() sends them grouped, TOPIC first
+      const res = await produce(acks, [
+        [TOPIC, 1, batch(`t1-${acks}`, 2)],
+        [OTHER, 2, batch(`o2-${acks}`, 4)],
+        [TOPIC, 0, batch(`t0-${acks}`, 1)],
+        [OTHER, 0, batch(`o0-${acks}`, 3)],
+        [OTHER, 1, batch(`o1-${acks}`, 5)],
+      ]);
+      expect(res, `acks=${acks}`).to.deep.equal([
+        [TOPIC, 1, ErrorCode.NONE, t1],
+        [TOPIC, 0, ErrorCode.NONE, t0],
+        [OTHER, 2, ErrorCode.NONE, o2],
+        [OTHER, 0, ErrorCode.NONE, o0],
+        [OTHER, 1, ErrorCode.NONE, o1],
+      ]);
+      expect(await ends(TOPIC, [0, 1])).to.deep.equal([t0! + 1n, t1! + 2n]);
+      expect(await ends(OTHER, [0, 1, 2])).to.deep.equal([o0! + 3n, o1! + 5n, o2! + 4n]);
+    }
+  });
+
   it('kafkajs (acks=-1) gets NOT_ENOUGH_REPLICAS from a min.insync.replicas=2 topic, and writes with acks=1', async () => {
     const kafka = new Kafka({ brokers: [b.bootstrap], clientId: 'produce-errors', logLevel: logLevel.NOTHING, retry: { retries: 0 } });
     const producer = kafka.producer({ allowAutoTopicCreation: false, retry: { retries: 0 } });

@@ -16,7 +16,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const vm = require('node:vm');
-const { createRequire, wrap } = require('node:module');
+const { createRequire } = require('node:module');
 
 const BUNDLE = path.join(__dirname, '..', 'dist', 'bundle', 'start.cjs');
 const FORMAT = 'gregor-code-cache/1';
@@ -62,7 +62,8 @@ function loadBroker(env = process.env) {
   const stat = fs.statSync(BUNDLE);
   const key = `${FORMAT} ${process.version} ${process.arch} ${stat.size} ${stat.mtimeMs}`;
   const cachedData = file === null ? undefined : readCache(file, key);
-  const script = new vm.Script(wrap(source), {
+  // the bundle is its own CommonJS wrapper (scripts/bundle.mjs): compiled as read, with no second copy
+  const script = new vm.Script(source, {
     filename: BUNDLE,
     ...(cachedData !== undefined ? { cachedData } : {}),
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,

@@ -12,6 +12,7 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { Cleanup } from '../helpers/cleanup.js';
+import { kafkajsRoundTrip } from '../helpers/roundtrip.js';
 import { tempDir } from '../helpers/broker.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 
@@ -64,29 +65,8 @@ async function stopGregor(s: Started): Promise<void> {
 }
 
 /** A kafkajs round trip: the broker that loaded this way serves. */
-async function roundTrip(bootstrap: string, topic: string): Promise<string[]> {
-  const kafka = new Kafka({ brokers: [bootstrap], logLevel: logLevel.NOTHING });
-  const producer = kafka.producer();
-  await producer.connect();
-  await producer.send({ topic, messages: [{ value: 'one' }, { value: 'two' }] });
-  await producer.disconnect();
-  const consumer = kafka.consumer({ groupId: `${topic}-g` });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  const seen: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    consumer
-      .run({
-        eachMessage: async ({ message }) => {
-          seen.push(message.value?.toString() ?? '');
-          if (seen.length === 2) resolve();
-          return Promise.resolve();
-        },
-      })
-      .catch(reject);
-  });
-  await consumer.disconnect();
-  return seen;
+function roundTrip(bootstrap: string, topic: string): Promise<string[]> {
+  return kafkajsRoundTrip(new Kafka({ brokers: [bootstrap], logLevel: logLevel.NOTHING }), topic, ['one', 'two']);
 }
 
 describe('gregor start: the start path loads from a V8 code cache', function () {

@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import { kafkajsRoundTrip } from '../helpers/roundtrip.js';
 import { tempDir, startChildBroker, type ChildBroker } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
@@ -39,38 +40,13 @@ function listening(output: string, name: string): string {
   throw new Error(`no 'listening' line for ${name}:\n${output}`);
 }
 
+function roundTrip(config: KafkaConfig, topic: string): Promise<string[]> {
+  return kafkajsRoundTrip(new Kafka({ ...config, logLevel: logLevel.NOTHING }), topic, ['a', 'b']);
+}
+
 async function stop(b: ChildBroker): Promise<void> {
   if (b.child.exitCode === null && b.child.signalCode === null) b.child.kill('SIGTERM');
   await b.exited;
-}
-
-async function roundTrip(config: KafkaConfig, topic: string): Promise<string[]> {
-  const kafka = new Kafka({ ...config, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
-  await admin.disconnect();
-  const producer = kafka.producer();
-  await producer.connect();
-  await producer.send({ topic, messages: [{ value: 'a' }, { value: 'b' }] });
-  await producer.disconnect();
-  const consumer = kafka.consumer({ groupId: `${topic}-g` });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  const seen: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    consumer
-      .run({
-        eachMessage: ({ message }) => {
-          seen.push(message.value?.toString() ?? '');
-          if (seen.length === 2) resolve();
-          return Promise.resolve();
-        },
-      })
-      .catch(reject);
-  });
-  await consumer.disconnect();
-  return seen;
 }
 
 describe('gregor start: built-ins some features need load on first use', function () {

@@ -83,6 +83,14 @@ const LAZY_BUILTIN =
   'function __gregorLazy(id, esm) { var m; var load = function () { return m || (m = require(id)); };' +
   ' return new Proxy({}, { get: function (_, k) { return esm && k === "default" ? load() : load()[k]; },' +
   ' has: function (_, k) { return k in load(); } }); } ';
+/**
+ * esbuild gives every default or namespace import of a built-in its own `__toESM(require(id), 1)`: a
+ * copy of the module's exports as getters, 48 of them for path, fs, fs/promises and net (~10 ms of
+ * start-up: ~100 defineProperty calls per copy of fs). One copy per built-in, shared by its importers,
+ * does the same (an import is never written to).
+ */
+const SHARED_BUILTIN =
+  'var __gregorEsm = {}; function __gregorBuiltin(id) { return __gregorEsm[id] || (__gregorEsm[id] = __toESM(require(id), 1)); } ';
 
 /**
  * Rewrites `import_x = require("node:crypto")` (named imports) and `import_x = __toESM(require(...), 1)`
@@ -103,7 +111,8 @@ function onlyPropertyReads(text, name) {
   return true;
 }
 
-function lazyBuiltins(text) {
+/** LAZY_BUILTINS made lazy, the other built-ins' default or namespace imports shared (SHARED_BUILTIN). */
+function builtinImports(text) {
   const ids = LAZY_BUILTINS.map((id) => id.replace(/[/]/g, '\\/')).join('|');
   const decl = new RegExp(`\\b(import_\\w+) = (__toESM\\()?require\\("(${ids})"\\)(, 1\\))?;`, 'g');
   const lazy = [];
@@ -113,11 +122,12 @@ function lazyBuiltins(text) {
     lazy.push(id);
     return `${name} = __gregorLazy("${id}", ${toEsm === undefined ? 0 : 1});`;
   });
+  const shared = out.replace(/\b__toESM\(require\("(node:[\w/]+)"\), 1\)/g, '__gregorBuiltin("$1")');
   if (!LAZY_BUILTINS.every((id) => lazy.includes(id))) {
     const eager = LAZY_BUILTINS.filter((id) => !lazy.includes(id));
     console.warn(`bundle: loaded when the bundle is, not on first use: ${eager.join(', ')}`);
   }
-  return out;
+  return shared;
 }
 
 const startFile = join(outdir, 'start.cjs');
@@ -136,7 +146,9 @@ await build({
   // loader compiles the text it read and V8 makes no second, concatenated copy of 2.9 MB); on its
   // first line, so the source map's lines hold, and with "use strict" first, which esbuild's own
   // directive, below the banner, no longer is
-  banner: { js: `${WRAPPER_OPEN}${LAZY_BUILTIN}var __gregorBundleUrl = require("node:url").pathToFileURL(__filename).href;` },
+  banner: {
+    js: `${WRAPPER_OPEN}${LAZY_BUILTIN}${SHARED_BUILTIN}var __gregorBundleUrl = require("node:url").pathToFileURL(__filename).href;`,
+  },
   plugins: [startPath],
   sourcemap: 'linked',
   logLevel: 'warning',
@@ -145,7 +157,7 @@ await build({
 // identifiers (charset ascii); what remains is in comments, which are rewritten to '?' (one per UTF-16
 // unit, so the source map's columns still hold) for bin/load-broker.js to read the file as latin1,
 // ~10x cheaper than decoding 1.8 MB of UTF-8.
-const text = lazyBuiltins(readFileSync(startFile, 'utf8')).replace(/[^\p{ASCII}]/gu, (c) => '?'.repeat(c.length));
+const text = builtinImports(readFileSync(startFile, 'utf8')).replace(/[^\p{ASCII}]/gu, (c) => '?'.repeat(c.length));
 const mapComment = text.lastIndexOf('\n//# sourceMappingURL=');
 if (!text.startsWith(WRAPPER_OPEN) || mapComment < 0) throw new Error('bundle: unexpected start.cjs layout');
 writeFileSync(startFile, `${text.slice(0, mapComment)}${WRAPPER_CLOSE}${text.slice(mapComment)}`);

@@ -2,7 +2,7 @@
 /**
  * Loads the broker's start path, dist/bundle/start.cjs (scripts/bundle.mjs), compiled with a V8 code
  * cache: the bytecode of its top level and of every function start-up ran, saved by the first start
- * after a build and read back by later ones, which then skip parsing and compiling ~1.8 MB of
+ * after a build and read back by later ones, which then skip parsing and compiling ~2.9 MB of
  * JavaScript (about half of gregor's own start-up time). ES modules cannot use a code cache on Node 20;
  * hence a CommonJS bundle compiled through vm.Script.
  *

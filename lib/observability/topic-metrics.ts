@@ -126,9 +126,11 @@ export class BrokerTopicMetrics {
           s.failedFetchRequests++;
         } else if (p.records !== null) {
           const r = p.records;
-          bytes += recordsLength(r);
-          // stored slices (zero-copy) hold whole entries: counted one by one
-          if (!follower) for (const b of recordsSlices(r)) records += countRecords(b);
+          const n = recordsLength(r);
+          bytes += n;
+          // stored slices (zero-copy) hold whole entries: counted one by one (an idle partition's
+          // empty answer has none, and makes no slice list: thousands of them in an idle consumer's poll)
+          if (!follower && n > 0) for (const b of recordsSlices(r)) records += countRecords(b);
         }
         if (name !== '') (s ??= this.topic(name)).totalFetchRequests++;
       }

@@ -140,6 +140,33 @@ describe('lib/log/cleaner over a LogManager', () => {
     expect(cleaner.firstDirtyOffset('t', 1)).to.equal(undefined);
   });
 
+  it('a round over the same logs as the last: a log turned compacted since is cleaned; one re-created in its place starts over', async () => {
+    mgr = await LogManager.open(root, broker, quiet);
+    const m = mgr;
+    // made last, so that made again it takes the same place in the list
+    const later = await m.getOrCreate('later', 0, config({ segmentBytes: 1500 }));
+    const kept = await m.getOrCreate('t', 0, COMPACT);
+    for (const l of [kept, later]) await writeRounds(l, 60);
+    const want = latest(await allRecords(later));
+    cleaner = cleanerOver(root, () => m.all()).cleaner;
+    expect(await cleaner.runOnce()).to.equal(1);
+    expect(await cleaner.runOnce()).to.equal(0);
+    expect(cleaner.firstDirtyOffset('t', 0)).to.not.equal(undefined);
+    // the same list of logs: only a config changed
+    later.updateConfig(COMPACT);
+    expect(await cleaner.runOnce()).to.equal(1);
+    await expectCleaned(later, want);
+    // deleted and made again: as many logs as before, one of them another object
+    await m.deletePartition('t', 0);
+    const again = await m.getOrCreate('t', 0, COMPACT);
+    expect(m.all().map((l) => l.topic)).to.deep.equal(['later', 't']);
+    expect(await cleaner.runOnce()).to.equal(0);
+    expect(cleaner.firstDirtyOffset('t', 0)).to.equal(undefined);
+    await writeRounds(again, 60);
+    expect(await cleaner.runOnce()).to.equal(1);
+    expect(cleaner.firstDirtyOffset('t', 0)).to.equal(again.segmentBaseOffsets[again.segmentBaseOffsets.length - 1]);
+  });
+
   // settings changed while it runs
 
   async function dirtyLogs(n: number): Promise<{ m: LogManager; logs: PartitionLog[] }> {

@@ -29,6 +29,7 @@ import type { LogSummary } from './log-summary.js';
 import { Limiter } from './limiter.js';
 import { PartitionLog } from './partition-log.js';
 import type { OpenHooks, PartitionLogOptions } from './partition-log.js';
+import { WrittenPoints } from './written-points.js';
 
 export const CLEAN_SHUTDOWN_MARKER = '.gregor-clean-shutdown';
 /** Kafka's file: each log's recovery point (below it every segment is on disk). */
@@ -70,6 +71,8 @@ export class LogDir {
   /** recovery-point-offset-checkpoint as read at start (logs not attached keep their entry). */
   private readonly recoveryPoints: Map<string, bigint>;
   private recoveryPointTimer: NodeJS.Timeout | null = null;
+  /** What the recovery-point checkpoint last got (its timer skips a write that would repeat it). */
+  private readonly writtenPoints = new WrittenPoints<PartitionLog>();
   /** What every log of this dir calls when it opens: journal first, then a bounded number of opens at once. */
   private readonly hooks: OpenHooks;
   /** Logs attached without a summary (to recover) whose first open has not finished yet. */
@@ -165,6 +168,7 @@ export class LogDir {
 
   /** Drops what the checkpoint and journal say of a partition whose directory is in another log dir. */
   forget(k: string): void {
+    this.writtenPoints.layoutChanged();
     this.summaries.delete(k);
     this.dirty.delete(k);
     this.recoveryPoints.delete(k);
@@ -205,6 +209,7 @@ export class LogDir {
       this.hooks,
     );
     this.logs.set(k, log);
+    this.writtenPoints.layoutChanged();
     if (summary === null) this.unrecovered.set(k, log);
     return log;
   }
@@ -267,6 +272,7 @@ export class LogDir {
   private async deleteWhere(match: (topic: string, partition: number) => boolean): Promise<void> {
     const victims = [...this.logs.values()].filter((l) => match(l.topic, l.partition));
     for (const log of victims) this.logs.delete(key(log.topic, log.partition));
+    this.writtenPoints.layoutChanged();
     for (const set of [this.summaries, this.dirty, this.dirs, this.unrecovered, this.failedRecovery, this.recoveryPoints]) {
       for (const k of set.keys()) {
         const p = parseKey(k);
@@ -305,15 +311,23 @@ export class LogDir {
 
   /** Writes every log's recovery point (those of logs not attached, as read at start, stay). */
   writeRecoveryPoints(): Promise<void> {
+    const snap = this.writtenPoints.snapshot(this.logs.values());
     const points = new Map(this.recoveryPoints);
     for (const [k, s] of this.summaries) points.set(k, s.logEndOffset);
-    for (const log of this.logs.values()) points.set(key(log.topic, log.partition), log.recoveryPoint);
+    snap.logs.forEach((log, i) => points.set(key(log.topic, log.partition), snap.points[i] as bigint));
     const rows: string[][] = [];
     for (const [k, offset] of points) {
       const p = parseKey(k);
       if (p !== null) rows.push([p.topic, String(p.partition), offset.toString()]);
     }
-    return this.recoveryPointFile.write(rows);
+    return this.recoveryPointFile.write(rows).then(() => this.writtenPoints.wrote(snap));
+  }
+
+  /** The periodic write: writeRecoveryPoints() unless the file already holds what it would write; resolves whether it wrote. */
+  async writeRecoveryPointsIfChanged(): Promise<boolean> {
+    if (this.writtenPoints.unchanged(this.logs.values())) return false;
+    await this.writeRecoveryPoints();
+    return true;
   }
 
   /** One timer for all logs (log.retention.check.interval.ms by default); also the recovery points' (log.flush.offset.checkpoint.interval.ms). */
@@ -323,7 +337,7 @@ export class LogDir {
     if (rpEvery > 0) {
       this.recoveryPointTimer = setInterval(
         () => {
-          this.writeRecoveryPoints().catch((err: unknown) =>
+          this.writeRecoveryPointsIfChanged().catch((err: unknown) =>
             this.logger.warn({ err, dataDir: this.dataDir }, `writing ${RECOVERY_POINT_CHECKPOINT} failed`),
           );
         },

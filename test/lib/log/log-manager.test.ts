@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { BrokerConfig } from '../../../lib/config.js';
 import { logConfigFrom } from '../../../lib/log/log-config.js';
-import { CLEAN_SHUTDOWN_MARKER, RECOVERY_POINT_CHECKPOINT } from '../../../lib/log/log-manager.js';
+import { CLEAN_SHUTDOWN_MARKER, LogDir, RECOVERY_POINT_CHECKPOINT } from '../../../lib/log/log-manager.js';
 import { LogManager } from '../../../lib/log/log-dirs.js';
 import { captureLog, config, rmDir, tmpDir, v2 } from './helpers.js';
 
@@ -77,6 +77,36 @@ describe('lib/log LogManager', () => {
       `ignoring an unreadable ${RECOVERY_POINT_CHECKPOINT}: logs recovered after an unclean shutdown are validated from their start`,
     );
     await mgr.shutdown();
+  });
+
+  it('recovery-point-offset-checkpoint: the periodic write skips one that would repeat the file, and writes after a recovery point moved or a partition came or went', async () => {
+    const d = await LogDir.open(dir, broker);
+    const file = path.join(dir, RECOVERY_POINT_CHECKPOINT);
+    const read = () => fs.readFileSync(file, 'utf8');
+    const log = d.attach('rp', 0, config({ segmentBytes: 600 }));
+    await log.open();
+    expect(await d.writeRecoveryPointsIfChanged()).to.equal(true);
+    expect(read()).to.equal('0\n1\nrp 0 0\n');
+    expect(await d.writeRecoveryPointsIfChanged()).to.equal(false);
+    // a roll moves the recovery point (once the closed segment is fsynced)
+    for (let i = 0; i < 12; i++) await log.append(v2(3, { size: 40 }), { leaderEpoch: 0 }).written;
+    const active = log.segmentBaseOffsets[log.segmentBaseOffsets.length - 1] as bigint;
+    while (log.recoveryPoint < active) await new Promise((r) => setTimeout(r, 5));
+    expect(await d.writeRecoveryPointsIfChanged()).to.equal(true);
+    expect(read()).to.equal(`0\n1\nrp 0 ${active}\n`);
+    expect(await d.writeRecoveryPointsIfChanged()).to.equal(false);
+    // a partition added, then one deleted: written each time
+    d.attach('rp', 1, config());
+    expect(await d.writeRecoveryPointsIfChanged()).to.equal(true);
+    expect(read()).to.equal(`0\n2\nrp 0 ${active}\nrp 1 0\n`);
+    await d.deletePartition('rp', 1);
+    expect(await d.writeRecoveryPointsIfChanged()).to.equal(true);
+    expect(read()).to.equal(`0\n1\nrp 0 ${active}\n`);
+    expect(await d.writeRecoveryPointsIfChanged()).to.equal(false);
+    // the file removed behind its back is not noticed until something changes (as with any checkpoint); shutdown always writes
+    fs.rmSync(file);
+    await d.shutdown();
+    expect(read()).to.equal(`0\n1\nrp 0 ${log.logEndOffset}\n`);
   });
 
   it('deletes topics and runs retention on one maintenance timer', async () => {

@@ -33,8 +33,31 @@ export function autoView(v) {
   return v.encoding === 'json' ? 'json' : v.encoding === 'text' ? 'text' : 'hex';
 }
 
+/** The bytes' text when they are all ASCII (each byte a character), else null. */
+function ascii(bytes) {
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] > 0x7f) return null;
+  return utf8.decode(bytes);
+}
+
 /** A one-line preview of a value in a mode, and whether the whole value says more than it. */
 function preview(v, mode) {
+  if (mode === 'text' || mode === 'json') {
+    // the common case first: PREVIEW_CHARS + 1 bytes (a 1 KB value is 8 times that), all ASCII,
+    // make characters enough (after JSON's whitespace is folded) or are the whole value
+    const n = PREVIEW_CHARS + 1;
+    const whole = v.base64.length <= Math.ceil(n / 3) * 4;
+    let text = ascii(head(v.base64, n));
+    if (text !== null && mode === 'json') text = text.replace(/\s+/g, ' ');
+    if (text !== null && (whole || text.length > PREVIEW_CHARS)) {
+      const cut = text.length > PREVIEW_CHARS || !whole;
+      return { text: cut ? `${text.slice(0, PREVIEW_CHARS)}…` : text, cut };
+    }
+  }
+  return previewSlow(v, mode);
+}
+
+/** preview() for any bytes: enough of them for PREVIEW_CHARS characters of up to 4 bytes each. */
+function previewSlow(v, mode) {
   // bytes enough for PREVIEW_CHARS characters (UTF-8: up to 4 bytes each; hex: 3 characters a byte)
   const bytes = mode === 'hex' ? Math.ceil(PREVIEW_CHARS / 3) : PREVIEW_CHARS * 4;
   const whole = v.base64.length <= Math.ceil(bytes / 3) * 4;
@@ -64,10 +87,15 @@ function full(v, mode) {
   }
 }
 
-/** A value whose whole form is made only while its details are open. */
+/**
+ * A value whose whole form is made only while its details are open. A row of the live tail gets
+ * newer values in place (rows are keyed by position), so the details are open only for the value
+ * that was opened: another value in the same place starts closed.
+ */
 function Expandable({ v, mode, summary }) {
-  const [open, setOpen] = useState(false);
-  return html`<details onToggle=${(e) => setOpen(e.currentTarget.open)}>
+  const [shown, setShown] = useState({ v: null, open: false });
+  const open = shown.v === v && shown.open;
+  return html`<details open=${open} onToggle=${(e) => setShown({ v, open: e.currentTarget.open })}>
     <summary><code>${summary}</code></summary>
     ${open && html`<pre>${full(v, mode)}</pre>`}
   </details>`;

@@ -88,19 +88,25 @@ function Produce({ topic, partitions, onDone }) {
 export const TAIL_ROWS = 200;
 const FLUSH_MS = 250;
 
-/** A message row, drawn again only when its record or the view changes (a live tail adds rows to a long table). */
+/**
+ * A message row, drawn again only when its record or the view changes. Rows are keyed by their
+ * place, not their record: a live tail that replaces its 200 rows with newer ones changes the text
+ * of the rows it has (a row off screen, skipped by content-visibility, is not laid out again)
+ * rather than removing them and making new ones. The table's elements carry their roles:
+ * style.css displays them as blocks and grids.
+ */
 class Row extends Component {
   shouldComponentUpdate(next) {
     return next.r !== this.props.r || next.view !== this.props.view;
   }
   render({ r, view }) {
-    return html`<tr>
-      <td class="num">${r.partition}</td>
-      <td class="num">${r.offset}</td>
-      <td><time datetime=${new Date(r.timestamp).toISOString()}>${localTime(r.timestamp)}</time></td>
-      <td>${render(r.key, view)}</td>
-      <td>${render(r.value, view)}</td>
-      <td>
+    return html`<tr role="row">
+      <td role="cell" class="num">${r.partition}</td>
+      <td role="cell" class="num">${r.offset}</td>
+      <td role="cell"><time datetime=${new Date(r.timestamp).toISOString()}>${localTime(r.timestamp)}</time></td>
+      <td role="cell">${render(r.key, view)}</td>
+      <td role="cell">${render(r.value, view)}</td>
+      <td role="cell">
         ${r.headers.map((h) => html`<div><span class="pill">${h.key}</span> ${render(h.value, view === 'auto' ? 'text' : view)}</div>`)}
       </td>
     </tr>`;
@@ -262,19 +268,19 @@ export function Messages({ topic }) {
     <${ErrorNote} error=${error} />
     <p class="muted" role="status">${status}</p>
     <${TableWrap} label="Messages">
-      <table class="messages">
-        <thead>
-          <tr>
-            <th scope="col" class="num">Partition</th>
-            <th scope="col" class="num">Offset</th>
-            <th scope="col">Time</th>
-            <th scope="col">Key</th>
-            <th scope="col">Value</th>
-            <th scope="col">Headers</th>
+      <table class=${live ? 'messages live' : 'messages'} role="table">
+        <thead role="rowgroup">
+          <tr role="row">
+            <th role="columnheader" scope="col" class="num">Partition</th>
+            <th role="columnheader" scope="col" class="num">Offset</th>
+            <th role="columnheader" scope="col">Time</th>
+            <th role="columnheader" scope="col">Key</th>
+            <th role="columnheader" scope="col">Value</th>
+            <th role="columnheader" scope="col">Headers</th>
           </tr>
         </thead>
-        <tbody>
-          ${records.map((r) => html`<${Row} key=${`${r.partition}:${r.offset}`} r=${r} view=${view} />`)}
+        <tbody role="rowgroup">
+          ${records.map((r, i) => html`<${Row} key=${i} r=${r} view=${view} />`)}
         </tbody>
       </table>
     <//>

@@ -68,6 +68,17 @@ describe('web console live tail in a browser: a bounded row list, values drawn w
     expect(await page.getByRole('cell', { name: 'r69', exact: true }).count()).to.equal(0);
     expect(await rows(page).first().getByRole('cell', { name: 'r70', exact: true }).count()).to.equal(1);
     expect(await rows(page).last().getByRole('cell', { name: 'r269', exact: true }).count()).to.equal(1);
+    // rows are kept by place: a value opened in the first row closes when newer records push it out
+    await rows(page).first().locator('summary').click();
+    expect(await rows(page).first().locator('pre').textContent()).to.equal(JSON.stringify({ n: 70 }, null, 2));
+    await producer.send({
+      topic: TOPIC,
+      messages: Array.from({ length: 45 }, (_v, i) => ({ key: `r${270 + i}`, value: JSON.stringify({ n: 270 + i }) })),
+    });
+    await page.getByRole('cell', { name: 'r314', exact: true }).waitFor();
+    expect(await rows(page).first().getByRole('cell', { name: 'r115', exact: true }).count()).to.equal(1);
+    expect(await page.locator('details[open]').count()).to.equal(0);
+    expect(await page.locator('pre').count()).to.equal(0);
     await page.getByRole('button', { name: 'Stop live tail' }).click();
     await page.getByRole('status').getByText('Live tail stopped').waitFor();
     expect(errors).to.deep.equal([]);

@@ -30,7 +30,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
-import type { Browser } from 'playwright-core';
+import type { Browser, CDPSession } from 'playwright-core';
 import { startGregor } from '../lib/broker-process.js';
 import { launchChromium } from '../../test/helpers/browser.js';
 import { loadAverage, median, writeResult } from './eos-common.js';
@@ -76,9 +76,28 @@ export const chromiumProcs = (brokers: readonly number[]) => descendantsCpu(proc
 export const chromiumTotal = (brokers: readonly number[]) => chromiumProcs(brokers).reduce((n, p) => n + p.cpuSeconds, 0);
 
 /**
- * A tab on the topic's message page with the live tail on, once Chromium is quiet again (its CPU
- * grew less than 10 ms in each of two 250 ms steps, or 15 s passed): what a page costs while it
- * tails, not what opening it cost.
+ * Waits until Chromium is quiet (its CPU grew less than 10 ms in each 250 ms step for `quietMs`,
+ * or `maxMs` passed): a tab opened, or a tail's last draws after its producer stopped, are not
+ * counted in the next round. Returns the seconds waited.
+ */
+export async function untilChromiumQuiet(brokers: readonly number[], maxMs: number, quietMs = 500): Promise<number> {
+  const t0 = performance.now();
+  for (let quiet = 0, last = chromiumTotal(brokers); quiet < quietMs / 250 && performance.now() - t0 < maxMs;) {
+    await sleep(250);
+    const now = chromiumTotal(brokers);
+    quiet = now - last < 0.01 ? quiet + 1 : 0;
+    last = now;
+  }
+  return round((performance.now() - t0) / 1000, 2);
+}
+
+/** Chromium's Performance.getMetrics of a tab, by name */
+export const tabMetrics = async (cdp: CDPSession): Promise<Metrics> =>
+  new Map((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+
+/**
+ * A tab on the topic's message page with the live tail on, once Chromium is quiet again: what a
+ * page costs while it tails, not what opening it cost.
  */
 async function openTail(browser: Browser, base: string, topic: string, brokers: readonly number[]) {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -88,15 +107,8 @@ async function openTail(browser: Browser, base: string, topic: string, brokers: 
   await page.goto(`${base}/ui#/topics/${topic}/messages`);
   await page.getByRole('button', { name: 'Live tail' }).click();
   await page.getByRole('button', { name: 'Stop live tail' }).waitFor();
-  const t0 = performance.now();
-  for (let quiet = 0, last = chromiumTotal(brokers); quiet < 2 && performance.now() - t0 < 15_000;) {
-    await sleep(250);
-    const now = chromiumTotal(brokers);
-    quiet = now - last < 0.01 ? quiet + 1 : 0;
-    last = now;
-  }
-  const metrics = async (): Promise<Metrics> => new Map((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
-  return { page, metrics, settleSeconds: round((performance.now() - t0) / 1000, 2) };
+  const settleSeconds = await untilChromiumQuiet(brokers, 15_000);
+  return { page, metrics: () => tabMetrics(cdp), settleSeconds };
 }
 
 export const valuePool = () =>
@@ -114,6 +126,7 @@ async function runRound(
 ) {
   const { base, bootstrap, brokerPid } = t;
   const tab = tail ? await openTail(browser, base, topic, brokers) : undefined;
+  if (tab === undefined) await untilChromiumQuiet(brokers, 10_000); // the last round's tab closing
   const m0 = await tab?.metrics();
   const chrome0 = chromiumProcs(brokers);
   const threads0 = threadsCpu(chrome0);

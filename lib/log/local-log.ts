@@ -12,7 +12,7 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { LogError, closedError, storageError, writeFailure } from './errors.js';
 import { corruptReadError, writeRepairMarker, type ReadCorruption } from './read-verify.js';
 import type { LogConfig } from './log-config.js';
-import { NOOP_LOGGER, loadSegments } from './log-loader.js';
+import { NOOP_LOGGER, emptyLoad, loadSegments } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
 import { RecentCache } from './log-read.js';
 import { summaryOf } from './log-summary.js';
@@ -97,23 +97,28 @@ export abstract class LocalLog {
    * Loads the directory. `expected`: the summary this log was served from while it was not open;
    * files that differ from it are recovered as after an unclean shutdown.
    */
-  protected async load(expected: LogSummary | null): Promise<void> {
+  protected async load(expected: LogSummary | null, fresh = false): Promise<void> {
     const now = Date.now();
     const recovery = { recover: this.opts.recover, recoveryPoint: this.opts.recoveryPoint ?? 0n };
-    const loaded = await loadSegments(this.dir, this.config, recovery, now, this.stats, this.logger, expected);
+    const loaded = fresh ? emptyLoad() : await loadSegments(this.dir, this.config, recovery, now, this.stats, this.logger, expected);
     // each checkpoint on its own: a garbled one is treated as absent, and does not hide the other
-    const checkpointed = readLogStartCheckpoint(this.startCheckpoint, this.logger, this.dir);
-    const epochsLost = !loadEpochs(this.epochs, this.logger, this.dir);
+    const checkpointed = fresh ? null : readLogStartCheckpoint(this.startCheckpoint, this.logger, this.dir);
+    const epochsLost = !fresh && !loadEpochs(this.epochs, this.logger, this.dir);
     this.segments = loaded.segments;
     if (this.segments.length === 0)
-      this.segments = [LogSegment.create(this.dir, checkpointed ?? 0n, this.config.segmentIndexBytes, now, this.stats)];
+      this.segments = [LogSegment.create(this.dir, checkpointed ?? 0n, this.config.segmentIndexBytes, now, this.stats, fresh)];
     this._logEndOffset = this.active.nextOffset;
     let start = this.segments[0]?.baseOffset ?? 0n;
     if (checkpointed !== null && checkpointed > start) start = checkpointed;
     if (start > this._logEndOffset) start = this._logEndOffset;
     this._logStartOffset = start;
-    if (loaded.recovered || epochsLost)
+    if (loaded.recovered || epochsLost) {
+      // as Kafka's LogSegment.recover: the epochs from the scanned tail on come from its batches (an
+      // entry the checkpoint holds past them would make an older epoch's assign drop earlier entries)
+      const from = loaded.tail[0];
+      if (from !== undefined) this.epochs.truncateFromEnd(from.baseOffset);
       for (const h of loaded.tail) if (h.magic === 2) this.epochs.assign(h.partitionLeaderEpoch, h.baseOffset);
+    }
     this.epochs.truncateFromEnd(this._logEndOffset);
     this.epochs.truncateFromStart(this._logStartOffset);
     this._highWatermark = this._logEndOffset;
@@ -321,9 +326,14 @@ export abstract class LocalLog {
     await this.syncSegments();
   }
 
-  /** fsyncs the segments `which` selects, and the directory when one of them is new (local-log-files.ts). */
-  private syncSegments(which: (s: LogSegment) => boolean = () => true): Promise<void> {
-    return syncSegments(this.segments, this._recoveryPoint, this.dir, which);
+  /**
+   * fsyncs the segments `which` selects, and the directory when one of them is new (local-log-files.ts);
+   * first the leader-epoch checkpoint when an append changed it (LeaderEpochCache.assign), so it is on
+   * disk before the recovery point moves past its entries.
+   */
+  private async syncSegments(which: (s: LogSegment) => boolean = () => true): Promise<void> {
+    await this.epochs.sync();
+    await syncSegments(this.segments, this._recoveryPoint, this.dir, which);
   }
 
   private armFlushTimer(): void {

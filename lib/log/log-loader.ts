@@ -59,6 +59,11 @@ export function matchesSummary(segments: readonly LogSegment[], expected: LogSum
   });
 }
 
+/** What loading a directory made just now finds: nothing (the caller creates the first segment). */
+export function emptyLoad(): LoadResult {
+  return { segments: [], tail: [], truncatedBytes: 0, snapshots: [], recovered: false, recoveryPoint: 0n };
+}
+
 /** How a log is loaded: as after an unclean shutdown or not, and where its recovery point is. */
 export interface Recovery {
   /** Validate (CRC) every entry from the recovery point, as after an unclean shutdown. */

@@ -83,15 +83,15 @@ export class LogSegment {
     this.stats = stats;
   }
 
-  /** A new, empty segment; its file is created in the background (writes wait for it). */
-  static create(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats): LogSegment {
+  /**
+   * A new, empty segment; its file is created in the background (writes wait for it). `freshDir`:
+   * the directory was made just now, so no stale index files of this base offset can be there.
+   */
+  static create(dir: string, baseOffset: bigint, maxIndexBytes: number, now: number, stats: IoStats, freshDir = false): LogSegment {
     const seg = new LogSegment(dir, baseOffset, maxIndexBytes, now, stats);
     // stale index files of an earlier segment with this base offset go before anything is written
-    seg.file.openingWith(
-      Promise.all([seg.indexPath, seg.timeIndexPath, seg.txnIndexPath].map((f) => fsp.rm(f, { force: true }))).then(() =>
-        openFd(seg.logPath, 'w+'),
-      ),
-    );
+    const stale = freshDir ? [] : [seg.indexPath, seg.timeIndexPath, seg.txnIndexPath];
+    seg.file.openingWith(Promise.all(stale.map((f) => fsp.rm(f, { force: true }))).then(() => openFd(seg.logPath, 'w+')));
     return seg;
   }
 

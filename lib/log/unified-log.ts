@@ -93,8 +93,10 @@ export class UnifiedLog extends ReplicaLog {
   ): Promise<UnifiedLog> {
     const log = new UnifiedLog(dataDir, topic, partition, config, opts, stats);
     // a new partition directory's name must survive a power loss before anything in it is acknowledged
-    if ((await fsp.mkdir(log.dir, { recursive: true })) !== undefined) await fsyncDir(path.dirname(log.dir));
-    await log.load(expected);
+    const created = (await fsp.mkdir(log.dir, { recursive: true })) !== undefined;
+    if (created) await fsyncDir(path.dirname(log.dir));
+    // a directory made just now holds nothing to list, read or recover
+    await log.load(expected, created);
     return log;
   }
 

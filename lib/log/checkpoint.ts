@@ -208,15 +208,37 @@ export class LeaderEpochCache {
 
   /** Records that `epoch` starts at `startOffset` (newer epochs only; drops entries it contradicts). */
   assign(epoch: number, startOffset: bigint): boolean {
+    if (!this.place(epoch, startOffset)) return false;
+    // as Kafka (KAFKA-15046): a new epoch's entry is not fsynced on the append path; the log's next
+    // flush (segment roll, flush policy, close) syncs it before its recovery point passes the
+    // entry, and recovery after a crash derives the epochs of the unflushed tail from its batches
+    this.flush(false);
+    return true;
+  }
+
+  /**
+   * Recovery (as Kafka's LogSegment.recover): the entries from `offset` on are those the scanned
+   * batches `tail` (from `offset`, in order) give; written (without fsync, see assign) only when that
+   * changes them, so recovering a log whose checkpoint was right writes nothing.
+   */
+  rebuildFrom(offset: bigint, tail: readonly EpochEntry[]): void {
+    const before = this.entries;
+    // an entry past `offset` would make an older epoch's assign below drop earlier entries
+    this.entries = before.filter((e) => e.startOffset < offset);
+    for (const e of tail) this.place(e.epoch, e.startOffset);
+    const same =
+      this.entries.length === before.length &&
+      this.entries.every((e, i) => e.epoch === before[i]?.epoch && e.startOffset === before[i].startOffset);
+    if (!same) this.flush(false);
+  }
+
+  /** assign's change in memory; whether there was one. */
+  private place(epoch: number, startOffset: bigint): boolean {
     if (epoch < 0) return false;
     const last = this.entries[this.entries.length - 1];
     if (last !== undefined && last.epoch === epoch) return false;
     this.entries = this.entries.filter((e) => e.epoch < epoch && e.startOffset < startOffset);
     this.entries.push({ epoch, startOffset });
-    // as Kafka (KAFKA-15046): a new epoch's entry is not fsynced on the append path; the log's next
-    // flush (segment roll, flush policy, close) syncs it before its recovery point passes the
-    // entry, and recovery after a crash derives the epochs of the unflushed tail from its batches
-    this.flush(false);
     return true;
   }
 

@@ -112,12 +112,9 @@ export abstract class LocalLog {
     if (checkpointed !== null && checkpointed > start) start = checkpointed;
     if (start > this._logEndOffset) start = this._logEndOffset;
     this._logStartOffset = start;
-    if (loaded.recovered || epochsLost) {
-      // as Kafka's LogSegment.recover: the epochs from the scanned tail on come from its batches (an
-      // entry the checkpoint holds past them would make an older epoch's assign drop earlier entries)
-      const from = loaded.tail[0];
-      if (from !== undefined) this.epochs.truncateFromEnd(from.baseOffset);
-      for (const h of loaded.tail) if (h.magic === 2) this.epochs.assign(h.partitionLeaderEpoch, h.baseOffset);
+    if ((loaded.recovered || epochsLost) && loaded.tail[0] !== undefined) {
+      const tail = loaded.tail.filter((h) => h.magic === 2).map((h) => ({ epoch: h.partitionLeaderEpoch, startOffset: h.baseOffset }));
+      this.epochs.rebuildFrom(loaded.tail[0].baseOffset, tail);
     }
     this.epochs.truncateFromEnd(this._logEndOffset);
     this.epochs.truncateFromStart(this._logStartOffset);

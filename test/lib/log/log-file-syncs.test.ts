@@ -19,7 +19,7 @@ async function countOpens(match: (file: string, flags: unknown) => boolean, fn: 
   (fsp as { open: typeof fsp.open }).open = ((file: fs.PathLike, flags?: string | number, mode?: fs.Mode) => {
     if (match(String(file), flags)) n++;
     return real(file, flags, mode);
-  }) as typeof fsp.open;
+  });
   try {
     await fn();
   } finally {
@@ -43,9 +43,8 @@ describe('lib/log file syncs', () => {
   it('fsyncDir: callers during one fsync share the next one, and each waits for an fsync started after its call', async () => {
     const d = dir();
     const calls = 200;
-    let syncs = 0;
     const order: string[] = [];
-    syncs = await countOpens(
+    const syncs = await countOpens(
       (f, flags) => f === d && flags === 'r',
       async () => {
         const first = fsyncDir(d).then(() => order.push('first'));

@@ -16,10 +16,10 @@ import { openLog, rmDir, tmpDir, v2 } from './helpers.js';
 async function countOpens(match: (file: string, flags: unknown) => boolean, fn: () => Promise<void>): Promise<number> {
   const real = fsp.open;
   let n = 0;
-  (fsp as { open: typeof fsp.open }).open = ((file: fs.PathLike, flags?: string | number, mode?: fs.Mode) => {
+  (fsp as { open: typeof fsp.open }).open = (file: fs.PathLike, flags?: string | number, mode?: fs.Mode) => {
     if (match(String(file), flags)) n++;
     return real(file, flags, mode);
-  });
+  };
   try {
     await fn();
   } finally {

@@ -125,6 +125,9 @@ describe('lib/log follower append', () => {
     for (let i = 0; i < 3; i++) await leader.append(v2(3), { leaderEpoch: 4 }).written;
     await replicate(leader, follower);
     await leader.append(v2(2), { leaderEpoch: 5 }).written;
+    // the follower's leader-epoch checkpoint is written in the background on append (durable at the
+    // next flush): flush so the files compared below are the settled ones
+    await follower.flush();
     const before = partitionFiles(followerDir);
     const at = async (offset: bigint): Promise<Buffer> =>
       Buffer.concat((await leader!.read(offset, 1 << 20, { minOneMessage: true })).records);

@@ -7,6 +7,8 @@ import { spawn } from 'node:child_process';
 
 export interface ProcessResult {
   code: number | null;
+  /** the signal that ended the process (code is null then) */
+  signal: NodeJS.Signals | null;
   stdout: Buffer;
   stderr: string;
 }
@@ -32,9 +34,9 @@ export function runProcess(
       clearTimeout(timer);
       reject(e);
     });
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, stdout: Buffer.concat(out), stderr: err });
+      resolve({ code, signal, stdout: Buffer.concat(out), stderr: err });
     });
     child.stdin.on('error', () => {}); // an early exit shows up in the exit code and stderr
     child.stdin.end(input);

@@ -1,7 +1,11 @@
 /** Real-client probes for listener security tests (TLS, SASL): produce-then-consume round trips, a topic listing. */
+import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
 import { asError } from '../../lib/as-error.js';
+import { runProcess } from './process.js';
+
+const CHILD = fileURLToPath(new URL('./rdkafka-roundtrip-child.js', import.meta.url));
 
 type Any = any;
 
@@ -33,11 +37,37 @@ export async function kafkajsRoundTrip(kafka: Kafka, topic: string, values: stri
 }
 
 /**
- * Produces `count` records (r0, r1, ...) to partition 0 of `topic` with librdkafka
- * (@confluentinc/kafka-javascript) and reads them back with a group consumer; `props` are the
- * client properties (bootstrap.servers, security settings).
+ * rdkafkaRoundTripInProcess in a child process (test/helpers/rdkafka-roundtrip-child.ts). librdkafka is
+ * native code: run beside a broker in the test process, a crash of the client (CI once died of a glibc
+ * mutex assertion, `__pthread_tpp_change_priority`, amid the security matrix's concurrent SSL/SASL
+ * librdkafka clients) took the whole mocha run down with it. In a child, a client that dies of a signal
+ * is reported on stderr and run once more; a second death, a non-zero exit or wrong records fail the caller.
  */
 export async function rdkafkaRoundTrip(props: Record<string, unknown>, topic: string, count: number): Promise<string[]> {
+  const input = JSON.stringify({ props, topic, count });
+  for (let attempt = 1; ; attempt++) {
+    const r = await runProcess(process.execPath, [CHILD], input, 120_000);
+    if (r.code === 0) return (JSON.parse(r.stdout.toString()) as { got: string[] }).got;
+    const tail = r.stderr.trim().split('\n').slice(-3).join(' | ');
+    if (r.signal !== null && attempt === 1) {
+      process.stderr.write(
+        `rdkafkaRoundTrip(${topic}): the librdkafka client process died of ${r.signal} (${tail}); running it once more\n`,
+      );
+      continue;
+    }
+    throw new Error(
+      `librdkafka round trip on ${topic}: the client process ${r.signal !== null ? `died of ${r.signal}` : `exited with ${r.code}`}: ${tail}`,
+    );
+  }
+}
+
+/**
+ * Produces `count` records (r0, r1, ...) to partition 0 of `topic` with librdkafka
+ * (@confluentinc/kafka-javascript) and reads them back with a group consumer; `props` are the
+ * client properties (bootstrap.servers, security settings). Runs in this process: the child of
+ * rdkafkaRoundTrip calls it.
+ */
+export async function rdkafkaRoundTripInProcess(props: Record<string, unknown>, topic: string, count: number): Promise<string[]> {
   const ck: Any = loadConfluent();
   const producer = new ck.Producer({ ...props, dr_cb: true });
   await new Promise<void>((resolve, reject) => producer.connect({}, (e: Any) => (e ? reject(asError(e)) : resolve())));

@@ -4,7 +4,7 @@
  * label helpers, so no charting dependency.
  */
 import { escapeXml, formatNumber, niceScale } from '../lib/svg-chart.js';
-import type { Sample } from './sampler.js';
+import { segmentFileFds, type Sample } from './sampler.js';
 
 export interface Panel {
   title: string;
@@ -14,7 +14,7 @@ export interface Panel {
   limit?: number;
 }
 
-const COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#59a14f', '#b07aa1'];
+const COLORS = ['#4e79a7', '#f28e2b', '#e15759', '#59a14f', '#b07aa1', '#76b7b2'];
 const MB = 1024 * 1024;
 
 export const SOAK_PANELS: readonly Panel[] = [
@@ -34,8 +34,23 @@ export const SOAK_PANELS: readonly Panel[] = [
     lines: [
       { name: 'fds', y: (s) => s.fds },
       { name: 'segment files', y: (s) => s.segmentFiles },
-      { name: 'fds not on segments', y: (s) => s.fds - s.segmentFds - s.unlinkedFds },
+      { name: 'fds not on segments', y: (s) => s.fds - segmentFileFds(s.fdKinds) - s.fdKinds.unlinked },
       { name: 'active handles', y: (s) => s.activeHandles },
+    ],
+  },
+  {
+    title: 'Open fds by kind, and the segments the broker holds',
+    unit: 'count',
+    lines: [
+      { name: 'segments held', y: (s) => s.brokerSegments },
+      { name: '.log', y: (s) => s.fdKinds.log },
+      { name: 'index files', y: (s) => s.fdKinds.index + s.fdKinds.timeindex + s.fdKinds.txnindex },
+      { name: 'awaiting deletion', y: (s) => s.fdKinds.pendingDelete + s.fdKinds.unlinked },
+      { name: 'sockets', y: (s) => s.fdKinds.socket },
+      {
+        name: 'other',
+        y: (s) => s.fdKinds.checkpoint + s.fdKinds.otherFile + s.fdKinds.pipe + s.fdKinds.anon + s.fdKinds.other + s.fdKinds.cleaner,
+      },
     ],
   },
   {

@@ -14,7 +14,18 @@ import { kafkajsGroup, rdkafkaGroup } from './groups.js';
 import { Ledger, TopicKind, type Verdict } from './ledger.js';
 import { renderSoakPlot } from './plot.js';
 import { hungLibrdkafkaDisconnects, producers, type SoakTopic, type WorkloadContext, type Worker } from './producers.js';
-import { Sampler, fdVerdict, loopDelay, trend, type FdVerdict, type LoopDelayVerdict, type Sample, type Trend } from './sampler.js';
+import {
+  Sampler,
+  describeFdKinds,
+  fdVerdict,
+  loopDelay,
+  trend,
+  type FdKinds,
+  type FdVerdict,
+  type LoopDelayVerdict,
+  type Sample,
+  type Trend,
+} from './sampler.js';
 import { Watchdog } from './watchdog.js';
 
 export interface SoakOptions {
@@ -55,7 +66,15 @@ export interface SoakSummary {
   resources: {
     samples: number;
     rss: Trend & { firstMB: number; lastMB: number; maxMB: number };
-    fds: Trend & { first: number; last: number; max: number; segmentFilesLast: number; verdict: FdVerdict };
+    fds: Trend & {
+      first: number;
+      last: number;
+      max: number;
+      segmentFilesLast: number;
+      segmentsHeldLast: number;
+      kindsLast: FdKinds | null;
+      verdict: FdVerdict;
+    };
     heapUsedLastMB: number;
     activeHandlesLast: number;
     loopDelay: LoopDelayVerdict;
@@ -176,7 +195,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
         if (performance.now() - lastLog >= 60_000) {
           lastLog = performance.now();
           log(
-            `soak t=${Math.round(s.t)}s acked=${s.acked} consumed=${s.consumed} rss=${(s.rssBytes / MB).toFixed(1)}MB heap=${(s.heapUsedBytes / MB).toFixed(1)}MB fds=${s.fds} (segment logs ${s.segmentFds} of ${s.segmentFiles} files, unlinked ${s.unlinkedFds}) handles=${s.activeHandles} loopP99=${s.loopDelayP99Ms.toFixed(1)}ms cpu=${s.cpuPercent}%`,
+            `soak t=${Math.round(s.t)}s acked=${s.acked} consumed=${s.consumed} rss=${(s.rssBytes / MB).toFixed(1)}MB heap=${(s.heapUsedBytes / MB).toFixed(1)}MB fds=${s.fds} (${describeFdKinds(s.fdKinds)}; segments held ${s.brokerSegments}, segment .log files on disk ${s.segmentFiles}) handles=${s.activeHandles} loopP99=${s.loopDelayP99Ms.toFixed(1)}ms cpu=${s.cpuPercent}%`,
           );
         }
       } catch (e) {
@@ -258,6 +277,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
           last: last?.fds ?? NaN,
           max: Math.max(...samples.map((s) => s.fds)),
           segmentFilesLast: last?.segmentFiles ?? NaN,
+          segmentsHeldLast: last?.brokerSegments ?? NaN,
+          kindsLast: last?.fdKinds ?? null,
           verdict: fdv,
         },
         heapUsedLastMB: (last?.heapUsedBytes ?? NaN) / MB,
@@ -355,7 +376,7 @@ export function describeSoak(s: SoakSummary): string {
         `  group ${g.group}: ${g.deliveries} deliveries, ${g.rebalances} rebalances, missing ${g.missing}, redelivered after a rebalance ${g.explainedDuplicates}, duplicates without one ${g.unexplainedDuplicates}${s.records.groupsCaughtUp[g.group] === false ? ' (did not catch up)' : ''}`,
     ),
     `rss       ${pf(s.criteria.rssFlat)}: ${res.rss.firstMB.toFixed(1)} -> ${res.rss.lastMB.toFixed(1)} MB (max ${res.rss.maxMB.toFixed(1)}); second-half drift ${(res.rss.drift / MB).toFixed(1)} MB vs allowed ${(res.rss.allowed / MB).toFixed(1)} MB (noise sd ${(res.rss.noise / MB).toFixed(1)} MB, ${(res.rss.slopePerHour / MB).toFixed(1)} MB/h)`,
-    `fds       ${pf(s.criteria.fdsFlat)}: total ${res.fds.first} -> ${res.fds.last} (max ${res.fds.max}; ${res.fds.slopePerHour.toFixed(1)}/h, ${res.fds.segmentFilesLast} segment files at the end); others second-half drift ${res.fds.verdict.other.drift.toFixed(1)} vs allowed ${res.fds.verdict.other.allowed.toFixed(1)}; unlinked drift ${res.fds.verdict.unlinked.drift.toFixed(1)} vs allowed ${res.fds.verdict.unlinked.allowed.toFixed(1)}; samples with more segment fds than files ${res.fds.verdict.samplesOverFiles}`,
+    `fds       ${pf(s.criteria.fdsFlat)}: total ${res.fds.first} -> ${res.fds.last} (max ${res.fds.max}; ${res.fds.slopePerHour.toFixed(1)}/h, ${res.fds.segmentFilesLast} segment files and ${res.fds.segmentsHeldLast} segments held at the end; ${res.fds.kindsLast === null ? '' : describeFdKinds(res.fds.kindsLast)}); others second-half drift ${res.fds.verdict.other.drift.toFixed(1)} vs allowed ${res.fds.verdict.other.allowed.toFixed(1)}; unlinked drift ${res.fds.verdict.unlinked.drift.toFixed(1)} vs allowed ${res.fds.verdict.unlinked.allowed.toFixed(1)}; samples with more segment fds than files ${res.fds.verdict.samplesOverFiles}, with more open .log files than segments held ${res.fds.verdict.samplesLogFdsOverSegments}; segment-file fds per segment at the end ${res.fds.verdict.segmentFdsPerSegmentLast.toFixed(2)}`,
     `loop p99  ${pf(s.criteria.loopDelayP99Under20Ms)}: ${res.loopDelay.p99Ms.toFixed(1)} ms (p99 of ${res.samples} interval p99s; median ${res.loopDelay.medianIntervalP99Ms.toFixed(1)}, worst ${res.loopDelay.worstIntervalP99Ms.toFixed(1)}, max delay ${res.loopDelay.maxMs.toFixed(1)} ms, ${res.loopDelay.intervalsOver20Ms} intervals over 20 ms)`,
     `other     heap used ${res.heapUsedLastMB.toFixed(1)} MB, active handles ${res.activeHandlesLast}, broker CPU mean ${res.cpuPercentMean.toFixed(1)}%, admin calls ${s.admin.calls} (DeleteRecords ${s.admin.deleteRecords}), broker warnings ${s.brokerWarnings.count}`,
     ...Object.entries(s.problems).map(([k, p]) => `problem   ${k}: ${p.count} (${p.examples[0] ?? ''})`),

@@ -15,11 +15,15 @@ export interface Sample {
   t: number;
   rssBytes: number;
   fds: number;
-  /** of `fds`: those on segment `.log` files, and those whose file is unlinked (see fdKinds) */
+  /** of `fds`: those on segment `.log` files (live or `.log.deleted`), and those whose file is unlinked (see fdKinds) */
   segmentFds: number;
   unlinkedFds: number;
   /** segment `.log` files on disk (sampled just after the fds) */
   segmentFiles: number;
+  /** the segments the broker's logs hold (sum of kafka_log_log_numlogsegments, scraped just before the fds) */
+  brokerSegments: number;
+  /** `fds` by kind */
+  fdKinds: FdKinds;
   cpuPercent: number;
   heapUsedBytes: number;
   heapTotalBytes: number;
@@ -44,17 +48,94 @@ export function parseMetrics(text: string): Map<string, number> {
 }
 
 /**
- * The open fds by what they point at. A log keeps each segment's `.log` open (as Kafka does), so the
- * total grows with the segments on disk; what would be a leak is an fd that is not a segment's, or
- * an fd whose file is gone. Such an "unlinked" fd is normal for a while: a segment waits out
- * file.delete.delay.ms with its fd open, and when the cleaner replaces a segment of the same base
- * offset again within that time, the rename over `<base>.log.deleted` unlinks the older one early.
+ * The broker's open fds by what they point at (readlink of /proc/<pid>/fd/*). Segment files by
+ * extension under their live names; `pendingDelete`: segment files renamed `*.deleted` that wait out
+ * file.delete.delay.ms with their descriptor open; `cleaner`: the cleaner's `.cleaned`/`.swap`
+ * output; `unlinked`: files already gone from the directory (readlink ends in " (deleted)").
  */
-export function fdKinds(pid: number): { total: number; segmentLogs: number; unlinked: number } {
+export interface FdKinds {
+  log: number;
+  index: number;
+  timeindex: number;
+  txnindex: number;
+  pendingDelete: number;
+  cleaner: number;
+  checkpoint: number;
+  otherFile: number;
+  socket: number;
+  pipe: number;
+  anon: number;
+  /** devices, /proc files and the like */
+  other: number;
+  unlinked: number;
+}
+
+export const FD_KINDS: readonly (keyof FdKinds)[] = [
+  'log',
+  'index',
+  'timeindex',
+  'txnindex',
+  'pendingDelete',
+  'cleaner',
+  'checkpoint',
+  'otherFile',
+  'socket',
+  'pipe',
+  'anon',
+  'other',
+  'unlinked',
+];
+
+const SEGMENT_FILE = /^\d{20}\.(log|index|timeindex|txnindex)(\.(deleted|cleaned|swap))?$/;
+
+/** The kind of one fd's readlink target. */
+export function fdKind(target: string): keyof FdKinds {
+  if (target.endsWith(' (deleted)')) return 'unlinked';
+  if (target.startsWith('socket:')) return 'socket';
+  if (target.startsWith('pipe:')) return 'pipe';
+  if (target.startsWith('anon_inode:')) return 'anon';
+  if (!target.startsWith('/') || target.startsWith('/dev/') || target.startsWith('/proc/') || target.startsWith('/sys/')) return 'other';
+  const name = basename(target);
+  const seg = SEGMENT_FILE.exec(name);
+  if (seg !== null) {
+    if (seg[3] === 'deleted') return 'pendingDelete';
+    if (seg[3] !== undefined) return 'cleaner';
+    return seg[1] as 'log' | 'index' | 'timeindex' | 'txnindex';
+  }
+  if (name.includes('checkpoint') || name.endsWith('.snapshot')) return 'checkpoint';
+  return 'otherFile';
+}
+
+export function emptyFdKinds(): FdKinds {
+  return {
+    log: 0,
+    index: 0,
+    timeindex: 0,
+    txnindex: 0,
+    pendingDelete: 0,
+    cleaner: 0,
+    checkpoint: 0,
+    otherFile: 0,
+    socket: 0,
+    pipe: 0,
+    anon: 0,
+    other: 0,
+    unlinked: 0,
+  };
+}
+
+/**
+ * The open fds by kind. A log keeps each segment's `.log` open (as Kafka does), so those follow the
+ * segments the broker holds; what would be a leak is more `.log` fds than segments, a climb of the
+ * fds that are not segment files, or of the unlinked ones. An unlinked fd is normal for a while: a
+ * segment waits out file.delete.delay.ms with its fd open, and when the cleaner replaces a segment of
+ * the same base offset again within that time, the rename over `<base>.log.deleted` unlinks the
+ * older one early.
+ */
+export function fdKinds(pid: number): { total: number; kinds: FdKinds } {
   const dir = `/proc/${pid}/fd`;
+  const kinds = emptyFdKinds();
   let total = 0;
-  let segmentLogs = 0;
-  let unlinked = 0;
   for (const fd of readdirSync(dir)) {
     let target: string;
     try {
@@ -63,10 +144,16 @@ export function fdKinds(pid: number): { total: number; segmentLogs: number; unli
       continue; // closed since the listing
     }
     total++;
-    if (target.endsWith(' (deleted)')) unlinked++;
-    else if (SEGMENT_LOG.test(basename(target))) segmentLogs++;
+    kinds[fdKind(target)]++;
   }
-  return { total, segmentLogs, unlinked };
+  return { total, kinds };
+}
+
+/** `log=12 index=0 ... ` with the kinds that are not zero. */
+export function describeFdKinds(k: FdKinds): string {
+  return FD_KINDS.filter((x) => k[x] !== 0)
+    .map((x) => `${x} ${k[x]}`)
+    .join(', ');
 }
 
 const SEGMENT_LOG = /^\d{20}\.log(\.deleted)?$/;
@@ -83,6 +170,20 @@ export function segmentFilesIn(dataDir: string): number {
     }
   }
   return n;
+}
+
+/** Sum of a labelled series (e.g. `kafka_log_log_numlogsegments{topic,partition}`) in a Prometheus text exposition. */
+export function sumSeries(text: string, name: string): number {
+  let sum = 0;
+  let seen = false;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const r = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([^ ]+)/.exec(line);
+    if (r?.[1] !== name || r[3] === undefined) continue;
+    sum += Number(r[3]);
+    seen = true;
+  }
+  return seen ? sum : NaN;
 }
 
 export class Sampler {
@@ -103,14 +204,21 @@ export class Sampler {
 
   async sample(): Promise<Sample> {
     const res = await fetch(`http://${this.admin}/metrics`, { signal: AbortSignal.timeout(10_000) });
-    const metrics = parseMetrics(await res.text());
+    const text = await res.text();
+    const metrics = parseMetrics(text);
     const now = performance.now();
     const cpu = cpuSeconds(this.pid);
     // the broker's delay histogram is timer based: each value is the timer's period plus the delay
     // (an idle loop reads ~10 ms), so the period comes off
     const ms = (name: string): number => Math.max(0, (metrics.get(name) ?? NaN) * 1000 - EVENT_LOOP_MONITORING_PRECISION_MS);
     const k = fdKinds(this.pid);
-    const fds = { fds: k.total, segmentFds: k.segmentLogs, unlinkedFds: k.unlinked };
+    const fds = {
+      fds: k.total,
+      segmentFds: k.kinds.log + k.kinds.pendingDelete,
+      unlinkedFds: k.kinds.unlinked,
+      brokerSegments: sumSeries(text, 'kafka_log_log_numlogsegments'),
+      fdKinds: k.kinds,
+    };
     const s: Sample = {
       t: Math.round((now - this.t0) / 100) / 10,
       rssBytes: rssBytes(this.pid),
@@ -198,24 +306,48 @@ export function trend(samples: readonly Sample[], pick: (s: Sample) => number, f
 }
 
 export interface FdVerdict {
-  /** fds that are neither a segment's `.log` nor unlinked: sockets, pipes, other files */
+  /** fds that are neither a segment file's (any extension, live or awaiting deletion) nor unlinked: sockets, pipes, checkpoints, other files */
   other: Trend;
   unlinked: Trend;
   /** samples with more segment fds than segment files on disk (+2 for files made between the two listings) */
   samplesOverFiles: number;
+  /**
+   * The leak detector against the broker's own count: samples with more open `.log` fds (live
+   * names) than segments its logs hold (+2 for a roll or a topic's deletion between the scrape and
+   * the listing). NaN-safe: samples without the metric are not counted.
+   */
+  samplesLogFdsOverSegments: number;
+  /** open segment-file fds (live names) per segment the broker holds, at the last sample: constant when the growth is honest */
+  segmentFdsPerSegmentLast: number;
   flat: boolean;
 }
 
+/** Fds on segment files (any extension) under live names, or renamed for deletion, or the cleaner's output. */
+export function segmentFileFds(k: FdKinds): number {
+  return k.log + k.index + k.timeindex + k.txnindex + k.pendingDelete + k.cleaner;
+}
+
 /**
- * The fd verdict: the total follows the segments on disk (a topic without retention keeps adding
- * them), so a leak shows as a climb in the other fds or the unlinked ones, or as more segment fds
- * than segment files.
+ * The fd verdict: the total follows the segments (a topic without retention keeps adding them), so
+ * a leak shows as a climb in the other fds or the unlinked ones, as more segment fds than segment
+ * files, or as more open `.log` files than segments the broker holds.
  */
 export function fdVerdict(samples: readonly Sample[]): FdVerdict {
-  const other = trend(samples, (s) => s.fds - s.segmentFds - s.unlinkedFds, 3);
-  const unlinked = trend(samples, (s) => s.unlinkedFds, 3);
+  const other = trend(samples, (s) => s.fds - segmentFileFds(s.fdKinds) - s.fdKinds.unlinked, 3);
+  const unlinked = trend(samples, (s) => s.fdKinds.unlinked, 3);
   const samplesOverFiles = samples.filter((s) => s.segmentFds > s.segmentFiles + 2).length;
-  return { other, unlinked, samplesOverFiles, flat: other.flat && unlinked.flat && samplesOverFiles === 0 };
+  const samplesLogFdsOverSegments = samples.filter((s) => s.fdKinds.log > s.brokerSegments + 2).length;
+  const last = samples[samples.length - 1];
+  const live = (k: FdKinds): number => k.log + k.index + k.timeindex + k.txnindex;
+  const segmentFdsPerSegmentLast = last === undefined ? NaN : live(last.fdKinds) / last.brokerSegments;
+  return {
+    other,
+    unlinked,
+    samplesOverFiles,
+    samplesLogFdsOverSegments,
+    segmentFdsPerSegmentLast,
+    flat: other.flat && unlinked.flat && samplesOverFiles === 0 && samplesLogFdsOverSegments === 0,
+  };
 }
 
 export interface LoopDelayVerdict {

@@ -5,7 +5,18 @@
  */
 import { expect } from 'chai';
 import { Ledger, TopicKind, parseRecordValue, recordValue } from '../../compat/soak/ledger.js';
-import { fdVerdict, leastSquares, loopDelay, parseMetrics, trend, type Sample } from '../../compat/soak/sampler.js';
+import {
+  emptyFdKinds,
+  fdKind,
+  fdVerdict,
+  leastSquares,
+  loopDelay,
+  parseMetrics,
+  sumSeries,
+  trend,
+  type FdKinds,
+  type Sample,
+} from '../../compat/soak/sampler.js';
 import { renderSoakPlot } from '../../compat/soak/plot.js';
 
 function ledgerWith(kind: TopicKind, n: number, key?: (i: number) => string): Ledger {
@@ -94,6 +105,8 @@ function samples(ys: (i: number) => Partial<Sample>, n = 40): Sample[] {
     segmentFds: 10,
     unlinkedFds: 0,
     segmentFiles: 10,
+    brokerSegments: 10,
+    fdKinds: { ...emptyFdKinds(), log: 10, socket: 30, otherFile: 10 },
     cpuPercent: 5,
     heapUsedBytes: 20e6,
     heapTotalBytes: 30e6,
@@ -139,18 +152,51 @@ describe('compat/soak resource verdicts', () => {
     ).to.equal(true);
   });
 
-  it('judges fds by the ones that are not segments, the unlinked ones, and segment fds against segment files', () => {
-    // the total climbing with the segment files on disk is not a leak
-    const growing = fdVerdict(samples((i) => ({ fds: 50 + i, segmentFds: 10 + i, segmentFiles: 10 + i })));
+  it('judges fds by the ones that are not segment files, the unlinked ones, and segment fds against segment files and segments held', () => {
+    const kinds = (k: Partial<FdKinds>): FdKinds => ({ ...emptyFdKinds(), log: 10, socket: 30, otherFile: 10, ...k });
+    // the total climbing with the segments is not a leak
+    const growing = fdVerdict(
+      samples((i) => ({ fds: 50 + i, segmentFds: 10 + i, segmentFiles: 10 + i, brokerSegments: 10 + i, fdKinds: kinds({ log: 10 + i }) })),
+    );
     expect(growing.flat).to.equal(true);
-    const sockets = fdVerdict(samples((i) => ({ fds: 50 + i })));
+    expect(growing.segmentFdsPerSegmentLast).to.equal(1);
+    const sockets = fdVerdict(samples((i) => ({ fds: 50 + i, fdKinds: kinds({ socket: 30 + i }) })));
     expect(sockets.flat).to.equal(false);
     expect(sockets.other.drift).to.be.closeTo(19, 1e-6);
-    const unlinked = fdVerdict(samples((i) => ({ fds: 50 + i, unlinkedFds: i })));
-    expect(unlinked).to.deep.include({ flat: false, samplesOverFiles: 0 });
+    const unlinked = fdVerdict(samples((i) => ({ fds: 50 + i, unlinkedFds: i, fdKinds: kinds({ unlinked: i }) })));
+    expect(unlinked).to.deep.include({ flat: false, samplesOverFiles: 0, samplesLogFdsOverSegments: 0 });
     expect(unlinked.other.flat).to.equal(true);
     const overFiles = fdVerdict(samples((i) => ({ segmentFds: i === 7 ? 13 : 10 })));
     expect(overFiles).to.deep.include({ flat: false, samplesOverFiles: 1 });
+    // more open .log files than the broker's logs hold segments: a segment's file never closed
+    const overSegments = fdVerdict(
+      samples((i) => ({ segmentFiles: 20, segmentFds: 10 + (i >> 2), fdKinds: kinds({ log: 10 + (i >> 2) }) })),
+    );
+    expect(overSegments.flat).to.equal(false);
+    expect(overSegments.samplesLogFdsOverSegments).to.equal(28); // from i = 12 (13 .log fds against 10 segments)
+    expect(overSegments.other.flat).to.equal(true);
+  });
+
+  it('tells fd kinds apart by their readlink target and sums labelled series', () => {
+    const d = '/data/t-0/';
+    expect(fdKind(`${d}00000000000000000042.log`)).to.equal('log');
+    expect(fdKind(`${d}00000000000000000042.index`)).to.equal('index');
+    expect(fdKind(`${d}00000000000000000042.timeindex`)).to.equal('timeindex');
+    expect(fdKind(`${d}00000000000000000042.txnindex`)).to.equal('txnindex');
+    expect(fdKind(`${d}00000000000000000042.log.deleted`)).to.equal('pendingDelete');
+    expect(fdKind(`${d}00000000000000000042.log.cleaned`)).to.equal('cleaner');
+    expect(fdKind(`${d}00000000000000000042.log (deleted)`)).to.equal('unlinked');
+    expect(fdKind(`${d}leader-epoch-checkpoint`)).to.equal('checkpoint');
+    expect(fdKind(`${d}00000000000000000042.snapshot`)).to.equal('checkpoint');
+    expect(fdKind('/data/meta.properties')).to.equal('otherFile');
+    expect(fdKind('socket:[12345]')).to.equal('socket');
+    expect(fdKind('pipe:[12345]')).to.equal('pipe');
+    expect(fdKind('anon_inode:[eventpoll]')).to.equal('anon');
+    expect(fdKind('/dev/null')).to.equal('other');
+    const text =
+      'kafka_log_log_numlogsegments{topic="a",partition="0"} 3\nkafka_log_log_numlogsegments{topic="a",partition="1"} 4\nkafka_log_log_numlogsegments_x 9\n';
+    expect(sumSeries(text, 'kafka_log_log_numlogsegments')).to.equal(7);
+    expect(Number.isNaN(sumSeries(text, 'nope'))).to.equal(true);
   });
 
   it('judges the loop delay by the p99 of the interval p99s', () => {
@@ -168,7 +214,7 @@ describe('compat/soak resource verdicts', () => {
       samples((i) => ({ fds: 50 + i })),
       'test',
     );
-    expect(svg.match(/<polyline /g)?.length).to.equal(11);
+    expect(svg.match(/<polyline /g)?.length).to.equal(17);
     expect(svg).to.include('limit 20');
   });
 });

@@ -194,9 +194,36 @@ export class LeaderEpochCache {
     this.checkpoint = new CheckpointFile(dir, LEADER_EPOCH_CHECKPOINT);
   }
 
-  load(): void {
-    const rows = this.checkpoint.readSync() ?? [];
-    this.entries = rows.map(([e, o]) => ({ epoch: Number(e), startOffset: BigInt(o ?? '0') }));
+  /**
+   * Reads the checkpoint; false when there is none (the entries are then empty). Throws when it is
+   * malformed: not two non-negative integers per line, or epochs and offsets not increasing.
+   */
+  load(): boolean {
+    this.entries = [];
+    const rows = this.checkpoint.readSync();
+    if (rows === null) return false;
+    const entries: EpochEntry[] = [];
+    for (const row of rows) {
+      const [e, o] = row;
+      if (row.length !== 2 || e === undefined || o === undefined || !/^\d+$/.test(e) || !/^\d+$/.test(o))
+        throw new Error(`malformed leader-epoch entry "${row.join(' ')}" in ${this.checkpoint.file}`);
+      const entry = { epoch: Number(e), startOffset: BigInt(o) };
+      const prev = entries[entries.length - 1];
+      if (
+        !Number.isSafeInteger(entry.epoch) ||
+        entry.epoch > 0x7fffffff ||
+        (prev !== undefined && (entry.epoch <= prev.epoch || entry.startOffset <= prev.startOffset))
+      )
+        throw new Error(`leader-epoch entry "${row.join(' ')}" out of order or out of range in ${this.checkpoint.file}`);
+      entries.push(entry);
+    }
+    this.entries = entries;
+    return true;
+  }
+
+  /** Writes the entries now, durably (after they were rebuilt from the log). */
+  writeNow(): Promise<void> {
+    return this.checkpoint.write(this.entries.map((e) => [e.epoch, e.startOffset]));
   }
 
   get all(): readonly EpochEntry[] {

@@ -225,12 +225,18 @@ export abstract class LazyLog {
     // recovery may cut epochs past the end: a log to recover has to be open first
     if (this.closedState === null) this.requireLog('leader epochs of a log not recovered yet');
     if (this.epochs === null) {
-      this.epochs = new LeaderEpochCache(this.dir);
+      const epochs = new LeaderEpochCache(this.dir);
+      let found = false;
       try {
-        this.epochs.load();
+        found = epochs.load();
       } catch (err) {
-        this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable leader-epoch-checkpoint');
+        this.logger.warn({ err, dir: this.dir }, 'ignoring an unreadable leader-epoch-checkpoint: the log opens to rebuild it');
       }
+      // a log with data and no usable checkpoint: opening it rebuilds the epochs from its batches
+      const state = this.closedState ?? EMPTY_SUMMARY;
+      if (!found && state.logEndOffset > state.logStartOffset)
+        this.requireLog('leader epochs of a log without a usable leader-epoch-checkpoint');
+      this.epochs = epochs;
     }
     return this.epochs;
   }

@@ -1,6 +1,7 @@
 /** The partition directory's own files as a LocalLog reads and syncs them: its checkpoints, fsyncs of segments and the directory. */
 import { type CheckpointFile, fsyncDir, type LeaderEpochCache } from './checkpoint.js';
 import type { LogLogger } from './log-loader.js';
+import { epochsFromSegments } from './epoch-rebuild.js';
 import type { LogSegment } from './segment.js';
 
 /** The log start offset the checkpoint holds; null when there is none or it is unreadable (garbled: treated as absent). */
@@ -17,15 +18,40 @@ export function readLogStartCheckpoint(file: CheckpointFile, logger: LogLogger, 
   return checkpointed;
 }
 
-/** Loads the leader-epoch checkpoint; false when it was unreadable (the epochs are then taken from the log tail). */
-export function loadEpochs(epochs: LeaderEpochCache, logger: LogLogger, dir: string): boolean {
+/**
+ * Loads the leader-epoch checkpoint: 'loaded', 'missing' (no file), or 'unreadable' (garbled; the
+ * entries are then empty). Either of the last two makes the caller rebuild the epochs from the log.
+ */
+export function loadEpochs(epochs: LeaderEpochCache, logger: LogLogger, dir: string): 'loaded' | 'missing' | 'unreadable' {
   try {
-    epochs.load();
-    return true;
+    return epochs.load() ? 'loaded' : 'missing';
   } catch (err) {
-    logger.warn({ err, dir }, 'ignoring an unreadable leader-epoch-checkpoint: epochs are taken from the log tail');
-    return false;
+    logger.warn({ err, dir }, 'ignoring an unreadable leader-epoch-checkpoint: the epochs are rebuilt from the log');
+    return 'unreadable';
   }
+}
+
+/**
+ * A log loaded without a usable leader-epoch checkpoint (`why`): its epochs come from its batch
+ * headers (epoch-rebuild.ts), logged in one line; true when they were rebuilt, and the caller writes
+ * the checkpoint once they are cut to the log's bounds. A log without data is left without a file
+ * (as a new one has none until its first batch).
+ */
+export async function rebuildEpochs(
+  epochs: LeaderEpochCache,
+  segments: readonly LogSegment[],
+  why: 'missing' | 'unreadable',
+  logger: LogLogger,
+  dir: string,
+): Promise<boolean> {
+  if (segments.every((s) => s.size === 0)) return false;
+  const { entries, batches } = await epochsFromSegments(segments);
+  epochs.rebuildFrom(segments[0]?.baseOffset ?? 0n, entries);
+  logger.info(
+    { dir, batches, epochs: entries.map((e) => `${e.epoch}@${e.startOffset}`).join(' ') },
+    `leader-epoch-checkpoint ${why}: rebuilt the leader epochs from the log's batch headers; writing the checkpoint`,
+  );
+  return true;
 }
 
 /**

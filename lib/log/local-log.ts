@@ -22,7 +22,7 @@ import type { IoStats } from './segment.js';
 import { deletableSegments, rollDue } from './segment-list.js';
 import type { ExternalHighWatermark, PartitionLogOptions } from './log-options.js';
 import { BackgroundWork, logFailure, logWriteFailure, MAX_TIMER_MS } from './log-background.js';
-import { loadEpochs, readLogStartCheckpoint, syncSegments } from './local-log-files.js';
+import { loadEpochs, readLogStartCheckpoint, rebuildEpochs, syncSegments } from './local-log-files.js';
 import { WriteQueue } from './write-queue.js';
 import type { WriteGroup } from './write-queue.js';
 import { ProducerStateManager } from '../txn/producer-state.js';
@@ -103,7 +103,7 @@ export abstract class LocalLog {
     const loaded = fresh ? emptyLoad() : await loadSegments(this.dir, this.config, recovery, now, this.stats, this.logger, expected);
     // each checkpoint on its own: a garbled one is treated as absent, and does not hide the other
     const checkpointed = fresh ? null : readLogStartCheckpoint(this.startCheckpoint, this.logger, this.dir);
-    const epochsLost = !fresh && !loadEpochs(this.epochs, this.logger, this.dir);
+    const epochFile = fresh ? 'loaded' : loadEpochs(this.epochs, this.logger, this.dir);
     this.segments = loaded.segments;
     if (this.segments.length === 0)
       this.segments = [LogSegment.create(this.dir, checkpointed ?? 0n, this.config.segmentIndexBytes, now, this.stats, fresh)];
@@ -112,12 +112,14 @@ export abstract class LocalLog {
     if (checkpointed !== null && checkpointed > start) start = checkpointed;
     if (start > this._logEndOffset) start = this._logEndOffset;
     this._logStartOffset = start;
-    if ((loaded.recovered || epochsLost) && loaded.tail[0] !== undefined) {
+    const rebuilt = epochFile !== 'loaded' && (await rebuildEpochs(this.epochs, this.segments, epochFile, this.logger, this.dir));
+    if (epochFile === 'loaded' && loaded.recovered && loaded.tail[0] !== undefined) {
       const tail = loaded.tail.filter((h) => h.magic === 2).map((h) => ({ epoch: h.partitionLeaderEpoch, startOffset: h.baseOffset }));
       this.epochs.rebuildFrom(loaded.tail[0].baseOffset, tail);
     }
     this.epochs.truncateFromEnd(this._logEndOffset);
     this.epochs.truncateFromStart(this._logStartOffset);
+    if (rebuilt) await this.epochs.writeNow();
     this._highWatermark = this._logEndOffset;
     this._writtenEndOffset = this._logEndOffset;
     // a log that never held data needs no checkpoint yet (its start is its first segment's base)

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from './config/error.js';
 import { checkListenerProtocols, parseListener, securityProtocolOf } from './config/listeners.js';
 import { ENV_IGNORED, envKeyToConfigKey, parseProperties } from './config/properties.js';
+import { jaasFileFromOpts } from './security/sasl/jaas-file.js';
 import {
   KAFKA_BROKER_KEYS,
   KAFKA_TOPIC_KEYS,
@@ -102,8 +103,11 @@ export class BrokerConfig {
   readonly dynamicDefault = new Map<string, string>();
   /** Parsed dynamic values of the keys gregor honours: per broker over cluster default; they win over static values. */
   private readonly dynamicValues = new Map<string, ConfigValue>();
+  /** A static JAAS file: `-Djava.security.auth.login.config=<file>` in KAFKA_OPTS (lib/security/sasl/jaas-file.ts). */
+  readonly jaasFile: string | undefined;
 
   constructor(sources: ConfigSources = {}) {
+    this.jaasFile = jaasFileFromOpts(sources.env?.['KAFKA_OPTS']);
     for (const [k, d] of Object.entries(BROKER_CONFIG)) this.values.set(k, d.default);
     if (sources.file !== undefined) {
       const props = parseProperties(readFileSync(sources.file, 'utf8'));

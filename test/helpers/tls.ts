@@ -50,8 +50,12 @@ export interface LoggedBroker {
   stop(): Promise<void>;
 }
 
-/** A broker with `listeners` (NAME://127.0.0.1:0 each) on free ports and `config`, keeping its log lines. */
-export async function startLoggedBroker(listeners: readonly string[], config: Record<string, string | ConfigValue>): Promise<LoggedBroker> {
+/** A broker with `listeners` (NAME://127.0.0.1:0 each) on free ports and `config` (and KAFKA_* `env`), keeping its log lines. */
+export async function startLoggedBroker(
+  listeners: readonly string[],
+  config: Record<string, string | ConfigValue>,
+  env?: NodeJS.ProcessEnv,
+): Promise<LoggedBroker> {
   const dataDir = tempDir();
   const lines: LogLine[] = [];
   const destination = new Writable({
@@ -63,6 +67,7 @@ export async function startLoggedBroker(listeners: readonly string[], config: Re
   const broker = await startBroker({
     dataDir,
     logger: createLogger({ level: 'info', destination }),
+    ...(env === undefined ? {} : { env }),
     config: { listeners: listeners.map((l) => `${l}://127.0.0.1:0`).join(','), 'group.initial.rebalance.delay.ms': 0, ...config },
   }).catch((e: unknown) => {
     rmSync(dataDir, { recursive: true, force: true });

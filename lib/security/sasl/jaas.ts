@@ -13,14 +13,31 @@ export interface JaasEntry {
 
 const FLAGS = new Set(['required', 'requisite', 'sufficient', 'optional']);
 
-/** Tokens: bare words, quoted strings (unescaped), '=' and ';'. */
-function tokenize(text: string, key: string): { t: string; quoted: boolean }[] {
-  const out: { t: string; quoted: boolean }[] = [];
+export interface JaasToken {
+  t: string;
+  quoted: boolean;
+}
+
+/**
+ * Tokens: bare words, quoted strings (unescaped), '=' and ';'; with `file`, also '{', '}' and the
+ * `//` and `/* *\/` comments of a JAAS file.
+ */
+export function tokenizeJaas(text: string, key: string, file = false): JaasToken[] {
+  const out: JaasToken[] = [];
+  const punct = file ? '=;{}' : '=;';
+  const bare = file ? /^[^\s=;"{}]+/ : /^[^\s=;"]+/;
   let i = 0;
   while (i < text.length) {
     const c = text[i] ?? '';
     if (/\s/.test(c)) i++;
-    else if (c === '=' || c === ';') {
+    else if (file && text.startsWith('//', i)) {
+      const end = text.indexOf('\n', i);
+      i = end < 0 ? text.length : end + 1;
+    } else if (file && text.startsWith('/*', i)) {
+      const end = text.indexOf('*/', i + 2);
+      if (end < 0) throw new ConfigError(`${key}: unterminated comment`);
+      i = end + 2;
+    } else if (punct.includes(c)) {
       out.push({ t: c, quoted: false });
       i++;
     } else if (c === '"') {
@@ -34,7 +51,7 @@ function tokenize(text: string, key: string): { t: string; quoted: boolean }[] {
       }
       out.push({ t: s, quoted: true });
     } else {
-      const m = /^[^\s=;"]+/.exec(text.slice(i));
+      const m = bare.exec(text.slice(i));
       const w = m?.[0] ?? c;
       out.push({ t: w, quoted: false });
       i += w.length;
@@ -43,16 +60,23 @@ function tokenize(text: string, key: string): { t: string; quoted: boolean }[] {
   return out;
 }
 
-/** Parses a sasl.jaas.config value (`key` names it in errors); exactly one login module. */
-export function parseJaasConfig(text: string, key: string): JaasEntry {
-  const toks = tokenize(text, key);
+/**
+ * Parses login module entries from `toks[start]` up to the end, or (with `end`) up to that token,
+ * and returns them with the index after the last entry.
+ */
+export function parseJaasModules(
+  toks: readonly JaasToken[],
+  start: number,
+  key: string,
+  end?: string,
+): { entries: JaasEntry[]; next: number } {
   const entries: JaasEntry[] = [];
-  let i = 0;
+  let i = start;
   const bad = (what: string): ConfigError => new ConfigError(`${key}: invalid JAAS config: ${what}`);
-  while (i < toks.length) {
+  while (i < toks.length && !(end !== undefined && toks[i]?.t === end && toks[i]?.quoted === false)) {
     const mod = toks[i++];
     const flag = toks[i++];
-    if (mod === undefined || mod.quoted || mod.t === ';' || mod.t === '=') throw bad('expected a login module class');
+    if (mod === undefined || mod.quoted || '=;{}'.includes(mod.t)) throw bad('expected a login module class');
     if (flag === undefined || !FLAGS.has(flag.t.toLowerCase())) throw bad(`expected a control flag after ${mod.t}`);
     const options = new Map<string, string>();
     for (;;) {
@@ -67,7 +91,15 @@ export function parseJaasConfig(text: string, key: string): JaasEntry {
     }
     entries.push({ loginModule: mod.t, flag: flag.t.toLowerCase(), options });
   }
-  if (entries.length !== 1) throw bad(`it holds ${entries.length} login modules; Kafka takes exactly one`);
+  if (end !== undefined && i >= toks.length) throw bad(`missing '${end}'`);
+  return { entries, next: i };
+}
+
+/** Parses a sasl.jaas.config value (`key` names it in errors); exactly one login module. */
+export function parseJaasConfig(text: string, key: string): JaasEntry {
+  const { entries } = parseJaasModules(tokenizeJaas(text, key), 0, key);
+  if (entries.length !== 1)
+    throw new ConfigError(`${key}: invalid JAAS config: it holds ${entries.length} login modules; Kafka takes exactly one`);
   return entries[0]!;
 }
 

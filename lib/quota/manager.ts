@@ -71,7 +71,10 @@ export class ClientQuotaManager {
     const now = this.now();
     const sensor = this.sensor(type, q.tags, now);
     sensor.record(value, now);
-    const ms = sensor.throttleMs(q.bound, now);
+    // Kafka's ClientRequestQuotaManager bounds a request_percentage throttle to one quota window
+    // (QuotaUtils.boundedThrottleTime); the byte-rate and mutation throttles are not bounded
+    const unbounded = sensor.throttleMs(q.bound, now);
+    const ms = type === QuotaKey.REQUEST_PERCENTAGE ? Math.min(unbounded, this.window(type).windowMs) : unbounded;
     if (ms > 0) this.noteThrottle(type, q.tags, ms);
     return ms;
   }

@@ -85,7 +85,7 @@ export interface TimedProduce {
 
 /**
  * librdkafka's node-rdkafka-style Producer sends 1 KB records to `topic` as fast as it can for
- * `seconds`; counts the value bytes acknowledged in that time.
+ * `seconds` (`extra`: more client properties, e.g. SASL); counts the value bytes acknowledged in that time.
  */
 export async function produceFor(
   ck: ConfluentModule,
@@ -93,8 +93,10 @@ export async function produceFor(
   topic: string,
   clientId: string,
   seconds: number,
+  extra: Record<string, unknown> = {},
 ): Promise<TimedProduce> {
   const producer = new ck.Producer({
+    ...extra,
     'bootstrap.servers': bootstrap,
     'client.id': clientId,
     dr_cb: true,

@@ -120,6 +120,15 @@ describe('client quotas', () => {
       ]);
     });
 
+    it('bounds a request_percentage throttle to one quota window, as Kafka; byte rates are not bounded', () => {
+      configs = quotas([[{ 'client-id': 'busy' }, { request_percentage: 1, producer_byte_rate: 1 }]]);
+      now = 200_000;
+      // 500 (% of a thread) over the 10 s minimum window: 50 %, unbounded (50 - 1) / 1 × 10 s; bounded to 1 s
+      expect(m.record('request_percentage', 'u', 'busy', 500)).to.equal(1000);
+      // 50 bytes over 10 s: 5 B/s against 1 B/s, (5 - 1) / 1 × 10 s, not bounded
+      expect(m.record('producer_byte_rate', 'u', 'busy', 50)).to.equal(40_000);
+    });
+
     it('names the user of a principal as Kafka does', () => {
       expect(quotaUser('User:alice')).to.equal('alice');
       expect(quotaUser(undefined)).to.equal('ANONYMOUS');

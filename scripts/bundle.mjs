@@ -52,12 +52,72 @@ Object.defineProperty(exports, 'AggregatorRegistry', { get: () => require('prom-
 Object.defineProperty(exports, 'Pushgateway', { get: () => require('prom-client/lib/pushgateway') });
 `;
 
+/**
+ * The generated protocol's per-API modules (~0.9 MB, of which a client needs a handful of APIs) are not
+ * in start.cjs: each is its own CommonJS chunk, dist/bundle/protocol/<api>.cjs, which the registry
+ * (protocol/generated/index.ts, whose `requireApi` is replaced here) compiles the first time one of
+ * that API's codecs is used. A chunk's imports of the codec runtime are the bundle's own modules (one
+ * Reader, one Writer), handed to it as its `require`.
+ */
+const GENERATED_INDEX = join(root, 'dist/protocol/generated/index.js');
+const CODEC_IMPORT = /^\.\.\/codec\/(reader|writer|runtime)\.js$/;
+const REQUIRE_API = 'const requireApi = createRequire(import.meta.url);';
+const CHUNK_LOADER = `
+import * as __codecReader from '../codec/reader.js';
+import * as __codecWriter from '../codec/writer.js';
+import * as __codecRuntime from '../codec/runtime.js';
+const __codecModules = { '../codec/reader.js': __codecReader, '../codec/writer.js': __codecWriter, '../codec/runtime.js': __codecRuntime };
+const requireApi = (id) => {
+  const file = require('node:path').join(__dirname, 'protocol', id.slice(2, -3) + '.cjs');
+  const run = require('node:vm').compileFunction(require('node:fs').readFileSync(file, 'utf8'), ['exports', 'require', 'module'], { filename: file });
+  const module = { exports: {} };
+  run(module.exports, (dep) => __codecModules[dep] ?? require(dep), module);
+  return module.exports;
+};
+`;
+
+/** The API modules the registry loads (`requireApi('./produce.js')`), as paths under dist/. */
+function generatedApiModules() {
+  const index = readFileSync(GENERATED_INDEX, 'utf8');
+  const modules = [...index.matchAll(/requireApi\('\.\/([\w-]+)\.js'\)/g)].map((m) => `dist/protocol/generated/${m[1]}.js`);
+  if (!index.includes(REQUIRE_API) || modules.length < 80) throw new Error('bundle: unexpected protocol/generated/index.js layout');
+  return modules;
+}
+
+await build({
+  absWorkingDir: root,
+  entryPoints: generatedApiModules(),
+  entryNames: '[name]',
+  outExtension: { '.js': '.cjs' },
+  outdir: join(outdir, 'protocol'),
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  charset: 'ascii',
+  plugins: [
+    {
+      name: 'gregor-api-chunk',
+      setup(b) {
+        b.onResolve({ filter: CODEC_IMPORT }, (args) => ({ path: args.path, external: true }));
+      },
+    },
+  ],
+  sourcemap: 'linked',
+  logLevel: 'warning',
+});
+
 /** @type {import('esbuild').Plugin} */
 const startPath = {
   name: 'gregor-start-path',
   setup(b) {
     b.onResolve({ filter: /^prom-client$/ }, (args) =>
       args.importer.includes('/node_modules/') ? undefined : { path: 'prom-client', namespace: 'prom-client-parts' },
+    );
+    b.onLoad({ filter: /[/\\]dist[/\\]protocol[/\\]generated[/\\]index\.js$/ }, (args) =>
+      args.path === GENERATED_INDEX
+        ? { contents: readFileSync(args.path, 'utf8').replace(REQUIRE_API, CHUNK_LOADER), loader: 'js' }
+        : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: 'prom-client-parts' }, () => ({ contents: PROM_CLIENT_PARTS, loader: 'js', resolveDir: root }));
     // the tool commands stay unbundled ES modules, imported from dist/lib/ when one runs

@@ -201,23 +201,67 @@ function emitApiKeys(apis: ApiEntry[]): string {
   return s;
 }
 
+/**
+ * The API registry: every API's key, name and versions at once (what ApiVersions and dispatch read), its
+ * codecs loaded from the API's module the first time one is used. The modules hold ~0.9 MB of code of
+ * which a client needs a handful of APIs, so a starting broker does not evaluate them (issue 14; the
+ * start bundle replaces `requireApi` with its own loader of per-API chunks, scripts/bundle.mjs).
+ */
 function emitIndex(apis: ApiEntry[]): string {
-  let s = HEADER;
-  s += "import type { Reader } from '../codec/reader.js';\nimport type { Writer } from '../codec/writer.js';\n";
-  for (const a of apis) s += `import { ${a.name}Api } from './${a.module}.js';\n`;
-  s += '\n/** A codec for one side (request or response) of an API, for any of its versions. */\n';
-  s += 'export interface MessageCodec {\n';
-  s += '  read(r: Reader, version: number): unknown;\n';
-  s += '  write(w: Writer, message: never, version: number): void;\n';
-  s += '  size(message: never, version: number): number;\n}\n\n';
-  s += 'export interface ApiCodec {\n  readonly apiKey: number;\n  readonly name: string;\n  readonly minVersion: number;\n';
-  s +=
-    '  readonly maxVersion: number;\n  readonly flexibleMinVersion: number;\n  readonly request: MessageCodec;\n  readonly response: MessageCodec;\n}\n\n';
-  s += '/** Every API of the reference, by API key. */\n';
-  s += 'export const API_CODECS: ReadonlyMap<number, ApiCodec> = new Map<number, ApiCodec>([\n';
-  for (const a of apis) s += `  [${a.apiKey}, ${a.name}Api as ApiCodec],\n`;
-  s += ']);\n';
-  return s;
+  const entries = apis.map((a) => {
+    const r = a.request;
+    const flexible = r.flexibleVersions === null ? -1 : r.flexibleVersions.lo;
+    const load = `() => (requireApi('./${a.module}.js') as typeof import('./${a.module}.js')).${a.name}Api`;
+    return `  [${a.apiKey}, lazyApi(${a.apiKey}, '${a.name}', ${r.validVersions.lo}, ${r.validVersions.hi}, ${flexible}, ${load})],\n`;
+  });
+  return `${HEADER}import { createRequire } from 'node:module';
+import type { Reader } from '../codec/reader.js';
+import type { Writer } from '../codec/writer.js';
+
+/** A codec for one side (request or response) of an API, for any of its versions. */
+export interface MessageCodec {
+  read(r: Reader, version: number): unknown;
+  write(w: Writer, message: never, version: number): void;
+  size(message: never, version: number): number;
+}
+
+export interface ApiCodec {
+  readonly apiKey: number;
+  readonly name: string;
+  readonly minVersion: number;
+  readonly maxVersion: number;
+  readonly flexibleMinVersion: number;
+  readonly request: MessageCodec;
+  readonly response: MessageCodec;
+}
+
+/** Loads one API's module, synchronously (an ES module through require: Node >= 20.19). */
+const requireApi = createRequire(import.meta.url);
+
+type Loaded = { -readonly [K in keyof ApiCodec]: ApiCodec[K] };
+
+/** An API's entry: its versions at once, its codecs from \`load\` on first use, then kept as plain properties. */
+function lazyApi(apiKey: number, name: string, minVersion: number, maxVersion: number, flexibleMinVersion: number, load: () => ApiCodec): ApiCodec {
+  const entry = { apiKey, name, minVersion, maxVersion, flexibleMinVersion } as Loaded;
+  const side = (key: 'request' | 'response'): PropertyDescriptor => ({
+    configurable: true,
+    enumerable: true,
+    get: (): MessageCodec => {
+      const codec = load();
+      Object.defineProperty(entry, 'request', { value: codec.request, enumerable: true });
+      Object.defineProperty(entry, 'response', { value: codec.response, enumerable: true });
+      return codec[key];
+    },
+  });
+  Object.defineProperty(entry, 'request', side('request'));
+  Object.defineProperty(entry, 'response', side('response'));
+  return entry;
+}
+
+/** Every API of the reference, by API key. */
+export const API_CODECS: ReadonlyMap<number, ApiCodec> = new Map<number, ApiCodec>([
+${entries.join('')}]);
+`;
 }
 
 function emitErrorCodes(): string {

@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { ApiVersionsResponse } from '../../protocol/generated/api-versions.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
@@ -22,6 +22,7 @@ import { PROJECT_ROOT } from '../helpers/project.js';
 import { RawClient } from '../helpers/raw-client.js';
 import { kafkajsRoundTrip, rdkafkaRoundTrip } from '../helpers/roundtrip.js';
 
+const { ConfigResourceTypes } = kafkajs; // CommonJS: not a named export under ESM
 const BUNDLE_DIR = join(PROJECT_ROOT, 'dist/bundle');
 const CHUNK_DIR = join(BUNDLE_DIR, 'protocol');
 const LOADER = join(PROJECT_ROOT, 'bin/load-broker.js');

@@ -212,9 +212,11 @@ function emitIndex(apis: ApiEntry[]): string {
     const r = a.request;
     const flexible = r.flexibleVersions === null ? -1 : r.flexibleVersions.lo;
     const load = `() => (requireApi('./${a.module}.js') as typeof import('./${a.module}.js')).${a.name}Api`;
-    return `  [${a.apiKey}, lazyApi(${a.apiKey}, '${a.name}', ${r.validVersions.lo}, ${r.validVersions.hi}, ${flexible}, ${load})],\n`;
+    const info = `{ apiKey: ${a.apiKey}, name: '${a.name}', minVersion: ${r.validVersions.lo}, maxVersion: ${r.validVersions.hi}, flexibleMinVersion: ${flexible} }`;
+    return `  [${a.apiKey}, lazyApi(${info}, ${load})],\n`;
   });
   return `${HEADER}import { createRequire } from 'node:module';
+import { lazyApi } from '../codec/lazy-api.js';
 import type { Reader } from '../codec/reader.js';
 import type { Writer } from '../codec/writer.js';
 
@@ -237,26 +239,6 @@ export interface ApiCodec {
 
 /** Loads one API's module, synchronously (an ES module through require: Node >= 20.19). */
 const requireApi = createRequire(import.meta.url);
-
-type Loaded = { -readonly [K in keyof ApiCodec]: ApiCodec[K] };
-
-/** An API's entry: its versions at once, its codecs from \`load\` on first use, then kept as plain properties. */
-function lazyApi(apiKey: number, name: string, minVersion: number, maxVersion: number, flexibleMinVersion: number, load: () => ApiCodec): ApiCodec {
-  const entry = { apiKey, name, minVersion, maxVersion, flexibleMinVersion } as Loaded;
-  const side = (key: 'request' | 'response'): PropertyDescriptor => ({
-    configurable: true,
-    enumerable: true,
-    get: (): MessageCodec => {
-      const codec = load();
-      Object.defineProperty(entry, 'request', { value: codec.request, enumerable: true });
-      Object.defineProperty(entry, 'response', { value: codec.response, enumerable: true });
-      return codec[key];
-    },
-  });
-  Object.defineProperty(entry, 'request', side('request'));
-  Object.defineProperty(entry, 'response', side('response'));
-  return entry;
-}
 
 /** Every API of the reference, by API key. */
 export const API_CODECS: ReadonlyMap<number, ApiCodec> = new Map<number, ApiCodec>([

@@ -4,10 +4,10 @@
  * start, so that a dir of another cluster or broker listed in `log.dirs` by mistake stops the start
  * instead of being served (or deleted as stray replicas).
  */
-import { randomBytes } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from './checkpoint.js';
+import { random16 } from '../random-id.js';
 
 export const META_PROPERTIES = 'meta.properties';
 const PARTITION_DIR = /^(.+)-(\d+)$/;
@@ -102,7 +102,7 @@ export async function checkLogDirIdentity(dirs: readonly string[], clusterId: st
         );
       }
     }
-    const directoryId = randomBytes(16).toString('base64url');
+    const directoryId = random16().toString('base64url');
     await writeFileAtomic(
       file,
       `#\n#written by gregor\ncluster.id=${clusterId}\ndirectory.id=${directoryId}\nnode.id=${nodeId}\nversion=1\n`,

@@ -1,19 +1,19 @@
 /** Topic and cluster ids, and Kafka's rules for topic names. */
-import { randomBytes } from 'node:crypto';
+import { random16 } from '../random-id.js';
 
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]+$/;
 export const MAX_TOPIC_NAME_LENGTH = 249;
 
 export function newTopicId(): string {
   let id: string;
-  do id = randomBytes(16).toString('hex');
+  do id = random16().toString('hex');
   while (/^0+$/.test(id));
   return id;
 }
 
 /** Kafka's cluster ids: 16 random bytes, URL-safe base64 without padding (22 chars). */
 export function newClusterId(): string {
-  return randomBytes(16).toString('base64url');
+  return random16().toString('base64url');
 }
 
 /** Returns why a topic name is invalid, or undefined when it is valid (Kafka's Topic.validate). */

@@ -48,6 +48,12 @@ export interface ChildBroker {
   exited: Promise<number | null>;
 }
 
+/** SIGTERM to a child broker still running; resolves once it has exited. */
+export async function stopChildBroker(b: ChildBroker): Promise<void> {
+  if (b.child.exitCode === null && b.child.signalCode === null) b.child.kill('SIGTERM');
+  await b.exited;
+}
+
 /**
  * Runs `gregor start` as a child process on `port` (0: pick one) and waits for its GREGOR_READY line.
  * GREGOR_CHILD_NODE_FLAGS (space-separated) goes to the child's node, e.g. to profile a benchmark's

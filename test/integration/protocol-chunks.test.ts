@@ -16,7 +16,7 @@ import type { ApiVersionsResponse } from '../../protocol/generated/api-versions.
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { API_CODECS } from '../../protocol/generated/index.js';
 import { kebab } from '../../scripts/generate-protocol.js';
-import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
+import { startChildBroker, stopChildBroker as stop, tempDir } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 import { RawClient } from '../helpers/raw-client.js';
@@ -26,11 +26,6 @@ const { ConfigResourceTypes } = kafkajs; // CommonJS: not a named export under E
 const BUNDLE_DIR = join(PROJECT_ROOT, 'dist/bundle');
 const CHUNK_DIR = join(BUNDLE_DIR, 'protocol');
 const LOADER = join(PROJECT_ROOT, 'bin/load-broker.js');
-
-async function stop(b: ChildBroker): Promise<void> {
-  if (b.child.exitCode === null && b.child.signalCode === null) b.child.kill('SIGTERM');
-  await b.exited;
-}
 
 describe('gregor start: protocol codecs are chunks loaded on first use', function () {
   this.timeout(120_000);

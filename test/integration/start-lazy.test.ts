@@ -11,7 +11,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { kafkajsRoundTrip } from '../helpers/roundtrip.js';
-import { tempDir, startChildBroker, type ChildBroker } from '../helpers/broker.js';
+import { tempDir, startChildBroker, stopChildBroker as stop } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { PROJECT_ROOT } from '../helpers/project.js';
 import { addScramUser, saslConfig } from '../helpers/sasl.js';
@@ -42,11 +42,6 @@ function listening(output: string, name: string): string {
 
 function roundTrip(config: KafkaConfig, topic: string): Promise<string[]> {
   return kafkajsRoundTrip(new Kafka({ ...config, logLevel: logLevel.NOTHING }), topic, ['a', 'b']);
-}
-
-async function stop(b: ChildBroker): Promise<void> {
-  if (b.child.exitCode === null && b.child.signalCode === null) b.child.kill('SIGTERM');
-  await b.exited;
 }
 
 describe('gregor start: built-ins some features need load on first use', function () {

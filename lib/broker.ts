@@ -326,6 +326,7 @@ export class Broker {
           socketReceiveBufferBytes: this.config.int('socket.receive.buffer.bytes'),
           socketRequestMaxBytes: this.config.int('socket.request.max.bytes'),
           connectionsMaxIdleMs: this.config.long('connections.max.idle.ms') ?? 600000,
+          readDirect: this.config.bool('gregor.socket.read.direct'),
           ...limits,
           connectionRates,
           requestObserver: this.metrics,

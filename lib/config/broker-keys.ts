@@ -132,6 +132,9 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   // Fetch and ShareFetch responses: stored record slices go to the socket by reference (true) or are
   // copied once into the response buffer (false). See README "Fetch responses: one copy or none".
   'gregor.fetch.zero.copy': { type: 'boolean', default: true },
+  // Plain TCP connections read straight into the request being assembled (true) or through Node's
+  // socket stream, one 64 KB chunk at a time, copied into it (false). See README "Reading requests".
+  'gregor.socket.read.direct': { type: 'boolean', default: true },
   // Zero-copy Fetch's segment read buffers kept for reuse (bytes of idle buffers; 0: every read allocates).
   'gregor.fetch.read.buffer.pool.bytes': { type: 'int', default: 33554432, validate: atLeast(0) },
   'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },

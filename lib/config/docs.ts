@@ -90,6 +90,8 @@ const DOCS: Record<string, string> = {
   'gregor.request.read.timeout.ms': 'gregor: a request not received whole this long after its first byte closes the connection (0: never).',
   'gregor.fetch.zero.copy':
     'gregor: fetch responses pass the stored record bytes to the socket uncopied (true) or copy them once into the response (false).',
+  'gregor.socket.read.direct':
+    'gregor: plain TCP connections read requests straight into their buffers (true) or through the socket stream in 64 KB chunks, copied (false).',
   'gregor.fetch.read.buffer.pool.bytes':
     'gregor: with zero-copy fetch, bytes of segment read buffers kept for reuse once a response is written (0: a new buffer per read).',
   'message.max.bytes': 'Largest record batch accepted (topic: max.message.bytes).',

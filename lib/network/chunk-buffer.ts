@@ -13,10 +13,39 @@ export class ChunkBuffer {
   private frameFilled = 0;
   /** bytes held (in the frame being assembled and in chunks) */
   buffered = 0;
+  /** the frame's unfilled tail as last handed out by room(), while the frame has not changed since */
+  private roomView: Buffer | null = null;
+
+  /**
+   * The unfilled tail of the frame being assembled, for a socket read straight into it (see
+   * direct-read.ts), or null when no frame is being assembled.
+   */
+  room(): Buffer | null {
+    const frame = this.frame;
+    if (frame === null || this.frameFilled >= frame.length) return null;
+    this.roomView = frame.subarray(this.frameFilled);
+    return this.roomView;
+  }
+
+  /**
+   * `n` bytes were read into `buf`: the frame's tail from room() if that is still the tail (they are
+   * then the frame's next bytes, in place), else a chunk like any other (copied into a frame
+   * assembled since, or held).
+   */
+  pushRead(buf: Buffer, n: number): void {
+    if (buf === this.roomView) {
+      this.roomView = null;
+      this.frameFilled += n;
+      this.buffered += n;
+      return;
+    }
+    this.push(n === buf.length ? buf : buf.subarray(0, n));
+  }
 
   push(chunk: Buffer): void {
     const frame = this.frame;
     if (frame !== null && this.frameFilled < frame.length) {
+      this.roomView = null;
       const need = frame.length - this.frameFilled;
       const n = Math.min(need, chunk.length);
       chunk.copy(frame, this.frameFilled, 0, n);
@@ -63,6 +92,7 @@ export class ChunkBuffer {
         throw new Error(`take(${n}) of a ${frame.length}-byte frame holding ${this.frameFilled}`);
       this.frame = null;
       this.frameFilled = 0;
+      this.roomView = null;
       this.buffered -= n;
       return frame;
     }
@@ -90,6 +120,7 @@ export class ChunkBuffer {
     this.headOffset = 0;
     this.frame = null;
     this.frameFilled = 0;
+    this.roomView = null;
     this.buffered = 0;
   }
 

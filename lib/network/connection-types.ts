@@ -72,4 +72,6 @@ export interface ConnectionLimits {
   maxQueuedBytes: number;
   /** the broker-wide budget of requests read and not yet handled (queued.max.requests, queued.max.request.bytes) */
   budget: RequestBudget;
+  /** gregor.socket.read.direct on a plain TCP socket: read into the frame being assembled (direct-read.ts) */
+  readDirect?: boolean;
 }

@@ -15,6 +15,7 @@ import type { Logger } from '../observability/logger.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 import { ChannelMute } from './channel-mute.js';
 import { ChunkBuffer } from './chunk-buffer.js';
+import { readDirect } from './direct-read.js';
 import type { ConnectionInfo, ConnectionLimits, Dispatch, DispatchResult } from './connection-types.js';
 import { IdleTimer } from './idle-timer.js';
 import type { BudgetWaiter } from './request-budget.js';
@@ -84,7 +85,15 @@ export class Connection implements BudgetWaiter {
     };
     this.writer = new ResponseWriter(socket, observer);
     this.queue = new RequestQueue(limits.budget, observer !== null);
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    // a plain TCP socket reads straight into the frame being assembled (direct-read.ts); else 'data' chunks
+    const direct =
+      limits.readDirect === true &&
+      readDirect(
+        socket,
+        () => this.input.room(),
+        (buf, n) => this.onRead(buf, n),
+      );
+    if (!direct) socket.on('data', (chunk: Buffer) => this.onRead(chunk, chunk.length));
     socket.on('drain', () => {
       this.idle?.touch();
       this.advance();
@@ -141,19 +150,20 @@ export class Connection implements BudgetWaiter {
 
   // ---- reading and framing ----
 
-  private onData(chunk: Buffer): void {
+  /** `n` bytes were read into `buf` (a 'data' chunk, or a buffer of direct-read.ts) */
+  private onRead(buf: Buffer, n: number): void {
     // While ending, bytes from the peer are read and dropped so our last responses are not lost
     // to a reset when the socket closes with unread data.
     if (this.state !== 'open') return;
     this.idle?.touch();
     if (this.unscreened) {
       this.unscreened = false;
-      if (this.limits.screenFirstChunk?.(chunk) === false) {
+      if (this.limits.screenFirstChunk?.(buf.subarray(0, n)) === false) {
         this.destroy();
         return;
       }
     }
-    this.input.push(chunk);
+    this.input.pushRead(buf, n);
     // the rest of a request being received (a TLS socket delivers 16 KB at a time): nothing to frame yet
     if (this.frameSize >= 0 && this.input.buffered < this.frameSize) return;
     this.readAtNow = this.observer === null ? 0 : performance.now();

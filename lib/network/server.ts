@@ -55,6 +55,8 @@ export interface ListenerOptions {
   maxQueuedBytes?: number;
   /** told about every request once answered (request metrics and log); none: requests are not timed */
   requestObserver?: RequestObserver;
+  /** gregor.socket.read.direct: plain TCP connections read into the frame being assembled (default true) */
+  readDirect?: boolean;
   /** an SSL (or SASL_SSL) listener's TLS settings; none: PLAINTEXT */
   tls?: TlsListenerSettings;
   /** a SASL_PLAINTEXT / SASL_SSL listener: makes each connection's SASL session */
@@ -259,6 +261,7 @@ export class KafkaServer {
         maxQueuedRequests: this.opts.maxQueuedRequests ?? 16,
         maxQueuedBytes: this.opts.maxQueuedBytes ?? 1024 * 1024,
         budget: this.budget,
+        readDirect: this.opts.tls === undefined && this.opts.readDirect !== false,
         ...(this.opts.tls === undefined
           ? { screenFirstChunk: (chunk: Buffer) => this.screenPlaintext(chunk, remoteAddress, remotePort) }
           : {}),

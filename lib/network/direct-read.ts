@@ -4,7 +4,7 @@
  * what was read, and sends it through Readable.push, 'data' and a maybeReadMore tick; a 1 MB produce
  * request then costs ~16 such reads and one more copy of every byte into the frame. Here libuv reads
  * straight into the frame being assembled (as much as the kernel holds, up to what the frame still
- * lacks), and anything else into successive slices of a 64 KB slab, handed on as views.
+ * lacks), and anything else into one shared 64 KB buffer, copied out at once (see `scratch`).
  *
  * Node offers `onread` to client sockets only (net.connect, new net.Socket), not to the sockets a
  * net.Server accepts, so it is switched on here through the socket's own fields (found by their symbol
@@ -14,14 +14,20 @@
  */
 import type { Socket } from 'node:net';
 
-/** Where the next read lands: a slice of the frame being assembled, or null for the slab. */
+/** Where the next read lands: the unfilled tail of the frame being assembled, or null for the shared read buffer. */
 export type NextTarget = () => Buffer | null;
-/** `n` bytes were read into `buf` (the Buffer that nextTarget or the slab gave, from its start). */
+/** `n` bytes were read into `buf` from its start (the frame's tail that nextTarget gave, or a Buffer of exactly `n` bytes). */
 export type OnRead = (buf: Buffer, n: number) => void;
 
-const SLAB_BYTES = 64 * 1024;
-/** a slab with less room than this is left for a new one (a read that small would cost a syscall for little) */
-const MIN_SLAB_ROOM = 4 * 1024;
+const SCRATCH_BYTES = 64 * 1024;
+/**
+ * The buffer every connection's reads land in when they do not go into a frame. Each read's bytes are
+ * copied out at once into a Buffer of their own size (as Node's stream path shrinks its read buffer),
+ * so nothing handed on keeps a larger buffer alive (the log's recent-batches cache holds produced
+ * batches as views). One suffices for all: libuv delivers reads one at a time on this thread, and
+ * each is copied out before its callback returns.
+ */
+let scratch: Buffer | null = null;
 
 interface UserBufferHandle {
   useUserBuffer(buf: Uint8Array): void;
@@ -48,33 +54,23 @@ export function readDirect(socket: Socket, next: NextTarget, onRead: OnRead): bo
   // bytes already read through the stream would be passed over: those stay on the stream path
   if (socket.readableLength > 0) return false;
 
-  let slab = Buffer.allocUnsafe(SLAB_BYTES);
-  let slabUsed = 0;
-  /** the Buffer registered for the next read, and whether it is a slab slice */
-  let current: Buffer;
-  let currentIsSlab: boolean;
   const choose = (): Buffer => {
     const frame = next();
-    if (frame !== null && frame.length > 0) {
-      current = frame;
-      currentIsSlab = false;
-    } else {
-      if (SLAB_BYTES - slabUsed < MIN_SLAB_ROOM) {
-        slab = Buffer.allocUnsafe(SLAB_BYTES);
-        slabUsed = 0;
-      }
-      current = slab.subarray(slabUsed);
-      currentIsSlab = true;
-    }
-    return current;
+    if (frame !== null && frame.length > 0) return frame;
+    scratch ??= Buffer.allocUnsafe(SCRATCH_BYTES);
+    return scratch;
   };
   const first = choose();
   fields[kBuffer] = first;
   // Node calls this after every read with the buffer it read into; the generator then names the next
   fields[kBufferCb] = (n: number, buf: Buffer): void => {
-    // slab bytes are handed on as views: the next read goes after them
-    if (currentIsSlab && buf === current) slabUsed += n;
-    onRead(buf, n);
+    if (buf !== scratch) {
+      onRead(buf, n);
+      return;
+    }
+    const own = Buffer.allocUnsafe(n);
+    buf.copy(own, 0, 0, n);
+    onRead(own, n);
   };
   fields[kBufferGen] = choose;
   (handle as UserBufferHandle).useUserBuffer(first);

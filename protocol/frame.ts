@@ -9,6 +9,8 @@ import { requestHeaderVersion, responseHeaderVersion } from './generated/api-key
 import { readRequestHeader, sizeRequestHeader, writeRequestHeader } from './generated/data/request-header.js';
 import { readResponseHeader, sizeResponseHeader, writeResponseHeader } from './generated/data/response-header.js';
 import { API_CODECS, type ApiCodec } from './generated/index.js';
+import { ApiKey } from './generated/api-keys.js';
+import type { FetchRequestReuse } from './fetch-request-reuse.js';
 
 export interface RequestHeaderInfo {
   apiKey: number;
@@ -127,14 +129,18 @@ export function readRequestHeaderFrom(frame: Buffer, clientIds?: ClientIdCache):
 
 /**
  * Decodes a whole request frame. Unknown APIs and versions raise UNKNOWN_API_KEY / UNSUPPORTED_VERSION.
- * `clientIds`: the connection's client-id cache (readRequestHeaderFrom).
+ * `clientIds`: the connection's client-id cache (readRequestHeaderFrom); `fetchReuse`: the
+ * connection's memory of its last Fetch, whose unchanged topics a Fetch then reuses (fetch-request-reuse.ts).
  */
-export function decodeRequest(frame: Buffer, clientIds?: ClientIdCache): DecodedRequest {
+export function decodeRequest(frame: Buffer, clientIds?: ClientIdCache, fetchReuse?: FetchRequestReuse): DecodedRequest {
   const peek = peekRequestHeader(frame);
   if (peek === null) throw new ProtocolError(GregorErrorCode.TRUNCATED, `request frame of ${frame.length} bytes has no header`);
   const codec = codecFor(peek.apiKey, peek.apiVersion);
   const { header, reader } = readRequestHeaderFrom(frame, clientIds);
-  const body = codec.request.read(reader, header.apiVersion);
+  const body =
+    fetchReuse !== undefined && header.apiKey === ApiKey.Fetch
+      ? fetchReuse.read(reader, header.apiVersion)
+      : codec.request.read(reader, header.apiVersion);
   // Kafka ignores bytes after a complete request body, and some clients rely on it (librdkafka 2.15 sends
   // Metadata v9+ "all topics" requests with a 4-byte placeholder where a 1-byte compact null belongs).
   reader.finish(false);

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ProtocolError } from '../../protocol/codec/errors.js';
 import { decodeRequest, encodeResponse, encodeResponseChunks, peekRequestHeader } from '../../protocol/frame.js';
+import { fetchRequestReuseFor } from '../../protocol/fetch-request-reuse.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { mergeScopedError, withoutPartitions } from '../network/fault-scope.js';
@@ -77,7 +78,7 @@ export class Dispatcher {
     }
     let decoded;
     try {
-      decoded = decodeRequest(frame, conn.clientIds);
+      decoded = decodeRequest(frame, conn.clientIds, apiKey === ApiKey.Fetch ? fetchRequestReuseFor(conn) : undefined);
     } catch (e) {
       if (e instanceof ProtocolError) return { close: `malformed request (API ${apiKey} v${apiVersion}): ${e.message}` };
       throw e;

@@ -10,6 +10,8 @@
  */
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { DeleteRecordsResponse } from '../../protocol/generated/delete-records.js';
 import { buildRecordBatch, decodeRecords } from '../../protocol/records/index.js';
 import { startChildBroker, tempDir, type ChildBroker } from '../helpers/broker.js';
 import { FETCH_V, RawClient, rawCreateTopics, rawProduce } from '../helpers/raw-client.js';
@@ -19,6 +21,7 @@ const PARTITIONS = 100;
 const LONG_WAIT = 30_000;
 const GIVE_UP = 20_000;
 const UNKNOWN_TOPIC_OR_PARTITION = 3;
+const OFFSET_OUT_OF_RANGE = 1;
 
 interface PartitionOut {
   partitionIndex: number;
@@ -191,5 +194,66 @@ describe('Fetch over 10,000 partitions', function () {
         expect(keys(p.records), `round ${round}: records of ${topic}/${partition}`).to.deep.equal(isTarget ? [`wake${round}-0`] : []);
       }
     }
+  });
+
+  it('idle polls of an unchanged, rotating list (reused on the broker) answer current offsets: a log start move, an out-of-range offset, an append to the last partition', async () => {
+    // librdkafka's list starts one partition later each time, with the same bytes per partition: the
+    // broker reuses the decoded topics and its last answers for them, and must never answer stale state
+    let start = 1;
+    const poll = async (maxWaitMs: number, offsetOf = (topic: string, partition: number) => endOf(topic, partition)) => {
+      const order = [...all.slice(start), ...all.slice(0, start)];
+      start++;
+      const want: Want = order.map((x) => ({ ...x, fetchOffset: offsetOf(x.topic, x.partition) }));
+      const res = await client().request<FetchOut>(1, FETCH_V, body(want, maxWaitMs), GIVE_UP);
+      const got = new Map(flat(res).map(([t, p, d]) => [`${t}/${p}`, d]));
+      expect(got.size).to.equal(want.length);
+      return got;
+    };
+    const target = { topic: topicName(50), partition: 3 };
+    const key = `${target.topic}/${target.partition}`;
+    await produce(target.topic, target.partition, 4, 'del');
+    for (let i = 0; i < 3; i++) {
+      const got = await poll(0);
+      expect([got.get(key)?.highWatermark, got.get(key)?.logStartOffset], `poll ${i}`).to.deep.equal([4n, 0n]);
+    }
+    const deleted = await producerConn!.request<DeleteRecordsResponse>(
+      ApiKey.DeleteRecords,
+      2,
+      { topics: [{ name: target.topic, partitions: [{ partitionIndex: target.partition, offset: 3n }] }], timeoutMs: 10_000 },
+      20_000,
+    );
+    expect(deleted.topics[0]?.partitions[0]?.errorCode).to.equal(0);
+    for (let i = 0; i < 2; i++) {
+      // the same bytes as before for this partition (fetch offset 4): its answer carries the new log start
+      const got = await poll(0);
+      const p = got.get(key);
+      expect([p?.errorCode, p?.highWatermark, p?.logStartOffset], `after the delete, poll ${i}`).to.deep.equal([0, 4n, 3n]);
+      expect(got.get(`${topicName(0)}/0`)?.highWatermark).to.equal(endOf(topicName(0), 0));
+    }
+    for (let i = 0; i < 2; i++) {
+      // an offset below the new log start: out of range, every time
+      const got = await poll(0, (t, p) => (`${t}/${p}` === key ? 1n : endOf(t, p)));
+      expect(got.get(key)?.errorCode, `offset 1 after the delete, poll ${i}`).to.equal(OFFSET_OUT_OF_RANGE);
+    }
+    // a long poll over the same rotating list is woken by an append to partition 9,999 and returns it
+    const last = all[all.length - 1]!;
+    const n = client().responses.length + 1;
+    const order = [...all.slice(start), ...all.slice(0, start)];
+    await client().send(
+      1,
+      FETCH_V,
+      body(
+        order.map((x) => ({ ...x, fetchOffset: endOf(x.topic, x.partition) })),
+        LONG_WAIT,
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    expect(client().responses.length, 'answered before the append').to.equal(n - 1);
+    await produce(last.topic, last.partition, 1, 'rotated');
+    await client().waitResponses(n, GIVE_UP);
+    const got = flat(client().decode(n - 1, 1, FETCH_V).body as FetchOut);
+    const answer = got.find(([t, p]) => t === last.topic && p === last.partition)?.[2];
+    expect(keys(answer?.records ?? null)).to.deep.equal(['rotated-0']);
+    expect(got.filter(([, , p]) => (p.records?.length ?? 0) > 0)).to.have.length(1);
   });
 });

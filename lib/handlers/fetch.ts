@@ -87,48 +87,6 @@ function resultOf(
   };
 }
 
-/**
- * The answers last given for a topic of a Fetch request, by position. A connection's sessionless
- * Fetches reuse the request topics whose bytes did not change (protocol/fetch-request-reuse.ts), and
- * a session's topics are its own until it changes, so an idle consumer's next poll finds here the
- * answers for the same partitions: an idle partition's answer with the same offsets is reused
- * (idleAnswer) instead of built again, thousands per poll. Weak: gone with the request topic.
- */
-const answers = new WeakMap<FetchRequestFetchTopic, { readCommitted: boolean; partitions: PartitionOut[] }>();
-
-function lastAnswers(topic: FetchRequestFetchTopic, readCommitted: boolean): PartitionOut[] | undefined {
-  const a = answers.get(topic);
-  return a !== undefined && a.readCommitted === readCommitted ? a.partitions : undefined;
-}
-
-function keepAnswers(topic: FetchRequestFetchTopic, readCommitted: boolean, partitions: PartitionOut[]): void {
-  answers.set(topic, { readCommitted, partitions });
-}
-
-/** A caught-up partition's answer (no records, no error, these offsets): `last` when it is exactly that, else a new one. */
-function idleAnswer(
-  last: PartitionOut | undefined,
-  partitionIndex: number,
-  readCommitted: boolean,
-  highWatermark: bigint,
-  lastStableOffset: bigint,
-  logStartOffset: bigint,
-): PartitionOut {
-  if (
-    last !== undefined &&
-    last.records === EMPTY &&
-    last.errorCode === ErrorCode.NONE &&
-    last.partitionIndex === partitionIndex &&
-    last.highWatermark === highWatermark &&
-    last.lastStableOffset === lastStableOffset &&
-    last.logStartOffset === logStartOffset &&
-    last.preferredReadReplica === -1 &&
-    last.abortedTransactions === (readCommitted ? NO_ABORTED : null)
-  )
-    return last;
-  return resultOf(partitionIndex, readCommitted, ErrorCode.NONE, highWatermark, lastStableOffset, logStartOffset, EMPTY, NO_ABORTED);
-}
-
 /** Where a fetch of this isolation level stops: the last stable offset for read_committed. */
 function readLimit(log: PartitionLog, readCommitted: boolean): bigint {
   return readCommitted ? log.lastStableOffset : log.highWatermark;
@@ -242,7 +200,6 @@ async function readAll(
   for (const t of topics) {
     const parts = t.req.partitions;
     const partitions: PartitionOut[] = [];
-    const prev = lastAnswers(t.req, readCommitted);
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as FetchRequestFetchPartition;
       const log = t.logs?.[p.partition];
@@ -280,14 +237,13 @@ async function readAll(
         partitions.push(
           session.unchanged(p, highWatermark, lastStableOffset, logStartOffset)
             ? UNCHANGED
-            : idleAnswer(prev?.[i], p.partition, readCommitted, highWatermark, lastStableOffset, logStartOffset),
+            : resultOf(p.partition, readCommitted, ErrorCode.NONE, highWatermark, lastStableOffset, logStartOffset, EMPTY, NO_ABORTED),
         );
         continue;
       }
       partitions.push(await readOne(p, log));
     }
     out.push({ topic: t.topic, topicId: t.topicId, partitions });
-    keepAnswers(t.req, readCommitted, partitions);
   }
   return { responses: out, total, errors };
 

@@ -138,7 +138,11 @@ describe('web console in a browser: login, topic charts, KIP-848 groups and lag 
         const r = await apiIn(page, `/groups/${GROUP}`);
         const owned = r.members?.[0]?.assignment?.length ?? 0;
         const committed = (r.partitions ?? []).filter((p: Any) => p.lag === 0).length;
-        return r.members?.length === 1 && owned === 2 && committed === 2 ? r : undefined;
+        // the broker samples lag once a second, from a group's first committed offsets on: until a
+        // sample has seen lag 0, a stop and 10 more records could be all the history ever shows
+        const lag: number[] = r.lagHistory?.series?.lag ?? [];
+        const sampled = lag.length > 0 && lag[lag.length - 1] === 0;
+        return r.members?.length === 1 && owned === 2 && committed === 2 && sampled ? r : undefined;
       },
       60_000,
     );

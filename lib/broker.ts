@@ -407,6 +407,10 @@ export class Broker {
       listeners: () => this.servers.map((x) => ({ name: x.listener.name, connections: x.server.connections.values() })),
       overload: () => this.overload,
       quotaThrottles: () => s.quotas.throttleTotals(),
+      recentCache: () => {
+        const b = this.logManager.recentCacheBudget;
+        return { bytes: b.bytes, entries: b.entries, limit: b.limit };
+      },
     };
   }
 

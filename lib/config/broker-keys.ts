@@ -135,6 +135,9 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   // Plain TCP connections read straight into the request being assembled (true) or through Node's
   // socket stream, one 64 KB chunk at a time, copied into it (false). See README "Reading requests".
   'gregor.socket.read.direct': { type: 'boolean', default: true },
+  // Bytes of recently appended batches held in memory over all partition logs, oldest evicted first
+  // (each log also keeps at most 1 MiB); tailing consumers are served from there. 0: no such cache.
+  'gregor.log.recent.cache.bytes': { type: 'int', default: 33554432, validate: atLeast(0) },
   // Zero-copy Fetch's segment read buffers kept for reuse (bytes of idle buffers; 0: every read allocates).
   'gregor.fetch.read.buffer.pool.bytes': { type: 'int', default: 33554432, validate: atLeast(0) },
   'metadata.store': { type: 'string', default: 'local', validate: oneOf('local', 'etcd') },

@@ -92,6 +92,8 @@ const DOCS: Record<string, string> = {
     'gregor: fetch responses pass the stored record bytes to the socket uncopied (true) or copy them once into the response (false).',
   'gregor.socket.read.direct':
     'gregor: plain TCP connections read requests straight into their buffers (true) or through the socket stream in 64 KB chunks, copied (false).',
+  'gregor.log.recent.cache.bytes':
+    'gregor: bytes of recently appended batches kept in memory over all partitions to serve tailing consumers, oldest evicted first (each partition at most 1 MiB; 0: none).',
   'gregor.fetch.read.buffer.pool.bytes':
     'gregor: with zero-copy fetch, bytes of segment read buffers kept for reuse once a response is written (0: a new buffer per read).',
   'message.max.bytes': 'Largest record batch accepted (topic: max.message.bytes).',

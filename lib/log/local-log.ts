@@ -14,7 +14,7 @@ import { corruptReadError, writeRepairMarker, type ReadCorruption } from './read
 import type { LogConfig } from './log-config.js';
 import { NOOP_LOGGER, emptyLoad, loadSegments } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
-import { RecentCache } from './log-read.js';
+import { RecentCache } from './recent-cache.js';
 import { summaryOf } from './log-summary.js';
 import type { LogSummary } from './log-summary.js';
 import { LogSegment } from './segment.js';
@@ -86,7 +86,7 @@ export abstract class LocalLog {
     this.epochs = new LeaderEpochCache(this.dir);
     this.epochs.onError = (err) => logFailure(this.logger, this.dir, err, 'writing leader-epoch-checkpoint failed');
     this.startCheckpoint = new CheckpointFile(this.dir, 'log-start-offset-checkpoint');
-    this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20);
+    this.cache = new RecentCache(opts.recentCacheBytes ?? 1 << 20, opts.recentCacheBudget);
     this.producers = new ProducerStateManager(`${topic}-${partition}`);
   }
 

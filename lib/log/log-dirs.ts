@@ -20,6 +20,7 @@ import { NOOP_LOGGER } from './log-loader.js';
 import type { LogLogger } from './log-loader.js';
 import { summaryKey as key } from './log-summary.js';
 import type { PartitionLog, PartitionLogOptions } from './partition-log.js';
+import { RecentCacheBudget } from './recent-cache.js';
 
 export { CLEAN_SHUTDOWN_MARKER } from './log-manager.js';
 
@@ -30,8 +31,12 @@ export class LogManager {
   /** Partitions per dir (what placement compares). */
   private readonly counts = new Map<LogDir, number>();
 
-  private constructor(dirs: readonly LogDir[]) {
+  /** The bound every attached log's recent-batches cache shares (gregor.log.recent.cache.bytes). */
+  readonly recentCacheBudget: RecentCacheBudget;
+
+  private constructor(dirs: readonly LogDir[], recentCacheBytes: number) {
     this.dirs = dirs;
+    this.recentCacheBudget = new RecentCacheBudget(recentCacheBytes);
     for (const d of dirs) this.counts.set(d, 0);
   }
 
@@ -43,7 +48,7 @@ export class LogManager {
     const paths = [...new Set((typeof dataDirs === 'string' ? [dataDirs] : dataDirs).map((d) => path.resolve(d)))];
     const dirs: LogDir[] = [];
     for (const p of paths) dirs.push(await LogDir.open(p, broker, logger));
-    const mgr = new LogManager(dirs);
+    const mgr = new LogManager(dirs, broker.int('gregor.log.recent.cache.bytes'));
     for (const d of dirs) {
       for (const k of d.partitionDirs()) {
         const other = mgr.home.get(k);
@@ -130,7 +135,7 @@ export class LogManager {
   attach(topic: string, partition: number, config: LogConfig, opts: Omit<PartitionLogOptions, 'recover'> = {}): PartitionLog {
     const have = this.get(topic, partition);
     if (have !== undefined) return have;
-    return this.dirFor(topic, partition).attach(topic, partition, config, opts);
+    return this.dirFor(topic, partition).attach(topic, partition, config, { recentCacheBudget: this.recentCacheBudget, ...opts });
   }
 
   /** The log, opened (recovering it if the last shutdown was unclean) or created. */

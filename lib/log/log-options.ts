@@ -1,6 +1,7 @@
 /** What a partition log is opened with (LocalLog and the layers above it take these). */
 import type { ConversionRunner } from './convert.js';
 import type { LogLogger } from './log-loader.js';
+import type { RecentCacheBudget } from './recent-cache.js';
 import type { ConvertHook } from './validator.js';
 
 export interface PartitionLogOptions {
@@ -16,6 +17,8 @@ export interface PartitionLogOptions {
   converter?: ConversionRunner;
   /** Budget of the recent-batches cache (default 1 MiB; 0 disables it). */
   recentCacheBytes?: number;
+  /** The broker-wide bound shared by every log's recent-batches cache (gregor.log.recent.cache.bytes). */
+  recentCacheBudget?: RecentCacheBudget;
   /** Called when the high watermark moves (after appended data reached the kernel, or disk). */
   onHighWatermark?: (highWatermark: bigint) => void;
   /**

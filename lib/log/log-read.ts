@@ -1,5 +1,5 @@
-/** Reading stored entries: from segments (via the sparse index) and from the recent-batches cache. */
-import { LOG_OVERHEAD, MessageField, logEntries } from '../../protocol/records/index.js';
+/** Reading stored entries from segments (via the sparse index); the recent-batches cache is recent-cache.ts. */
+import { logEntries } from '../../protocol/records/index.js';
 import type { Record } from '../../protocol/records/index.js';
 import { HEADER_BYTES, parseEntryHeader } from './segment.js';
 import type { EntryHeader, LogSegment } from './segment.js';
@@ -39,7 +39,7 @@ export interface ReadLimits {
 }
 
 /** Decides which entries of a run to return: whole entries from the one containing fetchOffset. */
-class Picker {
+export class Picker {
   size = 0;
   count = 0;
   done = false;
@@ -203,103 +203,4 @@ export function entryRecords(bytes: Buffer, maxOutput: number): { records: Recor
     if (e.kind === 'message') return { records: e.message.records({ maxOutput, checkCrcs: false }), leaderEpoch: -1 };
   }
   return { records: [], leaderEpoch: -1 };
-}
-
-interface CachedEntry {
-  firstOffset: bigint;
-  lastOffset: bigint;
-  buf: Buffer;
-  /** `buf` holds messages firstOffset..lastOffset, one offset each (uncompressed magic 0/1). */
-  run: boolean;
-}
-
-/**
- * Takes what `picker` allows of a cached run, message by message: from the message holding
- * fetchOffset, up to maxOffset and maxBytes. Returns the bytes taken (possibly none) and whether
- * the run was taken to its end (the next entry may follow).
- */
-function takeFromRun(picker: Picker, e: CachedEntry, lim: ReadLimits): { part: Buffer; complete: boolean } {
-  const buf = e.buf;
-  const skip = lim.fetchOffset > e.firstOffset ? Number(lim.fetchOffset - e.firstOffset) : 0;
-  let p = 0;
-  for (let i = 0; i < skip && p < buf.length; i++) p += LOG_OVERHEAD + buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
-  const from = p;
-  let offset = e.firstOffset + BigInt(skip);
-  while (p < buf.length && !picker.done) {
-    const size = LOG_OVERHEAD + buf.readInt32BE(p + MessageField.MESSAGE_SIZE);
-    if (picker.consider(offset, size) !== 'take') break;
-    p += size;
-    offset++;
-  }
-  return { part: buf.subarray(from, p), complete: p === buf.length };
-}
-
-/**
- * The most recently appended entries, contiguous up to the log end offset, within a byte budget:
- * tailing consumers are served from here without touching the segment files.
- */
-export class RecentCache {
-  private entries: CachedEntry[] = [];
-  private head = 0;
-  private bytes = 0;
-  readonly budget: number;
-
-  constructor(budget: number) {
-    this.budget = budget;
-  }
-
-  add(firstOffset: bigint, lastOffset: bigint, buf: Buffer, run = false): void {
-    if (this.budget <= 0) return;
-    this.entries.push({ firstOffset, lastOffset, buf, run });
-    this.bytes += buf.length;
-    while (this.bytes > this.budget && this.entries.length - this.head > 1) {
-      this.bytes -= this.entries[this.head]?.buf.length ?? 0;
-      this.entries[this.head++] = undefined as unknown as CachedEntry;
-    }
-    if (this.head > 1024 && this.head * 2 > this.entries.length) {
-      this.entries = this.entries.slice(this.head);
-      this.head = 0;
-    }
-  }
-
-  /** Whether the cache holds fetchOffset and everything after it. */
-  covers(offset: bigint): boolean {
-    const first = this.entries[this.head];
-    return first !== undefined && first.firstOffset <= offset;
-  }
-
-  read(lim: ReadLimits): ReadResult {
-    let lo = this.head;
-    let hi = this.entries.length - 1;
-    let i = this.entries.length;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((this.entries[mid]?.lastOffset ?? -1n) >= lim.fetchOffset) {
-        i = mid;
-        hi = mid - 1;
-      } else lo = mid + 1;
-    }
-    const picker = new Picker(lim);
-    const records: Buffer[] = [];
-    for (; i < this.entries.length && !picker.done; i++) {
-      const e = this.entries[i];
-      if (e === undefined) break;
-      if (e.run && !picker.fitsWhole(e.firstOffset, e.lastOffset, e.buf.length)) {
-        // a read starting, or a limit falling, inside a run: whole messages from the one wanted
-        const { part, complete } = takeFromRun(picker, e, lim);
-        if (part.length > 0) records.push(part);
-        if (!complete) break;
-        continue;
-      }
-      if (picker.consider(e.lastOffset, e.buf.length) !== 'take') break;
-      records.push(e.buf);
-    }
-    return { records, size: picker.size };
-  }
-
-  clear(): void {
-    this.entries = [];
-    this.head = 0;
-    this.bytes = 0;
-  }
 }

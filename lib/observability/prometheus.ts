@@ -71,6 +71,8 @@ export interface MetricsSource {
   overload?(): { quotas: ConnectionQuotas; budget: RequestBudget } | null;
   /** Throttle time handed out per client quota (lib/quota/manager.ts). */
   quotaThrottles?(): Iterable<ThrottleTotal>;
+  /** What the partition logs' recent-batches caches hold together (lib/log/recent-cache.ts). */
+  recentCache?(): { bytes: number; entries: number; limit: number };
 }
 
 /** BrokerTopicMetrics meters and their TopicStats fields. */
@@ -333,6 +335,19 @@ export class PrometheusExporter {
       },
     );
     registerOverloadMetrics(f, () => src.overload?.());
+    gauge(
+      'gregor_log_recent_cache_bytes',
+      'Bytes of recently appended batches held in memory over all partitions to serve tailing consumers (gregor.log.recent.cache.bytes bounds it)',
+      [],
+      (put) => {
+        const c = src.recentCache?.();
+        if (c !== undefined) put(null, c.bytes);
+      },
+    );
+    gauge('gregor_log_recent_cache_entries', 'Batches held in the recent-batches caches over all partitions', [], (put) => {
+      const c = src.recentCache?.();
+      if (c !== undefined) put(null, c.entries);
+    });
     f.counter(
       'gregor_client_quota_throttle_time_ms_total',
       'Throttle time handed out to clients over a quota, per quota key and the user / client id it is measured for',

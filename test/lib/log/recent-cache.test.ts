@@ -1,0 +1,158 @@
+/**
+ * The recent-batches cache (lib/log/recent-cache.ts): its per-log bound, the broker-wide budget that
+ * evicts the oldest entries of any log first, and the copy of entries that are small views of large
+ * buffers (a batch of a multi-partition produce request), so that the bytes counted are the bytes held.
+ */
+import { expect } from 'chai';
+import { RecentCache, RecentCacheBudget, keepable } from '../../../lib/log/recent-cache.js';
+import type { ReadLimits } from '../../../lib/log/log-read.js';
+
+/** An entry of `size` bytes whose first byte tags it. */
+function entry(tag: number, size: number): Buffer {
+  const b = Buffer.alloc(size, 0);
+  b[0] = tag;
+  return b;
+}
+
+function readFrom(c: RecentCache, fetchOffset: bigint, maxBytes = 1 << 30): Buffer[] {
+  const lim: ReadLimits = { fetchOffset, maxBytes, minOneMessage: true, maxOffset: 1n << 62n };
+  return c.read(lim).records;
+}
+
+describe('recent-batches cache', () => {
+  describe('keepable', () => {
+    it('copies a small view of a large buffer and keeps a buffer that is about its own size', () => {
+      const request = Buffer.alloc(64 * 1024, 7);
+      const view = request.subarray(1000, 2000);
+      const kept = keepable(view);
+      expect(kept).to.not.equal(view);
+      expect(kept.equals(view)).to.equal(true);
+      expect(kept.buffer.byteLength).to.be.below(request.length);
+      // changing the request afterwards does not reach the kept copy
+      request.fill(0, 1000, 2000);
+      expect(kept[0]).to.equal(7);
+
+      const own = Buffer.alloc(5000, 1);
+      expect(keepable(own)).to.equal(own);
+      // a frame of one batch plus a request header of less than 1 KiB stays a view
+      const frame = Buffer.alloc(5000 + 200, 1);
+      const batch = frame.subarray(200);
+      expect(keepable(batch)).to.equal(batch);
+    });
+
+    it('copies a small batch that sits in a slab of Node’s buffer pool', () => {
+      const small = Buffer.from('x'.repeat(300));
+      // Buffer.from of a short string is a slice of the shared 8 KiB pool
+      expect(small.buffer.byteLength).to.be.above(4096);
+      const kept = keepable(small);
+      expect(kept).to.not.equal(small);
+      expect(kept.toString()).to.equal(small.toString());
+    });
+  });
+
+  describe('one log', () => {
+    it('keeps the newest entries within its own budget, at least one, oldest dropped first', () => {
+      const c = new RecentCache(1000);
+      for (let i = 0; i < 10; i++) c.add(BigInt(i), BigInt(i), entry(i, 300));
+      // 3 entries of 300 bytes fit in 1000
+      expect(c.size).to.equal(900);
+      expect(c.covers(7n)).to.equal(true);
+      expect(c.covers(6n)).to.equal(false);
+      expect(readFrom(c, 7n).map((b) => b[0])).to.deep.equal([7, 8, 9]);
+      // an entry larger than the budget is still kept alone
+      c.add(10n, 10n, entry(10, 5000));
+      expect(c.size).to.equal(5000);
+      expect(readFrom(c, 10n).map((b) => b[0])).to.deep.equal([10]);
+    });
+
+    it('holds nothing with a budget of 0', () => {
+      const c = new RecentCache(0);
+      c.add(0n, 0n, entry(0, 10));
+      expect(c.covers(0n)).to.equal(false);
+      expect(c.size).to.equal(0);
+    });
+  });
+
+  describe('the broker-wide budget', () => {
+    it('evicts the oldest entries of any log first, and counts exactly what the caches hold', () => {
+      const budget = new RecentCacheBudget(1000);
+      const a = new RecentCache(1 << 20, budget);
+      const b = new RecentCache(1 << 20, budget);
+      for (let i = 0; i < 3; i++) a.add(BigInt(i), BigInt(i), entry(i, 200)); // a: 0,1,2 (600)
+      expect(budget.bytes).to.equal(600);
+      for (let i = 0; i < 3; i++) b.add(BigInt(i), BigInt(i), entry(100 + i, 200)); // 1200 > 1000: a's 0 goes
+      expect(budget.bytes).to.equal(1000);
+      expect(budget.entries).to.equal(5);
+      expect(a.size + b.size).to.equal(budget.bytes);
+      expect(a.covers(0n)).to.equal(false);
+      expect(a.covers(1n)).to.equal(true);
+      expect(b.covers(0n)).to.equal(true);
+      expect(readFrom(a, 1n).map((x) => x[0])).to.deep.equal([1, 2]);
+      // the idle log loses its last entries before the busy one loses its oldest
+      b.add(3n, 3n, entry(103, 200));
+      b.add(4n, 4n, entry(104, 200));
+      expect(a.covers(2n)).to.equal(false);
+      expect(a.size).to.equal(0);
+      expect(b.covers(0n)).to.equal(true);
+      expect(budget.bytes).to.equal(1000);
+      b.add(5n, 5n, entry(105, 200));
+      expect(b.covers(0n)).to.equal(false);
+      expect(readFrom(b, 1n).map((x) => x[0])).to.deep.equal([101, 102, 103, 104, 105]);
+      expect(budget.bytes).to.equal(1000);
+      expect(budget.entries).to.equal(5);
+    });
+
+    it('is told of entries that leave by their own log’s bound or a clear', () => {
+      const budget = new RecentCacheBudget(1 << 20);
+      const a = new RecentCache(500, budget);
+      const b = new RecentCache(1 << 20, budget);
+      for (let i = 0; i < 10; i++) a.add(BigInt(i), BigInt(i), entry(i, 200));
+      b.add(0n, 0n, entry(50, 300));
+      expect(a.size).to.equal(400);
+      expect(budget.bytes).to.equal(700);
+      expect(budget.entries).to.equal(3);
+      a.clear();
+      expect(budget.bytes).to.equal(300);
+      expect(budget.entries).to.equal(1);
+      // entries added after a clear are counted and evicted as any others
+      a.add(10n, 10n, entry(10, 200));
+      expect(budget.bytes).to.equal(500);
+      expect(readFrom(a, 10n).map((x) => x[0])).to.deep.equal([10]);
+    });
+
+    it('keeps its queue proportional to what is held while the limit is never reached', () => {
+      const budget = new RecentCacheBudget(1 << 30);
+      const logs = Array.from({ length: 4 }, () => new RecentCache(2000, budget));
+      for (let i = 0; i < 50_000; i++) logs[i % 4]?.add(BigInt(i), BigInt(i), entry(i & 0xff, 100));
+      // each log holds its newest 20 entries
+      expect(budget.entries).to.equal(80);
+      expect(budget.bytes).to.equal(8000);
+      expect(budget.queued).to.be.at.most(2 * 80 + 1024);
+    });
+
+    it('turns every cache off with a limit of 0', () => {
+      const budget = new RecentCacheBudget(0);
+      const a = new RecentCache(1 << 20, budget);
+      a.add(0n, 0n, entry(0, 10));
+      expect(a.covers(0n)).to.equal(false);
+      expect(budget.bytes).to.equal(0);
+    });
+
+    it('counts the copies it keeps, not the requests they came from', () => {
+      const budget = new RecentCacheBudget(1 << 20);
+      const logs = Array.from({ length: 6 }, () => new RecentCache(1 << 20, budget));
+      // 100 produce requests of 48 KiB, each carrying one 8 KiB batch for each of 6 partitions
+      const held = new Set<ArrayBufferLike>();
+      for (let r = 0; r < 100; r++) {
+        const request = Buffer.alloc(48 * 1024 + 300, r & 0xff);
+        logs.forEach((c, p) => c.add(BigInt(r), BigInt(r), request.subarray(300 + p * 8192, 300 + (p + 1) * 8192)));
+      }
+      for (const c of logs) for (const b of readFrom(c, 0n)) held.add(b.buffer);
+      let backing = 0;
+      for (const ab of held) backing += ab.byteLength;
+      expect(budget.bytes).to.be.at.most(1 << 20);
+      // what the kept entries keep alive is what the budget counts (not 6 x the requests)
+      expect(backing).to.equal(budget.bytes);
+    });
+  });
+});

@@ -27,6 +27,16 @@ interface CachedEntry {
 const VIEW_SLACK = 1024;
 
 /**
+ * What an entry costs beyond its bytes, charged to both bounds: its record, two bigints, the Buffer
+ * view and, for a copy, its ArrayBuffer and backing store (~330 bytes in all, measured in heap
+ * snapshots; 256 counted). Without it a log of one-record batches held three times its budget.
+ */
+export const ENTRY_OVERHEAD = 256;
+
+/** bytes an entry is charged */
+const charged = (e: CachedEntry): number => e.buf.length + ENTRY_OVERHEAD;
+
+/**
  * `buf` itself when its backing memory is about its own size, else a copy of it: a view that keeps
  * more than its own size plus VIEW_SLACK of a larger buffer alive (a batch of a multi-partition
  * request, a slice of Node's 8 KB pool) is copied.
@@ -52,7 +62,7 @@ export class RecentCacheBudget {
 
   constructor(readonly limit: number) {}
 
-  /** bytes held by all the caches charged to this budget */
+  /** bytes charged by all the caches of this budget (their entries' bytes plus ENTRY_OVERHEAD each) */
   get bytes(): number {
     return this._bytes;
   }
@@ -69,7 +79,7 @@ export class RecentCacheBudget {
 
   charge(e: CachedEntry): void {
     this.queue.push(e);
-    this._bytes += e.buf.length;
+    this._bytes += charged(e);
     this.live++;
     while (this._bytes > this.limit && this.head < this.queue.length) {
       const oldest = this.queue[this.head];
@@ -87,7 +97,7 @@ export class RecentCacheBudget {
 
   /** an entry left its cache (its own log's bound, eviction here, a clear) */
   released(e: CachedEntry): void {
-    this._bytes -= e.buf.length;
+    this._bytes -= charged(e);
     this.live--;
   }
 }
@@ -130,7 +140,7 @@ export class RecentCache {
     this.shared = shared;
   }
 
-  /** bytes held */
+  /** bytes charged: the entries' bytes plus ENTRY_OVERHEAD each */
   get size(): number {
     return this.bytes;
   }
@@ -139,7 +149,7 @@ export class RecentCache {
     if (this.budget <= 0) return;
     const e: CachedEntry = { firstOffset, lastOffset, buf: keepable(buf), run, owner: this, gone: false };
     this.entries.push(e);
-    this.bytes += e.buf.length;
+    this.bytes += charged(e);
     while (this.bytes > this.budget && this.entries.length - this.head > 1) this.dropHead();
     this.compact();
     this.shared?.charge(e);
@@ -154,7 +164,7 @@ export class RecentCache {
     const e = this.entries[this.head];
     if (e === undefined) return;
     this.entries[this.head++] = undefined;
-    this.bytes -= e.buf.length;
+    this.bytes -= charged(e);
     e.gone = true;
     this.shared?.released(e);
     this.compact();

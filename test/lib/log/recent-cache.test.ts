@@ -4,7 +4,7 @@
  * buffers (a batch of a multi-partition produce request), so that the bytes counted are the bytes held.
  */
 import { expect } from 'chai';
-import { RecentCache, RecentCacheBudget, keepable } from '../../../lib/log/recent-cache.js';
+import { ENTRY_OVERHEAD as O, RecentCache, RecentCacheBudget, keepable } from '../../../lib/log/recent-cache.js';
 import type { ReadLimits } from '../../../lib/log/log-read.js';
 
 /** An entry of `size` bytes whose first byte tags it. */
@@ -52,16 +52,16 @@ describe('recent-batches cache', () => {
 
   describe('one log', () => {
     it('keeps the newest entries within its own budget, at least one, oldest dropped first', () => {
-      const c = new RecentCache(1000);
+      const c = new RecentCache(3 * (300 + O) + 100);
       for (let i = 0; i < 10; i++) c.add(BigInt(i), BigInt(i), entry(i, 300));
-      // 3 entries of 300 bytes fit in 1000
-      expect(c.size).to.equal(900);
+      // 3 entries of 300 bytes (and their overhead each) fit
+      expect(c.size).to.equal(3 * (300 + O));
       expect(c.covers(7n)).to.equal(true);
       expect(c.covers(6n)).to.equal(false);
       expect(readFrom(c, 7n).map((b) => b[0])).to.deep.equal([7, 8, 9]);
       // an entry larger than the budget is still kept alone
       c.add(10n, 10n, entry(10, 5000));
-      expect(c.size).to.equal(5000);
+      expect(c.size).to.equal(5000 + O);
       expect(readFrom(c, 10n).map((b) => b[0])).to.deep.equal([10]);
     });
 
@@ -75,13 +75,14 @@ describe('recent-batches cache', () => {
 
   describe('the broker-wide budget', () => {
     it('evicts the oldest entries of any log first, and counts exactly what the caches hold', () => {
-      const budget = new RecentCacheBudget(1000);
+      const U = 200 + O;
+      const budget = new RecentCacheBudget(5 * U);
       const a = new RecentCache(1 << 20, budget);
       const b = new RecentCache(1 << 20, budget);
-      for (let i = 0; i < 3; i++) a.add(BigInt(i), BigInt(i), entry(i, 200)); // a: 0,1,2 (600)
-      expect(budget.bytes).to.equal(600);
-      for (let i = 0; i < 3; i++) b.add(BigInt(i), BigInt(i), entry(100 + i, 200)); // 1200 > 1000: a's 0 goes
-      expect(budget.bytes).to.equal(1000);
+      for (let i = 0; i < 3; i++) a.add(BigInt(i), BigInt(i), entry(i, 200)); // a: 0,1,2
+      expect(budget.bytes).to.equal(3 * U);
+      for (let i = 0; i < 3; i++) b.add(BigInt(i), BigInt(i), entry(100 + i, 200)); // 6 over a limit of 5: a's 0 goes
+      expect(budget.bytes).to.equal(5 * U);
       expect(budget.entries).to.equal(5);
       expect(a.size + b.size).to.equal(budget.bytes);
       expect(a.covers(0n)).to.equal(false);
@@ -94,39 +95,39 @@ describe('recent-batches cache', () => {
       expect(a.covers(2n)).to.equal(false);
       expect(a.size).to.equal(0);
       expect(b.covers(0n)).to.equal(true);
-      expect(budget.bytes).to.equal(1000);
+      expect(budget.bytes).to.equal(5 * U);
       b.add(5n, 5n, entry(105, 200));
       expect(b.covers(0n)).to.equal(false);
       expect(readFrom(b, 1n).map((x) => x[0])).to.deep.equal([101, 102, 103, 104, 105]);
-      expect(budget.bytes).to.equal(1000);
+      expect(budget.bytes).to.equal(5 * U);
       expect(budget.entries).to.equal(5);
     });
 
     it('is told of entries that leave by their own log’s bound or a clear', () => {
       const budget = new RecentCacheBudget(1 << 20);
-      const a = new RecentCache(500, budget);
+      const a = new RecentCache(2 * (200 + O) + 100, budget);
       const b = new RecentCache(1 << 20, budget);
       for (let i = 0; i < 10; i++) a.add(BigInt(i), BigInt(i), entry(i, 200));
       b.add(0n, 0n, entry(50, 300));
-      expect(a.size).to.equal(400);
-      expect(budget.bytes).to.equal(700);
+      expect(a.size).to.equal(2 * (200 + O));
+      expect(budget.bytes).to.equal(2 * (200 + O) + 300 + O);
       expect(budget.entries).to.equal(3);
       a.clear();
-      expect(budget.bytes).to.equal(300);
+      expect(budget.bytes).to.equal(300 + O);
       expect(budget.entries).to.equal(1);
       // entries added after a clear are counted and evicted as any others
       a.add(10n, 10n, entry(10, 200));
-      expect(budget.bytes).to.equal(500);
+      expect(budget.bytes).to.equal(500 + 2 * O);
       expect(readFrom(a, 10n).map((x) => x[0])).to.deep.equal([10]);
     });
 
     it('keeps its queue proportional to what is held while the limit is never reached', () => {
       const budget = new RecentCacheBudget(1 << 30);
-      const logs = Array.from({ length: 4 }, () => new RecentCache(2000, budget));
+      const logs = Array.from({ length: 4 }, () => new RecentCache(20 * (100 + O), budget));
       for (let i = 0; i < 50_000; i++) logs[i % 4]?.add(BigInt(i), BigInt(i), entry(i & 0xff, 100));
       // each log holds its newest 20 entries
       expect(budget.entries).to.equal(80);
-      expect(budget.bytes).to.equal(8000);
+      expect(budget.bytes).to.equal(80 * (100 + O));
       expect(budget.queued).to.be.at.most(2 * 80 + 1024);
     });
 
@@ -152,7 +153,8 @@ describe('recent-batches cache', () => {
       for (const ab of held) backing += ab.byteLength;
       expect(budget.bytes).to.be.at.most(1 << 20);
       // what the kept entries keep alive is what the budget counts (not 6 x the requests)
-      expect(backing).to.equal(budget.bytes);
+      expect(backing + budget.entries * O).to.equal(budget.bytes);
+      expect(held.size).to.equal(budget.entries);
     });
   });
 });

@@ -4,13 +4,18 @@
  * - per log, `PartitionLogOptions.recentCacheBytes` (1 MiB by default), the newest entries kept;
  * - broker-wide, a RecentCacheBudget (`gregor.log.recent.cache.bytes`) shared by every log: past it,
  *   the oldest cached entries of any log go first, so idle logs do not hold memory for ever.
- * The bytes counted are the bytes held: an entry that is a small view into a larger buffer (one
- * partition's batch inside a multi-partition produce request) is copied out, so that the cache does
- * not keep the whole request alive behind a budget that counts only its own part.
+ * Entries are the batches as received (zero-copy): views of the request buffer they came in. One
+ * partition's batch in a produce request for several partitions keeps the whole request alive, so the
+ * broker-wide bound charges what is really held: each backing buffer once, with its whole size, for as
+ * long as some cached entry views it (plus ENTRY_OVERHEAD per entry). The per-log bound counts each
+ * entry's own bytes.
  */
 import { LOG_OVERHEAD, MessageField } from '../../protocol/records/index.js';
 import { Picker } from './log-read.js';
 import type { ReadLimits, ReadResult } from './log-read.js';
+
+/** what an entry that left its cache keeps in place of its bytes (the budget's queue may still name it) */
+const GONE = Buffer.alloc(0);
 
 interface CachedEntry {
   firstOffset: bigint;
@@ -23,47 +28,34 @@ interface CachedEntry {
   gone: boolean;
 }
 
-/** Extra bytes of a backing buffer an entry may keep alive before it is copied out (see keepable). */
-const VIEW_SLACK = 1024;
-
 /**
  * What an entry costs beyond its bytes, charged to both bounds: its record, two bigints and the
- * Buffer view, and for a copy its ArrayBuffer (322 bytes of heap per entry, measured over 50,000
- * copied 170-byte entries with --expose-gc), plus a copy's native backing-store bookkeeping. Without
- * it a log of one-record batches held about three times its budget.
+ * Buffer view and, when it has a buffer of its own, that ArrayBuffer (322 bytes of heap per entry,
+ * measured over 50,000 170-byte entries in buffers of their own with --expose-gc), plus the backing
+ * store's native bookkeeping. Without it a log of one-record batches held about three times its budget.
  */
 export const ENTRY_OVERHEAD = 384;
 
-/** bytes an entry is charged */
+/** bytes an entry is charged to its own log's bound */
 const charged = (e: CachedEntry): number => e.buf.length + ENTRY_OVERHEAD;
 
 /**
- * `buf` itself when its backing memory is about its own size, else a copy of it: a view that keeps
- * more than its own size plus VIEW_SLACK of a larger buffer alive (a batch of a multi-partition
- * request, a slice of Node's 8 KB pool) is copied.
- */
-export function keepable(buf: Buffer): Buffer {
-  const waste = buf.buffer.byteLength - buf.length;
-  if (!(waste > VIEW_SLACK && waste > buf.length)) return buf;
-  // its own memory: Buffer.from would put a small copy in a slab of Node's pool, shared again
-  const own = Buffer.allocUnsafeSlow(buf.length);
-  buf.copy(own);
-  return own;
-}
-
-/**
  * The broker-wide bound over every log's recent cache: entries are charged in append order and,
- * while the total is over the limit, the oldest are evicted from whichever log holds them.
+ * while the total is over the limit, the oldest are evicted from whichever log holds them. What is
+ * charged is the memory held: each backing ArrayBuffer once, whole, while any entry views it, and
+ * ENTRY_OVERHEAD per entry.
  */
 export class RecentCacheBudget {
   private queue: (CachedEntry | undefined)[] = [];
   private head = 0;
   private _bytes = 0;
   private live = 0;
+  /** backing buffers held by cached entries: how many entries view each */
+  private readonly views = new Map<ArrayBufferLike, number>();
 
   constructor(readonly limit: number) {}
 
-  /** bytes charged by all the caches of this budget (their entries' bytes plus ENTRY_OVERHEAD each) */
+  /** bytes charged: the backing buffers the cached entries view, each once, plus ENTRY_OVERHEAD per entry */
   get bytes(): number {
     return this._bytes;
   }
@@ -80,7 +72,11 @@ export class RecentCacheBudget {
 
   charge(e: CachedEntry): void {
     this.queue.push(e);
-    this._bytes += charged(e);
+    this._bytes += ENTRY_OVERHEAD;
+    const backing = e.buf.buffer;
+    const n = this.views.get(backing);
+    if (n === undefined) this._bytes += backing.byteLength;
+    this.views.set(backing, (n ?? 0) + 1);
     this.live++;
     while (this._bytes > this.limit && this.head < this.queue.length) {
       const oldest = this.queue[this.head];
@@ -98,8 +94,19 @@ export class RecentCacheBudget {
 
   /** an entry left its cache (its own log's bound, eviction here, a clear) */
   released(e: CachedEntry): void {
-    this._bytes -= charged(e);
+    this._bytes -= ENTRY_OVERHEAD;
+    const backing = e.buf.buffer;
+    const n = this.views.get(backing) ?? 1;
+    if (n <= 1) {
+      this.views.delete(backing);
+      this._bytes -= backing.byteLength;
+    } else this.views.set(backing, n - 1);
     this.live--;
+  }
+
+  /** distinct backing buffers the cached entries view (tests) */
+  get buffers(): number {
+    return this.views.size;
   }
 }
 
@@ -141,14 +148,14 @@ export class RecentCache {
     this.shared = shared;
   }
 
-  /** bytes charged: the entries' bytes plus ENTRY_OVERHEAD each */
+  /** bytes charged to this log's bound: the entries' own bytes plus ENTRY_OVERHEAD each */
   get size(): number {
     return this.bytes;
   }
 
   add(firstOffset: bigint, lastOffset: bigint, buf: Buffer, run = false): void {
     if (this.budget <= 0) return;
-    const e: CachedEntry = { firstOffset, lastOffset, buf: keepable(buf), run, owner: this, gone: false };
+    const e: CachedEntry = { firstOffset, lastOffset, buf, run, owner: this, gone: false };
     this.entries.push(e);
     this.bytes += charged(e);
     while (this.bytes > this.budget && this.entries.length - this.head > 1) this.dropHead();
@@ -166,9 +173,15 @@ export class RecentCache {
     if (e === undefined) return;
     this.entries[this.head++] = undefined;
     this.bytes -= charged(e);
+    this.leave(e);
+    this.compact();
+  }
+
+  /** `e` left this cache: uncharged, and its bytes let go (the budget's queue may hold it a while yet) */
+  private leave(e: CachedEntry): void {
     e.gone = true;
     this.shared?.released(e);
-    this.compact();
+    e.buf = GONE;
   }
 
   private compact(): void {
@@ -216,9 +229,7 @@ export class RecentCache {
   clear(): void {
     for (let i = this.head; i < this.entries.length; i++) {
       const e = this.entries[i];
-      if (e === undefined) continue;
-      e.gone = true;
-      this.shared?.released(e);
+      if (e !== undefined) this.leave(e);
     }
     this.entries = [];
     this.head = 0;

@@ -1,10 +1,10 @@
 /**
- * The recent-batches cache (lib/log/recent-cache.ts): its per-log bound, the broker-wide budget that
- * evicts the oldest entries of any log first, and the copy of entries that are small views of large
- * buffers (a batch of a multi-partition produce request), so that the bytes counted are the bytes held.
+ * The recent-batches cache (lib/log/recent-cache.ts): its per-log bound, and the broker-wide budget
+ * that evicts the oldest entries of any log first and charges what the entries keep alive: each
+ * backing buffer (a whole multi-partition produce request) once, while any cached entry views it.
  */
 import { expect } from 'chai';
-import { ENTRY_OVERHEAD as O, RecentCache, RecentCacheBudget, keepable } from '../../../lib/log/recent-cache.js';
+import { ENTRY_OVERHEAD as O, RecentCache, RecentCacheBudget } from '../../../lib/log/recent-cache.js';
 import type { ReadLimits } from '../../../lib/log/log-read.js';
 
 /** An entry of `size` bytes whose first byte tags it. */
@@ -20,36 +20,6 @@ function readFrom(c: RecentCache, fetchOffset: bigint, maxBytes = 1 << 30): Buff
 }
 
 describe('recent-batches cache', () => {
-  describe('keepable', () => {
-    it('copies a small view of a large buffer and keeps a buffer that is about its own size', () => {
-      const request = Buffer.alloc(64 * 1024, 7);
-      const view = request.subarray(1000, 2000);
-      const kept = keepable(view);
-      expect(kept).to.not.equal(view);
-      expect(kept.equals(view)).to.equal(true);
-      expect(kept.buffer.byteLength).to.be.below(request.length);
-      // changing the request afterwards does not reach the kept copy
-      request.fill(0, 1000, 2000);
-      expect(kept[0]).to.equal(7);
-
-      const own = Buffer.alloc(5000, 1);
-      expect(keepable(own)).to.equal(own);
-      // a frame of one batch plus a request header of less than 1 KiB stays a view
-      const frame = Buffer.alloc(5000 + 200, 1);
-      const batch = frame.subarray(200);
-      expect(keepable(batch)).to.equal(batch);
-    });
-
-    it('copies a small batch that sits in a slab of Node’s buffer pool', () => {
-      const small = Buffer.from('x'.repeat(300));
-      // Buffer.from of a short string is a slice of the shared 8 KiB pool
-      expect(small.buffer.byteLength).to.be.above(4096);
-      const kept = keepable(small);
-      expect(kept).to.not.equal(small);
-      expect(kept.toString()).to.equal(small.toString());
-    });
-  });
-
   describe('one log', () => {
     it('keeps the newest entries within its own budget, at least one, oldest dropped first', () => {
       const c = new RecentCache(3 * (300 + O) + 100);
@@ -139,22 +109,37 @@ describe('recent-batches cache', () => {
       expect(budget.bytes).to.equal(0);
     });
 
-    it('counts the copies it keeps, not the requests they came from', () => {
-      const budget = new RecentCacheBudget(1 << 20);
-      const logs = Array.from({ length: 6 }, () => new RecentCache(1 << 20, budget));
-      // 100 produce requests of 48 KiB, each carrying one 8 KiB batch for each of 6 partitions
-      const held = new Set<ArrayBufferLike>();
-      for (let r = 0; r < 100; r++) {
-        const request = Buffer.alloc(48 * 1024 + 300, r & 0xff);
-        logs.forEach((c, p) => c.add(BigInt(r), BigInt(r), request.subarray(300 + p * 8192, 300 + (p + 1) * 8192)));
-      }
-      for (const c of logs) for (const b of readFrom(c, 0n)) held.add(b.buffer);
-      let backing = 0;
-      for (const ab of held) backing += ab.byteLength;
-      expect(budget.bytes).to.be.at.most(1 << 20);
-      // what the kept entries keep alive is what the budget counts (not 6 x the requests)
-      expect(backing + budget.entries * O).to.equal(budget.bytes);
-      expect(held.size).to.equal(budget.entries);
+    it('charges each request buffer once, whole, while any cached entry views it', () => {
+      const budget = new RecentCacheBudget(1 << 30);
+      const logs = Array.from({ length: 6 }, () => new RecentCache(4 * (8192 + O), budget));
+      // 10 produce requests of ~48 KiB, each carrying one 8 KiB batch for each of 6 partitions
+      const requests = Array.from({ length: 10 }, (_, r) => Buffer.alloc(6 * 8192 + 300, r));
+      requests.forEach((request, r) =>
+        logs.forEach((c, p) => c.add(BigInt(r), BigInt(r), request.subarray(300 + p * 8192, 300 + (p + 1) * 8192))),
+      );
+      // each log keeps its newest 4 batches: those of requests 6..9, each request charged once
+      expect(budget.entries).to.equal(24);
+      expect(budget.buffers).to.equal(4);
+      expect(budget.bytes).to.equal(4 * requests[0]!.length + 24 * O);
+      for (const c of logs) expect(readFrom(c, 6n).map((b) => b[0])).to.deep.equal([6, 7, 8, 9]);
+      // a request stays charged until the last entry viewing it is gone
+      logs.slice(0, 5).forEach((c) => c.clear());
+      expect(budget.buffers).to.equal(4);
+      expect(budget.bytes).to.equal(4 * requests[0]!.length + 4 * O);
+      logs[5]?.clear();
+      expect(budget.buffers).to.equal(0);
+      expect(budget.bytes).to.equal(0);
+    });
+
+    it('evicts by the memory held: small batches of large requests leave sooner', () => {
+      const budget = new RecentCacheBudget(3 * (64 * 1024) + 10 * O);
+      const c = new RecentCache(1 << 20, budget);
+      // 1 KiB batches, each alone in a 64 KiB request: three fit, whatever their own size
+      for (let i = 0; i < 10; i++) c.add(BigInt(i), BigInt(i), Buffer.alloc(64 * 1024, i).subarray(0, 1024));
+      expect(budget.buffers).to.equal(3);
+      expect(c.covers(7n)).to.equal(true);
+      expect(c.covers(6n)).to.equal(false);
+      expect(budget.bytes).to.be.at.most(budget.limit);
     });
   });
 });

@@ -10,16 +10,22 @@
  *   node dist/compat/bench/e2e-floor.js            (FLOOR_ROUNDS=5000, FLOOR_REPEAT=3, FLOOR_WARMUP=500)
  *
  * Variants, each on a fresh server: `node` (net.Socket 'data' + write, the plain Node path) and
- * `node-nofile` (the same without the file append, to show what the append costs). The client is this
- * process (not counted); frames are 4-byte length-prefixed like Kafka's. Writes
- * compat/results/e2e-floor-<time>.json.
+ * `node-nofile` (the same without the file append, to show what the append costs), both with this
+ * process as the client (not counted): its one event loop holds both sockets, so the second answer of
+ * a round finds it awake. `node-threads` is `node` with compat/bench/native/floor-client.c as the
+ * client, shaped like librdkafka: the producer and the consumer block in threads of their own, so each
+ * answer wakes a sleeping thread, as under rdkafka-e2e (FLOOR_THREADS=0 leaves it out; it needs the
+ * librdkafka build that the C programs are built against). Frames are 4-byte length-prefixed like
+ * Kafka's. Writes compat/results/e2e-floor-<time>.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { librdkafkaMissing, buildRdkafkaProgram } from './native-build.js';
 import { cpuSeconds, envInt, mainThreadCpuSeconds, percentile, round, ROOT_DIR, writeBench } from './proc-stats.js';
 
 const PRODUCE = 0x50; // 'P'
@@ -184,6 +190,42 @@ async function measure(variant: string, port: number, pid: number, rounds: numbe
   };
 }
 
+/** As measure(), with floor-client.c as the client: producer and consumer in threads of their own. */
+async function measureThreads(variant: string, port: number, pid: number, rounds: number, warmup: number): Promise<FloorRun> {
+  const binary = buildRdkafkaProgram(
+    join(ROOT_DIR, 'compat/bench/native/floor-client.c'),
+    join(ROOT_DIR, 'dist/compat/bench/native/floor-client'),
+  );
+  const sizes = [SIZES.produce, SIZES.fetch, SIZES.produceResponse, SIZES.fetchResponse].map(String);
+  const child = spawn(binary, [String(port), String(warmup), String(rounds), ...sizes], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async (prefix: string): Promise<string> => {
+    const r = await lines.next();
+    if (r.done === true || !r.value.startsWith(prefix)) throw new Error(`floor-client: expected "${prefix}"`);
+    return r.value.slice(prefix.length).trim();
+  };
+  await next('warm');
+  const cpu0 = cpuSeconds(pid);
+  const main0 = mainThreadCpuSeconds(pid);
+  child.stdin.write('go\n');
+  const latenciesUs = (await next('done')).split(',').map(Number);
+  const cpu = cpuSeconds(pid) - cpu0;
+  const main = mainThreadCpuSeconds(pid) - main0;
+  child.stdin.end();
+  await new Promise((r) => child.once('exit', r));
+  const ms = latenciesUs.map((us) => us / 1000).sort((a, b) => a - b);
+  return {
+    variant,
+    rounds,
+    serverUsPerRound: round((cpu / rounds) * 1e6, 1),
+    serverMainUsPerRound: round((main / rounds) * 1e6, 1),
+    p50Ms: round(percentile(ms, 50), 3),
+    p99Ms: round(percentile(ms, 99), 3),
+    p999Ms: round(percentile(ms, 99.9), 3),
+    maxMs: round(ms[ms.length - 1] ?? 0, 3),
+  };
+}
+
 async function main(): Promise<void> {
   const rounds = envInt('FLOOR_ROUNDS', 5000);
   const repeat = envInt('FLOOR_REPEAT', 3);
@@ -191,11 +233,15 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'gregor-e2e-floor-'));
   const runs: FloorRun[] = [];
   try {
-    for (const variant of ['node', 'node-nofile']) {
+    const threads = envInt('FLOOR_THREADS', 1) !== 0 && librdkafkaMissing() === null;
+    for (const variant of ['node', 'node-nofile', ...(threads ? ['node-threads'] : [])]) {
       const { child, port } = await startServer(variant, dir);
       try {
         for (let i = 0; i < repeat; i++) {
-          const r = await measure(variant, port, child.pid ?? 0, rounds, warmup);
+          const r =
+            variant === 'node-threads'
+              ? await measureThreads(variant, port, child.pid ?? 0, rounds, warmup)
+              : await measure(variant, port, child.pid ?? 0, rounds, warmup);
           process.stdout.write(JSON.stringify(r) + '\n');
           runs.push(r);
         }

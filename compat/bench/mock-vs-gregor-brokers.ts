@@ -200,6 +200,14 @@ export interface E2EResult {
   latenciesUs: number[];
 }
 
+/** runE2E's per-round detail beside E2EResult (not written to result files). */
+export interface E2ERounds {
+  /** produce() -> delivery report, µs, per timed round */
+  acksUs: number[];
+  /** when each timed round's produce() was called: CLOCK_MONOTONIC µs (Node's process.hrtime clock) */
+  startsUs: number[];
+}
+
 /** Percentiles (ms) of latencies in µs. */
 export function latencyStats(us: readonly number[]): { avgMs: number; p50Ms: number; p99Ms: number; p999Ms: number; maxMs: number } {
   const ms = (x: number) => round(x / 1000, 3);
@@ -214,7 +222,9 @@ export function latencyStats(us: readonly number[]): { avgMs: number; p50Ms: num
 
 /**
  * Kafka's EndToEndLatency method with rdkafka-e2e: acks=all, linger.ms=0, one record at a time, the
- * consumer's fetch.wait.max.ms as given; `rounds` timed rounds or fewer once `maxSeconds` have passed.
+ * consumer's fetch.wait.max.ms as given; `warmup` untimed rounds (or fewer once `warmupMaxSeconds`
+ * have passed), then `rounds` timed rounds or fewer once `maxSeconds` have passed. `onRounds`, if
+ * given, receives each timed round's ack time and start time.
  */
 export async function runE2E(
   t: Target,
@@ -223,11 +233,13 @@ export async function runE2E(
   warmup: number,
   rounds: number,
   maxSeconds: number,
+  warmupMaxSeconds = 3,
+  onRounds?: (r: E2ERounds) => void,
 ): Promise<E2EResult> {
   const child: ChildProcessWithoutNullStreams = spawn(
     benchBinary('rdkafka-e2e'),
     [t.bootstrap, topic, String(warmup), String(rounds), String(maxSeconds), `c.fetch.wait.max.ms=${fetchWait}`],
-    { stdio: ['pipe', 'pipe', 'pipe'] },
+    { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, RDKAFKA_E2E_WARMUP_MAX_S: String(warmupMaxSeconds) } },
   );
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
@@ -250,7 +262,7 @@ export async function runE2E(
     const c0 = brokerCpu(t);
     const s0 = servingCpu(t);
     child.stdin.write('go\n');
-    const [n, seconds, lat, acks] = await next('done');
+    const [n, seconds, lat, acks, starts] = await next('done');
     const c1 = brokerCpu(t);
     const s1 = servingCpu(t);
     child.stdin.end('exit\n');
@@ -258,6 +270,7 @@ export async function runE2E(
     if (code !== 0) throw new Error(`rdkafka-e2e exited ${code}: ${stderr.trim()}`);
     const done = Number(n);
     const latenciesUs = (lat ?? '').split(',').map(Number);
+    onRounds?.({ acksUs: (acks ?? '').split(',').map(Number), startsUs: (starts ?? '').split(',').map(Number) });
     const perRound = (a: number | null, b: number | null) => (a === null || b === null ? null : round(((b - a) * 1e6) / done, 1));
     return {
       fetchWaitMaxMs: fetchWait,

@@ -13,12 +13,15 @@
  * Values are 100 bytes: the round number in 10 digits, then 'x's.
  * Protocol on stdin/stdout, one line each:
  *   -> "ready"                     both clients up, the consumer assigned
- *   <- any line                    run the warm-up rounds (at most 3 s of them)
+ *   <- any line                    run the warm-up rounds (at most 3 s of them, or
+ *                                  $RDKAFKA_E2E_WARMUP_MAX_S)
  *   -> "warm"
  *   <- any line                    run the timed rounds: <rounds>, or fewer once <max seconds> have passed
- *   -> "done <rounds> <seconds> <latencies µs, comma-separated> <acks µs, comma-separated>"
+ *   -> "done <rounds> <seconds> <latencies µs, comma-separated> <acks µs, comma-separated> <starts µs, comma-separated>"
  *                                  latency: produce() -> the consumer has the record; ack: produce()
- *                                  -> delivery report
+ *                                  -> delivery report; start: when produce() was called, CLOCK_MONOTONIC
+ *                                  (the clock Node's process.hrtime and performance.now read, so a
+ *                                  broker's own timestamps can be set beside each round)
  *   <- any line                    exit (so the parent can read this process's threads first)
  */
 #include <stdio.h>
@@ -32,7 +35,7 @@
 
 #define VALUE_BYTES 100
 #define WAIT_S 10.0
-#define WARMUP_MAX_S 3.0 /* the warm-up stops after this long even if rounds remain */
+#define WARMUP_MAX_S 3.0 /* the warm-up stops after this long even if rounds remain (env RDKAFKA_E2E_WARMUP_MAX_S) */
 
 static int delivered = 0;
 static rd_kafka_resp_err_t delivery_err = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -50,7 +53,7 @@ static rd_kafka_t *producer, *consumer;
 static rd_kafka_topic_t *ptopic;
 
 /* One round: returns 0 and the two times in µs, or -1. */
-static int one_round(long n, long *latency_us, long *ack_us) {
+static int one_round(long n, long *latency_us, long *ack_us, double *start_s) {
   char value[VALUE_BYTES];
   memset(value, 'x', sizeof value);
   char digits[24];
@@ -58,6 +61,7 @@ static int one_round(long n, long *latency_us, long *ack_us) {
   memcpy(value, digits, 10);
   delivered = 0;
   double t0 = rdk_now_seconds();
+  *start_s = t0;
   if (rd_kafka_produce(ptopic, 0, RD_KAFKA_MSG_F_COPY, value, sizeof value, NULL, 0, NULL) != 0) {
     fprintf(stderr, "rdkafka-e2e: produce: %s\n", rd_kafka_err2str(rd_kafka_last_error()));
     return -1;
@@ -148,14 +152,17 @@ int main(int argc, char **argv) {
     return 1;
   }
   long *lat = malloc(sizeof *lat * (size_t)rounds), *ack = malloc(sizeof *ack * (size_t)rounds);
+  double *start = malloc(sizeof *start * (size_t)rounds), s;
   printf("ready\n");
   fflush(stdout);
   rdk_wait_line();
 
   long n = 0, l, a;
+  const char *wmax = getenv("RDKAFKA_E2E_WARMUP_MAX_S");
+  double warmup_max_s = wmax != NULL ? atof(wmax) : WARMUP_MAX_S;
   double w0 = rdk_now_seconds();
-  for (long i = 0; i < warmup && (i == 0 || rdk_now_seconds() - w0 < WARMUP_MAX_S); i++, n++)
-    if (one_round(n, &l, &a) != 0) return 1;
+  for (long i = 0; i < warmup && (i == 0 || rdk_now_seconds() - w0 < warmup_max_s); i++, n++)
+    if (one_round(n, &l, &a, &s) != 0) return 1;
   printf("warm\n");
   fflush(stdout);
   rdk_wait_line();
@@ -163,7 +170,7 @@ int main(int argc, char **argv) {
   double t0 = rdk_now_seconds();
   long done = 0;
   while (done < rounds && (done == 0 || rdk_now_seconds() - t0 < max_seconds)) {
-    if (one_round(n++, &lat[done], &ack[done]) != 0) return 1;
+    if (one_round(n++, &lat[done], &ack[done], &start[done]) != 0) return 1;
     done++;
   }
   double seconds = rdk_now_seconds() - t0;
@@ -171,6 +178,8 @@ int main(int argc, char **argv) {
   for (long i = 0; i < done; i++) printf(i == 0 ? "%ld" : ",%ld", lat[i]);
   printf(" ");
   for (long i = 0; i < done; i++) printf(i == 0 ? "%ld" : ",%ld", ack[i]);
+  printf(" ");
+  for (long i = 0; i < done; i++) printf(i == 0 ? "%.0f" : ",%.0f", start[i] * 1e6);
   printf("\n");
   fflush(stdout);
   rdk_wait_line();
@@ -181,5 +190,6 @@ int main(int argc, char **argv) {
   rd_kafka_destroy(producer);
   free(lat);
   free(ack);
+  free(start);
   return 0;
 }

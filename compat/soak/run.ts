@@ -19,12 +19,14 @@ import {
   describeFdKinds,
   fdVerdict,
   loopDelay,
+  rssAfterFullGc,
   trend,
   type FdKinds,
   type FdVerdict,
   type LoopDelayVerdict,
   type Sample,
   type Trend,
+  type TroughTrend,
 } from './sampler.js';
 import { Watchdog } from './watchdog.js';
 
@@ -65,7 +67,8 @@ export interface SoakSummary {
   brokerWarnings: { count: number; last: string[] };
   resources: {
     samples: number;
-    rss: Trend & { firstMB: number; lastMB: number; maxMB: number };
+    /** `afterFullGc`, when there is one, decides the verdict (rssAfterFullGc says why); else the slope */
+    rss: Trend & { firstMB: number; lastMB: number; maxMB: number; afterFullGc: TroughTrend | null };
     fds: Trend & {
       first: number;
       last: number;
@@ -235,6 +238,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
     const verdict = ledger.verdict({ logStartOffsets }, new Map(groupNames.map((g) => [g, groupTopics.map((t) => t.name)])));
     const samples = sampler.samples;
     const rss = trend(samples, (s) => s.rssBytes, 8 * MB);
+    const rssFloor = rssAfterFullGc(samples, 8 * MB);
     const fds = trend(samples, (s) => s.fds, 3);
     const fdv = fdVerdict(samples);
     const delay = loopDelay(samples);
@@ -270,6 +274,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
           firstMB: (first?.rssBytes ?? NaN) / MB,
           lastMB: (last?.rssBytes ?? NaN) / MB,
           maxMB: Math.max(...samples.map((s) => s.rssBytes)) / MB,
+          afterFullGc: rssFloor,
         },
         fds: {
           ...fds,
@@ -286,7 +291,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakSummary> {
         loopDelay: delay,
         cpuPercentMean: samples.reduce((a, s) => a + s.cpuPercent, 0) / Math.max(1, samples.length),
       },
-      criteria: { records: records.ok, rssFlat: rss.flat, fdsFlat: fdv.flat, loopDelayP99Under20Ms: delay.ok },
+      criteria: { records: records.ok, rssFlat: rssFloor?.flat ?? rss.flat, fdsFlat: fdv.flat, loopDelayP99Under20Ms: delay.ok },
       samples,
       files,
     };
@@ -364,6 +369,12 @@ function stallWatchdog(
   return w;
 }
 
+function describeRssFloor(f: TroughTrend | null): string {
+  if (f === null) return 'fewer than 3 full collections in the second half, so the verdict is the slope';
+  const mb = (b: number): string => (b / MB).toFixed(1);
+  return `after full collections ${f.troughs.map((x) => mb(x.rssBytes)).join(', ')} MB; the verdict: their second-half drift ${mb(f.drift)} MB vs allowed ${mb(f.allowed)} MB over ${f.window.samples}`;
+}
+
 /** The summary as a few lines for a terminal or a note. */
 export function describeSoak(s: SoakSummary): string {
   const r = s.records;
@@ -375,7 +386,7 @@ export function describeSoak(s: SoakSummary): string {
       (g) =>
         `  group ${g.group}: ${g.deliveries} deliveries, ${g.rebalances} rebalances, missing ${g.missing}, redelivered after a rebalance ${g.explainedDuplicates}, duplicates without one ${g.unexplainedDuplicates}${s.records.groupsCaughtUp[g.group] === false ? ' (did not catch up)' : ''}`,
     ),
-    `rss       ${pf(s.criteria.rssFlat)}: ${res.rss.firstMB.toFixed(1)} -> ${res.rss.lastMB.toFixed(1)} MB (max ${res.rss.maxMB.toFixed(1)}); second-half drift ${(res.rss.drift / MB).toFixed(1)} MB vs allowed ${(res.rss.allowed / MB).toFixed(1)} MB (noise sd ${(res.rss.noise / MB).toFixed(1)} MB, ${(res.rss.slopePerHour / MB).toFixed(1)} MB/h)`,
+    `rss       ${pf(s.criteria.rssFlat)}: ${res.rss.firstMB.toFixed(1)} -> ${res.rss.lastMB.toFixed(1)} MB (max ${res.rss.maxMB.toFixed(1)}); ${describeRssFloor(res.rss.afterFullGc)}; second-half drift ${(res.rss.drift / MB).toFixed(1)} MB vs allowed ${(res.rss.allowed / MB).toFixed(1)} MB (noise sd ${(res.rss.noise / MB).toFixed(1)} MB, ${(res.rss.slopePerHour / MB).toFixed(1)} MB/h)${res.rss.afterFullGc === null ? '' : ', not the verdict'}`,
     `fds       ${pf(s.criteria.fdsFlat)}: total ${res.fds.first} -> ${res.fds.last} (max ${res.fds.max}; ${res.fds.slopePerHour.toFixed(1)}/h, ${res.fds.segmentFilesLast} segment files and ${res.fds.segmentsHeldLast} segments held at the end; ${res.fds.kindsLast === null ? '' : describeFdKinds(res.fds.kindsLast)}); others second-half drift ${res.fds.verdict.other.drift.toFixed(1)} vs allowed ${res.fds.verdict.other.allowed.toFixed(1)}; unlinked drift ${res.fds.verdict.unlinked.drift.toFixed(1)} vs allowed ${res.fds.verdict.unlinked.allowed.toFixed(1)}; samples with more segment fds than files ${res.fds.verdict.samplesOverFiles}, with more open .log files than segments held ${res.fds.verdict.samplesLogFdsOverSegments}; segment-file fds per segment at the end ${res.fds.verdict.segmentFdsPerSegmentLast.toFixed(2)}`,
     `loop p99  ${pf(s.criteria.loopDelayP99Under20Ms)}: ${res.loopDelay.p99Ms.toFixed(1)} ms (p99 of ${res.samples} interval p99s; median ${res.loopDelay.medianIntervalP99Ms.toFixed(1)}, worst ${res.loopDelay.worstIntervalP99Ms.toFixed(1)}, max delay ${res.loopDelay.maxMs.toFixed(1)} ms, ${res.loopDelay.intervalsOver20Ms} intervals over 20 ms)`,
     `other     heap used ${res.heapUsedLastMB.toFixed(1)} MB, active handles ${res.activeHandlesLast}, broker CPU mean ${res.cpuPercentMean.toFixed(1)}%, admin calls ${s.admin.calls} (DeleteRecords ${s.admin.deleteRecords}), broker warnings ${s.brokerWarnings.count}`,

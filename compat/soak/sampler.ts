@@ -305,6 +305,55 @@ export function trend(samples: readonly Sample[], pick: (s: Sample) => number, f
   };
 }
 
+/** RSS right after the broker's full collections, and its trend: see rssAfterFullGc. */
+export interface TroughTrend extends Trend {
+  /** every sample taken just after a full collection, over the whole run */
+  troughs: { t: number; rssBytes: number }[];
+}
+
+/** A sample whose heapTotal is this fraction of the previous one's or less follows a full collection that gave memory back. */
+export const FULL_GC_HEAP_DROP = 0.75;
+
+/**
+ * The RSS verdict that a saw-tooth cannot fool. Between full collections the broker lets its heap
+ * grow (lib/heap-headroom.ts allows up to 64 MB above the live heap), so RSS climbs and falls back,
+ * and a least-squares slope over the second half passes or fails by the phase the run ends in. What
+ * a leak raises is the floor: RSS right after each full collection, spotted as a sample whose
+ * heapTotal fell to FULL_GC_HEAP_DROP of the previous one or less. Judged as trend() judges, on those
+ * samples over the second half of the run: flat when their fitted drift is within max(3 × their
+ * residual sd, `floor`). Null when the second half has fewer than 3 of them (a short run, or a heap
+ * that never shrank): then the slope verdict stands.
+ */
+export function rssAfterFullGc(samples: readonly Sample[], floor: number): TroughTrend | null {
+  const troughs: { t: number; rssBytes: number }[] = [];
+  for (let i = 1; i < samples.length; i++) {
+    const prev = samples[i - 1];
+    const cur = samples[i];
+    if (prev === undefined || cur === undefined || !(prev.heapTotalBytes > 0)) continue;
+    if (cur.heapTotalBytes <= prev.heapTotalBytes * FULL_GC_HEAP_DROP) troughs.push({ t: cur.t, rssBytes: cur.rssBytes });
+  }
+  const from = samples[Math.floor(samples.length / 2)]?.t ?? 0;
+  const late = troughs.filter((x) => x.t >= from);
+  if (late.length < 3) return null;
+  const xs = late.map((x) => x.t);
+  const fit = leastSquares(
+    xs,
+    late.map((x) => x.rssBytes),
+  );
+  const span = (xs[xs.length - 1] ?? 0) - (xs[0] ?? 0);
+  const drift = fit.slope * span;
+  const allowed = Math.max(3 * fit.residualSd, floor);
+  return {
+    slopePerHour: fit.slope * 3600,
+    drift,
+    noise: fit.residualSd,
+    allowed,
+    window: { fromS: xs[0] ?? 0, toS: xs[xs.length - 1] ?? 0, samples: late.length },
+    flat: drift <= allowed,
+    troughs,
+  };
+}
+
 export interface FdVerdict {
   /** fds that are neither a segment file's (any extension, live or awaiting deletion) nor unlinked: sockets, pipes, checkpoints, other files */
   other: Trend;

@@ -12,6 +12,7 @@ import {
   leastSquares,
   loopDelay,
   parseMetrics,
+  rssAfterFullGc,
   sumSeries,
   trend,
   type FdKinds,
@@ -150,6 +151,34 @@ describe('compat/soak resource verdicts', () => {
         8e6,
       ).flat,
     ).to.equal(true);
+  });
+
+  it('judges RSS by its floor after full collections, which a saw-tooth does not move and a leak raises', () => {
+    // every 10th sample a full collection: heapTotal 90 MB -> 30 MB; RSS climbs 3 MB a sample between them
+    const sawTooth = (leakPerCycle: number) =>
+      samples(
+        (i) => ({
+          heapTotalBytes: i % 10 === 0 ? 30e6 : 90e6,
+          rssBytes: 150e6 + (i % 10) * 3e6 + Math.floor(i / 10) * leakPerCycle,
+        }),
+        80,
+      );
+    const flat = sawTooth(0);
+    const floor = rssAfterFullGc(flat, 8e6);
+    expect(floor?.troughs.map((x) => x.rssBytes)).to.deep.equal([150e6, 150e6, 150e6, 150e6, 150e6, 150e6, 150e6]);
+    expect(floor?.window.samples).to.equal(4); // t >= 200 s: samples 40, 50, 60, 70
+    expect(floor?.flat).to.equal(true);
+    // 5 MB more after every collection: 15 MB over the second half's troughs, past the 8 MB floor
+    const leak = rssAfterFullGc(sawTooth(5e6), 8e6);
+    expect(leak?.drift).to.be.closeTo(15e6, 1);
+    expect(leak?.flat).to.equal(false);
+    // no collection in the second half: no floor to judge, the slope verdict stands
+    expect(
+      rssAfterFullGc(
+        samples(() => ({})),
+        8e6,
+      ),
+    ).to.equal(null);
   });
 
   it('judges fds by the ones that are not segment files, the unlinked ones, and segment fds against segment files and segments held', () => {

@@ -42,6 +42,17 @@ describe('gregor start: protocol codecs are chunks loaded on first use', functio
     expect(chunks.sort()).to.deep.equal([...API_CODECS.values()].map((e) => `${kebab(e.name)}.cjs`).sort());
   });
 
+  it('chunks take the codec modules as they are handed over, without a getter copy of each (scripts/bundle.mjs)', () => {
+    const fetchChunk = readFileSync(join(CHUNK_DIR, 'fetch.cjs'), 'latin1');
+    expect(fetchChunk).to.include('var W = require("../codec/writer.js");');
+    for (const f of readdirSync(CHUNK_DIR).filter((x) => x.endsWith('.cjs'))) {
+      expect(readFileSync(join(CHUNK_DIR, f), 'latin1'), f).to.not.match(/__toESM\(require\("\.\.\/codec\//);
+    }
+    // and the loader hands them over as plain objects of values (data properties, not getters)
+    const bundle = readFileSync(join(BUNDLE_DIR, 'start.cjs'), 'latin1');
+    expect(bundle).to.match(/"\.\.\/codec\/writer\.js": plain\(writer_exports\)/);
+  });
+
   it('loading the start bundle reads no chunk', () => {
     const script = `const fs = require('node:fs'); const read = fs.readFileSync; const files = [];
 fs.readFileSync = (f, ...a) => { files.push(String(f)); return read(f, ...a); };

@@ -16,9 +16,8 @@ import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import type { TraceEvent } from './e2e-broker-trace.js';
-import { runE2E, startGregor, type E2ERounds } from './mock-vs-gregor-brokers.js';
+import { createOnePartitionTopics, runE2E, startGregor, type E2ERounds } from './mock-vs-gregor-brokers.js';
 import { envInt, percentile, round, ROOT_DIR, sleep, writeBench } from './proc-stats.js';
 
 const RUNS = envInt('ATTR_RUNS', 4);
@@ -110,15 +109,7 @@ async function main(): Promise<void> {
   try {
     const pid = t.pid ?? 0;
     const topics = WAITS.flatMap((w) => Array.from({ length: RUNS }, (_, i) => `attr-${w}-${i}`));
-    const admin = await RawClient.connect(t.bootstrap);
-    try {
-      await rawCreateTopics(
-        admin,
-        topics.map((name) => ({ name, partitions: 1 })),
-      );
-    } finally {
-      admin.destroy();
-    }
+    await createOnePartitionTopics(t.bootstrap, topics);
     for (let i = 0; i < RUNS; i++) {
       for (const w of WAITS) {
         process.kill(pid, 'SIGUSR2'); // drop what came before this run

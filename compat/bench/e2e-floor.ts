@@ -177,16 +177,21 @@ async function measure(variant: string, port: number, pid: number, rounds: numbe
   const main = mainThreadCpuSeconds(pid) - main0;
   producer.destroy();
   consumer.destroy();
-  latencies.sort((a, b) => a - b);
+  return floorRun(variant, rounds, cpu, main, latencies);
+}
+
+/** A run's figures from the server's CPU seconds (process, main thread) and the round latencies (ms). */
+function floorRun(variant: string, rounds: number, cpu: number, main: number, latenciesMs: number[]): FloorRun {
+  const ms = [...latenciesMs].sort((a, b) => a - b);
   return {
     variant,
     rounds,
     serverUsPerRound: round((cpu / rounds) * 1e6, 1),
     serverMainUsPerRound: round((main / rounds) * 1e6, 1),
-    p50Ms: round(percentile(latencies, 50), 3),
-    p99Ms: round(percentile(latencies, 99), 3),
-    p999Ms: round(percentile(latencies, 99.9), 3),
-    maxMs: round(latencies[latencies.length - 1] ?? 0, 3),
+    p50Ms: round(percentile(ms, 50), 3),
+    p99Ms: round(percentile(ms, 99), 3),
+    p999Ms: round(percentile(ms, 99.9), 3),
+    maxMs: round(ms[ms.length - 1] ?? 0, 3),
   };
 }
 
@@ -213,17 +218,13 @@ async function measureThreads(variant: string, port: number, pid: number, rounds
   const main = mainThreadCpuSeconds(pid) - main0;
   child.stdin.end();
   await new Promise((r) => child.once('exit', r));
-  const ms = latenciesUs.map((us) => us / 1000).sort((a, b) => a - b);
-  return {
+  return floorRun(
     variant,
     rounds,
-    serverUsPerRound: round((cpu / rounds) * 1e6, 1),
-    serverMainUsPerRound: round((main / rounds) * 1e6, 1),
-    p50Ms: round(percentile(ms, 50), 3),
-    p99Ms: round(percentile(ms, 99), 3),
-    p999Ms: round(percentile(ms, 99.9), 3),
-    maxMs: round(ms[ms.length - 1] ?? 0, 3),
-  };
+    cpu,
+    main,
+    latenciesUs.map((us) => us / 1000),
+  );
 }
 
 async function main(): Promise<void> {

@@ -19,8 +19,7 @@
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
-import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
-import { brokerCpu, externalBroker, runE2E, servingCpu, startGregor } from './mock-vs-gregor-brokers.js';
+import { brokerCpu, createOnePartitionTopics, externalBroker, runE2E, servingCpu, startGregor } from './mock-vs-gregor-brokers.js';
 import { startNativeConsumer, startNativeProducer } from './native-producer.js';
 import { envInt, round, sleep, threadCpu } from './proc-stats.js';
 
@@ -52,15 +51,7 @@ const t = given === undefined ? await startGregor() : externalBroker(given, envI
 try {
   const pid = t.pid ?? 0;
   const topics = ['preload-acks1', 'preload-acksall', ...WAITS.flatMap((w) => Array.from({ length: REPEAT }, (_, i) => `e2e-${w}-${i}`))];
-  const admin = await RawClient.connect(t.bootstrap);
-  try {
-    await rawCreateTopics(
-      admin,
-      topics.map((name) => ({ name, partitions: 1 })),
-    );
-  } finally {
-    admin.destroy();
-  }
+  await createOnePartitionTopics(t.bootstrap, topics);
   if (PRELOAD > 0) {
     for (const [topic, acks] of [
       ['preload-acks1', 1],

@@ -15,6 +15,7 @@ import { createInterface } from 'node:readline';
 import { cpuSeconds, peakRssBytes, percentile, mean, round, rssBytes, threadCpu } from './proc-stats.js';
 import { ROOT } from '../lib/paths.js';
 import { buildRdkafkaProgram, RDK_LIB, RDK_SRC } from './native-build.js';
+import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 
 /** librdkafka's version from the header the C programs are compiled against (RD_KAFKA_VERSION). */
 export function librdkafkaVersion(): string {
@@ -206,6 +207,19 @@ export interface E2ERounds {
   acksUs: number[];
   /** when each timed round's produce() was called: CLOCK_MONOTONIC µs (Node's process.hrtime clock) */
   startsUs: number[];
+}
+
+/** Creates `names` as topics of one partition each on the broker at `bootstrap` (the e2e workloads' topics). */
+export async function createOnePartitionTopics(bootstrap: string, names: readonly string[]): Promise<void> {
+  const admin = await RawClient.connect(bootstrap);
+  try {
+    await rawCreateTopics(
+      admin,
+      names.map((name) => ({ name, partitions: 1 })),
+    );
+  } finally {
+    admin.destroy();
+  }
 }
 
 /** Percentiles (ms) of latencies in µs. */

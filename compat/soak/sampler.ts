@@ -287,11 +287,16 @@ export function leastSquares(xs: readonly number[], ys: readonly number[]): { sl
  */
 export function trend(samples: readonly Sample[], pick: (s: Sample) => number, floor: number): Trend {
   const half = samples.slice(Math.floor(samples.length / 2));
-  const xs = half.map((s) => s.t);
-  const fit = leastSquares(
-    xs,
+  return fitTrend(
+    half.map((s) => s.t),
     half.map((s) => pick(s)),
+    floor,
   );
+}
+
+/** The least-squares trend of (xs seconds, ys) judged against max(3 × residual sd, floor). */
+function fitTrend(xs: readonly number[], ys: readonly number[], floor: number): Trend {
+  const fit = leastSquares(xs, ys);
   const span = (xs[xs.length - 1] ?? 0) - (xs[0] ?? 0);
   const drift = fit.slope * span;
   const allowed = Math.max(3 * fit.residualSd, floor);
@@ -300,7 +305,7 @@ export function trend(samples: readonly Sample[], pick: (s: Sample) => number, f
     drift,
     noise: fit.residualSd,
     allowed,
-    window: { fromS: xs[0] ?? 0, toS: xs[xs.length - 1] ?? 0, samples: half.length },
+    window: { fromS: xs[0] ?? 0, toS: xs[xs.length - 1] ?? 0, samples: xs.length },
     flat: drift <= allowed,
   };
 }
@@ -335,23 +340,12 @@ export function rssAfterFullGc(samples: readonly Sample[], floor: number): Troug
   const from = samples[Math.floor(samples.length / 2)]?.t ?? 0;
   const late = troughs.filter((x) => x.t >= from);
   if (late.length < 3) return null;
-  const xs = late.map((x) => x.t);
-  const fit = leastSquares(
-    xs,
+  const fit = fitTrend(
+    late.map((x) => x.t),
     late.map((x) => x.rssBytes),
+    floor,
   );
-  const span = (xs[xs.length - 1] ?? 0) - (xs[0] ?? 0);
-  const drift = fit.slope * span;
-  const allowed = Math.max(3 * fit.residualSd, floor);
-  return {
-    slopePerHour: fit.slope * 3600,
-    drift,
-    noise: fit.residualSd,
-    allowed,
-    window: { fromS: xs[0] ?? 0, toS: xs[xs.length - 1] ?? 0, samples: late.length },
-    flat: drift <= allowed,
-    troughs,
-  };
+  return { ...fit, troughs };
 }
 
 export interface FdVerdict {

@@ -22,7 +22,8 @@ export interface Pid {
 }
 
 /** Coordinator answers a client retries (COORDINATOR_LOAD_IN_PROGRESS right after a start, CONCURRENT_TRANSACTIONS). */
-const RETRIED = new Set([14, 15, 51]);
+/** InitProducerId errors a client retries: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS */
+export const RETRIED = new Set([14, 15, 51]);
 
 /** InitProducerId, retried as clients do while the coordinator loads (up to ~10 s). */
 export async function initProducerId(

@@ -22,6 +22,7 @@ import {
   initProducerId,
   produce,
   producerBatch,
+  RETRIED,
   type Pid,
 } from '../helpers/txn-raw.js';
 
@@ -35,7 +36,13 @@ async function initWith(
   producerEpoch: number,
   version = 4,
 ): Promise<InitResult> {
-  return raw.request<InitResult>(22, version, { transactionalId, transactionTimeoutMs: 60_000, producerId, producerEpoch });
+  // retried as clients retry while the coordinator loads (right after a restart the transaction state
+  // partition may still be read: COORDINATOR_LOAD_IN_PROGRESS), up to ~10 s; no test here expects these codes
+  for (let attempt = 0; ; attempt++) {
+    const r = await raw.request<InitResult>(22, version, { transactionalId, transactionTimeoutMs: 60_000, producerId, producerEpoch });
+    if (!RETRIED.has(r.errorCode) || attempt >= 100) return r;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 async function deleteRecords(

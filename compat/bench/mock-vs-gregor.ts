@@ -89,6 +89,7 @@ const IDLE_S = envInt('BENCH_IDLE_S', 5);
 const SETTLE_S = envInt('BENCH_SETTLE_S', 2);
 const WAITS = [500, 0] as const;
 const VALUE_BYTES = 100;
+const NUMBER_ARRAY = /\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]/g;
 
 /** The load generators' settings (as KAFKA-3565's producer; acks set per workload). */
 const PRODUCER_CONFIG = THROUGHPUT_PRODUCER_CONFIG;
@@ -335,7 +336,8 @@ async function main(): Promise<void> {
   mkdirSync(args.out, { recursive: true });
   const jsonPath = join(args.out, `bench-${stamp}.json`);
   const mdPath = join(args.out, `bench-${stamp}.md`);
-  writeFileSync(jsonPath, JSON.stringify(file, null, 1) + '\n');
+  // arrays of numbers (the e2e samples: 10,000 per cell) on one line each, not one number per line
+  writeFileSync(jsonPath, JSON.stringify(file, null, 1).replace(NUMBER_ARRAY, (_, xs: string) => `[${xs.replace(/\s+/g, '')}]`) + '\n');
   const notes = [
     `${file.mode}; ${ROUNDS} rounds, medians; ${RECORDS.toLocaleString('en-US')} records of ${VALUE_BYTES} bytes, one partition; librdkafka ${file.versions.librdkafka} C clients; gregor ${file.versions.gregor.version} (${file.versions.gregor.commit}); Node ${process.version}.`,
     `Machine: ${machine.cpu.model}, ${machine.cpu.cores} cores; load average ${loadBefore.join(' ')} before, ${machine.loadAfter.join(' ')} after. Run took ${seconds} s.`,

@@ -402,6 +402,23 @@ export class TopicManager {
     }
   }
 
+  /**
+   * A coordinator's internal topic on first use: created when missing and its logs opened. In a
+   * cluster another broker's coordinator may create it at the same moment; that creation is taken as
+   * this one (as Kafka's auto topic creation takes TOPIC_ALREADY_EXISTS) once this broker's view has it.
+   */
+  async ensureInternal(spec: CreateTopicSpec): Promise<void> {
+    if (this.metadata.topic(spec.name) === undefined) {
+      try {
+        await this.create(spec, { internal: true });
+      } catch (e) {
+        if (!(e instanceof TopicError && e.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && this.clustered)) throw e;
+        if ((await this.awaitTopic(spec.name)) === undefined) throw e;
+      }
+    }
+    await this.ready(spec.name);
+  }
+
   /** The topic once this broker's view has it (undefined after RACED_CREATION_WAIT_MS), its logs made. */
   private async awaitTopic(name: string): Promise<TopicRecord | undefined> {
     const deadline = Date.now() + RACED_CREATION_WAIT_MS;

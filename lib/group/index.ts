@@ -30,22 +30,16 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
     purgatory: w.purgatory,
     offsetsTopicExists: () => w.metadata.topic(OFFSETS_TOPIC) !== undefined,
     async ensureOffsetsTopic(numPartitions) {
-      if (w.metadata.topic(OFFSETS_TOPIC) === undefined) {
-        await w.topics.create(
-          {
-            name: OFFSETS_TOPIC,
-            numPartitions,
-            replicationFactor: w.config.int('offsets.topic.replication.factor'),
-            configs: {
-              'cleanup.policy': 'compact',
-              'compression.type': 'producer',
-              'segment.bytes': String(w.config.int('offsets.topic.segment.bytes')),
-            },
-          },
-          { internal: true },
-        );
-      }
-      await w.topics.ready(OFFSETS_TOPIC);
+      await w.topics.ensureInternal({
+        name: OFFSETS_TOPIC,
+        numPartitions,
+        replicationFactor: w.config.int('offsets.topic.replication.factor'),
+        configs: {
+          'cleanup.policy': 'compact',
+          'compression.type': 'producer',
+          'segment.bytes': String(w.config.int('offsets.topic.segment.bytes')),
+        },
+      });
     },
     offsetsLog: (p) => w.topics.partition(OFFSETS_TOPIC, p),
     ...(w.topics.clustered

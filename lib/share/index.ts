@@ -378,25 +378,19 @@ function createStateCoordinator(w: ShareServiceWiring): ShareStateCoordinator {
     updatesPerSnapshot: c.int('share.coordinator.snapshot.update.records.per.snapshot'),
     topicExists: () => w.metadata.topic(SHARE_STATE_TOPIC) !== undefined,
     async createTopic() {
-      if (w.metadata.topic(SHARE_STATE_TOPIC) === undefined) {
-        const rf = replicationFactor();
-        await w.topics.create(
-          {
-            name: SHARE_STATE_TOPIC,
-            numPartitions,
-            replicationFactor: rf,
-            // as Kafka creates it: compaction would keep only a share partition's last update
-            configs: {
-              'cleanup.policy': 'delete',
-              'retention.ms': '-1',
-              'retention.bytes': '-1',
-              'min.insync.replicas': String(Math.min(rf, c.int('share.coordinator.state.topic.min.isr'))),
-            },
-          },
-          { internal: true },
-        );
-      }
-      await w.topics.ready(SHARE_STATE_TOPIC);
+      const rf = replicationFactor();
+      await w.topics.ensureInternal({
+        name: SHARE_STATE_TOPIC,
+        numPartitions,
+        replicationFactor: rf,
+        // as Kafka creates it: compaction would keep only a share partition's last update
+        configs: {
+          'cleanup.policy': 'delete',
+          'retention.ms': '-1',
+          'retention.bytes': '-1',
+          'min.insync.replicas': String(Math.min(rf, c.int('share.coordinator.state.topic.min.isr'))),
+        },
+      });
     },
     log: (p) => w.topics.partition(SHARE_STATE_TOPIC, p),
     leaderEpoch: (p) => w.topics.leaderEpoch(SHARE_STATE_TOPIC, p),

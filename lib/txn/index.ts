@@ -76,25 +76,19 @@ export function createTransactionCoordinator(w: TxnCoordinatorWiring): Transacti
     producerIds: w.producerIds,
     stateTopicExists: () => w.metadata.topic(TRANSACTION_STATE_TOPIC) !== undefined,
     async ensureStateTopic(numPartitions) {
-      if (w.metadata.topic(TRANSACTION_STATE_TOPIC) === undefined) {
-        const segmentBytes = String(w.config.int('transaction.state.log.segment.bytes'));
-        await w.topics.create(
-          {
-            name: TRANSACTION_STATE_TOPIC,
-            numPartitions,
-            replicationFactor: w.config.int('transaction.state.log.replication.factor'),
-            configs: {
-              'cleanup.policy': 'compact',
-              'compression.type': 'uncompressed',
-              'min.insync.replicas': String(w.config.int('transaction.state.log.min.isr')),
-              'segment.bytes': segmentBytes,
-              'unclean.leader.election.enable': 'false',
-            },
-          },
-          { internal: true },
-        );
-      }
-      await w.topics.ready(TRANSACTION_STATE_TOPIC);
+      const segmentBytes = String(w.config.int('transaction.state.log.segment.bytes'));
+      await w.topics.ensureInternal({
+        name: TRANSACTION_STATE_TOPIC,
+        numPartitions,
+        replicationFactor: w.config.int('transaction.state.log.replication.factor'),
+        configs: {
+          'cleanup.policy': 'compact',
+          'compression.type': 'uncompressed',
+          'min.insync.replicas': String(w.config.int('transaction.state.log.min.isr')),
+          'segment.bytes': segmentBytes,
+          'unclean.leader.election.enable': 'false',
+        },
+      });
     },
     stateLog: (p) => w.topics.partition(TRANSACTION_STATE_TOPIC, p),
     ...(w.topics.clustered ? { leads: (p: number) => w.topics.partition(TRANSACTION_STATE_TOPIC, p) !== undefined } : {}),

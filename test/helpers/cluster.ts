@@ -87,6 +87,30 @@ export async function partitionOf(cluster: LocalCluster, topic: string, partitio
   return p;
 }
 
+/** For a timed-out wait: each broker's last `n` warn and error log lines. */
+export function brokerWarnings(cluster: LocalCluster, n = 10): string {
+  return cluster.brokers
+    .map((b) => {
+      let lines: string[] = [];
+      try {
+        lines = readFileSync(b.logFile, 'utf8')
+          .split('\n')
+          .filter((l) => l.startsWith('{"level":"warn"') || l.startsWith('{"level":"error"'));
+      } catch {
+        // no log yet
+      }
+      return `broker ${b.nodeId}: ${
+        lines.length === 0
+          ? 'no warnings'
+          : lines
+              .slice(-n)
+              .map((l) => l.slice(0, 400))
+              .join('\n')
+      }`;
+    })
+    .join('\n');
+}
+
 /** The partition's .log files of one broker, concatenated in offset order (replicas in step hold the same bytes; empty when it holds no replica). */
 export function logBytes(b: LocalBroker, topic: string, partition: number): Buffer {
   const dir = join(b.dataDir, `${topic}-${partition}`);

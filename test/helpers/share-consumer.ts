@@ -76,6 +76,21 @@ export class ShareConsumer {
   }
 }
 
+/**
+ * For a timed-out wait: what each member received per partition (after its first `skip` deliveries)
+ * and its last errors, so that a stall says which partition stopped and who held it.
+ */
+export function describeShareMembers(members: readonly ShareConsumer[], skip: readonly number[] = []): string {
+  return members
+    .map((m, i) => {
+      const perPartition = new Map<number, number>();
+      for (const d of m.deliveries.slice(skip[i] ?? 0)) perPartition.set(d.partition, (perPartition.get(d.partition) ?? 0) + 1);
+      const counts = [...perPartition].map(([p, n]) => `p${p}=${n}`).join(' ');
+      return `member ${i}: ${counts || 'nothing'}; errors: ${m.errors.slice(-5).join(' | ') || 'none'}`;
+    })
+    .join('\n');
+}
+
 /** Waits until the share group has `n` members, each assigned one topic's partitions (an in-process broker's share service). */
 export async function shareMembersJoined(share: () => ShareService, group: string, n: number): Promise<void> {
   await until(

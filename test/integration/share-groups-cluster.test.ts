@@ -16,10 +16,20 @@ import type { FindCoordinatorResponse } from '../../protocol/generated/find-coor
 import type { ShareGroupDescribeResponse } from '../../protocol/generated/share-group-describe.js';
 import { partitionFor } from '../../lib/group/records.js';
 import type { LocalBroker } from '../../lib/cluster/local-cluster.js';
-import { clusterKafka, createRf3Topic, metadata, partitionOf, RF3_OVERRIDES, running, until, useCluster } from '../helpers/cluster.js';
+import {
+  brokerWarnings,
+  clusterKafka,
+  createRf3Topic,
+  metadata,
+  partitionOf,
+  RF3_OVERRIDES,
+  running,
+  until,
+  useCluster,
+} from '../helpers/cluster.js';
 import { until as untilTrue } from '../helpers/eos.js';
 import { RawClient } from '../helpers/raw-client.js';
-import { librdkafkaMissing, ShareConsumer } from '../helpers/share-consumer.js';
+import { describeShareMembers, librdkafkaMissing, ShareConsumer } from '../helpers/share-consumer.js';
 
 const SESSION_TIMEOUT_MS = 3000;
 const STATE_PARTITIONS = 3;
@@ -218,6 +228,7 @@ describe('share groups in a 3-broker cluster', function () {
       'three members receiving',
     );
     const before = members.reduce((n, m) => n + m.deliveries.length, 0);
+    const skip = members.map((m) => m.deliveries.length);
     const N = 3000;
     const p = kafka().producer();
     await p.connect();
@@ -231,7 +242,9 @@ describe('share groups in a 3-broker cluster', function () {
     await untilTrue(
       () => members.reduce((n, m) => n + m.deliveries.length, 0) >= before + N,
       120_000,
-      () => `${N} records (${members.reduce((n, m) => n + m.deliveries.length, 0) - before})`,
+      () =>
+        `${N} records (${members.reduce((n, m) => n + m.deliveries.length, 0) - before})\n${describeShareMembers(members, skip)}\n` +
+        brokerWarnings(cluster()),
     );
     await Promise.all(members.map((m) => m.close()));
     const seen = new Set<string>();

@@ -245,6 +245,13 @@ function nullCheck(ctx: Ctx, f: Field, s: Struct, x: string): string {
   return `if (${x} === null && ${not(N)}) throw RT.nullNotAllowed('${s.tsName}', '${f.prop}', v); `;
 }
 
+/**
+ * Structs a caller may give an `_encoded` (W.EncodedOnce): written once, then copied while the
+ * version is the same. An idle consumer's Fetch answers thousands of partitions whose answers have
+ * not changed since its last poll; the handler keeps each such answer and its bytes with the log.
+ */
+const ENCODED_ONCE = new Set(['FetchResponseFetchableTopicResponse']);
+
 function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   const { valid } = ctx;
   const hasFlex = ctx.msg.flexibleVersions !== null;
@@ -258,6 +265,8 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   out.push(`export interface ${s.tsName}${generic} {`);
   for (const f of s.fields) out.push(`  ${f.prop}${required(f) ? '' : '?'}: ${tsType(ctx, f, 'iface')};`);
   if (hasFlex) out.push('  _unknownTaggedFields?: TaggedField[];');
+  const once = ENCODED_ONCE.has(s.tsName);
+  if (once) out.push('  _encoded?: W.EncodedOnce;');
   out.push('}\n');
 
   // Default.
@@ -323,6 +332,11 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
 
   // Write.
   out.push(`${exported ? 'export ' : ''}function write${s.tsName}(w: W.Writer, m: ${wt}, v: number): void {`);
+  if (once) {
+    out.push('  const e_ = m._encoded;');
+    out.push('  if (e_ !== undefined && e_.version === v && e_.bytes !== null) { w.raw(e_.bytes); return; }');
+    out.push('  const at_ = w.offset;');
+  }
   for (const f of s.fields) {
     const exists = cond(f.versions, valid);
     const regular = regularCond(ctx, f);
@@ -342,10 +356,13 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
     }
   }
   if (hasFlex) out.push(`  if (${F0}) w.taggedFields(${taggedCall});`);
+  if (once) out.push('  if (e_ !== undefined) { e_.bytes = w.since(at_); e_.version = v; }');
   out.push('}\n');
 
   // Size.
   out.push(`${exported ? 'export ' : ''}function size${s.tsName}(m: ${wt}, v: number): number {`);
+  if (once)
+    out.push('  if (m._encoded !== undefined && m._encoded.version === v && m._encoded.bytes !== null) return m._encoded.bytes.length;');
   out.push('  let n = 0;');
   for (const f of s.fields) {
     const regular = regularCond(ctx, f);

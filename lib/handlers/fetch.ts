@@ -8,7 +8,7 @@ import type {
   FetchResponseAbortedTransaction,
   FetchResponsePartitionData,
 } from '../../protocol/generated/fetch.js';
-import type { RecordsValue } from '../../protocol/codec/writer.js';
+import { encodeOnce, type RecordsValue } from '../../protocol/codec/writer.js';
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { type ReadBufferPool, type ReadLease, releaseAll } from '../log/read-buffer-pool.js';
@@ -85,6 +85,49 @@ function resultOf(
     preferredReadReplica: -1,
     records,
   };
+}
+
+type TopicAnswer = FetchResponse<RecordsValue>['responses'][number];
+
+/**
+ * A topic's answer in which every partition was caught up, kept per request topic with its encoding
+ * (EncodedOnce). A sessionless consumer (librdkafka) names every assigned partition in every Fetch, and
+ * the decoded topics of a connection's Fetch are reused while their bytes repeat (fetch-request-reuse);
+ * an idle one on thousands of partitions gets the same answers poll after poll, so a topic's answer
+ * is sent again as long as its partitions are caught up at the offsets it gives, instead of being
+ * built, counted and encoded partition by partition.
+ */
+interface IdleTopicAnswer {
+  apiVersion: number;
+  readCommitted: boolean;
+  /** the log of each partition asked for, in request order */
+  logs: PartitionLog[];
+  answer: TopicAnswer;
+}
+
+const idleTopicAnswers = new WeakMap<FetchRequestFetchTopic, IdleTopicAnswer>();
+
+/** The kept answer of `t` when it still holds: the same logs, each caught up at the offsets the answer gives. */
+function keptIdleAnswer(t: TopicOut, readCommitted: boolean, apiVersion: number): TopicAnswer | undefined {
+  const kept = idleTopicAnswers.get(t.req);
+  if (kept === undefined || kept.readCommitted !== readCommitted || kept.apiVersion !== apiVersion || t.readReplicas !== undefined)
+    return undefined;
+  const parts = t.req.partitions;
+  const answers = kept.answer.partitions;
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i] as FetchRequestFetchPartition;
+    const log = t.logs?.[p.partition];
+    const a = answers[i];
+    if (log === undefined || log !== kept.logs[i] || a === undefined || !log.servable) return undefined;
+    if (fetchVersionError(log, apiVersion) !== ErrorCode.NONE) return undefined;
+    const highWatermark = log.highWatermark;
+    const lastStableOffset = log.lastStableOffset;
+    const logStartOffset = log.logStartOffset;
+    if (a.highWatermark !== highWatermark || a.lastStableOffset !== lastStableOffset || a.logStartOffset !== logStartOffset)
+      return undefined;
+    if (!caughtUpAt(p.fetchOffset, readCommitted ? lastStableOffset : highWatermark, logStartOffset, log.logEndOffset)) return undefined;
+  }
+  return kept.answer;
 }
 
 /** Where a fetch of this isolation level stops: the last stable offset for read_committed. */
@@ -190,39 +233,54 @@ async function readAll(
   allowOversized: boolean,
   readCommitted: boolean,
   apiVersion: number,
-  session: Pick<FetchContext, 'unchanged'>,
+  session: Pick<FetchContext, 'unchanged' | 'kind'>,
   buffers: { pool: ReadBufferPool; leases: ReadLease[] },
 ) {
+  // a sessionless Fetch: each topic's answer goes out whole (sessions leave unchanged partitions out)
+  const reuse = session.kind === 'sessionless';
   let budget = maxBytes;
   let total = 0;
   let errors = 0;
   const out: FetchResponse<RecordsValue>['responses'] = [];
   for (const t of topics) {
+    if (reuse) {
+      const kept = keptIdleAnswer(t, readCommitted, apiVersion);
+      if (kept !== undefined) {
+        out.push(kept);
+        continue;
+      }
+    }
     const parts = t.req.partitions;
     const partitions: PartitionOut[] = [];
+    // whether every partition was caught up (its answer then kept for the next Fetch)
+    let idle = reuse && t.readReplicas === undefined && parts.length > 0;
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as FetchRequestFetchPartition;
       const log = t.logs?.[p.partition];
       const readReplica = t.readReplicas?.get(p.partition);
       if (readReplica !== undefined && log !== undefined) {
+        idle = false;
         // KIP-392: no records, the replica to read from instead; answered at once (counted as an error for that)
         errors++;
         partitions.push({ ...partitionResult(p.partition, log, readCommitted, ErrorCode.NONE, EMPTY), preferredReadReplica: readReplica });
         continue;
       }
       if (log === undefined) {
+        idle = false;
         errors++;
         partitions.push(partitionResult(p.partition, undefined, readCommitted, t.notHere?.(p.partition) ?? t.missing, EMPTY));
         continue;
       }
       if (!log.servable) {
         // its recovery failed: offline, no offsets to give
+        idle = false;
         errors++;
         partitions.push(partitionResult(p.partition, undefined, readCommitted, ErrorCode.KAFKA_STORAGE_ERROR, EMPTY));
         continue;
       }
       const versionError = fetchVersionError(log, apiVersion);
       if (versionError !== ErrorCode.NONE) {
+        idle = false;
         errors++;
         partitions.push(partitionResult(p.partition, log, readCommitted, versionError, EMPTY));
         continue;
@@ -241,9 +299,18 @@ async function readAll(
         );
         continue;
       }
+      idle = false;
       partitions.push(await readOne(p, log));
     }
-    out.push({ topic: t.topic, topicId: t.topicId, partitions });
+    if (!idle) {
+      out.push({ topic: t.topic, topicId: t.topicId, partitions });
+      continue;
+    }
+    const answer: TopicAnswer = { topic: t.topic, topicId: t.topicId, partitions, _encoded: encodeOnce() };
+    const logs: PartitionLog[] = [];
+    for (const p of parts) logs.push(t.logs?.[p.partition] as PartitionLog);
+    idleTopicAnswers.set(t.req, { apiVersion, readCommitted, logs, answer });
+    out.push(answer);
   }
   return { responses: out, total, errors };
 
@@ -280,7 +347,7 @@ async function readAll(
 async function consumerFetch(
   req: FetchRequest,
   ctx: RequestContext,
-  session: Pick<FetchContext, 'unchanged'>,
+  session: Pick<FetchContext, 'unchanged' | 'kind'>,
 ): Promise<FetchResponse<RecordsValue>['responses']> {
   const s = ctx.services;
   const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;

@@ -361,6 +361,7 @@ export interface FetchResponseFetchableTopicResponse<R extends W.RecordsValue = 
   topicId?: string;
   partitions: FetchResponsePartitionData<R>[];
   _unknownTaggedFields?: TaggedField[];
+  _encoded?: W.EncodedOnce;
 }
 
 export function defaultFetchResponseFetchableTopicResponse(): FetchResponseFetchableTopicResponse {
@@ -379,13 +380,18 @@ export function readFetchResponseFetchableTopicResponse(r: Reader, v: number): F
 }
 
 export function writeFetchResponseFetchableTopicResponse(w: W.Writer, m: FetchResponseFetchableTopicResponse<W.RecordsValue>, v: number): void {
+  const e_ = m._encoded;
+  if (e_ !== undefined && e_.version === v && e_.bytes !== null) { w.raw(e_.bytes); return; }
+  const at_ = w.offset;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); if (v >= 12) { w.compactString(x); } else { w.string(x); } }
   if (v >= 13) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
   { const x = m.partitions; if (v >= 12) { w.compactArrayLength(x === null ? null : x.length); } else { w.arrayLength(x === null ? null : x.length); } if (x !== null) for (let i0 = 0; i0 < x.length; i0++) { const e0 = x[i0]!; writeFetchResponsePartitionData(w, e0, v); } }
   if (v >= 12) w.taggedFields(RT.sortedTagged(m._unknownTaggedFields));
+  if (e_ !== undefined) { e_.bytes = w.since(at_); e_.version = v; }
 }
 
 export function sizeFetchResponseFetchableTopicResponse(m: FetchResponseFetchableTopicResponse<W.RecordsValue>, v: number): number {
+  if (m._encoded !== undefined && m._encoded.version === v && m._encoded.bytes !== null) return m._encoded.bytes.length;
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;

@@ -1,0 +1,75 @@
+/**
+ * EncodedOnce (protocol/codec/writer.ts): a Fetch response topic carrying `_encoded` is encoded once
+ * per version and its bytes copied after that. The first encoding equals the plain one; later ones in
+ * the same version send the kept bytes (so whoever attaches it must keep the value unchanged, as the
+ * Fetch handler's idle answers do); another version encodes afresh; a topic whose records were spliced
+ * in (zero-copy) keeps nothing, since those bytes are not in the writer's buffer.
+ */
+import { expect } from 'chai';
+import { encodeOnce, SPLICE_MIN_BYTES, type RecordsValue } from '../../protocol/codec/writer.js';
+import { encodeResponse, encodeResponseChunks } from '../../protocol/frame.js';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { FetchResponse, FetchResponseFetchableTopicResponse } from '../../protocol/generated/fetch.js';
+
+const EMPTY = Buffer.alloc(0);
+
+function idleTopic(name: string, highWatermark: bigint, records: RecordsValue = EMPTY): FetchResponseFetchableTopicResponse<RecordsValue> {
+  return {
+    topic: name,
+    topicId: 'ab'.repeat(16),
+    partitions: Array.from({ length: 3 }, (_, p) => ({
+      partitionIndex: p,
+      errorCode: 0,
+      highWatermark: highWatermark + BigInt(p),
+      lastStableOffset: highWatermark + BigInt(p),
+      logStartOffset: 0n,
+      abortedTransactions: null,
+      preferredReadReplica: -1,
+      records,
+    })),
+  };
+}
+
+const response = (...topics: FetchResponseFetchableTopicResponse<RecordsValue>[]): FetchResponse<RecordsValue> => ({
+  throttleTimeMs: 0,
+  errorCode: 0,
+  sessionId: 0,
+  responses: topics,
+});
+
+const encode = (v: number, body: FetchResponse<RecordsValue>) => encodeResponse(ApiKey.Fetch, v, 7, body);
+
+describe('EncodedOnce: a Fetch response topic encoded once per version', () => {
+  for (const v of [4, 11, 12, 16]) {
+    it(`v${v}: the first encoding equals the plain one and is kept; later ones send the kept bytes`, () => {
+      const kept = { ...idleTopic('t', 5n), _encoded: encodeOnce() };
+      const plain = encode(v, response(idleTopic('u', 9n), idleTopic('t', 5n)));
+      expect(encode(v, response(idleTopic('u', 9n), kept)).equals(plain)).to.equal(true);
+      expect(kept._encoded.version).to.equal(v);
+      expect(kept._encoded.bytes).to.not.equal(null);
+      // the value changed behind the kept bytes: they are sent all the same (the holder's contract)
+      (kept.partitions[0] as { highWatermark: bigint }).highWatermark = 99n;
+      expect(encode(v, response(idleTopic('u', 9n), kept)).equals(plain)).to.equal(true);
+      // through the chunked (zero-copy) encoder too
+      const chunks = encodeResponseChunks(ApiKey.Fetch, v, 7, response(idleTopic('u', 9n), kept));
+      expect(Buffer.concat(chunks).equals(plain)).to.equal(true);
+    });
+  }
+
+  it('another version encodes the value afresh and keeps that', () => {
+    const kept = { ...idleTopic('t', 5n), _encoded: encodeOnce() };
+    encode(12, response(kept));
+    expect(encode(11, response(kept)).equals(encode(11, response(idleTopic('t', 5n))))).to.equal(true);
+    expect(kept._encoded.version).to.equal(11);
+    expect(encode(12, response(kept)).equals(encode(12, response(idleTopic('t', 5n))))).to.equal(true);
+  });
+
+  it('records spliced in by the chunked encoder: nothing kept, and the output still right', () => {
+    const records = Buffer.alloc(SPLICE_MIN_BYTES + 10, 7);
+    const kept = { ...idleTopic('t', 5n, records), _encoded: encodeOnce() };
+    const chunks = encodeResponseChunks(ApiKey.Fetch, 12, 7, response(kept));
+    expect(Buffer.concat(chunks).equals(encode(12, response(idleTopic('t', 5n, records))))).to.equal(true);
+    expect(chunks.some((c) => c.buffer === records.buffer)).to.equal(true);
+    expect(kept._encoded.bytes).to.equal(null);
+  });
+});

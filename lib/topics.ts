@@ -11,6 +11,7 @@ import type { LogManager } from './log/log-dirs.js';
 import type { PartitionLog } from './log/partition-log.js';
 import { isNoSpace } from './log/errors.js';
 import { checkAddPartitions, checkCreate, type CreateTopicSpec, TopicError, validateTopicConfigs } from './topic-checks.js';
+import { TopicArrivals } from './topic-arrivals.js';
 import { type ReplicaRemovedListener, TopicReplicas } from './topic-replicas.js';
 import { type MetadataChange, type MetadataStore, MetadataWriteError, type NewTopic, type TopicRecord } from './metadata/store.js';
 
@@ -51,8 +52,8 @@ export class TopicManager {
   private readonly listeners: PartitionListener[] = [];
   private readonly topicsListeners: TopicsListener[] = [];
   private readonly leadershipListeners: LeadershipListener[] = [];
-  /** awaitTopic's callers, by topic name: told when the store reports the topic created. */
-  private readonly topicWaiters = new Map<string, Set<() => void>>();
+  /** awaitTopic's callers, told when the store reports the topic created */
+  private readonly arrivals = new TopicArrivals();
   /** Clusters: the logs held follow the replicas of the partition states (reassignments). */
   private readonly replicas: TopicReplicas;
   private changes = 0;
@@ -100,7 +101,7 @@ export class TopicManager {
 
   /** A change another broker (or the controller) made: open, drop or re-lead logs to match. */
   private applyChange(c: MetadataChange): void {
-    if (c.kind === 'topic' && c.change === 'created') for (const wake of [...(this.topicWaiters.get(c.topic) ?? [])]) wake();
+    if (c.kind === 'topic' && c.change === 'created') this.arrivals.arrived(c.topic);
     this.changes++;
     if (c.kind === 'partition') {
       this.replicas.changed(c.topic, c.partition);
@@ -393,30 +394,33 @@ export class TopicManager {
   /** Creates the topic with broker defaults when auto-creation is on and the name is valid. */
   async autoCreate(name: string): Promise<TopicRecord | TopicError> {
     try {
-      return await this.create({ name, numPartitions: -1, replicationFactor: -1, configs: {} });
+      return await this.createOrTakeRaced({ name, numPartitions: -1, replicationFactor: -1, configs: {} });
     } catch (e) {
-      if (!(e instanceof TopicError)) throw e;
-      // another broker created it first: its topic reaches this one through the watch
-      if (e.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && this.clustered) return (await this.awaitTopic(name)) ?? e;
-      return e;
+      if (e instanceof TopicError) return e;
+      throw e;
     }
   }
 
-  /**
-   * A coordinator's internal topic on first use: created when missing and its logs opened. In a
-   * cluster another broker's coordinator may create it at the same moment; that creation is taken as
-   * this one (as Kafka's auto topic creation takes TOPIC_ALREADY_EXISTS) once this broker's view has it.
-   */
+  /** A coordinator's internal topic on first use: created when missing (or taken from a broker that raced this one), its logs opened. */
   async ensureInternal(spec: CreateTopicSpec): Promise<void> {
-    if (this.metadata.topic(spec.name) === undefined) {
-      try {
-        await this.create(spec, { internal: true });
-      } catch (e) {
-        if (!(e instanceof TopicError && e.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && this.clustered)) throw e;
-        if ((await this.awaitTopic(spec.name)) === undefined) throw e;
-      }
-    }
+    if (this.metadata.topic(spec.name) === undefined) await this.createOrTakeRaced(spec, { internal: true });
     await this.ready(spec.name);
+  }
+
+  /**
+   * create(), except that in a cluster another broker creating the topic at the same moment counts as
+   * this creation (as Kafka's auto topic creation takes TOPIC_ALREADY_EXISTS): its topic reaches this
+   * one through the watch.
+   */
+  private async createOrTakeRaced(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): Promise<TopicRecord> {
+    try {
+      return await this.create(spec, opts);
+    } catch (e) {
+      if (!(e instanceof TopicError && e.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && this.clustered)) throw e;
+      const t = await this.awaitTopic(spec.name);
+      if (t === undefined) throw e;
+      return t;
+    }
   }
 
   /** The topic once this broker's view has it (undefined after RACED_CREATION_WAIT_MS), its logs made. */
@@ -424,28 +428,11 @@ export class TopicManager {
     const deadline = Date.now() + RACED_CREATION_WAIT_MS;
     let t = this.metadata.topic(name);
     while (t === undefined && Date.now() < deadline) {
-      await this.topicCreated(name, deadline - Date.now());
+      await this.arrivals.wait(name, deadline - Date.now());
       t = this.metadata.topic(name);
     }
     if (t !== undefined) await this.openLogs(t);
     return t;
-  }
-
-  /** Resolves when the store reports topic `name` created (applyChange wakes it; clusters only), or after `ms`. */
-  private topicCreated(name: string, ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      let waiters = this.topicWaiters.get(name);
-      if (waiters === undefined) this.topicWaiters.set(name, (waiters = new Set()));
-      const set = waiters;
-      const wake = (): void => {
-        clearTimeout(timer);
-        set.delete(wake);
-        if (set.size === 0 && this.topicWaiters.get(name) === set) this.topicWaiters.delete(name);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      set.add(wake);
-    });
   }
 
   async delete(name: string): Promise<void> {

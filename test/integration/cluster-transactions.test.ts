@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { FindCoordinatorResponse } from '../../protocol/generated/find-coordinator.js';
 import type { LocalBroker, LocalCluster } from '../../lib/cluster/local-cluster.js';
 import { partitionFor } from '../../lib/group/records.js';
 import { loadConfluent } from '../../compat/lib/confluent-module.js';
@@ -296,14 +297,18 @@ describe('cluster transactions: markers and verification across brokers, coordin
     expect(stray, 'records of no transaction the producers ran').to.deep.equal([]);
   }
 
-  it('__transaction_state and __consumer_offsets made on first use by all three brokers at once: every broker opens its replicas of them', async () => {
+  it('__transaction_state and __consumer_offsets made on first use by all three brokers at once: every broker answers a coordinator and opens its replicas of them', async () => {
     // FindCoordinator at every broker in the same instant: one creation of each topic wins, the
-    // others are refused TOPIC_ALREADY_EXISTS by the store, and those brokers must still replicate it
+    // others are refused TOPIC_ALREADY_EXISTS by the store; those brokers take the winner's topic (no
+    // COORDINATOR_NOT_AVAILABLE for their requests) and must still replicate it
     const clients = await Promise.all(cluster().brokers.flatMap((b) => [0, 1].map(() => RawClient.connect(b.bootstrap))));
     try {
-      await Promise.all(
-        clients.map((c, i) => c.request(ApiKey.FindCoordinator, 4, { keyType: i % 2, coordinatorKeys: ['first-use'] }, 15_000)),
+      const found = await Promise.all(
+        clients.map((c, i) =>
+          c.request<FindCoordinatorResponse>(ApiKey.FindCoordinator, 4, { keyType: i % 2, coordinatorKeys: ['first-use'] }, 15_000),
+        ),
       );
+      expect(found.map((f) => f.coordinators?.[0]?.errorCode)).to.deep.equal(found.map(() => 0));
     } finally {
       for (const c of clients) c.destroy();
     }

@@ -298,15 +298,6 @@ export class Writer {
   raw(v: Buffer): void {
     if (v.length === 0) return; // empty records of every caught-up fetch partition: skip TypedArray#set's call
     if (this.offset + v.length > this.buf.length) throw new RangeError('write past the end of the buffer');
-    if (v.length <= 64) {
-      // a byte loop: TypedArray#set costs a runtime call (~0.4 µs) that small values (an EncodedOnce's
-      // 40 bytes, a tagged field) do not repay
-      const buf = this.buf;
-      let o = this.offset;
-      for (let i = 0; i < v.length; i++) buf[o++] = v[i] as number;
-      this.offset = o;
-      return;
-    }
     // TypedArray#set: same bytes as Buffer#copy without its JS argument handling (cheaper for small values).
     this.buf.set(v, this.offset);
     this.offset += v.length;

@@ -3,11 +3,8 @@
  * native addon in native/sockopt (Node has no API for them). If the addon is missing the broker
  * still runs: one warning, and the options are left at the OS defaults.
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Socket, Server } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { loadAddon, type AddonLoad } from '../../protocol/records/native-addon.js';
 import type { Logger } from '../observability/logger.js';
 
 export interface SockoptAddon {
@@ -15,28 +12,11 @@ export interface SockoptAddon {
   getBufferSizes(fd: number): { snd: number; rcv: number };
 }
 
-let loaded: { addon: SockoptAddon | null; error: string | null } | undefined;
+let loaded: AddonLoad<SockoptAddon> | undefined;
 let warned = false;
 
-/** Walks up from this file to the package root (holds package.json) and loads the built addon. */
-function load(): { addon: SockoptAddon | null; error: string | null } {
-  if (loaded !== undefined) return loaded;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const file = join(dir, 'native', 'sockopt', 'build', 'Release', 'sockopt.node');
-    if (existsSync(file)) {
-      try {
-        loaded = { addon: createRequire(import.meta.url)(file) as SockoptAddon, error: null };
-      } catch (err) {
-        loaded = { addon: null, error: `${file}: ${(err as Error).message}` };
-      }
-      return loaded;
-    }
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'native'))) break;
-    dir = dirname(dir);
-  }
-  loaded = { addon: null, error: 'native/sockopt/build/Release/sockopt.node not found (run node native/sockopt/build.mjs)' };
-  return loaded;
+function load(): AddonLoad<SockoptAddon> {
+  return (loaded ??= loadAddon<SockoptAddon>('sockopt'));
 }
 
 /** The addon, or null if it did not build / load. */

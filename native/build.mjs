@@ -2,8 +2,10 @@
 // Builds the native addons with node-gyp against the running Node's own headers (no download):
 //   native/sockopt  SO_SNDBUF / SO_RCVBUF (socket.send/receive.buffer.bytes)
 //   native/crc32c   CRC-32C with the CPU's CRC32 instruction (record batch checks)
+//   native/pread    reads served from the page cache without the thread pool (segment reads)
 // Never fails the install: an addon that does not build prints one warning and the broker runs
-// without it (the socket options are ignored; CRC-32C falls back to @node-rs/crc32).
+// without it (the socket options are ignored; CRC-32C falls back to @node-rs/crc32; every segment
+// read goes through libuv's thread pool).
 //   node native/build.mjs [name...]            build all, or the named ones (quiet when it works)
 //   node native/build.mjs --strict [name...]   exit 1 on any failure (for CI checks)
 import { spawnSync } from 'node:child_process';
@@ -16,6 +18,7 @@ const strict = process.argv.includes('--strict');
 const ADDONS = {
   sockopt: 'socket.send/receive.buffer.bytes will be ignored',
   crc32c: 'CRC-32C falls back to @node-rs/crc32',
+  pread: "segment reads all go through libuv's thread pool",
 };
 const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const n of named) if (!(n in ADDONS)) throw new Error(`unknown addon ${n} (one of ${Object.keys(ADDONS).join(', ')})`);

@@ -87,6 +87,11 @@ export class OffsetIndex extends SparseIndex {
     if (i < 0) return { offset: this.baseOffset, position: 0 };
     return { offset: this.baseOffset + BigInt(this.rels[i] ?? 0), position: this.positions[i] ?? 0 };
   }
+  /** Position of the first entry with offset > target (-1: none): where the entry holding target starts at the latest. */
+  positionAfter(target: bigint): number {
+    const i = this.floor(target) + 1;
+    return i < this.count ? (this.positions[i] ?? -1) : -1;
+  }
   private floor(target: bigint): number {
     if (target < this.baseOffset) return -1;
     const t = target - this.baseOffset > BigInt(INT32_MAX) ? INT32_MAX : Number(target - this.baseOffset);

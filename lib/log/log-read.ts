@@ -75,11 +75,20 @@ export interface SegmentRead extends ReadResult {
   lease: ReadLease | null;
 }
 
+/** The first read when up to this many leading bytes may be skipped: enough for the header of a large entry, or a run of small ones. */
+export const PROBE_BYTES = 64 << 10;
+
 /**
  * Reads whole entries from `seg` starting at `startPosition` (from the index). Returns the entries
  * (possibly none) and whether the read ended inside this segment (so later segments are not needed).
  * With a `pool` the reads go into its buffers: the one the entries are views of is the result's
  * lease (null when none are returned), the others go back at once.
+ *
+ * Bytes are read in windows: each holds the entry headers the walk needs and, when it can, every
+ * entry returned, so that they need no read of their own. `skippable` (from the index: how many bytes
+ * from `startPosition` may precede the first entry wanted) makes the first read a small probe when
+ * it is large: with ~1 MB batches the index points at the batch before the wanted one, and a
+ * window-sized first read would copy it only to skip it.
  */
 export async function readSegment(
   seg: LogSegment,
@@ -87,9 +96,10 @@ export async function readSegment(
   lim: ReadLimits,
   indexIntervalBytes: number,
   pool: ReadBufferPool | null = null,
+  skippable = 0,
 ): Promise<SegmentRead> {
   const end = seg.size;
-  const windowSize = Math.max(64 << 10, Math.min(lim.maxBytes + 2 * indexIntervalBytes, 8 << 20));
+  const windowSize = Math.max(PROBE_BYTES, Math.min(lim.maxBytes + 2 * indexIntervalBytes, 8 << 20));
   let win: Buffer = Buffer.alloc(0);
   let winLease: ReadLease | null = null;
   const readAt = async (pos: number, len: number): Promise<{ buf: Buffer; lease: ReadLease | null }> => {
@@ -111,12 +121,22 @@ export async function readSegment(
   let prevEnd = -1n;
   while (p < end && !picker.done) {
     if (p + Math.min(HEADER_BYTES, end - p) > winStart + win.length) {
-      // the window before holds nothing returned (entries are cut from the last window or read anew)
-      const next = await readAt(p, Math.min(windowSize, end - p));
+      // The next header is past the window. Entries already taken are read again with it when they
+      // and every entry that could still be taken fit one window (finish() then cuts them from it);
+      // otherwise the window starts at the header (and finish() reads the entries anew). Either way
+      // the window before holds nothing returned.
+      let from = p;
+      let len = Math.min(windowSize, end - p);
+      if (p === startPosition && skippable > PROBE_BYTES) len = Math.min(PROBE_BYTES, end - p);
+      else if (first >= 0) {
+        const reach = Math.min(end, p + Math.max(HEADER_BYTES, lim.maxBytes - picker.size)) - first;
+        if (reach <= windowSize) [from, len] = [first, reach];
+      }
+      const next = await readAt(from, len);
       winLease?.release();
       win = next.buf;
       winLease = next.lease;
-      winStart = p;
+      winStart = from;
     }
     const off = p - winStart;
     const h = parseEntryHeader(win, off, win.length - off, p);

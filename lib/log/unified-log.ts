@@ -344,10 +344,21 @@ export class UnifiedLog extends ReplicaLog {
     for (let i = segmentIndexFor(segs, fetchOffset); i < segs.length; i++) {
       const seg = segs[i] as LogSegment;
       if (seg.nextOffset <= fetchOffset) continue;
-      const start = fetchOffset > seg.baseOffset ? seg.offsetIndex.lookup(fetchOffset).position : 0;
+      let start = 0;
+      // bytes from `start` that may all be skipped: the indexed entry there ends before the fetch
+      // offset (entries are indexed by their last offset), and the next indexed one starts after it
+      let skippable = 0;
+      if (fetchOffset > seg.baseOffset) {
+        const at = seg.offsetIndex.lookup(fetchOffset);
+        start = at.position;
+        if (at.offset < fetchOffset) {
+          const next = seg.offsetIndex.positionAfter(fetchOffset);
+          skippable = (next < 0 ? seg.size : next) - start;
+        }
+      }
       let r;
       try {
-        r = await readSegment(seg, start, lim, this.config.indexIntervalBytes, opts.pool ?? null);
+        r = await readSegment(seg, start, lim, this.config.indexIntervalBytes, opts.pool ?? null, skippable);
       } catch (err) {
         // retention may have removed the segment under the read
         if (seg.deleted) throw new LogError(ErrorCode.OFFSET_OUT_OF_RANGE, `offset ${fetchOffset} was deleted from ${this.dir}`);

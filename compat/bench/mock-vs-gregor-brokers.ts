@@ -116,13 +116,16 @@ async function stopChild(child: ChildProcess, gentle: () => void): Promise<void>
   clearTimeout(t);
 }
 
-/** A fresh gregor: `node bin/gregor.js start --port 0 --data-dir <tmp>`, ready at GREGOR_READY. */
-export async function startGregor(): Promise<Target> {
+/**
+ * A fresh gregor: `node bin/gregor.js start --port 0 --data-dir <tmp>`, ready at GREGOR_READY; `root`:
+ * the checkout whose broker runs (another, built, for an A/B of two trees).
+ */
+export async function startGregor(root = ROOT): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gregor-mvg-'));
   const nodeFlags = (process.env['GREGOR_CHILD_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, 'bin/gregor.js'), 'start', '--port', '0', '--data-dir', dataDir], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...nodeFlags, join(root, 'bin/gregor.js'), 'start', '--port', '0', '--data-dir', dataDir], {
+    cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LOG_LEVEL: 'warn' },
   });

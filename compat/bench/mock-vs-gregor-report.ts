@@ -56,6 +56,11 @@ export interface Row {
   cpuUnit?: string;
   brokerCpu?: Partial<Record<string, number | null>>;
   servingCpu?: Partial<Record<string, number | null>>;
+  /**
+   * gregor / mock within each round (the two ran back to back, so the load of the shared machine
+   * at that minute hits both): the median over rounds and the range. Throughput rows of a paired run.
+   */
+  perRoundRatio?: { median: number; min: number; max: number; rounds: number };
 }
 
 export interface ResultFile {
@@ -93,7 +98,7 @@ export function summarize(
     ['produce-acksall', `produce acks=all, ${M} records (records/s)`, (r: TargetRound) => r.produceAcksAll],
     ['consume', 'consume from the start, the acks=1 records (records/s)', (r: TargetRound) => r.consume],
   ] as const) {
-    rows.push({
+    const row: Row = {
       id,
       label,
       unit: 'records/s',
@@ -102,7 +107,23 @@ export function summarize(
       cpuUnit: 'CPU-s per 1M records',
       brokerCpu: perTarget(targets, (t) => med(t, (r) => pick(r)?.brokerCpuSPerM ?? null)),
       servingCpu: perTarget(targets, (t) => med(t, (r) => pick(r)?.servingCpuSPerM ?? null)),
-    });
+    };
+    const ratios: number[] = [];
+    for (const r of rounds) {
+      const g = r.results.gregor === undefined ? undefined : pick(r.results.gregor)?.recordsPerSec;
+      const m = r.results.mock === undefined ? undefined : pick(r.results.mock)?.recordsPerSec;
+      if (g !== undefined && m !== undefined && m > 0) ratios.push(g / m);
+    }
+    const mid = median(ratios);
+    if (mid !== null) {
+      row.perRoundRatio = {
+        median: round(mid, 3),
+        min: round(Math.min(...ratios), 3),
+        max: round(Math.max(...ratios), 3),
+        rounds: ratios.length,
+      };
+    }
+    rows.push(row);
   }
   const waits = [...new Set(rounds.flatMap((r) => Object.values(r.results).flatMap((x) => x.e2e.map((e) => e.fetchWaitMaxMs))))];
   for (const w of waits) {
@@ -189,7 +210,7 @@ export function markdownTable(targets: readonly TargetName[], rows: readonly Row
   const head = [
     'workload',
     ...targets,
-    ...(pair ? ['ratio gregor/mock'] : []),
+    ...(pair ? ['ratio gregor/mock', 'ratio per round: median (min–max)'] : []),
     ...targets.map((t) => `${who(t)}broker CPU`),
     ...targets.map((t) => `${who(t)}${serving[t] ?? 'main thread'}`),
   ];
@@ -199,8 +220,10 @@ export function markdownTable(targets: readonly TargetName[], rows: readonly Row
     const m = r.values['mock'];
     const ratio =
       pair && r.id !== 'node-e0' && g !== null && g !== undefined && m !== null && m !== undefined && m !== 0 ? ratioFmt(g / m) : '';
+    const q = r.perRoundRatio;
+    const perRound = q === undefined ? '' : `${ratioFmt(q.median)} (${ratioFmt(q.min)}–${ratioFmt(q.max)})`;
     lines.push(
-      `| ${[r.label, ...targets.map((t) => fmt(r.values[t], r.unit)), ...(pair ? [ratio] : []), ...targets.map((t) => cpuFmt(r.brokerCpu?.[t], r.cpuUnit)), ...targets.map((t) => cpuFmt(r.servingCpu?.[t], r.cpuUnit))].join(' | ')} |`,
+      `| ${[r.label, ...targets.map((t) => fmt(r.values[t], r.unit)), ...(pair ? [ratio, perRound] : []), ...targets.map((t) => cpuFmt(r.brokerCpu?.[t], r.cpuUnit)), ...targets.map((t) => cpuFmt(r.servingCpu?.[t], r.cpuUnit))].join(' | ')} |`,
     );
   }
   return lines.join('\n');

@@ -58,7 +58,7 @@ import {
   startNativeProducer,
   THROUGHPUT_PRODUCER_CONFIG,
 } from './native-producer.js';
-import { benchMachine, cpuSeconds, envInt, round, sleep } from './proc-stats.js';
+import { benchMachine, cpuSeconds, envInt, pageSupplyMs, round, sleep } from './proc-stats.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
 const ROUNDS = envInt('BENCH_ROUNDS', 3);
@@ -171,6 +171,7 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const stamp = started.toISOString().replace(/:/g, '-');
   const loadBefore = loadavg().map((x) => round(x, 2));
+  const pageSupplyBefore = pageSupplyMs();
   const pair = args.bootstrap === undefined;
   const targets: TargetName[] = pair ? ['mock', 'gregor'] : ['broker'];
   // compile the C programs first (not inside a timed part)
@@ -290,7 +291,12 @@ async function main(): Promise<void> {
   const summary = summarize(targets, rounds, startup, RECORDS);
   const serving = Object.fromEntries(targets.map((t) => [t, SERVING_THREAD[t]]));
   const table = markdownTable(targets, summary, serving);
-  const machine = { ...benchMachine(), loadBefore, loadAfter: loadavg().map((x) => round(x, 2)) };
+  const machine = {
+    ...benchMachine(),
+    loadBefore,
+    loadAfter: loadavg().map((x) => round(x, 2)),
+    pageSupplyMs: { before: pageSupplyBefore, after: pageSupplyMs() },
+  };
   const seconds = round((performance.now() - t0) / 1000, 1);
   const file = {
     schema: SCHEMA,
@@ -341,8 +347,9 @@ async function main(): Promise<void> {
   const notes = [
     `${file.mode}; ${ROUNDS} rounds, medians; ${RECORDS.toLocaleString('en-US')} records of ${VALUE_BYTES} bytes, one partition; librdkafka ${file.versions.librdkafka} C clients; gregor ${file.versions.gregor.version} (${file.versions.gregor.commit}); Node ${process.version}.`,
     `Machine: ${machine.cpu.model}, ${machine.cpu.cores} cores; load average ${loadBefore.join(' ')} before, ${machine.loadAfter.join(' ')} after. Run took ${seconds} s.`,
+    `New page-cache pages (proc-stats.ts pageSupplyMs: kernel ms to write 128 MiB to a new file): ${machine.pageSupplyMs.before} ms before the run, ${machine.pageSupplyMs.after} ms after. gregor's appends pay this per byte and the mock does not; on a VM it swings ~10x with whether the guest has recently freed pages to reuse.`,
     pair
-      ? "ratio = gregor / mock (higher is better for records/s, lower for ms and MB). Broker CPU: utime+stime of the broker process over the timed part (10 ms ticks); serving thread: gregor's main thread, the mock's rdk:mock thread (it serves every connection)."
+      ? "ratio = gregor / mock (higher is better for records/s, lower for ms and MB), of the medians; per round: gregor / mock within each round (run back to back, so the machine's load at that minute hits both), median and range over the rounds. Broker CPU: utime+stime of the broker process over the timed part (10 ms ticks); serving thread: gregor's main thread, the mock's rdk:mock thread (it serves every connection)."
       : `Broker CPU: utime+stime of the broker process over the timed part (10 ms ticks), and its main thread${args.pid === undefined ? ' (needs --pid)' : ''}.`,
     ...(errors.length > 0
       ? [`${errors.length} workload(s) failed: ${errors.map((e) => `round ${e.round} ${e.target} ${e.workload}: ${e.message}`).join('; ')}`]

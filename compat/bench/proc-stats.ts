@@ -4,9 +4,9 @@
  * client (@confluentinc/kafka-javascript from compat/clients/confluent).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { loadavg } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_SCHEMA, type BenchFile, validateBench } from '../lib/bench.js';
 import { ROOT } from '../lib/paths.js';
@@ -103,6 +103,28 @@ export interface BenchMachine extends MachineInfo {
 
 export function benchMachine(): BenchMachine {
   return { ...machineInfo(), loadavg: loadavg().map((x) => round(x, 2)), clkTck: clkTck() };
+}
+
+/**
+ * What new page-cache pages cost on this machine now: the kernel milliseconds (this process's system
+ * time) to write 128 MiB in 1 MiB writes to a new file in `dir` (the OS temp dir, where the brokers'
+ * data dirs go), which is then deleted. A broker's appends pay this per byte; an in-memory broker
+ * does not. On the VMs these benchmarks run on it swings by ~10x: a page the guest freed under a
+ * second ago is reused cheaply (~25-45 ms here), one it must get back from the hypervisor is not
+ * (~230-450 ms).
+ */
+export function pageSupplyMs(dir = tmpdir()): number {
+  const file = join(dir, `gregor-page-supply-${process.pid}`);
+  const buf = Buffer.alloc(1 << 20, 0x5a);
+  const fd = openSync(file, 'w');
+  const before = process.cpuUsage();
+  try {
+    for (let i = 0; i < 128; i++) writeSync(fd, buf);
+    return round(process.cpuUsage(before).system / 1000, 1);
+  } finally {
+    closeSync(fd);
+    rmSync(file, { force: true });
+  }
 }
 
 /** Validates and writes `<outDir>/<id>.json`; returns the path. Throws on an invalid shape. */

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { externalBroker, startGregor } from './mock-vs-gregor-brokers.js';
 import { primeProducePaths, startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
-import { cpuSeconds, envInt, peakRssBytes, round, rssBytes, threadCpu } from './proc-stats.js';
+import { cpuSeconds, envInt, pageSupplyMs, peakRssBytes, round, rssBytes, threadCpu } from './proc-stats.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
 const WARMUP = envInt('BENCH_WARMUP_RECORDS', 50_000);
@@ -62,6 +62,8 @@ async function main(): Promise<void> {
   const external = process.env['BENCH_BOOTSTRAP'];
   const t = external === undefined ? await startGregor() : externalBroker(external, envInt('BENCH_PID', 0));
   const pid = t.pid as number;
+  // the kernel's cost of new page-cache pages, which the appends pay (see pageSupplyMs)
+  process.stdout.write(`page supply: ${pageSupplyMs()} ms of kernel time for 128 MiB into new pages\n`);
   try {
     if (PRIME > 0) {
       const admin = await RawClient.connect(t.bootstrap);

@@ -42,16 +42,25 @@ export function cachedReadsEnabled(): boolean {
 }
 
 /**
- * Copies what the page cache holds of [pos, pos + length) from `pos` on into `out`, now; returns how
- * many bytes that was (0: nothing cached at `pos`, the end of the file, or no addon). A read that
- * would wait for the disk, or fails, stops here: the asynchronous read that takes over reports it.
+ * The most bytes one read copies on the calling thread: a Fetch window is ~1 MiB, and a larger read
+ * (a consumer's max.partition.fetch.bytes of 50 MB) hands the rest to the thread pool rather than
+ * hold the event loop for the whole copy.
+ */
+export const CACHED_READ_MAX_BYTES = 4 << 20;
+
+/**
+ * Copies what the page cache holds of [pos, pos + length) from `pos` on into `out`, now, up to
+ * CACHED_READ_MAX_BYTES; returns how many bytes that was (0: nothing cached at `pos`, the end of the
+ * file, or no addon). A read that would wait for the disk, or fails, stops here: the asynchronous
+ * read that takes over reports it.
  */
 function readCached(fd: number, out: Buffer, length: number, pos: number): number {
   const read = cachedReadsEnabled() ? preadNowait : null;
   if (read == null) return 0;
+  const want = Math.min(length, CACHED_READ_MAX_BYTES);
   let got = 0;
-  while (got < length) {
-    const n = read(fd, out, got, length - got, pos + got);
+  while (got < want) {
+    const n = read(fd, out, got, want - got, pos + got);
     if (n <= 0) break;
     got += n;
   }

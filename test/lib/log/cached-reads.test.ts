@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cachedReadsEnabled, LogFile, segmentReads } from '../../../lib/log/file-io.js';
+import { CACHED_READ_MAX_BYTES, cachedReadsEnabled, LogFile, segmentReads } from '../../../lib/log/file-io.js';
 import { loadAddon } from '../../../protocol/records/native-addon.js';
 import { rmDir, tmpDir } from './helpers.js';
 
@@ -79,6 +79,21 @@ describe('lib/log cached segment reads (preadv2 RWF_NOWAIT)', () => {
     const out = Buffer.alloc(3 << 20);
     expect(await file.readFully(out, out.length, 1 << 20)).to.equal(out.length);
     expect(out.equals(content.subarray(1 << 20))).to.equal(true);
+  });
+
+  it('a read larger than CACHED_READ_MAX_BYTES copies that much at once and leaves the rest to the thread pool', async () => {
+    const big = randomBytes(CACHED_READ_MAX_BYTES + (1 << 20));
+    fs.writeFileSync(logPath, big);
+    await file.openNow('r+');
+    const before = { ...segmentReads };
+    const out = Buffer.alloc(big.length);
+    const pending = file.readFully(out, big.length, 0);
+    // the first CACHED_READ_MAX_BYTES are in `out` already, before the promise settles
+    expect(out.subarray(0, CACHED_READ_MAX_BYTES).equals(big.subarray(0, CACHED_READ_MAX_BYTES))).to.equal(true);
+    expect(out.subarray(CACHED_READ_MAX_BYTES).equals(Buffer.alloc(1 << 20))).to.equal(true);
+    expect(await pending).to.equal(big.length);
+    expect(out.equals(big)).to.equal(true);
+    expect(segmentReads.pooled - before.pooled).to.equal(1);
   });
 
   it('a file not open yet is opened by the asynchronous path', async () => {

@@ -10,6 +10,7 @@ import type {
 } from '../../protocol/generated/fetch.js';
 import { encodeOnce, type RecordsValue } from '../../protocol/codec/writer.js';
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
+import { announcedChanges } from '../log/lazy-log.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
 import { type ReadBufferPool, type ReadLease, releaseAll } from '../log/read-buffer-pool.js';
 import type { TopicLogs } from '../topics.js';
@@ -17,6 +18,7 @@ import { type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
 import { consumerReads } from '../replica/follower-reads.js';
 import { readableBytes } from '../replica/purgatory.js';
+import { countedAsCaughtUp } from '../observability/topic-metrics.js';
 import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.js';
 import { fetchReplicaId, replicaFetch } from './fetch-replica.js';
 import { AclOperation, clusterAllowed, topicAllowed } from '../security/acl/checks.js';
@@ -103,15 +105,37 @@ interface IdleTopicAnswer {
   /** the log of each partition asked for, in request order */
   logs: PartitionLog[];
   answer: TopicAnswer;
+  /** the topic's logs by partition when the answer was last found to hold */
+  topicLogs: TopicLogs | undefined;
+  /** announcedChanges() and the topics' generation then: while both stay, it holds without a look at its logs */
+  changes: number;
+  generation: number;
 }
 
 const idleTopicAnswers = new WeakMap<FetchRequestFetchTopic, IdleTopicAnswer>();
 
-/** The kept answer of `t` when it still holds: the same logs, each caught up at the offsets the answer gives. */
-function keptIdleAnswer(t: TopicOut, readCommitted: boolean, apiVersion: number): TopicAnswer | undefined {
+/** Where the logs stand now, for the kept answers: the changes announced so far and the topics' generation. */
+interface LogsNow {
+  changes: number;
+  generation: number;
+}
+
+/**
+ * The kept answer of `t` when it still holds: the same logs, each caught up at the offsets the answer
+ * gives. When no log announced a change and no log was made, dropped or re-led since it was last found
+ * to hold, it holds as it is (an idle broker: one check per topic, not per partition); otherwise its
+ * partitions are checked one by one.
+ */
+function keptIdleAnswer(
+  t: Pick<TopicOut, 'req' | 'logs' | 'readReplicas'>,
+  readCommitted: boolean,
+  apiVersion: number,
+  now: LogsNow,
+): IdleTopicAnswer | undefined {
   const kept = idleTopicAnswers.get(t.req);
   if (kept === undefined || kept.readCommitted !== readCommitted || kept.apiVersion !== apiVersion || t.readReplicas !== undefined)
     return undefined;
+  if (kept.changes === now.changes && kept.generation === now.generation && kept.topicLogs === t.logs) return kept;
   const parts = t.req.partitions;
   const answers = kept.answer.partitions;
   for (let i = 0; i < parts.length; i++) {
@@ -127,7 +151,15 @@ function keptIdleAnswer(t: TopicOut, readCommitted: boolean, apiVersion: number)
       return undefined;
     if (!caughtUpAt(p.fetchOffset, readCommitted ? lastStableOffset : highWatermark, logStartOffset, log.logEndOffset)) return undefined;
   }
-  return kept.answer;
+  kept.topicLogs = t.logs;
+  kept.changes = now.changes;
+  kept.generation = now.generation;
+  return kept;
+}
+
+/** LogsNow of the broker's logs. */
+function logsNow(s: RequestContext['services']): LogsNow {
+  return { changes: announcedChanges(), generation: s.topics.generation };
 }
 
 /** Where a fetch of this isolation level stops: the last stable offset for read_committed. */
@@ -181,8 +213,12 @@ async function recoverFetched(req: FetchRequest, ctx: RequestContext): Promise<v
   }
 }
 
-/** The topics asked for with their logs (one pass), every partition log found, and whether all are caught up. */
-function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean) {
+/**
+ * The topics asked for with their logs (one pass), every partition log found, and whether all are
+ * caught up. With `reuse` (a sessionless Fetch), a topic whose kept answer still holds is caught up
+ * as a whole: its partitions are checked once, by keptIdleAnswer, and not walked again here.
+ */
+function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean, reuse: boolean, now: LogsNow) {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
   const unknownTopic = byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
@@ -197,6 +233,24 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
     // the led partitions' logs; clusters (KIP-392): also followed ones, and those sent to another replica
     const reads = rec === undefined ? undefined : consumerReads(s, ctx.apiVersion, rec.name, t.partitions, req.rackId ?? '');
     const partitionLogs = reads?.logs;
+    const readReplicas = reads?.readReplicas;
+    const out: TopicOut = {
+      topic: found?.name ?? t.topic ?? '',
+      topicId: found?.topicId ?? t.topicId ?? ZERO_UUID,
+      req: t,
+      logs: partitionLogs,
+      missing: denied ? ErrorCode.TOPIC_AUTHORIZATION_FAILED : rec === undefined ? unknownTopic : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      readReplicas,
+      ...(rec !== undefined && s.topics.clustered ? { notHere: (partition: number) => s.topics.notHereError(rec.name, partition) } : {}),
+    };
+    topics.push(out);
+    if (reuse && partitionLogs !== undefined) {
+      const kept = keptIdleAnswer(out, readCommitted, ctx.apiVersion, now);
+      if (kept !== undefined) {
+        for (const log of kept.logs) logs.push(log);
+        continue;
+      }
+    }
     const parts = t.partitions;
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as FetchRequestFetchPartition;
@@ -213,15 +267,6 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean)
       logs.push(log);
       if (allCaughtUp && !caughtUp(p.fetchOffset, log, readCommitted)) allCaughtUp = false;
     }
-    topics.push({
-      topic: found?.name ?? t.topic ?? '',
-      topicId: found?.topicId ?? t.topicId ?? ZERO_UUID,
-      req: t,
-      logs: partitionLogs,
-      missing: denied ? ErrorCode.TOPIC_AUTHORIZATION_FAILED : rec === undefined ? unknownTopic : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-      readReplicas: reads?.readReplicas,
-      ...(rec !== undefined && s.topics.clustered ? { notHere: (partition: number) => s.topics.notHereError(rec.name, partition) } : {}),
-    });
   }
   return { topics, logs, allCaughtUp };
 }
@@ -235,6 +280,7 @@ async function readAll(
   apiVersion: number,
   session: Pick<FetchContext, 'unchanged' | 'kind'>,
   buffers: { pool: ReadBufferPool; leases: ReadLease[] },
+  services: RequestContext['services'],
 ) {
   // a sessionless Fetch: each topic's answer goes out whole (sessions leave unchanged partitions out)
   const reuse = session.kind === 'sessionless';
@@ -244,9 +290,9 @@ async function readAll(
   const out: FetchResponse<RecordsValue>['responses'] = [];
   for (const t of topics) {
     if (reuse) {
-      const kept = keptIdleAnswer(t, readCommitted, apiVersion);
+      const kept = keptIdleAnswer(t, readCommitted, apiVersion, logsNow(services));
       if (kept !== undefined) {
-        out.push(kept);
+        out.push(kept.answer);
         continue;
       }
     }
@@ -307,9 +353,10 @@ async function readAll(
       continue;
     }
     const answer: TopicAnswer = { topic: t.topic, topicId: t.topicId, partitions, _encoded: encodeOnce() };
+    countedAsCaughtUp(answer);
     const logs: PartitionLog[] = [];
     for (const p of parts) logs.push(t.logs?.[p.partition] as PartitionLog);
-    idleTopicAnswers.set(t.req, { apiVersion, readCommitted, logs, answer });
+    idleTopicAnswers.set(t.req, { apiVersion, readCommitted, logs, answer, topicLogs: t.logs, ...logsNow(services) });
     out.push(answer);
   }
   return { responses: out, total, errors };
@@ -352,7 +399,8 @@ async function consumerFetch(
   const s = ctx.services;
   const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;
   await recoverFetched(req, ctx);
-  const { topics, logs, allCaughtUp } = resolve(req, ctx, readCommitted);
+  const reuse = session.kind === 'sessionless';
+  const { topics, logs, allCaughtUp } = resolve(req, ctx, readCommitted, reuse, logsNow(s));
   const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
   const allowOversized = ctx.apiVersion >= 3;
   const longPoll = req.maxWaitMs > 0 && req.minBytes > 0;
@@ -373,13 +421,13 @@ async function consumerFetch(
   };
   if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);
   const buffers = { pool: s.readBuffers, leases: (ctx.readLeases ??= []) };
-  let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session, buffers);
+  let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session, buffers, s);
   if (longPoll && !allCaughtUp && result.total < req.minBytes && result.errors === 0) {
     // too little: this answer is dropped (its read buffers go back before the wait) and read again after it
     releaseAll(buffers.leases);
     buffers.leases.length = 0;
     await waitForBytes(req.minBytes - result.total);
-    result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session, buffers);
+    result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session, buffers, s);
   }
   return result.responses;
 }

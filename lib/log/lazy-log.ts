@@ -22,6 +22,17 @@ import { asError } from '../as-error.js';
 
 export const noop = (): void => undefined;
 
+/** Changes announced by all logs together (LazyLog.noteChange), counted since the process started. */
+let changesAnnounced = 0;
+
+/**
+ * How many changes the logs have announced so far: while it stays the same, no log's end, high
+ * watermark, last stable offset or start moved (a reader's answers built from them still hold).
+ */
+export function announcedChanges(): number {
+  return changesAnnounced;
+}
+
 /** How the log manager takes part in opening a log. */
 export interface OpenHooks {
   /** Runs before the files are touched (the open journal). */
@@ -91,6 +102,7 @@ export abstract class LazyLog {
    * marks left on the log (`markUntilChange`).
    */
   noteChange(): void {
+    changesAnnounced++;
     this.marks.changed();
   }
 

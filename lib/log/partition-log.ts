@@ -308,6 +308,8 @@ export class PartitionLog extends LazyLog {
   updateConfig(c: LogConfig): void {
     this.config = c;
     this.log?.updateConfig(c);
+    // what a fetch may answer can depend on it (an old Fetch version and zstd): kept answers are re-checked
+    this.noteChange();
   }
 
   /** The open log, or null while it is not open (the log cleaner judges such a log from its summary). */

@@ -45,6 +45,18 @@ export function countRecords(buf: Buffer): number {
   return n;
 }
 
+/** Fetch topic answers whose every partition is error-free with no records (see countedAsCaughtUp). */
+const caughtUpAnswers = new WeakSet();
+
+/**
+ * Marks a topic's Fetch answer as caught up in every partition (no error, no records), so counting it
+ * is one addition, not a walk of its partitions. The fetch handler marks the answers it keeps for
+ * idle consumers; the answer must not change afterwards.
+ */
+export function countedAsCaughtUp(answer: object): void {
+  caughtUpAnswers.add(answer);
+}
+
 export class BrokerTopicMetrics {
   /** the broker-wide meters (Kafka's allTopicsStats: the series without a topic label) */
   readonly all = new TopicStats();
@@ -113,6 +125,11 @@ export class BrokerTopicMetrics {
       const parts = t.partitions;
       all.totalFetchRequests += parts.length;
       const name = t.topic ?? '';
+      if (caughtUpAnswers.has(t)) {
+        // no errors, no records: only the partitions count (an idle consumer's poll is thousands of them)
+        if (name !== '' && parts.length > 0) this.topic(name).totalFetchRequests += parts.length;
+        continue;
+      }
       let s: TopicStats | undefined;
       let bytes = 0;
       let records = 0;

@@ -21,7 +21,9 @@ import { buildRecordBatch } from '../../protocol/records/index.js';
 import { type ChildBroker, startChildBroker, tempDir } from '../helpers/broker.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { within } from '../helpers/eos.js';
-import { RawClient, rawCreateTopics, rawProduce } from '../helpers/raw-client.js';
+import { ApiKey } from '../../protocol/generated/api-keys.js';
+import type { DeleteRecordsResponse } from '../../protocol/generated/delete-records.js';
+import { FETCH_V, RawClient, rawCreateTopics, rawProduce } from '../helpers/raw-client.js';
 
 /** kafkajs: topics of this many partitions */
 const PARTITIONS = 8;
@@ -56,6 +58,40 @@ interface RdConsumer {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface RawFetchOut {
+  responses: {
+    topic: string;
+    partitions: { partitionIndex: number; errorCode: number; highWatermark: bigint; logStartOffset: bigint }[];
+  }[];
+}
+
+/** A sessionless Fetch (as librdkafka sends) of `topic`'s partitions at `offsets`, one byte wanted. */
+function rawFetch(topic: string, offsets: bigint[], maxWaitMs: number) {
+  return {
+    replicaId: -1,
+    maxWaitMs,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [
+      {
+        topic,
+        partitions: offsets.map((fetchOffset, partition) => ({
+          partition,
+          currentLeaderEpoch: -1,
+          fetchOffset,
+          logStartOffset: -1n,
+          partitionMaxBytes: 1 << 20,
+        })),
+      },
+    ],
+    forgottenTopicsData: [],
+    rackId: '',
+  };
+}
 
 describe('idle sessionless consumers and the kept topic answers', function () {
   this.timeout(90_000);
@@ -95,6 +131,46 @@ describe('idle sessionless consumers and the kept topic answers', function () {
       expect(got, `round ${i}: the record produced to ${topic}-${partition}`).to.deep.equal([[topic, partition, `r${i}`]]);
     }
   }
+
+  it('a long poll that starts from a kept answer answers a log start moved while it waited (nothing woke it)', async () => {
+    // The kept answer is checked before the wait; after a wait in which no log announced a change
+    // it is sent as it was. DeleteRecords moves a log start without waking any fetch: the answer at
+    // the end of the wait must still carry the new log start.
+    const topic = 'ia-raw';
+    await rawCreateTopics(producer, [{ name: topic, partitions: 3 }]);
+    for (let i = 0; i < 4; i++) await produceOne(topic, 1, `d${i}`);
+    const consumer = await RawClient.connect(b.bootstrap);
+    try {
+      const offsets = [0n, 4n, 0n];
+      const logStarts = async (maxWaitMs: number) => {
+        const res = await consumer.request<RawFetchOut>(ApiKey.Fetch, FETCH_V, rawFetch(topic, offsets, maxWaitMs), 20_000);
+        return res.responses.flatMap((t) => t.partitions.map((p) => [p.errorCode, p.highWatermark, p.logStartOffset]));
+      };
+      // the same bytes each time: the second and third are answered from the kept answer
+      for (let i = 0; i < 3; i++)
+        expect(await logStarts(0), `idle poll ${i}`).to.deep.equal([
+          [0, 0n, 0n],
+          [0, 4n, 0n],
+          [0, 0n, 0n],
+        ]);
+      const waiting = logStarts(1500);
+      await sleep(300);
+      const deleted = await producer.request<DeleteRecordsResponse>(
+        ApiKey.DeleteRecords,
+        2,
+        { topics: [{ name: topic, partitions: [{ partitionIndex: 1, offset: 3n }] }], timeoutMs: 10_000 },
+        20_000,
+      );
+      expect(deleted.topics[0]?.partitions[0]?.errorCode).to.equal(0);
+      expect(await waiting, 'the long poll that waited across the delete').to.deep.equal([
+        [0, 0n, 0n],
+        [0, 4n, 3n],
+        [0, 0n, 0n],
+      ]);
+    } finally {
+      consumer.destroy();
+    }
+  });
 
   it('librdkafka (fetch.wait.max.ms=50) on single-partition topics gets every record produced after idle polls', async () => {
     const topics = Array.from({ length: RD_TOPICS }, (_, i) => `ia-rd-${i}`);

@@ -14,7 +14,7 @@ import { RECORD_ALL_MAX, RequestLog } from '../../../lib/observability/request-l
 import { QUANTILES } from '../../../lib/observability/request-metrics.js';
 import { Readiness } from '../../../lib/observability/readiness.js';
 import { RequestOutcome, RequestTiming, type TimedConnection } from '../../../lib/observability/request-timing.js';
-import { BrokerTopicMetrics } from '../../../lib/observability/topic-metrics.js';
+import { BrokerTopicMetrics, countedAsCaughtUp } from '../../../lib/observability/topic-metrics.js';
 
 const MINUTE = 60_000;
 
@@ -267,6 +267,30 @@ describe('admin: observability pieces', () => {
       expect(t.bytesOut, "a follower's fetch is not BytesOut").to.equal(100);
       m.forget('t');
       expect([...m.topics()]).to.deep.equal([]);
+    });
+
+    it('counts a caught-up answer (the fetch handler keeps them for idle consumers) as the walk of its partitions would', () => {
+      const caughtUp = (topic: string, n: number) => ({
+        topic,
+        partitions: Array.from({ length: n }, (_, partitionIndex) => ({
+          partitionIndex,
+          errorCode: 0,
+          highWatermark: 5n,
+          records: Buffer.alloc(0),
+        })),
+      });
+      const walked = new BrokerTopicMetrics();
+      const counted = new BrokerTopicMetrics();
+      const marked = [caughtUp('a', 100), caughtUp('b', 3), caughtUp('', 2)];
+      for (const t of marked) countedAsCaughtUp(t);
+      for (let i = 0; i < 3; i++) {
+        expect(walked.fetchResponse({ responses: [caughtUp('a', 100), caughtUp('b', 3), caughtUp('', 2)] }, false)).to.equal(0);
+        expect(counted.fetchResponse({ responses: marked }, false)).to.equal(0);
+      }
+      expect(counted.all).to.deep.equal(walked.all);
+      expect(counted.all.totalFetchRequests).to.equal(315);
+      expect([...counted.topics()]).to.deep.equal([...walked.topics()]);
+      expect(counted.topic('a')).to.include({ totalFetchRequests: 300, bytesOut: 0, messagesOut: 0, failedFetchRequests: 0 });
     });
   });
 

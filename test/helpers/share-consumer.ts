@@ -80,7 +80,10 @@ export class ShareConsumer {
  * For a timed-out wait: what each member received per partition (after its first `skip` deliveries)
  * and its last errors, so that a stall says which partition stopped and who held it.
  */
-export function describeShareMembers(members: readonly ShareConsumer[], skip: readonly number[] = []): string {
+export function describeShareMembers(
+  members: readonly Pick<ShareConsumer, 'deliveries' | 'errors'>[],
+  skip: readonly number[] = [],
+): string {
   return members
     .map((m, i) => {
       const perPartition = new Map<number, number>();

@@ -217,12 +217,16 @@ describe('share groups in a 3-broker cluster', function () {
       if (coords.some((c, p) => c !== leaders[p])) group = g;
     }
     const members = [consumer(group, 'jobs'), consumer(group, 'jobs'), consumer(group, 'jobs')];
-    // every member gets records of every partition it was given: probes on each partition until all three received one
+    // Probes on each partition until every member received one and every partition delivered one. A
+    // share partition starts at the log end (share.auto.offset.reset=latest) when it is first fetched:
+    // one no member has fetched yet would start after the records below and never deliver them (a
+    // CI run saw that: partition 2 delivered none of its 1,000, with no error anywhere).
+    const probed = () => new Set(members.flatMap((m) => m.deliveries.map((d) => d.partition)));
     await untilTrue(
       async () => {
         await Promise.all([0, 1, 2].map((p) => produce('jobs', ['probe'], p)));
         await new Promise((r) => setTimeout(r, 500));
-        return members.every((m) => m.deliveries.length > 0);
+        return members.every((m) => m.deliveries.length > 0) && probed().size === 3;
       },
       90_000,
       'three members receiving',
@@ -244,6 +248,7 @@ describe('share groups in a 3-broker cluster', function () {
       120_000,
       () =>
         `${N} records (${members.reduce((n, m) => n + m.deliveries.length, 0) - before})\n${describeShareMembers(members, skip)}\n` +
+        `probes received: ${describeShareMembers(members.map((m, i) => ({ deliveries: m.deliveries.slice(0, skip[i]), errors: [] })))}\n` +
         brokerWarnings(cluster()),
     );
     await Promise.all(members.map((m) => m.close()));

@@ -246,8 +246,8 @@ function nullCheck(ctx: Ctx, f: Field, s: Struct, x: string): string {
 }
 
 /**
- * Structs a caller may give an `_encoded` (W.EncodedOnce): written once, then copied while the
- * version is the same. An idle consumer's Fetch answers thousands of partitions whose answers have
+ * Structs a caller may give an `_encoded` (W.EncodedOnce): written once, then copied (spliced by a
+ * splicing writer, see W.Writer.encoded) while the version is the same. An idle consumer's Fetch answers thousands of partitions whose answers have
  * not changed since its last poll; the handler keeps each such answer and its bytes with the log.
  */
 const ENCODED_ONCE = new Set(['FetchResponseFetchableTopicResponse']);
@@ -334,7 +334,7 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   out.push(`${exported ? 'export ' : ''}function write${s.tsName}(w: W.Writer, m: ${wt}, v: number): void {`);
   if (once) {
     out.push('  const e_ = m._encoded;');
-    out.push('  if (e_ !== undefined && e_.version === v && e_.bytes !== null) { w.raw(e_.bytes); return; }');
+    out.push('  if (e_ !== undefined && e_.version === v && e_.bytes !== null) { w.encoded(e_.bytes); return; }');
     out.push('  const at_ = w.offset;');
   }
   for (const f of s.fields) {
@@ -362,7 +362,9 @@ function emitStruct(ctx: Ctx, s: Struct, exported: boolean): string {
   // Size.
   out.push(`${exported ? 'export ' : ''}function size${s.tsName}(m: ${wt}, v: number): number {`);
   if (once)
-    out.push('  if (m._encoded !== undefined && m._encoded.version === v && m._encoded.bytes !== null) return m._encoded.bytes.length;');
+    out.push(
+      '  if (m._encoded !== undefined && m._encoded.version === v && m._encoded.bytes !== null) return W.sizeEncoded(m._encoded.bytes);',
+    );
   out.push('  let n = 0;');
   for (const f of s.fields) {
     const regular = regularCond(ctx, f);

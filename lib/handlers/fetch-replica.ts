@@ -257,7 +257,7 @@ export async function replicaFetch(
       for (let i = 0; i < read.length; i++) if (read[i]!.logEndOffset !== ends[i]) return true;
       return false;
     };
-    await fetchWatchFor(s.purgatory, ctx.conn).wait(first.logs, req.maxWaitMs, (change) => change !== undefined || grown());
+    await fetchWatchFor(s.purgatory, ctx.conn).wait([first.logs], req.maxWaitMs, (change) => change !== undefined || grown());
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
   }
   gens = { topics: s.topics.generation, replication: replication.generation };

@@ -214,16 +214,18 @@ async function recoverFetched(req: FetchRequest, ctx: RequestContext): Promise<v
 }
 
 /**
- * The topics asked for with their logs (one pass), every partition log found, and whether all are
- * caught up. With `reuse` (a sessionless Fetch), a topic whose kept answer still holds is caught up
- * as a whole: its partitions are checked once, by keptIdleAnswer, and not walked again here.
+ * The topics asked for with their logs (one pass), every partition log found (as lists, for the long
+ * poll: see WatchedLogs), and whether all are caught up. With `reuse` (a sessionless Fetch), a topic
+ * whose kept answer still holds is caught up as a whole: its partitions are checked once, by
+ * keptIdleAnswer, not walked again here, and its logs are the kept answer's list (the same list every
+ * poll while it holds).
  */
 function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean, reuse: boolean, now: LogsNow) {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
   const unknownTopic = byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
   const topics: TopicOut[] = [];
-  const logs: PartitionLog[] = [];
+  const logs: PartitionLog[][] = [];
   let allCaughtUp = true;
   for (const t of req.topics) {
     const found = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
@@ -247,11 +249,13 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean,
     if (reuse && partitionLogs !== undefined) {
       const kept = keptIdleAnswer(out, readCommitted, ctx.apiVersion, now);
       if (kept !== undefined) {
-        for (const log of kept.logs) logs.push(log);
+        logs.push(kept.logs);
         continue;
       }
     }
     const parts = t.partitions;
+    const topicLogs: PartitionLog[] = [];
+    if (parts.length > 0) logs.push(topicLogs);
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as FetchRequestFetchPartition;
       const log = reads?.readReplicas?.has(p.partition) === true ? undefined : partitionLogs?.[p.partition];
@@ -264,7 +268,7 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean,
         allCaughtUp = false;
         continue;
       }
-      logs.push(log);
+      topicLogs.push(log);
       if (allCaughtUp && !caughtUp(p.fetchOffset, log, readCommitted)) allCaughtUp = false;
     }
   }

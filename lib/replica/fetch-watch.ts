@@ -11,12 +11,19 @@
 import type { PartitionLog } from '../log/partition-log.js';
 import type { PartitionChange, Purgatory, ReusableWait, StandingWatch } from './purgatory.js';
 
+/**
+ * The logs a fetch waits on, as the lists they came in: a kept topic answer's logs (the same list poll
+ * after poll while it holds), a topic's logs walked afresh, a follower session's logs. Two waits on the
+ * same lists are compared list by list, and only the logs of lists not in both are looked at.
+ */
+export type WatchedLogs = readonly (readonly PartitionLog[])[];
+
 export class FetchWatch {
   private readonly standing: StandingWatch;
   /** the connection's fetches wait one at a time (a connection runs its requests in order): one reusable wait */
   private readonly waiting: ReusableWait;
-  /** The logs of the last wait, in their order (the standing watch holds the same set). */
-  private watched: readonly PartitionLog[] = [];
+  /** The logs of the last wait, as its lists (the standing watch holds the same set). */
+  private watched: WatchedLogs = [];
 
   constructor(purgatory: Purgatory) {
     // A change to any watched partition re-checks the fetch waiting on this connection, if any.
@@ -25,12 +32,12 @@ export class FetchWatch {
   }
 
   /**
-   * Waits until `ready(change)` holds after a change (an append, a high watermark move) to one of `logs`, or `timeoutMs` passes;
-   * resolves true when ready.
+   * Waits until `ready(change)` holds after a change (an append, a high watermark move) to one of the
+   * logs in `lists`, or `timeoutMs` passes; resolves true when ready.
    */
-  wait(logs: readonly PartitionLog[], timeoutMs: number, ready: (change?: PartitionChange) => boolean): Promise<boolean> {
-    if (!sameRotation(logs, this.watched)) this.standing.setKeys(logs);
-    this.watched = logs;
+  wait(lists: WatchedLogs, timeoutMs: number, ready: (change?: PartitionChange) => boolean): Promise<boolean> {
+    if (!sameLogs(lists, this.watched)) this.standing.setKeys(lists.flat());
+    this.watched = lists;
     return this.waiting.wait(timeoutMs, ready);
   }
 
@@ -41,22 +48,31 @@ export class FetchWatch {
 }
 
 /**
- * The same logs in the same cyclic order: librdkafka starts each Fetch's list one partition later
- * than the last, so a rotation is the common change. Two identity compares per partition at most,
- * where the standing watch's own order-free check costs a Set lookup each (any other change still
- * goes to it).
+ * Whether two waits' lists hold the same logs, each as often. A sessionless consumer on thousands of
+ * partitions (librdkafka) sends the same topics poll after poll, most of them answered from kept
+ * answers whose log lists are the same objects; its rotation (each Fetch starts one partition later)
+ * changes only the one or two topic blocks it splits. So lists are matched by identity first, and the
+ * logs of the lists left over on either side are counted against each other: a poll costs a look at
+ * each list and at the logs of the few lists that changed, not at every partition. False when in doubt
+ * (the same logs, counted differently): the standing watch then compares the sets itself.
  */
-function sameRotation(a: readonly PartitionLog[], b: readonly PartitionLog[]): boolean {
-  if (a === b) return true; // a follower's session that stayed idle waits on the same list again
+export function sameLogs(a: WatchedLogs, b: WatchedLogs): boolean {
+  if (a === b) return true;
   const n = a.length;
-  if (n !== b.length) return false;
-  if (n === 0) return true;
-  let j = b.indexOf(a[0]!);
-  if (j < 0) return false;
-  for (let i = 0; i < n; i++) {
-    if (a[i] !== b[j]) return false;
-    j = j + 1 === n ? 0 : j + 1;
+  if (n === b.length) {
+    let i = 0;
+    while (i < n && a[i] === b[i]) i++;
+    if (i === n) return true; // the same lists in the same order
   }
+  const lists = new Map<readonly PartitionLog[], number>();
+  for (const list of a) lists.set(list, (lists.get(list) ?? 0) + 1);
+  for (const list of b) lists.set(list, (lists.get(list) ?? 0) - 1);
+  const logs = new Map<PartitionLog, number>();
+  for (const [list, times] of lists) {
+    if (times === 0) continue;
+    for (const log of list) logs.set(log, (logs.get(log) ?? 0) + times);
+  }
+  for (const times of logs.values()) if (times !== 0) return false;
   return true;
 }
 

@@ -173,6 +173,15 @@ export function encodeOnce(): EncodedOnce {
   return { version: -1, bytes: null };
 }
 
+/**
+ * Size of an EncodedOnce's bytes; counts them as zero-copy (takeSplicedBytes) when a splicing writer
+ * will pass them by reference (see Writer.encoded).
+ */
+export function sizeEncoded(bytes: Buffer): number {
+  if (bytes.length >= SPLICE_MIN_BYTES) splicedBytes += bytes.length;
+  return bytes.length;
+}
+
 export class Writer {
   readonly buf: Buffer;
   offset: number;
@@ -301,6 +310,16 @@ export class Writer {
     // TypedArray#set: same bytes as Buffer#copy without its JS argument handling (cheaper for small values).
     this.buf.set(v, this.offset);
     this.offset += v.length;
+  }
+
+  /**
+   * An EncodedOnce's bytes: passed by reference by a splicing writer when at least SPLICE_MIN_BYTES
+   * (as sizeEncoded counted them), copied otherwise. They never change once made, so the same bytes
+   * can be on several responses' way to the socket at once.
+   */
+  encoded(bytes: Buffer): void {
+    if (this.chunks !== null && bytes.length >= SPLICE_MIN_BYTES) this.splice(bytes);
+    else this.raw(bytes);
   }
 
   /**

@@ -381,7 +381,7 @@ export function readFetchResponseFetchableTopicResponse(r: Reader, v: number): F
 
 export function writeFetchResponseFetchableTopicResponse(w: W.Writer, m: FetchResponseFetchableTopicResponse<W.RecordsValue>, v: number): void {
   const e_ = m._encoded;
-  if (e_ !== undefined && e_.version === v && e_.bytes !== null) { w.raw(e_.bytes); return; }
+  if (e_ !== undefined && e_.version === v && e_.bytes !== null) { w.encoded(e_.bytes); return; }
   const at_ = w.offset;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); if (v >= 12) { w.compactString(x); } else { w.string(x); } }
   if (v >= 13) { const x = (m.topicId === undefined ? '00000000000000000000000000000000' : m.topicId); w.uuid(x); }
@@ -391,7 +391,7 @@ export function writeFetchResponseFetchableTopicResponse(w: W.Writer, m: FetchRe
 }
 
 export function sizeFetchResponseFetchableTopicResponse(m: FetchResponseFetchableTopicResponse<W.RecordsValue>, v: number): number {
-  if (m._encoded !== undefined && m._encoded.version === v && m._encoded.bytes !== null) return m._encoded.bytes.length;
+  if (m._encoded !== undefined && m._encoded.version === v && m._encoded.bytes !== null) return W.sizeEncoded(m._encoded.bytes);
   let n = 0;
   if (v <= 12) { const x = (m.topic === undefined ? "" : m.topic); n += (v >= 12 ? W.sizeCompactString(x) : W.sizeString(x)); }
   if (v >= 13) n += 16;

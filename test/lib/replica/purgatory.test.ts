@@ -1,7 +1,7 @@
 /** The purgatory's standing watches (what a connection's long-polling fetches wait behind). */
 import { expect } from 'chai';
 import type { PartitionLog } from '../../../lib/log/partition-log.js';
-import { fetchWatchFor } from '../../../lib/replica/fetch-watch.js';
+import { fetchWatchFor, sameLogs } from '../../../lib/replica/fetch-watch.js';
 import { type PartitionChange, Purgatory, waitFor } from '../../../lib/replica/purgatory.js';
 
 /** An append of `n` bytes on a single node (readable at once). */
@@ -169,7 +169,7 @@ describe('fetch watch (per connection)', () => {
     const logB = standInLog();
     const watch = fetchWatchFor(p, conn);
     expect(fetchWatchFor(p, conn), 'one watch per connection').to.equal(watch);
-    const woken = watch.wait([logA, logB], 10_000, (change) => (change?.readableBytes ?? 0) > 0);
+    const woken = watch.wait([[logA, logB]], 10_000, (change) => (change?.readableBytes ?? 0) > 0);
     p.checkAndComplete(logB, bytes(10));
     expect(await woken).to.equal(true);
     close();
@@ -178,7 +178,54 @@ describe('fetch watch (per connection)', () => {
     const after = waitFor(p, [watch], 50, (change) => (change?.readableBytes ?? 0) > 0);
     p.checkAndComplete(logA, bytes(10));
     expect(await after, 'expired, not woken').to.equal(false);
-    expect(await watch.wait([logA], 10_000, () => false), 'a closed watch does not wait').to.equal(false);
+    expect(await watch.wait([[logA]], 10_000, () => false), 'a closed watch does not wait').to.equal(false);
     expect(p.size).to.equal(0);
+  });
+});
+
+describe('fetch watch: comparing the lists of two waits (sameLogs)', () => {
+  const logs = Array.from({ length: 6 }, standInLog);
+  const [a, b, c, d, e, f] = logs as [PartitionLog, PartitionLog, PartitionLog, PartitionLog, PartitionLog, PartitionLog];
+  const kept1 = [a, b];
+  const kept2 = [c, d];
+
+  it('holds for the same lists in any order, and for a rotation that splits one list differently', () => {
+    expect(sameLogs([kept1, kept2], [kept1, kept2])).to.equal(true);
+    expect(sameLogs([kept2, kept1], [kept1, kept2])).to.equal(true);
+    // librdkafka's rotation: the topic block [e, f] arrives split as [f] ... [e], then as [e, f]
+    expect(sameLogs([[f], kept1, kept2, [e]], [kept1, [e, f], kept2])).to.equal(true);
+    expect(sameLogs([[e, f]], [[f, e]])).to.equal(true);
+    expect(sameLogs([], [])).to.equal(true);
+  });
+
+  it('fails for a log added, dropped or swapped, also when the number of lists or logs stays', () => {
+    expect(sameLogs([kept1, kept2, [e]], [kept1, kept2])).to.equal(false);
+    expect(sameLogs([kept1], [kept1, kept2])).to.equal(false);
+    expect(sameLogs([kept1, [c, e]], [kept1, kept2])).to.equal(false);
+    expect(sameLogs([kept1, [c]], [kept1, [d]])).to.equal(false);
+    expect(sameLogs([kept1, kept1], [kept1, kept2]), 'a list twice is not the other list').to.equal(false);
+    expect(sameLogs([[a, a]], [[a, b]])).to.equal(false);
+    expect(sameLogs([[]], [[a]])).to.equal(false);
+  });
+
+  it("re-keys the connection's watch when the logs change, and keeps it when only the lists do", async () => {
+    const p = new Purgatory();
+    const conn = { closed: new Promise<void>(() => {}) };
+    const watch = fetchWatchFor(p, conn);
+    const wake = (log: PartitionLog) => {
+      const woken = watch.wait(current, 10_000, (change) => (change?.readableBytes ?? 0) > 0);
+      p.checkAndComplete(log, bytes(10));
+      return Promise.race([woken, new Promise((r) => setTimeout(() => r('still waiting'), 50))]);
+    };
+    let current: PartitionLog[][] = [kept1, [e, f]];
+    expect(await wake(f)).to.equal(true);
+    // the same logs as other lists: f is still watched
+    current = [[f], kept1, [e]];
+    expect(await wake(f)).to.equal(true);
+    // f dropped for c: an append to f no longer wakes the wait, one to c does
+    current = [kept1, [e, c]];
+    expect(await wake(f)).to.equal('still waiting');
+    // (the wait left pending ends as expired when the next one starts)
+    expect(await wake(c)).to.equal(true);
   });
 });

@@ -114,12 +114,6 @@ interface IdleTopicAnswer {
 
 const idleTopicAnswers = new WeakMap<FetchRequestFetchTopic, IdleTopicAnswer>();
 
-/** Where the logs stand now, for the kept answers: the changes announced so far and the topics' generation. */
-interface LogsNow {
-  changes: number;
-  generation: number;
-}
-
 /**
  * The kept answer of `t` when it still holds: the same logs, each caught up at the offsets the answer
  * gives. When no log announced a change and no log was made, dropped or re-led since it was last found
@@ -130,12 +124,13 @@ function keptIdleAnswer(
   t: Pick<TopicOut, 'req' | 'logs' | 'readReplicas'>,
   readCommitted: boolean,
   apiVersion: number,
-  now: LogsNow,
+  changes: number,
+  generation: number,
 ): IdleTopicAnswer | undefined {
   const kept = idleTopicAnswers.get(t.req);
   if (kept === undefined || kept.readCommitted !== readCommitted || kept.apiVersion !== apiVersion || t.readReplicas !== undefined)
     return undefined;
-  if (kept.changes === now.changes && kept.generation === now.generation && kept.topicLogs === t.logs) return kept;
+  if (kept.changes === changes && kept.generation === generation && kept.topicLogs === t.logs) return kept;
   const parts = t.req.partitions;
   const answers = kept.answer.partitions;
   for (let i = 0; i < parts.length; i++) {
@@ -152,14 +147,9 @@ function keptIdleAnswer(
     if (!caughtUpAt(p.fetchOffset, readCommitted ? lastStableOffset : highWatermark, logStartOffset, log.logEndOffset)) return undefined;
   }
   kept.topicLogs = t.logs;
-  kept.changes = now.changes;
-  kept.generation = now.generation;
+  kept.changes = changes;
+  kept.generation = generation;
   return kept;
-}
-
-/** LogsNow of the broker's logs. */
-function logsNow(s: RequestContext['services']): LogsNow {
-  return { changes: announcedChanges(), generation: s.topics.generation };
 }
 
 /** Where a fetch of this isolation level stops: the last stable offset for read_committed. */
@@ -220,12 +210,14 @@ async function recoverFetched(req: FetchRequest, ctx: RequestContext): Promise<v
  * keptIdleAnswer, not walked again here, and its logs are the kept answer's list (the same list every
  * poll while it holds).
  */
-function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean, reuse: boolean, now: LogsNow) {
+function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean, reuse: boolean) {
   const s = ctx.services;
   const byId = ctx.apiVersion >= 13;
   const unknownTopic = byId ? ErrorCode.UNKNOWN_TOPIC_ID : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
   const topics: TopicOut[] = [];
   const logs: PartitionLog[][] = [];
+  // nothing here waits, so the logs cannot change while this runs
+  const changes = announcedChanges();
   let allCaughtUp = true;
   for (const t of req.topics) {
     const found = byId ? s.metadata.topicById(t.topicId ?? ZERO_UUID) : s.metadata.topic(t.topic ?? '');
@@ -247,7 +239,7 @@ function resolve(req: FetchRequest, ctx: RequestContext, readCommitted: boolean,
     };
     topics.push(out);
     if (reuse && partitionLogs !== undefined) {
-      const kept = keptIdleAnswer(out, readCommitted, ctx.apiVersion, now);
+      const kept = keptIdleAnswer(out, readCommitted, ctx.apiVersion, changes, s.topics.generation);
       if (kept !== undefined) {
         logs.push(kept.logs);
         continue;
@@ -294,7 +286,8 @@ async function readAll(
   const out: FetchResponse<RecordsValue>['responses'] = [];
   for (const t of topics) {
     if (reuse) {
-      const kept = keptIdleAnswer(t, readCommitted, apiVersion, logsNow(services));
+      // read afresh for each topic: reading an earlier one may have waited on I/O
+      const kept = keptIdleAnswer(t, readCommitted, apiVersion, announcedChanges(), services.topics.generation);
       if (kept !== undefined) {
         out.push(kept.answer);
         continue;
@@ -360,7 +353,15 @@ async function readAll(
     countedAsCaughtUp(answer);
     const logs: PartitionLog[] = [];
     for (const p of parts) logs.push(t.logs?.[p.partition] as PartitionLog);
-    idleTopicAnswers.set(t.req, { apiVersion, readCommitted, logs, answer, topicLogs: t.logs, ...logsNow(services) });
+    idleTopicAnswers.set(t.req, {
+      apiVersion,
+      readCommitted,
+      logs,
+      answer,
+      topicLogs: t.logs,
+      changes: announcedChanges(),
+      generation: services.topics.generation,
+    });
     out.push(answer);
   }
   return { responses: out, total, errors };
@@ -404,7 +405,7 @@ async function consumerFetch(
   const readCommitted = ctx.apiVersion >= 4 && (req.isolationLevel ?? 0) === READ_COMMITTED;
   await recoverFetched(req, ctx);
   const reuse = session.kind === 'sessionless';
-  const { topics, logs, allCaughtUp } = resolve(req, ctx, readCommitted, reuse, logsNow(s));
+  const { topics, logs, allCaughtUp } = resolve(req, ctx, readCommitted, reuse);
   const maxBytes = ctx.apiVersion >= 3 ? (req.maxBytes ?? 0x7fffffff) : 0x7fffffff;
   const allowOversized = ctx.apiVersion >= 3;
   const longPoll = req.maxWaitMs > 0 && req.minBytes > 0;

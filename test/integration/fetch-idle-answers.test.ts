@@ -101,7 +101,7 @@ describe('idle sessionless consumers and the kept topic answers', function () {
 
   before(async () => {
     const dir = cleanup.add(tempDir('gregor-idle-answers-'), (d) => rmSync(d, { recursive: true, force: true }));
-    b = cleanup.add(await startChildBroker(dir, 0, {}), async (child) => {
+    b = cleanup.add(await startChildBroker(dir, 0, { 'admin.listener': '127.0.0.1:0' }), async (child) => {
       child.child.kill('SIGKILL');
       await child.exited;
     });
@@ -167,6 +167,47 @@ describe('idle sessionless consumers and the kept topic answers', function () {
         [0, 4n, 3n],
         [0, 0n, 0n],
       ]);
+    } finally {
+      consumer.destroy();
+    }
+  });
+
+  it("the broker's topic meters count kept answers as the walked ones: each partition a fetch, none failed, no bytes", async () => {
+    // The kept answers are counted by topic (countedAsCaughtUp), not partition by partition; the
+    // /metrics a client scrapes must show what walking them would have counted.
+    const topic = 'ia-metrics';
+    await rawCreateTopics(producer, [{ name: topic, partitions: 4 }]);
+    for (let i = 0; i < 2; i++) await produceOne(topic, 2, `m${i}`);
+    const meters = async () => {
+      const text = await (await fetch(`http://${b.admin ?? ''}/metrics`)).text();
+      const meter = (name: string, label: string) =>
+        Number(new RegExp(`^kafka_server_brokertopicmetrics_${name}_total\\{${label}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+      return {
+        total: meter('totalfetchrequests', `topic="${topic}"`),
+        failed: meter('failedfetchrequests', `topic="${topic}"`),
+        bytesOut: meter('bytesout', `topic="${topic}"`),
+      };
+    };
+    const consumer = await RawClient.connect(b.bootstrap);
+    try {
+      const before = await meters();
+      const polls = 6;
+      for (let i = 0; i < polls; i++) {
+        const res = await consumer.request<RawFetchOut>(ApiKey.Fetch, FETCH_V, rawFetch(topic, [0n, 0n, 2n, 0n], 0), 20_000);
+        expect(res.responses[0]?.partitions.map((p) => [p.errorCode, p.highWatermark])).to.deep.equal([
+          [0, 0n],
+          [0, 0n],
+          [0, 2n],
+          [0, 0n],
+        ]);
+      }
+      // the first poll's answer is walked and kept, the others are the kept one
+      expect(await meters()).to.deep.equal({ total: before.total + 4 * polls, failed: before.failed, bytesOut: before.bytesOut });
+      // a poll that reads records is walked and counts its bytes: the meters move for it alone
+      await consumer.request<RawFetchOut>(ApiKey.Fetch, FETCH_V, rawFetch(topic, [0n, 0n, 0n, 0n], 0), 20_000);
+      const after = await meters();
+      expect(after.total).to.equal(before.total + 4 * (polls + 1));
+      expect(after.bytesOut).to.be.above(before.bytesOut);
     } finally {
       consumer.destroy();
     }

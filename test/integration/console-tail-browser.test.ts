@@ -123,4 +123,35 @@ describe('web console live tail in a browser: a bounded row list, values drawn w
     await page.getByRole('button', { name: 'Stop live tail' }).click();
     expect(errors).to.deep.equal([]);
   });
+
+  it('a load of the page still unanswered when the live tail starts does not overwrite its status or rows', async () => {
+    // The page loads the newest messages when it opens; on a busy machine that answer can come after
+    // the live tail started (its `ready` event), and it used to replace the tail's status and rows.
+    const { page, errors } = await watchedPage(browser, cleanup, 1280);
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let held = 0;
+    await page.route(
+      (url) => url.pathname.endsWith(`/topics/${TOPIC}/messages`),
+      async (route) => {
+        held++;
+        await released;
+        await route.continue();
+      },
+    );
+    await page.goto(`${base}#/topics/${TOPIC}/messages`);
+    await until('the first load held', () => Promise.resolve(held > 0 ? true : undefined));
+    await page.getByRole('button', { name: 'Live tail' }).click();
+    const status = page.getByRole('status');
+    await status.getByText('Live tail: waiting for new messages').waitFor();
+    const answered = page.waitForResponse((r) => new URL(r.url()).pathname.endsWith(`/topics/${TOPIC}/messages`));
+    release();
+    expect((await answered).status()).to.equal(200);
+    // what the page does with the answer happens within a few frames of it
+    await page.waitForTimeout(500);
+    expect(await status.textContent()).to.equal('Live tail: waiting for new messages');
+    expect(await rows(page).count()).to.equal(0);
+    await page.getByRole('button', { name: 'Stop live tail' }).click();
+    expect(errors).to.deep.equal([]);
+  });
 });

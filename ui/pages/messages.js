@@ -132,9 +132,13 @@ export function Messages({ topic }) {
   const [status, setStatus] = useState('');
   const [live, setLive] = useState(false);
   const source = useRef(null);
+  // each load, and the live tail's start, takes a number: a load answered after a later one began
+  // (or after the live tail started, whose rows and status it would overwrite) is dropped
+  const loads = useRef(0);
   const set = (k) => (e) => setP({ ...p, [k]: e.currentTarget.value });
 
   const load = async (append = false) => {
+    const seq = ++loads.current;
     setError(null);
     try {
       const q =
@@ -147,12 +151,13 @@ export function Messages({ topic }) {
             })
           : query(p);
       const r = await api(`/topics/${enc(topic)}/messages?${q}`);
+      if (seq !== loads.current) return;
       const rs = append ? [...records, ...r.records] : r.records;
       setRecords(rs);
       setNext(r.atEnd ? null : r.next);
       setStatus(`${rs.length} message${rs.length === 1 ? '' : 's'} shown (${r.scanned} read)${r.atEnd ? ', end of the selection' : ''}`);
     } catch (err) {
-      setError(err);
+      if (seq === loads.current) setError(err);
     }
   };
   useEffect(() => {
@@ -168,6 +173,7 @@ export function Messages({ topic }) {
       setStatus('Live tail stopped');
       return;
     }
+    loads.current++;
     const es = new EventSource(`/ui/api/topics/${enc(topic)}/tail?${query(p)}`);
     // records arrive in bursts: kept as their event text, the newest TAIL_ROWS parsed and drawn at
     // most every FLUSH_MS (one state update; a hidden tab draws when it is shown again)

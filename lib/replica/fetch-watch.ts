@@ -51,9 +51,10 @@ export class FetchWatch {
  * Whether two waits' lists hold the same logs, each as often. A sessionless consumer on thousands of
  * partitions (librdkafka) sends the same topics poll after poll, most of them answered from kept
  * answers whose log lists are the same objects; its rotation (each Fetch starts one partition later)
- * changes only the one or two topic blocks it splits. So lists are matched by identity first, and the
- * logs of the lists left over on either side are counted against each other: a poll costs a look at
- * each list and at the logs of the few lists that changed, not at every partition. False when in doubt
+ * changes only the one or two topic blocks it splits. So lists are matched by identity first, and
+ * only the logs of the lists left over on either side are compared: as a rotation of each other (the
+ * common case: two identity compares per log), else counted against each other. A poll costs a look
+ * at each list and at the logs of the lists that changed, not at every partition. False when in doubt
  * (the same logs, counted differently): the standing watch then compares the sets itself.
  */
 export function sameLogs(a: WatchedLogs, b: WatchedLogs): boolean {
@@ -64,16 +65,79 @@ export function sameLogs(a: WatchedLogs, b: WatchedLogs): boolean {
     while (i < n && a[i] === b[i]) i++;
     if (i === n) return true; // the same lists in the same order
   }
+  if (n === 1 && b.length === 1) return sameLogsIn(a, b);
+  // each list's count in a less its count in b: what is left over on either side, in their order
   const lists = new Map<readonly PartitionLog[], number>();
   for (const list of a) lists.set(list, (lists.get(list) ?? 0) + 1);
   for (const list of b) lists.set(list, (lists.get(list) ?? 0) - 1);
-  const logs = new Map<PartitionLog, number>();
-  for (const [list, times] of lists) {
-    if (times === 0) continue;
-    for (const log of list) logs.set(log, (logs.get(log) ?? 0) + times);
+  const leftA: (readonly PartitionLog[])[] = [];
+  const leftB: (readonly PartitionLog[])[] = [];
+  for (const list of a) {
+    const times = lists.get(list) as number;
+    if (times <= 0) continue;
+    lists.set(list, times - 1);
+    leftA.push(list);
   }
-  for (const times of logs.values()) if (times !== 0) return false;
+  for (const list of b) {
+    const times = lists.get(list) as number;
+    if (times >= 0) continue;
+    lists.set(list, times + 1);
+    leftB.push(list);
+  }
+  return sameLogsIn(leftA, leftB);
+}
+
+/** Whether the logs of two lists of lists, each read in order as one sequence, are the same logs as often: a rotation of each other, or counted. */
+function sameLogsIn(a: WatchedLogs, b: WatchedLogs): boolean {
+  let n = 0;
+  for (const list of a) n += list.length;
+  for (const list of b) n -= list.length;
+  if (n !== 0) return false;
+  if (sameRotation(a, b)) return true;
+  const times = new Map<PartitionLog, number>();
+  for (const list of a) for (const log of list) times.set(log, (times.get(log) ?? 0) + 1);
+  for (const list of b) for (const log of list) times.set(log, (times.get(log) ?? 0) - 1);
+  for (const t of times.values()) if (t !== 0) return false;
   return true;
+}
+
+/**
+ * Whether two sequences of the same length (lists read in order) hold the same logs in the same
+ * cyclic order: librdkafka starts each Fetch's list one partition later than the last, so a rotation
+ * is the common change. Two identity compares per log at most, and nothing copied.
+ */
+function sameRotation(a: WatchedLogs, b: WatchedLogs): boolean {
+  let ai = a.findIndex((list) => list.length > 0);
+  if (ai < 0) return true; // both empty
+  const first = (a[ai] as readonly PartitionLog[])[0];
+  // where the first log of a is in b
+  let bi = 0;
+  let bj = -1;
+  for (; bi < b.length; bi++) {
+    bj = (b[bi] as readonly PartitionLog[]).indexOf(first as PartitionLog);
+    if (bj >= 0) break;
+  }
+  if (bj < 0) return false;
+  let aList = a[ai] as readonly PartitionLog[];
+  let aj = 0;
+  let bList = b[bi] as readonly PartitionLog[];
+  for (;;) {
+    if (aList[aj] !== bList[bj]) return false;
+    // the next log of a; done after its last
+    if (++aj === aList.length) {
+      do if (++ai === a.length) return true;
+      while ((a[ai] as readonly PartitionLog[]).length === 0);
+      aList = a[ai] as readonly PartitionLog[];
+      aj = 0;
+    }
+    // the next log of b, from its start again after its last
+    if (++bj === bList.length) {
+      do bi = bi + 1 === b.length ? 0 : bi + 1;
+      while ((b[bi] as readonly PartitionLog[]).length === 0);
+      bList = b[bi] as readonly PartitionLog[];
+      bj = 0;
+    }
+  }
 }
 
 const watches = new WeakMap<object, FetchWatch>();

@@ -247,8 +247,9 @@ function nullCheck(ctx: Ctx, f: Field, s: Struct, x: string): string {
 
 /**
  * Structs a caller may give an `_encoded` (W.EncodedOnce): written once, then copied (spliced by a
- * splicing writer, see W.Writer.encoded) while the version is the same. An idle consumer's Fetch answers thousands of partitions whose answers have
- * not changed since its last poll; the handler keeps each such answer and its bytes with the log.
+ * splicing writer, see W.Writer.encoded) while the version is the same. An idle consumer's Fetch
+ * answers thousands of partitions whose answers have not changed since its last poll; the handler
+ * keeps each such answer and its bytes with the log.
  */
 const ENCODED_ONCE = new Set(['FetchResponseFetchableTopicResponse']);
 

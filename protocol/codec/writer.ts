@@ -178,8 +178,7 @@ export function encodeOnce(): EncodedOnce {
  * will pass them by reference (see Writer.encoded).
  */
 export function sizeEncoded(bytes: Buffer): number {
-  if (bytes.length >= SPLICE_MIN_BYTES) splicedBytes += bytes.length;
-  return bytes.length;
+  return countSpliced(bytes);
 }
 
 export class Writer {
@@ -314,12 +313,11 @@ export class Writer {
 
   /**
    * An EncodedOnce's bytes: passed by reference by a splicing writer when at least SPLICE_MIN_BYTES
-   * (as sizeEncoded counted them), copied otherwise. They never change once made, so the same bytes
+   * (as sizeEncoded counted them), copied otherwise, as a records value's bytes are. They never change once made, so the same bytes
    * can be on several responses' way to the socket at once.
    */
   encoded(bytes: Buffer): void {
-    if (this.chunks !== null && bytes.length >= SPLICE_MIN_BYTES) this.splice(bytes);
-    else this.raw(bytes);
+    this.recordBytes(bytes);
   }
 
   /**

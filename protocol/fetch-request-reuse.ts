@@ -187,8 +187,18 @@ export class FetchRequestReuse {
   }
 }
 
+/** Blocks up to this many bytes are compared in a loop here; longer ones with Buffer.compare (a native call). */
+const LOOP_COMPARE_MAX = 96;
+
 function sameBlock(b: TopicBlock | undefined, buf: Buffer, start: number, end: number): TopicBlock | undefined {
-  return b !== undefined && b.bytes.length === end - start && b.bytes.compare(buf, start, end) === 0 ? b : undefined;
+  if (b === undefined) return undefined;
+  const bytes = b.bytes;
+  const n = end - start;
+  if (bytes.length !== n) return undefined;
+  if (n > LOOP_COMPARE_MAX) return bytes.compare(buf, start, end) === 0 ? b : undefined;
+  // from the end: a one-partition block that changed differs in its fetch offset, past the topic's id or name
+  for (let i = n - 1; i >= 0; i--) if (bytes[i] !== buf[start + i]) return undefined;
+  return b;
 }
 
 const reuses = new WeakMap<object, FetchRequestReuse>();

@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { librdkafkaMissing, buildRdkafkaProgram } from './native-build.js';
-import { cpuSeconds, envInt, mainThreadCpuSeconds, percentile, round, ROOT_DIR, writeBench } from './proc-stats.js';
+import { cpuSeconds, envInt, mainThreadTimes, percentile, round, ROOT_DIR, writeBench } from './proc-stats.js';
 
 const PRODUCE = 0x50; // 'P'
 const FETCH = 0x46; // 'F'
@@ -101,6 +101,9 @@ interface FloorRun {
   rounds: number;
   serverUsPerRound: number;
   serverMainUsPerRound: number;
+  /** the main thread's share in user space (JavaScript, V8, Node's C++) and in the kernel (system calls, TCP) */
+  serverMainUserUsPerRound: number;
+  serverMainSysUsPerRound: number;
   p50Ms: number;
   p99Ms: number;
   p999Ms: number;
@@ -134,7 +137,7 @@ async function measure(variant: string, port: number, pid: number, rounds: numbe
   const fetch = frame(FETCH, SIZES.fetch - 4);
   const latencies: number[] = [];
   let cpu0 = 0;
-  let main0 = 0;
+  let main0: Times = { user: 0, system: 0 };
   await new Promise<void>((done) => {
     let n = 0;
     let acked = false;
@@ -143,7 +146,7 @@ async function measure(variant: string, port: number, pid: number, rounds: numbe
     const next = (): void => {
       if (n === warmup) {
         cpu0 = cpuSeconds(pid);
-        main0 = mainThreadCpuSeconds(pid);
+        main0 = mainThreadTimes(pid);
       }
       if (n === warmup + rounds) {
         done();
@@ -174,20 +177,33 @@ async function measure(variant: string, port: number, pid: number, rounds: numbe
     next();
   });
   const cpu = cpuSeconds(pid) - cpu0;
-  const main = mainThreadCpuSeconds(pid) - main0;
+  const main = since(main0, mainThreadTimes(pid));
   producer.destroy();
   consumer.destroy();
   return floorRun(variant, rounds, cpu, main, latencies);
 }
 
+interface Times {
+  user: number;
+  system: number;
+}
+
+/** The main thread's user and system seconds between two readings. */
+function since(a: Times, b: Times): Times {
+  return { user: b.user - a.user, system: b.system - a.system };
+}
+
 /** A run's figures from the server's CPU seconds (process, main thread) and the round latencies (ms). */
-function floorRun(variant: string, rounds: number, cpu: number, main: number, latenciesMs: number[]): FloorRun {
+function floorRun(variant: string, rounds: number, cpu: number, main: Times, latenciesMs: number[]): FloorRun {
   const ms = [...latenciesMs].sort((a, b) => a - b);
+  const perRound = (s: number): number => round((s / rounds) * 1e6, 1);
   return {
     variant,
     rounds,
-    serverUsPerRound: round((cpu / rounds) * 1e6, 1),
-    serverMainUsPerRound: round((main / rounds) * 1e6, 1),
+    serverUsPerRound: perRound(cpu),
+    serverMainUsPerRound: perRound(main.user + main.system),
+    serverMainUserUsPerRound: perRound(main.user),
+    serverMainSysUsPerRound: perRound(main.system),
     p50Ms: round(percentile(ms, 50), 3),
     p99Ms: round(percentile(ms, 99), 3),
     p999Ms: round(percentile(ms, 99.9), 3),
@@ -211,11 +227,11 @@ async function measureThreads(variant: string, port: number, pid: number, rounds
   };
   await next('warm');
   const cpu0 = cpuSeconds(pid);
-  const main0 = mainThreadCpuSeconds(pid);
+  const main0 = mainThreadTimes(pid);
   child.stdin.write('go\n');
   const latenciesUs = (await next('done')).split(',').map(Number);
   const cpu = cpuSeconds(pid) - cpu0;
-  const main = mainThreadCpuSeconds(pid) - main0;
+  const main = since(main0, mainThreadTimes(pid));
   child.stdin.end();
   await new Promise((r) => child.once('exit', r));
   return floorRun(
@@ -264,11 +280,34 @@ async function main(): Promise<void> {
       headline: runs
         .filter((_, i) => i % repeat === repeat - 1)
         .map(
-          (r) => `${r.variant}: ${r.serverUsPerRound} µs/round (main ${r.serverMainUsPerRound}), p99 ${r.p99Ms} ms, p99.9 ${r.p999Ms} ms`,
+          (r) =>
+            `${r.variant}: ${r.serverUsPerRound} µs/round (main ${r.serverMainUsPerRound}: user ${r.serverMainUserUsPerRound}, system ${r.serverMainSysUsPerRound}), p99 ${r.p99Ms} ms, p99.9 ${r.p999Ms} ms`,
         ),
       table: {
-        columns: ['variant', 'rounds', 'server µs/round', 'main µs/round', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms'],
-        rows: runs.map((r) => [r.variant, r.rounds, r.serverUsPerRound, r.serverMainUsPerRound, r.p50Ms, r.p99Ms, r.p999Ms, r.maxMs]),
+        columns: [
+          'variant',
+          'rounds',
+          'server µs/round',
+          'main µs/round',
+          'main user',
+          'main system',
+          'p50 ms',
+          'p99 ms',
+          'p99.9 ms',
+          'max ms',
+        ],
+        rows: runs.map((r) => [
+          r.variant,
+          r.rounds,
+          r.serverUsPerRound,
+          r.serverMainUsPerRound,
+          r.serverMainUserUsPerRound,
+          r.serverMainSysUsPerRound,
+          r.p50Ms,
+          r.p99Ms,
+          r.p999Ms,
+          r.maxMs,
+        ]),
       },
       notes: [`FLOOR_ROUNDS=${rounds}, FLOOR_REPEAT=${repeat}, FLOOR_WARMUP=${warmup}; the client is the bench process itself.`],
     },

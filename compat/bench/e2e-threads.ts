@@ -2,7 +2,8 @@
  * Issue 14's end-to-end workload alone, with the broker's CPU per round split by thread: a fresh
  * gregor, rdkafka-e2e (acks=all, one record at a time) at fetch.wait.max.ms 500 and 0, and the
  * utime+stime each of gregor's threads (/proc/<pid>/task/<tid>/stat) spent during the timed rounds,
- * in µs per round per thread (by tid: Node 20 names every thread "node").
+ * in µs per round per thread (by tid: Node 20 names every thread "node"), and the main thread's split
+ * between user space and the kernel.
  *
  *   node dist/compat/bench/e2e-threads.js
  *
@@ -32,10 +33,16 @@ const WAITS = (process.env['E2E_WAITS'] ?? '500,0').split(',').map(Number);
 const PRELOAD = envInt('E2E_PRELOAD_RECORDS', 0);
 const PRODUCER_CONFIG = { 'linger.ms': 5, 'batch.num.messages': 10000, 'batch.size': 1_000_000, 'enable.idempotence': false };
 
-/** CPU seconds per thread, keyed "main" or "<comm>#<tid>" (Node 20 names every thread "node"). */
+/**
+ * CPU seconds per thread, keyed "main" or "<comm>#<tid>" (Node 20 names every thread "node"), and the
+ * main thread's user and system seconds as "main:user" and "main:system".
+ */
 function byName(pid: number): Map<string, number> {
   const m = new Map<string, number>();
-  for (const t of threadCpu(pid)) m.set(t.tid === pid ? 'main' : `${t.comm}#${t.tid}`, t.cpuSeconds);
+  for (const t of threadCpu(pid)) {
+    m.set(t.tid === pid ? 'main' : `${t.comm}#${t.tid}`, t.cpuSeconds);
+    if (t.tid === pid) m.set('main:user', t.userSeconds).set('main:system', t.systemSeconds);
+  }
   return m;
 }
 
@@ -89,10 +96,8 @@ try {
         await exited;
       }
       const threads: Record<string, number> = {};
-      for (const [name, cpu] of after) {
-        const d = cpu - (before.get(name) ?? 0);
-        if (d > 0) threads[name] = round((d * 1e6) / (r.rounds + WARMUP), 1);
-      }
+      const perRound = (name: string): number => round((((after.get(name) ?? 0) - (before.get(name) ?? 0)) * 1e6) / (r.rounds + WARMUP), 1);
+      for (const name of after.keys()) if (!name.includes(':') && perRound(name) > 0) threads[name] = perRound(name);
       console.log(
         JSON.stringify({
           wait: w,
@@ -107,6 +112,9 @@ try {
           wholeRunUsPerRound: round((total * 1e6) / (r.rounds + WARMUP), 1),
           wholeRunMainUsPerRound: round((((servingCpu(t) ?? 0) - (s0 ?? 0)) * 1e6) / (r.rounds + WARMUP), 1),
           threads,
+          // the main thread over the whole run, in user space (JavaScript, V8, Node's C++) and in the kernel
+          wholeRunMainUserUsPerRound: perRound('main:user'),
+          wholeRunMainSysUsPerRound: perRound('main:system'),
         }),
       );
     }

@@ -48,8 +48,17 @@ export function cpuSplit(pid: number): { user: number; system: number } {
 }
 
 /** utime + stime of each thread of a process, with its name (librdkafka names its threads "rdk:broker1", …). */
-export function threadCpu(pid: number): { tid: number; comm: string; cpuSeconds: number }[] {
-  const out: { tid: number; comm: string; cpuSeconds: number }[] = [];
+export interface ThreadCpu {
+  tid: number;
+  comm: string;
+  /** user + system */
+  cpuSeconds: number;
+  userSeconds: number;
+  systemSeconds: number;
+}
+
+export function threadCpu(pid: number): ThreadCpu[] {
+  const out: ThreadCpu[] = [];
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat: string;
     try {
@@ -58,10 +67,14 @@ export function threadCpu(pid: number): { tid: number; comm: string; cpuSeconds:
       continue; // the thread ended meanwhile
     }
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const userSeconds = Number(rest[14 - 3]) / clkTck();
+    const systemSeconds = Number(rest[15 - 3]) / clkTck();
     out.push({
       tid: Number(tid),
       comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
-      cpuSeconds: (Number(rest[14 - 3]) + Number(rest[15 - 3])) / clkTck(),
+      cpuSeconds: userSeconds + systemSeconds,
+      userSeconds,
+      systemSeconds,
     });
   }
   return out;
@@ -70,6 +83,12 @@ export function threadCpu(pid: number): { tid: number; comm: string; cpuSeconds:
 /** CPU seconds of a process's main thread (the one whose id is the process id). */
 export function mainThreadCpuSeconds(pid: number): number {
   return threadCpu(pid).find((t) => t.tid === pid)?.cpuSeconds ?? NaN;
+}
+
+/** User and system CPU seconds of a process's main thread (NaN when it is gone). */
+export function mainThreadTimes(pid: number): { user: number; system: number } {
+  const t = threadCpu(pid).find((x) => x.tid === pid);
+  return { user: t?.userSeconds ?? NaN, system: t?.systemSeconds ?? NaN };
 }
 
 /** VmRSS of a process in bytes, from /proc/<pid>/status. */

@@ -41,9 +41,9 @@ export type Magic = 0 | 1 | 2;
  * as tools and unit tests build it), its codec ('producer' keeps the batch's), deep checks.
  */
 export interface ConversionTarget {
-  magic: Magic | null;
-  codec: number | 'producer';
-  deep: boolean;
+  readonly magic: Magic | null;
+  readonly codec: number | 'producer';
+  readonly deep: boolean;
 }
 
 const CODEC_BY_NAME: Readonly<Record<string, number>> = {
@@ -66,10 +66,32 @@ export function formatMagic(version: string | undefined): Magic | null {
   return minor >= 10 ? 1 : 0;
 }
 
+/** A config's target, with the three values it was worked out from (a config changed in place is worked out again). */
+interface KnownTarget {
+  compressionType: string;
+  messageFormatVersion: string | undefined;
+  validationDeep: boolean;
+  target: ConversionTarget;
+}
+
+/** Targets by config object: every append asks, and a topic's config is replaced, not edited, when it changes. */
+const targets = new WeakMap<LogConfig, KnownTarget>();
+
 export function conversionTarget(config: LogConfig): ConversionTarget {
+  const known = targets.get(config);
+  if (
+    known !== undefined &&
+    known.compressionType === config.compressionType &&
+    known.messageFormatVersion === config.messageFormatVersion &&
+    known.validationDeep === config.validationDeep
+  )
+    return known.target;
   const type = config.compressionType.toLowerCase();
   const codec = type === 'producer' ? 'producer' : (CODEC_BY_NAME[type] ?? 'producer');
-  return { magic: formatMagic(config.messageFormatVersion), codec, deep: config.validationDeep };
+  const target: ConversionTarget = { magic: formatMagic(config.messageFormatVersion), codec, deep: config.validationDeep };
+  const { compressionType, messageFormatVersion, validationDeep } = config;
+  targets.set(config, { compressionType, messageFormatVersion, validationDeep, target });
+  return target;
 }
 
 /** The topic's level for `codec` where the codec takes one here (gzip, zstd; -1 = codec default). */

@@ -4,6 +4,12 @@ const ZERO_UUID = '00000000000000000000000000000000';
 /** `-1n` written in an expression is a unary minus on 1n, evaluated (and allocated) every time. */
 const MINUS_ONE = -1n;
 
+/** Slots of the decoded-UUID table (a power of two): one id per slot, a colliding id replaces it. */
+const UUID_SLOTS = 256;
+/** Each slot's id as four big-endian int32s, and its string (undefined: empty slot). */
+const uuidWords = new Int32Array(UUID_SLOTS * 4);
+const uuidStrings: (string | undefined)[] = new Array<string | undefined>(UUID_SLOTS).fill(undefined);
+
 /** An unknown tagged field, kept verbatim so that it survives a decode → encode round trip. */
 export interface TaggedField {
   tag: number;
@@ -132,11 +138,31 @@ export class Reader {
     return v;
   }
 
-  /** A UUID as 32 lowercase hex digits. */
+  /**
+   * A UUID as 32 lowercase hex digits. A topic's id comes in every Fetch (v13+) and Produce (v13+)
+   * request, so the strings are kept in a small table keyed by the bytes (UUID_SLOTS): a repeated id is
+   * four int32 reads and compares, not a call into the hex encoder and a new string.
+   */
   uuid(): string {
     if (!this.need(16)) return ZERO_UUID;
-    const v = this.buf.toString('hex', this.offset, this.offset + 16);
-    this.offset += 16;
+    const o = this.offset;
+    const dv = this.view;
+    const a = dv.getInt32(o);
+    const b = dv.getInt32(o + 4);
+    const c = dv.getInt32(o + 8);
+    const d = dv.getInt32(o + 12);
+    this.offset = o + 16;
+    const slot = (a ^ b ^ c ^ d ^ (d >>> 16)) & (UUID_SLOTS - 1);
+    const w = slot * 4;
+    const known = uuidStrings[slot];
+    if (known !== undefined && uuidWords[w] === a && uuidWords[w + 1] === b && uuidWords[w + 2] === c && uuidWords[w + 3] === d)
+      return known;
+    const v = this.buf.toString('hex', o, o + 16);
+    uuidWords[w] = a;
+    uuidWords[w + 1] = b;
+    uuidWords[w + 2] = c;
+    uuidWords[w + 3] = d;
+    uuidStrings[slot] = v;
     return v;
   }
 

@@ -58,6 +58,11 @@ export type RecordsValue = Buffer | readonly Buffer[];
  */
 export const SPLICE_MIN_BYTES = 1024;
 
+/** Ids kept by Writer.uuid before the table is emptied and filled again (a cluster's topics, with room). */
+const UUID_KEPT = 10_000;
+/** Each UUID string written, as its four big-endian int32s. */
+const uuidWords = new Map<string, readonly [number, number, number, number]>();
+
 /**
  * Bytes of the `records` values sized since the last takeSplicedBytes() that a splicing writer will
  * pass by reference. The size functions return one number, so the size pass adds the zero-copy part
@@ -268,12 +273,27 @@ export class Writer {
     this.offset += 8;
   }
 
-  /** A UUID given as 32 hex digits. */
+  /**
+   * A UUID given as 32 hex digits. Responses name the same few topic ids over and over, so each id's
+   * 16 bytes are kept (uuidBytes) and copied, not parsed from hex each time.
+   */
   uuid(v: string): void {
-    if (v.length !== 32) throw new TypeError(`uuid must be 32 hex digits, got ${JSON.stringify(v)}`);
-    const n = this.buf.write(v, this.offset, 16, 'hex');
-    if (n !== 16) throw new TypeError(`uuid must be 32 hex digits, got ${JSON.stringify(v)}`);
-    this.offset += 16;
+    let words = uuidWords.get(v);
+    if (words === undefined) {
+      if (v.length !== 32) throw new TypeError(`uuid must be 32 hex digits, got ${JSON.stringify(v)}`);
+      const bytes = Buffer.alloc(16);
+      if (bytes.write(v, 0, 16, 'hex') !== 16) throw new TypeError(`uuid must be 32 hex digits, got ${JSON.stringify(v)}`);
+      words = [bytes.readInt32BE(0), bytes.readInt32BE(4), bytes.readInt32BE(8), bytes.readInt32BE(12)];
+      if (uuidWords.size >= UUID_KEPT) uuidWords.clear();
+      uuidWords.set(v, words);
+    }
+    const dv = this.view;
+    const o = this.offset;
+    dv.setInt32(o, words[0]);
+    dv.setInt32(o + 4, words[1]);
+    dv.setInt32(o + 8, words[2]);
+    dv.setInt32(o + 12, words[3]);
+    this.offset = o + 16;
   }
 
   uvarint(v: number): void {

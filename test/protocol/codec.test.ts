@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { GregorErrorCode, ProtocolError } from '../../protocol/codec/errors.js';
 import { Reader } from '../../protocol/codec/reader.js';
 import { Writer, sizeUvarint, sizeVarint, sizeVarlong } from '../../protocol/codec/writer.js';
@@ -54,6 +55,39 @@ describe('codec primitives', () => {
       w.varlong(v);
       expect(new Reader(w.done()).varlong()).to.equal(v);
     }
+  });
+
+  it('UUIDs read and write through their caches as without them: repeated, colliding and many ids', () => {
+    const hex = (): string => randomBytes(16).toString('hex');
+    // 2,000 distinct ids over the reader's 256 slots collide; each is read three times, in turns
+    const ids = Array.from({ length: 2000 }, () => hex());
+    ids.push('00000000000000000000000000000000', 'ffffffffffffffffffffffffffffffff', ids[0] as string);
+    // ids that differ only in one word's top byte, which the reader's slot hash leaves out: same slot
+    const base = '112233445566778899aabbccddeeff00';
+    for (let word = 0; word < 4; word++) ids.push(base, `${base.slice(0, word * 8)}7f${base.slice(word * 8 + 2)}`);
+    for (let pass = 0; pass < 3; pass++) {
+      const w = Writer.alloc(16 * ids.length);
+      for (const id of ids) w.uuid(id);
+      const buf = w.done();
+      expect(buf.toString('hex')).to.equal(ids.join(''), `pass ${pass}: written bytes`);
+      const r = new Reader(buf);
+      for (const [i, id] of ids.entries()) expect(r.uuid(), `pass ${pass}, id ${i}`).to.equal(id);
+      r.finish(true);
+    }
+    // an id given in capitals writes the same bytes and reads back in lowercase
+    const upper = (ids[5] as string).toUpperCase();
+    const w = Writer.alloc(16);
+    w.uuid(upper);
+    expect(new Reader(w.done()).uuid()).to.equal(ids[5]);
+    // a malformed id is refused every time, not cached
+    for (let i = 0; i < 2; i++) {
+      expect(() => Writer.alloc(16).uuid('xyz'.padEnd(32, '0'))).to.throw(TypeError, /32 hex digits/);
+      expect(() => Writer.alloc(16).uuid('abcd')).to.throw(TypeError, /32 hex digits/);
+    }
+    // a truncated id is the reader's sticky error
+    const short = new Reader(Buffer.alloc(15));
+    expect(short.uuid()).to.equal('00000000000000000000000000000000');
+    expect(short.error?.code).to.equal(GregorErrorCode.TRUNCATED);
   });
 
   it('compact strings encode length+1 and 0 for null', () => {

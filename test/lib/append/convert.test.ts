@@ -17,7 +17,7 @@ import {
   logEntries,
 } from '../../../protocol/records/index.js';
 import type { RecordInput } from '../../../protocol/records/index.js';
-import { convertForAppend, formatMagic, planAppend, rebaseConverted } from '../../../lib/log/convert.js';
+import { conversionTarget, convertForAppend, formatMagic, planAppend, rebaseConverted } from '../../../lib/log/convert.js';
 import { downConvert } from '../../../lib/log/down-convert.js';
 import { LogError } from '../../../lib/log/errors.js';
 import { defaultLogConfig } from '../../../lib/log/log-config.js';
@@ -89,6 +89,22 @@ describe('lib/log/convert: planning, recompression, format conversion, down-conv
     expect(formatMagic('2.8')).to.equal(2);
     expect(formatMagic('3.0-IV1')).to.equal(2);
     expect(formatMagic(undefined)).to.equal(null);
+  });
+
+  it('conversionTarget: one target per config object, worked out again when the config is edited in place', () => {
+    const c = cfg({ compressionType: 'GZIP', messageFormatVersion: '0.10.2' });
+    const first = conversionTarget(c);
+    expect(first).to.deep.equal({ magic: 1, codec: CompressionCodec.GZIP, deep: false });
+    expect(conversionTarget(c)).to.equal(first, 'asked again: the kept target');
+    const gz = buildRecordBatch(recs(3), { compression: CompressionCodec.GZIP });
+    expect(planAppend(gz, c)).to.deep.equal({ count: 3 }, 'magic 2 into a 0.10 topic converts');
+    c.messageFormatVersion = '3.0-IV1';
+    expect(planAppend(gz, c)).to.equal(null, 'after the edit: stored as it came');
+    c.compressionType = 'lz4';
+    expect(conversionTarget(c)).to.deep.equal({ magic: 2, codec: CompressionCodec.LZ4, deep: false });
+    c.validationDeep = true;
+    expect(conversionTarget(c).deep).to.equal(true);
+    expect(conversionTarget(cfg())).to.deep.equal({ magic: 2, codec: 'producer', deep: false }, 'another config object');
   });
 
   it('planAppend: the fast path for matching codec and magic, the pipeline otherwise', () => {

@@ -54,6 +54,22 @@ interface RdConsumer {
   disconnect(cb: () => void): void;
 }
 
+/** A connected librdkafka consumer in `groupId` (nothing committed) long-polling up to `waitMs`. */
+async function rdConsumerAt(bootstrap: string, groupId: string, waitMs: number): Promise<RdConsumer> {
+  const ck = loadConfluent() as unknown as { KafkaConsumer: new (conf: object, topicConf: object) => RdConsumer };
+  const c = new ck.KafkaConsumer(
+    { 'bootstrap.servers': bootstrap, 'group.id': groupId, 'enable.auto.commit': false, 'fetch.wait.max.ms': waitMs, log_level: 0 },
+    {},
+  );
+  await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: unknown) => (e ? reject(asError(e)) : resolve())));
+  return c;
+}
+
+/** Up to 100 messages, or none after the binding's consume timeout (1 s). */
+function consumeSome(c: RdConsumer): Promise<RdMessage[]> {
+  return new Promise((resolve, reject) => c.consume(100, (e, m) => (e ? reject(asError(e)) : resolve(m))));
+}
+
 describe('long-poll fetch (purgatory woken by appends)', function () {
   this.timeout(60_000);
   let dataDir: string;
@@ -77,6 +93,8 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
   });
 
   after(() => cleanup.run());
+
+  const rdConsumer = (groupId: string, waitMs: number): Promise<RdConsumer> => rdConsumerAt(b.bootstrap, groupId, waitMs);
 
   /** Sends a fetch at `offset` and returns a promise of [partition data, ms after sending]. */
   async function startFetch(
@@ -210,22 +228,10 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
       producer,
       topics.map((name) => ({ name, partitions: 100 })),
     );
-    const ck = loadConfluent() as unknown as { KafkaConsumer: new (conf: object, topicConf: object) => RdConsumer };
-    const c = new ck.KafkaConsumer(
-      {
-        'bootstrap.servers': b.bootstrap,
-        'group.id': 'long-poll-many',
-        'enable.auto.commit': false,
-        'fetch.wait.max.ms': 6000,
-        log_level: 0,
-      },
-      {},
-    );
-    await new Promise<void>((resolve, reject) => c.connect({ timeout: 10_000 }, (e: unknown) => (e ? reject(asError(e)) : resolve())));
+    const c = await rdConsumer('long-poll-many', 6000);
     try {
       c.assign(topics.flatMap((topic) => Array.from({ length: 100 }, (_, partition) => ({ topic, partition, offset: 0 }))));
-      const consume = (): Promise<RdMessage[]> =>
-        new Promise((resolve, reject) => c.consume(100, (e, m) => (e ? reject(asError(e)) : resolve(m))));
+      const consume = (): Promise<RdMessage[]> => consumeSome(c);
       // let it settle into an idle long poll; each round's wake-up then sends the next, rotated, request
       const settle = Date.now() + 4000;
       while (Date.now() < settle) expect(await consume()).to.have.length(0);
@@ -244,6 +250,49 @@ describe('long-poll fetch (purgatory woken by appends)', function () {
         const ms = performance.now() - tp;
         expect(got.map((m) => [m.topic, m.partition, m.key?.toString()])).to.deep.equal([[topic, partition, `many${round}-0`]]);
         expect(ms, `round ${round}: ms from produce to the consumer having the record (fetch.wait.max.ms 6000)`).to.be.below(3000);
+      }
+    } finally {
+      await new Promise<void>((resolve) => c.disconnect(() => resolve()));
+    }
+  });
+
+  it('librdkafka whose assignment changes while it long-polls (fetch.wait.max.ms=20000) gets records produced to its new partitions well before max wait', async () => {
+    // Each new assignment reaches the broker as a Fetch naming other partitions on the same
+    // connection: the standing watch must drop the old partitions' logs and watch the new ones. A
+    // watch left on the old logs would let the parked Fetch sleep to its 20 s max wait.
+    const topic = 'lp-reassign';
+    await rawCreateTopics(producer, [{ name: topic, partitions: 8 }]);
+    const c = await rdConsumer('long-poll-reassign', 20_000);
+    try {
+      const assignments: [assigned: number[], nudge: number | null, target: number][] = [
+        [[0, 1, 2, 3], null, 2],
+        [[4, 5, 6, 7], 1, 6], // all partitions swapped
+        [[0, 1, 2, 3, 4, 5, 6, 7], 5, 3], // grown (the nudge's partition stays: its record is read)
+        [[3, 7], 0, 7], // shrunk
+      ];
+      for (const [round, [assigned, nudge, target]] of assignments.entries()) {
+        const ends: bigint[] = [];
+        for (const partition of assigned) ends.push(await rawListOffset(producer, topic, partition)); // one request at a time
+        c.assign(assigned.map((partition, i) => ({ topic, partition, offset: Number(ends[i]) })));
+        // The Fetch parked for the old assignment stays parked for up to 20 s: a record to one of the
+        // old partitions wakes it (the consumer drops what it no longer owns), and the next Fetch names
+        // the new partitions.
+        if (nudge !== null) expect((await rawProduce(producer, topic, [[nudge, batch(1, `nudge${round}`)]]))[0]?.errorCode).to.equal(0);
+        const early: RdMessage[] = [];
+        const settle = Date.now() + 1500;
+        while (Date.now() < settle) early.push(...(await consumeSome(c)));
+        const kept = nudge !== null && assigned.includes(nudge) ? [[nudge, `nudge${round}-0`]] : [];
+        expect(
+          early.map((m) => [m.partition, m.key?.toString()]),
+          `round ${round}: before the produce`,
+        ).to.deep.equal(kept);
+        const tp = performance.now();
+        expect((await rawProduce(producer, topic, [[target, batch(1, `reassign${round}`)]]))[0]?.errorCode).to.equal(0);
+        const got: RdMessage[] = [];
+        while (got.length === 0 && performance.now() - tp < 25_000) got.push(...(await consumeSome(c)));
+        const ms = performance.now() - tp;
+        expect(got.map((m) => [m.partition, m.key?.toString()])).to.deep.equal([[target, `reassign${round}-0`]]);
+        expect(ms, `round ${round}: ms from produce to the consumer having the record (fetch.wait.max.ms 20000)`).to.be.below(5000);
       }
     } finally {
       await new Promise<void>((resolve) => c.disconnect(() => resolve()));

@@ -275,7 +275,7 @@ export class Writer {
 
   /**
    * A UUID given as 32 hex digits. Responses name the same few topic ids over and over, so each id's
-   * 16 bytes are kept (uuidBytes) and copied, not parsed from hex each time.
+   * 16 bytes are kept (uuidWords, as four int32s) and written, not parsed from hex each time.
    */
   uuid(v: string): void {
     let words = uuidWords.get(v);

@@ -77,12 +77,21 @@ describe('log cleaner: logs not opened since a restart, a checkpoint per log dir
     expect(count(out(), 'opened a log not in use to clean it')).to.equal(2);
     const after = partDirs.map(logBytes);
     for (const [i, n] of after.entries()) expect(n, partDirs[i]).to.be.lessThan((before[i] as number) / 2);
-    for (const [i, d] of dirs.entries()) {
-      const lines = fs.readFileSync(path.join(d, 'cleaner-offset-checkpoint'), 'utf8').split('\n');
-      expect(lines.slice(0, 2), d).to.deep.equal(['0', '1']);
-      // the first dirty offset is where the active segment starts: the last record written
-      expect(lines[2], d).to.equal(`state ${i} ${(want[i]?.end ?? 0n) - 1n}`);
-    }
+    // The checkpoint is written after the cleaning is logged (tmp file, fsync, rename): wait for the
+    // rename, then read each dir's for its own partition only. The first dirty offset is where the
+    // active segment starts: the last record written.
+    const checkpoint = (d: string): string | null => {
+      const f = path.join(d, 'cleaner-offset-checkpoint');
+      return fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : null;
+    };
+    const expected = dirs.map((_, i) => ['0', '1', `state ${i} ${(want[i]?.end ?? 0n) - 1n}`]);
+    await until(
+      () => dirs.every((d, i) => checkpoint(d)?.split('\n')[2] === expected[i]?.[2]),
+      10_000,
+      () =>
+        `each dir's cleaner-offset-checkpoint to list its partition: ${dirs.map((d) => `${d}: ${JSON.stringify(checkpoint(d))}`).join('; ')}`,
+    );
+    for (const [i, d] of dirs.entries()) expect((checkpoint(d) ?? '').split('\n').slice(0, 3), d).to.deep.equal(expected[i]);
     for (const [p, w] of want.entries()) await expectOnePerKey(broker.bootstrap, 'state', p, w);
     await stop();
   });

@@ -139,7 +139,7 @@ export class Reader {
   }
 
   /**
-   * A UUID as 32 lowercase hex digits. A topic's id comes in every Fetch (v13+) and Produce (v13+)
+   * A UUID as 32 lowercase hex digits. A topic's id comes in every Fetch request from v13 on
    * request, so the strings are kept in a small table keyed by the bytes (UUID_SLOTS): a repeated id is
    * four int32 reads and compares, not a call into the hex encoder and a new string.
    */

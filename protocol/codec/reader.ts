@@ -139,9 +139,9 @@ export class Reader {
   }
 
   /**
-   * A UUID as 32 lowercase hex digits. A topic's id comes in every Fetch request from v13 on
-   * request, so the strings are kept in a small table keyed by the bytes (UUID_SLOTS): a repeated id is
-   * four int32 reads and compares, not a call into the hex encoder and a new string.
+   * A UUID as 32 lowercase hex digits. Every Fetch request from v13 on names its topics by id, so the
+   * strings are kept in a small table keyed by the bytes (UUID_SLOTS): a repeated id is four int32
+   * reads and compares, not a call into the hex encoder and a new string.
    */
   uuid(): string {
     if (!this.need(16)) return ZERO_UUID;

@@ -24,11 +24,15 @@ const PRIME = envInt('BENCH_PRIME_RECORDS', 0);
 
 const PRODUCER_CONFIG = THROUGHPUT_PRODUCER_CONFIG;
 
-/** BENCH_PERF_DIR set: `perf record -g` of the broker over the timed part, into <dir>/<workload>.data. */
+/** BENCH_PERF_DIR set: `perf record -g` of the broker over the timed part, into <dir>/<workload>.data, at BENCH_PERF_HZ (999) samples/s. */
 function perfRecord(pid: number, name: string): () => Promise<void> {
   const dir = process.env['BENCH_PERF_DIR'];
   if (dir === undefined) return () => Promise.resolve();
-  const child = spawn('perf', ['record', '-g', '-F', '999', '-p', String(pid), '-o', `${dir}/${name}.data`], { stdio: 'ignore' });
+  const child = spawn(
+    'perf',
+    ['record', '-g', '-F', String(envInt('BENCH_PERF_HZ', 999)), '-p', String(pid), '-o', `${dir}/${name}.data`],
+    { stdio: 'ignore' },
+  );
   return () =>
     new Promise((resolve) => {
       child.once('exit', () => resolve());

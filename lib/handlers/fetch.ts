@@ -23,6 +23,7 @@ import { fetchVersionError, recordsForFetchVersion } from './fetch-down-convert.
 import { fetchReplicaId, replicaFetch } from './fetch-replica.js';
 import { AclOperation, clusterAllowed, topicAllowed } from '../security/acl/checks.js';
 import { defineHandler, type RequestContext } from './types.js';
+import { int64At } from '../../protocol/codec/int64.js';
 
 const READ_COMMITTED = 1;
 const ZERO_UUID = '0'.repeat(32);
@@ -174,7 +175,7 @@ function nextOffsetAfter(records: Buffer[], fallback: bigint): bigint {
     for (let p = 0; p + LOG_OVERHEAD <= b.length;) {
       const size = LOG_OVERHEAD + b.readInt32BE(p + BatchField.BATCH_LENGTH);
       if (size <= BatchField.MAGIC || p + size > b.length || (b[p + BatchField.MAGIC] === 2 && size < RECORD_BATCH_OVERHEAD)) break;
-      const base = b.readBigInt64BE(p);
+      const base = int64At(b, p);
       next = (b[p + BatchField.MAGIC] === 2 ? base + BigInt(b.readInt32BE(p + BatchField.LAST_OFFSET_DELTA)) : base) + 1n;
       p += size;
     }

@@ -5,6 +5,7 @@
 import { crc32c } from '../../protocol/records/native.js';
 import { crc32Range } from '../../protocol/records/crc32.js';
 import { BatchField, LOG_OVERHEAD, MESSAGE_OVERHEAD, MessageField, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
+import { int64At } from '../../protocol/codec/int64.js';
 
 export const LOG_SUFFIX = '.log';
 export const INDEX_SUFFIX = '.index';
@@ -42,7 +43,7 @@ export function parseEntryHeader(buf: Buffer, p: number, avail: number, position
   if (magic === 2) {
     if (length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) return `batch length ${length} below the minimum`;
     if (avail < HEADER_BYTES) return null;
-    const base = buf.readBigInt64BE(p);
+    const base = int64At(buf, p);
     const delta = buf.readInt32BE(p + BatchField.LAST_OFFSET_DELTA);
     if (delta < 0) return `negative lastOffsetDelta ${delta}`;
     return {
@@ -51,15 +52,15 @@ export function parseEntryHeader(buf: Buffer, p: number, avail: number, position
       magic,
       baseOffset: base,
       lastOffset: base + BigInt(delta),
-      maxTimestamp: buf.readBigInt64BE(p + BatchField.MAX_TIMESTAMP),
+      maxTimestamp: int64At(buf, p + BatchField.MAX_TIMESTAMP),
       partitionLeaderEpoch: buf.readInt32BE(p + BatchField.PARTITION_LEADER_EPOCH),
     };
   }
   if (magic === 0 || magic === 1) {
     if (length < MESSAGE_OVERHEAD[magic]) return `message size ${length} below the minimum`;
     if (magic === 1 && avail < MessageField.TIMESTAMP + 8) return null;
-    const offset = buf.readBigInt64BE(p);
-    const ts = magic === 1 ? buf.readBigInt64BE(p + MessageField.TIMESTAMP) : -1n;
+    const offset = int64At(buf, p);
+    const ts = magic === 1 ? int64At(buf, p + MessageField.TIMESTAMP) : -1n;
     return {
       position,
       size: LOG_OVERHEAD + length,

@@ -99,6 +99,8 @@ export function fromProtocolError(err: unknown): LogError {
 
 interface Ctx {
   config: LogConfig;
+  /** `now` as the caller gave it (milliseconds): the key of lastCtx */
+  nowMs: number;
   now: bigint;
   minTs: bigint;
   maxTs: bigint;
@@ -117,13 +119,22 @@ function checkTimestamp(ctx: Ctx, ts: bigint, where: string): void {
   }
 }
 
-/** Phase 1: checks `records` against `config`; throws LogError (with a Kafka code) on the first problem. */
-export function validateRecords(records: Buffer, config: LogConfig, now: number, opts: ValidateOptions = {}): ValidatedRecords {
+/**
+ * The last validation's context, reused while the config object (replaced, never changed, when the
+ * topic's config changes) and the millisecond stay the same: appends arriving within one millisecond
+ * make no BigInts for the time bounds. Nothing writes to a Ctx once made.
+ */
+let lastCtx: Ctx | null = null;
+
+function contextFor(config: LogConfig, now: number): Ctx {
+  const last = lastCtx;
+  if (last !== null && last.config === config && last.nowMs === now) return last;
   const n = BigInt(now);
   const minTs = n - BigInt(config.timestampBeforeMaxMs);
   const maxTs = n + BigInt(config.timestampAfterMaxMs);
   const ctx: Ctx = {
     config,
+    nowMs: now,
     now: n,
     minTs,
     maxTs,
@@ -133,6 +144,13 @@ export function validateRecords(records: Buffer, config: LogConfig, now: number,
     minTsNum: Number(minTs),
     maxTsNum: Number(maxTs),
   };
+  lastCtx = ctx;
+  return ctx;
+}
+
+/** Phase 1: checks `records` against `config`; throws LogError (with a Kafka code) on the first problem. */
+export function validateRecords(records: Buffer, config: LogConfig, now: number, opts: ValidateOptions = {}): ValidatedRecords {
+  const ctx = contextFor(config, now);
   const runs = opts.legacyRuns === true;
   const entries: ValidatedEntry[] = [];
   let recordCount = 0;

@@ -9,6 +9,7 @@ import type { ShareAutoOffsetReset } from '../group/group-configs.js';
 import type { PartitionLog } from '../log/partition-log.js';
 import type { AcquiredRange, PersistedRecordState } from './share-partition.js';
 import { SharePartition, type SharePartitionLimits } from './share-partition.js';
+import { int64At } from '../../protocol/codec/int64.js';
 
 export interface SharePartitionsDeps {
   limits: SharePartitionLimits;
@@ -54,7 +55,7 @@ function entriesOf(records: readonly Buffer[]): Entry[] {
     for (let p = 0; p + LOG_OVERHEAD <= b.length;) {
       const size = LOG_OVERHEAD + b.readInt32BE(p + BatchField.BATCH_LENGTH);
       if (size <= BatchField.MAGIC || p + size > b.length) break;
-      const base = b.readBigInt64BE(p);
+      const base = int64At(b, p);
       const v2 = b[p + BatchField.MAGIC] === 2 && size >= RECORD_BATCH_OVERHEAD;
       const last = v2 ? base + BigInt(b.readInt32BE(p + BatchField.LAST_OFFSET_DELTA)) : base;
       const control = v2 && (b.readInt16BE(p + BatchField.ATTRIBUTES) & 0x20) !== 0;

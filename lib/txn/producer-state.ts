@@ -20,6 +20,7 @@ import {
 } from '../../protocol/records/index.js';
 import { LogError } from '../log/errors.js';
 import type { AbortedTxn } from '../log/transaction-index.js';
+import { int64At } from '../../protocol/codec/int64.js';
 
 /** Who appends: clients get full validation, the coordinators epoch checks only, replays none. */
 export const AppendOrigin = { CLIENT: 0, COORDINATOR: 1, REPLICATION: 2 } as const;
@@ -169,12 +170,12 @@ export class ProducerStateManager {
       const b = e.buf;
       // no producer (-1): the high word is negative; checked without allocating a bigint
       if (b.readInt32BE(BatchField.PRODUCER_ID) < 0) continue;
-      const producerId = b.readBigInt64BE(BatchField.PRODUCER_ID);
+      const producerId = int64At(b, BatchField.PRODUCER_ID);
       const attributes = b.readInt16BE(BatchField.ATTRIBUTES);
       const epoch = b.readInt16BE(BatchField.PRODUCER_EPOCH);
       const isControl = (attributes & BatchAttribute.CONTROL) !== 0;
       const isTransactional = (attributes & BatchAttribute.TRANSACTIONAL) !== 0;
-      const maxTimestamp = b.readBigInt64BE(BatchField.MAX_TIMESTAMP);
+      const maxTimestamp = int64At(b, BatchField.MAX_TIMESTAMP);
       const current = this.producers.get(producerId);
       if (origin === AppendOrigin.CLIENT && !isControl && current !== undefined && current.producerEpoch === epoch) {
         const firstSeq = b.readInt32BE(BatchField.BASE_SEQUENCE);

@@ -10,6 +10,38 @@ const UUID_SLOTS = 256;
 const uuidWords = new Int32Array(UUID_SLOTS * 4);
 const uuidStrings: (string | undefined)[] = new Array<string | undefined>(UUID_SLOTS).fill(undefined);
 
+/**
+ * Readers over small buffers share one DataView per ArrayBuffer: a request frame of up to 4 KiB is a
+ * slice of Node's 8 KiB allocation pool, so consecutive requests mostly sit in the same ArrayBuffer and
+ * need no new view. Larger ArrayBuffers get a view of their own and are not kept here (a 100 MB frame
+ * is not held alive by the last reader's cache).
+ */
+const SHARED_VIEW_MAX_BYTES = 64 * 1024;
+let sharedBuffer: ArrayBufferLike | null = null;
+let sharedView: DataView | null = null;
+
+/** A DataView over the whole of `ab` (reads add the buffer's byteOffset). */
+function viewOver(ab: ArrayBufferLike): DataView {
+  if (ab === sharedBuffer && sharedView !== null) return sharedView;
+  const dv = new DataView(ab);
+  if (ab.byteLength <= SHARED_VIEW_MAX_BYTES) {
+    sharedBuffer = ab;
+    sharedView = dv;
+  }
+  return dv;
+}
+
+/**
+ * Short strings (topic names, ids) are kept in a small table keyed by their bytes, as UUIDs are:
+ * a repeated one is a hash and a compare over its bytes, not a call into the UTF-8 decoder and a new
+ * string. Slots hold up to STRING_MAX_BYTES bytes; a colliding string replaces the slot's.
+ */
+const STRING_SLOTS = 256;
+const STRING_MAX_BYTES = 64;
+const stringBytes = new Uint8Array(STRING_SLOTS * STRING_MAX_BYTES);
+const stringLengths = new Int32Array(STRING_SLOTS);
+const strings: (string | undefined)[] = new Array<string | undefined>(STRING_SLOTS).fill(undefined);
+
 /** An unknown tagged field, kept verbatim so that it survives a decode → encode round trip. */
 export interface TaggedField {
   tag: number;
@@ -26,8 +58,11 @@ export class Reader {
   offset: number;
   readonly end: number;
   error: ProtocolError | undefined;
-  // Fixed-width fields go through a DataView (inlined by V8; int64 without BigInt arithmetic).
+  // Fixed-width fields go through a DataView (inlined by V8; int64 without BigInt arithmetic), one
+  // over the whole ArrayBuffer (viewOver): reads add `base`, the buffer's byteOffset. Every read is
+  // bounded by need() against `end` first, so none strays outside `buf`.
   private dv: DataView | undefined;
+  private readonly base: number;
 
   constructor(buf: Buffer, offset = 0, end = buf.length) {
     this.buf = buf;
@@ -35,10 +70,11 @@ export class Reader {
     this.end = end;
     this.error = undefined;
     this.dv = undefined;
+    this.base = buf.byteOffset;
   }
 
   private get view(): DataView {
-    return (this.dv ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength));
+    return (this.dv ??= viewOver(this.buf.buffer));
   }
 
   get remaining(): number {
@@ -86,28 +122,28 @@ export class Reader {
 
   int16(): number {
     if (!this.need(2)) return 0;
-    const v = this.view.getInt16(this.offset);
+    const v = this.view.getInt16(this.base + this.offset);
     this.offset += 2;
     return v;
   }
 
   uint16(): number {
     if (!this.need(2)) return 0;
-    const v = this.view.getUint16(this.offset);
+    const v = this.view.getUint16(this.base + this.offset);
     this.offset += 2;
     return v;
   }
 
   int32(): number {
     if (!this.need(4)) return 0;
-    const v = this.view.getInt32(this.offset);
+    const v = this.view.getInt32(this.base + this.offset);
     this.offset += 4;
     return v;
   }
 
   uint32(): number {
     if (!this.need(4)) return 0;
-    const v = this.view.getUint32(this.offset);
+    const v = this.view.getUint32(this.base + this.offset);
     this.offset += 4;
     return v;
   }
@@ -120,20 +156,21 @@ export class Reader {
   int64(): bigint {
     if (!this.need(8)) return 0n;
     const dv = this.view;
-    const hi = dv.getInt32(this.offset);
-    const lo = dv.getUint32(this.offset + 4);
+    const at = this.base + this.offset;
+    const hi = dv.getInt32(at);
+    const lo = dv.getUint32(at + 4);
     let v: bigint;
     if (hi === 0) v = lo === 0 ? 0n : BigInt(lo);
     else if (hi === -1 && lo === 0xffffffff) v = MINUS_ONE;
     else if (hi >= -0x200000 && hi < 0x200000) v = BigInt(hi * 0x100000000 + lo);
-    else v = dv.getBigInt64(this.offset);
+    else v = dv.getBigInt64(at);
     this.offset += 8;
     return v;
   }
 
   float64(): number {
     if (!this.need(8)) return 0;
-    const v = this.view.getFloat64(this.offset);
+    const v = this.view.getFloat64(this.base + this.offset);
     this.offset += 8;
     return v;
   }
@@ -147,10 +184,11 @@ export class Reader {
     if (!this.need(16)) return ZERO_UUID;
     const o = this.offset;
     const dv = this.view;
-    const a = dv.getInt32(o);
-    const b = dv.getInt32(o + 4);
-    const c = dv.getInt32(o + 8);
-    const d = dv.getInt32(o + 12);
+    const at = this.base + o;
+    const a = dv.getInt32(at);
+    const b = dv.getInt32(at + 4);
+    const c = dv.getInt32(at + 8);
+    const d = dv.getInt32(at + 12);
     this.offset = o + 16;
     const slot = (a ^ b ^ c ^ d ^ (d >>> 16)) & (UUID_SLOTS - 1);
     const w = slot * 4;
@@ -270,8 +308,25 @@ export class Reader {
       this.fail(GregorErrorCode.LENGTH_EXCEEDS_FRAME, `string length ${n} exceeds the ${this.end - this.offset} remaining bytes`);
       return '';
     }
-    const v = this.buf.toString('utf8', this.offset, this.offset + n);
-    this.offset += n;
+    const o = this.offset;
+    this.offset = o + n;
+    if (n === 0) return '';
+    if (n > STRING_MAX_BYTES) return this.buf.toString('utf8', o, o + n);
+    const buf = this.buf;
+    let h = n;
+    for (let i = o; i < o + n; i++) h = Math.imul(h ^ (buf[i] as number), 0x01000193);
+    const slot = (h ^ (h >>> 15)) & (STRING_SLOTS - 1);
+    const at = slot * STRING_MAX_BYTES;
+    const known = strings[slot];
+    if (known !== undefined && stringLengths[slot] === n) {
+      let i = 0;
+      while (i < n && stringBytes[at + i] === buf[o + i]) i++;
+      if (i === n) return known;
+    }
+    const v = buf.toString('utf8', o, o + n);
+    for (let i = 0; i < n; i++) stringBytes[at + i] = buf[o + i] as number;
+    stringLengths[slot] = n;
+    strings[slot] = v;
     return v;
   }
 

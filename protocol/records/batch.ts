@@ -1,5 +1,6 @@
 import { crc32c } from './native.js';
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
+import { int64At } from '../codec/int64.js';
 import { Reader } from '../codec/reader.js';
 import { Writer, sizeVarint } from '../codec/writer.js';
 import { COMPRESSION_CODEC_MASK, CompressionCodec, compress, decompress, isCompressionCodec } from './compression.js';
@@ -91,7 +92,7 @@ export class RecordBatch {
   }
 
   get baseOffset(): bigint {
-    return this.buf.readBigInt64BE(this.start + BatchField.BASE_OFFSET);
+    return int64At(this.buf, this.start + BatchField.BASE_OFFSET);
   }
   get batchLength(): number {
     return this.buf.readInt32BE(this.start + BatchField.BATCH_LENGTH);
@@ -140,13 +141,13 @@ export class RecordBatch {
     return this.lastOffset + 1n;
   }
   get baseTimestamp(): bigint {
-    return this.buf.readBigInt64BE(this.start + BatchField.BASE_TIMESTAMP);
+    return int64At(this.buf, this.start + BatchField.BASE_TIMESTAMP);
   }
   get maxTimestamp(): bigint {
-    return this.buf.readBigInt64BE(this.start + BatchField.MAX_TIMESTAMP);
+    return int64At(this.buf, this.start + BatchField.MAX_TIMESTAMP);
   }
   get producerId(): bigint {
-    return this.buf.readBigInt64BE(this.start + BatchField.PRODUCER_ID);
+    return int64At(this.buf, this.start + BatchField.PRODUCER_ID);
   }
   get producerEpoch(): number {
     return this.buf.readInt16BE(this.start + BatchField.PRODUCER_EPOCH);

@@ -1,5 +1,6 @@
 import { crc32 } from './native.js';
 import { GregorErrorCode, ProtocolError } from '../codec/errors.js';
+import { int64At } from '../codec/int64.js';
 import { crc32Range } from './crc32.js';
 import { LOG_OVERHEAD, TimestampType } from './batch.js';
 import type { DecodeRecordsOptions, PartialTail } from './batch.js';
@@ -77,7 +78,7 @@ export class LegacyMessage {
   }
 
   get offset(): bigint {
-    return this.buf.readBigInt64BE(this.start + MessageField.OFFSET);
+    return int64At(this.buf, this.start + MessageField.OFFSET);
   }
   get messageSize(): number {
     return this.buf.readInt32BE(this.start + MessageField.MESSAGE_SIZE);
@@ -107,7 +108,7 @@ export class LegacyMessage {
   }
   /** -1 for magic 0. */
   get timestamp(): bigint {
-    return this.magic === 0 ? -1n : this.buf.readBigInt64BE(this.start + MessageField.TIMESTAMP);
+    return this.magic === 0 ? -1n : int64At(this.buf, this.start + MessageField.TIMESTAMP);
   }
   get key(): Buffer | null {
     return this.field(this.keyStart);

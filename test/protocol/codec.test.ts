@@ -103,6 +103,81 @@ describe('codec primitives', () => {
     expect(r.compactString()).to.equal('abc');
   });
 
+  it('short strings read from the string table equal the decoder on every pass (repeats, same lengths, collisions, non-UTF-8)', () => {
+    const strs = ['topic-a', 'topic-b', 'topic-a', 'b-topic', 'ü-topic', '', 'x'.repeat(64), 'x'.repeat(65), 'y'.repeat(64)];
+    // 600 distinct names of one length: more than the table's 256 slots, so slots are replaced
+    for (let i = 0; i < 600; i++) strs.push(`t${String(i).padStart(5, '0')}`);
+    for (let pass = 0; pass < 3; pass++) {
+      const w = Writer.alloc(strs.reduce((n, s) => n + 2 + Buffer.byteLength(s), 0));
+      for (const s of strs) w.string(s);
+      const r = new Reader(w.done());
+      for (const [i, s] of strs.entries()) expect(r.string(), `pass ${pass}, string ${i}`).to.equal(s);
+      r.finish(true);
+    }
+    // bytes that are not UTF-8 decode as the decoder does (replacement characters), the second time too
+    const bad = Buffer.from([0, 4, 0x61, 0xff, 0xfe, 0x62]);
+    for (let i = 0; i < 2; i++) expect(new Reader(bad).string()).to.equal(Buffer.from([0x61, 0xff, 0xfe, 0x62]).toString('utf8'));
+    // a string of the same length and hash slot as a cached one but other bytes is not taken for it
+    const seen = new Map<number, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined && i < 100000; i++) {
+      const s = `c${String(i).padStart(6, '0')}`;
+      const b = Buffer.from(s);
+      let h = b.length;
+      for (const x of b) h = Math.imul(h ^ x, 0x01000193);
+      const slot = (h ^ (h >>> 15)) & 255;
+      const other = seen.get(slot);
+      if (other !== undefined) pair = [other, s];
+      else seen.set(slot, s);
+    }
+    expect(pair).to.not.equal(undefined);
+    const [first, second] = pair as [string, string];
+    for (const s of [first, second, first, second]) {
+      const w = Writer.alloc(2 + s.length);
+      w.string(s);
+      expect(new Reader(w.done()).string()).to.equal(s);
+    }
+  });
+
+  it('readers over slices of one ArrayBuffer read their own bytes (one shared view, each at its byteOffset)', () => {
+    const pool = Buffer.alloc(4096);
+    const slices: Buffer[] = [];
+    for (let i = 0; i < 50; i++) {
+      const b = pool.subarray(i * 48 + (i % 7), i * 48 + (i % 7) + 38);
+      b.writeInt16BE(-i - 1, 0);
+      b.writeUInt16BE(60000 + i, 2);
+      b.writeInt32BE(-100000 * (i + 1), 4);
+      b.writeUInt32BE(4000000000 + i, 8);
+      b.writeBigInt64BE(BigInt(i) * 10000000000n - 3n, 12);
+      b.writeDoubleBE(i + 0.5, 20);
+      b.writeBigInt64BE(-(2n ** 62n) - BigInt(i), 28);
+      slices.push(b);
+    }
+    // read in an order that alternates with a reader over another ArrayBuffer (the shared view changes)
+    for (const [i, b] of slices.entries()) {
+      const other = new Reader(Buffer.from([0, 0, 0, 7]));
+      expect(other.int32()).to.equal(7);
+      const r = new Reader(b);
+      expect([r.int16(), r.uint16(), r.int32(), r.uint32()], `slice ${i}`).to.deep.equal([
+        -i - 1,
+        60000 + i,
+        -100000 * (i + 1),
+        4000000000 + i,
+      ]);
+      expect(r.int64()).to.equal(BigInt(i) * 10000000000n - 3n);
+      expect(r.float64()).to.equal(i + 0.5);
+      expect(r.int64()).to.equal(-(2n ** 62n) - BigInt(i));
+      expect(r.remaining).to.equal(2);
+      // the bytes past the slice's end (the next slice's) are not read: a truncated int32 fails
+      expect(r.int32()).to.equal(0);
+      expect(r.error?.code).to.equal(GregorErrorCode.TRUNCATED);
+    }
+    // a reader over a large buffer (not kept as the shared view) reads from its byteOffset too
+    const big = Buffer.alloc(128 * 1024);
+    big.writeInt32BE(123456, 100001);
+    expect(new Reader(big.subarray(100001)).int32()).to.equal(123456);
+  });
+
   it('int64 reads every range exactly (small values take a fast path, the rest DataView)', () => {
     const values = [0n, 1n, -1n, -2n, 0xffffffffn, 0x100000000n, -0x100000000n, -0xffffffffn, 123456789012345n, -123456789012345n];
     values.push(

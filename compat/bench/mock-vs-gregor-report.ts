@@ -1,6 +1,7 @@
 /**
  * The tables of compat/bench/mock-vs-gregor.ts: the summary rows (medians over rounds) drawn from a
- * run's per-round figures, the markdown table (workload | <brokers> | ratio | broker CPU columns), and
+ * run's per-round figures, the markdown table (workload | <brokers> | ratio | broker CPU columns | client
+ * CPU and cores busy), and
  * `--compare A.json B.json` (before -> after, Δ%).
  */
 import { readFileSync } from 'node:fs';
@@ -61,6 +62,14 @@ export interface Row {
    * at that minute hits both): the median over rounds and the range. Throughput rows of a paired run.
    */
   perRoundRatio?: { median: number; min: number; max: number; rounds: number };
+  /** Throughput rows: the client program's CPU seconds per 1M records (median over rounds). */
+  clientCpu?: Partial<Record<string, number | null>>;
+  /**
+   * Throughput rows: cores the broker and the client kept busy together, (broker + client CPU-s per
+   * record) x records/s (median over rounds). Near 2 on this 2-core machine, the workload is bound by
+   * CPU: the ratio of two brokers' rates is then that of their CPU per record plus the client's.
+   */
+  coresBusy?: Partial<Record<string, number | null>>;
 }
 
 export interface ResultFile {
@@ -107,6 +116,13 @@ export function summarize(
       cpuUnit: 'CPU-s per 1M records',
       brokerCpu: perTarget(targets, (t) => med(t, (r) => pick(r)?.brokerCpuSPerM ?? null)),
       servingCpu: perTarget(targets, (t) => med(t, (r) => pick(r)?.servingCpuSPerM ?? null)),
+      clientCpu: perTarget(targets, (t) => med(t, (r) => pick(r)?.clientCpuSPerM ?? null)),
+      coresBusy: perTarget(targets, (t) =>
+        med(t, (r) => {
+          const x = pick(r);
+          return x === undefined || x.brokerCpuSPerM === null ? null : ((x.brokerCpuSPerM + x.clientCpuSPerM) * x.recordsPerSec) / 1e6;
+        }),
+      ),
     };
     const ratios: number[] = [];
     for (const r of rounds) {
@@ -207,12 +223,25 @@ const ratioFmt = (x: number): string => (x >= 10 ? x.toFixed(1) : x >= 0.1 ? x.t
 export function markdownTable(targets: readonly TargetName[], rows: readonly Row[], serving: Record<string, string>): string {
   const pair = targets.includes('gregor') && targets.includes('mock');
   const who = (t: string) => (t === 'broker' ? '' : `${t} `);
+  const clients = rows.some((r) => r.clientCpu !== undefined);
+  const clientCells = (r: Row): string[] =>
+    !clients
+      ? []
+      : [
+          ...targets.map((t) => (r.clientCpu === undefined ? '' : cpuFmt(r.clientCpu[t], r.cpuUnit))),
+          ...targets.map((t) => {
+            if (r.coresBusy === undefined) return '';
+            const c = r.coresBusy[t];
+            return c === null || c === undefined ? '–' : c.toFixed(2);
+          }),
+        ];
   const head = [
     'workload',
     ...targets,
     ...(pair ? ['ratio gregor/mock', 'ratio per round: median (min–max)'] : []),
     ...targets.map((t) => `${who(t)}broker CPU`),
     ...targets.map((t) => `${who(t)}${serving[t] ?? 'main thread'}`),
+    ...(clients ? [...targets.map((t) => `${who(t)}client CPU`), ...targets.map((t) => `${who(t)}cores busy (broker + client)`)] : []),
   ];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
   for (const r of rows) {
@@ -223,7 +252,7 @@ export function markdownTable(targets: readonly TargetName[], rows: readonly Row
     const q = r.perRoundRatio;
     const perRound = q === undefined ? '' : `${ratioFmt(q.median)} (${ratioFmt(q.min)}–${ratioFmt(q.max)})`;
     lines.push(
-      `| ${[r.label, ...targets.map((t) => fmt(r.values[t], r.unit)), ...(pair ? [ratio, perRound] : []), ...targets.map((t) => cpuFmt(r.brokerCpu?.[t], r.cpuUnit)), ...targets.map((t) => cpuFmt(r.servingCpu?.[t], r.cpuUnit))].join(' | ')} |`,
+      `| ${[r.label, ...targets.map((t) => fmt(r.values[t], r.unit)), ...(pair ? [ratio, perRound] : []), ...targets.map((t) => cpuFmt(r.brokerCpu?.[t], r.cpuUnit)), ...targets.map((t) => cpuFmt(r.servingCpu?.[t], r.cpuUnit)), ...clientCells(r)].join(' | ')} |`,
     );
   }
   return lines.join('\n');

@@ -49,4 +49,36 @@ describe('mock-vs-gregor report: per-round ratios', () => {
     const line = table.split('\n').find((l) => l.startsWith('| produce acks=1'));
     expect(line).to.include('| 1.00 (0.50–2.00) |');
   });
+
+  it('gives each broker its client CPU and the cores broker and client kept busy together (throughput rows only)', () => {
+    // acks=1, gregor: 1M, 2M, 4M records/s at 0.2 + 0.4 CPU-s/M → 0.6, 1.2, 2.4 cores (median 1.2)
+    const acks1 = rows.find((r) => r.id === 'produce-acks1');
+    expect(acks1?.clientCpu).to.deep.equal({ mock: 0.4, gregor: 0.4 });
+    expect(acks1?.coresBusy).to.deep.equal({ mock: 1.2, gregor: 1.2 });
+    const consume = rows.find((r) => r.id === 'consume');
+    // gregor consume: 3M, 5M → 1.8, 3.0 cores (median 2.4); mock: 4M, 4M, 1M → 2.4, 2.4, 0.6 (median 2.4)
+    expect(consume?.coresBusy).to.deep.equal({ mock: 2.4, gregor: 2.4 });
+    const table = markdownTable(['mock', 'gregor'], rows, { mock: 'rdk:mock thread', gregor: 'main thread' });
+    const head = table.split('\n')[0] ?? '';
+    expect(head).to.include(
+      '| mock client CPU | gregor client CPU | mock cores busy (broker + client) | gregor cores busy (broker + client) |',
+    );
+    expect(table.split('\n').find((l) => l.startsWith('| produce acks=1'))).to.match(/\| 0\.40 s\/M \| 0\.40 s\/M \| 1\.20 \| 1\.20 \|$/);
+  });
+
+  it('leaves the client columns empty for a broker without CPU figures and for rows that are not throughput', () => {
+    const noPid: Round[] = [
+      {
+        round: 1,
+        order: ['broker'],
+        startedAt: '',
+        results: { broker: { ...target(1e6), produceAcks1: { ...tp(1e6), brokerCpuSPerM: null } } },
+      },
+    ];
+    const r = summarize(['broker'], noPid, [{ order: ['broker'], ms: { broker: 100 } }], 1e6);
+    expect(r.find((x) => x.id === 'produce-acks1')?.coresBusy).to.deep.equal({ broker: null });
+    const table = markdownTable(['broker'], r, {});
+    expect(table.split('\n').find((l) => l.startsWith('| produce acks=1'))).to.match(/\| 0\.40 s\/M \| – \|$/);
+    expect(table.split('\n').find((l) => l.startsWith('| process start'))).to.match(/\| 100 (\| {2}){4}\|$/);
+  });
 });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { GregorErrorCode, ProtocolError } from '../../protocol/codec/errors.js';
+import { int64At } from '../../protocol/codec/int64.js';
 import { Reader } from '../../protocol/codec/reader.js';
 import { Writer, sizeUvarint, sizeVarint, sizeVarlong } from '../../protocol/codec/writer.js';
 import { decodeRequest, decodeResponse, encodeRequest, encodeResponse, peekRequestHeader } from '../../protocol/frame.js';
@@ -178,7 +179,7 @@ describe('codec primitives', () => {
     expect(new Reader(big.subarray(100001)).int32()).to.equal(123456);
   });
 
-  it('int64 reads every range exactly (small values take a fast path, the rest DataView)', () => {
+  it('int64 reads every range exactly, in the Reader and in int64At (small values take a fast path, the rest the general one)', () => {
     const values = [0n, 1n, -1n, -2n, 0xffffffffn, 0x100000000n, -0x100000000n, -0xffffffffn, 123456789012345n, -123456789012345n];
     values.push(
       2n ** 53n - 1n,
@@ -189,14 +190,24 @@ describe('codec primitives', () => {
       -(2n ** 63n),
       0x1fffffn << 32n,
       (0x1fffffn << 32n) - 1n,
+      -0x200000n << 32n,
     );
+    for (let i = 0; i < 200; i++) values.push(randomBytes(8).readBigInt64BE(0));
     for (const v of values) {
       const w = Writer.alloc(8);
       w.int64(v);
-      const r = new Reader(w.done());
+      const buf = w.done();
+      const r = new Reader(buf);
       expect(r.int64()).to.equal(v);
       r.finish(true);
+      // int64At at an odd offset of a larger buffer, against Node's own reader
+      const at = Buffer.alloc(13);
+      buf.copy(at, 3);
+      expect(int64At(at, 3)).to.equal(v);
+      expect(int64At(at, 3)).to.equal(at.readBigInt64BE(3));
     }
+    // past the end: a RangeError, as readBigInt64BE gives
+    expect(() => int64At(Buffer.alloc(12), 5)).to.throw(RangeError);
     // unaligned, after other fields
     const w = Writer.alloc(1 + 8 + 8);
     w.int8(7);

@@ -67,7 +67,8 @@ export class Reader {
   constructor(buf: Buffer, offset = 0, end = buf.length) {
     this.buf = buf;
     this.offset = offset;
-    this.end = end;
+    // never past the buffer: the shared view would read a neighbour's bytes where a view of `buf` threw
+    this.end = end > buf.length ? buf.length : end;
     this.error = undefined;
     this.dv = undefined;
     this.base = buf.byteOffset;

@@ -173,6 +173,13 @@ describe('codec primitives', () => {
       expect(r.int32()).to.equal(0);
       expect(r.error?.code).to.equal(GregorErrorCode.TRUNCATED);
     }
+    // an end given past the buffer is the buffer's end: the pool's next bytes are not read
+    const tail = pool.subarray(0, 6);
+    const past = new Reader(tail, 0, 10);
+    expect(past.end).to.equal(6);
+    past.int32();
+    expect(past.int32()).to.equal(0);
+    expect(past.error?.code).to.equal(GregorErrorCode.TRUNCATED);
     // a reader over a large buffer (not kept as the shared view) reads from its byteOffset too
     const big = Buffer.alloc(128 * 1024);
     big.writeInt32BE(123456, 100001);

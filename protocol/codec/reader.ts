@@ -1,8 +1,7 @@
 import { GregorErrorCode, ProtocolError } from './errors.js';
+import { smallInt64 } from './int64.js';
 
 const ZERO_UUID = '00000000000000000000000000000000';
-/** `-1n` written in an expression is a unary minus on 1n, evaluated (and allocated) every time. */
-const MINUS_ONE = -1n;
 
 /** Slots of the decoded-UUID table (a power of two): one id per slot, a colliding id replaces it. */
 const UUID_SLOTS = 256;
@@ -158,13 +157,7 @@ export class Reader {
     if (!this.need(8)) return 0n;
     const dv = this.view;
     const at = this.base + this.offset;
-    const hi = dv.getInt32(at);
-    const lo = dv.getUint32(at + 4);
-    let v: bigint;
-    if (hi === 0) v = lo === 0 ? 0n : BigInt(lo);
-    else if (hi === -1 && lo === 0xffffffff) v = MINUS_ONE;
-    else if (hi >= -0x200000 && hi < 0x200000) v = BigInt(hi * 0x100000000 + lo);
-    else v = dv.getBigInt64(at);
+    const v = smallInt64(dv.getInt32(at), dv.getUint32(at + 4)) ?? dv.getBigInt64(at);
     this.offset += 8;
     return v;
   }

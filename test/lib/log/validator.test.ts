@@ -111,6 +111,9 @@ describe('lib/log append validation', () => {
     await open(over);
     expect(log.append(v2(2, { ts: T0 - 500n }), { leaderEpoch: 0, now: NOW }).info.firstOffset).to.equal(0n);
     expect(log.append(legacy(2, { magic: 0 }), { leaderEpoch: 0, now: NOW }).info.firstOffset).to.equal(2n);
+    // the bounds follow the clock: the same timestamp, 5 s later by the broker's clock, is refused
+    expect(log.append(v2(1, { ts: T0 }), { leaderEpoch: 0, now: NOW }).info.firstOffset).to.equal(4n);
+    expectLogError(() => log.append(v2(1, { ts: T0 }), { leaderEpoch: 0, now: NOW + 5000 }), ErrorCode.INVALID_TIMESTAMP);
     await open({ ...over, messageTimestampType: 'LogAppendTime' });
     expect(log.append(v2(2, { ts: T0 - 50000n }), { leaderEpoch: 0, now: NOW }).info.recordCount).to.equal(2);
   });

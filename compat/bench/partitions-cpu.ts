@@ -8,6 +8,7 @@
  * and Metadata (all topics) latency at each size. Same method as compat/bench/idle-cpu.ts (3,000
  * partitions, plus a raw Fetch loop), at three sizes and in the report's format.
  */
+import { spawn } from 'node:child_process';
 import type { BenchContext } from '../lib/suite.js';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import {
@@ -48,6 +49,19 @@ interface SizeResult {
   clientCpuPercent: number;
   rssMBIdle: number;
   rssMBConsumer: number;
+  /** the wake-up floor over the same windows: bare Node processes doing nothing but wake 1 and 2 times a second */
+  floorIdleCpuPercent: number;
+  floorConsumerCpuPercent: number;
+}
+
+/**
+ * A bare Node process that only wakes every `everyMs`: what the machine charges for the wake-ups alone.
+ * On a shared VM a wake-up after idle can cost milliseconds of guest CPU time (a host busy elsewhere
+ * runs the woken vCPU in slices), so a broker idling at a few wake-ups a second is measured beside it.
+ */
+function wakeFloor(everyMs: number): { pid: number; stop: () => void } {
+  const child = spawn(process.execPath, ['-e', `setInterval(() => {}, ${everyMs})`], { stdio: 'ignore' });
+  return { pid: child.pid ?? -1, stop: () => child.kill() };
 }
 
 interface RdStats {
@@ -84,6 +98,9 @@ async function metadataLatency(
 
 async function oneSize(ctx: BenchContext, partitions: number, windowS: number, settleS: number, metadataN: number): Promise<SizeResult> {
   const broker = await ctx.startGregor({ 'group.initial.rebalance.delay.ms': '0' });
+  // idle: one wake-up a second (the broker's housekeeping timers); long-polling: two more (a Fetch each 500 ms)
+  const floorIdle = wakeFloor(1000);
+  const floorPoll = wakeFloor(MAX_WAIT_MS);
   try {
     const pid = broker.pid;
     const topics = Array.from({ length: Math.ceil(partitions / PER_TOPIC) }, (_, i) => `pc-${String(i).padStart(3, '0')}`);
@@ -102,8 +119,10 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
     await sleep(settleS * 1000);
     ctx.log(`  ${partitions} partitions: idle window ${windowS} s`);
     const idleMeter = cpuMeter(pid);
+    const floorIdleMeter = cpuMeter(floorIdle.pid);
     await sleep(windowS * 1000);
     const idle = idleMeter();
+    const floorIdleCpu = floorIdleMeter();
     const rssIdle = rssBytes(pid);
 
     const consumer: RdKafkaConsumer = new (rdkafka().KafkaConsumer)(
@@ -153,9 +172,11 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
     const f0 = await nextStats();
     const u0 = process.cpuUsage();
     const cm = cpuMeter(pid);
+    const floorPollMeter = cpuMeter(floorPoll.pid);
     let f1 = f0;
     for (let i = 0; i < intervals; i++) f1 = await nextStats();
     const withConsumer = cm();
+    const floorPollCpu = floorPollMeter();
     const u = process.cpuUsage(u0);
     const rssConsumer = rssBytes(pid);
     consuming = false;
@@ -184,8 +205,12 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
       clientCpuPercent: round(((u.user + u.system) / 1e6 / withConsumer.wallSeconds) * 100, 2),
       rssMBIdle: round(rssIdle / 1048576, 1),
       rssMBConsumer: round(rssConsumer / 1048576, 1),
+      floorIdleCpuPercent: round(floorIdleCpu.cpuPercent, 3),
+      floorConsumerCpuPercent: round(floorPollCpu.cpuPercent, 3),
     };
   } finally {
+    floorIdle.stop();
+    floorPoll.stop();
     await broker.stop();
   }
 }
@@ -200,7 +225,7 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
     const r = await oneSize(ctx, n, windowS, settleS, metadataN);
     results.push(r);
     ctx.log(
-      `  ${n} partitions: idle ${r.idleCpuPercent}% of a core, with consumer ${r.consumerCpuPercent}% (${r.fetchRequests ?? '?'} fetches), Metadata p50 ${r.metadataP50Ms} ms`,
+      `  ${n} partitions: idle ${r.idleCpuPercent}% of a core, with consumer ${r.consumerCpuPercent}% (${r.fetchRequests ?? '?'} fetches), Metadata p50 ${r.metadataP50Ms} ms; wake-up floor (bare node every 1000 / ${MAX_WAIT_MS} ms) ${r.floorIdleCpuPercent}% / ${r.floorConsumerCpuPercent}%`,
     );
   }
   writeBench(ctx.outDir, {
@@ -209,10 +234,11 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
     description:
       `A fresh gregor per size, topics of ${PER_TOPIC} partitions, nothing produced. Broker CPU = utime+stime of its process from /proc over a ${windowS} s window: ` +
       `idle with no client, then while one librdkafka ${rdkafka().librdkafkaVersion} KafkaConsumer has every partition assigned at offset 0 with fetch.wait.max.ms=${MAX_WAIT_MS} (long-polling all of them). ` +
-      `Metadata latency: ${metadataN} Metadata v12 requests for all topics on one connection.`,
+      `Metadata latency: ${metadataN} Metadata v12 requests for all topics on one connection. ` +
+      `Wake-up floor: over the same windows, the CPU of bare Node processes that only wake every 1000 ms (idle window) and every ${MAX_WAIT_MS} ms (consumer window), what this machine charges for the wake-ups alone.`,
     headline: results.map(
       (r) =>
-        `${r.partitions.toLocaleString('en-US')} partitions: idle ${r.idleCpuPercent}% of a core, long-polling consumer ${r.consumerCpuPercent}%, Metadata (all topics) p50 ${r.metadataP50Ms} ms`,
+        `${r.partitions.toLocaleString('en-US')} partitions: idle ${r.idleCpuPercent}% of a core (a bare Node waking every second: ${r.floorIdleCpuPercent}%), long-polling consumer ${r.consumerCpuPercent}% (waking every ${MAX_WAIT_MS} ms: ${r.floorConsumerCpuPercent}%), Metadata (all topics) p50 ${r.metadataP50Ms} ms`,
     ),
     charts: [
       {
@@ -254,6 +280,8 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
         'Metadata response KB',
         'RSS MB idle',
         'RSS MB with consumer',
+        'wake-up floor % (bare node, 1000 ms)',
+        `wake-up floor % (bare node, ${MAX_WAIT_MS} ms)`,
       ],
       rows: results.map((r) => [
         r.partitions,
@@ -269,6 +297,8 @@ export async function partitionsCpu(ctx: BenchContext): Promise<void> {
         r.metadataResponseKB,
         r.rssMBIdle,
         r.rssMBConsumer,
+        r.floorIdleCpuPercent,
+        r.floorConsumerCpuPercent,
       ]),
     },
     notes: [

@@ -98,7 +98,8 @@ async function metadataLatency(
 
 async function oneSize(ctx: BenchContext, partitions: number, windowS: number, settleS: number, metadataN: number): Promise<SizeResult> {
   const broker = await ctx.startGregor({ 'group.initial.rebalance.delay.ms': '0' });
-  // idle: one wake-up a second (the broker's housekeeping timers); long-polling: two more (a Fetch each 500 ms)
+  // the idle broker wakes about once a second (its housekeeping timers share one wake-up); long-polling, twice
+  // (a Fetch answered every fetch.wait.max.ms = 500 ms)
   const floorIdle = wakeFloor(1000);
   const floorPoll = wakeFloor(MAX_WAIT_MS);
   try {

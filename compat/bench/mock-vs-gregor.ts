@@ -16,10 +16,12 @@
  * Each round starts a fresh gregor and a fresh mock (the order alternates between rounds), and runs
  * every workload on both back to back, so load on the shared machine hits both alike. Figures are
  * medians over BENCH_ROUNDS (3) rounds; e2e percentiles pool every round's samples.
+ * BENCH_PIN=1 (or BROKER_CPU:CLIENT_CPU) runs the workloads with each broker on a CPU of its own and
+ * the clients on the other (see PIN below).
  * Output: compat/results/bench-<ISO timestamp, ':' as '-'>.json and .md, and the table on stdout.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { RawClient, rawCreateTopics } from '../../test/helpers/raw-client.js';
 import { gregorVersion } from '../lib/broker-process.js';
@@ -58,7 +60,7 @@ import {
   startNativeProducer,
   THROUGHPUT_PRODUCER_CONFIG,
 } from './native-producer.js';
-import { benchMachine, cpuSeconds, envInt, pageSupplyMs, round, sleep } from './proc-stats.js';
+import { benchMachine, cpuSeconds, envInt, pageSupplyMs, parsePinning, pinProcess, round, sleep } from './proc-stats.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
 const ROUNDS = envInt('BENCH_ROUNDS', 3);
@@ -87,6 +89,14 @@ const STARTUP_RUNS = envInt('BENCH_STARTUP_RUNS', 5);
 const IDLE_S = envInt('BENCH_IDLE_S', 5);
 /** a pause before each later workload, so that one's background work (GC, log flushes) is not billed to the next */
 const SETTLE_S = envInt('BENCH_SETTLE_S', 2);
+/**
+ * BENCH_PIN (1, or BROKER_CPU:CLIENT_CPU; default off): after start-up is timed, binds this process and
+ * so every client it starts to one CPU and each broker to the other. Neither broker then shares a core
+ * with the clients: on a 2-core machine the unpinned produce workloads keep both cores busy, and a
+ * broker that costs more CPU per record loses throughput to the clients it competes with as much as
+ * to its own work. Pinned, a broker is measured against the rate one core of clients can offer.
+ */
+const PIN = parsePinning(process.env['BENCH_PIN'], availableParallelism());
 const WAITS = [500, 0] as const;
 const VALUE_BYTES = 100;
 const NUMBER_ARRAY = /\[\s*(-?[\d.eE+-]+(?:,\s*-?[\d.eE+-]+)*)\s*\]/g;
@@ -195,6 +205,10 @@ async function main(): Promise<void> {
     log(`  start-up: ${startup.map((s) => `gregor ${s.ms['gregor']} / mock ${s.ms['mock']} / node ${s.ms['node -e 0']}`).join('; ')} ms`);
   }
 
+  if (PIN !== null) {
+    pinProcess(process.pid, PIN.clientCpu);
+    log(`  pinned: the brokers to CPU ${PIN.brokerCpu}, this process and its clients to CPU ${PIN.clientCpu}`);
+  }
   const rounds: Round[] = [];
   const errors: RunError[] = [];
   for (let r = 1; r <= ROUNDS; r++) {
@@ -228,6 +242,10 @@ async function main(): Promise<void> {
           }
         }
         if (!running.includes(t)) running.push(t);
+        if (PIN !== null) {
+          if (t.pid === null) throw new Error('BENCH_PIN needs the broker process: pass --pid with --bootstrap');
+          pinProcess(t.pid, PIN.brokerCpu);
+        }
         round_.results[name] = { e2e: [], rssIdleMB: null, rssAfterProduceConsumeMB: null, rssEndMB: null, peakRssMB: null };
       }
       const res = (t: Target): TargetRound => round_.results[t.name] as TargetRound;
@@ -328,6 +346,7 @@ async function main(): Promise<void> {
         producer: { acks: 'all', 'linger.ms': 0 },
       },
       startupRuns: STARTUP_RUNS,
+      pinning: PIN,
       producer: PRODUCER_CONFIG,
       consumer: { ...CONSUMER_CONFIG, note: "librdkafka's defaults; assign from the beginning, read until partition EOF" },
       gregor: 'node bin/gregor.js start --port 0 --data-dir <fresh tmp dir> (defaults otherwise), LOG_LEVEL=warn',
@@ -351,6 +370,11 @@ async function main(): Promise<void> {
     pair
       ? "ratio = gregor / mock (higher is better for records/s, lower for ms and MB), of the medians; per round: gregor / mock within each round (run back to back, so the machine's load at that minute hits both), median and range over the rounds. Broker CPU: utime+stime of the broker process over the timed part (10 ms ticks); serving thread: gregor's main thread, the mock's rdk:mock thread (it serves every connection)."
       : `Broker CPU: utime+stime of the broker process over the timed part (10 ms ticks), and its main thread${args.pid === undefined ? ' (needs --pid)' : ''}.`,
+    ...(PIN === null
+      ? []
+      : [
+          `Pinned (BENCH_PIN): every thread of each broker on CPU ${PIN.brokerCpu}; this process and the client programs on CPU ${PIN.clientCpu}, after start-up was timed. Neither broker shares a core with the clients.`,
+        ]),
     ...(errors.length > 0
       ? [`${errors.length} workload(s) failed: ${errors.map((e) => `round ${e.round} ${e.target} ${e.workload}: ${e.message}`).join('; ')}`]
       : []),

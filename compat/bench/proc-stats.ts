@@ -115,6 +115,40 @@ export function cpuMeter(pid: number): () => { cpuSeconds: number; wallSeconds: 
   };
 }
 
+/** Where BENCH_PIN puts the processes of a run: every thread of each broker on one CPU, the clients on another. */
+export interface Pinning {
+  brokerCpu: number;
+  clientCpu: number;
+}
+
+/**
+ * Reads BENCH_PIN-style text: unset or '' → null (nothing pinned); '1' → brokers on CPU 0, clients on
+ * CPU 1; 'B:C' → brokers on CPU B, clients on CPU C. The two must differ and exist (0..cpus-1).
+ */
+export function parsePinning(text: string | undefined, cpus: number): Pinning | null {
+  if (text === undefined || text === '' || text === '0') return null;
+  const m = text === '1' ? ['1', '0', '1'] : /^(\d+):(\d+)$/.exec(text);
+  if (m === null) throw new Error(`BENCH_PIN=${text}: expected 1 or BROKER_CPU:CLIENT_CPU`);
+  const [brokerCpu, clientCpu] = [Number(m[1]), Number(m[2])];
+  if (brokerCpu === clientCpu) throw new Error(`BENCH_PIN=${text}: the broker and the clients need different CPUs`);
+  if (Math.max(brokerCpu, clientCpu) >= cpus) throw new Error(`BENCH_PIN=${text}: this machine has CPUs 0-${cpus - 1}`);
+  return { brokerCpu, clientCpu };
+}
+
+/**
+ * Binds every thread of process `pid` to CPU `cpu` (taskset -a -p, util-linux). Threads it starts
+ * later inherit the binding from the thread that starts them.
+ */
+export function pinProcess(pid: number, cpu: number): void {
+  execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+}
+
+/** The CPUs process `pid` may run on, as /proc/<pid>/status lists them (e.g. '0-1', '1'). */
+export function allowedCpus(pid: number): string {
+  const m = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m?.[1] ?? '';
+}
+
 export interface BenchMachine extends MachineInfo {
   loadavg: number[];
   clkTck: number;

@@ -5,7 +5,9 @@
  * (+50,000 warm-up) with acks=1 from the C producer of `npm run bench`; then BENCH_ROUNDS (9) rounds
  * each consume them all from the start with the C consumer (librdkafka's defaults), the three brokers
  * in a rotating order, all three running throughout. Per consume: records/s and the broker's CPU-s per
- * 1M records. Medians, and before/after against the mock.
+ * 1M records, and how the time splits: to the first record delivered (the start: the consumer's
+ * ListOffsets and first fetches on a fresh connection) and the rate from then on. Medians, and
+ * before/after against the mock.
  *
  *   node dist/compat/bench/consume-trees.js --before /path/to/other/checkout [--out DIR]
  *
@@ -27,6 +29,10 @@ interface Run {
   broker: Name;
   recordsPerSec: number;
   brokerCpuSPerM: number | null;
+  /** from the assign to the first record delivered */
+  firstRecordMs: number;
+  /** records/s from the first record delivered to the last */
+  afterFirstPerSec: number;
 }
 
 function parseArgs(argv: string[]): { before: string; out: string } {
@@ -81,14 +87,22 @@ async function main(): Promise<void> {
           broker: name,
           recordsPerSec: Math.round(r.records / r.seconds),
           brokerCpuSPerM: c0 === null || c1 === null ? null : round(((c1 - c0) / r.records) * 1e6, 3),
+          firstRecordMs: round(r.secondsToFirst * 1000, 2),
+          afterFirstPerSec: Math.round(r.records / (r.seconds - r.secondsToFirst)),
         };
         runs.push(run);
-        process.stderr.write(`round ${run.round} ${name}: ${run.recordsPerSec} records/s, ${run.brokerCpuSPerM ?? '-'} CPU-s/M\n`);
+        process.stderr.write(
+          `round ${run.round} ${name}: ${run.recordsPerSec} records/s, ${run.brokerCpuSPerM ?? '-'} CPU-s/M, first record after ${run.firstRecordMs} ms, then ${run.afterFirstPerSec} records/s\n`,
+        );
       }
     }
     const of = (n: Name) => runs.filter((r) => r.broker === n);
     const med = (n: Name) => median(of(n).map((r) => r.recordsPerSec));
     const cpu = (n: Name) => median(of(n).map((r) => r.brokerCpuSPerM ?? NaN));
+    const first = (n: Name) => round(median(of(n).map((r) => r.firstRecordMs)), 2);
+    const after = (n: Name) => median(of(n).map((r) => r.afterFirstPerSec));
+    const split = (n: Name) =>
+      `first record after ${first(n)} ms, then ${after(n)} records/s (${round(after(n) / after('mock'), 3)}x the mock's)`;
     const faster = of('after').filter((r, i) => r.recordsPerSec > (of('before')[i]?.recordsPerSec ?? Infinity)).length;
     const path = writeBench(
       args.out,
@@ -100,10 +114,11 @@ async function main(): Promise<void> {
           `before ${med('before')} records/s (${round(cpu('before'), 3)} CPU-s/M), ${round(med('before') / med('mock'), 3)}x the mock`,
           `after ${med('after')} records/s (${round(cpu('after'), 3)} CPU-s/M), ${round(med('after') / med('mock'), 3)}x the mock`,
           `mock ${med('mock')} records/s (${round(cpu('mock'), 3)} CPU-s/M); after faster than before in ${faster} of ${ROUNDS} rounds`,
+          `before: ${split('before')}; after: ${split('after')}; mock: first record after ${first('mock')} ms, then ${after('mock')} records/s`,
         ],
         table: {
-          columns: ['round', 'broker', 'records/s', 'broker CPU-s per 1M'],
-          rows: runs.map((r) => [r.round, r.broker, r.recordsPerSec, r.brokerCpuSPerM]),
+          columns: ['round', 'broker', 'records/s', 'broker CPU-s per 1M', 'first record (ms)', 'records/s after the first'],
+          rows: runs.map((r) => [r.round, r.broker, r.recordsPerSec, r.brokerCpuSPerM, r.firstRecordMs, r.afterFirstPerSec]),
         },
         notes: [`BENCH_RECORDS=${RECORDS}, BENCH_WARMUP_RECORDS=${WARMUP}, BENCH_ROUNDS=${ROUNDS}.`],
       },

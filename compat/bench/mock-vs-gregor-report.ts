@@ -20,6 +20,8 @@ export interface Throughput {
   servingCpuSPerM: number | null;
   /** the client program's CPU seconds per million records */
   clientCpuSPerM: number;
+  /** consume only: ms from the assign to the first record delivered (the start, before records flow) */
+  firstRecordMs?: number;
 }
 
 /** One broker's figures in one round. */

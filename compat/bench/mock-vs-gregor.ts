@@ -161,6 +161,7 @@ async function consume(t: Target, topic: string): Promise<Throughput> {
     brokerCpuSPerM: perM(c0, c1, r.records),
     servingCpuSPerM: perM(s0, s1, r.records),
     clientCpuSPerM: perM(p0, p1, r.records) ?? NaN,
+    firstRecordMs: round(r.secondsToFirst * 1000, 2),
   };
 }
 

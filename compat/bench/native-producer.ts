@@ -186,9 +186,17 @@ export interface NativeConsumer {
   /**
    * Assigns every partition from the beginning and reads to the end of each. seconds: to the last
    * record delivered; secondsToEof: to the last partition EOF (librdkafka reports it once a fetch at
-   * the end has come back empty, after fetch.wait.max.ms).
+   * the end has come back empty, after fetch.wait.max.ms); secondsToFirst: to the first record delivered
+   * (-1: none), what the start costs (connections, ListOffsets, the first fetches) before records flow.
    */
-  timed(): Promise<{ seconds: number; secondsToEof: number; records: number; valueBytes: number; markedRecords: number }>;
+  timed(): Promise<{
+    seconds: number;
+    secondsToEof: number;
+    secondsToFirst: number;
+    records: number;
+    valueBytes: number;
+    markedRecords: number;
+  }>;
   end(): Promise<void>;
 }
 
@@ -209,10 +217,11 @@ export async function startNativeConsumer(
     pid: c.child.pid as number,
     async timed() {
       c.child.stdin.write('go\n');
-      const [seconds, records, bytes, marked, toEof] = await c.next('done');
+      const [seconds, records, bytes, marked, toEof, toFirst] = await c.next('done');
       return {
         seconds: Number(seconds),
         secondsToEof: Number(toEof),
+        secondsToFirst: Number(toFirst),
         records: Number(records),
         valueBytes: Number(bytes),
         markedRecords: Number(marked),

@@ -10,14 +10,16 @@
  * Protocol on stdin/stdout, one line each:
  *   -> "ready"                     connected (metadata of the topic fetched)
  *   <- any line                    assign partitions 0..P-1 from the beginning: the timed part
- *   -> "done <seconds> <records> <value bytes> <marked records> <seconds to EOF>"
+ *   -> "done <seconds> <records> <value bytes> <marked records> <seconds to EOF> <seconds to first>"
  *                                  once every partition has reached its end (partition EOF: the
  *                                  high watermark, or the last stable offset for read_committed);
  *                                  seconds: from the assign to the last record delivered (librdkafka
  *                                  reports EOF only after a fetch at the end comes back empty, i.e.
  *                                  after fetch.wait.max.ms); records: messages delivered to the
  *                                  application; marked: those whose value starts with '#'
- *                                  (rdkafka-produce.c writes it into aborted transactions' records)
+ *                                  (rdkafka-produce.c writes it into aborted transactions' records);
+ *                                  seconds to first: from the assign to the first record delivered
+ *                                  (-1: none), what starting costs before records flow
  *   <- any line                    exit (so the parent can read this process's threads first)
  */
 #include <stdio.h>
@@ -78,7 +80,7 @@ int main(int argc, char **argv) {
   }
   long records = 0, marked = 0, eofs = 0;
   long long bytes = 0;
-  double last = t0;
+  double last = t0, first = -1;
   char *at_eof = calloc((size_t)partitions, 1);
   while (eofs < partitions) {
     /* what is queued, without waiting (with a timeout, consume_batch_queue waits for a full batch);
@@ -110,10 +112,13 @@ int main(int argc, char **argv) {
       }
       rd_kafka_message_destroy(m);
     }
-    if (records > before) last = rdk_now_seconds();
+    if (records > before) {
+      last = rdk_now_seconds();
+      if (first < 0) first = last;
+    }
   }
   double to_eof = rdk_now_seconds() - t0;
-  printf("done %.6f %ld %lld %ld %.6f\n", last - t0, records, bytes, marked, to_eof);
+  printf("done %.6f %ld %lld %ld %.6f %.6f\n", last - t0, records, bytes, marked, to_eof, first < 0 ? -1.0 : first - t0);
   fflush(stdout);
   rdk_wait_line();
 

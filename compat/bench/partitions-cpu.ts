@@ -61,7 +61,9 @@ interface SizeResult {
  */
 function wakeFloor(everyMs: number): { pid: number; stop: () => void } {
   const child = spawn(process.execPath, ['-e', `setInterval(() => {}, ${everyMs})`], { stdio: 'ignore' });
-  return { pid: child.pid ?? -1, stop: () => child.kill() };
+  child.on('error', () => undefined); // a failed spawn has no pid: reported just below
+  if (child.pid === undefined) throw new Error('could not start the wake-up floor process');
+  return { pid: child.pid, stop: () => child.kill() };
 }
 
 interface RdStats {
@@ -98,11 +100,14 @@ async function metadataLatency(
 
 async function oneSize(ctx: BenchContext, partitions: number, windowS: number, settleS: number, metadataN: number): Promise<SizeResult> {
   const broker = await ctx.startGregor({ 'group.initial.rebalance.delay.ms': '0' });
-  // the idle broker wakes about once a second (its housekeeping timers share one wake-up); long-polling, twice
-  // (a Fetch answered every fetch.wait.max.ms = 500 ms)
-  const floorIdle = wakeFloor(1000);
-  const floorPoll = wakeFloor(MAX_WAIT_MS);
+  const floors: { pid: number; stop: () => void }[] = [];
   try {
+    // the idle broker wakes about once a second (its housekeeping timers share one wake-up); long-polling, twice
+    // (a Fetch answered every fetch.wait.max.ms = 500 ms)
+    const floorIdle = wakeFloor(1000);
+    floors.push(floorIdle);
+    const floorPoll = wakeFloor(MAX_WAIT_MS);
+    floors.push(floorPoll);
     const pid = broker.pid;
     const topics = Array.from({ length: Math.ceil(partitions / PER_TOPIC) }, (_, i) => `pc-${String(i).padStart(3, '0')}`);
     const admin = await RawClient.connect(broker.bootstrap);
@@ -210,8 +215,7 @@ async function oneSize(ctx: BenchContext, partitions: number, windowS: number, s
       floorConsumerCpuPercent: round(floorPollCpu.cpuPercent, 3),
     };
   } finally {
-    floorIdle.stop();
-    floorPoll.stop();
+    for (const f of floors) f.stop();
     await broker.stop();
   }
 }

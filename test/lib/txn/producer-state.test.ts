@@ -191,9 +191,11 @@ describe('lib/txn producer state (on a partition log)', () => {
     expect(first.segmentBaseOffsets.length).to.be.greaterThan(2);
     const abortedBefore = first.abortedTransactions(0n, first.logEndOffset);
     expect(abortedBefore).to.have.length(1);
-    // simulate the crash: copy the files as they are (the first log is never closed)
+    // simulate the crash: copy the files as they are (the first log is never closed). A checkpoint being
+    // written meanwhile goes through a .tmp file that is renamed away under the copy; recovery discards
+    // .tmp files anyway, so the copy leaves them out
     const crashed = tmpDir('pstate-crash');
-    fs.cpSync(path.join(dir, 'topic-0'), path.join(crashed, 'topic-0'), { recursive: true });
+    fs.cpSync(path.join(dir, 'topic-0'), path.join(crashed, 'topic-0'), { recursive: true, filter: (src) => !src.endsWith('.tmp') });
     for (const f of fs.readdirSync(path.join(crashed, 'topic-0'))) if (f.endsWith('.txnindex')) fs.rmSync(path.join(crashed, 'topic-0', f));
     try {
       log = await openLog(crashed, { segmentBytes: 2000 }, true);

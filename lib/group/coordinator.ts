@@ -48,6 +48,11 @@ export interface CoordinatorDeps {
   offsetsTopicExists(): boolean;
   /** Creates `__consumer_offsets` if missing (internal, compacted) and waits until its logs are open. */
   ensureOffsetsTopic(numPartitions: number): Promise<void>;
+  /**
+   * ensureOffsetsTopic in two stages: resolves once the topic's record is stored, with `opened`, which
+   * resolves once its logs are open (absent: ensureOffsetsTopic serves both).
+   */
+  stageOffsetsTopic?(numPartitions: number): Promise<{ opened: Promise<void> }>;
   /** The log of an offsets partition this broker leads (clusters: undefined for one led elsewhere). */
   offsetsLog(partition: number): OffsetsLog | undefined;
   /** Clusters: whether this broker leads the offsets partition (one node: always). */
@@ -123,9 +128,11 @@ export class GroupCoordinator {
     const c = deps.config;
     this.now = deps.now ?? Date.now;
     this.numPartitions = c.int('offsets.topic.num.partitions');
+    const stage = deps.stageOffsetsTopic?.bind(deps);
     this.offsetsTopic = new InternalTopicOnFirstUse({
       name: OFFSETS_TOPIC,
       create: () => deps.ensureOffsetsTopic(this.numPartitions),
+      ...(stage !== undefined ? { stage: () => stage(this.numPartitions) } : {}),
       logger: deps.logger,
       errorCode: 'GREGOR_ERR_GROUP_TOPIC',
     });
@@ -212,6 +219,16 @@ export class GroupCoordinator {
   async ensureReady(): Promise<number> {
     if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     return this.offsetsTopic.ensure();
+  }
+
+  /**
+   * FindCoordinator's wait: creates `__consumer_offsets` on first use and answers NONE once its record
+   * is stored, while its partitions' logs are still being opened (writes wait for them: append).
+   * Nothing a group reads before then is in the new topic, which holds no offsets yet.
+   */
+  async ensureFound(): Promise<number> {
+    if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    return this.offsetsTopic.ensureStored();
   }
 
   /** Resolves when every partition has been replayed. */

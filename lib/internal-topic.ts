@@ -3,24 +3,21 @@
  * as Kafka creates it: by the first request that needs it (FindCoordinator, or a write), once, with
  * concurrent callers sharing the creation; a failed creation is retried by the next caller.
  *
- * A creation may come in two stages (`stage`): the topic's record stored, then its logs opened.
- * `ensure()` waits for both, as every write needs its log; `ensureStored()` only for the record, so
- * that a FindCoordinator is not held up by fifty partitions being opened, nor is every request
- * pipelined behind it on its connection (a consumer's ListOffsets and Fetch).
+ * `ensure()` waits for the creation, as every write needs the topic's logs. `ensureStarted()` only
+ * starts it: a one-node FindCoordinator answers at once while the record is stored and the fifty
+ * logs are opened (writes wait for them), instead of holding up, for the length of an fsync after a
+ * burst of writes (tens of ms), every request pipelined behind it on its connection, such as a
+ * consumer's ListOffsets and Fetch. Kafka answers that first FindCoordinator at once too (with
+ * COORDINATOR_NOT_AVAILABLE, and creates the topic meanwhile).
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/generated/error-codes.js';
 
-/** One creation attempt: each promise resolves with NONE or COORDINATOR_NOT_AVAILABLE and never rejects. */
-interface Attempt {
-  stored: Promise<number>;
-  opened: Promise<number>;
-}
-
 export class InternalTopicOnFirstUse {
   private ready = false;
-  private attempt: Attempt | null = null;
-  /** the last attempt failed: the next FindCoordinator waits for the whole retry before answering */
+  /** the creation in flight (or done): resolves with NONE or COORDINATOR_NOT_AVAILABLE, never rejects */
+  private creating: Promise<number> | null = null;
+  /** the last creation failed: the next ensureStarted() waits for the retry before answering */
   private lastFailed = false;
 
   constructor(
@@ -28,8 +25,6 @@ export class InternalTopicOnFirstUse {
       name: string;
       /** creates the topic if missing and resolves once its logs are open */
       create: () => Promise<void>;
-      /** create in two stages, used instead when given: resolves once the record is stored, with `opened` */
-      stage?: () => Promise<{ opened: Promise<void> }>;
       logger: Logger;
       /** GREGOR_ERR_* code of the log line when creating fails */
       errorCode: string;
@@ -46,47 +41,39 @@ export class InternalTopicOnFirstUse {
     this.ready = true;
   }
 
-  /** NONE once the topic is there and its logs open (creating it first if needed), COORDINATOR_NOT_AVAILABLE when that failed. */
+  /** NONE once the topic is there (creating it first if needed), COORDINATOR_NOT_AVAILABLE when that failed. */
   async ensure(): Promise<number> {
     if (this.ready) return ErrorCode.NONE;
-    return this.start().opened;
+    return this.start();
   }
 
   /**
-   * NONE once the topic's record is stored (creating it if needed; its logs may still be opening, and
-   * ensure() waits for them); COORDINATOR_NOT_AVAILABLE when that failed. After a failed attempt this
-   * waits for the whole retry, so a broker that cannot make its logs keeps answering so.
+   * NONE at once, having started the creation if it was needed; after a failed creation, waits for
+   * the retry it starts (COORDINATOR_NOT_AVAILABLE when that fails too), so that a broker that cannot
+   * make the topic keeps answering so.
    */
-  async ensureStored(): Promise<number> {
+  async ensureStarted(): Promise<number> {
     if (this.ready) return ErrorCode.NONE;
-    const a = this.start();
-    return this.lastFailed ? a.opened : a.stored;
+    const creating = this.start();
+    return this.lastFailed ? creating : ErrorCode.NONE;
   }
 
-  private start(): Attempt {
-    if (this.attempt !== null) return this.attempt;
-    const { create, stage } = this.opts;
-    const staged = stage !== undefined ? stage() : create().then(() => ({ opened: Promise.resolve() }));
-    const fail = (err: unknown): number => {
-      // the first of the two promises to fail ends the attempt (and logs it); the next caller retries
-      if (this.attempt === a) {
-        this.attempt = null;
+  private start(): Promise<number> {
+    if (this.creating !== null) return this.creating;
+    const creating: Promise<number> = this.opts.create().then(
+      () => {
+        this.ready = true;
+        this.lastFailed = false;
+        return ErrorCode.NONE;
+      },
+      (err: unknown) => {
+        this.creating = null;
         this.lastFailed = true;
         this.opts.logger.error({ err, code: this.opts.errorCode }, `creating ${this.opts.name} failed`);
-      }
-      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    };
-    const a: Attempt = {
-      stored: staged.then(() => ErrorCode.NONE, fail),
-      opened: staged
-        .then((s) => s.opened)
-        .then(() => {
-          this.ready = true;
-          this.lastFailed = false;
-          return ErrorCode.NONE;
-        }, fail),
-    };
-    this.attempt = a;
-    return a;
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+      },
+    );
+    this.creating = creating;
+    return creating;
   }
 }

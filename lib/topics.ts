@@ -356,47 +356,24 @@ export class TopicManager {
   }
 
   async create(spec: CreateTopicSpec, opts: { internal?: boolean } = {}): Promise<TopicRecord> {
-    const { rec, opened } = await this.createStaged(spec, opts);
-    await opened;
-    return rec;
-  }
-
-  /**
-   * create() in two stages: resolves once the topic's record is stored, with `opened`, which resolves
-   * once its logs are open (and rejects if they cannot be).
-   */
-  private async createStaged(
-    spec: CreateTopicSpec,
-    opts: { internal?: boolean; openAfterTurn?: boolean },
-  ): Promise<{ rec: TopicRecord; opened: Promise<void> }> {
     let rec: TopicRecord;
     const checked = this.checkCreate(spec, opts);
     this.creating.add(checked.name);
     try {
       rec = await this.metadata.createTopic(checked);
       this.logger.info({ topic: rec.name, partitions: rec.partitions, topicId: rec.topicId }, 'topic created');
+      await this.openLogs(rec);
     } catch (e) {
-      this.creating.delete(checked.name);
       if (e instanceof MetadataWriteError) {
         if (e.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS && this.clustered) this.openRaced(checked.name);
         throw new TopicError(e.errorCode, e.message);
       }
       throw e;
+    } finally {
+      this.creating.delete(checked.name);
     }
-    // openAfterTurn: the logs start opening on the next turn of the event loop, once whoever waited for
-    // the record has answered (opening fifty partitions costs the main thread milliseconds)
-    const opening = opts.openAfterTurn === true ? new Promise((r) => setImmediate(r)).then(() => this.openLogs(rec)) : this.openLogs(rec);
-    const opened = opening.then(
-      () => {
-        this.creating.delete(checked.name);
-        this.topicsChanged(rec.name, 'created');
-      },
-      (e: unknown) => {
-        this.creating.delete(checked.name);
-        throw e;
-      },
-    );
-    return { rec, opened };
+    this.topicsChanged(rec.name, 'created');
+    return rec;
   }
 
   /**
@@ -428,20 +405,6 @@ export class TopicManager {
   async ensureInternal(spec: CreateTopicSpec): Promise<void> {
     if (this.metadata.topic(spec.name) === undefined) await this.createOrTakeRaced(spec, { internal: true });
     await this.ready(spec.name);
-  }
-
-  /**
-   * ensureInternal() in two stages on one node: resolves once the topic's record is stored (created
-   * if missing), with `opened`, which resolves once its logs are open. A cluster's coordinator lookup
-   * needs the partitions' leaders, so there it resolves after both, as ensureInternal.
-   */
-  async stageInternal(spec: CreateTopicSpec): Promise<{ opened: Promise<void> }> {
-    if (this.clustered || this.metadata.topic(spec.name) !== undefined) {
-      await this.ensureInternal(spec);
-      return { opened: Promise.resolve() };
-    }
-    const { opened } = await this.createStaged(spec, { internal: true, openAfterTurn: true });
-    return { opened: opened.then(() => this.ready(spec.name)).then(() => undefined) };
   }
 
   /**

@@ -48,11 +48,6 @@ export interface CoordinatorDeps {
   offsetsTopicExists(): boolean;
   /** Creates `__consumer_offsets` if missing (internal, compacted) and waits until its logs are open. */
   ensureOffsetsTopic(numPartitions: number): Promise<void>;
-  /**
-   * ensureOffsetsTopic in two stages: resolves once the topic's record is stored, with `opened`, which
-   * resolves once its logs are open (absent: ensureOffsetsTopic serves both).
-   */
-  stageOffsetsTopic?(numPartitions: number): Promise<{ opened: Promise<void> }>;
   /** The log of an offsets partition this broker leads (clusters: undefined for one led elsewhere). */
   offsetsLog(partition: number): OffsetsLog | undefined;
   /** Clusters: whether this broker leads the offsets partition (one node: always). */
@@ -128,11 +123,9 @@ export class GroupCoordinator {
     const c = deps.config;
     this.now = deps.now ?? Date.now;
     this.numPartitions = c.int('offsets.topic.num.partitions');
-    const stage = deps.stageOffsetsTopic?.bind(deps);
     this.offsetsTopic = new InternalTopicOnFirstUse({
       name: OFFSETS_TOPIC,
       create: () => deps.ensureOffsetsTopic(this.numPartitions),
-      ...(stage !== undefined ? { stage: () => stage(this.numPartitions) } : {}),
       logger: deps.logger,
       errorCode: 'GREGOR_ERR_GROUP_TOPIC',
     });
@@ -222,13 +215,14 @@ export class GroupCoordinator {
   }
 
   /**
-   * FindCoordinator's wait: creates `__consumer_offsets` on first use and answers NONE once its record
-   * is stored, while its partitions' logs are still being opened (writes wait for them: append).
-   * Nothing a group reads before then is in the new topic, which holds no offsets yet.
+   * FindCoordinator's wait. One node: none; `__consumer_offsets` is created meanwhile on first use
+   * (InternalTopicOnFirstUse.ensureStarted), and every write waits for it (append). Whatever a group
+   * reads before then it reads from memory: a topic that did not exist holds no offsets. A cluster's
+   * answer names the leader of the group's partition, so there the topic must exist first.
    */
   async ensureFound(): Promise<number> {
     if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    return this.offsetsTopic.ensureStored();
+    return this.deps.leads !== undefined ? this.offsetsTopic.ensure() : this.offsetsTopic.ensureStarted();
   }
 
   /** Resolves when every partition has been replayed. */

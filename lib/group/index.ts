@@ -4,7 +4,6 @@ import type { BrokerConfig } from '../config.js';
 import type { MetadataStore } from '../metadata/store.js';
 import type { Purgatory } from '../replica/purgatory.js';
 import type { TopicManager } from '../topics.js';
-import type { CreateTopicSpec } from '../topic-checks.js';
 import { GroupCoordinator } from './coordinator.js';
 import { OFFSETS_TOPIC } from './records.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
@@ -24,20 +23,6 @@ export interface GroupCoordinatorWiring {
   replication?: () => Replication | undefined;
 }
 
-/** `__consumer_offsets` as the coordinator creates it: internal, compacted. */
-function offsetsTopicSpec(config: BrokerConfig, numPartitions: number): CreateTopicSpec {
-  return {
-    name: OFFSETS_TOPIC,
-    numPartitions,
-    replicationFactor: config.int('offsets.topic.replication.factor'),
-    configs: {
-      'cleanup.policy': 'compact',
-      'compression.type': 'producer',
-      'segment.bytes': String(config.int('offsets.topic.segment.bytes')),
-    },
-  };
-}
-
 export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordinator {
   const coordinator = new GroupCoordinator({
     config: w.config,
@@ -45,9 +30,17 @@ export function createGroupCoordinator(w: GroupCoordinatorWiring): GroupCoordina
     purgatory: w.purgatory,
     offsetsTopicExists: () => w.metadata.topic(OFFSETS_TOPIC) !== undefined,
     async ensureOffsetsTopic(numPartitions) {
-      await w.topics.ensureInternal(offsetsTopicSpec(w.config, numPartitions));
+      await w.topics.ensureInternal({
+        name: OFFSETS_TOPIC,
+        numPartitions,
+        replicationFactor: w.config.int('offsets.topic.replication.factor'),
+        configs: {
+          'cleanup.policy': 'compact',
+          'compression.type': 'producer',
+          'segment.bytes': String(w.config.int('offsets.topic.segment.bytes')),
+        },
+      });
     },
-    stageOffsetsTopic: (numPartitions) => w.topics.stageInternal(offsetsTopicSpec(w.config, numPartitions)),
     offsetsLog: (p) => w.topics.partition(OFFSETS_TOPIC, p),
     ...(w.topics.clustered
       ? {

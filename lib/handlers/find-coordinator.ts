@@ -59,7 +59,7 @@ async function lookup(key: string, keyType: number, ctx: RequestContext): Promis
     // __share_group_state is created on first use too
     errorCode = shareCoordinatorKey(key) !== null ? await s.share.stateCoordinator.ensureReady() : ErrorCode.INVALID_REQUEST;
   } else if (keyType !== CoordinatorType.GROUP) errorCode = ErrorCode.INVALID_REQUEST;
-  else errorCode = await s.groups.ensureFound(); // __consumer_offsets too (its record: its logs open meanwhile)
+  else errorCode = await s.groups.ensureFound(); // __consumer_offsets too (one node: created meanwhile)
   if (errorCode === ErrorCode.NONE && s.topics.clustered) {
     // the coordinator is the leader of the key's partition of the internal topic, wherever it is
     const [topic, p] =

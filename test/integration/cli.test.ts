@@ -87,8 +87,22 @@ describe('cli: every command against a real broker (goldens)', function () {
     // __consumer_offsets is created on first use (a FindCoordinator for a group), as Kafka does
     expect((await cliOk(['topic', 'list', '-i', ...B()])).out).to.not.contain('__consumer_offsets');
     const c = await RawClient.connect(b.bootstrap);
-    await c.request(10, 1, { key: 'cli-g', keyType: 0 }, 30_000);
-    c.destroy();
+    try {
+      await c.request(10, 1, { key: 'cli-g', keyType: 0 }, 30_000);
+      // one node answers FindCoordinator at once and makes the topic meanwhile (a few ms)
+      const deadline = Date.now() + 10_000;
+      const listed = async () =>
+        (
+          await c.request<{ topics: { name: string | null }[] }>(3, 9, {
+            topics: null,
+            allowAutoTopicCreation: false,
+            includeTopicAuthorizedOperations: false,
+          })
+        ).topics.some((t) => t.name === '__consumer_offsets');
+      while (!(await listed()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      c.destroy();
+    }
     const internal = await cliOk(['topic', 'list', '-i', ...B()]);
     expect(internal.out).to.contain('__consumer_offsets (internal)');
   });

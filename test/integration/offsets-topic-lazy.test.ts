@@ -1,9 +1,9 @@
 /**
  * `__consumer_offsets` is created on first use, as Kafka creates it: a fresh broker has none (start-up
- * does not pay for 50 partitions nobody may use), the first FindCoordinator for a group stores its
- * record before answering (its 50 logs open meanwhile; writes wait for them), and the first write of
- * a client that never asked for the coordinator creates it too. Once it exists, a restart replays it
- * as before.
+ * does not pay for 50 partitions nobody may use); the first FindCoordinator for a group starts the
+ * creation and answers at once (Kafka answers it at once too, COORDINATOR_NOT_AVAILABLE), every write
+ * waits for the topic, and the first write of a client that never asked for the coordinator creates
+ * it too. Once it exists, a restart replays it as before.
  */
 import { expect } from 'chai';
 import { Kafka, logLevel } from 'kafkajs';
@@ -77,15 +77,14 @@ describe('__consumer_offsets created on first use', function () {
     await admin2.disconnect();
   });
 
-  it('the first FindCoordinator answers once the record is stored: Metadata right after lists 50 partitions, a commit pipelined behind it is stored, and a broker stopped at once restarts with every partition', async () => {
+  it('the first FindCoordinator answers at once: a commit pipelined behind it waits for the topic and is stored, Metadata then lists 50 partitions; a broker stopped right after the answer restarts and serves every partition', async () => {
     const dataDir = tempDir();
     b = await startTestBroker({}, { dataDir });
     const c = await RawClient.connect(b.bootstrap);
     try {
       await rawCreateTopics(c, [{ name: 'lazy-pipe', partitions: 1 }]);
-      // FindCoordinator, Metadata and OffsetCommit written at once, as a client pipelines them
+      // FindCoordinator, OffsetCommit and Metadata written at once, as a client pipelines them
       await c.send(10, 2, { key: 'pipe-g', keyType: 0 });
-      await c.send(3, 9, { topics: [{ name: OFFSETS }], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false });
       await c.send(8, 2, {
         groupId: 'pipe-g',
         generationIdOrMemberEpoch: -1,
@@ -93,20 +92,22 @@ describe('__consumer_offsets created on first use', function () {
         retentionTimeMs: -1n,
         topics: [{ name: 'lazy-pipe', partitions: [{ partitionIndex: 0, committedOffset: 7n, committedMetadata: null }] }],
       });
+      await c.send(3, 9, { topics: [{ name: OFFSETS }], allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false });
       await c.waitResponses(4, 30_000); // CreateTopics' and these three
       const found = c.decode(1, 10, 2).body as { errorCode: number; host: string; port: number };
-      const md = c.decode(2, 3, 9).body as { topics: { name: string; errorCode: number; partitions: unknown[] }[] };
-      const commit = c.decode(3, 8, 2).body as { topics: { partitions: { errorCode: number }[] }[] };
+      const commit = c.decode(2, 8, 2).body as { topics: { partitions: { errorCode: number }[] }[] };
+      const md = c.decode(3, 3, 9).body as { topics: { name: string; errorCode: number; partitions: unknown[] }[] };
       expect(found.errorCode).to.equal(0);
       expect(`${found.host}:${found.port}`).to.equal(b.bootstrap);
+      expect(commit.topics[0]?.partitions[0]?.errorCode).to.equal(0);
       expect(md.topics[0]).to.deep.include({ name: OFFSETS, errorCode: 0 });
       expect(md.topics[0]?.partitions).to.have.length(50);
-      expect(commit.topics[0]?.partitions[0]?.errorCode).to.equal(0);
     } finally {
       c.destroy();
     }
 
-    // stopped right after the first FindCoordinator of another fresh broker: its logs may still be opening
+    // another fresh broker, stopped right after its first FindCoordinator answered (the creation may be
+    // anywhere: record not yet stored, logs opening, done): it restarts and every partition takes a commit
     const dataDir2 = tempDir();
     const b2 = await startTestBroker({}, { dataDir: dataDir2 });
     const c2 = await RawClient.connect(b2.bootstrap);
@@ -116,27 +117,32 @@ describe('__consumer_offsets created on first use', function () {
     await b2.stop(); // its data dir was given, so kept
     const b3 = await startTestBroker({}, { dataDir: dataDir2 });
     try {
-      const admin = new Kafka({ brokers: [b3.bootstrap], logLevel: logLevel.NOTHING }).admin();
-      await admin.connect();
-      const md = await admin.fetchTopicMetadata({ topics: [OFFSETS] });
-      expect(md.topics[0]?.partitions).to.have.length(50);
-      await admin.createTopics({ topics: [{ topic: 'after-stop', numPartitions: 1 }] });
       const raw = await RawClient.connect(b3.bootstrap);
       try {
-        // the group hashes to one partition of the fifty: every one of them must take a commit
+        await rawCreateTopics(raw, [{ name: 'after-stop', partitions: 1 }]);
+        // 200 group ids hash to all fifty partitions: every one of them must take a commit
         for (let g = 0; g < 200; g++) {
-          const r = await raw.request<{ topics: { partitions: { errorCode: number }[] }[] }>(8, 2, {
-            groupId: `stop-g${g}`,
-            generationIdOrMemberEpoch: -1,
-            memberId: '',
-            retentionTimeMs: -1n,
-            topics: [{ name: 'after-stop', partitions: [{ partitionIndex: 0, committedOffset: BigInt(g), committedMetadata: null }] }],
-          });
+          const r = await raw.request<{ topics: { partitions: { errorCode: number }[] }[] }>(
+            8,
+            2,
+            {
+              groupId: `stop-g${g}`,
+              generationIdOrMemberEpoch: -1,
+              memberId: '',
+              retentionTimeMs: -1n,
+              topics: [{ name: 'after-stop', partitions: [{ partitionIndex: 0, committedOffset: BigInt(g), committedMetadata: null }] }],
+            },
+            30_000,
+          );
           expect(r.topics[0]?.partitions[0]?.errorCode, `group stop-g${g}`).to.equal(0);
         }
       } finally {
         raw.destroy();
       }
+      const admin = new Kafka({ brokers: [b3.bootstrap], logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      const md = await admin.fetchTopicMetadata({ topics: [OFFSETS] });
+      expect(md.topics[0]?.partitions).to.have.length(50);
       const offsets = await admin.fetchOffsets({ groupId: 'stop-g199', topics: ['after-stop'] });
       expect(offsets[0]?.partitions[0]?.offset).to.equal('199');
       await admin.disconnect();

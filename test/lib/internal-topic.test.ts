@@ -1,7 +1,7 @@
 /**
- * InternalTopicOnFirstUse with a creation in two stages (the record stored, then the logs opened):
- * ensureStored() answers once the record is there, ensure() once the logs are; a failure is logged
- * once, answered COORDINATOR_NOT_AVAILABLE, and the next caller retries, waiting for the whole retry.
+ * InternalTopicOnFirstUse: ensure() waits for the creation, ensureStarted() (a one-node
+ * FindCoordinator) only starts it; a failure is logged once and answered COORDINATOR_NOT_AVAILABLE,
+ * and the next caller retries, ensureStarted() then waiting for the retry.
  */
 import { expect } from 'chai';
 import { pino } from 'pino';
@@ -25,9 +25,9 @@ function deferred(): Deferred {
   return { promise, resolve, reject };
 }
 
-/** A topic whose every creation is a pair of deferreds the test settles: the record, then the logs. */
-function staged() {
-  const attempts: { stored: Deferred; opened: Deferred }[] = [];
+/** A topic whose every creation is a deferred the test settles; the error lines it logs. */
+function topicUnderTest() {
+  const creations: Deferred[] = [];
   const lines: { msg: string; code: string }[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -37,20 +37,18 @@ function staged() {
   });
   const topic = new InternalTopicOnFirstUse({
     name: '__consumer_offsets',
-    create: () => Promise.reject(new Error('the two-stage creation is used when given')),
-    stage: async () => {
-      const a = { stored: deferred(), opened: deferred() };
-      attempts.push(a);
-      await a.stored.promise;
-      return { opened: a.opened.promise };
+    create: () => {
+      const d = deferred();
+      creations.push(d);
+      return d.promise;
     },
     logger: pino({ level: 'error' }, sink),
     errorCode: 'GREGOR_ERR_GROUP_TOPIC',
   });
-  return { topic, attempts, lines };
+  return { topic, creations, lines };
 }
 
-/** Whether `p` has settled after the pending microtasks and one macrotask have run. */
+/** Whether `p` has settled once the pending microtasks and a macrotask have run. */
 async function settled<T>(p: Promise<T>): Promise<{ done: boolean; value?: T }> {
   let out: { done: boolean; value?: T } = { done: false };
   void p.then((value) => (out = { done: true, value }));
@@ -58,72 +56,53 @@ async function settled<T>(p: Promise<T>): Promise<{ done: boolean; value?: T }> 
   return out;
 }
 
-describe('InternalTopicOnFirstUse: created in two stages', () => {
-  it('ensureStored answers once the record is stored, ensure once the logs are open; both share one creation', async () => {
-    const { topic, attempts } = staged();
-    const found = topic.ensureStored();
+describe('InternalTopicOnFirstUse: created on first use', () => {
+  it('ensureStarted answers NONE at once and starts the creation; ensure waits for it; one creation serves both', async () => {
+    const { topic, creations } = topicUnderTest();
+    expect(await topic.ensureStarted()).to.equal(ErrorCode.NONE);
+    expect(creations, 'started').to.have.length(1);
     const written = topic.ensure();
-    expect(attempts).to.have.length(1);
-    expect((await settled(found)).done).to.equal(false);
-
-    attempts[0]?.stored.resolve();
-    expect(await settled(found)).to.deep.equal({ done: true, value: ErrorCode.NONE });
-    expect((await settled(written)).done, 'a write waits for the logs').to.equal(false);
+    expect((await settled(written)).done, 'a write waits for the topic').to.equal(false);
     expect(topic.isReady).to.equal(false);
 
-    attempts[0]?.opened.resolve();
+    creations[0]?.resolve();
     expect(await settled(written)).to.deep.equal({ done: true, value: ErrorCode.NONE });
     expect(topic.isReady).to.equal(true);
-    expect(await topic.ensureStored()).to.equal(ErrorCode.NONE);
-    expect(attempts).to.have.length(1);
+    expect(await topic.ensureStarted()).to.equal(ErrorCode.NONE);
+    expect(creations).to.have.length(1);
   });
 
-  it('logs that fail to open: logged once, COORDINATOR_NOT_AVAILABLE to the waiting write, and the next FindCoordinator waits for the whole retry', async () => {
-    const { topic, attempts, lines } = staged();
-    const found = topic.ensureStored();
-    const written = topic.ensure();
-    attempts[0]?.stored.resolve();
-    expect(await found).to.equal(ErrorCode.NONE);
-    attempts[0]?.opened.reject(new Error('disk full'));
-    expect(await written).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+  it('a failed creation: logged once, COORDINATOR_NOT_AVAILABLE to the waiting writes, and the next ensureStarted waits for the retry', async () => {
+    const { topic, creations, lines } = topicUnderTest();
+    expect(await topic.ensureStarted()).to.equal(ErrorCode.NONE);
+    const w1 = topic.ensure();
+    const w2 = topic.ensure();
+    creations[0]?.reject(new Error('disk full'));
+    expect(await w1).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    expect(await w2).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     expect(lines.map((l) => [l.msg, l.code])).to.deep.equal([['creating __consumer_offsets failed', 'GREGOR_ERR_GROUP_TOPIC']]);
 
-    const retry = topic.ensureStored();
-    expect(attempts).to.have.length(2);
-    attempts[1]?.stored.resolve();
-    expect((await settled(retry)).done, 'after a failure the record alone does not answer').to.equal(false);
-    attempts[1]?.opened.resolve();
-    expect(await retry).to.equal(ErrorCode.NONE);
+    const retry = topic.ensureStarted();
+    expect(creations, 'the retry started').to.have.length(2);
+    expect((await settled(retry)).done, 'after a failure FindCoordinator waits').to.equal(false);
+    creations[1]?.reject(new Error('still full'));
+    expect(await retry).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+
+    const third = topic.ensureStarted();
+    expect(creations).to.have.length(3);
+    creations[2]?.resolve();
+    expect(await third).to.equal(ErrorCode.NONE);
     expect(topic.isReady).to.equal(true);
-    expect(lines).to.have.length(1);
+    expect(lines).to.have.length(2);
+    // once made, FindCoordinator answers at once again
+    expect(await topic.ensureStarted()).to.equal(ErrorCode.NONE);
   });
 
-  it('a record that cannot be stored: both callers get COORDINATOR_NOT_AVAILABLE, logged once', async () => {
-    const { topic, attempts, lines } = staged();
-    const found = topic.ensureStored();
-    const written = topic.ensure();
-    attempts[0]?.stored.reject(new Error('metadata write failed'));
-    expect(await found).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
-    expect(await written).to.equal(ErrorCode.COORDINATOR_NOT_AVAILABLE);
-    expect(lines).to.have.length(1);
-    expect(topic.isReady).to.equal(false);
-  });
-
-  it('a creation in one stage (no `opened`) serves both waits when it resolves', async () => {
-    let done!: () => void;
-    const topic = new InternalTopicOnFirstUse({
-      name: '__transaction_state',
-      create: () => new Promise<void>((r) => (done = r)),
-      logger: pino({ level: 'silent' }),
-      errorCode: 'GREGOR_ERR_TXN_TOPIC',
-    });
-    const found = topic.ensureStored();
-    expect((await settled(found)).done).to.equal(false);
-    const written = topic.ensure();
-    expect((await settled(written)).done).to.equal(false);
-    done();
-    expect(await found).to.equal(ErrorCode.NONE);
-    expect(await written).to.equal(ErrorCode.NONE);
-    expect(topic.isReady).to.equal(true);
+  it('markReady (the topic existed at start): neither call creates anything', async () => {
+    const { topic, creations } = topicUnderTest();
+    topic.markReady();
+    expect(await topic.ensure()).to.equal(ErrorCode.NONE);
+    expect(await topic.ensureStarted()).to.equal(ErrorCode.NONE);
+    expect(creations).to.have.length(0);
   });
 });

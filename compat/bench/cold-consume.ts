@@ -14,10 +14,10 @@
  *
  * Writes compat/results/cold-consume-<time>.json (or into --out).
  */
-import { join } from 'node:path';
 import { createOnePartitionTopics, startGregor, startMock, type Target } from './mock-vs-gregor-brokers.js';
 import { startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
 import { envInt, round, ROOT_DIR, sleep, writeBench } from './proc-stats.js';
+import { median, parseTreeArgs } from './tree-args.js';
 import { RawClient } from '../../test/helpers/raw-client.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
@@ -39,27 +39,6 @@ interface Run {
   /** gregor: ms to the first FindCoordinator's answer on another fresh broker of the tree */
   firstFindCoordinatorMs: number | null;
 }
-
-function parseArgs(argv: string[]): { before: string; out: string } {
-  let before: string | undefined;
-  let out = join(ROOT_DIR, 'compat/results');
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = argv[i + 1];
-    if ((a === '--before' || a === '--out') && v === undefined) throw new Error(`${a} needs a value`);
-    if (a === '--before') before = argv[++i];
-    else if (a === '--out') out = argv[++i] ?? out;
-    else throw new Error(`unknown argument ${a} (--before DIR [--out DIR])`);
-  }
-  if (before === undefined) throw new Error('--before DIR (a built checkout of the tree to compare with) is required');
-  return { before, out };
-}
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
-};
 
 async function consumeOnce(t: Target, name: Name): Promise<Consume> {
   const c = await startNativeConsumer(t.bootstrap, TOPIC, 1, {});
@@ -91,7 +70,7 @@ async function firstFindCoordinatorMs(root: string | undefined): Promise<number>
 }
 
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseTreeArgs(process.argv.slice(2));
   const roots: Record<Name, string | undefined> = { before: args.before, after: undefined, mock: undefined };
   const runs: Run[] = [];
   for (let i = 0; i < ROUNDS; i++) {

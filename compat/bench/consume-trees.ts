@@ -13,10 +13,10 @@
  *
  * Writes compat/results/consume-trees-<time>.json (or into --out).
  */
-import { join } from 'node:path';
 import { createOnePartitionTopics, brokerCpu, startGregor, startMock, type Target } from './mock-vs-gregor-brokers.js';
 import { startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
 import { envInt, round, ROOT_DIR, sleep, writeBench } from './proc-stats.js';
+import { median, parseTreeArgs } from './tree-args.js';
 
 const RECORDS = envInt('BENCH_RECORDS', 1_000_000);
 const WARMUP = envInt('BENCH_WARMUP_RECORDS', 50_000);
@@ -35,29 +35,8 @@ interface Run {
   afterFirstPerSec: number;
 }
 
-function parseArgs(argv: string[]): { before: string; out: string } {
-  let before: string | undefined;
-  let out = join(ROOT_DIR, 'compat/results');
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = argv[i + 1];
-    if ((a === '--before' || a === '--out') && v === undefined) throw new Error(`${a} needs a value`);
-    if (a === '--before') before = argv[++i];
-    else if (a === '--out') out = argv[++i] ?? out;
-    else throw new Error(`unknown argument ${a} (--before DIR [--out DIR])`);
-  }
-  if (before === undefined) throw new Error('--before DIR (a built checkout of the tree to compare with) is required');
-  return { before, out };
-}
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
-};
-
 async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseTreeArgs(process.argv.slice(2));
   const brokers: [Name, Target][] = [];
   try {
     brokers.push(['before', await startGregor(args.before)], ['after', await startGregor()], ['mock', await startMock([`${TOPIC}:1`])]);

@@ -58,6 +58,11 @@ export class InternalTopicOnFirstUse {
     return this.lastFailed ? creating : ErrorCode.NONE;
   }
 
+  /** Resolves once a creation in flight has ended, either way (at once when none is): shutdown waits for it. */
+  async settled(): Promise<void> {
+    await this.creating;
+  }
+
   private start(): Promise<number> {
     if (this.creating !== null) return this.creating;
     const creating: Promise<number> = this.opts.create().then(

@@ -56,6 +56,8 @@ export async function shutdown(b: ShutdownParts): Promise<void> {
   services?.txn.shutdown();
   services?.purgatory.expireAll();
   await Promise.all(b.servers.map((s) => s.server.close(10_000)));
+  // one node: a first FindCoordinator answered before __consumer_offsets was made (it is made meanwhile)
+  await services?.groups.offsetsTopicSettled();
   // no follower appends once the logs are being closed
   await b.parts().replication?.stop();
   await adminClosed;

@@ -225,6 +225,14 @@ export class GroupCoordinator {
     return this.deps.leads !== undefined ? this.offsetsTopic.ensure() : this.offsetsTopic.ensureStarted();
   }
 
+  /**
+   * Resolves once a creation of `__consumer_offsets` begun by a FindCoordinator (which no longer waits
+   * for it) has ended: shutdown waits for it before it closes the logs.
+   */
+  offsetsTopicSettled(): Promise<void> {
+    return this.offsetsTopic.settled();
+  }
+
   /** Resolves when every partition has been replayed. */
   whenLoaded(): Promise<void> {
     return this.loaded;

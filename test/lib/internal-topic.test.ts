@@ -98,6 +98,22 @@ describe('InternalTopicOnFirstUse: created on first use', () => {
     expect(await topic.ensureStarted()).to.equal(ErrorCode.NONE);
   });
 
+  it('settled (shutdown waits on it) resolves once the creation in flight has ended, either way, and at once when none is', async () => {
+    const { topic, creations } = topicUnderTest();
+    expect((await settled(topic.settled())).done, 'none in flight').to.equal(true);
+    await topic.ensureStarted();
+    const first = topic.settled();
+    expect((await settled(first)).done).to.equal(false);
+    creations[0]?.reject(new Error('disk full'));
+    expect((await settled(first)).done, 'after a failure').to.equal(true);
+    const retry = topic.ensureStarted(); // waits for the retry, after a failure
+    const second = topic.settled();
+    expect((await settled(second)).done).to.equal(false);
+    creations[1]?.resolve();
+    expect((await settled(second)).done, 'after a success').to.equal(true);
+    expect(await retry).to.equal(ErrorCode.NONE);
+  });
+
   it('markReady (the topic existed at start): neither call creates anything', async () => {
     const { topic, creations } = topicUnderTest();
     topic.markReady();

@@ -7,7 +7,8 @@ import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { ClassicGroupState as S, CONSUMER_PROTOCOL_TYPE } from './classic-group.js';
 import { fromAssignment } from './consumer-coordinator.js';
 import type { Assignment } from './assignors.js';
-import { type GroupCoordinator, storeErrorFor } from './coordinator.js';
+import type { GroupCoordinator } from './coordinator.js';
+import { storeErrorFor } from './store-errors.js';
 import type { PartitionErrors } from './offset-manager.js';
 import {
   consumerGroupMetadataRecord,

@@ -5,7 +5,8 @@
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { ClassicGroup, ClassicGroupState as S } from './classic-group.js';
-import { type GroupCoordinator, storeErrorFor } from './coordinator.js';
+import type { GroupCoordinator } from './coordinator.js';
+import { storeErrorFor } from './store-errors.js';
 import { type CoordinatorRecord, offsetCommitRecord } from './records.js';
 import type { OffsetAndMetadata } from './offsets.js';
 import { putIfNewer } from './txn-offsets.js';

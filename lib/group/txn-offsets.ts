@@ -7,7 +7,8 @@
  */
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { ClassicGroup, ClassicGroupState as S } from './classic-group.js';
-import { type GroupCoordinator, storeErrorFor } from './coordinator.js';
+import type { GroupCoordinator } from './coordinator.js';
+import { storeErrorFor } from './store-errors.js';
 import { offsetKey, type PendingOffset } from './loader.js';
 import type { CommitPartition, PartitionErrors } from './offset-manager.js';
 import type { OffsetAndMetadata } from './offsets.js';

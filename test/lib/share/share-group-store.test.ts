@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { storeErrorFor } from '../../../lib/group/coordinator.js';
+import { storeErrorFor } from '../../../lib/group/store-errors.js';
 import { decodeCoordinatorRecord, type DecodedRecord } from '../../../lib/group/records.js';
 import { ShareRecordType } from '../../../lib/group/share-group-records.js';
 import { silentLogger } from '../../../lib/observability/logger.js';

@@ -4,8 +4,8 @@
  * concurrent callers sharing the creation; a failed creation is retried by the next caller.
  *
  * `ensure()` waits for the creation, as every write needs the topic's logs. `ensureStarted()` only
- * starts it: a one-node FindCoordinator answers at once while the record is stored and the fifty
- * logs are opened (writes wait for them), instead of holding up, for the length of an fsync after a
+ * starts it: a one-node FindCoordinator answers at once while the record is stored and the logs
+ * are made (writes wait for them), instead of holding up, for the length of an fsync after a
  * burst of writes (tens of ms), every request pipelined behind it on its connection, such as a
  * consumer's ListOffsets and Fetch. Kafka answers that first FindCoordinator at once too (with
  * COORDINATOR_NOT_AVAILABLE, and creates the topic meanwhile).
@@ -23,7 +23,7 @@ export class InternalTopicOnFirstUse {
   constructor(
     private readonly opts: {
       name: string;
-      /** creates the topic if missing and resolves once its logs are open */
+      /** creates the topic if missing and resolves once its logs are made (see TopicManager.openLogs) */
       create: () => Promise<void>;
       logger: Logger;
       /** GREGOR_ERR_* code of the log line when creating fails */
@@ -31,7 +31,7 @@ export class InternalTopicOnFirstUse {
     },
   ) {}
 
-  /** The topic exists and its logs are open. */
+  /** The topic exists and its logs are made. */
   get isReady(): boolean {
     return this.ready;
   }

@@ -237,10 +237,11 @@ export class TopicManager {
       const added: (PartitionLog | undefined)[] = [];
       for (let i = logs.length; i < t.partitions; i++)
         added.push(this.holdsReplica(t.name, i) ? this.logManager.attach(t.name, i, cfg, opts) : undefined);
-      // the coordinators load their internal topics at once (and append to them synchronously);
-      // other logs to recover after an unclean shutdown are recovered on first use (see recover) or
-      // by the log manager's background pass
-      if (t.internal) await openAll(added);
+      // the coordinators load their internal topics at once, except the logs known empty (a new
+      // topic's fifty, most of which a small broker never writes): each coordinator opens a log before
+      // its first append to it. Other logs to recover after an unclean shutdown are recovered on first
+      // use (see recover) or by the log manager's background pass
+      if (t.internal) await openAll(added.filter((l) => l !== undefined && !l.knownEmpty));
       for (const log of added) {
         logs.push(log);
         if (log !== undefined) for (const l of this.listeners) l(t.name, log.partition, log);

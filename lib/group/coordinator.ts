@@ -47,7 +47,7 @@ export interface CoordinatorDeps {
   purgatory: Purgatory;
   /** Whether `__consumer_offsets` exists (it is created on first use, as Kafka does). */
   offsetsTopicExists(): boolean;
-  /** Creates `__consumer_offsets` if missing (internal, compacted) and waits until its logs are open. */
+  /** Creates `__consumer_offsets` if missing (internal, compacted) and waits until its logs are made (those with data open). */
   ensureOffsetsTopic(numPartitions: number): Promise<void>;
   /** The log of an offsets partition this broker leads (clusters: undefined for one led elsewhere). */
   offsetsLog(partition: number): OffsetsLog | undefined;
@@ -421,6 +421,8 @@ export class GroupCoordinator {
       const notHere = this.deps.leads !== undefined && !this.deps.leads(p);
       return { errorCode: notHere ? ErrorCode.NOT_LEADER_OR_FOLLOWER : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };
     }
+    // a log known empty opens on its first write (TopicManager.openLogs); append needs it open
+    if (!log.isOpen) await log.open().catch(() => undefined); // a failed open: append throws its LogError
     const ts = BigInt(this.now());
     const producer =
       txn === undefined ? {} : { producerId: txn.producerId, producerEpoch: txn.producerEpoch, baseSequence: 0, isTransactional: true };

@@ -21,6 +21,9 @@ import { applyShareGroupRecord, type ShareGroupRecords } from './share-group-rec
 
 /** The part of a partition log the coordinator uses (PartitionLog satisfies it). */
 export interface OffsetsLog extends ReplayableLog {
+  /** Whether the files are open: `append` needs them, `open()` first (a log known empty opens on its first write). */
+  readonly isOpen: boolean;
+  open(): Promise<void>;
   append(
     records: Buffer,
     opts: { leaderEpoch: number; origin?: AppendOrigin },

@@ -120,6 +120,14 @@ export abstract class LazyLog {
     return this.log !== null;
   }
 
+  /**
+   * Not open and known to be empty without its files: a partition never written (no directory yet),
+   * or one empty at the last clean shutdown. Opening it can wait for its first write.
+   */
+  get knownEmpty(): boolean {
+    return this.log === null && this.closedState === EMPTY_SUMMARY;
+  }
+
   /** Whether the log can be served before it opens (it has a summary, or it is open). */
   get servable(): boolean {
     return this.log !== null || this.closedState !== null;

@@ -34,7 +34,7 @@ export interface TxnCoordinatorDeps {
   producerIds: ProducerIdManager;
   /** Whether `__transaction_state` exists (it is created on first use, as Kafka does). */
   stateTopicExists(): boolean;
-  /** Creates `__transaction_state` if missing (internal, compacted) and waits until its logs are open. */
+  /** Creates `__transaction_state` if missing (internal, compacted) and waits until its logs are made (those with data open). */
   ensureStateTopic(numPartitions: number): Promise<void>;
   stateLog(partition: number): PartitionLog | undefined;
   /** Clusters: whether this broker leads the state partition (one node: always). */
@@ -178,6 +178,8 @@ export class TransactionCoordinator {
         { key: txnLogKey(m.transactionalId), value: next === null ? null : txnLogValue(next), timestamp: BigInt(this.now()) },
       ]);
       try {
+        // a log known empty opens on its first write (TopicManager.openLogs); append needs it open
+        if (!log.isOpen) await log.open();
         // clusters: acks=all, as Kafka writes the state log (refused up front below transaction.state.log.min.isr)
         const isr = this.deps.checkIsr?.(TRANSACTION_STATE_TOPIC, p) ?? ErrorCode.NONE;
         if (isr !== ErrorCode.NONE) throw new LogError(isr, `${TRANSACTION_STATE_TOPIC}-${p}: the ISR is below min.insync.replicas`);

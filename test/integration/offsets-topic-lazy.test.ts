@@ -3,14 +3,36 @@
  * does not pay for 50 partitions nobody may use); the first FindCoordinator for a group starts the
  * creation and answers at once (Kafka answers it at once too, COORDINATOR_NOT_AVAILABLE), every write
  * waits for the topic, and the first write of a client that never asked for the coordinator creates
- * it too. Once it exists, a restart replays it as before.
+ * it too. Of the new topic's fifty logs only those written to are made, each by its first write. Once
+ * it exists, a restart replays it as before.
  */
 import { expect } from 'chai';
+import { readdirSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
+import { partitionFor } from '../../lib/group/index.js';
 import { RawClient, rawCreateTopics } from '../helpers/raw-client.js';
 import { startTestBroker, tempDir, type TestBroker } from '../helpers/broker.js';
 
 const OFFSETS = '__consumer_offsets';
+
+/** The `__consumer_offsets` partitions that have a directory in `dataDir`, sorted. */
+function offsetsDirs(dataDir: string): number[] {
+  return readdirSync(dataDir)
+    .filter((d) => d.startsWith(`${OFFSETS}-`))
+    .map((d) => Number(d.slice(OFFSETS.length + 1)))
+    .sort((x, y) => x - y);
+}
+
+/** OffsetCommit v2 of one offset of partition 0 of `topic` for `groupId`, sent without waiting. */
+function sendCommit(c: RawClient, groupId: string, topic: string, offset: bigint): Promise<number> {
+  return c.send(8, 2, {
+    groupId,
+    generationIdOrMemberEpoch: -1,
+    memberId: '',
+    retentionTimeMs: -1n,
+    topics: [{ name: topic, partitions: [{ partitionIndex: 0, committedOffset: offset, committedMetadata: null }] }],
+  });
+}
 
 async function topicNames(bootstrap: string): Promise<string[]> {
   const c = await RawClient.connect(bootstrap);
@@ -162,6 +184,76 @@ describe('__consumer_offsets created on first use', function () {
       expect(fetched.topics[0]?.partitions[0]).to.deep.include({ committedOffset: 7n, errorCode: 0 });
     } finally {
       c3.destroy();
+    }
+  });
+
+  it('a new topic makes only the logs written to: a commit makes its partition, pipelined commits keep their order, and a restart serves them and writes to partitions never made', async () => {
+    const dataDir = tempDir();
+    b = await startTestBroker({}, { dataDir });
+    // three groups on three different partitions, and one more partition left for after the restart
+    const groups: string[] = [];
+    const used = new Set<number>();
+    for (let g = 0; groups.length < 4; g++) {
+      const p = partitionFor(`made-g${g}`, 50);
+      if (used.has(p)) continue;
+      used.add(p);
+      groups.push(`made-g${g}`);
+    }
+    const [g0, g1, g2, later] = groups as [string, string, string, string];
+    const c = await RawClient.connect(b.bootstrap);
+    try {
+      await rawCreateTopics(c, [{ name: 'made-t', partitions: 1 }]);
+      // the first write creates the topic; its partition's log is made by the write, no other is
+      await sendCommit(c, g0, 'made-t', 10n);
+      await c.waitResponses(2, 30_000);
+      expect(offsetsDirs(dataDir)).to.deep.equal([partitionFor(g0, 50)]);
+      // two new partitions, each written twice at once: both logs are made, the later commits win
+      for (const [g, offset] of [
+        [g1, 20n],
+        [g2, 30n],
+        [g1, 21n],
+        [g2, 31n],
+      ] as const)
+        await sendCommit(c, g, 'made-t', offset);
+      await c.waitResponses(6, 30_000);
+      for (let i = 2; i < 6; i++) {
+        const r = c.decode(i, 8, 2).body as { topics: { partitions: { errorCode: number }[] }[] };
+        expect(r.topics[0]?.partitions[0]?.errorCode, `commit ${i - 1}`).to.equal(0);
+      }
+      expect(offsetsDirs(dataDir)).to.deep.equal([g0, g1, g2].map((g) => partitionFor(g, 50)).sort((x, y) => x - y));
+    } finally {
+      c.destroy();
+    }
+    const md = new Kafka({ brokers: [b.bootstrap], logLevel: logLevel.NOTHING }).admin();
+    await md.connect();
+    expect((await md.fetchTopicMetadata({ topics: [OFFSETS] })).topics[0]?.partitions).to.have.length(50);
+    await md.disconnect();
+
+    await b.broker.stop();
+    b = await startTestBroker({}, { dataDir });
+    const admin = new Kafka({ brokers: [b.bootstrap], logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      for (const [g, offset] of [
+        [g0, '10'],
+        [g1, '21'],
+        [g2, '31'],
+      ] as const)
+        expect((await admin.fetchOffsets({ groupId: g, topics: ['made-t'] }))[0]?.partitions[0]?.offset, g).to.equal(offset);
+      const raw = await RawClient.connect(b.bootstrap);
+      try {
+        await sendCommit(raw, later, 'made-t', 40n);
+        const [r] = await raw.waitResponses(1, 30_000);
+        expect(r).to.not.equal(undefined);
+        const body = raw.decode(0, 8, 2).body as { topics: { partitions: { errorCode: number }[] }[] };
+        expect(body.topics[0]?.partitions[0]?.errorCode).to.equal(0);
+      } finally {
+        raw.destroy();
+      }
+      expect((await admin.fetchOffsets({ groupId: later, topics: ['made-t'] }))[0]?.partitions[0]?.offset).to.equal('40');
+      expect(offsetsDirs(dataDir)).to.include(partitionFor(later, 50));
+    } finally {
+      await admin.disconnect();
     }
   });
 

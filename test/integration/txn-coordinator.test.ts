@@ -5,7 +5,7 @@
  * DeleteRecords under producer state and an open transaction (librdkafka's 0103 KIP-360 case).
  */
 import { expect } from 'chai';
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { buildRecordBatch } from '../../protocol/records/index.js';
 import { partitionFor } from '../../lib/group/records.js';
@@ -77,6 +77,22 @@ describe('transaction coordinator: KIP-360, epoch exhaustion, id expiry, DeleteR
     raw = await RawClient.connect(tb.bootstrap);
     return raw;
   }
+
+  it('a fresh broker answers the first InitProducerId at the first attempt; __transaction_state makes only the log written to', async () => {
+    const dataDir = tempDir();
+    dirs.push(dataDir);
+    const c = await start({}, dataDir);
+    // FindCoordinator creates the topic and waits for it; the id's state partition has no log until written
+    const found = await c.request<{ errorCode: number }>(10, 2, { key: 'tx-first', keyType: 1 }, 30_000);
+    expect(found.errorCode).to.equal(ErrorCode.NONE);
+    const stateDirs = (): string[] => readdirSync(dataDir).filter((d) => d.startsWith(`${TRANSACTION_STATE_TOPIC}-`));
+    expect(stateDirs()).to.deep.equal([]);
+    // one request, no retry: its write makes the partition's log and is stored
+    const init = await c.request<InitResult>(22, 1, { transactionalId: 'tx-first', transactionTimeoutMs: 60_000 }, 30_000);
+    expect(init.errorCode).to.equal(ErrorCode.NONE);
+    expect(init.producerId >= 0n).to.equal(true);
+    expect(stateDirs()).to.deep.equal([`${TRANSACTION_STATE_TOPIC}-${partitionFor('tx-first', 50)}`]);
+  });
 
   it('KIP-360: the current producer is bumped, a retry of that call gets the same epoch back, anyone else is fenced; bad pid/epoch pairs are refused', async () => {
     const c = await start();

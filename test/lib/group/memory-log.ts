@@ -13,6 +13,11 @@ export class MemoryLog implements OffsetsLog {
   logEndOffset = 0n;
   /** When set, appends fail with this error. */
   failWith: Error | null = null;
+  readonly isOpen = true;
+
+  open(): Promise<void> {
+    return Promise.resolve();
+  }
 
   append(records: Buffer): { info: { firstOffset: bigint; lastOffset: bigint }; written: Promise<void> } {
     if (this.failWith !== null) throw this.failWith;

@@ -7,8 +7,10 @@
  * time; each takes BENCH_RECORDS (1M) 100-byte records (+50,000 warm-up) with acks=1, then is
  * consumed from the start twice: the cold consume (the first on that broker) and a warm one. Per
  * consume: records/s and the time to the first record delivered. Per gregor tree and round, another
- * fresh broker times its first FindCoordinator for a group, after an ApiVersions and a Metadata on
- * the same connection (so the connection and those first requests are not counted).
+ * fresh broker times a group's first use: its first FindCoordinator, after an ApiVersions, a Metadata
+ * and a CreateTopics on the same connection (so the connection and those first requests are not
+ * counted), then the first OffsetCommit (which waits for `__consumer_offsets`), and the broker CPU
+ * the two cost, counted until 300 ms after the commit's answer (work left in the background included).
  *
  *   node dist/compat/bench/cold-consume.js --before /path/to/other/checkout [--out DIR]
  *
@@ -16,7 +18,7 @@
  */
 import { createOnePartitionTopics, startGregor, startMock, type Target } from './mock-vs-gregor-brokers.js';
 import { startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
-import { envInt, round, ROOT_DIR, sleep, writeBench } from './proc-stats.js';
+import { cpuMs, envInt, round, ROOT_DIR, sleep, writeBench } from './proc-stats.js';
 import { median, parseTreeArgs } from './tree-args.js';
 import { RawClient } from '../../test/helpers/raw-client.js';
 
@@ -36,8 +38,16 @@ interface Run {
   broker: Name;
   cold: Consume;
   warm: Consume;
-  /** gregor: ms to the first FindCoordinator's answer on another fresh broker of the tree */
-  firstFindCoordinatorMs: number | null;
+  /** gregor: a group's first use on another fresh broker of the tree */
+  firstGroupUse: GroupUse | null;
+}
+interface GroupUse {
+  /** ms from sending the first FindCoordinator (a group key) to its answer */
+  findCoordinatorMs: number;
+  /** ms from sending the first OffsetCommit, right after that answer, to its answer */
+  commitMs: number;
+  /** broker CPU (all threads) from the FindCoordinator until 300 ms after the commit's answer */
+  cpuMs: number;
 }
 
 async function consumeOnce(t: Target, name: Name): Promise<Consume> {
@@ -48,19 +58,43 @@ async function consumeOnce(t: Target, name: Name): Promise<Consume> {
   return { recordsPerSec: Math.round(r.records / r.seconds), firstRecordMs: round(r.secondsToFirst * 1000, 2) };
 }
 
-/** ms from sending a fresh broker's first FindCoordinator (a group key) to its answer. */
-async function firstFindCoordinatorMs(root: string | undefined): Promise<number> {
+/** A group's first use on a fresh broker: FindCoordinator, then OffsetCommit (see GroupUse). */
+async function firstGroupUse(root: string | undefined): Promise<GroupUse> {
   const t = await startGregor(root);
   try {
+    if (t.pid === null) throw new Error('no broker process');
     const c = await RawClient.connect(t.bootstrap);
     try {
       await c.request(18, 3, { clientSoftwareName: 'cold-consume', clientSoftwareVersion: '1' });
       await c.request(3, 9, { topics: null, allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false });
+      await c.request(19, 4, {
+        topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 1, assignments: [], configs: [] }],
+        timeoutMs: 30_000,
+        validateOnly: false,
+      });
+      await sleep(300);
+      const cpu0 = cpuMs(t.pid);
       const t0 = performance.now();
-      const r = await c.request<{ errorCode: number }>(10, 2, { key: 'cold-consume', keyType: 0 }, 30_000);
-      const ms = performance.now() - t0;
-      if (r.errorCode !== 0) throw new Error(`FindCoordinator answered error ${r.errorCode}`);
-      return round(ms, 2);
+      const found = await c.request<{ errorCode: number }>(10, 2, { key: 'cold-consume', keyType: 0 }, 30_000);
+      const t1 = performance.now();
+      if (found.errorCode !== 0) throw new Error(`FindCoordinator answered error ${found.errorCode}`);
+      const commit = await c.request<{ topics: { partitions: { errorCode: number }[] }[] }>(
+        8,
+        2,
+        {
+          groupId: 'cold-consume',
+          generationIdOrMemberEpoch: -1,
+          memberId: '',
+          retentionTimeMs: -1n,
+          topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, committedOffset: 1n, committedMetadata: null }] }],
+        },
+        30_000,
+      );
+      const t2 = performance.now();
+      const code = commit.topics[0]?.partitions[0]?.errorCode;
+      if (code !== 0) throw new Error(`OffsetCommit answered error ${code}`);
+      await sleep(300);
+      return { findCoordinatorMs: round(t1 - t0, 2), commitMs: round(t2 - t1, 2), cpuMs: round(cpuMs(t.pid) - cpu0, 1) };
     } finally {
       c.destroy();
     }
@@ -95,11 +129,11 @@ async function main(): Promise<void> {
       } finally {
         await t.stop();
       }
-      const fc = name === 'mock' ? null : await firstFindCoordinatorMs(roots[name]);
-      const run: Run = { round: i + 1, broker: name, cold, warm, firstFindCoordinatorMs: fc };
+      const use = name === 'mock' ? null : await firstGroupUse(roots[name]);
+      const run: Run = { round: i + 1, broker: name, cold, warm, firstGroupUse: use };
       runs.push(run);
       process.stderr.write(
-        `round ${run.round} ${name}: cold ${cold.recordsPerSec} records/s, first record after ${cold.firstRecordMs} ms; warm ${warm.recordsPerSec}, ${warm.firstRecordMs} ms; first FindCoordinator ${fc ?? '-'} ms\n`,
+        `round ${run.round} ${name}: cold ${cold.recordsPerSec} records/s, first record after ${cold.firstRecordMs} ms; warm ${warm.recordsPerSec}, ${warm.firstRecordMs} ms; first FindCoordinator ${use?.findCoordinatorMs ?? '-'} ms, first commit ${use?.commitMs ?? '-'} ms, their broker CPU ${use?.cpuMs ?? '-'} ms\n`,
       );
     }
   }
@@ -113,7 +147,9 @@ async function main(): Promise<void> {
       `warm ${warm} (${round(warm / med('mock', (r) => r.warm.recordsPerSec), 3)}x), ${med(n, (r) => r.warm.firstRecordMs)} ms`
     );
   };
-  const fcOf = (n: Name) => med(n, (r) => r.firstFindCoordinatorMs ?? NaN);
+  const useOf = (n: Name, f: (u: GroupUse) => number) => med(n, (r) => (r.firstGroupUse === null ? NaN : f(r.firstGroupUse)));
+  const groupUse = (n: Name) =>
+    `${n}: first FindCoordinator ${useOf(n, (u) => u.findCoordinatorMs)} ms, first OffsetCommit ${useOf(n, (u) => u.commitMs)} ms, broker CPU ${useOf(n, (u) => u.cpuMs)} ms`;
   const path = writeBench(
     args.out,
     {
@@ -124,7 +160,7 @@ async function main(): Promise<void> {
         summary('before'),
         summary('after'),
         summary('mock'),
-        `first FindCoordinator on a fresh gregor: before ${fcOf('before')} ms, after ${fcOf('after')} ms (medians)`,
+        `a group's first use on a fresh gregor (medians): ${groupUse('before')}; ${groupUse('after')}`,
       ],
       table: {
         columns: [
@@ -135,6 +171,8 @@ async function main(): Promise<void> {
           'warm records/s',
           'warm first record (ms)',
           'first FindCoordinator (ms)',
+          'first OffsetCommit (ms)',
+          'their broker CPU (ms)',
         ],
         rows: runs.map((r) => [
           r.round,
@@ -143,7 +181,9 @@ async function main(): Promise<void> {
           r.cold.firstRecordMs,
           r.warm.recordsPerSec,
           r.warm.firstRecordMs,
-          r.firstFindCoordinatorMs,
+          r.firstGroupUse?.findCoordinatorMs ?? null,
+          r.firstGroupUse?.commitMs ?? null,
+          r.firstGroupUse?.cpuMs ?? null,
         ]),
       },
       notes: [`BENCH_RECORDS=${RECORDS}, BENCH_WARMUP_RECORDS=${WARMUP}, BENCH_ROUNDS=${ROUNDS}.`],

@@ -4,7 +4,7 @@
  */
 import { GregorErrorCode, ProtocolError } from './codec/errors.js';
 import { Reader, type TaggedField } from './codec/reader.js';
-import { takeSplicedBytes, Writer } from './codec/writer.js';
+import { type Chunk, takeSplicedBytes, Writer } from './codec/writer.js';
 import { requestHeaderVersion, responseHeaderVersion } from './generated/api-keys.js';
 import { readRequestHeader, sizeRequestHeader, writeRequestHeader } from './generated/data/request-header.js';
 import { readResponseHeader, sizeResponseHeader, writeResponseHeader } from './generated/data/response-header.js';
@@ -211,7 +211,7 @@ export function encodeResponseChunks(
   correlationId: number,
   body: unknown,
   opts: { sizePrefix?: boolean; taggedFields?: TaggedField[] } = {},
-): Buffer[] {
+): Chunk[] {
   return writeResponse(apiKey, apiVersion, correlationId, body, opts, true).doneChunks();
 }
 

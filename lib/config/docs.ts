@@ -90,6 +90,8 @@ const DOCS: Record<string, string> = {
   'gregor.request.read.timeout.ms': 'gregor: a request not received whole this long after its first byte closes the connection (0: never).',
   'gregor.fetch.zero.copy':
     'gregor: fetch responses pass the stored record bytes to the socket uncopied (true) or copy them once into the response (false).',
+  'gregor.fetch.sendfile':
+    "gregor: with zero copy, a consumer's Fetch on a plain TCP connection sends large stored batches from the segment file with sendfile (true) or reads them into memory first (false).",
   'gregor.socket.read.direct':
     'gregor: plain TCP connections read requests straight into their buffers (true) or through the socket stream in 64 KB chunks, copied (false).',
   'gregor.log.recent.cache.bytes':

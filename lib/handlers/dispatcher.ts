@@ -8,6 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ProtocolError } from '../../protocol/codec/errors.js';
+import type { Chunk } from '../../protocol/codec/writer.js';
 import { decodeRequest, encodeResponse, encodeResponseChunks, peekRequestHeader } from '../../protocol/frame.js';
 import { fetchRequestReuseFor } from '../../protocol/fetch-request-reuse.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
@@ -26,9 +27,7 @@ import { type ConnectionDetails, type Handler, isCloseConnection, NO_RESPONSE, t
  * with none, after the request). A pre-KIP-219 version's response is held back that long instead.
  */
 export type DispatchResult =
-  | { response: Buffer | Buffer[]; throttleMs?: number; written?: () => void }
-  | { noResponse: true; throttleMs?: number }
-  | { close: string };
+  { response: Buffer | Chunk[]; throttleMs?: number; written?: () => void } | { noResponse: true; throttleMs?: number } | { close: string };
 
 export class Dispatcher {
   private readonly handlers = new Map<number, Handler>();
@@ -216,7 +215,8 @@ export class Dispatcher {
       this.zeroCopy ??= ctx.services.config.bool('gregor.fetch.zero.copy');
       if (this.zeroCopy) {
         const chunks = encodeResponseChunks(apiKey, apiVersion, correlationId, body, { sizePrefix: true });
-        const response = chunks.length === 1 ? (chunks[0] as Buffer) : chunks;
+        const only = chunks.length === 1 ? chunks[0] : undefined;
+        const response = Buffer.isBuffer(only) ? only : chunks;
         out = leases === null ? { response } : { response, written: () => releaseAll(leases) };
       } else {
         out = { response: encodeResponse(apiKey, apiVersion, correlationId, body, { sizePrefix: true }) };

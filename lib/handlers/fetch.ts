@@ -12,7 +12,7 @@ import { encodeOnce, type RecordsValue } from '../../protocol/codec/writer.js';
 import { BatchField, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from '../../protocol/records/index.js';
 import { announcedChanges } from '../log/lazy-log.js';
 import { LogError, type PartitionLog } from '../log/partition-log.js';
-import { type ReadBufferPool, type ReadLease, releaseAll } from '../log/read-buffer-pool.js';
+import { type ReadBufferPool, type Releasable, releaseAll } from '../log/read-buffer-pool.js';
 import type { TopicLogs } from '../topics.js';
 import { type FetchContext, UNCHANGED } from '../replica/fetch-sessions.js';
 import { fetchWatchFor } from '../replica/fetch-watch.js';
@@ -184,9 +184,9 @@ function nextOffsetAfter(records: Buffer[], fallback: bigint): bigint {
 }
 
 /** The aborted transactions overlapping what a read_committed fetch returns, in the response's shape. */
-function abortedIn(log: PartitionLog, fetchOffset: bigint, records: Buffer[]): FetchResponseAbortedTransaction[] {
-  if (records.length === 0) return NO_ABORTED;
-  const found = log.abortedTransactions(fetchOffset, nextOffsetAfter(records, fetchOffset));
+function abortedIn(log: PartitionLog, fetchOffset: bigint, records: Buffer[], nextOffset?: bigint): FetchResponseAbortedTransaction[] {
+  if (records.length === 0 && nextOffset === undefined) return NO_ABORTED;
+  const found = log.abortedTransactions(fetchOffset, nextOffset ?? nextOffsetAfter(records, fetchOffset));
   return found.length === 0 ? NO_ABORTED : found.map((a) => ({ producerId: a.producerId, firstOffset: a.firstOffset }));
 }
 
@@ -276,7 +276,7 @@ async function readAll(
   readCommitted: boolean,
   apiVersion: number,
   session: Pick<FetchContext, 'unchanged' | 'kind'>,
-  buffers: { pool: ReadBufferPool; leases: ReadLease[] },
+  buffers: { pool: ReadBufferPool; leases: Releasable[]; fileSlices: boolean },
   services: RequestContext['services'],
 ) {
   // a sessionless Fetch: each topic's answer goes out whole (sessions leave unchanged partitions out)
@@ -370,15 +370,22 @@ async function readAll(
   async function readOne(p: FetchRequestFetchPartition, log: PartitionLog): Promise<PartitionOut> {
     try {
       const limit = Math.max(0, Math.min(p.partitionMaxBytes, budget));
-      const { records, size, lease } = await log.read(p.fetchOffset, limit, {
+      const { records, size, lease, file } = await log.read(p.fetchOffset, limit, {
         minOneMessage: allowOversized && total === 0,
         maxOffset: readLimit(log, readCommitted),
         pool: buffers.pool,
+        fileSlices: buffers.fileSlices && apiVersion > 3,
       });
       // the response holds views of it (released by the dispatcher or, zero-copy, once written)
       if (lease != null) buffers.leases.push(lease);
       budget -= size;
       total += size;
+      if (file !== undefined) {
+        // the entries stay in the segment file: the connection sends them with sendfile, then this closes its descriptor
+        buffers.leases.push(file);
+        const aborted = readCommitted ? abortedIn(log, p.fetchOffset, records, file.nextOffset) : NO_ABORTED;
+        return partitionResult(p.partition, log, readCommitted, ErrorCode.NONE, file.slice, aborted);
+      }
       if (apiVersion <= 3) {
         // old readers get magic 0/1 (down-converted on the append pool when stored newer)
         const r = await recordsForFetchVersion(log, records, apiVersion, p.fetchOffset);
@@ -426,7 +433,8 @@ async function consumerFetch(
     if (ctx.timing !== undefined) ctx.timing.remoteMs += performance.now() - parkedAt;
   };
   if (longPoll && allCaughtUp) await waitForBytes(req.minBytes);
-  const buffers = { pool: s.readBuffers, leases: (ctx.readLeases ??= []) };
+  // FileSlices where the connection can send them: the dispatcher then encodes zero-copy (both follow gregor.fetch.zero.copy)
+  const buffers = { pool: s.readBuffers, leases: (ctx.readLeases ??= []), fileSlices: ctx.conn.sendsFiles === true };
   let result = await readAll(topics, maxBytes, allowOversized, readCommitted, ctx.apiVersion, session, buffers, s);
   if (longPoll && !allCaughtUp && result.total < req.minBytes && result.errors === 0) {
     // too little: this answer is dropped (its read buffers go back before the wait) and read again after it

@@ -1,7 +1,7 @@
 /** The contract every API handler implements; one file per API under lib/handlers/. */
 import type { Logger } from 'pino';
 import type { ClientIdCache } from '../../protocol/frame.js';
-import type { ReadLease } from '../log/read-buffer-pool.js';
+import type { Releasable } from '../log/read-buffer-pool.js';
 import type { FaultInjector } from '../network/faults.js';
 import type { RequestTiming } from '../observability/request-timing.js';
 import type { SaslSession } from '../security/sasl/session.js';
@@ -45,6 +45,8 @@ export interface ConnectionDetails {
   readonly principal?: string;
   /** On a SASL listener: the connection's SASL state, which SaslHandshake and SaslAuthenticate drive. */
   readonly sasl?: SaslSession;
+  /** A Fetch may answer with FileSlices (sent with sendfile): a plain TCP connection, gregor.fetch.sendfile on. */
+  readonly sendsFiles?: boolean;
 }
 
 export interface RequestContext {
@@ -66,7 +68,7 @@ export interface RequestContext {
    * Pooled segment read buffers the response holds views of (Fetch): the dispatcher releases them once
    * the response is copied, or, zero-copy, the connection does once the response is written.
    */
-  readLeases?: ReadLease[];
+  readLeases?: Releasable[];
 }
 
 export interface Handler<Req = never, Res = unknown> {

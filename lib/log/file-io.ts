@@ -21,6 +21,70 @@ const closeFd = promisify(fs.close);
 interface PreadAddon {
   /** bytes read (0 at the end of the file), or -errno (-EAGAIN: not in the page cache) */
   preadNowait: (fd: number, buf: Uint8Array, offset: number, length: number, position: number) => number;
+  /** bytes sent (0 at the end of the file), or -errno (-EAGAIN: the socket's buffer is full); absent in an older build */
+  sendfileNowait?: (outFd: number, inFd: number, position: number, length: number) => number;
+  /** pages of the range not in the page cache, or -errno (-ENOSYS before Linux 6.5) */
+  uncachedPages?: (fd: number, position: number, length: number) => number;
+  /** a new close-on-exec descriptor of the same open file, or -errno */
+  dupFd?: (fd: number) => number;
+}
+
+/** What sending stored bytes with sendfile needs from the addon (see lib/log/file-slices.ts). */
+export interface SliceCalls {
+  preadNowait: PreadAddon['preadNowait'];
+  sendfileNowait: NonNullable<PreadAddon['sendfileNowait']>;
+  uncachedPages: NonNullable<PreadAddon['uncachedPages']>;
+  dupFd: NonNullable<PreadAddon['dupFd']>;
+}
+
+let sliceCalls: SliceCalls | null | undefined;
+
+/**
+ * The addon's calls for FileSlices, or null: no addon, a build without them, or a kernel without
+ * cachestat(2) (a slice must be known to be in the page cache: sendfile cannot refuse a disk read).
+ */
+export function fileSliceCalls(): SliceCalls | null {
+  if (sliceCalls === undefined) {
+    const a = loadAddon<PreadAddon>('pread').addon;
+    sliceCalls = null;
+    if (a?.sendfileNowait !== undefined && a.uncachedPages !== undefined && a.dupFd !== undefined) {
+      const { preadNowait, sendfileNowait, uncachedPages, dupFd } = a;
+      // probe cachestat on a descriptor every process has (stdin may be closed: try a fresh one)
+      let fd = -1;
+      try {
+        fd = fs.openSync(process.execPath, 'r');
+        if (uncachedPages(fd, 0, 1) >= 0) sliceCalls = { preadNowait, sendfileNowait, uncachedPages, dupFd };
+      } catch {
+        sliceCalls = null;
+      } finally {
+        if (fd >= 0) fs.closeSync(fd);
+      }
+    }
+  }
+  return sliceCalls;
+}
+
+/** sendfile of slice bytes [offset, end) to the socket `outFd`: bytes sent, 0 at the file's end, or -errno. */
+export function sendSlicePart(outFd: number, slice: { fd: number; position: number; length: number }, offset: number): number {
+  const calls = fileSliceCalls();
+  if (calls === null) return -38; // ENOSYS: never reached (slices are made only with the calls)
+  return calls.sendfileNowait(outFd, slice.fd, slice.position + offset, slice.length - offset);
+}
+
+/** Slice bytes [offset, offset + length) read into a new buffer, or why they could not be. */
+export function readSlicePart(slice: { fd: number; position: number }, offset: number, length: number): Buffer | string {
+  const out = Buffer.allocUnsafe(length);
+  let got = 0;
+  try {
+    while (got < length) {
+      const n = fs.readSync(slice.fd, out, got, length - got, slice.position + offset + got);
+      if (n === 0) return `the segment file ended inside a fetched slice (at ${slice.position + offset + got})`;
+      got += n;
+    }
+  } catch (e) {
+    return `reading a fetched slice failed: ${(e as Error).message}`;
+  }
+  return out;
 }
 
 let preadNowait: PreadAddon['preadNowait'] | null | undefined;

@@ -3,6 +3,7 @@ import { logEntries } from '../../protocol/records/index.js';
 import type { Record } from '../../protocol/records/index.js';
 import { HEADER_BYTES, parseEntryHeader } from './segment.js';
 import type { EntryHeader, LogSegment } from './segment.js';
+import type { SliceRead } from './file-slices.js';
 import type { ReadBufferPool, ReadLease } from './read-buffer-pool.js';
 
 export interface ReadResult {
@@ -17,6 +18,8 @@ export interface ReadResult {
    * once no view is read any more, or drops it (see read-buffer-pool.ts).
    */
   lease?: ReadLease | null;
+  /** The entries as a FileSlice instead (`records` empty): reads asked with `fileSlices` (file-slices.ts). */
+  file?: SliceRead;
 }
 
 export const EMPTY_READ: ReadResult = { records: [], size: 0 };
@@ -28,6 +31,8 @@ export interface ReadOptions {
   maxOffset?: bigint;
   /** segment bytes go into this pool's buffers (the result carries the lease) */
   pool?: ReadBufferPool;
+  /** large entries in the page cache may come back as a FileSlice (ReadResult.file), to be sent with sendfile */
+  fileSlices?: boolean;
 }
 
 export interface ReadLimits {

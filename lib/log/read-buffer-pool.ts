@@ -110,7 +110,12 @@ export function classOf(bytes: number): number {
   return 32 - Math.clz32(bytes - 1) - MIN_SHIFT;
 }
 
+/** What a response holds until it has been written: a ReadLease, or a FileSlice's descriptor (file-slices.ts). */
+export interface Releasable {
+  release(): void;
+}
+
 /** Releases every lease of `leases` (a request's reads, once its response no longer needs them). */
-export function releaseAll(leases: readonly ReadLease[]): void {
+export function releaseAll(leases: readonly Releasable[]): void {
   for (const l of leases) l.release();
 }

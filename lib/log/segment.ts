@@ -266,6 +266,11 @@ export class LogSegment {
     return position;
   }
 
+  /** The `.log` file's descriptor, or -1 while it is not open (file-slices.ts: sendfile reads from it). */
+  get fileDescriptor(): number {
+    return this.file.fd;
+  }
+
   /** Writes everything pending with one positional writev. */
   async writePending(): Promise<void> {
     if (this.pending.length === 0) return;

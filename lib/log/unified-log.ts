@@ -10,6 +10,7 @@ import { fsyncDir } from './checkpoint.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import { LogError, closedError, storageError } from './errors.js';
 import type { LogConfig } from './log-config.js';
+import { sliceSegment } from './file-slices.js';
 import { EMPTY_READ, readSegment } from './log-read.js';
 import { corruptReadError, verifyRead } from './read-verify.js';
 import type { ReadLimits, ReadOptions, ReadResult } from './log-read.js';
@@ -355,6 +356,10 @@ export class UnifiedLog extends ReplicaLog {
           const next = seg.offsetIndex.positionAfter(fetchOffset);
           skippable = (next < 0 ? seg.size : next) - start;
         }
+      }
+      if (opts.fileSlices === true) {
+        const slice = sliceSegment(seg, start, lim, skippable);
+        if (slice !== null) return { records: [], size: slice.size, file: slice };
       }
       let r;
       try {

@@ -2,6 +2,7 @@
  * The shapes a Connection (lib/network/connection.ts) shares with the dispatcher and the listener:
  * what a request handler sees of its connection, what it returns, and the connection's limits.
  */
+import type { Chunk } from '../../protocol/codec/writer.js';
 import type { ClientIdCache } from '../../protocol/frame.js';
 import type { Logger } from '../observability/logger.js';
 import type { RequestTiming } from '../observability/request-timing.js';
@@ -30,16 +31,19 @@ export interface ConnectionInfo {
    * the ISR): they leave the broker-wide budget now rather than when the response is ready.
    */
   readonly requestBytesDone: () => void;
+  /** Fetch responses may carry FileSlices: the connection sends them with sendfile (set by the Connection) */
+  sendsFiles?: boolean;
 }
 
 /**
  * What the dispatcher wants done with a request. `response` buffers are written verbatim and must
- * already carry the 4-byte size prefix (encodeResponse(..., { sizePrefix: true })); a Buffer[] is
- * written with one cork/uncork (writev), without concatenating.
+ * already carry the 4-byte size prefix (encodeResponse(..., { sizePrefix: true })); a list of chunks
+ * is written with one cork/uncork (writev), without concatenating, and a FileSlice among them is sent
+ * from its file (see response-writer.ts).
  */
 export type DispatchResult =
   | {
-      response: Buffer | Buffer[];
+      response: Buffer | Chunk[];
       close?: string;
       level?: CloseLevel;
       fields?: Record<string, unknown>;
@@ -74,4 +78,6 @@ export interface ConnectionLimits {
   budget: RequestBudget;
   /** gregor.socket.read.direct on a plain TCP socket: read into the frame being assembled (direct-read.ts) */
   readDirect?: boolean;
+  /** gregor.fetch.sendfile on a plain TCP socket: stored batches are sent from their files (response-writer.ts) */
+  sendFile?: boolean;
 }

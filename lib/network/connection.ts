@@ -11,6 +11,7 @@
  */
 import type { Socket } from 'node:net';
 import { ClientIdCache } from '../../protocol/frame.js';
+import { fileSliceCalls } from '../log/file-io.js';
 import type { Logger } from '../observability/logger.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 import { ChannelMute } from './channel-mute.js';
@@ -21,6 +22,7 @@ import { IdleTimer } from './idle-timer.js';
 import type { BudgetWaiter } from './request-budget.js';
 import { RequestQueue } from './request-queue.js';
 import { ResponseWriter } from './response-writer.js';
+import { socketFd } from './socket-buffers.js';
 
 export type { CloseLevel, ConnectionInfo, ConnectionLimits, Dispatch, DispatchResult } from './connection-types.js';
 
@@ -83,7 +85,10 @@ export class Connection implements BudgetWaiter {
       clientIds: new ClientIdCache(),
       requestBytesDone: () => this.releaseInFlight(),
     };
-    this.writer = new ResponseWriter(socket, observer);
+    // FileSlices (Fetch of stored batches) go out with sendfile from a plain TCP socket's descriptor
+    const sendFd = limits.sendFile === true && fileSliceCalls() !== null ? socketFd(socket) : null;
+    this.info.sendsFiles = sendFd !== null;
+    this.writer = new ResponseWriter(socket, observer, sendFd, (reason) => this.destroy(reason, 'warn'));
     this.queue = new RequestQueue(limits.budget, observer !== null);
     // a plain TCP socket reads straight into the frame being assembled (direct-read.ts); else 'data' chunks
     const direct =
@@ -390,7 +395,7 @@ export class Connection implements BudgetWaiter {
     this.queue.clear();
     this.dropUnframed();
     this.idle?.stop();
-    this.socket.end();
+    this.writer.end(); // after the responses still being sent from files
     // Keep reading (and dropping) until the peer closes too; a peer that neither reads nor closes
     // for LINGER_MS (no socket activity) is destroyed.
     this.readPaused = false;

@@ -4,48 +4,183 @@
  * and, with a RequestObserver, stamps when each response was handed over and flushed. A response's
  * `written` callback (zero-copy Fetch: its pooled read buffers) runs once its write completed or
  * failed, or when the connection closed, whichever is first; never while the socket may still read it.
+ *
+ * A response with FileSlices among its chunks (a Fetch of stored batches on a plain TCP connection:
+ * see lib/log/file-slices.ts) is sent in order, part by part: its buffers through the socket, each
+ * slice from its file with sendfile(2) once everything before it has reached the kernel. When the
+ * socket's buffer fills mid-slice, the next SENDFILE_STEP_BYTES of it are read and written through
+ * the socket like any buffer, and sendfile takes over again once that write completed (the socket
+ * had room again): Node offers no other way to learn that a socket it owns is writable. Responses
+ * that come meanwhile wait their turn here, and an end() waits for them.
  */
 import type { Socket } from 'node:net';
+import { type Chunk, FileSlice } from '../../protocol/codec/writer.js';
+import { readSlicePart, sendSlicePart } from '../log/file-io.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
+
+/** How much of a slice goes through the socket (copied) when sendfile met a full socket buffer. */
+export const SENDFILE_STEP_BYTES = 16 << 10;
+
+/** Bytes sent with sendfile, and those of slices that went through the socket instead (see above). */
+export const sliceSends = { sendfileBytes: 0, copiedBytes: 0, slices: 0 };
+
+interface Waiting {
+  res: Buffer | Chunk[];
+  timing: RequestTiming | undefined;
+  written: (() => void) | undefined;
+}
 
 export class ResponseWriter {
   /** requests whose responses were handed to the socket and are not flushed yet, in write order */
   private readonly sending: RequestTiming[] = [];
   /** `written` callbacks of responses whose write has not completed */
   private readonly unwritten = new Set<() => void>();
+  /** a response with FileSlices is being sent: later ones wait in `waiting` */
+  private slicing = false;
+  private readonly waiting: Waiting[] = [];
+  private endWhenSent = false;
 
+  /**
+   * @param sendFd the socket's descriptor when FileSlices may be sent from it (a plain TCP socket),
+   *   else null: a slice is then read and written like a buffer
+   * @param onError a slice could not be sent (its file ended early, or sendfile failed): the
+   *   connection is closed, as the response's length was already on the wire
+   */
   constructor(
     private readonly socket: Socket,
     private readonly observer: RequestObserver | null,
+    private readonly sendFd: number | null = null,
+    private readonly onError: (reason: string) => void = () => socket.destroy(),
   ) {}
 
   /** Writes a response (already size-prefixed); false for an empty Buffer[]: nothing written, the request's timing ended. */
-  write(res: Buffer | Buffer[], timing: RequestTiming | undefined, written?: () => void): boolean {
+  write(res: Buffer | Chunk[], timing: RequestTiming | undefined, written?: () => void): boolean {
     if (!Buffer.isBuffer(res) && res.length === 0) {
       written?.();
       if (timing !== undefined) this.endedWithout(timing, RequestOutcome.RESPONSE, null);
       return false;
     }
+    if (this.slicing) {
+      this.waiting.push({ res, timing, written });
+      return true;
+    }
     // With an observer, the last write carries the callback that stamps the flush (one shared function).
     let cb = timing === undefined ? undefined : this.onFlushed;
     if (written !== undefined) cb = this.whenWritten(written, cb);
-    if (timing !== undefined) this.sendingStarts(timing, Buffer.isBuffer(res) ? res.length : res.reduce((n, b) => n + b.length, 0));
+    if (timing !== undefined) this.sendingStarts(timing, Buffer.isBuffer(res) ? res.length : chunksLength(res));
     if (Buffer.isBuffer(res)) {
       this.socket.write(res, cb);
+    } else if (res.some((c) => c instanceof FileSlice)) {
+      this.slicing = true;
+      this.sendParts(res, 0, 0, cb);
     } else if (res.length === 1) {
-      this.socket.write(res[0]!, cb);
+      this.socket.write(res[0] as Buffer, cb);
     } else {
       this.socket.cork();
-      for (let i = 0; i < res.length; i++) this.socket.write(res[i]!, i === res.length - 1 ? cb : undefined);
+      for (let i = 0; i < res.length; i++) this.socket.write(res[i] as Buffer, i === res.length - 1 ? cb : undefined);
       this.socket.uncork();
     }
     return true;
   }
 
+  /** Ends the socket once every response handed over has been written (at once when none waits). */
+  end(): void {
+    this.endWhenSent = this.slicing;
+    if (!this.slicing) this.socket.end();
+  }
+
   /** The socket closed: no write holds a response's bytes any more (libuv completed or cancelled them all). */
   closed(): void {
+    for (const w of this.waiting) w.written?.();
+    this.waiting.length = 0;
     for (const w of this.unwritten) w();
     this.unwritten.clear();
+  }
+
+  /**
+   * Sends res[i..] in order, `done` bytes of res[i] already sent when it is a slice; `cb` after the
+   * last part. Buffers go through the socket; a slice waits until they have reached the kernel.
+   */
+  private sendParts(res: Chunk[], i: number, done: number, cb: (() => void) | undefined): void {
+    let j = i;
+    if (j < res.length && !(res[j] instanceof FileSlice)) {
+      // the buffers up to the next slice (or the end) in one corked write
+      let k = j;
+      while (k < res.length && !(res[k] instanceof FileSlice)) k++;
+      const last = k === res.length;
+      this.socket.cork();
+      for (let n = j; n < k; n++) {
+        const after = n < k - 1 ? undefined : last ? this.afterParts(cb) : () => this.sendParts(res, k, 0, cb);
+        this.socket.write(res[n] as Buffer, after);
+      }
+      this.socket.uncork();
+      return;
+    }
+    if (j >= res.length) {
+      this.afterParts(cb)();
+      return;
+    }
+    const slice = res[j] as FileSlice;
+    if (this.socket.destroyed) return; // closed(): the written callbacks ran or run there
+    if (this.sendFd === null) {
+      // no descriptor to send from: the slice's bytes through the socket
+      const bytes = slice.read();
+      sliceSends.copiedBytes += bytes.length;
+      this.socket.write(bytes, () => this.sendParts(res, j + 1, 0, cb));
+      return;
+    }
+    let sent = done;
+    while (sent < slice.length) {
+      const n = sendSlicePart(this.sendFd, slice, sent);
+      if (n > 0) {
+        sent += n;
+        sliceSends.sendfileBytes += n;
+        continue;
+      }
+      if (n === -11 /* EAGAIN */) {
+        // the socket's buffer is full: the next bytes go through it, and sendfile resumes once they left
+        const step = readSlicePart(slice, sent, Math.min(SENDFILE_STEP_BYTES, slice.length - sent));
+        if (typeof step === 'string') {
+          this.fail(step);
+          return;
+        }
+        sliceSends.copiedBytes += step.length;
+        const at = sent + step.length;
+        this.socket.write(step, () => this.sendParts(res, j, at, cb));
+        return;
+      }
+      this.fail(
+        n === 0 ? `the segment file ended inside a fetched slice (${sent} of ${slice.length} bytes sent)` : `sendfile failed: errno ${-n}`,
+      );
+      return;
+    }
+    sliceSends.slices++;
+    j++;
+    if (j >= res.length) this.afterParts(cb)();
+    else this.sendParts(res, j, 0, cb);
+  }
+
+  /** The callback after a sliced response's last part: its own `cb`, then the responses that waited. */
+  private afterParts(cb: (() => void) | undefined): () => void {
+    return () => {
+      cb?.();
+      this.slicing = false;
+      this.flushWaiting();
+    };
+  }
+
+  /** Writes the responses that waited behind a sliced one, until another sliced one starts; then a pending end(). */
+  private flushWaiting(): void {
+    while (this.waiting.length > 0 && !this.slicing) {
+      const w = this.waiting.shift() as Waiting;
+      this.write(w.res, w.timing, w.written);
+    }
+    if (this.endWhenSent && this.waiting.length === 0) this.end();
+  }
+
+  private fail(reason: string): void {
+    this.slicing = false;
+    this.onError(reason);
   }
 
   /** The last write's callback for a response with a `written` callback: runs it (once), then `then`. */
@@ -81,4 +216,10 @@ export class ResponseWriter {
     t.sendDoneAt = performance.now();
     this.observer?.completed(t);
   };
+}
+
+function chunksLength(res: readonly Chunk[]): number {
+  let n = 0;
+  for (const c of res) n += c.length;
+  return n;
 }

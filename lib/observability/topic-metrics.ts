@@ -7,7 +7,7 @@
  * also finds the response's first partition error for the request log. As in Kafka, a request counts
  * once per partition it names, and bytes out are the record bytes a consumer fetch returned.
  */
-import { recordsLength, recordsSlices, type RecordsValue } from '../../protocol/codec/writer.js';
+import { FileSlice, recordsLength, recordsSlices, type RecordsValue } from '../../protocol/codec/writer.js';
 import { ErrorCode } from '../../protocol/generated/error-codes.js';
 import type { FetchResponse } from '../../protocol/generated/fetch.js';
 import type { ProduceResponse } from '../../protocol/generated/produce.js';
@@ -147,7 +147,11 @@ export class BrokerTopicMetrics {
           bytes += n;
           // stored slices (zero-copy) hold whole entries: counted one by one (an idle partition's
           // empty answer has none, and makes no slice list: thousands of them in an idle consumer's poll)
-          if (!follower && n > 0) for (const b of recordsSlices(r)) records += countRecords(b);
+          // (a FileSlice's records were counted from the headers when it was made)
+          if (!follower && n > 0) {
+            if (r instanceof FileSlice) records += r.recordCount;
+            else for (const b of recordsSlices(r)) records += countRecords(b);
+          }
         }
         if (name !== '') (s ??= this.topic(name)).totalFetchRequests++;
       }

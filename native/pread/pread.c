@@ -11,18 +11,55 @@
  *     asks the kernel to evict the file's clean pages from the page cache (posix_fadvise DONTNEED;
  *     fsync first for written ones): tests use it to make preadNowait meet a page that is not cached.
  *
+ *   sendfileNowait(outFd, inFd, position, length) -> number
+ *     sendfile(2) of the file's [position, position + length) to a non-blocking socket: the bytes
+ *     sent (> 0; fewer than asked when the socket's buffer filled), 0 at the end of the file, or
+ *     -errno (-EAGAIN: the socket's buffer is full). Call it only for a range the page cache holds
+ *     (uncachedPages): sendfile has no way to refuse a read from the disk.
+ *
+ *   uncachedPages(fd, position, length) -> number
+ *     how many pages of [position, position + length) the page cache does not hold (cachestat(2),
+ *     Linux 6.5), or -errno (-ENOSYS on an older kernel).
+ *
+ *   dupFd(fd) -> number
+ *     a new descriptor (close-on-exec) of the same open file, or -errno: what a response holds so
+ *     that the segment may close its own descriptor while the response is still being sent.
+ *
  * Linux's preadv2(..., RWF_NOWAIT) copies from the page cache and refuses to start I/O. The broker
  * serves Fetch reads of recently written segments this way on its main thread, skipping the round
  * trip through libuv's thread pool; whatever is not cached goes to the thread pool as before.
+ * A Fetch of large stored batches on a plain-text connection skips even that copy: the response
+ * names the segment's bytes and the connection sends them with sendfile (as Kafka's transferTo).
  */
 #define _GNU_SOURCE
 #include <node_api.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/sendfile.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#ifndef __NR_cachestat
+#if defined(__x86_64__) || defined(__aarch64__)
+#define __NR_cachestat 451
+#endif
+#endif
+
+/* cachestat(2)'s structures (linux/mman.h, which older headers lack) */
+struct gregor_cachestat_range {
+  uint64_t off;
+  uint64_t len;
+};
+struct gregor_cachestat {
+  uint64_t nr_cache;
+  uint64_t nr_dirty;
+  uint64_t nr_writeback;
+  uint64_t nr_evicted;
+  uint64_t nr_recently_evicted;
+};
 
 static napi_value number(napi_env env, double v) {
   napi_value out;
@@ -77,10 +114,70 @@ static napi_value drop_cached(napi_env env, napi_callback_info info) {
   return number(env, e == 0 ? 0 : -(double)e);
 }
 
+/* Reads `n` int64 arguments (the first an int32 descriptor is range-checked by the caller). */
+static bool int_args(napi_env env, napi_callback_info info, size_t n, int64_t* out) {
+  napi_value argv[4];
+  size_t argc = 4;
+  if (n > 4 || napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < n) return false;
+  for (size_t i = 0; i < n; i++) {
+    if (napi_get_value_int64(env, argv[i], &out[i]) != napi_ok || out[i] < 0) return false;
+  }
+  return true;
+}
+
+static napi_value sendfile_nowait(napi_env env, napi_callback_info info) {
+  int64_t a[4];
+  if (!int_args(env, info, 4, a) || a[0] > INT32_MAX || a[1] > INT32_MAX) {
+    napi_throw_type_error(env, "GREGOR_ERR_SENDFILE", "sendfileNowait(outFd, inFd, position, length): integers >= 0");
+    return NULL;
+  }
+  if (a[3] == 0) return number(env, 0);
+  off_t position = (off_t)a[2];
+  ssize_t n;
+  do n = sendfile((int)a[0], (int)a[1], &position, (size_t)a[3]);
+  while (n < 0 && errno == EINTR);
+  return number(env, n >= 0 ? (double)n : -(double)errno);
+}
+
+static napi_value uncached_pages(napi_env env, napi_callback_info info) {
+  int64_t a[3];
+  if (!int_args(env, info, 3, a) || a[0] > INT32_MAX) {
+    napi_throw_type_error(env, "GREGOR_ERR_SENDFILE", "uncachedPages(fd, position, length): integers >= 0");
+    return NULL;
+  }
+  if (a[2] == 0) return number(env, 0);
+#ifdef __NR_cachestat
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) page = 4096;
+  uint64_t first = (uint64_t)a[1] / (uint64_t)page;
+  uint64_t last = ((uint64_t)a[1] + (uint64_t)a[2] - 1) / (uint64_t)page;
+  struct gregor_cachestat_range range = {first * (uint64_t)page, (last - first + 1) * (uint64_t)page};
+  struct gregor_cachestat cs = {0, 0, 0, 0, 0};
+  if (syscall(__NR_cachestat, (int)a[0], &range, &cs, 0) != 0) return number(env, -(double)errno);
+  uint64_t pages = last - first + 1;
+  return number(env, cs.nr_cache >= pages ? 0 : (double)(pages - cs.nr_cache));
+#else
+  return number(env, -(double)ENOSYS);
+#endif
+}
+
+static napi_value dup_fd(napi_env env, napi_callback_info info) {
+  int64_t a[1];
+  if (!int_args(env, info, 1, a) || a[0] > INT32_MAX) {
+    napi_throw_type_error(env, "GREGOR_ERR_SENDFILE", "dupFd(fd): an integer >= 0");
+    return NULL;
+  }
+  int fd = fcntl((int)a[0], F_DUPFD_CLOEXEC, 0);
+  return number(env, fd >= 0 ? fd : -(double)errno);
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
       {"preadNowait", NULL, pread_nowait, NULL, NULL, NULL, napi_enumerable, NULL},
       {"dropCached", NULL, drop_cached, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"sendfileNowait", NULL, sendfile_nowait, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"uncachedPages", NULL, uncached_pages, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"dupFd", NULL, dup_fd, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

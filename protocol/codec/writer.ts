@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { TaggedField } from './reader.js';
 
 /**
@@ -47,10 +48,41 @@ export function sizeCompactBytes(v: Buffer | null): number {
 }
 
 /**
- * A `records` field's value when encoding: one buffer, or the stored entries read from the log as
- * they are (slices, in order), which a splicing writer passes on without copying them.
+ * Stored bytes still in a file: [position, position + length) of the open descriptor `fd`, holding
+ * `recordCount` records. A splicing writer passes one on as a chunk of its own, and the connection
+ * sends it from the page cache with sendfile(2), as Kafka's FileRecords.writeTo does; a plain writer
+ * reads the bytes (synchronously) and copies them like any others. Whoever makes one keeps `fd` open
+ * until the response it is in has been written.
  */
-export type RecordsValue = Buffer | readonly Buffer[];
+export class FileSlice {
+  constructor(
+    readonly fd: number,
+    readonly position: number,
+    readonly length: number,
+    readonly recordCount: number,
+  ) {}
+
+  /** The bytes, read now (for whoever needs them in memory). */
+  read(): Buffer {
+    const out = Buffer.allocUnsafe(this.length);
+    let got = 0;
+    while (got < this.length) {
+      const n = fs.readSync(this.fd, out, got, this.length - got, this.position + got);
+      if (n === 0) throw new RangeError(`file slice of ${this.length} bytes at ${this.position} ends after ${got}`);
+      got += n;
+    }
+    return out;
+  }
+}
+
+/** A part of a chunked (splicing) encoding: bytes in memory, or a FileSlice to be sent from its file. */
+export type Chunk = Buffer | FileSlice;
+
+/**
+ * A `records` field's value when encoding: one buffer, the stored entries read from the log as they
+ * are (slices, in order), which a splicing writer passes on without copying them, or a FileSlice.
+ */
+export type RecordsValue = Buffer | readonly Buffer[] | FileSlice;
 
 /**
  * A run of adjacent slices at least this long is spliced into a chunked response rather than copied
@@ -80,7 +112,7 @@ export function takeSplicedBytes(): number {
 
 /** Total bytes of a records value. */
 export function recordsLength(v: RecordsValue): number {
-  if (Buffer.isBuffer(v)) return v.length;
+  if (Buffer.isBuffer(v) || v instanceof FileSlice) return v.length;
   let n = 0;
   for (let i = 0; i < v.length; i++) n += (v[i] as Buffer).length;
   return n;
@@ -89,11 +121,13 @@ export function recordsLength(v: RecordsValue): number {
 /** A records value as one buffer (joined, a copy, when it is several slices): for readers that need one. */
 export function recordsBuffer(v: RecordsValue): Buffer {
   if (Buffer.isBuffer(v)) return v;
+  if (v instanceof FileSlice) return v.read();
   return v.length === 1 ? (v[0] as Buffer) : Buffer.concat(v);
 }
 
 /** A records value as its list of slices. */
 export function recordsSlices(v: RecordsValue): readonly Buffer[] {
+  if (v instanceof FileSlice) return [v.read()];
   return Buffer.isBuffer(v) ? [v] : v;
 }
 
@@ -122,6 +156,10 @@ function forEachRun(v: readonly Buffer[], run: (first: number, last: number, byt
 }
 
 function countSpliced(v: RecordsValue): number {
+  if (v instanceof FileSlice) {
+    splicedBytes += v.length; // always a chunk of its own: its bytes are not in memory
+    return v.length;
+  }
   if (Buffer.isBuffer(v)) {
     if (v.length >= SPLICE_MIN_BYTES) splicedBytes += v.length;
     return v.length;
@@ -193,7 +231,7 @@ export class Writer {
    * A splicing writer (Writer.splicing): the chunks finished so far, the buffer's written parts and
    * spliced records in order; null for a plain writer, which copies records like any bytes.
    */
-  private readonly chunks: Buffer[] | null;
+  private readonly chunks: Chunk[] | null;
   /** where the buffer's current (unfinished) chunk starts */
   private chunkStart = 0;
   // Fixed-width fields go through a DataView: V8 inlines its accessors, and int64 needs no BigInt
@@ -406,6 +444,11 @@ export class Writer {
       this.recordBytes(v);
       return;
     }
+    if (v instanceof FileSlice) {
+      this.int32(v.length);
+      this.fileSlice(v);
+      return;
+    }
     this.int32(recordsLength(v));
     this.recordSlices(v);
   }
@@ -419,6 +462,11 @@ export class Writer {
     if (Buffer.isBuffer(v)) {
       this.uvarint(v.length + 1);
       this.recordBytes(v);
+      return;
+    }
+    if (v instanceof FileSlice) {
+      this.uvarint(v.length + 1);
+      this.fileSlice(v);
       return;
     }
     this.uvarint(recordsLength(v) + 1);
@@ -444,9 +492,15 @@ export class Writer {
     });
   }
 
+  /** A FileSlice: a chunk of its own for a splicing writer, its bytes read and copied for a plain one. */
+  private fileSlice(v: FileSlice): void {
+    if (this.chunks !== null) this.splice(v);
+    else this.raw(v.read());
+  }
+
   /** Ends the current chunk and adds `v` after it as it is. */
-  private splice(v: Buffer): void {
-    const chunks = this.chunks as Buffer[];
+  private splice(v: Chunk): void {
+    const chunks = this.chunks as Chunk[];
     if (this.offset > this.chunkStart) chunks.push(this.buf.subarray(this.chunkStart, this.offset));
     chunks.push(v);
     this.chunkStart = this.offset;
@@ -482,8 +536,8 @@ export class Writer {
     return this.buf;
   }
 
-  /** done() for a splicing writer: the message as a list of buffers (one, when nothing was spliced). */
-  doneChunks(): Buffer[] {
+  /** done() for a splicing writer: the message as a list of chunks (one buffer, when nothing was spliced). */
+  doneChunks(): Chunk[] {
     const buf = this.done();
     if (this.chunks === null || this.chunks.length === 0) return [buf];
     if (this.offset > this.chunkStart) this.chunks.push(buf.subarray(this.chunkStart, this.offset));

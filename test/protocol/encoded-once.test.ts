@@ -9,6 +9,7 @@
 import { expect } from 'chai';
 import { encodeOnce, SPLICE_MIN_BYTES, type RecordsValue } from '../../protocol/codec/writer.js';
 import { encodeResponse, encodeResponseChunks } from '../../protocol/frame.js';
+import { buffersOf } from '../helpers/chunks.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import type { FetchResponse, FetchResponseFetchableTopicResponse } from '../../protocol/generated/fetch.js';
 
@@ -52,7 +53,7 @@ describe('EncodedOnce: a Fetch response topic encoded once per version', () => {
       (kept.partitions[0] as { highWatermark: bigint }).highWatermark = 99n;
       expect(encode(v, response(idleTopic('u', 9n), kept)).equals(plain)).to.equal(true);
       // through the chunked (zero-copy) encoder too
-      const chunks = encodeResponseChunks(ApiKey.Fetch, v, 7, response(idleTopic('u', 9n), kept));
+      const chunks = buffersOf(encodeResponseChunks(ApiKey.Fetch, v, 7, response(idleTopic('u', 9n), kept)));
       expect(Buffer.concat(chunks).equals(plain)).to.equal(true);
     });
   }
@@ -68,7 +69,7 @@ describe('EncodedOnce: a Fetch response topic encoded once per version', () => {
   it('records spliced in by the chunked encoder: nothing kept, and the output still right', () => {
     const records = Buffer.alloc(SPLICE_MIN_BYTES + 10, 7);
     const kept = { ...idleTopic('t', 5n, records), _encoded: encodeOnce() };
-    const chunks = encodeResponseChunks(ApiKey.Fetch, 12, 7, response(kept));
+    const chunks = buffersOf(encodeResponseChunks(ApiKey.Fetch, 12, 7, response(kept)));
     expect(Buffer.concat(chunks).equals(encode(12, response(idleTopic('t', 5n, records))))).to.equal(true);
     expect(chunks.some((c) => c.buffer === records.buffer)).to.equal(true);
     expect(kept._encoded.bytes).to.equal(null);
@@ -86,13 +87,15 @@ describe('EncodedOnce: a Fetch response topic encoded once per version', () => {
     const large2 = { ...big('l2'), _encoded: encodeOnce() };
     const plain = encode(12, response(big('l1'), idleTopic('s', 5n), big('l2')));
     // the first encoding fills the kept bytes (copied into the writer's buffer)
-    expect(Buffer.concat(encodeResponseChunks(ApiKey.Fetch, 12, 7, response(large1, small, large2))).equals(plain)).to.equal(true);
+    expect(Buffer.concat(buffersOf(encodeResponseChunks(ApiKey.Fetch, 12, 7, response(large1, small, large2)))).equals(plain)).to.equal(
+      true,
+    );
     const l1 = large1._encoded.bytes as Buffer;
     const l2 = large2._encoded.bytes as Buffer;
     expect(l1.length).to.be.at.least(SPLICE_MIN_BYTES);
     expect((small._encoded.bytes as Buffer).length).to.be.below(SPLICE_MIN_BYTES);
     for (let i = 0; i < 2; i++) {
-      const chunks = encodeResponseChunks(ApiKey.Fetch, 12, 7, response(large1, small, large2));
+      const chunks = buffersOf(encodeResponseChunks(ApiKey.Fetch, 12, 7, response(large1, small, large2)));
       expect(Buffer.concat(chunks).equals(plain)).to.equal(true);
       expect(chunks.filter((c) => c === l1 || c === l2)).to.have.length(2);
       expect(chunks.some((c) => c === small._encoded.bytes)).to.equal(false);

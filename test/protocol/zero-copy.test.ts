@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import { SPLICE_MIN_BYTES, Writer, recordsBuffer, takeSplicedBytes, type RecordsValue } from '../../protocol/codec/writer.js';
 import { decodeResponse, encodeResponse, encodeResponseChunks } from '../../protocol/frame.js';
+import { buffersOf } from '../helpers/chunks.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
 import { API_CODECS } from '../../protocol/generated/index.js';
 import { Rng, SCHEMA, containsValue, randomStruct } from '../helpers/schema-values.js';
@@ -106,7 +107,7 @@ describe('zero-copy responses (records as stored slices)', () => {
           const { body, made } = randomResponse(apiKey, v, rng);
           const correlationId = rng.int(0, 1 << 30);
           const expected = encodeResponse(apiKey, v, correlationId, joined(body), { sizePrefix: true });
-          const chunks = encodeResponseChunks(apiKey, v, correlationId, body, { sizePrefix: true });
+          const chunks = buffersOf(encodeResponseChunks(apiKey, v, correlationId, body, { sizePrefix: true }));
           const got = Buffer.concat(chunks);
           if (!got.equals(expected)) expect.fail(`${api.name} v${v} case ${i}: chunked encoding differs from the joined one`);
           // the copying path (gregor.fetch.zero.copy=false): the slices copied once by the plain encoder
@@ -172,7 +173,7 @@ describe('zero-copy responses (records as stored slices)', () => {
     };
     // a size pass with nothing read after it (as the plain encoder leaves one)
     encodeResponse(ApiKey.Fetch, 11, 1, body, { sizePrefix: true });
-    const chunks = encodeResponseChunks(ApiKey.Fetch, 11, 1, body, { sizePrefix: true });
+    const chunks = buffersOf(encodeResponseChunks(ApiKey.Fetch, 11, 1, body, { sizePrefix: true }));
     expect(chunks.some((c) => c.buffer === big.buffer)).to.equal(true);
     expect(Buffer.concat(chunks).equals(encodeResponse(ApiKey.Fetch, 11, 1, body, { sizePrefix: true }))).to.equal(true);
     takeSplicedBytes();

@@ -8,6 +8,7 @@
  * SaslHandshake that re-authenticates it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Chunk } from '../../../protocol/codec/writer.js';
 import { peekRequestHeader } from '../../../protocol/frame.js';
 import { API_KEYS, ApiKey } from '../../../protocol/generated/api-keys.js';
 import type { ConnectionInfo, Dispatch, DispatchResult } from '../../network/connection.js';
@@ -75,7 +76,7 @@ async function answer(result: DispatchResult | Promise<DispatchResult>, conn: Co
   return failed(conn, 'response' in r ? r.response : null);
 }
 
-async function failed(conn: ConnectionInfo, response: Buffer | Buffer[] | null): Promise<DispatchResult> {
+async function failed(conn: ConnectionInfo, response: Buffer | Chunk[] | null): Promise<DispatchResult> {
   const s = conn.sasl;
   const failure = s?.failure ?? { reason: 'SASL authentication failed', fields: {} };
   const delay = s?.settings.failedAuthDelayMs ?? 0;

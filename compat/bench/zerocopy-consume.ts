@@ -15,7 +15,8 @@
  * per 1M records over the consume, and its RSS after the consume and peak RSS (VmHWM). Figures are
  * medians over ZC_ROUNDS (5) rounds. Workloads: ZC_VALUE_BYTES can be
  * a comma list (default 100,1024; ZC_RECORDS defaults to 1,000,000 for values under 512 bytes and
- * 200,000 above). GREGOR_BENCH_NODE_ARGS (e.g. --cpu-prof) applies to both builds' brokers.
+ * 200,000 above). `zerocopy-nosendfile` sets gregor.fetch.sendfile=false: large batches read into
+ * memory (pooled) rather than sent from the file with sendfile (session 31). GREGOR_BENCH_NODE_ARGS (e.g. --cpu-prof) applies to both builds' brokers.
  * Writes compat/results/zerocopy-consume-<ISO timestamp>.json.
  */
 import { resolve } from 'node:path';
@@ -25,8 +26,8 @@ import { nativeBinary, startNativeConsumer, startNativeProducer, THROUGHPUT_PROD
 import { benchMachine, cpuSeconds, envInt, minorFaults, peakRssBytes, round, rssBytes } from './proc-stats.js';
 
 /** base: the other checkout; copy / zerocopy: this one with gregor.fetch.zero.copy false / true; -nopool: without the read-buffer pool */
-type Build = 'base' | 'copy' | 'zerocopy' | 'copy-nopool' | 'zerocopy-nopool';
-const ALL_BUILDS: readonly Build[] = ['base', 'copy', 'zerocopy', 'copy-nopool', 'zerocopy-nopool'];
+type Build = 'base' | 'copy' | 'zerocopy' | 'copy-nopool' | 'zerocopy-nopool' | 'zerocopy-nosendfile';
+const ALL_BUILDS: readonly Build[] = ['base', 'copy', 'zerocopy', 'copy-nopool', 'zerocopy-nopool', 'zerocopy-nosendfile'];
 const BUILDS: readonly Build[] = (process.env.ZC_BUILDS ?? 'base,copy,zerocopy').split(',').map((b) => {
   if (!(ALL_BUILDS as readonly string[]).includes(b)) throw new Error(`ZC_BUILDS: unknown build ${b} (${ALL_BUILDS.join(', ')})`);
   return b as Build;
@@ -37,6 +38,7 @@ const OVERRIDES: Record<Build, Record<string, string>> = {
   zerocopy: { 'gregor.fetch.zero.copy': 'true' },
   'copy-nopool': { 'gregor.fetch.zero.copy': 'false', 'gregor.fetch.read.buffer.pool.bytes': '0' },
   'zerocopy-nopool': { 'gregor.fetch.zero.copy': 'true', 'gregor.fetch.read.buffer.pool.bytes': '0' },
+  'zerocopy-nosendfile': { 'gregor.fetch.zero.copy': 'true', 'gregor.fetch.sendfile': 'false' },
 };
 
 interface Row {
@@ -125,6 +127,7 @@ async function main(): Promise<void> {
     zerocopy: undefined,
     'copy-nopool': undefined,
     'zerocopy-nopool': undefined,
+    'zerocopy-nosendfile': undefined,
   };
   const started = new Date().toISOString();
   const loadBefore = loadAverage();

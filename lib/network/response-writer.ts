@@ -19,7 +19,7 @@ import { readSlicePart, sendSlicePart } from '../log/file-io.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 
 /** How much of a slice goes through the socket (copied) when sendfile met a full socket buffer. */
-export const SENDFILE_STEP_BYTES = 16 << 10;
+export const SENDFILE_STEP_BYTES = 4 << 10;
 
 /** Bytes sent with sendfile, and those of slices that went through the socket instead (see above). */
 export const sliceSends = { sendfileBytes: 0, copiedBytes: 0, slices: 0 };

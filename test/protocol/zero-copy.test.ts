@@ -5,7 +5,19 @@
  * own memory (not copies).
  */
 import { expect } from 'chai';
-import { SPLICE_MIN_BYTES, Writer, recordsBuffer, takeSplicedBytes, type RecordsValue } from '../../protocol/codec/writer.js';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  FileSlice,
+  SPLICE_MIN_BYTES,
+  Writer,
+  recordsBuffer,
+  recordsLength,
+  recordsSlices,
+  takeSplicedBytes,
+  type RecordsValue,
+} from '../../protocol/codec/writer.js';
 import { decodeResponse, encodeResponse, encodeResponseChunks } from '../../protocol/frame.js';
 import { buffersOf } from '../helpers/chunks.js';
 import { ApiKey } from '../../protocol/generated/api-keys.js';
@@ -144,6 +156,73 @@ describe('zero-copy responses (records as stored slices)', () => {
     expect(out.readInt32BE(0)).to.equal(3003);
     expect(out.subarray(4).equals(Buffer.concat(slices))).to.equal(true);
     expect(out.buffer).to.not.equal(a.buffer);
+  });
+
+  describe('FileSlice records (sent from a file with sendfile)', () => {
+    let dir: string;
+    let fd: number;
+    const content = Buffer.from(Array.from({ length: 20_000 }, (_, i) => (i * 7 + 3) & 0xff));
+    before(() => {
+      dir = mkdtempSync(join(tmpdir(), 'gregor-slice-'));
+      const file = join(dir, 'seg.log');
+      writeFileSync(file, content);
+      fd = openSync(file, 'r');
+    });
+    after(() => {
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** A Fetch v11/v12 answer for one partition whose records are `records`. */
+    const fetchBody = (records: RecordsValue) => ({
+      throttleTimeMs: 0,
+      errorCode: 0,
+      sessionId: 0,
+      responses: [
+        {
+          topic: 't',
+          topicId: '0'.repeat(32),
+          partitions: [
+            {
+              partitionIndex: 0,
+              errorCode: 0,
+              highWatermark: 9n,
+              lastStableOffset: 9n,
+              logStartOffset: 0n,
+              abortedTransactions: null,
+              preferredReadReplica: -1,
+              records,
+            },
+          ],
+        },
+      ],
+    });
+
+    for (const v of [11, 12]) {
+      it(`Fetch v${v}: a splicing writer passes the slice on as a chunk of its own; a plain one copies its bytes`, () => {
+        const slice = new FileSlice(fd, 1000, 15_000, 3);
+        const bytes = content.subarray(1000, 16_000);
+        const expected = encodeResponse(ApiKey.Fetch, v, 5, fetchBody(bytes), { sizePrefix: true });
+        const chunks = encodeResponseChunks(ApiKey.Fetch, v, 5, fetchBody(slice), { sizePrefix: true });
+        // [size, header and fields up to the records] [the slice] [what follows the records]
+        expect(chunks.filter((c) => c instanceof FileSlice)).to.deep.equal([slice]);
+        expect(Buffer.isBuffer(chunks[0]), 'the response starts with bytes in memory').to.equal(true);
+        const joinedChunks = Buffer.concat(chunks.map((c) => (c instanceof FileSlice ? c.read() : c)));
+        expect(joinedChunks.equals(expected)).to.equal(true);
+        expect(chunks.reduce((n, c) => n + c.length, 0)).to.equal(expected.length);
+        // the plain encoder (gregor.fetch.zero.copy=false) reads the slice's bytes and copies them
+        expect(encodeResponse(ApiKey.Fetch, v, 5, fetchBody(slice), { sizePrefix: true }).equals(expected)).to.equal(true);
+        takeSplicedBytes();
+      });
+    }
+
+    it('records helpers read a FileSlice from its file; a slice past the end of the file throws', () => {
+      const slice = new FileSlice(fd, 19_000, 1000, 1);
+      expect(recordsLength(slice)).to.equal(1000);
+      expect(recordsBuffer(slice).equals(content.subarray(19_000))).to.equal(true);
+      expect(recordsSlices(slice).map((b) => b.toString('hex'))).to.deep.equal([content.subarray(19_000).toString('hex')]);
+      expect(() => new FileSlice(fd, 19_500, 1000, 1).read()).to.throw(RangeError, /ends after 500/);
+    });
   });
 
   it('a count of spliced bytes left by another size pass does not leak into the next chunked encoding', () => {

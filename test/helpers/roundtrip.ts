@@ -15,24 +15,32 @@ export async function kafkajsRoundTrip(kafka: Kafka, topic: string, values: stri
   await producer.connect();
   await producer.send({ topic, messages: values.map((value) => ({ value })) });
   await producer.disconnect();
-  const consumer = kafka.consumer({ groupId: `g-${topic}` });
+  return kafkajsReadAll(kafka, topic, `g-${topic}`, values.length);
+}
+
+/** Reads `count` record values of `topic` from the beginning with a kafkajs group consumer (`groupId`). */
+export async function kafkajsReadAll(kafka: Kafka, topic: string, groupId: string, count: number, timeoutMs = 30_000): Promise<string[]> {
+  const consumer = kafka.consumer({ groupId });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   const got: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`read ${got.length} of ${values.length}`)), 30_000);
-    void consumer.run({
-      eachMessage: ({ message }) => {
-        got.push(message.value?.toString() ?? '');
-        if (got.length >= values.length) {
-          clearTimeout(timer);
-          resolve();
-        }
-        return Promise.resolve();
-      },
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`read ${got.length} of ${count}`)), timeoutMs);
+      void consumer.run({
+        eachMessage: ({ message }) => {
+          got.push(message.value?.toString() ?? '');
+          if (got.length >= count) {
+            clearTimeout(timer);
+            resolve();
+          }
+          return Promise.resolve();
+        },
+      });
     });
-  });
-  await consumer.disconnect();
+  } finally {
+    await consumer.disconnect();
+  }
   return got;
 }
 

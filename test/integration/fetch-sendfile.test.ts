@@ -15,6 +15,7 @@ import { sliceSends } from '../../lib/network/response-writer.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { hex, runKafkaPython } from '../helpers/kafka-python.js';
 import { runKcat } from '../helpers/kcat.js';
+import { kafkajsReadAll } from '../helpers/roundtrip.js';
 import {
   devCerts,
   kcatProps,
@@ -90,24 +91,7 @@ describe('sendfile fetch responses (gregor.fetch.sendfile)', function () {
     const sent = { ...sliceSends };
     expect(await kcatValues(b.plain, 'sf-a')).to.deep.equal(vals);
 
-    const consumer = kafka.consumer({ groupId: 'sf-a-group' });
-    await consumer.connect();
-    await consumer.subscribe({ topic: 'sf-a', fromBeginning: true });
-    const got: string[] = [];
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`kafkajs read ${got.length} of ${vals.length}`)), 60_000);
-      void consumer.run({
-        eachMessage: ({ message }) => {
-          got.push(message.value?.toString() ?? '');
-          if (got.length >= vals.length) {
-            clearTimeout(timer);
-            resolve();
-          }
-          return Promise.resolve();
-        },
-      });
-    });
-    await consumer.disconnect();
+    const got = await kafkajsReadAll(kafka, 'sf-a', 'sf-a-group', vals.length, 60_000);
     expect(got).to.deep.equal(vals);
 
     const bytes = vals.reduce((n, v) => n + v.length, 0);

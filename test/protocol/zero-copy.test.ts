@@ -173,37 +173,12 @@ describe('zero-copy responses (records as stored slices)', () => {
       rmSync(dir, { recursive: true, force: true });
     });
 
-    /** A Fetch v11/v12 answer for one partition whose records are `records`. */
-    const fetchBody = (records: RecordsValue) => ({
-      throttleTimeMs: 0,
-      errorCode: 0,
-      sessionId: 0,
-      responses: [
-        {
-          topic: 't',
-          topicId: '0'.repeat(32),
-          partitions: [
-            {
-              partitionIndex: 0,
-              errorCode: 0,
-              highWatermark: 9n,
-              lastStableOffset: 9n,
-              logStartOffset: 0n,
-              abortedTransactions: null,
-              preferredReadReplica: -1,
-              records,
-            },
-          ],
-        },
-      ],
-    });
-
     for (const v of [11, 12]) {
       it(`Fetch v${v}: a splicing writer passes the slice on as a chunk of its own; a plain one copies its bytes`, () => {
         const slice = new FileSlice(fd, 1000, 15_000, 3);
         const bytes = content.subarray(1000, 16_000);
-        const expected = encodeResponse(ApiKey.Fetch, v, 5, fetchBody(bytes), { sizePrefix: true });
-        const chunks = encodeResponseChunks(ApiKey.Fetch, v, 5, fetchBody(slice), { sizePrefix: true });
+        const expected = encodeResponse(ApiKey.Fetch, v, 5, oneFetchPartition(bytes, 9n), { sizePrefix: true });
+        const chunks = encodeResponseChunks(ApiKey.Fetch, v, 5, oneFetchPartition(slice, 9n), { sizePrefix: true });
         // [size, header and fields up to the records] [the slice] [what follows the records]
         expect(chunks.filter((c) => c instanceof FileSlice)).to.deep.equal([slice]);
         expect(Buffer.isBuffer(chunks[0]), 'the response starts with bytes in memory').to.equal(true);
@@ -211,7 +186,7 @@ describe('zero-copy responses (records as stored slices)', () => {
         expect(joinedChunks.equals(expected)).to.equal(true);
         expect(chunks.reduce((n, c) => n + c.length, 0)).to.equal(expected.length);
         // the plain encoder (gregor.fetch.zero.copy=false) reads the slice's bytes and copies them
-        expect(encodeResponse(ApiKey.Fetch, v, 5, fetchBody(slice), { sizePrefix: true }).equals(expected)).to.equal(true);
+        expect(encodeResponse(ApiKey.Fetch, v, 5, oneFetchPartition(slice, 9n), { sizePrefix: true }).equals(expected)).to.equal(true);
         takeSplicedBytes();
       });
     }
@@ -227,29 +202,7 @@ describe('zero-copy responses (records as stored slices)', () => {
 
   it('a count of spliced bytes left by another size pass does not leak into the next chunked encoding', () => {
     const big = Buffer.alloc(8000, 7);
-    const body = {
-      throttleTimeMs: 0,
-      errorCode: 0,
-      sessionId: 0,
-      responses: [
-        {
-          topic: 't',
-          topicId: '0'.repeat(32),
-          partitions: [
-            {
-              partitionIndex: 0,
-              errorCode: 0,
-              highWatermark: 1n,
-              lastStableOffset: 1n,
-              logStartOffset: 0n,
-              abortedTransactions: null,
-              preferredReadReplica: -1,
-              records: [big],
-            },
-          ],
-        },
-      ],
-    };
+    const body = oneFetchPartition([big], 1n);
     // a size pass with nothing read after it (as the plain encoder leaves one)
     encodeResponse(ApiKey.Fetch, 11, 1, body, { sizePrefix: true });
     const chunks = buffersOf(encodeResponseChunks(ApiKey.Fetch, 11, 1, body, { sizePrefix: true }));
@@ -258,6 +211,33 @@ describe('zero-copy responses (records as stored slices)', () => {
     takeSplicedBytes();
   });
 });
+
+/** A Fetch v11/v12 answer for one partition whose records are `records`, at high watermark `hw`. */
+function oneFetchPartition(records: RecordsValue, hw: bigint) {
+  return {
+    throttleTimeMs: 0,
+    errorCode: 0,
+    sessionId: 0,
+    responses: [
+      {
+        topic: 't',
+        topicId: '0'.repeat(32),
+        partitions: [
+          {
+            partitionIndex: 0,
+            errorCode: 0,
+            highWatermark: hw,
+            lastStableOffset: hw,
+            logStartOffset: 0n,
+            abortedTransactions: null,
+            preferredReadReplica: -1,
+            records,
+          },
+        ],
+      },
+    ],
+  };
+}
 
 function countNullRecords(m: unknown): number {
   if (Array.isArray(m)) return m.reduce((n: number, x) => n + countNullRecords(x), 0);

@@ -46,15 +46,15 @@ export interface SliceRead {
 export const sliceReads = { made: 0, small: 0, uncached: 0, unverified: 0, other: 0 };
 
 /**
- * The entries readSegment would return from `startPosition` (`skippable` as there), as a FileSlice,
- * or null when this read should go the usual way (see the file comment).
+ * The entries readSegment would return from `startPosition`, as a FileSlice, or null when this read
+ * should go the usual way (see the file comment).
  */
-export function sliceSegment(seg: LogSegment, startPosition: number, lim: ReadLimits, skippable: number): SliceRead | null {
+export function sliceSegment(seg: LogSegment, startPosition: number, lim: ReadLimits): SliceRead | null {
   const calls = fileSliceCalls();
   const fd = seg.fileDescriptor;
   if (calls === null || fd < 0) return null;
   const end = seg.writtenSize;
-  if (lim.maxBytes < SLICE_MIN_BYTES || end - startPosition - skippable < SLICE_MIN_BYTES) return null;
+  if (lim.maxBytes < SLICE_MIN_BYTES || end - startPosition < SLICE_MIN_BYTES) return null;
   const head = Buffer.allocUnsafe(HEADER_BYTES);
   const picker = new Picker(lim);
   let first = -1;

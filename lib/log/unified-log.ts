@@ -358,7 +358,7 @@ export class UnifiedLog extends ReplicaLog {
         }
       }
       if (opts.fileSlices === true) {
-        const slice = sliceSegment(seg, start, lim, skippable);
+        const slice = sliceSegment(seg, start, lim);
         if (slice !== null) return { records: [], size: slice.size, file: slice };
       }
       let r;

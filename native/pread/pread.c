@@ -36,13 +36,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#ifdef __linux__
 #include <sys/sendfile.h>
+#endif
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#ifndef __NR_cachestat
+#if defined(__linux__) && !defined(__NR_cachestat)
 #if defined(__x86_64__) || defined(__aarch64__)
 #define __NR_cachestat 451
 #endif
@@ -132,11 +134,15 @@ static napi_value sendfile_nowait(napi_env env, napi_callback_info info) {
     return NULL;
   }
   if (a[3] == 0) return number(env, 0);
+#ifdef __linux__
   off_t position = (off_t)a[2];
   ssize_t n;
   do n = sendfile((int)a[0], (int)a[1], &position, (size_t)a[3]);
   while (n < 0 && errno == EINTR);
   return number(env, n >= 0 ? (double)n : -(double)errno);
+#else
+  return number(env, -(double)ENOSYS);
+#endif
 }
 
 static napi_value uncached_pages(napi_env env, napi_callback_info info) {

@@ -9,13 +9,16 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CACHED_READ_MAX_BYTES, cachedReadsEnabled, LogFile, segmentReads } from '../../../lib/log/file-io.js';
+import { CACHED_READ_MAX_BYTES, cachedReadsEnabled, fileSliceCalls, LogFile, segmentReads } from '../../../lib/log/file-io.js';
 import { loadAddon } from '../../../protocol/records/native-addon.js';
 import { rmDir, tmpDir } from './helpers.js';
 
 interface PreadAddon {
   preadNowait(fd: number, buf: Uint8Array, offset: number, length: number, position: number): number;
   dropCached(fd: number): number;
+  sendfileNowait(outFd: number, inFd: number, position: number, length: number): number;
+  uncachedPages(fd: number, position: number, length: number): number;
+  dupFd(fd: number): number;
 }
 
 const EAGAIN = 11;
@@ -110,6 +113,40 @@ describe('lib/log cached segment reads (preadv2 RWF_NOWAIT)', () => {
     expect(() => addon?.preadNowait(-1, buf, 0, 1, 0)).to.throw(TypeError);
     expect(() => addon?.preadNowait(0, [1, 2] as unknown as Uint8Array, 0, 1, 0)).to.throw(TypeError);
     expect(addon?.preadNowait(0, buf, 0, 0, 0)).to.equal(0);
+  });
+
+  it('uncachedPages (cachestat) counts the pages of a range the page cache does not hold', async function () {
+    if (fileSliceCalls() === null) {
+      // cachestat(2) came in Linux 6.5: older kernels serve every Fetch from memory (file-slices.ts)
+      this.skip();
+    }
+    await file.openNow('r+');
+    fs.fsyncSync(file.fd);
+    expect(addon?.dropCached(file.fd)).to.equal(0);
+    // [100, 100 + 3 pages) touches 4 pages, none cached
+    expect(addon?.uncachedPages(file.fd, 100, 3 * 4096)).to.equal(4);
+    fs.readSync(file.fd, Buffer.alloc(8192), 0, 8192, 0);
+    // the first two pages are cached now (read-ahead may have brought more, never fewer)
+    expect(addon?.uncachedPages(file.fd, 0, 8192)).to.equal(0);
+    expect(addon?.uncachedPages(file.fd, 0, 0)).to.equal(0);
+    expect(addon?.uncachedPages(1 << 20, 0, 1)).to.be.below(0); // -EBADF
+  });
+
+  it('dupFd gives a descriptor of its own for the same file; the argument checks of the slice calls', async () => {
+    await file.openNow('r+');
+    const own = addon?.dupFd(file.fd) ?? -1;
+    expect(own).to.be.above(2).and.not.equal(file.fd);
+    try {
+      const out = Buffer.alloc(16);
+      expect(fs.readSync(own, out, 0, 16, 1000)).to.equal(16);
+      expect(out.equals(content.subarray(1000, 1016))).to.equal(true);
+    } finally {
+      fs.closeSync(own);
+    }
+    expect(() => addon?.sendfileNowait(-1, file.fd, 0, 1)).to.throw(TypeError, /sendfileNowait/);
+    expect(() => addon?.uncachedPages(file.fd, -1, 1)).to.throw(TypeError, /uncachedPages/);
+    expect(() => addon?.dupFd(-1)).to.throw(TypeError, /dupFd/);
+    expect(addon?.sendfileNowait(1, file.fd, 0, 0)).to.equal(0);
   });
 
   it('GREGOR_PREAD_NOWAIT=0 turns cached reads off', () => {

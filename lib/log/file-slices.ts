@@ -7,8 +7,9 @@
  *
  * A slice is made only where that is sure to pay and to be safe; otherwise the read goes the usual
  * way (readSegment), which handles every other case:
- * - the entries are large (at most MAX_SLICE_ENTRIES headers walked) and together at least
- *   SLICE_MIN_BYTES: below that a copy costs less than the extra system calls;
+ * - the entries are large (at most MAX_SLICE_ENTRIES headers walked, the first few averaging at
+ *   least 2 KiB) and together at least SLICE_MIN_BYTES: below that a copy costs less than the
+ *   extra system calls;
  * - they are in the file (not still pending in memory) and the page cache holds all their pages
  *   (cachestat), so that sendfile, which cannot refuse to wait for the disk, never does;
  * - no check is owed on them: this process wrote them, or an earlier read or scan verified them
@@ -30,6 +31,9 @@ import { isVerified } from './verified-ranges.js';
 export const SLICE_MIN_BYTES = 64 << 10;
 /** More entries than this in one read: small batches, copied as before (one header read each would cost more). */
 export const MAX_SLICE_ENTRIES = 32;
+/** Entries averaging fewer bytes than this over the first SMALL_PROBE_ENTRIES walked: small, copied as before. */
+const SMALL_ENTRY_BYTES = 2048;
+const SMALL_PROBE_ENTRIES = 4;
 
 /** A read's entries as a FileSlice: what the Fetch answers with, and what to release once it is written. */
 export interface SliceRead {
@@ -63,7 +67,10 @@ export function sliceSegment(seg: LogSegment, startPosition: number, lim: ReadLi
   let records = 0;
   let nextOffset = -1n;
   while (p < end && !picker.done) {
-    if (++entries > MAX_SLICE_ENTRIES) return miss('small');
+    // small entries show in the first few headers: a read of them stops walking here, at a few
+    // syscalls' cost (one per header), and copies as before
+    if (++entries > MAX_SLICE_ENTRIES || (entries > SMALL_PROBE_ENTRIES && p - startPosition < (entries - 1) * SMALL_ENTRY_BYTES))
+      return miss('small');
     const want = Math.min(HEADER_BYTES, end - p);
     let got = 0;
     while (got < want) {

@@ -13,10 +13,12 @@
  * C producer, acks=1, one partition, not measured), then a fresh C consumer reads them all from
  * offset 0 (librdkafka's defaults): records/s, MB/s, the broker's CPU-seconds and minor page faults
  * per 1M records over the consume, and its RSS after the consume and peak RSS (VmHWM). Figures are
- * medians over ZC_ROUNDS (5) rounds. Workloads: ZC_VALUE_BYTES can be
+ * medians over ZC_ROUNDS (5) rounds. ZC_CONSUMERS (1) consumers read at once, each every record:
+ * records/s and CPU per 1M records then count what all of them read, over the slowest one's time. Workloads: ZC_VALUE_BYTES can be
  * a comma list (default 100,1024; ZC_RECORDS defaults to 1,000,000 for values under 512 bytes and
- * 200,000 above). `zerocopy-nosendfile` sets gregor.fetch.sendfile=false: large batches read into
- * memory (pooled) rather than sent from the file with sendfile (session 31). GREGOR_BENCH_NODE_ARGS (e.g. --cpu-prof) applies to both builds' brokers.
+ * 200,000 above). `zerocopy-nosendfile` / `zerocopy-sendfile` set gregor.fetch.sendfile false / true:
+ * large batches read into memory (pooled), or sent from the file with sendfile (session 31; `zerocopy`
+ * keeps the default, true on 51e3b58-d4297e7 and false since). GREGOR_BENCH_NODE_ARGS (e.g. --cpu-prof) applies to both builds' brokers.
  * Writes compat/results/zerocopy-consume-<ISO timestamp>.json.
  */
 import { resolve } from 'node:path';
@@ -26,8 +28,16 @@ import { nativeBinary, startNativeConsumer, startNativeProducer, THROUGHPUT_PROD
 import { benchMachine, cpuSeconds, envInt, minorFaults, peakRssBytes, round, rssBytes } from './proc-stats.js';
 
 /** base: the other checkout; copy / zerocopy: this one with gregor.fetch.zero.copy false / true; -nopool: without the read-buffer pool */
-type Build = 'base' | 'copy' | 'zerocopy' | 'copy-nopool' | 'zerocopy-nopool' | 'zerocopy-nosendfile';
-const ALL_BUILDS: readonly Build[] = ['base', 'copy', 'zerocopy', 'copy-nopool', 'zerocopy-nopool', 'zerocopy-nosendfile'];
+type Build = 'base' | 'copy' | 'zerocopy' | 'copy-nopool' | 'zerocopy-nopool' | 'zerocopy-nosendfile' | 'zerocopy-sendfile';
+const ALL_BUILDS: readonly Build[] = [
+  'base',
+  'copy',
+  'zerocopy',
+  'copy-nopool',
+  'zerocopy-nopool',
+  'zerocopy-nosendfile',
+  'zerocopy-sendfile',
+];
 const BUILDS: readonly Build[] = (process.env.ZC_BUILDS ?? 'base,copy,zerocopy').split(',').map((b) => {
   if (!(ALL_BUILDS as readonly string[]).includes(b)) throw new Error(`ZC_BUILDS: unknown build ${b} (${ALL_BUILDS.join(', ')})`);
   return b as Build;
@@ -39,6 +49,7 @@ const OVERRIDES: Record<Build, Record<string, string>> = {
   'copy-nopool': { 'gregor.fetch.zero.copy': 'false', 'gregor.fetch.read.buffer.pool.bytes': '0' },
   'zerocopy-nopool': { 'gregor.fetch.zero.copy': 'true', 'gregor.fetch.read.buffer.pool.bytes': '0' },
   'zerocopy-nosendfile': { 'gregor.fetch.zero.copy': 'true', 'gregor.fetch.sendfile': 'false' },
+  'zerocopy-sendfile': { 'gregor.fetch.zero.copy': 'true', 'gregor.fetch.sendfile': 'true' },
 };
 
 interface Row {
@@ -58,6 +69,8 @@ interface Row {
 }
 
 const ROUNDS = envInt('ZC_ROUNDS', 5);
+/** consumers reading the whole topic at once (each its own process); records/s and CPU count all they read */
+const CONSUMERS = envInt('ZC_CONSUMERS', 1);
 const VALUE_SIZES = (process.env.ZC_VALUE_BYTES ?? '100,1024').split(',').map(Number);
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -72,7 +85,7 @@ function recordsFor(valueBytes: number): number {
 }
 
 async function oneRound(round_: number, build: Build, root: string | undefined, valueBytes: number): Promise<Row> {
-  const records = recordsFor(valueBytes);
+  let records = recordsFor(valueBytes);
   const g = await startGregor(OVERRIDES[build], root === undefined ? {} : { root });
   try {
     const topic = `zc-${valueBytes}`;
@@ -89,16 +102,19 @@ async function oneRound(round_: number, build: Build, root: string | undefined, 
     const hw = await p.highWatermark();
     await p.end();
     if (w.failed > 0 || hw !== records) throw new Error(`${build}: produced ${hw} of ${records} (${w.failed} failed)`);
-    const c = await startNativeConsumer(g.bootstrap, topic, 1, {});
+    const cs = await Promise.all(Array.from({ length: CONSUMERS }, () => startNativeConsumer(g.bootstrap, topic, 1, {})));
     const cpu0 = cpuSeconds(g.pid);
     const faults0 = minorFaults(g.pid);
-    const r = await c.timed();
+    const rs = await Promise.all(cs.map((c) => c.timed()));
     const cpu = cpuSeconds(g.pid) - cpu0;
     const faults = minorFaults(g.pid) - faults0;
     const rssMb = round(rssBytes(g.pid) / 1e6, 1);
     const peakRssMb = round(peakRssBytes(g.pid) / 1e6, 1);
-    await c.end();
-    if (r.records !== records) throw new Error(`${build}: consumed ${r.records} of ${records}`);
+    await Promise.all(cs.map((c) => c.end()));
+    for (const r of rs) if (r.records !== records) throw new Error(`${build}: consumed ${r.records} of ${records}`);
+    // several consumers at once: every record each read, over the time of the slowest
+    const r = { seconds: Math.max(...rs.map((x) => x.seconds)) };
+    records *= CONSUMERS;
     return {
       round: round_,
       build,
@@ -128,6 +144,7 @@ async function main(): Promise<void> {
     'copy-nopool': undefined,
     'zerocopy-nopool': undefined,
     'zerocopy-nosendfile': undefined,
+    'zerocopy-sendfile': undefined,
   };
   const started = new Date().toISOString();
   const loadBefore = loadAverage();
@@ -175,6 +192,7 @@ async function main(): Promise<void> {
     started,
     base: roots.base,
     rounds: ROUNDS,
+    consumers: CONSUMERS,
     loadAverageBefore: loadBefore,
     loadAverageAfter: loadAverage(),
     machine: benchMachine(),

@@ -132,9 +132,10 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   // Fetch and ShareFetch responses: stored record slices go to the socket by reference (true) or are
   // copied once into the response buffer (false). See README "Fetch responses: one copy or none".
   'gregor.fetch.zero.copy': { type: 'boolean', default: true },
-  // With zero copy, on plain TCP connections: stored batches of a consumer's Fetch are sent from the
-  // segment file with sendfile, not read into memory (as Kafka's transferTo). See README.
-  'gregor.fetch.sendfile': { type: 'boolean', default: true },
+  // With zero copy, on plain TCP connections: large stored batches of a consumer's Fetch are sent from
+  // the segment file with sendfile, not read into memory (as Kafka's transferTo). Off by default: it
+  // saves the broker CPU but costs a lone consumer of small records throughput. See README.
+  'gregor.fetch.sendfile': { type: 'boolean', default: false },
   // Plain TCP connections read straight into the request being assembled (true) or through Node's
   // socket stream, one 64 KB chunk at a time, copied into it (false). See README "Reading requests".
   'gregor.socket.read.direct': { type: 'boolean', default: true },

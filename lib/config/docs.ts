@@ -91,7 +91,7 @@ const DOCS: Record<string, string> = {
   'gregor.fetch.zero.copy':
     'gregor: fetch responses pass the stored record bytes to the socket uncopied (true) or copy them once into the response (false).',
   'gregor.fetch.sendfile':
-    "gregor: with zero copy, a consumer's Fetch on a plain TCP connection sends large stored batches from the segment file with sendfile (true) or reads them into memory first (false).",
+    "gregor: with zero copy, a consumer's Fetch on a plain TCP connection sends large stored batches from the segment file with sendfile (true: less broker CPU) or reads them into memory first (false, the default: a lone consumer of small records reads faster).",
   'gregor.socket.read.direct':
     'gregor: plain TCP connections read requests straight into their buffers (true) or through the socket stream in 64 KB chunks, copied (false).',
   'gregor.log.recent.cache.bytes':

@@ -1,5 +1,5 @@
 /**
- * gregor.fetch.sendfile: a consumer's Fetch on a plain TCP connection answers large stored batches
+ * gregor.fetch.sendfile=true (off by default): a consumer's Fetch on a plain TCP connection answers large stored batches
  * with FileSlices, which the connection sends from the segment file with sendfile (lib/log/
  * file-slices.ts, lib/network/response-writer.ts). Real clients (kafkajs, kcat on librdkafka,
  * kafka-python with CRC checks) read back exactly what was produced, with a small socket send buffer
@@ -22,6 +22,7 @@ import {
   pemSslConfig,
   rdkafkaSsl,
   removeCerts,
+  startLoggedBroker,
   startTlsBroker,
   type DevCertFiles,
   type TlsBroker,
@@ -73,6 +74,7 @@ describe('sendfile fetch responses (gregor.fetch.sendfile)', function () {
       await startTlsBroker({
         ...pemSslConfig(certs),
         'num.partitions': 1,
+        'gregor.fetch.sendfile': true,
         // every read goes to the segment files (no recent-batches cache), and a small send buffer
         // (64 KB once the kernel doubles it) makes each slice meet a full socket
         'gregor.log.recent.cache.bytes': 0,
@@ -151,6 +153,20 @@ describe('sendfile fetch responses (gregor.fetch.sendfile)', function () {
     const made = sliceReads.made;
     expect(await kcatValues(b.ssl, 'sf-a', rdkafkaSsl(certs, 'app'))).to.deep.equal(values('a', 3000));
     expect(sliceReads.made - made).to.equal(0);
+  });
+
+  it('off by default: a broker left at its defaults sends the same large batches from memory', async () => {
+    const plainOnly = await startLoggedBroker(['PLAINTEXT'], { 'num.partitions': 1, 'gregor.log.recent.cache.bytes': 0 });
+    try {
+      const bootstrap = plainOnly.address('PLAINTEXT');
+      const vals = values('d', 1000);
+      await produceBatches(new Kafka({ brokers: [bootstrap], clientId: 'sendfile-default', logLevel: logLevel.NOTHING }), 'sf-d', vals);
+      const made = sliceReads.made;
+      expect(await kcatValues(bootstrap, 'sf-d')).to.deep.equal(vals);
+      expect(sliceReads.made - made).to.equal(0);
+    } finally {
+      await plainOnly.stop();
+    }
   });
 
   it('a reader that disconnects mid-response leaves no descriptor open, and others are served meanwhile', async () => {

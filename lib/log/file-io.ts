@@ -71,22 +71,6 @@ export function sendSlicePart(outFd: number, slice: { fd: number; position: numb
   return calls.sendfileNowait(outFd, slice.fd, slice.position + offset, slice.length - offset);
 }
 
-/** Slice bytes [offset, offset + length) read into a new buffer, or why they could not be. */
-export function readSlicePart(slice: { fd: number; position: number }, offset: number, length: number): Buffer | string {
-  const out = Buffer.allocUnsafe(length);
-  let got = 0;
-  try {
-    while (got < length) {
-      const n = fs.readSync(slice.fd, out, got, length - got, slice.position + offset + got);
-      if (n === 0) return `the segment file ended inside a fetched slice (at ${slice.position + offset + got})`;
-      got += n;
-    }
-  } catch (e) {
-    return `reading a fetched slice failed: ${(e as Error).message}`;
-  }
-  return out;
-}
-
 let preadNowait: PreadAddon['preadNowait'] | null | undefined;
 
 /**

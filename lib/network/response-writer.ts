@@ -15,7 +15,7 @@
  */
 import type { Socket } from 'node:net';
 import { type Chunk, FileSlice } from '../../protocol/codec/writer.js';
-import { readSlicePart, sendSlicePart } from '../log/file-io.js';
+import { sendSlicePart } from '../log/file-io.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 
 /** How much of a slice goes through the socket (copied) when sendfile met a full socket buffer. */
@@ -42,7 +42,7 @@ export class ResponseWriter {
 
   /**
    * @param sendFd the socket's descriptor when FileSlices may be sent from it (a plain TCP socket),
-   *   else null: a slice is then read and written like a buffer
+   *   else null (a slice then closes the connection: none should come)
    * @param onError a slice could not be sent (its file ended early, or sendfile failed): the
    *   connection is closed, as the response's length was already on the wire
    */
@@ -123,10 +123,8 @@ export class ResponseWriter {
     const slice = res[j] as FileSlice;
     if (this.socket.destroyed) return; // closed(): the written callbacks ran or run there
     if (this.sendFd === null) {
-      // no descriptor to send from: the slice's bytes through the socket
-      const bytes = slice.read();
-      sliceSends.copiedBytes += bytes.length;
-      this.socket.write(bytes, () => this.sendParts(res, j + 1, 0, cb));
+      // the Fetch handler makes slices only for connections that send files (ConnectionDetails.sendsFiles)
+      this.fail('a file slice reached a connection that does not send files');
       return;
     }
     let sent = done;
@@ -139,9 +137,11 @@ export class ResponseWriter {
       }
       if (n === -11 /* EAGAIN */) {
         // the socket's buffer is full: the next bytes go through it, and sendfile resumes once they left
-        const step = readSlicePart(slice, sent, Math.min(SENDFILE_STEP_BYTES, slice.length - sent));
-        if (typeof step === 'string') {
-          this.fail(step);
+        let step: Buffer;
+        try {
+          step = slice.read(sent, Math.min(SENDFILE_STEP_BYTES, slice.length - sent));
+        } catch (e) {
+          this.fail(`reading a fetched slice failed: ${(e as Error).message}`);
           return;
         }
         sliceSends.copiedBytes += step.length;

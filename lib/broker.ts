@@ -327,6 +327,7 @@ export class Broker {
           socketRequestMaxBytes: this.config.int('socket.request.max.bytes'),
           connectionsMaxIdleMs: this.config.long('connections.max.idle.ms') ?? 600000,
           readDirect: this.config.bool('gregor.socket.read.direct'),
+          writeDirect: this.config.bool('gregor.socket.write.direct'),
           sendFile: this.config.bool('gregor.fetch.sendfile') && this.config.bool('gregor.fetch.zero.copy'),
           ...limits,
           connectionRates,

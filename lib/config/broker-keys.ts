@@ -139,6 +139,9 @@ export const BROKER_CONFIG: Record<string, ConfigDef> = {
   // Plain TCP connections read straight into the request being assembled (true) or through Node's
   // socket stream, one 64 KB chunk at a time, copied into it (false). See README "Reading requests".
   'gregor.socket.read.direct': { type: 'boolean', default: true },
+  // Plain TCP connections send a response with one sendmsg to the socket's descriptor while Node's
+  // stream holds nothing of theirs (true), or always through the stream (false). See README "Writing responses".
+  'gregor.socket.write.direct': { type: 'boolean', default: true },
   // Bytes of recently appended batches held in memory over all partition logs, oldest evicted first
   // (each log also keeps at most 1 MiB); tailing consumers are served from there. 0: no such cache.
   'gregor.log.recent.cache.bytes': { type: 'int', default: 33554432, validate: atLeast(0) },

@@ -94,6 +94,8 @@ const DOCS: Record<string, string> = {
     "gregor: with zero copy, a consumer's Fetch on a plain TCP connection sends large stored batches from the segment file with sendfile (true: less broker CPU) or reads them into memory first (false, the default: a lone consumer of small records reads faster).",
   'gregor.socket.read.direct':
     'gregor: plain TCP connections read requests straight into their buffers (true) or through the socket stream in 64 KB chunks, copied (false).',
+  'gregor.socket.write.direct':
+    "gregor: plain TCP connections send each response with one system call to the socket while nothing of theirs waits in Node's stream (true), or always through the stream (false).",
   'gregor.log.recent.cache.bytes':
     'gregor: bytes of recently appended batches kept in memory over all partitions to serve tailing consumers, oldest evicted first (each partition at most 1 MiB; 0: none).',
   'gregor.fetch.read.buffer.pool.bytes':

@@ -78,6 +78,8 @@ export interface ConnectionLimits {
   budget: RequestBudget;
   /** gregor.socket.read.direct on a plain TCP socket: read into the frame being assembled (direct-read.ts) */
   readDirect?: boolean;
+  /** gregor.socket.write.direct on a plain TCP socket: responses go to its descriptor while the stream holds nothing (direct-write.ts) */
+  writeDirect?: boolean;
   /** gregor.fetch.sendfile on a plain TCP socket: stored batches are sent from their files (response-writer.ts) */
   sendFile?: boolean;
 }

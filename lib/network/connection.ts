@@ -22,6 +22,7 @@ import { IdleTimer } from './idle-timer.js';
 import type { BudgetWaiter } from './request-budget.js';
 import { RequestQueue } from './request-queue.js';
 import { ResponseWriter } from './response-writer.js';
+import { sendNowaitCall } from './direct-write.js';
 import { socketFd } from './socket-buffers.js';
 
 export type { CloseLevel, ConnectionInfo, ConnectionLimits, Dispatch, DispatchResult } from './connection-types.js';
@@ -88,7 +89,11 @@ export class Connection implements BudgetWaiter {
     // FileSlices (Fetch of stored batches) go out with sendfile from a plain TCP socket's descriptor
     const sendFd = limits.sendFile === true && fileSliceCalls() !== null ? socketFd(socket) : null;
     this.info.sendsFiles = sendFd !== null;
-    this.writer = new ResponseWriter(socket, observer, sendFd, (reason) => this.destroy(reason, 'warn'));
+    // a plain TCP socket's responses go to its descriptor while the stream holds nothing (direct-write.ts)
+    const send = limits.writeDirect === true ? sendNowaitCall() : null;
+    const directFd = send === null ? null : socketFd(socket);
+    const sender = send === null || directFd === null ? null : { fd: directFd, send };
+    this.writer = new ResponseWriter(socket, observer, sendFd, (reason) => this.destroy(reason, 'warn'), sender);
     this.queue = new RequestQueue(limits.budget, observer !== null);
     // a plain TCP socket reads straight into the frame being assembled (direct-read.ts); else 'data' chunks
     const direct =

@@ -12,10 +12,16 @@
  * the socket like any buffer, and sendfile takes over again once that write completed (the socket
  * had room again): Node offers no other way to learn that a socket it owns is writable. Responses
  * that come meanwhile wait their turn here, and an end() waits for them.
+ *
+ * With a `direct` sender (a plain TCP socket, gregor.socket.write.direct), a response of buffers goes
+ * to the socket's descriptor in one sendmsg while Node's stream holds nothing of the connection's;
+ * what the kernel did not take then goes through the stream (see direct-write.ts). The response's
+ * callback runs on the next tick, as the stream would run it.
  */
 import type { Socket } from 'node:net';
 import { type Chunk, FileSlice } from '../../protocol/codec/writer.js';
-import { sendSlicePart } from '../log/file-io.js';
+import { sendSlicePart, skipBytes } from '../log/file-io.js';
+import { directWrites, type SendNowait } from './direct-write.js';
 import { RequestOutcome, type RequestObserver, type RequestTiming } from '../observability/request-timing.js';
 
 /** How much of a slice goes through the socket (copied) when sendfile met a full socket buffer. */
@@ -51,6 +57,7 @@ export class ResponseWriter {
     private readonly observer: RequestObserver | null,
     private readonly sendFd: number | null = null,
     private readonly onError: (reason: string) => void = () => socket.destroy(),
+    private readonly direct: { fd: number; send: SendNowait } | null = null,
   ) {}
 
   /** Writes a response (already size-prefixed); false for an empty Buffer[]: nothing written, the request's timing ended. */
@@ -69,17 +76,51 @@ export class ResponseWriter {
     if (written !== undefined) cb = this.whenWritten(written, cb);
     if (timing !== undefined) this.sendingStarts(timing, Buffer.isBuffer(res) ? res.length : chunksLength(res));
     if (Buffer.isBuffer(res)) {
-      this.socket.write(res, cb);
+      if (this.direct === null || !this.sendDirect([res], cb)) this.socket.write(res, cb);
     } else if (res.some((c) => c instanceof FileSlice)) {
       this.slicing = true;
       this.sendParts(res, 0, 0, cb);
-    } else if (res.length === 1) {
-      this.socket.write(res[0] as Buffer, cb);
-    } else {
-      this.socket.cork();
-      for (let i = 0; i < res.length; i++) this.socket.write(res[i] as Buffer, i === res.length - 1 ? cb : undefined);
-      this.socket.uncork();
+    } else if (this.direct === null || !this.sendDirect(res as Buffer[], cb)) {
+      this.writeBuffers(res as Buffer[], cb);
     }
+    return true;
+  }
+
+  /** Buffers through the stream, corked when several (a TLS socket then encrypts them as one write); `cb` after the last. */
+  private writeBuffers(bufs: readonly Buffer[], cb: (() => void) | undefined): void {
+    if (bufs.length === 1) {
+      this.socket.write(bufs[0] as Buffer, cb);
+      return;
+    }
+    this.socket.cork();
+    for (let i = 0; i < bufs.length; i++) this.socket.write(bufs[i] as Buffer, i === bufs.length - 1 ? cb : undefined);
+    this.socket.uncork();
+  }
+
+  /**
+   * Sends `bufs` straight to the socket's descriptor when the stream holds nothing; the rest, if the
+   * kernel took only part, through the stream. False: not sent, the caller writes them through the
+   * stream (no direct sender, the stream busy or corked, the socket closing, or an error the stream
+   * will meet and report its own way).
+   */
+  private sendDirect(bufs: Buffer[], cb: (() => void) | undefined): boolean {
+    const direct = this.direct;
+    const s = this.socket;
+    if (direct === null || s.writableLength !== 0 || s.writableCorked !== 0 || s.destroyed || !s.writable) return false;
+    const n = direct.send(direct.fd, bufs);
+    if (n === -11 /* EAGAIN */) {
+      this.writeBuffers(bufs, cb);
+      return true;
+    }
+    if (n < 0) return false;
+    directWrites.bytes += n;
+    if (n === chunksLength(bufs)) {
+      directWrites.whole++;
+      if (cb !== undefined) process.nextTick(cb);
+      return true;
+    }
+    directWrites.partial++;
+    this.writeBuffers(skipBytes(bufs, n), cb);
     return true;
   }
 

@@ -57,6 +57,8 @@ export interface ListenerOptions {
   requestObserver?: RequestObserver;
   /** gregor.socket.read.direct: plain TCP connections read into the frame being assembled (default true) */
   readDirect?: boolean;
+  /** gregor.socket.write.direct: plain TCP connections send responses to the socket's descriptor while the stream holds nothing (default true) */
+  writeDirect?: boolean;
   /** gregor.fetch.sendfile (with gregor.fetch.zero.copy): plain TCP connections send stored batches from their files */
   sendFile?: boolean;
   /** an SSL (or SASL_SSL) listener's TLS settings; none: PLAINTEXT */
@@ -264,6 +266,7 @@ export class KafkaServer {
         maxQueuedBytes: this.opts.maxQueuedBytes ?? 1024 * 1024,
         budget: this.budget,
         readDirect: this.opts.tls === undefined && this.opts.readDirect !== false,
+        writeDirect: this.opts.tls === undefined && this.opts.writeDirect !== false,
         sendFile: this.opts.tls === undefined && this.opts.sendFile === true,
         ...(this.opts.tls === undefined
           ? { screenFirstChunk: (chunk: Buffer) => this.screenPlaintext(chunk, remoteAddress, remotePort) }

@@ -25,6 +25,13 @@
  *     a new descriptor (close-on-exec) of the same open file, or -errno: what a response holds so
  *     that the segment may close its own descriptor while the response is still being sent.
  *
+ *   sendNowait(fd, buffers: Uint8Array[]) -> number
+ *     one sendmsg(2) of the buffers, in order, to a socket, never waiting and never raising SIGPIPE:
+ *     the bytes sent (fewer than all when the socket's buffer filled, or when there are more than
+ *     SEND_MAX_BUFFERS buffers: only those are offered), or -errno (-EAGAIN: the buffer is full).
+ *     A response goes out this way when nothing of the connection's is queued in Node's stream
+ *     (lib/network/direct-write.ts); what the kernel did not take goes through the stream.
+ *
  * Linux's preadv2(..., RWF_NOWAIT) copies from the page cache and refuses to start I/O. The broker
  * serves Fetch reads of recently written segments this way on its main thread, skipping the round
  * trip through libuv's thread pool; whatever is not cached goes to the thread pool as before.
@@ -39,6 +46,8 @@
 #ifdef __linux__
 #include <sys/sendfile.h>
 #endif
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -177,6 +186,53 @@ static napi_value dup_fd(napi_env env, napi_callback_info info) {
   return number(env, fd >= 0 ? fd : -(double)errno);
 }
 
+/* the most buffers one sendNowait offers (a response is rarely more than a few) */
+#define SEND_MAX_BUFFERS 64
+
+static napi_value send_nowait(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  int32_t fd;
+  bool is_array = false;
+  uint32_t count = 0;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 ||
+      napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0 || napi_is_array(env, argv[1], &is_array) != napi_ok ||
+      !is_array || napi_get_array_length(env, argv[1], &count) != napi_ok) {
+    napi_throw_type_error(env, "GREGOR_ERR_SEND", "sendNowait(fd, buffers): fd >= 0 and an array of Uint8Arrays");
+    return NULL;
+  }
+  struct iovec iov[SEND_MAX_BUFFERS];
+  uint32_t used = count < SEND_MAX_BUFFERS ? count : SEND_MAX_BUFFERS;
+  for (uint32_t i = 0; i < used; i++) {
+    napi_value element, arraybuffer;
+    bool is_typedarray = false;
+    napi_typedarray_type type;
+    size_t length, byte_offset;
+    void* data;
+    if (napi_get_element(env, argv[1], i, &element) != napi_ok || napi_is_typedarray(env, element, &is_typedarray) != napi_ok ||
+        !is_typedarray || napi_get_typedarray_info(env, element, &type, &length, &data, &arraybuffer, &byte_offset) != napi_ok ||
+        type != napi_uint8_array) {
+      napi_throw_type_error(env, "GREGOR_ERR_SEND", "sendNowait(fd, buffers): every buffer a Uint8Array");
+      return NULL;
+    }
+    iov[i].iov_base = data;
+    iov[i].iov_len = length;
+  }
+  if (used == 0) return number(env, 0);
+#ifdef MSG_NOSIGNAL
+  struct msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = iov;
+  msg.msg_iovlen = used;
+  ssize_t n;
+  do n = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return number(env, n >= 0 ? (double)n : -(double)errno);
+#else
+  return number(env, -(double)ENOSYS);
+#endif
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
       {"preadNowait", NULL, pread_nowait, NULL, NULL, NULL, napi_enumerable, NULL},
@@ -184,6 +240,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"sendfileNowait", NULL, sendfile_nowait, NULL, NULL, NULL, napi_enumerable, NULL},
       {"uncachedPages", NULL, uncached_pages, NULL, NULL, NULL, napi_enumerable, NULL},
       {"dupFd", NULL, dup_fd, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"sendNowait", NULL, send_nowait, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

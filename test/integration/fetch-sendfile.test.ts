@@ -15,10 +15,10 @@ import { sliceSends } from '../../lib/network/response-writer.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { hex, runKafkaPython } from '../helpers/kafka-python.js';
 import { runKcat } from '../helpers/kcat.js';
+import { kcatValues, produceBatches, values } from '../helpers/large-values.js';
 import { kafkajsReadAll } from '../helpers/roundtrip.js';
 import {
   devCerts,
-  kcatProps,
   pemSslConfig,
   rdkafkaSsl,
   removeCerts,
@@ -27,33 +27,6 @@ import {
   type DevCertFiles,
   type TlsBroker,
 } from '../helpers/tls.js';
-
-/** `n` values of ~1.5 KB, each naming its index, none holding a newline (kcat prints one per line). */
-function values(prefix: string, n: number): string[] {
-  return Array.from({ length: n }, (_, i) => `${prefix}-${i}:${String.fromCharCode(97 + (i % 26)).repeat(1400 + (i % 200))}`);
-}
-
-/** Produces `vals` with kafkajs in sends of `perBatch` (one stored batch each: ~150-250 KB). */
-async function produceBatches(kafka: Kafka, topic: string, vals: string[], perBatch = 100): Promise<void> {
-  const producer = kafka.producer();
-  await producer.connect();
-  try {
-    for (let i = 0; i < vals.length; i += perBatch) {
-      await producer.send({ topic, messages: vals.slice(i, i + perBatch).map((value) => ({ value })) });
-    }
-  } finally {
-    await producer.disconnect();
-  }
-}
-
-async function kcatValues(bootstrap: string, topic: string, props: Record<string, string> = {}): Promise<string[]> {
-  const r = await runKcat(['-C', '-b', bootstrap, '-t', topic, '-e', '-o', 'beginning', '-q', '-f', '%s\\n', ...kcatProps(props)]);
-  if (r.code !== 0) throw new Error(`kcat exited with ${r.code}: ${r.stderr}`);
-  return r.stdout
-    .toString()
-    .split('\n')
-    .filter((l) => l !== '');
-}
 
 const openDescriptors = (): number => readdirSync('/proc/self/fd').length;
 

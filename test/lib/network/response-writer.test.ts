@@ -5,7 +5,6 @@
  * responses written meanwhile follow, and end() waits for them all.
  */
 import { expect } from 'chai';
-import net from 'node:net';
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,38 +12,7 @@ import { FileSlice } from '../../../protocol/codec/writer.js';
 import { fileSliceCalls } from '../../../lib/log/file-io.js';
 import { ResponseWriter, sliceSends } from '../../../lib/network/response-writer.js';
 import { sockoptAddon, socketFd } from '../../../lib/network/socket-buffers.js';
-
-/** A connected pair over loopback: the accepted (server) side and the client side. */
-async function pair(): Promise<{ server: net.Socket; client: net.Socket; close: () => void }> {
-  const listener = net.createServer();
-  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-  const { port } = listener.address() as net.AddressInfo;
-  const accepted = new Promise<net.Socket>((resolve) => listener.once('connection', resolve));
-  const client = net.connect(port, '127.0.0.1');
-  const server = await accepted;
-  listener.close();
-  // a peer that goes away resets the connection: the tests look at the close, not at the error
-  server.on('error', () => undefined);
-  client.on('error', () => undefined);
-  return {
-    server,
-    client,
-    close: () => {
-      server.destroy();
-      client.destroy();
-    },
-  };
-}
-
-/** Everything the client reads until the server ends the connection. */
-function readAll(client: net.Socket): Promise<Buffer> {
-  const got: Buffer[] = [];
-  client.on('data', (d: Buffer) => got.push(d));
-  return new Promise((resolve, reject) => {
-    client.once('end', () => resolve(Buffer.concat(got)));
-    client.once('error', reject);
-  });
-}
+import { pair, readAll } from './socket-pair.js';
 
 describe('ResponseWriter: responses with FileSlices (sendfile)', function () {
   this.timeout(30_000);

@@ -12,6 +12,7 @@ import { headroomFromEnv, startHeapHeadroom } from './heap-headroom.js';
 import { idleMsFromEnv, startIdleMemory } from './idle-memory.js';
 import { isToolCommand, runTool } from './cli/index.js';
 import { announceReady, banner, prepareReadyFile, removeReadyFile } from './ready-signal.js';
+import { startWarmUp, type WarmUp } from './warm-up.js';
 import { mergeTopicSpecs, parseTopicSpec, parseTopicSpecList, TOPIC_SPEC_SYNTAX, type TopicSpec } from './topic-spec.js';
 
 const USAGE = `usage: gregor start [--config FILE] [--override key=value]... [--data-dir DIR] [--port N]
@@ -137,10 +138,12 @@ export async function main(argv: readonly string[], hooks: StartHooks = {}): Pro
   let stopping = false;
   // read through a call: TypeScript would narrow the local to false across the awaits below
   const signalled = (): boolean => stopping;
+  let warm: WarmUp | null = null;
   const exit = new Promise<number>((resolveExit) => {
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
+      warm?.stop();
       broker.logger.info({ signal }, 'shutting down');
       const readyFileRemoved = args.readyFile !== undefined ? removeReadyFile(args.readyFile) : Promise.resolve();
       readyFileRemoved
@@ -170,6 +173,8 @@ export async function main(argv: readonly string[], hooks: StartHooks = {}): Pro
     return 1;
   }
   if (signalled() && args.readyFile !== undefined) await removeReadyFile(args.readyFile).catch(() => undefined); // a signal came while it was written
+  // what clients' first requests would load on the spot, loaded now, one step per turn (lib/warm-up.ts)
+  if (!signalled() && process.env['GREGOR_WARM_UP'] !== '0') warm = startWarmUp();
   if (process.stderr.isTTY) {
     const defaultPartitions = broker.config.int('num.partitions');
     const declared = topics.map((t) => ({ name: t.name, partitions: t.partitions === -1 ? defaultPartitions : t.partitions }));

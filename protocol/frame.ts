@@ -46,6 +46,16 @@ export function apiCodec(apiKey: number): ApiCodec | undefined {
   return API_CODECS.get(apiKey);
 }
 
+/**
+ * Loads the codec module of `apiKey` now, if it is not loaded yet (the registry otherwise loads each
+ * API's module on its first use); false for an unknown key.
+ */
+export function preloadCodec(apiKey: number): boolean {
+  const codec = API_CODECS.get(apiKey);
+  // the entry's request getter loads the module (and replaces both getters with the codec's sides)
+  return codec !== undefined && typeof codec.request === 'object';
+}
+
 function codecFor(apiKey: number, apiVersion: number): ApiCodec {
   const codec = API_CODECS.get(apiKey);
   if (codec === undefined) throw new ProtocolError(GregorErrorCode.UNKNOWN_API_KEY, `unknown API key ${apiKey}`);

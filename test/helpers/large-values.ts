@@ -1,11 +1,27 @@
 /**
- * Values of ~1.5 KB produced in ~150-250 KB batches and read back with kcat: what the tests of the
- * Fetch and response paths (fetch-sendfile, direct-write) send, so that responses are large enough
- * to meet a small socket buffer.
+ * Values of ~1.5 KB produced in ~150-250 KB batches and read back with kcat, and the PLAINTEXT + SSL
+ * broker they go to: what the tests of the Fetch and response paths (fetch-sendfile, direct-write)
+ * use, so that responses are large enough to meet a small socket buffer.
  */
-import type { Kafka } from 'kafkajs';
-import { kcatProps } from './tls.js';
+import { Kafka, logLevel } from 'kafkajs';
+import type { ConfigValue } from '../../lib/config.js';
+import type { Cleanup } from './cleanup.js';
 import { runKcat } from './kcat.js';
+import { devCerts, kcatProps, pemSslConfig, removeCerts, startTlsBroker, type DevCertFiles, type TlsBroker } from './tls.js';
+
+/**
+ * A broker with a PLAINTEXT and an SSL listener (certificates for a client `app`) and `config`, and a
+ * kafkajs client of its PLAINTEXT listener; `cleanup` stops the broker and removes the certificates.
+ */
+export async function plainAndSslBroker(
+  cleanup: Cleanup,
+  config: Record<string, string | ConfigValue>,
+  clientId: string,
+): Promise<{ certs: DevCertFiles; b: TlsBroker; kafka: Kafka }> {
+  const certs = cleanup.add(devCerts(['app']), removeCerts);
+  const b = cleanup.add(await startTlsBroker({ ...pemSslConfig(certs), ...config }), (x) => x.stop());
+  return { certs, b, kafka: new Kafka({ brokers: [b.plain], clientId, logLevel: logLevel.NOTHING }) };
+}
 
 /** `n` values of ~1.5 KB, each naming its index, none holding a newline (kcat prints one per line). */
 export function values(prefix: string, n: number): string[] {

@@ -11,18 +11,9 @@ import { Kafka, logLevel } from 'kafkajs';
 import { directWrites, sendNowaitCall } from '../../lib/network/direct-write.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { hex, runKafkaPython } from '../helpers/kafka-python.js';
-import { kcatValues, produceBatches, values } from '../helpers/large-values.js';
+import { kcatValues, plainAndSslBroker, produceBatches, values } from '../helpers/large-values.js';
 import { kafkajsReadAll } from '../helpers/roundtrip.js';
-import {
-  devCerts,
-  pemSslConfig,
-  rdkafkaSsl,
-  removeCerts,
-  startLoggedBroker,
-  startTlsBroker,
-  type DevCertFiles,
-  type TlsBroker,
-} from '../helpers/tls.js';
+import { rdkafkaSsl, startLoggedBroker, type DevCertFiles, type TlsBroker } from '../helpers/tls.js';
 
 describe('responses sent straight to the socket (gregor.socket.write.direct)', function () {
   this.timeout(180_000);
@@ -36,17 +27,15 @@ describe('responses sent straight to the socket (gregor.socket.write.direct)', f
       // needs the pread addon built with sendNowait (npm install builds it); CI has it
       this.skip();
     }
-    certs = cleanup.add(devCerts(['app']), removeCerts);
-    b = cleanup.add(
-      await startTlsBroker({
-        ...pemSslConfig(certs),
+    ({ certs, b, kafka } = await plainAndSslBroker(
+      cleanup,
+      {
         'num.partitions': 1,
         // 64 KB once the kernel doubles it: a ~1 MB Fetch response cannot leave in one call
         'socket.send.buffer.bytes': 32768,
-      }),
-      (x) => x.stop(),
-    );
-    kafka = new Kafka({ brokers: [b.plain], clientId: 'direct-write', logLevel: logLevel.NOTHING });
+      },
+      'direct-write',
+    ));
   });
   after(() => cleanup.run());
 

@@ -15,18 +15,9 @@ import { sliceSends } from '../../lib/network/response-writer.js';
 import { Cleanup } from '../helpers/cleanup.js';
 import { hex, runKafkaPython } from '../helpers/kafka-python.js';
 import { runKcat } from '../helpers/kcat.js';
-import { kcatValues, produceBatches, values } from '../helpers/large-values.js';
+import { kcatValues, plainAndSslBroker, produceBatches, values } from '../helpers/large-values.js';
 import { kafkajsReadAll } from '../helpers/roundtrip.js';
-import {
-  devCerts,
-  pemSslConfig,
-  rdkafkaSsl,
-  removeCerts,
-  startLoggedBroker,
-  startTlsBroker,
-  type DevCertFiles,
-  type TlsBroker,
-} from '../helpers/tls.js';
+import { rdkafkaSsl, startLoggedBroker, type DevCertFiles, type TlsBroker } from '../helpers/tls.js';
 
 const openDescriptors = (): number => readdirSync('/proc/self/fd').length;
 
@@ -42,20 +33,18 @@ describe('sendfile fetch responses (gregor.fetch.sendfile)', function () {
       // needs the pread addon built (npm install builds it) and Linux 6.5+ for cachestat; CI has both
       this.skip();
     }
-    certs = cleanup.add(devCerts(['app']), removeCerts);
-    b = cleanup.add(
-      await startTlsBroker({
-        ...pemSslConfig(certs),
+    ({ certs, b, kafka } = await plainAndSslBroker(
+      cleanup,
+      {
         'num.partitions': 1,
         'gregor.fetch.sendfile': true,
         // every read goes to the segment files (no recent-batches cache), and a small send buffer
         // (64 KB once the kernel doubles it) makes each slice meet a full socket
         'gregor.log.recent.cache.bytes': 0,
         'socket.send.buffer.bytes': 32768,
-      }),
-      (x) => x.stop(),
-    );
-    kafka = new Kafka({ brokers: [b.plain], clientId: 'sendfile', logLevel: logLevel.NOTHING });
+      },
+      'sendfile',
+    ));
   });
   after(() => cleanup.run());
 

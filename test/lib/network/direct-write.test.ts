@@ -102,6 +102,25 @@ describe('ResponseWriter: responses sent straight to the socket (gregor.socket.w
     }
   });
 
+  it('a response of more buffers than one call offers (64): the first go directly, the rest through the stream, in order', async () => {
+    const p = await pair();
+    try {
+      const w = new ResponseWriter(p.server, null, null, () => undefined, { fd: socketFd(p.server)!, send });
+      const before = { ...directWrites };
+      const reading = readAll(p.client);
+      const parts = Array.from({ length: 100 }, (_, i) => seq(i, 10 + i));
+      let done = false;
+      w.write(parts, undefined, () => (done = true));
+      expect(directWrites.partial - before.partial).to.equal(1);
+      expect(directWrites.bytes - before.bytes, 'the first 64 buffers').to.equal(parts.slice(0, 64).reduce((n, b) => n + b.length, 0));
+      w.end();
+      expect((await reading).equals(Buffer.concat(parts))).to.equal(true);
+      expect(done).to.equal(true);
+    } finally {
+      p.close();
+    }
+  });
+
   it('a corked socket writes through the stream; once the corked bytes left, the next response goes direct', async () => {
     const p = await pair();
     try {

@@ -3,8 +3,8 @@
  * sendmsg(2) of the response's buffers from the addon (native/pread: sendNowait), when nothing of the
  * connection's waits in Node's stream. Node's own path for the same bytes makes the same system call,
  * but runs its Writable machinery around it first (write, _write, writeOrBuffer, a WriteWrap, the
- * stream's length bookkeeping, a tick for the callback): on a small response that is several
- * microseconds of a round trip whose kernel part is about as long. Whatever the kernel does not
+ * stream's length bookkeeping, a tick for the callback): on a small response, about a third of what
+ * the call itself costs in the kernel on loopback. Whatever the kernel does not
  * take (its buffer filled) goes through the stream as before, which then owns the order of
  * everything after it: a response goes direct only while the stream holds nothing.
  */

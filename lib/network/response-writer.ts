@@ -74,13 +74,15 @@ export class ResponseWriter {
     // With an observer, the last write carries the callback that stamps the flush (one shared function).
     let cb = timing === undefined ? undefined : this.onFlushed;
     if (written !== undefined) cb = this.whenWritten(written, cb);
-    if (timing !== undefined) this.sendingStarts(timing, Buffer.isBuffer(res) ? res.length : chunksLength(res));
+    // a FileSlice's length counts its bytes too
+    const bytes = Buffer.isBuffer(res) ? res.length : chunksLength(res);
+    if (timing !== undefined) this.sendingStarts(timing, bytes);
     if (Buffer.isBuffer(res)) {
-      if (this.direct === null || !this.sendDirect([res], cb)) this.socket.write(res, cb);
+      if (this.direct === null || !this.sendDirect([res], bytes, cb)) this.socket.write(res, cb);
     } else if (res.some((c) => c instanceof FileSlice)) {
       this.slicing = true;
       this.sendParts(res, 0, 0, cb);
-    } else if (this.direct === null || !this.sendDirect(res as Buffer[], cb)) {
+    } else if (this.direct === null || !this.sendDirect(res as Buffer[], bytes, cb)) {
       this.writeBuffers(res as Buffer[], cb);
     }
     return true;
@@ -98,12 +100,12 @@ export class ResponseWriter {
   }
 
   /**
-   * Sends `bufs` straight to the socket's descriptor when the stream holds nothing; the rest, if the
+   * Sends `bufs` (`bytes` in all) straight to the socket's descriptor when the stream holds nothing; the rest, if the
    * kernel took only part, through the stream. False: not sent, the caller writes them through the
    * stream (no direct sender, the stream busy or corked, the socket closing, or an error the stream
    * will meet and report its own way).
    */
-  private sendDirect(bufs: Buffer[], cb: (() => void) | undefined): boolean {
+  private sendDirect(bufs: Buffer[], bytes: number, cb: (() => void) | undefined): boolean {
     const direct = this.direct;
     const s = this.socket;
     if (direct === null || s.writableLength !== 0 || s.writableCorked !== 0 || s.destroyed || !s.writable) return false;
@@ -114,7 +116,7 @@ export class ResponseWriter {
     }
     if (n < 0) return false;
     directWrites.bytes += n;
-    if (n === chunksLength(bufs)) {
+    if (n === bytes) {
       directWrites.whole++;
       if (cb !== undefined) process.nextTick(cb);
       return true;

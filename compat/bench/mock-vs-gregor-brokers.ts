@@ -44,6 +44,8 @@ export interface Target {
   pid: number | null;
   /** ms from spawn to ready (null for --bootstrap) */
   readyMs: number | null;
+  /** gregor's admin HTTP address (host:port) from its ready line; absent for the mock and --bootstrap */
+  admin?: string;
   stop(): Promise<void>;
 }
 
@@ -118,16 +120,17 @@ async function stopChild(child: ChildProcess, gentle: () => void): Promise<void>
 
 /**
  * A fresh gregor: `node bin/gregor.js start --port 0 --data-dir <tmp>`, ready at GREGOR_READY; `root`:
- * the checkout whose broker runs (another, built, for an A/B of two trees).
+ * the checkout whose broker runs (another, built, for an A/B of two trees); `env`: more environment
+ * for the broker (its configuration as KAFKA_* variables, for an A/B of two settings).
  */
-export async function startGregor(root = ROOT): Promise<Target> {
+export async function startGregor(root = ROOT, env: Readonly<Record<string, string>> = {}): Promise<Target> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gregor-mvg-'));
   const nodeFlags = (process.env['GREGOR_CHILD_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeFlags, join(root, 'bin/gregor.js'), 'start', '--port', '0', '--data-dir', dataDir], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LOG_LEVEL: 'warn' },
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
   });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
@@ -137,9 +140,11 @@ export async function startGregor(root = ROOT): Promise<Target> {
   };
   try {
     const { m, ms } = await waitLine(child, /(?:^|\n)GREGOR_READY (\{[^\n]*\})\n/, 'gregor', spawnedAt, () => stderr);
-    const ready = JSON.parse(m[1] ?? '{}') as { bootstrap?: string };
+    const ready = JSON.parse(m[1] ?? '{}') as { bootstrap?: string; admin?: string };
     if (ready.bootstrap === undefined) throw new Error(`GREGOR_READY without bootstrap: ${m[1]}`);
-    return { name: 'gregor', bootstrap: ready.bootstrap, pid: child.pid ?? null, readyMs: ms, stop };
+    const t: Target = { name: 'gregor', bootstrap: ready.bootstrap, pid: child.pid ?? null, readyMs: ms, stop };
+    if (ready.admin !== undefined) t.admin = ready.admin;
+    return t;
   } catch (e) {
     await stop();
     throw e;

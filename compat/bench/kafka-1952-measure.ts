@@ -4,23 +4,16 @@
  * fetchers apart from consumers), with /metrics' FetchFollower LocalTimeMs beside them.
  */
 import type { LocalBroker, LocalCluster } from '../../lib/cluster/local-cluster.js';
+import { adminRequest } from './admin-http.js';
 import { cpuSeconds, mainThreadCpuSeconds, mean, percentile, round, rssBytes, threadCpu } from './proc-stats.js';
 
 const REPLICA_CLIENT = 'gregor-replica-fetcher-';
 
 const r3 = (x: number): number => round(x, 3);
 
-async function admin(b: LocalBroker, method: string, p: string, body?: unknown): Promise<unknown> {
+function admin(b: LocalBroker, method: string, p: string, body?: unknown): Promise<unknown> {
   if (b.admin === null) throw new Error(`broker ${b.nodeId} has no admin listener`);
-  const init: RequestInit = { method };
-  if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    init.headers = { 'content-type': 'application/json' };
-  }
-  const res = await fetch(`http://${b.admin}${p}`, init);
-  if (!res.ok) throw new Error(`${method} ${p} on broker ${b.nodeId}: HTTP ${res.status} ${await res.text()}`);
-  const type = res.headers.get('content-type') ?? '';
-  return type.includes('json') ? res.json() : res.text();
+  return adminRequest(b.admin, method, p, body);
 }
 
 interface LoggedRequest {

@@ -18,6 +18,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import { adminRequest } from './admin-http.js';
 import { brokerCpu, createOnePartitionTopics, servingCpu, startGregor, startMock, type Target } from './mock-vs-gregor-brokers.js';
 import { primeProducePaths, startNativeConsumer, startNativeProducer, THROUGHPUT_PRODUCER_CONFIG } from './native-producer.js';
 import { envInt, parsePinning, pinProcess, round, ROOT_DIR, sleep, writeBench } from './proc-stats.js';
@@ -58,16 +59,9 @@ function parseOut(argv: readonly string[]): string {
   throw new Error(`unknown arguments ${argv.join(' ')} (--out DIR)`);
 }
 
-async function admin(t: Target, path: string, method = 'GET', body?: unknown): Promise<unknown> {
+function admin(t: Target, path: string, method = 'GET', body?: unknown): Promise<unknown> {
   if (t.admin === undefined) throw new Error('gregor did not report its admin address');
-  const init: RequestInit = { method };
-  if (body !== undefined) {
-    init.headers = { 'content-type': 'application/json' };
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(`http://${t.admin}${path}`, init);
-  if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status}`);
-  return res.status === 204 ? null : res.json();
+  return adminRequest(t.admin, method, path, body);
 }
 
 const perM = (cpu0: number | null, cpu1: number | null, records: number) =>
